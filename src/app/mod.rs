@@ -1,0 +1,365 @@
+//! The state the screen shows, and `update`, which turns key actions and backend events into
+//! a new state. No IO happens here, so all of it is tested without servers.
+
+mod action;
+pub mod keys;
+
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime};
+
+pub use action::Action;
+
+use crate::backend::Command;
+use crate::model::{ConnState, Election, EventKind, SourceEvent, SourceId, SourceInfo};
+
+/// Which pane the movement keys act on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Focus {
+    #[default]
+    Elections,
+    Candidates,
+    History,
+}
+
+/// A source as the status bar shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceView {
+    pub info: SourceInfo,
+    pub conn: ConnState,
+    pub revision: Option<i64>,
+    /// Snapshot and history replay done.
+    pub synced: bool,
+    /// The latest thing worth telling about this source (e.g. compacted history).
+    pub notice: Option<String>,
+}
+
+/// Everything that reaches `update`.
+#[derive(Clone, Debug)]
+pub enum Msg {
+    Action(Action),
+    Source(SourceEvent),
+    /// Time passed: countdowns move on.
+    Tick {
+        now: Instant,
+        wall: SystemTime,
+    },
+    /// The terminal's size, for paging.
+    Resize {
+        width: u16,
+        height: u16,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct App {
+    pub sources: Vec<SourceView>,
+    pub elections: BTreeMap<(SourceId, String), Election>,
+    /// Index into `elections` in key order.
+    pub selected: usize,
+    pub focus: Focus,
+    /// First visible row of the candidates and history panes.
+    pub line_scroll: usize,
+    pub history_scroll: usize,
+    pub show_help: bool,
+    pub quit: bool,
+    /// The clock the countdowns are drawn at (set by ticks, so drawing is deterministic).
+    pub now: Instant,
+    pub wall: SystemTime,
+    pub size: (u16, u16),
+}
+
+/// Rows a page key moves.
+const PAGE: usize = 10;
+
+impl App {
+    pub fn new(sources: Vec<SourceInfo>, now: Instant, wall: SystemTime) -> Self {
+        App {
+            sources: sources
+                .into_iter()
+                .map(|info| SourceView {
+                    info,
+                    conn: ConnState::Connecting,
+                    revision: None,
+                    synced: false,
+                    notice: None,
+                })
+                .collect(),
+            elections: BTreeMap::new(),
+            selected: 0,
+            focus: Focus::Elections,
+            line_scroll: 0,
+            history_scroll: 0,
+            show_help: false,
+            quit: false,
+            now,
+            wall,
+            size: (80, 24),
+        }
+    }
+
+    pub fn selected_election(&self) -> Option<&Election> {
+        self.elections.values().nth(self.selected)
+    }
+
+    fn selected_key(&self) -> Option<(SourceId, String)> {
+        self.elections.keys().nth(self.selected).cloned()
+    }
+
+    /// Every source has finished its snapshot and replay.
+    pub fn all_synced(&self) -> bool {
+        self.sources.iter().all(|s| s.synced)
+    }
+
+    /// Whether anything on screen moves with time (a countdown or a retry timer), so the
+    /// runtime knows to keep ticking; with nothing moving it sleeps.
+    pub fn needs_tick(&self) -> bool {
+        self.sources
+            .iter()
+            .any(|s| matches!(s.conn, ConnState::Down { .. }))
+            || self.elections.values().any(|e| {
+                e.leader
+                    .as_ref()
+                    .and_then(|l| l.ttl)
+                    .is_some_and(|d| d.remaining_ms_at(self.now) > 0)
+            })
+    }
+
+    /// What each source should keep fresh: the leaders of the elections in view and the
+    /// selected election's line.
+    pub fn visible_requests(&self, rows: usize) -> Vec<(SourceId, Command)> {
+        let start = self.selected.saturating_sub(rows.saturating_sub(1));
+        let in_view: Vec<&(SourceId, String)> = self
+            .elections
+            .keys()
+            .skip(start)
+            .take(rows.max(1))
+            .collect();
+        let selected = self.selected_key();
+        (0..self.sources.len())
+            .map(|id| {
+                let names = in_view
+                    .iter()
+                    .filter(|(s, _)| *s == id)
+                    .map(|(_, n)| n.clone())
+                    .collect();
+                let selected = selected
+                    .as_ref()
+                    .filter(|(s, _)| *s == id)
+                    .map(|(_, n)| n.clone());
+                (id, Command::Visible { names, selected })
+            })
+            .collect()
+    }
+}
+
+/// Applies one message. Returns whether the screen needs a redraw.
+pub fn update(app: &mut App, msg: Msg) -> bool {
+    match msg {
+        Msg::Action(a) => on_action(app, a),
+        Msg::Source(ev) => on_source(app, ev),
+        Msg::Tick { now, wall } => {
+            app.now = now;
+            app.wall = wall;
+            true
+        }
+        Msg::Resize { width, height } => {
+            app.size = (width, height);
+            true
+        }
+    }
+}
+
+fn on_action(app: &mut App, action: Action) -> bool {
+    let n = app.elections.len();
+    let before = (app.selected, app.line_scroll, app.history_scroll);
+    let step = |pos: usize, len: usize, delta: isize| -> usize {
+        if len == 0 {
+            return 0;
+        }
+        (pos as isize + delta).clamp(0, len as isize - 1) as usize
+    };
+    let (cands, hist) = app
+        .selected_election()
+        .map(|e| (e.candidates.len(), e.history.len()))
+        .unwrap_or((0, 0));
+    let mut moved = |delta: isize| match app.focus {
+        Focus::Elections => {
+            app.selected = step(app.selected, n, delta);
+            app.line_scroll = 0;
+            app.history_scroll = 0;
+        }
+        Focus::Candidates => app.line_scroll = step(app.line_scroll, cands, delta),
+        Focus::History => app.history_scroll = step(app.history_scroll, hist, delta),
+    };
+    match action {
+        Action::Quit => {
+            app.quit = true;
+            return true;
+        }
+        Action::Back => {
+            if app.show_help {
+                app.show_help = false;
+            } else {
+                app.quit = true;
+            }
+            return true;
+        }
+        Action::ToggleHelp => {
+            app.show_help = !app.show_help;
+            return true;
+        }
+        Action::FocusNext | Action::FocusPrev => {
+            let order = [Focus::Elections, Focus::Candidates, Focus::History];
+            let i = order.iter().position(|f| *f == app.focus).unwrap_or(0);
+            let j = if action == Action::FocusNext {
+                (i + 1) % 3
+            } else {
+                (i + 2) % 3
+            };
+            app.focus = order[j];
+            return true;
+        }
+        Action::Up => moved(-1),
+        Action::Down => moved(1),
+        Action::PageUp => moved(-(PAGE as isize)),
+        Action::PageDown => moved(PAGE as isize),
+        Action::Top => moved(-(isize::MAX / 2)),
+        Action::Bottom => moved(isize::MAX / 2),
+    }
+    before != (app.selected, app.line_scroll, app.history_scroll)
+}
+
+fn on_source(app: &mut App, ev: SourceEvent) -> bool {
+    match ev {
+        SourceEvent::Info(info) => {
+            if let Some(s) = app.sources.get_mut(info.id) {
+                s.info = info;
+            }
+        }
+        SourceEvent::Conn { source, state } => {
+            if let Some(s) = app.sources.get_mut(source) {
+                s.conn = state;
+            }
+        }
+        SourceEvent::Revision { source, revision } => {
+            let Some(s) = app.sources.get_mut(source) else {
+                return false;
+            };
+            if s.revision == Some(revision) {
+                return false;
+            }
+            s.revision = Some(revision);
+        }
+        SourceEvent::Elections { source, elections } => {
+            let keep = app.selected_key();
+            for e in elections {
+                app.elections.insert((source, e.name.clone()), e);
+            }
+            if let Some(key) = keep {
+                app.selected = app
+                    .elections
+                    .keys()
+                    .position(|k| *k == key)
+                    .unwrap_or(app.selected);
+            }
+        }
+        SourceEvent::Happened(event) => {
+            if event.kind != EventKind::HistoryCompacted {
+                return false;
+            }
+            if let Some(s) = app.sources.iter_mut().find(|s| s.info.name == event.source) {
+                s.notice = event.detail;
+            }
+        }
+        SourceEvent::Synced { source } => {
+            if let Some(s) = app.sources.get_mut(source) {
+                s.synced = true;
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Scheme;
+
+    fn app_with(n: usize) -> App {
+        let info = SourceInfo {
+            id: 0,
+            name: "etcd x /e/".into(),
+            endpoints: "x".into(),
+            scheme: Some(Scheme::EtcdElection),
+            read_only: false,
+        };
+        let mut app = App::new(vec![info], Instant::now(), SystemTime::now());
+        let elections = (0..n)
+            .map(|i| Election::new(0, format!("e{i:03}"), Scheme::EtcdElection))
+            .collect();
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections,
+            }),
+        );
+        app
+    }
+
+    #[test]
+    fn selection_moves_and_clamps() {
+        let mut app = app_with(3);
+        assert!(
+            !update(&mut app, Msg::Action(Action::Up)),
+            "nothing to redraw at the top"
+        );
+        update(&mut app, Msg::Action(Action::PageDown));
+        assert_eq!(app.selected, 2);
+        update(&mut app, Msg::Action(Action::Top));
+        assert_eq!(app.selected, 0);
+    }
+
+    #[test]
+    fn selection_follows_its_election_when_others_appear() {
+        let mut app = app_with(3);
+        update(&mut app, Msg::Action(Action::Down));
+        assert_eq!(
+            app.selected_election().map(|e| e.name.as_str()),
+            Some("e001")
+        );
+        let new = vec![Election::new(0, "a-first".into(), Scheme::EtcdElection)];
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections: new,
+            }),
+        );
+        assert_eq!(
+            app.selected_election().map(|e| e.name.as_str()),
+            Some("e001")
+        );
+    }
+
+    #[test]
+    fn esc_closes_help_before_quitting() {
+        let mut app = app_with(1);
+        update(&mut app, Msg::Action(Action::ToggleHelp));
+        update(&mut app, Msg::Action(Action::Back));
+        assert!(!app.show_help && !app.quit);
+        update(&mut app, Msg::Action(Action::Back));
+        assert!(app.quit);
+    }
+
+    #[test]
+    fn visible_requests_follow_the_view() {
+        let mut app = app_with(30);
+        update(&mut app, Msg::Action(Action::Bottom));
+        let req = app.visible_requests(5);
+        let Command::Visible { names, selected } = &req[0].1;
+        assert_eq!(names.first().map(String::as_str), Some("e025"));
+        assert_eq!(names.len(), 5);
+        assert_eq!(selected.as_deref(), Some("e029"));
+    }
+}

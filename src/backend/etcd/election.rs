@@ -1,0 +1,110 @@
+//! `etcd-election`: etcd's v3 election API (`etcdctl elect`, Go's `concurrency.Election`).
+//! Each candidate holds `<election>/<lease id in hex>` on its own lease; the lowest
+//! create_revision leads and the rest wait in that order.
+
+use super::layout::{Holders, Layout, Mirror, children, relative_name};
+use crate::model::Scheme;
+
+pub struct EtcdElection {
+    pub prefix: Vec<u8>,
+}
+
+impl Layout for EtcdElection {
+    fn scheme(&self) -> Scheme {
+        Scheme::EtcdElection
+    }
+
+    fn prefixes(&self) -> Vec<Vec<u8>> {
+        vec![self.prefix.clone()]
+    }
+
+    /// The election is everything up to and including the key's last `/`.
+    fn election_of(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let rest = key.strip_prefix(self.prefix.as_slice())?;
+        let slash = rest.iter().rposition(|b| *b == b'/')?;
+        Some(key[..self.prefix.len() + slash + 1].to_vec())
+    }
+
+    fn display_name(&self, election: &[u8]) -> String {
+        relative_name(&self.prefix, election)
+    }
+
+    fn derive(&self, election: &[u8], mirror: &Mirror) -> Holders {
+        let mut line: Vec<_> = children(mirror, election).collect();
+        line.sort_by_key(|kv| kv.create_revision);
+        let candidates: Vec<_> = line.iter().map(|kv| kv.candidate()).collect();
+        Holders {
+            leader: candidates.first().cloned(),
+            candidates,
+        }
+    }
+}
+
+/// Does this key look like an election candidate (`.../<own lease in hex>`)? Used to guess
+/// the scheme when none is configured.
+pub fn looks_like_candidate(key: &[u8], lease: i64) -> bool {
+    if lease == 0 {
+        return false;
+    }
+    let suffix = match key.iter().rposition(|b| *b == b'/') {
+        Some(i) => &key[i + 1..],
+        None => return false,
+    };
+    suffix == format!("{lease:x}").as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::etcd::layout::Kv;
+
+    fn kv(key: &str, value: &str, create: i64, lease: i64) -> Kv {
+        Kv {
+            key: key.as_bytes().to_vec(),
+            value: value.as_bytes().to_vec(),
+            create_revision: create,
+            mod_revision: create,
+            lease,
+        }
+    }
+
+    #[test]
+    fn lowest_create_revision_leads_and_nested_elections_stay_apart() {
+        let layout = EtcdElection {
+            prefix: b"/e/".to_vec(),
+        };
+        let mut m = Mirror::new();
+        for kv in [
+            kv("/e/jobs/2", "b", 7, 2),
+            kv("/e/jobs/1", "a", 9, 1),
+            kv("/e/jobs/sub/3", "c", 1, 3),
+        ] {
+            m.insert(kv.key.clone(), kv);
+        }
+        let jobs = layout.election_of(b"/e/jobs/2").expect("election");
+        assert_eq!(jobs, b"/e/jobs/");
+        assert_eq!(layout.display_name(&jobs), "jobs");
+        let h = layout.derive(&jobs, &m);
+        let ids: Vec<_> = h.candidates.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a"]);
+        assert_eq!(h.leader.map(|l| l.id), Some("b".to_string()));
+        assert_eq!(layout.display_name(b"/e/jobs/sub/"), "jobs/sub");
+        assert_eq!(layout.election_of(b"/e/nokey"), None);
+    }
+
+    #[test]
+    fn prefix_that_is_the_election_itself_keeps_its_name() {
+        let layout = EtcdElection {
+            prefix: b"scheduler".to_vec(),
+        };
+        let e = layout.election_of(b"scheduler/694d").expect("election");
+        assert_eq!(layout.display_name(&e), "scheduler");
+    }
+
+    #[test]
+    fn candidate_keys_are_recognised_by_their_lease_suffix() {
+        assert!(looks_like_candidate(b"x/694d7a3f", 0x694d7a3f));
+        assert!(!looks_like_candidate(b"x/694d7a3f", 0));
+        assert!(!looks_like_candidate(b"leader", 5));
+    }
+}

@@ -1,0 +1,449 @@
+//! The etcd backend's plain core: a mirror of the watched keys, the elections derived from
+//! it, and the leader changes found by diffing each revision. No IO: the connection code
+//! feeds it snapshots, watch events, lease readings and lease fates, and sends on what it
+//! returns.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Instant, SystemTime};
+
+use super::layout::{Kv, Layout, Mirror};
+use crate::model::{Cause, Deadline, Election, Event, EventKind, HistoryEntry, SourceId};
+
+/// One change to a key, as a watch reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Put(Kv),
+    Delete { key: Vec<u8>, revision: i64 },
+}
+
+impl Change {
+    pub fn revision(&self) -> i64 {
+        match self {
+            Change::Put(kv) => kv.mod_revision,
+            Change::Delete { revision, .. } => *revision,
+        }
+    }
+
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Change::Put(kv) => &kv.key,
+            Change::Delete { key, .. } => key,
+        }
+    }
+}
+
+/// Whether a deleted key's lease still existed right after the delete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseFate {
+    Alive,
+    Gone,
+}
+
+/// How a batch of changes was observed.
+#[derive(Clone, Copy, Debug)]
+pub struct Observed {
+    /// Wall-clock time of a live observation; `None` when replayed from past revisions.
+    pub at: Option<SystemTime>,
+    pub now: Instant,
+    pub replayed: bool,
+}
+
+/// Below this much estimated lease left, a vanished lease counts as expired, not revoked.
+const EXPIRY_SLACK_MS: i64 = 1_500;
+
+pub struct Tracker {
+    source: SourceId,
+    source_name: String,
+    layout: Box<dyn Layout>,
+    history_limit: usize,
+    mirror: Mirror,
+    elections: BTreeMap<Vec<u8>, Election>,
+    ttls: HashMap<i64, Deadline>,
+    /// Last revision applied to the mirror.
+    pub revision: i64,
+}
+
+impl Tracker {
+    pub fn new(
+        source: SourceId,
+        source_name: String,
+        layout: Box<dyn Layout>,
+        history_limit: usize,
+    ) -> Self {
+        Tracker {
+            source,
+            source_name,
+            layout,
+            history_limit,
+            mirror: Mirror::new(),
+            elections: BTreeMap::new(),
+            ttls: HashMap::new(),
+            revision: 0,
+        }
+    }
+
+    pub fn layout(&self) -> &dyn Layout {
+        self.layout.as_ref()
+    }
+
+    pub fn elections(&self) -> impl Iterator<Item = &Election> {
+        self.elections.values()
+    }
+
+    /// Does the mirror hold exactly these keys (same revisions)?
+    pub fn mirror_equals(&self, kvs: &Mirror) -> bool {
+        &self.mirror == kvs
+    }
+
+    /// Loads the state at `revision` without recording history (the start of a replay or
+    /// a plain snapshot). Returns every election.
+    pub fn load(&mut self, kvs: Mirror, revision: i64) -> Vec<Election> {
+        self.mirror = kvs;
+        self.revision = revision;
+        let ids: BTreeSet<Vec<u8>> = self
+            .mirror
+            .keys()
+            .filter_map(|k| self.layout.election_of(k))
+            .collect();
+        for id in ids {
+            let holders = self.layout.derive(&id, &self.mirror);
+            let name = self.layout.display_name(&id);
+            let e = self
+                .elections
+                .entry(id)
+                .or_insert_with(|| Election::new(self.source, name, self.layout.scheme()));
+            e.leader = holders.leader;
+            e.candidates = holders.candidates;
+        }
+        self.attach_ttls_all();
+        self.elections.values().cloned().collect()
+    }
+
+    /// The changes that turn the mirror into `kvs` (after a gap in the watch, e.g. history
+    /// compacted while disconnected), stamped with `revision`.
+    pub fn diff_to(&self, kvs: &Mirror, revision: i64) -> Vec<Change> {
+        let mut changes: Vec<Change> = self
+            .mirror
+            .keys()
+            .filter(|k| !kvs.contains_key(*k))
+            .map(|k| Change::Delete {
+                key: k.clone(),
+                revision,
+            })
+            .collect();
+        changes.extend(
+            kvs.values()
+                .filter(|kv| self.mirror.get(&kv.key) != Some(kv))
+                .map(|kv| {
+                    Change::Put(Kv {
+                        mod_revision: revision,
+                        ..kv.clone()
+                    })
+                }),
+        );
+        changes
+    }
+
+    /// Leases whose fate decides the cause of a change in `changes`: the leases of leased
+    /// keys being deleted.
+    pub fn leases_to_check(&self, changes: &[Change]) -> Vec<i64> {
+        let set: BTreeSet<i64> = changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Delete { key, .. } => self.mirror.get(key).map(|kv| kv.lease),
+                Change::Put(_) => None,
+            })
+            .filter(|lease| *lease != 0)
+            .collect();
+        set.into_iter().collect()
+    }
+
+    /// Applies changes, one revision at a time so that each leader change keeps its own
+    /// revision and cause. Returns the elections that changed and what happened.
+    pub fn apply(
+        &mut self,
+        changes: Vec<Change>,
+        fates: &HashMap<i64, LeaseFate>,
+        seen: Observed,
+    ) -> (Vec<Election>, Vec<Event>) {
+        let mut touched = BTreeSet::new();
+        let mut events = Vec::new();
+        // A watch resumed per prefix may deliver a change twice; the mirror already has it.
+        let changes: Vec<Change> = changes
+            .into_iter()
+            .filter(|c| match c {
+                Change::Put(kv) => self
+                    .mirror
+                    .get(&kv.key)
+                    .is_none_or(|old| old.mod_revision < kv.mod_revision),
+                Change::Delete { key, revision } => self
+                    .mirror
+                    .get(key)
+                    .is_some_and(|old| old.mod_revision < *revision),
+            })
+            .collect();
+        let mut i = 0;
+        while i < changes.len() {
+            let rev = changes[i].revision();
+            let mut j = i;
+            while j < changes.len() && changes[j].revision() == rev {
+                j += 1;
+            }
+            self.apply_revision(&changes[i..j], rev, fates, seen, &mut touched, &mut events);
+            i = j;
+        }
+        let changed = touched
+            .iter()
+            .filter_map(|id| self.elections.get(id).cloned())
+            .collect();
+        (changed, events)
+    }
+
+    fn apply_revision(
+        &mut self,
+        changes: &[Change],
+        rev: i64,
+        fates: &HashMap<i64, LeaseFate>,
+        seen: Observed,
+        touched: &mut BTreeSet<Vec<u8>>,
+        events: &mut Vec<Event>,
+    ) {
+        // Keys as they were before this revision, to explain departures.
+        let mut before: HashMap<Vec<u8>, Kv> = HashMap::new();
+        let mut ids = BTreeSet::new();
+        for change in changes {
+            if let Some(id) = self.layout.election_of(change.key()) {
+                ids.insert(id);
+            }
+            if let Some(old) = self.mirror.get(change.key()) {
+                before.insert(old.key.clone(), old.clone());
+            }
+            match change {
+                Change::Put(kv) => {
+                    self.mirror.insert(kv.key.clone(), kv.clone());
+                }
+                Change::Delete { key, .. } => {
+                    self.mirror.remove(key);
+                }
+            }
+        }
+        self.revision = self.revision.max(rev);
+        for id in ids {
+            let holders = self.layout.derive(&id, &self.mirror);
+            let name = self.layout.display_name(&id);
+            let (source, scheme) = (self.source, self.layout.scheme());
+            let election = self
+                .elections
+                .entry(id.clone())
+                .or_insert_with(|| Election::new(source, name.clone(), scheme));
+            let old_leader = election.leader.take();
+            let old_line = std::mem::take(&mut election.candidates);
+            election.leader = holders.leader;
+            election.candidates = holders.candidates;
+
+            let mk = |kind, from: Option<String>, to: Option<String>, cause| Event {
+                at: seen.at,
+                source: self.source_name.clone(),
+                election: Some(name.clone()),
+                kind,
+                from,
+                to,
+                cause,
+                revision: Some(rev),
+                replayed: seen.replayed,
+                detail: None,
+            };
+
+            let change = match (&old_leader, &election.leader) {
+                (None, Some(new)) => Some((
+                    EventKind::LeaderElected,
+                    None,
+                    Some(new.id.clone()),
+                    Cause::Elected,
+                )),
+                (Some(old), None) => {
+                    let cause = departure(before.get(&old.raw_key), fates, &self.ttls, seen);
+                    Some((EventKind::LeaderLost, Some(old.id.clone()), None, cause))
+                }
+                (Some(old), Some(new))
+                    if old.raw_key != new.raw_key || old.create_revision != new.create_revision =>
+                {
+                    let cause = departure(before.get(&old.raw_key), fates, &self.ttls, seen);
+                    Some((
+                        EventKind::LeaderChanged,
+                        Some(old.id.clone()),
+                        Some(new.id.clone()),
+                        cause,
+                    ))
+                }
+                (Some(old), Some(new)) if old.id != new.id => {
+                    // Same key, new value: a proclamation or someone overwriting the key.
+                    let cause = if scheme == crate::model::Scheme::EtcdElection {
+                        Cause::Proclaimed
+                    } else {
+                        Cause::TakenOver
+                    };
+                    Some((
+                        EventKind::LeaderChanged,
+                        Some(old.id.clone()),
+                        Some(new.id.clone()),
+                        cause,
+                    ))
+                }
+                _ => None,
+            };
+            if let Some((kind, from, to, cause)) = change {
+                election.record(
+                    HistoryEntry {
+                        at: seen.at,
+                        revision: Some(rev),
+                        from: from.clone(),
+                        to: to.clone(),
+                        cause,
+                    },
+                    self.history_limit,
+                );
+                events.push(mk(kind, from, to, Some(cause)));
+            }
+            let in_line = |line: &[crate::model::Candidate], key: &[u8]| {
+                line.iter().any(|c| c.raw_key == key)
+            };
+            for c in &election.candidates {
+                if !in_line(&old_line, &c.raw_key) {
+                    events.push(mk(
+                        EventKind::CandidateJoined,
+                        None,
+                        Some(c.id.clone()),
+                        None,
+                    ));
+                }
+            }
+            for c in &old_line {
+                if !in_line(&election.candidates, &c.raw_key) {
+                    events.push(mk(EventKind::CandidateLeft, Some(c.id.clone()), None, None));
+                }
+            }
+            touched.insert(id);
+        }
+        // Leases of deleted keys are over or no longer ours to count down.
+        for kv in before.values() {
+            if !self.mirror.values().any(|k| k.lease == kv.lease) {
+                self.ttls.remove(&kv.lease);
+            }
+        }
+        for id in touched.iter() {
+            if let Some(e) = self.elections.get_mut(id) {
+                attach_ttls(e, &self.ttls);
+            }
+        }
+    }
+
+    /// Leases of the given elections' leaders, plus the first `line` candidates of
+    /// `selected`: what the screen shows, so lease reads do not grow with the election count.
+    pub fn visible_leases(
+        &self,
+        names: &[String],
+        selected: Option<&str>,
+        line: usize,
+    ) -> Vec<i64> {
+        let mut set = BTreeSet::new();
+        for e in self.elections.values() {
+            if names.iter().any(|n| *n == e.name)
+                && let Some(l) = e.leader.as_ref().and_then(|l| l.lease)
+            {
+                set.insert(l);
+            }
+            if selected == Some(e.name.as_str()) {
+                set.extend(e.candidates.iter().take(line).filter_map(|c| c.lease));
+            }
+        }
+        set.remove(&0);
+        set.into_iter().collect()
+    }
+
+    /// Every lease in every election.
+    pub fn all_leases(&self) -> Vec<i64> {
+        let mut set: BTreeSet<i64> = self.mirror.values().map(|kv| kv.lease).collect();
+        set.remove(&0);
+        set.into_iter().collect()
+    }
+
+    /// When `lease` was last read, if ever.
+    pub fn ttl(&self, lease: i64) -> Option<Deadline> {
+        self.ttls.get(&lease).copied()
+    }
+
+    /// Records a TTL reading (`None`: the lease no longer exists). Returns the elections
+    /// whose countdowns changed.
+    pub fn set_ttl(
+        &mut self,
+        lease: i64,
+        reading: Option<(i64, i64)>,
+        now: Instant,
+    ) -> Vec<Election> {
+        match reading {
+            Some((ttl, granted)) if ttl >= 0 => {
+                let d = Deadline::from_seconds(ttl, granted, now, self.ttls.get(&lease).copied());
+                self.ttls.insert(lease, d);
+            }
+            _ => {
+                // Gone: its keys disappear with the next watch event; show 0 until then.
+                if let Some(d) = self.ttls.get_mut(&lease) {
+                    d.remaining_ms = 0;
+                    d.read_at = now;
+                }
+            }
+        }
+        let mut changed = Vec::new();
+        for e in self.elections.values_mut() {
+            if e.candidates.iter().any(|c| c.lease == Some(lease))
+                || e.leader.as_ref().is_some_and(|l| l.lease == Some(lease))
+            {
+                attach_ttls(e, &self.ttls);
+                changed.push(e.clone());
+            }
+        }
+        changed
+    }
+
+    fn attach_ttls_all(&mut self) {
+        for e in self.elections.values_mut() {
+            attach_ttls(e, &self.ttls);
+        }
+    }
+}
+
+fn attach_ttls(e: &mut Election, ttls: &HashMap<i64, Deadline>) {
+    let lookup = |lease: Option<i64>| lease.and_then(|l| ttls.get(&l).copied());
+    if let Some(l) = e.leader.as_mut() {
+        l.ttl = lookup(l.lease);
+    }
+    for c in e.candidates.iter_mut() {
+        c.ttl = lookup(c.lease);
+    }
+}
+
+/// Why the key `old` left: deleted with its lease alive (a resignation), or its lease ended,
+/// expired if our countdown had (nearly) run out, revoked if not.
+fn departure(
+    old: Option<&Kv>,
+    fates: &HashMap<i64, LeaseFate>,
+    ttls: &HashMap<i64, Deadline>,
+    seen: Observed,
+) -> Cause {
+    let Some(old) = old else {
+        return Cause::Unknown;
+    };
+    if old.lease == 0 {
+        return Cause::Deleted;
+    }
+    match fates.get(&old.lease) {
+        Some(LeaseFate::Alive) => Cause::Resigned,
+        _ if seen.replayed => Cause::LeaseEnded,
+        _ => match ttls.get(&old.lease) {
+            Some(d) if d.remaining_ms_at(seen.now) <= EXPIRY_SLACK_MS => Cause::LeaseExpired,
+            Some(_) => Cause::LeaseRevoked,
+            None => Cause::LeaseEnded,
+        },
+    }
+}

@@ -1,0 +1,110 @@
+//! Backends read elections where they live and report them as [`SourceEvent`]s over a
+//! channel. They run as tokio tasks, know the model, and never touch the UI.
+
+pub mod etcd;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::SourceConfig;
+use crate::model::{SourceEvent, SourceId, SourceInfo};
+
+/// Requests from the runtime to a backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// What the screen shows: keep these elections' leader leases (and the first
+    /// candidates of `selected`) fresh. Reads follow what is visible, not the election count.
+    Visible {
+        names: Vec<String>,
+        selected: Option<String>,
+    },
+}
+
+/// A backend's ends of the channels.
+pub struct BackendIo {
+    pub events: mpsc::Sender<SourceEvent>,
+    pub commands: mpsc::Receiver<Command>,
+    pub cancel: CancellationToken,
+}
+
+/// Settings every backend shares.
+#[derive(Clone, Debug)]
+pub struct BackendOptions {
+    /// Leader changes kept per election; 0 turns history replay off.
+    pub history_limit: usize,
+    /// Keep every lease fresh rather than only the visible ones (`status`, `watch`).
+    pub all_leases: bool,
+    /// Per-request deadline against the store.
+    pub request_timeout: Duration,
+}
+
+impl Default for BackendOptions {
+    fn default() -> Self {
+        BackendOptions {
+            history_limit: 200,
+            all_leases: false,
+            request_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+pub type BackendFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One source of elections. Each scheme (or family of schemes sharing a store) implements it.
+pub trait Backend: Send {
+    fn info(&self) -> SourceInfo;
+    /// Runs until cancelled or until the runtime drops its receiver.
+    fn run(self: Box<Self>, io: BackendIo) -> BackendFuture;
+}
+
+pub fn build(id: SourceId, source: &SourceConfig, opts: &BackendOptions) -> Box<dyn Backend> {
+    match source {
+        SourceConfig::Etcd(cfg) => Box::new(etcd::EtcdBackend::new(id, cfg.clone(), opts.clone())),
+    }
+}
+
+/// Exponential backoff for reconnecting, reset after a successful connection.
+#[derive(Debug)]
+pub struct Backoff {
+    next: Duration,
+    min: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub fn new(min: Duration, max: Duration) -> Self {
+        Backoff {
+            next: min,
+            min,
+            max,
+        }
+    }
+
+    pub fn next_delay(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
+        d
+    }
+
+    pub fn reset(&mut self) {
+        self.next = self.min;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_a_cap_and_resets() {
+        let mut b = Backoff::new(Duration::from_millis(500), Duration::from_secs(2));
+        let got: Vec<_> = (0..4).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(got, [500, 1000, 2000, 2000]);
+        b.reset();
+        assert_eq!(b.next_delay().as_millis(), 500);
+    }
+}

@@ -1,0 +1,177 @@
+//! Command-line interface. Source flags are global so every subcommand takes them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::{Config, EtcdSource, SourceConfig};
+use crate::model::Scheme;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "electop",
+    version,
+    about = "A terminal dashboard for leader elections in etcd"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    /// Config file (TOML). Default: the platform config dir's electop/config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where the log goes. Default: the platform data dir's electop/electop.log.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// Leader changes kept per election (0: no history replay).
+    #[arg(long, global = true, value_name = "N")]
+    pub history_limit: Option<usize>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// etcd endpoints, HOST:PORT[,HOST:PORT...]. Replaces the config file's sources.
+    #[arg(long, global = true, value_delimiter = ',', value_name = "HOST:PORT")]
+    pub etcd: Vec<String>,
+    /// Key prefix the elections live under; repeat for several.
+    #[arg(long, global = true, value_name = "P")]
+    pub prefix: Vec<String>,
+    /// How the elections are stored; guessed from the keys when omitted.
+    #[arg(long, global = true, value_enum)]
+    pub scheme: Option<SchemeArg>,
+    /// etcd-lease-key: prefix of the candidate registry (`<registry><name>/<id>`).
+    #[arg(long, global = true, value_name = "P")]
+    pub registry: Option<String>,
+    /// Refuse every admin action.
+    #[arg(long, global = true)]
+    pub read_only: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SchemeArg {
+    EtcdElection,
+    EtcdLeaseKey,
+}
+
+impl From<SchemeArg> for Scheme {
+    fn from(s: SchemeArg) -> Scheme {
+        match s {
+            SchemeArg::EtcdElection => Scheme::EtcdElection,
+            SchemeArg::EtcdLeaseKey => Scheme::EtcdLeaseKey,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print every election once and exit (1 if the store cannot be reached in time).
+    Status {
+        /// Machine-readable output: {"sources":[...],"elections":[...]}.
+        #[arg(long)]
+        json: bool,
+        /// How long to wait for the stores.
+        #[arg(long, default_value = "5s", value_parser = parse_duration)]
+        timeout: Duration,
+    },
+    /// Print leader changes as they happen, one per line.
+    Watch {
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `500ms`, `5s`, `2m`, or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration; write e.g. 500ms, 5s or 2m"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("unknown unit `{unit}` in `{s}`; use ms, s or m")),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+impl SourceArgs {
+    /// The sources to show: from the flags when any is given, else from the config, else
+    /// all of a local etcd.
+    pub fn resolve(&self, config: &Config) -> Vec<SourceConfig> {
+        let flags_given = !self.etcd.is_empty() || !self.prefix.is_empty();
+        let mut sources = if flags_given || config.sources.is_empty() {
+            let endpoints = if self.etcd.is_empty() {
+                vec!["127.0.0.1:2379".to_string()]
+            } else {
+                self.etcd.clone()
+            };
+            let prefixes = if self.prefix.is_empty() {
+                vec![String::new()]
+            } else {
+                self.prefix.clone()
+            };
+            prefixes
+                .into_iter()
+                .map(|prefix| {
+                    SourceConfig::Etcd(EtcdSource {
+                        endpoints: endpoints.clone(),
+                        prefix,
+                        scheme: self.scheme.map(Scheme::from),
+                        registry: self.registry.clone(),
+                        read_only: false,
+                    })
+                })
+                .collect()
+        } else {
+            config.sources.clone()
+        };
+        if self.read_only {
+            for s in sources.iter_mut() {
+                match s {
+                    SourceConfig::Etcd(e) => e.read_only = true,
+                }
+            }
+        }
+        sources
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("5h").unwrap_err().contains("unknown unit"));
+    }
+
+    #[test]
+    fn flags_replace_config_sources_one_per_prefix() {
+        let cli = Cli::parse_from([
+            "electop",
+            "--etcd",
+            "a:1,b:2",
+            "--prefix",
+            "/x/",
+            "--prefix",
+            "/y/",
+            "--read-only",
+        ]);
+        let sources = cli.sources.resolve(&Config::default());
+        assert_eq!(sources.len(), 2);
+        let SourceConfig::Etcd(first) = &sources[0];
+        assert_eq!(first.endpoints, ["a:1", "b:2"]);
+        assert!(first.read_only);
+    }
+}

@@ -1,0 +1,195 @@
+//! The TOML config file: one serde struct per section, unknown keys refused, so a typo is an
+//! error that names the key instead of a setting silently ignored.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::model::Scheme;
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub ui: UiConfig,
+    #[serde(default)]
+    pub history: HistoryConfig,
+    /// The elections to show; `--etcd`/`--prefix` on the command line replace these.
+    #[serde(default, rename = "source")]
+    pub sources: Vec<SourceConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct UiConfig {
+    /// Redraw interval while a countdown is visible, in milliseconds.
+    pub tick_ms: u64,
+}
+
+impl Default for UiConfig {
+    fn default() -> Self {
+        UiConfig { tick_ms: 100 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HistoryConfig {
+    /// Leader changes kept per election (replayed from etcd and seen live); 0 turns replay off.
+    pub limit: usize,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        HistoryConfig { limit: 200 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SourceConfig {
+    Etcd(EtcdSource),
+}
+
+impl SourceConfig {
+    pub fn read_only(&self) -> bool {
+        match self {
+            SourceConfig::Etcd(e) => e.read_only,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EtcdSource {
+    /// `host:port` of each etcd member.
+    pub endpoints: Vec<String>,
+    /// Key prefix the elections live under.
+    #[serde(default)]
+    pub prefix: String,
+    /// `etcd-election` or `etcd-lease-key`; guessed from the keys when absent.
+    #[serde(default)]
+    pub scheme: Option<Scheme>,
+    /// etcd-lease-key only: prefix of the candidate registry, `<registry><name>/<id>`.
+    #[serde(default)]
+    pub registry: Option<String>,
+    /// Refuse admin actions on this source.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("config file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Config {
+    /// The default config file: `$XDG_CONFIG_HOME/electop/config.toml` on Linux.
+    pub fn default_path() -> Option<PathBuf> {
+        directories::ProjectDirs::from("", "", "electop")
+            .map(|d| d.config_dir().join("config.toml"))
+    }
+
+    /// Loads `path`; a missing default file is an empty config, a missing explicit one an error.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let (path, explicit) = match path {
+            Some(p) => (p.to_path_buf(), true),
+            None => match Self::default_path() {
+                Some(p) => (p, false),
+                None => return Ok(Config::default()),
+            },
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Config::default());
+            }
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Self::parse(&text, &path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        config.validate().map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        for (i, s) in self.sources.iter().enumerate() {
+            match s {
+                SourceConfig::Etcd(e) => {
+                    if e.endpoints.is_empty() {
+                        return Err(format!(
+                            "[[source]] #{}: `endpoints` is empty; give at least one \"host:port\"",
+                            i + 1
+                        ));
+                    }
+                    if let Some(scheme) = e.scheme
+                        && !matches!(scheme, Scheme::EtcdElection | Scheme::EtcdLeaseKey)
+                    {
+                        return Err(format!(
+                            "[[source]] #{}: scheme `{scheme}` is not an etcd scheme; use etcd-election or etcd-lease-key",
+                            i + 1
+                        ));
+                    }
+                    if e.registry.is_some() && e.scheme == Some(Scheme::EtcdElection) {
+                        return Err(format!(
+                            "[[source]] #{}: `registry` only applies to scheme etcd-lease-key",
+                            i + 1
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_example_parses() {
+        let text = include_str!("../config.example.toml");
+        let c = Config::parse(text, Path::new("config.example.toml")).expect("example parses");
+        assert!(!c.sources.is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::parse("[ui]\ntick = 5\n", Path::new("x.toml")).expect_err("typo");
+        let msg = err.to_string();
+        assert!(msg.contains("unknown field `tick`"), "{msg}");
+        assert!(msg.contains("x.toml"), "{msg}");
+    }
+
+    #[test]
+    fn a_wrong_scheme_for_etcd_is_explained() {
+        let text = "[[source]]\nkind = \"etcd\"\nendpoints = [\"a:1\"]\nscheme = \"sql-lease\"\n";
+        let msg = Config::parse(text, Path::new("x.toml"))
+            .expect_err("bad")
+            .to_string();
+        assert!(msg.contains("not an etcd scheme"), "{msg}");
+        let text = "[[source]]\nkind = \"etcd\"\nendpoints = []\n";
+        let msg = Config::parse(text, Path::new("x.toml"))
+            .expect_err("bad")
+            .to_string();
+        assert!(msg.contains("endpoints"), "{msg}");
+    }
+}

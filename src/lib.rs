@@ -1,0 +1,16 @@
+//! electop: a terminal dashboard for leader elections.
+//!
+//! Data flows one way: a backend task per source reads the store and sends
+//! [`model::SourceEvent`]s; the runtime owns the [`app::App`] state and feeds it events and
+//! key actions through `update`; [`ui::view`] draws the state. Admin actions and lease
+//! refresh requests go back to the backends as [`backend::Command`]s.
+
+pub mod app;
+pub mod backend;
+pub mod cli;
+pub mod config;
+pub mod logging;
+pub mod model;
+pub mod output;
+pub mod runtime;
+pub mod ui;

@@ -1,0 +1,35 @@
+//! Tracing goes to a file, never to the terminal the TUI draws on.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tracing_appender::non_blocking::WorkerGuard;
+use tracing_subscriber::EnvFilter;
+
+pub fn default_log_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "electop").map(|d| d.data_dir().join("electop.log"))
+}
+
+/// Starts logging to `path` (or the default). Keep the guard alive until exit so the last
+/// lines are flushed. `ELECTOP_LOG` sets the filter (default `info`).
+pub fn init(path: Option<&Path>) -> Result<Option<WorkerGuard>> {
+    let Some(path) = path.map(Path::to_path_buf).or_else(default_log_path) else {
+        return Ok(None);
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create log directory {}", dir.display()))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot open log file {}", path.display()))?;
+    let (writer, guard) = tracing_appender::non_blocking(file);
+    let filter = EnvFilter::try_from_env("ELECTOP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_writer(writer)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .init();
+    Ok(Some(guard))
+}

@@ -1,0 +1,66 @@
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Parser;
+
+use electop::backend::BackendOptions;
+use electop::cli::{Cli, Command};
+use electop::config::Config;
+use electop::runtime::{self, Sources};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("electop: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let config = Config::load(cli.config.as_deref())?;
+    let _log = electop::logging::init(cli.log_file.as_deref())?;
+    let sources = cli.sources.resolve(&config);
+    let mut opts = BackendOptions {
+        history_limit: cli.history_limit.unwrap_or(config.history.limit),
+        ..BackendOptions::default()
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async move {
+        match cli.command {
+            None => {
+                let s = Sources::spawn(&sources, &opts);
+                runtime::run_tui(s, Duration::from_millis(config.ui.tick_ms.max(16))).await?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Some(Command::Status { json, timeout }) => {
+                opts.all_leases = true;
+                opts.request_timeout = timeout;
+                let s = Sources::spawn(&sources, &opts);
+                match runtime::collect_status(s, timeout).await {
+                    Ok(app) => {
+                        if json {
+                            runtime::print_status_json(&app)?;
+                        } else {
+                            runtime::print_status_text(&app)?;
+                        }
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    Err(why) => {
+                        eprintln!("electop: {why}");
+                        Ok(ExitCode::FAILURE)
+                    }
+                }
+            }
+            Some(Command::Watch { json }) => {
+                opts.all_leases = true;
+                let s = Sources::spawn(&sources, &opts);
+                runtime::run_watch(s, json).await?;
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    })
+}

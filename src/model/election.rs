@@ -1,0 +1,280 @@
+use std::collections::VecDeque;
+use std::time::{Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+/// Index of a configured source (one etcd prefix or one SQL table) in the order given.
+pub type SourceId = usize;
+
+/// How an election is laid out in its store (`../shared/design/election-models.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheme {
+    /// etcd's election API: one key per candidate, lowest create_revision leads.
+    EtcdElection,
+    /// One key per election holding the leader id, attached to the leader's lease.
+    EtcdLeaseKey,
+    /// A `leaderlock(key, leader_id, valid_until)` row per election.
+    SqlLease,
+    /// A `service_election(anchor, service_id, last_seen_active)` row per election.
+    SqlHeartbeat,
+}
+
+impl Scheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::EtcdElection => "etcd-election",
+            Scheme::EtcdLeaseKey => "etcd-lease-key",
+            Scheme::SqlLease => "sql-lease",
+            Scheme::SqlHeartbeat => "sql-heartbeat",
+        }
+    }
+}
+
+impl std::fmt::Display for Scheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A remaining time-to-live as read from the store, counted down locally until the next read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    /// The full term (the lease's granted TTL), for drawing how much is left.
+    pub granted_ms: i64,
+    /// What was left when the store was asked.
+    pub remaining_ms: i64,
+    /// When it was asked: the countdown runs from here.
+    pub read_at: Instant,
+}
+
+impl Deadline {
+    pub fn remaining_ms_at(&self, now: Instant) -> i64 {
+        let elapsed = now.saturating_duration_since(self.read_at).as_millis() as i64;
+        (self.remaining_ms - elapsed).max(0)
+    }
+
+    /// A deadline from a whole-second TTL reading (etcd truncates: `ttl` means `[ttl, ttl+1)`
+    /// seconds are left). A reading the running countdown already agrees with keeps the
+    /// countdown, so it ticks smoothly instead of jumping by up to a second at every read.
+    pub fn from_seconds(
+        ttl_s: i64,
+        granted_s: i64,
+        now: Instant,
+        previous: Option<Deadline>,
+    ) -> Self {
+        let granted_ms = granted_s.max(ttl_s).max(0) * 1000;
+        if let Some(prev) = previous {
+            let estimate = prev.remaining_ms_at(now);
+            if estimate >= ttl_s * 1000 && estimate < (ttl_s + 1) * 1000 {
+                return Deadline {
+                    granted_ms,
+                    remaining_ms: estimate,
+                    read_at: now,
+                };
+            }
+        }
+        Deadline {
+            granted_ms,
+            remaining_ms: (ttl_s.max(0) * 1000 + 500).min(granted_ms.max(500)),
+            read_at: now,
+        }
+    }
+
+    /// Share of the term that is left, 0.0..=1.0.
+    pub fn ratio_at(&self, now: Instant) -> f64 {
+        if self.granted_ms <= 0 {
+            return 0.0;
+        }
+        (self.remaining_ms_at(now) as f64 / self.granted_ms as f64).clamp(0.0, 1.0)
+    }
+}
+
+/// One participant as the store holds it: what an admin action compares against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The participant's identity (the key's value), escaped for display.
+    pub id: String,
+    /// The key (or row key) it is stored under, escaped.
+    pub key: String,
+    /// The key's raw bytes, for compare-and-swap.
+    pub raw_key: Vec<u8>,
+    /// etcd lease id; `Some(0)` is a key without a lease, which never expires.
+    pub lease: Option<i64>,
+    pub create_revision: i64,
+    pub mod_revision: i64,
+    /// Remaining TTL, once read.
+    pub ttl: Option<Deadline>,
+}
+
+impl Candidate {
+    /// A key without a lease in an election never expires and blocks everyone behind it.
+    pub fn zombie(&self) -> bool {
+        self.lease == Some(0)
+    }
+}
+
+/// Why the leadership changed, as far as the store lets us tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A leader appeared where there was none.
+    Elected,
+    /// The leader key was deleted while its lease was still alive.
+    Resigned,
+    /// A key without a lease was deleted.
+    Deleted,
+    /// The lease ran out.
+    LeaseExpired,
+    /// The lease was revoked before it ran out.
+    LeaseRevoked,
+    /// The lease is gone, but the history replay cannot tell expiry from revocation.
+    LeaseEnded,
+    /// The leader changed its proclaimed value (etcd `Proclaim`).
+    Proclaimed,
+    /// Another participant overwrote the leader key or row.
+    TakenOver,
+    /// The row's term or heartbeat had expired before the change.
+    Expired,
+    /// Changes were missed (compacted history) and only the result is known.
+    Unknown,
+}
+
+impl Cause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::Elected => "elected",
+            Cause::Resigned => "resigned",
+            Cause::Deleted => "deleted",
+            Cause::LeaseExpired => "lease_expired",
+            Cause::LeaseRevoked => "lease_revoked",
+            Cause::LeaseEnded => "lease_ended",
+            Cause::Proclaimed => "proclaimed",
+            Cause::TakenOver => "taken_over",
+            Cause::Expired => "expired",
+            Cause::Unknown => "unknown",
+        }
+    }
+}
+
+/// One leader change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryEntry {
+    /// When electop saw it happen; `None` for changes replayed from etcd's past revisions,
+    /// which carry no wall-clock time.
+    pub at: Option<SystemTime>,
+    /// The store revision of the change, where the store has revisions.
+    pub revision: Option<i64>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub cause: Cause,
+}
+
+/// One election in one source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Election {
+    pub source: SourceId,
+    pub name: String,
+    pub scheme: Scheme,
+    pub leader: Option<Candidate>,
+    /// Everyone in line, leader first.
+    pub candidates: Vec<Candidate>,
+    /// Leader changes seen (live and replayed).
+    pub transitions: u64,
+    /// The most recent leader changes, oldest first, bounded by the configured limit.
+    pub history: VecDeque<HistoryEntry>,
+}
+
+impl Election {
+    pub fn new(source: SourceId, name: String, scheme: Scheme) -> Self {
+        Election {
+            source,
+            name,
+            scheme,
+            leader: None,
+            candidates: Vec::new(),
+            transitions: 0,
+            history: VecDeque::new(),
+        }
+    }
+
+    /// The leader's remaining lease or term, counted down to `now`.
+    pub fn ttl_ms_at(&self, now: Instant) -> Option<i64> {
+        self.leader
+            .as_ref()
+            .and_then(|l| l.ttl)
+            .map(|d| d.remaining_ms_at(now))
+    }
+
+    pub fn has_zombie(&self) -> bool {
+        self.candidates.iter().any(Candidate::zombie)
+            || self.leader.as_ref().is_some_and(Candidate::zombie)
+    }
+
+    pub fn record(&mut self, entry: HistoryEntry, limit: usize) {
+        self.transitions += 1;
+        self.history.push_back(entry);
+        while self.history.len() > limit.max(1) {
+            self.history.pop_front();
+        }
+    }
+
+    pub fn last_change(&self) -> Option<&HistoryEntry> {
+        self.history.back()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn deadline_counts_down_and_stops_at_zero() {
+        let t0 = Instant::now();
+        let d = Deadline {
+            granted_ms: 10_000,
+            remaining_ms: 4_000,
+            read_at: t0,
+        };
+        assert_eq!(d.remaining_ms_at(t0 + Duration::from_millis(1_500)), 2_500);
+        assert_eq!(d.remaining_ms_at(t0 + Duration::from_secs(9)), 0);
+        assert!((d.ratio_at(t0) - 0.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn second_readings_keep_a_consistent_countdown_and_reset_on_keepalive() {
+        let t0 = Instant::now();
+        let first = Deadline::from_seconds(9, 10, t0, None);
+        assert_eq!(first.remaining_ms, 9_500);
+        // 300 ms later etcd still says 9: the countdown (9 200) agrees, keep it.
+        let t1 = t0 + Duration::from_millis(300);
+        let again = Deadline::from_seconds(9, 10, t1, Some(first));
+        assert_eq!(again.remaining_ms, 9_200);
+        // A keep-alive put it back to 10 s: the reading disagrees, take it.
+        let t2 = t0 + Duration::from_millis(2_000);
+        let renewed = Deadline::from_seconds(10, 10, t2, Some(again));
+        assert_eq!(renewed.remaining_ms, 10_000);
+        assert_eq!(renewed.granted_ms, 10_000);
+    }
+
+    #[test]
+    fn history_is_bounded_but_transitions_count_everything() {
+        let mut e = Election::new(0, "x".into(), Scheme::EtcdElection);
+        for i in 0..5 {
+            e.record(
+                HistoryEntry {
+                    at: None,
+                    revision: Some(i),
+                    from: None,
+                    to: Some(format!("n{i}")),
+                    cause: Cause::Elected,
+                },
+                3,
+            );
+        }
+        assert_eq!(e.transitions, 5);
+        assert_eq!(e.history.len(), 3);
+        assert_eq!(e.history.front().and_then(|h| h.revision), Some(2));
+    }
+}

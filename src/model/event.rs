@@ -1,0 +1,98 @@
+use std::time::{Instant, SystemTime};
+
+use serde::Serialize;
+
+use super::{Cause, Election, Scheme, SourceId};
+
+/// What the screen and `status --json` say about a source.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SourceInfo {
+    #[serde(skip)]
+    pub id: SourceId,
+    /// A short, password-free label: `etcd 127.0.0.1:2379 /elections/`.
+    pub name: String,
+    pub endpoints: String,
+    /// `None` until autodetection has looked at the store.
+    pub scheme: Option<Scheme>,
+    pub read_only: bool,
+}
+
+/// Connection state of one source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConnState {
+    Connecting,
+    Connected,
+    /// Unreachable or dropped; the backend retries at `retry_at`.
+    Down {
+        error: String,
+        retry_at: Instant,
+    },
+}
+
+/// What happened, for `watch --json` and the screen's event log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    LeaderElected,
+    LeaderChanged,
+    LeaderLost,
+    CandidateJoined,
+    CandidateLeft,
+    /// Older history is gone from the store; replay starts later.
+    HistoryCompacted,
+    Connected,
+    Disconnected,
+    /// The snapshot and history replay are done; what follows is live.
+    Synced,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Event {
+    #[serde(serialize_with = "super::time::serialize_opt")]
+    pub at: Option<SystemTime>,
+    pub source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub election: Option<String>,
+    pub kind: EventKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    /// Replayed from the store's past revisions rather than seen live.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A backend's report to the runtime. Backends send these over a channel and never touch
+/// the screen state themselves.
+#[derive(Clone, Debug)]
+pub enum SourceEvent {
+    /// The source's description changed (e.g. its scheme was detected).
+    Info(SourceInfo),
+    Conn {
+        source: SourceId,
+        state: ConnState,
+    },
+    /// The store's current revision, where the store has one.
+    Revision {
+        source: SourceId,
+        revision: i64,
+    },
+    /// New state of these elections (inserted or replaced by name).
+    Elections {
+        source: SourceId,
+        elections: Vec<Election>,
+    },
+    /// A change worth a line in the log and in `watch --json`.
+    Happened(Event),
+    /// The initial snapshot and history replay are done: the state is complete.
+    Synced {
+        source: SourceId,
+    },
+}

@@ -1,0 +1,12 @@
+//! Plain data every other layer speaks: elections, their holders, leader changes and the
+//! events the backends report. No IO, no UI, no tokio: it is what `status --json` prints and
+//! what the TUI draws.
+
+mod election;
+mod escape;
+mod event;
+pub mod time;
+
+pub use election::{Candidate, Cause, Deadline, Election, HistoryEntry, Scheme, SourceId};
+pub use escape::{escape_bytes, truncate_display};
+pub use event::{ConnState, Event, EventKind, SourceEvent, SourceInfo};

@@ -1,0 +1,136 @@
+//! The JSON that `status --json` and `watch --json` print, built from the same state the TUI
+//! draws.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::app::{App, SourceView};
+use crate::model::{Candidate, Cause, ConnState, Election, HistoryEntry, Scheme, time};
+
+#[derive(Serialize)]
+pub struct Status<'a> {
+    pub sources: Vec<SourceJson<'a>>,
+    pub elections: Vec<ElectionJson<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct SourceJson<'a> {
+    pub name: &'a str,
+    pub endpoints: &'a str,
+    pub scheme: Option<Scheme>,
+    pub connected: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+    pub revision: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+pub struct ElectionJson<'a> {
+    pub name: &'a str,
+    pub scheme: Scheme,
+    pub source: &'a str,
+    pub leader: Option<HolderJson<'a>>,
+    pub candidates: Vec<HolderJson<'a>>,
+    pub ttl_ms: Option<i64>,
+    pub transitions: u64,
+    /// Some key in this election has no lease and will never expire.
+    pub zombie: bool,
+    pub history: Vec<HistoryJson<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct HolderJson<'a> {
+    pub id: &'a str,
+    pub key: &'a str,
+    pub lease: Option<i64>,
+    pub ttl_ms: Option<i64>,
+    pub create_revision: i64,
+    pub mod_revision: i64,
+    pub zombie: bool,
+}
+
+#[derive(Serialize)]
+pub struct HistoryJson<'a> {
+    /// RFC 3339; null for changes replayed from etcd's past revisions, which have no time.
+    pub at: Option<String>,
+    pub revision: Option<i64>,
+    pub from: Option<&'a str>,
+    pub to: Option<&'a str>,
+    pub cause: Cause,
+}
+
+fn holder(c: &Candidate, now: Instant) -> HolderJson<'_> {
+    HolderJson {
+        id: &c.id,
+        key: &c.key,
+        lease: c.lease,
+        ttl_ms: if c.zombie() {
+            None
+        } else {
+            c.ttl.map(|d| d.remaining_ms_at(now))
+        },
+        create_revision: c.create_revision,
+        mod_revision: c.mod_revision,
+        zombie: c.zombie(),
+    }
+}
+
+fn history(h: &HistoryEntry) -> HistoryJson<'_> {
+    HistoryJson {
+        at: h.at.map(time::rfc3339),
+        revision: h.revision,
+        from: h.from.as_deref(),
+        to: h.to.as_deref(),
+        cause: h.cause,
+    }
+}
+
+pub fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJson<'a> {
+    ElectionJson {
+        name: &e.name,
+        scheme: e.scheme,
+        source,
+        leader: e.leader.as_ref().map(|l| holder(l, now)),
+        candidates: e.candidates.iter().map(|c| holder(c, now)).collect(),
+        ttl_ms: e.ttl_ms_at(now),
+        transitions: e.transitions,
+        zombie: e.has_zombie(),
+        history: e.history.iter().map(history).collect(),
+    }
+}
+
+fn source(s: &SourceView) -> SourceJson<'_> {
+    SourceJson {
+        name: &s.info.name,
+        endpoints: &s.info.endpoints,
+        scheme: s.info.scheme,
+        connected: s.conn == ConnState::Connected,
+        error: match &s.conn {
+            ConnState::Down { error, .. } => Some(error),
+            _ => None,
+        },
+        revision: s.revision,
+        notice: s.notice.as_deref(),
+    }
+}
+
+pub fn status(app: &App, now: Instant) -> Status<'_> {
+    Status {
+        sources: app.sources.iter().map(source).collect(),
+        elections: app
+            .elections
+            .values()
+            .map(|e| {
+                let src = app
+                    .sources
+                    .get(e.source)
+                    .map(|s| s.info.name.as_str())
+                    .unwrap_or("");
+                election(e, src, now)
+            })
+            .collect(),
+    }
+}

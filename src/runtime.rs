@@ -1,0 +1,312 @@
+//! The tokio side: spawns a backend task per source and runs the loops that own the state —
+//! the TUI loop (terminal events, backend events and ticks in one `select!`) and the
+//! one-shot `status` / `watch` loops. Drawing never waits on IO.
+
+use std::io::Write;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use crossterm::event::{Event as TermEvent, EventStream};
+use futures::StreamExt;
+use ratatui::DefaultTerminal;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{self, App, Msg, keys};
+use crate::backend::{self, BackendIo, BackendOptions, Command};
+use crate::config::SourceConfig;
+use crate::model::{ConnState, Event, EventKind, SourceEvent, SourceInfo};
+use crate::{output, ui};
+
+/// The running backends and the runtime's ends of their channels.
+pub struct Sources {
+    pub infos: Vec<SourceInfo>,
+    pub events: mpsc::Receiver<SourceEvent>,
+    commands: Vec<mpsc::Sender<Command>>,
+    cancel: CancellationToken,
+    tasks: JoinSet<()>,
+}
+
+impl Sources {
+    pub fn spawn(configs: &[SourceConfig], opts: &BackendOptions) -> Sources {
+        let (tx, events) = mpsc::channel(1024);
+        let cancel = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        let mut infos = Vec::new();
+        let mut commands = Vec::new();
+        for (id, cfg) in configs.iter().enumerate() {
+            let b = backend::build(id, cfg, opts);
+            infos.push(b.info());
+            let (ctx, crx) = mpsc::channel(16);
+            commands.push(ctx);
+            let io = BackendIo {
+                events: tx.clone(),
+                commands: crx,
+                cancel: cancel.child_token(),
+            };
+            tasks.spawn(b.run(io));
+        }
+        Sources {
+            infos,
+            events,
+            commands,
+            cancel,
+            tasks,
+        }
+    }
+
+    /// A full command queue only means the backend is busy; the next request supersedes it.
+    fn send(&self, id: usize, cmd: Command) {
+        if let Some(tx) = self.commands.get(id) {
+            let _ = tx.try_send(cmd);
+        }
+    }
+
+    /// Cancels every backend and waits (briefly) for them to finish.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            while self.tasks.join_next().await.is_some() {}
+        })
+        .await;
+    }
+}
+
+/// How often the screen must be redrawn for time alone: fast while a countdown runs,
+/// once a second while ages or a retry timer show, never when nothing moves.
+fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
+    if app.needs_tick() {
+        Some(fast)
+    } else if app
+        .elections
+        .values()
+        .any(|e| e.last_change().is_some_and(|h| h.at.is_some()))
+    {
+        Some(Duration::from_secs(1))
+    } else {
+        None
+    }
+}
+
+pub async fn run_tui(mut sources: Sources, tick: Duration) -> Result<()> {
+    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    let result = tui_loop(&mut terminal, &mut sources, tick).await;
+    ratatui::restore();
+    sources.shutdown().await;
+    result
+}
+
+async fn tui_loop(
+    terminal: &mut DefaultTerminal,
+    sources: &mut Sources,
+    tick: Duration,
+) -> Result<()> {
+    let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let size = terminal.size()?;
+    app::update(
+        &mut app,
+        Msg::Resize {
+            width: size.width,
+            height: size.height,
+        },
+    );
+    let mut input = EventStream::new();
+    let mut dirty = true;
+    let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
+    let mut next_tick: Option<tokio::time::Instant> = None;
+    loop {
+        if dirty {
+            app::update(
+                &mut app,
+                Msg::Tick {
+                    now: Instant::now(),
+                    wall: SystemTime::now(),
+                },
+            );
+            terminal.draw(|f| ui::view(&app, f))?;
+            dirty = false;
+        }
+        if app.quit {
+            return Ok(());
+        }
+        for (id, cmd) in app.visible_requests(ui::table_rows(app.size.1)) {
+            if sent[id].as_ref() != Some(&cmd) {
+                sources.send(id, cmd.clone());
+                sent[id] = Some(cmd);
+            }
+        }
+        let interval = tick_interval(&app, tick);
+        if next_tick.is_none() {
+            next_tick = interval.map(|i| tokio::time::Instant::now() + i);
+        }
+        tokio::select! {
+            ev = input.next() => match ev {
+                Some(Ok(TermEvent::Key(k))) => {
+                    if let Some(a) = keys::action_for(k) {
+                        dirty |= app::update(&mut app, Msg::Action(a));
+                    }
+                }
+                Some(Ok(TermEvent::Resize(width, height))) => {
+                    dirty |= app::update(&mut app, Msg::Resize { width, height });
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e).context("reading the terminal"),
+                None => return Ok(()),
+            },
+            ev = sources.events.recv() => match ev {
+                Some(ev) => {
+                    dirty |= app::update(&mut app, Msg::Source(ev));
+                    // Take whatever else is queued before drawing once.
+                    while let Ok(ev) = sources.events.try_recv() {
+                        dirty |= app::update(&mut app, Msg::Source(ev));
+                    }
+                }
+                None => return Ok(()),
+            },
+            _ = sleep_until(next_tick), if next_tick.is_some() => {
+                next_tick = None;
+                dirty = true;
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Collects events until every source has its snapshot and replay, or `timeout` passes.
+/// Returns the state, or the reason a source could not be read.
+pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<App, String> {
+    let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let deadline = tokio::time::Instant::now() + timeout;
+    let result = loop {
+        if app.all_synced() {
+            break Ok(());
+        }
+        tokio::select! {
+            ev = sources.events.recv() => match ev {
+                Some(ev) => { app::update(&mut app, Msg::Source(ev)); }
+                None => break Err("every source stopped".to_string()),
+            },
+            _ = tokio::time::sleep_until(deadline) => {
+                let why = app.sources.iter().find_map(|s| match &s.conn {
+                    ConnState::Down { error, .. } => Some(error.clone()),
+                    _ if !s.synced => Some(format!("{}: no answer within {:?}", s.info.name, timeout)),
+                    _ => None,
+                });
+                break Err(why.unwrap_or_else(|| format!("no answer within {timeout:?}")));
+            }
+        }
+    };
+    sources.shutdown().await;
+    app.now = Instant::now();
+    app.wall = SystemTime::now();
+    result.map(|()| app)
+}
+
+pub fn print_status_json(app: &App) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &output::status(app, app.now))?;
+    writeln!(out)?;
+    Ok(())
+}
+
+pub fn print_status_text(app: &App) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<32} {:<15} {:<24} {:>9} {:>5}",
+        "ELECTION", "SCHEME", "LEADER", "TTL", "CHG"
+    )?;
+    for e in app.elections.values() {
+        let leader = e
+            .leader
+            .as_ref()
+            .map(|l| crate::model::truncate_display(&l.id, 24))
+            .unwrap_or_else(|| "-".into());
+        let ttl = match (&e.leader, e.ttl_ms_at(app.now)) {
+            (Some(l), _) if l.zombie() => "no lease".to_string(),
+            (_, Some(ms)) => ui::format::duration_ms(ms),
+            _ => "-".to_string(),
+        };
+        writeln!(
+            out,
+            "{:<32} {:<15} {:<24} {:>9} {:>5}",
+            crate::model::truncate_display(&e.name, 32),
+            e.scheme.as_str(),
+            leader,
+            ttl,
+            e.transitions
+        )?;
+    }
+    Ok(())
+}
+
+/// Prints each change as it happens until the input or the sources end. `json`: one object
+/// per line.
+pub async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
+    let mut out = std::io::stdout();
+    let names: Vec<String> = sources.infos.iter().map(|i| i.name.clone()).collect();
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
+    loop {
+        let ev = tokio::select! {
+            ev = sources.events.recv() => ev,
+            _ = &mut stop => None,
+        };
+        let Some(ev) = ev else { break };
+        let line = match ev {
+            SourceEvent::Happened(e) => Some(e),
+            SourceEvent::Conn {
+                source,
+                state: ConnState::Connected,
+            } => Some(marker(&names, source, EventKind::Connected)),
+            SourceEvent::Synced { source } => Some(marker(&names, source, EventKind::Synced)),
+            _ => None,
+        };
+        let Some(e) = line else { continue };
+        let text = if json {
+            serde_json::to_string(&e)?
+        } else {
+            format!(
+                "{} {} {} {:?} {} -> {} {}",
+                e.at.map(crate::model::time::rfc3339).unwrap_or_default(),
+                e.source,
+                e.election.as_deref().unwrap_or("-"),
+                e.kind,
+                e.from.as_deref().unwrap_or("-"),
+                e.to.as_deref().unwrap_or("-"),
+                e.cause
+                    .map(|c| c.as_str())
+                    .or(e.detail.as_deref())
+                    .unwrap_or("")
+            )
+        };
+        // A closed stdout (e.g. `| head`) ends the watch quietly.
+        if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
+            break;
+        }
+    }
+    sources.shutdown().await;
+    Ok(())
+}
+
+fn marker(names: &[String], source: usize, kind: EventKind) -> Event {
+    Event {
+        at: Some(SystemTime::now()),
+        source: names.get(source).cloned().unwrap_or_default(),
+        election: None,
+        kind,
+        from: None,
+        to: None,
+        cause: None,
+        revision: None,
+        replayed: false,
+        detail: None,
+    }
+}

@@ -1,0 +1,179 @@
+//! The selected election: its leader, the line of candidates and the history timeline.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+
+use super::{format, theme};
+use crate::app::{App, Focus};
+use crate::model::{Election, time, truncate_display};
+
+pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
+    let Some(e) = app.selected_election() else {
+        let p = Paragraph::new("No election selected.")
+            .block(Block::default().borders(Borders::ALL).title(" Detail "));
+        frame.render_widget(p, area);
+        return;
+    };
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
+    candidates(app, e, frame, left);
+    history(app, e, frame, right);
+}
+
+fn border(app: &App, focus: Focus) -> ratatui::style::Style {
+    if app.focus == focus {
+        theme::focused_border()
+    } else {
+        theme::dim()
+    }
+}
+
+fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(border(app, Focus::Candidates))
+        .title(format!(
+            " {} · {} ",
+            truncate_display(&e.name, 30),
+            e.scheme
+        ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [head, line] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(inner);
+
+    let leader_line = match &e.leader {
+        Some(l) => Line::from(vec![
+            Span::raw("Leader "),
+            Span::styled(truncate_display(&l.id, 60), theme::leader()),
+            Span::styled(
+                match l.lease {
+                    Some(0) => "  no lease: never expires".to_string(),
+                    Some(lease) => format!("  lease {lease:x}"),
+                    None => String::new(),
+                },
+                if l.zombie() {
+                    theme::warn()
+                } else {
+                    theme::dim()
+                },
+            ),
+        ]),
+        None => Line::from(Span::styled("No leader", theme::no_leader())),
+    };
+    let key_line = match &e.leader {
+        Some(l) => Line::from(Span::styled(
+            format!(
+                "key {}  rev {}/{}",
+                truncate_display(&l.key, 48),
+                l.create_revision,
+                l.mod_revision
+            ),
+            theme::dim(),
+        )),
+        None => Line::from(""),
+    };
+    frame.render_widget(Paragraph::new(vec![leader_line, key_line]), head);
+
+    let rows_fit = line.height.saturating_sub(1) as usize;
+    let total = e.candidates.len();
+    let start = app.line_scroll.min(total.saturating_sub(rows_fit.max(1)));
+    let rows = e
+        .candidates
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take(rows_fit)
+        .map(|(i, c)| {
+            let mark = if i == 0 && e.leader.is_some() {
+                "★"
+            } else {
+                " "
+            };
+            let ttl_style = match (&c.ttl, c.zombie()) {
+                (_, true) => theme::warn(),
+                (Some(d), _) => theme::ttl(d.ratio_at(app.now)),
+                (None, _) => theme::dim(),
+            };
+            Row::new(vec![
+                Cell::from(format!("{mark}{}", i + 1)),
+                Cell::from(truncate_display(&c.id, 40)),
+                Cell::from(match c.lease {
+                    Some(0) => "none".to_string(),
+                    Some(l) => format!("{l:x}"),
+                    None => String::new(),
+                }),
+                Cell::from(Span::styled(format::ttl_cell(c, app.now, 5), ttl_style)),
+            ])
+        });
+    let title = if total > rows_fit {
+        format!(
+            "LINE {}-{} of {total}",
+            start + 1,
+            (start + rows_fit).min(total)
+        )
+    } else {
+        format!("LINE ({total})")
+    };
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(4),
+            Constraint::Fill(1),
+            Constraint::Length(16),
+            Constraint::Length(12),
+        ],
+    )
+    .header(Row::new([title.as_str(), "ID", "LEASE", "TTL"]).style(theme::header()))
+    .column_spacing(1);
+    frame.render_widget(table, line);
+}
+
+fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(border(app, Focus::History))
+        .title(format!(" History · {} changes ", e.transitions));
+    let rows_fit = area.height.saturating_sub(2) as usize;
+    let lines: Vec<Line> = e
+        .history
+        .iter()
+        .rev()
+        .skip(app.history_scroll)
+        .take(rows_fit)
+        .map(|h| {
+            let when = match h.at {
+                Some(at) => time::clock(at),
+                None => format!("r{}", h.revision.unwrap_or(0)),
+            };
+            let who = |x: &Option<String>| {
+                x.as_deref()
+                    .map(|s| truncate_display(s, 14))
+                    .unwrap_or_else(|| "∅".into())
+            };
+            Line::from(vec![
+                Span::styled(format!("{when:>8} "), theme::dim()),
+                Span::raw(format!("{} → ", who(&h.from))),
+                Span::styled(
+                    who(&h.to),
+                    if h.to.is_some() {
+                        theme::leader()
+                    } else {
+                        theme::no_leader()
+                    },
+                ),
+                Span::styled(format!(" {}", h.cause.as_str()), theme::dim()),
+            ])
+        })
+        .collect();
+    let body = if lines.is_empty() {
+        vec![Line::from(Span::styled(
+            "no leader changes seen",
+            theme::dim(),
+        ))]
+    } else {
+        lines
+    };
+    frame.render_widget(Paragraph::new(body).block(block), area);
+}

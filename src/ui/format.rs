@@ -1,0 +1,87 @@
+//! Turning times and countdowns into short text.
+
+use std::time::{Duration, SystemTime};
+
+use crate::model::{Candidate, Deadline, HistoryEntry};
+use std::time::Instant;
+
+/// `12.3s`, `4m05s`, `2h10m`.
+pub fn duration_ms(ms: i64) -> String {
+    let ms = ms.max(0);
+    if ms < 60_000 {
+        format!("{}.{}s", ms / 1000, (ms % 1000) / 100)
+    } else if ms < 3_600_000 {
+        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
+    } else {
+        format!("{}h{:02}m", ms / 3_600_000, (ms % 3_600_000) / 60_000)
+    }
+}
+
+/// A countdown bar of `width` cells followed by the time left.
+pub fn ttl_bar(d: &Deadline, now: Instant, width: usize) -> String {
+    let ratio = d.ratio_at(now);
+    let filled = (ratio * width as f64).round() as usize;
+    let mut s = "█".repeat(filled.min(width));
+    s.push_str(&"░".repeat(width - filled.min(width)));
+    s.push(' ');
+    s.push_str(&duration_ms(d.remaining_ms_at(now)));
+    s
+}
+
+/// The TTL cell of a candidate: a bar, `∞ no lease` for a zombie, `…` before the first read.
+pub fn ttl_cell(c: &Candidate, now: Instant, width: usize) -> String {
+    if c.zombie() {
+        return "∞ no lease".to_string();
+    }
+    match &c.ttl {
+        Some(d) => ttl_bar(d, now, width),
+        None => "…".to_string(),
+    }
+}
+
+/// `5s ago`, `3m ago`; `rev 42` for a replayed change with no time.
+pub fn age(entry: &HistoryEntry, wall: SystemTime) -> String {
+    match entry.at {
+        Some(at) => {
+            let d = wall.duration_since(at).unwrap_or(Duration::ZERO);
+            let s = d.as_secs();
+            if s < 60 {
+                format!("{s}s ago")
+            } else if s < 3600 {
+                format!("{}m ago", s / 60)
+            } else if s < 86_400 {
+                format!("{}h ago", s / 3600)
+            } else {
+                format!("{}d ago", s / 86_400)
+            }
+        }
+        None => entry
+            .revision
+            .map(|r| format!("rev {r}"))
+            .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration_ms(12_345), "12.3s");
+        assert_eq!(duration_ms(245_000), "4m05s");
+        assert_eq!(duration_ms(7_800_000), "2h10m");
+        assert_eq!(duration_ms(-5), "0.0s");
+    }
+
+    #[test]
+    fn bar_fills_with_the_ratio() {
+        let now = Instant::now();
+        let d = Deadline {
+            granted_ms: 10_000,
+            remaining_ms: 5_000,
+            read_at: now,
+        };
+        assert_eq!(ttl_bar(&d, now, 4), "██░░ 5.0s");
+    }
+}

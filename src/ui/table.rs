@@ -1,0 +1,99 @@
+//! The elections table: one row per election.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Row, Table};
+
+use super::{format, theme};
+use crate::app::{App, Focus};
+use crate::model::{Scheme, truncate_display};
+
+fn scheme_short(s: Scheme) -> &'static str {
+    match s {
+        Scheme::EtcdElection => "election",
+        Scheme::EtcdLeaseKey => "lease-key",
+        Scheme::SqlLease => "sql-lease",
+        Scheme::SqlHeartbeat => "heartbeat",
+    }
+}
+
+pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
+    let rows_fit = area.height.saturating_sub(3) as usize;
+    let offset = app.selected.saturating_sub(rows_fit.saturating_sub(1));
+    let bar = 6;
+    let rows = app
+        .elections
+        .values()
+        .enumerate()
+        .skip(offset)
+        .take(rows_fit)
+        .map(|(i, e)| {
+            let leader = match &e.leader {
+                Some(l) if l.zombie() => Cell::from(Line::from(vec![
+                    Span::styled(truncate_display(&l.id, 24), theme::leader()),
+                    Span::styled(" ⚠", theme::warn()),
+                ])),
+                Some(l) => Cell::from(Span::styled(truncate_display(&l.id, 24), theme::leader())),
+                None => Cell::from(Span::styled("— none —", theme::no_leader())),
+            };
+            let ttl = match &e.leader {
+                Some(l) => {
+                    let style = match (&l.ttl, l.zombie()) {
+                        (_, true) => theme::warn(),
+                        (Some(d), _) => theme::ttl(d.ratio_at(app.now)),
+                        (None, _) => theme::dim(),
+                    };
+                    Cell::from(Span::styled(format::ttl_cell(l, app.now, bar), style))
+                }
+                None => Cell::from(""),
+            };
+            let age = e
+                .last_change()
+                .map(|h| format::age(h, app.wall))
+                .unwrap_or_default();
+            let row = Row::new(vec![
+                Cell::from(truncate_display(&e.name, 40)),
+                Cell::from(scheme_short(e.scheme)),
+                leader,
+                ttl,
+                Cell::from(e.transitions.to_string()),
+                Cell::from(age),
+            ]);
+            if i == app.selected {
+                row.style(theme::selected())
+            } else {
+                row
+            }
+        });
+    let header =
+        Row::new(["ELECTION", "SCHEME", "LEADER", "TTL", "CHG", "LAST"]).style(theme::header());
+    let widths = [
+        Constraint::Fill(3),
+        Constraint::Length(9),
+        Constraint::Fill(2),
+        Constraint::Length(bar as u16 + 7),
+        Constraint::Length(4),
+        Constraint::Length(9),
+    ];
+    let border = if app.focus == Focus::Elections {
+        theme::focused_border()
+    } else {
+        theme::dim()
+    };
+    let title = if app.elections.is_empty() {
+        " Elections (none found yet) ".to_string()
+    } else {
+        format!(" Elections {}/{} ", app.selected + 1, app.elections.len())
+    };
+    let table = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(1)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(border)
+                .title(title),
+        );
+    frame.render_widget(table, area);
+}
