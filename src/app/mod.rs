@@ -289,6 +289,7 @@ mod tests {
         let info = SourceInfo {
             id: 0,
             name: "etcd x /e/".into(),
+            label: "/e/".into(),
             endpoints: "x".into(),
             scheme: Some(Scheme::EtcdElection),
             read_only: false,

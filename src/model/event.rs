@@ -11,6 +11,8 @@ pub struct SourceInfo {
     pub id: SourceId,
     /// A short, password-free label: `etcd 127.0.0.1:2379 /elections/`.
     pub name: String,
+    /// What tells this source apart from the others on the same store (its prefix).
+    pub label: String,
     pub endpoints: String,
     /// `None` until autodetection has looked at the store.
     pub scheme: Option<Scheme>,

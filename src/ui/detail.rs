@@ -43,14 +43,20 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     frame.render_widget(block, area);
     let [head, line] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(inner);
 
+    let room = (head.width as usize).saturating_sub(8);
     let leader_line = match &e.leader {
         Some(l) => Line::from(vec![
             Span::raw("Leader "),
-            Span::styled(truncate_display(&l.id, 60), theme::leader()),
+            Span::styled(truncate_display(&l.id, room), theme::leader()),
+        ]),
+        None => Line::from(Span::styled("No leader", theme::no_leader())),
+    };
+    let key_line = match &e.leader {
+        Some(l) => Line::from(vec![
             Span::styled(
                 match l.lease {
-                    Some(0) => "  no lease: never expires".to_string(),
-                    Some(lease) => format!("  lease {lease:x}"),
+                    Some(0) => "NO LEASE: never expires ".to_string(),
+                    Some(lease) => format!("lease {lease:x} "),
                     None => String::new(),
                 },
                 if l.zombie() {
@@ -59,19 +65,16 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
                     theme::dim()
                 },
             ),
-        ]),
-        None => Line::from(Span::styled("No leader", theme::no_leader())),
-    };
-    let key_line = match &e.leader {
-        Some(l) => Line::from(Span::styled(
-            format!(
-                "key {}  rev {}/{}",
-                truncate_display(&l.key, 48),
-                l.create_revision,
-                l.mod_revision
+            Span::styled(
+                format!(
+                    "rev {}/{} key {}",
+                    l.create_revision,
+                    l.mod_revision,
+                    truncate_display(&l.key, room)
+                ),
+                theme::dim(),
             ),
-            theme::dim(),
-        )),
+        ]),
         None => Line::from(""),
     };
     frame.render_widget(Paragraph::new(vec![leader_line, key_line]), head);
@@ -97,7 +100,11 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
                 (None, _) => theme::dim(),
             };
             Row::new(vec![
-                Cell::from(format!("{mark}{}", i + 1)),
+                Cell::from(format!("{mark}{}", i + 1)).style(if c.zombie() {
+                    theme::warn()
+                } else {
+                    theme::dim()
+                }),
                 Cell::from(truncate_display(&c.id, 40)),
                 Cell::from(match c.lease {
                     Some(0) => "none".to_string(),
@@ -109,23 +116,24 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         });
     let title = if total > rows_fit {
         format!(
-            "LINE {}-{} of {total}",
+            "ID · {}-{} of {total}",
             start + 1,
             (start + rows_fit).min(total)
         )
     } else {
-        format!("LINE ({total})")
+        format!("ID · {total} in line")
     };
     let table = Table::new(
         rows,
         [
             Constraint::Length(4),
             Constraint::Fill(1),
-            Constraint::Length(16),
+            // The lease column only where it leaves the id room to be read.
+            Constraint::Length(if line.width >= 64 { 16 } else { 0 }),
             Constraint::Length(12),
         ],
     )
-    .header(Row::new([title.as_str(), "ID", "LEASE", "TTL"]).style(theme::header()))
+    .header(Row::new(["#", title.as_str(), "LEASE", "TTL"]).style(theme::header()))
     .column_spacing(1);
     frame.render_widget(table, line);
 }

@@ -1,4 +1,4 @@
-//! The status bar: each source's endpoint, connection state and revision.
+//! The status bar: each source's connection state and prefix, then the store and revision.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -11,27 +11,43 @@ use crate::model::ConnState;
 
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let mut spans = Vec::new();
-    for (i, s) in app.sources.iter().enumerate() {
-        if i > 0 {
-            spans.push(Span::styled(" │ ", theme::dim()));
-        }
+    let mut endpoints: Vec<&str> = Vec::new();
+    for s in &app.sources {
         match &s.conn {
-            ConnState::Connecting => spans.push(Span::styled("◌ connecting ", theme::warn())),
+            ConnState::Connecting => spans.push(Span::styled("◌ ", theme::warn())),
             ConnState::Connected => spans.push(Span::styled("● ", theme::leader())),
-            ConnState::Down { error, retry_at } => {
-                let left = retry_at.saturating_duration_since(app.now).as_millis() as i64;
-                spans.push(Span::styled(
-                    format!("✖ DOWN, retry in {}: {error} ", format::duration_ms(left)),
-                    theme::error(),
-                ));
-            }
+            ConnState::Down { .. } => spans.push(Span::styled("✖ ", theme::error())),
         }
-        spans.push(Span::raw(s.info.name.clone()));
-        if let Some(rev) = s.revision {
-            spans.push(Span::styled(format!(" rev {rev}"), theme::dim()));
+        spans.push(Span::raw(format!("{} ", s.info.label)));
+        if !endpoints.contains(&s.info.endpoints.as_str()) {
+            endpoints.push(&s.info.endpoints);
+        }
+    }
+    spans.push(Span::styled(
+        format!("· {}", endpoints.join(" ")),
+        theme::dim(),
+    ));
+    if let Some(rev) = app.sources.iter().filter_map(|s| s.revision).max() {
+        spans.push(Span::styled(format!(" rev {rev}"), theme::dim()));
+    }
+    // Problems last and loud: what is down, when the next try is, and notices.
+    for s in &app.sources {
+        if let ConnState::Down { error, retry_at } = &s.conn {
+            let left = retry_at.saturating_duration_since(app.now).as_millis() as i64;
+            spans.push(Span::styled(
+                format!(
+                    " │ DOWN {}: retry in {} ({error})",
+                    s.info.label,
+                    format::duration_ms(left)
+                ),
+                theme::error(),
+            ));
         }
         if let Some(n) = &s.notice {
-            spans.push(Span::styled(format!(" ⚠ {n}"), theme::warn()));
+            spans.push(Span::styled(
+                format!(" │ ⚠ {}: {n}", s.info.label),
+                theme::warn(),
+            ));
         }
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);

@@ -71,12 +71,15 @@ pub struct EtcdBackend {
 impl EtcdBackend {
     pub fn new(id: SourceId, cfg: EtcdSource, opts: BackendOptions) -> Self {
         let endpoints = cfg.endpoints.join(",");
+        let prefix = crate::model::escape_bytes(cfg.prefix.as_bytes());
         let info = SourceInfo {
             id,
-            name: format!(
-                "etcd {endpoints} {}",
-                crate::model::escape_bytes(cfg.prefix.as_bytes())
-            ),
+            name: format!("etcd {endpoints} {prefix}"),
+            label: if prefix.is_empty() {
+                "(all keys)".to_string()
+            } else {
+                prefix
+            },
             endpoints,
             scheme: cfg.scheme,
             read_only: cfg.read_only,

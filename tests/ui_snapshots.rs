@@ -1,0 +1,225 @@
+//! Screens as snapshots of ratatui's TestBackend buffer, drawn from hand-built states with a
+//! fixed clock so every countdown is the same on every run.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use electop::app::{self, Action, App, Msg};
+use electop::model::{
+    Candidate, Cause, ConnState, Deadline, Election, HistoryEntry, Scheme, SourceEvent, SourceInfo,
+};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn info(id: usize, prefix: &str) -> SourceInfo {
+    SourceInfo {
+        id,
+        name: format!("etcd 127.0.0.1:2379 {prefix}"),
+        label: prefix.to_string(),
+        endpoints: "127.0.0.1:2379".into(),
+        scheme: Some(Scheme::EtcdElection),
+        read_only: false,
+    }
+}
+
+fn candidate(id: &str, lease: i64, rev: i64, ttl: Option<(i64, i64)>, now: Instant) -> Candidate {
+    Candidate {
+        id: id.to_string(),
+        key: format!("/e/jobs/{lease:x}"),
+        raw_key: format!("/e/jobs/{lease:x}").into_bytes(),
+        lease: Some(lease),
+        create_revision: rev,
+        mod_revision: rev,
+        ttl: ttl.map(|(remaining_ms, granted_ms)| Deadline {
+            granted_ms,
+            remaining_ms,
+            read_at: now,
+        }),
+    }
+}
+
+fn wall() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000)
+}
+
+fn sample(now: Instant) -> App {
+    let mut app = App::new(vec![info(0, "/e/"), info(1, "/leader/")], now, wall());
+    let mut jobs = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+    let line = vec![
+        candidate("node-a", 0x11, 5, Some((42_300, 60_000)), now),
+        candidate("node-b", 0x12, 6, Some((55_000, 60_000)), now),
+        candidate("node-c", 0x13, 9, None, now),
+    ];
+    jobs.leader = line.first().cloned();
+    jobs.candidates = line;
+    jobs.record(
+        HistoryEntry {
+            at: None,
+            revision: Some(3),
+            from: None,
+            to: Some("node-z".into()),
+            cause: Cause::Elected,
+        },
+        10,
+    );
+    jobs.record(
+        HistoryEntry {
+            at: Some(wall() - Duration::from_secs(75)),
+            revision: Some(5),
+            from: Some("node-z".into()),
+            to: Some("node-a".into()),
+            cause: Cause::LeaseRevoked,
+        },
+        10,
+    );
+    let mut stuck = Election::new(0, "stuck".into(), Scheme::EtcdElection);
+    let zombie = candidate("old-node", 0, 2, None, now);
+    stuck.leader = Some(zombie.clone());
+    stuck.candidates = vec![zombie];
+    let mut empty = Election::new(1, "billing".into(), Scheme::EtcdLeaseKey);
+    empty.record(
+        HistoryEntry {
+            at: Some(wall() - Duration::from_secs(4)),
+            revision: Some(20),
+            from: Some("node-b".into()),
+            to: None,
+            cause: Cause::LeaseExpired,
+        },
+        10,
+    );
+    for (source, elections) in [(0, vec![jobs, stuck]), (1, vec![empty])] {
+        app::update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections { source, elections }),
+        );
+        app::update(
+            &mut app,
+            Msg::Source(SourceEvent::Conn {
+                source,
+                state: ConnState::Connected,
+            }),
+        );
+        app::update(
+            &mut app,
+            Msg::Source(SourceEvent::Revision {
+                source,
+                revision: 21,
+            }),
+        );
+        app::update(&mut app, Msg::Source(SourceEvent::Synced { source }));
+    }
+    app
+}
+
+fn render(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| electop::ui::view(app, f)).expect("draw");
+    t
+}
+
+#[test]
+fn dashboard_at_80x24() {
+    let now = Instant::now();
+    let app = sample(now);
+    insta::assert_snapshot!(render(&app, 80, 24).backend());
+}
+
+#[test]
+fn countdown_moves_with_the_clock() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    app::update(
+        &mut app,
+        Msg::Tick {
+            now: now + Duration::from_millis(12_300),
+            wall: wall() + Duration::from_millis(12_300),
+        },
+    );
+    let t = render(&app, 80, 24);
+    let text = format!("{}", t.backend());
+    assert!(
+        text.contains("30.0s"),
+        "leader TTL counted down 42.3s -> 30.0s:\n{text}"
+    );
+}
+
+#[test]
+fn zombie_and_no_leader_are_flagged() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    app::update(&mut app, Msg::Action(Action::Down));
+    insta::assert_snapshot!(render(&app, 80, 24).backend());
+}
+
+#[test]
+fn help_overlay() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    app::update(&mut app, Msg::Action(Action::ToggleHelp));
+    insta::assert_snapshot!(render(&app, 80, 24).backend());
+}
+
+#[test]
+fn source_down_shows_the_retry() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    let state = ConnState::Down {
+        error: "etcd 127.0.0.1:2379: connection refused".into(),
+        retry_at: now + Duration::from_millis(2_500),
+    };
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Conn { source: 1, state }),
+    );
+    let text = format!("{}", render(&app, 120, 24).backend());
+    assert!(text.contains("DOWN /leader/: retry in 2.5s"), "{text}");
+}
+
+#[test]
+fn tiny_terminal_gets_a_message() {
+    let app = sample(Instant::now());
+    insta::assert_snapshot!(render(&app, 40, 10).backend());
+}
+
+#[test]
+fn wide_terminal_puts_detail_beside_the_table() {
+    let app = sample(Instant::now());
+    insta::assert_snapshot!(render(&app, 150, 20).backend());
+}
+
+#[test]
+fn hundreds_of_candidates_scroll_and_huge_values_are_cut() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/e/")], now, wall());
+    let mut big = Election::new(0, "crowded".into(), Scheme::EtcdElection);
+    big.candidates = (0..500)
+        .map(|i| {
+            candidate(
+                &format!("node-{i:03}"),
+                0x100 + i,
+                10 + i,
+                Some((30_000, 60_000)),
+                now,
+            )
+        })
+        .collect();
+    big.candidates[0].id = "x".repeat(100_000);
+    big.leader = big.candidates.first().cloned();
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Elections {
+            source: 0,
+            elections: vec![big],
+        }),
+    );
+    app::update(&mut app, Msg::Action(Action::FocusNext));
+    for _ in 0..60 {
+        app::update(&mut app, Msg::Action(Action::PageDown));
+    }
+    let text = format!("{}", render(&app, 80, 24).backend());
+    assert!(
+        text.contains("(100000 chars)"),
+        "huge value is cut and says so:\n{text}"
+    );
+    assert!(text.contains("of 500"), "line says where it is:\n{text}");
+    assert!(text.contains("node-49"), "scrolled to the end:\n{text}");
+}
