@@ -147,14 +147,23 @@ impl Tracker {
     /// Leases whose fate decides the cause of a change in `changes`: the leases of leased
     /// keys being deleted.
     pub fn leases_to_check(&self, changes: &[Change]) -> Vec<i64> {
-        let set: BTreeSet<i64> = changes
-            .iter()
-            .filter_map(|c| match c {
-                Change::Delete { key, .. } => self.mirror.get(key).map(|kv| kv.lease),
-                Change::Put(_) => None,
-            })
-            .filter(|lease| *lease != 0)
-            .collect();
+        // A key put earlier in the same batch is not in the mirror yet.
+        let mut batch: HashMap<&[u8], i64> = HashMap::new();
+        let mut set = BTreeSet::new();
+        for c in changes {
+            match c {
+                Change::Put(kv) => {
+                    batch.insert(&kv.key, kv.lease);
+                }
+                Change::Delete { key, .. } => {
+                    let lease = batch
+                        .get(key.as_slice())
+                        .copied()
+                        .or_else(|| self.mirror.get(key).map(|kv| kv.lease));
+                    set.extend(lease.filter(|l| *l != 0));
+                }
+            }
+        }
         set.into_iter().collect()
     }
 
@@ -168,20 +177,6 @@ impl Tracker {
     ) -> (Vec<Election>, Vec<Event>) {
         let mut touched = BTreeSet::new();
         let mut events = Vec::new();
-        // A watch resumed per prefix may deliver a change twice; the mirror already has it.
-        let changes: Vec<Change> = changes
-            .into_iter()
-            .filter(|c| match c {
-                Change::Put(kv) => self
-                    .mirror
-                    .get(&kv.key)
-                    .is_none_or(|old| old.mod_revision < kv.mod_revision),
-                Change::Delete { key, revision } => self
-                    .mirror
-                    .get(key)
-                    .is_some_and(|old| old.mod_revision < *revision),
-            })
-            .collect();
         let mut i = 0;
         while i < changes.len() {
             let rev = changes[i].revision();
@@ -212,6 +207,20 @@ impl Tracker {
         let mut before: HashMap<Vec<u8>, Kv> = HashMap::new();
         let mut ids = BTreeSet::new();
         for change in changes {
+            // A watch resumed per prefix may deliver a change twice; the mirror has it already.
+            let stale = match change {
+                Change::Put(kv) => self
+                    .mirror
+                    .get(&kv.key)
+                    .is_some_and(|old| old.mod_revision >= kv.mod_revision),
+                Change::Delete { key, revision } => self
+                    .mirror
+                    .get(key)
+                    .is_none_or(|old| old.mod_revision >= *revision),
+            };
+            if stale {
+                continue;
+            }
             if let Some(id) = self.layout.election_of(change.key()) {
                 ids.insert(id);
             }
@@ -348,7 +357,7 @@ impl Tracker {
     ) -> Vec<i64> {
         let mut set = BTreeSet::new();
         for e in self.elections.values() {
-            if names.iter().any(|n| *n == e.name)
+            if names.contains(&e.name)
                 && let Some(l) = e.leader.as_ref().and_then(|l| l.lease)
             {
                 set.insert(l);
@@ -445,5 +454,190 @@ fn departure(
             Some(_) => Cause::LeaseRevoked,
             None => Cause::LeaseEnded,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::etcd::election::EtcdElection;
+    use crate::backend::etcd::lease_key::EtcdLeaseKey;
+    use std::time::Duration;
+
+    fn kv(key: &str, value: &str, create: i64, rev: i64, lease: i64) -> Kv {
+        Kv {
+            key: key.as_bytes().to_vec(),
+            value: value.as_bytes().to_vec(),
+            create_revision: create,
+            mod_revision: rev,
+            lease,
+        }
+    }
+
+    fn del(key: &str, rev: i64) -> Change {
+        Change::Delete {
+            key: key.as_bytes().to_vec(),
+            revision: rev,
+        }
+    }
+
+    fn live(now: Instant) -> Observed {
+        Observed {
+            at: Some(SystemTime::UNIX_EPOCH),
+            now,
+            replayed: false,
+        }
+    }
+
+    fn election_tracker() -> Tracker {
+        Tracker::new(
+            0,
+            "src".into(),
+            Box::new(EtcdElection {
+                prefix: b"/e/".to_vec(),
+            }),
+            10,
+        )
+    }
+
+    #[test]
+    fn a_put_and_its_delete_in_one_batch_both_apply() {
+        let mut t = election_tracker();
+        let changes = vec![
+            Change::Put(kv("/e/j/1", "a", 2, 2, 1)),
+            Change::Put(kv("/e/j/2", "b", 3, 3, 2)),
+            del("/e/j/1", 4),
+        ];
+        let (elections, events) = t.apply(
+            changes,
+            &HashMap::from([(1, LeaseFate::Alive)]),
+            live(Instant::now()),
+        );
+        let e = &elections[0];
+        assert_eq!(e.leader.as_ref().map(|l| l.id.as_str()), Some("b"));
+        let kinds: Vec<_> = events.iter().map(|e| e.kind).collect();
+        assert!(kinds.contains(&EventKind::LeaderElected));
+        let change = events
+            .iter()
+            .find(|e| e.kind == EventKind::LeaderChanged)
+            .expect("change");
+        assert_eq!(change.cause, Some(Cause::Resigned));
+        assert_eq!(e.transitions, 2);
+        // Delivered again after a resumed watch: nothing changes twice.
+        let again = vec![Change::Put(kv("/e/j/2", "b", 3, 3, 2)), del("/e/j/1", 4)];
+        let (_, events) = t.apply(again, &HashMap::new(), live(Instant::now()));
+        assert!(events.is_empty(), "{events:?}");
+    }
+
+    #[test]
+    fn a_vanished_lease_is_expired_when_its_countdown_ran_out_else_revoked() {
+        let now = Instant::now();
+        let mut t = Tracker::new(
+            0,
+            "src".into(),
+            Box::new(EtcdLeaseKey {
+                prefix: b"/l/".to_vec(),
+                registry: None,
+            }),
+            10,
+        );
+        let snap: Mirror = [kv("/l/a", "x", 2, 2, 7), kv("/l/b", "y", 3, 3, 8)]
+            .into_iter()
+            .map(|kv| (kv.key.clone(), kv))
+            .collect();
+        t.load(snap, 3);
+        t.set_ttl(7, Some((1, 10)), now);
+        t.set_ttl(8, Some((20, 30)), now);
+        let gone = HashMap::from([(7, LeaseFate::Gone), (8, LeaseFate::Gone)]);
+        let later = now + Duration::from_millis(1_400);
+        let (_, events) = t.apply(vec![del("/l/a", 4), del("/l/b", 5)], &gone, live(later));
+        let causes: Vec<_> = events
+            .iter()
+            .filter(|e| e.kind == EventKind::LeaderLost)
+            .map(|e| (e.election.clone(), e.cause))
+            .collect();
+        assert_eq!(
+            causes,
+            [
+                (Some("a".to_string()), Some(Cause::LeaseExpired)),
+                (Some("b".to_string()), Some(Cause::LeaseRevoked)),
+            ]
+        );
+    }
+
+    #[test]
+    fn replayed_changes_have_no_time_and_cannot_tell_expiry_from_revocation() {
+        let mut t = election_tracker();
+        let seen = Observed {
+            at: None,
+            now: Instant::now(),
+            replayed: true,
+        };
+        let changes = vec![Change::Put(kv("/e/j/1", "a", 2, 2, 1)), del("/e/j/1", 3)];
+        let (elections, events) = t.apply(changes, &HashMap::from([(1, LeaseFate::Gone)]), seen);
+        let h: Vec<_> = elections[0]
+            .history
+            .iter()
+            .map(|h| (h.at, h.cause))
+            .collect();
+        assert_eq!(h, [(None, Cause::Elected), (None, Cause::LeaseEnded)]);
+        assert!(events.iter().all(|e| e.replayed));
+    }
+
+    #[test]
+    fn proclaim_and_zombie_keys() {
+        let mut t = election_tracker();
+        let (_, _) = t.apply(
+            vec![Change::Put(kv("/e/j/1", "a", 2, 2, 0))],
+            &HashMap::new(),
+            live(Instant::now()),
+        );
+        let (elections, events) = t.apply(
+            vec![Change::Put(kv("/e/j/1", "a2", 2, 3, 0))],
+            &HashMap::new(),
+            live(Instant::now()),
+        );
+        assert_eq!(events[0].cause, Some(Cause::Proclaimed));
+        assert!(elections[0].has_zombie(), "lease 0 never expires");
+        let (_, events) = t.apply(
+            vec![del("/e/j/1", 4)],
+            &HashMap::new(),
+            live(Instant::now()),
+        );
+        assert_eq!(events[0].cause, Some(Cause::Deleted));
+    }
+
+    #[test]
+    fn diff_to_a_later_snapshot_reports_what_was_missed() {
+        let mut t = election_tracker();
+        let old: Mirror = [kv("/e/j/1", "a", 2, 2, 1)]
+            .into_iter()
+            .map(|kv| (kv.key.clone(), kv))
+            .collect();
+        t.load(old, 2);
+        let new: Mirror = [kv("/e/j/5", "c", 9, 9, 5)]
+            .into_iter()
+            .map(|kv| (kv.key.clone(), kv))
+            .collect();
+        let changes = t.diff_to(&new, 10);
+        let (elections, _) = t.apply(
+            changes,
+            &HashMap::from([(1, LeaseFate::Gone)]),
+            live(Instant::now()),
+        );
+        assert_eq!(
+            elections[0].leader.as_ref().map(|l| l.id.as_str()),
+            Some("c")
+        );
+        assert!(
+            t.mirror_equals(
+                &new.into_iter()
+                    .map(|(k, mut v)| {
+                        v.mod_revision = 10;
+                        (k, v)
+                    })
+                    .collect()
+            )
+        );
     }
 }

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Installs the system packages electop's tests and demos need, only if missing.
+#
+# Idempotent and quick: a single dpkg-query when everything is present, and
+# silent in that case. Otherwise prints one line per package it installs.
+# Services that the packages would normally start (etcd, mariadb, postgresql)
+# are kept from starting with a temporary /usr/sbin/policy-rc.d.
+set -euo pipefail
+
+PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3)
+
+log() { printf 'install-deps: %s\n' "$*" >&2; }
+
+# One dpkg-query for all packages: prints "name<TAB>status" for known ones.
+# Packages dpkg has never heard of are simply absent from the output.
+installed="$(dpkg-query -W -f='${Package}\t${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null || true)"
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! grep -qx "${pkg}	installed" <<<"$installed"; then
+    missing+=("$pkg")
+  fi
+done
+((${#missing[@]} == 0)) && exit 0
+
+SUDO=()
+if ((EUID != 0)); then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    log "need root (or sudo) to install: ${missing[*]}"
+    exit 1
+  fi
+fi
+
+# Keep maintainer scripts from starting system services while we install.
+POLICY=/usr/sbin/policy-rc.d
+created_policy=0
+workdir="$(mktemp -d)"
+cleanup() {
+  if ((created_policy)); then "${SUDO[@]}" rm -f "$POLICY"; fi
+  rm -rf "$workdir"
+}
+trap cleanup EXIT
+if [[ ! -e $POLICY ]]; then
+  printf '#!/bin/sh\n# temporary, written by electop scripts/install-deps.sh\nexit 101\n' >"$workdir/policy-rc.d"
+  "${SUDO[@]}" install -m 0755 "$workdir/policy-rc.d" "$POLICY"
+  created_policy=1
+fi
+
+apt_install() {
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}" >"$workdir/apt.log" 2>&1
+}
+
+if ! apt_install; then
+  # Stale or empty package lists: refresh them once and retry.
+  if grep -qE 'Unable to locate package|has no installation candidate|is not available|Failed to fetch|404 +Not Found' "$workdir/apt.log"; then
+    log "package lists look stale; running apt-get update"
+    if ! "${SUDO[@]}" apt-get update >"$workdir/update.log" 2>&1; then
+      cat "$workdir/update.log" >&2
+      log "apt-get update failed"
+      exit 1
+    fi
+    if ! apt_install; then
+      cat "$workdir/apt.log" >&2
+      log "apt-get install failed for: ${missing[*]}"
+      exit 1
+    fi
+  else
+    cat "$workdir/apt.log" >&2
+    log "apt-get install failed for: ${missing[*]}"
+    exit 1
+  fi
+fi
+
+for pkg in "${missing[@]}"; do
+  echo "installed $pkg"
+done

@@ -1,0 +1,131 @@
+//! Running the real `electop` binary from tests.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_electop")
+}
+
+/// A command with a private log file and config dir, so tests never read the user's.
+pub fn command(home: &std::path::Path) -> Command {
+    let mut c = Command::new(bin());
+    c.env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("HOME", home);
+    c
+}
+
+pub fn status(home: &std::path::Path, args: &[&str]) -> Output {
+    command(home)
+        .args(args)
+        .args(["status", "--json"])
+        .output()
+        .expect("run electop status")
+}
+
+/// `status --json`, which must succeed.
+pub fn status_json(home: &std::path::Path, args: &[&str]) -> Value {
+    let out = status(home, args);
+    assert!(
+        out.status.success(),
+        "electop status failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("status prints JSON")
+}
+
+pub fn election<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["elections"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["name"] == name))
+        .unwrap_or_else(|| panic!("no election {name} in {status:#}"))
+}
+
+/// `electop watch --json` running in the background, its lines collected.
+pub struct Watch {
+    child: Child,
+    lines: mpsc::Receiver<Value>,
+    pub seen: Vec<Value>,
+}
+
+impl Watch {
+    pub fn start(home: &std::path::Path, args: &[&str]) -> Watch {
+        let mut child = command(home)
+            .args(args)
+            .args(["watch", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn electop watch");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("watch printed non-JSON {line:?}: {e}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Watch {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a line matching `pred`; returns it. Every line read is kept in `seen`.
+    pub fn wait_for(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + timeout;
+        if let Some(v) = self.seen.iter().find(|v| pred(v)) {
+            return v.clone();
+        }
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) => {
+                    self.seen.push(v.clone());
+                    if pred(&v) {
+                        return v;
+                    }
+                }
+                Err(_) => panic!(
+                    "watch: no {what} within {timeout:?}; saw:\n{:#?}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    /// Waits until `sources` sources have finished their snapshot and replay.
+    pub fn wait_synced(&mut self, sources: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.seen.iter().filter(|v| v["kind"] == "synced").count() < sources {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) => self.seen.push(v),
+                Err(_) => panic!("watch never synced {sources} sources: {:#?}", self.seen),
+            }
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,496 @@
+//! A throwaway single-member etcd (the `etcd` binary from PATH, Debian's 3.4)
+//! and `etcdctl elect` campaigners, for integration tests.
+//!
+//! Every server gets its own temp dir (data + `etcd.log`) and its own free
+//! loopback ports, so tests can run in parallel. Processes are killed on drop.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use super::{POLL_INTERVAL, free_ports};
+
+/// How long `EtcdServer::start`/`restart` wait for the server to be healthy.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
+const START_MARKER: &str = "--- electop test harness: starting etcd";
+/// Grace period between SIGTERM/SIGINT and SIGKILL.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A running single-member etcd on 127.0.0.1 with a temporary data dir.
+pub struct EtcdServer {
+    child: Option<Child>,
+    dir: TempDir,
+    client_port: u16,
+    peer_port: u16,
+}
+
+enum NotReady {
+    /// The process exited.
+    Exited(ExitStatus),
+    TimedOut,
+}
+
+impl EtcdServer {
+    /// Starts etcd and waits (up to 10 s) until `etcdctl endpoint health`
+    /// succeeds. Panics with the tail of the etcd log if it does not.
+    pub fn start() -> EtcdServer {
+        let dir = tempfile::Builder::new()
+            .prefix("electop-etcd-")
+            .tempdir()
+            .expect("create temp dir for etcd");
+        // Free ports are only free "a moment ago": if another test grabbed one
+        // in between, etcd exits with "address already in use"; pick again.
+        const ATTEMPTS: u32 = 3;
+        for attempt in 1..=ATTEMPTS {
+            let [client_port, peer_port] = free_ports::<2>();
+            let mut child = spawn_etcd(dir.path(), client_port, peer_port);
+            match wait_ready(&mut child, client_port, READY_TIMEOUT) {
+                Ok(()) => {
+                    return EtcdServer {
+                        child: Some(child),
+                        dir,
+                        client_port,
+                        peer_port,
+                    };
+                }
+                Err(NotReady::Exited(_)) if attempt < ATTEMPTS && port_clash(dir.path()) => {
+                    let _ = std::fs::remove_dir_all(dir.path().join("data"));
+                }
+                Err(err) => {
+                    kill_and_reap(&mut child);
+                    panic!("{}", not_ready_message(&err, dir.path(), client_port));
+                }
+            }
+        }
+        unreachable!("the last attempt either returns or panics")
+    }
+
+    /// "127.0.0.1:PORT", the form electop and etcd-client take.
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.client_port)
+    }
+
+    /// "http://127.0.0.1:PORT", the form etcdctl's `--endpoints` takes.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    pub fn client_port(&self) -> u16 {
+        self.client_port
+    }
+
+    pub fn peer_port(&self) -> u16 {
+        self.peer_port
+    }
+
+    /// The etcd data dir (kept across `restart`).
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// etcd's stdout+stderr, appended to across restarts.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("etcd.log")
+    }
+
+    /// The last `lines` lines of the etcd log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        log_tail(&self.log_path(), lines)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        match &mut self.child {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Graceful stop: SIGTERM, wait up to 5 s, then SIGKILL. No-op if stopped.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            terminate(&mut child, "-TERM", STOP_TIMEOUT);
+        }
+    }
+
+    /// Crash: SIGKILL, no chance to clean up. No-op if stopped.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            kill_and_reap(&mut child);
+        }
+    }
+
+    /// Stops (if running) and starts again with the same data dir and ports,
+    /// then waits until healthy. Panics with the log tail on failure.
+    pub fn restart(&mut self) {
+        self.stop();
+        let mut child = spawn_etcd(self.dir.path(), self.client_port, self.peer_port);
+        if let Err(err) = wait_ready(&mut child, self.client_port, READY_TIMEOUT) {
+            kill_and_reap(&mut child);
+            panic!(
+                "restart: {}",
+                not_ready_message(&err, self.dir.path(), self.client_port)
+            );
+        }
+        self.child = Some(child);
+    }
+
+    /// `etcdctl` (API v3) against this server; panics with stderr on failure.
+    pub fn etcdctl(&self, args: &[&str]) -> Output {
+        let out = self.try_etcdctl(args);
+        if !out.status.success() {
+            panic!(
+                "etcdctl {} failed ({}): {}{}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout),
+            );
+        }
+        out
+    }
+
+    /// `etcdctl` (API v3) against this server; the caller checks the status.
+    pub fn try_etcdctl(&self, args: &[&str]) -> Output {
+        self.etcdctl_command()
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run etcdctl (is etcd-client installed?)")
+    }
+
+    /// A ready-to-extend `etcdctl --endpoints=URL` command with ETCDCTL_API=3.
+    pub fn etcdctl_command(&self) -> Command {
+        let mut cmd = Command::new("etcdctl");
+        cmd.env("ETCDCTL_API", "3")
+            .env_remove("ETCDCTL_ENDPOINTS")
+            .arg(format!("--endpoints={}", self.url()));
+        cmd
+    }
+
+    /// Stdout of a successful `etcdctl` call, as a String.
+    pub fn etcdctl_stdout(&self, args: &[&str]) -> String {
+        String::from_utf8(self.etcdctl(args).stdout).expect("etcdctl output is UTF-8")
+    }
+
+    /// `(key, value)` pairs under `prefix`, oldest (create revision) first.
+    /// Parses etcdctl's simple output, so values must not contain newlines.
+    pub fn get_prefix(&self, prefix: &str) -> Vec<(String, String)> {
+        let out = self.etcdctl_stdout(&[
+            "get",
+            "--prefix",
+            "--sort-by=CREATE",
+            "--order=ASCEND",
+            prefix,
+        ]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines.len().is_multiple_of(2),
+            "odd line count from etcdctl get --prefix {prefix}: {out:?}"
+        );
+        lines
+            .chunks(2)
+            .map(|kv| (kv[0].to_string(), kv[1].to_string()))
+            .collect()
+    }
+
+    /// The proposals campaigning in `election` (`etcdctl elect` names its keys
+    /// `ELECTION/LEASE_ID_HEX`), in line order: the first one is the leader.
+    pub fn candidates(&self, election: &str) -> Vec<String> {
+        self.get_prefix(&format!("{}/", election.trim_end_matches('/')))
+            .into_iter()
+            .map(|(_, value)| value)
+            .collect()
+    }
+
+    /// An etcd-client connected to this server.
+    pub async fn client(&self) -> etcd_client::Client {
+        let endpoint = self.endpoint();
+        etcd_client::Client::connect([endpoint.as_str()], None)
+            .await
+            .unwrap_or_else(|e| panic!("etcd-client connect to {endpoint}: {e}"))
+    }
+}
+
+impl Drop for EtcdServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn spawn_etcd(dir: &Path, client_port: u16, peer_port: u16) -> Child {
+    let log_path = dir.join("etcd.log");
+    let mut log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", log_path.display()));
+    let _ = writeln!(
+        log,
+        "{START_MARKER} (client {client_port}, peer {peer_port}) ---"
+    );
+    let stderr = log.try_clone().expect("clone log file handle");
+    let client = format!("http://127.0.0.1:{client_port}");
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    Command::new("etcd")
+        .arg("--name=t")
+        .arg(format!("--data-dir={}", dir.join("data").display()))
+        .arg(format!("--listen-client-urls={client}"))
+        .arg(format!("--advertise-client-urls={client}"))
+        .arg(format!("--listen-peer-urls={peer}"))
+        .arg(format!("--initial-advertise-peer-urls={peer}"))
+        .arg(format!("--initial-cluster=t={peer}"))
+        .args([
+            "--heartbeat-interval=10",
+            "--election-timeout=100",
+            "--logger=zap",
+            "--log-level=error",
+        ])
+        // Keep stray ETCD_* settings from the environment out of the test server.
+        .env_remove("ETCD_DATA_DIR")
+        .env_remove("ETCD_NAME")
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn etcd (is etcd-server installed? run scripts/install-deps.sh)")
+}
+
+/// Polls every 20 ms: TCP connect to the client port, then `etcdctl endpoint
+/// health` (which needs a committed raft proposal, i.e. a leader).
+fn wait_ready(child: &mut Child, client_port: u16, timeout: Duration) -> Result<(), NotReady> {
+    let deadline = Instant::now() + timeout;
+    let addr = SocketAddr::from(([127, 0, 0, 1], client_port));
+    let url = format!("--endpoints=http://127.0.0.1:{client_port}");
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(NotReady::Exited(status));
+        }
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            let healthy = Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .args([
+                    url.as_str(),
+                    "--dial-timeout=1s",
+                    "--command-timeout=1s",
+                    "endpoint",
+                    "health",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if healthy {
+                return Ok(());
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(NotReady::TimedOut);
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+fn not_ready_message(err: &NotReady, dir: &Path, client_port: u16) -> String {
+    let what = match err {
+        NotReady::Exited(status) => format!("etcd exited early ({status})"),
+        NotReady::TimedOut => format!("etcd not healthy after {READY_TIMEOUT:?}"),
+    };
+    format!(
+        "{what} on 127.0.0.1:{client_port}; tail of {}:\n{}",
+        dir.join("etcd.log").display(),
+        log_tail(&dir.join("etcd.log"), 40)
+    )
+}
+
+fn log_tail(path: &Path, lines: usize) -> String {
+    let mut text = String::new();
+    if let Ok(mut f) = File::open(path) {
+        let _ = f.read_to_string(&mut text);
+    }
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Sends `signal` (e.g. "-TERM", "-INT") via kill(1), waits up to `grace` for
+/// the process to exit, then SIGKILLs it. Returns the exit status.
+fn terminate(child: &mut Child, signal: &str, grace: Duration) -> ExitStatus {
+    if let Ok(Some(status)) = child.try_wait() {
+        return status;
+    }
+    let _ = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    kill_and_reap(child)
+}
+
+fn kill_and_reap(child: &mut Child) -> ExitStatus {
+    let _ = child.kill();
+    child.wait().expect("wait for child process")
+}
+
+/// Whether the latest etcd start (after the last harness marker) failed
+/// because a port was taken.
+fn port_clash(dir: &Path) -> bool {
+    let log = std::fs::read_to_string(dir.join("etcd.log")).unwrap_or_default();
+    let latest = log.rsplit(START_MARKER).next().unwrap_or_default();
+    latest.contains("address already in use")
+}
+
+/// `etcdctl elect ELECTION PROPOSAL` running as a child process.
+///
+/// etcdctl prints two lines once this proposal leads: the leader key
+/// (`ELECTION/LEASE_ID_HEX`) and the proposal, then holds leadership until
+/// SIGINT, on which it resigns (deletes its key) and exits 0. SIGINT while
+/// still waiting in line exits 1 ("Error: context canceled"), also deleting
+/// the key. SIGKILL leaves the key behind until its session lease (TTL 60 s)
+/// expires.
+pub struct Campaigner {
+    child: Child,
+    election: String,
+    proposal: String,
+    lines: Receiver<String>,
+    stdout: Vec<String>,
+    stderr: Arc<Mutex<String>>,
+    key: Option<String>,
+    status: Option<ExitStatus>,
+}
+
+impl Campaigner {
+    pub fn start(server: &EtcdServer, election: &str, proposal: &str) -> Campaigner {
+        let mut child = server
+            .etcdctl_command()
+            .args(["elect", election, proposal])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn etcdctl elect");
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        let mut pipe = child.stderr.take().expect("piped stderr");
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Campaigner {
+            child,
+            election: election.to_string(),
+            proposal: proposal.to_string(),
+            lines,
+            stdout: Vec::new(),
+            stderr,
+            key: None,
+            status: None,
+        }
+    }
+
+    /// Waits until etcdctl reports this proposal as leader. False on timeout
+    /// or if etcdctl exited first (see `stderr()`).
+    pub fn wait_elected(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while self.key.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.stdout.push(line);
+                    if let [.., key, value] = self.stdout.as_slice()
+                        && *value == self.proposal
+                        && key.starts_with(&format!("{}/", self.election.trim_end_matches('/')))
+                    {
+                        self.key = Some(key.clone());
+                    }
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return false,
+            }
+        }
+        true
+    }
+
+    /// The leader key (`ELECTION/LEASE_ID_HEX`), once `wait_elected` saw it.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    pub fn election(&self) -> &str {
+        &self.election
+    }
+
+    pub fn proposal(&self) -> &str {
+        &self.proposal
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What etcdctl wrote to stderr so far (errors such as "session expired").
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.status.is_none() && matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// SIGINT: etcdctl resigns (deletes its key) and exits; SIGKILL after 5 s.
+    /// Returns the exit status (0 if it was leader, 1 if still waiting).
+    pub fn resign(&mut self) -> ExitStatus {
+        if let Some(status) = self.status {
+            return status;
+        }
+        let status = terminate(&mut self.child, "-INT", STOP_TIMEOUT);
+        self.status = Some(status);
+        status
+    }
+
+    /// SIGKILL: no resignation; the key stays until its lease (60 s) expires.
+    pub fn kill(&mut self) {
+        if self.status.is_none() {
+            self.status = Some(kill_and_reap(&mut self.child));
+        }
+    }
+}
+
+impl Drop for Campaigner {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

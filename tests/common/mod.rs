@@ -1,0 +1,68 @@
+//! Shared helpers for integration tests. Each test file does `mod common;`.
+//!
+//! Not every test file uses every helper, hence the allows.
+#![allow(dead_code, unused_imports)]
+
+pub mod electop;
+pub mod etcd;
+
+pub use etcd::{Campaigner, EtcdServer};
+
+use std::future::Future;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+/// How often `wait_until` and friends poll.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// A loopback TCP port that was free a moment ago (bind port 0, read, drop).
+pub fn free_port() -> u16 {
+    free_ports::<1>()[0]
+}
+
+/// `N` distinct free loopback ports. All listeners are held until every port
+/// has been picked, so the kernel cannot hand out the same port twice.
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0"))
+        .collect();
+    let mut ports = [0u16; N];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener.local_addr().expect("local_addr").port();
+    }
+    ports
+}
+
+/// Polls `f` every 20 ms until it returns true; panics mentioning `what` after
+/// `timeout`.
+pub fn wait_until<F: FnMut() -> bool>(what: &str, timeout: Duration, mut f: F) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if f() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting until {what}");
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Async `wait_until`: awaits `f()` every 20 ms (tokio sleep) until it yields
+/// true; panics mentioning `what` after `timeout`.
+pub async fn wait_until_async<F, Fut>(what: &str, timeout: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if f().await {
+            return;
+        }
+        if Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting until {what}");
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}

@@ -1,0 +1,477 @@
+//! electop against a real etcd started by the harness: `status --json` and `watch --json`
+//! for both etcd schemes, leader changes by resignation, lease revocation and lease expiry,
+//! history replay and compaction, reconnects, and bad input.
+
+mod common;
+
+use std::time::Duration;
+
+use common::electop::{Watch, election, status_json};
+use common::etcd::{Campaigner, EtcdServer};
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(10);
+
+fn home() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+fn ids(e: &Value) -> Vec<String> {
+    e["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .map(|c| c["id"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The lease-key scheme's acquire: put the key with our lease only if nobody holds it.
+async fn acquire(client: &mut etcd_client::Client, key: &str, id: &str, lease: i64) -> bool {
+    let txn = Txn::new()
+        .when([Compare::version(key, CompareOp::Equal, 0)])
+        .and_then([TxnOp::put(
+            key,
+            id,
+            Some(PutOptions::new().with_lease(lease)),
+        )])
+        .or_else([TxnOp::get(key, None)]);
+    client.txn(txn).await.expect("txn").succeeded()
+}
+
+#[test]
+fn election_api_shows_leader_and_line_in_order() {
+    let etcd = EtcdServer::start();
+    let mut a = Campaigner::start(&etcd, "/el/jobs", "node-a");
+    assert!(a.wait_elected(T), "node-a elected: {}", a.stderr());
+    let _b = Campaigner::start(&etcd, "/el/jobs", "node-b");
+    common::wait_until("node-b in line", T, || {
+        etcd.candidates("/el/jobs").len() == 2
+    });
+    let _c = Campaigner::start(&etcd, "/el/jobs", "node-c");
+    common::wait_until("node-c in line", T, || {
+        etcd.candidates("/el/jobs").len() == 3
+    });
+
+    let h = home();
+    let s = status_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/el/"]);
+    let e = election(&s, "jobs");
+    assert_eq!(e["scheme"], "etcd-election", "scheme detected: {e:#}");
+    assert_eq!(e["leader"]["id"], "node-a");
+    assert_eq!(ids(e), ["node-a", "node-b", "node-c"]);
+    let ttl = e["ttl_ms"].as_i64().expect("leader ttl");
+    assert!(
+        ttl > 50_000 && ttl <= 60_000,
+        "etcdctl elect's 60 s lease: {ttl}"
+    );
+    for c in e["candidates"].as_array().expect("candidates") {
+        assert!(c["lease"].as_i64().unwrap_or(0) != 0, "{c}");
+        assert!(c["ttl_ms"].as_i64().unwrap_or(0) > 0, "{c}");
+    }
+    assert_eq!(e["transitions"], 1);
+    assert_eq!(e["zombie"], false);
+    assert_eq!(e["source"], format!("etcd {} /el/", etcd.endpoint()));
+}
+
+#[test]
+fn resignation_hands_over_and_is_seen_live() {
+    let etcd = EtcdServer::start();
+    let mut a = Campaigner::start(&etcd, "/el/jobs", "node-a");
+    assert!(a.wait_elected(T));
+    let mut b = Campaigner::start(&etcd, "/el/jobs", "node-b");
+    common::wait_until("node-b in line", T, || {
+        etcd.candidates("/el/jobs").len() == 2
+    });
+
+    let h = home();
+    let args = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        "/el/",
+        "--scheme",
+        "etcd-election",
+    ];
+    let mut watch = Watch::start(h.path(), &args);
+    watch.wait_synced(1);
+    a.resign();
+    assert!(b.wait_elected(T), "node-b takes over");
+    let ev = watch.wait_for("leader change", T, |v| v["kind"] == "leader_changed");
+    assert_eq!(ev["election"], "jobs");
+    assert_eq!(ev["from"], "node-a");
+    assert_eq!(ev["to"], "node-b");
+    assert_eq!(
+        ev["cause"], "resigned",
+        "key deleted while its lease lives: {ev}"
+    );
+    assert!(
+        ev["at"].as_str().is_some_and(|t| t.contains('T')),
+        "RFC 3339 time: {ev}"
+    );
+    watch.wait_for("candidate left", T, |v| {
+        v["kind"] == "candidate_left" && v["from"] == "node-a"
+    });
+
+    let s = status_json(h.path(), &args);
+    let e = election(&s, "jobs");
+    assert_eq!(e["leader"]["id"], "node-b");
+    let last = e["history"]
+        .as_array()
+        .and_then(|h| h.last())
+        .expect("history");
+    assert_eq!(last["from"], "node-a");
+    assert_eq!(last["to"], "node-b");
+    assert_eq!(last["cause"], "resigned");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lease_key_revoke_and_expiry_are_told_apart() {
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    let long = client.lease_grant(30, None).await.expect("grant").id();
+    assert!(acquire(&mut client, "/lk/billing", "node-b", long).await);
+    let short = client.lease_grant(2, None).await.expect("grant").id();
+    assert!(acquire(&mut client, "/lk/reports", "node-c", short).await);
+    let other = client.lease_grant(30, None).await.expect("grant").id();
+    assert!(
+        !acquire(&mut client, "/lk/billing", "node-x", other).await,
+        "held: the txn fails"
+    );
+
+    let h = home();
+    let args = ["--etcd", &etcd.endpoint(), "--prefix", "/lk/"];
+    let mut watch = Watch::start(h.path(), &args);
+    watch.wait_synced(1);
+    let s = status_json(h.path(), &args);
+    let billing = election(&s, "billing");
+    assert_eq!(
+        billing["scheme"], "etcd-lease-key",
+        "scheme detected: {billing:#}"
+    );
+    assert_eq!(billing["leader"]["id"], "node-b");
+    assert_eq!(billing["leader"]["lease"], long);
+
+    client.lease_revoke(long).await.expect("revoke");
+    let ev = watch.wait_for("billing lost", T, |v| {
+        v["kind"] == "leader_lost" && v["election"] == "billing"
+    });
+    assert_eq!(ev["cause"], "lease_revoked", "{ev}");
+    assert_eq!(ev["from"], "node-b");
+
+    let ev = watch.wait_for("reports expired", T, |v| {
+        v["kind"] == "leader_lost" && v["election"] == "reports"
+    });
+    assert_eq!(ev["cause"], "lease_expired", "{ev}");
+
+    // A new leader takes the free key: elected.
+    let fresh = client.lease_grant(30, None).await.expect("grant").id();
+    assert!(acquire(&mut client, "/lk/billing", "node-x", fresh).await);
+    let ev = watch.wait_for("billing elected", T, |v| {
+        v["kind"] == "leader_elected" && v["election"] == "billing"
+    });
+    assert_eq!(ev["to"], "node-x");
+    // Someone overwrites the key: taken over.
+    client
+        .put(
+            "/lk/billing",
+            "node-y",
+            Some(PutOptions::new().with_lease(fresh)),
+        )
+        .await
+        .expect("put");
+    let ev = watch.wait_for("billing taken", T, |v| {
+        v["kind"] == "leader_changed" && v["election"] == "billing"
+    });
+    assert_eq!(
+        (ev["from"].clone(), ev["to"].clone(), ev["cause"].clone()),
+        ("node-x".into(), "node-y".into(), "taken_over".into())
+    );
+
+    let s = status_json(h.path(), &args);
+    let causes: Vec<_> = election(&s, "billing")["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .map(|h| h["cause"].as_str().unwrap_or("?").to_string())
+        .collect();
+    // Replayed by the new process: revocation and expiry look alike in the past.
+    assert_eq!(causes, ["elected", "lease_ended", "elected", "taken_over"]);
+    assert_eq!(election(&s, "reports")["leader"], Value::Null);
+    assert_eq!(election(&s, "reports")["ttl_ms"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn registry_lists_the_candidates_leader_first() {
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    let mut leases = Vec::new();
+    for id in ["node-a", "node-b", "node-c"] {
+        let l = client.lease_grant(30, None).await.expect("grant").id();
+        client
+            .put(
+                format!("/reg/billing/{id}"),
+                "10.0.0.1",
+                Some(PutOptions::new().with_lease(l)),
+            )
+            .await
+            .expect("register");
+        leases.push(l);
+    }
+    assert!(acquire(&mut client, "/lead/billing", "node-b", leases[1]).await);
+    let h = home();
+    let s = status_json(
+        h.path(),
+        &[
+            "--etcd",
+            &etcd.endpoint(),
+            "--prefix",
+            "/lead/",
+            "--scheme",
+            "etcd-lease-key",
+            "--registry",
+            "/reg/",
+        ],
+    );
+    let e = election(&s, "billing");
+    assert_eq!(ids(e), ["node-b", "node-a", "node-c"]);
+    assert_eq!(e["candidates"][1]["lease"], leases[0]);
+}
+
+#[test]
+fn history_is_replayed_from_past_revisions() {
+    let etcd = EtcdServer::start();
+    let mut a = Campaigner::start(&etcd, "/hist/jobs", "node-a");
+    assert!(a.wait_elected(T));
+    let mut b = Campaigner::start(&etcd, "/hist/jobs", "node-b");
+    common::wait_until("node-b in line", T, || {
+        etcd.candidates("/hist/jobs").len() == 2
+    });
+    a.resign();
+    assert!(b.wait_elected(T));
+    let mut c = Campaigner::start(&etcd, "/hist/jobs", "node-c");
+    common::wait_until("node-c in line", T, || {
+        etcd.candidates("/hist/jobs").len() == 2
+    });
+    b.resign();
+    assert!(c.wait_elected(T));
+
+    let h = home();
+    let s = status_json(
+        h.path(),
+        &["--etcd", &etcd.endpoint(), "--prefix", "/hist/"],
+    );
+    let e = election(&s, "jobs");
+    let hist: Vec<(Value, Value, Value)> = e["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .map(|h| (h["from"].clone(), h["to"].clone(), h["cause"].clone()))
+        .collect();
+    assert_eq!(
+        hist,
+        [
+            (Value::Null, "node-a".into(), "elected".into()),
+            ("node-a".into(), "node-b".into(), "resigned".into()),
+            ("node-b".into(), "node-c".into(), "resigned".into()),
+        ]
+    );
+    assert!(
+        e["history"][0]["at"].is_null(),
+        "replayed changes have no wall-clock time"
+    );
+    assert!(e["history"][1]["revision"].as_i64().unwrap_or(0) > 0);
+    assert_eq!(e["transitions"], 3);
+
+    // The limit bounds what is kept.
+    let s = status_json(
+        h.path(),
+        &[
+            "--etcd",
+            &etcd.endpoint(),
+            "--prefix",
+            "/hist/",
+            "--history-limit",
+            "2",
+        ],
+    );
+    let e = election(&s, "jobs");
+    assert_eq!(e["history"].as_array().map(Vec::len), Some(2));
+    assert_eq!(e["history"][0]["to"], "node-b");
+}
+
+#[test]
+fn compacted_history_is_said_and_the_snapshot_still_shown() {
+    let etcd = EtcdServer::start();
+    let mut a = Campaigner::start(&etcd, "/cmp/jobs", "node-a");
+    assert!(a.wait_elected(T));
+    let mut b = Campaigner::start(&etcd, "/cmp/jobs", "node-b");
+    common::wait_until("node-b in line", T, || {
+        etcd.candidates("/cmp/jobs").len() == 2
+    });
+    a.resign();
+    assert!(b.wait_elected(T));
+    etcd.etcdctl(&["put", "/other/x", "y"]);
+    let rev = etcd.etcdctl_stdout(&["get", "/other/x", "-w", "json"]);
+    let rev: Value = serde_json::from_str(&rev).expect("json");
+    let rev = rev["header"]["revision"].as_i64().expect("revision");
+    etcd.etcdctl(&["compact", &rev.to_string()]);
+
+    let h = home();
+    let s = status_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/cmp/"]);
+    let notice = s["sources"][0]["notice"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains(&format!("revision {rev}")) && notice.contains("compacted"),
+        "{s:#}"
+    );
+    let e = election(&s, "jobs");
+    assert_eq!(e["leader"]["id"], "node-b");
+    assert_eq!(
+        e["history"].as_array().map(Vec::len),
+        Some(0),
+        "nothing before the compaction: {e:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reconnects_after_a_restart_and_loses_no_event() {
+    let mut etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    let lease = client.lease_grant(60, None).await.expect("grant").id();
+    assert!(acquire(&mut client, "/rc/a", "one", lease).await);
+    let h = home();
+    let args = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        "/rc/",
+        "--scheme",
+        "etcd-lease-key",
+    ];
+    let mut watch = Watch::start(h.path(), &args);
+    watch.wait_synced(1);
+
+    etcd.stop();
+    watch.wait_for("disconnected", T, |v| v["kind"] == "disconnected");
+    etcd.restart();
+    // Changes made as soon as etcd is back, before electop's retry: they must still arrive.
+    let mut client = etcd.client().await;
+    for (i, id) in ["two", "three", "four"].iter().enumerate() {
+        client
+            .put("/rc/a", *id, Some(PutOptions::new().with_lease(lease)))
+            .await
+            .expect("put");
+        client
+            .put(format!("/rc/new{i}"), *id, None)
+            .await
+            .expect("put");
+    }
+    let changes: Vec<Value> = (0..3)
+        .map(|i| {
+            let to = ["two", "three", "four"][i];
+            watch.wait_for("taken over", T, |v| {
+                v["kind"] == "leader_changed" && v["to"] == to
+            })
+        })
+        .collect();
+    assert_eq!(changes[0]["from"], "one");
+    assert_eq!(changes[2]["from"], "three");
+    for i in 0..3 {
+        let name = format!("new{i}");
+        watch.wait_for("new election", T, |v| {
+            v["kind"] == "leader_elected" && v["election"] == name.as_str()
+        });
+    }
+    let connected = watch
+        .seen
+        .iter()
+        .filter(|v| v["kind"] == "connected")
+        .count();
+    assert!(
+        connected >= 2,
+        "connected again after the restart: {:#?}",
+        watch.seen
+    );
+}
+
+#[test]
+fn unreachable_store_exits_1_with_one_line() {
+    let port = common::free_port();
+    let h = home();
+    let endpoint = format!("127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    let out = common::electop::command(h.path())
+        .args(["--etcd", &endpoint, "status", "--json", "--timeout", "1s"])
+        .output()
+        .expect("run electop");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(&endpoint), "names the endpoint: {err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "honours --timeout"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn zombies_non_utf8_and_huge_values() {
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    // A candidate key without a lease: it never expires and blocks everyone behind it.
+    client
+        .put("/z/stuck/1", "old-node", None)
+        .await
+        .expect("put");
+    let lease = client.lease_grant(30, None).await.expect("grant").id();
+    client
+        .put(
+            format!("/z/stuck/{lease:x}"),
+            "live-node",
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .expect("put");
+    client
+        .put(
+            b"/z/bin\xff/abc".to_vec(),
+            b"id-\xfe\x01".to_vec(),
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .expect("put");
+    let huge = "v".repeat(1_000_000);
+    client
+        .put(
+            "/z/huge/1",
+            huge.clone(),
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .expect("put");
+
+    let h = home();
+    let s = status_json(
+        h.path(),
+        &[
+            "--etcd",
+            &etcd.endpoint(),
+            "--prefix",
+            "/z/",
+            "--scheme",
+            "etcd-election",
+        ],
+    );
+    let stuck = election(&s, "stuck");
+    assert_eq!(stuck["leader"]["id"], "old-node");
+    assert_eq!(stuck["leader"]["zombie"], true);
+    assert_eq!(stuck["zombie"], true);
+    assert_eq!(stuck["ttl_ms"], Value::Null, "no lease, no countdown");
+    assert_eq!(ids(stuck), ["old-node", "live-node"]);
+    let bin = election(&s, "bin\\xff");
+    assert_eq!(bin["leader"]["id"], "id-\\xfe\\u{1}");
+    assert_eq!(
+        election(&s, "huge")["leader"]["id"].as_str().map(str::len),
+        Some(1_000_000)
+    );
+}

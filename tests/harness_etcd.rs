@@ -1,0 +1,146 @@
+//! Proves the shared harness in tests/common works against a real etcd.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Campaigner, EtcdServer, wait_until, wait_until_async};
+
+#[tokio::test]
+async fn start_put_get_with_etcdctl_and_client() {
+    let started = Instant::now();
+    let etcd = EtcdServer::start();
+    eprintln!(
+        "etcd ready in {:?} at {}",
+        started.elapsed(),
+        etcd.endpoint()
+    );
+
+    etcd.etcdctl(&["put", "/harness/a", "from-etcdctl"]);
+    assert_eq!(
+        etcd.etcdctl_stdout(&["get", "--print-value-only", "/harness/a"]),
+        "from-etcdctl\n"
+    );
+
+    let mut client = etcd.client().await;
+    let resp = client.get("/harness/a", None).await.expect("client get");
+    assert_eq!(
+        resp.kvs()[0].value_str().expect("utf-8 value"),
+        "from-etcdctl"
+    );
+
+    client
+        .put("/harness/b", "from-client", None)
+        .await
+        .expect("client put");
+    assert_eq!(
+        etcd.get_prefix("/harness/"),
+        vec![
+            ("/harness/a".to_string(), "from-etcdctl".to_string()),
+            ("/harness/b".to_string(), "from-client".to_string()),
+        ]
+    );
+
+    // A failing etcdctl call is reported, not swallowed.
+    assert!(
+        !etcd
+            .try_etcdctl(&["lease", "revoke", "1234"])
+            .status
+            .success()
+    );
+
+    let mut seen = 0;
+    wait_until_async(
+        "the async poller runs until true",
+        Duration::from_secs(2),
+        || {
+            seen += 1;
+            let done = seen >= 3;
+            async move { done }
+        },
+    )
+    .await;
+}
+
+#[test]
+fn restart_keeps_data_and_ports() {
+    let mut etcd = EtcdServer::start();
+    let endpoint = etcd.endpoint();
+    etcd.etcdctl(&["put", "/harness/persist", "still-here"]);
+
+    etcd.stop();
+    assert!(!etcd.is_running());
+    assert!(
+        !etcd
+            .try_etcdctl(&["--command-timeout=300ms", "get", "/harness/persist"])
+            .status
+            .success()
+    );
+
+    let started = Instant::now();
+    etcd.restart();
+    eprintln!("etcd restarted in {:?}", started.elapsed());
+    assert_eq!(etcd.endpoint(), endpoint);
+    assert_eq!(
+        etcd.etcdctl_stdout(&["get", "--print-value-only", "/harness/persist"]),
+        "still-here\n"
+    );
+    assert!(
+        etcd.log_path().exists(),
+        "etcd log kept at {}",
+        etcd.log_path().display()
+    );
+}
+
+#[test]
+fn campaigners_take_turns() {
+    let etcd = EtcdServer::start();
+    let election = "/harness/election/scheduler";
+
+    let mut a = Campaigner::start(&etcd, election, "node-a");
+    assert!(
+        a.wait_elected(Duration::from_secs(5)),
+        "node-a elected: {}",
+        a.stderr()
+    );
+    let key = a.key().expect("leader key").to_string();
+    assert!(key.starts_with(&format!("{election}/")), "leader key {key}");
+
+    let mut b = Campaigner::start(&etcd, election, "node-b");
+    wait_until(
+        "node-b is queued behind node-a",
+        Duration::from_secs(5),
+        || etcd.candidates(election) == ["node-a", "node-b"],
+    );
+    assert!(
+        !b.wait_elected(Duration::from_millis(300)),
+        "node-b must wait"
+    );
+
+    // The raw view operators see: key line, value line, per candidate.
+    let raw = etcd.etcdctl_stdout(&["get", "--prefix", election]);
+    assert!(raw.starts_with(&format!("{key}\nnode-a\n")), "{raw}");
+
+    let status = a.resign();
+    assert!(status.success(), "leader resigns cleanly: {status}");
+    assert!(
+        b.wait_elected(Duration::from_secs(5)),
+        "node-b elected: {}",
+        b.stderr()
+    );
+    assert_eq!(etcd.candidates(election), ["node-b"]);
+
+    // A candidate still waiting in line exits 1 on SIGINT, and its key goes too.
+    let mut c = Campaigner::start(&etcd, election, "node-c");
+    wait_until("node-c is queued", Duration::from_secs(5), || {
+        etcd.candidates(election).len() == 2
+    });
+    assert_eq!(c.resign().code(), Some(1));
+    assert!(c.stderr().contains("context canceled"), "{}", c.stderr());
+    assert_eq!(etcd.candidates(election), ["node-b"]);
+
+    // SIGKILL does not resign: the key outlives the process (lease TTL 60 s).
+    b.kill();
+    assert!(!b.is_running());
+    assert_eq!(etcd.candidates(election), ["node-b"]);
+}
