@@ -166,6 +166,13 @@ billing_lease="$(grant 15)"
 "${ctl[@]}" put --lease="$billing_lease" /demo/leader/billing node-b >/dev/null
 "${ctl[@]}" lease keep-alive "$billing_lease" >"$tmp/keepalive-billing.out" 2>&1 &
 helpers+=("$!")
+# The candidate registry (seed 002): every live instance on its own kept-alive lease.
+for node in node-a node-b node-c; do
+  lease="$(grant 15)"
+  "${ctl[@]}" put --lease="$lease" "/demo/registry/billing/$node" "instance $node" >/dev/null
+  "${ctl[@]}" lease keep-alive "$lease" >"$tmp/keepalive-$node.out" 2>&1 &
+  helpers+=("$!")
+done
 
 reports_lease="$(grant 30)"
 [[ -n $reports_lease ]] || { log "lease grant failed"; exit 1; }
@@ -180,8 +187,7 @@ log "demo data loaded; starting electop"
 # that way a SIGINT/SIGTERM to this script runs the cleanup trap immediately
 # (bash defers traps while a foreground command runs).
 "$electop" --etcd "$endpoint" \
-  --prefix /demo/election/ --scheme etcd-election \
-  --prefix /demo/leader/ \
+  --prefix /demo/election/ --prefix /demo/leader/ --registry /demo/registry/ \
   "$@" <&0 &
 electop_pid=$!
 # ============================================================================

@@ -5,6 +5,7 @@
 
 pub mod electop;
 pub mod etcd;
+pub mod tmux;
 
 pub use etcd::{Campaigner, EtcdServer};
 
