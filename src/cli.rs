@@ -26,6 +26,10 @@ pub struct Cli {
     /// Leader changes kept per election (0: no history replay).
     #[arg(long, global = true, value_name = "N")]
     pub history_limit: Option<usize>,
+    /// Panic right after the first frame: lets the tests check that the terminal is
+    /// restored on a panic.
+    #[arg(long, hide = true)]
+    pub debug_panic: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }

@@ -33,7 +33,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         match cli.command {
             None => {
                 let s = Sources::spawn(&sources, &opts);
-                runtime::run_tui(s, Duration::from_millis(config.ui.tick_ms.max(16))).await?;
+                runtime::run_tui(
+                    s,
+                    Duration::from_millis(config.ui.tick_ms.max(16)),
+                    cli.debug_panic,
+                )
+                .await?;
                 Ok(ExitCode::SUCCESS)
             }
             Some(Command::Status { json, timeout }) => {

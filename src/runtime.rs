@@ -89,9 +89,11 @@ fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
     }
 }
 
-pub async fn run_tui(mut sources: Sources, tick: Duration) -> Result<()> {
+/// Runs the dashboard until quit. `ratatui::try_init` installs a panic hook that restores
+/// the terminal before the panic message is printed.
+pub async fn run_tui(mut sources: Sources, tick: Duration, debug_panic: bool) -> Result<()> {
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
-    let result = tui_loop(&mut terminal, &mut sources, tick).await;
+    let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic).await;
     ratatui::restore();
     sources.shutdown().await;
     result
@@ -101,6 +103,7 @@ async fn tui_loop(
     terminal: &mut DefaultTerminal,
     sources: &mut Sources,
     tick: Duration,
+    debug_panic: bool,
 ) -> Result<()> {
     let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
     let size = terminal.size()?;
@@ -126,6 +129,9 @@ async fn tui_loop(
             );
             terminal.draw(|f| ui::view(&app, f))?;
             dirty = false;
+            if debug_panic {
+                panic!("--debug-panic: panicking after the first frame as asked");
+            }
         }
         if app.quit {
             return Ok(());
@@ -297,16 +303,10 @@ pub async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
 }
 
 fn marker(names: &[String], source: usize, kind: EventKind) -> Event {
-    Event {
-        at: Some(SystemTime::now()),
-        source: names.get(source).cloned().unwrap_or_default(),
-        election: None,
+    Event::about_source(
+        names.get(source).cloned().unwrap_or_default(),
         kind,
-        from: None,
-        to: None,
-        cause: None,
-        revision: None,
-        replayed: false,
-        detail: None,
-    }
+        None,
+        None,
+    )
 }

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::electop::{Watch, election, status_json};
-use common::etcd::{Campaigner, EtcdServer};
+use common::etcd::{Campaigner, EtcdServer, campaign_in_order};
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use serde_json::Value;
 
@@ -42,16 +42,7 @@ async fn acquire(client: &mut etcd_client::Client, key: &str, id: &str, lease: i
 #[test]
 fn election_api_shows_leader_and_line_in_order() {
     let etcd = EtcdServer::start();
-    let mut a = Campaigner::start(&etcd, "/el/jobs", "node-a");
-    assert!(a.wait_elected(T), "node-a elected: {}", a.stderr());
-    let _b = Campaigner::start(&etcd, "/el/jobs", "node-b");
-    common::wait_until("node-b in line", T, || {
-        etcd.candidates("/el/jobs").len() == 2
-    });
-    let _c = Campaigner::start(&etcd, "/el/jobs", "node-c");
-    common::wait_until("node-c in line", T, || {
-        etcd.candidates("/el/jobs").len() == 3
-    });
+    let _line = campaign_in_order(&etcd, "/el/jobs", ["node-a", "node-b", "node-c"]);
 
     let h = home();
     let s = status_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/el/"]);
@@ -76,12 +67,7 @@ fn election_api_shows_leader_and_line_in_order() {
 #[test]
 fn resignation_hands_over_and_is_seen_live() {
     let etcd = EtcdServer::start();
-    let mut a = Campaigner::start(&etcd, "/el/jobs", "node-a");
-    assert!(a.wait_elected(T));
-    let mut b = Campaigner::start(&etcd, "/el/jobs", "node-b");
-    common::wait_until("node-b in line", T, || {
-        etcd.candidates("/el/jobs").len() == 2
-    });
+    let [mut a, mut b] = campaign_in_order(&etcd, "/el/jobs", ["node-a", "node-b"]);
 
     let h = home();
     let args = [
@@ -240,12 +226,7 @@ async fn registry_lists_the_candidates_leader_first() {
 #[test]
 fn history_is_replayed_from_past_revisions() {
     let etcd = EtcdServer::start();
-    let mut a = Campaigner::start(&etcd, "/hist/jobs", "node-a");
-    assert!(a.wait_elected(T));
-    let mut b = Campaigner::start(&etcd, "/hist/jobs", "node-b");
-    common::wait_until("node-b in line", T, || {
-        etcd.candidates("/hist/jobs").len() == 2
-    });
+    let [mut a, mut b] = campaign_in_order(&etcd, "/hist/jobs", ["node-a", "node-b"]);
     a.resign();
     assert!(b.wait_elected(T));
     let mut c = Campaigner::start(&etcd, "/hist/jobs", "node-c");
@@ -302,12 +283,7 @@ fn history_is_replayed_from_past_revisions() {
 #[test]
 fn compacted_history_is_said_and_the_snapshot_still_shown() {
     let etcd = EtcdServer::start();
-    let mut a = Campaigner::start(&etcd, "/cmp/jobs", "node-a");
-    assert!(a.wait_elected(T));
-    let mut b = Campaigner::start(&etcd, "/cmp/jobs", "node-b");
-    common::wait_until("node-b in line", T, || {
-        etcd.candidates("/cmp/jobs").len() == 2
-    });
+    let [mut a, mut b] = campaign_in_order(&etcd, "/cmp/jobs", ["node-a", "node-b"]);
     a.resign();
     assert!(b.wait_elected(T));
     etcd.etcdctl(&["put", "/other/x", "y"]);

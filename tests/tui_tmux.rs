@@ -5,14 +5,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::etcd::{Campaigner, EtcdServer};
+use common::etcd::{EtcdServer, campaign_in_order};
 use common::tmux::Tmux;
 
 const T: Duration = Duration::from_secs(10);
 
 fn shell(home: &std::path::Path, args: &str) -> String {
     format!(
-        "env XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} {args}; echo ELECTOP-EXITED $?; sleep 60",
+        "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} {args}; echo ELECTOP-EXITED $?; sleep 60",
         h = home.display(),
         bin = common::electop::bin(),
     )
@@ -21,22 +21,37 @@ fn shell(home: &std::path::Path, args: &str) -> String {
 #[test]
 fn dashboard_follows_a_failover_and_quits_cleanly() {
     let etcd = EtcdServer::start();
-    let mut a = Campaigner::start(&etcd, "/tui/jobs", "node-a");
-    assert!(a.wait_elected(T));
-    let mut b = Campaigner::start(&etcd, "/tui/jobs", "node-b");
-    common::wait_until("node-b in line", T, || etcd.candidates("/tui/jobs").len() == 2);
+    let [mut a, mut b] = campaign_in_order(&etcd, "/tui/jobs", ["node-a", "node-b"]);
 
     let home = tempfile::tempdir().expect("tempdir");
-    let tmux = Tmux::start(100, 30, &shell(home.path(), &format!("--etcd {} --prefix /tui/", etcd.endpoint())));
-    let screen = tmux.wait_screen("the election", T, |s| s.contains("jobs") && s.contains("node-a"));
+    let tmux = Tmux::start(
+        100,
+        30,
+        &shell(
+            home.path(),
+            &format!("--etcd {} --prefix /tui/", etcd.endpoint()),
+        ),
+    );
+    let screen = tmux.wait_screen("the election", T, |s| {
+        s.contains("jobs") && s.contains("node-a")
+    });
     assert!(screen.contains("node-b"), "node-b waits in line:\n{screen}");
-    assert!(screen.contains(&etcd.endpoint()), "status bar names the endpoint:\n{screen}");
+    assert!(
+        screen.contains(&etcd.endpoint()),
+        "status bar names the endpoint:\n{screen}"
+    );
 
     a.resign();
     assert!(b.wait_elected(T));
     let screen = tmux.wait_screen("the handover in the history", T, |s| s.contains("resigned"));
-    let row = screen.lines().find(|l| l.contains("jobs") && l.contains("election")).unwrap_or("");
-    assert!(row.contains("node-b"), "table shows the new leader: {row:?}\n{screen}");
+    let row = screen
+        .lines()
+        .find(|l| l.contains("jobs") && l.contains("election"))
+        .unwrap_or("");
+    assert!(
+        row.contains("node-b"),
+        "table shows the new leader: {row:?}\n{screen}"
+    );
 
     tmux.send(&["?"]);
     tmux.wait_screen("help", T, |s| s.contains("Keys") && s.contains("quit"));
@@ -44,15 +59,25 @@ fn dashboard_follows_a_failover_and_quits_cleanly() {
     tmux.wait_screen("help closed", T, |s| !s.contains(" Keys "));
     tmux.send(&["q"]);
     let screen = tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED"));
-    assert!(screen.contains("ELECTOP-EXITED 0"), "exit status 0:\n{screen}");
-    assert!(!screen.contains("Elections"), "alternate screen left, terminal restored:\n{screen}");
+    assert!(
+        screen.contains("ELECTOP-EXITED 0"),
+        "exit status 0:\n{screen}"
+    );
+    assert!(
+        !screen.contains("Elections"),
+        "alternate screen left, terminal restored:\n{screen}"
+    );
 }
 
 #[test]
 fn a_tiny_terminal_gets_a_message_and_still_quits() {
     let home = tempfile::tempdir().expect("tempdir");
     let port = common::free_port();
-    let tmux = Tmux::start(40, 10, &shell(home.path(), &format!("--etcd 127.0.0.1:{port}")));
+    let tmux = Tmux::start(
+        40,
+        10,
+        &shell(home.path(), &format!("--etcd 127.0.0.1:{port}")),
+    );
     tmux.wait_screen("too-small message", T, |s| s.contains("too small"));
     tmux.send(&["C-c"]);
     let screen = tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED"));
@@ -63,9 +88,44 @@ fn a_tiny_terminal_gets_a_message_and_still_quits() {
 fn an_unreachable_store_is_shown_with_its_retry() {
     let home = tempfile::tempdir().expect("tempdir");
     let port = common::free_port();
-    let tmux = Tmux::start(120, 30, &shell(home.path(), &format!("--etcd 127.0.0.1:{port} --prefix /x/")));
-    let screen = tmux.wait_screen("the outage", T, |s| s.contains("DOWN") && s.contains("retry in"));
+    let tmux = Tmux::start(
+        120,
+        30,
+        &shell(
+            home.path(),
+            &format!("--etcd 127.0.0.1:{port} --prefix /x/"),
+        ),
+    );
+    let screen = tmux.wait_screen("the outage", T, |s| {
+        s.contains("DOWN") && s.contains("retry in")
+    });
     assert!(screen.contains(&format!("127.0.0.1:{port}")), "{screen}");
     tmux.send(&["q"]);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}
+
+#[test]
+fn a_panic_restores_the_terminal() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let port = common::free_port();
+    let tmux = Tmux::start(
+        100,
+        30,
+        &shell(
+            home.path(),
+            &format!("--etcd 127.0.0.1:{port} --debug-panic"),
+        ),
+    );
+    let screen = tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED"));
+    assert!(
+        screen.contains("--debug-panic"),
+        "the panic message is readable:\n{screen}"
+    );
+    assert!(
+        !screen.contains("Elections"),
+        "alternate screen left:\n{screen}"
+    );
+    // Raw mode is off again: the terminal echoes what is typed (raw mode would not).
+    tmux.send(&["typed-after-panic"]);
+    tmux.wait_screen("echo", T, |s| s.contains("typed-after-panic"));
 }

@@ -71,6 +71,29 @@ pub struct Event {
     pub detail: Option<String>,
 }
 
+impl Event {
+    /// An event about a whole source (connection, compaction), not one election.
+    pub fn about_source(
+        source: String,
+        kind: EventKind,
+        revision: Option<i64>,
+        detail: Option<String>,
+    ) -> Event {
+        Event {
+            at: Some(SystemTime::now()),
+            source,
+            election: None,
+            kind,
+            from: None,
+            to: None,
+            cause: None,
+            revision,
+            replayed: false,
+            detail,
+        }
+    }
+}
+
 /// A backend's report to the runtime. Backends send these over a channel and never touch
 /// the screen state themselves.
 #[derive(Clone, Debug)]

@@ -494,3 +494,28 @@ impl Drop for Campaigner {
         self.kill();
     }
 }
+
+/// Starts one `etcdctl elect` campaigner per proposal, each waiting until the previous one
+/// is in line, so the line order is the order given; the first is the leader.
+pub fn campaign_in_order<const N: usize>(
+    server: &EtcdServer,
+    election: &str,
+    proposals: [&str; N],
+) -> [Campaigner; N] {
+    std::array::from_fn(|i| {
+        let p = proposals[i];
+        let mut c = Campaigner::start(server, election, p);
+        if i == 0 {
+            assert!(
+                c.wait_elected(Duration::from_secs(10)),
+                "{p} elected: {}",
+                c.stderr()
+            );
+        } else {
+            super::wait_until(&format!("{p} in line"), Duration::from_secs(10), || {
+                server.candidates(election).len() == i + 1
+            });
+        }
+        c
+    })
+}

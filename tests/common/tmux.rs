@@ -13,11 +13,24 @@ pub struct Tmux {
 impl Tmux {
     /// Starts `shell_command` in a `width`x`height` session.
     pub fn start(width: u16, height: u16, shell_command: &str) -> Tmux {
-        let socket = format!("electop-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst));
+        let socket = format!(
+            "electop-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
         let t = Tmux { socket };
         let ok = t
             .cmd()
-            .args(["new-session", "-d", "-s", "main", "-x", &width.to_string(), "-y", &height.to_string()])
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                "main",
+                "-x",
+                &width.to_string(),
+                "-y",
+                &height.to_string(),
+            ])
             .arg(shell_command)
             .status()
             .expect("run tmux");
@@ -32,17 +45,31 @@ impl Tmux {
     }
 
     pub fn capture(&self) -> String {
-        let out = self.cmd().args(["capture-pane", "-p", "-t", "main"]).output().expect("capture-pane");
+        let out = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "main"])
+            .output()
+            .expect("capture-pane");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     pub fn send(&self, keys: &[&str]) {
-        let ok = self.cmd().args(["send-keys", "-t", "main"]).args(keys).status().expect("send-keys");
+        let ok = self
+            .cmd()
+            .args(["send-keys", "-t", "main"])
+            .args(keys)
+            .status()
+            .expect("send-keys");
         assert!(ok.success());
     }
 
     /// Waits until the screen satisfies `pred`; panics with the last screen on timeout.
-    pub fn wait_screen(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+    pub fn wait_screen(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
         let deadline = Instant::now() + timeout;
         loop {
             let screen = self.capture();

@@ -150,18 +150,12 @@ async fn run(backend: EtcdBackend, mut io: BackendIo) {
             error: err.to_string(),
             retry_at: Instant::now() + delay,
         };
-        let event = Event {
-            at: Some(SystemTime::now()),
-            source: backend.info.name.clone(),
-            election: None,
-            kind: EventKind::Disconnected,
-            from: None,
-            to: None,
-            cause: None,
-            revision: state.tracker.as_ref().map(|t| t.revision),
-            replayed: false,
-            detail: Some(err.to_string()),
-        };
+        let event = Event::about_source(
+            backend.info.name.clone(),
+            EventKind::Disconnected,
+            state.tracker.as_ref().map(|t| t.revision),
+            Some(err.to_string()),
+        );
         if io
             .events
             .send(SourceEvent::Conn {
@@ -378,20 +372,15 @@ async fn follow_inner(
         match pump(backend, state, io, &mut client, &mut stream).await? {
             Restart::Compacted(compact) => {
                 let tracker = state.tracker.as_mut().ok_or(Stop::Closed)?;
-                let event = Event {
-                    at: Some(SystemTime::now()),
-                    source: backend.info.name.clone(),
-                    election: None,
-                    kind: EventKind::HistoryCompacted,
-                    from: None,
-                    to: None,
-                    cause: None,
-                    revision: Some(compact),
-                    replayed: false,
-                    detail: Some(format!(
-                        "history before revision {compact} was compacted; changes before it are not shown"
-                    )),
-                };
+                let detail = format!(
+                    "history before revision {compact} was compacted; changes before it are not shown"
+                );
+                let event = Event::about_source(
+                    backend.info.name.clone(),
+                    EventKind::HistoryCompacted,
+                    Some(compact),
+                    Some(detail),
+                );
                 send(io, SourceEvent::Happened(event)).await?;
                 if state.target.is_some() {
                     // Still replaying: start the replay at the compaction point.

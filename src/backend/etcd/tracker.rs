@@ -59,6 +59,9 @@ pub struct Tracker {
     mirror: Mirror,
     elections: BTreeMap<Vec<u8>, Election>,
     ttls: HashMap<i64, Deadline>,
+    /// How many mirrored keys hold each lease, so a lease's countdown is dropped with its
+    /// last key without scanning the mirror.
+    lease_keys: HashMap<i64, usize>,
     /// Last revision applied to the mirror.
     pub revision: i64,
 }
@@ -78,6 +81,7 @@ impl Tracker {
             mirror: Mirror::new(),
             elections: BTreeMap::new(),
             ttls: HashMap::new(),
+            lease_keys: HashMap::new(),
             revision: 0,
         }
     }
@@ -100,6 +104,10 @@ impl Tracker {
     pub fn load(&mut self, kvs: Mirror, revision: i64) -> Vec<Election> {
         self.mirror = kvs;
         self.revision = revision;
+        self.lease_keys.clear();
+        for kv in self.mirror.values() {
+            *self.lease_keys.entry(kv.lease).or_default() += 1;
+        }
         let ids: BTreeSet<Vec<u8>> = self
             .mirror
             .keys()
@@ -205,6 +213,7 @@ impl Tracker {
     ) {
         // Keys as they were before this revision, to explain departures.
         let mut before: HashMap<Vec<u8>, Kv> = HashMap::new();
+        let mut released = Vec::new();
         let mut ids = BTreeSet::new();
         for change in changes {
             // A watch resumed per prefix may deliver a change twice; the mirror has it already.
@@ -227,17 +236,25 @@ impl Tracker {
             if let Some(old) = self.mirror.get(change.key()) {
                 before.insert(old.key.clone(), old.clone());
             }
-            match change {
+            let old = match change {
                 Change::Put(kv) => {
-                    self.mirror.insert(kv.key.clone(), kv.clone());
+                    *self.lease_keys.entry(kv.lease).or_default() += 1;
+                    self.mirror.insert(kv.key.clone(), kv.clone())
                 }
-                Change::Delete { key, .. } => {
-                    self.mirror.remove(key);
+                Change::Delete { key, .. } => self.mirror.remove(key),
+            };
+            if let Some(old) = old
+                && let Some(n) = self.lease_keys.get_mut(&old.lease)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.lease_keys.remove(&old.lease);
+                    released.push(old.lease);
                 }
             }
         }
         self.revision = self.revision.max(rev);
-        for id in ids {
+        for id in ids.iter().cloned() {
             let holders = self.layout.derive(&id, &self.mirror);
             let name = self.layout.display_name(&id);
             let (source, scheme) = (self.source, self.layout.scheme());
@@ -334,13 +351,13 @@ impl Tracker {
             }
             touched.insert(id);
         }
-        // Leases of deleted keys are over or no longer ours to count down.
-        for kv in before.values() {
-            if !self.mirror.values().any(|k| k.lease == kv.lease) {
-                self.ttls.remove(&kv.lease);
+        // A lease no key holds any more is over, or no longer ours to count down.
+        for lease in released {
+            if !self.lease_keys.contains_key(&lease) {
+                self.ttls.remove(&lease);
             }
         }
-        for id in touched.iter() {
+        for id in &ids {
             if let Some(e) = self.elections.get_mut(id) {
                 attach_ttls(e, &self.ttls);
             }
@@ -372,9 +389,11 @@ impl Tracker {
 
     /// Every lease in every election.
     pub fn all_leases(&self) -> Vec<i64> {
-        let mut set: BTreeSet<i64> = self.mirror.values().map(|kv| kv.lease).collect();
-        set.remove(&0);
-        set.into_iter().collect()
+        self.lease_keys
+            .keys()
+            .copied()
+            .filter(|l| *l != 0)
+            .collect()
     }
 
     /// When `lease` was last read, if ever.
