@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{Config, EtcdSource, SourceConfig};
+use crate::config::{Config, DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource};
 use crate::model::Scheme;
 
 #[derive(Debug, Parser)]
@@ -48,6 +48,24 @@ pub struct SourceArgs {
     /// etcd-lease-key: prefix of the candidate registry (`<registry><name>/<id>`).
     #[arg(long, global = true, value_name = "P")]
     pub registry: Option<String>,
+    /// SQL database with election tables: postgres://, mysql:// or sqlite://PATH; repeatable.
+    #[arg(long, global = true, value_name = "URL")]
+    pub sql: Vec<String>,
+    /// SQL: the election table (default leaderlock / service_election).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub table: Option<String>,
+    /// SQL: read the password from this environment variable.
+    #[arg(long, global = true, value_name = "VAR")]
+    pub password_env: Option<String>,
+    /// SQL: read the password from the first line of this file.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// sql-heartbeat: how long after last_seen_active a leader is deposed.
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub heartbeat_timeout: Option<Duration>,
+    /// SQL: how often to poll (default 500ms).
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub poll: Option<Duration>,
     /// Refuse every admin action.
     #[arg(long, global = true)]
     pub read_only: bool,
@@ -57,6 +75,8 @@ pub struct SourceArgs {
 pub enum SchemeArg {
     EtcdElection,
     EtcdLeaseKey,
+    SqlLease,
+    SqlHeartbeat,
 }
 
 impl From<SchemeArg> for Scheme {
@@ -64,6 +84,8 @@ impl From<SchemeArg> for Scheme {
         match s {
             SchemeArg::EtcdElection => Scheme::EtcdElection,
             SchemeArg::EtcdLeaseKey => Scheme::EtcdLeaseKey,
+            SchemeArg::SqlLease => Scheme::SqlLease,
+            SchemeArg::SqlHeartbeat => Scheme::SqlHeartbeat,
         }
     }
 }
@@ -109,42 +131,59 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 impl SourceArgs {
     /// The sources to show: from the flags when any is given, else from the config, else
     /// all of a local etcd.
-    pub fn resolve(&self, config: &Config) -> Vec<SourceConfig> {
-        let flags_given = !self.etcd.is_empty() || !self.prefix.is_empty();
-        let mut sources = if flags_given || config.sources.is_empty() {
-            let endpoints = if self.etcd.is_empty() {
-                vec!["127.0.0.1:2379".to_string()]
-            } else {
-                self.etcd.clone()
-            };
-            let prefixes = if self.prefix.is_empty() {
-                vec![String::new()]
-            } else {
-                self.prefix.clone()
-            };
-            prefixes
-                .into_iter()
-                .map(|prefix| {
-                    SourceConfig::Etcd(EtcdSource {
-                        endpoints: endpoints.clone(),
-                        prefix,
-                        scheme: self.scheme.map(Scheme::from),
-                        registry: self.registry.clone(),
-                        read_only: false,
-                    })
+    pub fn resolve(&self, config: &Config) -> Result<Vec<SourceConfig>, String> {
+        let scheme = self.scheme.map(Scheme::from);
+        let sql_scheme = scheme.filter(|s| s.is_sql());
+        let etcd_scheme = scheme.filter(|s| !s.is_sql());
+        if !self.sql.is_empty() && sql_scheme.is_none() {
+            return Err("--sql needs --scheme sql-lease or --scheme sql-heartbeat".to_string());
+        }
+        if sql_scheme.is_some() && self.sql.is_empty() && self.etcd.is_empty() && config.sources.is_empty() {
+            return Err(format!("--scheme {} needs --sql URL", self.scheme.map(|s| Scheme::from(s).as_str()).unwrap_or("")));
+        }
+        let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty();
+        let flags_given = etcd_given || !self.sql.is_empty();
+        let mut sources = Vec::new();
+        if etcd_given || (!flags_given && config.sources.is_empty()) {
+            let endpoints = if self.etcd.is_empty() { vec!["127.0.0.1:2379".to_string()] } else { self.etcd.clone() };
+            let prefixes = if self.prefix.is_empty() { vec![String::new()] } else { self.prefix.clone() };
+            sources.extend(prefixes.into_iter().map(|prefix| {
+                SourceConfig::Etcd(EtcdSource {
+                    endpoints: endpoints.clone(),
+                    prefix,
+                    scheme: etcd_scheme,
+                    registry: self.registry.clone(),
+                    read_only: false,
                 })
-                .collect()
-        } else {
-            config.sources.clone()
-        };
-        if self.read_only {
-            for s in sources.iter_mut() {
-                match s {
-                    SourceConfig::Etcd(e) => e.read_only = true,
-                }
+            }));
+        }
+        if let Some(scheme) = sql_scheme {
+            sources.extend(self.sql.iter().map(|url| {
+                SourceConfig::Sql(SqlSource {
+                    url: DbUrl(url.clone()),
+                    password_env: self.password_env.clone(),
+                    password_file: self.password_file.clone(),
+                    scheme,
+                    table: self.table.clone(),
+                    columns: SqlColumns::default(),
+                    timeout: self.heartbeat_timeout,
+                    poll: self.poll,
+                    read_only: false,
+                })
+            }));
+        }
+        if !flags_given {
+            sources = if config.sources.is_empty() { sources } else { config.sources.clone() };
+        }
+        for s in sources.iter_mut() {
+            if self.read_only {
+                s.set_read_only();
+            }
+            if let SourceConfig::Sql(q) = s {
+                crate::backend::sql::SqlSettings::from_config(q).map_err(|e| e.to_string())?;
             }
         }
-        sources
+        Ok(sources)
     }
 }
 
@@ -172,9 +211,9 @@ mod tests {
             "/y/",
             "--read-only",
         ]);
-        let sources = cli.sources.resolve(&Config::default());
+        let sources = cli.sources.resolve(&Config::default()).expect("valid");
         assert_eq!(sources.len(), 2);
-        let SourceConfig::Etcd(first) = &sources[0];
+        let SourceConfig::Etcd(first) = &sources[0] else { panic!("etcd first") };
         assert_eq!(first.endpoints, ["a:1", "b:2"]);
         assert!(first.read_only);
     }

@@ -49,14 +49,100 @@ impl Default for HistoryConfig {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum SourceConfig {
     Etcd(EtcdSource),
+    Sql(SqlSource),
 }
 
 impl SourceConfig {
     pub fn read_only(&self) -> bool {
         match self {
             SourceConfig::Etcd(e) => e.read_only,
+            SourceConfig::Sql(s) => s.read_only,
         }
     }
+
+    pub fn set_read_only(&mut self) {
+        match self {
+            SourceConfig::Etcd(e) => e.read_only = true,
+            SourceConfig::Sql(s) => s.read_only = true,
+        }
+    }
+}
+
+/// A database URL that may hold a password: shown and logged only without it.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct DbUrl(pub String);
+
+impl DbUrl {
+    /// `scheme://user@host:port/db`, or the path for SQLite; never the password.
+    pub fn redacted(&self) -> String {
+        match url::Url::parse(&self.0) {
+            Ok(u) if u.scheme() == "sqlite" => {
+                let rest = self.0.split_once(':').map(|(_, r)| r).unwrap_or("");
+                format!("sqlite:{}", rest.split('?').next().unwrap_or(""))
+            }
+            Ok(u) => {
+                let user = if u.username().is_empty() { String::new() } else { format!("{}@", u.username()) };
+                let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+                format!("{}://{user}{}{port}{}", u.scheme(), u.host_str().unwrap_or(""), u.path())
+            }
+            Err(_) => "<unparsable database URL>".to_string(),
+        }
+    }
+}
+
+impl std::fmt::Debug for DbUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+/// Column names of an election table; the defaults are the articles' own.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SqlColumns {
+    /// The election's name: `key` (sql-lease) / `anchor` (sql-heartbeat).
+    #[serde(default, alias = "anchor")]
+    pub key: Option<String>,
+    /// The leader's id: `leader_id` / `service_id`.
+    #[serde(default, alias = "service_id")]
+    pub leader_id: Option<String>,
+    /// The deadline: `valid_until` / `last_seen_active`.
+    #[serde(default, alias = "last_seen_active")]
+    pub valid_until: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SqlSource {
+    /// `postgres://user@host:port/db`, `mysql://user@host:port/db` or `sqlite://PATH`.
+    pub url: DbUrl,
+    /// Read the password from this environment variable instead of the URL.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// Read the password from the first line of this file instead of the URL.
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// `sql-lease` or `sql-heartbeat`.
+    pub scheme: Scheme,
+    /// Table name (`name` or `schema.name`); default `leaderlock` / `service_election`.
+    #[serde(default)]
+    pub table: Option<String>,
+    #[serde(default)]
+    pub columns: SqlColumns,
+    /// sql-heartbeat: how long after `last_seen_active` the leader is deposed, e.g. "20s".
+    #[serde(default, deserialize_with = "duration_opt")]
+    pub timeout: Option<std::time::Duration>,
+    /// Poll interval, e.g. "500ms".
+    #[serde(default, deserialize_with = "duration_opt")]
+    pub poll: Option<std::time::Duration>,
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+fn duration_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<std::time::Duration>, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::cli::parse_duration(&s).map(Some).map_err(serde::de::Error::custom)
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -153,6 +239,9 @@ impl Config {
                             i + 1
                         ));
                     }
+                }
+                SourceConfig::Sql(q) => {
+                    crate::backend::sql::SqlSettings::from_config(q).map_err(|e| format!("[[source]] #{}: {e}", i + 1))?;
                 }
             }
         }

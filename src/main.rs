@@ -23,7 +23,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     let config = Config::load(cli.config.as_deref())?;
     let _log = electop::logging::init(cli.log_file.as_deref())?;
-    let sources = cli.sources.resolve(&config);
+    let sources = cli.sources.resolve(&config).map_err(anyhow::Error::msg)?;
     let mut opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
         ..BackendOptions::default()
@@ -32,7 +32,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     rt.block_on(async move {
         match cli.command {
             None => {
-                let s = Sources::spawn(&sources, &opts);
+                let s = Sources::spawn(&sources, &opts)?;
                 runtime::run_tui(
                     s,
                     Duration::from_millis(config.ui.tick_ms.max(16)),
@@ -44,7 +44,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Some(Command::Status { json, timeout }) => {
                 opts.all_leases = true;
                 opts.request_timeout = timeout;
-                let s = Sources::spawn(&sources, &opts);
+                let s = Sources::spawn(&sources, &opts)?;
                 match runtime::collect_status(s, timeout).await {
                     Ok(app) => {
                         if json {
@@ -62,7 +62,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Some(Command::Watch { json }) => {
                 opts.all_leases = true;
-                let s = Sources::spawn(&sources, &opts);
+                let s = Sources::spawn(&sources, &opts)?;
                 runtime::run_watch(s, json).await?;
                 Ok(ExitCode::SUCCESS)
             }

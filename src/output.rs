@@ -45,10 +45,17 @@ pub struct ElectionJson<'a> {
 pub struct HolderJson<'a> {
     pub id: &'a str,
     pub key: &'a str,
+    /// etcd: the lease id (0: none). Absent for SQL rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lease: Option<i64>,
     pub ttl_ms: Option<i64>,
-    pub create_revision: i64,
-    pub mod_revision: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub create_revision: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mod_revision: Option<i64>,
+    /// SQL: the deadline column as the database holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<&'a str>,
     pub zombie: bool,
 }
 
@@ -72,8 +79,9 @@ fn holder(c: &Candidate, now: Instant) -> HolderJson<'_> {
         } else {
             c.ttl.map(|d| d.remaining_ms_at(now))
         },
-        create_revision: c.create_revision,
-        mod_revision: c.mod_revision,
+        create_revision: c.lease.map(|_| c.create_revision),
+        mod_revision: c.lease.map(|_| c.mod_revision),
+        deadline: c.stamp.as_deref(),
         zombie: c.zombie(),
     }
 }

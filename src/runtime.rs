@@ -29,14 +29,14 @@ pub struct Sources {
 }
 
 impl Sources {
-    pub fn spawn(configs: &[SourceConfig], opts: &BackendOptions) -> Sources {
+    pub fn spawn(configs: &[SourceConfig], opts: &BackendOptions) -> Result<Sources> {
         let (tx, events) = mpsc::channel(1024);
         let cancel = CancellationToken::new();
         let mut tasks = JoinSet::new();
         let mut infos = Vec::new();
         let mut commands = Vec::new();
         for (id, cfg) in configs.iter().enumerate() {
-            let b = backend::build(id, cfg, opts);
+            let b = backend::build(id, cfg, opts)?;
             infos.push(b.info());
             let (ctx, crx) = mpsc::channel(16);
             commands.push(ctx);
@@ -47,13 +47,13 @@ impl Sources {
             };
             tasks.spawn(b.run(io));
         }
-        Sources {
+        Ok(Sources {
             infos,
             events,
             commands,
             cancel,
             tasks,
-        }
+        })
     }
 
     /// A full command queue only means the backend is busy; the next request supersedes it.

@@ -29,6 +29,7 @@ fn candidate(id: &str, lease: i64, rev: i64, ttl: Option<(i64, i64)>, now: Insta
         lease: Some(lease),
         create_revision: rev,
         mod_revision: rev,
+        stamp: None,
         ttl: ttl.map(|(remaining_ms, granted_ms)| Deadline {
             granted_ms,
             remaining_ms,

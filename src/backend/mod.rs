@@ -2,6 +2,7 @@
 //! channel. They run as tokio tasks, know the model, and never touch the UI.
 
 pub mod etcd;
+pub mod sql;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -61,10 +62,12 @@ pub trait Backend: Send {
     fn run(self: Box<Self>, io: BackendIo) -> BackendFuture;
 }
 
-pub fn build(id: SourceId, source: &SourceConfig, opts: &BackendOptions) -> Box<dyn Backend> {
-    match source {
+/// The backend for a configured source; fails only on settings that cannot work.
+pub fn build(id: SourceId, source: &SourceConfig, opts: &BackendOptions) -> Result<Box<dyn Backend>, sql::SqlConfigError> {
+    Ok(match source {
         SourceConfig::Etcd(cfg) => Box::new(etcd::EtcdBackend::new(id, cfg.clone(), opts.clone())),
-    }
+        SourceConfig::Sql(cfg) => Box::new(sql::SqlBackend::new(id, cfg, opts.clone())?),
+    })
 }
 
 /// Exponential backoff for reconnecting, reset after a successful connection.

@@ -31,6 +31,12 @@ impl Scheme {
     }
 }
 
+impl Scheme {
+    pub fn is_sql(self) -> bool {
+        matches!(self, Scheme::SqlLease | Scheme::SqlHeartbeat)
+    }
+}
+
 impl std::fmt::Display for Scheme {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -103,6 +109,9 @@ pub struct Candidate {
     pub lease: Option<i64>,
     pub create_revision: i64,
     pub mod_revision: i64,
+    /// SQL schemes: the deadline column (`valid_until` / `last_seen_active`) as read, which
+    /// an admin action compares against.
+    pub stamp: Option<String>,
     /// Remaining TTL, once read.
     pub ttl: Option<Deadline>,
 }

@@ -5,6 +5,8 @@
 
 pub mod electop;
 pub mod etcd;
+pub mod mariadb;
+pub mod postgres;
 pub mod tmux;
 
 pub use etcd::{Campaigner, EtcdServer};

@@ -39,6 +39,7 @@ impl Kv {
             lease: Some(self.lease),
             create_revision: self.create_revision,
             mod_revision: self.mod_revision,
+            stamp: None,
             ttl: None,
         }
     }

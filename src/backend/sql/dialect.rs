@@ -1,0 +1,226 @@
+//! Every difference between PostgreSQL, MySQL/MariaDB and SQLite that electop relies on, in
+//! one place: identifier quoting, the clock, time arithmetic, text casts, schema lookups and
+//! the participants' statements. Identifiers are validated before they are quoted, and only
+//! validated identifiers and numbers are ever pasted into SQL (values are bound).
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Postgres,
+    MySql,
+    Sqlite,
+}
+
+/// A table or column name that has been checked: ASCII letters, digits and `_`, not starting
+/// with a digit, at most 63 characters; a table may be `schema.table`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ident {
+    parts: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "`{0}` is not a usable SQL name: use letters, digits and _ (not first), at most 63 characters{1}"
+)]
+pub struct BadIdent(pub String, pub &'static str);
+
+impl Ident {
+    fn part(s: &str, whole: &str) -> Result<String, BadIdent> {
+        let ok = !s.is_empty()
+            && s.len() <= 63
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !s.starts_with(|c: char| c.is_ascii_digit());
+        if ok {
+            Ok(s.to_string())
+        } else {
+            Err(BadIdent(whole.to_string(), ""))
+        }
+    }
+
+    pub fn column(s: &str) -> Result<Ident, BadIdent> {
+        Ok(Ident {
+            parts: vec![Self::part(s, s)?],
+        })
+    }
+
+    /// `table` or `schema.table`.
+    pub fn table(s: &str) -> Result<Ident, BadIdent> {
+        let parts: Vec<&str> = s.split('.').collect();
+        if parts.len() > 2 {
+            return Err(BadIdent(s.to_string(), "; a table is `name` or `schema.name`"));
+        }
+        Ok(Ident {
+            parts: parts.iter().map(|p| Self::part(p, s)).collect::<Result<_, _>>()?,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        self.parts.last().map(String::as_str).unwrap_or("")
+    }
+
+    pub fn schema(&self) -> Option<&str> {
+        (self.parts.len() == 2).then(|| self.parts[0].as_str())
+    }
+}
+
+impl fmt::Display for Ident {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.parts.join("."))
+    }
+}
+
+impl Dialect {
+    pub fn from_url(url: &str) -> Option<Dialect> {
+        let scheme = url.split(':').next()?.to_ascii_lowercase();
+        match scheme.as_str() {
+            "postgres" | "postgresql" => Some(Dialect::Postgres),
+            "mysql" | "mariadb" => Some(Dialect::MySql),
+            "sqlite" => Some(Dialect::Sqlite),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "postgres",
+            Dialect::MySql => "mysql",
+            Dialect::Sqlite => "sqlite",
+        }
+    }
+
+    pub fn quote(self, id: &Ident) -> String {
+        let q = match self {
+            Dialect::MySql => '`',
+            _ => '"',
+        };
+        id.parts
+            .iter()
+            .map(|p| format!("{q}{p}{q}"))
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+
+    /// The i-th (1-based) bind placeholder.
+    pub fn param(self, i: usize) -> String {
+        match self {
+            Dialect::Postgres => format!("${i}"),
+            _ => "?".to_string(),
+        }
+    }
+
+    /// The database's clock as milliseconds since the Unix epoch (BIGINT).
+    pub fn now_ms(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)",
+            Dialect::MySql => "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+            Dialect::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+        }
+    }
+
+    /// Milliseconds from the database's now until the timestamp `col` (negative when past),
+    /// computed by the database so only its clock counts. SQLite timestamps may be text
+    /// (`datetime('now')`) or Unix seconds.
+    pub fn ms_until(self, col: &str) -> String {
+        match self {
+            Dialect::Postgres => {
+                format!("CAST(EXTRACT(EPOCH FROM ({col} - now())) * 1000 AS BIGINT)")
+            }
+            Dialect::MySql => format!("TIMESTAMPDIFF(MICROSECOND, NOW(6), {col}) DIV 1000"),
+            Dialect::Sqlite => format!(
+                "CAST((CASE WHEN typeof({col}) IN ('integer', 'real') THEN {col} / 86400.0 + 2440587.5 \
+                 ELSE julianday({col}) END - julianday('now')) * 86400000 AS INTEGER)"
+            ),
+        }
+    }
+
+    pub fn as_text(self, col: &str) -> String {
+        match self {
+            Dialect::MySql => format!("CAST({col} AS CHAR)"),
+            _ => format!("CAST({col} AS TEXT)"),
+        }
+    }
+
+    /// The database's now plus `ms` milliseconds, as a value for a timestamp column.
+    pub fn now_plus_ms(self, ms: i64) -> String {
+        match self {
+            Dialect::Postgres => format!("(now() + interval '{ms} milliseconds')"),
+            Dialect::MySql => format!("(NOW(6) + INTERVAL {} MICROSECOND)", ms * 1000),
+            Dialect::Sqlite => format!("strftime('%Y-%m-%d %H:%M:%f', 'now', '{:+.3} seconds')", ms as f64 / 1000.0),
+        }
+    }
+
+    /// A query listing `(column name, type)` of `table`, readable without privileges on it.
+    /// Empty when the table does not exist (or, on MySQL, is not visible to this user).
+    pub fn columns_query(self, table: &Ident) -> String {
+        // Ident parts are validated [A-Za-z0-9_], so they are safe inside a string literal.
+        match self {
+            Dialect::Postgres => {
+                let reg = match table.schema() {
+                    Some(s) => format!("{s}.{}", table.name()),
+                    None => table.name().to_string(),
+                };
+                format!(
+                    "SELECT CAST(attname AS TEXT), CAST(format_type(atttypid, atttypmod) AS TEXT) \
+                     FROM pg_attribute WHERE attrelid = to_regclass('{reg}') AND attnum > 0 \
+                     AND NOT attisdropped ORDER BY attnum"
+                )
+            }
+            Dialect::MySql => {
+                let schema = match table.schema() {
+                    Some(s) => format!("'{s}'"),
+                    None => "DATABASE()".to_string(),
+                };
+                format!(
+                    "SELECT CAST(COLUMN_NAME AS CHAR), CAST(DATA_TYPE AS CHAR) FROM information_schema.COLUMNS \
+                     WHERE TABLE_SCHEMA = {schema} AND TABLE_NAME = '{}' ORDER BY ORDINAL_POSITION",
+                    table.name()
+                )
+            }
+            Dialect::Sqlite => format!(
+                "SELECT CAST(name AS TEXT), CAST(type AS TEXT) FROM pragma_table_info('{}')",
+                table.name()
+            ),
+        }
+    }
+
+    /// Does a declared column type hold a point in time?
+    pub fn is_timestamp_type(self, ty: &str) -> bool {
+        let t = ty.to_ascii_lowercase();
+        match self {
+            Dialect::Postgres => t.starts_with("timestamp"),
+            Dialect::MySql => t == "datetime" || t == "timestamp",
+            // SQLite is dynamically typed: text dates and Unix seconds both work.
+            Dialect::Sqlite => {
+                t.is_empty()
+                    || ["date", "time", "text", "char", "int", "real", "num"].iter().any(|k| t.contains(k))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_validated_and_quoted_per_dialect() {
+        let t = Ident::table("public.leaderlock").expect("valid");
+        assert_eq!(Dialect::Postgres.quote(&t), "\"public\".\"leaderlock\"");
+        assert_eq!(Dialect::MySql.quote(&t), "`public`.`leaderlock`");
+        assert_eq!(t.schema(), Some("public"));
+        for bad in ["", "x;drop table y", "a\"b", "1abc", "a.b.c", "naïve", &"x".repeat(64)] {
+            assert!(Ident::table(bad).is_err(), "{bad:?} must be refused");
+        }
+        let e = Ident::column("x y").expect_err("space");
+        assert!(e.to_string().contains("`x y` is not a usable SQL name"), "{e}");
+    }
+
+    #[test]
+    fn urls_pick_the_dialect() {
+        assert_eq!(Dialect::from_url("postgres://u@h/db"), Some(Dialect::Postgres));
+        assert_eq!(Dialect::from_url("mysql://u@h/db"), Some(Dialect::MySql));
+        assert_eq!(Dialect::from_url("sqlite:///tmp/x.db"), Some(Dialect::Sqlite));
+        assert_eq!(Dialect::from_url("redis://h"), None);
+    }
+}

@@ -1,0 +1,28 @@
+//! `sql-lease` (seed 003): `leaderlock(key, leader_id, valid_until)`, one row per election;
+//! the leader's term ends at `valid_until`.
+
+use super::dialect::Dialect;
+use super::{Columns, SqlScheme};
+use crate::model::Scheme;
+
+pub struct SqlLease {
+    pub columns: Columns,
+}
+
+impl SqlScheme for SqlLease {
+    fn scheme(&self) -> Scheme {
+        Scheme::SqlLease
+    }
+
+    fn columns(&self) -> &Columns {
+        &self.columns
+    }
+
+    fn remaining_ms(&self, d: Dialect, stamp: &str) -> String {
+        d.ms_until(stamp)
+    }
+
+    fn term_ms(&self) -> Option<i64> {
+        None
+    }
+}

@@ -1,0 +1,496 @@
+//! The SQL backend: election tables polled with one query per table per poll, which also
+//! reads the database's clock; rows are diffed into the same events the etcd backend sends.
+//! Leader changes seen are kept on disk. PostgreSQL, MySQL/MariaDB and SQLite go through
+//! sqlx's `Any` driver; their differences live in [`dialect`].
+
+pub mod dialect;
+pub mod heartbeat;
+pub mod history;
+pub mod lease;
+pub mod tracker;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::{Duration, Instant, SystemTime};
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, AssertSqlSafe, Row as _};
+use tracing::{info, warn};
+
+use self::dialect::{Dialect, Ident};
+use self::tracker::{Poll, Row, SqlTracker};
+use super::{Backend, BackendFuture, BackendIo, BackendOptions, Backoff};
+use crate::config::{DbUrl, SqlSource};
+use crate::model::{ConnState, Event, EventKind, Scheme, SourceEvent, SourceId, SourceInfo};
+
+/// The validated columns of an election table.
+#[derive(Clone, Debug)]
+pub struct Columns {
+    /// The election's name (`key` / `anchor`).
+    pub key: Ident,
+    /// The leader id (`leader_id` / `service_id`).
+    pub holder: Ident,
+    /// The deadline (`valid_until` / `last_seen_active`).
+    pub stamp: Ident,
+}
+
+/// What differs between the two SQL schemes; each lives in its own file.
+pub trait SqlScheme: Send + Sync {
+    fn scheme(&self) -> Scheme;
+    fn columns(&self) -> &Columns;
+    /// SQL for the milliseconds left of the holder's term, from the quoted deadline column.
+    fn remaining_ms(&self, d: Dialect, stamp: &str) -> String;
+    /// The full term when the scheme fixes it (the heartbeat timeout).
+    fn term_ms(&self) -> Option<i64>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SqlConfigError {
+    #[error("database URL `{0}` must start with postgres://, mysql:// or sqlite://")]
+    Url(String),
+    #[error("scheme `{0}` is not a SQL scheme; use sql-lease or sql-heartbeat")]
+    Scheme(Scheme),
+    #[error(transparent)]
+    Ident(#[from] dialect::BadIdent),
+    #[error("the heartbeat timeout must be more than 0")]
+    Timeout,
+}
+
+/// A SQL source's settings, checked.
+pub struct SqlSettings {
+    pub dialect: Dialect,
+    pub url: DbUrl,
+    pub table: Ident,
+    pub scheme: Box<dyn SqlScheme>,
+    pub poll: Duration,
+    pub password_env: Option<String>,
+    pub password_file: Option<PathBuf>,
+}
+
+impl SqlSettings {
+    pub fn from_config(cfg: &SqlSource) -> Result<SqlSettings, SqlConfigError> {
+        let dialect = Dialect::from_url(&cfg.url.0).ok_or_else(|| SqlConfigError::Url(cfg.url.redacted()))?;
+        let (table, key, holder, stamp) = match cfg.scheme {
+            Scheme::SqlLease => ("leaderlock", "key", "leader_id", "valid_until"),
+            Scheme::SqlHeartbeat => ("service_election", "anchor", "service_id", "last_seen_active"),
+            other => return Err(SqlConfigError::Scheme(other)),
+        };
+        let c = &cfg.columns;
+        let columns = Columns {
+            key: Ident::column(c.key.as_deref().unwrap_or(key))?,
+            holder: Ident::column(c.leader_id.as_deref().unwrap_or(holder))?,
+            stamp: Ident::column(c.valid_until.as_deref().unwrap_or(stamp))?,
+        };
+        let scheme: Box<dyn SqlScheme> = match cfg.scheme {
+            Scheme::SqlHeartbeat => {
+                let timeout = cfg.timeout.unwrap_or(Duration::from_secs(20));
+                if timeout.is_zero() {
+                    return Err(SqlConfigError::Timeout);
+                }
+                Box::new(heartbeat::SqlHeartbeat { columns, timeout_ms: timeout.as_millis() as i64 })
+            }
+            _ => Box::new(lease::SqlLease { columns }),
+        };
+        Ok(SqlSettings {
+            dialect,
+            url: cfg.url.clone(),
+            table: Ident::table(cfg.table.as_deref().unwrap_or(table))?,
+            scheme,
+            poll: cfg.poll.unwrap_or(Duration::from_millis(500)).max(Duration::from_millis(50)),
+            password_env: cfg.password_env.clone(),
+            password_file: cfg.password_file.clone(),
+        })
+    }
+
+    /// The URL with the password from the environment or file put in, for connecting only.
+    fn connect_url(&self) -> Result<String, String> {
+        let password = match (&self.password_env, &self.password_file) {
+            (Some(var), _) => Some(std::env::var(var).map_err(|_| {
+                format!("password_env `{var}` is not set: export it or give the password another way")
+            })?),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read password_file {}: {e}", path.display()))?
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+            (None, None) => None,
+        };
+        let Some(password) = password else {
+            return Ok(self.url.0.clone());
+        };
+        let mut url = url::Url::parse(&self.url.0).map_err(|e| format!("database URL {}: {e}", self.url.redacted()))?;
+        url.set_password(Some(&password))
+            .map_err(|()| format!("database URL {} cannot carry a password", self.url.redacted()))?;
+        Ok(url.to_string())
+    }
+
+    /// The poll: one row with the database's clock, then one per election.
+    pub fn poll_query(&self) -> String {
+        let d = self.dialect;
+        let c = self.scheme.columns();
+        let stamp = d.quote(&c.stamp);
+        format!(
+            "SELECT {now}, NULL, NULL, NULL, NULL UNION ALL SELECT {now}, {key}, {holder}, {remaining}, {stamp_text} FROM {table}",
+            now = d.now_ms(),
+            key = d.as_text(&d.quote(&c.key)),
+            holder = d.as_text(&d.quote(&c.holder)),
+            remaining = self.scheme.remaining_ms(d, &stamp),
+            stamp_text = d.as_text(&stamp),
+            table = d.quote(&self.table),
+        )
+    }
+
+    pub fn source_name(&self) -> String {
+        format!("{} {}", self.url.redacted(), self.table)
+    }
+}
+
+pub struct SqlBackend {
+    info: SourceInfo,
+    settings: SqlSettings,
+    opts: BackendOptions,
+    history_path: Option<PathBuf>,
+}
+
+impl SqlBackend {
+    pub fn new(id: SourceId, cfg: &SqlSource, opts: BackendOptions) -> Result<Self, SqlConfigError> {
+        let settings = SqlSettings::from_config(cfg)?;
+        let name = settings.source_name();
+        let info = SourceInfo {
+            id,
+            label: format!("{} {}", settings.dialect.name(), settings.table),
+            endpoints: settings.url.redacted(),
+            name: name.clone(),
+            scheme: Some(settings.scheme.scheme()),
+            read_only: cfg.read_only,
+        };
+        Ok(SqlBackend { info, settings, opts, history_path: history::default_path(&name) })
+    }
+}
+
+impl Backend for SqlBackend {
+    fn info(&self) -> SourceInfo {
+        self.info.clone()
+    }
+
+    fn run(self: Box<Self>, io: BackendIo) -> BackendFuture {
+        Box::pin(run(*self, io))
+    }
+}
+
+/// Why polling stopped.
+enum Stop {
+    Closed,
+    Down(String),
+}
+
+async fn run(b: SqlBackend, mut io: BackendIo) {
+    let source = b.info.id;
+    let mut tracker = SqlTracker::new(
+        source,
+        b.info.name.clone(),
+        b.settings.scheme.scheme(),
+        b.settings.scheme.term_ms(),
+        b.opts.history_limit.max(1),
+    );
+    let mut writer = None;
+    if let Some(path) = &b.history_path {
+        tracker.preload(history::load(path));
+        match history::Writer::open(path) {
+            Ok(Some(w)) => writer = Some(w),
+            Ok(None) => info!(path = %path.display(), "another electop records this source's history"),
+            Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
+        }
+    }
+    let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(10));
+    let cancel = io.cancel.clone();
+    let mut synced = false;
+    loop {
+        let outcome = tokio::select! {
+            o = follow(&b, &mut io, &mut tracker, &mut writer, &mut synced, &mut backoff) => o,
+            _ = cancel.cancelled() => return,
+        };
+        let error = match outcome {
+            Stop::Closed => return,
+            Stop::Down(e) => e,
+        };
+        let delay = backoff.next_delay();
+        warn!(source = %b.info.name, %error, ?delay, "sql source down");
+        let state = ConnState::Down { error: error.clone(), retry_at: Instant::now() + delay };
+        let event = Event::about_source(b.info.name.clone(), EventKind::Disconnected, None, Some(error));
+        if io.events.send(SourceEvent::Conn { source, state }).await.is_err()
+            || io.events.send(SourceEvent::Happened(event)).await.is_err()
+        {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = cancel.cancelled() => return,
+        }
+    }
+}
+
+async fn follow(
+    b: &SqlBackend,
+    io: &mut BackendIo,
+    tracker: &mut SqlTracker,
+    writer: &mut Option<history::Writer>,
+    synced: &mut bool,
+    backoff: &mut Backoff,
+) -> Stop {
+    let source = b.info.id;
+    let send = |ev| io.events.send(ev);
+    if send(SourceEvent::Conn { source, state: ConnState::Connecting }).await.is_err() {
+        return Stop::Closed;
+    }
+    let pool = match connect(&b.settings, b.opts.request_timeout).await {
+        Ok(p) => p,
+        Err(e) => return Stop::Down(e),
+    };
+    if let Err(e) = check_schema(&b.settings, &pool).await {
+        pool.close().await;
+        return Stop::Down(e);
+    }
+    if io.events.send(SourceEvent::Conn { source, state: ConnState::Connected }).await.is_err() {
+        return Stop::Closed;
+    }
+    info!(source = %b.info.name, "sql connected");
+    let query = b.settings.poll_query();
+    let mut tick = tokio::time::interval(b.settings.poll);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            cmd = io.commands.recv() => {
+                // Every row is read each poll anyway; visibility changes nothing here.
+                if cmd.is_none() { return Stop::Closed; }
+                continue;
+            }
+        }
+        let poll = match poll_once(&b.settings, &pool, &query, b.opts.request_timeout).await {
+            Ok(p) => p,
+            Err(e) => {
+                pool.close().await;
+                return Stop::Down(e);
+            }
+        };
+        backoff.reset();
+        let (elections, events, recorded) = tracker.apply(poll);
+        if let Some(w) = writer.as_mut()
+            && !recorded.is_empty()
+            && let Err(e) = w.append(&recorded)
+        {
+            warn!(%e, "cannot append to the history file");
+        }
+        if !elections.is_empty() && io.events.send(SourceEvent::Elections { source, elections }).await.is_err() {
+            return Stop::Closed;
+        }
+        for e in events {
+            if io.events.send(SourceEvent::Happened(e)).await.is_err() {
+                return Stop::Closed;
+            }
+        }
+        if !*synced {
+            *synced = true;
+            if io.events.send(SourceEvent::Synced { source }).await.is_err() {
+                return Stop::Closed;
+            }
+        }
+    }
+}
+
+async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> {
+    sqlx::any::install_default_drivers();
+    let where_ = s.url.redacted();
+    if s.dialect == Dialect::Sqlite {
+        let path = sqlite_path(&s.url.0);
+        if !path.is_empty() && path != ":memory:" && !std::path::Path::new(&path).exists() {
+            return Err(format!("sqlite database {path} does not exist: check the path, or start a participant that creates it"));
+        }
+    }
+    let url = s.connect_url()?;
+    let opts = AnyConnectOptions::from_str(&url).map_err(|e| format!("database URL {where_}: {}", scrub(&e.to_string(), &url)))?;
+    let pool = AnyPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(timeout)
+        .connect_with(opts);
+    match tokio::time::timeout(timeout, pool).await {
+        Ok(Ok(pool)) => Ok(pool),
+        Ok(Err(e)) => Err(describe(&e, s, &url)),
+        Err(_) => Err(format!("cannot connect to {where_}: no answer within {timeout:?}")),
+    }
+}
+
+fn sqlite_path(url: &str) -> String {
+    let rest = url.split_once(':').map(|(_, r)| r).unwrap_or("");
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    rest.split('?').next().unwrap_or("").to_string()
+}
+
+/// Never let a password through: drop anything that repeats the connection URL.
+fn scrub(msg: &str, url: &str) -> String {
+    let mut out = msg.replace(url, "<database URL>");
+    if let Ok(u) = url::Url::parse(url)
+        && let Some(p) = u.password()
+        && !p.is_empty()
+    {
+        let plain = percent_encoding::percent_decode_str(p).decode_utf8_lossy();
+        out = out.replace(p, "***").replace(plain.as_ref(), "***");
+    }
+    out
+}
+
+/// A database error as the operator should read it: what is wrong and what to do.
+fn describe(e: &sqlx::Error, s: &SqlSettings, url: &str) -> String {
+    let where_ = s.url.redacted();
+    let table = &s.table;
+    let msg = scrub(&e.to_string(), url);
+    match e {
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
+            let text = scrub(db.message(), url);
+            let lower = text.to_ascii_lowercase();
+            match code.as_str() {
+                "28P01" | "28000" => format!("{where_}: authentication failed ({text}); check the user and password (URL, password_env or password_file)"),
+                "42P01" | "42S02" => format!("table {table} does not exist in {where_}; create it or name the right one with --table"),
+                "42501" => format!("{where_}: permission denied on table {table} ({text}); GRANT SELECT ON {table} to this user"),
+                "42000" if lower.contains("denied") => format!("{where_}: permission denied on table {table} ({text}); GRANT SELECT ON {table} to this user"),
+                "3D000" | "42000" if lower.contains("database") => format!("{where_}: {text}; check the database name in the URL"),
+                _ if lower.contains("no such table") => format!("table {table} does not exist in {where_}; create it or name the right one with --table"),
+                _ if lower.contains("no such column") || code == "42703" || code == "42S22" => {
+                    format!("{where_}: a column of {table} is missing ({text}); set the column names in the config")
+                }
+                _ => format!("{where_}: {text}"),
+            }
+        }
+        sqlx::Error::Io(io) => format!("cannot connect to {where_}: {io}; is the server running and reachable?"),
+        sqlx::Error::PoolTimedOut => format!("cannot connect to {where_}: timed out; is the server running and reachable?"),
+        _ => format!("{where_}: {msg}"),
+    }
+}
+
+/// Checks that the table and its columns are there and usable, with an error that says what
+/// to fix when they are not.
+async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<(), String> {
+    let where_ = s.url.redacted();
+    let url = s.url.0.as_str();
+    let rows = sqlx::query(AssertSqlSafe(s.dialect.columns_query(&s.table)))
+        .fetch_all(pool)
+        .await
+        .map_err(|e| describe(&e, s, url))?;
+    let cols: Vec<(String, String)> = rows
+        .iter()
+        .filter_map(|r| Some((r.try_get::<String, _>(0).ok()?, r.try_get::<String, _>(1).ok()?)))
+        .collect();
+    if cols.is_empty() {
+        // MySQL hides tables the user may not read: ask the table itself to tell which.
+        let probe = format!("SELECT 1 FROM {} WHERE 1 = 0", s.dialect.quote(&s.table));
+        return Err(match sqlx::query(AssertSqlSafe(probe)).fetch_all(pool).await {
+            Err(e) => describe(&e, s, url),
+            Ok(_) => format!("table {} has no columns visible in {where_}", s.table),
+        });
+    }
+    let c = s.scheme.columns();
+    let fields = [("key", &c.key), ("leader_id", &c.holder), ("valid_until", &c.stamp)];
+    for (field, want) in fields {
+        if !cols.iter().any(|(n, _)| n.eq_ignore_ascii_case(want.name())) {
+            let have: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(format!(
+                "column {want} is missing from table {} in {where_} (it has: {}); if it is named differently set columns.{field} in the config",
+                s.table,
+                have.join(", ")
+            ));
+        }
+    }
+    if let Some((_, ty)) = cols.iter().find(|(n, _)| n.eq_ignore_ascii_case(c.stamp.name()))
+        && !s.dialect.is_timestamp_type(ty)
+    {
+        return Err(format!(
+            "column {} of table {} is `{ty}`, not a timestamp; {} needs a timestamp column (timestamp/timestamptz on PostgreSQL, DATETIME/TIMESTAMP on MySQL)",
+            c.stamp,
+            s.table,
+            s.scheme.scheme()
+        ));
+    }
+    Ok(())
+}
+
+async fn poll_once(s: &SqlSettings, pool: &AnyPool, query: &str, timeout: Duration) -> Result<Poll, String> {
+    let fetch = sqlx::query(AssertSqlSafe(query.to_string())).fetch_all(pool);
+    let rows = match tokio::time::timeout(timeout, fetch).await {
+        Ok(r) => r.map_err(|e| describe(&e, s, &s.url.0))?,
+        Err(_) => return Err(format!("{}: the poll got no answer within {timeout:?}", s.url.redacted())),
+    };
+    let at = SystemTime::now();
+    let now = Instant::now();
+    let mut db_now_ms = None;
+    let mut out = Vec::new();
+    for r in &rows {
+        let get_i = |i| r.try_get::<Option<i64>, _>(i).map_err(|e| format!("{}: reading the poll: {e}", s.url.redacted()));
+        let get_s = |i| r.try_get::<Option<String>, _>(i).map_err(|e| format!("{}: reading the poll: {e}", s.url.redacted()));
+        db_now_ms = db_now_ms.or(get_i(0)?);
+        let Some(key) = get_s(1)? else { continue };
+        out.push(Row {
+            key: crate::model::escape_bytes(key.as_bytes()),
+            holder: get_s(2)?.map(|h| crate::model::escape_bytes(h.as_bytes())),
+            remaining_ms: get_i(3)?,
+            stamp: get_s(4)?,
+        });
+    }
+    Ok(Poll { db_now_ms: db_now_ms.unwrap_or(0), rows: out, at, now })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SqlColumns;
+
+    fn cfg(url: &str, scheme: Scheme) -> SqlSource {
+        SqlSource {
+            url: DbUrl(url.into()),
+            password_env: None,
+            password_file: None,
+            scheme,
+            table: None,
+            columns: SqlColumns::default(),
+            timeout: None,
+            poll: None,
+            read_only: false,
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_articles_names() {
+        let s = SqlSettings::from_config(&cfg("postgres://u:pw@h:5432/db", Scheme::SqlHeartbeat)).expect("valid");
+        let q = s.poll_query();
+        assert!(q.contains("\"service_election\"") && q.contains("\"last_seen_active\"") && q.contains("+ 20000"), "{q}");
+        assert_eq!(s.source_name(), "postgres://u@h:5432/db service_election");
+    }
+
+    #[test]
+    fn bad_names_and_urls_are_refused_with_the_reason() {
+        let mut c = cfg("mysql://u@h/db", Scheme::SqlLease);
+        c.table = Some("leader lock".into());
+        let e = SqlSettings::from_config(&c).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("`leader lock` is not a usable SQL name"), "{e}");
+        let e = SqlSettings::from_config(&cfg("redis://h", Scheme::SqlLease)).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("must start with postgres://"), "{e}");
+    }
+
+    #[test]
+    fn passwords_come_from_env_and_never_show() {
+        let mut c = cfg("postgres://tester@127.0.0.1:5432/db", Scheme::SqlLease);
+        c.password_env = Some("ELECTOP_TEST_PW_UNIT".into());
+        let s = SqlSettings::from_config(&c).expect("valid");
+        assert!(s.connect_url().unwrap_err().contains("ELECTOP_TEST_PW_UNIT"));
+        // SAFETY: this test alone uses this variable.
+        unsafe { std::env::set_var("ELECTOP_TEST_PW_UNIT", "p@ss/word") };
+        let url = s.connect_url().expect("url");
+        assert!(url.contains("tester:p%40ss%2Fword@"), "{url}");
+        assert_eq!(scrub(&format!("failed: {url} p@ss/word"), &url), "failed: <database URL> ***");
+        assert!(!format!("{:?}", c.url).contains("p@ss"));
+    }
+}

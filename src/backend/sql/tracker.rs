@@ -1,0 +1,279 @@
+//! The SQL backend's plain core: each poll's rows diffed against the last poll's into
+//! elections, leader changes and events. A leader holds while its deadline, computed on the
+//! database's clock, is ahead.
+
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime};
+
+use crate::model::{
+    Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, Scheme, SourceId,
+};
+
+/// One row as polled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub key: String,
+    pub holder: Option<String>,
+    /// Time left of the holder's term, by the database's clock.
+    pub remaining_ms: Option<i64>,
+    /// The deadline column as text, for compare-and-swap and display.
+    pub stamp: Option<String>,
+}
+
+impl Row {
+    fn leader(&self) -> Option<&str> {
+        match (&self.holder, self.remaining_ms) {
+            (Some(h), Some(ms)) if ms > 0 => Some(h),
+            _ => None,
+        }
+    }
+}
+
+/// One poll: the database's clock and every row.
+#[derive(Clone, Debug)]
+pub struct Poll {
+    pub db_now_ms: i64,
+    pub rows: Vec<Row>,
+    pub at: SystemTime,
+    pub now: Instant,
+}
+
+struct Seen {
+    row: Row,
+    /// Absolute deadline on the database's clock.
+    deadline_ms: Option<i64>,
+    /// Longest term seen for the current holder (the gauge's full width).
+    granted_ms: i64,
+}
+
+pub struct SqlTracker {
+    source: SourceId,
+    source_name: String,
+    scheme: Scheme,
+    term_ms: Option<i64>,
+    history_limit: usize,
+    seen: BTreeMap<String, Seen>,
+    elections: BTreeMap<String, Election>,
+    polled: bool,
+}
+
+/// A leader change to persist: the election's name and the entry.
+pub type Recorded = (String, HistoryEntry);
+
+impl SqlTracker {
+    pub fn new(source: SourceId, source_name: String, scheme: Scheme, term_ms: Option<i64>, history_limit: usize) -> Self {
+        SqlTracker {
+            source,
+            source_name,
+            scheme,
+            term_ms,
+            history_limit,
+            seen: BTreeMap::new(),
+            elections: BTreeMap::new(),
+            polled: false,
+        }
+    }
+
+    /// History read back from disk, oldest first.
+    pub fn preload(&mut self, entries: Vec<Recorded>) {
+        for (name, entry) in entries {
+            let e = self.election(&name);
+            e.record(entry, usize::MAX);
+        }
+        let limit = self.history_limit;
+        for e in self.elections.values_mut() {
+            while e.history.len() > limit.max(1) {
+                e.history.pop_front();
+            }
+        }
+    }
+
+    fn election(&mut self, name: &str) -> &mut Election {
+        let (source, scheme) = (self.source, self.scheme);
+        self.elections
+            .entry(name.to_string())
+            .or_insert_with(|| Election::new(source, name.to_string(), scheme))
+    }
+
+    pub fn elections(&self) -> impl Iterator<Item = &Election> {
+        self.elections.values()
+    }
+
+    /// Applies a poll. Returns the elections that changed, what happened, and the leader
+    /// changes to persist. The first poll only establishes the state.
+    pub fn apply(&mut self, poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
+        let mut changed = Vec::new();
+        let mut events = Vec::new();
+        let mut recorded = Vec::new();
+        let first = !self.polled;
+        self.polled = true;
+        let mut present = std::collections::BTreeSet::new();
+        for row in poll.rows {
+            present.insert(row.key.clone());
+            let deadline_ms = row.remaining_ms.map(|r| poll.db_now_ms + r);
+            let prev = self.seen.remove(&row.key);
+            let old_leader = prev.as_ref().and_then(|p| p.row.leader().map(str::to_string));
+            let new_leader = row.leader().map(str::to_string);
+            let same_holder = prev.as_ref().is_some_and(|p| p.row.holder == row.holder);
+            let granted_ms = self.term_ms.unwrap_or_else(|| {
+                let r = row.remaining_ms.unwrap_or(0).max(0);
+                if same_holder { prev.as_ref().map_or(r, |p| p.granted_ms.max(r)) } else { r }
+            });
+            let change = if first {
+                None
+            } else {
+                match (&old_leader, &new_leader) {
+                    (None, Some(b)) => Some((EventKind::LeaderElected, None, Some(b.clone()), Cause::Elected)),
+                    (Some(a), None) => Some((EventKind::LeaderLost, Some(a.clone()), None, Cause::Expired)),
+                    (Some(a), Some(b)) if a != b => {
+                        // Taking over is allowed once the old term is over; before that it was forced.
+                        let expired = prev
+                            .as_ref()
+                            .and_then(|p| p.deadline_ms)
+                            .is_some_and(|d| d <= poll.db_now_ms);
+                        let cause = if expired { Cause::Expired } else { Cause::TakenOver };
+                        Some((EventKind::LeaderChanged, Some(a.clone()), Some(b.clone()), cause))
+                    }
+                    _ => None,
+                }
+            };
+            let stamp_changed = prev.as_ref().is_none_or(|p| p.row != row);
+            let limit = self.history_limit;
+            let e = self.election(&row.key);
+            let before = (e.leader.clone(), e.candidates.clone());
+            let candidate = row.holder.as_ref().map(|h| Candidate {
+                id: h.clone(),
+                key: row.key.clone(),
+                raw_key: row.key.as_bytes().to_vec(),
+                lease: None,
+                create_revision: 0,
+                mod_revision: 0,
+                stamp: row.stamp.clone(),
+                ttl: row.remaining_ms.map(|r| Deadline {
+                    granted_ms: granted_ms.max(1),
+                    remaining_ms: r.max(0),
+                    read_at: poll.now,
+                }),
+            });
+            e.leader = candidate.clone().filter(|_| new_leader.is_some());
+            e.candidates = candidate.into_iter().collect();
+            if let Some((kind, from, to, cause)) = change {
+                let entry = HistoryEntry { at: Some(poll.at), revision: None, from: from.clone(), to: to.clone(), cause };
+                e.record(entry.clone(), limit);
+                recorded.push((row.key.clone(), entry));
+                events.push(event(&self.source_name, &row.key, kind, from, to, cause, poll.at));
+            }
+            let e = self.elections.get(&row.key).cloned();
+            if let Some(e) = e
+                && (first || stamp_changed || before != (e.leader.clone(), e.candidates.clone()))
+            {
+                changed.push(e);
+            }
+            self.seen.insert(row.key.clone(), Seen { row, deadline_ms, granted_ms });
+        }
+        // Rows that are gone: the election stays, without a leader.
+        let gone: Vec<String> = self.seen.keys().filter(|k| !present.contains(*k)).cloned().collect();
+        for key in gone {
+            let Some(prev) = self.seen.remove(&key) else { continue };
+            let leader = prev.row.leader().map(str::to_string);
+            let limit = self.history_limit;
+            let e = self.election(&key);
+            e.leader = None;
+            e.candidates.clear();
+            if let Some(a) = leader {
+                let entry = HistoryEntry { at: Some(poll.at), revision: None, from: Some(a.clone()), to: None, cause: Cause::Deleted };
+                e.record(entry.clone(), limit);
+                recorded.push((key.clone(), entry));
+                events.push(event(&self.source_name, &key, EventKind::LeaderLost, Some(a), None, Cause::Deleted, poll.at));
+            }
+            if let Some(e) = self.elections.get(&key) {
+                changed.push(e.clone());
+            }
+        }
+        if first {
+            changed = self.elections.values().cloned().collect();
+        }
+        (changed, events, recorded)
+    }
+}
+
+fn event(source: &str, election: &str, kind: EventKind, from: Option<String>, to: Option<String>, cause: Cause, at: SystemTime) -> Event {
+    Event {
+        at: Some(at),
+        source: source.to_string(),
+        election: Some(election.to_string()),
+        kind,
+        from,
+        to,
+        cause: Some(cause),
+        revision: None,
+        replayed: false,
+        detail: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str, holder: &str, remaining: i64) -> Row {
+        Row { key: key.into(), holder: Some(holder.into()), remaining_ms: Some(remaining), stamp: Some(format!("t{remaining}")) }
+    }
+
+    fn poll(db_now_ms: i64, rows: Vec<Row>) -> Poll {
+        Poll { db_now_ms, rows, at: SystemTime::UNIX_EPOCH, now: Instant::now() }
+    }
+
+    fn causes(events: &[Event]) -> Vec<(EventKind, Option<Cause>)> {
+        events.iter().map(|e| (e.kind, e.cause)).collect()
+    }
+
+    #[test]
+    fn first_poll_sets_the_scene_without_history() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
+        let (changed, events, rec) = t.apply(poll(1_000, vec![row("jobs", "a", 5_000)]));
+        assert_eq!(changed.len(), 1);
+        assert!(events.is_empty() && rec.is_empty());
+        assert_eq!(changed[0].leader.as_ref().map(|l| l.id.as_str()), Some("a"));
+    }
+
+    #[test]
+    fn takeover_before_the_deadline_is_forced_after_it_expired() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
+        t.apply(poll(1_000, vec![row("jobs", "a", 5_000)]));
+        // Deadline 6 000; at 2 000 someone else holds it: taken over.
+        let (_, events, _) = t.apply(poll(2_000, vec![row("jobs", "b", 5_000)]));
+        assert_eq!(causes(&events), [(EventKind::LeaderChanged, Some(Cause::TakenOver))]);
+        // b's deadline is 7 000; at 7 500 c holds it: b had expired.
+        let (_, events, rec) = t.apply(poll(7_500, vec![row("jobs", "c", 5_000)]));
+        assert_eq!(causes(&events), [(EventKind::LeaderChanged, Some(Cause::Expired))]);
+        assert_eq!(rec[0].1.from.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn an_expired_term_loses_the_leader_and_a_deleted_row_too() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlHeartbeat, Some(20_000), 10);
+        t.apply(poll(0, vec![row("a", "x", 1_000), row("b", "y", 9_000)]));
+        let (changed, events, _) = t.apply(poll(1_500, vec![row("a", "x", -500), row("b", "y", 7_500)]));
+        assert_eq!(causes(&events), [(EventKind::LeaderLost, Some(Cause::Expired))]);
+        let a = changed.iter().find(|e| e.name == "a").expect("a");
+        assert!(a.leader.is_none(), "expired: no leader");
+        assert_eq!(a.candidates[0].ttl.map(|d| d.granted_ms), Some(20_000), "heartbeat term is the timeout");
+        let (_, events, _) = t.apply(poll(2_000, vec![row("a", "x", -1_000)]));
+        assert_eq!(causes(&events), [(EventKind::LeaderLost, Some(Cause::Deleted))]);
+        let (_, events, _) = t.apply(poll(2_500, vec![row("a", "z", 19_000)]));
+        assert_eq!(causes(&events), [(EventKind::LeaderElected, Some(Cause::Elected))]);
+        assert_eq!(t.elections().count(), 2, "b stays, without leader");
+    }
+
+    #[test]
+    fn preloaded_history_counts_and_is_bounded() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 2);
+        let entry = |to: &str| HistoryEntry { at: None, revision: None, from: None, to: Some(to.into()), cause: Cause::Elected };
+        t.preload(vec![("j".into(), entry("a")), ("j".into(), entry("b")), ("j".into(), entry("c"))]);
+        let e = t.elections().next().expect("j");
+        assert_eq!(e.transitions, 3);
+        assert_eq!(e.history.len(), 2);
+        assert_eq!(e.history[0].to.as_deref(), Some("b"));
+    }
+}
