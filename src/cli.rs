@@ -138,15 +138,30 @@ impl SourceArgs {
         if !self.sql.is_empty() && sql_scheme.is_none() {
             return Err("--sql needs --scheme sql-lease or --scheme sql-heartbeat".to_string());
         }
-        if sql_scheme.is_some() && self.sql.is_empty() && self.etcd.is_empty() && config.sources.is_empty() {
-            return Err(format!("--scheme {} needs --sql URL", self.scheme.map(|s| Scheme::from(s).as_str()).unwrap_or("")));
+        if sql_scheme.is_some()
+            && self.sql.is_empty()
+            && self.etcd.is_empty()
+            && config.sources.is_empty()
+        {
+            return Err(format!(
+                "--scheme {} needs --sql URL",
+                self.scheme.map(|s| Scheme::from(s).as_str()).unwrap_or("")
+            ));
         }
         let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty();
         let flags_given = etcd_given || !self.sql.is_empty();
         let mut sources = Vec::new();
         if etcd_given || (!flags_given && config.sources.is_empty()) {
-            let endpoints = if self.etcd.is_empty() { vec!["127.0.0.1:2379".to_string()] } else { self.etcd.clone() };
-            let prefixes = if self.prefix.is_empty() { vec![String::new()] } else { self.prefix.clone() };
+            let endpoints = if self.etcd.is_empty() {
+                vec!["127.0.0.1:2379".to_string()]
+            } else {
+                self.etcd.clone()
+            };
+            let prefixes = if self.prefix.is_empty() {
+                vec![String::new()]
+            } else {
+                self.prefix.clone()
+            };
             sources.extend(prefixes.into_iter().map(|prefix| {
                 SourceConfig::Etcd(EtcdSource {
                     endpoints: endpoints.clone(),
@@ -173,7 +188,11 @@ impl SourceArgs {
             }));
         }
         if !flags_given {
-            sources = if config.sources.is_empty() { sources } else { config.sources.clone() };
+            sources = if config.sources.is_empty() {
+                sources
+            } else {
+                config.sources.clone()
+            };
         }
         for s in sources.iter_mut() {
             if self.read_only {
@@ -213,7 +232,9 @@ mod tests {
         ]);
         let sources = cli.sources.resolve(&Config::default()).expect("valid");
         assert_eq!(sources.len(), 2);
-        let SourceConfig::Etcd(first) = &sources[0] else { panic!("etcd first") };
+        let SourceConfig::Etcd(first) = &sources[0] else {
+            panic!("etcd first")
+        };
         assert_eq!(first.endpoints, ["a:1", "b:2"]);
         assert!(first.read_only);
     }

@@ -82,9 +82,18 @@ impl DbUrl {
                 format!("sqlite:{}", rest.split('?').next().unwrap_or(""))
             }
             Ok(u) => {
-                let user = if u.username().is_empty() { String::new() } else { format!("{}@", u.username()) };
+                let user = if u.username().is_empty() {
+                    String::new()
+                } else {
+                    format!("{}@", u.username())
+                };
                 let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
-                format!("{}://{user}{}{port}{}", u.scheme(), u.host_str().unwrap_or(""), u.path())
+                format!(
+                    "{}://{user}{}{port}{}",
+                    u.scheme(),
+                    u.host_str().unwrap_or(""),
+                    u.path()
+                )
             }
             Err(_) => "<unparsable database URL>".to_string(),
         }
@@ -140,9 +149,13 @@ pub struct SqlSource {
     pub read_only: bool,
 }
 
-fn duration_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<std::time::Duration>, D::Error> {
+fn duration_opt<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::time::Duration>, D::Error> {
     let s = String::deserialize(d)?;
-    crate::cli::parse_duration(&s).map(Some).map_err(serde::de::Error::custom)
+    crate::cli::parse_duration(&s)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -241,7 +254,8 @@ impl Config {
                     }
                 }
                 SourceConfig::Sql(q) => {
-                    crate::backend::sql::SqlSettings::from_config(q).map_err(|e| format!("[[source]] #{}: {e}", i + 1))?;
+                    crate::backend::sql::SqlSettings::from_config(q)
+                        .map_err(|e| format!("[[source]] #{}: {e}", i + 1))?;
                 }
             }
         }

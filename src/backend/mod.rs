@@ -63,7 +63,11 @@ pub trait Backend: Send {
 }
 
 /// The backend for a configured source; fails only on settings that cannot work.
-pub fn build(id: SourceId, source: &SourceConfig, opts: &BackendOptions) -> Result<Box<dyn Backend>, sql::SqlConfigError> {
+pub fn build(
+    id: SourceId,
+    source: &SourceConfig,
+    opts: &BackendOptions,
+) -> Result<Box<dyn Backend>, sql::SqlConfigError> {
     Ok(match source {
         SourceConfig::Etcd(cfg) => Box::new(etcd::EtcdBackend::new(id, cfg.clone(), opts.clone())),
         SourceConfig::Sql(cfg) => Box::new(sql::SqlBackend::new(id, cfg, opts.clone())?),

@@ -57,7 +57,7 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
                 match l.lease {
                     Some(0) => "NO LEASE: never expires ".to_string(),
                     Some(lease) => format!("lease {lease:x} "),
-                    None => String::new(),
+                    None => format!("until {} ", l.stamp.as_deref().unwrap_or("?")),
                 },
                 if l.zombie() {
                     theme::warn()
@@ -66,12 +66,15 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
                 },
             ),
             Span::styled(
-                format!(
-                    "rev {}/{} key {}",
-                    l.create_revision,
-                    l.mod_revision,
-                    truncate_display(&l.key, room)
-                ),
+                match l.lease {
+                    Some(_) => format!(
+                        "rev {}/{} key {}",
+                        l.create_revision,
+                        l.mod_revision,
+                        truncate_display(&l.key, room)
+                    ),
+                    None => format!("row {}", truncate_display(&l.key, room)),
+                },
                 theme::dim(),
             ),
         ]),

@@ -15,8 +15,9 @@
 //! TCP account is `tester@127.0.0.1`).
 //!
 //! Accounts: `root@localhost` without a password (install-db's
-//! `--auth-root-authentication-method=normal`), reachable over the unix
-//! socket only (the harness's `sql`); `tester@127.0.0.1` (TCP) and
+//! `--auth-root-authentication-method=normal`; its password-less root@127.0.0.1
+//! and root@::1 are dropped), so root is reachable over the unix socket only
+//! (the harness's `sql`); `tester@127.0.0.1` (TCP) and
 //! `tester@localhost` (socket), password `s3cret-pw`, with ALL on `electop.*`.
 //!
 //! Time zone: `@@global.time_zone` is `SYSTEM`, i.e. the zone of the mariadbd
@@ -62,7 +63,9 @@ const SERVER_ARGS: &[&str] = &[
     "--innodb-buffer-pool-size=32M",
     "--innodb-doublewrite=0",
     "--innodb-flush-method=nosync",
-    "--innodb-flush-log-at-trx-commit=0",
+    // 2 = write the redo log to the OS at each commit (no fsync), so a
+    // SIGKILL (`kill`) loses nothing; 0 would lose up to a second of commits.
+    "--innodb-flush-log-at-trx-commit=2",
     // Plain threads instead of io_uring/libaio: no io_uring/aio-max-nr limits
     // when many servers run at once.
     "--innodb-use-native-aio=0",
@@ -71,7 +74,12 @@ const SERVER_ARGS: &[&str] = &[
     "--performance-schema=0",
 ];
 
+// install-db's `normal` root method also creates password-less root@127.0.0.1,
+// root@::1 and root@HOSTNAME: drop them, root is for the unix socket only.
 const SETUP_SQL: &str = "\
+DELETE FROM mysql.global_priv WHERE User = 'root' AND Host <> 'localhost';
+DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';
+FLUSH PRIVILEGES;
 CREATE DATABASE electop;
 CREATE USER 'tester'@'127.0.0.1' IDENTIFIED BY 's3cret-pw';
 CREATE USER 'tester'@'localhost' IDENTIFIED BY 's3cret-pw';
@@ -425,8 +433,8 @@ fn run_with_stdin(mut cmd: Command, input: &str) -> Result<String, String> {
 /// password, no test db. Panics with its output on failure.
 fn install_db(dir: &Path) {
     let log_path = dir.join("install.log");
-    let log = File::create(&log_path)
-        .unwrap_or_else(|e| panic!("create {}: {e}", log_path.display()));
+    let log =
+        File::create(&log_path).unwrap_or_else(|e| panic!("create {}: {e}", log_path.display()));
     let stderr = log.try_clone().expect("clone log file handle");
     let mut cmd = Command::new("mariadb-install-db");
     cmd.arg("--no-defaults");
@@ -435,18 +443,15 @@ fn install_db(dir: &Path) {
     }
     cmd.arg(format!("--datadir={}", dir.join("data").display()))
         .arg(format!("--tmpdir={}", dir.display()))
-        .args([
-            "--auth-root-authentication-method=normal",
-            "--skip-test-db",
-        ])
+        .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
         .args(SERVER_ARGS)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(stderr);
-    let status = cmd
-        .status()
-        .expect("run mariadb-install-db (is mariadb-server installed? run scripts/install-deps.sh)");
+    let status = cmd.status().expect(
+        "run mariadb-install-db (is mariadb-server installed? run scripts/install-deps.sh)",
+    );
     if !status.success() {
         panic!(
             "mariadb-install-db failed ({status}); tail of {}:\n{}",

@@ -229,9 +229,14 @@ impl Postgres {
     /// `try_psql` in another database (e.g. "postgres").
     pub fn try_psql_db(&self, db: &str, sql: &str) -> Result<String, String> {
         let mut cmd = psql_command();
-        cmd.arg("-h")
-            .arg(self.dir.path())
-            .args(["-p", &self.port.to_string(), "-U", SUPERUSER, "-d", db]);
+        cmd.arg("-h").arg(self.dir.path()).args([
+            "-p",
+            &self.port.to_string(),
+            "-U",
+            SUPERUSER,
+            "-d",
+            db,
+        ]);
         run_with_stdin(cmd, sql)
     }
 
@@ -305,13 +310,14 @@ impl Postgres {
             .args(["-p", &self.port.to_string()])
             .arg("-k")
             .arg(dir)
+            // No synchronous_commit=off: with it a commit may still sit in
+            // shared WAL buffers when `kill` SIGKILLs the server, and be lost.
+            // With fsync=off a synchronous commit is just a write(2) anyway.
             .args([
                 "-c",
                 "listen_addresses=127.0.0.1",
                 "-c",
                 "fsync=off",
-                "-c",
-                "synchronous_commit=off",
                 "-c",
                 "full_page_writes=off",
             ]);
@@ -359,8 +365,15 @@ fn pg_bin(name: &str) -> PathBuf {
 fn psql_command() -> Command {
     let mut cmd = Command::new(pg_bin("psql"));
     remove_pg_env(&mut cmd);
-    cmd.env("PGCONNECT_TIMEOUT", "10")
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-f", "-"]);
+    cmd.env("PGCONNECT_TIMEOUT", "10").args([
+        "-X",
+        "-q",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-At",
+        "-f",
+        "-",
+    ]);
     cmd
 }
 
@@ -447,8 +460,8 @@ fn run_as(cmd: &mut Command, owner: Option<(u32, u32)>) {
 /// pg_hba.conf. Panics with initdb's output on failure.
 fn init_cluster(dir: &Path, owner: Option<(u32, u32)>) {
     let log_path = dir.join("initdb.log");
-    let log = File::create(&log_path)
-        .unwrap_or_else(|e| panic!("create {}: {e}", log_path.display()));
+    let log =
+        File::create(&log_path).unwrap_or_else(|e| panic!("create {}: {e}", log_path.display()));
     let stderr = log.try_clone().expect("clone log file handle");
     let mut cmd = Command::new(pg_bin("initdb"));
     cmd.arg("-D")

@@ -48,10 +48,16 @@ impl Ident {
     pub fn table(s: &str) -> Result<Ident, BadIdent> {
         let parts: Vec<&str> = s.split('.').collect();
         if parts.len() > 2 {
-            return Err(BadIdent(s.to_string(), "; a table is `name` or `schema.name`"));
+            return Err(BadIdent(
+                s.to_string(),
+                "; a table is `name` or `schema.name`",
+            ));
         }
         Ok(Ident {
-            parts: parts.iter().map(|p| Self::part(p, s)).collect::<Result<_, _>>()?,
+            parts: parts
+                .iter()
+                .map(|p| Self::part(p, s))
+                .collect::<Result<_, _>>()?,
         })
     }
 
@@ -121,8 +127,14 @@ impl Dialect {
     /// Milliseconds from the database's now until the timestamp `col` (negative when past),
     /// computed by the database so only its clock counts. SQLite timestamps may be text
     /// (`datetime('now')`) or Unix seconds.
-    pub fn ms_until(self, col: &str) -> String {
+    ///
+    /// A PostgreSQL `timestamp without time zone` is read as UTC, the way seed 003 writes it
+    /// (`NOW() at time zone 'utc'`), so the server's and session's time zones do not matter.
+    pub fn ms_until(self, col: &str, col_type: &str) -> String {
         match self {
+            Dialect::Postgres if col_type.contains("without time zone") => format!(
+                "CAST(EXTRACT(EPOCH FROM ({col} - (now() AT TIME ZONE 'UTC'))) * 1000 AS BIGINT)"
+            ),
             Dialect::Postgres => {
                 format!("CAST(EXTRACT(EPOCH FROM ({col} - now())) * 1000 AS BIGINT)")
             }
@@ -146,7 +158,10 @@ impl Dialect {
         match self {
             Dialect::Postgres => format!("(now() + interval '{ms} milliseconds')"),
             Dialect::MySql => format!("(NOW(6) + INTERVAL {} MICROSECOND)", ms * 1000),
-            Dialect::Sqlite => format!("strftime('%Y-%m-%d %H:%M:%f', 'now', '{:+.3} seconds')", ms as f64 / 1000.0),
+            Dialect::Sqlite => format!(
+                "strftime('%Y-%m-%d %H:%M:%f', 'now', '{:+.3} seconds')",
+                ms as f64 / 1000.0
+            ),
         }
     }
 
@@ -193,7 +208,9 @@ impl Dialect {
             // SQLite is dynamically typed: text dates and Unix seconds both work.
             Dialect::Sqlite => {
                 t.is_empty()
-                    || ["date", "time", "text", "char", "int", "real", "num"].iter().any(|k| t.contains(k))
+                    || ["date", "time", "text", "char", "int", "real", "num"]
+                        .iter()
+                        .any(|k| t.contains(k))
             }
         }
     }
@@ -209,18 +226,35 @@ mod tests {
         assert_eq!(Dialect::Postgres.quote(&t), "\"public\".\"leaderlock\"");
         assert_eq!(Dialect::MySql.quote(&t), "`public`.`leaderlock`");
         assert_eq!(t.schema(), Some("public"));
-        for bad in ["", "x;drop table y", "a\"b", "1abc", "a.b.c", "naïve", &"x".repeat(64)] {
+        for bad in [
+            "",
+            "x;drop table y",
+            "a\"b",
+            "1abc",
+            "a.b.c",
+            "naïve",
+            &"x".repeat(64),
+        ] {
             assert!(Ident::table(bad).is_err(), "{bad:?} must be refused");
         }
         let e = Ident::column("x y").expect_err("space");
-        assert!(e.to_string().contains("`x y` is not a usable SQL name"), "{e}");
+        assert!(
+            e.to_string().contains("`x y` is not a usable SQL name"),
+            "{e}"
+        );
     }
 
     #[test]
     fn urls_pick_the_dialect() {
-        assert_eq!(Dialect::from_url("postgres://u@h/db"), Some(Dialect::Postgres));
+        assert_eq!(
+            Dialect::from_url("postgres://u@h/db"),
+            Some(Dialect::Postgres)
+        );
         assert_eq!(Dialect::from_url("mysql://u@h/db"), Some(Dialect::MySql));
-        assert_eq!(Dialect::from_url("sqlite:///tmp/x.db"), Some(Dialect::Sqlite));
+        assert_eq!(
+            Dialect::from_url("sqlite:///tmp/x.db"),
+            Some(Dialect::Sqlite)
+        );
         assert_eq!(Dialect::from_url("redis://h"), None);
     }
 }

@@ -21,8 +21,8 @@ impl SqlScheme for SqlHeartbeat {
     }
 
     /// `last_seen_active + timeout - now`, on the database's clock.
-    fn remaining_ms(&self, d: Dialect, stamp: &str) -> String {
-        format!("({} + {})", d.ms_until(stamp), self.timeout_ms)
+    fn remaining_ms(&self, d: Dialect, stamp: &str, stamp_type: &str) -> String {
+        format!("({} + {})", d.ms_until(stamp, stamp_type), self.timeout_ms)
     }
 
     fn term_ms(&self) -> Option<i64> {

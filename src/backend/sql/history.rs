@@ -30,9 +30,19 @@ pub fn default_path(source_name: &str) -> Option<PathBuf> {
     let dirs = directories::ProjectDirs::from("", "", "electop")?;
     let safe: String = source_name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
-    Some(dirs.data_dir().join("history").join(format!("{safe}.jsonl")))
+    Some(
+        dirs.data_dir()
+            .join("history")
+            .join(format!("{safe}.jsonl")),
+    )
 }
 
 /// Everything recorded so far, oldest first; unreadable lines are skipped (and logged).
@@ -54,7 +64,9 @@ pub fn load(path: &Path) -> Vec<Recorded> {
                     cause: l.cause,
                 },
             )),
-            Err(e) => warn!(path = %path.display(), line = n + 1, %e, "skipping unreadable history line"),
+            Err(e) => {
+                warn!(path = %path.display(), line = n + 1, %e, "skipping unreadable history line")
+            }
         }
     }
     out
@@ -71,7 +83,11 @@ impl Writer {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(path.with_extension("lock"))?;
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path.with_extension("lock"))?;
         if lock.try_lock().is_err() {
             return Ok(None);
         }
@@ -84,7 +100,10 @@ impl Writer {
         for (election, h) in recorded {
             let line = Line {
                 election: election.clone(),
-                at_ms: h.at.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_millis() as u64),
+                at_ms: h
+                    .at
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map(|d| d.as_millis() as u64),
                 at: h.at.map(time::rfc3339),
                 from: h.from.clone(),
                 to: h.to.clone(),
@@ -107,11 +126,24 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("h").join("src.jsonl");
         let at = UNIX_EPOCH + Duration::from_millis(1_795_000_000_123);
-        let entry = HistoryEntry { at: Some(at), revision: None, from: Some("a".into()), to: Some("b".into()), cause: Cause::TakenOver };
+        let entry = HistoryEntry {
+            at: Some(at),
+            revision: None,
+            from: Some("a".into()),
+            to: Some("b".into()),
+            cause: Cause::TakenOver,
+        };
         let mut w = Writer::open(&path).expect("open").expect("first writer");
-        assert!(Writer::open(&path).expect("open").is_none(), "second writer waits its turn");
+        assert!(
+            Writer::open(&path).expect("open").is_none(),
+            "second writer waits its turn"
+        );
         w.append(&[("jobs".into(), entry.clone())]).expect("append");
-        std::fs::OpenOptions::new().append(true).open(&path).and_then(|mut f| f.write_all(b"garbage\n")).expect("garbage");
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(b"garbage\n"))
+            .expect("garbage");
         assert_eq!(load(&path), vec![("jobs".to_string(), entry)]);
         drop(w);
         assert!(Writer::open(&path).expect("open").is_some(), "free again");
@@ -121,6 +153,9 @@ mod tests {
     fn source_names_become_safe_file_names() {
         let p = default_path("postgres tester@127.0.0.1:5432/electop leaderlock").expect("dirs");
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        assert_eq!(name, "postgres_tester_127.0.0.1_5432_electop_leaderlock.jsonl");
+        assert_eq!(
+            name,
+            "postgres_tester_127.0.0.1_5432_electop_leaderlock.jsonl"
+        );
     }
 }

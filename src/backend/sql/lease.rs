@@ -18,8 +18,8 @@ impl SqlScheme for SqlLease {
         &self.columns
     }
 
-    fn remaining_ms(&self, d: Dialect, stamp: &str) -> String {
-        d.ms_until(stamp)
+    fn remaining_ms(&self, d: Dialect, stamp: &str, stamp_type: &str) -> String {
+        d.ms_until(stamp, stamp_type)
     }
 
     fn term_ms(&self) -> Option<i64> {

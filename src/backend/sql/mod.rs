@@ -38,8 +38,9 @@ pub struct Columns {
 pub trait SqlScheme: Send + Sync {
     fn scheme(&self) -> Scheme;
     fn columns(&self) -> &Columns;
-    /// SQL for the milliseconds left of the holder's term, from the quoted deadline column.
-    fn remaining_ms(&self, d: Dialect, stamp: &str) -> String;
+    /// SQL for the milliseconds left of the holder's term, from the quoted deadline column
+    /// and its declared type.
+    fn remaining_ms(&self, d: Dialect, stamp: &str, stamp_type: &str) -> String;
     /// The full term when the scheme fixes it (the heartbeat timeout).
     fn term_ms(&self) -> Option<i64>;
 }
@@ -69,10 +70,16 @@ pub struct SqlSettings {
 
 impl SqlSettings {
     pub fn from_config(cfg: &SqlSource) -> Result<SqlSettings, SqlConfigError> {
-        let dialect = Dialect::from_url(&cfg.url.0).ok_or_else(|| SqlConfigError::Url(cfg.url.redacted()))?;
+        let dialect =
+            Dialect::from_url(&cfg.url.0).ok_or_else(|| SqlConfigError::Url(cfg.url.redacted()))?;
         let (table, key, holder, stamp) = match cfg.scheme {
             Scheme::SqlLease => ("leaderlock", "key", "leader_id", "valid_until"),
-            Scheme::SqlHeartbeat => ("service_election", "anchor", "service_id", "last_seen_active"),
+            Scheme::SqlHeartbeat => (
+                "service_election",
+                "anchor",
+                "service_id",
+                "last_seen_active",
+            ),
             other => return Err(SqlConfigError::Scheme(other)),
         };
         let c = &cfg.columns;
@@ -87,7 +94,10 @@ impl SqlSettings {
                 if timeout.is_zero() {
                     return Err(SqlConfigError::Timeout);
                 }
-                Box::new(heartbeat::SqlHeartbeat { columns, timeout_ms: timeout.as_millis() as i64 })
+                Box::new(heartbeat::SqlHeartbeat {
+                    columns,
+                    timeout_ms: timeout.as_millis() as i64,
+                })
             }
             _ => Box::new(lease::SqlLease { columns }),
         };
@@ -96,7 +106,10 @@ impl SqlSettings {
             url: cfg.url.clone(),
             table: Ident::table(cfg.table.as_deref().unwrap_or(table))?,
             scheme,
-            poll: cfg.poll.unwrap_or(Duration::from_millis(500)).max(Duration::from_millis(50)),
+            poll: cfg
+                .poll
+                .unwrap_or(Duration::from_millis(500))
+                .max(Duration::from_millis(50)),
             password_env: cfg.password_env.clone(),
             password_file: cfg.password_file.clone(),
         })
@@ -106,7 +119,9 @@ impl SqlSettings {
     fn connect_url(&self) -> Result<String, String> {
         let password = match (&self.password_env, &self.password_file) {
             (Some(var), _) => Some(std::env::var(var).map_err(|_| {
-                format!("password_env `{var}` is not set: export it or give the password another way")
+                format!(
+                    "password_env `{var}` is not set: export it or give the password another way"
+                )
             })?),
             (None, Some(path)) => Some(
                 std::fs::read_to_string(path)
@@ -121,14 +136,19 @@ impl SqlSettings {
         let Some(password) = password else {
             return Ok(self.url.0.clone());
         };
-        let mut url = url::Url::parse(&self.url.0).map_err(|e| format!("database URL {}: {e}", self.url.redacted()))?;
-        url.set_password(Some(&password))
-            .map_err(|()| format!("database URL {} cannot carry a password", self.url.redacted()))?;
+        let mut url = url::Url::parse(&self.url.0)
+            .map_err(|e| format!("database URL {}: {e}", self.url.redacted()))?;
+        url.set_password(Some(&password)).map_err(|()| {
+            format!(
+                "database URL {} cannot carry a password",
+                self.url.redacted()
+            )
+        })?;
         Ok(url.to_string())
     }
 
     /// The poll: one row with the database's clock, then one per election.
-    pub fn poll_query(&self) -> String {
+    pub fn poll_query(&self, stamp_type: &str) -> String {
         let d = self.dialect;
         let c = self.scheme.columns();
         let stamp = d.quote(&c.stamp);
@@ -137,7 +157,7 @@ impl SqlSettings {
             now = d.now_ms(),
             key = d.as_text(&d.quote(&c.key)),
             holder = d.as_text(&d.quote(&c.holder)),
-            remaining = self.scheme.remaining_ms(d, &stamp),
+            remaining = self.scheme.remaining_ms(d, &stamp, stamp_type),
             stamp_text = d.as_text(&stamp),
             table = d.quote(&self.table),
         )
@@ -156,7 +176,11 @@ pub struct SqlBackend {
 }
 
 impl SqlBackend {
-    pub fn new(id: SourceId, cfg: &SqlSource, opts: BackendOptions) -> Result<Self, SqlConfigError> {
+    pub fn new(
+        id: SourceId,
+        cfg: &SqlSource,
+        opts: BackendOptions,
+    ) -> Result<Self, SqlConfigError> {
         let settings = SqlSettings::from_config(cfg)?;
         let name = settings.source_name();
         let info = SourceInfo {
@@ -167,7 +191,12 @@ impl SqlBackend {
             scheme: Some(settings.scheme.scheme()),
             read_only: cfg.read_only,
         };
-        Ok(SqlBackend { info, settings, opts, history_path: history::default_path(&name) })
+        Ok(SqlBackend {
+            info,
+            settings,
+            opts,
+            history_path: history::default_path(&name),
+        })
     }
 }
 
@@ -201,7 +230,9 @@ async fn run(b: SqlBackend, mut io: BackendIo) {
         tracker.preload(history::load(path));
         match history::Writer::open(path) {
             Ok(Some(w)) => writer = Some(w),
-            Ok(None) => info!(path = %path.display(), "another electop records this source's history"),
+            Ok(None) => {
+                info!(path = %path.display(), "another electop records this source's history")
+            }
             Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
         }
     }
@@ -219,9 +250,21 @@ async fn run(b: SqlBackend, mut io: BackendIo) {
         };
         let delay = backoff.next_delay();
         warn!(source = %b.info.name, %error, ?delay, "sql source down");
-        let state = ConnState::Down { error: error.clone(), retry_at: Instant::now() + delay };
-        let event = Event::about_source(b.info.name.clone(), EventKind::Disconnected, None, Some(error));
-        if io.events.send(SourceEvent::Conn { source, state }).await.is_err()
+        let state = ConnState::Down {
+            error: error.clone(),
+            retry_at: Instant::now() + delay,
+        };
+        let event = Event::about_source(
+            b.info.name.clone(),
+            EventKind::Disconnected,
+            None,
+            Some(error),
+        );
+        if io
+            .events
+            .send(SourceEvent::Conn { source, state })
+            .await
+            .is_err()
             || io.events.send(SourceEvent::Happened(event)).await.is_err()
         {
             return;
@@ -243,22 +286,39 @@ async fn follow(
 ) -> Stop {
     let source = b.info.id;
     let send = |ev| io.events.send(ev);
-    if send(SourceEvent::Conn { source, state: ConnState::Connecting }).await.is_err() {
+    if send(SourceEvent::Conn {
+        source,
+        state: ConnState::Connecting,
+    })
+    .await
+    .is_err()
+    {
         return Stop::Closed;
     }
     let pool = match connect(&b.settings, b.opts.request_timeout).await {
         Ok(p) => p,
         Err(e) => return Stop::Down(e),
     };
-    if let Err(e) = check_schema(&b.settings, &pool).await {
-        pool.close().await;
-        return Stop::Down(e);
-    }
-    if io.events.send(SourceEvent::Conn { source, state: ConnState::Connected }).await.is_err() {
+    let stamp_type = match check_schema(&b.settings, &pool).await {
+        Ok(t) => t,
+        Err(e) => {
+            pool.close().await;
+            return Stop::Down(e);
+        }
+    };
+    if io
+        .events
+        .send(SourceEvent::Conn {
+            source,
+            state: ConnState::Connected,
+        })
+        .await
+        .is_err()
+    {
         return Stop::Closed;
     }
     info!(source = %b.info.name, "sql connected");
-    let query = b.settings.poll_query();
+    let query = b.settings.poll_query(&stamp_type);
     let mut tick = tokio::time::interval(b.settings.poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -285,7 +345,13 @@ async fn follow(
         {
             warn!(%e, "cannot append to the history file");
         }
-        if !elections.is_empty() && io.events.send(SourceEvent::Elections { source, elections }).await.is_err() {
+        if !elections.is_empty()
+            && io
+                .events
+                .send(SourceEvent::Elections { source, elections })
+                .await
+                .is_err()
+        {
             return Stop::Closed;
         }
         for e in events {
@@ -295,7 +361,12 @@ async fn follow(
         }
         if !*synced {
             *synced = true;
-            if io.events.send(SourceEvent::Synced { source }).await.is_err() {
+            if io
+                .events
+                .send(SourceEvent::Synced { source })
+                .await
+                .is_err()
+            {
                 return Stop::Closed;
             }
         }
@@ -308,11 +379,14 @@ async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> 
     if s.dialect == Dialect::Sqlite {
         let path = sqlite_path(&s.url.0);
         if !path.is_empty() && path != ":memory:" && !std::path::Path::new(&path).exists() {
-            return Err(format!("sqlite database {path} does not exist: check the path, or start a participant that creates it"));
+            return Err(format!(
+                "sqlite database {path} does not exist: check the path, or start a participant that creates it"
+            ));
         }
     }
     let url = s.connect_url()?;
-    let opts = AnyConnectOptions::from_str(&url).map_err(|e| format!("database URL {where_}: {}", scrub(&e.to_string(), &url)))?;
+    let opts = AnyConnectOptions::from_str(&url)
+        .map_err(|e| format!("database URL {where_}: {}", scrub(&e.to_string(), &url)))?;
     let pool = AnyPoolOptions::new()
         .max_connections(2)
         .acquire_timeout(timeout)
@@ -320,7 +394,9 @@ async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> 
     match tokio::time::timeout(timeout, pool).await {
         Ok(Ok(pool)) => Ok(pool),
         Ok(Err(e)) => Err(describe(&e, s, &url)),
-        Err(_) => Err(format!("cannot connect to {where_}: no answer within {timeout:?}")),
+        Err(_) => Err(format!(
+            "cannot connect to {where_}: no answer within {timeout:?}"
+        )),
     }
 }
 
@@ -354,27 +430,45 @@ fn describe(e: &sqlx::Error, s: &SqlSettings, url: &str) -> String {
             let text = scrub(db.message(), url);
             let lower = text.to_ascii_lowercase();
             match code.as_str() {
-                "28P01" | "28000" => format!("{where_}: authentication failed ({text}); check the user and password (URL, password_env or password_file)"),
-                "42P01" | "42S02" => format!("table {table} does not exist in {where_}; create it or name the right one with --table"),
-                "42501" => format!("{where_}: permission denied on table {table} ({text}); GRANT SELECT ON {table} to this user"),
-                "42000" if lower.contains("denied") => format!("{where_}: permission denied on table {table} ({text}); GRANT SELECT ON {table} to this user"),
-                "3D000" | "42000" if lower.contains("database") => format!("{where_}: {text}; check the database name in the URL"),
-                _ if lower.contains("no such table") => format!("table {table} does not exist in {where_}; create it or name the right one with --table"),
+                "28P01" | "28000" => format!(
+                    "{where_}: authentication failed ({text}); check the user and password (URL, password_env or password_file)"
+                ),
+                "42P01" | "42S02" => format!(
+                    "table {table} does not exist in {where_}; create it or name the right one with --table"
+                ),
+                "42501" => format!(
+                    "{where_}: permission denied on table {table} ({text}); GRANT SELECT ON {table} to this user"
+                ),
+                "42000" if lower.contains("denied") => format!(
+                    "{where_}: permission denied on table {table} ({text}); GRANT SELECT ON {table} to this user"
+                ),
+                "3D000" | "42000" if lower.contains("database") => {
+                    format!("{where_}: {text}; check the database name in the URL")
+                }
+                _ if lower.contains("no such table") => format!(
+                    "table {table} does not exist in {where_}; create it or name the right one with --table"
+                ),
                 _ if lower.contains("no such column") || code == "42703" || code == "42S22" => {
-                    format!("{where_}: a column of {table} is missing ({text}); set the column names in the config")
+                    format!(
+                        "{where_}: a column of {table} is missing ({text}); set the column names in the config"
+                    )
                 }
                 _ => format!("{where_}: {text}"),
             }
         }
-        sqlx::Error::Io(io) => format!("cannot connect to {where_}: {io}; is the server running and reachable?"),
-        sqlx::Error::PoolTimedOut => format!("cannot connect to {where_}: timed out; is the server running and reachable?"),
+        sqlx::Error::Io(io) => {
+            format!("cannot connect to {where_}: {io}; is the server running and reachable?")
+        }
+        sqlx::Error::PoolTimedOut => {
+            format!("cannot connect to {where_}: timed out; is the server running and reachable?")
+        }
         _ => format!("{where_}: {msg}"),
     }
 }
 
 /// Checks that the table and its columns are there and usable, with an error that says what
-/// to fix when they are not.
-async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<(), String> {
+/// to fix when they are not. Returns the deadline column's type.
+async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<String, String> {
     let where_ = s.url.redacted();
     let url = s.url.0.as_str();
     let rows = sqlx::query(AssertSqlSafe(s.dialect.columns_query(&s.table)))
@@ -383,20 +477,34 @@ async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<(), String> {
         .map_err(|e| describe(&e, s, url))?;
     let cols: Vec<(String, String)> = rows
         .iter()
-        .filter_map(|r| Some((r.try_get::<String, _>(0).ok()?, r.try_get::<String, _>(1).ok()?)))
+        .filter_map(|r| {
+            Some((
+                r.try_get::<String, _>(0).ok()?,
+                r.try_get::<String, _>(1).ok()?,
+            ))
+        })
         .collect();
     if cols.is_empty() {
         // MySQL hides tables the user may not read: ask the table itself to tell which.
         let probe = format!("SELECT 1 FROM {} WHERE 1 = 0", s.dialect.quote(&s.table));
-        return Err(match sqlx::query(AssertSqlSafe(probe)).fetch_all(pool).await {
-            Err(e) => describe(&e, s, url),
-            Ok(_) => format!("table {} has no columns visible in {where_}", s.table),
-        });
+        return Err(
+            match sqlx::query(AssertSqlSafe(probe)).fetch_all(pool).await {
+                Err(e) => describe(&e, s, url),
+                Ok(_) => format!("table {} has no columns visible in {where_}", s.table),
+            },
+        );
     }
     let c = s.scheme.columns();
-    let fields = [("key", &c.key), ("leader_id", &c.holder), ("valid_until", &c.stamp)];
+    let fields = [
+        ("key", &c.key),
+        ("leader_id", &c.holder),
+        ("valid_until", &c.stamp),
+    ];
     for (field, want) in fields {
-        if !cols.iter().any(|(n, _)| n.eq_ignore_ascii_case(want.name())) {
+        if !cols
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(want.name()))
+        {
             let have: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
             return Err(format!(
                 "column {want} is missing from table {} in {where_} (it has: {}); if it is named differently set columns.{field} in the config",
@@ -405,9 +513,12 @@ async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<(), String> {
             ));
         }
     }
-    if let Some((_, ty)) = cols.iter().find(|(n, _)| n.eq_ignore_ascii_case(c.stamp.name()))
-        && !s.dialect.is_timestamp_type(ty)
-    {
+    let ty = cols
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(c.stamp.name()))
+        .map(|(_, t)| t.clone())
+        .unwrap_or_default();
+    if !s.dialect.is_timestamp_type(&ty) {
         return Err(format!(
             "column {} of table {} is `{ty}`, not a timestamp; {} needs a timestamp column (timestamp/timestamptz on PostgreSQL, DATETIME/TIMESTAMP on MySQL)",
             c.stamp,
@@ -415,22 +526,38 @@ async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<(), String> {
             s.scheme.scheme()
         ));
     }
-    Ok(())
+    Ok(ty)
 }
 
-async fn poll_once(s: &SqlSettings, pool: &AnyPool, query: &str, timeout: Duration) -> Result<Poll, String> {
+async fn poll_once(
+    s: &SqlSettings,
+    pool: &AnyPool,
+    query: &str,
+    timeout: Duration,
+) -> Result<Poll, String> {
     let fetch = sqlx::query(AssertSqlSafe(query.to_string())).fetch_all(pool);
     let rows = match tokio::time::timeout(timeout, fetch).await {
         Ok(r) => r.map_err(|e| describe(&e, s, &s.url.0))?,
-        Err(_) => return Err(format!("{}: the poll got no answer within {timeout:?}", s.url.redacted())),
+        Err(_) => {
+            return Err(format!(
+                "{}: the poll got no answer within {timeout:?}",
+                s.url.redacted()
+            ));
+        }
     };
     let at = SystemTime::now();
     let now = Instant::now();
     let mut db_now_ms = None;
     let mut out = Vec::new();
     for r in &rows {
-        let get_i = |i| r.try_get::<Option<i64>, _>(i).map_err(|e| format!("{}: reading the poll: {e}", s.url.redacted()));
-        let get_s = |i| r.try_get::<Option<String>, _>(i).map_err(|e| format!("{}: reading the poll: {e}", s.url.redacted()));
+        let get_i = |i| {
+            r.try_get::<Option<i64>, _>(i)
+                .map_err(|e| format!("{}: reading the poll: {e}", s.url.redacted()))
+        };
+        let get_s = |i| {
+            r.try_get::<Option<String>, _>(i)
+                .map_err(|e| format!("{}: reading the poll: {e}", s.url.redacted()))
+        };
         db_now_ms = db_now_ms.or(get_i(0)?);
         let Some(key) = get_s(1)? else { continue };
         out.push(Row {
@@ -440,7 +567,12 @@ async fn poll_once(s: &SqlSettings, pool: &AnyPool, query: &str, timeout: Durati
             stamp: get_s(4)?,
         });
     }
-    Ok(Poll { db_now_ms: db_now_ms.unwrap_or(0), rows: out, at, now })
+    Ok(Poll {
+        db_now_ms: db_now_ms.unwrap_or(0),
+        rows: out,
+        at,
+        now,
+    })
 }
 
 #[cfg(test)]
@@ -464,9 +596,15 @@ mod tests {
 
     #[test]
     fn defaults_are_the_articles_names() {
-        let s = SqlSettings::from_config(&cfg("postgres://u:pw@h:5432/db", Scheme::SqlHeartbeat)).expect("valid");
-        let q = s.poll_query();
-        assert!(q.contains("\"service_election\"") && q.contains("\"last_seen_active\"") && q.contains("+ 20000"), "{q}");
+        let s = SqlSettings::from_config(&cfg("postgres://u:pw@h:5432/db", Scheme::SqlHeartbeat))
+            .expect("valid");
+        let q = s.poll_query("timestamp with time zone");
+        assert!(
+            q.contains("\"service_election\"")
+                && q.contains("\"last_seen_active\"")
+                && q.contains("+ 20000"),
+            "{q}"
+        );
         assert_eq!(s.source_name(), "postgres://u@h:5432/db service_election");
     }
 
@@ -474,9 +612,15 @@ mod tests {
     fn bad_names_and_urls_are_refused_with_the_reason() {
         let mut c = cfg("mysql://u@h/db", Scheme::SqlLease);
         c.table = Some("leader lock".into());
-        let e = SqlSettings::from_config(&c).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = SqlSettings::from_config(&c)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("`leader lock` is not a usable SQL name"), "{e}");
-        let e = SqlSettings::from_config(&cfg("redis://h", Scheme::SqlLease)).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = SqlSettings::from_config(&cfg("redis://h", Scheme::SqlLease))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("must start with postgres://"), "{e}");
     }
 
@@ -485,12 +629,19 @@ mod tests {
         let mut c = cfg("postgres://tester@127.0.0.1:5432/db", Scheme::SqlLease);
         c.password_env = Some("ELECTOP_TEST_PW_UNIT".into());
         let s = SqlSettings::from_config(&c).expect("valid");
-        assert!(s.connect_url().unwrap_err().contains("ELECTOP_TEST_PW_UNIT"));
+        assert!(
+            s.connect_url()
+                .unwrap_err()
+                .contains("ELECTOP_TEST_PW_UNIT")
+        );
         // SAFETY: this test alone uses this variable.
         unsafe { std::env::set_var("ELECTOP_TEST_PW_UNIT", "p@ss/word") };
         let url = s.connect_url().expect("url");
         assert!(url.contains("tester:p%40ss%2Fword@"), "{url}");
-        assert_eq!(scrub(&format!("failed: {url} p@ss/word"), &url), "failed: <database URL> ***");
+        assert_eq!(
+            scrub(&format!("failed: {url} p@ss/word"), &url),
+            "failed: <database URL> ***"
+        );
         assert!(!format!("{:?}", c.url).contains("p@ss"));
     }
 }

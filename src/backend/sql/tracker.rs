@@ -61,7 +61,13 @@ pub struct SqlTracker {
 pub type Recorded = (String, HistoryEntry);
 
 impl SqlTracker {
-    pub fn new(source: SourceId, source_name: String, scheme: Scheme, term_ms: Option<i64>, history_limit: usize) -> Self {
+    pub fn new(
+        source: SourceId,
+        source_name: String,
+        scheme: Scheme,
+        term_ms: Option<i64>,
+        history_limit: usize,
+    ) -> Self {
         SqlTracker {
             source,
             source_name,
@@ -112,27 +118,49 @@ impl SqlTracker {
             present.insert(row.key.clone());
             let deadline_ms = row.remaining_ms.map(|r| poll.db_now_ms + r);
             let prev = self.seen.remove(&row.key);
-            let old_leader = prev.as_ref().and_then(|p| p.row.leader().map(str::to_string));
+            let old_leader = prev
+                .as_ref()
+                .and_then(|p| p.row.leader().map(str::to_string));
             let new_leader = row.leader().map(str::to_string);
             let same_holder = prev.as_ref().is_some_and(|p| p.row.holder == row.holder);
             let granted_ms = self.term_ms.unwrap_or_else(|| {
                 let r = row.remaining_ms.unwrap_or(0).max(0);
-                if same_holder { prev.as_ref().map_or(r, |p| p.granted_ms.max(r)) } else { r }
+                if same_holder {
+                    prev.as_ref().map_or(r, |p| p.granted_ms.max(r))
+                } else {
+                    r
+                }
             });
             let change = if first {
                 None
             } else {
                 match (&old_leader, &new_leader) {
-                    (None, Some(b)) => Some((EventKind::LeaderElected, None, Some(b.clone()), Cause::Elected)),
-                    (Some(a), None) => Some((EventKind::LeaderLost, Some(a.clone()), None, Cause::Expired)),
+                    (None, Some(b)) => Some((
+                        EventKind::LeaderElected,
+                        None,
+                        Some(b.clone()),
+                        Cause::Elected,
+                    )),
+                    (Some(a), None) => {
+                        Some((EventKind::LeaderLost, Some(a.clone()), None, Cause::Expired))
+                    }
                     (Some(a), Some(b)) if a != b => {
                         // Taking over is allowed once the old term is over; before that it was forced.
                         let expired = prev
                             .as_ref()
                             .and_then(|p| p.deadline_ms)
                             .is_some_and(|d| d <= poll.db_now_ms);
-                        let cause = if expired { Cause::Expired } else { Cause::TakenOver };
-                        Some((EventKind::LeaderChanged, Some(a.clone()), Some(b.clone()), cause))
+                        let cause = if expired {
+                            Cause::Expired
+                        } else {
+                            Cause::TakenOver
+                        };
+                        Some((
+                            EventKind::LeaderChanged,
+                            Some(a.clone()),
+                            Some(b.clone()),
+                            cause,
+                        ))
                     }
                     _ => None,
                 }
@@ -158,10 +186,24 @@ impl SqlTracker {
             e.leader = candidate.clone().filter(|_| new_leader.is_some());
             e.candidates = candidate.into_iter().collect();
             if let Some((kind, from, to, cause)) = change {
-                let entry = HistoryEntry { at: Some(poll.at), revision: None, from: from.clone(), to: to.clone(), cause };
+                let entry = HistoryEntry {
+                    at: Some(poll.at),
+                    revision: None,
+                    from: from.clone(),
+                    to: to.clone(),
+                    cause,
+                };
                 e.record(entry.clone(), limit);
                 recorded.push((row.key.clone(), entry));
-                events.push(event(&self.source_name, &row.key, kind, from, to, cause, poll.at));
+                events.push(event(
+                    &self.source_name,
+                    &row.key,
+                    kind,
+                    from,
+                    to,
+                    cause,
+                    poll.at,
+                ));
             }
             let e = self.elections.get(&row.key).cloned();
             if let Some(e) = e
@@ -169,22 +211,50 @@ impl SqlTracker {
             {
                 changed.push(e);
             }
-            self.seen.insert(row.key.clone(), Seen { row, deadline_ms, granted_ms });
+            self.seen.insert(
+                row.key.clone(),
+                Seen {
+                    row,
+                    deadline_ms,
+                    granted_ms,
+                },
+            );
         }
         // Rows that are gone: the election stays, without a leader.
-        let gone: Vec<String> = self.seen.keys().filter(|k| !present.contains(*k)).cloned().collect();
+        let gone: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|k| !present.contains(*k))
+            .cloned()
+            .collect();
         for key in gone {
-            let Some(prev) = self.seen.remove(&key) else { continue };
+            let Some(prev) = self.seen.remove(&key) else {
+                continue;
+            };
             let leader = prev.row.leader().map(str::to_string);
             let limit = self.history_limit;
             let e = self.election(&key);
             e.leader = None;
             e.candidates.clear();
             if let Some(a) = leader {
-                let entry = HistoryEntry { at: Some(poll.at), revision: None, from: Some(a.clone()), to: None, cause: Cause::Deleted };
+                let entry = HistoryEntry {
+                    at: Some(poll.at),
+                    revision: None,
+                    from: Some(a.clone()),
+                    to: None,
+                    cause: Cause::Deleted,
+                };
                 e.record(entry.clone(), limit);
                 recorded.push((key.clone(), entry));
-                events.push(event(&self.source_name, &key, EventKind::LeaderLost, Some(a), None, Cause::Deleted, poll.at));
+                events.push(event(
+                    &self.source_name,
+                    &key,
+                    EventKind::LeaderLost,
+                    Some(a),
+                    None,
+                    Cause::Deleted,
+                    poll.at,
+                ));
             }
             if let Some(e) = self.elections.get(&key) {
                 changed.push(e.clone());
@@ -197,7 +267,15 @@ impl SqlTracker {
     }
 }
 
-fn event(source: &str, election: &str, kind: EventKind, from: Option<String>, to: Option<String>, cause: Cause, at: SystemTime) -> Event {
+fn event(
+    source: &str,
+    election: &str,
+    kind: EventKind,
+    from: Option<String>,
+    to: Option<String>,
+    cause: Cause,
+    at: SystemTime,
+) -> Event {
     Event {
         at: Some(at),
         source: source.to_string(),
@@ -217,11 +295,21 @@ mod tests {
     use super::*;
 
     fn row(key: &str, holder: &str, remaining: i64) -> Row {
-        Row { key: key.into(), holder: Some(holder.into()), remaining_ms: Some(remaining), stamp: Some(format!("t{remaining}")) }
+        Row {
+            key: key.into(),
+            holder: Some(holder.into()),
+            remaining_ms: Some(remaining),
+            stamp: Some(format!("t{remaining}")),
+        }
     }
 
     fn poll(db_now_ms: i64, rows: Vec<Row>) -> Poll {
-        Poll { db_now_ms, rows, at: SystemTime::UNIX_EPOCH, now: Instant::now() }
+        Poll {
+            db_now_ms,
+            rows,
+            at: SystemTime::UNIX_EPOCH,
+            now: Instant::now(),
+        }
     }
 
     fn causes(events: &[Event]) -> Vec<(EventKind, Option<Cause>)> {
@@ -243,10 +331,16 @@ mod tests {
         t.apply(poll(1_000, vec![row("jobs", "a", 5_000)]));
         // Deadline 6 000; at 2 000 someone else holds it: taken over.
         let (_, events, _) = t.apply(poll(2_000, vec![row("jobs", "b", 5_000)]));
-        assert_eq!(causes(&events), [(EventKind::LeaderChanged, Some(Cause::TakenOver))]);
+        assert_eq!(
+            causes(&events),
+            [(EventKind::LeaderChanged, Some(Cause::TakenOver))]
+        );
         // b's deadline is 7 000; at 7 500 c holds it: b had expired.
         let (_, events, rec) = t.apply(poll(7_500, vec![row("jobs", "c", 5_000)]));
-        assert_eq!(causes(&events), [(EventKind::LeaderChanged, Some(Cause::Expired))]);
+        assert_eq!(
+            causes(&events),
+            [(EventKind::LeaderChanged, Some(Cause::Expired))]
+        );
         assert_eq!(rec[0].1.from.as_deref(), Some("b"));
     }
 
@@ -254,23 +348,47 @@ mod tests {
     fn an_expired_term_loses_the_leader_and_a_deleted_row_too() {
         let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlHeartbeat, Some(20_000), 10);
         t.apply(poll(0, vec![row("a", "x", 1_000), row("b", "y", 9_000)]));
-        let (changed, events, _) = t.apply(poll(1_500, vec![row("a", "x", -500), row("b", "y", 7_500)]));
-        assert_eq!(causes(&events), [(EventKind::LeaderLost, Some(Cause::Expired))]);
+        let (changed, events, _) =
+            t.apply(poll(1_500, vec![row("a", "x", -500), row("b", "y", 7_500)]));
+        assert_eq!(
+            causes(&events),
+            [(EventKind::LeaderLost, Some(Cause::Expired))]
+        );
         let a = changed.iter().find(|e| e.name == "a").expect("a");
         assert!(a.leader.is_none(), "expired: no leader");
-        assert_eq!(a.candidates[0].ttl.map(|d| d.granted_ms), Some(20_000), "heartbeat term is the timeout");
+        assert_eq!(
+            a.candidates[0].ttl.map(|d| d.granted_ms),
+            Some(20_000),
+            "heartbeat term is the timeout"
+        );
         let (_, events, _) = t.apply(poll(2_000, vec![row("a", "x", -1_000)]));
-        assert_eq!(causes(&events), [(EventKind::LeaderLost, Some(Cause::Deleted))]);
+        assert_eq!(
+            causes(&events),
+            [(EventKind::LeaderLost, Some(Cause::Deleted))]
+        );
         let (_, events, _) = t.apply(poll(2_500, vec![row("a", "z", 19_000)]));
-        assert_eq!(causes(&events), [(EventKind::LeaderElected, Some(Cause::Elected))]);
+        assert_eq!(
+            causes(&events),
+            [(EventKind::LeaderElected, Some(Cause::Elected))]
+        );
         assert_eq!(t.elections().count(), 2, "b stays, without leader");
     }
 
     #[test]
     fn preloaded_history_counts_and_is_bounded() {
         let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 2);
-        let entry = |to: &str| HistoryEntry { at: None, revision: None, from: None, to: Some(to.into()), cause: Cause::Elected };
-        t.preload(vec![("j".into(), entry("a")), ("j".into(), entry("b")), ("j".into(), entry("c"))]);
+        let entry = |to: &str| HistoryEntry {
+            at: None,
+            revision: None,
+            from: None,
+            to: Some(to.into()),
+            cause: Cause::Elected,
+        };
+        t.preload(vec![
+            ("j".into(), entry("a")),
+            ("j".into(), entry("b")),
+            ("j".into(), entry("c")),
+        ]);
         let e = t.elections().next().expect("j");
         assert_eq!(e.transitions, 3);
         assert_eq!(e.history.len(), 2);

@@ -1,0 +1,301 @@
+//! electop against real SQL stores (SQLite files, PostgreSQL and MariaDB started by the
+//! harness), with participants running the articles' own statements: leaders and deadlines
+//! from the database's clock, leader changes and their causes, history that survives a
+//! restart, and an error that says what to fix for each way a source can be wrong.
+
+mod common;
+
+use std::time::Duration;
+
+use common::electop::{Watch, command, election, status_json};
+use common::sqlstore::Store;
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(15);
+
+fn args<'a>(url: &'a str, scheme: &'a str, table: &'a str) -> Vec<&'a str> {
+    vec![
+        "--sql", url, "--scheme", scheme, "--table", table, "--poll", "100ms",
+    ]
+}
+
+fn status_err(home: &std::path::Path, args: &[&str]) -> String {
+    let out = command(home)
+        .args(args)
+        .args(["status", "--json", "--timeout", "2s"])
+        .output()
+        .expect("run electop");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "status must fail: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(!err.contains("s3cret-pw"), "no password in errors: {err}");
+    err
+}
+
+fn leader_event(w: &mut Watch, kind: &str, election: &str) -> Value {
+    w.wait_for(kind, T, |v| v["kind"] == kind && v["election"] == election)
+}
+
+/// sql-lease end to end: a leader and its deadline; a forced takeover; expiry; a new leader;
+/// a deleted row; and all of it again from the history file after a restart.
+fn lease_scenario(store: Store) {
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 3));
+    assert!(
+        !store.lease_attempt("leaderlock", "jobs", "node-b", 3),
+        "held: node-b stays follower"
+    );
+    let home = tempfile::tempdir().expect("tempdir");
+    let url = store.url();
+    let a = args(&url, "sql-lease", "leaderlock");
+
+    let s = status_json(home.path(), &a);
+    let e = election(&s, "jobs");
+    assert_eq!(e["scheme"], "sql-lease");
+    assert_eq!(e["leader"]["id"], "node-a");
+    let ttl = e["ttl_ms"].as_i64().expect("ttl");
+    assert!(
+        ttl > 1_000 && ttl <= 3_000,
+        "deadline from the database clock: {ttl}"
+    );
+    assert!(e["leader"]["deadline"].is_string(), "{e}");
+
+    let mut w = Watch::start(home.path(), &a);
+    w.wait_synced(1);
+    let key = if matches!(store, Store::My(_)) {
+        "`key`"
+    } else {
+        "key"
+    };
+    store.exec(&format!(
+        "UPDATE leaderlock SET leader_id = 'node-x' WHERE {key} = 'jobs'"
+    ));
+    let ev = leader_event(&mut w, "leader_changed", "jobs");
+    assert_eq!(
+        (ev["from"].as_str(), ev["to"].as_str(), ev["cause"].as_str()),
+        (Some("node-a"), Some("node-x"), Some("taken_over"))
+    );
+    let ev = leader_event(&mut w, "leader_lost", "jobs");
+    assert_eq!(ev["cause"], "expired", "{ev}");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-b", 30));
+    let ev = leader_event(&mut w, "leader_elected", "jobs");
+    assert_eq!(ev["to"], "node-b");
+    store.exec(&format!("DELETE FROM leaderlock WHERE {key} = 'jobs'"));
+    let ev = w.wait_for("deleted", T, |v| {
+        v["kind"] == "leader_lost" && v["cause"] == "deleted"
+    });
+    assert_eq!(ev["from"], "node-b");
+    drop(w);
+
+    // A new process reads back what the last one saw.
+    let s = status_json(home.path(), &a);
+    let e = election(&s, "jobs");
+    let hist: Vec<(Value, Value, Value)> = e["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .map(|h| (h["from"].clone(), h["to"].clone(), h["cause"].clone()))
+        .collect();
+    assert_eq!(
+        hist,
+        [
+            ("node-a".into(), "node-x".into(), "taken_over".into()),
+            ("node-x".into(), Value::Null, "expired".into()),
+            (Value::Null, "node-b".into(), "elected".into()),
+            ("node-b".into(), Value::Null, "deleted".into()),
+        ]
+    );
+    assert!(
+        e["history"][0]["at"]
+            .as_str()
+            .is_some_and(|t| t.contains('T')),
+        "{e}"
+    );
+    assert_eq!(e["leader"], Value::Null);
+}
+
+/// sql-heartbeat end to end with seed 004's statement: the timeout from the configuration,
+/// expiry when the leader stops beating, a takeover by the next service.
+fn heartbeat_scenario(store: Store) {
+    store.create_heartbeat_table("service_election");
+    assert!(store.heartbeat("service_election", 1, "my_service_number_7", 2));
+    assert!(!store.heartbeat("service_election", 1, "my_service_number_12", 2));
+    let home = tempfile::tempdir().expect("tempdir");
+    let url = store.url();
+    let mut a = args(&url, "sql-heartbeat", "service_election");
+    a.extend(["--heartbeat-timeout", "2s"]);
+    let s = status_json(home.path(), &a);
+    let e = election(&s, "1");
+    assert_eq!(e["scheme"], "sql-heartbeat");
+    assert_eq!(e["leader"]["id"], "my_service_number_7");
+    let ttl = e["ttl_ms"].as_i64().expect("ttl");
+    assert!(
+        ttl > 0 && ttl <= 2_000,
+        "last_seen_active + 2 s - db now: {ttl}"
+    );
+
+    let mut w = Watch::start(home.path(), &a);
+    w.wait_synced(1);
+    // Service 7 stops beating: it is deposed when the timeout passes.
+    let ev = leader_event(&mut w, "leader_lost", "1");
+    assert_eq!(
+        (ev["from"].as_str(), ev["cause"].as_str()),
+        (Some("my_service_number_7"), Some("expired"))
+    );
+    common::wait_until("service 12 takes over", T, || {
+        store.heartbeat("service_election", 1, "my_service_number_12", 2)
+    });
+    let ev = leader_event(&mut w, "leader_elected", "1");
+    assert_eq!(ev["to"], "my_service_number_12");
+}
+
+/// Each way a source can be wrong gets an error naming what to fix.
+fn error_scenario(store: Store) {
+    let home = tempfile::tempdir().expect("tempdir");
+    let url = store.url();
+    let err = status_err(home.path(), &args(&url, "sql-lease", "nosuchtable"));
+    assert!(
+        err.contains("nosuchtable") && err.contains("does not exist"),
+        "{err}"
+    );
+
+    store.exec("CREATE TABLE wrongcols (key2 varchar(20) PRIMARY KEY, leader_id varchar(20), valid_until varchar(30))");
+    store.grant("wrongcols");
+    let err = status_err(home.path(), &args(&url, "sql-lease", "wrongcols"));
+    assert!(
+        err.contains("column key is missing") && err.contains("key2"),
+        "{err}"
+    );
+
+    if !matches!(store, Store::Sqlite { .. }) {
+        store.exec("CREATE TABLE wrongtype (k varchar(20) PRIMARY KEY, leader_id varchar(20), valid_until integer)");
+        store.grant("wrongtype");
+        let cfg = home.path().join("cols.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[[source]]\nkind = \"sql\"\nurl = \"{url}\"\nscheme = \"sql-lease\"\ntable = \"wrongtype\"\ncolumns = {{ key = \"k\" }}\n"
+            ),
+        )
+        .expect("config");
+        let cfg_s = cfg.display().to_string();
+        let err = status_err(home.path(), &["--config", &cfg_s]);
+        assert!(
+            err.contains("valid_until") && err.contains("not a timestamp"),
+            "{err}"
+        );
+
+        // A table the user may not read.
+        let secret = if matches!(store, Store::My(_)) {
+            "other.secretlock"
+        } else {
+            "secretlock"
+        };
+        store.create_lease_table_private(secret);
+        let err = status_err(home.path(), &args(&url, "sql-lease", secret));
+        assert!(
+            err.contains("permission denied") && err.contains("GRANT SELECT"),
+            "{err}"
+        );
+    }
+}
+
+fn down_and_back_scenario(mut store: Store) {
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let url = store.url();
+    let a = args(&url, "sql-lease", "leaderlock");
+    let mut w = Watch::start(home.path(), &a);
+    w.wait_synced(1);
+    store.stop();
+    let ev = w.wait_for("disconnected", T, |v| v["kind"] == "disconnected");
+    let detail = ev["detail"].as_str().unwrap_or_default().to_string();
+    assert!(
+        detail.contains("cannot connect") || detail.contains("127.0.0.1"),
+        "says what is down: {detail}"
+    );
+    assert!(!detail.contains("s3cret-pw"), "{detail}");
+    let err = status_err(home.path(), &a);
+    assert!(err.contains("127.0.0.1"), "{err}");
+    store.restart();
+    let key = if matches!(store, Store::My(_)) {
+        "`key`"
+    } else {
+        "key"
+    };
+    store.exec(&format!(
+        "UPDATE leaderlock SET leader_id = 'node-z' WHERE {key} = 'jobs'"
+    ));
+    let ev = leader_event(&mut w, "leader_changed", "jobs");
+    assert_eq!(ev["to"], "node-z", "polling resumed after the outage");
+}
+
+#[test]
+fn sqlite_lease() {
+    lease_scenario(Store::sqlite());
+}
+
+#[test]
+fn sqlite_heartbeat() {
+    heartbeat_scenario(Store::sqlite());
+}
+
+#[test]
+fn sqlite_errors() {
+    error_scenario(Store::sqlite());
+    let home = tempfile::tempdir().expect("tempdir");
+    let err = status_err(
+        home.path(),
+        &args("sqlite:///nonexistent/dir/x.db", "sql-lease", "leaderlock"),
+    );
+    assert!(
+        err.contains("/nonexistent/dir/x.db") && err.contains("does not exist"),
+        "{err}"
+    );
+}
+
+#[test]
+fn postgres_lease() {
+    lease_scenario(Store::postgres());
+}
+
+#[test]
+fn postgres_heartbeat() {
+    heartbeat_scenario(Store::postgres());
+}
+
+#[test]
+fn postgres_errors() {
+    error_scenario(Store::postgres());
+}
+
+#[test]
+fn postgres_down_and_back() {
+    down_and_back_scenario(Store::postgres());
+}
+
+#[test]
+fn mariadb_lease() {
+    lease_scenario(Store::mariadb());
+}
+
+#[test]
+fn mariadb_heartbeat() {
+    heartbeat_scenario(Store::mariadb());
+}
+
+#[test]
+fn mariadb_errors() {
+    error_scenario(Store::mariadb());
+}
+
+#[test]
+fn mariadb_down_and_back() {
+    down_and_back_scenario(Store::mariadb());
+}
