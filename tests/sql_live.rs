@@ -299,3 +299,144 @@ fn mariadb_errors() {
 fn mariadb_down_and_back() {
     down_and_back_scenario(Store::mariadb());
 }
+
+/// Deadlines come from the database's clock: a server in another time zone and a local
+/// process in a third change nothing.
+#[test]
+fn deadlines_ignore_time_zones() {
+    let pg = Store::Pg(common::postgres::Postgres::start_with_time_zone(
+        "Asia/Tokyo",
+    ));
+    pg.create_lease_table("leaderlock");
+    assert!(pg.lease_attempt("leaderlock", "jobs", "node-a", 30));
+    let my = Store::My(common::mariadb::MariaDb::start_with_time_zone("+05:30"));
+    my.create_heartbeat_table("service_election");
+    assert!(my.heartbeat("service_election", 1, "svc-7", 20));
+    // A DATETIME holds the writer's wall-clock time (NOW() in the server's zone).
+    my.create_lease_table("leaderlock");
+    assert!(my.lease_attempt("leaderlock", "jobs", "node-m", 30));
+    let home = tempfile::tempdir().expect("tempdir");
+    for (url, scheme, table, name, max) in [
+        (pg.url(), "sql-lease", "leaderlock", "jobs", 30_000),
+        (my.url(), "sql-heartbeat", "service_election", "1", 20_000),
+        (my.url(), "sql-lease", "leaderlock", "jobs", 30_000),
+    ] {
+        let out = command(home.path())
+            .env("TZ", "Pacific/Honolulu")
+            .args(args(&url, scheme, table))
+            .args(["status", "--json"])
+            .output()
+            .expect("electop");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let s: Value = serde_json::from_slice(&out.stdout).expect("json");
+        let ttl = election(&s, name)["ttl_ms"].as_i64().expect("ttl");
+        assert!(
+            ttl > max - 5_000 && ttl <= max,
+            "{scheme}: {ttl} ms left, not hours off"
+        );
+    }
+}
+
+/// The config file mixes etcd and SQL sources in one dashboard, and a password can come
+/// from an environment variable or a file instead of the URL; a wrong one is named as such
+/// without being shown.
+#[test]
+fn config_mixes_sources_and_passwords_stay_hidden() {
+    let etcd = common::etcd::EtcdServer::start();
+    etcd.etcdctl(&["put", "/cfg/leader/billing", "node-b"]);
+    let pg = common::postgres::Postgres::start();
+    let store = Store::Pg(pg);
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 30));
+    let Store::Pg(pg) = &store else {
+        unreachable!()
+    };
+    let home = tempfile::tempdir().expect("tempdir");
+    let pw_file = home.path().join("pw");
+    std::fs::write(&pw_file, "s3cret-pw\n").expect("pw file");
+    let cfg = home.path().join("electop.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[[source]]
+kind = "etcd"
+endpoints = ["{etcd}"]
+prefix = "/cfg/leader/"
+scheme = "etcd-lease-key"
+
+[[source]]
+kind = "sql"
+url = "{url}"
+password_file = "{pw}"
+scheme = "sql-lease"
+poll = "100ms"
+"#,
+            etcd = etcd.endpoint(),
+            url = pg.url_without_password(),
+            pw = pw_file.display()
+        ),
+    )
+    .expect("config");
+    let cfg_s = cfg.display().to_string();
+    let s = status_json(home.path(), &["--config", &cfg_s]);
+    assert_eq!(election(&s, "billing")["leader"]["id"], "node-b");
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a");
+    assert_eq!(s["sources"].as_array().map(Vec::len), Some(2));
+    assert!(!s.to_string().contains("s3cret-pw"));
+
+    let url = pg.url_without_password();
+    let out = command(home.path())
+        .env("PG_PW", "s3cret-pw")
+        .args([
+            "--sql",
+            &url,
+            "--scheme",
+            "sql-lease",
+            "--password-env",
+            "PG_PW",
+            "status",
+            "--json",
+        ])
+        .output()
+        .expect("electop");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = command(home.path())
+        .env("PG_PW", "wrong-horse-battery")
+        .args([
+            "--sql",
+            &url,
+            "--scheme",
+            "sql-lease",
+            "--password-env",
+            "PG_PW",
+            "status",
+            "--timeout",
+            "2s",
+        ])
+        .output()
+        .expect("electop");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("authentication failed"), "{err}");
+    assert!(!err.contains("wrong-horse-battery"), "{err}");
+    let log = std::fs::read_to_string(home.path().join("data/electop/electop.log"))
+        .expect("the log file");
+    assert!(
+        log.contains("sql source down"),
+        "the failure is logged: {log}"
+    );
+    assert!(
+        !log.contains("wrong-horse-battery") && !log.contains("s3cret-pw"),
+        "no password in the log"
+    );
+}

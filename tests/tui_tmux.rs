@@ -129,3 +129,23 @@ fn a_panic_restores_the_terminal() {
     tmux.send(&["typed-after-panic"]);
     tmux.wait_screen("echo", T, |s| s.contains("typed-after-panic"));
 }
+
+#[test]
+fn sql_elections_show_on_the_dashboard() {
+    let store = common::sqlstore::Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = format!("--sql {} --scheme sql-lease --poll 100ms", store.url());
+    let tmux = Tmux::start(100, 30, &shell(home.path(), &args));
+    let screen = tmux.wait_screen("the SQL election", T, |s| {
+        s.contains("jobs") && s.contains("node-a")
+    });
+    assert!(screen.contains("sql-lease"), "{screen}");
+    store.exec("UPDATE leaderlock SET leader_id = 'node-b'");
+    tmux.wait_screen("the takeover", T, |s| {
+        s.contains("taken_over") && s.contains("node-b")
+    });
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}

@@ -107,6 +107,15 @@ impl Dialect {
             .join(".")
     }
 
+    /// Run on every new connection. sqlx puts MySQL sessions in UTC; participants write
+    /// DATETIMEs with `NOW()` in the server's zone, so electop's `NOW()` must be in it too.
+    pub fn session_setup(self) -> Option<&'static str> {
+        match self {
+            Dialect::MySql => Some("SET time_zone = @@global.time_zone"),
+            _ => None,
+        }
+    }
+
     /// The i-th (1-based) bind placeholder.
     pub fn param(self, i: usize) -> String {
         match self {

@@ -387,9 +387,18 @@ async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> 
     let url = s.connect_url()?;
     let opts = AnyConnectOptions::from_str(&url)
         .map_err(|e| format!("database URL {where_}: {}", scrub(&e.to_string(), &url)))?;
+    let dialect = s.dialect;
     let pool = AnyPoolOptions::new()
         .max_connections(2)
         .acquire_timeout(timeout)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if let Some(sql) = dialect.session_setup() {
+                    sqlx::Executor::execute(conn, sql).await?;
+                }
+                Ok(())
+            })
+        })
         .connect_with(opts);
     match tokio::time::timeout(timeout, pool).await {
         Ok(Ok(pool)) => Ok(pool),
