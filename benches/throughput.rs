@@ -73,6 +73,7 @@ fn main() {
         id: 0,
         name: "bench".into(),
         label: "/b/".into(),
+        short: "etcd1".into(),
         endpoints: "-".into(),
         scheme: Some(Scheme::EtcdElection),
         read_only: false,

@@ -107,6 +107,39 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Make ID the leader of ELECTION (compare-and-swap against what is read first).
+    ForceLeader {
+        /// NAME, or SOURCE/NAME with several sources (SOURCE as in status: etcd1, sql1...).
+        election: String,
+        id: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+    /// Force a re-election of ELECTION.
+    Reelect {
+        election: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+    /// Make ELECTION's leader resign.
+    Resign {
+        election: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    /// Only act if this is the leader now.
+    #[arg(long, value_name = "ID")]
+    pub expect_leader: Option<String>,
+    /// Do not ask for confirmation (required when stdin is not a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// How long to wait for the store.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub timeout: Duration,
 }
 
 /// `500ms`, `5s`, `2m`, or plain seconds.

@@ -5,6 +5,8 @@
 //! key actions through `update`; [`ui::view`] draws the state. Admin actions and lease
 //! refresh requests go back to the backends as [`backend::Command`]s.
 
+pub mod admin;
+pub mod admin_cli;
 pub mod app;
 pub mod backend;
 pub mod cli;

@@ -4,6 +4,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Parser;
 
+use electop::admin::ActionKind;
 use electop::backend::BackendOptions;
 use electop::cli::{Cli, Command};
 use electop::config::Config;
@@ -60,6 +61,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                 }
             }
+            Some(Command::ForceLeader {
+                election,
+                id,
+                admin,
+            }) => {
+                let kind = ActionKind::ForceLeader { target: id };
+                Ok(
+                    electop::admin_cli::run(&sources, &election, kind, &admin, opts.history_limit)
+                        .await,
+                )
+            }
+            Some(Command::Reelect { election, admin }) => Ok(electop::admin_cli::run(
+                &sources,
+                &election,
+                ActionKind::Reelect,
+                &admin,
+                opts.history_limit,
+            )
+            .await),
+            Some(Command::Resign { election, admin }) => Ok(electop::admin_cli::run(
+                &sources,
+                &election,
+                ActionKind::Resign,
+                &admin,
+                opts.history_limit,
+            )
+            .await),
             Some(Command::Watch { json }) => {
                 opts.all_leases = true;
                 let s = Sources::spawn(&sources, &opts)?;

@@ -16,6 +16,8 @@ pub struct Status<'a> {
 
 #[derive(Serialize)]
 pub struct SourceJson<'a> {
+    /// The handle for `SOURCE/NAME` in admin commands.
+    pub id: &'a str,
     pub name: &'a str,
     pub endpoints: &'a str,
     pub scheme: Option<Scheme>,
@@ -112,6 +114,7 @@ pub fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJ
 
 fn source(s: &SourceView) -> SourceJson<'_> {
     SourceJson {
+        id: &s.info.short,
         name: &s.info.name,
         endpoints: &s.info.endpoints,
         scheme: s.info.scheme,

@@ -37,7 +37,9 @@ impl Sources {
         let mut commands = Vec::new();
         for (id, cfg) in configs.iter().enumerate() {
             let b = backend::build(id, cfg, opts)?;
-            infos.push(b.info());
+            let mut info = b.info();
+            info.short = short_name(configs, id);
+            infos.push(info);
             let (ctx, crx) = mpsc::channel(16);
             commands.push(ctx);
             let io = BackendIo {
@@ -71,6 +73,17 @@ impl Sources {
         })
         .await;
     }
+}
+
+/// `etcd1`, `etcd2`, `sql1`...: the n-th source of its kind.
+pub fn short_name(configs: &[SourceConfig], id: usize) -> String {
+    let kind = |c: &SourceConfig| match c {
+        SourceConfig::Etcd(_) => "etcd",
+        SourceConfig::Sql(_) => "sql",
+    };
+    let k = kind(&configs[id]);
+    let n = configs[..=id].iter().filter(|c| kind(c) == k).count();
+    format!("{k}{n}")
 }
 
 /// How often the screen must be redrawn for time alone: fast while a countdown runs,

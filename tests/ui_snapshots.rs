@@ -15,6 +15,7 @@ fn info(id: usize, prefix: &str) -> SourceInfo {
         id,
         name: format!("etcd 127.0.0.1:2379 {prefix}"),
         label: prefix.to_string(),
+        short: format!("etcd{}", id + 1),
         endpoints: "127.0.0.1:2379".into(),
         scheme: Some(Scheme::EtcdElection),
         read_only: false,
@@ -24,6 +25,7 @@ fn info(id: usize, prefix: &str) -> SourceInfo {
 fn candidate(id: &str, lease: i64, rev: i64, ttl: Option<(i64, i64)>, now: Instant) -> Candidate {
     Candidate {
         id: id.to_string(),
+        raw_id: id.as_bytes().to_vec(),
         key: format!("/e/jobs/{lease:x}"),
         raw_key: format!("/e/jobs/{lease:x}").into_bytes(),
         lease: Some(lease),

@@ -74,6 +74,25 @@ pub fn build(
     })
 }
 
+/// Runs an admin action against the source's store, refusing it on a read-only source.
+pub async fn execute(
+    source: &SourceConfig,
+    req: &crate::admin::AdminRequest,
+    timeout: Duration,
+) -> crate::admin::Outcome {
+    if source.read_only() {
+        return crate::admin::Outcome::Refused {
+            reason:
+                "this source is read-only (--read-only or read_only = true): admin actions are off"
+                    .to_string(),
+        };
+    }
+    match source {
+        SourceConfig::Etcd(cfg) => etcd::admin::execute(cfg, req, timeout).await,
+        SourceConfig::Sql(cfg) => sql::admin::execute(cfg, req, timeout).await,
+    }
+}
+
 /// Exponential backoff for reconnecting, reset after a successful connection.
 #[derive(Debug)]
 pub struct Backoff {

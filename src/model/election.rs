@@ -101,6 +101,8 @@ impl Deadline {
 pub struct Candidate {
     /// The participant's identity (the key's value), escaped for display.
     pub id: String,
+    /// The identity's raw bytes, for compare-and-swap.
+    pub raw_id: Vec<u8>,
     /// The key (or row key) it is stored under, escaped.
     pub key: String,
     /// The key's raw bytes, for compare-and-swap.

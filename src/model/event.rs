@@ -13,6 +13,8 @@ pub struct SourceInfo {
     pub name: String,
     /// What tells this source apart from the others on the same store (its prefix).
     pub label: String,
+    /// Short handle for `SOURCE/NAME` on the command line: `etcd1`, `sql2`...
+    pub short: String,
     pub endpoints: String,
     /// `None` until autodetection has looked at the store.
     pub scheme: Option<Scheme>,

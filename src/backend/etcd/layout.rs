@@ -28,12 +28,14 @@ impl Kv {
 
     /// A candidate whose identity is the key's value.
     pub fn candidate(&self) -> Candidate {
-        self.candidate_named(escape_bytes(&self.value))
+        self.candidate_named(&self.value)
     }
 
-    pub fn candidate_named(&self, id: String) -> Candidate {
+    /// A candidate whose identity is `raw_id` (a registry key's last segment).
+    pub fn candidate_named(&self, raw_id: &[u8]) -> Candidate {
         Candidate {
-            id,
+            id: escape_bytes(raw_id),
+            raw_id: raw_id.to_vec(),
             key: escape_bytes(&self.key),
             raw_key: self.key.clone(),
             lease: Some(self.lease),

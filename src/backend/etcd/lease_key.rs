@@ -3,7 +3,7 @@
 //! candidates, each on its own lease.
 
 use super::layout::{Holders, Layout, Mirror, children, relative_name};
-use crate::model::{Scheme, escape_bytes};
+use crate::model::Scheme;
 
 pub struct EtcdLeaseKey {
     pub prefix: Vec<u8>,
@@ -58,7 +58,7 @@ impl Layout for EtcdLeaseKey {
             entries.sort_by_key(|kv| kv.create_revision);
             line = entries
                 .iter()
-                .map(|kv| kv.candidate_named(escape_bytes(&kv.key[dir.len()..])))
+                .map(|kv| kv.candidate_named(&kv.key[dir.len()..]))
                 .collect();
         }
         if let Some(leader) = &leader {

@@ -3,6 +3,7 @@
 //! revision in [`tracker::Tracker`]; lease TTLs are read only for what is visible and counted
 //! down locally in between.
 
+pub mod admin;
 pub mod election;
 pub mod layout;
 pub mod lease_key;
@@ -75,6 +76,7 @@ impl EtcdBackend {
         let info = SourceInfo {
             id,
             name: format!("etcd {endpoints} {prefix}"),
+            short: String::new(),
             label: if prefix.is_empty() {
                 "(all keys)".to_string()
             } else {

@@ -162,11 +162,22 @@ impl Dialect {
         }
     }
 
-    /// The database's now plus `ms` milliseconds, as a value for a timestamp column.
-    pub fn now_plus_ms(self, ms: i64) -> String {
+    /// The database's now plus `ms` milliseconds, as a value for a deadline column of type
+    /// `col_type`, written the way the participants write it (UTC for a PostgreSQL timestamp
+    /// without zone; Unix seconds for a SQLite column that holds numbers).
+    pub fn now_plus_ms(self, col_type: &str, sqlite_numeric: bool, ms: i64) -> String {
         match self {
+            Dialect::Postgres if col_type.contains("without time zone") => {
+                format!("((now() AT TIME ZONE 'UTC') + interval '{ms} milliseconds')")
+            }
             Dialect::Postgres => format!("(now() + interval '{ms} milliseconds')"),
-            Dialect::MySql => format!("(NOW(6) + INTERVAL {} MICROSECOND)", ms * 1000),
+            Dialect::MySql => format!("(NOW(3) + INTERVAL {} MICROSECOND)", ms * 1000),
+            Dialect::Sqlite if sqlite_numeric => {
+                format!(
+                    "((julianday('now') - 2440587.5) * 86400.0 + {:.3})",
+                    ms as f64 / 1000.0
+                )
+            }
             Dialect::Sqlite => format!(
                 "strftime('%Y-%m-%d %H:%M:%f', 'now', '{:+.3} seconds')",
                 ms as f64 / 1000.0

@@ -3,6 +3,7 @@
 //! Leader changes seen are kept on disk. PostgreSQL, MySQL/MariaDB and SQLite go through
 //! sqlx's `Any` driver; their differences live in [`dialect`].
 
+pub mod admin;
 pub mod dialect;
 pub mod heartbeat;
 pub mod history;
@@ -187,6 +188,7 @@ impl SqlBackend {
             id,
             label: format!("{} {}", settings.dialect.name(), settings.table),
             endpoints: settings.url.redacted(),
+            short: String::new(),
             name: name.clone(),
             scheme: Some(settings.scheme.scheme()),
             read_only: cfg.read_only,
@@ -569,9 +571,13 @@ async fn poll_once(
         };
         db_now_ms = db_now_ms.or(get_i(0)?);
         let Some(key) = get_s(1)? else { continue };
+        let holder = get_s(2)?;
         out.push(Row {
             key: crate::model::escape_bytes(key.as_bytes()),
-            holder: get_s(2)?.map(|h| crate::model::escape_bytes(h.as_bytes())),
+            holder: holder
+                .as_ref()
+                .map(|h| crate::model::escape_bytes(h.as_bytes())),
+            raw_holder: holder.map(String::into_bytes),
             remaining_ms: get_i(3)?,
             stamp: get_s(4)?,
         });

@@ -14,6 +14,8 @@ use crate::model::{
 pub struct Row {
     pub key: String,
     pub holder: Option<String>,
+    /// The holder as stored, for compare-and-swap (`holder` is escaped for display).
+    pub raw_holder: Option<Vec<u8>>,
     /// Time left of the holder's term, by the database's clock.
     pub remaining_ms: Option<i64>,
     /// The deadline column as text, for compare-and-swap and display.
@@ -171,6 +173,7 @@ impl SqlTracker {
             let before = (e.leader.clone(), e.candidates.clone());
             let candidate = row.holder.as_ref().map(|h| Candidate {
                 id: h.clone(),
+                raw_id: row.raw_holder.clone().unwrap_or_default(),
                 key: row.key.clone(),
                 raw_key: row.key.as_bytes().to_vec(),
                 lease: None,
@@ -298,6 +301,7 @@ mod tests {
         Row {
             key: key.into(),
             holder: Some(holder.into()),
+            raw_holder: Some(holder.as_bytes().to_vec()),
             remaining_ms: Some(remaining),
             stamp: Some(format!("t{remaining}")),
         }

@@ -1,0 +1,77 @@
+//! Admin actions: force a leader, force a re-election, resign. Each is a compare-and-swap
+//! against the election as the operator saw it, is described before it is confirmed, and is
+//! written to the audit log. What each does per scheme is `../shared/design/election-models.md`;
+//! the plan (what will be written) is here, the store operations in each backend.
+
+pub mod audit;
+mod plan;
+
+pub use plan::{Plan, plan};
+
+use serde::Serialize;
+
+use crate::model::{Election, SourceId};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum ActionKind {
+    ForceLeader { target: String },
+    Reelect,
+    Resign,
+}
+
+impl ActionKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ActionKind::ForceLeader { .. } => "force-leader",
+            ActionKind::Reelect => "reelect",
+            ActionKind::Resign => "resign",
+        }
+    }
+}
+
+/// An action and the election as it was seen when the operator asked for it.
+#[derive(Clone, Debug)]
+pub struct AdminRequest {
+    pub source: SourceId,
+    pub source_name: String,
+    pub kind: ActionKind,
+    pub seen: Election,
+}
+
+/// How an attempted action ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Written; `detail` says what the store holds now.
+    Done { detail: String },
+    /// The store changed since it was seen: nothing was written.
+    Changed { detail: String },
+    /// Not possible or not allowed here: nothing was written.
+    Refused { reason: String },
+    /// The store could not be asked.
+    Failed { error: String },
+}
+
+impl Outcome {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Done { .. } => "done",
+            Outcome::Changed { .. } => "changed",
+            Outcome::Refused { .. } => "refused",
+            Outcome::Failed { .. } => "failed",
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Outcome::Done { detail } | Outcome::Changed { detail } => detail,
+            Outcome::Refused { reason } => reason,
+            Outcome::Failed { error } => error,
+        }
+    }
+}
+
+/// The one-line text of a store that changed since it was seen.
+pub fn changed_since(what: &str) -> String {
+    format!("changed since you looked: {what}; nothing was written")
+}

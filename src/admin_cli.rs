@@ -1,0 +1,187 @@
+//! `electop force-leader | reelect | resign`: read what the store holds, check it against
+//! `--expect-leader`, show the plan, confirm, act with compare-and-swap, audit, and exit
+//! 0 done, 3 changed or refused, 2 usage, 1 store error.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use crate::admin::{self, ActionKind, AdminRequest, Outcome};
+use crate::backend::{self, BackendOptions};
+use crate::cli::AdminArgs;
+use crate::config::SourceConfig;
+use crate::runtime::{Sources, collect_status};
+
+pub const EXIT_DONE: u8 = 0;
+pub const EXIT_STORE: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_CHANGED: u8 = 3;
+
+fn fail(code: u8, msg: &str) -> ExitCode {
+    eprintln!("electop: {msg}");
+    ExitCode::from(code)
+}
+
+pub async fn run(
+    sources: &[SourceConfig],
+    election: &str,
+    kind: ActionKind,
+    args: &AdminArgs,
+    history_limit: usize,
+) -> ExitCode {
+    let opts = BackendOptions {
+        history_limit,
+        all_leases: true,
+        request_timeout: args.timeout,
+    };
+    let spawned = match Sources::spawn(sources, &opts) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_USAGE, &format!("{e:#}")),
+    };
+    let app = match collect_status(spawned, args.timeout).await {
+        Ok(app) => app,
+        Err(why) => return fail(EXIT_STORE, &why),
+    };
+    // NAME, or SOURCE/NAME.
+    let matches: Vec<_> = app
+        .elections
+        .iter()
+        .filter(|((src, name), _)| {
+            name == election
+                || app
+                    .sources
+                    .get(*src)
+                    .is_some_and(|s| format!("{}/{name}", s.info.short) == election)
+        })
+        .collect();
+    let ((source, _), seen) = match matches.as_slice() {
+        [one] => *one,
+        [] => {
+            let known: Vec<String> = app
+                .elections
+                .keys()
+                .map(|(s, n)| {
+                    format!(
+                        "{}/{n}",
+                        app.sources
+                            .get(*s)
+                            .map(|s| s.info.short.as_str())
+                            .unwrap_or("?")
+                    )
+                })
+                .collect();
+            return fail(
+                EXIT_USAGE,
+                &format!("no election `{election}`; known: {}", known.join(", ")),
+            );
+        }
+        many => {
+            let names: Vec<String> = many
+                .iter()
+                .map(|((s, n), _)| {
+                    format!(
+                        "{}/{n}",
+                        app.sources
+                            .get(*s)
+                            .map(|s| s.info.short.as_str())
+                            .unwrap_or("?")
+                    )
+                })
+                .collect();
+            return fail(
+                EXIT_USAGE,
+                &format!(
+                    "`{election}` is in several sources; name one of: {}",
+                    names.join(", ")
+                ),
+            );
+        }
+    };
+    let info = &app.sources[*source].info;
+    let req = AdminRequest {
+        source: *source,
+        source_name: info.name.clone(),
+        kind,
+        seen: seen.clone(),
+    };
+    let audit = |outcome: &Outcome| {
+        if let Some(path) = admin::audit::default_path()
+            && let Err(e) = admin::audit::record(&path, &req, outcome)
+        {
+            eprintln!(
+                "electop: warning: cannot write the audit log {}: {e}",
+                path.display()
+            );
+        }
+    };
+    let finish = |outcome: Outcome| {
+        audit(&outcome);
+        let code = match &outcome {
+            Outcome::Done { .. } => EXIT_DONE,
+            Outcome::Changed { .. } | Outcome::Refused { .. } => EXIT_CHANGED,
+            Outcome::Failed { .. } => EXIT_STORE,
+        };
+        if code == EXIT_DONE {
+            println!("{}: {}", req.kind.name(), outcome.message());
+        } else {
+            eprintln!(
+                "electop: {} {}: {}",
+                req.kind.name(),
+                outcome.label(),
+                outcome.message()
+            );
+        }
+        ExitCode::from(code)
+    };
+    let current = seen
+        .leader
+        .as_ref()
+        .or(seen.candidates.first())
+        .map(|c| c.id.as_str());
+    if let Some(expected) = &args.expect_leader
+        && current != Some(expected.as_str())
+    {
+        return finish(Outcome::Changed {
+            detail: admin::changed_since(&format!(
+                "the leader is {}, not {expected}",
+                current.unwrap_or("nobody")
+            )),
+        });
+    }
+    if sources[*source].read_only() {
+        return finish(Outcome::Refused {
+            reason:
+                "this source is read-only (--read-only or read_only = true): admin actions are off"
+                    .into(),
+        });
+    }
+    let plan = match admin::plan(&req) {
+        Ok(p) => p,
+        Err(reason) => return finish(Outcome::Refused { reason }),
+    };
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            return fail(
+                EXIT_USAGE,
+                "stdin is not a terminal, so nobody can confirm: pass --yes to act without asking",
+            );
+        }
+        let mut out = std::io::stderr();
+        let _ = writeln!(out, "{}", plan.summary);
+        for w in &plan.writes {
+            let _ = writeln!(out, "  write: {w}");
+        }
+        for n in &plan.notes {
+            let _ = writeln!(out, "  note:  {n}");
+        }
+        let _ = write!(out, "Proceed? [y/N] ");
+        let _ = out.flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            return finish(Outcome::Refused {
+                reason: "not confirmed".into(),
+            });
+        }
+    }
+    finish(backend::execute(&sources[*source], &req, args.timeout).await)
+}
