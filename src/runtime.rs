@@ -26,6 +26,9 @@ pub struct Sources {
     commands: Vec<mpsc::Sender<Command>>,
     cancel: CancellationToken,
     tasks: JoinSet<()>,
+    /// What the sources were built from, for admin actions.
+    configs: Vec<SourceConfig>,
+    request_timeout: Duration,
 }
 
 impl Sources {
@@ -55,6 +58,8 @@ impl Sources {
             commands,
             cancel,
             tasks,
+            configs: configs.to_vec(),
+            request_timeout: opts.request_timeout,
         })
     }
 
@@ -63,6 +68,28 @@ impl Sources {
         if let Some(tx) = self.commands.get(id) {
             let _ = tx.try_send(cmd);
         }
+    }
+
+    /// Carries out a confirmed admin action in the background, audits it, and reports the
+    /// outcome on `done`.
+    fn execute(
+        &mut self,
+        req: crate::admin::AdminRequest,
+        done: mpsc::Sender<crate::admin::Outcome>,
+    ) {
+        let Some(cfg) = self.configs.get(req.source).cloned() else {
+            return;
+        };
+        let timeout = self.request_timeout;
+        self.tasks.spawn(async move {
+            let outcome = backend::execute(&cfg, &req, timeout).await;
+            if let Some(path) = crate::admin::audit::default_path()
+                && let Err(e) = crate::admin::audit::record(&path, &req, &outcome)
+            {
+                tracing::warn!(%e, "cannot write the audit log");
+            }
+            let _ = done.send(outcome).await;
+        });
     }
 
     /// Cancels every backend and waits (briefly) for them to finish.
@@ -128,6 +155,7 @@ async fn tui_loop(
         },
     );
     let mut input = EventStream::new();
+    let (admin_tx, mut admin_rx) = mpsc::channel(4);
     let mut dirty = true;
     let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
     let mut next_tick: Option<tokio::time::Instant> = None;
@@ -162,8 +190,15 @@ async fn tui_loop(
         tokio::select! {
             ev = input.next() => match ev {
                 Some(Ok(TermEvent::Key(k))) => {
-                    if let Some(a) = keys::action_for(k) {
+                    let action = match &app.dialog {
+                        Some(d) => keys::dialog_action_for(k, d.typing()),
+                        None => keys::action_for(k),
+                    };
+                    if let Some(a) = action {
                         dirty |= app::update(&mut app, Msg::Action(a));
+                    }
+                    for req in std::mem::take(&mut app.outbox) {
+                        sources.execute(req, admin_tx.clone());
                     }
                 }
                 Some(Ok(TermEvent::Resize(width, height))) => {
@@ -183,6 +218,9 @@ async fn tui_loop(
                 }
                 None => return Ok(()),
             },
+            Some(outcome) = admin_rx.recv() => {
+                dirty |= app::update(&mut app, Msg::AdminDone(outcome));
+            }
             _ = sleep_until(next_tick), if next_tick.is_some() => {
                 next_tick = None;
                 dirty = true;

@@ -14,4 +14,16 @@ pub enum Action {
     ToggleHelp,
     /// Close the open overlay (or quit when none is open).
     Back,
+    /// Admin: pick (or type) a new leader for the selected election.
+    ForceLeader,
+    /// Admin: force a re-election of the selected election.
+    Reelect,
+    /// Admin: make the selected election's leader resign.
+    Resign,
+    /// In a dialog: accept the highlighted choice, the typed id, or the confirmation.
+    Accept,
+    /// In a dialog: a typed character.
+    Type(char),
+    /// In a dialog: delete the last typed character.
+    Erase,
 }

@@ -1,5 +1,5 @@
-//! The key table: one place maps keys to actions, and the help overlay is generated from it,
-//! so the help never drifts from the real bindings.
+//! The key tables: one maps keys to actions on the dashboard, one inside dialogs, and the
+//! help overlay is generated from them, so the help never drifts from the real bindings.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
@@ -14,6 +14,7 @@ pub struct Binding {
 }
 
 const NONE: KeyModifiers = KeyModifiers::NONE;
+const SHIFT: KeyModifiers = KeyModifiers::SHIFT;
 
 pub const BINDINGS: &[Binding] = &[
     Binding {
@@ -49,7 +50,8 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[
             (KeyCode::End, NONE),
-            (KeyCode::Char('G'), KeyModifiers::SHIFT),
+            (KeyCode::Char('G'), SHIFT),
+            (KeyCode::Char('G'), NONE),
         ],
         label: "End/G",
         action: Action::Bottom,
@@ -62,16 +64,31 @@ pub const BINDINGS: &[Binding] = &[
         help: "next pane (elections, candidates, history)",
     },
     Binding {
-        keys: &[(KeyCode::BackTab, KeyModifiers::SHIFT)],
+        keys: &[(KeyCode::BackTab, SHIFT), (KeyCode::BackTab, NONE)],
         label: "S-Tab",
         action: Action::FocusPrev,
         help: "previous pane",
     },
     Binding {
-        keys: &[
-            (KeyCode::Char('?'), NONE),
-            (KeyCode::Char('?'), KeyModifiers::SHIFT),
-        ],
+        keys: &[(KeyCode::Char('F'), SHIFT), (KeyCode::Char('F'), NONE)],
+        label: "F",
+        action: Action::ForceLeader,
+        help: "force a leader (pick from the line or type an id)",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('R'), SHIFT), (KeyCode::Char('R'), NONE)],
+        label: "R",
+        action: Action::Reelect,
+        help: "force a re-election",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('S'), SHIFT), (KeyCode::Char('S'), NONE)],
+        label: "S",
+        action: Action::Resign,
+        help: "make the leader resign",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('?'), NONE), (KeyCode::Char('?'), SHIFT)],
         label: "?",
         action: Action::ToggleHelp,
         help: "this help",
@@ -80,7 +97,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Esc, NONE)],
         label: "Esc",
         action: Action::Back,
-        help: "close help / quit",
+        help: "close help or dialog / quit",
     },
     Binding {
         keys: &[
@@ -93,12 +110,42 @@ pub const BINDINGS: &[Binding] = &[
     },
 ];
 
-/// The action bound to a key press, if any. Releases and repeats of other kinds are ignored.
-pub fn action_for(key: KeyEvent) -> Option<Action> {
-    if key.kind == KeyEventKind::Release {
-        return None;
-    }
-    BINDINGS
+/// Inside a dialog (pick a candidate, type an id, confirm).
+pub const DIALOG_BINDINGS: &[Binding] = &[
+    Binding {
+        keys: &[(KeyCode::Up, NONE), (KeyCode::Char('k'), NONE)],
+        label: "↑/k",
+        action: Action::Up,
+        help: "previous choice",
+    },
+    Binding {
+        keys: &[(KeyCode::Down, NONE), (KeyCode::Char('j'), NONE)],
+        label: "↓/j",
+        action: Action::Down,
+        help: "next choice",
+    },
+    Binding {
+        keys: &[(KeyCode::Enter, NONE), (KeyCode::Char('y'), NONE)],
+        label: "Enter/y",
+        action: Action::Accept,
+        help: "choose / confirm",
+    },
+    Binding {
+        keys: &[(KeyCode::Esc, NONE), (KeyCode::Char('n'), NONE)],
+        label: "Esc/n",
+        action: Action::Back,
+        help: "cancel",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('c'), KeyModifiers::CONTROL)],
+        label: "C-c",
+        action: Action::Quit,
+        help: "quit",
+    },
+];
+
+fn find(table: &[Binding], key: KeyEvent) -> Option<Action> {
+    table
         .iter()
         .find(|b| {
             b.keys
@@ -106,6 +153,33 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
                 .any(|(code, mods)| *code == key.code && *mods == key.modifiers)
         })
         .map(|b| b.action)
+}
+
+/// The action bound to a key press on the dashboard, if any.
+pub fn action_for(key: KeyEvent) -> Option<Action> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    find(BINDINGS, key)
+}
+
+/// The action of a key press in a dialog; `typing` dialogs take printable keys as text.
+pub fn dialog_action_for(key: KeyEvent, typing: bool) -> Option<Action> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    if typing {
+        match key.code {
+            KeyCode::Enter => return Some(Action::Accept),
+            KeyCode::Esc => return Some(Action::Back),
+            KeyCode::Backspace => return Some(Action::Erase),
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                return Some(Action::Type(c));
+            }
+            _ => {}
+        }
+    }
+    find(DIALOG_BINDINGS, key)
 }
 
 #[cfg(test)]
@@ -122,13 +196,23 @@ mod tests {
         );
         assert_eq!(k(KeyCode::Char('c'), NONE), None);
         assert_eq!(k(KeyCode::Esc, NONE), Some(Action::Back));
+        assert_eq!(k(KeyCode::Char('R'), SHIFT), Some(Action::Reelect));
     }
 
     #[test]
-    fn every_action_is_bound_once() {
-        let mut seen = std::collections::HashSet::new();
-        for b in BINDINGS {
-            assert!(seen.insert(b.action), "{:?} bound twice", b.action);
+    fn typing_dialogs_take_letters_as_text() {
+        let k = KeyEvent::new(KeyCode::Char('n'), NONE);
+        assert_eq!(dialog_action_for(k, true), Some(Action::Type('n')));
+        assert_eq!(dialog_action_for(k, false), Some(Action::Back));
+    }
+
+    #[test]
+    fn every_action_is_bound_once_per_table() {
+        for table in [BINDINGS, DIALOG_BINDINGS] {
+            let mut seen = std::collections::HashSet::new();
+            for b in table {
+                assert!(seen.insert(b.action), "{:?} bound twice", b.action);
+            }
         }
     }
 }

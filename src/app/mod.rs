@@ -2,12 +2,14 @@
 //! a new state. No IO happens here, so all of it is tested without servers.
 
 mod action;
+pub mod dialog;
 pub mod keys;
 
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
 pub use action::Action;
+pub use dialog::Dialog;
 
 use crate::backend::Command;
 use crate::model::{ConnState, Election, EventKind, SourceEvent, SourceId, SourceInfo};
@@ -48,6 +50,31 @@ pub enum Msg {
         width: u16,
         height: u16,
     },
+    /// An admin action finished.
+    AdminDone(crate::admin::Outcome),
+}
+
+/// A one-line message shown in place: the outcome of an action, or why it was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flash {
+    pub text: String,
+    pub error: bool,
+}
+
+impl Flash {
+    pub fn info(text: &str) -> Flash {
+        Flash {
+            text: text.to_string(),
+            error: false,
+        }
+    }
+
+    pub fn error(text: &str) -> Flash {
+        Flash {
+            text: text.to_string(),
+            error: true,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +88,11 @@ pub struct App {
     pub line_scroll: usize,
     pub history_scroll: usize,
     pub show_help: bool,
+    /// The admin dialog on screen, if any.
+    pub dialog: Option<Dialog>,
+    pub flash: Option<Flash>,
+    /// Confirmed admin actions for the runtime to carry out.
+    pub outbox: Vec<crate::admin::AdminRequest>,
     pub quit: bool,
     /// The clock the countdowns are drawn at (set by ticks, so drawing is deterministic).
     pub now: Instant,
@@ -90,6 +122,9 @@ impl App {
             line_scroll: 0,
             history_scroll: 0,
             show_help: false,
+            dialog: None,
+            flash: None,
+            outbox: Vec::new(),
             quit: false,
             now,
             wall,
@@ -166,10 +201,26 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
             app.size = (width, height);
             true
         }
+        Msg::AdminDone(outcome) => {
+            dialog::on_outcome(app, outcome);
+            true
+        }
     }
 }
 
 fn on_action(app: &mut App, action: Action) -> bool {
+    if app.dialog.is_some() {
+        dialog::on_action(app, action);
+        return true;
+    }
+    if matches!(
+        action,
+        Action::ForceLeader | Action::Reelect | Action::Resign
+    ) {
+        app.flash = None;
+        dialog::start(app, action);
+        return true;
+    }
     let n = app.elections.len();
     let before = (app.selected, app.line_scroll, app.history_scroll);
     let step = |pos: usize, len: usize, delta: isize| -> usize {
@@ -225,6 +276,12 @@ fn on_action(app: &mut App, action: Action) -> bool {
         Action::PageDown => moved(PAGE as isize),
         Action::Top => moved(-(isize::MAX / 2)),
         Action::Bottom => moved(isize::MAX / 2),
+        Action::ForceLeader
+        | Action::Reelect
+        | Action::Resign
+        | Action::Accept
+        | Action::Type(_)
+        | Action::Erase => {}
     }
     before != (app.selected, app.line_scroll, app.history_scroll)
 }

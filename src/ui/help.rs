@@ -6,11 +6,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::theme;
-use crate::app::keys::BINDINGS;
+use crate::app::Action;
+use crate::app::keys::{BINDINGS, DIALOG_BINDINGS};
 
-pub fn draw(frame: &mut Frame, area: Rect) {
-    let height = (BINDINGS.len() as u16 + 4).min(area.height);
-    let width = 56.min(area.width);
+pub fn draw(frame: &mut Frame, area: Rect, read_only: bool) {
+    let height = (BINDINGS.len() as u16 + DIALOG_BINDINGS.len() as u16 + 7).min(area.height);
+    let width = 70.min(area.width);
     let [_, mid, _] = Layout::vertical([
         Constraint::Fill(1),
         Constraint::Length(height),
@@ -23,15 +24,28 @@ pub fn draw(frame: &mut Frame, area: Rect) {
         Constraint::Fill(1),
     ])
     .areas(mid);
-    let mut lines: Vec<Line> = BINDINGS
-        .iter()
-        .map(|b| {
-            Line::from(vec![
-                Span::styled(format!(" {:<8}", b.label), theme::header()),
-                Span::raw(b.help),
-            ])
-        })
-        .collect();
+    let admin = |a: Action| matches!(a, Action::ForceLeader | Action::Reelect | Action::Resign);
+    let row = |b: &crate::app::keys::Binding| {
+        let off = read_only && admin(b.action);
+        Line::from(vec![
+            Span::styled(
+                format!(" {:<8}", b.label),
+                if off { theme::dim() } else { theme::header() },
+            ),
+            Span::styled(
+                b.help,
+                if off {
+                    theme::dim()
+                } else {
+                    ratatui::style::Style::new()
+                },
+            ),
+            Span::styled(if off { "  (off: read-only)" } else { "" }, theme::warn()),
+        ])
+    };
+    let mut lines: Vec<Line> = BINDINGS.iter().map(row).collect();
+    lines.push(Line::from(Span::styled(" In dialogs", theme::title())));
+    lines.extend(DIALOG_BINDINGS.iter().map(row));
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled(
         " ⚠ = key without lease (never expires)",

@@ -2,6 +2,7 @@
 //! never calls a backend.
 
 mod detail;
+mod dialog;
 pub mod format;
 mod help;
 mod status;
@@ -58,7 +59,11 @@ pub fn view(app: &App, frame: &mut Frame) {
     detail::draw(app, frame, bottom);
     status::draw(app, frame, status);
     if app.show_help {
-        help::draw(frame, area);
+        let read_only = app.sources.iter().all(|s| s.info.read_only);
+        help::draw(frame, area, read_only);
+    }
+    if let Some(d) = &app.dialog {
+        dialog::draw(d, frame, area);
     }
 }
 
@@ -81,7 +86,20 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
     if !app.all_synced() {
         spans.push(Span::styled("· replaying history… ", theme::warn()));
     }
-    spans.push(Span::styled("· ? help  q quit", theme::dim()));
+    if !app.sources.is_empty() && app.sources.iter().all(|s| s.info.read_only) {
+        spans.push(Span::styled("· READ-ONLY ", theme::warn()));
+    }
+    match &app.flash {
+        Some(f) => spans.push(Span::styled(
+            format!("· {}", f.text),
+            if f.error {
+                theme::error()
+            } else {
+                theme::leader()
+            },
+        )),
+        None => spans.push(Span::styled("· ? help  q quit", theme::dim())),
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 

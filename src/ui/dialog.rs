@@ -1,0 +1,109 @@
+//! The admin dialogs as a centred popup.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use super::theme;
+use crate::app::Dialog;
+use crate::model::truncate_display;
+
+fn popup(area: Rect, width: u16, height: u16) -> Rect {
+    let [_, mid, _] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(height.min(area.height)),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    let [_, p, _] = Layout::horizontal([
+        Constraint::Fill(1),
+        Constraint::Length(width.min(area.width)),
+        Constraint::Fill(1),
+    ])
+    .areas(mid);
+    p
+}
+
+pub fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
+    let width = area.width.saturating_sub(8).clamp(40, 100);
+    let inner = width.saturating_sub(2) as usize;
+    let (title, lines): (&str, Vec<Line>) = match dialog {
+        Dialog::Pick { options, selected } => {
+            let mut lines = vec![
+                Line::from("Who should lead? (Enter: choose, Esc: cancel)"),
+                Line::from(""),
+            ];
+            let rows = (area.height as usize).saturating_sub(8).max(3);
+            let start = selected.saturating_sub(rows.saturating_sub(1));
+            for (i, o) in options.iter().enumerate().skip(start).take(rows) {
+                let text = format!(" {} ", truncate_display(o, inner.saturating_sub(4)));
+                lines.push(if i == *selected {
+                    Line::from(Span::styled(format!("▶{text}"), theme::selected()))
+                } else {
+                    Line::from(format!(" {text}"))
+                });
+            }
+            if options.is_empty() {
+                lines.push(Line::from(Span::styled(
+                    "nobody else is in line",
+                    theme::dim(),
+                )));
+            }
+            (" Force leader ", lines)
+        }
+        Dialog::Type { input } => (
+            " Force leader ",
+            vec![
+                Line::from("This scheme has no line of candidates: type the new leader's id."),
+                Line::from(""),
+                Line::from(vec![
+                    Span::raw("id: "),
+                    Span::styled(format!("{input}▏"), theme::header()),
+                ]),
+                Line::from(""),
+                Line::from(Span::styled("Enter: continue   Esc: cancel", theme::dim())),
+            ],
+        ),
+        Dialog::Confirm { plan, .. } => {
+            let mut lines = vec![
+                Line::from(Span::styled(plan.summary.clone(), theme::title())),
+                Line::from(""),
+            ];
+            lines.push(Line::from(Span::styled("Will write:", theme::header())));
+            lines.extend(plan.writes.iter().map(|w| Line::from(format!("  {w}"))));
+            if !plan.notes.is_empty() {
+                lines.push(Line::from(""));
+                lines.extend(
+                    plan.notes
+                        .iter()
+                        .map(|n| Line::from(Span::styled(format!("⚠ {n}"), theme::warn()))),
+                );
+            }
+            lines.push(Line::from(""));
+            lines.push(Line::from(Span::styled(
+                "Nothing is written if the store changed since you looked.   y/Enter: do it   n/Esc: cancel",
+                theme::dim().add_modifier(Modifier::BOLD),
+            )));
+            (" Confirm ", lines)
+        }
+        Dialog::Running { summary } => (" Working ", vec![Line::from(format!("{summary}…"))]),
+    };
+    // Height from the wrapped text, within the screen.
+    let rows: usize = lines
+        .iter()
+        .map(|l| l.width().max(1).div_ceil(inner.max(1)))
+        .sum();
+    let rect = popup(area, width, rows as u16 + 2);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme::warn())
+                .title(title),
+        ),
+        rect,
+    );
+}
