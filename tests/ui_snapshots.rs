@@ -226,3 +226,58 @@ fn hundreds_of_candidates_scroll_and_huge_values_are_cut() {
     assert!(text.contains("of 500"), "line says where it is:\n{text}");
     assert!(text.contains("node-49"), "scrolled to the end:\n{text}");
 }
+
+#[test]
+fn confirm_dialog_says_what_will_be_written() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    app::update(&mut app, Msg::Action(Action::Reelect));
+    insta::assert_snapshot!(render(&app, 100, 30).backend());
+    app::update(&mut app, Msg::Action(Action::Back));
+    assert!(app.dialog.is_none());
+    assert!(app.outbox.is_empty(), "cancelled: nothing queued");
+}
+
+#[test]
+fn force_leader_picks_from_the_line_then_confirms() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    app::update(&mut app, Msg::Action(Action::ForceLeader));
+    app::update(&mut app, Msg::Action(Action::Down));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let text = format!("{}", render(&app, 100, 30).backend());
+    assert!(text.contains("force node-c as leader of jobs"), "{text}");
+    assert!(
+        text.contains("Removes from the line: node-a, node-b"),
+        "{text}"
+    );
+    app::update(&mut app, Msg::Action(Action::Accept));
+    assert_eq!(app.outbox.len(), 1, "confirmed: queued for the runtime");
+    app::update(
+        &mut app,
+        Msg::AdminDone(electop::admin::Outcome::Changed {
+            detail: "changed since you looked: x".into(),
+        }),
+    );
+    let text = format!("{}", render(&app, 100, 30).backend());
+    assert!(
+        text.contains("changed: changed since you looked"),
+        "outcome shown in place:\n{text}"
+    );
+}
+
+#[test]
+fn read_only_sources_refuse_and_say_why() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    for s in app.sources.iter_mut() {
+        s.info.read_only = true;
+    }
+    app::update(&mut app, Msg::Action(Action::Resign));
+    assert!(app.dialog.is_none());
+    let text = format!("{}", render(&app, 120, 30).backend());
+    assert!(
+        text.contains("READ-ONLY") && text.contains("read-only: admin actions are off"),
+        "{text}"
+    );
+}
