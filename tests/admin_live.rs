@@ -1,0 +1,530 @@
+//! Admin actions against real stores: every action on every scheme, the compare-and-swap
+//! refusal when the store changed since it was read, the read-only refusal, the audit log,
+//! and interop with participants electop did not write (`etcdctl elect`, the articles' SQL).
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use common::electop::{command, election, status_json};
+use common::etcd::{EtcdServer, campaign_in_order};
+use common::sqlstore::Store;
+use electop::admin::{ActionKind, AdminRequest, Outcome};
+use electop::backend::{self, BackendOptions};
+use electop::config::SourceConfig;
+use etcd_client::PutOptions;
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(10);
+
+fn admin(home: &Path, source: &[&str], action: &[&str]) -> Output {
+    command(home)
+        .args(source)
+        .args(action)
+        .arg("--yes")
+        .output()
+        .expect("electop")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn audit(home: &Path) -> Vec<Value> {
+    std::fs::read_to_string(home.join("data/electop/audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("audit line is JSON"))
+        .collect()
+}
+
+/// Reads an election the way the CLI does, to act on it later (after the store changed).
+async fn seen(sources: &[SourceConfig], name: &str) -> AdminRequestParts {
+    let opts = BackendOptions {
+        all_leases: true,
+        ..BackendOptions::default()
+    };
+    let s = electop::runtime::Sources::spawn(sources, &opts).expect("sources");
+    let app = electop::runtime::collect_status(s, T)
+        .await
+        .expect("status");
+    let (_, e) = app
+        .elections
+        .iter()
+        .find(|((_, n), _)| n == name)
+        .expect("election");
+    AdminRequestParts {
+        seen: e.clone(),
+        source_name: app.sources[e.source].info.name.clone(),
+    }
+}
+
+struct AdminRequestParts {
+    seen: electop::model::Election,
+    source_name: String,
+}
+
+impl AdminRequestParts {
+    fn request(&self, kind: ActionKind) -> AdminRequest {
+        AdminRequest {
+            source: self.seen.source,
+            source_name: self.source_name.clone(),
+            kind,
+            seen: self.seen.clone(),
+        }
+    }
+}
+
+fn sources(args: &[&str]) -> Vec<SourceConfig> {
+    use clap::Parser;
+    let cli = electop::cli::Cli::parse_from(std::iter::once("electop").chain(args.iter().copied()));
+    cli.sources
+        .resolve(&electop::config::Config::default())
+        .expect("sources")
+}
+
+#[test]
+fn etcd_election_resign_hands_over_to_the_next_etcdctl_campaigner() {
+    let etcd = EtcdServer::start();
+    let [mut a, mut b] = campaign_in_order(&etcd, "/adm/jobs", ["node-a", "node-b"]);
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = ["--etcd", &etcd.endpoint(), "--prefix", "/adm/"];
+    let out = admin(
+        h.path(),
+        &src,
+        &["resign", "jobs", "--expect-leader", "node-a"],
+    );
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(b.wait_elected(T), "the next campaigner takes over");
+    // etcd issue #11777: etcdctl elect does not notice it was deposed; its session lives on.
+    assert!(
+        a.is_running(),
+        "etcdctl keeps running: it does not notice a resign"
+    );
+    let log = audit(h.path());
+    assert_eq!(log.len(), 1);
+    assert_eq!(
+        (
+            log[0]["action"].as_str(),
+            log[0]["outcome"].as_str(),
+            log[0]["before"].as_str()
+        ),
+        (Some("resign"), Some("done"), Some("node-a"))
+    );
+    assert!(
+        log[0]["by"].as_str().is_some_and(|b| b.contains('@')),
+        "{}",
+        log[0]
+    );
+}
+
+#[test]
+fn etcd_election_reelect_ends_the_session_so_etcdctl_notices() {
+    let etcd = EtcdServer::start();
+    let [mut a, mut b] = campaign_in_order(&etcd, "/adm/jobs", ["node-a", "node-b"]);
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = ["--etcd", &etcd.endpoint(), "--prefix", "/adm/"];
+    let out = admin(h.path(), &src, &["reelect", "jobs"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(b.wait_elected(T), "next in line leads");
+    // It notices at its next keep-alive (every third of its 60 s lease).
+    common::wait_until(
+        "etcdctl elect notices its session ended",
+        Duration::from_secs(30),
+        || !a.is_running(),
+    );
+    assert!(a.stderr().contains("session expired"), "{}", a.stderr());
+}
+
+#[test]
+fn etcd_election_force_leader_removes_those_ahead() {
+    let etcd = EtcdServer::start();
+    let [mut a, mut b, mut c] =
+        campaign_in_order(&etcd, "/adm/jobs", ["node-a", "node-b", "node-c"]);
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = ["--etcd", &etcd.endpoint(), "--prefix", "/adm/"];
+    let out = admin(h.path(), &src, &["force-leader", "jobs", "node-c"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(c.wait_elected(T), "node-c leads");
+    common::wait_until(
+        "the removed notice at their next keep-alive",
+        Duration::from_secs(30),
+        || !a.is_running() && !b.is_running(),
+    );
+    let s = status_json(h.path(), &src);
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-c");
+    // Not in the line: refused, exit 3, nothing written.
+    let out = admin(h.path(), &src, &["force-leader", "jobs", "node-zz"]);
+    assert_eq!(code(&out), 3, "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn refusals_write_nothing() {
+    let etcd = EtcdServer::start();
+    let [_a, _b] = campaign_in_order(&etcd, "/adm/jobs", ["node-a", "node-b"]);
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = ["--etcd", &etcd.endpoint(), "--prefix", "/adm/"];
+    let before = etcd.candidates("/adm/jobs");
+    let out = admin(
+        h.path(),
+        &src,
+        &["resign", "jobs", "--expect-leader", "node-b"],
+    );
+    assert_eq!(code(&out), 3);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("changed since you looked: the leader is node-a, not node-b")
+    );
+    let ro = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        "/adm/",
+        "--read-only",
+    ];
+    let out = admin(h.path(), &ro, &["reelect", "jobs"]);
+    assert_eq!(code(&out), 3);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("read-only"));
+    let out = command(h.path())
+        .args(src)
+        .args(["resign", "jobs"])
+        .output()
+        .expect("electop");
+    assert_eq!(code(&out), 2, "no terminal and no --yes: refused");
+    let out = admin(h.path(), &src, &["resign", "nosuch"]);
+    assert_eq!(code(&out), 2, "unknown election is a usage error");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("etcd1/jobs"),
+        "lists the known ones"
+    );
+    assert_eq!(etcd.candidates("/adm/jobs"), before, "nothing was written");
+    let outcomes: Vec<_> = audit(h.path())
+        .iter()
+        .map(|l| l["outcome"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(outcomes, ["changed", "refused"], "attempts are audited");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn etcd_actions_compare_against_what_was_seen() {
+    let etcd = EtcdServer::start();
+    let _line = campaign_in_order(&etcd, "/cas/jobs", ["node-a", "node-b"]);
+    let mut client = etcd.client().await;
+    let l = client.lease_grant(60, None).await.expect("grant").id();
+    client
+        .put(
+            "/casl/billing",
+            "node-a",
+            Some(PutOptions::new().with_lease(l)),
+        )
+        .await
+        .expect("put");
+    let el = sources(&["--etcd", &etcd.endpoint(), "--prefix", "/cas/"]);
+    let lk = sources(&[
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        "/casl/",
+        "--scheme",
+        "etcd-lease-key",
+    ]);
+    let jobs = seen(&el, "jobs").await;
+    let billing = seen(&lk, "billing").await;
+    // The store moves on: a new leader for jobs, a new value for billing.
+    etcd.etcdctl(&["del", "--prefix", "/cas/jobs/"]);
+    client
+        .put("/cas/jobs/1", "node-x", None)
+        .await
+        .expect("put");
+    client
+        .put(
+            "/casl/billing",
+            "node-y",
+            Some(PutOptions::new().with_lease(l)),
+        )
+        .await
+        .expect("put");
+    for (src, parts, kind) in [
+        (&el, &jobs, ActionKind::Resign),
+        (&el, &jobs, ActionKind::Reelect),
+        (&lk, &billing, ActionKind::Resign),
+        (&lk, &billing, ActionKind::Reelect),
+    ] {
+        let out = backend::execute(&src[0], &parts.request(kind.clone()), T).await;
+        assert!(matches!(out, Outcome::Changed { .. }), "{kind:?}: {out:?}");
+        assert!(
+            out.message().contains("changed since you looked"),
+            "{}",
+            out.message()
+        );
+    }
+    assert_eq!(
+        etcd.etcdctl_stdout(&["get", "/casl/billing", "--print-value-only"])
+            .trim(),
+        "node-y"
+    );
+    assert_eq!(
+        etcd.etcdctl_stdout(&["get", "/cas/jobs/1", "--print-value-only"])
+            .trim(),
+        "node-x"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn etcd_lease_key_actions_with_a_registry() {
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    let mut leases = std::collections::HashMap::new();
+    for id in ["node-a", "node-b"] {
+        let l = client.lease_grant(60, None).await.expect("grant").id();
+        client
+            .put(
+                format!("/reg/billing/{id}"),
+                "up",
+                Some(PutOptions::new().with_lease(l)),
+            )
+            .await
+            .expect("put");
+        leases.insert(id, l);
+    }
+    client
+        .put(
+            "/lead/billing",
+            "node-a",
+            Some(PutOptions::new().with_lease(leases["node-a"])),
+        )
+        .await
+        .expect("put");
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        "/lead/",
+        "--scheme",
+        "etcd-lease-key",
+        "--registry",
+        "/reg/",
+    ];
+    let out = admin(h.path(), &src, &["force-leader", "billing", "node-b"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let kv = client.get("/lead/billing", None).await.expect("get");
+    assert_eq!(kv.kvs()[0].value(), b"node-b");
+    assert_eq!(
+        kv.kvs()[0].lease(),
+        leases["node-b"],
+        "attached to node-b's registry lease"
+    );
+    let out = admin(h.path(), &src, &["force-leader", "billing", "node-q"]);
+    assert_eq!(code(&out), 3);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no registry entry"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = admin(
+        h.path(),
+        &src,
+        &["resign", "billing", "--expect-leader", "node-b"],
+    );
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        client
+            .get("/lead/billing", None)
+            .await
+            .expect("get")
+            .kvs()
+            .is_empty(),
+        "resign deletes the key"
+    );
+    client
+        .put(
+            "/lead/billing",
+            "node-a",
+            Some(PutOptions::new().with_lease(leases["node-a"])),
+        )
+        .await
+        .expect("put");
+    let out = admin(h.path(), &src, &["reelect", "billing"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        client
+            .get("/lead/billing", None)
+            .await
+            .expect("get")
+            .kvs()
+            .is_empty(),
+        "reelect deletes the key"
+    );
+}
+
+/// Every action on a SQL scheme, with participants running the articles' statements.
+async fn sql_actions(store: Store) {
+    store.create_lease_table("leaderlock");
+    store.create_heartbeat_table("service_election");
+    let url = store.url();
+    let h = tempfile::tempdir().expect("tempdir");
+    let lease = ["--sql", &url, "--scheme", "sql-lease"];
+    let hb = [
+        "--sql",
+        &url,
+        "--scheme",
+        "sql-heartbeat",
+        "--heartbeat-timeout",
+        "20s",
+    ];
+    let run = |src: &[&str], action: &[&str]| {
+        let out = admin(h.path(), src, action);
+        assert_eq!(
+            code(&out),
+            0,
+            "{action:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+
+    // sql-lease: force a leader; its next renewal keeps it, the old one stays follower.
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 30));
+    run(
+        &lease,
+        &[
+            "force-leader",
+            "jobs",
+            "node-b",
+            "--expect-leader",
+            "node-a",
+        ],
+    );
+    assert!(
+        store.lease_attempt("leaderlock", "jobs", "node-b", 30),
+        "the forced id renews"
+    );
+    assert!(
+        !store.lease_attempt("leaderlock", "jobs", "node-a", 30),
+        "the old leader is a follower"
+    );
+    // resign: the term is over, anyone's next attempt wins.
+    run(&lease, &["resign", "jobs"]);
+    assert!(
+        store.lease_attempt("leaderlock", "jobs", "node-c", 30),
+        "free after resign"
+    );
+    // reelect: the row is gone.
+    run(&lease, &["reelect", "jobs"]);
+    let s = status_json(h.path(), &lease);
+    assert!(s["elections"].as_array().is_some_and(|a| {
+        a.iter()
+            .all(|e| e["name"] != "jobs" || e["leader"].is_null())
+    }));
+    assert!(
+        store.lease_attempt("leaderlock", "jobs", "node-a", 30),
+        "free after reelect"
+    );
+
+    // sql-heartbeat, with seed 004's statement.
+    assert!(store.heartbeat("service_election", 1, "svc-7", 20));
+    run(&hb, &["force-leader", "1", "svc-12"]);
+    assert!(
+        store.heartbeat("service_election", 1, "svc-12", 20),
+        "the forced id keeps it"
+    );
+    assert!(
+        !store.heartbeat("service_election", 1, "svc-7", 20),
+        "the old one is a follower"
+    );
+    run(&hb, &["resign", "1"]);
+    assert!(
+        store.heartbeat("service_election", 1, "svc-7", 20),
+        "free after resign"
+    );
+    run(&hb, &["reelect", "1"]);
+    assert!(
+        store.heartbeat("service_election", 1, "svc-9", 20),
+        "free after reelect"
+    );
+
+    // Changed since seen: nothing written.
+    let lease_src = sources(&lease);
+    let hb_src = sources(&hb);
+    let jobs = seen(&lease_src, "jobs").await;
+    let one = seen(&hb_src, "1").await;
+    let key = if matches!(store, Store::My(_)) {
+        "`key`"
+    } else {
+        "key"
+    };
+    store.exec(&format!(
+        "UPDATE leaderlock SET leader_id = 'node-q' WHERE {key} = 'jobs'"
+    ));
+    store.exec("UPDATE service_election SET service_id = 'svc-q' WHERE anchor = 1");
+    for (src, parts, kind) in [
+        (&lease_src, &jobs, ActionKind::Reelect),
+        (&lease_src, &jobs, ActionKind::Resign),
+        (
+            &lease_src,
+            &jobs,
+            ActionKind::ForceLeader {
+                target: "node-z".into(),
+            },
+        ),
+        (&hb_src, &one, ActionKind::Reelect),
+        (&hb_src, &one, ActionKind::Resign),
+        (
+            &hb_src,
+            &one,
+            ActionKind::ForceLeader {
+                target: "svc-z".into(),
+            },
+        ),
+    ] {
+        let out = backend::execute(&src[0], &parts.request(kind.clone()), T).await;
+        assert!(matches!(out, Outcome::Changed { .. }), "{kind:?}: {out:?}");
+        assert!(
+            out.message().contains("node-q") || out.message().contains("svc-q"),
+            "says what changed: {}",
+            out.message()
+        );
+    }
+    assert_eq!(
+        store.exec(&format!(
+            "SELECT leader_id FROM leaderlock WHERE {key} = 'jobs'"
+        )),
+        "node-q"
+    );
+    assert_eq!(
+        store.exec("SELECT service_id FROM service_election WHERE anchor = 1"),
+        "svc-q"
+    );
+
+    let ro: Vec<&str> = lease.iter().copied().chain(["--read-only"]).collect();
+    let out = admin(h.path(), &ro, &["reelect", "jobs"]);
+    assert_eq!(code(&out), 3);
+    assert_eq!(
+        store.exec(&format!(
+            "SELECT leader_id FROM leaderlock WHERE {key} = 'jobs'"
+        )),
+        "node-q"
+    );
+    assert_eq!(
+        audit(h.path()).len(),
+        7,
+        "every attempt through the CLI is audited"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sqlite_actions() {
+    sql_actions(Store::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_actions() {
+    sql_actions(Store::postgres()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mariadb_actions() {
+    sql_actions(Store::mariadb()).await;
+}
