@@ -528,3 +528,66 @@ async fn postgres_actions() {
 async fn mariadb_actions() {
     sql_actions(Store::mariadb()).await;
 }
+
+#[test]
+fn several_sources_name_elections_source_slash_name() {
+    let etcd = EtcdServer::start();
+    let _one = campaign_in_order(&etcd, "/s1/jobs", ["node-a", "node-b"]);
+    let _two = campaign_in_order(&etcd, "/s2/jobs", ["node-c", "node-d"]);
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        "/s1/",
+        "--prefix",
+        "/s2/",
+    ];
+    let out = admin(h.path(), &src, &["resign", "jobs"]);
+    assert_eq!(code(&out), 2, "ambiguous");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("etcd1/jobs") && err.contains("etcd2/jobs"),
+        "{err}"
+    );
+    let out = admin(
+        h.path(),
+        &src,
+        &["resign", "etcd2/jobs", "--expect-leader", "node-c"],
+    );
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    common::wait_until("node-d leads /s2/jobs", T, || {
+        etcd.candidates("/s2/jobs").first().map(String::as_str) == Some("node-d")
+    });
+    assert_eq!(
+        etcd.candidates("/s1/jobs").first().map(String::as_str),
+        Some("node-a"),
+        "the other source is untouched"
+    );
+}
+
+#[test]
+fn on_a_terminal_the_cli_asks_first() {
+    let etcd = EtcdServer::start();
+    let _line = campaign_in_order(&etcd, "/tty/jobs", ["node-a", "node-b"]);
+    let h = tempfile::tempdir().expect("tempdir");
+    let cmd = format!(
+        "env XDG_DATA_HOME={}/data {} --etcd {} --prefix /tty/ resign jobs; echo ELECTOP-EXITED $?; sleep 60",
+        h.path().display(),
+        common::electop::bin(),
+        etcd.endpoint()
+    );
+    let tmux = common::tmux::Tmux::start(120, 30, &cmd);
+    let screen = tmux.wait_screen("the prompt", T, |s| s.contains("Proceed? [y/N]"));
+    assert!(
+        screen.contains("does not") && screen.contains("notice"),
+        "the resign caveat is shown:\n{screen}"
+    );
+    tmux.send(&["n", "Enter"]);
+    tmux.wait_screen("refused", T, |s| s.contains("ELECTOP-EXITED 3"));
+    assert_eq!(
+        etcd.candidates("/tty/jobs").first().map(String::as_str),
+        Some("node-a"),
+        "not confirmed: nothing written"
+    );
+}
