@@ -121,12 +121,39 @@ pub enum Command {
         #[command(flatten)]
         admin: AdminArgs,
     },
+    /// Take part in an election: a real participant of the scheme's algorithm.
+    Node(NodeArgs),
     /// Make ELECTION's leader resign.
     Resign {
         election: String,
         #[command(flatten)]
         admin: AdminArgs,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// The election to take part in (etcd: the election's key prefix; SQL: the row's key).
+    #[arg(long)]
+    pub election: String,
+    /// This participant's id.
+    #[arg(long)]
+    pub id: String,
+    /// One JSON object per belief change.
+    #[arg(long)]
+    pub json: bool,
+    /// Lease TTL (etcd), term (sql-lease) or timeout (sql-heartbeat). Default: the article's.
+    #[arg(long, value_parser = parse_duration)]
+    pub ttl: Option<Duration>,
+    /// How often the leader renews. Default: the article's.
+    #[arg(long, value_parser = parse_duration)]
+    pub renew: Option<Duration>,
+    /// How often a follower tries again. Default: the article's.
+    #[arg(long, value_parser = parse_duration)]
+    pub retry: Option<Duration>,
+    /// SQL: create the table if it does not exist (and the SQLite file).
+    #[arg(long)]
+    pub create_table: bool,
 }
 
 #[derive(Debug, Args)]

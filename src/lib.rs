@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod logging;
 pub mod model;
+pub mod node;
 pub mod output;
 pub mod runtime;
 pub mod ui;

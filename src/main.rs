@@ -88,6 +88,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 opts.history_limit,
             )
             .await),
+            Some(Command::Node(args)) => {
+                let scheme = cli
+                    .sources
+                    .scheme
+                    .map(electop::model::Scheme::from)
+                    .ok_or_else(|| anyhow::anyhow!("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease or sql-heartbeat)"))?;
+                let [source] = <[_; 1]>::try_from(sources)
+                    .map_err(|s: Vec<_>| anyhow::anyhow!("electop node takes part in one election in one store; {} sources were given", s.len()))?;
+                electop::node::run(&args, scheme, source).await?;
+                Ok(ExitCode::SUCCESS)
+            }
             Some(Command::Watch { json }) => {
                 opts.all_leases = true;
                 let s = Sources::spawn(&sources, &opts)?;

@@ -33,7 +33,7 @@ pub async fn execute(cfg: &SqlSource, req: &AdminRequest, timeout: Duration) -> 
         Err(e) => return Outcome::Failed { error: e },
     };
     let outcome = match check_schema(&s, &pool).await {
-        Ok(stamp_type) => run(&s, &pool, req, holder, &stamp_type).await,
+        Ok(schema) => run(&s, &pool, req, holder, &schema.stamp_type).await,
         Err(e) => Outcome::Failed { error: e },
     };
     pool.close().await;

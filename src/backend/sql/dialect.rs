@@ -185,6 +185,100 @@ impl Dialect {
         }
     }
 
+    /// Seed 003's acquire-or-renew for `sql-lease`, in this dialect: binds key then id; the
+    /// row is taken when free (term over) or already ours. Read the row back to know who
+    /// holds it (MySQL reports matched rows, not changed ones).
+    pub fn lease_upsert(
+        self,
+        t: &str,
+        k: &str,
+        l: &str,
+        v: &str,
+        col_type: &str,
+        term_ms: i64,
+    ) -> String {
+        let until = self.now_plus_ms(col_type, false, term_ms);
+        let now = self.now_plus_ms(col_type, false, 0);
+        match self {
+            Dialect::Postgres => format!(
+                "INSERT INTO {t} AS t ({k}, {l}, {v}) VALUES ($1, $2, {until}) ON CONFLICT ({k}) DO UPDATE \
+                 SET {l} = EXCLUDED.{l}, {v} = EXCLUDED.{v} WHERE t.{v} < {now} OR t.{l} = EXCLUDED.{l}"
+            ),
+            Dialect::MySql => format!(
+                "INSERT INTO {t} ({k}, {l}, {v}) VALUES (?, ?, {until}) ON DUPLICATE KEY UPDATE \
+                 {l} = IF({v} < {now} OR {l} = VALUES({l}), VALUES({l}), {l}), \
+                 {v} = IF({l} = VALUES({l}), VALUES({v}), {v})"
+            ),
+            Dialect::Sqlite => format!(
+                "INSERT INTO {t} ({k}, {l}, {v}) VALUES (?, ?, {until}) ON CONFLICT ({k}) DO UPDATE \
+                 SET {l} = excluded.{l}, {v} = excluded.{v} WHERE {t}.{v} < {now} OR {t}.{l} = excluded.{l}"
+            ),
+        }
+    }
+
+    /// Seed 004's periodic insert-on-duplicate for `sql-heartbeat`, in this dialect: binds
+    /// anchor then id. (PostgreSQL and SQLite evaluate SET against the old row, MySQL left to
+    /// right, hence the repeated takeover test.)
+    pub fn heartbeat_upsert(
+        self,
+        t: &str,
+        k: &str,
+        l: &str,
+        v: &str,
+        col_type: &str,
+        timeout_ms: i64,
+    ) -> String {
+        let now = self.now_plus_ms(col_type, false, 0);
+        let dead = self.now_plus_ms(col_type, false, -timeout_ms);
+        match self {
+            Dialect::MySql => format!(
+                "INSERT IGNORE INTO {t} ({k}, {l}, {v}) VALUES (?, ?, {now}) ON DUPLICATE KEY UPDATE \
+                 {l} = IF({v} < {dead}, VALUES({l}), {l}), {v} = IF({l} = VALUES({l}), VALUES({v}), {v})"
+            ),
+            Dialect::Postgres => format!(
+                "INSERT INTO {t} AS t ({k}, {l}, {v}) VALUES ($1, $2, {now}) ON CONFLICT ({k}) DO UPDATE SET \
+                 {l} = CASE WHEN t.{v} < {dead} THEN EXCLUDED.{l} ELSE t.{l} END, \
+                 {v} = CASE WHEN t.{l} = EXCLUDED.{l} OR t.{v} < {dead} THEN EXCLUDED.{v} ELSE t.{v} END"
+            ),
+            Dialect::Sqlite => format!(
+                "INSERT INTO {t} ({k}, {l}, {v}) VALUES (?, ?, {now}) ON CONFLICT ({k}) DO UPDATE SET \
+                 {l} = CASE WHEN {t}.{v} < {dead} THEN excluded.{l} ELSE {t}.{l} END, \
+                 {v} = CASE WHEN {t}.{l} = excluded.{l} OR {t}.{v} < {dead} THEN excluded.{v} ELSE {t}.{v} END"
+            ),
+        }
+    }
+
+    /// A table for `scheme` as its article defines it (seed 003's `leaderlock` with a UTC
+    /// timestamp, seed 004's `service_election`).
+    pub fn create_table(self, t: &str, k: &str, l: &str, v: &str, heartbeat: bool) -> String {
+        let key = if heartbeat {
+            match self {
+                Dialect::MySql => "tinyint(3) unsigned",
+                _ => "integer",
+            }
+        } else {
+            match self {
+                Dialect::MySql => "varchar(128)",
+                _ => "text",
+            }
+        };
+        let stamp = match (self, heartbeat) {
+            (Dialect::Postgres, false) => "timestamp",
+            (Dialect::Postgres, true) => "timestamptz",
+            (Dialect::MySql, false) => "datetime(3)",
+            (Dialect::MySql, true) => "timestamp(3)",
+            (Dialect::Sqlite, _) => "TIMESTAMP",
+        };
+        let id = if self == Dialect::MySql {
+            "varchar(128)"
+        } else {
+            "text"
+        };
+        format!(
+            "CREATE TABLE IF NOT EXISTS {t} ({k} {key} NOT NULL PRIMARY KEY, {l} {id} NOT NULL, {v} {stamp} NOT NULL)"
+        )
+    }
+
     /// A query listing `(column name, type)` of `table`, readable without privileges on it.
     /// Empty when the table does not exist (or, on MySQL, is not visible to this user).
     pub fn columns_query(self, table: &Ident) -> String {

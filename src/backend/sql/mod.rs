@@ -302,7 +302,7 @@ async fn follow(
         Err(e) => return Stop::Down(e),
     };
     let stamp_type = match check_schema(&b.settings, &pool).await {
-        Ok(t) => t,
+        Ok(t) => t.stamp_type,
         Err(e) => {
             pool.close().await;
             return Stop::Down(e);
@@ -375,7 +375,7 @@ async fn follow(
     }
 }
 
-async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> {
+pub(crate) async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> {
     sqlx::any::install_default_drivers();
     let where_ = s.url.redacted();
     if s.dialect == Dialect::Sqlite {
@@ -411,7 +411,7 @@ async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> 
     }
 }
 
-fn sqlite_path(url: &str) -> String {
+pub(crate) fn sqlite_path(url: &str) -> String {
     let rest = url.split_once(':').map(|(_, r)| r).unwrap_or("");
     let rest = rest.strip_prefix("//").unwrap_or(rest);
     rest.split('?').next().unwrap_or("").to_string()
@@ -431,7 +431,7 @@ fn scrub(msg: &str, url: &str) -> String {
 }
 
 /// A database error as the operator should read it: what is wrong and what to do.
-fn describe(e: &sqlx::Error, s: &SqlSettings, url: &str) -> String {
+pub(crate) fn describe(e: &sqlx::Error, s: &SqlSettings, url: &str) -> String {
     let where_ = s.url.redacted();
     let table = &s.table;
     let msg = scrub(&e.to_string(), url);
@@ -477,9 +477,15 @@ fn describe(e: &sqlx::Error, s: &SqlSettings, url: &str) -> String {
     }
 }
 
+/// Declared types of the columns that matter.
+pub struct Schema {
+    pub stamp_type: String,
+    pub key_type: String,
+}
+
 /// Checks that the table and its columns are there and usable, with an error that says what
-/// to fix when they are not. Returns the deadline column's type.
-async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<String, String> {
+/// to fix when they are not.
+pub(crate) async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<Schema, String> {
     let where_ = s.url.redacted();
     let url = s.url.0.as_str();
     let rows = sqlx::query(AssertSqlSafe(s.dialect.columns_query(&s.table)))
@@ -537,7 +543,15 @@ async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<String, String>
             s.scheme.scheme()
         ));
     }
-    Ok(ty)
+    let key_type = cols
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(c.key.name()))
+        .map(|(_, t)| t.clone())
+        .unwrap_or_default();
+    Ok(Schema {
+        stamp_type: ty,
+        key_type,
+    })
 }
 
 async fn poll_once(

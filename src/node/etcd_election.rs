@@ -1,0 +1,119 @@
+//! An `etcd-election` participant (seed 001; the same keys as etcd's election API and
+//! `etcdctl elect`): one key `<election>/<lease hex>` on its own lease; the lowest
+//! create_revision leads. Unlike Go's `concurrency.Election`, it watches its own key, so an
+//! operator's resign (key deleted) is noticed at once and it rejoins the line.
+
+use anyhow::{Context, Result};
+use etcd_client::{
+    Client, Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    WatchOptions,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{Belief, Reporter, Timing};
+use crate::cli::NodeArgs;
+use crate::config::EtcdSource;
+use crate::model::escape_bytes;
+
+enum Ended {
+    Stopped,
+    LeaseLost,
+}
+
+pub async fn run(
+    cfg: &EtcdSource,
+    args: &NodeArgs,
+    t: Timing,
+    report: &mut Reporter,
+    stop: CancellationToken,
+) -> Result<()> {
+    let dir = format!("{}{}/", cfg.prefix, args.election);
+    loop {
+        match session(cfg, &dir, args, t, report, &stop).await {
+            Ok(Ended::Stopped) => return Ok(()),
+            Ok(Ended::LeaseLost) => {
+                report.say("my lease ended (expired or revoked): campaigning again with a new one")
+            }
+            Err(e) => {
+                report.believe(Belief::NoContact {
+                    error: format!("{e:#}"),
+                });
+                tokio::select! {
+                    _ = tokio::time::sleep(t.retry) => {}
+                    _ = stop.cancelled() => return Ok(()),
+                }
+            }
+        }
+    }
+}
+
+async fn session(
+    cfg: &EtcdSource,
+    dir: &str,
+    args: &NodeArgs,
+    t: Timing,
+    report: &mut Reporter,
+    stop: &CancellationToken,
+) -> Result<Ended> {
+    let mut client = Client::connect(cfg.endpoints.clone(), None)
+        .await
+        .context("connecting to etcd")?;
+    let lease = client
+        .lease_grant(t.ttl.as_secs().max(1) as i64, None)
+        .await?
+        .id();
+    let (mut keeper, mut alive) = client.lease_keep_alive(lease).await?;
+    let key = format!("{dir}{lease:x}");
+    let mut watch = client
+        .watch(dir, Some(WatchOptions::new().with_prefix()))
+        .await?;
+    let mut tick = tokio::time::interval(t.renew);
+    tick.tick().await;
+    loop {
+        // Join the line if our key is not there (first time, or an operator deleted it).
+        let join = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key.clone(),
+                args.id.clone(),
+                Some(PutOptions::new().with_lease(lease)),
+            )]);
+        if client.txn(join).await.is_err() {
+            return Ok(Ended::LeaseLost);
+        }
+        let opts = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(1);
+        let first = client.get(dir, Some(opts)).await?;
+        let belief = match first.kvs().first() {
+            Some(kv) if kv.key() == key.as_bytes() => Belief::Leader,
+            Some(kv) => Belief::Follower {
+                leader: Some(escape_bytes(kv.value())),
+            },
+            None => Belief::Follower { leader: None },
+        };
+        report.believe(belief);
+        tokio::select! {
+            _ = stop.cancelled() => {
+                // Resign: delete our key, and end the session so nobody waits for its TTL.
+                let _ = client.delete(key.clone(), None).await;
+                let _ = client.lease_revoke(lease).await;
+                report.say("resigned");
+                return Ok(Ended::Stopped);
+            }
+            _ = tick.tick() => {
+                keeper.keep_alive().await?;
+                match alive.message().await? {
+                    Some(r) if r.ttl() > 0 => {}
+                    _ => return Ok(Ended::LeaseLost),
+                }
+            }
+            msg = watch.message() => {
+                if msg?.is_none() {
+                    anyhow::bail!("the watch ended");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! An `etcd-lease-key` participant (seeds 000 and 002): a lease kept alive, a registry entry
+//! `<registry><election>/<id>` on it (when a registry is configured), and the leader key
+//! taken with `Txn(If version == 0, Then Put(key, id, lease), Else Get(key))`. It watches the
+//! key: a delete starts a new race, a put says who leads (including an operator's choice).
+
+use anyhow::{Context, Result};
+use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
+use tokio_util::sync::CancellationToken;
+
+use super::{Belief, Reporter, Timing};
+use crate::cli::NodeArgs;
+use crate::config::EtcdSource;
+use crate::model::escape_bytes;
+
+enum Ended {
+    Stopped,
+    LeaseLost,
+}
+
+pub async fn run(
+    cfg: &EtcdSource,
+    args: &NodeArgs,
+    t: Timing,
+    report: &mut Reporter,
+    stop: CancellationToken,
+) -> Result<()> {
+    loop {
+        match session(cfg, args, t, report, &stop).await {
+            Ok(Ended::Stopped) => return Ok(()),
+            Ok(Ended::LeaseLost) => {
+                report.say("my lease ended (expired or revoked): starting over with a new one")
+            }
+            Err(e) => {
+                report.believe(Belief::NoContact {
+                    error: format!("{e:#}"),
+                });
+                tokio::select! {
+                    _ = tokio::time::sleep(t.retry) => {}
+                    _ = stop.cancelled() => return Ok(()),
+                }
+            }
+        }
+    }
+}
+
+async fn session(
+    cfg: &EtcdSource,
+    args: &NodeArgs,
+    t: Timing,
+    report: &mut Reporter,
+    stop: &CancellationToken,
+) -> Result<Ended> {
+    let mut client = Client::connect(cfg.endpoints.clone(), None)
+        .await
+        .context("connecting to etcd")?;
+    let lease = client
+        .lease_grant(t.ttl.as_secs().max(1) as i64, None)
+        .await?
+        .id();
+    let (mut keeper, mut alive) = client.lease_keep_alive(lease).await?;
+    let key = format!("{}{}", cfg.prefix, args.election);
+    let entry = cfg
+        .registry
+        .as_ref()
+        .map(|r| format!("{r}{}/{}", args.election, args.id));
+    if let Some(entry) = &entry {
+        client
+            .put(
+                entry.clone(),
+                args.id.clone(),
+                Some(PutOptions::new().with_lease(lease)),
+            )
+            .await?;
+    }
+    let mut watch = client.watch(key.clone(), None).await?;
+    let mut tick = tokio::time::interval(t.renew);
+    tick.tick().await;
+    loop {
+        let txn = Txn::new()
+            .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key.clone(),
+                args.id.clone(),
+                Some(PutOptions::new().with_lease(lease)),
+            )])
+            .or_else([TxnOp::get(key.clone(), None)]);
+        let resp = match client.txn(txn).await {
+            Ok(r) => r,
+            Err(_) => return Ok(Ended::LeaseLost),
+        };
+        let holder = if resp.succeeded() {
+            Some((args.id.as_bytes().to_vec(), lease))
+        } else {
+            resp.op_responses().into_iter().find_map(|op| match op {
+                etcd_client::TxnOpResponse::Get(g) => {
+                    g.kvs().first().map(|kv| (kv.value().to_vec(), kv.lease()))
+                }
+                _ => None,
+            })
+        };
+        report.believe(match holder {
+            // Ours when it names us on our lease (an operator's force-leader uses our registry lease).
+            Some((v, l)) if v == args.id.as_bytes() && l == lease => Belief::Leader,
+            Some((v, _)) => Belief::Follower {
+                leader: Some(escape_bytes(&v)),
+            },
+            None => Belief::Follower { leader: None },
+        });
+        tokio::select! {
+            _ = stop.cancelled() => {
+                let mine = Txn::new()
+                    .when([Compare::value(key.clone(), CompareOp::Equal, args.id.clone()), Compare::lease(key.clone(), CompareOp::Equal, lease)])
+                    .and_then([TxnOp::delete(key.clone(), None)]);
+                let _ = client.txn(mine).await;
+                let _ = client.lease_revoke(lease).await;
+                report.say("resigned");
+                return Ok(Ended::Stopped);
+            }
+            _ = tick.tick() => {
+                keeper.keep_alive().await?;
+                match alive.message().await? {
+                    Some(r) if r.ttl() > 0 => {}
+                    _ => return Ok(Ended::LeaseLost),
+                }
+            }
+            msg = watch.message() => {
+                if msg?.is_none() {
+                    anyhow::bail!("the watch ended");
+                }
+            }
+        }
+    }
+}

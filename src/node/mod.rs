@@ -1,0 +1,202 @@
+//! `electop node`: a real participant of each scheme, written from its article's algorithm.
+//! It campaigns, keeps its lease or term alive, notices when it lost (or was given)
+//! leadership, and prints its belief whenever it changes. SIGINT/SIGTERM make it resign and
+//! exit at once; SIGKILL leaves it to the store's timeout.
+
+mod etcd_election;
+mod etcd_lease_key;
+mod sql;
+
+use std::time::{Duration, SystemTime};
+
+use anyhow::Result;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::NodeArgs;
+use crate::config::SourceConfig;
+use crate::model::{Scheme, time};
+
+/// What a participant believes right now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Belief {
+    Leader,
+    Follower { leader: Option<String> },
+    NoContact { error: String },
+}
+
+#[derive(Serialize)]
+struct BeliefLine<'a> {
+    at: String,
+    node: &'a str,
+    election: &'a str,
+    belief: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    leader: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+/// Prints a belief when it changes, as text or JSON lines.
+pub struct Reporter {
+    id: String,
+    election: String,
+    json: bool,
+    last: Option<Belief>,
+}
+
+impl Reporter {
+    pub fn new(id: &str, election: &str, json: bool) -> Self {
+        Reporter {
+            id: id.to_string(),
+            election: election.to_string(),
+            json,
+            last: None,
+        }
+    }
+
+    pub fn believe(&mut self, b: Belief) {
+        if self.last.as_ref() == Some(&b) {
+            return;
+        }
+        let (belief, leader, error) = match &b {
+            Belief::Leader => ("leader", Some(self.id.as_str()), None),
+            Belief::Follower { leader } => ("follower", leader.as_deref(), None),
+            Belief::NoContact { error } => ("no-contact", None, Some(error.as_str())),
+        };
+        let at = time::rfc3339(SystemTime::now());
+        let line = if self.json {
+            serde_json::to_string(&BeliefLine {
+                at,
+                node: &self.id,
+                election: &self.election,
+                belief,
+                leader,
+                error,
+            })
+            .unwrap_or_default()
+        } else {
+            let what = match &b {
+                Belief::Leader => "leader".to_string(),
+                Belief::Follower { leader: Some(l) } => format!("follower of {l}"),
+                Belief::Follower { leader: None } => "follower (no leader yet)".to_string(),
+                Belief::NoContact { error } => format!("lost contact with the store: {error}"),
+            };
+            format!("{at} {} {}: {what}", self.id, self.election)
+        };
+        println!("{line}");
+        tracing::info!(node = %self.id, %line, "belief");
+        self.last = Some(b);
+    }
+
+    pub fn say(&self, text: &str) {
+        if self.json {
+            let v = serde_json::json!({"at": time::rfc3339(SystemTime::now()), "node": self.id, "election": self.election, "event": text});
+            println!("{v}");
+        } else {
+            println!(
+                "{} {} {}: {text}",
+                time::rfc3339(SystemTime::now()),
+                self.id,
+                self.election
+            );
+        }
+    }
+}
+
+/// Timing of a participant; defaults are the articles' values.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// etcd lease TTL / sql-lease term / sql-heartbeat timeout.
+    pub ttl: Duration,
+    /// How often the leader renews (keep-alive, renew, heartbeat).
+    pub renew: Duration,
+    /// How often a follower tries again.
+    pub retry: Duration,
+}
+
+impl Timing {
+    pub fn defaults(scheme: Scheme) -> Timing {
+        let s = Duration::from_secs;
+        match scheme {
+            // Seed 001: keep-alive every 7 s on a 10 s lease.
+            Scheme::EtcdElection => Timing {
+                ttl: s(10),
+                renew: s(7),
+                retry: s(1),
+            },
+            // Seed 000: a 10 s lease kept alive; re-election on the key's delete.
+            Scheme::EtcdLeaseKey => Timing {
+                ttl: s(10),
+                renew: Duration::from_millis(3_300),
+                retry: s(2),
+            },
+            // Seed 003: term 8 s, renew 4 s, retry 2 s.
+            Scheme::SqlLease => Timing {
+                ttl: s(8),
+                renew: s(4),
+                retry: s(2),
+            },
+            // Seed 004: every service once a second, deposed after 20 s.
+            Scheme::SqlHeartbeat => Timing {
+                ttl: s(20),
+                renew: s(1),
+                retry: s(1),
+            },
+        }
+    }
+}
+
+/// Cancelled on SIGINT or SIGTERM.
+fn stop_on_signals() -> Result<CancellationToken> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let token = CancellationToken::new();
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let t = token.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        t.cancel();
+    });
+    Ok(token)
+}
+
+pub async fn run(args: &NodeArgs, scheme: Scheme, source: SourceConfig) -> Result<()> {
+    let d = Timing::defaults(scheme);
+    let timing = Timing {
+        ttl: args.ttl.unwrap_or(d.ttl),
+        renew: args.renew.unwrap_or(d.renew),
+        retry: args.retry.unwrap_or(d.retry),
+    };
+    if timing.renew >= timing.ttl {
+        anyhow::bail!(
+            "--renew ({:?}) must be shorter than --ttl ({:?}), or the lease runs out between renewals",
+            timing.renew,
+            timing.ttl
+        );
+    }
+    let stop = stop_on_signals()?;
+    let mut report = Reporter::new(&args.id, &args.election, args.json);
+    match (scheme, source) {
+        (Scheme::EtcdElection, SourceConfig::Etcd(cfg)) => {
+            etcd_election::run(&cfg, args, timing, &mut report, stop).await
+        }
+        (Scheme::EtcdLeaseKey, SourceConfig::Etcd(cfg)) => {
+            etcd_lease_key::run(&cfg, args, timing, &mut report, stop).await
+        }
+        (Scheme::SqlLease | Scheme::SqlHeartbeat, SourceConfig::Sql(cfg)) => {
+            sql::run(&cfg, args, timing, &mut report, stop).await
+        }
+        (scheme, _) => anyhow::bail!(
+            "scheme {scheme} needs {}",
+            if scheme.is_sql() {
+                "--sql URL"
+            } else {
+                "--etcd HOST:PORT"
+            }
+        ),
+    }
+}

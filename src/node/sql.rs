@@ -1,0 +1,184 @@
+//! SQL participants: `sql-lease` (seed 003: acquire with the upsert every retry interval;
+//! once leader, renew every renew interval until a renewal fails) and `sql-heartbeat`
+//! (seed 004: the insert-on-duplicate once a second). After each statement the row is read
+//! back: that, not the affected-row count, says who holds it (MySQL counts matched rows).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use sqlx::{AnyPool, AssertSqlSafe, Row as _};
+use tokio_util::sync::CancellationToken;
+
+use super::{Belief, Reporter, Timing};
+use crate::backend::sql::dialect::Dialect;
+use crate::backend::sql::{Schema, SqlSettings, check_schema, connect, describe, sqlite_path};
+use crate::cli::NodeArgs;
+use crate::config::SqlSource;
+use crate::model::Scheme;
+
+pub async fn run(
+    cfg: &SqlSource,
+    args: &NodeArgs,
+    t: Timing,
+    report: &mut Reporter,
+    stop: CancellationToken,
+) -> Result<()> {
+    let mut cfg = cfg.clone();
+    if cfg.scheme == Scheme::SqlHeartbeat {
+        cfg.timeout = Some(t.ttl);
+    }
+    let s = SqlSettings::from_config(&cfg)?;
+    let mut leader = false;
+    let mut conn: Option<(AnyPool, Schema)> = None;
+    loop {
+        if conn.is_none() {
+            match open(&s, args).await {
+                Ok(c) => conn = Some(c),
+                Err(e) => report.believe(Belief::NoContact { error: e }),
+            }
+        }
+        if let Some((pool, schema)) = &conn {
+            match attempt(&s, pool, schema, args, t).await {
+                Ok(b) => {
+                    leader = b == Belief::Leader;
+                    report.believe(b);
+                }
+                Err(e) => {
+                    leader = false;
+                    report.believe(Belief::NoContact { error: e });
+                    conn = None;
+                }
+            }
+        }
+        let wait = if leader { t.renew } else { t.retry };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.cancelled() => {
+                if let Some((pool, schema)) = &conn
+                    && leader
+                {
+                    resign(&s, pool, schema, args).await;
+                    report.say("resigned");
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+async fn open(s: &SqlSettings, args: &NodeArgs) -> Result<(AnyPool, Schema), String> {
+    if args.create_table && s.dialect == Dialect::Sqlite {
+        let path = sqlite_path(&s.url.0);
+        if !path.is_empty() && !std::path::Path::new(&path).exists() {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| format!("cannot create {path}: {e}"))?;
+        }
+    }
+    let pool = connect(s, Duration::from_secs(5)).await?;
+    if args.create_table {
+        let c = s.scheme.columns();
+        let d = s.dialect;
+        let sql = d.create_table(
+            &d.quote(&s.table),
+            &d.quote(&c.key),
+            &d.quote(&c.holder),
+            &d.quote(&c.stamp),
+            s.scheme.scheme() == Scheme::SqlHeartbeat,
+        );
+        sqlx::query(AssertSqlSafe(sql))
+            .execute(&pool)
+            .await
+            .map_err(|e| describe(&e, s, &s.url.0))?;
+    }
+    let schema = check_schema(s, &pool).await?;
+    Ok((pool, schema))
+}
+
+fn bind_key<'q>(
+    q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    schema: &Schema,
+    key: &str,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    match key.parse::<i64>() {
+        Ok(n) if schema.key_type.to_ascii_lowercase().contains("int") => q.bind(n),
+        _ => q.bind(key.to_string()),
+    }
+}
+
+async fn attempt(
+    s: &SqlSettings,
+    pool: &AnyPool,
+    schema: &Schema,
+    args: &NodeArgs,
+    t: Timing,
+) -> Result<Belief, String> {
+    let d = s.dialect;
+    let c = s.scheme.columns();
+    let (tq, k, l, v) = (
+        d.quote(&s.table),
+        d.quote(&c.key),
+        d.quote(&c.holder),
+        d.quote(&c.stamp),
+    );
+    let ms = t.ttl.as_millis() as i64;
+    let sql = match s.scheme.scheme() {
+        Scheme::SqlHeartbeat => d.heartbeat_upsert(&tq, &k, &l, &v, &schema.stamp_type, ms),
+        _ => d.lease_upsert(&tq, &k, &l, &v, &schema.stamp_type, ms),
+    };
+    let q = bind_key(sqlx::query(AssertSqlSafe(sql)), schema, &args.election).bind(args.id.clone());
+    q.execute(pool)
+        .await
+        .map_err(|e| describe(&e, s, &s.url.0))?;
+    let back = format!(
+        "SELECT {}, {} FROM {tq} WHERE {} = {}",
+        d.as_text(&l),
+        s.scheme.remaining_ms(d, &v, &schema.stamp_type),
+        d.as_text(&k),
+        d.param(1)
+    );
+    let row = sqlx::query(AssertSqlSafe(back))
+        .bind(args.election.clone())
+        .fetch_optional(pool)
+        .await
+        .map_err(|e| describe(&e, s, &s.url.0))?;
+    let (holder, left) = match row {
+        Some(r) => (
+            r.try_get::<Option<String>, _>(0).ok().flatten(),
+            r.try_get::<Option<i64>, _>(1).ok().flatten(),
+        ),
+        None => (None, None),
+    };
+    Ok(match (holder, left) {
+        (Some(h), Some(ms)) if ms > 0 && h == args.id => Belief::Leader,
+        (Some(h), Some(ms)) if ms > 0 => Belief::Follower { leader: Some(h) },
+        _ => Belief::Follower { leader: None },
+    })
+}
+
+/// Ends our term at once so the next attempt by anyone wins (the contract's resign).
+async fn resign(s: &SqlSettings, pool: &AnyPool, schema: &Schema, args: &NodeArgs) {
+    let d = s.dialect;
+    let c = s.scheme.columns();
+    let back = s.scheme.term_ms().map(|t| -(t + 1_000)).unwrap_or(0);
+    let sql = format!(
+        "UPDATE {} SET {} = {} WHERE {} = {} AND {} = {}",
+        d.quote(&s.table),
+        d.quote(&c.stamp),
+        d.now_plus_ms(&schema.stamp_type, false, back),
+        d.as_text(&d.quote(&c.key)),
+        d.param(1),
+        d.as_text(&d.quote(&c.holder)),
+        d.param(2)
+    );
+    let r = sqlx::query(AssertSqlSafe(sql))
+        .bind(args.election.clone())
+        .bind(args.id.clone())
+        .execute(pool)
+        .await;
+    if let Err(e) = r.context("resigning") {
+        tracing::warn!(%e, "resign failed");
+    }
+}
