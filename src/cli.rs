@@ -123,12 +123,49 @@ pub enum Command {
     },
     /// Take part in an election: a real participant of the scheme's algorithm.
     Node(NodeArgs),
+    /// Three (or --nodes) participants electing a leader, beside the dashboard.
+    Demo(DemoArgs),
     /// Make ELECTION's leader resign.
     Resign {
         election: String,
         #[command(flatten)]
         admin: AdminArgs,
     },
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DemoStore {
+    /// An embedded SQLite file in a temporary directory: no server needed.
+    #[default]
+    Sqlite,
+    /// etcd at --etcd HOST:PORT, or one started with --spawn-etcd.
+    Etcd,
+    /// PostgreSQL at --sql URL.
+    Postgres,
+    /// MySQL/MariaDB at --sql URL.
+    Mysql,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the election lives.
+    #[arg(long, value_enum, default_value_t)]
+    pub store: DemoStore,
+    /// With --store etcd: start a throwaway local etcd (needs etcd-server installed).
+    #[arg(long)]
+    pub spawn_etcd: bool,
+    /// How many participants.
+    #[arg(long, default_value_t = 3)]
+    pub nodes: usize,
+    /// The nodes' lease / term / timeout (default: the article's for the scheme).
+    #[arg(long, value_parser = parse_duration)]
+    pub ttl: Option<Duration>,
+    /// The nodes' renew interval.
+    #[arg(long, value_parser = parse_duration)]
+    pub renew: Option<Duration>,
+    /// The nodes' retry interval.
+    #[arg(long, value_parser = parse_duration)]
+    pub retry: Option<Duration>,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,13 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     let config = Config::load(cli.config.as_deref())?;
     let _log = electop::logging::init(cli.log_file.as_deref())?;
+    let tick = Duration::from_millis(config.ui.tick_ms.max(16));
+    if let Some(Command::Demo(args)) = &cli.command {
+        // The demo makes its own source; --sql/--etcd/--scheme only choose the store.
+        let rt = tokio::runtime::Runtime::new()?;
+        rt.block_on(electop::demo::run(args, &cli.sources, tick))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let sources = cli.sources.resolve(&config).map_err(anyhow::Error::msg)?;
     let mut opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
@@ -88,6 +95,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 opts.history_limit,
             )
             .await),
+            Some(Command::Demo(_)) => unreachable!("handled above"),
             Some(Command::Node(args)) => {
                 let scheme = cli
                     .sources

@@ -64,7 +64,7 @@ impl Sources {
     }
 
     /// A full command queue only means the backend is busy; the next request supersedes it.
-    fn send(&self, id: usize, cmd: Command) {
+    pub fn send(&self, id: usize, cmd: Command) {
         if let Some(tx) = self.commands.get(id) {
             let _ = tx.try_send(cmd);
         }
@@ -72,7 +72,7 @@ impl Sources {
 
     /// Carries out a confirmed admin action in the background, audits it, and reports the
     /// outcome on `done`.
-    fn execute(
+    pub fn execute(
         &mut self,
         req: crate::admin::AdminRequest,
         done: mpsc::Sender<crate::admin::Outcome>,

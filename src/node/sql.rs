@@ -10,8 +10,9 @@ use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 use tokio_util::sync::CancellationToken;
 
 use super::{Belief, Reporter, Timing};
-use crate::backend::sql::dialect::Dialect;
-use crate::backend::sql::{Schema, SqlSettings, check_schema, connect, describe, sqlite_path};
+use crate::backend::sql::{
+    Schema, SqlSettings, check_schema, connect, create_table_if_missing, describe,
+};
 use crate::cli::NodeArgs;
 use crate::config::SqlSource;
 use crate::model::Scheme;
@@ -67,32 +68,10 @@ pub async fn run(
 }
 
 async fn open(s: &SqlSettings, args: &NodeArgs) -> Result<(AnyPool, Schema), String> {
-    if args.create_table && s.dialect == Dialect::Sqlite {
-        let path = sqlite_path(&s.url.0);
-        if !path.is_empty() && !std::path::Path::new(&path).exists() {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| format!("cannot create {path}: {e}"))?;
-        }
+    if args.create_table {
+        create_table_if_missing(s, Duration::from_secs(5)).await?;
     }
     let pool = connect(s, Duration::from_secs(5)).await?;
-    if args.create_table {
-        let c = s.scheme.columns();
-        let d = s.dialect;
-        let sql = d.create_table(
-            &d.quote(&s.table),
-            &d.quote(&c.key),
-            &d.quote(&c.holder),
-            &d.quote(&c.stamp),
-            s.scheme.scheme() == Scheme::SqlHeartbeat,
-        );
-        sqlx::query(AssertSqlSafe(sql))
-            .execute(&pool)
-            .await
-            .map_err(|e| describe(&e, s, &s.url.0))?;
-    }
     let schema = check_schema(s, &pool).await?;
     Ok((pool, schema))
 }

@@ -30,7 +30,11 @@ fn split_heights(height: u16) -> (u16, u16) {
 }
 
 pub fn view(app: &App, frame: &mut Frame) {
-    let area = frame.area();
+    view_in(app, frame, frame.area());
+}
+
+/// The dashboard in `area` of the frame (the demo puts node panes beside it).
+pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
     if area.width < theme::MIN_WIDTH || area.height < theme::MIN_HEIGHT {
         too_small(frame, area);
         return;

@@ -477,6 +477,38 @@ pub(crate) fn describe(e: &sqlx::Error, s: &SqlSettings, url: &str) -> String {
     }
 }
 
+/// Creates the election table as its article defines it when it is missing (and the SQLite
+/// file): for `electop node --create-table` and the demo.
+pub async fn create_table_if_missing(s: &SqlSettings, timeout: Duration) -> Result<(), String> {
+    if s.dialect == Dialect::Sqlite {
+        let path = sqlite_path(&s.url.0);
+        if !path.is_empty() && !std::path::Path::new(&path).exists() {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| format!("cannot create {path}: {e}"))?;
+        }
+    }
+    let pool = connect(s, timeout).await?;
+    let c = s.scheme.columns();
+    let d = s.dialect;
+    let heartbeat = s.scheme.scheme() == Scheme::SqlHeartbeat;
+    let sql = d.create_table(
+        &d.quote(&s.table),
+        &d.quote(&c.key),
+        &d.quote(&c.holder),
+        &d.quote(&c.stamp),
+        heartbeat,
+    );
+    let r = sqlx::query(AssertSqlSafe(sql))
+        .execute(&pool)
+        .await
+        .map_err(|e| describe(&e, s, &s.url.0));
+    pool.close().await;
+    r.map(|_| ())
+}
+
 /// Declared types of the columns that matter.
 pub struct Schema {
     pub stamp_type: String,

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The three-node demo on embedded SQLite: three `electop node` participants electing a
+# leader beside the dashboard. Keys: 1-3 pick a node, x kill it, p pause/resume, r restart,
+# F/R/S the admin actions, q quit. Extra arguments go to `electop demo` (see --help), e.g.
+#   scripts/demo.sh --store etcd --spawn-etcd
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+# Only --store etcd/postgres/mysql need servers; installing them is quick when present.
+scripts/install-deps.sh
+echo "demo: building electop (cargo build --release)" >&2
+cargo build --release --quiet
+exec "${CARGO_TARGET_DIR:-$root/target}/release/electop" demo "$@"

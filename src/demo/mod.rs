@@ -1,0 +1,415 @@
+//! `electop demo`: N `electop node` children electing a leader, shown in split panes beside
+//! the dashboard, with keys to kill, pause and restart them. With no options it runs on an
+//! embedded SQLite file in a temporary directory and needs no server.
+
+mod state;
+mod supervisor;
+mod view;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result, bail};
+use crossterm::event::{Event as TermEvent, EventStream, KeyCode, KeyEvent, KeyEventKind};
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+pub use state::{Demo, DemoAction, NodeView, Proc};
+use supervisor::{NodeOutput, Supervisor};
+
+use crate::app::{self, App, Msg, keys};
+use crate::backend::BackendOptions;
+use crate::cli::{DemoArgs, DemoStore, SourceArgs};
+use crate::config::{DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource};
+use crate::model::Scheme;
+use crate::runtime::Sources;
+
+const ELECTION: &str = "demo";
+const ETCD_PREFIX: &str = "/electop-demo/";
+const ETCD_REGISTRY: &str = "/electop-demo-registry/";
+
+/// The demo's own keys, before the dashboard's (only when no dialog is open).
+pub fn demo_action(key: KeyEvent) -> Option<DemoAction> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    match key.code {
+        KeyCode::Char(c @ '1'..='9') => Some(DemoAction::Pick(c as usize - '1' as usize)),
+        KeyCode::Char('x') => Some(DemoAction::Kill),
+        KeyCode::Char('p') => Some(DemoAction::PauseResume),
+        KeyCode::Char('r') => Some(DemoAction::Restart),
+        _ => None,
+    }
+}
+
+/// A local etcd the demo started, stopped with it.
+struct SpawnedEtcd {
+    child: tokio::process::Child,
+    endpoint: String,
+}
+
+async fn spawn_etcd(dir: &std::path::Path) -> Result<SpawnedEtcd> {
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+    };
+    let (client, peer) = (free()?, free()?);
+    let child = tokio::process::Command::new("etcd")
+        .args([
+            "--name",
+            "demo",
+            "--data-dir",
+            &dir.join("etcd").display().to_string(),
+            "--listen-client-urls",
+            &format!("http://127.0.0.1:{client}"),
+            "--advertise-client-urls",
+            &format!("http://127.0.0.1:{client}"),
+            "--listen-peer-urls",
+            &format!("http://127.0.0.1:{peer}"),
+            "--initial-advertise-peer-urls",
+            &format!("http://127.0.0.1:{peer}"),
+            "--initial-cluster",
+            &format!("demo=http://127.0.0.1:{peer}"),
+            "--heartbeat-interval=10",
+            "--election-timeout=100",
+        ])
+        .stdout(std::fs::File::create(dir.join("etcd.log"))?)
+        .stderr(std::fs::File::create(dir.join("etcd.err"))?)
+        .kill_on_drop(true)
+        .spawn()
+        .context("cannot start etcd (is etcd-server installed? apt-get install etcd-server)")?;
+    let endpoint = format!("127.0.0.1:{client}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tokio::net::TcpStream::connect(&endpoint).await.is_err() {
+        if Instant::now() > deadline {
+            bail!(
+                "etcd did not start within 10 s; see {}",
+                dir.join("etcd.err").display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(SpawnedEtcd { child, endpoint })
+}
+
+/// The store the demo runs on: the dashboard's source and the nodes' flags.
+struct Setup {
+    source: SourceConfig,
+    node_source_args: Vec<String>,
+    label: String,
+}
+
+fn setup(
+    args: &DemoArgs,
+    src: &SourceArgs,
+    dir: &std::path::Path,
+    etcd: Option<&str>,
+) -> Result<Setup> {
+    let scheme_arg = src.scheme.map(Scheme::from);
+    let sql = |url: String, scheme: Scheme| -> Setup {
+        Setup {
+            source: SourceConfig::Sql(SqlSource {
+                url: DbUrl(url.clone()),
+                password_env: src.password_env.clone(),
+                password_file: src.password_file.clone(),
+                scheme,
+                table: src.table.clone(),
+                columns: SqlColumns::default(),
+                timeout: args.ttl.filter(|_| scheme == Scheme::SqlHeartbeat),
+                poll: Some(Duration::from_millis(200)),
+                read_only: src.read_only,
+            }),
+            node_source_args: {
+                let mut a = vec![
+                    "--sql".into(),
+                    url.clone(),
+                    "--scheme".into(),
+                    scheme.as_str().into(),
+                ];
+                if let Some(t) = &src.table {
+                    a.extend(["--table".into(), t.clone()]);
+                }
+                if let Some(v) = &src.password_env {
+                    a.extend(["--password-env".into(), v.clone()]);
+                }
+                if let Some(f) = &src.password_file {
+                    a.extend(["--password-file".into(), f.display().to_string()]);
+                }
+                a
+            },
+            label: format!("{scheme} on {}", DbUrl(url).redacted()),
+        }
+    };
+    let sql_scheme = || match scheme_arg {
+        Some(s) if s.is_sql() => Ok(s),
+        None => Ok(Scheme::SqlLease),
+        Some(s) => {
+            bail!("--scheme {s} does not run on a SQL store; use sql-lease or sql-heartbeat")
+        }
+    };
+    Ok(match args.store {
+        DemoStore::Sqlite => sql(
+            format!("sqlite://{}", dir.join("elections.db").display()),
+            sql_scheme()?,
+        ),
+        DemoStore::Postgres | DemoStore::Mysql => {
+            let url = src
+                .sql
+                .first()
+                .cloned()
+                .context("--store postgres|mysql needs --sql URL")?;
+            sql(url, sql_scheme()?)
+        }
+        DemoStore::Etcd => {
+            let scheme = match scheme_arg {
+                Some(s) if s.is_sql() => {
+                    bail!("--scheme {s} does not run on etcd; use etcd-election or etcd-lease-key")
+                }
+                Some(s) => s,
+                None => Scheme::EtcdElection,
+            };
+            let endpoint = etcd
+                .map(str::to_string)
+                .or_else(|| src.etcd.first().cloned())
+                .context(
+                    "--store etcd needs --etcd HOST:PORT, or --spawn-etcd to start a local one",
+                )?;
+            let registry = (scheme == Scheme::EtcdLeaseKey).then(|| ETCD_REGISTRY.to_string());
+            let mut node_source_args = vec![
+                "--etcd".into(),
+                endpoint.clone(),
+                "--prefix".into(),
+                ETCD_PREFIX.into(),
+                "--scheme".into(),
+                scheme.as_str().into(),
+            ];
+            if let Some(r) = &registry {
+                node_source_args.extend(["--registry".into(), r.clone()]);
+            }
+            Setup {
+                source: SourceConfig::Etcd(EtcdSource {
+                    endpoints: vec![endpoint.clone()],
+                    prefix: ETCD_PREFIX.into(),
+                    scheme: Some(scheme),
+                    registry,
+                    read_only: src.read_only,
+                }),
+                node_source_args,
+                label: format!("{scheme} on etcd {endpoint}"),
+            }
+        }
+    })
+}
+
+pub async fn run(args: &DemoArgs, src: &SourceArgs, tick: Duration) -> Result<()> {
+    if args.nodes == 0 || args.nodes > 9 {
+        bail!("--nodes must be 1 to 9 (one key each)");
+    }
+    let dir = tempfile::Builder::new().prefix("electop-demo-").tempdir()?;
+    let etcd = if args.spawn_etcd {
+        Some(spawn_etcd(dir.path()).await?)
+    } else {
+        None
+    };
+    let setup = setup(
+        args,
+        src,
+        dir.path(),
+        etcd.as_ref().map(|e| e.endpoint.as_str()),
+    )?;
+    if let SourceConfig::Sql(cfg) = &setup.source {
+        let settings = crate::backend::sql::SqlSettings::from_config(cfg)?;
+        crate::backend::sql::create_table_if_missing(&settings, Duration::from_secs(5))
+            .await
+            .map_err(anyhow::Error::msg)?;
+    }
+    let mut source_args = vec![
+        "--log-file".to_string(),
+        dir.path().join("nodes.log").display().to_string(),
+    ];
+    source_args.extend(setup.node_source_args.clone());
+    let mut node_args = vec!["--election".to_string(), ELECTION.to_string()];
+    if matches!(setup.source, SourceConfig::Sql(_)) {
+        node_args.push("--create-table".into());
+    }
+    for (flag, v) in [
+        ("--ttl", args.ttl),
+        ("--renew", args.renew),
+        ("--retry", args.retry),
+    ] {
+        if let Some(v) = v {
+            node_args.extend([flag.to_string(), format!("{}ms", v.as_millis())]);
+        }
+    }
+    let (out_tx, mut out_rx) = mpsc::channel(256);
+    let mut sup = Supervisor::new(source_args, node_args, args.nodes, out_tx)?;
+    for i in 0..args.nodes {
+        sup.start(i)?;
+    }
+    let sources = Sources::spawn(
+        std::slice::from_ref(&setup.source),
+        &BackendOptions::default(),
+    )?;
+    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    let result = demo_loop(
+        &mut terminal,
+        sources,
+        &mut sup,
+        &mut out_rx,
+        tick,
+        &setup.label,
+    )
+    .await;
+    ratatui::restore();
+    sup.stop_all(Duration::from_secs(3)).await;
+    if let Some(mut e) = etcd {
+        let _ = e.child.kill().await;
+    }
+    drop(dir);
+    result
+}
+
+async fn demo_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    mut sources: Sources,
+    sup: &mut Supervisor,
+    out_rx: &mut mpsc::Receiver<NodeOutput>,
+    tick: Duration,
+    label: &str,
+) -> Result<()> {
+    let app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let mut d = Demo::new(app, &sup.ids, ELECTION, label);
+    let size = terminal.size()?;
+    app::update(
+        &mut d.app,
+        Msg::Resize {
+            width: size.width,
+            height: size.height,
+        },
+    );
+    let mut input = EventStream::new();
+    let (admin_tx, mut admin_rx) = mpsc::channel(4);
+    let mut reap = tokio::time::interval(Duration::from_millis(250));
+    let mut ticker = tokio::time::interval(tick);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut dirty = true;
+    let result = loop {
+        if dirty {
+            let now = Instant::now();
+            app::update(
+                &mut d.app,
+                Msg::Tick {
+                    now,
+                    wall: SystemTime::now(),
+                },
+            );
+            d.check_failover(now);
+            terminal.draw(|f| view::view(&d, f))?;
+            dirty = false;
+        }
+        if d.app.quit {
+            break Ok(());
+        }
+        for (id, cmd) in d.app.visible_requests(crate::ui::table_rows(d.app.size.1)) {
+            sources.send(id, cmd);
+        }
+        tokio::select! {
+            ev = input.next() => match ev {
+                Some(Ok(TermEvent::Key(k))) => {
+                    let demo = if d.app.dialog.is_none() && !d.app.show_help { demo_action(k) } else { None };
+                    if let Some(a) = demo {
+                        on_demo_action(&mut d, sup, a);
+                    } else {
+                        let action = match &d.app.dialog {
+                            Some(dl) => keys::dialog_action_for(k, dl.typing()),
+                            None => keys::action_for(k),
+                        };
+                        if let Some(a) = action {
+                            app::update(&mut d.app, Msg::Action(a));
+                        }
+                        for req in std::mem::take(&mut d.app.outbox) {
+                            sources.execute(req, admin_tx.clone());
+                        }
+                    }
+                    dirty = true;
+                }
+                Some(Ok(TermEvent::Resize(width, height))) => {
+                    app::update(&mut d.app, Msg::Resize { width, height });
+                    dirty = true;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => break Err(e).context("reading the terminal"),
+                None => break Ok(()),
+            },
+            ev = sources.events.recv() => {
+                if let Some(ev) = ev {
+                    app::update(&mut d.app, Msg::Source(ev));
+                    while let Ok(ev) = sources.events.try_recv() {
+                        app::update(&mut d.app, Msg::Source(ev));
+                    }
+                    dirty = true;
+                }
+            }
+            Some(out) = out_rx.recv() => {
+                match out {
+                    NodeOutput::Line { node, text } => d.node_line(node, &text),
+                    NodeOutput::Exited { node, code } => d.node_exited(node, code),
+                }
+                dirty = true;
+            }
+            Some(outcome) = admin_rx.recv() => {
+                app::update(&mut d.app, Msg::AdminDone(outcome));
+                dirty = true;
+            }
+            _ = reap.tick() => sup.reap().await,
+            _ = ticker.tick() => dirty = true,
+        }
+    };
+    sources.shutdown().await;
+    result
+}
+
+fn on_demo_action(d: &mut Demo, sup: &mut Supervisor, a: DemoAction) {
+    let now = Instant::now();
+    let i = d.selected;
+    match a {
+        DemoAction::Pick(n) if n < d.nodes.len() => d.selected = n,
+        DemoAction::Pick(_) => {}
+        DemoAction::Kill => {
+            if sup.kill(i) {
+                d.stopping(i, now);
+                d.nodes[i].proc_ = Proc::Killed;
+                d.nodes[i].belief = "killed (SIGKILL)".into();
+            }
+        }
+        DemoAction::PauseResume => match d.nodes[i].proc_ {
+            Proc::Paused => {
+                if sup.resume(i) {
+                    d.nodes[i].proc_ = Proc::Running;
+                    d.nodes[i].log.push_back("resumed (SIGCONT)".into());
+                }
+            }
+            Proc::Running => {
+                if sup.pause(i) {
+                    d.stopping(i, now);
+                    d.nodes[i].proc_ = Proc::Paused;
+                    d.nodes[i].log.push_back("paused (SIGSTOP)".into());
+                }
+            }
+            _ => {}
+        },
+        DemoAction::Restart => {
+            if sup.pid(i).is_some() {
+                sup.kill(i);
+            }
+            match sup.start(i) {
+                Ok(()) => {
+                    d.nodes[i].proc_ = Proc::Running;
+                    d.nodes[i].belief = "starting".into();
+                    d.nodes[i].log.push_back("restarted".into());
+                }
+                Err(e) => d.nodes[i].log.push_back(format!("restart failed: {e}")),
+            }
+        }
+    }
+}

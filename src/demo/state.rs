@@ -1,0 +1,220 @@
+//! The demo's state beside the dashboard's: each node's process state, belief and recent
+//! lines, the selected node, and the failover being timed.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use crate::app::App;
+
+/// Lines kept per node pane.
+const LOG_LINES: usize = 50;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Proc {
+    Running,
+    Paused,
+    Killed,
+    Exited(Option<i32>),
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeView {
+    pub id: String,
+    pub proc_: Proc,
+    /// The node's own belief, as it last printed it.
+    pub belief: String,
+    pub log: VecDeque<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DemoAction {
+    Pick(usize),
+    Kill,
+    PauseResume,
+    Restart,
+}
+
+pub struct Demo {
+    pub app: App,
+    pub nodes: Vec<NodeView>,
+    pub selected: usize,
+    /// The election the nodes take part in, as the dashboard names it.
+    pub election: String,
+    /// What the demo runs on, for the title.
+    pub store: String,
+    /// A leader was killed or paused at this instant: time until the dashboard shows another.
+    pub failing_over: Option<(Instant, String)>,
+    pub last_failover: Option<String>,
+}
+
+impl Demo {
+    pub fn new(app: App, ids: &[String], election: &str, store: &str) -> Self {
+        Demo {
+            app,
+            nodes: ids
+                .iter()
+                .map(|id| NodeView {
+                    id: id.clone(),
+                    proc_: Proc::Running,
+                    belief: "starting".into(),
+                    log: VecDeque::new(),
+                })
+                .collect(),
+            selected: 0,
+            election: election.to_string(),
+            store: store.to_string(),
+            failing_over: None,
+            last_failover: None,
+        }
+    }
+
+    /// The leader the dashboard shows for the demo's election.
+    pub fn leader_on_screen(&self) -> Option<&str> {
+        self.app
+            .elections
+            .values()
+            .find(|e| e.name == self.election)
+            .and_then(|e| e.leader.as_ref())
+            .map(|l| l.id.as_str())
+    }
+
+    /// A line a node printed: JSON beliefs become its belief; everything goes to its log.
+    pub fn node_line(&mut self, node: usize, text: &str) {
+        let Some(n) = self.nodes.get_mut(node) else {
+            return;
+        };
+        let short = match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(v) => {
+                let at = v["at"]
+                    .as_str()
+                    .and_then(|t| t.get(11..19))
+                    .unwrap_or("")
+                    .to_string();
+                if let Some(b) = v["belief"].as_str() {
+                    n.belief = match (b, v["leader"].as_str(), v["error"].as_str()) {
+                        ("leader", _, _) => "LEADER".to_string(),
+                        ("follower", Some(l), _) => format!("follower of {l}"),
+                        ("follower", None, _) => "follower (no leader)".to_string(),
+                        (_, _, Some(e)) => format!("no contact: {e}"),
+                        (other, _, _) => other.to_string(),
+                    };
+                    format!("{at} {}", n.belief)
+                } else {
+                    format!("{at} {}", v["event"].as_str().unwrap_or(text))
+                }
+            }
+            Err(_) => text.to_string(),
+        };
+        n.log.push_back(short);
+        while n.log.len() > LOG_LINES {
+            n.log.pop_front();
+        }
+    }
+
+    pub fn node_exited(&mut self, node: usize, code: Option<i32>) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            if n.proc_ != Proc::Killed {
+                n.proc_ = Proc::Exited(code);
+            }
+            n.belief = match code {
+                Some(c) => format!("exited ({c})"),
+                None => "killed".to_string(),
+            };
+        }
+    }
+
+    /// Starts the failover clock when the leader on screen is the node being stopped.
+    pub fn stopping(&mut self, node: usize, now: Instant) {
+        let id = self.nodes.get(node).map(|n| n.id.clone());
+        if id.is_some() && self.leader_on_screen() == id.as_deref() {
+            self.failing_over = id.map(|id| (now, id));
+            self.last_failover = None;
+        }
+    }
+
+    /// After the dashboard changed: a new leader on screen ends the failover clock.
+    pub fn check_failover(&mut self, now: Instant) {
+        let Some((since, old)) = &self.failing_over else {
+            return;
+        };
+        if let Some(new) = self.leader_on_screen()
+            && new != old
+        {
+            let secs = now.saturating_duration_since(*since).as_secs_f64();
+            self.last_failover = Some(format!("failover {old} → {new} in {secs:.1} s"));
+            self.failing_over = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Candidate, Election, Scheme, SourceEvent, SourceInfo};
+    use std::time::{Duration, SystemTime};
+
+    fn demo() -> Demo {
+        let info = SourceInfo {
+            id: 0,
+            name: "sqlite".into(),
+            label: "sqlite".into(),
+            short: "sql1".into(),
+            endpoints: "x".into(),
+            scheme: Some(Scheme::SqlLease),
+            read_only: false,
+        };
+        let app = App::new(vec![info], Instant::now(), SystemTime::now());
+        Demo::new(app, &["node-1".into(), "node-2".into()], "demo", "sqlite")
+    }
+
+    fn lead(d: &mut Demo, id: &str) {
+        let mut e = Election::new(0, "demo".into(), Scheme::SqlLease);
+        e.leader = Some(Candidate {
+            id: id.into(),
+            raw_id: id.as_bytes().to_vec(),
+            key: "demo".into(),
+            raw_key: b"demo".to_vec(),
+            lease: None,
+            create_revision: 0,
+            mod_revision: 0,
+            stamp: None,
+            ttl: None,
+        });
+        crate::app::update(
+            &mut d.app,
+            crate::app::Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections: vec![e],
+            }),
+        );
+    }
+
+    #[test]
+    fn failover_is_timed_from_the_kill_to_the_new_leader_on_screen() {
+        let mut d = demo();
+        lead(&mut d, "node-1");
+        let t0 = Instant::now();
+        d.stopping(0, t0);
+        d.check_failover(t0 + Duration::from_secs(3));
+        assert!(d.last_failover.is_none(), "same leader still on screen");
+        lead(&mut d, "node-2");
+        d.check_failover(t0 + Duration::from_millis(9_250));
+        assert_eq!(
+            d.last_failover.as_deref(),
+            Some("failover node-1 → node-2 in 9.2 s")
+        );
+    }
+
+    #[test]
+    fn beliefs_come_from_the_nodes_json() {
+        let mut d = demo();
+        d.node_line(1, r#"{"at":"2026-11-22T19:20:05.1Z","node":"node-2","election":"demo","belief":"follower","leader":"node-1"}"#);
+        assert_eq!(d.nodes[1].belief, "follower of node-1");
+        assert_eq!(
+            d.nodes[1].log.back().map(String::as_str),
+            Some("19:20:05 follower of node-1")
+        );
+        d.node_exited(1, Some(0));
+        assert_eq!(d.nodes[1].proc_, Proc::Exited(Some(0)));
+    }
+}
