@@ -383,18 +383,14 @@ fn on_demo_action(d: &mut Demo, sup: &mut Supervisor, a: DemoAction) {
             }
         }
         DemoAction::PauseResume => match d.nodes[i].proc_ {
-            Proc::Paused => {
-                if sup.resume(i) {
-                    d.nodes[i].proc_ = Proc::Running;
-                    d.nodes[i].log.push_back("resumed (SIGCONT)".into());
-                }
+            Proc::Paused if sup.resume(i) => {
+                d.nodes[i].proc_ = Proc::Running;
+                d.nodes[i].log.push_back("resumed (SIGCONT)".into());
             }
-            Proc::Running => {
-                if sup.pause(i) {
-                    d.stopping(i, now);
-                    d.nodes[i].proc_ = Proc::Paused;
-                    d.nodes[i].log.push_back("paused (SIGSTOP)".into());
-                }
+            Proc::Running if sup.pause(i) => {
+                d.stopping(i, now);
+                d.nodes[i].proc_ = Proc::Paused;
+                d.nodes[i].log.push_back("paused (SIGSTOP)".into());
             }
             _ => {}
         },
