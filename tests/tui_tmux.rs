@@ -149,3 +149,58 @@ fn sql_elections_show_on_the_dashboard() {
     tmux.send(&["q"]);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
 }
+
+/// The demo on embedded SQLite: kill the leader, see the new leader and the failover time
+/// on screen, quit, and find no child process left.
+#[test]
+fn demo_fails_over_when_the_leader_is_killed_and_leaves_nothing_running() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::start(
+        160,
+        40,
+        &shell(home.path(), "demo --ttl 2s --renew 500ms --retry 300ms"),
+    );
+    let leader_row = |s: &str| -> Option<String> {
+        s.lines()
+            .find(|l| l.contains("demo") && l.contains("sql-lease") && l.contains("node-"))
+            .and_then(|l| {
+                l.split_whitespace()
+                    .find(|w| w.starts_with("node-"))
+                    .map(str::to_string)
+            })
+    };
+    let screen = tmux.wait_screen("a leader", T, |s| {
+        leader_row(s).is_some() && s.contains("LEADER")
+    });
+    let old = leader_row(&screen).expect("leader");
+    let dir = screen
+        .split_whitespace()
+        .find_map(|w| {
+            w.strip_prefix("sqlite://")
+                .and_then(|p| p.strip_suffix("/elections.db"))
+        })
+        .expect("the demo's directory on screen")
+        .to_string();
+    let digit = old.trim_start_matches("node-").to_string();
+    tmux.send(&[&digit, "x"]);
+    let screen = tmux.wait_screen("a new leader and the failover time", T, |s| {
+        leader_row(s).is_some_and(|l| l != old) && s.contains("failover")
+    });
+    assert!(screen.contains("KILLED"), "{screen}");
+    assert!(screen.contains(&format!("failover {old} →")), "{screen}");
+    let running = || {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", &dir])
+            .output()
+            .expect("pgrep");
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    assert_eq!(running(), 2, "two nodes left running before quitting");
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+    assert_eq!(running(), 0, "no child process left after quit");
+    assert!(
+        !std::path::Path::new(&dir).exists(),
+        "the demo's directory is removed"
+    );
+}
