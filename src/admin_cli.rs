@@ -42,51 +42,30 @@ pub async fn run(
         Err(why) => return fail(EXIT_STORE, &why),
     };
     // NAME, or SOURCE/NAME.
+    let qualified = |(src, name): &(usize, String)| {
+        let short = app
+            .sources
+            .get(*src)
+            .map(|s| s.info.short.as_str())
+            .unwrap_or("?");
+        format!("{short}/{name}")
+    };
     let matches: Vec<_> = app
         .elections
         .iter()
-        .filter(|((src, name), _)| {
-            name == election
-                || app
-                    .sources
-                    .get(*src)
-                    .is_some_and(|s| format!("{}/{name}", s.info.short) == election)
-        })
+        .filter(|(key, _)| key.1 == election || qualified(key) == election)
         .collect();
     let ((source, _), seen) = match matches.as_slice() {
         [one] => *one,
         [] => {
-            let known: Vec<String> = app
-                .elections
-                .keys()
-                .map(|(s, n)| {
-                    format!(
-                        "{}/{n}",
-                        app.sources
-                            .get(*s)
-                            .map(|s| s.info.short.as_str())
-                            .unwrap_or("?")
-                    )
-                })
-                .collect();
+            let known: Vec<String> = app.elections.keys().map(qualified).collect();
             return fail(
                 EXIT_USAGE,
                 &format!("no election `{election}`; known: {}", known.join(", ")),
             );
         }
         many => {
-            let names: Vec<String> = many
-                .iter()
-                .map(|((s, n), _)| {
-                    format!(
-                        "{}/{n}",
-                        app.sources
-                            .get(*s)
-                            .map(|s| s.info.short.as_str())
-                            .unwrap_or("?")
-                    )
-                })
-                .collect();
+            let names: Vec<String> = many.iter().map(|(k, _)| qualified(k)).collect();
             return fail(
                 EXIT_USAGE,
                 &format!(

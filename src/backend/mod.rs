@@ -93,6 +93,45 @@ pub async fn execute(
     }
 }
 
+/// Reports a source as down (screen and event stream), then waits out the backoff. Returns
+/// false when the backend should stop: cancelled, or nobody listens any more.
+pub async fn down_and_wait(
+    io: &BackendIo,
+    info: &SourceInfo,
+    error: String,
+    revision: Option<i64>,
+    backoff: &mut Backoff,
+) -> bool {
+    let delay = backoff.next_delay();
+    tracing::warn!(source = %info.name, %error, ?delay, "source down");
+    let state = crate::model::ConnState::Down {
+        error: error.clone(),
+        retry_at: std::time::Instant::now() + delay,
+    };
+    let event = crate::model::Event::about_source(
+        info.name.clone(),
+        crate::model::EventKind::Disconnected,
+        revision,
+        Some(error),
+    );
+    if io
+        .events
+        .send(SourceEvent::Conn {
+            source: info.id,
+            state,
+        })
+        .await
+        .is_err()
+        || io.events.send(SourceEvent::Happened(event)).await.is_err()
+    {
+        return false;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => true,
+        _ = io.cancel.cancelled() => false,
+    }
+}
+
 /// Exponential backoff for reconnecting, reset after a successful connection.
 #[derive(Debug)]
 pub struct Backoff {

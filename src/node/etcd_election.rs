@@ -10,15 +10,10 @@ use etcd_client::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{Belief, Reporter, Timing};
+use super::{Belief, Ended, Reporter, Timing};
 use crate::cli::NodeArgs;
 use crate::config::EtcdSource;
 use crate::model::escape_bytes;
-
-enum Ended {
-    Stopped,
-    LeaseLost,
-}
 
 pub async fn run(
     cfg: &EtcdSource,
@@ -28,23 +23,10 @@ pub async fn run(
     stop: CancellationToken,
 ) -> Result<()> {
     let dir = format!("{}{}/", cfg.prefix, args.election);
-    loop {
-        match session(cfg, &dir, args, t, report, &stop).await {
-            Ok(Ended::Stopped) => return Ok(()),
-            Ok(Ended::LeaseLost) => {
-                report.say("my lease ended (expired or revoked): campaigning again with a new one")
-            }
-            Err(e) => {
-                report.believe(Belief::NoContact {
-                    error: format!("{e:#}"),
-                });
-                tokio::select! {
-                    _ = tokio::time::sleep(t.retry) => {}
-                    _ = stop.cancelled() => return Ok(()),
-                }
-            }
-        }
-    }
+    super::sessions(t, report, &stop, async |r: &mut Reporter| {
+        session(cfg, &dir, args, t, r, &stop).await
+    })
+    .await
 }
 
 async fn session(

@@ -7,15 +7,10 @@ use anyhow::{Context, Result};
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
-use super::{Belief, Reporter, Timing};
+use super::{Belief, Ended, Reporter, Timing};
 use crate::cli::NodeArgs;
 use crate::config::EtcdSource;
 use crate::model::escape_bytes;
-
-enum Ended {
-    Stopped,
-    LeaseLost,
-}
 
 pub async fn run(
     cfg: &EtcdSource,
@@ -24,23 +19,10 @@ pub async fn run(
     report: &mut Reporter,
     stop: CancellationToken,
 ) -> Result<()> {
-    loop {
-        match session(cfg, args, t, report, &stop).await {
-            Ok(Ended::Stopped) => return Ok(()),
-            Ok(Ended::LeaseLost) => {
-                report.say("my lease ended (expired or revoked): starting over with a new one")
-            }
-            Err(e) => {
-                report.believe(Belief::NoContact {
-                    error: format!("{e:#}"),
-                });
-                tokio::select! {
-                    _ = tokio::time::sleep(t.retry) => {}
-                    _ = stop.cancelled() => return Ok(()),
-                }
-            }
-        }
-    }
+    super::sessions(t, report, &stop, async |r: &mut Reporter| {
+        session(cfg, args, t, r, &stop).await
+    })
+    .await
 }
 
 async fn session(

@@ -147,6 +147,41 @@ impl Timing {
     }
 }
 
+/// How an etcd participant's session ended.
+enum Ended {
+    /// Asked to stop; it resigned.
+    Stopped,
+    /// Its lease expired or was revoked: start over with a new one.
+    LeaseLost,
+}
+
+/// Runs sessions until stopped: a new one (new lease) after a lease ends, another after a
+/// pause when the store cannot be reached.
+async fn sessions(
+    t: Timing,
+    report: &mut Reporter,
+    stop: &CancellationToken,
+    mut session: impl AsyncFnMut(&mut Reporter) -> Result<Ended>,
+) -> Result<()> {
+    loop {
+        match session(report).await {
+            Ok(Ended::Stopped) => return Ok(()),
+            Ok(Ended::LeaseLost) => {
+                report.say("my lease ended (expired or revoked): starting over with a new one")
+            }
+            Err(e) => {
+                report.believe(Belief::NoContact {
+                    error: format!("{e:#}"),
+                });
+                tokio::select! {
+                    _ = tokio::time::sleep(t.retry) => {}
+                    _ = stop.cancelled() => return Ok(()),
+                }
+            }
+        }
+    }
+}
+
 /// Cancelled on SIGINT or SIGTERM.
 fn stop_on_signals() -> Result<CancellationToken> {
     use tokio::signal::unix::{SignalKind, signal};

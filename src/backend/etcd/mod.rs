@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchStream};
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use self::layout::{Kv, Layout, Mirror};
 use self::tracker::{Change, LeaseFate, Observed, Tracker};
@@ -135,7 +135,6 @@ async fn run(backend: EtcdBackend, mut io: BackendIo) {
         },
     };
     let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
-    let source = backend.info.id;
     let cancel = io.cancel.clone();
     loop {
         let outcome = tokio::select! {
@@ -146,33 +145,10 @@ async fn run(backend: EtcdBackend, mut io: BackendIo) {
             Stop::Closed => return,
             Stop::Error(e) => e,
         };
-        let delay = backoff.next_delay();
-        warn!(%err, ?delay, "etcd source down");
-        let down = ConnState::Down {
-            error: err.to_string(),
-            retry_at: Instant::now() + delay,
-        };
-        let event = Event::about_source(
-            backend.info.name.clone(),
-            EventKind::Disconnected,
-            state.tracker.as_ref().map(|t| t.revision),
-            Some(err.to_string()),
-        );
-        if io
-            .events
-            .send(SourceEvent::Conn {
-                source,
-                state: down,
-            })
-            .await
-            .is_err()
-            || io.events.send(SourceEvent::Happened(event)).await.is_err()
+        let revision = state.tracker.as_ref().map(|t| t.revision);
+        if !super::down_and_wait(&io, &backend.info, err.to_string(), revision, &mut backoff).await
         {
             return;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
-            _ = cancel.cancelled() => return,
         }
     }
 }

@@ -22,7 +22,7 @@ use self::dialect::{Dialect, Ident};
 use self::tracker::{Poll, Row, SqlTracker};
 use super::{Backend, BackendFuture, BackendIo, BackendOptions, Backoff};
 use crate::config::{DbUrl, SqlSource};
-use crate::model::{ConnState, Event, EventKind, Scheme, SourceEvent, SourceId, SourceInfo};
+use crate::model::{ConnState, Scheme, SourceEvent, SourceId, SourceInfo};
 
 /// The validated columns of an election table.
 #[derive(Clone, Debug)]
@@ -250,30 +250,8 @@ async fn run(b: SqlBackend, mut io: BackendIo) {
             Stop::Closed => return,
             Stop::Down(e) => e,
         };
-        let delay = backoff.next_delay();
-        warn!(source = %b.info.name, %error, ?delay, "sql source down");
-        let state = ConnState::Down {
-            error: error.clone(),
-            retry_at: Instant::now() + delay,
-        };
-        let event = Event::about_source(
-            b.info.name.clone(),
-            EventKind::Disconnected,
-            None,
-            Some(error),
-        );
-        if io
-            .events
-            .send(SourceEvent::Conn { source, state })
-            .await
-            .is_err()
-            || io.events.send(SourceEvent::Happened(event)).await.is_err()
-        {
+        if !super::down_and_wait(&io, &b.info, error, None, &mut backoff).await {
             return;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
-            _ = cancel.cancelled() => return,
         }
     }
 }
