@@ -56,6 +56,10 @@ pub enum SqlConfigError {
     Ident(#[from] dialect::BadIdent),
     #[error("the heartbeat timeout must be more than 0")]
     Timeout,
+    #[error(
+        "an in-memory SQLite database is private to one connection, so no participant's elections can be seen in it; use a file: sqlite:///path/to/elections.db"
+    )]
+    Memory,
 }
 
 /// A SQL source's settings, checked.
@@ -73,6 +77,11 @@ impl SqlSettings {
     pub fn from_config(cfg: &SqlSource) -> Result<SqlSettings, SqlConfigError> {
         let dialect =
             Dialect::from_url(&cfg.url.0).ok_or_else(|| SqlConfigError::Url(cfg.url.redacted()))?;
+        if dialect == Dialect::Sqlite
+            && (cfg.url.0.contains(":memory:") || cfg.url.0.contains("mode=memory"))
+        {
+            return Err(SqlConfigError::Memory);
+        }
         let (table, key, holder, stamp) = match cfg.scheme {
             Scheme::SqlLease => ("leaderlock", "key", "leader_id", "valid_until"),
             Scheme::SqlHeartbeat => (
@@ -661,6 +670,11 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("must start with postgres://"), "{e}");
+        let e = SqlSettings::from_config(&cfg("sqlite::memory:", Scheme::SqlLease))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("private to one connection"), "{e}");
     }
 
     #[test]
