@@ -10,7 +10,7 @@ use etcd_client::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{Belief, Ended, Reporter, Timing};
+use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
 use crate::cli::NodeArgs;
 use crate::config::EtcdSource;
 use crate::model::escape_bytes;
@@ -37,18 +37,30 @@ async fn session(
     report: &mut Reporter,
     stop: &CancellationToken,
 ) -> Result<Ended> {
-    let mut client = Client::connect(cfg.endpoints.clone(), None)
-        .await
-        .context("connecting to etcd")?;
-    let lease = client
-        .lease_grant(t.ttl.as_secs().max(1) as i64, None)
-        .await?
-        .id();
-    let (mut keeper, mut alive) = client.lease_keep_alive(lease).await?;
+    let limit = t.call_limit();
+    let mut client = within(
+        limit,
+        "a connection",
+        Client::connect(cfg.endpoints.clone(), None),
+    )
+    .await
+    .context("connecting to etcd")?;
+    let lease = within(
+        limit,
+        "a lease grant",
+        client.lease_grant(t.ttl.as_secs() as i64, None),
+    )
+    .await?
+    .id();
+    let (mut keeper, mut alive) =
+        within(limit, "a keep-alive", client.lease_keep_alive(lease)).await?;
     let key = format!("{dir}{lease:x}");
-    let mut watch = client
-        .watch(dir, Some(WatchOptions::new().with_prefix()))
-        .await?;
+    let mut watch = within(
+        limit,
+        "a watch",
+        client.watch(dir, Some(WatchOptions::new().with_prefix())),
+    )
+    .await?;
     let mut tick = tokio::time::interval(t.renew);
     tick.tick().await;
     loop {
@@ -60,14 +72,16 @@ async fn session(
                 args.id.clone(),
                 Some(PutOptions::new().with_lease(lease)),
             )]);
-        if client.txn(join).await.is_err() {
-            return Ok(Ended::LeaseLost);
+        match tokio::time::timeout(limit, client.txn(join)).await {
+            Err(_) => anyhow::bail!("the store did not answer within {limit:?}"),
+            Ok(Err(_)) => return Ok(Ended::LeaseLost),
+            Ok(Ok(_)) => {}
         }
         let opts = GetOptions::new()
             .with_prefix()
             .with_sort(SortTarget::Create, SortOrder::Ascend)
             .with_limit(1);
-        let first = client.get(dir, Some(opts)).await?;
+        let first = within(limit, "a read", client.get(dir, Some(opts))).await?;
         let belief = match first.kvs().first() {
             Some(kv) if kv.key() == key.as_bytes() => Belief::Leader,
             Some(kv) => Belief::Follower {
@@ -79,14 +93,14 @@ async fn session(
         tokio::select! {
             _ = stop.cancelled() => {
                 // Resign: delete our key, and end the session so nobody waits for its TTL.
-                let _ = client.delete(key.clone(), None).await;
-                let _ = client.lease_revoke(lease).await;
+                let _ = tokio::time::timeout(RESIGN_LIMIT, client.delete(key.clone(), None)).await;
+                let _ = tokio::time::timeout(RESIGN_LIMIT, client.lease_revoke(lease)).await;
                 report.say("resigned");
                 return Ok(Ended::Stopped);
             }
             _ = tick.tick() => {
-                keeper.keep_alive().await?;
-                match alive.message().await? {
+                within(limit, "a keep-alive", keeper.keep_alive()).await?;
+                match within(limit, "a keep-alive", alive.message()).await? {
                     Some(r) if r.ttl() > 0 => {}
                     _ => return Ok(Ended::LeaseLost),
                 }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
-use super::{Belief, Ended, Reporter, Timing};
+use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
 use crate::cli::NodeArgs;
 use crate::config::EtcdSource;
 use crate::model::escape_bytes;
@@ -32,29 +32,37 @@ async fn session(
     report: &mut Reporter,
     stop: &CancellationToken,
 ) -> Result<Ended> {
-    let mut client = Client::connect(cfg.endpoints.clone(), None)
-        .await
-        .context("connecting to etcd")?;
-    let lease = client
-        .lease_grant(t.ttl.as_secs().max(1) as i64, None)
-        .await?
-        .id();
-    let (mut keeper, mut alive) = client.lease_keep_alive(lease).await?;
+    let limit = t.call_limit();
+    let mut client = within(
+        limit,
+        "a connection",
+        Client::connect(cfg.endpoints.clone(), None),
+    )
+    .await
+    .context("connecting to etcd")?;
+    let lease = within(
+        limit,
+        "a lease grant",
+        client.lease_grant(t.ttl.as_secs() as i64, None),
+    )
+    .await?
+    .id();
+    let (mut keeper, mut alive) =
+        within(limit, "a keep-alive", client.lease_keep_alive(lease)).await?;
     let key = format!("{}{}", cfg.prefix, args.election);
     let entry = cfg
         .registry
         .as_ref()
         .map(|r| format!("{r}{}/{}", args.election, args.id));
     if let Some(entry) = &entry {
-        client
-            .put(
-                entry.clone(),
-                args.id.clone(),
-                Some(PutOptions::new().with_lease(lease)),
-            )
-            .await?;
+        let register = client.put(
+            entry.clone(),
+            args.id.clone(),
+            Some(PutOptions::new().with_lease(lease)),
+        );
+        within(limit, "a registration", register).await?;
     }
-    let mut watch = client.watch(key.clone(), None).await?;
+    let mut watch = within(limit, "a watch", client.watch(key.clone(), None)).await?;
     let mut tick = tokio::time::interval(t.renew);
     tick.tick().await;
     loop {
@@ -66,9 +74,10 @@ async fn session(
                 Some(PutOptions::new().with_lease(lease)),
             )])
             .or_else([TxnOp::get(key.clone(), None)]);
-        let resp = match client.txn(txn).await {
-            Ok(r) => r,
-            Err(_) => return Ok(Ended::LeaseLost),
+        let resp = match tokio::time::timeout(limit, client.txn(txn)).await {
+            Err(_) => anyhow::bail!("the store did not answer within {limit:?}"),
+            Ok(Err(_)) => return Ok(Ended::LeaseLost),
+            Ok(Ok(r)) => r,
         };
         let holder = if resp.succeeded() {
             Some((args.id.as_bytes().to_vec(), lease))
@@ -93,14 +102,14 @@ async fn session(
                 let mine = Txn::new()
                     .when([Compare::value(key.clone(), CompareOp::Equal, args.id.clone()), Compare::lease(key.clone(), CompareOp::Equal, lease)])
                     .and_then([TxnOp::delete(key.clone(), None)]);
-                let _ = client.txn(mine).await;
-                let _ = client.lease_revoke(lease).await;
+                let _ = tokio::time::timeout(RESIGN_LIMIT, client.txn(mine)).await;
+                let _ = tokio::time::timeout(RESIGN_LIMIT, client.lease_revoke(lease)).await;
                 report.say("resigned");
                 return Ok(Ended::Stopped);
             }
             _ = tick.tick() => {
-                keeper.keep_alive().await?;
-                match alive.message().await? {
+                within(limit, "a keep-alive", keeper.keep_alive()).await?;
+                match within(limit, "a keep-alive", alive.message()).await? {
                     Some(r) if r.ttl() > 0 => {}
                     _ => return Ok(Ended::LeaseLost),
                 }

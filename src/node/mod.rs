@@ -115,7 +115,41 @@ pub struct Timing {
     pub retry: Duration,
 }
 
+/// How long a resign on the way out may take: a store that does not answer must not keep a
+/// stopped node alive.
+const RESIGN_LIMIT: Duration = Duration::from_secs(1);
+
+/// A store call that must answer within `limit`. A leader's calls are bounded by what is left
+/// of its lease or term, so one cut off from the store stops believing it leads by the time
+/// its lease could have run out.
+async fn within<T, E: Into<anyhow::Error>>(
+    limit: Duration,
+    what: &str,
+    fut: impl std::future::Future<Output = std::result::Result<T, E>>,
+) -> Result<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r.map_err(Into::into),
+        Err(_) => Err(anyhow::anyhow!(
+            "the store did not answer {what} within {limit:?}"
+        )),
+    }
+}
+
 impl Timing {
+    /// The longest a store call may take: what is left of the lease after a renew interval.
+    pub fn call_limit(&self) -> Duration {
+        self.ttl
+            .saturating_sub(self.renew)
+            .max(Duration::from_millis(300))
+    }
+
+    /// etcd lease TTLs are whole seconds: round up, so a TTL never ends up shorter than asked.
+    fn whole_seconds(mut self) -> Timing {
+        let secs = self.ttl.as_secs_f64().ceil().max(1.0);
+        self.ttl = Duration::from_secs(secs as u64);
+        self
+    }
+
     pub fn defaults(scheme: Scheme) -> Timing {
         let s = Duration::from_secs;
         match scheme {
@@ -201,11 +235,14 @@ fn stop_on_signals() -> Result<CancellationToken> {
 
 pub async fn run(args: &NodeArgs, scheme: Scheme, source: SourceConfig) -> Result<()> {
     let d = Timing::defaults(scheme);
-    let timing = Timing {
+    let mut timing = Timing {
         ttl: args.ttl.unwrap_or(d.ttl),
         renew: args.renew.unwrap_or(d.renew),
         retry: args.retry.unwrap_or(d.retry),
     };
+    if !scheme.is_sql() {
+        timing = timing.whole_seconds();
+    }
     if timing.renew >= timing.ttl {
         anyhow::bail!(
             "--renew ({:?}) must be shorter than --ttl ({:?}), or the lease runs out between renewals",

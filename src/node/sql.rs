@@ -29,28 +29,39 @@ pub async fn run(
         cfg.timeout = Some(t.ttl);
     }
     let s = SqlSettings::from_config(&cfg)?;
-    let mut leader = false;
+    // Each round of store calls must finish while our term could still be running; a node
+    // cut off from the database then stops believing it leads when its term runs out.
+    let limit = t.call_limit();
     let mut conn: Option<(AnyPool, Schema)> = None;
     loop {
-        if conn.is_none() {
-            match open(&s, args).await {
-                Ok(c) => conn = Some(c),
-                Err(e) => report.believe(Belief::NoContact { error: e }),
+        let round = async {
+            if conn.is_none() {
+                conn = Some(open(&s, args).await?);
             }
-        }
-        if let Some((pool, schema)) = &conn {
-            match attempt(&s, pool, schema, args, t).await {
-                Ok(b) => {
-                    leader = b == Belief::Leader;
-                    report.believe(b);
-                }
-                Err(e) => {
-                    leader = false;
-                    report.believe(Belief::NoContact { error: e });
-                    conn = None;
-                }
+            match &conn {
+                Some((pool, schema)) => attempt(&s, pool, schema, args, t).await,
+                None => Err("no connection".to_string()),
             }
-        }
+        };
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(limit, round) => r.unwrap_or_else(|_| Err(format!("the database did not answer within {limit:?}"))),
+            _ = stop.cancelled() => return Ok(()),
+        };
+        let leader = match outcome {
+            Ok(b) => {
+                let leads = b == Belief::Leader;
+                report.believe(b);
+                leads
+            }
+            Err(e) => {
+                report.believe(Belief::NoContact { error: e });
+                if let Some((pool, _)) = conn.take() {
+                    // Not awaited: closing waits for connections that may never answer.
+                    tokio::spawn(async move { pool.close().await });
+                }
+                false
+            }
+        };
         let wait = if leader { t.renew } else { t.retry };
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
@@ -58,8 +69,8 @@ pub async fn run(
                 if let Some((pool, schema)) = &conn
                     && leader
                 {
-                    resign(&s, pool, schema, args).await;
-                    report.say("resigned");
+                    let done = tokio::time::timeout(super::RESIGN_LIMIT, resign(&s, pool, schema, args)).await;
+                    report.say(if done.is_ok() { "resigned" } else { "could not resign in time: the term will run out" });
                 }
                 return Ok(());
             }

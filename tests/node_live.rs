@@ -1,0 +1,940 @@
+//! `electop node` against real stores, for every scheme (and every SQL store): three
+//! participants elect exactly one leader; SIGKILL of the leader fails over within the
+//! scheme's timeout; SIGTERM resigns, so the next one takes over well before it; an
+//! operator's force-leader is honoured by the participants; and etcd-election participants
+//! ride out an etcd outage (no-contact, then a new leader).
+//!
+//! Two more pin down what once went wrong: a leader cut off from its store (through a proxy
+//! that goes silent) must stop believing it leads by the time its lease or term is over and
+//! still exit promptly on SIGTERM; and an etcd TTL that is not whole seconds must not end up
+//! shorter than the renew interval.
+
+mod common;
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+use common::POLL_INTERVAL;
+use common::electop::{command, election, status_json};
+use common::etcd::EtcdServer;
+use common::sqlstore::Store;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Deadline for what has no bound of its own (start-up, reconnecting, followers catching up).
+const T: Duration = Duration::from_secs(15);
+/// Slack on every timing bound: process start, statements, etcd's lease expiry checks.
+const SLACK: Duration = Duration::from_millis(1500);
+/// How long a SIGTERMed node may take to resign and exit.
+const EXIT: Duration = Duration::from_secs(2);
+/// How much longer than a bound we keep waiting, to report how late it was.
+const OVERRUN: Duration = Duration::from_secs(5);
+
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    /// etcd lease TTL / sql-lease term / sql-heartbeat timeout.
+    ttl: Duration,
+    renew: Duration,
+    retry: Duration,
+}
+
+fn ms(d: Duration) -> String {
+    format!("{}ms", d.as_millis())
+}
+
+impl Timing {
+    fn args(&self) -> [String; 6] {
+        [
+            "--ttl".into(),
+            ms(self.ttl),
+            "--renew".into(),
+            ms(self.renew),
+            "--retry".into(),
+            ms(self.retry),
+        ]
+    }
+}
+
+/// One election in one store, and how to run participants, status and admin actions on it.
+struct Scenario {
+    label: String,
+    home: TempDir,
+    /// Source flags, `--scheme` included; the same for node, status and force-leader.
+    source: Vec<String>,
+    election: String,
+    timing: Timing,
+    /// Extra `node` flags (`--create-table`).
+    node_flags: Vec<String>,
+    started: Cell<usize>,
+}
+
+impl Scenario {
+    fn new(
+        label: &str,
+        source: Vec<String>,
+        election: &str,
+        timing: Timing,
+        node_flags: &[&str],
+    ) -> Scenario {
+        Scenario {
+            label: label.to_string(),
+            home: tempfile::tempdir().expect("tempdir"),
+            source,
+            election: election.to_string(),
+            timing,
+            node_flags: node_flags.iter().map(|s| s.to_string()).collect(),
+            started: Cell::new(0),
+        }
+    }
+
+    fn etcd(etcd: &EtcdServer, scheme: &str) -> Scenario {
+        let mut source: Vec<String> = ["--etcd", &etcd.endpoint(), "--scheme", scheme]
+            .map(String::from)
+            .into();
+        if scheme == "etcd-lease-key" {
+            // A registry, so a follower has a lease force-leader can attach the key to.
+            source.extend(["--prefix", "/lead/", "--registry", "/reg/"].map(String::from));
+        } else {
+            source.extend(["--prefix", "/elect/"].map(String::from));
+        }
+        let timing = Timing {
+            ttl: Duration::from_secs(2),
+            renew: Duration::from_millis(500),
+            retry: Duration::from_millis(500),
+        };
+        Scenario::new(scheme, source, "jobs", timing, &[])
+    }
+
+    fn src(&self) -> Vec<&str> {
+        self.source.iter().map(String::as_str).collect()
+    }
+
+    /// `electop node --json` with this scenario's source and timing.
+    fn start(&self, id: &str) -> Node {
+        self.start_via(&self.source, id)
+    }
+
+    /// `start`, with other source flags (the same store through a `Proxy`).
+    fn start_via(&self, source: &[String], id: &str) -> Node {
+        let n = self.started.get();
+        self.started.set(n + 1);
+        let stderr_path = self.home.path().join(format!("{id}.{n}.stderr"));
+        let stderr = File::create(&stderr_path).expect("create the node's stderr file");
+        let mut child = command(self.home.path())
+            .args(source)
+            .args(["node", "--election", &self.election, "--id", id, "--json"])
+            .args(self.timing.args())
+            .args(&self.node_flags)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .expect("spawn electop node");
+        let out = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send((Instant::now(), line)).is_err() {
+                    break;
+                }
+            }
+        });
+        Node {
+            id: id.to_string(),
+            election: self.election.clone(),
+            child,
+            lines,
+            seen: Vec::new(),
+            stderr_path,
+            status: None,
+        }
+    }
+
+    /// The leader `electop status --json` shows for the election.
+    fn status_leader(&self) -> Option<String> {
+        let s = status_json(self.home.path(), &self.src());
+        election(&s, &self.election)["leader"]["id"]
+            .as_str()
+            .map(String::from)
+    }
+
+    /// `electop force-leader ELECTION ID --yes`, which must succeed.
+    fn force_leader(&self, id: &str) {
+        let out = command(self.home.path())
+            .args(&self.source)
+            .args(["force-leader", &self.election, id, "--yes"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run electop force-leader");
+        assert!(
+            out.status.success(),
+            "{}: force-leader {id} failed ({}): {}{}",
+            self.label,
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+/// A running `electop node --json`, its lines collected with the instant each was read.
+struct Node {
+    id: String,
+    election: String,
+    child: Child,
+    lines: Receiver<(Instant, String)>,
+    seen: Vec<(Instant, Value)>,
+    stderr_path: PathBuf,
+    status: Option<ExitStatus>,
+}
+
+fn is_belief(v: &Value, belief: &str, leader: Option<&str>) -> bool {
+    v["belief"] == belief && leader.is_none_or(|l| v["leader"] == l)
+}
+
+impl Node {
+    fn record(&mut self, at: Instant, line: String) {
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+            panic!(
+                "{} printed a line that is not JSON: {line:?}: {e}\n{}",
+                self.id,
+                self.dump()
+            )
+        });
+        assert!(
+            v["node"] == self.id.as_str()
+                && v["election"] == self.election.as_str()
+                && v["at"].is_string()
+                && (v["belief"].is_string() || v["event"].is_string()),
+            "{}: malformed line {v}",
+            self.id
+        );
+        if v["belief"] == "leader" {
+            assert_eq!(v["leader"], self.id.as_str(), "a leader names itself: {v}");
+        }
+        self.seen.push((at, v));
+    }
+
+    /// Reads every line already printed, without waiting.
+    fn pump(&mut self) {
+        loop {
+            match self.lines.try_recv() {
+                Ok((at, line)) => self.record(at, line),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
+            }
+        }
+    }
+
+    /// Reads lines until `deadline` (or until stdout closes).
+    fn read_until(&mut self, deadline: Instant) {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((at, line)) => self.record(at, line),
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    /// The belief lines (not events), oldest first.
+    fn beliefs(&self) -> impl Iterator<Item = &Value> {
+        self.seen
+            .iter()
+            .map(|(_, v)| v)
+            .filter(|v| v.get("belief").is_some())
+    }
+
+    /// The latest belief line, with when it was read.
+    fn current(&self) -> Option<(Instant, &Value)> {
+        self.seen
+            .iter()
+            .rev()
+            .find(|(_, v)| v.get("belief").is_some())
+            .map(|(at, v)| (*at, v))
+    }
+
+    fn believes(&self, belief: &str, leader: Option<&str>) -> Option<Instant> {
+        self.current()
+            .filter(|(_, v)| is_belief(v, belief, leader))
+            .map(|(at, _)| at)
+    }
+
+    /// Waits until the node's current belief is `belief` (with `leader`, when given);
+    /// returns when the line saying so was read (an earlier instant if it already held).
+    fn wait_belief_at(&mut self, belief: &str, leader: Option<&str>, timeout: Duration) -> Instant {
+        let deadline = Instant::now() + timeout;
+        self.pump();
+        loop {
+            if let Some(at) = self.believes(belief, leader) {
+                return at;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((at, line)) => self.record(at, line),
+                Err(e) => panic!(
+                    "{}: not {belief} (leader {leader:?}) within {timeout:?} ({}); {}",
+                    self.id,
+                    if e == RecvTimeoutError::Timeout {
+                        "timed out".to_string()
+                    } else {
+                        format!("stdout closed, exit {:?}", self.child.try_wait())
+                    },
+                    self.dump()
+                ),
+            }
+        }
+    }
+
+    /// `wait_belief_at`, as the time waited (zero if it already held).
+    fn wait_belief(&mut self, belief: &str, leader: Option<&str>, timeout: Duration) -> Duration {
+        let called = Instant::now();
+        self.wait_belief_at(belief, leader, timeout)
+            .saturating_duration_since(called)
+    }
+
+    fn sigkill(&mut self) {
+        if self.status.is_none() {
+            let _ = self.child.kill();
+            self.status = Some(self.child.wait().expect("wait for the killed node"));
+        }
+    }
+
+    /// SIGTERM, then waits up to `within` for the exit; returns the status and how long it
+    /// took. Panics if it does not exit in time. Reads the last lines it printed.
+    fn sigterm(&mut self, within: Duration) -> (ExitStatus, Duration) {
+        let sent = Instant::now();
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill -TERM {}", self.id);
+        let deadline = sent + within;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "{} still running {within:?} after SIGTERM; {}",
+                    self.id,
+                    self.dump()
+                );
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        };
+        let took = sent.elapsed();
+        self.status = Some(status);
+        // The reader thread ends at EOF; everything printed before the exit is in the pipe.
+        self.read_until(Instant::now() + Duration::from_secs(2));
+        (status, took)
+    }
+
+    fn events(&self) -> impl Iterator<Item = &str> {
+        self.seen.iter().filter_map(|(_, v)| v["event"].as_str())
+    }
+
+    fn dump(&self) -> String {
+        let lines: Vec<String> = self.seen.iter().map(|(_, v)| v.to_string()).collect();
+        let stderr = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
+        let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+        format!(
+            "{} printed:\n  {}\n{} stderr (tail):\n  {}",
+            self.id,
+            lines.join("\n  "),
+            self.id,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n  ")
+        )
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.sigkill();
+    }
+}
+
+fn dump_all(nodes: &[Node]) -> String {
+    nodes.iter().map(Node::dump).collect::<Vec<_>>().join("\n")
+}
+
+/// Waits until one of `nodes` believes it leads; returns its index and the time from
+/// `since` until its line was read.
+fn wait_any_leader(nodes: &mut [Node], since: Instant, timeout: Duration) -> (usize, Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        for n in nodes.iter_mut() {
+            n.pump();
+        }
+        let leading: Vec<usize> = (0..nodes.len())
+            .filter(|&i| nodes[i].believes("leader", None).is_some())
+            .collect();
+        if let Some(&i) = leading.first() {
+            assert_eq!(
+                leading.len(),
+                1,
+                "two nodes believe they lead at once:\n{}",
+                dump_all(nodes)
+            );
+            let at = nodes[i].believes("leader", None).unwrap_or(since);
+            return (i, at.saturating_duration_since(since));
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "no node believes it leads within {timeout:?}:\n{}",
+                dump_all(nodes)
+            );
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Three nodes elect one leader; SIGKILL of it fails over within the timeout; SIGTERM of
+/// the next resigns, so the last takes over at once; a forced leader is honoured.
+fn lifecycle(sc: &Scenario) {
+    let t = sc.timing;
+    let label = &sc.label;
+
+    // 1. Exactly one leader; the others follow it; status agrees.
+    let mut nodes: Vec<Node> = ["node-a", "node-b", "node-c"]
+        .iter()
+        .map(|id| sc.start(id))
+        .collect();
+    let (first, _) = wait_any_leader(&mut nodes, Instant::now(), T);
+    let leader = nodes[first].id.clone();
+    for n in nodes.iter_mut().filter(|n| n.id != leader) {
+        n.wait_belief("follower", Some(&leader), T);
+    }
+    for n in nodes.iter_mut() {
+        n.pump();
+    }
+    for n in &nodes {
+        let ever_led = n.beliefs().any(|v| v["belief"] == "leader");
+        assert_eq!(
+            ever_led,
+            n.id == leader,
+            "{label}: only {leader} ever believed it leads:\n{}",
+            dump_all(&nodes)
+        );
+    }
+    assert_eq!(
+        nodes
+            .iter()
+            .filter(|n| n.believes("leader", None).is_some())
+            .count(),
+        1,
+        "{label}: exactly one leader:\n{}",
+        dump_all(&nodes)
+    );
+    assert_eq!(
+        sc.status_leader().as_deref(),
+        Some(leader.as_str()),
+        "{label}: status shows the leader the nodes agree on"
+    );
+
+    // 2. SIGKILL the leader: one of the others takes over once the TTL/term/timeout ran out.
+    let mut dead = nodes.remove(first);
+    let killed = Instant::now();
+    dead.sigkill();
+    let bound = t.ttl + t.retry + SLACK;
+    let (next, took) = wait_any_leader(&mut nodes, killed, bound + OVERRUN);
+    let next_id = nodes[next].id.clone();
+    println!(
+        "{label}: failover after SIGKILL of the leader: {} ms (ttl {} ms, bound {} ms)",
+        took.as_millis(),
+        t.ttl.as_millis(),
+        bound.as_millis()
+    );
+    assert!(
+        took <= bound,
+        "{label}: failover took {took:?}, more than {bound:?}:\n{}",
+        dump_all(&nodes)
+    );
+    nodes[1 - next].wait_belief("follower", Some(&next_id), T);
+
+    // 3. SIGTERM the new leader: it resigns and exits 0; the last one leads well before the
+    // TTL would have run out.
+    let mut resigning = nodes.remove(next);
+    let mut last = nodes.remove(0);
+    let sent = Instant::now();
+    let (status, exited) = resigning.sigterm(EXIT);
+    assert!(
+        status.success(),
+        "{label}: SIGTERM exits 0, got {status}; {}",
+        resigning.dump()
+    );
+    assert!(
+        resigning.events().any(|e| e == "resigned"),
+        "{label}: the leader says it resigned; {}",
+        resigning.dump()
+    );
+    let quick = t.retry + Duration::from_millis(800);
+    assert!(quick < t.ttl, "the bound must tell a resign from a timeout");
+    let at = last.wait_belief_at("leader", Some(&last.id.clone()), quick + OVERRUN);
+    let took = at.saturating_duration_since(sent);
+    println!(
+        "{label}: after SIGTERM: exit in {} ms, {} leads after {} ms (bound {} ms)",
+        exited.as_millis(),
+        last.id,
+        took.as_millis(),
+        quick.as_millis()
+    );
+    assert!(
+        took <= quick,
+        "{label}: takeover after a resign took {took:?}, more than {quick:?}; {}",
+        last.dump()
+    );
+
+    // 4. Force the follower to lead: it says so within a renew interval, the old leader
+    // follows it, and it stays that way.
+    let mut back = sc.start(&dead.id);
+    back.wait_belief("follower", Some(&last.id.clone()), T);
+    sc.force_leader(&back.id);
+    let forced = Instant::now();
+    let within = t.renew.max(t.retry) + SLACK;
+    let took = back
+        .wait_belief_at("leader", Some(&back.id.clone()), within + OVERRUN)
+        .saturating_duration_since(forced);
+    println!(
+        "{label}: forced leader {} says it leads {} ms after force-leader returned",
+        back.id,
+        took.as_millis()
+    );
+    assert!(
+        took <= within,
+        "{label}: forced leader took {took:?}; {}",
+        back.dump()
+    );
+    last.wait_belief("follower", Some(&back.id.clone()), within);
+    let marks = [back.beliefs().count(), last.beliefs().count()];
+    let until = Instant::now() + 2 * t.renew;
+    back.read_until(until);
+    last.read_until(until);
+    for (n, mark) in [&back, &last].into_iter().zip(marks) {
+        assert_eq!(
+            n.beliefs().count(),
+            mark,
+            "{label}: no belief changes after the forced leader took over; {}",
+            n.dump()
+        );
+    }
+    assert_eq!(
+        sc.status_leader().as_deref(),
+        Some(back.id.as_str()),
+        "{label}: status shows the forced leader two renew intervals later"
+    );
+}
+
+#[test]
+fn etcd_election_nodes() {
+    let etcd = EtcdServer::start();
+    lifecycle(&Scenario::etcd(&etcd, "etcd-election"));
+}
+
+#[test]
+fn etcd_lease_key_nodes() {
+    let etcd = EtcdServer::start();
+    lifecycle(&Scenario::etcd(&etcd, "etcd-lease-key"));
+}
+
+#[test]
+fn etcd_election_nodes_ride_out_an_etcd_outage() {
+    let mut etcd = EtcdServer::start();
+    let sc = Scenario::etcd(&etcd, "etcd-election");
+    let mut nodes: Vec<Node> = ["node-a", "node-b"].iter().map(|id| sc.start(id)).collect();
+    let (first, _) = wait_any_leader(&mut nodes, Instant::now(), T);
+    let leader = nodes[first].id.clone();
+    nodes[1 - first].wait_belief("follower", Some(&leader), T);
+
+    let stopping = Instant::now();
+    etcd.stop();
+    for n in nodes.iter_mut() {
+        let at = n.wait_belief_at("no-contact", None, T);
+        println!(
+            "etcd-election: {} reports no-contact {} ms after etcd was told to stop",
+            n.id,
+            at.saturating_duration_since(stopping).as_millis()
+        );
+        let noticed = at.saturating_duration_since(stopping);
+        let bound = sc.timing.renew + SLACK;
+        assert!(
+            noticed <= bound,
+            "{} noticed the outage after {noticed:?}, more than {bound:?}",
+            n.id
+        );
+        let (_, v) = n.current().expect("a belief");
+        assert!(
+            v["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "no-contact says why: {v}"
+        );
+    }
+
+    etcd.restart();
+    let restarted = Instant::now();
+    let (first, took) = wait_any_leader(&mut nodes, restarted, T);
+    let leader = nodes[first].id.clone();
+    println!(
+        "etcd-election: {leader} leads {} ms after etcd restarted",
+        took.as_millis()
+    );
+    // The old keys outlive the outage (etcd restores leases with a fresh TTL), so the new
+    // sessions wait for those to expire: one TTL, plus one retry to reconnect.
+    let bound = sc.timing.ttl + sc.timing.retry + SLACK;
+    assert!(
+        took <= bound,
+        "re-election after the restart took {took:?}, more than {bound:?}:\n{}",
+        dump_all(&nodes)
+    );
+    nodes[1 - first].wait_belief("follower", Some(&leader), T);
+    assert_eq!(sc.status_leader().as_deref(), Some(leader.as_str()));
+}
+
+fn sql_lease(store: Store, name: &str) {
+    // The nodes create the table (seed 003's leaderlock) themselves.
+    let sc = Scenario::new(
+        &format!("sql-lease/{name}"),
+        ["--sql", &store.url(), "--scheme", "sql-lease"]
+            .map(String::from)
+            .into(),
+        "jobs",
+        Timing {
+            ttl: Duration::from_secs(2),
+            renew: Duration::from_millis(500),
+            retry: Duration::from_millis(300),
+        },
+        &["--create-table"],
+    );
+    lifecycle(&sc);
+}
+
+fn sql_heartbeat(store: Store, name: &str) {
+    // Seed 004's own table; the election is the anchor.
+    store.create_heartbeat_table("service_election");
+    let sc = Scenario::new(
+        &format!("sql-heartbeat/{name}"),
+        [
+            "--sql",
+            &store.url(),
+            "--scheme",
+            "sql-heartbeat",
+            "--heartbeat-timeout",
+            "2s",
+        ]
+        .map(String::from)
+        .into(),
+        "1",
+        Timing {
+            ttl: Duration::from_secs(2),
+            renew: Duration::from_millis(300),
+            retry: Duration::from_millis(300),
+        },
+        &[],
+    );
+    lifecycle(&sc);
+}
+
+#[test]
+fn sql_lease_sqlite_nodes() {
+    sql_lease(Store::sqlite(), "sqlite");
+}
+
+#[test]
+fn sql_lease_postgres_nodes() {
+    sql_lease(Store::postgres(), "postgres");
+}
+
+#[test]
+fn sql_lease_mariadb_nodes() {
+    sql_lease(Store::mariadb(), "mariadb");
+}
+
+#[test]
+fn sql_heartbeat_sqlite_nodes() {
+    sql_heartbeat(Store::sqlite(), "sqlite");
+}
+
+#[test]
+fn sql_heartbeat_postgres_nodes() {
+    sql_heartbeat(Store::postgres(), "postgres");
+}
+
+#[test]
+fn sql_heartbeat_mariadb_nodes() {
+    sql_heartbeat(Store::mariadb(), "mariadb");
+}
+
+/// A TCP proxy to a store on 127.0.0.1 that can be cut: from then on it forwards nothing in
+/// either direction but keeps every connection open, like a network partition that drops
+/// packets (no reset, no FIN: the client only notices if it stops waiting).
+struct Proxy {
+    port: u16,
+    cut: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(upstream: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
+        let cut = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let (c, d) = (Arc::clone(&cut), Arc::clone(&done));
+        std::thread::spawn(move || {
+            while !d.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                            continue;
+                        };
+                        for (from, to) in [
+                            (client.try_clone(), server.try_clone()),
+                            (Ok(server), Ok(client)),
+                        ] {
+                            let (Ok(from), Ok(to)) = (from, to) else {
+                                continue;
+                            };
+                            let (c, d) = (Arc::clone(&c), Arc::clone(&d));
+                            std::thread::spawn(move || forward(from, to, &c, &d));
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        std::thread::sleep(POLL_INTERVAL);
+                    }
+                    Err(_) => return,
+                }
+            }
+        });
+        Proxy { port, cut, done }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+    }
+}
+
+fn forward(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool, done: &AtomicBool) {
+    let _ = from.set_read_timeout(Some(POLL_INTERVAL));
+    let mut buf = [0u8; 16 * 1024];
+    while !done.load(Ordering::SeqCst) {
+        if cut.load(Ordering::SeqCst) {
+            // Read nothing, write nothing; the connection stays open.
+            std::thread::sleep(POLL_INTERVAL);
+            continue;
+        }
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The store's port in `source` flags, replaced by `port`.
+fn via_port(source: &[String], from: u16, to: u16) -> Vec<String> {
+    let (a, b) = (format!(":{from}"), format!(":{to}"));
+    let via: Vec<String> = source.iter().map(|s| s.replace(&a, &b)).collect();
+    assert_ne!(via, source, "the port {from} appears in {source:?}");
+    via
+}
+
+/// The leader reaches the store through a proxy that is then cut. The store's timeout hands
+/// leadership to the other node; the cut-off one must stop believing it leads by the time its
+/// own lease/term has run out (it cannot have renewed it), and SIGTERM must still end it
+/// promptly (the resign cannot get through, but it must not wait forever).
+fn cut_off_leader(sc: &Scenario, store_port: u16) {
+    let t = sc.timing;
+    let label = &sc.label;
+    let proxy = Proxy::start(store_port);
+    let via = via_port(&sc.source, store_port, proxy.port);
+    let mut a = sc.start_via(&via, "node-a");
+    a.wait_belief("leader", Some("node-a"), T);
+    let mut b = sc.start("node-b");
+    b.wait_belief("follower", Some("node-a"), T);
+
+    proxy.cut();
+    let cut = Instant::now();
+    let bound = t.ttl + t.retry + SLACK;
+    let took = b
+        .wait_belief_at("leader", Some("node-b"), bound + OVERRUN)
+        .saturating_duration_since(cut);
+    println!(
+        "{label}: the other node leads {} ms after the leader was cut off",
+        took.as_millis()
+    );
+    assert!(
+        took <= bound,
+        "{label}: takeover took {took:?}; {}",
+        b.dump()
+    );
+
+    let mut problems = Vec::new();
+    // It cannot have renewed since the cut, so its lease/term is over by cut + ttl.
+    a.read_until(cut + t.ttl + SLACK);
+    if a.believes("leader", None).is_some() {
+        problems.push(format!(
+            "node-a still believes it leads {:?} after it was cut off from the store, while \
+             node-b leads too",
+            cut.elapsed()
+        ));
+    }
+    let sent = Instant::now();
+    let _ = Command::new("kill")
+        .args(["-TERM", &a.child.id().to_string()])
+        .status();
+    let deadline = sent + EXIT;
+    let exited = loop {
+        match a.child.try_wait().expect("try_wait") {
+            Some(status) => break Some(status),
+            None if Instant::now() >= deadline => break None,
+            None => std::thread::sleep(POLL_INTERVAL),
+        }
+    };
+    if let Some(status) = exited {
+        a.read_until(Instant::now() + EXIT);
+        println!(
+            "{label}: the cut-off node exited {status} {} ms after SIGTERM",
+            sent.elapsed().as_millis()
+        );
+    } else {
+        problems.push(format!(
+            "node-a did not exit within {EXIT:?} of SIGTERM (its resign waits for the store)"
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "{label}:\n  {}\n{}",
+        problems.join("\n  "),
+        a.dump()
+    );
+}
+
+#[test]
+
+fn etcd_election_leader_cut_off_from_the_store() {
+    let etcd = EtcdServer::start();
+    cut_off_leader(&Scenario::etcd(&etcd, "etcd-election"), etcd.client_port());
+}
+
+#[test]
+
+fn etcd_lease_key_leader_cut_off_from_the_store() {
+    let etcd = EtcdServer::start();
+    cut_off_leader(&Scenario::etcd(&etcd, "etcd-lease-key"), etcd.client_port());
+}
+
+fn store_port(store: &Store) -> u16 {
+    match store {
+        Store::Pg(p) => p.port(),
+        Store::My(m) => m.port(),
+        Store::Sqlite { .. } => panic!("SQLite has no port"),
+    }
+}
+
+#[test]
+
+fn sql_lease_leader_cut_off_from_postgres() {
+    let store = Store::postgres();
+    let sc = Scenario::new(
+        "sql-lease/postgres",
+        ["--sql", &store.url(), "--scheme", "sql-lease"]
+            .map(String::from)
+            .into(),
+        "jobs",
+        Timing {
+            ttl: Duration::from_secs(2),
+            renew: Duration::from_millis(500),
+            retry: Duration::from_millis(300),
+        },
+        &["--create-table"],
+    );
+    cut_off_leader(&sc, store_port(&store));
+}
+
+#[test]
+
+fn sql_heartbeat_leader_cut_off_from_mariadb() {
+    let store = Store::mariadb();
+    store.create_heartbeat_table("service_election");
+    let sc = Scenario::new(
+        "sql-heartbeat/mariadb",
+        [
+            "--sql",
+            &store.url(),
+            "--scheme",
+            "sql-heartbeat",
+            "--heartbeat-timeout",
+            "2s",
+        ]
+        .map(String::from)
+        .into(),
+        "1",
+        Timing {
+            ttl: Duration::from_secs(2),
+            renew: Duration::from_millis(300),
+            retry: Duration::from_millis(300),
+        },
+        &[],
+    );
+    cut_off_leader(&sc, store_port(&store));
+}
+
+/// etcd lease TTLs are whole seconds. A TTL that is not must not end up shorter than the
+/// renew interval (`--ttl 1500ms --renew 1200ms` passes the renew < ttl check): either
+/// refuse it or round up; a lone node must then keep its lease and lead without a break.
+#[test]
+
+fn etcd_sub_second_ttl_is_not_truncated_below_renew() {
+    let etcd = EtcdServer::start();
+    for scheme in ["etcd-election", "etcd-lease-key"] {
+        let mut sc = Scenario::etcd(&etcd, scheme);
+        sc.timing = Timing {
+            ttl: Duration::from_millis(1500),
+            renew: Duration::from_millis(1200),
+            retry: Duration::from_millis(500),
+        };
+        let mut a = sc.start("node-a");
+        // Refused at start: acceptable (it must say why, and exit non-zero).
+        let deadline = Instant::now() + Duration::from_secs(2);
+        a.read_until(deadline);
+        if let Ok(Some(status)) = a.child.try_wait() {
+            assert!(
+                !status.success(),
+                "{scheme}: exited 0 at start; {}",
+                a.dump()
+            );
+            continue;
+        }
+        a.wait_belief("leader", Some("node-a"), T);
+        a.read_until(Instant::now() + Duration::from_secs(4));
+        let ended: Vec<&str> = a.events().filter(|e| e.contains("lease ended")).collect();
+        assert!(
+            ended.is_empty(),
+            "{scheme}: a lone node lost its lease between renewals: {ended:?}; {}",
+            a.dump()
+        );
+    }
+}
