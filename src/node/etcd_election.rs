@@ -3,10 +3,9 @@
 //! create_revision leads. Unlike Go's `concurrency.Election`, it watches its own key, so an
 //! operator's resign (key deleted) is noticed at once and it rejoins the line.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use etcd_client::{
-    Client, Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-    WatchOptions,
+    Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, WatchOptions,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -38,23 +37,8 @@ async fn session(
     stop: &CancellationToken,
 ) -> Result<Ended> {
     let limit = t.call_limit();
-    let mut client = within(
-        limit,
-        "a connection",
-        Client::connect(cfg.endpoints.clone(), None),
-    )
-    .await
-    .context("connecting to etcd")?;
-    let lease = within(
-        limit,
-        "a lease grant",
-        client.lease_grant(t.ttl.as_secs() as i64, None),
-    )
-    .await?
-    .id();
-    let (mut keeper, mut alive) =
-        within(limit, "a keep-alive", client.lease_keep_alive(lease)).await?;
-    let key = format!("{dir}{lease:x}");
+    let (mut client, mut lease) = super::lease::connect(cfg, t).await?;
+    let key = format!("{dir}{:x}", lease.id);
     let mut watch = within(
         limit,
         "a watch",
@@ -70,7 +54,7 @@ async fn session(
             .and_then([TxnOp::put(
                 key.clone(),
                 args.id.clone(),
-                Some(PutOptions::new().with_lease(lease)),
+                Some(PutOptions::new().with_lease(lease.id)),
             )]);
         match tokio::time::timeout(limit, client.txn(join)).await {
             Err(_) => anyhow::bail!("the store did not answer within {limit:?}"),
@@ -94,15 +78,13 @@ async fn session(
             _ = stop.cancelled() => {
                 // Resign: delete our key, and end the session so nobody waits for its TTL.
                 let _ = tokio::time::timeout(RESIGN_LIMIT, client.delete(key.clone(), None)).await;
-                let _ = tokio::time::timeout(RESIGN_LIMIT, client.lease_revoke(lease)).await;
+                lease.revoke(&mut client).await;
                 report.say("resigned");
                 return Ok(Ended::Stopped);
             }
             _ = tick.tick() => {
-                within(limit, "a keep-alive", keeper.keep_alive()).await?;
-                match within(limit, "a keep-alive", alive.message()).await? {
-                    Some(r) if r.ttl() > 0 => {}
-                    _ => return Ok(Ended::LeaseLost),
+                if !lease.renew().await? {
+                    return Ok(Ended::LeaseLost);
                 }
             }
             msg = watch.message() => {

@@ -3,8 +3,8 @@
 //! taken with `Txn(If version == 0, Then Put(key, id, lease), Else Get(key))`. It watches the
 //! key: a delete starts a new race, a put says who leads (including an operator's choice).
 
-use anyhow::{Context, Result};
-use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
+use anyhow::Result;
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
 use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
@@ -33,22 +33,7 @@ async fn session(
     stop: &CancellationToken,
 ) -> Result<Ended> {
     let limit = t.call_limit();
-    let mut client = within(
-        limit,
-        "a connection",
-        Client::connect(cfg.endpoints.clone(), None),
-    )
-    .await
-    .context("connecting to etcd")?;
-    let lease = within(
-        limit,
-        "a lease grant",
-        client.lease_grant(t.ttl.as_secs() as i64, None),
-    )
-    .await?
-    .id();
-    let (mut keeper, mut alive) =
-        within(limit, "a keep-alive", client.lease_keep_alive(lease)).await?;
+    let (mut client, mut lease) = super::lease::connect(cfg, t).await?;
     let key = format!("{}{}", cfg.prefix, args.election);
     let entry = cfg
         .registry
@@ -58,7 +43,7 @@ async fn session(
         let register = client.put(
             entry.clone(),
             args.id.clone(),
-            Some(PutOptions::new().with_lease(lease)),
+            Some(PutOptions::new().with_lease(lease.id)),
         );
         within(limit, "a registration", register).await?;
     }
@@ -71,7 +56,7 @@ async fn session(
             .and_then([TxnOp::put(
                 key.clone(),
                 args.id.clone(),
-                Some(PutOptions::new().with_lease(lease)),
+                Some(PutOptions::new().with_lease(lease.id)),
             )])
             .or_else([TxnOp::get(key.clone(), None)]);
         let resp = match tokio::time::timeout(limit, client.txn(txn)).await {
@@ -80,7 +65,7 @@ async fn session(
             Ok(Ok(r)) => r,
         };
         let holder = if resp.succeeded() {
-            Some((args.id.as_bytes().to_vec(), lease))
+            Some((args.id.as_bytes().to_vec(), lease.id))
         } else {
             resp.op_responses().into_iter().find_map(|op| match op {
                 etcd_client::TxnOpResponse::Get(g) => {
@@ -91,7 +76,7 @@ async fn session(
         };
         report.believe(match holder {
             // Ours when it names us on our lease (an operator's force-leader uses our registry lease).
-            Some((v, l)) if v == args.id.as_bytes() && l == lease => Belief::Leader,
+            Some((v, l)) if v == args.id.as_bytes() && l == lease.id => Belief::Leader,
             Some((v, _)) => Belief::Follower {
                 leader: Some(escape_bytes(&v)),
             },
@@ -100,18 +85,16 @@ async fn session(
         tokio::select! {
             _ = stop.cancelled() => {
                 let mine = Txn::new()
-                    .when([Compare::value(key.clone(), CompareOp::Equal, args.id.clone()), Compare::lease(key.clone(), CompareOp::Equal, lease)])
+                    .when([Compare::value(key.clone(), CompareOp::Equal, args.id.clone()), Compare::lease(key.clone(), CompareOp::Equal, lease.id)])
                     .and_then([TxnOp::delete(key.clone(), None)]);
                 let _ = tokio::time::timeout(RESIGN_LIMIT, client.txn(mine)).await;
-                let _ = tokio::time::timeout(RESIGN_LIMIT, client.lease_revoke(lease)).await;
+                lease.revoke(&mut client).await;
                 report.say("resigned");
                 return Ok(Ended::Stopped);
             }
             _ = tick.tick() => {
-                within(limit, "a keep-alive", keeper.keep_alive()).await?;
-                match within(limit, "a keep-alive", alive.message()).await? {
-                    Some(r) if r.ttl() > 0 => {}
-                    _ => return Ok(Ended::LeaseLost),
+                if !lease.renew().await? {
+                    return Ok(Ended::LeaseLost);
                 }
             }
             msg = watch.message() => {

@@ -5,6 +5,7 @@
 
 mod etcd_election;
 mod etcd_lease_key;
+mod lease;
 mod sql;
 
 use std::time::{Duration, SystemTime};

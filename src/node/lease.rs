@@ -1,0 +1,54 @@
+//! What both etcd participants share: a connection and a lease kept alive, every call
+//! bounded so that a node cut off from etcd gives up when its lease could have run out.
+
+use anyhow::{Context, Result};
+use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
+
+use super::{RESIGN_LIMIT, Timing, within};
+use crate::config::EtcdSource;
+
+pub struct Lease {
+    pub id: i64,
+    keeper: LeaseKeeper,
+    alive: LeaseKeepAliveStream,
+    limit: std::time::Duration,
+}
+
+/// Connects and grants a lease of `t.ttl`, kept alive by [`Lease::renew`].
+pub async fn connect(cfg: &EtcdSource, t: Timing) -> Result<(Client, Lease)> {
+    let limit = t.call_limit();
+    let mut client = within(
+        limit,
+        "a connection",
+        Client::connect(cfg.endpoints.clone(), None),
+    )
+    .await
+    .context("connecting to etcd")?;
+    let grant = client.lease_grant(t.ttl.as_secs() as i64, None);
+    let id = within(limit, "a lease grant", grant).await?.id();
+    let (keeper, alive) = within(limit, "a keep-alive", client.lease_keep_alive(id)).await?;
+    Ok((
+        client,
+        Lease {
+            id,
+            keeper,
+            alive,
+            limit,
+        },
+    ))
+}
+
+impl Lease {
+    /// One keep-alive. False when the lease is gone (expired or revoked).
+    pub async fn renew(&mut self) -> Result<bool> {
+        within(self.limit, "a keep-alive", self.keeper.keep_alive()).await?;
+        Ok(
+            matches!(within(self.limit, "a keep-alive", self.alive.message()).await?, Some(r) if r.ttl() > 0),
+        )
+    }
+
+    /// Ends the lease on the way out, so nobody waits for its TTL; bounded.
+    pub async fn revoke(&self, client: &mut Client) {
+        let _ = tokio::time::timeout(RESIGN_LIMIT, client.lease_revoke(self.id)).await;
+    }
+}
