@@ -245,6 +245,17 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
         if app.all_synced() {
             break Ok(());
         }
+        // A source that is plainly misconfigured will not answer by waiting longer.
+        if let Some(error) = app.sources.iter().find_map(|s| match &s.conn {
+            ConnState::Down {
+                error,
+                lasting: true,
+                ..
+            } if !s.synced => Some(error.clone()),
+            _ => None,
+        }) {
+            break Err(error);
+        }
         tokio::select! {
             ev = sources.events.recv() => match ev {
                 Some(ev) => { app::update(&mut app, Msg::Source(ev)); }

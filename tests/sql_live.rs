@@ -22,7 +22,7 @@ fn args<'a>(url: &'a str, scheme: &'a str, table: &'a str) -> Vec<&'a str> {
 fn status_err(home: &std::path::Path, args: &[&str]) -> String {
     let out = command(home)
         .args(args)
-        .args(["status", "--json", "--timeout", "2s"])
+        .args(["status", "--json", "--timeout", "8s"])
         .output()
         .expect("run electop");
     assert_eq!(

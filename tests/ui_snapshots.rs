@@ -168,6 +168,7 @@ fn source_down_shows_the_retry() {
     let state = ConnState::Down {
         error: "etcd 127.0.0.1:2379: connection refused".into(),
         retry_at: now + Duration::from_millis(2_500),
+        lasting: false,
     };
     app::update(
         &mut app,

@@ -99,6 +99,7 @@ pub async fn down_and_wait(
     io: &BackendIo,
     info: &SourceInfo,
     error: String,
+    lasting: bool,
     revision: Option<i64>,
     backoff: &mut Backoff,
 ) -> bool {
@@ -107,6 +108,7 @@ pub async fn down_and_wait(
     let state = crate::model::ConnState::Down {
         error: error.clone(),
         retry_at: std::time::Instant::now() + delay,
+        lasting,
     };
     let event = crate::model::Event::about_source(
         info.name.clone(),

@@ -26,10 +26,12 @@ pub struct SourceInfo {
 pub enum ConnState {
     Connecting,
     Connected,
-    /// Unreachable or dropped; the backend retries at `retry_at`.
+    /// Unreachable or dropped; the backend retries at `retry_at`. A `lasting` error (a
+    /// missing table, a refused password) will not go away by waiting.
     Down {
         error: String,
         retry_at: Instant,
+        lasting: bool,
     },
 }
 

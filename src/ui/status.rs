@@ -32,7 +32,10 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     }
     // Problems last and loud: what is down, when the next try is, and notices.
     for s in &app.sources {
-        if let ConnState::Down { error, retry_at } = &s.conn {
+        if let ConnState::Down {
+            error, retry_at, ..
+        } = &s.conn
+        {
             let left = retry_at.saturating_duration_since(app.now).as_millis() as i64;
             spans.push(Span::styled(
                 format!(

@@ -146,7 +146,15 @@ async fn run(backend: EtcdBackend, mut io: BackendIo) {
             Stop::Error(e) => e,
         };
         let revision = state.tracker.as_ref().map(|t| t.revision);
-        if !super::down_and_wait(&io, &backend.info, err.to_string(), revision, &mut backoff).await
+        if !super::down_and_wait(
+            &io,
+            &backend.info,
+            err.to_string(),
+            false,
+            revision,
+            &mut backoff,
+        )
+        .await
         {
             return;
         }

@@ -225,6 +225,26 @@ impl Backend for SqlBackend {
 enum Stop {
     Closed,
     Down(String),
+    /// The table or the credentials are wrong: retrying will not help until someone acts.
+    Wrong(String),
+}
+
+impl Stop {
+    /// A wrong table, column, password or database stays wrong; an unreachable server may
+    /// come back.
+    fn classify(error: String) -> Stop {
+        let passing = [
+            "cannot connect",
+            "no answer",
+            "timed out",
+            "reading the poll",
+        ];
+        if passing.iter().any(|p| error.contains(p)) {
+            Stop::Down(error)
+        } else {
+            Stop::Wrong(error)
+        }
+    }
 }
 
 async fn run(b: SqlBackend, mut io: BackendIo) {
@@ -255,11 +275,12 @@ async fn run(b: SqlBackend, mut io: BackendIo) {
             o = follow(&b, &mut io, &mut tracker, &mut writer, &mut synced, &mut backoff) => o,
             _ = cancel.cancelled() => return,
         };
-        let error = match outcome {
+        let (error, lasting) = match outcome {
             Stop::Closed => return,
-            Stop::Down(e) => e,
+            Stop::Down(e) => (e, false),
+            Stop::Wrong(e) => (e, true),
         };
-        if !super::down_and_wait(&io, &b.info, error, None, &mut backoff).await {
+        if !super::down_and_wait(&io, &b.info, error, lasting, None, &mut backoff).await {
             return;
         }
     }
@@ -286,13 +307,13 @@ async fn follow(
     }
     let pool = match connect(&b.settings, b.opts.request_timeout).await {
         Ok(p) => p,
-        Err(e) => return Stop::Down(e),
+        Err(e) => return Stop::classify(e),
     };
     let stamp_type = match check_schema(&b.settings, &pool).await {
         Ok(t) => t.stamp_type,
         Err(e) => {
             pool.close().await;
-            return Stop::Down(e);
+            return Stop::classify(e);
         }
     };
     if io

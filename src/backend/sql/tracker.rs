@@ -167,10 +167,14 @@ impl SqlTracker {
                     _ => None,
                 }
             };
-            let stamp_changed = prev.as_ref().is_none_or(|p| p.row != row);
+            // The remaining time moves every poll; only a new holder or deadline is news (the
+            // screen counts down from the deadline it has).
+            let stamp_changed = prev
+                .as_ref()
+                .is_none_or(|p| (&p.row.holder, &p.row.stamp) != (&row.holder, &row.stamp));
             let limit = self.history_limit;
             let e = self.election(&row.key);
-            let before = (e.leader.clone(), e.candidates.clone());
+            let leader_before = e.leader.as_ref().map(|l| l.id.clone());
             let candidate = row.holder.as_ref().map(|h| Candidate {
                 id: h.clone(),
                 raw_id: row.raw_holder.clone().unwrap_or_default(),
@@ -210,7 +214,9 @@ impl SqlTracker {
             }
             let e = self.elections.get(&row.key).cloned();
             if let Some(e) = e
-                && (first || stamp_changed || before != (e.leader.clone(), e.candidates.clone()))
+                && (first
+                    || stamp_changed
+                    || leader_before != e.leader.as_ref().map(|l| l.id.clone()))
             {
                 changed.push(e);
             }
@@ -376,6 +382,18 @@ mod tests {
             [(EventKind::LeaderElected, Some(Cause::Elected))]
         );
         assert_eq!(t.elections().count(), 2, "b stays, without leader");
+    }
+
+    #[test]
+    fn an_unchanged_row_is_not_sent_again() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
+        t.apply(poll(0, vec![row("jobs", "a", 5_000)]));
+        let mut same = row("jobs", "a", 4_500);
+        same.stamp = Some("t5000".into());
+        let (changed, events, _) = t.apply(poll(500, vec![same]));
+        assert!(changed.is_empty() && events.is_empty(), "{changed:?}");
+        let (changed, _, _) = t.apply(poll(1_000, vec![row("jobs", "a", 8_000)]));
+        assert_eq!(changed.len(), 1, "a renewal moves the deadline");
     }
 
     #[test]
