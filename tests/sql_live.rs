@@ -158,10 +158,15 @@ fn heartbeat_scenario(store: Store) {
 fn error_scenario(store: Store) {
     let home = tempfile::tempdir().expect("tempdir");
     let url = store.url();
+    let started = std::time::Instant::now();
     let err = status_err(home.path(), &args(&url, "sql-lease", "nosuchtable"));
     assert!(
         err.contains("nosuchtable") && err.contains("does not exist"),
         "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "a missing table is reported without waiting out --timeout"
     );
 
     store.exec("CREATE TABLE wrongcols (key2 varchar(20) PRIMARY KEY, leader_id varchar(20), valid_until varchar(30))");
