@@ -204,3 +204,49 @@ fn demo_fails_over_when_the_leader_is_killed_and_leaves_nothing_running() {
         "the demo's directory is removed"
     );
 }
+
+/// The demo on a local etcd it starts itself: three etcd-election nodes, one leader, and on
+/// quit neither the nodes nor etcd are left running.
+#[test]
+fn demo_on_a_spawned_etcd_cleans_up_after_itself() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::start(
+        160,
+        40,
+        &shell(
+            home.path(),
+            "demo --store etcd --spawn-etcd --ttl 2s --renew 500ms",
+        ),
+    );
+    let screen = tmux.wait_screen("an elected leader", T, |s| {
+        s.contains("LEADER") && s.contains("etcd-election on etcd")
+    });
+    let endpoint = screen
+        .split_whitespace()
+        .skip_while(|w| *w != "etcd")
+        .nth(1)
+        .filter(|w| w.starts_with("127.0.0.1:"))
+        .expect("the spawned etcd's endpoint on screen")
+        .to_string();
+    let count = |pattern: &str| {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", "--", pattern])
+            .output()
+            .expect("pgrep");
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let port = endpoint.trim_start_matches("127.0.0.1:").to_string();
+    assert!(
+        count(&format!("listen-client-urls http://127.0.0.1:{port}")) == 1,
+        "etcd runs"
+    );
+    assert_eq!(count(&format!("--etcd {endpoint}")), 3, "three nodes run");
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+    assert_eq!(count(&format!("--etcd {endpoint}")), 0, "no node left");
+    assert_eq!(
+        count(&format!("listen-client-urls http://127.0.0.1:{port}")),
+        0,
+        "no etcd left"
+    );
+}
