@@ -250,3 +250,37 @@ fn demo_on_a_spawned_etcd_cleans_up_after_itself() {
         "no etcd left"
     );
 }
+
+/// The demo on PostgreSQL with the heartbeat scheme: it creates the table, elects a leader,
+/// and the dashboard and the node panes agree.
+#[test]
+fn demo_on_postgres_with_heartbeats() {
+    let pg = common::postgres::Postgres::start();
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = format!(
+        "demo --store postgres --sql {} --scheme sql-heartbeat --ttl 2s --renew 300ms --retry 300ms",
+        pg.url()
+    );
+    let tmux = Tmux::start(160, 40, &shell(home.path(), &args));
+    // Two panes follow the leader, and the dashboard names it.
+    let screen = tmux.wait_screen("an elected leader", T, |s| {
+        s.matches("follower of node-").count() >= 2
+            && s.lines()
+                .any(|l| l.contains("heartbeat") && l.contains("node-"))
+    });
+    assert!(
+        screen.contains("sql-heartbeat on postgres://tester@127.0.0.1"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("s3cret-pw"),
+        "no password on screen:\n{screen}"
+    );
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM service_election"),
+        "1",
+        "the demo's table holds the election"
+    );
+}

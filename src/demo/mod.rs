@@ -23,7 +23,13 @@ use crate::config::{DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource};
 use crate::model::Scheme;
 use crate::runtime::Sources;
 
-const ELECTION: &str = "demo";
+/// The election the nodes take part in; seed 004's anchor is a number.
+fn election_for(source: &SourceConfig) -> &'static str {
+    match source {
+        SourceConfig::Sql(q) if q.scheme == Scheme::SqlHeartbeat => "1",
+        _ => "demo",
+    }
+}
 const ETCD_PREFIX: &str = "/electop-demo/";
 const ETCD_REGISTRY: &str = "/electop-demo-registry/";
 
@@ -228,7 +234,8 @@ pub async fn run(args: &DemoArgs, src: &SourceArgs, tick: Duration) -> Result<()
         dir.path().join("nodes.log").display().to_string(),
     ];
     source_args.extend(setup.node_source_args.clone());
-    let mut node_args = vec!["--election".to_string(), ELECTION.to_string()];
+    let election = election_for(&setup.source);
+    let mut node_args = vec!["--election".to_string(), election.to_string()];
     if matches!(setup.source, SourceConfig::Sql(_)) {
         node_args.push("--create-table".into());
     }
@@ -258,6 +265,7 @@ pub async fn run(args: &DemoArgs, src: &SourceArgs, tick: Duration) -> Result<()
         &mut out_rx,
         tick,
         &setup.label,
+        election,
     )
     .await;
     ratatui::restore();
@@ -276,9 +284,10 @@ async fn demo_loop(
     out_rx: &mut mpsc::Receiver<NodeOutput>,
     tick: Duration,
     label: &str,
+    election: &str,
 ) -> Result<()> {
     let app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
-    let mut d = Demo::new(app, &sup.ids, ELECTION, label);
+    let mut d = Demo::new(app, &sup.ids, election, label);
     let size = terminal.size()?;
     app::update(
         &mut d.app,

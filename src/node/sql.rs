@@ -84,6 +84,16 @@ async fn open(s: &SqlSettings, args: &NodeArgs) -> Result<(AnyPool, Schema), Str
     }
     let pool = connect(s, Duration::from_secs(5)).await?;
     let schema = check_schema(s, &pool).await?;
+    if schema.key_type.to_ascii_lowercase().contains("int") && args.election.parse::<i64>().is_err()
+    {
+        return Err(format!(
+            "column {} of {} is `{}`, so the election must be a number (seed 004's anchor is 1), not `{}`",
+            s.scheme.columns().key,
+            s.table,
+            schema.key_type,
+            args.election
+        ));
+    }
     Ok((pool, schema))
 }
 
