@@ -6,8 +6,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-# Only --store etcd/postgres/mysql need servers; installing them is quick when present.
-scripts/install-deps.sh
+# The default demo needs no server (SQLite is built in); --store etcd --spawn-etcd needs etcd.
+case " $* " in
+  *etcd*) scripts/install-deps.sh etcd-server etcd-client ;;
+esac
 echo "demo: building electop (cargo build --release)" >&2
 cargo build --release --quiet
 exec "${CARGO_TARGET_DIR:-$root/target}/release/electop" demo "$@"

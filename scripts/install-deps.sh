@@ -5,9 +5,13 @@
 # silent in that case. Otherwise prints one line per package it installs.
 # Services that the packages would normally start (etcd, mariadb, postgresql)
 # are kept from starting with a temporary /usr/sbin/policy-rc.d.
+# With arguments, only those packages (the demo asks for etcd only when it needs it).
 set -euo pipefail
 
 PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3)
+if (($# > 0)); then
+  PACKAGES=("$@")
+fi
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 
