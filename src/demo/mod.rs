@@ -360,17 +360,19 @@ async fn demo_loop(
                 }
             }
             Some(out) = out_rx.recv() => {
-                match out {
-                    NodeOutput::Line { node, text } => d.node_line(node, &text),
-                    NodeOutput::Exited { node, code } => d.node_exited(node, code),
-                }
+                d.node_line(out.node, &out.text);
                 dirty = true;
             }
             Some(outcome) = admin_rx.recv() => {
                 app::update(&mut d.app, Msg::AdminDone(outcome));
                 dirty = true;
             }
-            _ = reap.tick() => sup.reap().await,
+            _ = reap.tick() => {
+                for (node, code) in sup.reap() {
+                    d.node_exited(node, code);
+                    dirty = true;
+                }
+            }
             _ = ticker.tick() => dirty = true,
         }
     };

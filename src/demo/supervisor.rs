@@ -9,11 +9,11 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-/// A line from a node, or its end.
+/// A line a node printed.
 #[derive(Debug)]
-pub enum NodeOutput {
-    Line { node: usize, text: String },
-    Exited { node: usize, code: Option<i32> },
+pub struct NodeOutput {
+    pub node: usize,
+    pub text: String,
 }
 
 pub struct Supervisor {
@@ -82,7 +82,7 @@ impl Supervisor {
             tokio::spawn(async move {
                 let mut lines = BufReader::new(stream).lines();
                 while let Ok(Some(text)) = lines.next_line().await {
-                    if out.send(NodeOutput::Line { node, text }).await.is_err() {
+                    if out.send(NodeOutput { node, text }).await.is_err() {
                         break;
                     }
                 }
@@ -112,22 +112,18 @@ impl Supervisor {
         self.signal(node, libc::SIGCONT)
     }
 
-    /// Reaps children that exited and reports them.
-    pub async fn reap(&mut self) {
+    /// Reaps children that exited: `(node, exit code)`. Never waits.
+    pub fn reap(&mut self) -> Vec<(usize, Option<i32>)> {
+        let mut exited = Vec::new();
         for (node, slot) in self.children.iter_mut().enumerate() {
             if let Some(child) = slot
                 && let Ok(Some(status)) = child.try_wait()
             {
-                let _ = self
-                    .out
-                    .send(NodeOutput::Exited {
-                        node,
-                        code: status.code(),
-                    })
-                    .await;
+                exited.push((node, status.code()));
                 *slot = None;
             }
         }
+        exited
     }
 
     /// SIGTERM (and SIGCONT, in case it is paused) so each node resigns; SIGKILL whatever is
