@@ -115,7 +115,7 @@ pub fn short_name(configs: &[SourceConfig], id: usize) -> String {
 
 /// How often the screen must be redrawn for time alone: fast while a countdown runs,
 /// once a second while ages or a retry timer show, never when nothing moves.
-fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
+pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
     if app.needs_tick() {
         Some(fast)
     } else if app
@@ -229,7 +229,7 @@ async fn tui_loop(
     }
 }
 
-async fn sleep_until(at: Option<tokio::time::Instant>) {
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

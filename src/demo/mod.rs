@@ -299,8 +299,7 @@ async fn demo_loop(
     let mut input = EventStream::new();
     let (admin_tx, mut admin_rx) = mpsc::channel(4);
     let mut reap = tokio::time::interval(Duration::from_millis(250));
-    let mut ticker = tokio::time::interval(tick);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut next_tick: Option<tokio::time::Instant> = None;
     let mut dirty = true;
     let result = loop {
         if dirty {
@@ -321,6 +320,12 @@ async fn demo_loop(
         }
         for (id, cmd) in d.app.visible_requests(crate::ui::table_rows(d.app.size.1)) {
             sources.send(id, cmd);
+        }
+        // Redraw for time alone only while something on screen moves (or a failover is timed).
+        if next_tick.is_none() {
+            let every = crate::runtime::tick_interval(&d.app, tick)
+                .or(d.failing_over.as_ref().map(|_| tick));
+            next_tick = every.map(|e| tokio::time::Instant::now() + e);
         }
         tokio::select! {
             ev = input.next() => match ev {
@@ -373,7 +378,10 @@ async fn demo_loop(
                     dirty = true;
                 }
             }
-            _ = ticker.tick() => dirty = true,
+            _ = crate::runtime::sleep_until(next_tick), if next_tick.is_some() => {
+                next_tick = None;
+                dirty = true;
+            }
         }
     };
     sources.shutdown().await;
