@@ -81,8 +81,22 @@ impl Sources {
             return;
         };
         let timeout = self.request_timeout;
+        let backend_tx = self.commands.get(req.source).cloned();
         self.tasks.spawn(async move {
+            // Tell the backend first, so the change it is about to see is labelled ours.
+            let mark = |expect| Command::Forced {
+                election: req.seen.name.clone(),
+                expect,
+            };
+            if let Some(tx) = &backend_tx {
+                let _ = tx.send(mark(true)).await;
+            }
             let outcome = backend::execute(&cfg, &req, timeout).await;
+            if !matches!(outcome, crate::admin::Outcome::Done { .. })
+                && let Some(tx) = &backend_tx
+            {
+                let _ = tx.send(mark(false)).await;
+            }
             if let Some(path) = crate::admin::audit::default_path()
                 && let Err(e) = crate::admin::audit::record(&path, &req, &outcome)
             {

@@ -284,3 +284,48 @@ fn demo_on_postgres_with_heartbeats() {
         "the demo's table holds the election"
     );
 }
+
+/// An admin action from the dashboard: confirmed, carried out, shown in place, and its
+/// leader change labelled `forced` in the history.
+#[test]
+fn reelect_from_the_dashboard_is_confirmed_done_and_labelled_forced() {
+    let etcd = EtcdServer::start();
+    let [mut a, mut b] = campaign_in_order(&etcd, "/tuiadm/jobs", ["node-a", "node-b"]);
+    let home = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::start(
+        120,
+        30,
+        &shell(
+            home.path(),
+            &format!("--etcd {} --prefix /tuiadm/", etcd.endpoint()),
+        ),
+    );
+    tmux.wait_screen("the election", T, |s| {
+        s.contains("jobs") && s.contains("node-a")
+    });
+    tmux.send(&["R"]);
+    tmux.wait_screen("the confirmation", T, |s| {
+        s.contains("force a re-election of jobs") && s.contains("revoke lease")
+    });
+    tmux.send(&["y"]);
+    tmux.wait_screen("the outcome in place", T, |s| {
+        s.contains("done: revoked lease")
+    });
+    assert!(b.wait_elected(T), "node-b takes over");
+    tmux.wait_screen("the forced change in the history", T, |s| {
+        s.contains("node-a → node-b forced")
+    });
+    common::wait_until(
+        "etcdctl notices",
+        std::time::Duration::from_secs(30),
+        || !a.is_running(),
+    );
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+    let audit =
+        std::fs::read_to_string(home.path().join("data/electop/audit.jsonl")).expect("audit log");
+    assert!(
+        audit.contains("\"action\":\"reelect\"") && audit.contains("\"outcome\":\"done\""),
+        "{audit}"
+    );
+}

@@ -419,7 +419,9 @@ mod tests {
         let mut app = app_with(30);
         update(&mut app, Msg::Action(Action::Bottom));
         let req = app.visible_requests(5);
-        let Command::Visible { names, selected } = &req[0].1;
+        let Command::Visible { names, selected } = &req[0].1 else {
+            panic!("visible request")
+        };
         assert_eq!(names.first().map(String::as_str), Some("e025"));
         assert_eq!(names.len(), 5);
         assert_eq!(selected.as_deref(), Some("e029"));

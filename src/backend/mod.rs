@@ -23,6 +23,37 @@ pub enum Command {
         names: Vec<String>,
         selected: Option<String>,
     },
+    /// An admin action of ours is about to change this election (`expect`), or did not
+    /// after all: its next leader change is `forced`, whatever it looks like.
+    Forced { election: String, expect: bool },
+}
+
+/// Elections an admin action of ours is changing, so their next leader change is labelled
+/// `forced` rather than guessed from what the store shows.
+#[derive(Debug, Default)]
+pub struct ForcedMarks {
+    marks: std::collections::HashMap<String, std::time::Instant>,
+}
+
+impl ForcedMarks {
+    /// How long a mark waits for its change.
+    const WINDOW: Duration = Duration::from_secs(15);
+
+    pub fn set(&mut self, election: String, expect: bool, now: std::time::Instant) {
+        if expect {
+            self.marks.insert(election, now);
+        } else {
+            self.marks.remove(&election);
+        }
+    }
+
+    /// Whether this change of `election` is ours (and uses the mark up).
+    pub fn take(&mut self, election: &str, now: std::time::Instant) -> bool {
+        match self.marks.remove(election) {
+            Some(at) => now.saturating_duration_since(at) <= Self::WINDOW,
+            None => false,
+        }
+    }
 }
 
 /// A backend's ends of the channels.
@@ -165,6 +196,24 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forced_marks_are_used_once_and_expire() {
+        let t0 = std::time::Instant::now();
+        let mut m = ForcedMarks::default();
+        m.set("jobs".into(), true, t0);
+        assert!(!m.take("other", t0));
+        assert!(m.take("jobs", t0 + Duration::from_secs(1)));
+        assert!(!m.take("jobs", t0 + Duration::from_secs(1)), "used up");
+        m.set("jobs".into(), true, t0);
+        assert!(
+            !m.take("jobs", t0 + Duration::from_secs(60)),
+            "too old to be ours"
+        );
+        m.set("jobs".into(), true, t0);
+        m.set("jobs".into(), false, t0);
+        assert!(!m.take("jobs", t0), "the action did not happen after all");
+    }
 
     #[test]
     fn backoff_doubles_to_a_cap_and_resets() {

@@ -147,6 +147,8 @@ pub enum Cause {
     TakenOver,
     /// The row's term or heartbeat had expired before the change.
     Expired,
+    /// An admin action of this electop made the change.
+    Forced,
     /// Changes were missed (compacted history) and only the result is known.
     Unknown,
 }
@@ -163,6 +165,7 @@ impl Cause {
             Cause::Proclaimed => "proclaimed",
             Cause::TakenOver => "taken_over",
             Cause::Expired => "expired",
+            Cause::Forced => "forced",
             Cause::Unknown => "unknown",
         }
     }

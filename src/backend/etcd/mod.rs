@@ -481,6 +481,11 @@ async fn pump(
             }
             cmd = io.commands.recv() => {
                 match cmd {
+                    Some(Command::Forced { election, expect }) => {
+                        if let Some(t) = state.tracker.as_mut() {
+                            t.forced.set(election, expect, Instant::now());
+                        }
+                    }
                     Some(c) => state.visible = c,
                     None => return Err(Stop::Closed),
                 }
@@ -529,6 +534,7 @@ fn wanted_leases(backend: &EtcdBackend, tracker: &Tracker, visible: &Command) ->
         Command::Visible { names, selected } => {
             tracker.visible_leases(names, selected.as_deref(), SELECTED_LINE)
         }
+        Command::Forced { .. } => Vec::new(),
     }
 }
 

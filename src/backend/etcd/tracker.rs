@@ -64,6 +64,8 @@ pub struct Tracker {
     lease_keys: HashMap<i64, usize>,
     /// Last revision applied to the mirror.
     pub revision: i64,
+    /// Elections our own admin actions are changing.
+    pub forced: crate::backend::ForcedMarks,
 }
 
 impl Tracker {
@@ -83,6 +85,7 @@ impl Tracker {
             ttls: HashMap::new(),
             lease_keys: HashMap::new(),
             revision: 0,
+            forced: Default::default(),
         }
     }
 
@@ -319,6 +322,11 @@ impl Tracker {
                 _ => None,
             };
             if let Some((kind, from, to, cause)) = change {
+                let cause = if !seen.replayed && self.forced.take(&name, seen.now) {
+                    Cause::Forced
+                } else {
+                    cause
+                };
                 election.record(
                     HistoryEntry {
                         at: seen.at,
@@ -601,6 +609,39 @@ mod tests {
             .collect();
         assert_eq!(h, [(None, Cause::Elected), (None, Cause::LeaseEnded)]);
         assert!(events.iter().all(|e| e.replayed));
+    }
+
+    #[test]
+    fn a_change_our_admin_action_made_is_forced() {
+        let mut t = election_tracker();
+        let now = Instant::now();
+        t.apply(
+            vec![
+                Change::Put(kv("/e/j/1", "a", 2, 2, 1)),
+                Change::Put(kv("/e/j/2", "b", 3, 3, 2)),
+            ],
+            &HashMap::new(),
+            live(now),
+        );
+        t.forced.set("j".into(), true, now);
+        let alive = HashMap::from([(1, LeaseFate::Alive)]);
+        let (_, events) = t.apply(vec![del("/e/j/1", 4)], &alive, live(now));
+        let change = events
+            .iter()
+            .find(|e| e.kind == EventKind::LeaderChanged)
+            .expect("change");
+        assert_eq!(change.cause, Some(Cause::Forced));
+        // The mark is used up: the next change is read from the store again.
+        let (_, events) = t.apply(
+            vec![Change::Put(kv("/e/j/1", "c", 5, 5, 3)), del("/e/j/2", 6)],
+            &HashMap::from([(2, LeaseFate::Alive)]),
+            live(now),
+        );
+        let change = events
+            .iter()
+            .find(|e| e.kind == EventKind::LeaderChanged)
+            .expect("change");
+        assert_eq!(change.cause, Some(Cause::Resigned));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use tracing::{info, warn};
 
 use self::dialect::{Dialect, Ident};
 use self::tracker::{Poll, Row, SqlTracker};
-use super::{Backend, BackendFuture, BackendIo, BackendOptions, Backoff};
+use super::{Backend, BackendFuture, BackendIo, BackendOptions, Backoff, Command};
 use crate::config::{DbUrl, SqlSource};
 use crate::model::{ConnState, Scheme, SourceEvent, SourceId, SourceInfo};
 
@@ -336,7 +336,11 @@ async fn follow(
             _ = tick.tick() => {}
             cmd = io.commands.recv() => {
                 // Every row is read each poll anyway; visibility changes nothing here.
-                if cmd.is_none() { return Stop::Closed; }
+                match cmd {
+                    None => return Stop::Closed,
+                    Some(Command::Forced { election, expect }) => tracker.forced.set(election, expect, Instant::now()),
+                    Some(Command::Visible { .. }) => {}
+                }
                 continue;
             }
         }

@@ -57,6 +57,8 @@ pub struct SqlTracker {
     seen: BTreeMap<String, Seen>,
     elections: BTreeMap<String, Election>,
     polled: bool,
+    /// Elections our own admin actions are changing.
+    pub forced: crate::backend::ForcedMarks,
 }
 
 /// A leader change to persist: the election's name and the entry.
@@ -79,6 +81,7 @@ impl SqlTracker {
             seen: BTreeMap::new(),
             elections: BTreeMap::new(),
             polled: false,
+            forced: Default::default(),
         }
     }
 
@@ -192,6 +195,11 @@ impl SqlTracker {
             });
             e.leader = candidate.clone().filter(|_| new_leader.is_some());
             e.candidates = candidate.into_iter().collect();
+            let change = change.map(|(kind, from, to, cause)| {
+                let forced = self.forced.take(&row.key, poll.now);
+                (kind, from, to, if forced { Cause::Forced } else { cause })
+            });
+            let e = self.election(&row.key);
             if let Some((kind, from, to, cause)) = change {
                 let entry = HistoryEntry {
                     at: Some(poll.at),
@@ -242,6 +250,11 @@ impl SqlTracker {
             };
             let leader = prev.row.leader().map(str::to_string);
             let limit = self.history_limit;
+            let cause = if self.forced.take(&key, poll.now) {
+                Cause::Forced
+            } else {
+                Cause::Deleted
+            };
             let e = self.election(&key);
             e.leader = None;
             e.candidates.clear();
@@ -251,7 +264,7 @@ impl SqlTracker {
                     revision: None,
                     from: Some(a.clone()),
                     to: None,
-                    cause: Cause::Deleted,
+                    cause,
                 };
                 e.record(entry.clone(), limit);
                 recorded.push((key.clone(), entry));
@@ -261,7 +274,7 @@ impl SqlTracker {
                     EventKind::LeaderLost,
                     Some(a),
                     None,
-                    Cause::Deleted,
+                    cause,
                     poll.at,
                 ));
             }
