@@ -255,6 +255,8 @@ pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
 pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<App, String> {
     let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
     let deadline = tokio::time::Instant::now() + timeout;
+    // The last error of each source: at the deadline it may be between retries ("connecting").
+    let mut last_error: Vec<Option<String>> = vec![None; app.sources.len()];
     let result = loop {
         if app.all_synced() {
             break Ok(());
@@ -272,14 +274,21 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
         }
         tokio::select! {
             ev = sources.events.recv() => match ev {
-                Some(ev) => { app::update(&mut app, Msg::Source(ev)); }
+                Some(ev) => {
+                    if let SourceEvent::Conn { source, state: ConnState::Down { error, .. } } = &ev
+                        && let Some(slot) = last_error.get_mut(*source)
+                    {
+                        *slot = Some(error.clone());
+                    }
+                    app::update(&mut app, Msg::Source(ev));
+                }
                 None => break Err("every source stopped".to_string()),
             },
             _ = tokio::time::sleep_until(deadline) => {
-                let why = app.sources.iter().find_map(|s| match &s.conn {
-                    ConnState::Down { error, .. } => Some(error.clone()),
-                    _ if !s.synced => Some(format!("{}: no answer within {:?}", s.info.name, timeout)),
-                    _ => None,
+                let why = app.sources.iter().zip(&last_error).find_map(|(s, last)| match (&s.conn, last) {
+                    (_, _) if s.synced => None,
+                    (ConnState::Down { error, .. }, _) | (_, Some(error)) => Some(error.clone()),
+                    _ => Some(format!("{}: no answer within {:?}", s.info.name, timeout)),
                 });
                 break Err(why.unwrap_or_else(|| format!("no answer within {timeout:?}")));
             }

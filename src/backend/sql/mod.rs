@@ -348,7 +348,7 @@ async fn follow(
             Ok(p) => p,
             Err(e) => {
                 pool.close().await;
-                return Stop::Down(e);
+                return Stop::classify(e);
             }
         };
         backoff.reset();
