@@ -553,6 +553,7 @@ fn etcd_election_nodes_ride_out_an_etcd_outage() {
     let mut nodes: Vec<Node> = ["node-a", "node-b"].iter().map(|id| sc.start(id)).collect();
     let (first, _) = wait_any_leader(&mut nodes, Instant::now(), T);
     let leader = nodes[first].id.clone();
+    let before = leader.clone();
     nodes[1 - first].wait_belief("follower", Some(&leader), T);
 
     let stopping = Instant::now();
@@ -586,9 +587,15 @@ fn etcd_election_nodes_ride_out_an_etcd_outage() {
         "etcd-election: {leader} leads {} ms after etcd restarted",
         took.as_millis()
     );
-    // The old keys outlive the outage (etcd restores leases with a fresh TTL), so the new
-    // sessions wait for those to expire: one TTL, plus one retry to reconnect.
-    let bound = sc.timing.ttl + sc.timing.retry + SLACK;
+    // The leases outlive the outage (etcd restores them with a fresh TTL) and the nodes take
+    // them up again: the same leader, as soon as they reconnect (one retry).
+    assert_eq!(
+        leader,
+        before,
+        "the leader kept its lease and its place:\n{}",
+        dump_all(&nodes)
+    );
+    let bound = sc.timing.retry + SLACK;
     assert!(
         took <= bound,
         "re-election after the restart took {took:?}, more than {bound:?}:\n{}",

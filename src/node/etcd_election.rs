@@ -22,9 +22,14 @@ pub async fn run(
     stop: CancellationToken,
 ) -> Result<()> {
     let dir = format!("{}{}/", cfg.prefix, args.election);
-    super::sessions(t, report, &stop, async |r: &mut Reporter| {
-        session(cfg, &dir, args, t, r, &stop).await
-    })
+    super::sessions(
+        t,
+        report,
+        &stop,
+        async |r: &mut Reporter, kept: &mut Option<i64>| {
+            session(cfg, &dir, args, t, r, &stop, kept).await
+        },
+    )
     .await
 }
 
@@ -35,9 +40,11 @@ async fn session(
     t: Timing,
     report: &mut Reporter,
     stop: &CancellationToken,
+    kept: &mut Option<i64>,
 ) -> Result<Ended> {
     let limit = t.call_limit();
-    let (mut client, mut lease) = super::lease::connect(cfg, t).await?;
+    let (mut client, mut lease) = super::lease::connect(cfg, t, *kept).await?;
+    *kept = Some(lease.id);
     let key = format!("{dir}{:x}", lease.id);
     let mut watch = within(
         limit,
@@ -58,7 +65,8 @@ async fn session(
             )]);
         match tokio::time::timeout(limit, client.txn(join)).await {
             Err(_) => anyhow::bail!("the store did not answer within {limit:?}"),
-            Ok(Err(_)) => return Ok(Ended::LeaseLost),
+            Ok(Err(e)) if e.to_string().contains("lease not found") => return Ok(Ended::LeaseLost),
+            Ok(Err(e)) => return Err(e.into()),
             Ok(Ok(_)) => {}
         }
         let opts = GetOptions::new()

@@ -19,9 +19,14 @@ pub async fn run(
     report: &mut Reporter,
     stop: CancellationToken,
 ) -> Result<()> {
-    super::sessions(t, report, &stop, async |r: &mut Reporter| {
-        session(cfg, args, t, r, &stop).await
-    })
+    super::sessions(
+        t,
+        report,
+        &stop,
+        async |r: &mut Reporter, kept: &mut Option<i64>| {
+            session(cfg, args, t, r, &stop, kept).await
+        },
+    )
     .await
 }
 
@@ -31,9 +36,11 @@ async fn session(
     t: Timing,
     report: &mut Reporter,
     stop: &CancellationToken,
+    kept: &mut Option<i64>,
 ) -> Result<Ended> {
     let limit = t.call_limit();
-    let (mut client, mut lease) = super::lease::connect(cfg, t).await?;
+    let (mut client, mut lease) = super::lease::connect(cfg, t, *kept).await?;
+    *kept = Some(lease.id);
     let key = format!("{}{}", cfg.prefix, args.election);
     let entry = cfg
         .registry
@@ -61,7 +68,8 @@ async fn session(
             .or_else([TxnOp::get(key.clone(), None)]);
         let resp = match tokio::time::timeout(limit, client.txn(txn)).await {
             Err(_) => anyhow::bail!("the store did not answer within {limit:?}"),
-            Ok(Err(_)) => return Ok(Ended::LeaseLost),
+            Ok(Err(e)) if e.to_string().contains("lease not found") => return Ok(Ended::LeaseLost),
+            Ok(Err(e)) => return Err(e.into()),
             Ok(Ok(r)) => r,
         };
         let holder = if resp.succeeded() {

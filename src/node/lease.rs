@@ -14,8 +14,9 @@ pub struct Lease {
     limit: std::time::Duration,
 }
 
-/// Connects and grants a lease of `t.ttl`, kept alive by [`Lease::renew`].
-pub async fn connect(cfg: &EtcdSource, t: Timing) -> Result<(Client, Lease)> {
+/// Connects and takes up the lease `kept` if it is still alive, or grants a new one of
+/// `t.ttl`; [`Lease::renew`] keeps it alive.
+pub async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(Client, Lease)> {
     let limit = t.call_limit();
     let mut client = within(
         limit,
@@ -24,8 +25,22 @@ pub async fn connect(cfg: &EtcdSource, t: Timing) -> Result<(Client, Lease)> {
     )
     .await
     .context("connecting to etcd")?;
-    let grant = client.lease_grant(t.ttl.as_secs() as i64, None);
-    let id = within(limit, "a lease grant", grant).await?.id();
+    let alive = match kept {
+        Some(id) => {
+            within(limit, "a lease lookup", client.lease_time_to_live(id, None))
+                .await?
+                .ttl()
+                > 0
+        }
+        None => false,
+    };
+    let id = match kept {
+        Some(id) if alive => id,
+        _ => {
+            let grant = client.lease_grant(t.ttl.as_secs() as i64, None);
+            within(limit, "a lease grant", grant).await?.id()
+        }
+    };
     let (keeper, alive) = within(limit, "a keep-alive", client.lease_keep_alive(id)).await?;
     Ok((
         client,

@@ -191,17 +191,20 @@ enum Ended {
 }
 
 /// Runs sessions until stopped: a new one (new lease) after a lease ends, another after a
-/// pause when the store cannot be reached.
+/// pause when the store cannot be reached. The lease outlives a lost connection: the next
+/// session takes it up again if it is still alive, so a short outage costs no leadership.
 async fn sessions(
     t: Timing,
     report: &mut Reporter,
     stop: &CancellationToken,
-    mut session: impl AsyncFnMut(&mut Reporter) -> Result<Ended>,
+    mut session: impl AsyncFnMut(&mut Reporter, &mut Option<i64>) -> Result<Ended>,
 ) -> Result<()> {
+    let mut lease = None;
     loop {
-        match session(report).await {
+        match session(report, &mut lease).await {
             Ok(Ended::Stopped) => return Ok(()),
             Ok(Ended::LeaseLost) => {
+                lease = None;
                 report.say("my lease ended (expired or revoked): starting over with a new one")
             }
             Err(e) => {
