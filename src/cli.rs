@@ -125,6 +125,8 @@ pub enum Command {
     Node(NodeArgs),
     /// Three (or --nodes) participants electing a leader, beside the dashboard.
     Demo(DemoArgs),
+    /// Print a shell completion script, e.g. `electop completions bash > /etc/bash_completion.d/electop`.
+    Completions { shell: clap_complete::Shell },
     /// Make ELECTION's leader resign.
     Resign {
         election: String,
@@ -306,6 +308,25 @@ impl SourceArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn completions_know_every_subcommand() {
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        let mut out = Vec::new();
+        clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "electop", &mut out);
+        let script = String::from_utf8_lossy(&out);
+        for sub in [
+            "status",
+            "watch",
+            "force-leader",
+            "reelect",
+            "resign",
+            "node",
+            "demo",
+        ] {
+            assert!(script.contains(sub), "{sub} missing from the completions");
+        }
+    }
 
     #[test]
     fn durations_parse_with_units() {

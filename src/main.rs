@@ -22,6 +22,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    if let Some(Command::Completions { shell }) = cli.command {
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        clap_complete::generate(shell, &mut cmd, "electop", &mut std::io::stdout());
+        return Ok(ExitCode::SUCCESS);
+    }
     let config = Config::load(cli.config.as_deref())?;
     let _log = electop::logging::init(cli.log_file.as_deref())?;
     let tick = Duration::from_millis(config.ui.tick_ms.max(16));
@@ -95,7 +100,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 opts.history_limit,
             )
             .await),
-            Some(Command::Demo(_)) => unreachable!("handled above"),
+            Some(Command::Demo(_) | Command::Completions { .. }) => unreachable!("handled above"),
             Some(Command::Node(args)) => {
                 let scheme = cli
                     .sources
