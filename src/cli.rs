@@ -54,10 +54,13 @@ pub struct SourceArgs {
     /// SQL: the election table (default leaderlock / service_election).
     #[arg(long, global = true, value_name = "NAME")]
     pub table: Option<String>,
-    /// SQL: read the password from this environment variable.
+    /// etcd: the user, when etcd has authentication on (password from --password-env/-file).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Read the password (SQL, or etcd's --user) from this environment variable.
     #[arg(long, global = true, value_name = "VAR")]
     pub password_env: Option<String>,
-    /// SQL: read the password from the first line of this file.
+    /// Read the password (SQL, or etcd's --user) from the first line of this file.
     #[arg(long, global = true, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
     /// sql-heartbeat: how long after last_seen_active a leader is deposed.
@@ -268,6 +271,9 @@ impl SourceArgs {
                     scheme: etcd_scheme,
                     registry: self.registry.clone(),
                     read_only: false,
+                    user: self.user.clone(),
+                    password_env: self.password_env.clone(),
+                    password_file: self.password_file.clone(),
                 })
             }));
         }

@@ -68,6 +68,20 @@ impl SourceConfig {
     }
 }
 
+/// Reads a password from an environment variable or the first line of a file; `None` when
+/// neither is configured. The error names where it looked, never the password.
+pub fn read_password(env: Option<&str>, file: Option<&Path>) -> Result<Option<String>, String> {
+    match (env, file) {
+        (Some(var), _) => std::env::var(var).map(Some).map_err(|_| {
+            format!("password_env `{var}` is not set: export it or give the password another way")
+        }),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map(|t| Some(t.lines().next().unwrap_or("").to_string()))
+            .map_err(|e| format!("cannot read password_file {}: {e}", path.display())),
+        (None, None) => Ok(None),
+    }
+}
+
 /// A database URL that may hold a password: shown and logged only without it.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
@@ -175,6 +189,37 @@ pub struct EtcdSource {
     /// Refuse admin actions on this source.
     #[serde(default)]
     pub read_only: bool,
+    /// etcd user, when etcd has authentication enabled.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// The user's password from this environment variable...
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// ...or from the first line of this file.
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+}
+
+impl EtcdSource {
+    /// Connection options: timeouts, keep-alives and, with a user, its password.
+    pub fn connect_options(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<etcd_client::ConnectOptions, String> {
+        let mut o = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(timeout)
+            .with_timeout(timeout)
+            .with_keep_alive(
+                std::time::Duration::from_secs(2),
+                std::time::Duration::from_secs(2),
+            );
+        if let Some(user) = &self.user {
+            let password = read_password(self.password_env.as_deref(), self.password_file.as_deref())?
+                .ok_or_else(|| format!("etcd user `{user}` needs a password: set password_env or password_file (--password-env / --password-file)"))?;
+            o = o.with_user(user.clone(), password);
+        }
+        Ok(o)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

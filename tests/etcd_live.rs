@@ -451,3 +451,109 @@ async fn zombies_non_utf8_and_huge_values() {
         Some(1_000_000)
     );
 }
+
+/// etcd with authentication on: a user and a password from the environment or a file; a
+/// wrong password is named as such and never shown; the participants log in too.
+#[tokio::test(flavor = "multi_thread")]
+async fn etcd_with_authentication() {
+    let etcd = EtcdServer::start();
+    etcd.etcdctl(&["user", "add", "root:r00t-Secret"]);
+    etcd.etcdctl(&["auth", "enable"]);
+    let admin = ["--user", "root:r00t-Secret"];
+    let ctl = |args: &[&str]| {
+        let all: Vec<&str> = admin.iter().chain(args.iter()).copied().collect();
+        etcd.etcdctl(&all)
+    };
+    ctl(&["put", "/auth/leader/jobs", "node-a"]);
+
+    let h = home();
+    let pw_file = h.path().join("pw");
+    std::fs::write(&pw_file, "r00t-Secret\n").expect("pw");
+    let pw = pw_file.display().to_string();
+    let base = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        "/auth/leader/",
+        "--scheme",
+        "etcd-lease-key",
+        "--user",
+        "root",
+    ];
+    let with_file: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain(["--password-file", pw.as_str()])
+        .collect();
+    let s = status_json(h.path(), &with_file);
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a");
+
+    let out = common::electop::command(h.path())
+        .env("ETCD_PW", "not-the-password")
+        .args(base)
+        .args([
+            "--password-env",
+            "ETCD_PW",
+            "status",
+            "--json",
+            "--timeout",
+            "2s",
+        ])
+        .output()
+        .expect("electop");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("authentication failed"), "{err}");
+    assert!(
+        !err.contains("not-the-password") && !err.contains("r00t-Secret"),
+        "{err}"
+    );
+
+    let out = common::electop::command(h.path())
+        .args(base)
+        .args(["status", "--timeout", "2s"])
+        .output()
+        .expect("electop");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("needs a password"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A participant logs in the same way and takes part.
+    let mut node = common::electop::command(h.path())
+        .args([
+            "--etcd",
+            &etcd.endpoint(),
+            "--prefix",
+            "/auth/el/",
+            "--scheme",
+            "etcd-election",
+            "--user",
+            "root",
+            "--password-file",
+            pw.as_str(),
+        ])
+        .args([
+            "node",
+            "--election",
+            "jobs",
+            "--id",
+            "node-z",
+            "--json",
+            "--ttl",
+            "2s",
+            "--renew",
+            "500ms",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("node");
+    common::wait_until("the node leads", T, || {
+        ctl(&["get", "--prefix", "/auth/el/jobs/", "--print-value-only"])
+            .stdout
+            .starts_with(b"node-z")
+    });
+    let _ = node.kill();
+    let _ = node.wait();
+}

@@ -21,7 +21,10 @@ pub async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(
     let mut client = within(
         limit,
         "a connection",
-        Client::connect(cfg.endpoints.clone(), None),
+        Client::connect(
+            cfg.endpoints.clone(),
+            Some(cfg.connect_options(limit).map_err(anyhow::Error::msg)?),
+        ),
     )
     .await
     .context("connecting to etcd")?;

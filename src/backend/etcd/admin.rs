@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, SortOrder, SortTarget, Txn,
-    TxnOp,
+    Client, Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
 };
 
 use crate::admin::{ActionKind, AdminRequest, Outcome, changed_since, plan};
@@ -17,9 +16,10 @@ pub async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Duration) ->
         return Outcome::Refused { reason };
     }
     let endpoints = cfg.endpoints.join(",");
-    let options = ConnectOptions::new()
-        .with_connect_timeout(timeout)
-        .with_timeout(timeout);
+    let options = match cfg.connect_options(timeout) {
+        Ok(o) => o,
+        Err(reason) => return Outcome::Refused { reason },
+    };
     let fut = async {
         let mut client = Client::connect(cfg.endpoints.clone(), Some(options)).await?;
         run(cfg, &mut client, req).await

@@ -12,7 +12,7 @@ pub mod tracker;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
-use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchStream};
+use etcd_client::{Client, EventType, GetOptions, WatchOptions, WatchStream};
 use tracing::{debug, info};
 
 use self::layout::{Kv, Layout, Mirror};
@@ -146,16 +146,10 @@ async fn run(backend: EtcdBackend, mut io: BackendIo) {
             Stop::Error(e) => e,
         };
         let revision = state.tracker.as_ref().map(|t| t.revision);
-        if !super::down_and_wait(
-            &io,
-            &backend.info,
-            err.to_string(),
-            false,
-            revision,
-            &mut backoff,
-        )
-        .await
-        {
+        let error = err.to_string();
+        // Wrong credentials stay wrong; anything else may pass.
+        let lasting = error.contains("authentication failed") || error.contains("needs a password");
+        if !super::down_and_wait(&io, &backend.info, error, lasting, revision, &mut backoff).await {
             return;
         }
     }
@@ -269,10 +263,13 @@ async fn follow_inner(
         },
     )
     .await?;
-    let options = ConnectOptions::new()
-        .with_connect_timeout(backend.opts.request_timeout)
-        .with_timeout(backend.opts.request_timeout)
-        .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2));
+    let options = backend
+        .cfg
+        .connect_options(backend.opts.request_timeout)
+        .map_err(|message| EtcdError::Rpc {
+            endpoints: endpoints.clone(),
+            message,
+        })?;
     let mut client = timed(
         backend,
         Client::connect(backend.cfg.endpoints.clone(), Some(options)),

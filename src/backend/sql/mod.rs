@@ -127,22 +127,10 @@ impl SqlSettings {
 
     /// The URL with the password from the environment or file put in, for connecting only.
     fn connect_url(&self) -> Result<String, String> {
-        let password = match (&self.password_env, &self.password_file) {
-            (Some(var), _) => Some(std::env::var(var).map_err(|_| {
-                format!(
-                    "password_env `{var}` is not set: export it or give the password another way"
-                )
-            })?),
-            (None, Some(path)) => Some(
-                std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read password_file {}: {e}", path.display()))?
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .to_string(),
-            ),
-            (None, None) => None,
-        };
+        let password = crate::config::read_password(
+            self.password_env.as_deref(),
+            self.password_file.as_deref(),
+        )?;
         let Some(password) = password else {
             return Ok(self.url.0.clone());
         };
