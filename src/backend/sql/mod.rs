@@ -4,17 +4,22 @@
 //! sqlx's `Any` driver; their differences live in [`dialect`].
 
 pub mod admin;
+mod connect;
 pub mod dialect;
+mod errors;
 pub mod heartbeat;
 pub mod history;
 pub mod lease;
+mod schema;
 pub mod tracker;
 
+pub(crate) use connect::{connect, create_table_if_missing};
+pub(crate) use errors::describe;
+pub(crate) use schema::{Schema, check_schema};
+
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::{Duration, Instant, SystemTime};
 
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 use tracing::{info, warn};
 
@@ -375,217 +380,6 @@ async fn follow(
     }
 }
 
-pub(crate) async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> {
-    sqlx::any::install_default_drivers();
-    let where_ = s.url.redacted();
-    if s.dialect == Dialect::Sqlite {
-        let path = sqlite_path(&s.url.0);
-        if !path.is_empty() && path != ":memory:" && !std::path::Path::new(&path).exists() {
-            return Err(format!(
-                "sqlite database {path} does not exist: check the path, or start a participant that creates it"
-            ));
-        }
-    }
-    let url = s.connect_url()?;
-    let opts = AnyConnectOptions::from_str(&url)
-        .map_err(|e| format!("database URL {where_}: {}", scrub(&e.to_string(), &url)))?;
-    let dialect = s.dialect;
-    let pool = AnyPoolOptions::new()
-        .max_connections(2)
-        .acquire_timeout(timeout)
-        .after_connect(move |conn, _| {
-            Box::pin(async move {
-                if let Some(sql) = dialect.session_setup() {
-                    sqlx::Executor::execute(conn, sql).await?;
-                }
-                Ok(())
-            })
-        })
-        .connect_with(opts);
-    match tokio::time::timeout(timeout, pool).await {
-        Ok(Ok(pool)) => Ok(pool),
-        Ok(Err(e)) => Err(describe(&e, s, &url)),
-        Err(_) => Err(format!(
-            "cannot connect to {where_}: no answer within {timeout:?}"
-        )),
-    }
-}
-
-pub(crate) fn sqlite_path(url: &str) -> String {
-    let rest = url.split_once(':').map(|(_, r)| r).unwrap_or("");
-    let rest = rest.strip_prefix("//").unwrap_or(rest);
-    rest.split('?').next().unwrap_or("").to_string()
-}
-
-/// Never let a password through: drop anything that repeats the connection URL.
-fn scrub(msg: &str, url: &str) -> String {
-    let mut out = msg.replace(url, "<database URL>");
-    if let Ok(u) = url::Url::parse(url)
-        && let Some(p) = u.password()
-        && !p.is_empty()
-    {
-        let plain = percent_encoding::percent_decode_str(p).decode_utf8_lossy();
-        out = out.replace(p, "***").replace(plain.as_ref(), "***");
-    }
-    out
-}
-
-/// A database error as the operator should read it: what is wrong and what to do.
-pub(crate) fn describe(e: &sqlx::Error, s: &SqlSettings, url: &str) -> String {
-    let where_ = s.url.redacted();
-    let table = &s.table;
-    let msg = scrub(&e.to_string(), url);
-    match e {
-        sqlx::Error::Database(db) => {
-            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
-            let text = scrub(db.message(), url);
-            let lower = text.to_ascii_lowercase();
-            match code.as_str() {
-                "28P01" | "28000" => format!(
-                    "{where_}: authentication failed ({text}); check the user and password (URL, password_env or password_file)"
-                ),
-                "42P01" | "42S02" => format!(
-                    "table {table} does not exist in {where_}; create it or name the right one with --table"
-                ),
-                "42501" => format!(
-                    "{where_}: permission denied on table {table} ({text}); GRANT SELECT ON {table} to this user"
-                ),
-                "42000" if lower.contains("denied") => format!(
-                    "{where_}: permission denied on table {table} ({text}); GRANT SELECT ON {table} to this user"
-                ),
-                "3D000" | "42000" if lower.contains("database") => {
-                    format!("{where_}: {text}; check the database name in the URL")
-                }
-                _ if lower.contains("no such table") => format!(
-                    "table {table} does not exist in {where_}; create it or name the right one with --table"
-                ),
-                _ if lower.contains("no such column") || code == "42703" || code == "42S22" => {
-                    format!(
-                        "{where_}: a column of {table} is missing ({text}); set the column names in the config"
-                    )
-                }
-                _ => format!("{where_}: {text}"),
-            }
-        }
-        sqlx::Error::Io(io) => {
-            format!("cannot connect to {where_}: {io}; is the server running and reachable?")
-        }
-        sqlx::Error::PoolTimedOut => {
-            format!("cannot connect to {where_}: timed out; is the server running and reachable?")
-        }
-        _ => format!("{where_}: {msg}"),
-    }
-}
-
-/// Creates the election table as its article defines it when it is missing (and the SQLite
-/// file): for `electop node --create-table` and the demo.
-pub async fn create_table_if_missing(s: &SqlSettings, timeout: Duration) -> Result<(), String> {
-    if s.dialect == Dialect::Sqlite {
-        let path = sqlite_path(&s.url.0);
-        if !path.is_empty() && !std::path::Path::new(&path).exists() {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| format!("cannot create {path}: {e}"))?;
-        }
-    }
-    let pool = connect(s, timeout).await?;
-    let c = s.scheme.columns();
-    let d = s.dialect;
-    let heartbeat = s.scheme.scheme() == Scheme::SqlHeartbeat;
-    let sql = d.create_table(
-        &d.quote(&s.table),
-        &d.quote(&c.key),
-        &d.quote(&c.holder),
-        &d.quote(&c.stamp),
-        heartbeat,
-    );
-    let r = sqlx::query(AssertSqlSafe(sql))
-        .execute(&pool)
-        .await
-        .map_err(|e| describe(&e, s, &s.url.0));
-    pool.close().await;
-    r.map(|_| ())
-}
-
-/// Declared types of the columns that matter.
-pub struct Schema {
-    pub stamp_type: String,
-    pub key_type: String,
-}
-
-/// Checks that the table and its columns are there and usable, with an error that says what
-/// to fix when they are not.
-pub(crate) async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<Schema, String> {
-    let where_ = s.url.redacted();
-    let url = s.url.0.as_str();
-    let rows = sqlx::query(AssertSqlSafe(s.dialect.columns_query(&s.table)))
-        .fetch_all(pool)
-        .await
-        .map_err(|e| describe(&e, s, url))?;
-    let cols: Vec<(String, String)> = rows
-        .iter()
-        .filter_map(|r| {
-            Some((
-                r.try_get::<String, _>(0).ok()?,
-                r.try_get::<String, _>(1).ok()?,
-            ))
-        })
-        .collect();
-    if cols.is_empty() {
-        // MySQL hides tables the user may not read: ask the table itself to tell which.
-        let probe = format!("SELECT 1 FROM {} WHERE 1 = 0", s.dialect.quote(&s.table));
-        return Err(
-            match sqlx::query(AssertSqlSafe(probe)).fetch_all(pool).await {
-                Err(e) => describe(&e, s, url),
-                Ok(_) => format!("table {} has no columns visible in {where_}", s.table),
-            },
-        );
-    }
-    let c = s.scheme.columns();
-    let fields = [
-        ("key", &c.key),
-        ("leader_id", &c.holder),
-        ("valid_until", &c.stamp),
-    ];
-    for (field, want) in fields {
-        if !cols
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case(want.name()))
-        {
-            let have: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
-            return Err(format!(
-                "column {want} is missing from table {} in {where_} (it has: {}); if it is named differently set columns.{field} in the config",
-                s.table,
-                have.join(", ")
-            ));
-        }
-    }
-    let ty = cols
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(c.stamp.name()))
-        .map(|(_, t)| t.clone())
-        .unwrap_or_default();
-    if !s.dialect.is_timestamp_type(&ty) {
-        return Err(format!(
-            "column {} of table {} is `{ty}`, not a timestamp; {} needs a timestamp column (timestamp/timestamptz on PostgreSQL, DATETIME/TIMESTAMP on MySQL)",
-            c.stamp,
-            s.table,
-            s.scheme.scheme()
-        ));
-    }
-    let key_type = cols
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(c.key.name()))
-        .map(|(_, t)| t.clone())
-        .unwrap_or_default();
-    Ok(Schema {
-        stamp_type: ty,
-        key_type,
-    })
-}
-
 async fn poll_once(
     s: &SqlSettings,
     pool: &AnyPool,
@@ -705,7 +499,7 @@ mod tests {
         let url = s.connect_url().expect("url");
         assert!(url.contains("tester:p%40ss%2Fword@"), "{url}");
         assert_eq!(
-            scrub(&format!("failed: {url} p@ss/word"), &url),
+            errors::scrub(&format!("failed: {url} p@ss/word"), &url),
             "failed: <database URL> ***"
         );
         assert!(!format!("{:?}", c.url).contains("p@ss"));

@@ -1,0 +1,87 @@
+//! Opening a pool: the password put into the URL only here, SQLite files checked first,
+//! MySQL sessions set to the server's zone; and creating a missing election table.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, AssertSqlSafe};
+
+use super::SqlSettings;
+use super::dialect::Dialect;
+use super::errors::{describe, scrub};
+use crate::model::Scheme;
+
+pub(crate) async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> {
+    sqlx::any::install_default_drivers();
+    let where_ = s.url.redacted();
+    if s.dialect == Dialect::Sqlite {
+        let path = sqlite_path(&s.url.0);
+        if !path.is_empty() && path != ":memory:" && !std::path::Path::new(&path).exists() {
+            return Err(format!(
+                "sqlite database {path} does not exist: check the path, or start a participant that creates it"
+            ));
+        }
+    }
+    let url = s.connect_url()?;
+    let opts = AnyConnectOptions::from_str(&url)
+        .map_err(|e| format!("database URL {where_}: {}", scrub(&e.to_string(), &url)))?;
+    let dialect = s.dialect;
+    let pool = AnyPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(timeout)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if let Some(sql) = dialect.session_setup() {
+                    sqlx::Executor::execute(conn, sql).await?;
+                }
+                Ok(())
+            })
+        })
+        .connect_with(opts);
+    match tokio::time::timeout(timeout, pool).await {
+        Ok(Ok(pool)) => Ok(pool),
+        Ok(Err(e)) => Err(describe(&e, s, &url)),
+        Err(_) => Err(format!(
+            "cannot connect to {where_}: no answer within {timeout:?}"
+        )),
+    }
+}
+
+pub(crate) fn sqlite_path(url: &str) -> String {
+    let rest = url.split_once(':').map(|(_, r)| r).unwrap_or("");
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    rest.split('?').next().unwrap_or("").to_string()
+}
+
+/// Creates the election table as its article defines it when it is missing (and the SQLite
+/// file): for `electop node --create-table` and the demo.
+pub async fn create_table_if_missing(s: &SqlSettings, timeout: Duration) -> Result<(), String> {
+    if s.dialect == Dialect::Sqlite {
+        let path = sqlite_path(&s.url.0);
+        if !path.is_empty() && !std::path::Path::new(&path).exists() {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| format!("cannot create {path}: {e}"))?;
+        }
+    }
+    let pool = connect(s, timeout).await?;
+    let c = s.scheme.columns();
+    let d = s.dialect;
+    let heartbeat = s.scheme.scheme() == Scheme::SqlHeartbeat;
+    let sql = d.create_table(
+        &d.quote(&s.table),
+        &d.quote(&c.key),
+        &d.quote(&c.holder),
+        &d.quote(&c.stamp),
+        heartbeat,
+    );
+    let r = sqlx::query(AssertSqlSafe(sql))
+        .execute(&pool)
+        .await
+        .map_err(|e| describe(&e, s, &s.url.0));
+    pool.close().await;
+    r.map(|_| ())
+}
