@@ -7,26 +7,23 @@ pub mod admin;
 pub mod election;
 pub mod layout;
 pub mod lease_key;
+mod leases;
 pub mod tracker;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use etcd_client::{Client, EventType, GetOptions, WatchOptions, WatchStream};
 use tracing::{debug, info};
 
 use self::layout::{Kv, Layout, Mirror};
-use self::tracker::{Change, LeaseFate, Observed, Tracker};
+use self::leases::{LEASE_TICK, fates, refresh_leases, wanted_leases};
+use self::tracker::{Change, Observed, Tracker};
 use super::{Backend, BackendFuture, BackendIo, BackendOptions, Backoff, Command};
 use crate::config::EtcdSource;
 use crate::model::{
     ConnState, Election, Event, EventKind, Scheme, SourceEvent, SourceId, SourceInfo,
 };
-
-/// Candidates of the selected election whose leases are kept fresh.
-const SELECTED_LINE: usize = 64;
-/// How often due lease reads are looked for.
-const LEASE_TICK: Duration = Duration::from_millis(250);
 
 #[derive(Debug, thiserror::Error)]
 pub enum EtcdError {
@@ -44,9 +41,9 @@ pub enum EtcdError {
 }
 
 /// The runtime went away: stop quietly.
-struct Closed;
+pub(super) struct Closed;
 
-enum Stop {
+pub(super) enum Stop {
     Closed,
     Error(EtcdError),
 }
@@ -64,9 +61,9 @@ impl From<EtcdError> for Stop {
 }
 
 pub struct EtcdBackend {
-    info: SourceInfo,
+    pub(super) info: SourceInfo,
     cfg: EtcdSource,
-    opts: BackendOptions,
+    pub(super) opts: BackendOptions,
 }
 
 impl EtcdBackend {
@@ -155,7 +152,7 @@ async fn run(backend: EtcdBackend, mut io: BackendIo) {
     }
 }
 
-async fn send(io: &BackendIo, ev: SourceEvent) -> Result<(), Closed> {
+pub(super) async fn send(io: &BackendIo, ev: SourceEvent) -> Result<(), Closed> {
     io.events.send(ev).await.map_err(|_| Closed)
 }
 
@@ -178,7 +175,7 @@ fn rpc_err(endpoints: &str, e: etcd_client::Error) -> EtcdError {
 }
 
 /// Runs an etcd request under the configured deadline.
-async fn timed<T>(
+pub(super) async fn timed<T>(
     backend: &EtcdBackend,
     fut: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
 ) -> Result<T, EtcdError> {
@@ -523,18 +520,6 @@ async fn announce_all(tracker: &Tracker, io: &BackendIo, source: SourceId) -> Re
     send(io, SourceEvent::Elections { source, elections }).await
 }
 
-fn wanted_leases(backend: &EtcdBackend, tracker: &Tracker, visible: &Command) -> Vec<i64> {
-    if backend.opts.all_leases {
-        return tracker.all_leases();
-    }
-    match visible {
-        Command::Visible { names, selected } => {
-            tracker.visible_leases(names, selected.as_deref(), SELECTED_LINE)
-        }
-        Command::Forced { .. } => Vec::new(),
-    }
-}
-
 /// The replay is done: read every lease once if asked to, then say so.
 async fn synced(
     backend: &EtcdBackend,
@@ -554,28 +539,6 @@ async fn synced(
     )
     .await?;
     Ok(())
-}
-
-/// Asks etcd whether the leases of deleted keys still exist, to tell a resignation (key
-/// deleted, lease alive) from a lease that ended.
-async fn fates(
-    backend: &EtcdBackend,
-    client: &mut Client,
-    leases: Vec<i64>,
-) -> Result<HashMap<i64, LeaseFate>, EtcdError> {
-    let mut out = HashMap::new();
-    for lease in leases {
-        let resp = timed(backend, client.lease_time_to_live(lease, None)).await?;
-        out.insert(
-            lease,
-            if resp.ttl() < 0 {
-                LeaseFate::Gone
-            } else {
-                LeaseFate::Alive
-            },
-        );
-    }
-    Ok(out)
 }
 
 async fn replay(
@@ -620,58 +583,6 @@ async fn apply(
     }
     for e in events {
         send(io, SourceEvent::Happened(e)).await?;
-    }
-    Ok(())
-}
-
-/// Reads the TTL of each lease that is due: never read, read over a third of its term (or a
-/// second) ago, or close to running out.
-async fn refresh_leases(
-    backend: &EtcdBackend,
-    client: &mut Client,
-    tracker: &mut Tracker,
-    io: &BackendIo,
-    leases: Vec<i64>,
-    force: bool,
-) -> Result<(), Stop> {
-    let now = Instant::now();
-    let due: Vec<i64> = leases
-        .into_iter()
-        .filter(|l| {
-            force
-                || match tracker.ttl(*l) {
-                    None => true,
-                    Some(d) => {
-                        let age = now.saturating_duration_since(d.read_at).as_millis() as i64;
-                        let every = (d.granted_ms / 3).clamp(250, 1000);
-                        age >= every || (d.remaining_ms_at(now) < 1500 && age >= 250)
-                    }
-                }
-        })
-        .collect();
-    if due.is_empty() {
-        return Ok(());
-    }
-    let mut changed: HashMap<String, Election> = HashMap::new();
-    let mut seen = HashSet::new();
-    for lease in due {
-        let resp = timed(backend, client.lease_time_to_live(lease, None)).await?;
-        let reading = (resp.ttl() >= 0).then(|| (resp.ttl(), resp.granted_ttl()));
-        for e in tracker.set_ttl(lease, reading, Instant::now()) {
-            seen.insert(e.name.clone());
-            changed.insert(e.name.clone(), e);
-        }
-    }
-    if !changed.is_empty() {
-        let elections = changed.into_values().collect();
-        send(
-            io,
-            SourceEvent::Elections {
-                source: backend.info.id,
-                elections,
-            },
-        )
-        .await?;
     }
     Ok(())
 }
