@@ -12,7 +12,7 @@ use crate::model::Scheme;
 #[command(
     name = "electop",
     version,
-    about = "A terminal dashboard for leader elections in etcd"
+    about = "A terminal dashboard for leader elections in etcd and SQL tables"
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -124,18 +124,18 @@ pub enum Command {
         #[command(flatten)]
         admin: AdminArgs,
     },
-    /// Take part in an election: a real participant of the scheme's algorithm.
-    Node(NodeArgs),
-    /// Three (or --nodes) participants electing a leader, beside the dashboard.
-    Demo(DemoArgs),
-    /// Print a shell completion script, e.g. `electop completions bash > /etc/bash_completion.d/electop`.
-    Completions { shell: clap_complete::Shell },
     /// Make ELECTION's leader resign.
     Resign {
         election: String,
         #[command(flatten)]
         admin: AdminArgs,
     },
+    /// Take part in an election: a real participant of the scheme's algorithm.
+    Node(NodeArgs),
+    /// Three (or --nodes) participants electing a leader, beside the dashboard.
+    Demo(DemoArgs),
+    /// Print a shell completion script, e.g. `electop completions bash > /etc/bash_completion.d/electop`.
+    Completions { shell: clap_complete::Shell },
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
