@@ -17,6 +17,9 @@ pub struct Config {
     /// The elections to show; `--etcd`/`--prefix` on the command line replace these.
     #[serde(default, rename = "source")]
     pub sources: Vec<SourceConfig>,
+    /// Key overrides: action name = "key[,key...]", e.g. `reelect = "ctrl-r"`.
+    #[serde(default)]
+    pub keys: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -274,6 +277,7 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), String> {
+        crate::app::keys::KeyMap::with_overrides(&self.keys)?;
         for (i, s) in self.sources.iter().enumerate() {
             match s {
                 SourceConfig::Etcd(e) => {

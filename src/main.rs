@@ -30,10 +30,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let config = Config::load(cli.config.as_deref())?;
     let _log = electop::logging::init(cli.log_file.as_deref())?;
     let tick = Duration::from_millis(config.ui.tick_ms.max(16));
+    // Validated when the config was loaded.
+    let keys =
+        electop::app::keys::KeyMap::with_overrides(&config.keys).map_err(anyhow::Error::msg)?;
     if let Some(Command::Demo(args)) = &cli.command {
         // The demo makes its own source; --sql/--etcd/--scheme only choose the store.
         let rt = tokio::runtime::Runtime::new()?;
-        rt.block_on(electop::demo::run(args, &cli.sources, tick))?;
+        rt.block_on(electop::demo::run(args, &cli.sources, tick, keys))?;
         return Ok(ExitCode::SUCCESS);
     }
     let sources = cli.sources.resolve(&config).map_err(anyhow::Error::msg)?;
@@ -46,12 +49,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         match cli.command {
             None => {
                 let s = Sources::spawn(&sources, &opts)?;
-                runtime::run_tui(
-                    s,
-                    Duration::from_millis(config.ui.tick_ms.max(16)),
-                    cli.debug_panic,
-                )
-                .await?;
+                runtime::run_tui(s, tick, cli.debug_panic, keys).await?;
                 Ok(ExitCode::SUCCESS)
             }
             Some(Command::Status { json, timeout }) => {

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{self, App, Msg, keys};
+use crate::app::{self, App, Msg};
 use crate::backend::{self, BackendIo, BackendOptions, Command};
 use crate::config::SourceConfig;
 use crate::model::{ConnState, Event, EventKind, SourceEvent, SourceInfo};
@@ -145,9 +145,14 @@ pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
 
 /// Runs the dashboard until quit. `ratatui::try_init` installs a panic hook that restores
 /// the terminal before the panic message is printed.
-pub async fn run_tui(mut sources: Sources, tick: Duration, debug_panic: bool) -> Result<()> {
+pub async fn run_tui(
+    mut sources: Sources,
+    tick: Duration,
+    debug_panic: bool,
+    keys: crate::app::keys::KeyMap,
+) -> Result<()> {
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
-    let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic).await;
+    let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic, keys).await;
     ratatui::restore();
     sources.shutdown().await;
     result
@@ -158,8 +163,10 @@ async fn tui_loop(
     sources: &mut Sources,
     tick: Duration,
     debug_panic: bool,
+    keys: crate::app::keys::KeyMap,
 ) -> Result<()> {
     let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    app.keys = keys;
     let size = terminal.size()?;
     app::update(
         &mut app,
@@ -205,8 +212,8 @@ async fn tui_loop(
             ev = input.next() => match ev {
                 Some(Ok(TermEvent::Key(k))) => {
                     let action = match &app.dialog {
-                        Some(d) => keys::dialog_action_for(k, d.typing()),
-                        None => keys::action_for(k),
+                        Some(d) => app.keys.dialog_action_for(k, d.typing()),
+                        None => app.keys.action_for(k),
                     };
                     if let Some(a) = action {
                         dirty |= app::update(&mut app, Msg::Action(a));

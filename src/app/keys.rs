@@ -144,7 +144,207 @@ pub const DIALOG_BINDINGS: &[Binding] = &[
     },
 ];
 
-fn find(table: &[Binding], key: KeyEvent) -> Option<Action> {
+/// A binding as the running program has it: the defaults above, with the user's overrides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bound {
+    pub keys: Vec<(KeyCode, KeyModifiers)>,
+    pub label: String,
+    pub action: Action,
+    pub help: &'static str,
+}
+
+/// The key tables in force. Plain data: the runtime maps keys with it, the help draws it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyMap {
+    normal: Vec<Bound>,
+    dialog: Vec<Bound>,
+}
+
+fn owned(table: &[Binding]) -> Vec<Bound> {
+    table
+        .iter()
+        .map(|b| Bound {
+            keys: b.keys.to_vec(),
+            label: b.label.to_string(),
+            action: b.action,
+            help: b.help,
+        })
+        .collect()
+}
+
+impl Default for KeyMap {
+    fn default() -> Self {
+        KeyMap {
+            normal: owned(BINDINGS),
+            dialog: owned(DIALOG_BINDINGS),
+        }
+    }
+}
+
+/// The names the config's `[keys]` section uses for dashboard actions.
+pub const ACTION_NAMES: &[(&str, Action)] = &[
+    ("up", Action::Up),
+    ("down", Action::Down),
+    ("page_up", Action::PageUp),
+    ("page_down", Action::PageDown),
+    ("top", Action::Top),
+    ("bottom", Action::Bottom),
+    ("next_pane", Action::FocusNext),
+    ("previous_pane", Action::FocusPrev),
+    ("force_leader", Action::ForceLeader),
+    ("reelect", Action::Reelect),
+    ("resign", Action::Resign),
+    ("help", Action::ToggleHelp),
+    ("back", Action::Back),
+    ("quit", Action::Quit),
+];
+
+/// `x`, `X`, `ctrl-r`, `f5`, `esc`, `enter`, `tab`, `up`, `pgdn`, `space`...
+pub fn parse_key(text: &str) -> Result<(KeyCode, KeyModifiers), String> {
+    let t = text.trim();
+    let (mods, name) = match t.strip_prefix("ctrl-").or_else(|| t.strip_prefix("C-")) {
+        Some(rest) => (KeyModifiers::CONTROL, rest),
+        None => (NONE, t),
+    };
+    let code = match name.to_ascii_lowercase().as_str() {
+        "esc" | "escape" => KeyCode::Esc,
+        "enter" | "return" => KeyCode::Enter,
+        "tab" => KeyCode::Tab,
+        "backtab" => KeyCode::BackTab,
+        "space" => KeyCode::Char(' '),
+        "up" => KeyCode::Up,
+        "down" => KeyCode::Down,
+        "left" => KeyCode::Left,
+        "right" => KeyCode::Right,
+        "pgup" | "pageup" => KeyCode::PageUp,
+        "pgdn" | "pagedown" => KeyCode::PageDown,
+        "home" => KeyCode::Home,
+        "end" => KeyCode::End,
+        f if f.len() > 1
+            && f.starts_with('f')
+            && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) =>
+        {
+            KeyCode::F(f[1..].parse().unwrap_or(1))
+        }
+        _ => {
+            let mut chars = name.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) if !c.is_control() => KeyCode::Char(c),
+                _ => {
+                    return Err(format!(
+                        "`{text}` is not a key; write e.g. x, X, ctrl-r, f5, esc, enter, tab, up, pgdn"
+                    ));
+                }
+            }
+        }
+    };
+    // Terminals report a capital letter with Shift (or without): take both.
+    let mods = match code {
+        KeyCode::Char(c) if c.is_ascii_uppercase() && mods == NONE => KeyModifiers::SHIFT,
+        _ => mods,
+    };
+    Ok((code, mods))
+}
+
+/// A key as the config writes it.
+fn key_name((code, mods): (KeyCode, KeyModifiers)) -> String {
+    let base = match code {
+        KeyCode::Char(' ') => "space".to_string(),
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::F(n) => format!("f{n}"),
+        other => format!("{other:?}").to_ascii_lowercase(),
+    };
+    if mods.contains(KeyModifiers::CONTROL) {
+        format!("ctrl-{base}")
+    } else {
+        base
+    }
+}
+
+impl KeyMap {
+    /// The defaults with `overrides` (action name -> comma-separated keys) applied. A key
+    /// given to two actions is an error that names both.
+    pub fn with_overrides(
+        overrides: &std::collections::BTreeMap<String, String>,
+    ) -> Result<KeyMap, String> {
+        let mut map = KeyMap::default();
+        for (name, keys) in overrides {
+            let action = ACTION_NAMES
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, a)| *a)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = ACTION_NAMES.iter().map(|(n, _)| *n).collect();
+                    format!(
+                        "[keys]: unknown action `{name}`; the actions are {}",
+                        names.join(", ")
+                    )
+                })?;
+            let mut parsed = Vec::new();
+            for k in keys.split(',') {
+                let (code, mods) = parse_key(k).map_err(|e| format!("[keys] {name}: {e}"))?;
+                parsed.push((code, mods));
+                if mods == KeyModifiers::SHIFT {
+                    parsed.push((code, NONE));
+                }
+            }
+            if let Some(b) = map.normal.iter_mut().find(|b| b.action == action) {
+                b.keys = parsed;
+                b.label = keys.split(',').map(str::trim).collect::<Vec<_>>().join("/");
+            }
+        }
+        for (i, a) in map.normal.iter().enumerate() {
+            for b in &map.normal[i + 1..] {
+                if let Some(k) = a.keys.iter().find(|k| b.keys.contains(k)) {
+                    return Err(format!(
+                        "[keys]: `{}` is bound to both `{}` and `{}`; give one of them another key",
+                        key_name(*k),
+                        a.help,
+                        b.help
+                    ));
+                }
+            }
+        }
+        Ok(map)
+    }
+
+    pub fn normal(&self) -> &[Bound] {
+        &self.normal
+    }
+
+    pub fn dialog(&self) -> &[Bound] {
+        &self.dialog
+    }
+
+    /// The action bound to a key press on the dashboard, if any.
+    pub fn action_for(&self, key: KeyEvent) -> Option<Action> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        find(&self.normal, key)
+    }
+
+    /// The action of a key press in a dialog; `typing` dialogs take printable keys as text.
+    pub fn dialog_action_for(&self, key: KeyEvent, typing: bool) -> Option<Action> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        if typing {
+            match key.code {
+                KeyCode::Enter => return Some(Action::Accept),
+                KeyCode::Esc => return Some(Action::Back),
+                KeyCode::Backspace => return Some(Action::Erase),
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    return Some(Action::Type(c));
+                }
+                _ => {}
+            }
+        }
+        find(&self.dialog, key)
+    }
+}
+
+fn find(table: &[Bound], key: KeyEvent) -> Option<Action> {
     table
         .iter()
         .find(|b| {
@@ -155,40 +355,14 @@ fn find(table: &[Binding], key: KeyEvent) -> Option<Action> {
         .map(|b| b.action)
 }
 
-/// The action bound to a key press on the dashboard, if any.
-pub fn action_for(key: KeyEvent) -> Option<Action> {
-    if key.kind == KeyEventKind::Release {
-        return None;
-    }
-    find(BINDINGS, key)
-}
-
-/// The action of a key press in a dialog; `typing` dialogs take printable keys as text.
-pub fn dialog_action_for(key: KeyEvent, typing: bool) -> Option<Action> {
-    if key.kind == KeyEventKind::Release {
-        return None;
-    }
-    if typing {
-        match key.code {
-            KeyCode::Enter => return Some(Action::Accept),
-            KeyCode::Esc => return Some(Action::Back),
-            KeyCode::Backspace => return Some(Action::Erase),
-            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
-                return Some(Action::Type(c));
-            }
-            _ => {}
-        }
-    }
-    find(DIALOG_BINDINGS, key)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn keys_map_to_actions() {
-        let k = |c, m| action_for(KeyEvent::new(c, m));
+        let map = KeyMap::default();
+        let k = |c, m| map.action_for(KeyEvent::new(c, m));
         assert_eq!(k(KeyCode::Char('j'), NONE), Some(Action::Down));
         assert_eq!(
             k(KeyCode::Char('c'), KeyModifiers::CONTROL),
@@ -201,9 +375,48 @@ mod tests {
 
     #[test]
     fn typing_dialogs_take_letters_as_text() {
+        let map = KeyMap::default();
         let k = KeyEvent::new(KeyCode::Char('n'), NONE);
-        assert_eq!(dialog_action_for(k, true), Some(Action::Type('n')));
-        assert_eq!(dialog_action_for(k, false), Some(Action::Back));
+        assert_eq!(map.dialog_action_for(k, true), Some(Action::Type('n')));
+        assert_eq!(map.dialog_action_for(k, false), Some(Action::Back));
+    }
+
+    #[test]
+    fn overrides_rebind_and_conflicts_are_named() {
+        let over = |pairs: &[(&str, &str)]| {
+            let m: std::collections::BTreeMap<String, String> = pairs
+                .iter()
+                .map(|(a, k)| (a.to_string(), k.to_string()))
+                .collect();
+            KeyMap::with_overrides(&m)
+        };
+        let map = over(&[("reelect", "ctrl-e, f5")]).expect("valid");
+        assert_eq!(
+            map.action_for(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::CONTROL)),
+            Some(Action::Reelect)
+        );
+        assert_eq!(
+            map.action_for(KeyEvent::new(KeyCode::F(5), NONE)),
+            Some(Action::Reelect)
+        );
+        assert_eq!(
+            map.action_for(KeyEvent::new(KeyCode::Char('R'), SHIFT)),
+            None,
+            "the old key is free"
+        );
+        assert!(
+            map.normal().iter().any(|b| b.label == "ctrl-e/f5"),
+            "the help shows the new keys"
+        );
+        let e = over(&[("resign", "j")]).expect_err("conflict");
+        assert!(e.contains("bound to both"), "{e}");
+        let e = over(&[("explode", "x")]).expect_err("unknown");
+        assert!(
+            e.contains("unknown action `explode`") && e.contains("reelect"),
+            "{e}"
+        );
+        let e = over(&[("quit", "ctrl-")]).expect_err("bad key");
+        assert!(e.contains("is not a key"), "{e}");
     }
 
     #[test]

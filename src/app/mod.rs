@@ -98,6 +98,8 @@ pub struct App {
     pub now: Instant,
     pub wall: SystemTime,
     pub size: (u16, u16),
+    /// The key tables in force (defaults and the user's overrides).
+    pub keys: keys::KeyMap,
 }
 
 /// Rows a page key moves.
@@ -129,6 +131,7 @@ impl App {
             now,
             wall,
             size: (80, 24),
+            keys: keys::KeyMap::default(),
         }
     }
 

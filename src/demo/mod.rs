@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 pub use state::{Demo, DemoAction, NodeView, Proc};
 use supervisor::{NodeOutput, Supervisor};
 
-use crate::app::{self, App, Msg, keys};
+use crate::app::{self, App, Msg};
 use crate::backend::BackendOptions;
 use crate::cli::{DemoArgs, DemoStore, SourceArgs};
 use crate::config::{DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource};
@@ -210,7 +210,12 @@ fn setup(
     })
 }
 
-pub async fn run(args: &DemoArgs, src: &SourceArgs, tick: Duration) -> Result<()> {
+pub async fn run(
+    args: &DemoArgs,
+    src: &SourceArgs,
+    tick: Duration,
+    keys: crate::app::keys::KeyMap,
+) -> Result<()> {
     if args.nodes == 0 || args.nodes > 9 {
         bail!("--nodes must be 1 to 9 (one key each)");
     }
@@ -261,16 +266,10 @@ pub async fn run(args: &DemoArgs, src: &SourceArgs, tick: Duration) -> Result<()
         &BackendOptions::default(),
     )?;
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
-    let result = demo_loop(
-        &mut terminal,
-        sources,
-        &mut sup,
-        &mut out_rx,
-        tick,
-        &setup.label,
-        election,
-    )
-    .await;
+    let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    app.keys = keys;
+    let demo = Demo::new(app, &sup.ids, election, &setup.label);
+    let result = demo_loop(&mut terminal, sources, &mut sup, &mut out_rx, tick, demo).await;
     ratatui::restore();
     sup.stop_all(Duration::from_secs(3)).await;
     if let Some(mut e) = etcd {
@@ -286,11 +285,8 @@ async fn demo_loop(
     sup: &mut Supervisor,
     out_rx: &mut mpsc::Receiver<NodeOutput>,
     tick: Duration,
-    label: &str,
-    election: &str,
+    mut d: Demo,
 ) -> Result<()> {
-    let app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
-    let mut d = Demo::new(app, &sup.ids, election, label);
     let size = terminal.size()?;
     app::update(
         &mut d.app,
@@ -338,8 +334,8 @@ async fn demo_loop(
                         on_demo_action(&mut d, sup, a);
                     } else {
                         let action = match &d.app.dialog {
-                            Some(dl) => keys::dialog_action_for(k, dl.typing()),
-                            None => keys::action_for(k),
+                            Some(dl) => d.app.keys.dialog_action_for(k, dl.typing()),
+                            None => d.app.keys.action_for(k),
                         };
                         if let Some(a) = action {
                             app::update(&mut d.app, Msg::Action(a));

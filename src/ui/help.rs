@@ -7,10 +7,10 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::theme;
 use crate::app::Action;
-use crate::app::keys::{BINDINGS, DIALOG_BINDINGS};
+use crate::app::keys::{Bound, KeyMap};
 
-pub fn draw(frame: &mut Frame, area: Rect, read_only: bool) {
-    let height = (BINDINGS.len() as u16 + DIALOG_BINDINGS.len() as u16 + 7).min(area.height);
+pub fn draw(frame: &mut Frame, area: Rect, read_only: bool, keys: &KeyMap) {
+    let height = (keys.normal().len() as u16 + keys.dialog().len() as u16 + 7).min(area.height);
     let width = 70.min(area.width);
     let [_, mid, _] = Layout::vertical([
         Constraint::Fill(1),
@@ -25,7 +25,7 @@ pub fn draw(frame: &mut Frame, area: Rect, read_only: bool) {
     ])
     .areas(mid);
     let admin = |a: Action| matches!(a, Action::ForceLeader | Action::Reelect | Action::Resign);
-    let row = |b: &crate::app::keys::Binding| {
+    let row = |b: &Bound| {
         let off = read_only && admin(b.action);
         Line::from(vec![
             Span::styled(
@@ -43,9 +43,9 @@ pub fn draw(frame: &mut Frame, area: Rect, read_only: bool) {
             Span::styled(if off { "  (off: read-only)" } else { "" }, theme::warn()),
         ])
     };
-    let mut lines: Vec<Line> = BINDINGS.iter().map(row).collect();
+    let mut lines: Vec<Line> = keys.normal().iter().map(row).collect();
     lines.push(Line::from(Span::styled(" In dialogs", theme::title())));
-    lines.extend(DIALOG_BINDINGS.iter().map(row));
+    lines.extend(keys.dialog().iter().map(row));
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled(
         " ⚠ = key without lease (never expires)",

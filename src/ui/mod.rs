@@ -64,7 +64,7 @@ pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
     status::draw(app, frame, status);
     if app.show_help {
         let read_only = app.sources.iter().all(|s| s.info.read_only);
-        help::draw(frame, area, read_only);
+        help::draw(frame, area, read_only, &app.keys);
     }
     if let Some(d) = &app.dialog {
         dialog::draw(d, frame, area);
