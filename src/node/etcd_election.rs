@@ -9,6 +9,7 @@ use etcd_client::{
 };
 use tokio_util::sync::CancellationToken;
 
+use super::lease::Wake;
 use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
 use crate::cli::NodeArgs;
 use crate::config::EtcdSource;
@@ -82,23 +83,15 @@ async fn session(
             None => Belief::Follower { leader: None },
         };
         report.believe(belief);
-        tokio::select! {
-            _ = stop.cancelled() => {
+        match super::lease::next_wake(stop, &mut tick, &mut lease, &mut watch).await? {
+            Wake::Look => {}
+            Wake::LeaseLost => return Ok(Ended::LeaseLost),
+            Wake::Stop => {
                 // Resign: delete our key, and end the session so nobody waits for its TTL.
                 let _ = tokio::time::timeout(RESIGN_LIMIT, client.delete(key.clone(), None)).await;
                 lease.revoke(&mut client).await;
                 report.say("resigned");
                 return Ok(Ended::Stopped);
-            }
-            _ = tick.tick() => {
-                if !lease.renew().await? {
-                    return Ok(Ended::LeaseLost);
-                }
-            }
-            msg = watch.message() => {
-                if msg?.is_none() {
-                    anyhow::bail!("the watch ended");
-                }
             }
         }
     }

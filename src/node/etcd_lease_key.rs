@@ -7,6 +7,7 @@ use anyhow::Result;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
+use super::lease::Wake;
 use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
 use crate::cli::NodeArgs;
 use crate::config::EtcdSource;
@@ -90,25 +91,20 @@ async fn session(
             },
             None => Belief::Follower { leader: None },
         });
-        tokio::select! {
-            _ = stop.cancelled() => {
+        match super::lease::next_wake(stop, &mut tick, &mut lease, &mut watch).await? {
+            Wake::Look => {}
+            Wake::LeaseLost => return Ok(Ended::LeaseLost),
+            Wake::Stop => {
                 let mine = Txn::new()
-                    .when([Compare::value(key.clone(), CompareOp::Equal, args.id.clone()), Compare::lease(key.clone(), CompareOp::Equal, lease.id)])
+                    .when([
+                        Compare::value(key.clone(), CompareOp::Equal, args.id.clone()),
+                        Compare::lease(key.clone(), CompareOp::Equal, lease.id),
+                    ])
                     .and_then([TxnOp::delete(key.clone(), None)]);
                 let _ = tokio::time::timeout(RESIGN_LIMIT, client.txn(mine)).await;
                 lease.revoke(&mut client).await;
                 report.say("resigned");
                 return Ok(Ended::Stopped);
-            }
-            _ = tick.tick() => {
-                if !lease.renew().await? {
-                    return Ok(Ended::LeaseLost);
-                }
-            }
-            msg = watch.message() => {
-                if msg?.is_none() {
-                    anyhow::bail!("the watch ended");
-                }
             }
         }
     }

@@ -2,7 +2,8 @@
 //! bounded so that a node cut off from etcd gives up when its lease could have run out.
 
 use anyhow::{Context, Result};
-use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
+use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper, WatchStream};
+use tokio_util::sync::CancellationToken;
 
 use super::{RESIGN_LIMIT, Timing, within};
 use crate::config::EtcdSource;
@@ -68,5 +69,33 @@ impl Lease {
     /// Ends the lease on the way out, so nobody waits for its TTL; bounded.
     pub async fn revoke(&self, client: &mut Client) {
         let _ = tokio::time::timeout(RESIGN_LIMIT, client.lease_revoke(self.id)).await;
+    }
+}
+
+/// What woke a participant up.
+pub enum Wake {
+    /// SIGINT/SIGTERM: resign and go.
+    Stop,
+    /// The lease is gone: start over.
+    LeaseLost,
+    /// The watched keys changed, or a renewal went through: look again.
+    Look,
+}
+
+/// Waits for the next thing to act on: a stop, the renew tick (renewing the lease), or a
+/// change on the watch.
+pub async fn next_wake(
+    stop: &CancellationToken,
+    tick: &mut tokio::time::Interval,
+    lease: &mut Lease,
+    watch: &mut WatchStream,
+) -> Result<Wake> {
+    tokio::select! {
+        _ = stop.cancelled() => Ok(Wake::Stop),
+        _ = tick.tick() => Ok(if lease.renew().await? { Wake::Look } else { Wake::LeaseLost }),
+        msg = watch.message() => match msg? {
+            Some(_) => Ok(Wake::Look),
+            None => anyhow::bail!("the watch ended"),
+        },
     }
 }
