@@ -38,11 +38,9 @@ impl Sources {
         let mut tasks = JoinSet::new();
         let mut infos = Vec::new();
         let mut commands = Vec::new();
-        for (id, cfg) in configs.iter().enumerate() {
-            let b = backend::build(id, cfg, opts)?;
-            let mut info = b.info();
-            info.short = short_name(configs, id);
-            infos.push(info);
+        for id in 0..configs.len() {
+            let b = backend::build(configs, id, opts)?;
+            infos.push(b.info());
             let (ctx, crx) = mpsc::channel(16);
             commands.push(ctx);
             let io = BackendIo {
@@ -114,17 +112,6 @@ impl Sources {
         })
         .await;
     }
-}
-
-/// `etcd1`, `etcd2`, `sql1`...: the n-th source of its kind.
-pub fn short_name(configs: &[SourceConfig], id: usize) -> String {
-    let kind = |c: &SourceConfig| match c {
-        SourceConfig::Etcd(_) => "etcd",
-        SourceConfig::Sql(_) => "sql",
-    };
-    let k = kind(&configs[id]);
-    let n = configs[..=id].iter().filter(|c| kind(c) == k).count();
-    format!("{k}{n}")
 }
 
 /// How often the screen must be redrawn for time alone: fast while a countdown runs,

@@ -293,10 +293,7 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
     match ev {
         SourceEvent::Info(info) => {
             if let Some(s) = app.sources.get_mut(info.id) {
-                // The handle is the runtime's, not the backend's.
-                let short = std::mem::take(&mut s.info.short);
                 s.info = info;
-                s.info.short = short;
             }
         }
         SourceEvent::Conn { source, state } => {

@@ -93,15 +93,29 @@ pub trait Backend: Send {
     fn run(self: Box<Self>, io: BackendIo) -> BackendFuture;
 }
 
-/// The backend for a configured source; fails only on settings that cannot work.
+/// `etcd1`, `etcd2`, `sql1`...: the handle of the `id`-th source, the n-th of its kind.
+pub fn short_name(configs: &[SourceConfig], id: SourceId) -> String {
+    let kind = |c: &SourceConfig| match c {
+        SourceConfig::Etcd(_) => "etcd",
+        SourceConfig::Sql(_) => "sql",
+    };
+    let k = kind(&configs[id]);
+    let n = configs[..=id].iter().filter(|c| kind(c) == k).count();
+    format!("{k}{n}")
+}
+
+/// The backend for the `id`-th configured source; fails only on settings that cannot work.
 pub fn build(
+    configs: &[SourceConfig],
     id: SourceId,
-    source: &SourceConfig,
     opts: &BackendOptions,
 ) -> Result<Box<dyn Backend>, sql::SqlConfigError> {
-    Ok(match source {
-        SourceConfig::Etcd(cfg) => Box::new(etcd::EtcdBackend::new(id, cfg.clone(), opts.clone())),
-        SourceConfig::Sql(cfg) => Box::new(sql::SqlBackend::new(id, cfg, opts.clone())?),
+    let short = short_name(configs, id);
+    Ok(match &configs[id] {
+        SourceConfig::Etcd(cfg) => {
+            Box::new(etcd::EtcdBackend::new(id, short, cfg.clone(), opts.clone()))
+        }
+        SourceConfig::Sql(cfg) => Box::new(sql::SqlBackend::new(id, short, cfg, opts.clone())?),
     })
 }
 

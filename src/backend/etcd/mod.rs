@@ -67,13 +67,13 @@ pub struct EtcdBackend {
 }
 
 impl EtcdBackend {
-    pub fn new(id: SourceId, cfg: EtcdSource, opts: BackendOptions) -> Self {
+    pub fn new(id: SourceId, short: String, cfg: EtcdSource, opts: BackendOptions) -> Self {
         let endpoints = cfg.endpoints.join(",");
         let prefix = crate::model::escape_bytes(cfg.prefix.as_bytes());
         let info = SourceInfo {
             id,
             name: format!("etcd {endpoints} {prefix}"),
-            short: String::new(),
+            short,
             label: if prefix.is_empty() {
                 "(all keys)".to_string()
             } else {

@@ -181,6 +181,7 @@ pub struct SqlBackend {
 impl SqlBackend {
     pub fn new(
         id: SourceId,
+        short: String,
         cfg: &SqlSource,
         opts: BackendOptions,
     ) -> Result<Self, SqlConfigError> {
@@ -190,7 +191,7 @@ impl SqlBackend {
             id,
             label: format!("{} {}", settings.dialect.name(), settings.table),
             endpoints: settings.url.redacted(),
-            short: String::new(),
+            short,
             name: name.clone(),
             scheme: Some(settings.scheme.scheme()),
             read_only: cfg.read_only,
