@@ -64,11 +64,8 @@ async fn session(
                 args.id.clone(),
                 Some(PutOptions::new().with_lease(lease.id)),
             )]);
-        match tokio::time::timeout(limit, client.txn(join)).await {
-            Err(_) => anyhow::bail!("the store did not answer within {limit:?}"),
-            Ok(Err(e)) if e.to_string().contains("lease not found") => return Ok(Ended::LeaseLost),
-            Ok(Err(e)) => return Err(e.into()),
-            Ok(Ok(_)) => {}
+        if lease.txn(&mut client, join).await?.is_none() {
+            return Ok(Ended::LeaseLost);
         }
         let opts = GetOptions::new()
             .with_prefix()

@@ -67,11 +67,8 @@ async fn session(
                 Some(PutOptions::new().with_lease(lease.id)),
             )])
             .or_else([TxnOp::get(key.clone(), None)]);
-        let resp = match tokio::time::timeout(limit, client.txn(txn)).await {
-            Err(_) => anyhow::bail!("the store did not answer within {limit:?}"),
-            Ok(Err(e)) if e.to_string().contains("lease not found") => return Ok(Ended::LeaseLost),
-            Ok(Err(e)) => return Err(e.into()),
-            Ok(Ok(r)) => r,
+        let Some(resp) = lease.txn(&mut client, txn).await? else {
+            return Ok(Ended::LeaseLost);
         };
         let holder = if resp.succeeded() {
             Some((args.id.as_bytes().to_vec(), lease.id))

@@ -2,7 +2,7 @@
 //! bounded so that a node cut off from etcd gives up when its lease could have run out.
 
 use anyhow::{Context, Result};
-use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper, WatchStream};
+use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper, Txn, TxnResponse, WatchStream};
 use tokio_util::sync::CancellationToken;
 
 use super::{RESIGN_LIMIT, Timing, within};
@@ -64,6 +64,17 @@ impl Lease {
         Ok(
             matches!(within(self.limit, "a keep-alive", self.alive.message()).await?, Some(r) if r.ttl() > 0),
         )
+    }
+
+    /// A transaction that writes with this lease, bounded: `None` when etcd says the lease
+    /// is gone (start over with a new one), an error when etcd does not answer.
+    pub async fn txn(&self, client: &mut Client, txn: Txn) -> Result<Option<TxnResponse>> {
+        match tokio::time::timeout(self.limit, client.txn(txn)).await {
+            Err(_) => anyhow::bail!("the store did not answer within {:?}", self.limit),
+            Ok(Err(e)) if e.to_string().contains("lease not found") => Ok(None),
+            Ok(Err(e)) => Err(e.into()),
+            Ok(Ok(r)) => Ok(Some(r)),
+        }
     }
 
     /// Ends the lease on the way out, so nobody waits for its TTL; bounded.
