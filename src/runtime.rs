@@ -114,6 +114,25 @@ impl Sources {
     }
 }
 
+/// A key press on the dashboard (or in its dialog): the action it is bound to, and any admin
+/// action that confirmed, sent off to run. Returns whether the screen changed.
+pub(crate) fn on_key(
+    app: &mut App,
+    sources: &mut Sources,
+    admin_tx: &mpsc::Sender<crate::admin::Outcome>,
+    key: crossterm::event::KeyEvent,
+) -> bool {
+    let action = match &app.dialog {
+        Some(d) => app.keys.dialog_action_for(key, d.typing()),
+        None => app.keys.action_for(key),
+    };
+    let dirty = action.is_some_and(|a| app::update(app, Msg::Action(a)));
+    for req in std::mem::take(&mut app.outbox) {
+        sources.execute(req, admin_tx.clone());
+    }
+    dirty
+}
+
 /// How often the screen must be redrawn for time alone: fast while a countdown runs,
 /// once a second while ages or a retry timer show, never when nothing moves.
 pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
@@ -197,18 +216,7 @@ async fn tui_loop(
         }
         tokio::select! {
             ev = input.next() => match ev {
-                Some(Ok(TermEvent::Key(k))) => {
-                    let action = match &app.dialog {
-                        Some(d) => app.keys.dialog_action_for(k, d.typing()),
-                        None => app.keys.action_for(k),
-                    };
-                    if let Some(a) = action {
-                        dirty |= app::update(&mut app, Msg::Action(a));
-                    }
-                    for req in std::mem::take(&mut app.outbox) {
-                        sources.execute(req, admin_tx.clone());
-                    }
-                }
+                Some(Ok(TermEvent::Key(k))) => dirty |= on_key(&mut app, sources, &admin_tx, k),
                 Some(Ok(TermEvent::Resize(width, height))) => {
                     dirty |= app::update(&mut app, Msg::Resize { width, height });
                 }

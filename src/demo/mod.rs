@@ -333,16 +333,7 @@ async fn demo_loop(
                     if let Some(a) = demo {
                         on_demo_action(&mut d, sup, a);
                     } else {
-                        let action = match &d.app.dialog {
-                            Some(dl) => d.app.keys.dialog_action_for(k, dl.typing()),
-                            None => d.app.keys.action_for(k),
-                        };
-                        if let Some(a) = action {
-                            app::update(&mut d.app, Msg::Action(a));
-                        }
-                        for req in std::mem::take(&mut d.app.outbox) {
-                            sources.execute(req, admin_tx.clone());
-                        }
+                        crate::runtime::on_key(&mut d.app, &mut sources, &admin_tx, k);
                     }
                     dirty = true;
                 }
