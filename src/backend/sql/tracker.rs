@@ -106,7 +106,8 @@ impl SqlTracker {
             .or_insert_with(|| Election::new(source, name.to_string(), scheme))
     }
 
-    pub fn elections(&self) -> impl Iterator<Item = &Election> {
+    #[cfg(test)]
+    fn elections(&self) -> impl Iterator<Item = &Election> {
         self.elections.values()
     }
 
