@@ -4,7 +4,9 @@
 //! down locally in between.
 
 pub mod admin;
+pub mod connect;
 pub mod election;
+pub mod error;
 pub mod layout;
 pub mod lease_key;
 mod leases;

@@ -1,0 +1,157 @@
+//! Typed etcd errors: what kind of failure it was decides what the backend does next
+//! (retry soon, try another member, stop and say what to fix), so nothing downstream
+//! matches on message text.
+
+use std::time::Duration;
+
+/// How a failure should be handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The member (or the network to it) may come back: retry, try another member.
+    Transient,
+    /// Settings that cannot work (bad endpoint, missing password): waiting will not help.
+    Lasting,
+    /// Credentials refused.
+    Auth,
+    /// TLS failed: wrong CA, wrong name, expired certificate, plain text against TLS.
+    Tls,
+    /// The revision asked for is gone from etcd's history.
+    Compacted,
+}
+
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum EtcdError {
+    #[error("etcd {endpoint}: {message}")]
+    Failed {
+        kind: ErrorKind,
+        endpoint: String,
+        message: String,
+    },
+    #[error("etcd {endpoint}: no answer within {timeout:?}")]
+    Timeout { endpoint: String, timeout: Duration },
+    #[error("etcd {endpoint}: history before revision {revision} was compacted")]
+    Compacted { endpoint: String, revision: i64 },
+    #[error("etcd {endpoint}: watch cancelled by the server: {reason}")]
+    WatchCancelled { endpoint: String, reason: String },
+    #[error("etcd {endpoint}: watch stream ended")]
+    WatchEnded { endpoint: String },
+}
+
+impl EtcdError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EtcdError::Failed { kind, .. } => *kind,
+            EtcdError::Compacted { .. } => ErrorKind::Compacted,
+            EtcdError::Timeout { .. }
+            | EtcdError::WatchCancelled { .. }
+            | EtcdError::WatchEnded { .. } => ErrorKind::Transient,
+        }
+    }
+
+    /// Waiting will not make it go away.
+    pub fn is_lasting(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls
+        )
+    }
+
+    pub fn lasting(endpoint: &str, message: impl Into<String>) -> EtcdError {
+        EtcdError::Failed {
+            kind: ErrorKind::Lasting,
+            endpoint: endpoint.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn transient(endpoint: &str, message: impl Into<String>) -> EtcdError {
+        EtcdError::Failed {
+            kind: ErrorKind::Transient,
+            endpoint: endpoint.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// Classifies a client error by its type and its gRPC status code, never by its text.
+    pub fn from_client(endpoint: &str, e: etcd_client::Error) -> EtcdError {
+        use etcd_client::Error as E;
+        let message = chain(&e);
+        let kind = match &e {
+            E::InvalidArgs(_) | E::InvalidUri(_) | E::InvalidMetadataValue(_) => ErrorKind::Lasting,
+            E::GRpcStatus(s) => status_kind(s),
+            E::TransportError(_) | E::IoError(_) => {
+                tls_in_chain(&e).unwrap_or(ErrorKind::Transient)
+            }
+            _ => ErrorKind::Transient,
+        };
+        EtcdError::Failed {
+            kind,
+            endpoint: endpoint.to_string(),
+            message,
+        }
+    }
+}
+
+fn status_kind(s: &tonic::Status) -> ErrorKind {
+    use tonic::Code;
+    match s.code() {
+        Code::Unauthenticated | Code::PermissionDenied => ErrorKind::Auth,
+        // etcd answers a wrong user or password with InvalidArgument.
+        Code::InvalidArgument if s.message().contains("authentication failed") => ErrorKind::Auth,
+        Code::OutOfRange if s.message().contains("compacted") => ErrorKind::Compacted,
+        Code::Unimplemented => ErrorKind::Lasting,
+        _ => ErrorKind::Transient,
+    }
+}
+
+/// A TLS failure somewhere in the error's source chain.
+fn tls_in_chain(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if s.downcast_ref::<rustls::Error>().is_some() {
+            return Some(ErrorKind::Tls);
+        }
+        src = s.source();
+    }
+    None
+}
+
+/// tonic's Display for transport errors is terse; the source chain has the reason.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let more = s.to_string();
+        if !message.contains(&more) {
+            message.push_str(": ");
+            message.push_str(&more);
+        }
+        src = s.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_codes_decide_the_kind() {
+        let auth = tonic::Status::invalid_argument(
+            "etcdserver: authentication failed, invalid user ID or password",
+        );
+        assert_eq!(status_kind(&auth), ErrorKind::Auth);
+        assert_eq!(
+            status_kind(&tonic::Status::unavailable("no leader")),
+            ErrorKind::Transient
+        );
+        let e = EtcdError::from_client("a:1", etcd_client::Error::InvalidArgs("x".into()));
+        assert!(e.is_lasting());
+        assert!(
+            !EtcdError::WatchEnded {
+                endpoint: "a:1".into()
+            }
+            .is_lasting()
+        );
+    }
+}
