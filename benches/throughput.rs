@@ -77,6 +77,7 @@ fn main() {
         endpoints: "-".into(),
         scheme: Some(Scheme::EtcdElection),
         read_only: false,
+        clustered: false,
     };
     let mut app = App::new(vec![info], Instant::now(), SystemTime::now());
     app::update(

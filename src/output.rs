@@ -27,6 +27,13 @@ pub struct SourceJson<'a> {
     pub revision: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<&'a str>,
+    /// No contact for a while: what is shown is as of `as_of`, not now.
+    pub stale: bool,
+    /// When the store last answered a read that proves the state current (RFC 3339).
+    pub as_of: Option<String>,
+    /// Each member of a clustered store, like `etcdctl endpoint status`.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub members: &'a [crate::model::MemberStatus],
 }
 
 #[derive(Serialize)]
@@ -41,6 +48,9 @@ pub struct ElectionJson<'a> {
     /// Some key in this election has no lease and will never expire.
     pub zombie: bool,
     pub history: Vec<HistoryJson<'a>>,
+    /// The source is stale: the leader is the last one seen, as of `as_of`.
+    pub stale: bool,
+    pub as_of: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -100,6 +110,8 @@ fn history(h: &HistoryEntry) -> HistoryJson<'_> {
 
 pub fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJson<'a> {
     ElectionJson {
+        stale: false,
+        as_of: None,
         name: &e.name,
         scheme: e.scheme,
         source,
@@ -112,8 +124,11 @@ pub fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJ
     }
 }
 
-fn source(s: &SourceView) -> SourceJson<'_> {
+fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
     SourceJson {
+        stale: s.stale_for(now).is_some(),
+        as_of: s.last_contact.map(|(_, wall)| time::rfc3339(wall)),
+        members: &s.members,
         id: &s.info.short,
         name: &s.info.name,
         endpoints: &s.info.endpoints,
@@ -130,17 +145,21 @@ fn source(s: &SourceView) -> SourceJson<'_> {
 
 pub fn status(app: &App, now: Instant) -> Status<'_> {
     Status {
-        sources: app.sources.iter().map(source).collect(),
+        sources: app.sources.iter().map(|s| source(s, now)).collect(),
         elections: app
             .elections
             .values()
             .map(|e| {
-                let src = app
-                    .sources
-                    .get(e.source)
-                    .map(|s| s.info.name.as_str())
-                    .unwrap_or("");
-                election(e, src, now)
+                let src = app.sources.get(e.source);
+                let name = src.map(|s| s.info.name.as_str()).unwrap_or("");
+                // A stale source's countdowns are frozen at its last contact.
+                let at = src.map(|s| s.as_of(now)).unwrap_or(now);
+                let mut j = election(e, name, at);
+                j.stale = src.is_some_and(|s| s.stale_for(now).is_some());
+                j.as_of = src
+                    .and_then(|s| s.last_contact)
+                    .map(|(_, w)| time::rfc3339(w));
+                j
             })
             .collect(),
     }

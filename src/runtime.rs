@@ -138,6 +138,9 @@ pub(crate) fn on_key(
 pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
     if app.needs_tick() {
         Some(fast)
+    } else if app.sources.iter().any(|s| s.last_contact.is_some()) {
+        // Staleness must show within seconds even when nothing else moves.
+        Some(Duration::from_millis(500))
     } else if app
         .elections
         .values()
@@ -260,7 +263,13 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
     // The last error of each source: at the deadline it may be between retries ("connecting").
     let mut last_error: Vec<Option<String>> = vec![None; app.sources.len()];
     let result = loop {
-        if app.all_synced() {
+        // Clustered sources also wait for their first member probe, for the members list.
+        if app.all_synced()
+            && app
+                .sources
+                .iter()
+                .all(|s| !s.info.clustered || !s.members.is_empty())
+        {
             break Ok(());
         }
         // A source that is plainly misconfigured will not answer by waiting longer.
@@ -345,48 +354,94 @@ pub fn print_status_text(app: &App) -> Result<()> {
 pub async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
     let mut out = std::io::stdout();
     let names: Vec<String> = sources.infos.iter().map(|i| i.name.clone()).collect();
+    // The same state the TUI keeps, so staleness is judged the same way.
+    let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let mut was_stale = vec![false; names.len()];
+    let mut check = tokio::time::interval(Duration::from_millis(250));
     let stop = tokio::signal::ctrl_c();
     tokio::pin!(stop);
     loop {
-        let ev = tokio::select! {
-            ev = sources.events.recv() => ev,
-            _ = &mut stop => None,
-        };
-        let Some(ev) = ev else { break };
-        let line = match ev {
-            SourceEvent::Happened(e) => Some(e),
-            SourceEvent::Conn {
-                source,
-                state: ConnState::Connected,
-            } => Some(marker(&names, source, EventKind::Connected)),
-            SourceEvent::Synced { source } => Some(marker(&names, source, EventKind::Synced)),
-            _ => None,
-        };
-        let Some(e) = line else { continue };
-        let text = if json {
-            serde_json::to_string(&e)?
-        } else {
-            format!(
-                "{} {} {} {:?} {} -> {} {}",
-                e.at.map(crate::model::time::rfc3339).unwrap_or_default(),
-                e.source,
-                e.election.as_deref().unwrap_or("-"),
-                e.kind,
-                e.from.as_deref().unwrap_or("-"),
-                e.to.as_deref().unwrap_or("-"),
-                e.cause
-                    .map(|c| c.as_str())
-                    .or(e.detail.as_deref())
-                    .unwrap_or("")
-            )
-        };
-        // A closed stdout (e.g. `| head`) ends the watch quietly.
-        if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
-            break;
+        let mut lines = Vec::new();
+        tokio::select! {
+            ev = sources.events.recv() => {
+                let Some(ev) = ev else { break };
+                lines.extend(watch_line(&names, &ev));
+                app::update(&mut app, Msg::Source(ev));
+            }
+            _ = check.tick() => {}
+            _ = &mut stop => break,
+        }
+        app.now = Instant::now();
+        for (id, s) in app.sources.iter().enumerate() {
+            let stale = s.stale_for(app.now);
+            if stale.is_some() != was_stale[id] {
+                was_stale[id] = stale.is_some();
+                lines.push(stale_line(&names, id, s, stale));
+            }
+        }
+        for e in lines {
+            // A closed stdout (e.g. `| head`) ends the watch quietly.
+            if writeln!(out, "{}", watch_text(&e, json)?)
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                sources.shutdown().await;
+                return Ok(());
+            }
         }
     }
     sources.shutdown().await;
     Ok(())
+}
+
+fn watch_line(names: &[String], ev: &SourceEvent) -> Option<Event> {
+    match ev {
+        SourceEvent::Happened(e) => Some(e.clone()),
+        SourceEvent::Conn {
+            source,
+            state: ConnState::Connected,
+        } => Some(marker(names, *source, EventKind::Connected)),
+        SourceEvent::Synced { source } => Some(marker(names, *source, EventKind::Synced)),
+        _ => None,
+    }
+}
+
+fn stale_line(names: &[String], id: usize, s: &app::SourceView, stale: Option<Duration>) -> Event {
+    let kind = if stale.is_some() {
+        EventKind::Stale
+    } else {
+        EventKind::Fresh
+    };
+    let mut e = marker(names, id, kind);
+    e.detail = match (stale, s.last_contact) {
+        (Some(age), Some((_, wall))) => Some(format!(
+            "no contact for {}s; state as of {}",
+            age.as_secs(),
+            crate::model::time::rfc3339(wall)
+        )),
+        _ => None,
+    };
+    e
+}
+
+fn watch_text(e: &Event, json: bool) -> Result<String> {
+    Ok(if json {
+        serde_json::to_string(e)?
+    } else {
+        format!(
+            "{} {} {} {:?} {} -> {} {}",
+            e.at.map(crate::model::time::rfc3339).unwrap_or_default(),
+            e.source,
+            e.election.as_deref().unwrap_or("-"),
+            e.kind,
+            e.from.as_deref().unwrap_or("-"),
+            e.to.as_deref().unwrap_or("-"),
+            e.cause
+                .map(|c| c.as_str())
+                .or(e.detail.as_deref())
+                .unwrap_or("")
+        )
+    })
 }
 
 fn marker(names: &[String], source: usize, kind: EventKind) -> Event {

@@ -19,6 +19,7 @@ fn info(id: usize, prefix: &str) -> SourceInfo {
         endpoints: "127.0.0.1:2379".into(),
         scheme: Some(Scheme::EtcdElection),
         read_only: false,
+        clustered: false,
     }
 }
 

@@ -33,6 +33,35 @@ pub struct SourceView {
     pub synced: bool,
     /// The latest thing worth telling about this source (e.g. compacted history).
     pub notice: Option<String>,
+    /// When the store last answered a read that proves the view current.
+    pub last_contact: Option<(Instant, SystemTime)>,
+    /// How often the source confirms contact while all is well.
+    pub contact_every: std::time::Duration,
+    /// Each member of a clustered store, as last probed.
+    pub members: Vec<crate::model::MemberStatus>,
+}
+
+/// No contact for this much longer than the source's own contact interval and its rows are
+/// shown as stale: with contact every 500 ms, stale after 2 s.
+pub const STALE_MARGIN: std::time::Duration = std::time::Duration::from_millis(1500);
+
+impl SourceView {
+    /// How long the source has gone without contact, once that is long enough to matter
+    /// (or it is down). `None`: current, or never reached (nothing shown yet).
+    pub fn stale_for(&self, now: Instant) -> Option<std::time::Duration> {
+        let (at, _) = self.last_contact?;
+        let age = now.saturating_duration_since(at);
+        let down = matches!(self.conn, ConnState::Down { .. });
+        (down || age > self.contact_every + STALE_MARGIN).then_some(age)
+    }
+
+    /// The instant what this source shows was last known true, for countdowns frozen at it.
+    pub fn as_of(&self, now: Instant) -> Instant {
+        match (self.stale_for(now), self.last_contact) {
+            (Some(_), Some((at, _))) => at,
+            _ => now,
+        }
+    }
 }
 
 /// Everything that reaches `update`.
@@ -116,6 +145,9 @@ impl App {
                     revision: None,
                     synced: false,
                     notice: None,
+                    last_contact: None,
+                    contact_every: std::time::Duration::from_millis(500),
+                    members: Vec::new(),
                 })
                 .collect(),
             elections: BTreeMap::new(),
@@ -146,6 +178,26 @@ impl App {
     /// Every source has finished its snapshot and replay.
     pub fn all_synced(&self) -> bool {
         self.sources.iter().all(|s| s.synced)
+    }
+
+    /// A connected source is still replaying its history (a down one is not replaying).
+    pub fn replaying(&self) -> bool {
+        self.sources
+            .iter()
+            .any(|s| s.conn == ConnState::Connected && !s.synced)
+    }
+
+    /// The source of `election` is stale: its age without contact.
+    pub fn stale_for(&self, source: SourceId) -> Option<std::time::Duration> {
+        self.sources.get(source).and_then(|s| s.stale_for(self.now))
+    }
+
+    /// The instant a row of `source` is drawn at: now, or the last contact when stale.
+    pub fn as_of(&self, source: SourceId) -> Instant {
+        self.sources
+            .get(source)
+            .map(|s| s.as_of(self.now))
+            .unwrap_or(self.now)
     }
 
     /// Whether anything on screen moves with time (a countdown or a retry timer), so the
@@ -336,6 +388,26 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
                 s.synced = true;
             }
         }
+        SourceEvent::Contact {
+            source,
+            at,
+            wall,
+            next_within,
+        } => {
+            let Some(s) = app.sources.get_mut(source) else {
+                return false;
+            };
+            // Only a change of staleness changes the screen.
+            let was = s.stale_for(app.now).is_some();
+            s.last_contact = Some((at, wall));
+            s.contact_every = next_within;
+            return was;
+        }
+        SourceEvent::Members { source, members } => {
+            if let Some(s) = app.sources.get_mut(source) {
+                s.members = members;
+            }
+        }
     }
     true
 }
@@ -354,6 +426,7 @@ mod tests {
             endpoints: "x".into(),
             scheme: Some(Scheme::EtcdElection),
             read_only: false,
+            clustered: false,
         };
         let mut app = App::new(vec![info], Instant::now(), SystemTime::now());
         let elections = (0..n)

@@ -162,6 +162,7 @@ mod tests {
             endpoints: "x".into(),
             scheme: Some(Scheme::SqlLease),
             read_only: false,
+            clustered: false,
         };
         let app = App::new(vec![info], Instant::now(), SystemTime::now());
         Demo::new(app, &["node-1".into(), "node-2".into()], "demo", "sqlite")

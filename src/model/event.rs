@@ -19,6 +19,9 @@ pub struct SourceInfo {
     /// `None` until autodetection has looked at the store.
     pub scheme: Option<Scheme>,
     pub read_only: bool,
+    /// A store of several members, probed one by one (etcd).
+    #[serde(skip)]
+    pub clustered: bool,
 }
 
 /// Connection state of one source.
@@ -50,6 +53,14 @@ pub enum EventKind {
     Disconnected,
     /// The snapshot and history replay are done; what follows is live.
     Synced,
+    /// No contact with the source for a while: what is shown may be out of date.
+    Stale,
+    /// Contact again after being stale.
+    Fresh,
+    /// A member of the store stopped answering, or answers again; the source carries on
+    /// through the others.
+    MemberDown,
+    MemberUp,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -124,4 +135,45 @@ pub enum SourceEvent {
     Synced {
         source: SourceId,
     },
+    /// The store answered a read that needs it to be current (a quorum read, a poll): what
+    /// the source shows is true as of `wall`.
+    Contact {
+        source: SourceId,
+        at: Instant,
+        wall: SystemTime,
+        /// When the next contact is due; later than that (plus a margin) means stale.
+        next_within: std::time::Duration,
+    },
+    /// How each member of a clustered store answers, like `etcdctl endpoint status`.
+    Members {
+        source: SourceId,
+        members: Vec<MemberStatus>,
+    },
+}
+
+/// One member of a clustered store, as last probed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemberStatus {
+    pub endpoint: String,
+    pub up: bool,
+    /// electop reads and watches through this member.
+    pub serving: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The member id in hex, as etcdctl prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Raft leader of the cluster (as this member sees it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_leader: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raft_term: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db_size: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(serialize_with = "super::time::serialize_opt")]
+    pub checked_at: Option<SystemTime>,
 }

@@ -44,7 +44,19 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     let [head, line] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(inner);
 
     let room = (head.width as usize).saturating_sub(8);
+    let stale = app.stale_for(e.source);
+    let at = app.as_of(e.source);
     let leader_line = match &e.leader {
+        Some(l) if stale.is_some() => Line::from(vec![
+            Span::styled(
+                format!(
+                    "STALE {}s · last seen leader ",
+                    stale.map(|d| d.as_secs()).unwrap_or(0)
+                ),
+                theme::stale(),
+            ),
+            Span::styled(truncate_display(&l.id, room), theme::dim()),
+        ]),
         Some(l) => Line::from(vec![
             Span::raw("Leader "),
             Span::styled(truncate_display(&l.id, room), theme::leader()),
@@ -98,8 +110,9 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
                 " "
             };
             let ttl_style = match (&c.ttl, c.zombie()) {
+                _ if stale.is_some() => theme::dim(),
                 (_, true) => theme::warn(),
-                (Some(d), _) => theme::ttl(d.ratio_at(app.now)),
+                (Some(d), _) => theme::ttl(d.ratio_at(at)),
                 (None, _) => theme::dim(),
             };
             Row::new(vec![
@@ -114,7 +127,7 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
                     Some(l) => format!("{l:x}"),
                     None => String::new(),
                 }),
-                Cell::from(Span::styled(format::ttl_cell(c, app.now, 5), ttl_style)),
+                Cell::from(Span::styled(format::ttl_cell(c, at, 5), ttl_style)),
             ])
         });
     let title = if total > rows_fit {

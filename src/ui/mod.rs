@@ -87,7 +87,19 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
             theme::no_leader(),
         ));
     }
-    if !app.all_synced() {
+    for src in &app.sources {
+        if let Some(age) = src.stale_for(app.now) {
+            spans.push(Span::styled(
+                format!(
+                    "· STALE — no contact with {} for {}s ",
+                    src.info.short,
+                    age.as_secs()
+                ),
+                theme::stale(),
+            ));
+        }
+    }
+    if app.replaying() {
         spans.push(Span::styled("· replaying history… ", theme::warn()));
     }
     if !app.sources.is_empty() && app.sources.iter().all(|s| s.info.read_only) {

@@ -15,8 +15,18 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     for s in &app.sources {
         match &s.conn {
             ConnState::Connecting => spans.push(Span::styled("◌ ", theme::warn())),
+            ConnState::Connected if s.stale_for(app.now).is_some() => {
+                spans.push(Span::styled("◐ ", theme::stale()))
+            }
             ConnState::Connected => spans.push(Span::styled("● ", theme::leader())),
             ConnState::Down { .. } => spans.push(Span::styled("✖ ", theme::error())),
+        }
+        let down = s.members.iter().filter(|m| !m.up).count();
+        if down > 0 {
+            spans.push(Span::styled(
+                format!("{down}/{} members down ", s.members.len()),
+                theme::warn(),
+            ));
         }
         spans.push(Span::raw(format!("{} ", s.info.label)));
         if !endpoints.contains(&s.info.endpoints.as_str()) {

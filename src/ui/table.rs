@@ -29,7 +29,15 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         .skip(offset)
         .take(rows_fit)
         .map(|(i, e)| {
+            // A stale source's rows are frozen at the last contact and dimmed.
+            let stale = app.stale_for(e.source).is_some();
+            let at = app.as_of(e.source);
+            let lead_style = if stale { theme::dim() } else { theme::leader() };
             let leader = match &e.leader {
+                Some(l) if stale => Cell::from(Line::from(vec![
+                    Span::styled("last seen ", theme::stale()),
+                    Span::styled(truncate_display(&l.id, 24), lead_style),
+                ])),
                 Some(l) if l.zombie() => Cell::from(Line::from(vec![
                     Span::styled(truncate_display(&l.id, 24), theme::leader()),
                     Span::styled(" ⚠", theme::warn()),
@@ -40,11 +48,12 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
             let ttl = match &e.leader {
                 Some(l) => {
                     let style = match (&l.ttl, l.zombie()) {
+                        _ if stale => theme::dim(),
                         (_, true) => theme::warn(),
-                        (Some(d), _) => theme::ttl(d.ratio_at(app.now)),
+                        (Some(d), _) => theme::ttl(d.ratio_at(at)),
                         (None, _) => theme::dim(),
                     };
-                    Cell::from(Span::styled(format::ttl_cell(l, app.now, bar), style))
+                    Cell::from(Span::styled(format::ttl_cell(l, at, bar), style))
                 }
                 None => Cell::from(""),
             };
@@ -60,10 +69,10 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                 Cell::from(e.transitions.to_string()),
                 Cell::from(age),
             ]);
-            if i == app.selected {
-                row.style(theme::selected())
-            } else {
-                row
+            match (i == app.selected, stale) {
+                (true, _) => row.style(theme::selected()),
+                (false, true) => row.style(theme::dim()),
+                (false, false) => row,
             }
         });
     let header =

@@ -54,3 +54,8 @@ pub fn ttl(ratio: f64) -> Style {
     };
     Style::new().fg(c)
 }
+
+/// What is shown as of an earlier time: no contact with its store.
+pub fn stale() -> Style {
+    Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)
+}

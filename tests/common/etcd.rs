@@ -112,6 +112,11 @@ impl EtcdServer {
         }
     }
 
+    /// The server's process id, while it runs (for SIGSTOP/SIGCONT).
+    pub fn server_pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).expect("etcd is running")
+    }
+
     /// Graceful stop: SIGTERM, wait up to 5 s, then SIGKILL. No-op if stopped.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

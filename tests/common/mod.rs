@@ -5,6 +5,7 @@
 
 pub mod electop;
 pub mod etcd;
+pub mod etcd_cluster;
 pub mod mariadb;
 pub mod postgres;
 pub mod sqlstore;

@@ -75,7 +75,7 @@ impl EtcdError {
     /// Classifies a client error by its type and its gRPC status code, never by its text.
     pub fn from_client(endpoint: &str, e: etcd_client::Error) -> EtcdError {
         use etcd_client::Error as E;
-        let message = chain(&e);
+        let message = describe(&e);
         let kind = match &e {
             E::InvalidArgs(_) | E::InvalidUri(_) | E::InvalidMetadataValue(_) => ErrorKind::Lasting,
             E::GRpcStatus(s) => status_kind(s),
@@ -104,12 +104,61 @@ fn status_kind(s: &tonic::Status) -> ErrorKind {
     }
 }
 
+/// Where the cause chain starts: etcd_client::Error has no `source()` of its own, the
+/// errors it wraps do.
+fn inner(e: &etcd_client::Error) -> &(dyn std::error::Error + 'static) {
+    use etcd_client::Error as E;
+    match e {
+        E::GRpcStatus(s) => s,
+        E::TransportError(t) => t,
+        E::IoError(io) => io,
+        other => other,
+    }
+}
+
 /// A TLS failure somewhere in the error's source chain.
-fn tls_in_chain(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+fn tls_in_chain(e: &etcd_client::Error) -> Option<ErrorKind> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(inner(e));
     while let Some(s) = src {
         if s.downcast_ref::<rustls::Error>().is_some() {
             return Some(ErrorKind::Tls);
+        }
+        src = s.source();
+    }
+    None
+}
+
+/// In words: the common network failures by their io error kind, the server's own message
+/// for a gRPC status, and the whole source chain only for the rest.
+fn describe(e: &etcd_client::Error) -> String {
+    if let Some(io) = io_in_chain(inner(e)) {
+        use std::io::ErrorKind as K;
+        let what = match io.kind() {
+            K::ConnectionRefused => "connection refused (is etcd running and listening there?)",
+            K::ConnectionReset => "connection reset by the server",
+            K::ConnectionAborted => "connection aborted",
+            K::TimedOut => "connection timed out",
+            K::BrokenPipe => "connection closed by the server",
+            K::AddrNotAvailable | K::NotFound => "address not available",
+            _ => "",
+        };
+        if !what.is_empty() {
+            return what.to_string();
+        }
+    }
+    match e {
+        etcd_client::Error::GRpcStatus(s) if !s.message().is_empty() => {
+            format!("{} ({:?})", s.message(), s.code())
+        }
+        _ => chain(inner(e)),
+    }
+}
+
+fn io_in_chain<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io);
         }
         src = s.source();
     }

@@ -1,20 +1,29 @@
 //! Lease reads: which leases to keep fresh (what is on screen, or all for `status`/`watch`),
-//! when each is due, and whether a deleted key's lease still exists.
+//! when each is due, and whether a deleted key's lease still exists. Reads run on their own
+//! task, several at a time, so a slow or failing read never holds up the watch.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use etcd_client::Client;
+use futures::StreamExt;
+use tokio::sync::mpsc;
 
+use super::EtcdBackend;
 use super::tracker::{LeaseFate, Tracker};
-use super::{EtcdBackend, EtcdError, Stop, send, timed};
-use crate::backend::{BackendIo, Command};
-use crate::model::{Election, SourceEvent};
+use crate::backend::Command;
 
 /// Candidates of the selected election whose leases are kept fresh.
 const SELECTED_LINE: usize = 64;
 /// How often due lease reads are looked for.
 pub(super) const LEASE_TICK: Duration = Duration::from_millis(250);
+/// Lease reads in flight at once.
+const CONCURRENT: usize = 16;
+/// A lease read slower than this is given up (and retried at the next tick).
+const READ_LIMIT: Duration = Duration::from_secs(2);
+
+/// A lease's TTL as read: `None` when the lease no longer exists.
+pub(super) type Reading = (i64, Option<(i64, i64)>, Instant);
 
 pub(super) fn wanted_leases(
     backend: &EtcdBackend,
@@ -32,76 +41,120 @@ pub(super) fn wanted_leases(
     }
 }
 
-/// Asks etcd whether the leases of deleted keys still exist, to tell a resignation (key
-/// deleted, lease alive) from a lease that ended.
-pub(super) async fn fates(
-    backend: &EtcdBackend,
-    client: &mut Client,
-    leases: Vec<i64>,
-) -> Result<HashMap<i64, LeaseFate>, EtcdError> {
-    let mut out = HashMap::new();
-    for lease in leases {
-        let resp = timed(backend, client.lease_time_to_live(lease, None)).await?;
-        out.insert(
-            lease,
-            if resp.ttl() < 0 {
-                LeaseFate::Gone
-            } else {
-                LeaseFate::Alive
-            },
-        );
-    }
-    Ok(out)
+/// Leases due for a read: never read, read over a third of their term (or a second) ago,
+/// or close to running out.
+pub(super) fn due(tracker: &Tracker, leases: Vec<i64>, now: Instant) -> Vec<i64> {
+    leases
+        .into_iter()
+        .filter(|l| match tracker.ttl(*l) {
+            None => true,
+            Some(d) => {
+                let age = now.saturating_duration_since(d.read_at).as_millis() as i64;
+                let every = (d.granted_ms / 3).clamp(250, 1000);
+                age >= every || (d.remaining_ms_at(now) < 1500 && age >= 250)
+            }
+        })
+        .collect()
 }
 
-/// Reads the TTL of each lease that is due: never read, read over a third of its term (or a
-/// second) ago, or close to running out.
-pub(super) async fn refresh_leases(
-    backend: &EtcdBackend,
-    client: &mut Client,
-    tracker: &mut Tracker,
-    io: &BackendIo,
-    leases: Vec<i64>,
-    force: bool,
-) -> Result<(), Stop> {
-    let now = Instant::now();
-    let due: Vec<i64> = leases
-        .into_iter()
-        .filter(|l| {
-            force
-                || match tracker.ttl(*l) {
-                    None => true,
-                    Some(d) => {
-                        let age = now.saturating_duration_since(d.read_at).as_millis() as i64;
-                        let every = (d.granted_ms / 3).clamp(250, 1000);
-                        age >= every || (d.remaining_ms_at(now) < 1500 && age >= 250)
-                    }
-                }
-        })
-        .collect();
-    if due.is_empty() {
-        return Ok(());
+async fn read_one(mut client: Client, lease: i64) -> Option<Reading> {
+    let r = tokio::time::timeout(READ_LIMIT, client.lease_time_to_live(lease, None)).await;
+    match r {
+        Ok(Ok(resp)) => {
+            let reading = (resp.ttl() >= 0).then(|| (resp.ttl(), resp.granted_ttl()));
+            Some((lease, reading, Instant::now()))
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(lease, %e, "lease read failed");
+            None
+        }
+        Err(_) => None,
     }
-    let mut changed: HashMap<String, Election> = HashMap::new();
-    let mut seen = HashSet::new();
-    for lease in due {
-        let resp = timed(backend, client.lease_time_to_live(lease, None)).await?;
-        let reading = (resp.ttl() >= 0).then(|| (resp.ttl(), resp.granted_ttl()));
-        for e in tracker.set_ttl(lease, reading, Instant::now()) {
-            seen.insert(e.name.clone());
-            changed.insert(e.name.clone(), e);
+}
+
+/// Reads these leases, several at a time. Failed reads are left out: the countdown keeps
+/// running from the last reading and the lease is asked again later.
+pub(super) async fn read_many(client: &Client, leases: Vec<i64>) -> Vec<Reading> {
+    futures::stream::iter(leases)
+        .map(|l| read_one(client.clone(), l))
+        .buffer_unordered(CONCURRENT)
+        .filter_map(|r| async move { r })
+        .collect()
+        .await
+}
+
+/// Whether the leases of deleted keys still exist, to tell a resignation (key deleted,
+/// lease alive) from a lease that ended. A lease that cannot be read is left out: the
+/// change is applied anyway, with the cause the countdown suggests.
+pub(super) async fn fates(client: &Client, leases: Vec<i64>) -> HashMap<i64, LeaseFate> {
+    read_many(client, leases)
+        .await
+        .into_iter()
+        .map(|(l, r, _)| {
+            (
+                l,
+                if r.is_some() {
+                    LeaseFate::Alive
+                } else {
+                    LeaseFate::Gone
+                },
+            )
+        })
+        .collect()
+}
+
+/// The connection's lease reader: takes batches of lease ids, answers with readings. One
+/// batch at a time; a batch offered while one is running is dropped, and its leases are
+/// offered again at the next tick (they are still due).
+pub(super) struct Reader {
+    pub ask: mpsc::Sender<Vec<i64>>,
+    pub answers: mpsc::Receiver<Vec<Reading>>,
+    in_flight: HashSet<i64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Reader {
+    pub fn spawn(client: Client) -> Reader {
+        let (ask, mut asks) = mpsc::channel::<Vec<i64>>(1);
+        let (tell, answers) = mpsc::channel(4);
+        let task = tokio::spawn(async move {
+            while let Some(batch) = asks.recv().await {
+                let got = read_many(&client, batch).await;
+                if tell.send(got).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Reader {
+            ask,
+            answers,
+            in_flight: HashSet::new(),
+            task,
         }
     }
-    if !changed.is_empty() {
-        let elections = changed.into_values().collect();
-        send(
-            io,
-            SourceEvent::Elections {
-                source: backend.info.id,
-                elections,
-            },
-        )
-        .await?;
+
+    /// Offers leases to read; leases already being read are not asked twice.
+    pub fn offer(&mut self, leases: Vec<i64>) {
+        let fresh: Vec<i64> = leases
+            .into_iter()
+            .filter(|l| !self.in_flight.contains(l))
+            .collect();
+        if fresh.is_empty() {
+            return;
+        }
+        if self.ask.try_send(fresh.clone()).is_ok() {
+            self.in_flight.extend(fresh);
+        }
     }
-    Ok(())
+
+    /// A batch came back: its leases may be asked again.
+    pub fn answered(&mut self) {
+        self.in_flight.clear();
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }

@@ -195,6 +195,7 @@ impl SqlBackend {
             name: name.clone(),
             scheme: Some(settings.scheme.scheme()),
             read_only: cfg.read_only,
+            clustered: false,
         };
         Ok(SqlBackend {
             info,
@@ -338,6 +339,7 @@ async fn follow(
                 continue;
             }
         }
+        let sent = (Instant::now(), std::time::SystemTime::now());
         let poll = match poll_once(&b.settings, &pool, &query, b.opts.request_timeout).await {
             Ok(p) => p,
             Err(e) => {
@@ -366,6 +368,16 @@ async fn follow(
             if io.events.send(SourceEvent::Happened(e)).await.is_err() {
                 return Stop::Closed;
             }
+        }
+        // The rows are true as of when the poll was sent, not when it returned.
+        let contact = SourceEvent::Contact {
+            source,
+            at: sent.0,
+            wall: sent.1,
+            next_within: b.settings.poll,
+        };
+        if io.events.send(contact).await.is_err() {
+            return Stop::Closed;
         }
         if !*synced {
             *synced = true;

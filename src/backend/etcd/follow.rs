@@ -1,0 +1,348 @@
+//! The connection loop: pick a member, read the snapshot, watch; on a member's failure move
+//! to the next one without showing the source as down; down only when none can serve.
+
+use std::time::Duration;
+
+use etcd_client::Client;
+use tracing::{info, warn};
+
+use super::conn::{Conn, Input, Phase, Resume};
+use super::layout::Mirror;
+use super::members::{self, Serving};
+use super::tracker::Tracker;
+use super::watch::{self, Restart};
+use super::{EtcdBackend, EtcdError, Stop, detect, read_all, send};
+use crate::backend::{BackendIo, Backoff, Command};
+use crate::model::{ConnState, Event, EventKind, SourceEvent};
+
+/// What survives a move to another member.
+pub(super) struct State {
+    pub followed: Option<Followed>,
+    /// Until the replay has caught up: the snapshot it must reach and its revision.
+    pub target: Option<(Mirror, i64)>,
+    /// Changes up to this revision are history being replayed, not live.
+    pub replay_until: i64,
+    pub visible: Command,
+    /// The screen shows the source as connected.
+    shown_connected: bool,
+}
+
+/// The tracker and where each prefix's watch resumes: made together, once a snapshot was
+/// read, so a watch is never opened without both.
+pub(super) struct Followed {
+    pub tracker: Tracker,
+    pub resume: Resume,
+    pub prefixes: Vec<Vec<u8>>,
+}
+
+/// A client bound to one member.
+pub(super) struct Link {
+    pub client: Client,
+    pub endpoint: String,
+}
+
+/// Aborts the member probe when the backend stops.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+pub(super) async fn run(backend: EtcdBackend, mut io: BackendIo) {
+    let serving = members::serving();
+    let _probe = AbortOnDrop(tokio::spawn(members::probe(
+        backend.cfg.clone(),
+        backend.info.id,
+        backend.info.name.clone(),
+        serving.clone(),
+        io.events.clone(),
+        io.cancel.child_token(),
+    )));
+    let mut state = State {
+        followed: None,
+        target: None,
+        replay_until: 0,
+        visible: Command::Visible {
+            names: Vec::new(),
+            selected: None,
+        },
+        shown_connected: false,
+    };
+    let mut conn = Conn::new(backend.cfg.endpoints.len());
+    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
+    let cancel = io.cancel.clone();
+    loop {
+        let step = tokio::select! {
+            r = step(&backend, &mut state, &mut io, &mut conn, &serving, &mut backoff) => r,
+            _ = cancel.cancelled() => return,
+        };
+        if !step {
+            return;
+        }
+    }
+}
+
+/// One turn of the life cycle. Returns false when the backend should stop.
+async fn step(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &mut BackendIo,
+    conn: &mut Conn,
+    serving: &Serving,
+    backoff: &mut Backoff,
+) -> bool {
+    let from = conn.first_to_try();
+    let limit = backend.opts.request_timeout.min(Duration::from_secs(2));
+    let (client, member) = match super::connect::connect_any(&backend.cfg, from, limit).await {
+        Ok(found) => found,
+        Err(e) => {
+            conn.on(Input::NoMember(e.kind()));
+            return go_down(backend, state, io, conn, e, backoff).await;
+        }
+    };
+    conn.on(Input::Connected { member });
+    serving.store(member, std::sync::atomic::Ordering::Relaxed);
+    let link = Link {
+        client,
+        endpoint: backend
+            .cfg
+            .endpoints
+            .get(member)
+            .cloned()
+            .unwrap_or_default(),
+    };
+    let err = match follow(backend, state, io, conn, link, backoff).await {
+        Stop::Closed => return false,
+        Stop::Error(e) => e,
+    };
+    serving.store(usize::MAX, std::sync::atomic::Ordering::Relaxed);
+    conn.on(Input::Failed(err.kind()));
+    match conn.phase {
+        Phase::Down { .. } => go_down(backend, state, io, conn, err, backoff).await,
+        _ => {
+            // Another member may serve: say so in the log, not as a disconnection.
+            warn!(source = %backend.info.name, %err, "member failed; trying the next one");
+            true
+        }
+    }
+}
+
+async fn go_down(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &BackendIo,
+    conn: &mut Conn,
+    err: EtcdError,
+    backoff: &mut Backoff,
+) -> bool {
+    state.shown_connected = false;
+    let revision = state.followed.as_ref().map(|f| f.tracker.revision);
+    let lasting = err.is_lasting();
+    let go_on = crate::backend::down_and_wait(
+        io,
+        &backend.info,
+        err.to_string(),
+        lasting,
+        revision,
+        backoff,
+    )
+    .await;
+    conn.on(Input::Retry);
+    go_on
+}
+
+/// The scheme and prefixes to watch: known after the first snapshot; before it, one read
+/// of the configured prefix decides the scheme.
+async fn prefixes(
+    backend: &EtcdBackend,
+    state: &State,
+    io: &BackendIo,
+    link: &mut Link,
+) -> Result<(Vec<Vec<u8>>, Option<Tracker>), Stop> {
+    if let Some(f) = &state.followed {
+        return Ok((f.prefixes.clone(), None));
+    }
+    let probe = vec![backend.cfg.prefix.as_bytes().to_vec()];
+    let (snap, _) = read_all(backend, &link.endpoint, &mut link.client, &probe, None).await?;
+    let (scheme, guessed) = match backend.cfg.scheme {
+        Some(s) => (s, false),
+        None => detect(&snap),
+    };
+    if guessed {
+        info!("prefix empty; guessing scheme {scheme}");
+    }
+    let layout = backend.layout(scheme);
+    let prefixes = layout.prefixes();
+    let tracker = Tracker::new(
+        backend.info.id,
+        backend.info.name.clone(),
+        layout,
+        backend.opts.history_limit,
+    );
+    let mut info = backend.info.clone();
+    info.scheme = Some(scheme);
+    send(io, SourceEvent::Info(info)).await?;
+    Ok((prefixes, Some(tracker)))
+}
+
+async fn follow(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &mut BackendIo,
+    conn: &mut Conn,
+    mut link: Link,
+    backoff: &mut Backoff,
+) -> Stop {
+    match follow_inner(backend, state, io, conn, &mut link, backoff).await {
+        Ok(never) => match never {},
+        Err(stop) => stop,
+    }
+}
+
+pub(super) enum Never {}
+
+async fn follow_inner(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &mut BackendIo,
+    conn: &mut Conn,
+    link: &mut Link,
+    backoff: &mut Backoff,
+) -> Result<Never, Stop> {
+    let source = backend.info.id;
+    let (prefixes, fresh) = prefixes(backend, state, io, link).await?;
+    let sent = (std::time::Instant::now(), std::time::SystemTime::now());
+    let (snapshot, revision) =
+        read_all(backend, &link.endpoint, &mut link.client, &prefixes, None).await?;
+    if !state.shown_connected {
+        let connected = SourceEvent::Conn {
+            source,
+            state: ConnState::Connected,
+        };
+        send(io, connected).await?;
+        state.shown_connected = true;
+    }
+    info!(endpoint = %link.endpoint, revision, "etcd connected");
+    if let Some(tracker) = fresh {
+        start(
+            backend, state, io, link, tracker, prefixes, snapshot, revision,
+        )
+        .await?;
+    } else if let Some(f) = &state.followed {
+        let revision = f.tracker.revision.max(revision);
+        send(io, SourceEvent::Revision { source, revision }).await?;
+    }
+    conn.on(Input::SnapshotRead {
+        replay: state.target.is_some(),
+    });
+    if matches!(conn.phase, Phase::Live { .. }) {
+        backoff.reset();
+        // The snapshot was a quorum read: the state is current as of when it was asked.
+        let contact = SourceEvent::Contact {
+            source,
+            at: sent.0,
+            wall: sent.1,
+            next_within: super::watch::HEARTBEAT,
+        };
+        send(io, contact).await?;
+    }
+    loop {
+        let Some(f) = state.followed.as_ref() else {
+            return Err(Stop::Closed);
+        };
+        let mut stream = watch::open(backend, link, &f.prefixes, &f.resume).await?;
+        match watch::pump(backend, state, io, conn, link, &mut stream).await? {
+            Restart::Compacted(compact) => {
+                compacted(backend, state, io, link, compact).await?;
+            }
+        }
+        if matches!(conn.phase, Phase::Live { .. }) {
+            backoff.reset();
+        }
+    }
+}
+
+/// The first snapshot: show it at once (no history), or replay history up to it.
+#[allow(clippy::too_many_arguments)]
+async fn start(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &BackendIo,
+    link: &mut Link,
+    mut tracker: Tracker,
+    prefixes: Vec<Vec<u8>>,
+    snapshot: Mirror,
+    revision: i64,
+) -> Result<(), Stop> {
+    let source = backend.info.id;
+    send(io, SourceEvent::Revision { source, revision }).await?;
+    let n = prefixes.len();
+    if backend.opts.history_limit == 0 {
+        let elections = tracker.load(snapshot, revision);
+        send(io, SourceEvent::Elections { source, elections }).await?;
+        state.followed = Some(Followed {
+            tracker,
+            resume: Resume::new(n, revision + 1),
+            prefixes,
+        });
+        if let Some(f) = state.followed.as_mut() {
+            watch::synced(backend, link, &mut f.tracker, io).await?;
+        }
+    } else {
+        // Replay from the oldest revision etcd keeps; the snapshot says when we caught up.
+        state.followed = Some(Followed {
+            tracker,
+            resume: Resume::new(n, 1),
+            prefixes,
+        });
+        state.target = Some((snapshot, revision));
+        state.replay_until = revision;
+    }
+    Ok(())
+}
+
+/// The watch's start revision was compacted away.
+async fn compacted(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &BackendIo,
+    link: &mut Link,
+    compact: i64,
+) -> Result<(), Stop> {
+    let detail =
+        format!("history before revision {compact} was compacted; changes before it are not shown");
+    let event = Event::about_source(
+        backend.info.name.clone(),
+        EventKind::HistoryCompacted,
+        Some(compact),
+        Some(detail),
+    );
+    send(io, SourceEvent::Happened(event)).await?;
+    let replaying = state.target.is_some();
+    let Some(f) = state.followed.as_mut() else {
+        return Err(Stop::Closed);
+    };
+    if replaying {
+        // Still replaying: start the replay at the compaction point.
+        let (at_compact, _) = read_all(
+            backend,
+            &link.endpoint,
+            &mut link.client,
+            &f.prefixes,
+            Some(compact),
+        )
+        .await?;
+        f.tracker.load(at_compact, compact);
+        f.resume.reset(compact + 1);
+    } else {
+        // Missed changes while away: jump to now and report the difference.
+        let (now_state, now_rev) =
+            read_all(backend, &link.endpoint, &mut link.client, &f.prefixes, None).await?;
+        let changes = f.tracker.diff_to(&now_state, now_rev);
+        watch::apply(backend, link, &mut f.tracker, io, changes).await?;
+        f.resume.reset(now_rev + 1);
+    }
+    Ok(())
+}

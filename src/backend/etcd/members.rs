@@ -1,0 +1,176 @@
+//! Each member's health, probed in the background like `etcdctl endpoint status`: up or
+//! down, raft leader or follower, term, revision and DB size. A dead member shows here and
+//! nowhere else; the source carries on through the others.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use etcd_client::Client;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::connect::connect_member;
+use crate::config::EtcdSource;
+use crate::model::{Event, EventKind, MemberStatus, SourceEvent, SourceId};
+
+/// How often every member is asked.
+const PROBE_EVERY: Duration = Duration::from_secs(2);
+/// A member slower than this to answer counts as down.
+const PROBE_LIMIT: Duration = Duration::from_millis(1500);
+
+/// Which member the connection reads through (`usize::MAX`: none), shared with the probe.
+pub type Serving = Arc<AtomicUsize>;
+
+pub fn serving() -> Serving {
+    Arc::new(AtomicUsize::new(usize::MAX))
+}
+
+pub async fn probe(
+    cfg: EtcdSource,
+    source: SourceId,
+    source_name: String,
+    serving: Serving,
+    events: mpsc::Sender<SourceEvent>,
+    cancel: CancellationToken,
+) {
+    let mut clients: Vec<Option<Client>> = vec![None; cfg.endpoints.len()];
+    let mut before: Option<Vec<bool>> = None;
+    let mut tick = tokio::time::interval(PROBE_EVERY);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = cancel.cancelled() => return,
+        }
+        let rounds = cfg
+            .endpoints
+            .iter()
+            .zip(clients.iter_mut())
+            .map(|(ep, c)| probe_one(&cfg, ep, c));
+        let mut members = futures::future::join_all(rounds).await;
+        let using = serving.load(Ordering::Relaxed);
+        for (i, m) in members.iter_mut().enumerate() {
+            m.serving = i == using;
+        }
+        let up: Vec<bool> = members.iter().map(|m| m.up).collect();
+        for m in changes(before.as_deref(), &members) {
+            let kind = if m.up {
+                EventKind::MemberUp
+            } else {
+                EventKind::MemberDown
+            };
+            let detail = format!(
+                "{}{}",
+                m.endpoint,
+                m.error
+                    .as_deref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            );
+            let ev = Event::about_source(source_name.clone(), kind, m.revision, Some(detail));
+            if events.send(SourceEvent::Happened(ev)).await.is_err() {
+                return;
+            }
+        }
+        before = Some(up);
+        if events
+            .send(SourceEvent::Members { source, members })
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Members whose health changed since the last round; on the first round, those down.
+fn changes<'a>(before: Option<&[bool]>, now: &'a [MemberStatus]) -> Vec<&'a MemberStatus> {
+    now.iter()
+        .enumerate()
+        .filter(|(i, m)| match before {
+            Some(b) => b.get(*i).is_some_and(|was| *was != m.up),
+            None => !m.up,
+        })
+        .map(|(_, m)| m)
+        .collect()
+}
+
+async fn probe_one(cfg: &EtcdSource, endpoint: &str, cached: &mut Option<Client>) -> MemberStatus {
+    let mut m = MemberStatus {
+        endpoint: endpoint.to_string(),
+        up: false,
+        serving: false,
+        error: None,
+        id: None,
+        is_leader: None,
+        raft_term: None,
+        revision: None,
+        db_size: None,
+        version: None,
+        checked_at: Some(SystemTime::now()),
+    };
+    if cached.is_none() {
+        match connect_member(cfg, endpoint, PROBE_LIMIT).await {
+            Ok(c) => *cached = Some(c),
+            Err(e) => {
+                m.error = Some(e.to_string());
+                return m;
+            }
+        }
+    }
+    let Some(client) = cached.as_mut() else {
+        return m;
+    };
+    match tokio::time::timeout(PROBE_LIMIT, client.status()).await {
+        Ok(Ok(s)) => {
+            let id = s.header().map(|h| h.member_id()).unwrap_or(0);
+            m.up = true;
+            m.id = Some(format!("{id:x}"));
+            m.is_leader = Some(id != 0 && s.leader() == id);
+            m.raft_term = Some(s.raft_term());
+            m.revision = s.header().map(|h| h.revision());
+            m.db_size = Some(s.db_size());
+            m.version = Some(s.version().to_string());
+        }
+        Ok(Err(e)) => {
+            m.error = Some(super::error::EtcdError::from_client(endpoint, e).to_string());
+            *cached = None;
+        }
+        Err(_) => {
+            m.error = Some(format!("no answer within {PROBE_LIMIT:?}"));
+            *cached = None;
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(up: bool) -> MemberStatus {
+        MemberStatus {
+            endpoint: "e".into(),
+            up,
+            serving: false,
+            error: None,
+            id: None,
+            is_leader: None,
+            raft_term: None,
+            revision: None,
+            db_size: None,
+            version: None,
+            checked_at: None,
+        }
+    }
+
+    #[test]
+    fn only_changes_are_reported_and_first_the_down_ones() {
+        let now = [member(true), member(false)];
+        assert_eq!(changes(None, &now).len(), 1);
+        assert!(changes(Some(&[true, false]), &now).is_empty());
+        let flipped = changes(Some(&[false, false]), &now);
+        assert_eq!(flipped.len(), 1);
+        assert!(flipped[0].up);
+    }
+}

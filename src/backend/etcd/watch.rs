@@ -1,0 +1,426 @@
+//! Following the watch on one member: changes go into the tracker first and only then count
+//! as seen (a reconnect resumes after the last change in the state, never after one that was
+//! lost); lease reads run beside it; a quorum read twice a second proves the view current.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant, SystemTime};
+
+use etcd_client::{EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
+use tracing::debug;
+
+use super::conn::{Conn, Input, Phase, Resume};
+use super::follow::{Link, State};
+use super::layout::Kv;
+use super::leases::{self, LEASE_TICK, fates, wanted_leases};
+use super::tracker::{Change, Observed, Tracker};
+use super::{Closed, EtcdBackend, EtcdError, Stop, send, timed};
+use crate::backend::{BackendIo, Command};
+use crate::model::{Election, SourceEvent, SourceId};
+
+/// How often the member is asked for a quorum read (and the watch for its progress).
+pub(super) const HEARTBEAT: Duration = Duration::from_millis(500);
+/// A quorum read slower than this failed.
+const HEARTBEAT_LIMIT: Duration = Duration::from_millis(1500);
+/// Failed quorum reads in a row before the member is given up for another.
+const HEARTBEAT_FAILURES: u32 = 2;
+/// A watch that has said nothing for this long, while the member answers reads, is stuck.
+const WATCH_SILENCE: Duration = Duration::from_secs(6);
+
+pub(super) enum Restart {
+    Compacted(i64),
+}
+
+pub(super) async fn open(
+    backend: &EtcdBackend,
+    link: &mut Link,
+    prefixes: &[Vec<u8>],
+    resume: &Resume,
+) -> Result<WatchStream, EtcdError> {
+    let opts = |rev: i64| {
+        WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(rev)
+            .with_prev_key()
+    };
+    let Some(first) = prefixes.first() else {
+        return Err(EtcdError::lasting(&link.endpoint, "nothing to watch"));
+    };
+    let ep = link.endpoint.clone();
+    let mut stream = timed(
+        backend,
+        &ep,
+        link.client.watch(first.clone(), Some(opts(resume.get(0)))),
+    )
+    .await?;
+    for (i, prefix) in prefixes.iter().enumerate().skip(1) {
+        timed(
+            backend,
+            &ep,
+            stream.watch(prefix.clone(), Some(opts(resume.get(i)))),
+        )
+        .await?;
+    }
+    Ok(stream)
+}
+
+type Beat = Pin<Box<dyn Future<Output = Result<(Instant, SystemTime, i64), EtcdError>> + Send>>;
+
+/// A linearizable read: it needs the cluster's quorum, so it fails when the member is cut
+/// off, frozen, or alone. Returns when it was sent and the revision it saw.
+fn heartbeat(link: &Link, key: Vec<u8>) -> Beat {
+    let mut client = link.client.clone();
+    let endpoint = link.endpoint.clone();
+    Box::pin(async move {
+        let sent = (Instant::now(), SystemTime::now());
+        let opts = GetOptions::new().with_keys_only().with_limit(1);
+        match tokio::time::timeout(HEARTBEAT_LIMIT, client.get(key, Some(opts))).await {
+            Ok(Ok(r)) => Ok((
+                sent.0,
+                sent.1,
+                r.header().map(|h| h.revision()).unwrap_or(0),
+            )),
+            Ok(Err(e)) => Err(EtcdError::from_client(&endpoint, e)),
+            Err(_) => Err(EtcdError::Timeout {
+                endpoint,
+                timeout: HEARTBEAT_LIMIT,
+            }),
+        }
+    })
+}
+
+async fn maybe<T>(f: &mut Option<Pin<Box<dyn Future<Output = T> + Send>>>) -> T {
+    match f {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Contact bookkeeping: a quorum read at revision R proves the view current as of when it
+/// was sent, once the watch has delivered everything up to R.
+#[derive(Default)]
+struct Liveness {
+    pending: Option<(Instant, SystemTime, i64)>,
+    watch_rev: i64,
+    failures: u32,
+}
+
+impl Liveness {
+    fn confirmed(&mut self) -> Option<(Instant, SystemTime)> {
+        match self.pending {
+            Some((at, wall, rev)) if self.watch_rev >= rev => {
+                self.pending = None;
+                Some((at, wall))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Follows the watch until it breaks. Watch ids are handed out in request order, which maps
+/// them back to their prefixes.
+pub(super) async fn pump(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &mut BackendIo,
+    conn: &mut Conn,
+    link: &mut Link,
+    stream: &mut WatchStream,
+) -> Result<Restart, Stop> {
+    let source = backend.info.id;
+    let mut ids: HashMap<i64, usize> = HashMap::new();
+    let mut lease_tick = tokio::time::interval(LEASE_TICK);
+    lease_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut beat_tick = tokio::time::interval(HEARTBEAT);
+    beat_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut beat: Option<Beat> = None;
+    let mut live = Liveness::default();
+    let mut last_word = Instant::now();
+    let mut reader = leases::Reader::spawn(link.client.clone());
+    // A one-key read: cheap whatever the prefix holds (an empty key is not a valid read).
+    let beat_key = match backend.cfg.prefix.as_bytes() {
+        [] => b"\0".to_vec(),
+        p => p.to_vec(),
+    };
+    loop {
+        tokio::select! {
+            msg = stream.message() => {
+                let resp = msg
+                    .map_err(|e| EtcdError::from_client(&link.endpoint, e))?
+                    .ok_or_else(|| EtcdError::WatchEnded { endpoint: link.endpoint.clone() })?;
+                last_word = Instant::now();
+                if let Some(h) = resp.header() {
+                    live.watch_rev = live.watch_rev.max(h.revision());
+                }
+                if let Some(r) = on_message(backend, state, io, conn, link, &mut ids, resp).await? {
+                    return Ok(r);
+                }
+            }
+            cmd = io.commands.recv() => match cmd {
+                Some(Command::Forced { election, expect }) => {
+                    if let Some(f) = state.followed.as_mut() {
+                        f.tracker.forced.set(election, expect, Instant::now());
+                    }
+                }
+                Some(c) => state.visible = c,
+                None => return Err(Stop::Closed),
+            },
+            _ = lease_tick.tick() => {
+                if let (Some(f), true) = (state.followed.as_ref(), state.target.is_none()) {
+                    let wanted = wanted_leases(backend, &f.tracker, &state.visible);
+                    reader.offer(leases::due(&f.tracker, wanted, Instant::now()));
+                }
+            }
+            Some(batch) = reader.answers.recv() => {
+                reader.answered();
+                if let Some(f) = state.followed.as_mut() {
+                    ttls_read(&mut f.tracker, io, source, batch).await?;
+                }
+            }
+            _ = beat_tick.tick(), if beat.is_none() => beat = Some(heartbeat(link, beat_key.clone())),
+            r = maybe(&mut beat) => {
+                beat = None;
+                match r {
+                    Ok(p) => {
+                        live.failures = 0;
+                        live.pending = Some(p);
+                        // The progress answer carries the revision the watch has reached.
+                        stream.request_progress().await.map_err(|e| EtcdError::from_client(&link.endpoint, e))?;
+                        if last_word.elapsed() > WATCH_SILENCE {
+                            return Err(EtcdError::transient(&link.endpoint, "the watch stopped answering progress requests").into());
+                        }
+                    }
+                    Err(e) => {
+                        live.failures += 1;
+                        debug!(%e, failures = live.failures, "quorum read failed");
+                        if live.failures >= HEARTBEAT_FAILURES {
+                            return Err(e.into());
+                        }
+                    }
+                }
+            }
+        }
+        if matches!(conn.phase, Phase::Live { .. })
+            && let Some((at, wall)) = live.confirmed()
+        {
+            let next_within = HEARTBEAT;
+            send(
+                io,
+                SourceEvent::Contact {
+                    source,
+                    at,
+                    wall,
+                    next_within,
+                },
+            )
+            .await?;
+        }
+    }
+}
+
+async fn ttls_read(
+    tracker: &mut Tracker,
+    io: &BackendIo,
+    source: SourceId,
+    batch: Vec<leases::Reading>,
+) -> Result<(), Closed> {
+    let mut changed: HashMap<String, Election> = HashMap::new();
+    for (lease, reading, at) in batch {
+        for e in tracker.set_ttl(lease, reading, at) {
+            changed.insert(e.name.clone(), e);
+        }
+    }
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let elections = changed.into_values().collect();
+    send(io, SourceEvent::Elections { source, elections }).await
+}
+
+fn changes_of(resp: &WatchResponse) -> Vec<Change> {
+    resp.events()
+        .iter()
+        .filter_map(|ev| {
+            let kv = ev.kv()?;
+            Some(match ev.event_type() {
+                EventType::Put => Change::Put(Kv::from_etcd(kv)),
+                EventType::Delete => Change::Delete {
+                    key: kv.key().to_vec(),
+                    revision: kv.mod_revision(),
+                },
+            })
+        })
+        .collect()
+}
+
+/// One watch message into the state. The resume revision moves only once the changes are
+/// applied, so a failure on the way resumes before them, not after.
+async fn on_message(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &BackendIo,
+    conn: &mut Conn,
+    link: &mut Link,
+    ids: &mut HashMap<i64, usize>,
+    resp: WatchResponse,
+) -> Result<Option<Restart>, Stop> {
+    let source = backend.info.id;
+    if resp.created() {
+        let n = ids.len();
+        ids.insert(resp.watch_id(), n);
+    }
+    if resp.canceled() {
+        if resp.compact_revision() > 0 {
+            return Ok(Some(Restart::Compacted(resp.compact_revision())));
+        }
+        return Err(EtcdError::WatchCancelled {
+            endpoint: link.endpoint.clone(),
+            reason: resp.cancel_reason().to_string(),
+        }
+        .into());
+    }
+    if let Some(h) = resp.header() {
+        send(
+            io,
+            SourceEvent::Revision {
+                source,
+                revision: h.revision(),
+            },
+        )
+        .await?;
+    }
+    let changes = changes_of(&resp);
+    let Some(f) = state.followed.as_mut() else {
+        return Err(Stop::Closed);
+    };
+    if !changes.is_empty() {
+        debug!(n = changes.len(), "watch events");
+        let last = changes.last().map(Change::revision).unwrap_or(0);
+        let until = state.replay_until;
+        let (old, new): (Vec<_>, Vec<_>) = changes.into_iter().partition(|c| c.revision() <= until);
+        let replayed = replay(link, &mut f.tracker, old).await;
+        if state.target.is_none() && !replayed.is_empty() {
+            send(
+                io,
+                SourceEvent::Elections {
+                    source,
+                    elections: replayed,
+                },
+            )
+            .await?;
+        }
+        if state.target.is_some() && !new.is_empty() {
+            // Past the snapshot: the replay has certainly caught up.
+            caught_up(state, io, conn, link, backend).await?;
+        }
+        let Some(f) = state.followed.as_mut() else {
+            return Err(Stop::Closed);
+        };
+        apply(backend, link, &mut f.tracker, io, new).await?;
+        if let Some(i) = ids.get(&resp.watch_id()) {
+            f.resume.applied(*i, last);
+        }
+    }
+    // The replay has caught up once the mirror is the snapshot it started from.
+    let done = match (&state.target, state.followed.as_ref()) {
+        (Some((snapshot, _)), Some(f)) => !ids.is_empty() && f.tracker.mirror_equals(snapshot),
+        _ => false,
+    };
+    if done {
+        caught_up(state, io, conn, link, backend).await?;
+    }
+    Ok(None)
+}
+
+/// The replay caught up with the snapshot: every watch has delivered what came before it, so
+/// a reconnect resumes after it; the whole state is announced and the source is live.
+async fn caught_up(
+    state: &mut State,
+    io: &BackendIo,
+    conn: &mut Conn,
+    link: &mut Link,
+    backend: &EtcdBackend,
+) -> Result<(), Stop> {
+    state.target = None;
+    let until = state.replay_until;
+    let Some(f) = state.followed.as_mut() else {
+        return Err(Stop::Closed);
+    };
+    f.resume.all_applied(until);
+    let elections: Vec<Election> = f.tracker.elections().cloned().collect();
+    send(
+        io,
+        SourceEvent::Elections {
+            source: backend.info.id,
+            elections,
+        },
+    )
+    .await?;
+    synced(backend, link, &mut f.tracker, io).await?;
+    conn.on(Input::CaughtUp);
+    Ok(())
+}
+
+/// The state is complete: read every lease once if asked to, then say so.
+pub(super) async fn synced(
+    backend: &EtcdBackend,
+    link: &mut Link,
+    tracker: &mut Tracker,
+    io: &BackendIo,
+) -> Result<(), Stop> {
+    if backend.opts.all_leases {
+        let batch = leases::read_many(&link.client, tracker.all_leases()).await;
+        ttls_read(tracker, io, backend.info.id, batch).await?;
+    }
+    send(
+        io,
+        SourceEvent::Synced {
+            source: backend.info.id,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+async fn replay(link: &Link, tracker: &mut Tracker, changes: Vec<Change>) -> Vec<Election> {
+    if changes.is_empty() {
+        return Vec::new();
+    }
+    let f = fates(&link.client, tracker.leases_to_check(&changes)).await;
+    let seen = Observed {
+        at: None,
+        now: Instant::now(),
+        replayed: true,
+    };
+    tracker.apply(changes, &f, seen).0
+}
+
+/// Applies live changes at once; the fates of deleted keys' leases are read first, and a
+/// fate that cannot be read leaves the cause to the countdown rather than losing the change.
+pub(super) async fn apply(
+    backend: &EtcdBackend,
+    link: &Link,
+    tracker: &mut Tracker,
+    io: &BackendIo,
+    changes: Vec<Change>,
+) -> Result<(), Closed> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let f = fates(&link.client, tracker.leases_to_check(&changes)).await;
+    let seen = Observed {
+        at: Some(SystemTime::now()),
+        now: Instant::now(),
+        replayed: false,
+    };
+    let (elections, events) = tracker.apply(changes, &f, seen);
+    let source = backend.info.id;
+    if !elections.is_empty() {
+        send(io, SourceEvent::Elections { source, elections }).await?;
+    }
+    for e in events {
+        send(io, SourceEvent::Happened(e)).await?;
+    }
+    Ok(())
+}

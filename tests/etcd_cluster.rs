@@ -1,0 +1,236 @@
+//! electop against a real three-member etcd cluster: a member down is not the source down,
+//! no leader change is lost while it is, quorum lost shows STALE within 3 s, and a frozen
+//! store does too. One cluster serves the whole sequence to keep the suite fast.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::electop::{Watch, status_json};
+use common::etcd_cluster::EtcdCluster;
+use common::tmux::Tmux;
+use common::{EtcdServer, electop};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(15);
+
+fn args(endpoints: &[String], prefix: &str) -> Vec<String> {
+    vec![
+        "--etcd".into(),
+        endpoints.join(","),
+        "--prefix".into(),
+        prefix.into(),
+        "--scheme".into(),
+        "etcd-lease-key".into(),
+    ]
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// `etcdctl watch` on the live members, its lines collected: the independent record.
+fn etcdctl_watch(
+    c: &EtcdCluster,
+    via: &[usize],
+    prefix: &str,
+) -> (std::process::Child, mpsc::Receiver<String>) {
+    let urls: Vec<String> = via
+        .iter()
+        .map(|i| format!("http://{}", c.endpoint(*i)))
+        .collect();
+    let mut child = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .arg(format!("--endpoints={}", urls.join(",")))
+        .args(["watch", "--prefix", prefix])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("etcdctl watch");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+fn members(status: &Value) -> &Vec<Value> {
+    status["sources"][0]["members"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no members in {status:#}"))
+}
+
+#[test]
+fn a_member_down_then_quorum_lost_then_restored() {
+    let mut c = EtcdCluster::start(3);
+    let eps = c.endpoints();
+    let lease = c.etcdctl(&[0, 1, 2], &["lease", "grant", "600"]);
+    let lease = lease
+        .split_whitespace()
+        .nth(1)
+        .expect("lease id")
+        .to_string();
+    c.etcdctl(
+        &[0],
+        &["put", "/c/jobs", "node-0", &format!("--lease={lease}")],
+    );
+    c.kill(0);
+    // If it led the raft, the others elect a new leader first.
+    c.wait_healthy(&[1, 2]);
+
+    // The first endpoint is dead: every status still works and says which member is down.
+    let home = tempfile::tempdir().expect("tempdir");
+    let a = args(&eps, "/c/");
+    for _ in 0..20 {
+        let s = status_json(home.path(), &strs(&a));
+        assert_eq!(
+            common::electop::election(&s, "jobs")["leader"]["id"],
+            "node-0"
+        );
+        let m = members(&s);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0]["up"], false, "{m:#?}");
+        assert!(
+            m[0]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("refused")),
+            "{m:#?}"
+        );
+        assert!(m[1]["up"] == true && m[2]["up"] == true, "{m:#?}");
+        let leaders = m.iter().filter(|x| x["is_leader"] == true).count();
+        assert_eq!(leaders, 1, "one raft leader: {m:#?}");
+        assert_eq!(s["sources"][0]["stale"], false);
+    }
+
+    // Leader changes while the member is down: the watch, the TUI and etcdctl all see each.
+    let mut watch = Watch::start(home.path(), &strs(&a));
+    watch.wait_synced(1);
+    let tui_home = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::start(
+        120,
+        30,
+        &format!(
+            "env XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} {args}; echo ELECTOP-EXITED $?; sleep 60",
+            h = tui_home.path().display(),
+            bin = electop::bin(),
+            args = a.join(" "),
+        ),
+    );
+    tmux.wait_screen("the election", T, |s| s.contains("node-0"));
+    let (mut ctl, ctl_lines) = etcdctl_watch(&c, &[1, 2], "/c/");
+    for k in 1..=6 {
+        let id = format!("node-{k}");
+        c.etcdctl(
+            &[1, 2],
+            &["put", "/c/jobs", &id, &format!("--lease={lease}")],
+        );
+        let deadline = Instant::now() + T;
+        while !ctl_lines
+            .recv_timeout(Duration::from_millis(100))
+            .is_ok_and(|l| l == id)
+        {
+            assert!(Instant::now() < deadline, "etcdctl watch never saw {id}");
+        }
+        watch.wait_for("the change", T, |v| {
+            v["kind"] == "leader_changed" && v["to"] == id.as_str()
+        });
+        tmux.wait_screen("the new leader", T, |s| s.contains(&id));
+    }
+    let _ = ctl.kill();
+    let _ = ctl.wait();
+    assert!(
+        !watch
+            .seen
+            .iter()
+            .any(|v| v["kind"] == "disconnected" || v["kind"] == "stale"),
+        "a member down is not the source down: {:#?}",
+        watch.seen
+    );
+
+    // Quorum lost: STALE within 3 s, on the screen and in the watch.
+    let s = status_json(home.path(), &strs(&a));
+    let serving = members(&s)
+        .iter()
+        .position(|m| m["serving"] == true)
+        .expect("serving member");
+    let victim = if serving == 1 { 2 } else { 1 };
+    let killed = Instant::now();
+    c.kill(victim);
+    watch.wait_for("stale", Duration::from_secs(5), |v| v["kind"] == "stale");
+    let took = killed.elapsed();
+    eprintln!("stale after {took:?}");
+    assert!(took < Duration::from_secs(3), "stale after {took:?}");
+    tmux.wait_screen("STALE", Duration::from_secs(4), |s| {
+        s.contains("STALE") && s.contains("last seen")
+    });
+
+    // Both back: live again and converged to the truth, including a change made meanwhile.
+    c.restart(0);
+    c.restart(victim);
+    c.wait_healthy(&[0, 1, 2]);
+    c.etcdctl(
+        &[0, 1, 2],
+        &["put", "/c/jobs", "node-back", &format!("--lease={lease}")],
+    );
+    watch.wait_for("fresh", Duration::from_secs(30), |v| v["kind"] == "fresh");
+    watch.wait_for("the change made while stale", T, |v| v["to"] == "node-back");
+    tmux.wait_screen("live again", T, |s| {
+        s.contains("node-back") && !s.contains("STALE")
+    });
+    let s = status_json(home.path(), &strs(&a));
+    assert_eq!(
+        common::electop::election(&s, "jobs")["leader"]["id"],
+        "node-back"
+    );
+    assert!(members(&s).iter().all(|m| m["up"] == true), "{s:#}");
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}
+
+#[test]
+fn a_frozen_etcd_is_stale_within_3s_and_live_after() {
+    let etcd = EtcdServer::start();
+    etcd.etcdctl(&["put", "/f/jobs", "node-a"]);
+    let home = tempfile::tempdir().expect("tempdir");
+    let a = args(&[etcd.endpoint()], "/f/");
+    let mut watch = Watch::start(home.path(), &strs(&a));
+    watch.wait_synced(1);
+    watch.wait_for("contact", T, |_| true);
+    let pid = etcd.server_pid().to_string();
+    let frozen = Instant::now();
+    Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .expect("kill -STOP");
+    watch.wait_for("stale", Duration::from_secs(5), |v| v["kind"] == "stale");
+    let took = frozen.elapsed();
+    Command::new("kill")
+        .args(["-CONT", &pid])
+        .status()
+        .expect("kill -CONT");
+    eprintln!("stale after {took:?}");
+    assert!(took < Duration::from_secs(3), "stale after {took:?}");
+    let stale = watch
+        .seen
+        .iter()
+        .find(|v| v["kind"] == "stale")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        stale["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("as of")),
+        "{stale}"
+    );
+    watch.wait_for("fresh", Duration::from_secs(20), |v| v["kind"] == "fresh");
+    etcd.etcdctl(&["put", "/f/jobs", "node-b"]);
+    watch.wait_for("live changes", T, |v| v["to"] == "node-b");
+}
