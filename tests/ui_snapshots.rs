@@ -283,3 +283,87 @@ fn read_only_sources_refuse_and_say_why() {
         "{text}"
     );
 }
+
+fn contact(app: &mut App, source: usize, at: Instant) {
+    app::update(
+        app,
+        Msg::Source(SourceEvent::Contact {
+            source,
+            at,
+            wall: wall(),
+            next_within: Duration::from_millis(500),
+        }),
+    );
+}
+
+#[test]
+fn a_stale_source_is_frozen_dimmed_and_named() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    contact(&mut app, 0, now);
+    contact(&mut app, 1, now + Duration::from_secs(9));
+    app::update(
+        &mut app,
+        Msg::Tick {
+            now: now + Duration::from_secs(10),
+            wall: wall() + Duration::from_secs(10),
+        },
+    );
+    let text = format!("{}", render(&app, 80, 24).backend());
+    assert!(
+        text.contains("STALE — no contact with etcd1 for 10s"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("etcd2 for"),
+        "etcd2 answered 1 s ago:\n{text}"
+    );
+    assert!(text.contains("last seen node-a"), "{text}");
+    assert!(
+        text.contains("42.3s"),
+        "the countdown stopped at the last contact:\n{text}"
+    );
+    insta::assert_snapshot!(render(&app, 80, 24).backend());
+}
+
+#[test]
+fn members_overlay_shows_each_endpoint() {
+    use electop::model::MemberStatus;
+    let now = Instant::now();
+    let mut app = sample(now);
+    app.sources[0].info.clustered = true;
+    let member = |ep: &str, up: bool, leader: bool, serving: bool| MemberStatus {
+        endpoint: ep.into(),
+        up,
+        serving,
+        error: (!up).then(|| {
+            format!("etcd {ep}: connection refused (is etcd running and listening there?)")
+        }),
+        id: up.then(|| "aa25f76279e90820".into()),
+        is_leader: up.then_some(leader),
+        raft_term: up.then_some(3),
+        revision: up.then_some(21),
+        db_size: up.then_some(20480),
+        version: up.then(|| "3.4.23".into()),
+        checked_at: None,
+    };
+    let members = vec![
+        member("127.0.0.1:2379", false, false, false),
+        member("127.0.0.1:22379", true, true, true),
+        member("127.0.0.1:32379", true, false, false),
+    ];
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Members { source: 0, members }),
+    );
+    app::update(&mut app, Msg::Action(Action::ToggleMembers));
+    let text = format!("{}", render(&app, 100, 24).backend());
+    assert!(text.contains("DOWN"), "{text}");
+    assert!(text.contains("1/3 members down"), "{text}");
+    insta::assert_snapshot!(render(&app, 100, 24).backend());
+    app::update(&mut app, Msg::Action(Action::Back));
+    assert!(
+        !app.show_members && !app.quit,
+        "Esc closes the overlay first"
+    );
+}

@@ -12,6 +12,8 @@ pub enum Action {
     FocusNext,
     FocusPrev,
     ToggleHelp,
+    /// Show each member of the stores (like `etcdctl endpoint status`).
+    ToggleMembers,
     /// Close the open overlay (or quit when none is open).
     Back,
     /// Admin: pick (or type) a new leader for the selected election.

@@ -88,6 +88,12 @@ pub const BINDINGS: &[Binding] = &[
         help: "make the leader resign",
     },
     Binding {
+        keys: &[(KeyCode::Char('e'), NONE)],
+        label: "e",
+        action: Action::ToggleMembers,
+        help: "store members (like etcdctl endpoint status)",
+    },
+    Binding {
         keys: &[(KeyCode::Char('?'), NONE), (KeyCode::Char('?'), SHIFT)],
         label: "?",
         action: Action::ToggleHelp,
@@ -195,6 +201,7 @@ pub const ACTION_NAMES: &[(&str, Action)] = &[
     ("reelect", Action::Reelect),
     ("resign", Action::Resign),
     ("help", Action::ToggleHelp),
+    ("members", Action::ToggleMembers),
     ("back", Action::Back),
     ("quit", Action::Quit),
 ];

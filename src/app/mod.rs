@@ -117,6 +117,8 @@ pub struct App {
     pub line_scroll: usize,
     pub history_scroll: usize,
     pub show_help: bool,
+    /// The members overlay (`e`).
+    pub show_members: bool,
     /// The admin dialog on screen, if any.
     pub dialog: Option<Dialog>,
     pub flash: Option<Flash>,
@@ -156,6 +158,7 @@ impl App {
             line_scroll: 0,
             history_scroll: 0,
             show_help: false,
+            show_members: false,
             dialog: None,
             flash: None,
             outbox: Vec::new(),
@@ -305,6 +308,8 @@ fn on_action(app: &mut App, action: Action) -> bool {
         Action::Back => {
             if app.show_help {
                 app.show_help = false;
+            } else if app.show_members {
+                app.show_members = false;
             } else {
                 app.quit = true;
             }
@@ -312,6 +317,10 @@ fn on_action(app: &mut App, action: Action) -> bool {
         }
         Action::ToggleHelp => {
             app.show_help = !app.show_help;
+            return true;
+        }
+        Action::ToggleMembers => {
+            app.show_members = !app.show_members;
             return true;
         }
         Action::FocusNext | Action::FocusPrev => {

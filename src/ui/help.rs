@@ -46,9 +46,8 @@ pub fn draw(frame: &mut Frame, area: Rect, read_only: bool, keys: &KeyMap) {
     let mut lines: Vec<Line> = keys.normal().iter().map(row).collect();
     lines.push(Line::from(Span::styled(" In dialogs", theme::title())));
     lines.extend(keys.dialog().iter().map(row));
-    lines.push(Line::from(""));
     lines.push(Line::from(Span::styled(
-        " ⚠ = key without lease (never expires)",
+        " ⚠ no lease (never expires) · ◐ stale (no contact with the store)",
         theme::dim(),
     )));
     frame.render_widget(Clear, popup);

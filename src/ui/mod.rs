@@ -5,6 +5,7 @@ mod detail;
 mod dialog;
 pub mod format;
 mod help;
+mod members;
 mod status;
 mod table;
 pub mod theme;
@@ -62,6 +63,9 @@ pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
     table::draw(app, frame, top);
     detail::draw(app, frame, bottom);
     status::draw(app, frame, status);
+    if app.show_members {
+        members::draw(app, frame, area);
+    }
     if app.show_help {
         let read_only = app.sources.iter().all(|s| s.info.read_only);
         help::draw(frame, area, read_only, &app.keys);
@@ -77,16 +81,8 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
         .values()
         .filter(|e| e.leader.is_none())
         .count();
-    let mut spans = vec![
-        Span::styled(" electop ", theme::title()),
-        Span::raw(format!("· {} elections ", app.elections.len())),
-    ];
-    if leaderless > 0 {
-        spans.push(Span::styled(
-            format!("· {leaderless} without leader "),
-            theme::no_leader(),
-        ));
-    }
+    let mut spans = vec![Span::styled(" electop ", theme::title())];
+    // Staleness first: it qualifies everything else on the screen.
     for src in &app.sources {
         if let Some(age) = src.stale_for(app.now) {
             spans.push(Span::styled(
@@ -98,6 +94,13 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
                 theme::stale(),
             ));
         }
+    }
+    spans.push(Span::raw(format!("· {} elections ", app.elections.len())));
+    if leaderless > 0 {
+        spans.push(Span::styled(
+            format!("· {leaderless} without leader "),
+            theme::no_leader(),
+        ));
     }
     if app.replaying() {
         spans.push(Span::styled("· replaying history… ", theme::warn()));

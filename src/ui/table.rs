@@ -78,9 +78,9 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let header =
         Row::new(["ELECTION", "SCHEME", "LEADER", "TTL", "CHG", "LAST"]).style(theme::header());
     let widths = [
-        Constraint::Fill(3),
+        Constraint::Fill(1),
         Constraint::Length(9),
-        Constraint::Fill(2),
+        Constraint::Fill(1),
         Constraint::Length(bar as u16 + 7),
         Constraint::Length(4),
         Constraint::Length(9),
