@@ -218,6 +218,16 @@ fn down_and_back_scenario(mut store: Store) {
     let a = args(&url, "sql-lease", "leaderlock");
     let mut w = Watch::start(home.path(), &a);
     w.wait_synced(1);
+
+    // A hung server (SIGSTOP) is STALE within 3 s, and live again after.
+    let frozen = std::time::Instant::now();
+    store.freeze(true);
+    w.wait_for("stale", T, |v| v["kind"] == "stale");
+    let took = frozen.elapsed();
+    store.freeze(false);
+    assert!(took < Duration::from_secs(3), "stale after {took:?}");
+    w.wait_for("fresh", T, |v| v["kind"] == "fresh");
+
     store.stop();
     let ev = w.wait_for("disconnected", T, |v| v["kind"] == "disconnected");
     let detail = ev["detail"].as_str().unwrap_or_default().to_string();

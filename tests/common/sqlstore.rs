@@ -209,4 +209,30 @@ impl Store {
             Store::My(m) => m.restart(),
         }
     }
+
+    /// SIGSTOP (`true`) or SIGCONT (`false`) the server: PostgreSQL's postmaster and every
+    /// backend it forked (an open connection is served by its own process), MariaDB's one
+    /// process.
+    pub fn freeze(&self, stop: bool) {
+        let pid = match self {
+            Store::Sqlite { .. } => return,
+            Store::Pg(p) => p.pid(),
+            Store::My(m) => m.pid(),
+        };
+        let Some(pid) = pid else { return };
+        let children = std::process::Command::new("pgrep")
+            .args(["-P", &pid.to_string()])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let sig = if stop { "-STOP" } else { "-CONT" };
+        let mut pids: Vec<String> = children.split_whitespace().map(str::to_string).collect();
+        pids.push(pid.to_string());
+        let status = std::process::Command::new("kill")
+            .arg(sig)
+            .args(&pids)
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill {sig} {pids:?}");
+    }
 }
