@@ -62,6 +62,10 @@ pub struct Tracker {
     /// How many mirrored keys hold each lease, so a lease's countdown is dropped with its
     /// last key without scanning the mirror.
     lease_keys: HashMap<i64, usize>,
+    /// Elections whose leader or candidates hold each lease, and the reverse, so a TTL
+    /// reading touches only the elections on that lease, however many there are.
+    by_lease: HashMap<i64, BTreeSet<Vec<u8>>>,
+    leases_of: HashMap<Vec<u8>, Vec<i64>>,
     /// Last revision applied to the mirror.
     pub revision: i64,
     /// Elections our own admin actions are changing.
@@ -84,6 +88,8 @@ impl Tracker {
             elections: BTreeMap::new(),
             ttls: HashMap::new(),
             lease_keys: HashMap::new(),
+            by_lease: HashMap::new(),
+            leases_of: HashMap::new(),
             revision: 0,
             forced: Default::default(),
         }
@@ -108,6 +114,8 @@ impl Tracker {
         self.mirror = kvs;
         self.revision = revision;
         self.lease_keys.clear();
+        self.by_lease.clear();
+        self.leases_of.clear();
         for kv in self.mirror.values() {
             *self.lease_keys.entry(kv.lease).or_default() += 1;
         }
@@ -121,10 +129,11 @@ impl Tracker {
             let name = self.layout.display_name(&id);
             let e = self
                 .elections
-                .entry(id)
+                .entry(id.clone())
                 .or_insert_with(|| Election::new(self.source, name, self.layout.scheme()));
             e.leader = holders.leader;
             e.candidates = holders.candidates;
+            self.index(&id);
         }
         self.attach_ttls_all();
         self.elections.values().cloned().collect()
@@ -357,6 +366,7 @@ impl Tracker {
                     events.push(mk(EventKind::CandidateLeft, Some(c.id.clone()), None, None));
                 }
             }
+            self.index(&id);
             touched.insert(id);
         }
         // A lease no key holds any more is over, or no longer ours to count down.
@@ -431,15 +441,43 @@ impl Tracker {
             }
         }
         let mut changed = Vec::new();
-        for e in self.elections.values_mut() {
-            if e.candidates.iter().any(|c| c.lease == Some(lease))
-                || e.leader.as_ref().is_some_and(|l| l.lease == Some(lease))
-            {
+        for id in self.by_lease.get(&lease).into_iter().flatten() {
+            if let Some(e) = self.elections.get_mut(id) {
                 attach_ttls(e, &self.ttls);
                 changed.push(e.clone());
             }
         }
         changed
+    }
+
+    /// Re-indexes election `id` by the leases its leader and candidates hold now.
+    fn index(&mut self, id: &[u8]) {
+        for lease in self.leases_of.remove(id).unwrap_or_default() {
+            if let Some(set) = self.by_lease.get_mut(&lease) {
+                set.remove(id);
+                if set.is_empty() {
+                    self.by_lease.remove(&lease);
+                }
+            }
+        }
+        let Some(e) = self.elections.get(id) else {
+            return;
+        };
+        let mut leases: Vec<i64> = e
+            .leader
+            .iter()
+            .chain(&e.candidates)
+            .filter_map(|c| c.lease)
+            .filter(|l| *l != 0)
+            .collect();
+        leases.sort_unstable();
+        leases.dedup();
+        for l in &leases {
+            self.by_lease.entry(*l).or_default().insert(id.to_vec());
+        }
+        if !leases.is_empty() {
+            self.leases_of.insert(id.to_vec(), leases);
+        }
     }
 
     fn attach_ttls_all(&mut self) {
@@ -699,5 +737,34 @@ mod tests {
                     .collect()
             )
         );
+    }
+
+    #[test]
+    fn a_ttl_reading_touches_only_the_elections_on_that_lease() {
+        let now = Instant::now();
+        let mut t = election_tracker();
+        let mut m = Mirror::new();
+        for (i, lease) in [(1, 0x10), (2, 0x20), (3, 0x10)] {
+            let key = format!("/e/job{i}/{lease:x}");
+            m.insert(key.clone().into_bytes(), kv(&key, "n", i, i, lease));
+        }
+        t.load(m, 3);
+        let mut names: Vec<String> = t
+            .set_ttl(0x10, Some((30, 60)), now)
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        names.sort();
+        assert_eq!(names, ["job1", "job3"]);
+        // job1's key moves to another lease: the old lease no longer reaches it.
+        let moved = Change::Put(kv("/e/job1/10", "n", 1, 4, 0x30));
+        t.apply(vec![moved], &HashMap::new(), live(now));
+        let names: Vec<String> = t
+            .set_ttl(0x10, Some((20, 60)), now)
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["job3"]);
+        assert_eq!(t.set_ttl(0x30, None, now).len(), 1);
     }
 }
