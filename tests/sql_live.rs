@@ -442,3 +442,49 @@ poll = "100ms"
         "no password in the log"
     );
 }
+
+/// Whether `s` holds a character that draws as nothing or reorders what is around it.
+fn has_raw_format_char(s: &str) -> bool {
+    s.chars().any(|c| {
+        matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            || matches!(c, '\u{feff}' | '\u{61c}' | '\u{ad}')
+    })
+}
+
+/// Hostile text in a real store stays inert: an election name and a leader id holding
+/// bidirectional overrides and zero-width characters are printed escaped by `status`, the
+/// same escaped form in the text and in the JSON.
+#[test]
+fn format_characters_in_a_store_are_escaped() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    // Short enough that the text output's columns do not cut their escaped forms.
+    let name = "jobs\u{202e}\u{200b}nimda";
+    let id = "n-a\u{2066}\u{feff}";
+    assert!(store.lease_attempt("leaderlock", name, id, 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let url = store.url();
+    let a = args(&url, "sql-lease", "leaderlock");
+    let out = command(home.path())
+        .args(&a)
+        .arg("status")
+        .output()
+        .expect("electop status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    assert!(
+        !has_raw_format_char(&text),
+        "raw format character in {text:?}"
+    );
+    assert!(text.contains("jobs\\u{202e}\\u{200b}nimda"), "{text}");
+    assert!(text.contains("n-a\\u{2066}\\u{feff}"), "{text}");
+
+    let s = status_json(home.path(), &a);
+    let e = election(&s, "jobs\\u{202e}\\u{200b}nimda");
+    assert_eq!(e["leader"]["id"], "n-a\\u{2066}\\u{feff}");
+    assert!(!has_raw_format_char(&s.to_string()));
+}

@@ -420,7 +420,8 @@ async fn poll_once(
                 .map(|h| crate::model::escape_bytes(h.as_bytes())),
             raw_holder: holder.map(String::into_bytes),
             remaining_ms: get_i(3)?,
-            stamp: get_s(4)?,
+            // Shown as is: a SQLite column holds any text, not only a timestamp.
+            stamp: get_s(4)?.map(|t| crate::model::escape_bytes(t.as_bytes())),
         });
     }
     Ok(Poll {
