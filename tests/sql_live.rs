@@ -488,3 +488,104 @@ fn format_characters_in_a_store_are_escaped() {
     assert_eq!(e["leader"]["id"], "n-a\\u{2066}\\u{feff}");
     assert!(!has_raw_format_char(&s.to_string()));
 }
+
+/// `status` must fail at once with one line about TLS: a TLS failure is a lasting error, so
+/// it is not retried until `--timeout` runs out.
+fn tls_err(home: &std::path::Path, url: &str) -> String {
+    let started = std::time::Instant::now();
+    let out = command(home)
+        .args(args(url, "sql-lease", "leaderlock"))
+        .args(["status", "--json", "--timeout", "20s"])
+        .output()
+        .expect("run electop");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "status must fail: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("TLS"), "{err}");
+    assert!(!err.contains("s3cret-pw"), "no password in errors: {err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a TLS failure is lasting, not waited out: {:?}",
+        started.elapsed()
+    );
+    err
+}
+
+/// PostgreSQL with `ssl=on` and a certificate made in the test: `sslmode=verify-full` with
+/// the CA works (and the connection really is TLS); an unknown CA, a host name the
+/// certificate does not hold, and a server without TLS each get their own words.
+#[test]
+fn postgres_over_tls() {
+    let ca = common::pki::Ca::new("electop test CA");
+    let server = ca.issue_server("pg", &["DNS:localhost"]);
+    let pg = common::postgres::Postgres::start_with_tls(&server.cert, &server.key);
+    let port = pg.port();
+    let store = Store::Pg(pg);
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let url = |host: &str, port: u16, query: &str| {
+        format!("postgres://tester:s3cret-pw@{host}:{port}/electop?{query}")
+    };
+    let ca_file = ca.cert.display().to_string();
+    let home = tempfile::tempdir().expect("tempdir");
+
+    let full = url(
+        "localhost",
+        port,
+        &format!("sslmode=verify-full&sslrootcert={ca_file}"),
+    );
+    let s = status_json(home.path(), &args(&full, "sql-lease", "leaderlock"));
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a");
+    let mut w = Watch::start(home.path(), &args(&full, "sql-lease", "leaderlock"));
+    w.wait_synced(1);
+    let tls_sessions = store.exec(
+        "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE usename = 'tester' AND ssl",
+    );
+    assert_ne!(tls_sessions, "0", "electop's sessions use TLS");
+    drop(w);
+    let ca_only = url(
+        "127.0.0.1",
+        port,
+        &format!("sslmode=verify-ca&sslrootcert={ca_file}"),
+    );
+    let s = status_json(home.path(), &args(&ca_only, "sql-lease", "leaderlock"));
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a");
+
+    let other = common::pki::Ca::new("someone else's CA");
+    let other_file = other.cert.display().to_string();
+    let err = tls_err(
+        home.path(),
+        &url(
+            "localhost",
+            port,
+            &format!("sslmode=verify-full&sslrootcert={other_file}"),
+        ),
+    );
+    assert!(
+        err.contains("unknown CA") && err.contains(&other_file),
+        "{err}"
+    );
+
+    let err = tls_err(
+        home.path(),
+        &url(
+            "127.0.0.1",
+            port,
+            &format!("sslmode=verify-full&sslrootcert={ca_file}"),
+        ),
+    );
+    assert!(
+        err.contains("not valid for the host name `127.0.0.1`") && err.contains("verify-ca"),
+        "{err}"
+    );
+
+    let plain = common::postgres::Postgres::start();
+    let err = tls_err(
+        home.path(),
+        &url("127.0.0.1", plain.port(), "sslmode=require"),
+    );
+    assert!(
+        err.contains("does not offer TLS") && err.contains("sslmode=require"),
+        "{err}"
+    );
+}

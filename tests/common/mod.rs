@@ -6,6 +6,7 @@
 pub mod electop;
 pub mod etcd;
 pub mod mariadb;
+pub mod pki;
 pub mod postgres;
 pub mod sqlstore;
 pub mod tmux;

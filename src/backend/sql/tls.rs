@@ -167,7 +167,7 @@ fn tls_words(text: &str, n: &Names, p: &Params) -> String {
     if text.contains("does not support TLS") {
         let mode = p.mode.as_deref().unwrap_or("?");
         return format!(
-            "the server does not offer TLS, and {}={mode} requires it; turn TLS on in the server, or use {}=disable to connect in plain text",
+            "the server does not offer TLS, but {}={mode} asks for it; turn TLS on in the server, or use {}=disable to connect in plain text",
             n.mode, n.mode,
         );
     }
@@ -204,7 +204,7 @@ fn rustls_words(e: &rustls::Error, n: &Names, p: &Params, url: &str) -> String {
     };
     match cert {
         CertificateError::UnknownIssuer => {
-            format!("the server's certificate is signed by an unknown CA: not by {ca}")
+            format!("the server's certificate is signed by an unknown CA (not by {ca})")
         }
         CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
             let host = url::Url::parse(url)
