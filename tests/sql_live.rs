@@ -589,3 +589,54 @@ fn postgres_over_tls() {
         "{err}"
     );
 }
+
+/// MariaDB with TLS and a certificate made in the test: `ssl-mode=VERIFY_CA` with the CA
+/// works over TLS; another CA is named as unknown; a server without TLS says so.
+#[test]
+fn mariadb_over_tls() {
+    let ca = common::pki::Ca::new("electop test CA");
+    let server = ca.issue_server("my", &["DNS:db.example"]);
+    let my = common::mariadb::MariaDb::start_with_tls(&server.cert, &server.key);
+    let port = my.port();
+    let store = Store::My(my);
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-m", 60));
+    let url = |port: u16, query: &str| {
+        format!("mysql://tester:s3cret-pw@127.0.0.1:{port}/electop?{query}")
+    };
+    // Only a TLS session can log in now: success below means the connection is TLS.
+    store.exec("ALTER USER 'tester'@'127.0.0.1' REQUIRE SSL");
+    let home = tempfile::tempdir().expect("tempdir");
+    let verify_ca = url(
+        port,
+        &format!("ssl-mode=VERIFY_CA&ssl-ca={}", ca.cert.display()),
+    );
+    let s = status_json(home.path(), &args(&verify_ca, "sql-lease", "leaderlock"));
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-m");
+    let plain_text = url(port, "ssl-mode=DISABLED");
+    let err = status_err(home.path(), &args(&plain_text, "sql-lease", "leaderlock"));
+    assert!(
+        err.contains("authentication failed"),
+        "refused in plain text: {err}"
+    );
+
+    let other = common::pki::Ca::new("someone else's CA");
+    let err = tls_err(
+        home.path(),
+        &url(
+            port,
+            &format!("ssl-mode=VERIFY_CA&ssl-ca={}", other.cert.display()),
+        ),
+    );
+    assert!(
+        err.contains("unknown CA") && err.contains("ssl-ca="),
+        "{err}"
+    );
+
+    let plain = common::mariadb::MariaDb::start();
+    let err = tls_err(home.path(), &url(plain.port(), "ssl-mode=REQUIRED"));
+    assert!(
+        err.contains("does not offer TLS") && err.contains("ssl-mode=REQUIRED"),
+        "{err}"
+    );
+}
