@@ -579,6 +579,20 @@ fn postgres_over_tls() {
         "{err}"
     );
 
+    let missing = format!("{}/nope.pem", home.path().display());
+    let err = tls_err(
+        home.path(),
+        &url(
+            "localhost",
+            port,
+            &format!("sslmode=verify-full&sslrootcert={missing}"),
+        ),
+    );
+    assert!(
+        err.contains(&format!("cannot read sslrootcert={missing}")),
+        "{err}"
+    );
+
     let plain = common::postgres::Postgres::start();
     let err = tls_err(
         home.path(),

@@ -97,6 +97,16 @@ fn other_flag_mistakes_exit_2() {
     );
     assert_usage_error(
         &[
+            "--sql",
+            "postgres://me@127.0.0.1:5432/app?sslmode=verify_full",
+            "--scheme",
+            "sql-lease",
+            "status",
+        ],
+        &["sslmode=verify_full", "verify-full"],
+    );
+    assert_usage_error(
+        &[
             "--etcd",
             "127.0.0.1:2379",
             "node",

@@ -21,12 +21,6 @@ pub enum TlsConfigError {
         value: String,
         allowed: &'static str,
     },
-    #[error("{param}={path} in the database URL: cannot read the file ({why})")]
-    File {
-        param: &'static str,
-        path: String,
-        why: String,
-    },
     #[error("{0} and {1} in the database URL go together: give both or neither")]
     Pair(&'static str, &'static str),
 }
@@ -104,8 +98,9 @@ fn params(url: &str) -> Params {
     p
 }
 
-/// Checks the URL's TLS parameters: a known mode, readable certificate files, a client
-/// certificate together with its key.
+/// Checks the URL's TLS parameters as written: a known mode, a client certificate together
+/// with its key. The files are read only when connecting ([`check_files`]), as a config
+/// written for another machine must still load.
 pub(crate) fn check(url: &str, d: Dialect) -> Result<(), TlsConfigError> {
     let Some(n) = names(d) else {
         return Ok(());
@@ -127,6 +122,17 @@ pub(crate) fn check(url: &str, d: Dialect) -> Result<(), TlsConfigError> {
     if p.cert.is_some() != p.key.is_some() {
         return Err(TlsConfigError::Pair(n.cert, n.key));
     }
+    Ok(())
+}
+
+/// Before connecting: every certificate file the URL names can be read. A missing one is a
+/// lasting TLS error naming the parameter and the path; sqlx would report it as an I/O
+/// error, alike to an unreachable server.
+pub(crate) fn check_files(url: &str, d: Dialect, where_: &str) -> Result<(), String> {
+    let Some(n) = names(d) else {
+        return Ok(());
+    };
+    let p = params(url);
     for (param, path) in [(n.ca, &p.ca), (n.cert, &p.cert), (n.key, &p.key)] {
         let Some(path) = path else { continue };
         // sqlx also takes the PEM text itself in place of a path.
@@ -134,11 +140,7 @@ pub(crate) fn check(url: &str, d: Dialect) -> Result<(), TlsConfigError> {
             continue;
         }
         if let Err(e) = std::fs::File::open(path) {
-            return Err(TlsConfigError::File {
-                param,
-                path: path.clone(),
-                why: e.to_string(),
-            });
+            return Err(format!("{where_}{MARKER}cannot read {param}={path}: {e}"));
         }
     }
     Ok(())
@@ -261,10 +263,16 @@ mod tests {
             ca.display()
         );
         assert_eq!(check(&ok, PG), Ok(()));
+        assert_eq!(check_files(&ok, PG, "pg"), Ok(()));
         let missing = format!("mysql://h/db?ssl-ca={}/nope.pem", dir.path().display());
-        let e = check(&missing, MY).expect_err("missing");
+        assert_eq!(
+            check(&missing, MY),
+            Ok(()),
+            "files are read when connecting"
+        );
+        let e = check_files(&missing, MY, "my").expect_err("missing");
         assert!(
-            matches!(&e, TlsConfigError::File { param: "ssl-ca", path, .. } if path.ends_with("nope.pem")),
+            e.starts_with("my: TLS: cannot read ssl-ca=") && e.contains("nope.pem"),
             "{e}"
         );
         let half = format!("postgres://h/db?sslcert={}", ca.display());
