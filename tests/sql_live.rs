@@ -487,6 +487,49 @@ fn format_characters_in_a_store_are_escaped() {
     let e = election(&s, "jobs\\u{202e}\\u{200b}nimda");
     assert_eq!(e["leader"]["id"], "n-a\\u{2066}\\u{feff}");
     assert!(!has_raw_format_char(&s.to_string()));
+
+    // `watch` in text: a takeover by another hostile id prints escaped, too.
+    let mut child = command(home.path())
+        .args(&a)
+        .arg("watch")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn electop watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_line = |what: &str| {
+        lines
+            .recv_timeout(T)
+            .unwrap_or_else(|_| panic!("watch printed no {what} within {T:?}"))
+    };
+    while !next_line("synced marker").contains("Synced") {}
+    store.exec(&format!(
+        "UPDATE leaderlock SET leader_id = 'x\u{2029}y\u{202d}' WHERE key = '{name}'"
+    ));
+    let line = next_line("leader change");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        !has_raw_format_char(&line),
+        "raw format character in {line:?}"
+    );
+    assert!(
+        line.contains("LeaderChanged")
+            && line.contains("n-a\\u{2066}\\u{feff} -> x\\u{2029}y\\u{202d}"),
+        "{line}"
+    );
 }
 
 /// `status` must fail at once with one line about TLS: a TLS failure is a lasting error, so
