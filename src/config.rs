@@ -248,8 +248,9 @@ pub enum EndpointError {
 }
 
 /// Checks one etcd endpoint (`host:port`, `[v6]:port`, `http://host:port` or
-/// `https://host:port`) and returns it trimmed, as the backends get it. Used for `--etcd`
-/// and the config's `endpoints` alike.
+/// `https://host:port`) and returns it as the backends get it: trimmed, the scheme in lower
+/// case (the etcd client only knows it so), no trailing slash. Used for `--etcd` and the
+/// config's `endpoints` alike.
 pub fn check_endpoint(raw: &str) -> Result<String, EndpointError> {
     let s = raw.trim();
     // Shown escaped: the endpoint may hold anything, control characters included.
@@ -257,13 +258,13 @@ pub fn check_endpoint(raw: &str) -> Result<String, EndpointError> {
     if s.is_empty() {
         return Err(EndpointError::Empty);
     }
-    let rest = match s.split_once("://") {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => rest,
+    let (scheme, rest) = match s.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (Some("http"), rest),
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (Some("https"), rest),
         Some((scheme, _)) => {
             return Err(EndpointError::Scheme(shown, esc(scheme)));
         }
-        None => s,
+        None => (None, s),
     };
     // `http://host:port/` is how URLs are often pasted; the slash alone means nothing.
     let rest = rest.strip_suffix('/').unwrap_or(rest);
@@ -273,7 +274,10 @@ pub fn check_endpoint(raw: &str) -> Result<String, EndpointError> {
     let (host, port) = split_host_port(rest, &shown)?;
     check_host(host, &shown)?;
     match port.parse::<u16>() {
-        Ok(p) if p > 0 && port.bytes().all(|b| b.is_ascii_digit()) => Ok(s.to_string()),
+        Ok(p) if p > 0 && port.bytes().all(|b| b.is_ascii_digit()) => Ok(match scheme {
+            Some(scheme) => format!("{scheme}://{rest}"),
+            None => rest.to_string(),
+        }),
         _ => Err(EndpointError::BadPort(shown, esc(port))),
     }
 }
@@ -326,7 +330,9 @@ fn check_host(host: &str, shown: &str) -> Result<(), EndpointError> {
     if host.starts_with('[') {
         return Ok(());
     }
-    let labels_ok = host.split('.').all(|l| {
+    // A fully qualified name may end in a dot.
+    let name = host.strip_suffix('.').unwrap_or(host);
+    let labels_ok = name.split('.').all(|l| {
         !l.is_empty()
             && !l.starts_with('-')
             && l.bytes()
@@ -476,14 +482,15 @@ mod tests {
     }
 
     #[test]
-    fn good_endpoints_pass_trimmed() {
+    fn good_endpoints_pass_normalised() {
         for (given, kept) in [
             ("127.0.0.1:2379", "127.0.0.1:2379"),
             (" etcd-1.internal:2379 ", "etcd-1.internal:2379"),
             ("[::1]:2379", "[::1]:2379"),
             ("http://localhost:2379", "http://localhost:2379"),
-            ("https://[fe80::1]:2379/", "https://[fe80::1]:2379/"),
-            ("HTTPS://etcd_a:1", "HTTPS://etcd_a:1"),
+            ("https://[fe80::1]:2379/", "https://[fe80::1]:2379"),
+            ("HTTPS://etcd_a:1", "https://etcd_a:1"),
+            ("etcd.example.com.:2379", "etcd.example.com.:2379"),
         ] {
             assert_eq!(check_endpoint(given).as_deref(), Ok(kept), "{given}");
         }
