@@ -36,8 +36,10 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 pub struct SourceArgs {
-    /// etcd endpoints, HOST:PORT[,HOST:PORT...]. Replaces the config file's sources.
-    #[arg(long, global = true, value_delimiter = ',', value_name = "HOST:PORT")]
+    /// etcd endpoints, HOST:PORT[,HOST:PORT...] ([v6]:PORT, http:// or https:// also). Replaces
+    /// the config file's sources.
+    #[arg(long, global = true, value_delimiter = ',', value_name = "HOST:PORT",
+          value_parser = crate::config::check_endpoint)]
     pub etcd: Vec<String>,
     /// Key prefix the elections live under; repeat for several.
     #[arg(long, global = true, value_name = "P")]

@@ -225,6 +225,127 @@ impl EtcdSource {
     }
 }
 
+/// What is wrong with an etcd endpoint, named before anything is dialled: left alone, a
+/// missing port quietly becomes port 80 and a bad one waits out the whole timeout.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    #[error("an etcd endpoint is empty (a stray comma?); write host:port, e.g. 127.0.0.1:2379")]
+    Empty,
+    #[error("etcd endpoint `{0}` has no port; write host:port, e.g. {1}:2379")]
+    NoPort(String, String),
+    #[error("etcd endpoint `{0}`: port `{1}` is not a number from 1 to 65535")]
+    BadPort(String, String),
+    #[error("etcd endpoint `{0}`: unknown scheme `{1}://`; use http://, https:// or none")]
+    Scheme(String, String),
+    #[error("etcd endpoint `{0}` has no host before the port; write host:port")]
+    NoHost(String),
+    #[error("etcd endpoint `{0}`: `{1}` is not a host name or IP address")]
+    BadHost(String, String),
+    #[error("etcd endpoint `{0}`: an IPv6 address needs brackets, e.g. [{1}]:2379")]
+    Ipv6Brackets(String, String),
+    #[error("etcd endpoint `{0}`: a user, path or query is not allowed; write host:port")]
+    Extra(String),
+}
+
+/// Checks one etcd endpoint (`host:port`, `[v6]:port`, `http://host:port` or
+/// `https://host:port`) and returns it as the backends get it: trimmed, the scheme in lower
+/// case (the etcd client only knows it so), no trailing slash. Used for `--etcd` and the
+/// config's `endpoints` alike.
+pub fn check_endpoint(raw: &str) -> Result<String, EndpointError> {
+    let s = raw.trim();
+    // Shown escaped: the endpoint may hold anything, control characters included.
+    let shown = esc(s);
+    if s.is_empty() {
+        return Err(EndpointError::Empty);
+    }
+    let (scheme, rest) = match s.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (Some("http"), rest),
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (Some("https"), rest),
+        Some((scheme, _)) => {
+            return Err(EndpointError::Scheme(shown, esc(scheme)));
+        }
+        None => (None, s),
+    };
+    // `http://host:port/` is how URLs are often pasted; the slash alone means nothing.
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.contains(['/', '?', '#', '@']) {
+        return Err(EndpointError::Extra(shown));
+    }
+    let (host, port) = split_host_port(rest, &shown)?;
+    check_host(host, &shown)?;
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 && port.bytes().all(|b| b.is_ascii_digit()) => Ok(match scheme {
+            Some(scheme) => format!("{scheme}://{rest}"),
+            None => rest.to_string(),
+        }),
+        _ => Err(EndpointError::BadPort(shown, esc(port))),
+    }
+}
+
+/// Part of an endpoint as it may be shown: whatever was typed, control characters escaped.
+fn esc(s: &str) -> String {
+    crate::model::escape_bytes(s.as_bytes())
+}
+
+/// `host:port` or `[v6]:port` into host and port; the port may still be garbage.
+fn split_host_port<'a>(rest: &'a str, shown: &str) -> Result<(&'a str, &'a str), EndpointError> {
+    let no_port = |host: &str| EndpointError::NoPort(shown.to_string(), esc(host));
+    if let Some(inner) = rest.strip_prefix('[') {
+        let Some((v6, tail)) = inner.split_once(']') else {
+            return Err(EndpointError::BadHost(shown.to_string(), esc(rest)));
+        };
+        if v6.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(EndpointError::BadHost(
+                shown.to_string(),
+                esc(&format!("[{v6}]")),
+            ));
+        }
+        return match tail.strip_prefix(':') {
+            Some("") => Err(no_port(&format!("[{v6}]"))),
+            Some(port) => Ok((&rest[..v6.len() + 2], port)),
+            None if tail.is_empty() => Err(no_port(&format!("[{v6}]"))),
+            None => Err(EndpointError::BadHost(shown.to_string(), esc(rest))),
+        };
+    }
+    if rest.parse::<std::net::Ipv6Addr>().is_ok() {
+        return Err(EndpointError::Ipv6Brackets(shown.to_string(), esc(rest)));
+    }
+    match rest.rsplit_once(':') {
+        None => Err(no_port(rest)),
+        Some((host, _)) if host.contains(':') => {
+            Err(EndpointError::Ipv6Brackets(shown.to_string(), esc(host)))
+        }
+        Some((host, "")) => Err(no_port(host)),
+        Some((host, port)) => Ok((host, port)),
+    }
+}
+
+/// A bracketed IPv6 address, an IPv4 address, or a DNS name (letters, digits, `-`, `_`,
+/// dot-separated labels).
+fn check_host(host: &str, shown: &str) -> Result<(), EndpointError> {
+    let bad = || EndpointError::BadHost(shown.to_string(), esc(host));
+    if host.is_empty() {
+        return Err(EndpointError::NoHost(shown.to_string()));
+    }
+    if host.starts_with('[') {
+        return Ok(());
+    }
+    // A fully qualified name may end in a dot.
+    let name = host.strip_suffix('.').unwrap_or(host);
+    let labels_ok = name.split('.').all(|l| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && l.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    });
+    // All digits and dots must be a real IPv4 address: `999.1.1.1` is a typo, not a name.
+    let numeric = host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    if !labels_ok || (numeric && host.parse::<std::net::Ipv4Addr>().is_err()) {
+        return Err(bad());
+    }
+    Ok(())
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
@@ -265,15 +386,30 @@ impl Config {
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
-        config.validate().map_err(|message| ConfigError::Invalid {
+        let invalid = |message| ConfigError::Invalid {
             path: path.to_path_buf(),
             message,
-        })?;
+        };
+        config.check_endpoints().map_err(invalid)?;
+        config.validate().map_err(invalid)?;
         Ok(config)
+    }
+
+    /// Every etcd source's endpoints checked, and kept as [`check_endpoint`] returns them.
+    fn check_endpoints(&mut self) -> Result<(), String> {
+        for (i, s) in self.sources.iter_mut().enumerate() {
+            if let SourceConfig::Etcd(e) = s {
+                for ep in e.endpoints.iter_mut() {
+                    *ep = check_endpoint(ep)
+                        .map_err(|err| format!("[[source]] #{}: {err}", i + 1))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -343,5 +479,85 @@ mod tests {
             .expect_err("bad")
             .to_string();
         assert!(msg.contains("endpoints"), "{msg}");
+    }
+
+    #[test]
+    fn good_endpoints_pass_normalised() {
+        for (given, kept) in [
+            ("127.0.0.1:2379", "127.0.0.1:2379"),
+            (" etcd-1.internal:2379 ", "etcd-1.internal:2379"),
+            ("[::1]:2379", "[::1]:2379"),
+            ("http://localhost:2379", "http://localhost:2379"),
+            ("https://[fe80::1]:2379/", "https://[fe80::1]:2379"),
+            ("HTTPS://etcd_a:1", "https://etcd_a:1"),
+            ("etcd.example.com.:2379", "etcd.example.com.:2379"),
+        ] {
+            assert_eq!(check_endpoint(given).as_deref(), Ok(kept), "{given}");
+        }
+    }
+
+    #[test]
+    fn bad_endpoints_say_what_is_wrong() {
+        use EndpointError as E;
+        let s = |x: &str| x.to_string();
+        for (given, want) in [
+            ("", E::Empty),
+            ("  ", E::Empty),
+            (
+                "127.0.0.1:99999",
+                E::BadPort(s("127.0.0.1:99999"), s("99999")),
+            ),
+            ("127.0.0.1:0", E::BadPort(s("127.0.0.1:0"), s("0"))),
+            ("a:+5", E::BadPort(s("a:+5"), s("+5"))),
+            ("a:http", E::BadPort(s("a:http"), s("http"))),
+            ("localhost", E::NoPort(s("localhost"), s("localhost"))),
+            ("localhost:", E::NoPort(s("localhost:"), s("localhost"))),
+            ("http://h", E::NoPort(s("http://h"), s("h"))),
+            ("[::1]", E::NoPort(s("[::1]"), s("[::1]"))),
+            ("[::1]:", E::NoPort(s("[::1]:"), s("[::1]"))),
+            (":2379", E::NoHost(s(":2379"))),
+            ("ftp://a:1", E::Scheme(s("ftp://a:1"), s("ftp"))),
+            ("::1", E::Ipv6Brackets(s("::1"), s("::1"))),
+            (
+                "fe80::1:2379",
+                E::Ipv6Brackets(s("fe80::1:2379"), s("fe80::1:2379")),
+            ),
+            ("a:b:1", E::Ipv6Brackets(s("a:b:1"), s("a:b"))),
+            ("[zz]:1", E::BadHost(s("[zz]:1"), s("[zz]"))),
+            ("[::1]x:1", E::BadHost(s("[::1]x:1"), s("[::1]x:1"))),
+            ("999.1.1.1:1", E::BadHost(s("999.1.1.1:1"), s("999.1.1.1"))),
+            ("a b:1", E::BadHost(s("a b:1"), s("a b"))),
+            ("a..b:1", E::BadHost(s("a..b:1"), s("a..b"))),
+            ("a\u{1b}:1", E::BadHost(s("a\\u{1b}:1"), s("a\\u{1b}"))),
+            ("http://u@a:1", E::Extra(s("http://u@a:1"))),
+            ("http://a:1/v3", E::Extra(s("http://a:1/v3"))),
+        ] {
+            assert_eq!(check_endpoint(given), Err(want), "{given:?}");
+        }
+        let msg = check_endpoint("127.0.0.1:99999")
+            .expect_err("bad")
+            .to_string();
+        assert!(
+            msg.contains("127.0.0.1:99999") && msg.contains("65535"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn config_endpoints_are_checked() {
+        let text = "[[source]]\nkind = \"etcd\"\nendpoints = [\"a:1\", \"localhost\"]\n";
+        let msg = Config::parse(text, Path::new("x.toml"))
+            .expect_err("bad")
+            .to_string();
+        assert!(
+            msg.contains("x.toml") && msg.contains("#1") && msg.contains("`localhost` has no port"),
+            "{msg}"
+        );
+        let text = "[[source]]\nkind = \"etcd\"\nendpoints = [\" a:1 \"]\n";
+        let c = Config::parse(text, Path::new("x.toml")).expect("valid");
+        let SourceConfig::Etcd(e) = &c.sources[0] else {
+            panic!("etcd")
+        };
+        assert_eq!(e.endpoints, ["a:1"]);
     }
 }

@@ -7,8 +7,16 @@ use clap::Parser;
 use electop::admin::ActionKind;
 use electop::backend::BackendOptions;
 use electop::cli::{Cli, Command};
-use electop::config::Config;
+use electop::config::{Config, ConfigError};
 use electop::runtime::{self, Sources};
+
+/// A mistake in the flags or the config file, found before any store is touched: exit 2,
+/// as clap does for the mistakes it finds itself.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Usage(String);
+
+const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -16,7 +24,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("electop: {e:#}");
-            ExitCode::FAILURE
+            if e.is::<Usage>() || e.is::<ConfigError>() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -39,7 +51,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         rt.block_on(electop::demo::run(args, &cli.sources, tick, keys))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let sources = cli.sources.resolve(&config).map_err(anyhow::Error::msg)?;
+    let sources = cli.sources.resolve(&config).map_err(Usage)?;
     let mut opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
         ..BackendOptions::default()
@@ -104,9 +116,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .sources
                     .scheme
                     .map(electop::model::Scheme::from)
-                    .ok_or_else(|| anyhow::anyhow!("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease or sql-heartbeat)"))?;
+                    .ok_or_else(|| Usage("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease or sql-heartbeat)".into()))?;
                 let [source] = <[_; 1]>::try_from(sources)
-                    .map_err(|s: Vec<_>| anyhow::anyhow!("electop node takes part in one election in one store; {} sources were given", s.len()))?;
+                    .map_err(|s: Vec<_>| Usage(format!("electop node takes part in one election in one store; {} sources were given", s.len())))?;
                 electop::node::run(&args, scheme, source).await?;
                 Ok(ExitCode::SUCCESS)
             }

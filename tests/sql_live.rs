@@ -452,3 +452,258 @@ poll = "100ms"
         "no password in the log"
     );
 }
+
+/// Whether `s` holds a character that draws as nothing or reorders what is around it.
+fn has_raw_format_char(s: &str) -> bool {
+    s.chars().any(|c| {
+        matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            || matches!(c, '\u{feff}' | '\u{61c}' | '\u{ad}')
+    })
+}
+
+/// Hostile text in a real store stays inert: an election name and a leader id holding
+/// bidirectional overrides and zero-width characters are printed escaped by `status`, the
+/// same escaped form in the text and in the JSON.
+#[test]
+fn format_characters_in_a_store_are_escaped() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    // Short enough that the text output's columns do not cut their escaped forms.
+    let name = "jobs\u{202e}\u{200b}nimda";
+    let id = "n-a\u{2066}\u{feff}";
+    assert!(store.lease_attempt("leaderlock", name, id, 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let url = store.url();
+    let a = args(&url, "sql-lease", "leaderlock");
+    let out = command(home.path())
+        .args(&a)
+        .arg("status")
+        .output()
+        .expect("electop status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    assert!(
+        !has_raw_format_char(&text),
+        "raw format character in {text:?}"
+    );
+    assert!(text.contains("jobs\\u{202e}\\u{200b}nimda"), "{text}");
+    assert!(text.contains("n-a\\u{2066}\\u{feff}"), "{text}");
+
+    let s = status_json(home.path(), &a);
+    let e = election(&s, "jobs\\u{202e}\\u{200b}nimda");
+    assert_eq!(e["leader"]["id"], "n-a\\u{2066}\\u{feff}");
+    assert!(!has_raw_format_char(&s.to_string()));
+
+    // `watch` in text: a takeover by another hostile id prints escaped, too.
+    let mut child = command(home.path())
+        .args(&a)
+        .arg("watch")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn electop watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_line = |what: &str| {
+        lines
+            .recv_timeout(T)
+            .unwrap_or_else(|_| panic!("watch printed no {what} within {T:?}"))
+    };
+    while !next_line("synced marker").contains("Synced") {}
+    store.exec(&format!(
+        "UPDATE leaderlock SET leader_id = 'x\u{2029}y\u{202d}' WHERE key = '{name}'"
+    ));
+    let line = next_line("leader change");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        !has_raw_format_char(&line),
+        "raw format character in {line:?}"
+    );
+    assert!(
+        line.contains("LeaderChanged")
+            && line.contains("n-a\\u{2066}\\u{feff} -> x\\u{2029}y\\u{202d}"),
+        "{line}"
+    );
+}
+
+/// `status` must fail at once with one line about TLS: a TLS failure is a lasting error, so
+/// it is not retried until `--timeout` runs out.
+fn tls_err(home: &std::path::Path, url: &str) -> String {
+    let started = std::time::Instant::now();
+    let out = command(home)
+        .args(args(url, "sql-lease", "leaderlock"))
+        .args(["status", "--json", "--timeout", "20s"])
+        .output()
+        .expect("run electop");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "status must fail: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("TLS"), "{err}");
+    assert!(!err.contains("s3cret-pw"), "no password in errors: {err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a TLS failure is lasting, not waited out: {:?}",
+        started.elapsed()
+    );
+    err
+}
+
+/// PostgreSQL with `ssl=on` and a certificate made in the test: `sslmode=verify-full` with
+/// the CA works (and the connection really is TLS); an unknown CA, a host name the
+/// certificate does not hold, and a server without TLS each get their own words.
+#[test]
+fn postgres_over_tls() {
+    let ca = common::pki::Ca::new("electop test CA");
+    let server = ca.issue_server("pg", &["DNS:localhost"]);
+    let pg = common::postgres::Postgres::start_with_tls(&server.cert, &server.key);
+    let port = pg.port();
+    let store = Store::Pg(pg);
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let url = |host: &str, port: u16, query: &str| {
+        format!("postgres://tester:s3cret-pw@{host}:{port}/electop?{query}")
+    };
+    let ca_file = ca.cert.display().to_string();
+    let home = tempfile::tempdir().expect("tempdir");
+
+    let full = url(
+        "localhost",
+        port,
+        &format!("sslmode=verify-full&sslrootcert={ca_file}"),
+    );
+    let s = status_json(home.path(), &args(&full, "sql-lease", "leaderlock"));
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a");
+    let mut w = Watch::start(home.path(), &args(&full, "sql-lease", "leaderlock"));
+    w.wait_synced(1);
+    let tls_sessions = store.exec(
+        "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE usename = 'tester' AND ssl",
+    );
+    assert_ne!(tls_sessions, "0", "electop's sessions use TLS");
+    drop(w);
+    let ca_only = url(
+        "127.0.0.1",
+        port,
+        &format!("sslmode=verify-ca&sslrootcert={ca_file}"),
+    );
+    let s = status_json(home.path(), &args(&ca_only, "sql-lease", "leaderlock"));
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a");
+
+    let other = common::pki::Ca::new("someone else's CA");
+    let other_file = other.cert.display().to_string();
+    let err = tls_err(
+        home.path(),
+        &url(
+            "localhost",
+            port,
+            &format!("sslmode=verify-full&sslrootcert={other_file}"),
+        ),
+    );
+    assert!(
+        err.contains("unknown CA") && err.contains(&other_file),
+        "{err}"
+    );
+
+    let err = tls_err(
+        home.path(),
+        &url(
+            "127.0.0.1",
+            port,
+            &format!("sslmode=verify-full&sslrootcert={ca_file}"),
+        ),
+    );
+    assert!(
+        err.contains("not valid for the host name `127.0.0.1`") && err.contains("verify-ca"),
+        "{err}"
+    );
+
+    let missing = format!("{}/nope.pem", home.path().display());
+    let err = tls_err(
+        home.path(),
+        &url(
+            "localhost",
+            port,
+            &format!("sslmode=verify-full&sslrootcert={missing}"),
+        ),
+    );
+    assert!(
+        err.contains(&format!("cannot read sslrootcert={missing}")),
+        "{err}"
+    );
+
+    let plain = common::postgres::Postgres::start();
+    let err = tls_err(
+        home.path(),
+        &url("127.0.0.1", plain.port(), "sslmode=require"),
+    );
+    assert!(
+        err.contains("does not offer TLS") && err.contains("sslmode=require"),
+        "{err}"
+    );
+}
+
+/// MariaDB with TLS and a certificate made in the test: `ssl-mode=VERIFY_CA` with the CA
+/// works over TLS; another CA is named as unknown; a server without TLS says so.
+#[test]
+fn mariadb_over_tls() {
+    let ca = common::pki::Ca::new("electop test CA");
+    let server = ca.issue_server("my", &["DNS:db.example"]);
+    let my = common::mariadb::MariaDb::start_with_tls(&server.cert, &server.key);
+    let port = my.port();
+    let store = Store::My(my);
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-m", 60));
+    let url = |port: u16, query: &str| {
+        format!("mysql://tester:s3cret-pw@127.0.0.1:{port}/electop?{query}")
+    };
+    // Only a TLS session can log in now: success below means the connection is TLS.
+    store.exec("ALTER USER 'tester'@'127.0.0.1' REQUIRE SSL");
+    let home = tempfile::tempdir().expect("tempdir");
+    let verify_ca = url(
+        port,
+        &format!("ssl-mode=VERIFY_CA&ssl-ca={}", ca.cert.display()),
+    );
+    let s = status_json(home.path(), &args(&verify_ca, "sql-lease", "leaderlock"));
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-m");
+    let plain_text = url(port, "ssl-mode=DISABLED");
+    let err = status_err(home.path(), &args(&plain_text, "sql-lease", "leaderlock"));
+    assert!(
+        err.contains("authentication failed"),
+        "refused in plain text: {err}"
+    );
+
+    let other = common::pki::Ca::new("someone else's CA");
+    let err = tls_err(
+        home.path(),
+        &url(
+            port,
+            &format!("ssl-mode=VERIFY_CA&ssl-ca={}", other.cert.display()),
+        ),
+    );
+    assert!(
+        err.contains("unknown CA") && err.contains("ssl-ca="),
+        "{err}"
+    );
+
+    let plain = common::mariadb::MariaDb::start();
+    let err = tls_err(home.path(), &url(plain.port(), "ssl-mode=REQUIRED"));
+    assert!(
+        err.contains("does not offer TLS") && err.contains("ssl-mode=REQUIRED"),
+        "{err}"
+    );
+}

@@ -1,8 +1,13 @@
 //! Keys and values in a store are bytes. They are shown as text with every byte that is not
 //! printable UTF-8 escaped as `\xNN` (and `\` itself as `\\`), so nothing is lost and nothing
-//! can inject terminal control sequences.
+//! can inject terminal control sequences. Invisible characters that change how the text
+//! around them is drawn (bidirectional overrides, zero-width characters, line separators)
+//! are escaped as `\u{NNNN}` like control characters, so no key or value can disguise itself
+//! or the row beside it.
 
 use std::fmt::Write;
+
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 /// Escapes arbitrary bytes into a printable, lossless string.
 pub fn escape_bytes(bytes: &[u8]) -> String {
@@ -14,7 +19,7 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
                 '\n' => out.push_str("\\n"),
                 '\t' => out.push_str("\\t"),
                 '\r' => out.push_str("\\r"),
-                c if c.is_control() => {
+                c if must_escape(c) => {
                     let _ = write!(out, "\\u{{{:x}}}", c as u32);
                 }
                 c => out.push(c),
@@ -25,6 +30,21 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Control characters (Cc), format characters (Cf: U+202E RIGHT-TO-LEFT OVERRIDE and the
+/// other bidi controls, zero-width spaces and joiners, U+FEFF, U+00AD...), the line and
+/// paragraph separators (U+2028/2029, which a terminal may break a row on), and the Hangul
+/// fillers, letters that draw as nothing.
+fn must_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c.general_category(),
+            GeneralCategory::Format
+                | GeneralCategory::LineSeparator
+                | GeneralCategory::ParagraphSeparator
+        )
+        || matches!(c, '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}')
 }
 
 /// Cuts `s` to at most `max` characters for the screen, marking the cut with `…` and the
@@ -58,6 +78,50 @@ mod tests {
     fn invalid_utf8_and_controls_are_escaped() {
         assert_eq!(escape_bytes(b"a\xffb\x1b[2J\\"), "a\\xffb\\u{1b}[2J\\\\");
         assert_eq!(escape_bytes(b"line\nnext"), "line\\nnext");
+    }
+
+    #[test]
+    fn invisible_format_characters_are_escaped() {
+        for (c, shown) in [
+            ('\u{202e}', "\\u{202e}"),
+            ('\u{202a}', "\\u{202a}"),
+            ('\u{202d}', "\\u{202d}"),
+            ('\u{2066}', "\\u{2066}"),
+            ('\u{2069}', "\\u{2069}"),
+            ('\u{200b}', "\\u{200b}"),
+            ('\u{200d}', "\\u{200d}"),
+            ('\u{200e}', "\\u{200e}"),
+            ('\u{200f}', "\\u{200f}"),
+            ('\u{2028}', "\\u{2028}"),
+            ('\u{2029}', "\\u{2029}"),
+            ('\u{feff}', "\\u{feff}"),
+            ('\u{61c}', "\\u{61c}"),
+            ('\u{ad}', "\\u{ad}"),
+            ('\u{2060}', "\\u{2060}"),
+            ('\u{e0041}', "\\u{e0041}"),
+            ('\u{3164}', "\\u{3164}"),
+            ('\u{85}', "\\u{85}"),
+        ] {
+            let raw = format!("node-{c}a");
+            assert_eq!(
+                escape_bytes(raw.as_bytes()),
+                format!("node-{shown}a"),
+                "{c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_disguised_id_shows_what_it_holds() {
+        // Unescaped, the override draws this id as `leadernode-1`.
+        let hostile = "leader\u{202e}1-edon\u{202c}";
+        let shown = escape_bytes(hostile.as_bytes());
+        assert_eq!(shown, "leader\\u{202e}1-edon\\u{202c}");
+        assert!(shown.chars().all(|c| !must_escape(c)), "{shown}");
+        // Visible text of other scripts, right-to-left ones included, is left as it is.
+        for plain in ["שלום", "مرحبا", "日本語", "ünï", "e\u{301}"] {
+            assert_eq!(escape_bytes(plain.as_bytes()), plain);
+        }
     }
 
     #[test]

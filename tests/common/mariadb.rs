@@ -28,6 +28,10 @@
 //! the options say `.timezone(None)`. Named zones in `SET time_zone` need the
 //! mysql.time_zone* tables, which install-db leaves empty; offsets like
 //! '+05:30' always work.
+//!
+//! TLS: `start_with_tls` copies a certificate and key into the temp dir
+//! (`server.crt`, `server.key`) and starts with `--ssl-cert`/`--ssl-key`; the
+//! accounts do not require TLS, so the client's `ssl-mode` decides.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -92,6 +96,8 @@ pub struct MariaDb {
     dir: TempDir,
     port: u16,
     time_zone: Option<String>,
+    /// Serve TLS with DIR/server.crt and DIR/server.key.
+    tls: bool,
 }
 
 enum NotReady {
@@ -106,7 +112,13 @@ impl MariaDb {
     /// with the tail of the server log if it does not. Takes about a second,
     /// mostly install-db.
     pub fn start() -> MariaDb {
-        Self::start_inner(None)
+        Self::start_inner(None, None)
+    }
+
+    /// Like `start`, serving TLS with the certificate and key in these PEM
+    /// files. Kept across `restart`.
+    pub fn start_with_tls(cert: &Path, key: &Path) -> MariaDb {
+        Self::start_inner(None, Some((cert, key)))
     }
 
     /// Like `start`, with the server's zone set to `tz`: an IANA name such as
@@ -116,20 +128,28 @@ impl MariaDb {
     /// `--default-time-zone` (then `@@time_zone` is that offset). Kept across
     /// `restart`.
     pub fn start_with_time_zone(tz: &str) -> MariaDb {
-        Self::start_inner(Some(tz.to_string()))
+        Self::start_inner(Some(tz.to_string()), None)
     }
 
-    fn start_inner(time_zone: Option<String>) -> MariaDb {
+    fn start_inner(time_zone: Option<String>, tls: Option<(&Path, &Path)>) -> MariaDb {
         let dir = tempfile::Builder::new()
             .prefix("electop-mariadb-")
             .tempdir()
             .expect("create temp dir for mariadb");
         install_db(dir.path());
+        if let Some((cert, key)) = tls {
+            for (from, name) in [(cert, "server.crt"), (key, "server.key")] {
+                let to = dir.path().join(name);
+                std::fs::copy(from, &to)
+                    .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
+            }
+        }
         let mut db = MariaDb {
             child: None,
             dir,
             port: 0,
             time_zone,
+            tls: tls.is_some(),
         };
         // The port is picked only now, right before the bind. If another test
         // took it meanwhile, mariadbd exits with "Address already in use":
@@ -317,6 +337,10 @@ impl MariaDb {
                 cmd.env("TZ", tz);
             }
             None => {}
+        }
+        if self.tls {
+            cmd.arg(format!("--ssl-cert={}", dir.join("server.crt").display()))
+                .arg(format!("--ssl-key={}", dir.join("server.key").display()));
         }
         cmd.current_dir(dir)
             .stdin(Stdio::null())

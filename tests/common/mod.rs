@@ -7,6 +7,7 @@ pub mod electop;
 pub mod etcd;
 pub mod etcd_cluster;
 pub mod mariadb;
+pub mod pki;
 pub mod postgres;
 pub mod sqlstore;
 pub mod tmux;

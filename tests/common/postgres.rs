@@ -28,6 +28,11 @@
 //! `start_with_time_zone` passes `-c TimeZone=...` instead. Sessions may
 //! override it: libpq clients send PGTZ when set (the harness strips PG*
 //! variables), and sqlx always sends `TimeZone=UTC` in its startup packet.
+//!
+//! TLS: `start_with_tls` copies a certificate and key into the temp dir
+//! (`server.crt`, `server.key`, mode 0600, owned by the server's user as
+//! postgres demands) and starts with `ssl=on`; pg_hba's `host` lines take TLS
+//! and plain connections alike, so the client's `sslmode` decides.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -83,6 +88,8 @@ pub struct Postgres {
     dir: TempDir,
     port: u16,
     time_zone: Option<String>,
+    /// Serve TLS with DIR/server.crt and DIR/server.key.
+    tls: bool,
     /// uid/gid the server binaries run as: `postgres` when we are root.
     owner: Option<(u32, u32)>,
 }
@@ -98,7 +105,13 @@ impl Postgres {
     /// to 15 s) until the server accepts connections. Panics with the tail of
     /// the server log if it does not. Takes about a second, mostly initdb.
     pub fn start() -> Postgres {
-        Self::start_inner(None)
+        Self::start_inner(None, None)
+    }
+
+    /// Like `start`, serving TLS (`ssl=on`) with the certificate and key in
+    /// these PEM files. Kept across `restart`.
+    pub fn start_with_tls(cert: &Path, key: &Path) -> Postgres {
+        Self::start_inner(None, Some((cert, key)))
     }
 
     /// Like `start`, with the server's `TimeZone` setting (the default for
@@ -106,10 +119,10 @@ impl Postgres {
     /// "America/New_York" or "Asia/Kolkata" (IANA names; note POSIX-style
     /// "UTC+5" means 5 h *west* of UTC). Kept across `restart`.
     pub fn start_with_time_zone(tz: &str) -> Postgres {
-        Self::start_inner(Some(tz.to_string()))
+        Self::start_inner(Some(tz.to_string()), None)
     }
 
-    fn start_inner(time_zone: Option<String>) -> Postgres {
+    fn start_inner(time_zone: Option<String>, tls: Option<(&Path, &Path)>) -> Postgres {
         let owner = server_owner();
         let dir = tempfile::Builder::new()
             .prefix("electop-pg-")
@@ -120,11 +133,15 @@ impl Postgres {
                 .unwrap_or_else(|e| panic!("chown {} to postgres: {e}", dir.path().display()));
         }
         init_cluster(dir.path(), owner);
+        if let Some((cert, key)) = tls {
+            install_tls_files(dir.path(), cert, key, owner);
+        }
         let mut pg = Postgres {
             child: None,
             dir,
             port: 0,
             time_zone,
+            tls: tls.is_some(),
             owner,
         };
         // The port is picked only now, right before the bind, to keep the
@@ -324,6 +341,15 @@ impl Postgres {
         if let Some(tz) = &self.time_zone {
             cmd.arg("-c").arg(format!("TimeZone={tz}"));
         }
+        if self.tls {
+            cmd.args(["-c", "ssl=on", "-c"])
+                .arg(format!(
+                    "ssl_cert_file={}",
+                    dir.join("server.crt").display()
+                ))
+                .arg("-c")
+                .arg(format!("ssl_key_file={}", dir.join("server.key").display()));
+        }
         remove_pg_env(&mut cmd);
         run_as(&mut cmd, self.owner);
         cmd.current_dir(dir)
@@ -498,6 +524,23 @@ fn init_cluster(dir: &Path, owner: Option<(u32, u32)>) {
     if let Some((uid, gid)) = owner {
         std::os::unix::fs::chown(&hba, Some(uid), Some(gid))
             .unwrap_or_else(|e| panic!("chown {}: {e}", hba.display()));
+    }
+}
+
+/// Copies the server's certificate and key to DIR/server.crt and DIR/server.key,
+/// readable by the server's user only (postgres refuses a key others can read).
+fn install_tls_files(dir: &Path, cert: &Path, key: &Path, owner: Option<(u32, u32)>) {
+    use std::os::unix::fs::PermissionsExt;
+    for (from, name) in [(cert, "server.crt"), (key, "server.key")] {
+        let to = dir.join(name);
+        std::fs::copy(from, &to)
+            .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600))
+            .unwrap_or_else(|e| panic!("chmod {}: {e}", to.display()));
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&to, Some(uid), Some(gid))
+                .unwrap_or_else(|e| panic!("chown {}: {e}", to.display()));
+        }
     }
 }
 

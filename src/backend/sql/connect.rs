@@ -23,6 +23,7 @@ pub(crate) async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPoo
             ));
         }
     }
+    super::tls::check_files(&s.url.0, s.dialect, &where_)?;
     let url = s.connect_url()?;
     let opts = AnyConnectOptions::from_str(&url)
         .map_err(|e| format!("database URL {where_}: {}", scrub(&e.to_string(), &url)))?;

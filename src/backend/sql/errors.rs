@@ -21,6 +21,9 @@ pub(crate) fn describe(e: &sqlx::Error, s: &SqlSettings, url: &str) -> String {
     let where_ = s.url.redacted();
     let table = &s.table;
     let msg = scrub(&e.to_string(), url);
+    if let Some(tls) = super::tls::describe(e, s.dialect, url, &where_) {
+        return scrub(&tls, url);
+    }
     match e {
         sqlx::Error::Database(db) => {
             let code = db.code().map(|c| c.to_string()).unwrap_or_default();

@@ -11,6 +11,7 @@ pub mod heartbeat;
 pub mod history;
 pub mod lease;
 mod schema;
+mod tls;
 pub mod tracker;
 
 pub(crate) use connect::{connect, create_table_if_missing};
@@ -59,6 +60,8 @@ pub enum SqlConfigError {
     Scheme(Scheme),
     #[error(transparent)]
     Ident(#[from] dialect::BadIdent),
+    #[error(transparent)]
+    Tls(#[from] tls::TlsConfigError),
     #[error("the heartbeat timeout must be more than 0")]
     Timeout,
     #[error(
@@ -87,6 +90,7 @@ impl SqlSettings {
         {
             return Err(SqlConfigError::Memory);
         }
+        tls::check(&cfg.url.0, dialect)?;
         let (table, key, holder, stamp) = match cfg.scheme {
             Scheme::SqlLease => ("leaderlock", "key", "leader_id", "valid_until"),
             Scheme::SqlHeartbeat => (
@@ -228,6 +232,11 @@ impl Stop {
     /// A wrong table, column, password or database stays wrong; an unreachable server may
     /// come back.
     fn classify(error: String) -> Stop {
+        // A refused certificate or a server without TLS stays so until someone acts, even
+        // though it is found while connecting.
+        if error.contains(tls::MARKER) {
+            return Stop::Wrong(error);
+        }
         let passing = [
             "cannot connect",
             "no answer",
@@ -432,7 +441,8 @@ async fn poll_once(
                 .map(|h| crate::model::escape_bytes(h.as_bytes())),
             raw_holder: holder.map(String::into_bytes),
             remaining_ms: get_i(3)?,
-            stamp: get_s(4)?,
+            // Shown as is: a SQLite column holds any text, not only a timestamp.
+            stamp: get_s(4)?.map(|t| crate::model::escape_bytes(t.as_bytes())),
         });
     }
     Ok(Poll {
@@ -474,6 +484,21 @@ mod tests {
             "{q}"
         );
         assert_eq!(s.source_name(), "postgres://u@h:5432/db service_election");
+    }
+
+    #[test]
+    fn tls_failures_are_lasting_and_unreachable_servers_are_not() {
+        // Worded to contain what a passing error says, too: the marker decides.
+        let tls = format!(
+            "postgres://h/db{}the server does not offer TLS; cannot connect in plain text",
+            tls::MARKER
+        );
+        assert!(matches!(Stop::classify(tls), Stop::Wrong(_)));
+        let down = "cannot connect to postgres://h/db: refused".to_string();
+        assert!(matches!(Stop::classify(down), Stop::Down(_)));
+        let bad_mode = cfg("postgres://h/db?sslmode=on", Scheme::SqlLease);
+        let e = SqlSettings::from_config(&bad_mode).err().expect("refused");
+        assert!(e.to_string().contains("sslmode=on"), "{e}");
     }
 
     #[test]
