@@ -17,6 +17,8 @@ pub enum ErrorKind {
     Tls,
     /// The revision asked for is gone from etcd's history.
     Compacted,
+    /// A response larger than electop accepts (even one key per page).
+    TooLarge,
 }
 
 #[derive(Clone, Debug, thiserror::Error)]
@@ -52,7 +54,7 @@ impl EtcdError {
     pub fn is_lasting(&self) -> bool {
         matches!(
             self.kind(),
-            ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls
+            ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls | ErrorKind::TooLarge
         )
     }
 
@@ -99,6 +101,8 @@ fn status_kind(s: &tonic::Status) -> ErrorKind {
         // etcd answers a wrong user or password with InvalidArgument.
         Code::InvalidArgument if s.message().contains("authentication failed") => ErrorKind::Auth,
         Code::OutOfRange if s.message().contains("compacted") => ErrorKind::Compacted,
+        // tonic's own decode limit: the only mark it leaves is its message.
+        Code::OutOfRange if s.message().contains("message length too large") => ErrorKind::TooLarge,
         Code::Unimplemented => ErrorKind::Lasting,
         _ => ErrorKind::Transient,
     }

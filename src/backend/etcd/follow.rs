@@ -155,17 +155,21 @@ async fn go_down(
 
 /// The scheme and prefixes to watch: known after the first snapshot; before it, one read
 /// of the configured prefix decides the scheme.
+/// What a first read found: the prefixes to watch, a new tracker, and the read itself when it
+/// already covers those prefixes (so a large prefix is not read twice).
+type FirstRead = (Vec<Vec<u8>>, Option<Tracker>, Option<(Mirror, i64)>);
+
 async fn prefixes(
     backend: &EtcdBackend,
     state: &State,
     io: &BackendIo,
     link: &mut Link,
-) -> Result<(Vec<Vec<u8>>, Option<Tracker>), Stop> {
+) -> Result<FirstRead, Stop> {
     if let Some(f) = &state.followed {
-        return Ok((f.prefixes.clone(), None));
+        return Ok((f.prefixes.clone(), None, None));
     }
     let probe = vec![backend.cfg.prefix.as_bytes().to_vec()];
-    let (snap, _) = read_all(backend, &link.endpoint, &mut link.client, &probe, None).await?;
+    let (snap, rev) = read_all(backend, &link.endpoint, &mut link.client, &probe, None).await?;
     let (scheme, guessed) = match backend.cfg.scheme {
         Some(s) => (s, false),
         None => detect(&snap),
@@ -184,7 +188,8 @@ async fn prefixes(
     let mut info = backend.info.clone();
     info.scheme = Some(scheme);
     send(io, SourceEvent::Info(info)).await?;
-    Ok((prefixes, Some(tracker)))
+    let read = (prefixes == probe).then_some((snap, rev));
+    Ok((prefixes, Some(tracker), read))
 }
 
 async fn follow(
@@ -212,10 +217,12 @@ async fn follow_inner(
     backoff: &mut Backoff,
 ) -> Result<Never, Stop> {
     let source = backend.info.id;
-    let (prefixes, fresh) = prefixes(backend, state, io, link).await?;
     let sent = (std::time::Instant::now(), std::time::SystemTime::now());
-    let (snapshot, revision) =
-        read_all(backend, &link.endpoint, &mut link.client, &prefixes, None).await?;
+    let (prefixes, fresh, first) = prefixes(backend, state, io, link).await?;
+    let (snapshot, revision) = match first {
+        Some(read) => read,
+        None => read_all(backend, &link.endpoint, &mut link.client, &prefixes, None).await?,
+    };
     if !state.shown_connected {
         let connected = SourceEvent::Conn {
             source,

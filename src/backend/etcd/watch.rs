@@ -48,10 +48,15 @@ pub(super) async fn open(
         return Err(EtcdError::lasting(&link.endpoint, "nothing to watch"));
     };
     let ep = link.endpoint.clone();
+    // A replayed revision can carry many events: the same raised decode limit as ranges.
+    let mut watcher = link
+        .client
+        .watch_client()
+        .max_decoding_message_size(super::DECODE_LIMIT);
     let mut stream = timed(
         backend,
         &ep,
-        link.client.watch(first.clone(), Some(opts(resume.get(0)))),
+        watcher.watch(first.clone(), Some(opts(resume.get(0)))),
     )
     .await?;
     for (i, prefix) in prefixes.iter().enumerate().skip(1) {
