@@ -10,6 +10,7 @@ pub mod connect;
 pub mod election;
 pub mod error;
 mod follow;
+mod history;
 pub mod layout;
 pub mod lease_key;
 mod leases;
