@@ -72,6 +72,40 @@ pub struct SourceArgs {
     /// Refuse every admin action.
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// etcd TLS: the CA certificate (PEM) the members' certificates are signed by. Any TLS
+    /// flag turns TLS on for host:port endpoints; https:// endpoints always use it.
+    #[arg(long, global = true, value_name = "FILE", value_parser = cacert_file)]
+    pub cacert: Option<PathBuf>,
+    /// etcd TLS: a client certificate (PEM), for etcd's --client-cert-auth; needs --key.
+    #[arg(long, global = true, value_name = "FILE", requires = "key", value_parser = cert_file)]
+    pub cert: Option<PathBuf>,
+    /// etcd TLS: the client certificate's private key (PEM).
+    #[arg(long, global = true, value_name = "FILE", requires = "cert", value_parser = key_file)]
+    pub key: Option<PathBuf>,
+    /// etcd TLS: do not check the server's certificate (labs only: encrypted, not
+    /// authenticated).
+    #[arg(long, global = true)]
+    pub insecure_skip_tls_verify: bool,
+}
+
+// The TLS files are checked while parsing, so a bad one is a usage error (exit 2) that names
+// the file before anything connects.
+fn cacert_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    crate::pem::certificates("--cacert", &path)?;
+    Ok(path)
+}
+
+fn cert_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    crate::pem::certificates("--cert", &path)?;
+    Ok(path)
+}
+
+fn key_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    crate::pem::private_key("--key", &path)?;
+    Ok(path)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -274,6 +308,10 @@ impl SourceArgs {
                     user: self.user.clone(),
                     password_env: self.password_env.clone(),
                     password_file: self.password_file.clone(),
+                    cacert: None,
+                    cert: None,
+                    key: None,
+                    insecure_skip_tls_verify: false,
                 })
             }));
         }
@@ -306,8 +344,29 @@ impl SourceArgs {
             if let SourceConfig::Sql(q) = s {
                 crate::backend::sql::SqlSettings::from_config(q).map_err(|e| e.to_string())?;
             }
+            if let SourceConfig::Etcd(e) = s {
+                self.apply_tls(e)?;
+            }
         }
         Ok(sources)
+    }
+
+    /// The TLS flags, on every etcd source, config file's too: each flag given replaces
+    /// that setting (--cert and --key come as a pair, so a pair is never mixed).
+    fn apply_tls(&self, e: &mut EtcdSource) -> Result<(), String> {
+        let given = self.cacert.is_some() || self.cert.is_some() || self.insecure_skip_tls_verify;
+        if self.cacert.is_some() {
+            e.cacert = self.cacert.clone();
+        }
+        if self.cert.is_some() {
+            e.cert = self.cert.clone();
+            e.key = self.key.clone();
+        }
+        e.insecure_skip_tls_verify |= self.insecure_skip_tls_verify;
+        if given {
+            e.check_tls("--")?;
+        }
+        Ok(())
     }
 }
 

@@ -16,7 +16,12 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("electop: {e:#}");
-            ExitCode::FAILURE
+            // A config file that cannot work is a usage error, like a bad flag.
+            if e.downcast_ref::<electop::config::ConfigError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -40,6 +40,9 @@ pub enum EtcdError {
     WatchCancelled { endpoints: String, reason: String },
     #[error("etcd {endpoints}: watch stream ended")]
     WatchEnded { endpoints: String },
+    /// From `connect`, typed: TLS and credential failures are lasting.
+    #[error(transparent)]
+    Connect(error::EtcdError),
 }
 
 /// The runtime went away: stop quietly.
@@ -76,10 +79,11 @@ impl EtcdBackend {
             id,
             name: format!("etcd {endpoints} {prefix}"),
             short,
-            label: if prefix.is_empty() {
-                "(all keys)".to_string()
-            } else {
-                prefix
+            label: match (prefix.is_empty(), connect::security_note(&cfg)) {
+                (true, None) => "(all keys)".to_string(),
+                (true, Some(note)) => format!("(all keys) · {note}"),
+                (false, None) => prefix,
+                (false, Some(note)) => format!("{prefix} · {note}"),
             },
             endpoints,
             scheme: cfg.scheme,
@@ -147,7 +151,9 @@ async fn run(backend: EtcdBackend, mut io: BackendIo) {
         let revision = state.tracker.as_ref().map(|t| t.revision);
         let error = err.to_string();
         // Wrong credentials stay wrong; anything else may pass.
-        let lasting = error.contains("authentication failed") || error.contains("needs a password");
+        let lasting = matches!(&err, EtcdError::Connect(e) if e.is_lasting())
+            || error.contains("authentication failed")
+            || error.contains("needs a password");
         if !super::down_and_wait(&io, &backend.info, error, lasting, revision, &mut backoff).await {
             return;
         }
@@ -262,18 +268,9 @@ async fn follow_inner(
         },
     )
     .await?;
-    let options = backend
-        .cfg
-        .connect_options(backend.opts.request_timeout)
-        .map_err(|message| EtcdError::Rpc {
-            endpoints: endpoints.clone(),
-            message,
-        })?;
-    let mut client = timed(
-        backend,
-        Client::connect(backend.cfg.endpoints.clone(), Some(options)),
-    )
-    .await?;
+    let (mut client, _) = connect::connect_any(&backend.cfg, 0, backend.opts.request_timeout)
+        .await
+        .map_err(EtcdError::Connect)?;
 
     let first = state.tracker.is_none();
     let prefixes: Vec<Vec<u8>> = match &state.tracker {
