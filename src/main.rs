@@ -44,7 +44,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         rt.block_on(electop::demo::run(args, &cli.sources, tick, keys))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let sources = cli.sources.resolve(&config).map_err(anyhow::Error::msg)?;
+    let sources = match cli.sources.resolve(&config) {
+        Ok(s) => s,
+        // Flags that cannot work together are a usage error, as clap's own are.
+        Err(e) => {
+            eprintln!("electop: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let mut opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
         ..BackendOptions::default()

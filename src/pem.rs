@@ -95,14 +95,18 @@ mod tests {
     fn problems_name_the_file_and_never_its_contents() {
         let missing = Path::new("/nonexistent/ca.pem");
         let msg = certificates("--cacert", missing).expect_err("missing");
-        assert!(msg.contains("/nonexistent/ca.pem") && msg.contains("cannot read"), "{msg}");
+        assert!(
+            msg.contains("/nonexistent/ca.pem") && msg.contains("cannot read"),
+            "{msg}"
+        );
 
         let text = file("hello, not a certificate\n");
         let msg = certificates("--cacert", text.path()).expect_err("not PEM");
         assert!(msg.contains("not a PEM certificate file"), "{msg}");
         assert!(msg.contains(&text.path().display().to_string()), "{msg}");
 
-        let secret = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LXNlY3JldA!!\n-----END PRIVATE KEY-----\n";
+        let secret =
+            "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LXNlY3JldA!!\n-----END PRIVATE KEY-----\n";
         let key = file(secret);
         let msg = private_key("--key", key.path()).expect_err("bad base64");
         assert!(msg.contains("not valid base64"), "{msg}");

@@ -82,7 +82,10 @@ fn dial_for(cfg: &EtcdSource, endpoint: &str) -> Result<Dial, EtcdError> {
         return Err(bad(format!("`{endpoint}` is not HOST:PORT")));
     };
     // An IPv6 address comes bracketed out of a URI; sockets and certificates want it bare.
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
     let tls = if cfg.uses_tls(endpoint) {
         warn_unverified(cfg);
         Some(tls::Tls::new(cfg, &host).map_err(|m| EtcdError::Failed {
@@ -131,7 +134,8 @@ async fn open(
     let d = dial.clone();
     let connector = tower::service_fn(move |_: Uri| d.clone().connect());
     let channel = endpoint.connect_with_connector(connector).await?;
-    let mut client = Client::from_channel(etcd_client::Channel::Tonic(channel), Some(options)).await?;
+    let mut client =
+        Client::from_channel(etcd_client::Channel::Tonic(channel), Some(options)).await?;
     client.status().await?;
     Ok(client)
 }

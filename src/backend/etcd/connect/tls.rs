@@ -57,7 +57,10 @@ impl Tls {
                     let mut roots = RootCertStore::empty();
                     for ca in crate::pem::certificates("--cacert", path)? {
                         roots.add(ca).map_err(|e| {
-                            format!("--cacert {}: not a usable CA certificate: {e}", path.display())
+                            format!(
+                                "--cacert {}: not a usable CA certificate: {e}",
+                                path.display()
+                            )
                         })?;
                     }
                     Arc::new(roots)
@@ -121,7 +124,10 @@ impl Tls {
                 if names.is_empty() {
                     format!("TLS: the certificate names no host, not {host}")
                 } else {
-                    format!("TLS: the certificate is for {}, not {host}", names.join(", "))
+                    format!(
+                        "TLS: the certificate is for {}, not {host}",
+                        names.join(", ")
+                    )
                 }
             }
             C::NotValidForName => format!("TLS: the certificate is not for {host}"),
@@ -135,9 +141,7 @@ impl Tls {
                 utc(*not_before)
             ),
             C::NotValidYet => "TLS: the server's certificate is not valid yet".to_string(),
-            C::BadSignature => {
-                "TLS: the server's certificate has a bad signature".to_string()
-            }
+            C::BadSignature => "TLS: the server's certificate has a bad signature".to_string(),
             other => format!("TLS: the server's certificate is refused: {other:?}"),
         }
     }
@@ -186,7 +190,8 @@ fn plain_name(debug: &str) -> Option<String> {
 }
 
 fn utc(t: UnixTime) -> String {
-    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
+    let format =
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
     i64::try_from(t.as_secs())
         .ok()
         .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
@@ -278,9 +283,20 @@ mod tests {
 
     #[test]
     fn names_and_times_read_as_words() {
-        assert_eq!(plain_name("DnsName(\"etcd.example\")").as_deref(), Some("etcd.example"));
-        assert_eq!(plain_name("IpAddress(127.0.0.1)").as_deref(), Some("127.0.0.1"));
+        assert_eq!(
+            plain_name("DnsName(\"etcd.example\")").as_deref(),
+            Some("etcd.example")
+        );
+        assert_eq!(
+            plain_name("IpAddress(127.0.0.1)").as_deref(),
+            Some("127.0.0.1")
+        );
         assert_eq!(plain_name("DirectoryName"), None);
-        assert_eq!(utc(UnixTime::since_unix_epoch(std::time::Duration::from_secs(0))), "1970-01-01 00:00:00 UTC");
+        assert_eq!(
+            utc(UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+                0
+            ))),
+            "1970-01-01 00:00:00 UTC"
+        );
     }
 }

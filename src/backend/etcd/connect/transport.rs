@@ -7,9 +7,10 @@ use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
@@ -35,6 +36,10 @@ impl TlsFailure {
     }
 }
 
+/// How long to wait for the server's first bytes after a TLS handshake; see
+/// [`Conn::hear_first`].
+const FIRST_WORD: Duration = Duration::from_secs(1);
+
 /// Where to dial, and how.
 pub struct Dial {
     pub host: String,
@@ -59,10 +64,15 @@ impl Dial {
                 Io::Tls(Box::new(stream))
             }
         };
-        Ok(TokioIo::new(Conn {
+        let mut conn = Conn {
             io,
             failure: self.failure.clone(),
-        }))
+            early: Vec::new(),
+        };
+        if self.tls.is_some() {
+            conn.hear_first().await?;
+        }
+        Ok(TokioIo::new(conn))
     }
 }
 
@@ -76,9 +86,34 @@ enum Io {
 pub struct Conn {
     io: Io,
     failure: TlsFailure,
+    /// Bytes read by `hear_first`, handed out before anything else.
+    early: Vec<u8>,
 }
 
 impl Conn {
+    /// In TLS 1.3 the server judges the client certificate after the client thinks the
+    /// handshake is done, and a refusal is an alert on the next read. If HTTP/2 wrote first,
+    /// the server would close with our bytes unread, its kernel would reset the connection
+    /// and the alert would be lost: "connection closed" instead of "give --cert". etcd (as
+    /// any HTTP/2 server may) sends its SETTINGS first, so listening first hears the verdict.
+    async fn hear_first(&mut self) -> io::Result<()> {
+        let mut buf = vec![0u8; 4096];
+        match tokio::time::timeout(FIRST_WORD, self.read(&mut buf)).await {
+            Ok(Ok(0)) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection right after the TLS handshake",
+            )),
+            Ok(Ok(n)) => {
+                buf.truncate(n);
+                self.early = buf;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            // A server that waits for the client to speak first: go on without the check.
+            Err(_) => Ok(()),
+        }
+    }
+
     fn noted<T>(&self, p: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
         if let Poll::Ready(Err(e)) = &p {
             self.failure.note(e);
@@ -94,6 +129,12 @@ impl AsyncRead for Conn {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if !this.early.is_empty() {
+            let n = this.early.len().min(buf.remaining());
+            buf.put_slice(&this.early[..n]);
+            this.early.drain(..n);
+            return Poll::Ready(Ok(()));
+        }
         let p = match &mut this.io {
             Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
