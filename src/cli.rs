@@ -402,6 +402,27 @@ mod tests {
     }
 
     #[test]
+    fn tls_flags_reach_every_etcd_source_and_come_in_pairs() {
+        let err = Cli::try_parse_from(["electop", "--cert", "/nonexistent/c.pem"])
+            .expect_err("unreadable");
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("/nonexistent/c.pem"), "{err}");
+
+        let cli = Cli::parse_from(["electop", "--insecure-skip-tls-verify", "status"]);
+        let text = "[[source]]\nkind = \"etcd\"\nendpoints = [\"a:1\"]\n";
+        let config = Config::parse(text, std::path::Path::new("x.toml")).expect("valid");
+        let sources = cli.sources.resolve(&config).expect("valid");
+        let SourceConfig::Etcd(e) = &sources[0] else {
+            panic!("etcd")
+        };
+        assert!(
+            e.insecure_skip_tls_verify,
+            "the flag reaches a config source"
+        );
+        assert!(e.uses_tls("a:1"));
+    }
+
+    #[test]
     fn flags_replace_config_sources_one_per_prefix() {
         let cli = Cli::parse_from([
             "electop",

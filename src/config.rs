@@ -395,6 +395,43 @@ mod tests {
     }
 
     #[test]
+    fn tls_keys_are_checked_when_the_config_loads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let etcd =
+            |extra: &str| format!("[[source]]\nkind = \"etcd\"\nendpoints = [\"a:1\"]\n{extra}");
+        let key = dir.path().join("client-key.pem");
+        let text = etcd(&format!("key = \"{}\"\n", key.display()));
+        let msg = Config::parse(&text, Path::new("x.toml"))
+            .expect_err("key without cert")
+            .to_string();
+        assert!(
+            msg.contains("needs cert") && msg.contains("client-key.pem"),
+            "{msg}"
+        );
+
+        let notes = dir.path().join("notes.txt");
+        std::fs::write(&notes, "not PEM").expect("write");
+        let text = etcd(&format!("cacert = \"{}\"\n", notes.display()));
+        let msg = Config::parse(&text, Path::new("x.toml"))
+            .expect_err("not PEM")
+            .to_string();
+        assert!(msg.contains("cacert") && msg.contains("notes.txt"), "{msg}");
+
+        let text = "[[source]]\nkind = \"etcd\"\nendpoints = [\"http://a:1\"]\ninsecure_skip_tls_verify = true\n";
+        let msg = Config::parse(text, Path::new("x.toml"))
+            .expect_err("plain text with TLS")
+            .to_string();
+        assert!(msg.contains("http://a:1"), "{msg}");
+
+        let text = etcd("insecure_skip_tls_verify = true\n");
+        let c = Config::parse(&text, Path::new("x.toml")).expect("valid");
+        let SourceConfig::Etcd(e) = &c.sources[0] else {
+            panic!("etcd")
+        };
+        assert!(e.uses_tls("a:1") && e.uses_tls("https://a:1") && !e.uses_tls("http://a:1"));
+    }
+
+    #[test]
     fn a_wrong_scheme_for_etcd_is_explained() {
         let text = "[[source]]\nkind = \"etcd\"\nendpoints = [\"a:1\"]\nscheme = \"sql-lease\"\n";
         let msg = Config::parse(text, Path::new("x.toml"))

@@ -111,6 +111,16 @@ fn tls_in_chain(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
         if s.downcast_ref::<rustls::Error>().is_some() {
             return Some(ErrorKind::Tls);
         }
+        // `io::Error::source` skips the error it wraps (it returns that error's source), and
+        // rustls's errors reach tokio wrapped in one.
+        if let Some(inner) = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .filter(|inner| inner.is::<rustls::Error>())
+        {
+            src = Some(inner);
+            continue;
+        }
         src = s.source();
     }
     None
@@ -147,6 +157,10 @@ mod tests {
         );
         let e = EtcdError::from_client("a:1", etcd_client::Error::InvalidArgs("x".into()));
         assert!(e.is_lasting());
+        let io = std::io::Error::other(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ));
+        assert_eq!(tls_in_chain(&io), Some(ErrorKind::Tls), "inside io::Error");
         assert!(
             !EtcdError::WatchEnded {
                 endpoint: "a:1".into()
