@@ -285,3 +285,15 @@ fn bad_tls_settings_are_usage_errors() {
         "{stderr}"
     );
 }
+
+#[test]
+fn tls_against_a_plain_text_server_is_named() {
+    let etcd = common::EtcdServer::start();
+    let h = home();
+    let https = format!("https://{}", etcd.endpoint());
+    refused(
+        h.path(),
+        &["--etcd", &https, "--prefix", "/lk/"].map(String::from),
+        "the server speaks plain text, not TLS: write http://",
+    );
+}

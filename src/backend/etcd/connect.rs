@@ -156,12 +156,31 @@ async fn explain(
     if let (Some(tls), Some(failure)) = (&dial.tls, dial.failure.get()) {
         return tls_failure(tls.describe(&failure, &dial.host));
     }
-    let err = EtcdError::from_client(endpoint, e);
-    if dial.tls.is_none() && err.kind() == ErrorKind::Transient {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if tls::speaks_tls(&dial.host, dial.port, left.min(Duration::from_secs(1))).await {
-            return tls_failure("the server speaks TLS: use https:// or --cacert".to_string());
-        }
+    let probe = deadline
+        .saturating_duration_since(Instant::now())
+        .min(Duration::from_secs(1));
+    if dial.tls.is_none() && no_answer(&e) && tls::speaks_tls(&dial.host, dial.port, probe).await {
+        return tls_failure("the server speaks TLS: use https:// or --cacert".to_string());
     }
-    err
+    if dial.tls.is_some()
+        && dial.failure.hung_up_in_handshake()
+        && tls::speaks_plain_http2(&dial.host, dial.port, probe).await
+    {
+        return tls_failure(
+            "the server speaks plain text, not TLS: write http:// and drop the TLS settings"
+                .to_string(),
+        );
+    }
+    EtcdError::from_client(endpoint, e)
+}
+
+/// The connection failed below gRPC, as opposed to the server answering with an error: a
+/// status tonic made from a local failure carries that failure as its source.
+fn no_answer(e: &etcd_client::Error) -> bool {
+    use etcd_client::Error as E;
+    match e {
+        E::TransportError(_) | E::IoError(_) => true,
+        E::GRpcStatus(s) => std::error::Error::source(s).is_some(),
+        _ => false,
+    }
 }

@@ -277,6 +277,23 @@ pub async fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> b
     }
 }
 
+/// Whether a plain-text HTTP/2 server answers at `host:port`: asked after a TLS handshake
+/// was cut short, so the error can say "use http://". Sends the client preface and an
+/// empty SETTINGS frame; an HTTP/2 server answers with its own SETTINGS frame.
+pub async fn speaks_plain_http2(host: &str, port: u16, within: std::time::Duration) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+    const SETTINGS: u8 = 0x4;
+    let probe = async {
+        let mut tcp = tokio::net::TcpStream::connect((host, port)).await?;
+        tcp.write_all(PREFACE).await?;
+        let mut header = [0u8; 9];
+        tcp.read_exact(&mut header).await?;
+        Ok::<_, std::io::Error>(header[3] == SETTINGS)
+    };
+    matches!(tokio::time::timeout(within, probe).await, Ok(Ok(true)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -18,21 +19,36 @@ use super::tls::Tls;
 
 /// The first TLS failure seen on a member's connections.
 #[derive(Clone, Default)]
-pub struct TlsFailure(Arc<Mutex<Option<rustls::Error>>>);
+pub struct TlsFailure {
+    error: Arc<Mutex<Option<rustls::Error>>>,
+    /// The server hung up in the middle of the handshake without a word of TLS.
+    hung_up: Arc<AtomicBool>,
+}
 
 impl TlsFailure {
     fn note(&self, e: &io::Error) {
         let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
             return;
         };
-        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
             *slot = Some(tls.clone());
         }
     }
 
+    fn note_handshake(&self, e: &io::Error) {
+        self.note(e);
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            self.hung_up.store(true, Ordering::Relaxed);
+        }
+    }
+
     pub fn get(&self) -> Option<rustls::Error> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn hung_up_in_handshake(&self) -> bool {
+        self.hung_up.load(Ordering::Relaxed)
     }
 }
 
@@ -60,7 +76,7 @@ impl Dial {
                 let stream = connector
                     .connect(tls.name.clone(), tcp)
                     .await
-                    .inspect_err(|e| self.failure.note(e))?;
+                    .inspect_err(|e| self.failure.note_handshake(e))?;
                 Io::Tls(Box::new(stream))
             }
         };
