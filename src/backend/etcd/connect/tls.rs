@@ -17,6 +17,12 @@ use crate::config::EtcdSource;
 pub struct Tls {
     pub config: Arc<ClientConfig>,
     pub name: ServerName<'static>,
+    files: Files,
+}
+
+/// The files a TLS failure message points at.
+#[derive(Default)]
+struct Files {
     cacert: Option<String>,
     cert: Option<String>,
 }
@@ -84,14 +90,22 @@ impl Tls {
         Ok(Tls {
             config: Arc::new(config),
             name,
-            cacert: cfg.cacert.as_ref().map(|p| p.display().to_string()),
-            cert: cfg.cert.as_ref().map(|p| p.display().to_string()),
+            files: Files {
+                cacert: cfg.cacert.as_ref().map(|p| p.display().to_string()),
+                cert: cfg.cert.as_ref().map(|p| p.display().to_string()),
+            },
         })
     }
 
+    pub fn describe(&self, e: &rustls::Error, host: &str) -> String {
+        self.files.describe(e, host)
+    }
+}
+
+impl Files {
     /// A failed handshake (or the alert that ended one) in words: what is wrong and which
     /// setting to change. `host` is the name the certificate was checked against.
-    pub fn describe(&self, e: &rustls::Error, host: &str) -> String {
+    fn describe(&self, e: &rustls::Error, host: &str) -> String {
         use rustls::Error as E;
         match e {
             E::InvalidCertificate(c) => self.certificate_problem(c, host),
@@ -122,7 +136,9 @@ impl Tls {
             C::NotValidForNameContext { presented, .. } => {
                 let names: Vec<String> = presented.iter().filter_map(|n| plain_name(n)).collect();
                 if names.is_empty() {
-                    format!("TLS: the certificate names no host, not {host}")
+                    format!(
+                        "TLS: the certificate names no host or address, and {host} was asked for"
+                    )
                 } else {
                     format!(
                         "TLS: the certificate is for {}, not {host}",
@@ -142,7 +158,7 @@ impl Tls {
             ),
             C::NotValidYet => "TLS: the server's certificate is not valid yet".to_string(),
             C::BadSignature => "TLS: the server's certificate has a bad signature".to_string(),
-            other => format!("TLS: the server's certificate is refused: {other:?}"),
+            other => format!("TLS: the server's certificate is refused: {other}"),
         }
     }
 
@@ -297,6 +313,60 @@ pub async fn speaks_plain_http2(host: &str, port: u16, within: std::time::Durati
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn expired() -> rustls::Error {
+        let at = |s| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s));
+        rustls::Error::InvalidCertificate(CertificateError::ExpiredContext {
+            time: at(1_800_000_000),
+            not_after: at(1_577_923_200),
+        })
+    }
+
+    #[test]
+    fn each_failure_says_which_in_words() {
+        let with_ca = Files {
+            cacert: Some("/pki/ca.pem".into()),
+            cert: None,
+        };
+        let unknown = rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer);
+        assert_eq!(
+            with_ca.describe(&unknown, "h"),
+            "TLS: the server's certificate is not signed by the CA in --cacert /pki/ca.pem (unknown issuer)"
+        );
+        assert!(
+            Files::default()
+                .describe(&unknown, "h")
+                .contains("a CA this system trusts")
+        );
+        let name = rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext {
+            expected: ServerName::try_from("127.0.0.1").expect("ip"),
+            presented: vec!["DnsName(\"etcd.example\")".into(), "DirectoryName".into()],
+        });
+        assert_eq!(
+            with_ca.describe(&name, "127.0.0.1"),
+            "TLS: the certificate is for etcd.example, not 127.0.0.1"
+        );
+        assert_eq!(
+            with_ca.describe(&expired(), "h"),
+            "TLS: the server's certificate expired on 2020-01-02 00:00:00 UTC"
+        );
+        let required = rustls::Error::AlertReceived(AlertDescription::CertificateRequired);
+        assert!(
+            with_ca
+                .describe(&required, "h")
+                .contains("give --cert and --key")
+        );
+        let with_cert = Files {
+            cacert: None,
+            cert: Some("/pki/me.pem".into()),
+        };
+        let bad = rustls::Error::AlertReceived(AlertDescription::BadCertificate);
+        assert!(
+            with_cert
+                .describe(&bad, "h")
+                .contains("refused the client certificate --cert /pki/me.pem")
+        );
+    }
 
     #[test]
     fn names_and_times_read_as_words() {
