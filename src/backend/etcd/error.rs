@@ -82,7 +82,7 @@ impl EtcdError {
             E::InvalidArgs(_) | E::InvalidUri(_) | E::InvalidMetadataValue(_) => ErrorKind::Lasting,
             E::GRpcStatus(s) => status_kind(s),
             E::TransportError(_) | E::IoError(_) => {
-                tls_in_chain(&e).unwrap_or(ErrorKind::Transient)
+                tls_in_chain(inner(&e)).unwrap_or(ErrorKind::Transient)
             }
             _ => ErrorKind::Transient,
         };
@@ -121,11 +121,21 @@ fn inner(e: &etcd_client::Error) -> &(dyn std::error::Error + 'static) {
 }
 
 /// A TLS failure somewhere in the error's source chain.
-fn tls_in_chain(e: &etcd_client::Error) -> Option<ErrorKind> {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(inner(e));
+fn tls_in_chain(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if s.downcast_ref::<rustls::Error>().is_some() {
             return Some(ErrorKind::Tls);
+        }
+        // `io::Error::source` skips the error it wraps (it returns that error's source), and
+        // rustls's errors reach tokio wrapped in one.
+        if let Some(inner) = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .filter(|inner| inner.is::<rustls::Error>())
+        {
+            src = Some(inner);
+            continue;
         }
         src = s.source();
     }
@@ -200,6 +210,10 @@ mod tests {
         );
         let e = EtcdError::from_client("a:1", etcd_client::Error::InvalidArgs("x".into()));
         assert!(e.is_lasting());
+        let io = std::io::Error::other(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ));
+        assert_eq!(tls_in_chain(&io), Some(ErrorKind::Tls), "inside io::Error");
         assert!(
             !EtcdError::WatchEnded {
                 endpoint: "a:1".into()

@@ -60,10 +60,11 @@ impl EtcdBackend {
             id,
             name: format!("etcd {endpoints} {prefix}"),
             short,
-            label: if prefix.is_empty() {
-                "(all keys)".to_string()
-            } else {
-                prefix
+            label: match (prefix.is_empty(), connect::security_note(&cfg)) {
+                (true, None) => "(all keys)".to_string(),
+                (true, Some(note)) => format!("(all keys) · {note}"),
+                (false, None) => prefix,
+                (false, Some(note)) => format!("{prefix} · {note}"),
             },
             endpoints,
             scheme: cfg.scheme,
