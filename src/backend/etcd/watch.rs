@@ -174,7 +174,8 @@ pub(super) async fn pump(
             _ = lease_tick.tick() => {
                 if let Some(f) = state.followed.as_ref() {
                     let wanted = wanted_leases(backend, &f.tracker, &state.visible);
-                    reader.offer(leases::due(&f.tracker, wanted, Instant::now()));
+                    let eager = !backend.opts.all_leases;
+                    reader.offer(leases::due(&f.tracker, wanted, Instant::now(), eager));
                 }
             }
             Some(batch) = reader.answers.recv() => {
