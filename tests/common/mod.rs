@@ -7,6 +7,7 @@ pub mod electop;
 pub mod etcd;
 pub mod mariadb;
 pub mod postgres;
+pub mod proxy;
 pub mod sqlstore;
 pub mod tmux;
 
