@@ -1061,3 +1061,18 @@ fn sql_lease_nodes_never_both_lead_through_a_slow_store() {
     );
     never_both_lead(&sc, store_port(&store), 3);
 }
+
+/// The same through etcd: an etcd-lease-key leader's belief is bounded by its lease, counted
+/// from the keep-alive's send.
+#[test]
+fn etcd_lease_key_nodes_never_both_lead_through_a_slow_store() {
+    let etcd = EtcdServer::start();
+    let mut sc = Scenario::etcd(&etcd, "etcd-lease-key");
+    sc.label = "etcd-lease-key (slow)".into();
+    sc.timing = Timing {
+        ttl: Duration::from_secs(4),
+        renew: Duration::from_millis(500),
+        retry: Duration::from_millis(300),
+    };
+    never_both_lead(&sc, etcd.client_port(), 3);
+}
