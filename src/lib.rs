@@ -17,4 +17,5 @@ pub mod model;
 pub mod node;
 pub mod output;
 pub mod runtime;
+pub mod supervise;
 pub mod ui;

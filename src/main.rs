@@ -9,16 +9,27 @@ use electop::backend::BackendOptions;
 use electop::cli::{Cli, Command};
 use electop::config::Config;
 use electop::runtime::{self, Sources};
+use electop::supervise;
 
 fn main() -> ExitCode {
+    supervise::install_panic_hook();
     let cli = Cli::parse();
-    match run(cli) {
+    let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("electop: {e:#}");
             ExitCode::FAILURE
         }
+    };
+    // A panic anywhere (a task's too, which tokio caught) is a bug: say so, and exit
+    // non-zero whatever else went right.
+    if supervise::panicked() {
+        for text in supervise::take_deferred() {
+            eprintln!("electop: {text}: a bug, please report it");
+        }
+        return ExitCode::from(supervise::PANIC_EXIT);
     }
+    code
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {

@@ -40,7 +40,8 @@ impl Sources {
         let mut commands = Vec::new();
         for id in 0..configs.len() {
             let b = backend::build(configs, id, opts)?;
-            infos.push(b.info());
+            let info = b.info();
+            infos.push(info.clone());
             let (ctx, crx) = mpsc::channel(16);
             commands.push(ctx);
             let io = BackendIo {
@@ -48,7 +49,8 @@ impl Sources {
                 commands: crx,
                 cancel: cancel.child_token(),
             };
-            tasks.spawn(b.run(io));
+            let (events, stop) = (tx.clone(), io.cancel.clone());
+            tasks.spawn(crate::supervise::backend(info, b.run(io), events, stop));
         }
         Ok(Sources {
             infos,
@@ -149,17 +151,17 @@ pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
     }
 }
 
-/// Runs the dashboard until quit. `ratatui::try_init` installs a panic hook that restores
-/// the terminal before the panic message is printed.
+/// Runs the dashboard until quit. The panic hook (`crate::supervise`) restores the terminal
+/// before a panic of this loop is printed.
 pub async fn run_tui(
     mut sources: Sources,
     tick: Duration,
     debug_panic: bool,
     keys: crate::app::keys::KeyMap,
 ) -> Result<()> {
-    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
     let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic, keys).await;
-    ratatui::restore();
+    crate::supervise::restore_terminal();
     sources.shutdown().await;
     result
 }

@@ -118,6 +118,10 @@ fn a_panic_restores_the_terminal() {
     );
     let screen = tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED"));
     assert!(
+        screen.contains("ELECTOP-EXITED 101"),
+        "a panic exits non-zero:\n{screen}"
+    );
+    assert!(
         screen.contains("--debug-panic"),
         "the panic message is readable:\n{screen}"
     );
