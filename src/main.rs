@@ -13,7 +13,17 @@ use electop::supervise;
 
 fn main() -> ExitCode {
     supervise::install_panic_hook();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            if e.use_stderr()
+                && let Some(action) = admin_command(std::env::args())
+            {
+                electop::admin_cli::audit_usage(&action, None, &usage_summary(&e));
+            }
+            e.exit()
+        }
+    };
     let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -30,6 +40,23 @@ fn main() -> ExitCode {
         return ExitCode::from(supervise::PANIC_EXIT);
     }
     code
+}
+
+/// The admin subcommand on a command line clap could not parse, if any.
+fn admin_command(args: impl Iterator<Item = String>) -> Option<String> {
+    args.skip(1)
+        .find(|a| matches!(a.as_str(), "force-leader" | "reelect" | "resign"))
+}
+
+/// What clap found wrong, without the values typed (a URL may hold a password).
+fn usage_summary(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let what = e.kind().as_str().unwrap_or("invalid command line");
+    match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => format!("{what}: {arg}"),
+        Some(ContextValue::Strings(args)) => format!("{what}: {}", args.join(", ")),
+        _ => what.to_string(),
+    }
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
