@@ -54,7 +54,8 @@ impl Sources {
                 cancel: cancel.child_token(),
             };
             let (events, stop) = (tx.clone(), io.cancel.clone());
-            tasks.spawn(crate::supervise::backend(info, b.run(io), events, stop));
+            let task = crate::supervise::debug_panic(id, b.run(io));
+            tasks.spawn(crate::supervise::backend(info, task, events, stop));
         }
         Ok(Sources {
             infos,
@@ -246,6 +247,7 @@ async fn tui_loop(
     let mut dirty = true;
     let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
     let mut next_tick: Option<tokio::time::Instant> = None;
+    let mut sources_ended = false;
     loop {
         if dirty {
             app::update(
@@ -284,7 +286,7 @@ async fn tui_loop(
                 Some(Err(e)) => return Err(e).context("reading the terminal"),
                 None => return Ok(()),
             },
-            ev = sources.events.recv() => match ev {
+            ev = sources.events.recv(), if !sources_ended => match ev {
                 Some(ev) => {
                     dirty |= app::update(&mut app, Msg::Source(ev));
                     // Take whatever else is queued before drawing once.
@@ -292,7 +294,9 @@ async fn tui_loop(
                         dirty |= app::update(&mut app, Msg::Source(ev));
                     }
                 }
-                None => return Ok(()),
+                // Every backend ended (each one's end is on screen as a lasting error): the
+                // screen stays until the operator quits.
+                None => sources_ended = true,
             },
             Some(outcome) = admin_rx.recv() => {
                 dirty |= app::update(&mut app, Msg::AdminDone(outcome));

@@ -19,6 +19,7 @@ use ratatui::DefaultTerminal;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::backend::BackendFuture;
 use crate::model::{ConnState, Event, EventKind, SourceEvent, SourceInfo};
 
 /// The exit code after a panic: Rust's own for a panicking main.
@@ -102,24 +103,34 @@ pub fn restore_terminal() {
     }
 }
 
+/// With `ELECTOP_DEBUG_PANIC=backend` in the environment, the first source's backend task
+/// panics instead of running: lets the tests check supervision end to end, as `--debug-panic`
+/// does for the dashboard loop.
+pub fn debug_panic(id: usize, task: BackendFuture) -> BackendFuture {
+    if id == 0 && std::env::var("ELECTOP_DEBUG_PANIC").as_deref() == Ok("backend") {
+        Box::pin(async {
+            tokio::task::yield_now().await;
+            panic!("ELECTOP_DEBUG_PANIC=backend: panicking in a backend task as asked");
+        })
+    } else {
+        task
+    }
+}
+
 /// Runs a backend's task and turns its panic or unexpected end into a lasting error for
 /// its source. Ending is expected only when cancelled or when nobody listens any more.
 pub async fn backend(
     info: SourceInfo,
-    task: crate::backend::BackendFuture,
+    task: BackendFuture,
     events: mpsc::Sender<SourceEvent>,
     cancel: CancellationToken,
 ) {
     let ended = AssertUnwindSafe(task).catch_unwind().await;
     let error = match ended {
         Ok(()) if cancel.is_cancelled() || events.is_closed() => return,
-        Ok(()) => format!(
-            "the backend task of {} ended unexpectedly: a bug, please report it",
-            info.name
-        ),
+        Ok(()) => "the backend task ended unexpectedly (a bug, please report it)".to_string(),
         Err(p) => format!(
-            "the backend task of {} panicked ({}): a bug, please report it",
-            info.name,
+            "the backend task panicked (a bug, please report it): {}",
             panic_text(p.as_ref())
         ),
     };
@@ -142,7 +153,7 @@ pub async fn backend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{Backend, BackendFuture, BackendIo};
+    use crate::backend::{Backend, BackendIo};
 
     /// A test-only backend (not a store mock): it does nothing but panic or end, on purpose.
     struct Broken {
@@ -218,7 +229,7 @@ mod tests {
         let events = supervised(Broken { panics: true }, false).await;
         let error = lasting_error(&events);
         assert!(
-            error.contains("panicked (on purpose)") && error.contains("a bug"),
+            error.contains("panicked") && error.contains("on purpose") && error.contains("a bug"),
             "{error}"
         );
         assert!(

@@ -383,3 +383,39 @@ fn quitting_waits_for_an_admin_action_in_flight() {
         .collect();
     assert_eq!(outcomes, ["attempt", "done"], "{audit}");
 }
+
+/// A backend task that panics (on purpose here) is a lasting error on screen, not a frozen
+/// source; the dashboard goes on, and when it quits, the terminal is back and electop exits
+/// non-zero, saying what panicked.
+#[test]
+fn a_panicking_backend_task_shows_and_exits_non_zero() {
+    let store = common::sqlstore::Store::sqlite();
+    store.create_lease_table("leaderlock");
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = format!("--sql {} --scheme sql-lease", store.url());
+    let tmux = Tmux::start(
+        160,
+        30,
+        &format!(
+            "env ELECTOP_DEBUG_PANIC=backend {}",
+            shell(home.path(), &args)
+        ),
+    );
+    tmux.wait_screen("the lasting error", T, |s| {
+        s.contains("backend task panicked")
+    });
+    tmux.send(&["q"]);
+    let screen = tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED"));
+    assert!(
+        screen.contains("ELECTOP-EXITED 101"),
+        "a panic in a task exits non-zero:\n{screen}"
+    );
+    assert!(
+        screen.contains("a task panicked") && screen.contains("ELECTOP_DEBUG_PANIC"),
+        "says what panicked once the terminal is back:\n{screen}"
+    );
+    assert!(
+        !screen.contains("Elections"),
+        "alternate screen left:\n{screen}"
+    );
+}
