@@ -652,10 +652,18 @@ fn usage_errors_are_audited_without_values() {
     );
 }
 
-/// The attempt is on record before the store is touched: an admin CLI killed while its
-/// action waits on a slow store leaves the attempt, no outcome, and the store unchanged.
-#[test]
-fn a_crash_mid_action_leaves_the_attempt_on_record() {
+/// A sql-lease election `jobs` led by node-a in PostgreSQL, reached through a proxy that
+/// delays each direction by `delay` (connecting takes a dozen round trips); `reelect jobs
+/// --yes` started on it and waited for until its attempt is audited.
+fn reelect_through_a_slow_proxy(
+    timeout: &str,
+    delay: Duration,
+) -> (
+    Store,
+    common::proxy::Proxy,
+    tempfile::TempDir,
+    std::process::Child,
+) {
     let store = Store::postgres();
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
@@ -664,16 +672,15 @@ fn a_crash_mid_action_leaves_the_attempt_on_record() {
         _ => unreachable!("postgres"),
     };
     let proxy = common::proxy::Proxy::start(port, Duration::from_secs(60));
-    // Slow enough that connecting for the action takes seconds.
-    proxy.delay_both(Duration::from_millis(150), Duration::from_millis(150));
+    proxy.delay_both(delay, delay);
     let url = store
         .url()
         .replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
     assert_ne!(url, store.url());
     let h = tempfile::tempdir().expect("tempdir");
-    let mut child = command(h.path())
+    let child = command(h.path())
         .args(["--sql", &url, "--scheme", "sql-lease"])
-        .args(["reelect", "jobs", "--yes", "--timeout", "30s"])
+        .args(["reelect", "jobs", "--yes", "--timeout", timeout])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -682,6 +689,15 @@ fn a_crash_mid_action_leaves_the_attempt_on_record() {
     common::wait_until("the attempt is audited", Duration::from_secs(30), || {
         audit(h.path()).iter().any(|l| l["outcome"] == "attempt")
     });
+    (store, proxy, h, child)
+}
+
+/// The attempt is on record before the store is touched: an admin CLI killed while its
+/// action waits on a slow store leaves the attempt, no outcome, and the store unchanged.
+#[test]
+fn a_crash_mid_action_leaves_the_attempt_on_record() {
+    let (store, proxy, h, mut child) =
+        reelect_through_a_slow_proxy("30s", Duration::from_millis(150));
     proxy.freeze();
     child.kill().expect("kill the CLI");
     let status = child.wait().expect("wait");
@@ -700,4 +716,29 @@ fn a_crash_mid_action_leaves_the_attempt_on_record() {
         "node-a",
         "the action never reached the store"
     );
+}
+
+/// A store that freezes mid-action does not hold the CLI forever: the action fails within
+/// three request timeouts, saying it may or may not have been applied, and is audited.
+#[test]
+fn a_store_frozen_mid_action_fails_it_in_bounded_time() {
+    let (_store, proxy, h, mut child) =
+        reelect_through_a_slow_proxy("3s", Duration::from_millis(50));
+    proxy.freeze();
+    let frozen = std::time::Instant::now();
+    let bound = 3 * Duration::from_secs(3) + Duration::from_secs(3);
+    let mut status = None;
+    common::wait_until("the CLI gives up", bound, || {
+        status = child.try_wait().expect("try_wait");
+        status.is_some()
+    });
+    println!(
+        "gave up {} ms after the freeze",
+        frozen.elapsed().as_millis()
+    );
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "a store error");
+    let log = audit(h.path());
+    let outcomes: Vec<&str> = log.iter().filter_map(|l| l["outcome"].as_str()).collect();
+    assert_eq!(outcomes, ["attempt", "failed"], "{log:?}");
+    assert_eq!(log[0]["id"], log[1]["id"]);
 }
