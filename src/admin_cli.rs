@@ -21,6 +21,24 @@ fn fail(code: u8, msg: &str) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Records an admin command that was not understood (it exits 2) in the audit log.
+pub fn audit_usage(action: &str, election: Option<&str>, error: &str) {
+    if let Some(path) = admin::audit::default_path()
+        && let Err(e) = admin::audit::record_usage(&path, action, election, error)
+    {
+        eprintln!(
+            "electop: warning: cannot write the audit log {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// A usage error of `action` on `election`: audited, then exit 2.
+fn usage(action: &str, election: &str, msg: &str) -> ExitCode {
+    audit_usage(action, Some(election), msg);
+    fail(EXIT_USAGE, msg)
+}
+
 pub async fn run(
     sources: &[SourceConfig],
     election: &str,
@@ -33,9 +51,10 @@ pub async fn run(
         all_leases: true,
         request_timeout: args.timeout,
     };
+    let action = kind.name();
     let spawned = match Sources::spawn(sources, &opts) {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_USAGE, &format!("{e:#}")),
+        Err(e) => return usage(action, election, &format!("{e:#}")),
     };
     let app = match collect_status(spawned, args.timeout).await {
         Ok(app) => app,
@@ -59,15 +78,17 @@ pub async fn run(
         [one] => *one,
         [] => {
             let known: Vec<String> = app.elections.keys().map(qualified).collect();
-            return fail(
-                EXIT_USAGE,
+            return usage(
+                action,
+                election,
                 &format!("no election `{election}`; known: {}", known.join(", ")),
             );
         }
         many => {
             let names: Vec<String> = many.iter().map(|(k, _)| qualified(k)).collect();
-            return fail(
-                EXIT_USAGE,
+            return usage(
+                action,
+                election,
                 &format!(
                     "`{election}` is in several sources; name one of: {}",
                     names.join(", ")
@@ -82,14 +103,10 @@ pub async fn run(
         kind,
         seen: seen.clone(),
     };
+    let trail = admin::audit::Trail::default();
     let audit = |outcome: &Outcome| {
-        if let Some(path) = admin::audit::default_path()
-            && let Err(e) = admin::audit::record(&path, &req, outcome)
-        {
-            eprintln!(
-                "electop: warning: cannot write the audit log {}: {e}",
-                path.display()
-            );
+        if let Err(e) = trail.outcome(&req, outcome) {
+            eprintln!("electop: warning: {e}");
         }
     };
     let finish = |outcome: Outcome| {
@@ -139,8 +156,9 @@ pub async fn run(
     };
     if !args.yes {
         if !std::io::stdin().is_terminal() {
-            return fail(
-                EXIT_USAGE,
+            return usage(
+                action,
+                election,
                 "stdin is not a terminal, so nobody can confirm: pass --yes to act without asking",
             );
         }
@@ -161,6 +179,9 @@ pub async fn run(
                 reason: "not confirmed".into(),
             });
         }
+    }
+    if let Err(reason) = trail.attempt(&req) {
+        return finish(Outcome::Refused { reason });
     }
     finish(backend::execute(&sources[*source], &req, args.timeout).await)
 }

@@ -18,4 +18,5 @@ pub mod node;
 pub mod output;
 pub mod pem;
 pub mod runtime;
+pub mod supervise;
 pub mod ui;

@@ -9,6 +9,7 @@ use electop::backend::BackendOptions;
 use electop::cli::{Cli, Command};
 use electop::config::{Config, ConfigError};
 use electop::runtime::{self, Sources};
+use electop::supervise;
 
 /// A mistake in the flags or the config file, found before any store is touched: exit 2,
 /// as clap does for the mistakes it finds itself.
@@ -19,8 +20,19 @@ struct Usage(String);
 const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    supervise::install_panic_hook();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            if e.use_stderr()
+                && let Some(action) = admin_command(std::env::args())
+            {
+                electop::admin_cli::audit_usage(&action, None, &usage_summary(&e));
+            }
+            e.exit()
+        }
+    };
+    let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("electop: {e:#}");
@@ -30,6 +42,32 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+    };
+    // A panic anywhere (a task's too, which tokio caught) is a bug: say so, and exit
+    // non-zero whatever else went right.
+    if supervise::panicked() {
+        for text in supervise::take_deferred() {
+            eprintln!("electop: {text}: a bug, please report it");
+        }
+        return ExitCode::from(supervise::PANIC_EXIT);
+    }
+    code
+}
+
+/// The admin subcommand on a command line clap could not parse, if any.
+fn admin_command(args: impl Iterator<Item = String>) -> Option<String> {
+    args.skip(1)
+        .find(|a| matches!(a.as_str(), "force-leader" | "reelect" | "resign"))
+}
+
+/// What clap found wrong, without the values typed (a URL may hold a password).
+fn usage_summary(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let what = e.kind().as_str().unwrap_or("invalid command line");
+    match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => format!("{what}: {arg}"),
+        Some(ContextValue::Strings(args)) => format!("{what}: {}", args.join(", ")),
+        _ => what.to_string(),
     }
 }
 

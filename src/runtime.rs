@@ -2,6 +2,7 @@
 //! the TUI loop (terminal events, backend events and ticks in one `select!`) and the
 //! one-shot `status` / `watch` loops. Drawing never waits on IO.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -26,6 +27,9 @@ pub struct Sources {
     commands: Vec<mpsc::Sender<Command>>,
     cancel: CancellationToken,
     tasks: JoinSet<()>,
+    /// Admin actions under way, each with what it is (`reelect jobs`): quitting waits for them.
+    actions: JoinSet<()>,
+    action_labels: HashMap<tokio::task::Id, String>,
     /// What the sources were built from, for admin actions.
     configs: Vec<SourceConfig>,
     request_timeout: Duration,
@@ -40,7 +44,8 @@ impl Sources {
         let mut commands = Vec::new();
         for id in 0..configs.len() {
             let b = backend::build(configs, id, opts)?;
-            infos.push(b.info());
+            let info = b.info();
+            infos.push(info.clone());
             let (ctx, crx) = mpsc::channel(16);
             commands.push(ctx);
             let io = BackendIo {
@@ -48,7 +53,9 @@ impl Sources {
                 commands: crx,
                 cancel: cancel.child_token(),
             };
-            tasks.spawn(b.run(io));
+            let (events, stop) = (tx.clone(), io.cancel.clone());
+            let task = crate::supervise::debug_panic(id, b.run(io));
+            tasks.spawn(crate::supervise::backend(info, task, events, stop));
         }
         Ok(Sources {
             infos,
@@ -56,6 +63,8 @@ impl Sources {
             commands,
             cancel,
             tasks,
+            actions: JoinSet::new(),
+            action_labels: HashMap::new(),
             configs: configs.to_vec(),
             request_timeout: opts.request_timeout,
         })
@@ -68,8 +77,8 @@ impl Sources {
         }
     }
 
-    /// Carries out a confirmed admin action in the background, audits it, and reports the
-    /// outcome on `done`.
+    /// Carries out a confirmed admin action in the background, audits it (the attempt before
+    /// the store is touched, the outcome after), and reports the outcome on `done`.
     pub fn execute(
         &mut self,
         req: crate::admin::AdminRequest,
@@ -78,40 +87,92 @@ impl Sources {
         let Some(cfg) = self.configs.get(req.source).cloned() else {
             return;
         };
+        let label = format!("{} {}", req.kind.name(), req.seen.name);
         let timeout = self.request_timeout;
         let backend_tx = self.commands.get(req.source).cloned();
-        self.tasks.spawn(async move {
-            // Tell the backend first, so the change it is about to see is labelled ours.
-            let mark = |cause| Command::Forced {
-                election: req.seen.name.clone(),
-                cause,
+        let task = self.actions.spawn(async move {
+            let trail = crate::admin::audit::Trail::default();
+            let outcome = match trail.attempt(&req) {
+                Ok(()) => act(&cfg, &req, timeout, backend_tx).await,
+                Err(reason) => crate::admin::Outcome::Refused { reason },
             };
-            if let Some(tx) = &backend_tx {
-                let _ = tx.send(mark(Some(req.kind.cause()))).await;
-            }
-            let outcome = backend::execute(&cfg, &req, timeout).await;
-            if !matches!(outcome, crate::admin::Outcome::Done { .. })
-                && let Some(tx) = &backend_tx
-            {
-                let _ = tx.send(mark(None)).await;
-            }
-            if let Some(path) = crate::admin::audit::default_path()
-                && let Err(e) = crate::admin::audit::record(&path, &req, &outcome)
-            {
+            if let Err(e) = trail.outcome(&req, &outcome) {
                 tracing::warn!(%e, "cannot write the audit log");
             }
             let _ = done.send(outcome).await;
         });
+        self.action_labels.insert(task.id(), label);
     }
 
-    /// Cancels every backend and waits (briefly) for them to finish.
+    /// What the admin actions under way are (`reelect jobs`).
+    pub fn actions_in_flight(&self) -> Vec<String> {
+        let mut labels: Vec<String> = self.action_labels.values().cloned().collect();
+        labels.sort();
+        labels
+    }
+
+    /// Waits for the next admin action to finish (forever when none is under way). On the
+    /// fields, not `self`, so the events channel can be read beside it.
+    async fn action_finished(
+        actions: &mut JoinSet<()>,
+        labels: &mut HashMap<tokio::task::Id, String>,
+    ) {
+        match actions.join_next_with_id().await {
+            Some(Ok((id, ()))) => {
+                labels.remove(&id);
+            }
+            Some(Err(e)) => {
+                labels.remove(&e.id());
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Waits for the admin actions under way (each is bounded by the request timeout), then
+    /// cancels every backend and waits (briefly) for them to finish.
     pub async fn shutdown(mut self) {
+        while !self.actions.is_empty() {
+            Self::action_finished(&mut self.actions, &mut self.action_labels).await;
+        }
         self.cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(2), async {
             while self.tasks.join_next().await.is_some() {}
         })
         .await;
     }
+}
+
+/// One admin action against the store, with the backend told first so the change it is about
+/// to see is labelled ours. A panic in it is a bug, reported as the action's failure.
+async fn act(
+    cfg: &SourceConfig,
+    req: &crate::admin::AdminRequest,
+    timeout: Duration,
+    backend_tx: Option<mpsc::Sender<Command>>,
+) -> crate::admin::Outcome {
+    use futures::FutureExt;
+    let mark = |cause| Command::Forced {
+        election: req.seen.name.clone(),
+        cause,
+    };
+    if let Some(tx) = &backend_tx {
+        let _ = tx.send(mark(Some(req.kind.cause()))).await;
+    }
+    let outcome = std::panic::AssertUnwindSafe(backend::execute(cfg, req, timeout))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|p| crate::admin::Outcome::Failed {
+            error: format!(
+                "the admin action panicked ({}): a bug, please report it",
+                crate::supervise::panic_text(p.as_ref())
+            ),
+        });
+    if !matches!(outcome, crate::admin::Outcome::Done { .. })
+        && let Some(tx) = &backend_tx
+    {
+        let _ = tx.send(mark(None)).await;
+    }
+    outcome
 }
 
 /// A key press on the dashboard (or in its dialog): the action it is bound to, and any admin
@@ -152,17 +213,17 @@ pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
     }
 }
 
-/// Runs the dashboard until quit. `ratatui::try_init` installs a panic hook that restores
-/// the terminal before the panic message is printed.
+/// Runs the dashboard until quit. The panic hook (`crate::supervise`) restores the terminal
+/// before a panic of this loop is printed.
 pub async fn run_tui(
     mut sources: Sources,
     tick: Duration,
     debug_panic: bool,
     keys: crate::app::keys::KeyMap,
 ) -> Result<()> {
-    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
     let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic, keys).await;
-    ratatui::restore();
+    crate::supervise::restore_terminal();
     sources.shutdown().await;
     result
 }
@@ -189,6 +250,7 @@ async fn tui_loop(
     let mut dirty = true;
     let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
     let mut next_tick: Option<tokio::time::Instant> = None;
+    let mut sources_ended = false;
     loop {
         if dirty {
             app::update(
@@ -205,7 +267,7 @@ async fn tui_loop(
             }
         }
         if app.quit {
-            return Ok(());
+            return wait_for_actions(terminal, &mut app, sources, &mut admin_rx).await;
         }
         for (id, cmd) in app.visible_requests(ui::table_rows(app.size.1)) {
             if sent[id].as_ref() != Some(&cmd) {
@@ -227,7 +289,7 @@ async fn tui_loop(
                 Some(Err(e)) => return Err(e).context("reading the terminal"),
                 None => return Ok(()),
             },
-            ev = sources.events.recv() => match ev {
+            ev = sources.events.recv(), if !sources_ended => match ev {
                 Some(ev) => {
                     dirty |= app::update(&mut app, Msg::Source(ev));
                     // Take whatever else is queued before drawing once.
@@ -235,7 +297,9 @@ async fn tui_loop(
                         dirty |= app::update(&mut app, Msg::Source(ev));
                     }
                 }
-                None => return Ok(()),
+                // Every backend ended (each one's end is on screen as a lasting error): the
+                // screen stays until the operator quits.
+                None => sources_ended = true,
             },
             Some(outcome) = admin_rx.recv() => {
                 dirty |= app::update(&mut app, Msg::AdminDone(outcome));
@@ -246,6 +310,63 @@ async fn tui_loop(
             }
         }
     }
+}
+
+/// Quitting while admin actions are under way: they finish (and are audited) first, the
+/// screen saying so. Aborting one could leave the store half-changed (a txn done, the lease
+/// not yet revoked) and its outcome off the record; each is bounded by the request timeout.
+async fn wait_for_actions(
+    terminal: &mut DefaultTerminal,
+    app: &mut App,
+    sources: &mut Sources,
+    admin_rx: &mut mpsc::Receiver<crate::admin::Outcome>,
+) -> Result<()> {
+    loop {
+        let waiting = sources.actions_in_flight();
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let notice = format!("waiting for {} to finish…", waiting.join(", "));
+        app::update(
+            app,
+            Msg::Tick {
+                now: Instant::now(),
+                wall: SystemTime::now(),
+            },
+        );
+        terminal.draw(|f| {
+            ui::view(app, f);
+            draw_notice(f, &notice);
+        })?;
+        tokio::select! {
+            () = Sources::action_finished(&mut sources.actions, &mut sources.action_labels) => {}
+            Some(outcome) = admin_rx.recv() => {
+                app::update(app, Msg::AdminDone(outcome));
+            }
+            Some(ev) = sources.events.recv() => {
+                app::update(app, Msg::Source(ev));
+            }
+        }
+    }
+}
+
+/// One line in a box in the middle of the screen, over the dashboard.
+fn draw_notice(f: &mut ratatui::Frame, text: &str) {
+    use ratatui::layout::Rect;
+    use ratatui::widgets::{Block, Clear, Paragraph};
+    let area = f.area();
+    let width = (text.chars().count() as u16)
+        .saturating_add(4)
+        .min(area.width);
+    let height = 3.min(area.height);
+    let rect = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    f.render_widget(Clear, rect);
+    f.render_widget(Paragraph::new(text).block(Block::bordered()), rect);
 }
 
 pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {

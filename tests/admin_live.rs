@@ -104,20 +104,24 @@ fn etcd_election_resign_hands_over_to_the_next_etcdctl_campaigner() {
         "etcdctl keeps running: it does not notice a resign"
     );
     let log = audit(h.path());
-    assert_eq!(log.len(), 1);
-    assert_eq!(
-        (
-            log[0]["action"].as_str(),
-            log[0]["outcome"].as_str(),
-            log[0]["before"].as_str()
-        ),
-        (Some("resign"), Some("done"), Some("node-a"))
-    );
-    assert!(
-        log[0]["by"].as_str().is_some_and(|b| b.contains('@')),
-        "{}",
-        log[0]
-    );
+    assert_eq!(log.len(), 2, "the attempt, then the outcome: {log:?}");
+    for (line, outcome) in log.iter().zip(["attempt", "done"]) {
+        assert_eq!(
+            (
+                line["action"].as_str(),
+                line["outcome"].as_str(),
+                line["before"].as_str()
+            ),
+            (Some("resign"), Some(outcome), Some("node-a"))
+        );
+        assert!(
+            line["by"].as_str().is_some_and(|b| b.contains('@')),
+            "{line}"
+        );
+    }
+    assert!(log[0]["after"].is_null(), "an attempt has no outcome yet");
+    assert_eq!(log[0]["id"], log[1]["id"], "one action's two lines");
+    assert!(log[0]["at"].as_str() <= log[1]["at"].as_str());
 }
 
 #[test]
@@ -204,7 +208,11 @@ fn refusals_write_nothing() {
         .iter()
         .map(|l| l["outcome"].as_str().unwrap_or("").to_string())
         .collect();
-    assert_eq!(outcomes, ["changed", "refused"], "attempts are audited");
+    assert_eq!(
+        outcomes,
+        ["changed", "refused", "usage", "usage"],
+        "refusals and usage errors are audited; nothing reached the store"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -507,11 +515,15 @@ async fn sql_actions(store: Store) {
         )),
         "node-q"
     );
-    assert_eq!(
-        audit(h.path()).len(),
-        7,
-        "every attempt through the CLI is audited"
-    );
+    let log = audit(h.path());
+    let outcomes: Vec<&Value> = log.iter().filter(|l| l["outcome"] != "attempt").collect();
+    assert_eq!(outcomes.len(), 7, "every action through the CLI is audited");
+    for attempt in log.iter().filter(|l| l["outcome"] == "attempt") {
+        assert!(
+            outcomes.iter().any(|o| o["id"] == attempt["id"]),
+            "an attempt without its outcome: {attempt}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -590,4 +602,143 @@ fn on_a_terminal_the_cli_asks_first() {
         Some("node-a"),
         "not confirmed: nothing written"
     );
+}
+
+/// A command line the admin CLI does not understand exits 2 and is audited, without the
+/// values typed (a URL may hold a password).
+#[test]
+fn usage_errors_are_audited_without_values() {
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = [
+        "--sql",
+        "postgres://u:hunter2@127.0.0.1:1/db",
+        "--scheme",
+        "sql-lease",
+    ];
+    let out = command(h.path())
+        .args(src)
+        .args(["reelect"])
+        .output()
+        .expect("electop");
+    assert_eq!(code(&out), 2, "no election named");
+    let out = command(h.path())
+        .args(src)
+        .args(["resign", "jobs", "--timeout", "soon-hunter2"])
+        .output()
+        .expect("electop");
+    assert_eq!(code(&out), 2, "a bad --timeout");
+    let log = audit(h.path());
+    let got: Vec<(&str, &str)> = log
+        .iter()
+        .map(|l| {
+            (
+                l["action"].as_str().unwrap_or(""),
+                l["outcome"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(got, [("reelect", "usage"), ("resign", "usage")], "{log:?}");
+    assert!(
+        log[1]["after"]
+            .as_str()
+            .is_some_and(|a| a.contains("--timeout")),
+        "says what was wrong: {}",
+        log[1]
+    );
+    let text = std::fs::read_to_string(h.path().join("data/electop/audit.jsonl")).expect("log");
+    assert!(
+        !text.contains("hunter2"),
+        "no values in the audit log: {text}"
+    );
+}
+
+/// A sql-lease election `jobs` led by node-a in PostgreSQL, reached through a proxy that
+/// delays each direction by `delay` (connecting takes a dozen round trips); `reelect jobs
+/// --yes` started on it and waited for until its attempt is audited.
+fn reelect_through_a_slow_proxy(
+    timeout: &str,
+    delay: Duration,
+) -> (
+    Store,
+    common::proxy::Proxy,
+    tempfile::TempDir,
+    std::process::Child,
+) {
+    let store = Store::postgres();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let port = match &store {
+        Store::Pg(p) => p.port(),
+        _ => unreachable!("postgres"),
+    };
+    let proxy = common::proxy::Proxy::start(port, Duration::from_secs(60));
+    proxy.delay_both(delay, delay);
+    let url = store
+        .url()
+        .replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
+    assert_ne!(url, store.url());
+    let h = tempfile::tempdir().expect("tempdir");
+    let child = command(h.path())
+        .args(["--sql", &url, "--scheme", "sql-lease"])
+        .args(["reelect", "jobs", "--yes", "--timeout", timeout])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("electop");
+    common::wait_until("the attempt is audited", Duration::from_secs(30), || {
+        audit(h.path()).iter().any(|l| l["outcome"] == "attempt")
+    });
+    (store, proxy, h, child)
+}
+
+/// The attempt is on record before the store is touched: an admin CLI killed while its
+/// action waits on a slow store leaves the attempt, no outcome, and the store unchanged.
+#[test]
+fn a_crash_mid_action_leaves_the_attempt_on_record() {
+    let (store, proxy, h, mut child) =
+        reelect_through_a_slow_proxy("30s", Duration::from_millis(150));
+    proxy.freeze();
+    child.kill().expect("kill the CLI");
+    let status = child.wait().expect("wait");
+    assert!(!status.success(), "killed mid-action");
+    let log = audit(h.path());
+    let outcomes: Vec<&str> = log.iter().filter_map(|l| l["outcome"].as_str()).collect();
+    assert_eq!(
+        outcomes,
+        ["attempt"],
+        "the attempt, and no outcome: {log:?}"
+    );
+    assert_eq!(log[0]["action"], "reelect");
+    assert_eq!(log[0]["before"], "node-a");
+    assert_eq!(
+        store.exec("SELECT leader_id FROM leaderlock WHERE key = 'jobs'"),
+        "node-a",
+        "the action never reached the store"
+    );
+}
+
+/// A store that freezes mid-action does not hold the CLI forever: the action fails within
+/// three request timeouts, saying it may or may not have been applied, and is audited.
+#[test]
+fn a_store_frozen_mid_action_fails_it_in_bounded_time() {
+    let (_store, proxy, h, mut child) =
+        reelect_through_a_slow_proxy("3s", Duration::from_millis(50));
+    proxy.freeze();
+    let frozen = std::time::Instant::now();
+    let bound = 3 * Duration::from_secs(3) + Duration::from_secs(3);
+    let mut status = None;
+    common::wait_until("the CLI gives up", bound, || {
+        status = child.try_wait().expect("try_wait");
+        status.is_some()
+    });
+    println!(
+        "gave up {} ms after the freeze",
+        frozen.elapsed().as_millis()
+    );
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "a store error");
+    let log = audit(h.path());
+    let outcomes: Vec<&str> = log.iter().filter_map(|l| l["outcome"].as_str()).collect();
+    assert_eq!(outcomes, ["attempt", "failed"], "{log:?}");
+    assert_eq!(log[0]["id"], log[1]["id"]);
 }

@@ -13,21 +13,21 @@ mod common;
 
 use std::cell::Cell;
 use std::fs::File;
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use common::POLL_INTERVAL;
 use common::electop::{command, election, status_json};
 use common::etcd::EtcdServer;
+use common::proxy::Proxy;
 use common::sqlstore::Store;
 use serde_json::Value;
 use tempfile::TempDir;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 /// Deadline for what has no bound of its own (start-up, reconnecting, followers catching up).
 const T: Duration = Duration::from_secs(15);
@@ -37,6 +37,8 @@ const SLACK: Duration = Duration::from_millis(1500);
 const EXIT: Duration = Duration::from_secs(2);
 /// How much longer than a bound we keep waiting, to report how late it was.
 const OVERRUN: Duration = Duration::from_secs(5);
+/// A proxy outlives any test that uses it by little: it stops by itself.
+const PROXY_LIFETIME: Duration = Duration::from_secs(120);
 
 #[derive(Clone, Copy, Debug)]
 struct Timing {
@@ -679,87 +681,6 @@ fn sql_heartbeat_mariadb_nodes() {
     sql_heartbeat(Store::mariadb(), "mariadb");
 }
 
-/// A TCP proxy to a store on 127.0.0.1 that can be cut: from then on it forwards nothing in
-/// either direction but keeps every connection open, like a network partition that drops
-/// packets (no reset, no FIN: the client only notices if it stops waiting).
-struct Proxy {
-    port: u16,
-    cut: Arc<AtomicBool>,
-    done: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    fn start(upstream: u16) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
-        let port = listener.local_addr().expect("proxy address").port();
-        listener
-            .set_nonblocking(true)
-            .expect("non-blocking listener");
-        let cut = Arc::new(AtomicBool::new(false));
-        let done = Arc::new(AtomicBool::new(false));
-        let (c, d) = (Arc::clone(&cut), Arc::clone(&done));
-        std::thread::spawn(move || {
-            while !d.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                            continue;
-                        };
-                        for (from, to) in [
-                            (client.try_clone(), server.try_clone()),
-                            (Ok(server), Ok(client)),
-                        ] {
-                            let (Ok(from), Ok(to)) = (from, to) else {
-                                continue;
-                            };
-                            let (c, d) = (Arc::clone(&c), Arc::clone(&d));
-                            std::thread::spawn(move || forward(from, to, &c, &d));
-                        }
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        std::thread::sleep(POLL_INTERVAL);
-                    }
-                    Err(_) => return,
-                }
-            }
-        });
-        Proxy { port, cut, done }
-    }
-
-    fn cut(&self) {
-        self.cut.store(true, Ordering::SeqCst);
-    }
-}
-
-fn forward(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool, done: &AtomicBool) {
-    let _ = from.set_read_timeout(Some(POLL_INTERVAL));
-    let mut buf = [0u8; 16 * 1024];
-    while !done.load(Ordering::SeqCst) {
-        if cut.load(Ordering::SeqCst) {
-            // Read nothing, write nothing; the connection stays open.
-            std::thread::sleep(POLL_INTERVAL);
-            continue;
-        }
-        match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                if to.write_all(&buf[..n]).is_err() {
-                    break;
-                }
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(_) => break,
-        }
-    }
-    let _ = to.shutdown(std::net::Shutdown::Both);
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::SeqCst);
-    }
-}
-
 /// The store's port in `source` flags, replaced by `port`.
 fn via_port(source: &[String], from: u16, to: u16) -> Vec<String> {
     let (a, b) = (format!(":{from}"), format!(":{to}"));
@@ -775,14 +696,14 @@ fn via_port(source: &[String], from: u16, to: u16) -> Vec<String> {
 fn cut_off_leader(sc: &Scenario, store_port: u16) {
     let t = sc.timing;
     let label = &sc.label;
-    let proxy = Proxy::start(store_port);
-    let via = via_port(&sc.source, store_port, proxy.port);
+    let proxy = Proxy::start(store_port, PROXY_LIFETIME);
+    let via = via_port(&sc.source, store_port, proxy.port());
     let mut a = sc.start_via(&via, "node-a");
     a.wait_belief("leader", Some("node-a"), T);
     let mut b = sc.start("node-b");
     b.wait_belief("follower", Some("node-a"), T);
 
-    proxy.cut();
+    proxy.freeze();
     let cut = Instant::now();
     let bound = t.ttl + t.retry + SLACK;
     let took = b
@@ -944,4 +865,214 @@ fn etcd_sub_second_ttl_is_not_truncated_below_renew() {
             a.dump()
         );
     }
+}
+
+/// The most a proxy delays one direction in the slow-store test. A round of a sql-lease node
+/// is some six round trips (a ping on acquire, and each statement's prepare and execute), and
+/// must fit in its call limit (`ttl - renew`) most of the time for leadership to last.
+const MAX_DELAY: Duration = Duration::from_millis(250);
+
+fn at(v: &Value) -> OffsetDateTime {
+    let s = v["at"].as_str().unwrap_or_default();
+    OffsetDateTime::parse(s, &Rfc3339).unwrap_or_else(|e| panic!("bad `at` in {v}: {e}"))
+}
+
+/// A node's leadership as its own belief lines tell it: from each `leader` line's `at` to
+/// the next belief line's, or to `observed` if it still leads.
+fn leader_intervals(
+    node: &Node,
+    observed: OffsetDateTime,
+) -> Vec<(OffsetDateTime, OffsetDateTime)> {
+    let mut out = Vec::new();
+    let mut since = None;
+    for v in node.beliefs() {
+        match (since, v["belief"] == "leader") {
+            (None, true) => since = Some(at(v)),
+            (Some(start), false) => {
+                out.push((start, at(v)));
+                since = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(start) = since {
+        out.push((start, observed));
+    }
+    out
+}
+
+/// Compares every node's leader intervals with every other's: no instant may lie in two.
+/// Returns how many intervals there were.
+fn assert_never_two_leaders(nodes: &[Node], observed: OffsetDateTime) -> usize {
+    let all: Vec<(&str, OffsetDateTime, OffsetDateTime)> = nodes
+        .iter()
+        .flat_map(|n| {
+            leader_intervals(n, observed)
+                .into_iter()
+                .map(move |(s, e)| (n.id.as_str(), s, e))
+        })
+        .collect();
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            let overlap = a.1.max(b.1) < a.2.min(b.2);
+            assert!(
+                a.0 == b.0 || !overlap,
+                "{} led {} .. {} and {} led {} .. {}: both at once for {}\n{}",
+                a.0,
+                a.1,
+                a.2,
+                b.0,
+                b.1,
+                b.2,
+                a.2.min(b.2) - a.1.max(b.1),
+                dump_all(nodes)
+            );
+        }
+    }
+    all.len()
+}
+
+/// Reads every node's lines until `until`.
+fn observe(nodes: &mut [Node], until: Instant) {
+    while Instant::now() < until {
+        for n in nodes.iter_mut() {
+            n.pump();
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Waits until a node other than `except` believes it leads; returns its index.
+fn wait_new_leader(nodes: &mut [Node], except: Option<usize>, timeout: Duration) -> usize {
+    let deadline = Instant::now() + timeout;
+    loop {
+        for n in nodes.iter_mut() {
+            n.pump();
+        }
+        if let Some(i) = (0..nodes.len())
+            .find(|&i| Some(i) != except && nodes[i].believes("leader", None).is_some())
+        {
+            return i;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no new leader within {timeout:?} (the old one: {except:?}):\n{}",
+            dump_all(nodes)
+        );
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Three nodes, each through its own proxy. Each round delays every direction at random
+/// (0..MAX_DELAY) for a term, then slows the leader alone, then freezes its proxy until
+/// another node leads. Compared across processes, no two belief intervals of leadership
+/// overlap.
+fn never_both_lead(sc: &Scenario, store_port: u16, rounds: usize) {
+    let label = &sc.label;
+    let proxies: Vec<Proxy> = (0..3)
+        .map(|_| Proxy::start(store_port, PROXY_LIFETIME))
+        .collect();
+    let mut nodes: Vec<Node> = ["node-a", "node-b", "node-c"]
+        .iter()
+        .zip(&proxies)
+        .map(|(id, p)| sc.start_via(&via_port(&sc.source, store_port, p.port()), id))
+        .collect();
+    // Connecting takes a dozen round trips: each node connects before the delays start, and
+    // again (undelayed) after its freeze.
+    let connected = |n: &mut Node| {
+        n.wait_belief_at("follower", None, T);
+    };
+    let mut leader = wait_new_leader(&mut nodes, None, T);
+    for (i, n) in nodes.iter_mut().enumerate() {
+        if i != leader {
+            connected(n);
+        }
+    }
+    for p in &proxies {
+        p.delay_both(Duration::ZERO, MAX_DELAY);
+    }
+    for round in 0..rounds {
+        // Several renewals through the slow proxies.
+        observe(&mut nodes, Instant::now() + sc.timing.ttl);
+        leader = wait_new_leader(&mut nodes, None, T);
+        // The case: the leader alone is slow (its answers come back late), the
+        // others are prompt to take over the moment the store's term ends; then it freezes.
+        for (i, p) in proxies.iter().enumerate() {
+            let d = if i == leader {
+                MAX_DELAY
+            } else {
+                Duration::ZERO
+            };
+            p.delay_both(d, d);
+        }
+        observe(&mut nodes, Instant::now() + 4 * sc.timing.renew);
+        leader = wait_new_leader(&mut nodes, None, T);
+        proxies[leader].freeze();
+        let frozen = Instant::now();
+        let next = wait_new_leader(&mut nodes, Some(leader), T + sc.timing.ttl);
+        println!(
+            "{label}: round {round}: {} froze, {} leads {} ms later",
+            nodes[leader].id,
+            nodes[next].id,
+            frozen.elapsed().as_millis()
+        );
+        proxies[leader].delay_both(Duration::ZERO, Duration::ZERO);
+        proxies[leader].thaw();
+        connected(&mut nodes[leader]);
+        for p in &proxies {
+            p.delay_both(Duration::ZERO, MAX_DELAY);
+        }
+    }
+    let observed = OffsetDateTime::now_utc();
+    for n in nodes.iter_mut() {
+        n.read_until(Instant::now() + Duration::from_millis(200));
+    }
+    let intervals = assert_never_two_leaders(&nodes, observed);
+    let leaders = nodes
+        .iter()
+        .filter(|n| !leader_intervals(n, observed).is_empty())
+        .count();
+    assert!(
+        intervals > rounds && leaders >= 2,
+        "{label}: leadership never changed hands ({intervals} intervals):\n{}",
+        dump_all(&nodes)
+    );
+    let _ = leader;
+}
+
+/// The measurement: a leader 0.4 s from PostgreSQL each way, then frozen, believed
+/// it led for 2 s past its term. With random delays and freezes, no two sql-lease nodes
+/// ever believe they lead at the same instant.
+#[test]
+fn sql_lease_nodes_never_both_lead_through_a_slow_store() {
+    let store = Store::postgres();
+    let sc = Scenario::new(
+        "sql-lease/postgres (slow)",
+        ["--sql", &store.url(), "--scheme", "sql-lease"]
+            .map(String::from)
+            .into(),
+        "jobs",
+        Timing {
+            ttl: Duration::from_secs(4),
+            renew: Duration::from_millis(500),
+            retry: Duration::from_millis(300),
+        },
+        &["--create-table"],
+    );
+    never_both_lead(&sc, store_port(&store), 3);
+}
+
+/// The same through etcd: an etcd-lease-key leader's belief is bounded by its lease, counted
+/// from the keep-alive's send.
+#[test]
+fn etcd_lease_key_nodes_never_both_lead_through_a_slow_store() {
+    let etcd = EtcdServer::start();
+    let mut sc = Scenario::etcd(&etcd, "etcd-lease-key");
+    sc.label = "etcd-lease-key (slow)".into();
+    sc.timing = Timing {
+        ttl: Duration::from_secs(4),
+        renew: Duration::from_millis(500),
+        retry: Duration::from_millis(300),
+    };
+    never_both_lead(&sc, etcd.client_port(), 3);
 }

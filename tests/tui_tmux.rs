@@ -118,6 +118,10 @@ fn a_panic_restores_the_terminal() {
     );
     let screen = tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED"));
     assert!(
+        screen.contains("ELECTOP-EXITED 101"),
+        "a panic exits non-zero:\n{screen}"
+    );
+    assert!(
         screen.contains("--debug-panic"),
         "the panic message is readable:\n{screen}"
     );
@@ -327,5 +331,91 @@ fn reelect_from_the_dashboard_is_confirmed_done_and_labelled_forced() {
     assert!(
         audit.contains("\"action\":\"reelect\"") && audit.contains("\"outcome\":\"done\""),
         "{audit}"
+    );
+}
+
+/// Quitting while an admin action is under way waits for it, saying so, instead of aborting
+/// it: the action (slowed by a proxy to the store) completes and is audited after the quit.
+#[test]
+fn quitting_waits_for_an_admin_action_in_flight() {
+    let store = common::sqlstore::Store::postgres();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let port = match &store {
+        common::sqlstore::Store::Pg(p) => p.port(),
+        _ => unreachable!("postgres"),
+    };
+    let proxy = common::proxy::Proxy::start(port, Duration::from_secs(60));
+    let url = store
+        .url()
+        .replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = format!("--sql {url} --scheme sql-lease --poll 200ms");
+    let tmux = Tmux::start(120, 30, &shell(home.path(), &args));
+    tmux.wait_screen("the election", T, |s| {
+        s.contains("jobs") && s.contains("node-a")
+    });
+    // From now on the action's own connection takes a couple of seconds to set up.
+    proxy.delay_both(Duration::from_millis(100), Duration::from_millis(100));
+    tmux.send(&["R"]);
+    tmux.wait_screen("the confirmation", T, |s| {
+        s.contains("force a re-election of jobs")
+    });
+    tmux.send(&["y"]);
+    tmux.send(&["C-c"]);
+    tmux.wait_screen("the notice", T, |s| {
+        s.contains("waiting for reelect jobs to finish")
+    });
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+    assert_eq!(
+        store.exec("SELECT count(*) FROM leaderlock WHERE key = 'jobs'"),
+        "0",
+        "the re-election went through after the quit"
+    );
+    let audit =
+        std::fs::read_to_string(home.path().join("data/electop/audit.jsonl")).expect("audit log");
+    let outcomes: Vec<String> = audit
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("JSON");
+            v["outcome"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    assert_eq!(outcomes, ["attempt", "done"], "{audit}");
+}
+
+/// A backend task that panics (on purpose here) is a lasting error on screen, not a frozen
+/// source; the dashboard goes on, and when it quits, the terminal is back and electop exits
+/// non-zero, saying what panicked.
+#[test]
+fn a_panicking_backend_task_shows_and_exits_non_zero() {
+    let store = common::sqlstore::Store::sqlite();
+    store.create_lease_table("leaderlock");
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = format!("--sql {} --scheme sql-lease", store.url());
+    let tmux = Tmux::start(
+        160,
+        30,
+        &format!(
+            "env ELECTOP_DEBUG_PANIC=backend {}",
+            shell(home.path(), &args)
+        ),
+    );
+    tmux.wait_screen("the lasting error", T, |s| {
+        s.contains("backend task panicked")
+    });
+    tmux.send(&["q"]);
+    let screen = tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED"));
+    assert!(
+        screen.contains("ELECTOP-EXITED 101"),
+        "a panic in a task exits non-zero:\n{screen}"
+    );
+    assert!(
+        screen.contains("a task panicked") && screen.contains("ELECTOP_DEBUG_PANIC"),
+        "says what panicked once the terminal is back:\n{screen}"
+    );
+    assert!(
+        !screen.contains("Elections"),
+        "alternate screen left:\n{screen}"
     );
 }

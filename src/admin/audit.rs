@@ -1,5 +1,7 @@
-//! The audit log: every attempted action as a JSON line in the platform data dir, whatever
-//! its outcome.
+//! The audit log, JSON lines in the platform data dir: an action's `attempt` before the
+//! store is touched and its outcome after (a crash in between leaves the attempt on
+//! record), an action refused before any store call, and an admin command that was not
+//! understood (`usage`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,15 +21,79 @@ struct Line<'a> {
     at: String,
     /// `user@host` of whoever ran electop.
     by: String,
+    /// Ties an action's `attempt` line to its outcome line.
+    id: &'a str,
     source: &'a str,
     election: &'a str,
     #[serde(flatten)]
     action: &'a super::ActionKind,
     /// The leader as seen when the action was asked for.
     before: Option<&'a str>,
-    /// What the store holds after (or the reason nothing changed).
+    /// What the store holds after (or the reason nothing changed); none on an attempt.
+    after: Option<&'a str>,
+    /// `attempt` before the store is touched, then how it ended.
+    outcome: &'static str,
+}
+
+/// A command line that was not understood: nothing was read or written.
+#[derive(Serialize)]
+struct UsageLine<'a> {
+    at: String,
+    by: String,
+    id: &'a str,
+    action: &'a str,
+    election: Option<&'a str>,
+    /// What was wrong with it.
     after: &'a str,
     outcome: &'static str,
+}
+
+/// One action's lines in the log at the default path (none when there is no data dir).
+pub struct Trail {
+    path: Option<PathBuf>,
+    id: String,
+}
+
+impl Default for Trail {
+    fn default() -> Self {
+        Trail {
+            path: default_path(),
+            id: new_id(),
+        }
+    }
+}
+
+impl Trail {
+    /// Records the attempt. An error means the action must not go ahead: it would not be
+    /// on record.
+    pub fn attempt(&self, req: &AdminRequest) -> Result<(), String> {
+        match &self.path {
+            Some(p) => record_attempt(p, &self.id, req).map_err(|e| {
+                format!(
+                    "cannot write the audit log {}: {e}; nothing was done",
+                    p.display()
+                )
+            }),
+            None => Ok(()),
+        }
+    }
+
+    pub fn outcome(&self, req: &AdminRequest, outcome: &Outcome) -> Result<(), String> {
+        match &self.path {
+            Some(p) => record(p, &self.id, req, outcome)
+                .map_err(|e| format!("cannot write the audit log {}: {e}", p.display())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A fresh id for one action's lines: unique per process and instant.
+pub fn new_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}-{nanos}", std::process::id())
 }
 
 /// The user name of this process's uid, from /etc/passwd.
@@ -56,14 +122,51 @@ fn who() -> String {
     format!("{user}@{host}")
 }
 
-/// Appends one action to the log at `path`.
-pub fn record(path: &Path, req: &AdminRequest, outcome: &Outcome) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let line = Line {
+/// Appends an action's attempt, before the store is touched: a crash before its outcome
+/// leaves the attempt on record.
+pub fn record_attempt(path: &Path, id: &str, req: &AdminRequest) -> std::io::Result<()> {
+    append(path, &line(id, req, None, "attempt"))
+}
+
+/// Appends how the action `id` ended (or, without an attempt line, why it was not tried).
+pub fn record(path: &Path, id: &str, req: &AdminRequest, outcome: &Outcome) -> std::io::Result<()> {
+    append(
+        path,
+        &line(id, req, Some(outcome.message()), outcome.label()),
+    )
+}
+
+/// Appends an admin command that was not understood (exit 2): `action` as typed, the
+/// election when it got that far, and what was wrong (no argument values: they may hold
+/// passwords).
+pub fn record_usage(
+    path: &Path,
+    action: &str,
+    election: Option<&str>,
+    error: &str,
+) -> std::io::Result<()> {
+    let line = UsageLine {
         at: time::rfc3339(SystemTime::now()),
         by: who(),
+        id: &new_id(),
+        action,
+        election,
+        after: error,
+        outcome: "usage",
+    };
+    append(path, &line)
+}
+
+fn line<'a>(
+    id: &'a str,
+    req: &'a AdminRequest,
+    after: Option<&'a str>,
+    outcome: &'static str,
+) -> Line<'a> {
+    Line {
+        at: time::rfc3339(SystemTime::now()),
+        by: who(),
+        id,
         source: &req.source_name,
         election: &req.seen.name,
         action: &req.kind,
@@ -73,14 +176,22 @@ pub fn record(path: &Path, req: &AdminRequest, outcome: &Outcome) -> std::io::Re
             .as_ref()
             .or(req.seen.candidates.first())
             .map(|c| c.id.as_str()),
-        after: outcome.message(),
-        outcome: outcome.label(),
-    };
-    let mut text = serde_json::to_string(&line)?;
+        after,
+        outcome,
+    }
+}
+
+/// One JSON line, appended and synced: the record must outlive a crash right after.
+fn append(path: &Path, line: &impl Serialize) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut text = serde_json::to_string(line)?;
     text.push('\n');
-    std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path)?
-        .write_all(text.as_bytes())
+        .open(path)?;
+    file.write_all(text.as_bytes())?;
+    file.sync_data()
 }

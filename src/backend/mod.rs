@@ -146,10 +146,23 @@ pub async fn execute(
                     .to_string(),
         };
     }
-    match source {
-        SourceConfig::Etcd(cfg) => etcd::admin::execute(cfg, req, timeout).await,
-        SourceConfig::Sql(cfg) => sql::admin::execute(cfg, req, timeout).await,
-    }
+    let act = async {
+        match source {
+            SourceConfig::Etcd(cfg) => etcd::admin::execute(cfg, req, timeout).await,
+            SourceConfig::Sql(cfg) => sql::admin::execute(cfg, req, timeout).await,
+        }
+    };
+    // Every step has its own deadline, but a store that hangs mid-way must not hold the
+    // CLI, or a dashboard that waits for its actions before quitting, forever.
+    let limit = timeout * 3;
+    tokio::time::timeout(limit, act)
+        .await
+        .unwrap_or_else(|_| crate::admin::Outcome::Failed {
+            error: format!(
+                "the store did not finish the action within {limit:?}: it may or may not \
+                 have been applied; look before trying again"
+            ),
+        })
 }
 
 /// Reports a source as down (screen and event stream), then waits out the backoff. Returns

@@ -290,12 +290,14 @@ pub async fn run(
         std::slice::from_ref(&setup.source),
         &BackendOptions::default(),
     )?;
-    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    // Our panic hook, not ratatui's: a task's panic must not restore the terminal under the
+    // running demo (see `crate::supervise`).
+    let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
     let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
     app.keys = keys;
     let demo = Demo::new(app, &sup.ids, election, &setup.label);
     let result = demo_loop(&mut terminal, sources, &mut sup, &mut out_rx, tick, demo).await;
-    ratatui::restore();
+    crate::supervise::restore_terminal();
     sup.stop_all(Duration::from_secs(3)).await;
     if let Some(mut e) = etcd {
         let _ = e.child.kill().await;
@@ -370,14 +372,14 @@ async fn demo_loop(
                 Some(Err(e)) => break Err(e).context("reading the terminal"),
                 None => break Ok(()),
             },
-            ev = sources.events.recv() => {
-                if let Some(ev) = ev {
+            // Once every backend ended (each end is a lasting error on screen), this branch
+            // stays quiet instead of waking the loop for nothing.
+            Some(ev) = sources.events.recv() => {
+                app::update(&mut d.app, Msg::Source(ev));
+                while let Ok(ev) = sources.events.try_recv() {
                     app::update(&mut d.app, Msg::Source(ev));
-                    while let Ok(ev) = sources.events.try_recv() {
-                        app::update(&mut d.app, Msg::Source(ev));
-                    }
-                    dirty = true;
                 }
+                dirty = true;
             }
             Some(out) = out_rx.recv() => {
                 d.node_line(out.node, &out.text);

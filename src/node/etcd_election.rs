@@ -19,7 +19,7 @@ pub async fn run(
     cfg: &EtcdSource,
     args: &NodeArgs,
     t: Timing,
-    report: &mut Reporter,
+    report: &Reporter,
     stop: CancellationToken,
 ) -> Result<()> {
     let dir = format!("{}{}/", cfg.prefix, args.election);
@@ -27,7 +27,7 @@ pub async fn run(
         t,
         report,
         &stop,
-        async |r: &mut Reporter, kept: &mut Option<i64>| {
+        async |r: &Reporter, kept: &mut Option<i64>| {
             session(cfg, &dir, args, t, r, &stop, kept).await
         },
     )
@@ -39,7 +39,7 @@ async fn session(
     dir: &str,
     args: &NodeArgs,
     t: Timing,
-    report: &mut Reporter,
+    report: &Reporter,
     stop: &CancellationToken,
     kept: &mut Option<i64>,
 ) -> Result<Ended> {
@@ -72,14 +72,14 @@ async fn session(
             .with_sort(SortTarget::Create, SortOrder::Ascend)
             .with_limit(1);
         let first = within(limit, "a read", client.get(dir, Some(opts))).await?;
-        let belief = match first.kvs().first() {
-            Some(kv) if kv.key() == key.as_bytes() => Belief::Leader,
-            Some(kv) => Belief::Follower {
+        match first.kvs().first() {
+            // Ours for as long as our lease surely lives.
+            Some(kv) if kv.key() == key.as_bytes() => report.lead(lease.until),
+            Some(kv) => report.believe(Belief::Follower {
                 leader: Some(escape_bytes(kv.value())),
-            },
-            None => Belief::Follower { leader: None },
-        };
-        report.believe(belief);
+            }),
+            None => report.believe(Belief::Follower { leader: None }),
+        }
         match super::lease::next_wake(stop, &mut tick, &mut lease, &mut watch).await? {
             Wake::Look => {}
             Wake::LeaseLost => return Ok(Ended::LeaseLost),

@@ -17,16 +17,14 @@ pub async fn run(
     cfg: &EtcdSource,
     args: &NodeArgs,
     t: Timing,
-    report: &mut Reporter,
+    report: &Reporter,
     stop: CancellationToken,
 ) -> Result<()> {
     super::sessions(
         t,
         report,
         &stop,
-        async |r: &mut Reporter, kept: &mut Option<i64>| {
-            session(cfg, args, t, r, &stop, kept).await
-        },
+        async |r: &Reporter, kept: &mut Option<i64>| session(cfg, args, t, r, &stop, kept).await,
     )
     .await
 }
@@ -35,7 +33,7 @@ async fn session(
     cfg: &EtcdSource,
     args: &NodeArgs,
     t: Timing,
-    report: &mut Reporter,
+    report: &Reporter,
     stop: &CancellationToken,
     kept: &mut Option<i64>,
 ) -> Result<Ended> {
@@ -80,14 +78,15 @@ async fn session(
                 _ => None,
             })
         };
-        report.believe(match holder {
-            // Ours when it names us on our lease (an operator's force-leader uses our registry lease).
-            Some((v, l)) if v == args.id.as_bytes() && l == lease.id => Belief::Leader,
-            Some((v, _)) => Belief::Follower {
+        match holder {
+            // Ours when it names us on our lease (an operator's force-leader uses our registry
+            // lease), for as long as that lease surely lives.
+            Some((v, l)) if v == args.id.as_bytes() && l == lease.id => report.lead(lease.until),
+            Some((v, _)) => report.believe(Belief::Follower {
                 leader: Some(escape_bytes(&v)),
-            },
-            None => Belief::Follower { leader: None },
-        });
+            }),
+            None => report.believe(Belief::Follower { leader: None }),
+        }
         match super::lease::next_wake(stop, &mut tick, &mut lease, &mut watch).await? {
             Wake::Look => {}
             Wake::LeaseLost => return Ok(Ended::LeaseLost),

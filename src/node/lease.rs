@@ -1,15 +1,20 @@
 //! What both etcd participants share: a connection and a lease kept alive, every call
 //! bounded so that a node cut off from etcd gives up when its lease could have run out.
 
+use std::time::Instant;
+
 use anyhow::{Context, Result};
 use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper, Txn, TxnResponse, WatchStream};
 use tokio_util::sync::CancellationToken;
 
-use super::{RESIGN_LIMIT, Timing, within};
+use super::{RESIGN_LIMIT, Timing, term, within};
 use crate::config::EtcdSource;
 
 pub struct Lease {
     pub id: i64,
+    /// Until when the lease surely lives, counted from the request that last granted,
+    /// found or renewed it ([`term::lead_until`]); a leader's belief ends then.
+    pub until: Option<Instant>,
     keeper: LeaseKeeper,
     alive: LeaseKeepAliveStream,
     limit: std::time::Duration,
@@ -26,20 +31,23 @@ pub async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(
     )
     .await
     .context("connecting to etcd")?;
-    let alive = match kept {
-        Some(id) => {
-            within(limit, "a lease lookup", client.lease_time_to_live(id, None))
-                .await?
-                .ttl()
-                > 0
+    let mut found = None;
+    if let Some(id) = kept {
+        let sent = Instant::now();
+        let ttl = within(limit, "a lease lookup", client.lease_time_to_live(id, None))
+            .await?
+            .ttl();
+        if ttl > 0 {
+            found = Some((id, until(sent, ttl)));
         }
-        None => false,
-    };
-    let id = match kept {
-        Some(id) if alive => id,
-        _ => {
+    }
+    let (id, until) = match found {
+        Some(found) => found,
+        None => {
+            let sent = Instant::now();
             let grant = client.lease_grant(t.ttl.as_secs() as i64, None);
-            within(limit, "a lease grant", grant).await?.id()
+            let grant = within(limit, "a lease grant", grant).await?;
+            (grant.id(), until(sent, grant.ttl()))
         }
     };
     let (keeper, alive) = within(limit, "a keep-alive", client.lease_keep_alive(id)).await?;
@@ -47,6 +55,7 @@ pub async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(
         client,
         Lease {
             id,
+            until,
             keeper,
             alive,
             limit,
@@ -54,13 +63,23 @@ pub async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(
     ))
 }
 
+/// A TTL in etcd's whole seconds, granted in answer to a request sent at `sent`.
+fn until(sent: Instant, ttl_secs: i64) -> Option<Instant> {
+    term::granted_ms(ttl_secs.saturating_mul(1_000)).and_then(|g| term::lead_until(sent, g))
+}
+
 impl Lease {
     /// One keep-alive. False when the lease is gone (expired or revoked).
     pub async fn renew(&mut self) -> Result<bool> {
+        let sent = Instant::now();
         within(self.limit, "a keep-alive", self.keeper.keep_alive()).await?;
-        Ok(
-            matches!(within(self.limit, "a keep-alive", self.alive.message()).await?, Some(r) if r.ttl() > 0),
-        )
+        match within(self.limit, "a keep-alive", self.alive.message()).await? {
+            Some(r) if r.ttl() > 0 => {
+                self.until = until(sent, r.ttl());
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 
     /// A transaction that writes with this lease, bounded: `None` when etcd says the lease

@@ -7,11 +7,14 @@ mod etcd_election;
 mod etcd_lease_key;
 mod lease;
 mod sql;
+pub mod term;
 
-use std::time::{Duration, SystemTime};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 use serde::Serialize;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::NodeArgs;
@@ -38,13 +41,26 @@ struct BeliefLine<'a> {
     error: Option<&'a str>,
 }
 
-/// Prints a belief when it changes, as text or JSON lines.
+/// Prints a belief when it changes, as text or JSON lines, and holds a leader's belief to
+/// its term: when the term runs out before a renewal says otherwise, the belief ends then,
+/// whatever the scheme's code is waiting for (see [`Reporter::enforce_term`]).
 pub struct Reporter {
     id: String,
     election: String,
     json: bool,
-    last: Option<Belief>,
+    held: Mutex<Held>,
+    changed: Notify,
 }
+
+#[derive(Default)]
+struct Held {
+    last: Option<Belief>,
+    /// While we lead: until when (see [`term::lead_until`]).
+    until: Option<Instant>,
+}
+
+/// What a leader whose term ran out before a renewal came back believes.
+pub const TERM_OVER: &str = "my term ran out before the store confirmed a renewal";
 
 impl Reporter {
     pub fn new(id: &str, election: &str, json: bool) -> Self {
@@ -52,12 +68,78 @@ impl Reporter {
             id: id.to_string(),
             election: election.to_string(),
             json,
-            last: None,
+            held: Mutex::new(Held::default()),
+            changed: Notify::new(),
         }
     }
 
-    pub fn believe(&mut self, b: Belief) {
-        if self.last.as_ref() == Some(&b) {
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        // A panic while printing leaves nothing half-done that matters here.
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The store says we lead, until `until` on our clock ([`term::lead_until`] of the
+    /// request that said so). A term already over is no leadership.
+    pub fn lead(&self, until: Option<Instant>) {
+        let mut held = self.held();
+        match until.filter(|u| *u > Instant::now()) {
+            Some(u) => {
+                held.until = Some(u);
+                self.show(&mut held, Belief::Leader);
+            }
+            None => {
+                held.until = None;
+                let error = TERM_OVER.to_string();
+                self.show(&mut held, Belief::NoContact { error });
+            }
+        }
+        drop(held);
+        self.changed.notify_one();
+    }
+
+    /// Any belief but leadership (which goes through [`Reporter::lead`], with its term).
+    pub fn believe(&self, b: Belief) {
+        if b == Belief::Leader {
+            return self.lead(None);
+        }
+        let mut held = self.held();
+        held.until = None;
+        self.show(&mut held, b);
+        drop(held);
+        self.changed.notify_one();
+    }
+
+    /// Ends a leader's belief when its term runs out; never returns. Runs beside the
+    /// scheme's code, so a store call that hangs cannot keep a stale belief alive.
+    pub async fn enforce_term(&self) -> std::convert::Infallible {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let until = {
+                let held = self.held();
+                held.until.filter(|_| held.last == Some(Belief::Leader))
+            };
+            let Some(until) = until else {
+                changed.await;
+                continue;
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(until.into()) => {
+                    let mut held = self.held();
+                    if held.until == Some(until) {
+                        held.until = None;
+                        let error = TERM_OVER.to_string();
+                        self.show(&mut held, Belief::NoContact { error });
+                    }
+                }
+                _ = changed => {}
+            }
+        }
+    }
+
+    fn show(&self, held: &mut Held, b: Belief) {
+        if held.last.as_ref() == Some(&b) {
             return;
         }
         let (belief, leader, error) = match &b {
@@ -87,7 +169,7 @@ impl Reporter {
         };
         println!("{line}");
         tracing::info!(node = %self.id, %line, "belief");
-        self.last = Some(b);
+        held.last = Some(b);
     }
 
     pub fn say(&self, text: &str) {
@@ -195,9 +277,9 @@ enum Ended {
 /// session takes it up again if it is still alive, so a short outage costs no leadership.
 async fn sessions(
     t: Timing,
-    report: &mut Reporter,
+    report: &Reporter,
     stop: &CancellationToken,
-    mut session: impl AsyncFnMut(&mut Reporter, &mut Option<i64>) -> Result<Ended>,
+    mut session: impl AsyncFnMut(&Reporter, &mut Option<i64>) -> Result<Ended>,
 ) -> Result<()> {
     let mut lease = None;
     loop {
@@ -255,24 +337,100 @@ pub async fn run(args: &NodeArgs, scheme: Scheme, source: SourceConfig) -> Resul
         );
     }
     let stop = stop_on_signals()?;
-    let mut report = Reporter::new(&args.id, &args.election, args.json);
-    match (scheme, source) {
-        (Scheme::EtcdElection, SourceConfig::Etcd(cfg)) => {
-            etcd_election::run(&cfg, args, timing, &mut report, stop).await
-        }
-        (Scheme::EtcdLeaseKey, SourceConfig::Etcd(cfg)) => {
-            etcd_lease_key::run(&cfg, args, timing, &mut report, stop).await
-        }
-        (Scheme::SqlLease | Scheme::SqlHeartbeat, SourceConfig::Sql(cfg)) => {
-            sql::run(&cfg, args, timing, &mut report, stop).await
-        }
-        (scheme, _) => anyhow::bail!(
-            "scheme {scheme} needs {}",
-            if scheme.is_sql() {
-                "--sql URL"
-            } else {
-                "--etcd HOST:PORT"
+    let report = Reporter::new(&args.id, &args.election, args.json);
+    let work = async {
+        match (scheme, source) {
+            (Scheme::EtcdElection, SourceConfig::Etcd(cfg)) => {
+                etcd_election::run(&cfg, args, timing, &report, stop).await
             }
-        ),
+            (Scheme::EtcdLeaseKey, SourceConfig::Etcd(cfg)) => {
+                etcd_lease_key::run(&cfg, args, timing, &report, stop).await
+            }
+            (Scheme::SqlLease | Scheme::SqlHeartbeat, SourceConfig::Sql(cfg)) => {
+                sql::run(&cfg, args, timing, &report, stop).await
+            }
+            (scheme, _) => anyhow::bail!(
+                "scheme {scheme} needs {}",
+                if scheme.is_sql() {
+                    "--sql URL"
+                } else {
+                    "--etcd HOST:PORT"
+                }
+            ),
+        }
+    };
+    tokio::select! {
+        r = work => r,
+        never = report.enforce_term() => match never {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn current(r: &Reporter) -> Option<Belief> {
+        r.held().last.clone()
+    }
+
+    fn term_over() -> Option<Belief> {
+        Some(Belief::NoContact {
+            error: TERM_OVER.to_string(),
+        })
+    }
+
+    /// Lets `enforce_term` run for `d` (real time: the test is about time passing; the
+    /// gaps between the checks and the term's end are wide).
+    async fn run_for(r: &Reporter, d: Duration) {
+        tokio::select! {
+            never = r.enforce_term() => match never {},
+            _ = tokio::time::sleep(d) => {}
+        }
+    }
+
+    #[tokio::test]
+    async fn a_leader_stops_believing_when_its_term_runs_out() {
+        let r = Reporter::new("node-a", "jobs", true);
+        r.lead(Some(Instant::now() + Duration::from_millis(400)));
+        run_for(&r, Duration::from_millis(100)).await;
+        assert_eq!(current(&r), Some(Belief::Leader), "still within its term");
+        run_for(&r, Duration::from_millis(600)).await;
+        assert_eq!(current(&r), term_over(), "the term ran out");
+    }
+
+    #[tokio::test]
+    async fn a_renewal_moves_the_end_of_the_term() {
+        let r = Reporter::new("node-a", "jobs", true);
+        let start = Instant::now();
+        r.lead(Some(start + Duration::from_millis(200)));
+        r.lead(Some(start + Duration::from_millis(700)));
+        run_for(&r, Duration::from_millis(400)).await;
+        assert_eq!(current(&r), Some(Belief::Leader), "renewed until 700 ms");
+        run_for(&r, Duration::from_millis(600)).await;
+        assert_eq!(current(&r), term_over());
+    }
+
+    #[test]
+    fn no_term_or_a_term_already_over_is_no_leadership() {
+        let r = Reporter::new("node-a", "jobs", true);
+        r.lead(None);
+        assert_eq!(current(&r), term_over());
+        r.believe(Belief::Follower { leader: None });
+        r.lead(Instant::now().checked_sub(Duration::from_millis(1)));
+        assert_eq!(current(&r), term_over());
+        r.believe(Belief::Leader);
+        assert_eq!(current(&r), term_over(), "leadership needs a term");
+    }
+
+    #[tokio::test]
+    async fn a_follower_has_no_term_to_end() {
+        let r = Reporter::new("node-a", "jobs", true);
+        r.lead(Some(Instant::now() + Duration::from_millis(100)));
+        let other = Belief::Follower {
+            leader: Some("node-b".into()),
+        };
+        r.believe(other.clone());
+        run_for(&r, Duration::from_millis(300)).await;
+        assert_eq!(current(&r), Some(other));
     }
 }

@@ -3,13 +3,13 @@
 //! (seed 004: the insert-on-duplicate once a second). After each statement the row is read
 //! back: that, not the affected-row count, says who holds it (MySQL counts matched rows).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 use tokio_util::sync::CancellationToken;
 
-use super::{Belief, Reporter, Timing};
+use super::{Belief, Reporter, Timing, term};
 use crate::backend::sql::{
     Schema, SqlSettings, check_schema, connect, create_table_if_missing, describe,
 };
@@ -21,7 +21,7 @@ pub async fn run(
     cfg: &SqlSource,
     args: &NodeArgs,
     t: Timing,
-    report: &mut Reporter,
+    report: &Reporter,
     stop: CancellationToken,
 ) -> Result<()> {
     let mut cfg = cfg.clone();
@@ -48,10 +48,13 @@ pub async fn run(
             _ = stop.cancelled() => return Ok(()),
         };
         let leader = match outcome {
-            Ok(b) => {
-                let leads = b == Belief::Leader;
+            Ok(Seen::Leader { until }) => {
+                report.lead(until);
+                true
+            }
+            Ok(Seen::Other(b)) => {
                 report.believe(b);
-                leads
+                false
             }
             Err(e) => {
                 report.believe(Belief::NoContact { error: e });
@@ -108,13 +111,20 @@ fn bind_key<'q>(
     }
 }
 
+/// What one attempt found: that we lead (until when, counted from the read that said so),
+/// or any other belief.
+enum Seen {
+    Leader { until: Option<Instant> },
+    Other(Belief),
+}
+
 async fn attempt(
     s: &SqlSettings,
     pool: &AnyPool,
     schema: &Schema,
     args: &NodeArgs,
     t: Timing,
-) -> Result<Belief, String> {
+) -> Result<Seen, String> {
     let d = s.dialect;
     let c = s.scheme.columns();
     let (tq, k, l, v) = (
@@ -139,6 +149,9 @@ async fn attempt(
         d.as_text(&k),
         d.param(1)
     );
+    // The remaining term is the database's `valid_until - now`, with its now taken after
+    // this instant: counted from here, it ends no later than the database's term.
+    let sent = Instant::now();
     let row = sqlx::query(AssertSqlSafe(back))
         .bind(args.election.clone())
         .fetch_optional(pool)
@@ -152,9 +165,11 @@ async fn attempt(
         None => (None, None),
     };
     Ok(match (holder, left) {
-        (Some(h), Some(ms)) if ms > 0 && h == args.id => Belief::Leader,
-        (Some(h), Some(ms)) if ms > 0 => Belief::Follower { leader: Some(h) },
-        _ => Belief::Follower { leader: None },
+        (Some(h), Some(ms)) if ms > 0 && h == args.id => Seen::Leader {
+            until: term::granted_ms(ms).and_then(|g| term::lead_until(sent, g)),
+        },
+        (Some(h), Some(ms)) if ms > 0 => Seen::Other(Belief::Follower { leader: Some(h) }),
+        _ => Seen::Other(Belief::Follower { leader: None }),
     })
 }
 

@@ -10,6 +10,7 @@ pub mod etcd_cluster;
 pub mod mariadb;
 pub mod pki;
 pub mod postgres;
+pub mod proxy;
 pub mod sqlstore;
 pub mod tmux;
 
