@@ -64,6 +64,8 @@ impl Overlap {
 pub struct SplitBrain {
     /// Nodes that believe they lead, and since when.
     leading: BTreeMap<String, SystemTime>,
+    /// Each node's latest change: an older one arriving later is stale.
+    latest: BTreeMap<String, SystemTime>,
     open: Vec<Overlap>,
     closed: Vec<Overlap>,
 }
@@ -72,8 +74,14 @@ impl SplitBrain {
     /// Takes one change; returns the overlaps it ended (settled, with a positive duration).
     ///
     /// Lines from different nodes may arrive slightly out of their time order: an overlap
-    /// whose end turns out to be before its start never happened and is dropped.
+    /// whose end turns out to be before its start never happened and is dropped. A node's
+    /// own changes older than its latest are dropped too: a line still in the pipe of a
+    /// process that was killed (its end fed in at the kill) must not make it lead again.
     pub fn apply(&mut self, c: &BeliefChange) -> Vec<Overlap> {
+        if self.latest.get(&c.node).is_some_and(|l| c.at < *l) {
+            return Vec::new();
+        }
+        self.latest.insert(c.node.clone(), c.at);
         if c.leads {
             if !self.leading.contains_key(&c.node) {
                 for (other, since) in &self.leading {
@@ -214,6 +222,16 @@ mod tests {
     }
 
     #[test]
+    fn a_line_older_than_the_nodes_end_is_stale() {
+        // The demo killed n1 at 2 s; its last "leader" line, printed at 1 s, arrives after.
+        let mut s = SplitBrain::default();
+        s.apply(&change("n1", 2_000, false));
+        s.apply(&change("n1", 1_000, true));
+        s.apply(&change("n2", 3_000, true));
+        assert_eq!(s.count(), 0, "{s:?}");
+    }
+
+    #[test]
     fn three_leaders_make_one_overlap_per_pair() {
         let all = overlaps(vec![
             change("n1", 0, true),
@@ -273,11 +291,10 @@ mod tests {
         .expect("a belief line");
         assert_eq!(c.node, "node-2");
         assert!(c.leads);
-        let secs = c
-            .at
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .expect("after 1970")
-            .as_millis();
+        let secs =
+            c.at.duration_since(SystemTime::UNIX_EPOCH)
+                .expect("after 1970")
+                .as_millis();
         assert_eq!(secs % 86_400_000, ((19 * 60 + 20) * 60 + 5) * 1000 + 250);
         let f = BeliefChange::from_node_line(
             r#"{"at":"2026-11-22T19:20:06Z","node":"node-2","election":"demo","belief":"no-contact","error":"x"}"#,
