@@ -376,6 +376,7 @@ async fn demo_loop(
             }
         }
     };
+    d.log_open_split_brains();
     sources.shutdown().await;
     result
 }

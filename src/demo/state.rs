@@ -116,6 +116,19 @@ impl Demo {
         }
     }
 
+    /// On the way out: a split brain still going on is logged too, as it will never end here.
+    pub fn log_open_split_brains(&self) {
+        for o in self.split.open() {
+            tracing::warn!(
+                "demo: split brain: {} and {} still both believed they led at exit, for {} from {}",
+                o.nodes[0],
+                o.nodes[1],
+                secs(o.duration(self.app.wall)),
+                clock_tenths(o.start)
+            );
+        }
+    }
+
     /// The node stopped believing anything (killed, exited): it no longer leads.
     pub fn belief_ended(&mut self, node: usize, at: SystemTime) {
         if let Some(n) = self.nodes.get(node) {
