@@ -74,6 +74,40 @@ pub struct SourceArgs {
     /// Refuse every admin action.
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// etcd TLS: the CA certificate (PEM) the members' certificates are signed by. Any TLS
+    /// flag turns TLS on for host:port endpoints; https:// endpoints always use it.
+    #[arg(long, global = true, value_name = "FILE", value_parser = cacert_file)]
+    pub cacert: Option<PathBuf>,
+    /// etcd TLS: a client certificate (PEM), for etcd's --client-cert-auth; needs --key.
+    #[arg(long, global = true, value_name = "FILE", requires = "key", value_parser = cert_file)]
+    pub cert: Option<PathBuf>,
+    /// etcd TLS: the client certificate's private key (PEM).
+    #[arg(long, global = true, value_name = "FILE", requires = "cert", value_parser = key_file)]
+    pub key: Option<PathBuf>,
+    /// etcd TLS: do not check the server's certificate (labs only: encrypted, not
+    /// authenticated).
+    #[arg(long, global = true)]
+    pub insecure_skip_tls_verify: bool,
+}
+
+// The TLS files are checked while parsing, so a bad one is a usage error (exit 2) that names
+// the file before anything connects.
+fn cacert_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    crate::pem::certificates("--cacert", &path)?;
+    Ok(path)
+}
+
+fn cert_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    crate::pem::certificates("--cert", &path)?;
+    Ok(path)
+}
+
+fn key_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    crate::pem::private_key("--key", &path)?;
+    Ok(path)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -276,6 +310,10 @@ impl SourceArgs {
                     user: self.user.clone(),
                     password_env: self.password_env.clone(),
                     password_file: self.password_file.clone(),
+                    cacert: None,
+                    cert: None,
+                    key: None,
+                    insecure_skip_tls_verify: false,
                 })
             }));
         }
@@ -308,8 +346,29 @@ impl SourceArgs {
             if let SourceConfig::Sql(q) = s {
                 crate::backend::sql::SqlSettings::from_config(q).map_err(|e| e.to_string())?;
             }
+            if let SourceConfig::Etcd(e) = s {
+                self.apply_tls(e)?;
+            }
         }
         Ok(sources)
+    }
+
+    /// The TLS flags, on every etcd source, config file's too: each flag given replaces
+    /// that setting (--cert and --key come as a pair, so a pair is never mixed).
+    fn apply_tls(&self, e: &mut EtcdSource) -> Result<(), String> {
+        let given = self.cacert.is_some() || self.cert.is_some() || self.insecure_skip_tls_verify;
+        if self.cacert.is_some() {
+            e.cacert = self.cacert.clone();
+        }
+        if self.cert.is_some() {
+            e.cert = self.cert.clone();
+            e.key = self.key.clone();
+        }
+        e.insecure_skip_tls_verify |= self.insecure_skip_tls_verify;
+        if given {
+            e.check_tls("--")?;
+        }
+        Ok(())
     }
 }
 
@@ -342,6 +401,27 @@ mod tests {
         assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
         assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
         assert!(parse_duration("5h").unwrap_err().contains("unknown unit"));
+    }
+
+    #[test]
+    fn tls_flags_reach_every_etcd_source_and_come_in_pairs() {
+        let err = Cli::try_parse_from(["electop", "--cert", "/nonexistent/c.pem"])
+            .expect_err("unreadable");
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("/nonexistent/c.pem"), "{err}");
+
+        let cli = Cli::parse_from(["electop", "--insecure-skip-tls-verify", "status"]);
+        let text = "[[source]]\nkind = \"etcd\"\nendpoints = [\"a:1\"]\n";
+        let config = Config::parse(text, std::path::Path::new("x.toml")).expect("valid");
+        let sources = cli.sources.resolve(&config).expect("valid");
+        let SourceConfig::Etcd(e) = &sources[0] else {
+            panic!("etcd")
+        };
+        assert!(
+            e.insecure_skip_tls_verify,
+            "the flag reaches a config source"
+        );
+        assert!(e.uses_tls("a:1"));
     }
 
     #[test]

@@ -201,9 +201,70 @@ pub struct EtcdSource {
     /// ...or from the first line of this file.
     #[serde(default)]
     pub password_file: Option<PathBuf>,
+    /// TLS: the CA certificate(s), PEM, that sign the members' certificates.
+    #[serde(default)]
+    pub cacert: Option<PathBuf>,
+    /// TLS: the client certificate, PEM, for etcd's `--client-cert-auth`; needs `key`.
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// TLS: the client certificate's private key, PEM.
+    #[serde(default)]
+    pub key: Option<PathBuf>,
+    /// TLS without checking the server's certificate: encrypted, not authenticated (labs).
+    #[serde(default)]
+    pub insecure_skip_tls_verify: bool,
 }
 
 impl EtcdSource {
+    /// TLS is on for an `https://` endpoint, or for any endpoint once a TLS setting is
+    /// given (then a bare `host:port` means TLS, as with etcdctl).
+    pub fn uses_tls(&self, endpoint: &str) -> bool {
+        if endpoint.starts_with("https://") {
+            return true;
+        }
+        !endpoint.starts_with("http://") && self.tls_configured()
+    }
+
+    fn tls_configured(&self) -> bool {
+        self.cacert.is_some()
+            || self.cert.is_some()
+            || self.key.is_some()
+            || self.insecure_skip_tls_verify
+    }
+
+    /// The TLS settings can work: files readable PEM, cert and key given together and
+    /// matching, no plain `http://` endpoint beside them. `dashes` is "--" when the settings
+    /// came from flags, "" from the config file, so the message names what the user wrote.
+    pub fn check_tls(&self, dashes: &str) -> Result<(), String> {
+        match (&self.cert, &self.key) {
+            (Some(cert), None) => {
+                return Err(format!(
+                    "{dashes}cert {} needs {dashes}key: the client certificate's private key",
+                    cert.display()
+                ));
+            }
+            (None, Some(key)) => {
+                return Err(format!(
+                    "{dashes}key {} needs {dashes}cert: the client certificate it belongs to",
+                    key.display()
+                ));
+            }
+            (Some(cert), Some(key)) => crate::pem::check_identity(dashes, cert, key)?,
+            (None, None) => {}
+        }
+        if let Some(ca) = &self.cacert {
+            crate::pem::certificates(&format!("{dashes}cacert"), ca)?;
+        }
+        if self.tls_configured()
+            && let Some(plain) = self.endpoints.iter().find(|e| e.starts_with("http://"))
+        {
+            return Err(format!(
+                "endpoint {plain} is plain text but TLS settings are given: write https:// (or host:port)"
+            ));
+        }
+        Ok(())
+    }
+
     /// Connection options: timeouts, keep-alives and, with a user, its password.
     pub fn connect_options(
         &self,
@@ -431,6 +492,8 @@ impl Config {
                             i + 1
                         ));
                     }
+                    e.check_tls("")
+                        .map_err(|m| format!("[[source]] #{}: {m}", i + 1))?;
                     if e.registry.is_some() && e.scheme == Some(Scheme::EtcdElection) {
                         return Err(format!(
                             "[[source]] #{}: `registry` only applies to scheme etcd-lease-key",
@@ -465,6 +528,43 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("unknown field `tick`"), "{msg}");
         assert!(msg.contains("x.toml"), "{msg}");
+    }
+
+    #[test]
+    fn tls_keys_are_checked_when_the_config_loads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let etcd =
+            |extra: &str| format!("[[source]]\nkind = \"etcd\"\nendpoints = [\"a:1\"]\n{extra}");
+        let key = dir.path().join("client-key.pem");
+        let text = etcd(&format!("key = \"{}\"\n", key.display()));
+        let msg = Config::parse(&text, Path::new("x.toml"))
+            .expect_err("key without cert")
+            .to_string();
+        assert!(
+            msg.contains("needs cert") && msg.contains("client-key.pem"),
+            "{msg}"
+        );
+
+        let notes = dir.path().join("notes.txt");
+        std::fs::write(&notes, "not PEM").expect("write");
+        let text = etcd(&format!("cacert = \"{}\"\n", notes.display()));
+        let msg = Config::parse(&text, Path::new("x.toml"))
+            .expect_err("not PEM")
+            .to_string();
+        assert!(msg.contains("cacert") && msg.contains("notes.txt"), "{msg}");
+
+        let text = "[[source]]\nkind = \"etcd\"\nendpoints = [\"http://a:1\"]\ninsecure_skip_tls_verify = true\n";
+        let msg = Config::parse(text, Path::new("x.toml"))
+            .expect_err("plain text with TLS")
+            .to_string();
+        assert!(msg.contains("http://a:1"), "{msg}");
+
+        let text = etcd("insecure_skip_tls_verify = true\n");
+        let c = Config::parse(&text, Path::new("x.toml")).expect("valid");
+        let SourceConfig::Etcd(e) = &c.sources[0] else {
+            panic!("etcd")
+        };
+        assert!(e.uses_tls("a:1") && e.uses_tls("https://a:1") && !e.uses_tls("http://a:1"));
     }
 
     #[test]

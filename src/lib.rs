@@ -16,5 +16,6 @@ pub mod logging;
 pub mod model;
 pub mod node;
 pub mod output;
+pub mod pem;
 pub mod runtime;
 pub mod ui;

@@ -557,3 +557,38 @@ async fn etcd_with_authentication() {
     let _ = node.kill();
     let _ = node.wait();
 }
+
+/// More than gRPC's default 4 MiB under one prefix: read in pages at one revision.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prefix_over_4mib_is_read_in_pages() {
+    use etcd_client::{Txn, TxnOp};
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    let value = "x".repeat(200);
+    const N: usize = 25_000;
+    for chunk in (0..N).collect::<Vec<_>>().chunks(100) {
+        let ops: Vec<TxnOp> = chunk
+            .iter()
+            .map(|i| TxnOp::put(format!("/big/e{i:05}"), format!("{value}{i}"), None))
+            .collect();
+        client.txn(Txn::new().and_then(ops)).await.expect("txn");
+    }
+    let h = home();
+    let s = status_json(
+        h.path(),
+        &[
+            "--etcd",
+            &etcd.endpoint(),
+            "--prefix",
+            "/big/",
+            "--scheme",
+            "etcd-lease-key",
+            "--history-limit",
+            "0",
+        ],
+    );
+    let elections = s["elections"].as_array().expect("elections");
+    assert_eq!(elections.len(), N, "every key, none lost between pages");
+    let last = election(&s, &format!("e{:05}", N - 1));
+    assert_eq!(last["leader"]["id"], format!("{value}{}", N - 1));
+}

@@ -192,6 +192,9 @@ fn setup(
             if let Some(r) = &registry {
                 node_source_args.extend(["--registry".into(), r.clone()]);
             }
+            // A spawned etcd is plain text; one given with --etcd may need the TLS flags.
+            let tls = if etcd.is_some() { None } else { Some(src) };
+            node_source_args.extend(tls.map(tls_args).unwrap_or_default());
             Setup {
                 source: SourceConfig::Etcd(EtcdSource {
                     endpoints: vec![endpoint.clone()],
@@ -202,12 +205,34 @@ fn setup(
                     user: None,
                     password_env: None,
                     password_file: None,
+                    cacert: tls.and_then(|s| s.cacert.clone()),
+                    cert: tls.and_then(|s| s.cert.clone()),
+                    key: tls.and_then(|s| s.key.clone()),
+                    insecure_skip_tls_verify: tls.is_some_and(|s| s.insecure_skip_tls_verify),
                 }),
                 node_source_args,
                 label: format!("{scheme} on etcd {endpoint}"),
             }
         }
     })
+}
+
+/// The TLS flags again, for the participants the demo starts.
+fn tls_args(src: &SourceArgs) -> Vec<String> {
+    let mut a = Vec::new();
+    for (flag, path) in [
+        ("--cacert", &src.cacert),
+        ("--cert", &src.cert),
+        ("--key", &src.key),
+    ] {
+        if let Some(p) = path {
+            a.extend([flag.to_string(), p.display().to_string()]);
+        }
+    }
+    if src.insecure_skip_tls_verify {
+        a.push("--insecure-skip-tls-verify".to_string());
+    }
+    a
 }
 
 pub async fn run(

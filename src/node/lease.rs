@@ -19,13 +19,10 @@ pub struct Lease {
 /// `t.ttl`; [`Lease::renew`] keeps it alive.
 pub async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(Client, Lease)> {
     let limit = t.call_limit();
-    let mut client = within(
+    let (mut client, _) = within(
         limit,
         "a connection",
-        Client::connect(
-            cfg.endpoints.clone(),
-            Some(cfg.connect_options(limit).map_err(anyhow::Error::msg)?),
-        ),
+        crate::backend::etcd::connect::connect_any(cfg, 0, limit),
     )
     .await
     .context("connecting to etcd")?;

@@ -524,3 +524,185 @@ pub fn campaign_in_order<const N: usize>(
         c
     })
 }
+
+// ---- TLS etcd ------------------------------------------------------------------------------
+
+/// How a TLS etcd is started: which of `Certs`' server certificates it serves (`server`,
+/// `wrong-name`, `expired`) and whether it demands client certificates signed by `ca.pem`.
+pub struct TlsSetup<'a> {
+    pub certs: &'a super::certs::Certs,
+    pub server_cert: &'a str,
+    pub client_cert_auth: bool,
+}
+
+/// A single-member etcd whose client port speaks TLS only (https://), with an etcdctl that
+/// knows the certificates.
+pub struct TlsEtcd {
+    pub server: EtcdServer,
+    etcdctl_tls: Vec<String>,
+}
+
+impl TlsEtcd {
+    /// Starts etcd and waits (up to 10 s) until `etcdctl endpoint health` over TLS succeeds.
+    pub fn start(setup: TlsSetup<'_>) -> TlsEtcd {
+        let c = setup.certs;
+        let mut serve = vec![
+            format!(
+                "--cert-file={}",
+                c.arg(&format!("{}.pem", setup.server_cert))
+            ),
+            format!(
+                "--key-file={}",
+                c.arg(&format!("{}-key.pem", setup.server_cert))
+            ),
+        ];
+        if setup.client_cert_auth {
+            serve.push("--client-cert-auth".into());
+            serve.push(format!("--trusted-ca-file={}", c.arg("ca.pem")));
+        }
+        // The harness's etcdctl trusts the server whatever its certificate (wrong name,
+        // expired): those are what electop is tested against, not what etcdctl checks.
+        let etcdctl_tls = vec![
+            "--insecure-skip-tls-verify".to_string(),
+            format!("--cert={}", c.arg("client.pem")),
+            format!("--key={}", c.arg("client-key.pem")),
+        ];
+        let dir = tempfile::Builder::new()
+            .prefix("electop-etcd-tls-")
+            .tempdir()
+            .expect("create temp dir for etcd");
+        for attempt in 1..=3 {
+            let [client_port, peer_port] = free_ports::<2>();
+            let mut child = spawn_etcd_tls(dir.path(), client_port, peer_port, &serve);
+            match wait_ready_tls(&mut child, client_port, &etcdctl_tls) {
+                Ok(()) => {
+                    let server = EtcdServer {
+                        child: Some(child),
+                        dir,
+                        client_port,
+                        peer_port,
+                    };
+                    return TlsEtcd {
+                        server,
+                        etcdctl_tls,
+                    };
+                }
+                Err(NotReady::Exited(_)) if attempt < 3 && port_clash(dir.path()) => {
+                    let _ = std::fs::remove_dir_all(dir.path().join("data"));
+                }
+                Err(err) => {
+                    kill_and_reap(&mut child);
+                    panic!("TLS {}", not_ready_message(&err, dir.path(), client_port));
+                }
+            }
+        }
+        unreachable!("the last attempt either returns or panics")
+    }
+
+    /// "127.0.0.1:PORT": bare, so TLS comes from the flags.
+    pub fn endpoint(&self) -> String {
+        self.server.endpoint()
+    }
+
+    /// "https://127.0.0.1:PORT".
+    pub fn https(&self) -> String {
+        format!("https://127.0.0.1:{}", self.server.client_port())
+    }
+
+    /// `etcdctl` over TLS (client certificate given); panics with stderr on failure.
+    pub fn etcdctl(&self, args: &[&str]) -> String {
+        let out = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .env_remove("ETCDCTL_ENDPOINTS")
+            .arg(format!("--endpoints={}", self.https()))
+            .args(&self.etcdctl_tls)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run etcdctl");
+        assert!(
+            out.status.success(),
+            "etcdctl {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("etcdctl output is UTF-8")
+    }
+
+    /// Puts `key = value` on a fresh lease of `ttl` seconds: a lease-key scheme leader.
+    pub fn put_leased(&self, key: &str, value: &str, ttl: u32) {
+        let granted = self.etcdctl(&["lease", "grant", &ttl.to_string()]);
+        // "lease 694d7a... granted with TTL(60s)"
+        let id = granted
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_else(|| panic!("lease id in {granted:?}"));
+        self.etcdctl(&["put", "--lease", id, key, value]);
+    }
+}
+
+fn spawn_etcd_tls(dir: &Path, client_port: u16, peer_port: u16, serve: &[String]) -> Child {
+    let log_path = dir.join("etcd.log");
+    let mut log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", log_path.display()));
+    let _ = writeln!(log, "{START_MARKER} (TLS client {client_port}) ---");
+    let stderr = log.try_clone().expect("clone log file handle");
+    let client = format!("https://127.0.0.1:{client_port}");
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    Command::new("etcd")
+        .arg("--name=t")
+        .arg(format!("--data-dir={}", dir.join("data").display()))
+        .arg(format!("--listen-client-urls={client}"))
+        .arg(format!("--advertise-client-urls={client}"))
+        .arg(format!("--listen-peer-urls={peer}"))
+        .arg(format!("--initial-advertise-peer-urls={peer}"))
+        .arg(format!("--initial-cluster=t={peer}"))
+        .args(serve)
+        .args([
+            "--heartbeat-interval=10",
+            "--election-timeout=100",
+            "--logger=zap",
+            "--log-level=error",
+        ])
+        .env_remove("ETCD_DATA_DIR")
+        .env_remove("ETCD_NAME")
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn etcd (is etcd-server installed? run scripts/install-deps.sh)")
+}
+
+fn wait_ready_tls(child: &mut Child, client_port: u16, tls: &[String]) -> Result<(), NotReady> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(NotReady::Exited(status));
+        }
+        let healthy = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints=https://127.0.0.1:{client_port}"))
+            .args(tls)
+            .args([
+                "--dial-timeout=1s",
+                "--command-timeout=1s",
+                "endpoint",
+                "health",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if healthy {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(NotReady::TimedOut);
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}

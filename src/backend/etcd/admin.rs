@@ -15,22 +15,25 @@ pub async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Duration) ->
     if let Err(reason) = plan(req) {
         return Outcome::Refused { reason };
     }
-    let endpoints = cfg.endpoints.join(",");
-    let options = match cfg.connect_options(timeout) {
-        Ok(o) => o,
-        Err(reason) => return Outcome::Refused { reason },
-    };
     let fut = async {
-        let mut client = Client::connect(cfg.endpoints.clone(), Some(options)).await?;
-        run(cfg, &mut client, req).await
+        // Members in order, so a dead first member does not fail the action.
+        let (mut client, i) = super::connect::connect_any(cfg, 0, timeout)
+            .await
+            .map_err(|e| e.to_string())?;
+        let endpoint = cfg.endpoints.get(i).map_or("?", String::as_str);
+        run(cfg, &mut client, req)
+            .await
+            .map_err(|e| format!("etcd {endpoint}: {e}"))
     };
     match tokio::time::timeout(timeout * 2, fut).await {
         Ok(Ok(outcome)) => outcome,
-        Ok(Err(e)) => Outcome::Failed {
-            error: format!("etcd {endpoints}: {e}"),
-        },
+        Ok(Err(error)) => Outcome::Failed { error },
         Err(_) => Outcome::Failed {
-            error: format!("etcd {endpoints}: no answer within {:?}", timeout * 2),
+            error: format!(
+                "etcd {}: no answer within {:?}",
+                cfg.endpoints.join(","),
+                timeout * 2
+            ),
         },
     }
 }

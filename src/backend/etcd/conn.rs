@@ -109,13 +109,18 @@ impl Conn {
     fn down(&mut self, kind: ErrorKind) -> Phase {
         self.failed_in_row = 0;
         Phase::Down {
-            lasting: matches!(kind, ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls),
+            lasting: matches!(
+                kind,
+                ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls | ErrorKind::TooLarge
+            ),
         }
     }
 
     fn member_failed(&mut self, member: usize, kind: ErrorKind) -> Phase {
         match kind {
-            ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls => self.down(kind),
+            ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls | ErrorKind::TooLarge => {
+                self.down(kind)
+            }
             // The member is fine; the history we asked for is gone: read the state again.
             ErrorKind::Compacted => Phase::Snapshot { member },
             ErrorKind::Transient => {

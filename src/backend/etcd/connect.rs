@@ -1,12 +1,31 @@
 //! Connections to etcd members, one member per client: electop picks the member itself so a
 //! dead one is skipped (and retried in the background) instead of failing the whole client.
+//! The channel under each client is built here (TCP, then rustls for TLS sources) so that a
+//! TLS failure is told in words and is a lasting error, not one retried as if transient.
 
-use std::time::Duration;
+mod tls;
+mod transport;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use etcd_client::Client;
+use tonic::transport::{Endpoint, Uri};
 
-use super::error::EtcdError;
+use self::transport::{Dial, TlsFailure};
+use super::error::{ErrorKind, EtcdError};
 use crate::config::EtcdSource;
+
+/// HTTP/2 pings: a member that stops answering (hung, partitioned) is noticed within
+/// about three seconds even when no request is in flight.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(1);
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What the source's label adds when its members are not authenticated.
+pub fn security_note(cfg: &EtcdSource) -> Option<&'static str> {
+    cfg.insecure_skip_tls_verify.then_some("TLS unverified")
+}
 
 /// A client bound to one member; `status` has already answered, so the member is up.
 pub async fn connect_member(
@@ -17,18 +36,11 @@ pub async fn connect_member(
     let options = cfg
         .connect_options(timeout)
         .map_err(|m| EtcdError::lasting(endpoint, m))?;
-    let fut = async {
-        let mut client = Client::connect([endpoint], Some(options))
-            .await
-            .map_err(|e| EtcdError::from_client(endpoint, e))?;
-        client
-            .status()
-            .await
-            .map_err(|e| EtcdError::from_client(endpoint, e))?;
-        Ok(client)
-    };
-    match tokio::time::timeout(timeout, fut).await {
-        Ok(r) => r,
+    let dial = Arc::new(dial_for(cfg, endpoint)?);
+    let deadline = Instant::now() + timeout;
+    match tokio::time::timeout(timeout, open(&dial, options, timeout)).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(explain(&dial, endpoint, e, deadline).await),
         Err(_) => Err(EtcdError::Timeout {
             endpoint: endpoint.to_string(),
             timeout,
@@ -54,4 +66,121 @@ pub async fn connect_any(
         }
     }
     Err(last.unwrap_or_else(|| EtcdError::lasting("-", "no etcd endpoints configured")))
+}
+
+/// `host:port`, `http://host:port` or `https://host:port`, with its TLS settings.
+fn dial_for(cfg: &EtcdSource, endpoint: &str) -> Result<Dial, EtcdError> {
+    let bad = |m: String| EtcdError::lasting(endpoint, m);
+    let rest = endpoint
+        .strip_prefix("https://")
+        .or_else(|| endpoint.strip_prefix("http://"))
+        .unwrap_or(endpoint);
+    let uri: Uri = format!("http://{rest}")
+        .parse()
+        .map_err(|_| bad(format!("`{endpoint}` is not HOST:PORT")))?;
+    let (Some(host), Some(port)) = (uri.host(), uri.port_u16()) else {
+        return Err(bad(format!("`{endpoint}` is not HOST:PORT")));
+    };
+    // An IPv6 address comes bracketed out of a URI; sockets and certificates want it bare.
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let tls = if cfg.uses_tls(endpoint) {
+        warn_unverified(cfg);
+        Some(tls::Tls::new(cfg, &host).map_err(|m| EtcdError::Failed {
+            kind: ErrorKind::Tls,
+            endpoint: endpoint.to_string(),
+            message: m,
+        })?)
+    } else {
+        None
+    };
+    Ok(Dial {
+        host,
+        port,
+        tls,
+        failure: TlsFailure::default(),
+    })
+}
+
+fn warn_unverified(cfg: &EtcdSource) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if cfg.insecure_skip_tls_verify && !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "--insecure-skip-tls-verify: etcd certificates are not checked; the connection \
+             is encrypted but anyone on the path could pose as the server"
+        );
+    }
+}
+
+async fn open(
+    dial: &Arc<Dial>,
+    options: etcd_client::ConnectOptions,
+    timeout: Duration,
+) -> Result<Client, etcd_client::Error> {
+    let scheme = if dial.tls.is_some() { "https" } else { "http" };
+    let host = if dial.host.contains(':') {
+        format!("[{}]", dial.host)
+    } else {
+        dial.host.clone()
+    };
+    let endpoint = Endpoint::from_shared(format!("{scheme}://{host}:{}", dial.port))?
+        .connect_timeout(timeout)
+        .timeout(timeout)
+        .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
+        .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
+        .keep_alive_while_idle(true);
+    let d = dial.clone();
+    let connector = tower::service_fn(move |_: Uri| d.clone().connect());
+    let channel = endpoint.connect_with_connector(connector).await?;
+    let mut client =
+        Client::from_channel(etcd_client::Channel::Tonic(channel), Some(options)).await?;
+    client.status().await?;
+    Ok(client)
+}
+
+/// The error of a failed connect, TLS failures in words: first what the stream noted, then
+/// (for plain text) whether a TLS server is what closed the connection.
+async fn explain(
+    dial: &Dial,
+    endpoint: &str,
+    e: etcd_client::Error,
+    deadline: Instant,
+) -> EtcdError {
+    let tls_failure = |message: String| EtcdError::Failed {
+        kind: ErrorKind::Tls,
+        endpoint: endpoint.to_string(),
+        message,
+    };
+    if let (Some(tls), Some(failure)) = (&dial.tls, dial.failure.get()) {
+        return tls_failure(tls.describe(&failure, &dial.host));
+    }
+    let probe = deadline
+        .saturating_duration_since(Instant::now())
+        .min(Duration::from_secs(1));
+    if dial.tls.is_none() && no_answer(&e) && tls::speaks_tls(&dial.host, dial.port, probe).await {
+        return tls_failure("the server speaks TLS: use https:// or --cacert".to_string());
+    }
+    if dial.tls.is_some()
+        && dial.failure.hung_up_in_handshake()
+        && tls::speaks_plain_http2(&dial.host, dial.port, probe).await
+    {
+        return tls_failure(
+            "the server speaks plain text, not TLS: write http:// and drop the TLS settings"
+                .to_string(),
+        );
+    }
+    EtcdError::from_client(endpoint, e)
+}
+
+/// The connection failed below gRPC, as opposed to the server answering with an error: a
+/// status tonic made from a local failure carries that failure as its source.
+fn no_answer(e: &etcd_client::Error) -> bool {
+    use etcd_client::Error as E;
+    match e {
+        E::TransportError(_) | E::IoError(_) => true,
+        E::GRpcStatus(s) => std::error::Error::source(s).is_some(),
+        _ => false,
+    }
 }

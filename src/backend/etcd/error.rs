@@ -17,6 +17,8 @@ pub enum ErrorKind {
     Tls,
     /// The revision asked for is gone from etcd's history.
     Compacted,
+    /// A response larger than electop accepts (even one key per page).
+    TooLarge,
 }
 
 #[derive(Clone, Debug, thiserror::Error)]
@@ -52,7 +54,7 @@ impl EtcdError {
     pub fn is_lasting(&self) -> bool {
         matches!(
             self.kind(),
-            ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls
+            ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls | ErrorKind::TooLarge
         )
     }
 
@@ -80,7 +82,7 @@ impl EtcdError {
             E::InvalidArgs(_) | E::InvalidUri(_) | E::InvalidMetadataValue(_) => ErrorKind::Lasting,
             E::GRpcStatus(s) => status_kind(s),
             E::TransportError(_) | E::IoError(_) => {
-                tls_in_chain(&e).unwrap_or(ErrorKind::Transient)
+                tls_in_chain(inner(&e)).unwrap_or(ErrorKind::Transient)
             }
             _ => ErrorKind::Transient,
         };
@@ -99,6 +101,8 @@ fn status_kind(s: &tonic::Status) -> ErrorKind {
         // etcd answers a wrong user or password with InvalidArgument.
         Code::InvalidArgument if s.message().contains("authentication failed") => ErrorKind::Auth,
         Code::OutOfRange if s.message().contains("compacted") => ErrorKind::Compacted,
+        // tonic's own decode limit: the only mark it leaves is its message.
+        Code::OutOfRange if s.message().contains("message length too large") => ErrorKind::TooLarge,
         Code::Unimplemented => ErrorKind::Lasting,
         _ => ErrorKind::Transient,
     }
@@ -117,11 +121,21 @@ fn inner(e: &etcd_client::Error) -> &(dyn std::error::Error + 'static) {
 }
 
 /// A TLS failure somewhere in the error's source chain.
-fn tls_in_chain(e: &etcd_client::Error) -> Option<ErrorKind> {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(inner(e));
+fn tls_in_chain(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if s.downcast_ref::<rustls::Error>().is_some() {
             return Some(ErrorKind::Tls);
+        }
+        // `io::Error::source` skips the error it wraps (it returns that error's source), and
+        // rustls's errors reach tokio wrapped in one.
+        if let Some(inner) = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .filter(|inner| inner.is::<rustls::Error>())
+        {
+            src = Some(inner);
+            continue;
         }
         src = s.source();
     }
@@ -196,6 +210,10 @@ mod tests {
         );
         let e = EtcdError::from_client("a:1", etcd_client::Error::InvalidArgs("x".into()));
         assert!(e.is_lasting());
+        let io = std::io::Error::other(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ));
+        assert_eq!(tls_in_chain(&io), Some(ErrorKind::Tls), "inside io::Error");
         assert!(
             !EtcdError::WatchEnded {
                 endpoint: "a:1".into()

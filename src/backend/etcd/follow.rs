@@ -13,15 +13,13 @@ use super::tracker::Tracker;
 use super::watch::{self, Restart};
 use super::{EtcdBackend, EtcdError, Stop, detect, read_all, send};
 use crate::backend::{BackendIo, Backoff, Command};
-use crate::model::{ConnState, Event, EventKind, SourceEvent};
+use crate::model::{ConnState, SourceEvent};
 
 /// What survives a move to another member.
 pub(super) struct State {
     pub followed: Option<Followed>,
-    /// Until the replay has caught up: the snapshot it must reach and its revision.
-    pub target: Option<(Mirror, i64)>,
-    /// Changes up to this revision are history being replayed, not live.
-    pub replay_until: i64,
+    /// History still to replay (up to the first snapshot), or being replayed.
+    pub replay: Replay,
     pub visible: Command,
     /// The screen shows the source as connected.
     shown_connected: bool,
@@ -33,6 +31,25 @@ pub(super) struct Followed {
     pub tracker: Tracker,
     pub resume: Resume,
     pub prefixes: Vec<Vec<u8>>,
+}
+
+/// The background history replay of the first snapshot's past.
+pub(super) enum Replay {
+    /// None wanted, or merged already.
+    Done,
+    /// To start (again) on the member in use, up to `revision`.
+    Pending { snapshot: Mirror, revision: i64 },
+    Running {
+        task: tokio::task::JoinHandle<Result<super::history::Replayed, EtcdError>>,
+        snapshot: Mirror,
+        revision: i64,
+    },
+}
+
+impl Replay {
+    pub fn active(&self) -> bool {
+        !matches!(self, Replay::Done)
+    }
 }
 
 /// A client bound to one member.
@@ -62,8 +79,7 @@ pub(super) async fn run(backend: EtcdBackend, mut io: BackendIo) {
     )));
     let mut state = State {
         followed: None,
-        target: None,
-        replay_until: 0,
+        replay: Replay::Done,
         visible: Command::Visible {
             names: Vec::new(),
             selected: None,
@@ -155,17 +171,21 @@ async fn go_down(
 
 /// The scheme and prefixes to watch: known after the first snapshot; before it, one read
 /// of the configured prefix decides the scheme.
+/// What a first read found: the prefixes to watch, a new tracker, and the read itself when it
+/// already covers those prefixes (so a large prefix is not read twice).
+type FirstRead = (Vec<Vec<u8>>, Option<Tracker>, Option<(Mirror, i64)>);
+
 async fn prefixes(
     backend: &EtcdBackend,
     state: &State,
     io: &BackendIo,
     link: &mut Link,
-) -> Result<(Vec<Vec<u8>>, Option<Tracker>), Stop> {
+) -> Result<FirstRead, Stop> {
     if let Some(f) = &state.followed {
-        return Ok((f.prefixes.clone(), None));
+        return Ok((f.prefixes.clone(), None, None));
     }
     let probe = vec![backend.cfg.prefix.as_bytes().to_vec()];
-    let (snap, _) = read_all(backend, &link.endpoint, &mut link.client, &probe, None).await?;
+    let (snap, rev) = read_all(backend, &link.endpoint, &mut link.client, &probe, None).await?;
     let (scheme, guessed) = match backend.cfg.scheme {
         Some(s) => (s, false),
         None => detect(&snap),
@@ -184,7 +204,8 @@ async fn prefixes(
     let mut info = backend.info.clone();
     info.scheme = Some(scheme);
     send(io, SourceEvent::Info(info)).await?;
-    Ok((prefixes, Some(tracker)))
+    let read = (prefixes == probe).then_some((snap, rev));
+    Ok((prefixes, Some(tracker), read))
 }
 
 async fn follow(
@@ -212,10 +233,12 @@ async fn follow_inner(
     backoff: &mut Backoff,
 ) -> Result<Never, Stop> {
     let source = backend.info.id;
-    let (prefixes, fresh) = prefixes(backend, state, io, link).await?;
     let sent = (std::time::Instant::now(), std::time::SystemTime::now());
-    let (snapshot, revision) =
-        read_all(backend, &link.endpoint, &mut link.client, &prefixes, None).await?;
+    let (prefixes, fresh, first) = prefixes(backend, state, io, link).await?;
+    let (snapshot, revision) = match first {
+        Some(read) => read,
+        None => read_all(backend, &link.endpoint, &mut link.client, &prefixes, None).await?,
+    };
     if !state.shown_connected {
         let connected = SourceEvent::Conn {
             source,
@@ -234,8 +257,9 @@ async fn follow_inner(
         let revision = f.tracker.revision.max(revision);
         send(io, SourceEvent::Revision { source, revision }).await?;
     }
+    start_replay(backend, state, link);
     conn.on(Input::SnapshotRead {
-        replay: state.target.is_some(),
+        replay: state.replay.active(),
     });
     if matches!(conn.phase, Phase::Live { .. }) {
         backoff.reset();
@@ -264,7 +288,8 @@ async fn follow_inner(
     }
 }
 
-/// The first snapshot: show it at once (no history), or replay history up to it.
+/// The first snapshot: shown at once; history before it (if wanted) replays in the
+/// background and is merged in when done.
 #[allow(clippy::too_many_arguments)]
 async fn start(
     backend: &EtcdBackend,
@@ -278,29 +303,50 @@ async fn start(
 ) -> Result<(), Stop> {
     let source = backend.info.id;
     send(io, SourceEvent::Revision { source, revision }).await?;
-    let n = prefixes.len();
-    if backend.opts.history_limit == 0 {
-        let elections = tracker.load(snapshot, revision);
-        send(io, SourceEvent::Elections { source, elections }).await?;
-        state.followed = Some(Followed {
-            tracker,
-            resume: Resume::new(n, revision + 1),
-            prefixes,
-        });
-        if let Some(f) = state.followed.as_mut() {
-            watch::synced(backend, link, &mut f.tracker, io).await?;
-        }
-    } else {
-        // Replay from the oldest revision etcd keeps; the snapshot says when we caught up.
-        state.followed = Some(Followed {
-            tracker,
-            resume: Resume::new(n, 1),
-            prefixes,
-        });
-        state.target = Some((snapshot, revision));
-        state.replay_until = revision;
+    let want_history = backend.opts.history_limit > 0;
+    let past = want_history.then(|| snapshot.clone());
+    let elections = tracker.load(snapshot, revision);
+    send(io, SourceEvent::Elections { source, elections }).await?;
+    state.followed = Some(Followed {
+        tracker,
+        resume: Resume::new(prefixes.len(), revision + 1),
+        prefixes,
+    });
+    if let Some(snapshot) = past {
+        state.replay = Replay::Pending { snapshot, revision };
+    } else if let Some(f) = state.followed.as_mut() {
+        watch::synced(backend, link, &mut f.tracker, io).await?;
     }
     Ok(())
+}
+
+/// Starts the pending history replay on the member in use.
+fn start_replay(backend: &EtcdBackend, state: &mut State, link: &Link) {
+    let (Replay::Pending { snapshot, revision }, Some(f)) = (&state.replay, &state.followed) else {
+        return;
+    };
+    let (snapshot, revision) = (snapshot.clone(), *revision);
+    let scheme = f.tracker.layout().scheme();
+    let past = Tracker::new(
+        backend.info.id,
+        backend.info.name.clone(),
+        backend.layout(scheme),
+        backend.opts.history_limit,
+    );
+    let (progress, _) = tokio::sync::watch::channel(0);
+    let task = tokio::spawn(super::history::replay(
+        link.client.clone(),
+        link.endpoint.clone(),
+        past,
+        snapshot.clone(),
+        revision,
+        progress,
+    ));
+    state.replay = Replay::Running {
+        task,
+        snapshot,
+        revision,
+    };
 }
 
 /// The watch's start revision was compacted away.
@@ -311,38 +357,15 @@ async fn compacted(
     link: &mut Link,
     compact: i64,
 ) -> Result<(), Stop> {
-    let detail =
-        format!("history before revision {compact} was compacted; changes before it are not shown");
-    let event = Event::about_source(
-        backend.info.name.clone(),
-        EventKind::HistoryCompacted,
-        Some(compact),
-        Some(detail),
-    );
-    send(io, SourceEvent::Happened(event)).await?;
-    let replaying = state.target.is_some();
+    watch::compacted_notice(backend, io, compact).await?;
     let Some(f) = state.followed.as_mut() else {
         return Err(Stop::Closed);
     };
-    if replaying {
-        // Still replaying: start the replay at the compaction point.
-        let (at_compact, _) = read_all(
-            backend,
-            &link.endpoint,
-            &mut link.client,
-            &f.prefixes,
-            Some(compact),
-        )
-        .await?;
-        f.tracker.load(at_compact, compact);
-        f.resume.reset(compact + 1);
-    } else {
-        // Missed changes while away: jump to now and report the difference.
-        let (now_state, now_rev) =
-            read_all(backend, &link.endpoint, &mut link.client, &f.prefixes, None).await?;
-        let changes = f.tracker.diff_to(&now_state, now_rev);
-        watch::apply(backend, link, &mut f.tracker, io, changes).await?;
-        f.resume.reset(now_rev + 1);
-    }
+    // Missed changes while away: jump to now and report the difference.
+    let (now_state, now_rev) =
+        read_all(backend, &link.endpoint, &mut link.client, &f.prefixes, None).await?;
+    let changes = f.tracker.diff_to(&now_state, now_rev);
+    watch::apply(backend, link, &mut f.tracker, io, changes).await?;
+    f.resume.reset(now_rev + 1);
     Ok(())
 }

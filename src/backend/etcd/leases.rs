@@ -41,9 +41,11 @@ pub(super) fn wanted_leases(
     }
 }
 
-/// Leases due for a read: never read, read over a third of their term (or a second) ago,
-/// or close to running out.
-pub(super) fn due(tracker: &Tracker, leases: Vec<i64>, now: Instant) -> Vec<i64> {
+/// Leases due for a read. What is on screen (`eager`) is read over a third of its term (or a
+/// second) ago, so countdowns follow keep-alives closely; the rest only when never read or
+/// close to running out: a lease cannot end before its countdown does, so until then the
+/// local countdown is enough, and reads per second stay at leases / TTL, not leases.
+pub(super) fn due(tracker: &Tracker, leases: Vec<i64>, now: Instant, eager: bool) -> Vec<i64> {
     leases
         .into_iter()
         .filter(|l| match tracker.ttl(*l) {
@@ -51,7 +53,8 @@ pub(super) fn due(tracker: &Tracker, leases: Vec<i64>, now: Instant) -> Vec<i64>
             Some(d) => {
                 let age = now.saturating_duration_since(d.read_at).as_millis() as i64;
                 let every = (d.granted_ms / 3).clamp(250, 1000);
-                age >= every || (d.remaining_ms_at(now) < 1500 && age >= 250)
+                let closing = d.remaining_ms_at(now) < 2000 && age >= 250;
+                closing || (eager && age >= every)
             }
         })
         .collect()
@@ -156,5 +159,31 @@ impl Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::etcd::election::EtcdElection;
+
+    #[test]
+    fn background_leases_are_read_again_only_near_their_end() {
+        let t0 = Instant::now();
+        let mut t = Tracker::new(
+            0,
+            "s".into(),
+            Box::new(EtcdElection {
+                prefix: b"/e/".to_vec(),
+            }),
+            10,
+        );
+        t.set_ttl(1, Some((30, 60)), t0);
+        assert_eq!(due(&t, vec![1, 2], t0, false), [2], "never read: due");
+        let later = t0 + Duration::from_secs(5);
+        assert!(due(&t, vec![1], later, false).is_empty(), "25 s left: wait");
+        assert_eq!(due(&t, vec![1], later, true), [1], "on screen: kept fresh");
+        let near = t0 + Duration::from_millis(29_500);
+        assert_eq!(due(&t, vec![1], near, false), [1], "about to end: read");
     }
 }

@@ -10,6 +10,7 @@ pub mod connect;
 pub mod election;
 pub mod error;
 mod follow;
+mod history;
 pub mod layout;
 pub mod lease_key;
 mod leases;
@@ -59,10 +60,11 @@ impl EtcdBackend {
             id,
             name: format!("etcd {endpoints} {prefix}"),
             short,
-            label: if prefix.is_empty() {
-                "(all keys)".to_string()
-            } else {
-                prefix
+            label: match (prefix.is_empty(), connect::security_note(&cfg)) {
+                (true, None) => "(all keys)".to_string(),
+                (true, Some(note)) => format!("(all keys) · {note}"),
+                (false, None) => prefix,
+                (false, Some(note)) => format!("{prefix} · {note}"),
             },
             endpoints,
             scheme: cfg.scheme,
@@ -114,7 +116,27 @@ pub(super) async fn timed<T>(
     }
 }
 
-/// Reads every key under `prefixes` at one revision (`None`: now). Returns them and the revision.
+/// Keys per range page: pages keep each response well under the decode limit and let a
+/// huge prefix be read without one giant allocation on either side.
+const PAGE: i64 = 2_000;
+/// The largest response electop decodes (tonic's default is 4 MiB).
+pub const DECODE_LIMIT: usize = 64 << 20;
+
+/// The first key after every key that starts with `prefix` (etcd's prefix range end); an
+/// empty result means "to the end of the keyspace".
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    Vec::new()
+}
+
+/// Reads every key under `prefixes` at one revision (`None`: now), a page at a time, all
+/// pages at the revision of the first. Returns the keys and the revision.
 async fn read_all(
     backend: &EtcdBackend,
     endpoint: &str,
@@ -122,20 +144,61 @@ async fn read_all(
     prefixes: &[Vec<u8>],
     at: Option<i64>,
 ) -> Result<(Mirror, i64), EtcdError> {
+    let mut kv = client.kv_client().max_decoding_message_size(DECODE_LIMIT);
     let mut mirror = Mirror::new();
     let mut revision = at.unwrap_or(0);
     for prefix in prefixes {
-        let mut opts = GetOptions::new().with_prefix();
-        if revision > 0 {
-            opts = opts.with_revision(revision);
-        }
-        let resp = timed(backend, endpoint, client.get(prefix.clone(), Some(opts))).await?;
-        if revision == 0 {
-            revision = resp.header().map(|h| h.revision()).unwrap_or(0);
-        }
-        for kv in resp.kvs() {
-            let kv = Kv::from_etcd(kv);
-            mirror.insert(kv.key.clone(), kv);
+        let end = prefix_end(prefix);
+        // An empty prefix is the whole keyspace: from "\0" with end "\0" (from-key).
+        let mut from = if prefix.is_empty() {
+            vec![0]
+        } else {
+            prefix.clone()
+        };
+        let mut limit = PAGE;
+        loop {
+            let mut opts = GetOptions::new().with_limit(limit);
+            opts = if end.is_empty() {
+                opts.with_from_key()
+            } else {
+                opts.with_range(end.clone())
+            };
+            if revision > 0 {
+                opts = opts.with_revision(revision);
+            }
+            let resp = match timed(backend, endpoint, kv.get(from.clone(), Some(opts))).await {
+                Err(e) if e.kind() == error::ErrorKind::TooLarge && limit > 1 => {
+                    limit = (limit / 8).max(1);
+                    continue;
+                }
+                Err(e) if e.kind() == error::ErrorKind::TooLarge => {
+                    return Err(EtcdError::lasting(
+                        endpoint,
+                        format!(
+                            "a single key under {} is larger than the {} MiB response limit",
+                            crate::model::escape_bytes(prefix),
+                            DECODE_LIMIT >> 20
+                        ),
+                    ));
+                }
+                r => r?,
+            };
+            if revision == 0 {
+                revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+            }
+            let mut last = None;
+            for kv in resp.kvs() {
+                let kv = Kv::from_etcd(kv);
+                last = Some(kv.key.clone());
+                mirror.insert(kv.key.clone(), kv);
+            }
+            match (resp.more(), last) {
+                (true, Some(mut key)) => {
+                    key.push(0);
+                    from = key;
+                }
+                _ => break,
+            }
         }
     }
     Ok((mirror, revision))
@@ -154,5 +217,18 @@ fn detect(mirror: &Mirror) -> (Scheme, bool) {
         (Scheme::EtcdElection, false)
     } else {
         (Scheme::EtcdLeaseKey, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefix_ends_like_etcd() {
+        assert_eq!(prefix_end(b"/e/"), b"/e0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff\xff"), Vec::<u8>::new());
+        assert_eq!(prefix_end(b""), Vec::<u8>::new());
     }
 }

@@ -450,6 +450,35 @@ impl Tracker {
         changed
     }
 
+    /// Puts history replayed from past revisions (by `replayed`, a tracker that replayed up to
+    /// the snapshot this one was loaded from) before what this one saw live since. Returns the
+    /// elections that gained history.
+    pub fn merge_history(&mut self, replayed: &Tracker) -> Vec<Election> {
+        let mut changed = Vec::new();
+        for (id, past) in &replayed.elections {
+            if past.history.is_empty() {
+                continue;
+            }
+            let Some(e) = self.elections.get_mut(id) else {
+                // Gone before the snapshot (no keys left): listed with its past.
+                self.elections.insert(id.clone(), past.clone());
+                self.index(id);
+                changed.push(past.clone());
+                continue;
+            };
+            let live = std::mem::take(&mut e.history);
+            let mut merged: std::collections::VecDeque<HistoryEntry> = past.history.clone();
+            merged.extend(live);
+            while merged.len() > self.history_limit.max(1) {
+                merged.pop_front();
+            }
+            e.history = merged;
+            e.transitions += past.transitions;
+            changed.push(e.clone());
+        }
+        changed
+    }
+
     /// Re-indexes election `id` by the leases its leader and candidates hold now.
     fn index(&mut self, id: &[u8]) {
         for lease in self.leases_of.remove(id).unwrap_or_default() {

@@ -11,7 +11,7 @@ use etcd_client::{EventType, GetOptions, WatchOptions, WatchResponse, WatchStrea
 use tracing::debug;
 
 use super::conn::{Conn, Input, Phase, Resume};
-use super::follow::{Link, State};
+use super::follow::{Link, Replay, State};
 use super::layout::Kv;
 use super::leases::{self, LEASE_TICK, fates, wanted_leases};
 use super::tracker::{Change, Observed, Tracker};
@@ -48,10 +48,15 @@ pub(super) async fn open(
         return Err(EtcdError::lasting(&link.endpoint, "nothing to watch"));
     };
     let ep = link.endpoint.clone();
+    // A replayed revision can carry many events: the same raised decode limit as ranges.
+    let mut watcher = link
+        .client
+        .watch_client()
+        .max_decoding_message_size(super::DECODE_LIMIT);
     let mut stream = timed(
         backend,
         &ep,
-        link.client.watch(first.clone(), Some(opts(resume.get(0)))),
+        watcher.watch(first.clone(), Some(opts(resume.get(0)))),
     )
     .await?;
     for (i, prefix) in prefixes.iter().enumerate().skip(1) {
@@ -153,7 +158,7 @@ pub(super) async fn pump(
                 if let Some(h) = resp.header() {
                     live.watch_rev = live.watch_rev.max(h.revision());
                 }
-                if let Some(r) = on_message(backend, state, io, conn, link, &mut ids, resp).await? {
+                if let Some(r) = on_message(backend, state, io, link, &mut ids, resp).await? {
                     return Ok(r);
                 }
             }
@@ -167,9 +172,10 @@ pub(super) async fn pump(
                 None => return Err(Stop::Closed),
             },
             _ = lease_tick.tick() => {
-                if let (Some(f), true) = (state.followed.as_ref(), state.target.is_none()) {
+                if let Some(f) = state.followed.as_ref() {
                     let wanted = wanted_leases(backend, &f.tracker, &state.visible);
-                    reader.offer(leases::due(&f.tracker, wanted, Instant::now()));
+                    let eager = !backend.opts.all_leases;
+                    reader.offer(leases::due(&f.tracker, wanted, Instant::now(), eager));
                 }
             }
             Some(batch) = reader.answers.recv() => {
@@ -177,6 +183,9 @@ pub(super) async fn pump(
                 if let Some(f) = state.followed.as_mut() {
                     ttls_read(&mut f.tracker, io, source, batch).await?;
                 }
+            }
+            done = replay_done(&mut state.replay) => {
+                history_merged(backend, state, io, conn, link, done).await?;
             }
             _ = beat_tick.tick(), if beat.is_none() => beat = Some(heartbeat(link, beat_key.clone())),
             r = maybe(&mut beat) => {
@@ -201,7 +210,7 @@ pub(super) async fn pump(
                 }
             }
         }
-        if matches!(conn.phase, Phase::Live { .. })
+        if matches!(conn.phase, Phase::Live { .. } | Phase::Replaying { .. })
             && let Some((at, wall)) = live.confirmed()
         {
             let next_within = HEARTBEAT;
@@ -260,7 +269,6 @@ async fn on_message(
     backend: &EtcdBackend,
     state: &mut State,
     io: &BackendIo,
-    conn: &mut Conn,
     link: &mut Link,
     ids: &mut HashMap<i64, usize>,
     resp: WatchResponse,
@@ -294,72 +302,98 @@ async fn on_message(
     let Some(f) = state.followed.as_mut() else {
         return Err(Stop::Closed);
     };
-    if !changes.is_empty() {
+    if let Some(last) = changes.last().map(Change::revision) {
         debug!(n = changes.len(), "watch events");
-        let last = changes.last().map(Change::revision).unwrap_or(0);
-        let until = state.replay_until;
-        let (old, new): (Vec<_>, Vec<_>) = changes.into_iter().partition(|c| c.revision() <= until);
-        let replayed = replay(link, &mut f.tracker, old).await;
-        if state.target.is_none() && !replayed.is_empty() {
-            send(
-                io,
-                SourceEvent::Elections {
-                    source,
-                    elections: replayed,
-                },
-            )
-            .await?;
-        }
-        if state.target.is_some() && !new.is_empty() {
-            // Past the snapshot: the replay has certainly caught up.
-            caught_up(state, io, conn, link, backend).await?;
-        }
-        let Some(f) = state.followed.as_mut() else {
-            return Err(Stop::Closed);
-        };
-        apply(backend, link, &mut f.tracker, io, new).await?;
+        apply(backend, link, &mut f.tracker, io, changes).await?;
         if let Some(i) = ids.get(&resp.watch_id()) {
             f.resume.applied(*i, last);
         }
     }
-    // The replay has caught up once the mirror is the snapshot it started from.
-    let done = match (&state.target, state.followed.as_ref()) {
-        (Some((snapshot, _)), Some(f)) => !ids.is_empty() && f.tracker.mirror_equals(snapshot),
-        _ => false,
-    };
-    if done {
-        caught_up(state, io, conn, link, backend).await?;
-    }
     Ok(None)
 }
 
-/// The replay caught up with the snapshot: every watch has delivered what came before it, so
-/// a reconnect resumes after it; the whole state is announced and the source is live.
-async fn caught_up(
+type ReplayResult = Result<Result<super::history::Replayed, EtcdError>, tokio::task::JoinError>;
+
+/// The running replay's result, when it has one; never while none runs.
+async fn replay_done(replay: &mut Replay) -> ReplayResult {
+    match replay {
+        Replay::Running { task, .. } => task.await,
+        _ => std::future::pending().await,
+    }
+}
+
+/// The history replay finished: merge it in front of what was seen live and say the source
+/// is complete; a replay that failed starts again with the next connection.
+async fn history_merged(
+    backend: &EtcdBackend,
     state: &mut State,
     io: &BackendIo,
     conn: &mut Conn,
     link: &mut Link,
-    backend: &EtcdBackend,
+    done: ReplayResult,
 ) -> Result<(), Stop> {
-    state.target = None;
-    let until = state.replay_until;
+    let retry = match std::mem::replace(&mut state.replay, Replay::Done) {
+        Replay::Running {
+            snapshot, revision, ..
+        } => Replay::Pending { snapshot, revision },
+        other => other,
+    };
     let Some(f) = state.followed.as_mut() else {
         return Err(Stop::Closed);
     };
-    f.resume.all_applied(until);
-    let elections: Vec<Election> = f.tracker.elections().cloned().collect();
-    send(
-        io,
-        SourceEvent::Elections {
-            source: backend.info.id,
-            elections,
-        },
-    )
-    .await?;
+    match done {
+        Ok(Ok(past)) => {
+            if let Some(compact) = past.compacted {
+                compacted_notice(backend, io, compact).await?;
+            }
+            let elections = f.tracker.merge_history(&past.tracker);
+            if !elections.is_empty() {
+                send(
+                    io,
+                    SourceEvent::Elections {
+                        source: backend.info.id,
+                        elections,
+                    },
+                )
+                .await?;
+            }
+        }
+        Ok(Err(e)) => {
+            state.replay = retry;
+            return Err(e.into());
+        }
+        Err(panic) => {
+            // A bug, not the store: say so and carry on without the history.
+            let event = crate::model::Event::about_source(
+                backend.info.name.clone(),
+                crate::model::EventKind::HistoryCompacted,
+                None,
+                Some(format!(
+                    "history replay failed ({panic}); only live changes are shown"
+                )),
+            );
+            send(io, SourceEvent::Happened(event)).await?;
+        }
+    }
     synced(backend, link, &mut f.tracker, io).await?;
     conn.on(Input::CaughtUp);
     Ok(())
+}
+
+pub(super) async fn compacted_notice(
+    backend: &EtcdBackend,
+    io: &BackendIo,
+    compact: i64,
+) -> Result<(), Closed> {
+    let detail =
+        format!("history before revision {compact} was compacted; changes before it are not shown");
+    let event = crate::model::Event::about_source(
+        backend.info.name.clone(),
+        crate::model::EventKind::HistoryCompacted,
+        Some(compact),
+        Some(detail),
+    );
+    send(io, SourceEvent::Happened(event)).await
 }
 
 /// The state is complete: read every lease once if asked to, then say so.
@@ -381,19 +415,6 @@ pub(super) async fn synced(
     )
     .await?;
     Ok(())
-}
-
-async fn replay(link: &Link, tracker: &mut Tracker, changes: Vec<Change>) -> Vec<Election> {
-    if changes.is_empty() {
-        return Vec::new();
-    }
-    let f = fates(&link.client, tracker.leases_to_check(&changes)).await;
-    let seen = Observed {
-        at: None,
-        now: Instant::now(),
-        replayed: true,
-    };
-    tracker.apply(changes, &f, seen).0
 }
 
 /// Applies live changes at once; the fates of deleted keys' leases are read first, and a

@@ -1,0 +1,183 @@
+//! History replayed in the background: a second tracker follows a watch from the oldest
+//! revision etcd keeps up to the snapshot the screen already shows, and its leader changes
+//! are merged in front of what was seen live. The first frame never waits for it.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use etcd_client::{Client, EventType, WatchOptions};
+
+use super::error::EtcdError;
+use super::layout::{Kv, Mirror};
+use super::leases::fates;
+use super::tracker::{Change, Observed, Tracker};
+
+/// How far a replay got, for the progress shown while it runs.
+pub type Progress = tokio::sync::watch::Sender<i64>;
+
+/// A finished replay: the tracker that replayed, and where history began when the oldest
+/// revisions were compacted away.
+pub struct Replayed {
+    pub tracker: Tracker,
+    pub compacted: Option<i64>,
+}
+
+/// Replays into `tracker` (empty, with the live tracker's layout) every change up to
+/// `target`, the snapshot's revision, then returns it. A compacted start begins at the
+/// compaction point, from the state read there.
+pub async fn replay(
+    client: Client,
+    endpoint: String,
+    mut tracker: Tracker,
+    snapshot: Mirror,
+    target: i64,
+    progress: Progress,
+) -> Result<Replayed, EtcdError> {
+    let prefixes = tracker.layout().prefixes();
+    let mut from = 1;
+    let mut compacted = None;
+    loop {
+        match follow(
+            &client,
+            &endpoint,
+            &mut tracker,
+            &prefixes,
+            from,
+            &snapshot,
+            target,
+            &progress,
+        )
+        .await?
+        {
+            None => return Ok(Replayed { tracker, compacted }),
+            Some(compact) => {
+                compacted = Some(compact);
+                let (at, _) = read_at(&client, &endpoint, &prefixes, compact).await?;
+                tracker.load(at, compact);
+                from = compact + 1;
+            }
+        }
+    }
+}
+
+async fn read_at(
+    client: &Client,
+    endpoint: &str,
+    prefixes: &[Vec<u8>],
+    revision: i64,
+) -> Result<(Mirror, i64), EtcdError> {
+    let mut kv = client
+        .kv_client()
+        .max_decoding_message_size(super::DECODE_LIMIT);
+    let mut mirror = Mirror::new();
+    for p in prefixes {
+        let opts = etcd_client::GetOptions::new()
+            .with_prefix()
+            .with_revision(revision);
+        let resp = kv
+            .get(p.clone(), Some(opts))
+            .await
+            .map_err(|e| EtcdError::from_client(endpoint, e))?;
+        for kv in resp.kvs() {
+            let kv = Kv::from_etcd(kv);
+            mirror.insert(kv.key.clone(), kv);
+        }
+    }
+    Ok((mirror, revision))
+}
+
+/// Follows one watch per prefix from `from` until the mirror is the snapshot or a change past
+/// `target` shows every earlier one was delivered. `Some(rev)`: compacted at `rev`.
+#[allow(clippy::too_many_arguments)]
+async fn follow(
+    client: &Client,
+    endpoint: &str,
+    tracker: &mut Tracker,
+    prefixes: &[Vec<u8>],
+    from: i64,
+    snapshot: &Mirror,
+    target: i64,
+    progress: &Progress,
+) -> Result<Option<i64>, EtcdError> {
+    let err = |e| EtcdError::from_client(endpoint, e);
+    let mut watcher = client
+        .watch_client()
+        .max_decoding_message_size(super::DECODE_LIMIT);
+    let opts = || {
+        WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(from)
+            .with_prev_key()
+    };
+    let Some(first) = prefixes.first() else {
+        return Ok(None);
+    };
+    let mut stream = watcher
+        .watch(first.clone(), Some(opts()))
+        .await
+        .map_err(err)?;
+    for p in prefixes.iter().skip(1) {
+        stream.watch(p.clone(), Some(opts())).await.map_err(err)?;
+    }
+    // etcd 3.4.23 answers a progress request before an unsynced watcher has delivered its
+    // past events (fixed in 3.4.24), so the end is found from the events themselves: a
+    // change past the target, or the mirror equal to the snapshot it must reach.
+    let mut created = 0;
+    loop {
+        let resp = stream
+            .message()
+            .await
+            .map_err(err)?
+            .ok_or_else(|| EtcdError::WatchEnded {
+                endpoint: endpoint.to_string(),
+            })?;
+        if resp.created() {
+            created += 1;
+        }
+        if resp.canceled() && resp.compact_revision() > 0 {
+            return Ok(Some(resp.compact_revision()));
+        }
+        let changes = changes_of(&resp);
+        let past_target = changes.iter().any(|c| c.revision() > target);
+        let old: Vec<Change> = changes
+            .into_iter()
+            .filter(|c| c.revision() <= target)
+            .collect();
+        if let Some(last) = old.last() {
+            let _ = progress.send(last.revision());
+        }
+        apply(client, tracker, old).await;
+        if past_target || (created == prefixes.len() && tracker.mirror_equals(snapshot)) {
+            return Ok(None);
+        }
+    }
+}
+
+fn changes_of(resp: &etcd_client::WatchResponse) -> Vec<Change> {
+    resp.events()
+        .iter()
+        .filter_map(|ev| {
+            let kv = ev.kv()?;
+            Some(match ev.event_type() {
+                EventType::Put => Change::Put(Kv::from_etcd(kv)),
+                EventType::Delete => Change::Delete {
+                    key: kv.key().to_vec(),
+                    revision: kv.mod_revision(),
+                },
+            })
+        })
+        .collect()
+}
+
+async fn apply(client: &Client, tracker: &mut Tracker, changes: Vec<Change>) {
+    if changes.is_empty() {
+        return;
+    }
+    let f: HashMap<i64, _> = fates(client, tracker.leases_to_check(&changes)).await;
+    let seen = Observed {
+        at: None,
+        now: Instant::now(),
+        replayed: true,
+    };
+    tracker.apply(changes, &f, seen);
+}
