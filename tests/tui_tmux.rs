@@ -403,3 +403,51 @@ fn demo_flags_a_split_brain_while_a_paused_leader_still_believes_it_leads() {
         "recorded in the log:\n{log}"
     );
 }
+
+/// The issue's own steps: in the demo (sql-lease), press `R`, let the leader renew its row,
+/// then confirm. A renewal is not a change: the re-election is done, not refused.
+#[test]
+fn demo_reelect_confirmed_after_a_renewal_is_done() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::start(
+        160,
+        40,
+        &shell(home.path(), "demo --ttl 2s --renew 500ms --retry 300ms"),
+    );
+    let screen = tmux.wait_screen("a leader in the table", T, |s| {
+        s.lines()
+            .any(|l| l.contains("demo") && l.contains("sql-lease") && l.contains("node-"))
+    });
+    let db = screen
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("sqlite://"))
+        .filter(|p| p.ends_with("/elections.db"))
+        .expect("the demo's database on screen")
+        .to_string();
+    tmux.send(&["R"]);
+    tmux.wait_screen("the confirmation", T, |s| {
+        s.contains("force a re-election of demo")
+    });
+    let valid_until = || {
+        let out = std::process::Command::new("sqlite3")
+            .args([&db, "SELECT valid_until FROM leaderlock WHERE key = 'demo'"])
+            .output()
+            .expect("sqlite3");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let seen = valid_until();
+    common::wait_until("the leader renews after the dialog opened", T, || {
+        let now = valid_until();
+        !now.is_empty() && now != seen
+    });
+    tmux.send(&["y"]);
+    let screen = tmux.wait_screen("the outcome", T, |s| {
+        s.contains("done:") || s.contains("changed:")
+    });
+    assert!(
+        screen.contains("done: row demo is gone"),
+        "a renewal is not a change:\n{screen}"
+    );
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}
