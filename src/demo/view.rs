@@ -37,12 +37,19 @@ pub fn view(d: &Demo, frame: &mut Frame) {
         (t, b)
     };
     ui::view_in(&d.app, frame, dash);
+    nodes_column(d, frame, nodes_area, wide);
+    split_line(d, frame, split);
+    key_line(d, frame, keys);
+}
+
+/// One pane per node, and the events after them where there is room.
+fn nodes_column(d: &Demo, frame: &mut Frame, area: Rect, wide: bool) {
     let n = d.nodes.len().max(1) as u16;
     let mut constraints = vec![Constraint::Fill(1); n as usize];
     let events = if wide {
-        nodes_area.height >= n * 4 + EVENTS_HEIGHT
+        area.height >= n * 4 + EVENTS_HEIGHT
     } else {
-        nodes_area.width / (n + 1) >= EVENTS_MIN_WIDTH
+        area.width / (n + 1) >= EVENTS_MIN_WIDTH
     };
     if events {
         constraints.push(if wide {
@@ -52,9 +59,9 @@ pub fn view(d: &Demo, frame: &mut Frame) {
         });
     }
     let panes = if wide {
-        Layout::vertical(constraints).split(nodes_area)
+        Layout::vertical(constraints).split(area)
     } else {
-        Layout::horizontal(constraints).split(nodes_area)
+        Layout::horizontal(constraints).split(area)
     };
     for (i, (n, pane)) in d.nodes.iter().zip(panes.iter()).enumerate() {
         node_pane(d, i, n, frame, *pane);
@@ -62,7 +69,9 @@ pub fn view(d: &Demo, frame: &mut Frame) {
     if events && let Some(pane) = panes.last() {
         events_pane(d, frame, *pane);
     }
-    split_line(d, frame, split);
+}
+
+fn key_line(d: &Demo, frame: &mut Frame, area: Rect) {
     let mut spans = vec![Span::styled(
         " 1-9 pick node · x kill · p pause/resume · r restart · F/R/S admin · ? help · q quit ",
         theme::dim(),
@@ -76,7 +85,7 @@ pub fn view(d: &Demo, frame: &mut Frame) {
         spans.push(Span::styled(format!("· {f} "), theme::leader()));
     }
     spans.push(Span::styled(format!("· {}", d.store), theme::dim()));
-    frame.render_widget(Paragraph::new(Line::from(spans)), keys);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 fn node_pane(d: &Demo, i: usize, n: &super::state::NodeView, frame: &mut Frame, area: Rect) {
