@@ -192,6 +192,8 @@ fn demo_fails_over_when_the_leader_is_killed_and_leaves_nothing_running() {
     });
     assert!(screen.contains("KILLED"), "{screen}");
     assert!(screen.contains(&format!("failover {old} →")), "{screen}");
+    // Killed, it believes nothing from the kill on: no overlap with its successor.
+    assert!(screen.contains("split brains: 0"), "{screen}");
     let running = || {
         let out = std::process::Command::new("pgrep")
             .args(["-f", &dir])
@@ -418,4 +420,124 @@ fn a_panicking_backend_task_shows_and_exits_non_zero() {
         !screen.contains("Elections"),
         "alternate screen left:\n{screen}"
     );
+}
+
+/// The seconds in `… · 1.4s` or `…, 1.4s` right after `marker` on screen.
+fn secs_after(screen: &str, marker: &str) -> Option<f64> {
+    let rest = &screen[screen.find(marker)? + marker.len()..];
+    let end = rest.find('s')?;
+    rest[..end].trim().parse().ok()
+}
+
+/// Split brain in the demo: the leader paused (SIGSTOP) until another node takes over still
+/// believes it leads, so the two overlap, flagged while it lasts; resumed, it notices, and
+/// the overlap is counted, timed and recorded in the events and in the log.
+#[test]
+fn demo_flags_a_split_brain_while_a_paused_leader_still_believes_it_leads() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::start(
+        160,
+        40,
+        &shell(home.path(), "demo --ttl 2s --renew 500ms --retry 300ms"),
+    );
+    let leader_row = |s: &str| -> Option<String> {
+        s.lines()
+            .find(|l| l.contains("demo") && l.contains("sql-lease") && l.contains("node-"))
+            .and_then(|l| l.split_whitespace().find(|w| w.starts_with("node-")))
+            .map(str::to_string)
+    };
+    let screen = tmux.wait_screen("a leader", T, |s| {
+        leader_row(s).is_some() && s.contains("LEADER") && s.contains("split brains: 0")
+    });
+    let leader = leader_row(&screen).expect("the leader in the table");
+    tmux.send(&[leader.trim_start_matches("node-"), "p"]);
+    // Paused, it cannot notice anything: it believes it leads when another takes over.
+    let banner = format!("SPLIT BRAIN: {leader} and node-");
+    tmux.wait_screen("the split brain flagged", T, |s| s.contains(&banner));
+    // Its duration counts up on screen while it lasts.
+    let screen = tmux.wait_screen("a split brain of a second", T, |s| {
+        secs_after(s, "both believe they lead ·").is_some_and(|d| d >= 1.0)
+    });
+    assert!(screen.contains(&banner), "{screen}");
+    assert!(screen.contains("LEADER · SPLIT BRAIN"), "{screen}");
+    let shown = secs_after(&screen, "both believe they lead ·").expect("its duration");
+    tmux.send(&["p"]);
+    let screen = tmux.wait_screen("the split brain over and counted", T, |s| {
+        s.contains("SPLIT BRAIN over:") && !s.contains("both believe they lead")
+    });
+    let over = format!("SPLIT BRAIN over: {leader} and node-");
+    assert!(screen.contains(&over), "recorded in the events:\n{screen}");
+    assert!(
+        screen.contains("split brains: 1, longest"),
+        "counted once:\n{screen}"
+    );
+    let recorded = screen
+        .lines()
+        .find(|l| l.contains(&over))
+        .and_then(|l| secs_after(l, ", "));
+    let longest = secs_after(&screen, "split brains: 1, longest");
+    assert_eq!(
+        recorded, longest,
+        "the event and the summary agree:\n{screen}"
+    );
+    assert!(
+        longest.is_some_and(|l| l >= shown),
+        "it lasted at least as long as shown while it went on ({shown}s):\n{screen}"
+    );
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+    let log = std::fs::read_to_string(home.path().join("data/electop/electop.log"))
+        .expect("the demo's log");
+    assert!(
+        log.contains(&format!("split brain: {leader} and node-")),
+        "recorded in the log:\n{log}"
+    );
+}
+
+/// The issue's own steps: in the demo (sql-lease), press `R`, let the leader renew its row,
+/// then confirm. A renewal is not a change: the re-election is done, not refused.
+#[test]
+fn demo_reelect_confirmed_after_a_renewal_is_done() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::start(
+        160,
+        40,
+        &shell(home.path(), "demo --ttl 2s --renew 500ms --retry 300ms"),
+    );
+    let screen = tmux.wait_screen("a leader in the table", T, |s| {
+        s.lines()
+            .any(|l| l.contains("demo") && l.contains("sql-lease") && l.contains("node-"))
+    });
+    let db = screen
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("sqlite://"))
+        .filter(|p| p.ends_with("/elections.db"))
+        .expect("the demo's database on screen")
+        .to_string();
+    tmux.send(&["R"]);
+    tmux.wait_screen("the confirmation", T, |s| {
+        s.contains("force a re-election of demo")
+    });
+    let valid_until = || {
+        let out = std::process::Command::new("sqlite3")
+            .args([&db, "SELECT valid_until FROM leaderlock WHERE key = 'demo'"])
+            .output()
+            .expect("sqlite3");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let seen = valid_until();
+    common::wait_until("the leader renews after the dialog opened", T, || {
+        let now = valid_until();
+        !now.is_empty() && now != seen
+    });
+    tmux.send(&["y"]);
+    let screen = tmux.wait_screen("the outcome", T, |s| {
+        s.contains("done:") || s.contains("changed:")
+    });
+    assert!(
+        screen.contains("done: row demo is gone"),
+        "a renewal is not a change:\n{screen}"
+    );
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
 }

@@ -176,24 +176,14 @@ pub fn plan(req: &AdminRequest) -> Result<Plan, String> {
             } else {
                 "service_id"
             };
-            let seen = h.stamp.as_deref().unwrap_or("?");
             match kind {
-                ActionKind::Reelect => {
-                    let extra = if e.scheme == Scheme::SqlLease {
-                        format!(" AND {stamp} = '{seen}'")
-                    } else {
-                        String::new()
-                    };
-                    (
-                        vec![format!(
-                            "DELETE the row WHERE {key} = '{}' AND {who} = '{}'{extra}",
-                            e.name, h.id
-                        )],
-                        vec![
-                            "Every participant's next attempt races for the free row.".to_string(),
-                        ],
-                    )
-                }
+                ActionKind::Reelect => (
+                    vec![format!(
+                        "DELETE the row WHERE {key} = '{}' AND {who} = '{}'",
+                        e.name, h.id
+                    )],
+                    vec!["Every participant's next attempt races for the free row.".to_string()],
+                ),
                 ActionKind::Resign => {
                     let to = if e.scheme == Scheme::SqlLease {
                         "the database's now".to_string()

@@ -349,8 +349,10 @@ async fn demo_loop(
         }
         // Redraw for time alone only while something on screen moves (or a failover is timed).
         if next_tick.is_none() {
+            // A split brain going on shows its duration, which moves.
             let every = crate::runtime::tick_interval(&d.app, tick)
-                .or(d.failing_over.as_ref().map(|_| tick));
+                .or(d.failing_over.as_ref().map(|_| tick))
+                .or(d.split_now().map(|_| tick));
             next_tick = every.map(|e| tokio::time::Instant::now() + e);
         }
         tokio::select! {
@@ -391,7 +393,7 @@ async fn demo_loop(
             }
             _ = reap.tick() => {
                 for (node, code) in sup.reap() {
-                    d.node_exited(node, code);
+                    d.node_exited(node, code, SystemTime::now());
                     dirty = true;
                 }
             }
@@ -401,44 +403,54 @@ async fn demo_loop(
             }
         }
     };
+    d.log_open_split_brains();
     sources.shutdown().await;
     result
 }
 
 fn on_demo_action(d: &mut Demo, sup: &mut Supervisor, a: DemoAction) {
     let now = Instant::now();
+    let wall = SystemTime::now();
     let i = d.selected;
+    let id = d.nodes.get(i).map(|n| n.id.clone()).unwrap_or_default();
     match a {
         DemoAction::Pick(n) if n < d.nodes.len() => d.selected = n,
         DemoAction::Pick(_) => {}
         DemoAction::Kill => {
             if sup.kill(i) {
                 d.stopping(i, now);
+                d.belief_ended(i, wall);
                 d.nodes[i].proc_ = Proc::Killed;
                 d.nodes[i].belief = "killed (SIGKILL)".into();
+                d.note(wall, format!("{id} killed (SIGKILL)"));
             }
         }
         DemoAction::PauseResume => match d.nodes[i].proc_ {
             Proc::Paused if sup.resume(i) => {
                 d.nodes[i].proc_ = Proc::Running;
                 d.nodes[i].log.push_back("resumed (SIGCONT)".into());
+                d.note(wall, format!("{id} resumed (SIGCONT)"));
             }
             Proc::Running if sup.pause(i) => {
                 d.stopping(i, now);
                 d.nodes[i].proc_ = Proc::Paused;
                 d.nodes[i].log.push_back("paused (SIGSTOP)".into());
+                // A paused node still believes what it believed: it cannot notice anything.
+                d.note(wall, format!("{id} paused (SIGSTOP)"));
             }
             _ => {}
         },
         DemoAction::Restart => {
             if sup.pid(i).is_some() {
                 sup.kill(i);
+                d.belief_ended(i, wall);
             }
             match sup.start(i) {
                 Ok(()) => {
                     d.nodes[i].proc_ = Proc::Running;
                     d.nodes[i].belief = "starting".into();
                     d.nodes[i].log.push_back("restarted".into());
+                    d.note(wall, format!("{id} restarted"));
                 }
                 Err(e) => d.nodes[i].log.push_back(format!("restart failed: {e}")),
             }

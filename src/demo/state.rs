@@ -1,13 +1,17 @@
 //! The demo's state beside the dashboard's: each node's process state, belief and recent
-//! lines, the selected node, and the failover being timed.
+//! lines, the selected node, the failover being timed, the split brains seen (two nodes
+//! believing they lead at once) and the demo's own events.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::app::App;
+use crate::model::split_brain::{BeliefChange, Overlap, SplitBrain};
 
 /// Lines kept per node pane.
 const LOG_LINES: usize = 50;
+/// Lines kept in the demo's event list.
+const EVENT_LINES: usize = 100;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Proc {
@@ -45,6 +49,19 @@ pub struct Demo {
     /// A leader was killed or paused at this instant: time until the dashboard shows another.
     pub failing_over: Option<(Instant, String)>,
     pub last_failover: Option<String>,
+    /// The nodes' beliefs, as overlaps of believed leadership.
+    pub split: SplitBrain,
+    /// What happened, oldest first: split brains, failovers, the operator's keys.
+    pub events: VecDeque<DemoEvent>,
+}
+
+/// A line of the demo's events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DemoEvent {
+    /// `HH:MM:SS.d what happened`.
+    pub line: String,
+    /// A split brain: shown in the alarm colour.
+    pub alarm: bool,
 }
 
 impl Demo {
@@ -65,7 +82,80 @@ impl Demo {
             store: store.to_string(),
             failing_over: None,
             last_failover: None,
+            split: SplitBrain::default(),
+            events: VecDeque::new(),
         }
+    }
+
+    /// Adds a line to the demo's events (and to its log, which outlives the screen).
+    pub fn note(&mut self, at: SystemTime, text: String) {
+        tracing::info!("demo: {text}");
+        self.push_event(at, text, false);
+    }
+
+    fn push_event(&mut self, at: SystemTime, text: String, alarm: bool) {
+        self.events.push_back(DemoEvent {
+            line: format!("{} {text}", clock_tenths(at)),
+            alarm,
+        });
+        while self.events.len() > EVENT_LINES {
+            self.events.pop_front();
+        }
+    }
+
+    /// A node's belief changed; an overlap that ends is a split brain over, recorded.
+    fn believe(&mut self, change: BeliefChange) {
+        for o in self.split.apply(&change) {
+            let (a, b, took) = (&o.nodes[0], &o.nodes[1], secs(o.duration(self.app.wall)));
+            tracing::warn!(
+                "demo: split brain: {a} and {b} both believed they led for {took}, from {}",
+                clock_tenths(o.start)
+            );
+            let text = format!("SPLIT BRAIN over: {a} and {b}, {took}");
+            self.push_event(o.end.unwrap_or(o.start), text, true);
+        }
+    }
+
+    /// On the way out: a split brain still going on is logged too, as it will never end here.
+    pub fn log_open_split_brains(&self) {
+        for o in self.split.open() {
+            tracing::warn!(
+                "demo: split brain: {} and {} still both believed they led at exit, for {} from {}",
+                o.nodes[0],
+                o.nodes[1],
+                secs(o.duration(self.app.wall)),
+                clock_tenths(o.start)
+            );
+        }
+    }
+
+    /// The node stopped believing anything (killed, exited): it no longer leads.
+    pub fn belief_ended(&mut self, node: usize, at: SystemTime) {
+        if let Some(n) = self.nodes.get(node) {
+            let node = n.id.clone();
+            self.believe(BeliefChange {
+                node,
+                at,
+                leads: false,
+            });
+        }
+    }
+
+    /// The split brain going on now, if any: the longest, and how many more.
+    pub fn split_now(&self) -> Option<(&Overlap, usize)> {
+        let now = self.app.wall;
+        let open = self.split.open();
+        open.iter()
+            .max_by_key(|o| o.duration(now))
+            .map(|o| (o, open.len() - 1))
+    }
+
+    /// Whether `node` is one of those in a split brain now.
+    pub fn in_split(&self, node: &str) -> bool {
+        self.split
+            .open()
+            .iter()
+            .any(|o| o.nodes.iter().any(|n| n == node))
     }
 
     /// The leader the dashboard shows for the demo's election.
@@ -83,6 +173,10 @@ impl Demo {
         let Some(n) = self.nodes.get_mut(node) else {
             return;
         };
+        let change = BeliefChange::from_node_line(text).map(|c| BeliefChange {
+            node: n.id.clone(),
+            ..c
+        });
         let short = match serde_json::from_str::<serde_json::Value>(text) {
             Ok(v) => {
                 let at = v["at"]
@@ -109,9 +203,13 @@ impl Demo {
         while n.log.len() > LOG_LINES {
             n.log.pop_front();
         }
+        if let Some(c) = change {
+            self.believe(c);
+        }
     }
 
-    pub fn node_exited(&mut self, node: usize, code: Option<i32>) {
+    pub fn node_exited(&mut self, node: usize, code: Option<i32>, at: SystemTime) {
+        self.belief_ended(node, at);
         if let Some(n) = self.nodes.get_mut(node) {
             if n.proc_ != Proc::Killed {
                 n.proc_ = Proc::Exited(code);
@@ -141,10 +239,27 @@ impl Demo {
             && new != old
         {
             let secs = now.saturating_duration_since(*since).as_secs_f64();
-            self.last_failover = Some(format!("failover {old} → {new} in {secs:.1} s"));
+            let text = format!("failover {old} → {new} in {secs:.1} s");
+            self.last_failover = Some(text.clone());
             self.failing_over = None;
+            let wall = self.app.wall;
+            self.note(wall, text);
         }
     }
+}
+
+/// `1.4s`: split brains are short, and tenths are what tell them apart.
+pub fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+/// `HH:MM:SS.d` in UTC, like the nodes' own timestamps.
+pub fn clock_tenths(t: SystemTime) -> String {
+    let tenths = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_millis() / 100)
+        .unwrap_or(0);
+    format!("{}.{tenths}", crate::model::time::clock(t))
 }
 
 #[cfg(test)]
@@ -206,6 +321,45 @@ mod tests {
         );
     }
 
+    fn line(node: &str, at: &str, belief: &str) -> String {
+        format!(
+            r#"{{"at":"2026-11-22T19:20:{at}Z","node":"{node}","election":"demo","belief":"{belief}"}}"#
+        )
+    }
+
+    #[test]
+    fn two_nodes_leading_at_once_is_a_split_brain_recorded_when_it_ends() {
+        let mut d = demo();
+        d.node_line(0, &line("node-1", "01.0", "leader"));
+        d.node_line(1, &line("node-2", "04.0", "leader"));
+        let (o, more) = d.split_now().expect("going on");
+        assert_eq!(
+            (o.nodes.clone(), more),
+            (["node-1".into(), "node-2".into()], 0)
+        );
+        assert!(d.in_split("node-2") && d.events.is_empty());
+        d.node_line(0, &line("node-1", "05.4", "follower"));
+        assert!(d.split_now().is_none());
+        assert_eq!(
+            d.events.back(),
+            Some(&DemoEvent {
+                line: "19:20:05.4 SPLIT BRAIN over: node-1 and node-2, 1.4s".into(),
+                alarm: true,
+            })
+        );
+        assert_eq!(d.split.count(), 1);
+    }
+
+    #[test]
+    fn a_killed_leader_believes_nothing_from_the_kill_on() {
+        let mut d = demo();
+        d.node_line(0, &line("node-1", "01.0", "leader"));
+        let kill = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_375_202);
+        d.belief_ended(0, kill);
+        d.node_line(1, &line("node-2", "04.0", "leader"));
+        assert_eq!(d.split.count(), 0, "{:?}", d.split);
+    }
+
     #[test]
     fn beliefs_come_from_the_nodes_json() {
         let mut d = demo();
@@ -215,7 +369,7 @@ mod tests {
             d.nodes[1].log.back().map(String::as_str),
             Some("19:20:05 follower of node-1")
         );
-        d.node_exited(1, Some(0));
+        d.node_exited(1, Some(0), SystemTime::now());
         assert_eq!(d.nodes[1].proc_, Proc::Exited(Some(0)));
     }
 }

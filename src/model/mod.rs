@@ -5,6 +5,7 @@
 mod election;
 mod escape;
 mod event;
+pub mod split_brain;
 pub mod time;
 
 pub use election::{Candidate, Cause, Deadline, Election, HistoryEntry, Scheme, SourceId};

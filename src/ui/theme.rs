@@ -35,6 +35,14 @@ pub fn warn() -> Style {
     Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)
 }
 
+/// Something that must not happen, happening (two leaders at once).
+pub fn alarm() -> Style {
+    Style::new()
+        .fg(Color::White)
+        .bg(Color::Red)
+        .add_modifier(Modifier::BOLD)
+}
+
 pub fn error() -> Style {
     Style::new().fg(Color::Red)
 }

@@ -1,6 +1,10 @@
 //! Admin actions on SQL election rows: each one statement whose WHERE holds what the operator
 //! saw, so that one affected row means it was done and none means the row changed. (MySQL
 //! counts matched rows, which is the same here: the WHERE is the whole condition.)
+//!
+//! What the operator saw is the row's key and leader id, never its deadline: the leader
+//! renews its deadline every few seconds, and an action confirmed after a renewal must still
+//! apply to the leader that was shown (the contract, `election-models.md`).
 
 use std::time::Duration;
 
@@ -59,16 +63,6 @@ async fn run(
     let heartbeat_ms = s.scheme.term_ms();
     let p = |i| d.param(i);
     let (sql, binds): (String, Vec<String>) = match (&req.kind, s.scheme.scheme()) {
-        (ActionKind::Reelect, Scheme::SqlLease) => (
-            format!(
-                "DELETE FROM {table} WHERE {key} = {} AND {who_text} = {} AND {} = {}",
-                p(1),
-                p(2),
-                d.as_text(&stamp),
-                p(3)
-            ),
-            vec![req.seen.name.clone(), id(holder), seen_stamp.clone()],
-        ),
         (ActionKind::Reelect, _) => (
             format!(
                 "DELETE FROM {table} WHERE {key} = {} AND {who_text} = {}",
