@@ -33,6 +33,8 @@ pub struct Sources {
     /// What the sources were built from, for admin actions.
     configs: Vec<SourceConfig>,
     request_timeout: Duration,
+    /// How long an empty election stays on screen.
+    pub retention: Duration,
 }
 
 impl Sources {
@@ -67,6 +69,7 @@ impl Sources {
             action_labels: HashMap::new(),
             configs: configs.to_vec(),
             request_timeout: opts.request_timeout,
+            retention: opts.retention,
         })
     }
 
@@ -236,6 +239,7 @@ async fn tui_loop(
     keys: crate::app::keys::KeyMap,
 ) -> Result<()> {
     let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    app.retention = sources.retention;
     app.keys = keys;
     let size = terminal.size()?;
     app::update(

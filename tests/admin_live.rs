@@ -103,6 +103,23 @@ fn etcd_election_resign_hands_over_to_the_next_etcdctl_campaigner() {
         a.is_running(),
         "etcdctl keeps running: it does not notice a resign"
     );
+    // electop says so: the deposed leader's lease lives on.
+    let s = status_json(h.path(), &src);
+    let e = election(&s, "jobs");
+    assert_eq!(e["leader"]["id"], "node-b");
+    assert_eq!(e["deposed"]["id"], "node-a", "{e:#}");
+    assert!(
+        e["deposed"]["ttl_ms"].as_i64().is_some_and(|t| t > 0),
+        "{e:#}"
+    );
+    let last = e["history"].as_array().and_then(|h| h.last()).cloned();
+    assert_eq!(last.map(|l| l["cause"].clone()), Some("resigned".into()));
+    // Its session ends (its lease revoked): no longer deposed.
+    let lease = e["deposed"]["lease"].as_i64().expect("lease");
+    etcd.etcdctl(&["lease", "revoke", &format!("{lease:x}")]);
+    common::wait_until("the deposed lease is gone", T, || {
+        election(&status_json(h.path(), &src), "jobs")["deposed"].is_null()
+    });
     let log = audit(h.path());
     assert_eq!(log.len(), 2, "the attempt, then the outcome: {log:?}");
     for (line, outcome) in log.iter().zip(["attempt", "done"]) {

@@ -86,6 +86,9 @@ pub struct BackendOptions {
     pub all_leases: bool,
     /// Per-request deadline against the store.
     pub request_timeout: Duration,
+    /// How long an election with nothing left in the store stays listed after its last
+    /// change.
+    pub retention: Duration,
 }
 
 impl Default for BackendOptions {
@@ -94,6 +97,7 @@ impl Default for BackendOptions {
             history_limit: 200,
             all_leases: false,
             request_timeout: Duration::from_secs(5),
+            retention: Duration::from_secs(600),
         }
     }
 }

@@ -43,7 +43,24 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                     Span::styled(" ⚠", theme::warn()),
                 ])),
                 Some(l) => Cell::from(Span::styled(truncate_display(&l.id, 24), theme::leader())),
-                None => Cell::from(Span::styled("— none —", theme::no_leader())),
+                None => Cell::from(Span::styled(
+                    match e.no_leader_since() {
+                        Some(t) => format!("none since {}", crate::model::time::clock(t)),
+                        None => "— none —".to_string(),
+                    },
+                    theme::no_leader(),
+                )),
+            };
+            // A deposed leader that may still believe it leads is an alarm on the row.
+            let leader = match &e.deposed {
+                Some(d) => Cell::from(Line::from(vec![
+                    Span::styled("⚠ ", theme::warn()),
+                    Span::styled(
+                        format!("deposed {}", truncate_display(&d.id, 16)),
+                        theme::warn(),
+                    ),
+                ])),
+                None => leader,
             };
             let ttl = match &e.leader {
                 Some(l) => {

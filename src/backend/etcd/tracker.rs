@@ -66,6 +66,8 @@ pub struct Tracker {
     /// reading touches only the elections on that lease, however many there are.
     by_lease: HashMap<i64, BTreeSet<Vec<u8>>>,
     leases_of: HashMap<Vec<u8>, Vec<i64>>,
+    /// Leases of deposed leaders: read eagerly, since their end ends an alarm.
+    deposed: std::collections::HashSet<i64>,
     /// Last revision applied to the mirror.
     pub revision: i64,
     /// Elections our own admin actions are changing.
@@ -90,6 +92,7 @@ impl Tracker {
             lease_keys: HashMap::new(),
             by_lease: HashMap::new(),
             leases_of: HashMap::new(),
+            deposed: Default::default(),
             revision: 0,
             forced: Default::default(),
         }
@@ -330,9 +333,9 @@ impl Tracker {
                 }
                 _ => None,
             };
-            // Deposed with its lease alive: it may still believe it leads.
-            if !seen.replayed
-                && let Some(old) = old_leader.as_ref()
+            // Deposed with its lease alive: it may still believe it leads. Replayed history
+            // reads lease fates now, so there it means "alive now" too.
+            if let Some(old) = old_leader.as_ref()
                 && election
                     .leader
                     .as_ref()
@@ -341,14 +344,17 @@ impl Tracker {
                     .lease
                     .is_some_and(|l| l != 0 && fates.get(&l) == Some(&LeaseFate::Alive))
             {
+                self.deposed.extend(old.lease);
                 election.deposed = Some(old.clone());
             }
-            // Leading again on the same lease: no longer deposed.
-            if election
-                .deposed
-                .as_ref()
-                .is_some_and(|d| election.leader.as_ref().is_some_and(|l| l.lease == d.lease))
-            {
+            // Back in line (or leading) on the same lease: it knows where it stands.
+            if election.deposed.as_ref().is_some_and(|d| {
+                election
+                    .leader
+                    .iter()
+                    .chain(&election.candidates)
+                    .any(|c| c.lease == d.lease)
+            }) {
                 election.deposed = None;
             }
             if let Some((kind, from, to, cause)) = change {
@@ -434,6 +440,11 @@ impl Tracker {
         self.by_lease.keys().copied().filter(|l| *l != 0).collect()
     }
 
+    /// Whether `lease` is a deposed leader's (read eagerly until it ends).
+    pub fn is_deposed_lease(&self, lease: i64) -> bool {
+        self.deposed.contains(&lease)
+    }
+
     /// When `lease` was last read, if ever.
     pub fn ttl(&self, lease: i64) -> Option<Deadline> {
         self.ttls.get(&lease).copied()
@@ -473,6 +484,7 @@ impl Tracker {
                         e.deposed = None;
                     }
                 }
+                self.deposed.remove(&lease);
             }
         }
         let mut changed = Vec::new();
@@ -496,11 +508,20 @@ impl Tracker {
             }
             let Some(e) = self.elections.get_mut(id) else {
                 // Gone before the snapshot (no keys left): listed with its past.
+                self.deposed
+                    .extend(past.deposed.as_ref().and_then(|d| d.lease));
                 self.elections.insert(id.clone(), past.clone());
                 self.index(id);
                 changed.push(past.clone());
                 continue;
             };
+            if e.deposed.is_none()
+                && let Some(d) = past.deposed.clone()
+                && !e.candidates.iter().any(|c| c.lease == d.lease)
+            {
+                self.deposed.extend(d.lease);
+                e.deposed = Some(d);
+            }
             let live = std::mem::take(&mut e.history);
             let mut merged: std::collections::VecDeque<HistoryEntry> = past.history.clone();
             merged.extend(live);
@@ -510,6 +531,7 @@ impl Tracker {
             e.history = merged;
             e.transitions += past.transitions;
             changed.push(e.clone());
+            self.index(id);
         }
         changed
     }
@@ -834,5 +856,29 @@ mod tests {
             .collect();
         assert_eq!(names, ["job3"]);
         assert_eq!(t.set_ttl(0x30, None, now).len(), 1);
+    }
+
+    #[test]
+    fn a_leader_resigned_with_its_lease_alive_is_deposed_until_the_lease_ends() {
+        let now = Instant::now();
+        let mut t = election_tracker();
+        let mut m = Mirror::new();
+        m.insert(b"/e/jobs/a".to_vec(), kv("/e/jobs/a", "node-a", 1, 1, 0xa));
+        m.insert(b"/e/jobs/b".to_vec(), kv("/e/jobs/b", "node-b", 2, 2, 0xb));
+        t.load(m, 2);
+        let alive = HashMap::from([(0xa, LeaseFate::Alive)]);
+        let (changed, _) = t.apply(vec![del("/e/jobs/a", 3)], &alive, live(now));
+        let d = changed[0].deposed.as_ref().expect("deposed");
+        assert_eq!((d.id.as_str(), d.lease), ("node-a", Some(0xa)));
+        assert!(t.is_deposed_lease(0xa));
+        assert!(t.all_leases().contains(&0xa), "its lease is still read");
+        let after = t.set_ttl(0xa, None, now);
+        assert_eq!(after.len(), 1);
+        assert!(after[0].deposed.is_none(), "lease over: no longer an alarm");
+        assert!(!t.is_deposed_lease(0xa));
+        // A lease that ended with the key is no deposition.
+        let gone = HashMap::from([(0xb, LeaseFate::Gone)]);
+        let (changed, _) = t.apply(vec![del("/e/jobs/b", 4)], &gone, live(now));
+        assert!(changed[0].deposed.is_none());
     }
 }
