@@ -759,3 +759,58 @@ fn a_store_frozen_mid_action_fails_it_in_bounded_time() {
     assert_eq!(outcomes, ["attempt", "failed"], "{log:?}");
     assert_eq!(log[0]["id"], log[1]["id"]);
 }
+
+/// A second electop watching the same store learns from the shared audit log who forced a
+/// change: the CLI's re-election on etcd and resign on SQL are recorded as such there.
+#[test]
+fn another_electops_actions_are_recorded_as_forced_by_it() {
+    let etcd = EtcdServer::start();
+    let [_a, mut b] = campaign_in_order(&etcd, "/who/jobs", ["node-a", "node-b"]);
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = ["--etcd", &etcd.endpoint(), "--prefix", "/who/"];
+    let mut watch = common::electop::Watch::start(h.path(), &src);
+    watch.wait_synced(1);
+    let out = admin(
+        h.path(),
+        &src,
+        &["reelect", "jobs", "--expect-leader", "node-a"],
+    );
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(b.wait_elected(T));
+    let forced = |v: &Value, cause: &str| {
+        v["election"] == "jobs"
+            && v["cause"] == cause
+            && v["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("another electop"))
+    };
+    let ev = watch.wait_for("the re-election attributed", T, |v| {
+        forced(v, "forced_reelection")
+    });
+    assert_eq!(
+        (ev["from"].as_str(), ev["to"].as_str()),
+        (Some("node-a"), Some("node-b"))
+    );
+
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let url = store.url();
+    let sql = [
+        "--sql",
+        url.as_str(),
+        "--scheme",
+        "sql-lease",
+        "--poll",
+        "100ms",
+    ];
+    let mut watch = common::electop::Watch::start(h.path(), &sql);
+    watch.wait_synced(1);
+    let out = admin(
+        h.path(),
+        &sql,
+        &["resign", "jobs", "--expect-leader", "node-a"],
+    );
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    watch.wait_for("the resign attributed", T, |v| forced(v, "forced_resign"));
+}

@@ -51,15 +51,23 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                     theme::no_leader(),
                 )),
             };
-            // A deposed leader that may still believe it leads is an alarm on the row.
+            // A deposed leader that may still believe it leads is an alarm on the row, after
+            // the leader itself.
             let leader = match &e.deposed {
-                Some(d) => Cell::from(Line::from(vec![
-                    Span::styled("⚠ ", theme::warn()),
-                    Span::styled(
-                        format!("deposed {}", truncate_display(&d.id, 16)),
+                Some(d) => {
+                    let mut spans: Vec<Span> = match &e.leader {
+                        Some(l) if !stale => vec![
+                            Span::styled(truncate_display(&l.id, 24), theme::leader()),
+                            Span::raw(" "),
+                        ],
+                        _ => Vec::new(),
+                    };
+                    spans.push(Span::styled(
+                        format!("⚠ deposed {}", truncate_display(&d.id, 16)),
                         theme::warn(),
-                    ),
-                ])),
+                    ));
+                    Cell::from(Line::from(spans))
+                }
                 None => leader,
             };
             let ttl = match &e.leader {

@@ -363,8 +363,10 @@ impl Tracker {
                 } else {
                     self.forced.take(&name, seen.now)
                 };
-                let cause = forced.unwrap_or(cause);
-                let by = forced.map(|_| crate::backend::BY_US.to_string());
+                let (cause, by) = match forced {
+                    Some((c, by)) => (c, Some(by)),
+                    None => (cause, None),
+                };
                 election.record(
                     HistoryEntry {
                         at: seen.at,
@@ -438,6 +440,25 @@ impl Tracker {
     /// Every lease in every election.
     pub fn all_leases(&self) -> Vec<i64> {
         self.by_lease.keys().copied().filter(|l| *l != 0).collect()
+    }
+
+    /// An admin action changes `name` (or one of ours did not after all). Another electop's,
+    /// learnt after its change was recorded, relabels that entry: returns the election then.
+    pub fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<crate::backend::ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        if let Some(m) = &mark
+            && let Some(e) = self.elections.values_mut().find(|e| e.name == name)
+            && crate::backend::forced::relabel(&mut e.history, m, wall)
+        {
+            return Some(e.clone());
+        }
+        self.forced.set(name.to_string(), mark, now);
+        None
     }
 
     /// Whether `lease` is a deposed leader's (read eagerly until it ends).
@@ -751,7 +772,12 @@ mod tests {
             &HashMap::new(),
             live(now),
         );
-        t.forced.set("j".into(), Some(Cause::ForcedReelection), now);
+        let mark = crate::backend::ForcedMark {
+            cause: Cause::ForcedReelection,
+            by: crate::backend::BY_US.into(),
+            before: None,
+        };
+        t.forced.set("j".into(), Some(mark), now);
         let alive = HashMap::from([(1, LeaseFate::Alive)]);
         let (_, events) = t.apply(vec![del("/e/j/1", 4)], &alive, live(now));
         let change = events

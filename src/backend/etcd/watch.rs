@@ -163,9 +163,15 @@ pub(super) async fn pump(
                 }
             }
             cmd = io.commands.recv() => match cmd {
-                Some(Command::Forced { election, cause }) => {
-                    if let Some(f) = state.followed.as_mut() {
-                        f.tracker.forced.set(election, cause, Instant::now());
+                Some(Command::Forced { election, mark }) => {
+                    if let Some(f) = state.followed.as_mut()
+                        && let Some(e) = f.tracker.forced(&election, mark, Instant::now(), SystemTime::now())
+                    {
+                        let told = crate::backend::forced::attributed(&backend.info.name, &e);
+                        send(io, SourceEvent::Elections { source, elections: vec![e] }).await?;
+                        if let Some(ev) = told {
+                            send(io, SourceEvent::Happened(ev)).await?;
+                        }
                     }
                 }
                 Some(c) => state.visible = c,
