@@ -48,6 +48,28 @@ impl ForcedMarks {
     }
 }
 
+impl ForcedMarks {
+    /// An admin action changes `name` (or one of ours did not after all). Another electop's,
+    /// learnt after its change was recorded in `history`, relabels that entry (returns true);
+    /// otherwise the mark waits for the change.
+    pub fn note(
+        &mut self,
+        name: &str,
+        history: Option<&mut VecDeque<HistoryEntry>>,
+        mark: Option<ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> bool {
+        if let (Some(m), Some(h)) = (&mark, history)
+            && relabel(h, m, wall)
+        {
+            return true;
+        }
+        self.set(name.to_string(), mark, now);
+        false
+    }
+}
+
 /// Relabels the newest entry of `history` as forced by `mark`, if it is the change that
 /// action made: recent, not already attributed, and away from the leader the action saw.
 /// Returns whether it did.

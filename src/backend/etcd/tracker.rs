@@ -451,13 +451,14 @@ impl Tracker {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Election> {
-        if let Some(m) = &mark
-            && let Some(e) = self.elections.values_mut().find(|e| e.name == name)
-            && crate::backend::forced::relabel(&mut e.history, m, wall)
-        {
-            return Some(e.clone());
+        let history = self
+            .elections
+            .values_mut()
+            .find(|e| e.name == name)
+            .map(|e| &mut e.history);
+        if self.forced.note(name, history, mark, now, wall) {
+            return self.elections.values().find(|e| e.name == name).cloned();
         }
-        self.forced.set(name.to_string(), mark, now);
         None
     }
 

@@ -253,7 +253,7 @@ async fn ttls_read(
     send(io, SourceEvent::Elections { source, elections }).await
 }
 
-fn changes_of(resp: &WatchResponse) -> Vec<Change> {
+pub(super) fn changes_of(resp: &WatchResponse) -> Vec<Change> {
     resp.events()
         .iter()
         .filter_map(|ev| {

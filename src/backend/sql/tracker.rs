@@ -108,13 +108,10 @@ impl SqlTracker {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Election> {
-        if let Some(m) = &mark
-            && let Some(e) = self.elections.get_mut(name)
-            && crate::backend::forced::relabel(&mut e.history, m, wall)
-        {
-            return Some(e.clone());
+        let history = self.elections.get_mut(name).map(|e| &mut e.history);
+        if self.forced.note(name, history, mark, now, wall) {
+            return self.elections.get(name).cloned();
         }
-        self.forced.set(name.to_string(), mark, now);
         None
     }
 
