@@ -32,6 +32,7 @@ pub async fn replay(
     snapshot: Mirror,
     target: i64,
     progress: Progress,
+    times: Option<std::path::PathBuf>,
 ) -> Result<Replayed, EtcdError> {
     let prefixes = tracker.layout().prefixes();
     let mut from = 1;
@@ -49,7 +50,12 @@ pub async fn replay(
         )
         .await?
         {
-            None => return Ok(Replayed { tracker, compacted }),
+            None => {
+                if let Some(path) = &times {
+                    tracker.fill_times(&super::times::load(path, super::times::MAX_BYTES));
+                }
+                return Ok(Replayed { tracker, compacted });
+            }
             Some(compact) => {
                 compacted = Some(compact);
                 let (at, _) = read_at(&client, &endpoint, &prefixes, compact).await?;

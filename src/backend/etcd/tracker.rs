@@ -558,6 +558,15 @@ impl Tracker {
         changed
     }
 
+    /// Gives replayed changes the time some electop saw them live, where it was recorded.
+    pub fn fill_times(&mut self, times: &HashMap<i64, SystemTime>) {
+        for e in self.elections.values_mut() {
+            for h in e.history.iter_mut().filter(|h| h.at.is_none()) {
+                h.at = h.revision.and_then(|r| times.get(&r).copied());
+            }
+        }
+    }
+
     /// Re-indexes election `id` by the leases its leader and candidates hold now.
     fn index(&mut self, id: &[u8]) {
         for lease in self.leases_of.remove(id).unwrap_or_default() {
