@@ -309,10 +309,7 @@ impl Tracker {
 
     /// Puts one revision's changes into the mirror. Returns the keys as they were before (to
     /// explain departures), the leases no key holds any more, and the elections touched.
-    fn mirror_changes(
-        &mut self,
-        changes: &[Change],
-    ) -> (HashMap<Vec<u8>, Kv>, Vec<i64>, BTreeSet<Vec<u8>>) {
+    fn mirror_changes(&mut self, changes: &[Change]) -> Mirrored {
         let mut before: HashMap<Vec<u8>, Kv> = HashMap::new();
         let mut released = Vec::new();
         let mut ids = BTreeSet::new();
@@ -560,6 +557,10 @@ fn attach_ttls(e: &mut Election, ttls: &HashMap<i64, Deadline>) {
 }
 
 type LeaderChange = (EventKind, Option<String>, Option<String>, Cause);
+
+/// One revision in the mirror: keys as they were before, leases no key holds any more, and
+/// the elections touched.
+type Mirrored = (HashMap<Vec<u8>, Kv>, Vec<i64>, BTreeSet<Vec<u8>>);
 
 /// What happened to the leadership between two states of an election; `departed` says why
 /// an old leader's key left.

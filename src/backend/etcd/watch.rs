@@ -545,8 +545,10 @@ mod tests {
             "one failure is tolerated"
         );
         assert!(l.beat(fail(), "e").is_err(), "two in a row: move on");
-        let mut l = Liveness::default();
-        l.last_word = Instant::now() - WATCH_SILENCE - Duration::from_secs(1);
+        let mut l = Liveness {
+            last_word: Instant::now() - WATCH_SILENCE - Duration::from_secs(1),
+            ..Liveness::default()
+        };
         let ok = Ok((Instant::now(), SystemTime::now(), 1));
         assert!(l.beat(ok, "e").is_err(), "a silent watch is given up");
     }
