@@ -188,7 +188,7 @@ async fn reelect(
     e: &Election,
     l: &Candidate,
 ) -> Result<Outcome, etcd_client::Error> {
-    if !l.lease.is_some_and(|lease| lease != 0) {
+    if l.lease.is_none_or(|lease| lease == 0) {
         return Ok(Outcome::Refused {
             reason: format!(
                 "{} holds a key without a lease: there is no session to end",
