@@ -111,6 +111,7 @@ fn force_leader(etcd: &EtcdServer, client: Client) {
     let c = client.name();
     assert!(line[2].wait_belief("leader", wait), "{c}: node-c leads");
     assert!(line[0].wait_belief("lost", wait), "{c}: node-a notices");
+    assert!(line[1].wait_belief("lost", wait), "{c}: node-b notices");
     let elected = first(&mut line[2], "leader", t0);
     // node-b waited in line: it may be told "elected" only once it has been told it lost,
     // or not at all; either way it must not believe it leads beside node-c.
