@@ -83,31 +83,7 @@ impl Participant {
         id: &str,
         ttl_secs: u32,
     ) -> Participant {
-        let ttl = ttl_secs.to_string();
-        let mut cmd = match client {
-            Client::Etcdctl => {
-                let mut c = server.etcdctl_command();
-                c.args(["elect", election, id]);
-                c
-            }
-            Client::Go => {
-                let mut c = Command::new(go_campaigner());
-                c.args(["--endpoints", &server.endpoint(), "--election", election]);
-                c.args(["--id", id, "--ttl", &ttl]);
-                c
-            }
-            Client::Node => {
-                let name = election.strip_prefix(NODE_PREFIX).unwrap_or_else(|| {
-                    panic!("the Node etcd3 package campaigns under {NODE_PREFIX}, not {election}")
-                });
-                let mut c = Command::new("node");
-                c.arg(node_campaigner());
-                c.args(["--endpoints", &server.endpoint(), "--election", name]);
-                c.args(["--id", id, "--ttl", &ttl]);
-                c
-            }
-        };
-        let mut child = cmd
+        let mut child = command(client, server, election, id, ttl_secs)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -123,29 +99,15 @@ impl Participant {
             Client::Etcdctl => read_etcdctl(stdout, &who, &prefix, &tx),
             Client::Go | Client::Node => read_json(stdout, &tx),
         });
+        let stderr = drain(child.stderr.take().expect("piped stderr"));
         Participant {
             client,
             id: id.to_string(),
             child,
             rx,
             beliefs: Vec::new(),
-            stderr: Arc::new(Mutex::new(String::new())),
+            stderr,
         }
-        .with_stderr()
-    }
-
-    fn with_stderr(mut self) -> Participant {
-        let sink = Arc::clone(&self.stderr);
-        if let Some(mut pipe) = self.child.stderr.take() {
-            std::thread::spawn(move || {
-                let mut text = String::new();
-                let _ = pipe.read_to_string(&mut text);
-                sink.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push_str(&text);
-            });
-        }
-        self
     }
 
     /// Every belief reported so far, oldest first.
@@ -195,6 +157,51 @@ impl Drop for Participant {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+fn command(client: Client, server: &EtcdServer, election: &str, id: &str, ttl: u32) -> Command {
+    let ttl = ttl.to_string();
+    let mut c = match client {
+        Client::Etcdctl => {
+            let mut c = server.etcdctl_command();
+            c.args(["elect", election, id]);
+            return c;
+        }
+        Client::Go => {
+            let mut c = Command::new(go_campaigner());
+            c.args(["--election", election]);
+            c
+        }
+        Client::Node => {
+            let name = election.strip_prefix(NODE_PREFIX).unwrap_or_else(|| {
+                panic!("the Node etcd3 package campaigns under {NODE_PREFIX}, not {election}")
+            });
+            let mut c = Command::new("node");
+            c.arg(node_campaigner()).args(["--election", name]);
+            c
+        }
+    };
+    c.args(["--endpoints", &server.endpoint(), "--id", id, "--ttl", &ttl]);
+    c
+}
+
+/// Collects a pipe's text as it comes, so errors can be shown while the process runs.
+fn drain(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let text = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&text);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let chunk = String::from_utf8_lossy(&buf[..n]);
+            sink.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push_str(&chunk);
+        }
+    });
+    text
 }
 
 /// Go and Node: one JSON belief per line.
