@@ -219,11 +219,7 @@ async fn reelect(
                     "{} no longer holds {} as shown{}; {}",
                     l.id,
                     l.key,
-                    if why.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({why})")
-                    },
+                    because(&why),
                     line_now(client, &l.raw_key).await?
                 )),
             },
@@ -263,15 +259,20 @@ async fn force_leader(
             detail: changed_since(&format!(
                 "the line of {} is not as shown{}; {}",
                 e.name,
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({why})")
-                },
+                because(&why),
                 line_now(client, &x.raw_key).await?
             )),
         },
     })
+}
+
+/// " (why)", or nothing when there is no more to say.
+fn because(why: &str) -> String {
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({why})")
+    }
 }
 
 fn hex_list(leases: &[i64]) -> String {
