@@ -115,8 +115,9 @@ pub fn plan(req: &AdminRequest) -> Result<Plan, String> {
                     ),
                     format!(
                         "Election clients (Go concurrency, Node etcd3, etcdctl elect) do not notice a \
-                         resign (etcd issue #11777): {} may go on acting as leader beside the next one. \
-                         Force a re-election (R) instead: it ends {}'s session first.",
+                         resign (etcd issue #11777): if {} is one, it does not notice it was deposed \
+                         and may go on acting as leader beside the next one. Force a re-election \
+                         instead (R, or electop reelect): it ends {}'s session first.",
                         l.id, l.id
                     ),
                 ],
@@ -340,7 +341,10 @@ mod tests {
         for client in ["Go concurrency", "Node etcd3", "etcdctl elect"] {
             assert!(notes.contains(client), "{notes}");
         }
-        assert!(notes.contains("do not notice") && notes.contains("Force a re-election (R)"));
+        assert!(
+            notes.contains("do not notice")
+                && notes.contains("Force a re-election instead (R, or electop reelect)")
+        );
     }
 
     #[test]
