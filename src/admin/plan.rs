@@ -58,6 +58,22 @@ fn deposed_note(deposed: &[Candidate]) -> String {
     )
 }
 
+/// How long the deposed keys will be held, from the TTLs as seen (the action re-reads them).
+fn hold_text(deposed: &[Candidate]) -> String {
+    let owned = deposed.iter().filter(|c| c.lease.is_some_and(|l| l != 0));
+    let granted: Option<Vec<i64>> = owned
+        .map(|c| c.ttl.as_ref().map(|d| (d.granted_ms + 999) / 1000))
+        .collect();
+    match granted {
+        Some(ttls) if !ttls.is_empty() => format!(
+            "the hold lasts {} s: a third of the longest TTL, {} s, + 1 s",
+            crate::backend::etcd::admin::depose::hold_secs(&ttls),
+            ttls.iter().max().copied().unwrap_or(0)
+        ),
+        _ => "the hold lasts a third of the longest TTL + 1 s".to_string(),
+    }
+}
+
 /// The steps of ending sessions first (`backend::etcd::admin::depose`), as the CLI prints them.
 fn depose_writes(deposed: &[Candidate]) -> Vec<String> {
     let checks: Vec<String> = deposed
@@ -83,8 +99,9 @@ fn depose_writes(deposed: &[Candidate]) -> Vec<String> {
     )];
     if !leases.is_empty() {
         writes.push(format!(
-            "revoke lease {} (the hold lasts a third of the longest TTL + 1 s)",
-            leases.join(", ")
+            "revoke lease {} ({})",
+            leases.join(", "),
+            hold_text(deposed)
         ));
     }
     writes

@@ -11,7 +11,7 @@ use crate::admin::{ActionKind, AdminRequest, Outcome, changed_since, plan};
 use crate::config::EtcdSource;
 use crate::model::{Candidate, Election, Scheme, escape_bytes};
 
-mod depose;
+pub(crate) mod depose;
 
 use depose::Deposed;
 
