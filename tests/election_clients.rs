@@ -11,7 +11,9 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::EtcdServer;
-use common::campaigners::{Belief, Client, Participant, line_up, longest_overlap, now_ms};
+use common::campaigners::{
+    Belief, Client, Participant, line_up, line_up_mixed, longest_overlap, now_ms,
+};
 use common::electop::{command, election, status_json};
 use serde_json::Value;
 
@@ -63,11 +65,10 @@ fn first(p: &mut Participant, belief: &str, since: u64) -> u64 {
 }
 
 /// Prints one measurement; `scripts` collect these to state the bound.
-fn measure(client: Client, action: &str, overlap: u64, told: u64, elected: u64) {
+fn measure(client: &str, action: &str, overlap: u64, told: u64, elected: u64) {
     eprintln!(
-        "MEASURE {} {action}: overlap {overlap} ms, deposed told {told} ms and successor \
-         elected {elected} ms after the action",
-        client.name()
+        "MEASURE {client} {action}: overlap {overlap} ms, deposed told {told} ms and successor \
+         elected {elected} ms after the action"
     );
 }
 
@@ -87,7 +88,7 @@ fn reelect(etcd: &EtcdServer, client: Client) {
         first(&mut line[1], "leader", t0),
     );
     let overlap = longest_overlap(&all_beliefs(&mut line), now_ms());
-    measure(client, "reelect", overlap, told - t0, elected - t0);
+    measure(client.name(), "reelect", overlap, told - t0, elected - t0);
     assert!(
         overlap <= OVERLAP_BOUND_MS,
         "{c}: two leaders for {overlap} ms: {:?}",
@@ -103,12 +104,21 @@ fn reelect(etcd: &EtcdServer, client: Client) {
 fn force_leader(etcd: &EtcdServer, client: Client) {
     let name = format!("fl-{}", tag(client));
     let el = format!("election/{name}");
-    let mut line = line_up(client, etcd, &el, &["node-a", "node-b", "node-c"], TTL);
+    let line = line_up(client, etcd, &el, &["node-a", "node-b", "node-c"], TTL);
+    force_leader_on(etcd, &name, line, client.name());
+}
+
+/// Forces the third of `line` (node-a, node-b, node-c) to lead.
+fn force_leader_on(etcd: &EtcdServer, name: &str, mut line: Vec<Participant>, c: &str) {
     let h = tempfile::tempdir().expect("tempdir");
     let t0 = now_ms();
-    admin(etcd, h.path(), &["force-leader", &name, "node-c"]);
-    let wait = notice_timeout(client);
-    let c = client.name();
+    admin(etcd, h.path(), &["force-leader", name, "node-c"]);
+    // The longest keep-alive interval in the line bounds how long its hold lasts.
+    let wait = line
+        .iter()
+        .map(|p| notice_timeout(p.client))
+        .max()
+        .unwrap_or_default();
     assert!(line[2].wait_belief("leader", wait), "{c}: node-c leads");
     assert!(line[0].wait_belief("lost", wait), "{c}: node-a notices");
     assert!(line[1].wait_belief("lost", wait), "{c}: node-b notices");
@@ -124,7 +134,7 @@ fn force_leader(etcd: &EtcdServer, client: Client) {
     );
     let told = first(&mut line[0], "lost", t0);
     let overlap = longest_overlap(&all_beliefs(&mut line), now_ms());
-    measure(client, "force-leader", overlap, told - t0, elected - t0);
+    measure(c, "force-leader", overlap, told - t0, elected - t0);
     assert!(
         overlap <= OVERLAP_BOUND_MS,
         "{c}: two leaders for {overlap} ms: {:?}",
@@ -134,7 +144,7 @@ fn force_leader(etcd: &EtcdServer, client: Client) {
         h.path(),
         &["--etcd", &etcd.endpoint(), "--prefix", "election/"],
     );
-    assert_eq!(election(&s, &name)["leader"]["id"], "node-c", "{c}: {s}");
+    assert_eq!(election(&s, name)["leader"]["id"], "node-c", "{c}: {s}");
 }
 
 /// The lease (hex) of the first key in `dir`, and its remaining TTL.
@@ -213,4 +223,16 @@ fn force_leader_ends_the_sessions_ahead_before_the_target_is_elected() {
 #[test]
 fn resign_is_not_noticed_by_election_clients() {
     each_client(resign);
+}
+
+#[test]
+fn force_leader_in_a_line_of_all_three_clients() {
+    let etcd = EtcdServer::start();
+    let members = [
+        (Client::Etcdctl, "node-a"),
+        (Client::Go, "node-b"),
+        (Client::Node, "node-c"),
+    ];
+    let line = line_up_mixed(&etcd, "election/fl-mixed", &members, TTL);
+    force_leader_on(&etcd, "fl-mixed", line, "mixed etcdctl/Go/Node");
 }

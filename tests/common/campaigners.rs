@@ -310,10 +310,21 @@ pub fn line_up(
     ids: &[&str],
     ttl_secs: u32,
 ) -> Vec<Participant> {
+    let members: Vec<(Client, &str)> = ids.iter().map(|id| (client, *id)).collect();
+    line_up_mixed(server, election, &members, ttl_secs)
+}
+
+/// `line_up` with a client of its own for each participant.
+pub fn line_up_mixed(
+    server: &EtcdServer,
+    election: &str,
+    members: &[(Client, &str)],
+    ttl_secs: u32,
+) -> Vec<Participant> {
     let timeout = Duration::from_secs(15);
     let mut line: Vec<Participant> = Vec::new();
-    for (i, id) in ids.iter().enumerate() {
-        let mut p = Participant::start(client, server, election, id, ttl_secs);
+    for (i, (client, id)) in members.iter().enumerate() {
+        let mut p = Participant::start(*client, server, election, id, ttl_secs);
         if i == 0 && !p.wait_belief("leader", timeout) {
             let err = p.stderr();
             panic!(
@@ -321,7 +332,7 @@ pub fn line_up(
                 client.name(),
                 p.beliefs()
             );
-        } else {
+        } else if i > 0 {
             super::wait_until(&format!("{id} in line"), timeout, || {
                 server.candidates(election).len() == i + 1
             });
