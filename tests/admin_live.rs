@@ -19,7 +19,7 @@ use serde_json::Value;
 
 const T: Duration = Duration::from_secs(10);
 /// etcd-election actions hold the deposed keys for a third of the lease TTL (60 s for
-/// etcdctl elect) plus 1 s, so the deposed are told before anyone else is elected.
+/// etcdctl elect) plus 2 s, so the deposed are told before anyone else is elected.
 const HELD: Duration = Duration::from_secs(35);
 
 fn admin(home: &Path, source: &[&str], action: &[&str]) -> Output {
@@ -131,7 +131,7 @@ fn etcd_election_reelect_ends_the_session_so_etcdctl_notices() {
     let src = ["--etcd", &etcd.endpoint(), "--prefix", "/adm/"];
     let out = admin(h.path(), &src, &["reelect", "jobs"]);
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
-    // Its key is held until it must have noticed: a third of etcdctl's 60 s lease, plus 1 s.
+    // Its key is held until it must have noticed: a third of etcdctl's 60 s lease, plus 2 s.
     assert!(b.wait_elected(HELD), "next in line leads");
     common::wait_until(
         "etcdctl elect notices its session ended",

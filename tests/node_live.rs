@@ -503,8 +503,8 @@ fn lifecycle(sc: &Scenario) {
     let mut within = t.renew.max(t.retry) + SLACK;
     if label == "etcd-election" {
         // The deposed keys are held until their sessions' next keep-alive (a third of the TTL,
-        // rounded up to a second, + 1 s) so nobody else is elected before they are told.
-        within += Duration::from_secs(t.ttl.as_secs().div_ceil(3) + 1);
+        // rounded up to a second, + 2 s) so nobody else is elected before they are told.
+        within += Duration::from_secs(t.ttl.as_secs().div_ceil(3) + 2);
     }
     let took = back
         .wait_belief_at("leader", Some(&back.id.clone()), within + OVERRUN)

@@ -311,7 +311,7 @@ fn reelect_from_the_dashboard_is_confirmed_done_and_labelled_forced() {
     tmux.wait_screen("the outcome in place", T, |s| {
         s.contains("done: revoked lease")
     });
-    // node-a's key is held until it must have noticed: a third of etcdctl's 60 s TTL + 1 s.
+    // node-a's key is held until it must have noticed: a third of etcdctl's 60 s TTL + 2 s.
     assert!(
         b.wait_elected(std::time::Duration::from_secs(35)),
         "node-b takes over"

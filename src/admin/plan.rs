@@ -67,11 +67,11 @@ fn hold_text(deposed: &[Candidate]) -> String {
         .collect();
     match granted {
         Some(ttls) if !ttls.is_empty() => format!(
-            "the hold lasts {} s: a third of the longest TTL, {} s, + 1 s",
+            "the hold lasts {} s: a third of the longest TTL, {} s, + 2 s",
             crate::backend::etcd::admin::depose::hold_secs(&ttls),
             ttls.iter().max().copied().unwrap_or(0)
         ),
-        _ => "the hold lasts a third of the longest TTL + 1 s".to_string(),
+        _ => "the hold lasts a third of the longest TTL + 2 s".to_string(),
     }
 }
 

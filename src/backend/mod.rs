@@ -37,8 +37,8 @@ pub struct ForcedMarks {
 
 impl ForcedMarks {
     /// How long a mark waits for its change. An etcd-election re-election or force-leader
-    /// changes the leader only when its hold ends, a third of the deposed TTL + 1 s later
-    /// (21 s for etcd's default 60 s sessions): this covers sessions of up to 4 minutes.
+    /// changes the leader only when its hold ends, a third of the deposed TTL + 2 s later
+    /// (22 s for etcd's default 60 s sessions): this covers sessions of up to 4 minutes.
     const WINDOW: Duration = Duration::from_secs(90);
 
     pub fn set(&mut self, election: String, expect: bool, now: std::time::Instant) {
