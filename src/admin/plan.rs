@@ -27,11 +27,11 @@ fn holder(e: &Election) -> Result<&Candidate, String> {
         .ok_or_else(|| format!("election {} has no row holder to act on", e.name))
 }
 
-/// What the etcd-election tests measured (tests/election_clients.rs, 11 runs per client and
+/// What the etcd-election tests measured (tests/election_clients.rs, 16 runs per client and
 /// action; see tests/campaigners/MEASUREMENTS.md), stated in every deposing confirmation:
 /// a third of the TTL (the clients' keep-alive interval) plus up to 0.5 s.
 const MEASURED: &str = "Clients may believe they still lead for up to 19998 ms after this, never \
-    beside another leader (measured, 11 runs each: etcdctl elect 19998 ms with its 60 s TTL, Go \
+    beside another leader (measured, 16 runs each: etcdctl elect 19998 ms with its 60 s TTL, Go \
     concurrency 1459 ms and Node etcd3 1098 ms with a 3 s TTL; two leaders at once: 0 ms).";
 
 /// Why the deposed keys are held rather than deleted: election clients learn that their
