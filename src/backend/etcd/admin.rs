@@ -214,6 +214,7 @@ async fn reelect(
                     l.id
                 ),
             },
+            Deposed::Unrevoked { errors, hold_secs } => unrevoked(&errors, hold_secs),
             Deposed::Changed(why) => Outcome::Changed {
                 detail: changed_since(&format!(
                     "{} no longer holds {} as shown{}; {}",
@@ -255,6 +256,7 @@ async fn force_leader(
                 ),
             }
         }
+        Deposed::Unrevoked { errors, hold_secs } => unrevoked(&errors, hold_secs),
         Deposed::Changed(why) => Outcome::Changed {
             detail: changed_since(&format!(
                 "the line of {} is not as shown{}; {}",
@@ -264,6 +266,17 @@ async fn force_leader(
             )),
         },
     })
+}
+
+/// The keys are held but a session could not be ended: the operator must finish it.
+fn unrevoked(errors: &str, hold_secs: i64) -> Outcome {
+    Outcome::Failed {
+        error: format!(
+            "the deposed keys are held for {hold_secs} s, but their sessions could not be ended \
+             ({errors}): revoke those leases (etcdctl lease revoke ID) before the hold ends, or \
+             their owners will not notice they were deposed"
+        ),
+    }
 }
 
 /// " (why)", or nothing when there is no more to say.

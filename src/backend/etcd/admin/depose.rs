@@ -35,6 +35,9 @@ pub enum Deposed {
     },
     /// Not as seen: nothing was written. The text says what differs.
     Changed(String),
+    /// The keys are held, but these leases could not be revoked: unless someone revokes them
+    /// before the hold ends, their owners will not notice they were deposed.
+    Unrevoked { errors: String, hold_secs: i64 },
 }
 
 /// How long the deposed keys are held: past the keep-alive interval of the longest lease.
@@ -78,19 +81,39 @@ pub async fn depose(
         let _ = client.lease_revoke(hold_lease).await;
         return Ok(Deposed::Changed(String::new()));
     }
+    let mut errors = Vec::new();
     for lease in &leases {
-        // Already gone (expired since the txn) ends the session all the same.
-        match client.lease_revoke(*lease).await {
-            Ok(_) => {}
-            Err(e) if e.to_string().contains("not found") => {}
-            Err(e) => return Err(e),
+        if let Err(e) = revoke(client, *lease).await {
+            errors.push(format!("lease {lease:x}: {e}"));
         }
+    }
+    if !errors.is_empty() {
+        return Ok(Deposed::Unrevoked {
+            errors: errors.join("; "),
+            hold_secs,
+        });
     }
     Ok(Deposed::Done {
         revoked: leases,
         hold_lease,
         hold_secs,
     })
+}
+
+/// Revokes `lease`, trying twice: once its key is held, a revoke that does not happen leaves
+/// its owner believing it leads. Already gone (expired since) ends the session all the same.
+async fn revoke(client: &mut Client, lease: i64) -> Result<(), etcd_client::Error> {
+    let gone = |e: &etcd_client::Error| e.to_string().contains("not found");
+    match client.lease_revoke(lease).await {
+        Ok(_) => return Ok(()),
+        Err(e) if gone(&e) => return Ok(()),
+        Err(_) => {}
+    }
+    match client.lease_revoke(lease).await {
+        Ok(_) => Ok(()),
+        Err(e) if gone(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Compares the line as seen, then re-puts each deposed key with its own value on the hold
