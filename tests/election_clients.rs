@@ -32,7 +32,7 @@ fn tag(client: Client) -> &'static str {
     }
 }
 
-/// A third of the session TTL (the keep-alive interval) plus the hold's slack, plus room.
+/// A third of the session TTL (the keep-alive interval), plus 10 s for the hold's slack and load.
 fn notice_timeout(client: Client) -> Duration {
     let ttl = if client == Client::Etcdctl { 60 } else { TTL };
     Duration::from_secs(u64::from(ttl).div_ceil(3) + 10)
@@ -66,7 +66,7 @@ fn first(p: &mut Participant, belief: &str, since: u64) -> u64 {
         .unwrap_or_else(|| panic!("{} never reported {belief}", p.id))
 }
 
-/// Prints one measurement; `scripts` collect these to state the bound.
+/// Prints one measurement (`--nocapture`); tests/campaigners/MEASUREMENTS.md collects them.
 fn measure(client: &str, action: &str, overlap: u64, told: u64, elected: u64) {
     eprintln!(
         "MEASURE {client} {action}: overlap {overlap} ms, deposed told {told} ms and successor \
