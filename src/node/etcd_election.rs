@@ -1,15 +1,20 @@
 //! An `etcd-election` participant (seed 001; the same keys as etcd's election API and
 //! `etcdctl elect`): one key `<election>/<lease hex>` on its own lease; the lowest
-//! create_revision leads. Unlike Go's `concurrency.Election`, it watches its own key, so an
-//! operator's resign (key deleted) is noticed at once and it rejoins the line.
+//! create_revision leads. Unlike Go's `concurrency.Election`, it watches the whole line, its
+//! own key included, and reads who is first in the same txn that checks its key is still the
+//! one it put: an operator's resign (key deleted) is noticed at once, even by a candidate
+//! still waiting, which joins the line again at its end instead of taking the keys ahead
+//! going away for its election.
 
+use anyhow::Context;
 use anyhow::Result;
 use etcd_client::{
-    Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, WatchOptions,
+    Client, Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    WatchOptions,
 };
 use tokio_util::sync::CancellationToken;
 
-use super::lease::Wake;
+use super::lease::{Lease, Wake, first_kv};
 use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
 use crate::cli::NodeArgs;
 use crate::config::EtcdSource;
@@ -55,35 +60,46 @@ async fn session(
     .await?;
     let mut tick = tokio::time::interval(t.renew);
     tick.tick().await;
+    // Our key's create revision while it is in the line; `None` until we (re)join.
+    let mut joined: Option<i64> = None;
+    let mut removed = false;
     loop {
-        // Join the line if our key is not there (first time, or an operator deleted it).
-        let join = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
-                key.clone(),
-                args.id.clone(),
-                Some(PutOptions::new().with_lease(lease.id)),
-            )]);
-        if lease.txn(&mut client, join).await?.is_none() {
-            return Ok(Ended::LeaseLost);
-        }
-        let opts = GetOptions::new()
-            .with_prefix()
-            .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_limit(1);
-        let first = within(limit, "a read", client.get(dir, Some(opts))).await?;
-        match first.kvs().first() {
+        let rev = match joined {
+            Some(rev) => rev,
+            None => {
+                let Some(rev) = join(&mut client, &lease, &key, &args.id).await? else {
+                    return Ok(Ended::LeaseLost);
+                };
+                if removed {
+                    // Its lease lives on, so nobody ended our session: an operator deleted
+                    // our key (a resign, or force-leader of someone behind us).
+                    report.depose("my key was deleted (resigned by an operator)");
+                    report.say(&format!(
+                        "my key was deleted from the line: joined it again at revision {rev}"
+                    ));
+                }
+                joined = Some(rev);
+                removed = false;
+                rev
+            }
+        };
+        match first_in_line(&mut client, &lease, dir, &key, rev).await? {
+            Line::Gone => {
+                joined = None;
+                removed = true;
+                continue;
+            }
             // Ours for as long as our lease surely lives.
-            Some(kv) if kv.key() == key.as_bytes() => report.lead(lease.until),
-            Some(kv) => report.believe(Belief::Follower {
-                leader: Some(escape_bytes(kv.value())),
+            Line::Ours => report.lead(lease.until),
+            Line::Behind(leader) => report.believe(Belief::Follower {
+                leader: Some(leader),
             }),
-            None => report.believe(Belief::Follower { leader: None }),
         }
         match super::lease::next_wake(stop, &mut tick, &mut lease, &mut watch).await? {
             Wake::Look => {}
             Wake::LeaseLost => return Ok(Ended::LeaseLost),
             Wake::Stop => {
+                report.believe(Belief::Stopped);
                 // Resign: delete our key, and end the session so nobody waits for its TTL.
                 let _ = tokio::time::timeout(RESIGN_LIMIT, client.delete(key.clone(), None)).await;
                 lease.revoke(&mut client).await;
@@ -92,4 +108,68 @@ async fn session(
             }
         }
     }
+}
+
+/// Joins the line with our key unless it is there already (a session that took up its
+/// lease again); returns the key's create revision, or `None` when the lease is gone.
+async fn join(client: &mut Client, lease: &Lease, key: &str, id: &str) -> Result<Option<i64>> {
+    let txn = Txn::new()
+        .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+        .and_then([TxnOp::put(
+            key,
+            id,
+            Some(PutOptions::new().with_lease(lease.id)),
+        )])
+        .or_else([TxnOp::get(key, None)]);
+    let Some(resp) = lease.txn(client, txn).await? else {
+        return Ok(None);
+    };
+    if resp.succeeded() {
+        let rev = resp.header().map(|h| h.revision());
+        return rev
+            .map(Some)
+            .context("etcd answered a txn without a header");
+    }
+    let kv = first_kv(&resp).context("our key vanished while we joined")?;
+    Ok(Some(kv.create_revision()))
+}
+
+/// Where we stand in the line.
+enum Line {
+    /// Our key is gone (or was put again by someone else): we are not in the line.
+    Gone,
+    Ours,
+    /// Behind the leader named.
+    Behind(String),
+}
+
+/// Who is first in line, read in the same txn that checks our key is still the one we put
+/// (same create revision): a candidate removed from the line while it waited must never
+/// take the keys ahead going away for its election.
+async fn first_in_line(
+    client: &mut Client,
+    lease: &Lease,
+    dir: &str,
+    key: &str,
+    rev: i64,
+) -> Result<Line> {
+    let first = GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, SortOrder::Ascend)
+        .with_limit(1);
+    let txn = Txn::new()
+        .when([Compare::create_revision(key, CompareOp::Equal, rev)])
+        .and_then([TxnOp::get(dir, Some(first))]);
+    let Some(resp) = lease.txn(client, txn).await? else {
+        return Ok(Line::Gone);
+    };
+    if !resp.succeeded() {
+        return Ok(Line::Gone);
+    }
+    Ok(match first_kv(&resp) {
+        Some(kv) if kv.key() == key.as_bytes() => Line::Ours,
+        Some(kv) => Line::Behind(escape_bytes(kv.value())),
+        // Not possible while our key is there; read again to be sure.
+        None => Line::Gone,
+    })
 }
