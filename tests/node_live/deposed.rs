@@ -68,48 +68,15 @@ impl Node {
     }
 }
 
-/// Deposes the leader each way in turn, after the nodes settled on a leader each time: its
-/// next belief line must be `deposed` with a reason, read within a renew interval (+ slack)
-/// of the change. Then SIGTERM of the leader: its last belief line says it stopped.
-fn depose_each_way(sc: &Scenario, ways: &[Way]) {
-    let label = &sc.label;
-    let mut nodes: Vec<Node> = IDS.iter().map(|id| sc.start(id)).collect();
-    let bound = sc.timing.renew + NOTICE_SLACK;
-    let mut problems = Vec::new();
-    for (way, act) in ways {
-        let i = settled(&mut nodes, T + sc.timing.ttl);
-        let leader = nodes[i].id.clone();
-        let mark = nodes[i].seen.len();
-        let started = Instant::now();
-        act(&leader);
-        let done = Instant::now();
-        let Some((at, v)) = nodes[i].belief_after(mark, bound + OVERRUN) else {
-            problems.push(format!(
-                "{way}: {leader} said nothing within {:?} of the change",
-                bound + OVERRUN
-            ));
-            continue;
-        };
-        let took = at.saturating_duration_since(done);
-        println!(
-            "{label}: {way}: {leader} says {} {} ms after the change ({} ms after the writer \
-             started): {}",
-            v["belief"],
-            took.as_millis(),
-            at.saturating_duration_since(started).as_millis(),
-            v["reason"]
-        );
-        if v["belief"] != "deposed" || v["reason"].as_str().is_none_or(str::is_empty) {
-            problems.push(format!(
-                "{way}: {leader}'s next belief is {v}, not deposed with why"
-            ));
-        }
-        if took > bound {
-            problems.push(format!(
-                "{way}: {leader} said so after {took:?}, more than {bound:?}"
-            ));
-        }
-    }
+/// Deposes the leader each way in turn. The ways in `alone` run on a lone node: with nobody
+/// to take over, only its own noticing can end its belief. Then a second node joins for the
+/// ways in `with_other`, which hand leadership to it. Last, SIGTERM of the leader: its last
+/// belief line must say it stopped.
+fn depose_each_way(sc: &Scenario, alone: &[Way], with_other: &[Way]) {
+    let mut nodes = vec![sc.start(IDS[0])];
+    let mut problems = depose(sc, &mut nodes, alone);
+    nodes.push(sc.start(IDS[1]));
+    problems.extend(depose(sc, &mut nodes, with_other));
     let i = settled(&mut nodes, T + sc.timing.ttl);
     nodes[i].sigterm(EXIT);
     if !nodes[i]
@@ -123,10 +90,62 @@ fn depose_each_way(sc: &Scenario, ways: &[Way]) {
     }
     assert!(
         problems.is_empty(),
-        "{label}:\n  {}\n{}",
+        "{}:\n  {}\n{}",
+        sc.label,
         problems.join("\n  "),
         dump_all(&nodes)
     );
+}
+
+/// Each way in turn, once the nodes settled on a leader: the leader's next belief line must
+/// not be `leader`, and must be read within a renew interval (+ slack) of the change; it
+/// should be `deposed`, with why. Returns what went wrong.
+fn depose(sc: &Scenario, nodes: &mut [Node], ways: &[Way]) -> Vec<String> {
+    let bound = sc.timing.renew + NOTICE_SLACK;
+    let mut problems = Vec::new();
+    for (way, act) in ways {
+        let i = settled(nodes, T + sc.timing.ttl);
+        let leader = nodes[i].id.clone();
+        let mark = nodes[i].seen.len();
+        let started = Instant::now();
+        act(&leader);
+        let done = Instant::now();
+        let Some((at, v)) = nodes[i].belief_after(mark, bound + OVERRUN) else {
+            problems.push(format!(
+                "{way}: {leader} still believes it leads {:?} after the change",
+                bound + OVERRUN
+            ));
+            continue;
+        };
+        let took = at.saturating_duration_since(done);
+        println!(
+            "{}: {way}: {leader} says {} {} ms after the change ({} ms after the writer \
+             started): {}",
+            sc.label,
+            v["belief"],
+            took.as_millis(),
+            at.saturating_duration_since(started).as_millis(),
+            v["reason"]
+        );
+        if v["belief"] == "leader" {
+            problems.push(format!("{way}: {leader} said it leads again, first: {v}"));
+        } else if v["belief"] != "deposed" || v["reason"].as_str().is_none_or(str::is_empty) {
+            problems.push(format!("{way}: {leader} said {v}, not deposed with why"));
+        }
+        if took > bound {
+            problems.push(format!(
+                "{way}: {leader} said so after {took:?}, more than {bound:?}"
+            ));
+        }
+    }
+    problems
+}
+
+fn force_leader_of_the_other(sc: &Scenario) -> [Way<'_>; 1] {
+    [(
+        "electop force-leader of the other",
+        Box::new(|id| sc.force_leader(other(id))),
+    )]
 }
 
 /// The key of `id` in an etcd-election line, and its lease (the key's last part, in hex).
@@ -160,12 +179,8 @@ fn etcd_election_leader_notices_every_way_it_is_deposed() {
                 etcd.etcdctl(&["lease", "revoke", &election_key(&etcd, dir, id).1]);
             }),
         ),
-        (
-            "electop force-leader of the other",
-            Box::new(|id| sc.force_leader(other(id))),
-        ),
     ];
-    depose_each_way(&sc, &ways);
+    depose_each_way(&sc, &ways, &force_leader_of_the_other(&sc));
 }
 
 /// The lease of the key `key` (etcdctl takes it in hex).
@@ -198,16 +213,12 @@ fn etcd_lease_key_leader_notices_every_way_it_is_deposed() {
                 etcd.etcdctl(&["lease", "revoke", &key_lease(&etcd, key)]);
             }),
         ),
-        (
-            "electop force-leader of the other",
-            Box::new(|id| sc.force_leader(other(id))),
-        ),
     ];
-    depose_each_way(&sc, &ways);
+    depose_each_way(&sc, &ways, &force_leader_of_the_other(&sc));
 }
 
 /// The admin actions, then the store's own client: the row given to a node that does not
-/// run, and the row deleted.
+/// run, and the row deleted. None needs a second node.
 fn sql_ways<'a>(
     sc: &'a Scenario,
     store: &'a Store,
@@ -218,8 +229,8 @@ fn sql_ways<'a>(
         ("electop resign", Box::new(|_| sc.admin("resign", &[]))),
         ("electop reelect", Box::new(|_| sc.admin("reelect", &[]))),
         (
-            "electop force-leader of the other",
-            Box::new(|id| sc.force_leader(other(id))),
+            "electop force-leader of a node that does not run",
+            Box::new(|_| sc.force_leader("node-x")),
         ),
         (
             "an UPDATE naming another leader",
@@ -252,7 +263,8 @@ fn sql_leaders_notice_every_way_they_are_deposed(store: Store, name: &str) {
         timing,
         &["--create-table"],
     );
-    depose_each_way(&sc, &sql_ways(&sc, &store, "leaderlock", "leader_id"));
+    let ways = sql_ways(&sc, &store, "leaderlock", "leader_id");
+    depose_each_way(&sc, &ways, &force_leader_of_the_other(&sc));
 
     store.create_heartbeat_table("service_election");
     let source = [
@@ -273,10 +285,8 @@ fn sql_leaders_notice_every_way_they_are_deposed(store: Store, name: &str) {
         },
         &[],
     );
-    depose_each_way(
-        &sc,
-        &sql_ways(&sc, &store, "service_election", "service_id"),
-    );
+    let ways = sql_ways(&sc, &store, "service_election", "service_id");
+    depose_each_way(&sc, &ways, &force_leader_of_the_other(&sc));
 }
 
 #[test]
