@@ -37,6 +37,9 @@ pub async fn run(
     let mut conn: Option<(AnyPool, Schema)> = None;
     let mut leader = false;
     loop {
+        // Rounds start every interval, however long each takes: a leader renews, and so
+        // notices it was deposed, at most one renew interval after the change.
+        let started = Instant::now();
         let round = async {
             if conn.is_none() {
                 conn = Some(open(&s, args).await?);
@@ -71,7 +74,7 @@ pub async fn run(
         };
         let wait = if leader { t.renew } else { t.retry };
         tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
+            _ = tokio::time::sleep_until((started + wait).into()) => {}
             _ = stop.cancelled() => return stopped(&s, conn.as_ref(), args, report, leader).await,
         }
     }
