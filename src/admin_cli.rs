@@ -50,6 +50,7 @@ pub async fn run(
         history_limit,
         all_leases: true,
         request_timeout: args.timeout,
+        ..BackendOptions::default()
     };
     let action = kind.name();
     let spawned = match Sources::spawn(sources, &opts) {

@@ -40,11 +40,17 @@ impl Default for UiConfig {
 pub struct HistoryConfig {
     /// Leader changes kept per election (replayed from etcd and seen live); 0 turns replay off.
     pub limit: usize,
+    /// How long an election whose last candidate left stays listed, e.g. "10m".
+    #[serde(deserialize_with = "duration")]
+    pub retention: std::time::Duration,
 }
 
 impl Default for HistoryConfig {
     fn default() -> Self {
-        HistoryConfig { limit: 200 }
+        HistoryConfig {
+            limit: 200,
+            retention: std::time::Duration::from_secs(600),
+        }
     }
 }
 
@@ -164,6 +170,11 @@ pub struct SqlSource {
     pub poll: Option<std::time::Duration>,
     #[serde(default)]
     pub read_only: bool,
+}
+
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::time::Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::cli::parse_duration(&s).map_err(serde::de::Error::custom)
 }
 
 fn duration_opt<'de, D: serde::Deserializer<'de>>(

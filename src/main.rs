@@ -92,6 +92,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let sources = cli.sources.resolve(&config).map_err(Usage)?;
     let mut opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
+        retention: config.history.retention,
         ..BackendOptions::default()
     };
     let rt = tokio::runtime::Runtime::new()?;

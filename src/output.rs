@@ -48,6 +48,12 @@ pub struct ElectionJson<'a> {
     /// Some key in this election has no lease and will never expire.
     pub zombie: bool,
     pub history: Vec<HistoryJson<'a>>,
+    /// A leader deposed with its lease alive: it may still believe it leads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deposed: Option<HolderJson<'a>>,
+    /// With no leader: since when (RFC 3339), when electop saw it happen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_leader_since: Option<String>,
     /// The source is stale: the leader is the last one seen, as of `as_of`.
     pub stale: bool,
     pub as_of: Option<String>,
@@ -125,6 +131,8 @@ pub fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJ
         transitions: e.transitions,
         zombie: e.has_zombie(),
         history: e.history.iter().map(history).collect(),
+        deposed: e.deposed.as_ref().map(|d| holder(d, now)),
+        no_leader_since: e.no_leader_since().map(time::rfc3339),
     }
 }
 

@@ -103,6 +103,23 @@ fn etcd_election_resign_hands_over_to_the_next_etcdctl_campaigner() {
         a.is_running(),
         "etcdctl keeps running: it does not notice a resign"
     );
+    // electop says so: the deposed leader's lease lives on.
+    let s = status_json(h.path(), &src);
+    let e = election(&s, "jobs");
+    assert_eq!(e["leader"]["id"], "node-b");
+    assert_eq!(e["deposed"]["id"], "node-a", "{e:#}");
+    assert!(
+        e["deposed"]["ttl_ms"].as_i64().is_some_and(|t| t > 0),
+        "{e:#}"
+    );
+    let last = e["history"].as_array().and_then(|h| h.last()).cloned();
+    assert_eq!(last.map(|l| l["cause"].clone()), Some("resigned".into()));
+    // Its session ends (its lease revoked): no longer deposed.
+    let lease = e["deposed"]["lease"].as_i64().expect("lease");
+    etcd.etcdctl(&["lease", "revoke", &format!("{lease:x}")]);
+    common::wait_until("the deposed lease is gone", T, || {
+        election(&status_json(h.path(), &src), "jobs")["deposed"].is_null()
+    });
     let log = audit(h.path());
     assert_eq!(log.len(), 2, "the attempt, then the outcome: {log:?}");
     for (line, outcome) in log.iter().zip(["attempt", "done"]) {
@@ -741,4 +758,59 @@ fn a_store_frozen_mid_action_fails_it_in_bounded_time() {
     let outcomes: Vec<&str> = log.iter().filter_map(|l| l["outcome"].as_str()).collect();
     assert_eq!(outcomes, ["attempt", "failed"], "{log:?}");
     assert_eq!(log[0]["id"], log[1]["id"]);
+}
+
+/// A second electop watching the same store learns from the shared audit log who forced a
+/// change: the CLI's re-election on etcd and resign on SQL are recorded as such there.
+#[test]
+fn another_electops_actions_are_recorded_as_forced_by_it() {
+    let etcd = EtcdServer::start();
+    let [_a, mut b] = campaign_in_order(&etcd, "/who/jobs", ["node-a", "node-b"]);
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = ["--etcd", &etcd.endpoint(), "--prefix", "/who/"];
+    let mut watch = common::electop::Watch::start(h.path(), &src);
+    watch.wait_synced(1);
+    let out = admin(
+        h.path(),
+        &src,
+        &["reelect", "jobs", "--expect-leader", "node-a"],
+    );
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(b.wait_elected(T));
+    let forced = |v: &Value, cause: &str| {
+        v["election"] == "jobs"
+            && v["cause"] == cause
+            && v["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("another electop"))
+    };
+    let ev = watch.wait_for("the re-election attributed", T, |v| {
+        forced(v, "forced_reelection")
+    });
+    assert_eq!(
+        (ev["from"].as_str(), ev["to"].as_str()),
+        (Some("node-a"), Some("node-b"))
+    );
+
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let url = store.url();
+    let sql = [
+        "--sql",
+        url.as_str(),
+        "--scheme",
+        "sql-lease",
+        "--poll",
+        "100ms",
+    ];
+    let mut watch = common::electop::Watch::start(h.path(), &sql);
+    watch.wait_synced(1);
+    let out = admin(
+        h.path(),
+        &sql,
+        &["resign", "jobs", "--expect-leader", "node-a"],
+    );
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    watch.wait_for("the resign attributed", T, |v| forced(v, "forced_resign"));
 }

@@ -158,6 +158,14 @@ pub fn on_action(app: &mut App, action: Action) {
             );
             app.dialog.take()
         }
+        // Election clients do not notice a resign; a re-election ends the session instead.
+        (Dialog::Confirm { request, .. }, Action::Reelect)
+            if request.kind == ActionKind::Resign
+                && request.seen.scheme == Scheme::EtcdElection =>
+        {
+            confirm(app, ActionKind::Reelect);
+            app.dialog.take()
+        }
         (Dialog::Confirm { request, plan }, Action::Accept) => {
             let summary = plan.summary.clone();
             app.outbox.push(*request);

@@ -143,6 +143,12 @@ pub const DIALOG_BINDINGS: &[Binding] = &[
         help: "cancel",
     },
     Binding {
+        keys: &[(KeyCode::Char('r'), NONE), (KeyCode::Char('R'), SHIFT)],
+        label: "r",
+        action: Action::Reelect,
+        help: "resign on etcd-election: force a re-election instead",
+    },
+    Binding {
         keys: &[(KeyCode::Char('c'), KeyModifiers::CONTROL)],
         label: "C-c",
         action: Action::Quit,

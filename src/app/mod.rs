@@ -131,6 +131,8 @@ pub struct App {
     pub size: (u16, u16),
     /// The key tables in force (defaults and the user's overrides).
     pub keys: keys::KeyMap,
+    /// How long an election with nothing left in the store stays listed.
+    pub retention: std::time::Duration,
 }
 
 /// Rows a page key moves.
@@ -167,6 +169,7 @@ impl App {
             wall,
             size: (80, 24),
             keys: keys::KeyMap::default(),
+            retention: std::time::Duration::from_secs(600),
         }
     }
 
@@ -253,6 +256,7 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
         Msg::Tick { now, wall } => {
             app.now = now;
             app.wall = wall;
+            prune(app);
             true
         }
         Msg::Resize { width, height } => {
@@ -263,6 +267,26 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
             dialog::on_outcome(app, outcome);
             true
         }
+    }
+}
+
+/// Drops elections with nothing left in the store whose last change is older than the
+/// retention; until then they stay listed as "no leader since", with their history.
+fn prune(app: &mut App) {
+    let (wall, keep) = (app.wall, app.retention);
+    let before = app.elections.len();
+    let selected = app.selected_key();
+    app.elections.retain(|_, e| {
+        !e.is_empty()
+            || e.last_change()
+                .and_then(|h| h.at)
+                .is_none_or(|at| wall.duration_since(at).unwrap_or_default() <= keep)
+    });
+    if app.elections.len() != before {
+        app.selected = selected
+            .and_then(|k| app.elections.keys().position(|x| *x == k))
+            .unwrap_or(app.selected)
+            .min(app.elections.len().saturating_sub(1));
     }
 }
 
@@ -507,5 +531,79 @@ mod tests {
         assert_eq!(names.first().map(String::as_str), Some("e025"));
         assert_eq!(names.len(), 5);
         assert_eq!(selected.as_deref(), Some("e029"));
+    }
+
+    #[test]
+    fn an_empty_election_stays_listed_until_its_retention_ends() {
+        use crate::model::{Cause, HistoryEntry};
+        let mut app = app_with(2);
+        let wall = app.wall;
+        let mut gone = Election::new(0, "e000".into(), Scheme::EtcdElection);
+        gone.record(
+            HistoryEntry {
+                at: Some(wall),
+                revision: None,
+                from: Some("node-a".into()),
+                to: None,
+                cause: Cause::Resigned,
+                by: None,
+            },
+            10,
+        );
+        assert_eq!(gone.no_leader_since(), Some(wall));
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections: vec![gone],
+            }),
+        );
+        let tick = |app: &mut App, secs| {
+            let (now, wall) = (app.now, wall + std::time::Duration::from_secs(secs));
+            update(app, Msg::Tick { now, wall });
+        };
+        tick(&mut app, 599);
+        assert_eq!(app.elections.len(), 2, "within the 10 minutes: listed");
+        tick(&mut app, 601);
+        let names: Vec<&str> = app.elections.values().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["e001"],
+            "gone after its retention; no history ever went"
+        );
+    }
+
+    #[test]
+    fn resign_on_etcd_election_offers_a_reelection_instead() {
+        let mut app = app_with(1);
+        let mut e = Election::new(0, "e000".into(), Scheme::EtcdElection);
+        let c = crate::model::Candidate {
+            id: "node-a".into(),
+            raw_id: b"node-a".to_vec(),
+            key: "/e/e000/a".into(),
+            raw_key: b"/e/e000/a".to_vec(),
+            lease: Some(0xa),
+            create_revision: 1,
+            mod_revision: 1,
+            stamp: None,
+            ttl: None,
+        };
+        e.leader = Some(c.clone());
+        e.candidates = vec![c];
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections: vec![e],
+            }),
+        );
+        update(&mut app, Msg::Action(Action::Resign));
+        update(&mut app, Msg::Action(Action::Reelect));
+        match &app.dialog {
+            Some(Dialog::Confirm { request, .. }) => {
+                assert_eq!(request.kind, crate::admin::ActionKind::Reelect)
+            }
+            other => panic!("a re-election to confirm, got {other:?}"),
+        }
     }
 }

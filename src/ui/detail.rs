@@ -61,7 +61,13 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
             Span::raw("Leader "),
             Span::styled(truncate_display(&l.id, room), theme::leader()),
         ]),
-        None => Line::from(Span::styled("No leader", theme::no_leader())),
+        None => Line::from(Span::styled(
+            match e.no_leader_since() {
+                Some(t) => format!("No leader since {}", crate::model::time::clock(t)),
+                None => "No leader".to_string(),
+            },
+            theme::no_leader(),
+        )),
     };
     let key_line = match &e.leader {
         Some(l) => Line::from(vec![
@@ -91,6 +97,19 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
             ),
         ]),
         None => Line::from(""),
+    };
+    let key_line = match &e.deposed {
+        Some(d) => Line::from(Span::styled(
+            format!(
+                "⚠ deposed {} may still believe it leads (lease alive, {} left)",
+                truncate_display(&d.id, room),
+                d.ttl
+                    .map(|t| format::duration_ms(t.remaining_ms_at(at)))
+                    .unwrap_or_else(|| "?".into())
+            ),
+            theme::warn(),
+        )),
+        None => key_line,
     };
     frame.render_widget(Paragraph::new(vec![leader_line, key_line]), head);
 

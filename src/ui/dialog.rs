@@ -66,7 +66,7 @@ pub fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
                 Line::from(Span::styled("Enter: continue   Esc: cancel", theme::dim())),
             ],
         ),
-        Dialog::Confirm { plan, .. } => {
+        Dialog::Confirm { plan, request } => {
             let mut lines = vec![
                 Line::from(Span::styled(plan.summary.clone(), theme::title())),
                 Line::from(""),
@@ -80,6 +80,14 @@ pub fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
                         .iter()
                         .map(|n| Line::from(Span::styled(format!("⚠ {n}"), theme::warn()))),
                 );
+            }
+            if request.kind == crate::admin::ActionKind::Resign
+                && request.seen.scheme == crate::model::Scheme::EtcdElection
+            {
+                lines.push(Line::from(Span::styled(
+                    "⚠ etcdctl elect and Go/Node election clients do not notice a resign: the deposed leader may go on believing it leads until its lease ends.   r: force a re-election instead (ends its session)",
+                    theme::warn(),
+                )));
             }
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled(

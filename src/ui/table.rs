@@ -43,7 +43,32 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                     Span::styled(" ⚠", theme::warn()),
                 ])),
                 Some(l) => Cell::from(Span::styled(truncate_display(&l.id, 24), theme::leader())),
-                None => Cell::from(Span::styled("— none —", theme::no_leader())),
+                None => Cell::from(Span::styled(
+                    match e.no_leader_since() {
+                        Some(t) => format!("none since {}", crate::model::time::clock(t)),
+                        None => "— none —".to_string(),
+                    },
+                    theme::no_leader(),
+                )),
+            };
+            // A deposed leader that may still believe it leads is an alarm on the row, after
+            // the leader itself.
+            let leader = match &e.deposed {
+                Some(d) => {
+                    let mut spans: Vec<Span> = match &e.leader {
+                        Some(l) if !stale => vec![
+                            Span::styled(truncate_display(&l.id, 24), theme::leader()),
+                            Span::raw(" "),
+                        ],
+                        _ => Vec::new(),
+                    };
+                    spans.push(Span::styled(
+                        format!("⚠ deposed {}", truncate_display(&d.id, 16)),
+                        theme::warn(),
+                    ));
+                    Cell::from(Line::from(spans))
+                }
+                None => leader,
             };
             let ttl = match &e.leader {
                 Some(l) => {

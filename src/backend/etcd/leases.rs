@@ -54,7 +54,7 @@ pub(super) fn due(tracker: &Tracker, leases: Vec<i64>, now: Instant, eager: bool
                 let age = now.saturating_duration_since(d.read_at).as_millis() as i64;
                 let every = (d.granted_ms / 3).clamp(250, 1000);
                 let closing = d.remaining_ms_at(now) < 2000 && age >= 250;
-                closing || (eager && age >= every)
+                closing || ((eager || tracker.is_deposed_lease(*l)) && age >= every)
             }
         })
         .collect()

@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Instant, SystemTime};
 
 use super::layout::{Kv, Layout, Mirror};
-use crate::model::{Cause, Deadline, Election, Event, EventKind, HistoryEntry, SourceId};
+use crate::model::{
+    Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, SourceId,
+};
 
 /// One change to a key, as a watch reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +68,8 @@ pub struct Tracker {
     /// reading touches only the elections on that lease, however many there are.
     by_lease: HashMap<i64, BTreeSet<Vec<u8>>>,
     leases_of: HashMap<Vec<u8>, Vec<i64>>,
+    /// Leases of deposed leaders: read eagerly, since their end ends an alarm.
+    deposed: std::collections::HashSet<i64>,
     /// Last revision applied to the mirror.
     pub revision: i64,
     /// Elections our own admin actions are changing.
@@ -90,6 +94,7 @@ impl Tracker {
             lease_keys: HashMap::new(),
             by_lease: HashMap::new(),
             leases_of: HashMap::new(),
+            deposed: Default::default(),
             revision: 0,
             forced: Default::default(),
         }
@@ -223,7 +228,88 @@ impl Tracker {
         touched: &mut BTreeSet<Vec<u8>>,
         events: &mut Vec<Event>,
     ) {
-        // Keys as they were before this revision, to explain departures.
+        let (before, released, ids) = self.mirror_changes(changes);
+        self.revision = self.revision.max(rev);
+        for id in ids.iter().cloned() {
+            let holders = self.layout.derive(&id, &self.mirror);
+            let name = self.layout.display_name(&id);
+            let (source, scheme) = (self.source, self.layout.scheme());
+            let election = self
+                .elections
+                .entry(id.clone())
+                .or_insert_with(|| Election::new(source, name.clone(), scheme));
+            let old_leader = election.leader.take();
+            let old_line = std::mem::take(&mut election.candidates);
+            election.leader = holders.leader;
+            election.candidates = holders.candidates;
+
+            let mk = |kind, from: Option<String>, to: Option<String>, cause| Event {
+                at: seen.at,
+                source: self.source_name.clone(),
+                election: Some(name.clone()),
+                kind,
+                from,
+                to,
+                cause,
+                revision: Some(rev),
+                replayed: seen.replayed,
+                detail: None,
+            };
+            let departed =
+                |old: &Candidate| departure(before.get(&old.raw_key), fates, &self.ttls, seen);
+            let change = leader_change(
+                old_leader.as_ref(),
+                election.leader.as_ref(),
+                scheme,
+                departed,
+            );
+            self.deposed
+                .extend(note_deposed(election, old_leader.as_ref(), fates));
+            if let Some((kind, from, to, cause)) = change {
+                let forced = if seen.replayed {
+                    None
+                } else {
+                    self.forced.take(&name, seen.now)
+                };
+                let (cause, by) = match forced {
+                    Some((c, by)) => (c, Some(by)),
+                    None => (cause, None),
+                };
+                let entry = HistoryEntry {
+                    at: seen.at,
+                    revision: Some(rev),
+                    from: from.clone(),
+                    to: to.clone(),
+                    cause,
+                    by: by.clone(),
+                };
+                election.record(entry, self.history_limit);
+                let mut ev = mk(kind, from, to, Some(cause));
+                ev.detail = by.map(|b| format!("forced by {b}"));
+                events.push(ev);
+            }
+            for (kind, from, to) in line_events(&old_line, &election.candidates) {
+                events.push(mk(kind, from, to, None));
+            }
+            self.index(&id);
+            touched.insert(id);
+        }
+        // A lease no key holds any more is over, or no longer ours to count down.
+        for lease in released {
+            if !self.lease_keys.contains_key(&lease) {
+                self.ttls.remove(&lease);
+            }
+        }
+        for id in &ids {
+            if let Some(e) = self.elections.get_mut(id) {
+                attach_ttls(e, &self.ttls);
+            }
+        }
+    }
+
+    /// Puts one revision's changes into the mirror. Returns the keys as they were before (to
+    /// explain departures), the leases no key holds any more, and the elections touched.
+    fn mirror_changes(&mut self, changes: &[Change]) -> Mirrored {
         let mut before: HashMap<Vec<u8>, Kv> = HashMap::new();
         let mut released = Vec::new();
         let mut ids = BTreeSet::new();
@@ -265,147 +351,7 @@ impl Tracker {
                 }
             }
         }
-        self.revision = self.revision.max(rev);
-        for id in ids.iter().cloned() {
-            let holders = self.layout.derive(&id, &self.mirror);
-            let name = self.layout.display_name(&id);
-            let (source, scheme) = (self.source, self.layout.scheme());
-            let election = self
-                .elections
-                .entry(id.clone())
-                .or_insert_with(|| Election::new(source, name.clone(), scheme));
-            let old_leader = election.leader.take();
-            let old_line = std::mem::take(&mut election.candidates);
-            election.leader = holders.leader;
-            election.candidates = holders.candidates;
-
-            let mk = |kind, from: Option<String>, to: Option<String>, cause| Event {
-                at: seen.at,
-                source: self.source_name.clone(),
-                election: Some(name.clone()),
-                kind,
-                from,
-                to,
-                cause,
-                revision: Some(rev),
-                replayed: seen.replayed,
-                detail: None,
-            };
-
-            let change = match (&old_leader, &election.leader) {
-                (None, Some(new)) => Some((
-                    EventKind::LeaderElected,
-                    None,
-                    Some(new.id.clone()),
-                    Cause::Elected,
-                )),
-                (Some(old), None) => {
-                    let cause = departure(before.get(&old.raw_key), fates, &self.ttls, seen);
-                    Some((EventKind::LeaderLost, Some(old.id.clone()), None, cause))
-                }
-                (Some(old), Some(new))
-                    if old.raw_key != new.raw_key || old.create_revision != new.create_revision =>
-                {
-                    let cause = departure(before.get(&old.raw_key), fates, &self.ttls, seen);
-                    Some((
-                        EventKind::LeaderChanged,
-                        Some(old.id.clone()),
-                        Some(new.id.clone()),
-                        cause,
-                    ))
-                }
-                (Some(old), Some(new)) if old.id != new.id => {
-                    // Same key, new value: a proclamation or someone overwriting the key.
-                    let cause = if scheme == crate::model::Scheme::EtcdElection {
-                        Cause::Proclaimed
-                    } else {
-                        Cause::TakenOver
-                    };
-                    Some((
-                        EventKind::LeaderChanged,
-                        Some(old.id.clone()),
-                        Some(new.id.clone()),
-                        cause,
-                    ))
-                }
-                _ => None,
-            };
-            // Deposed with its lease alive: it may still believe it leads.
-            if !seen.replayed
-                && let Some(old) = old_leader.as_ref()
-                && election
-                    .leader
-                    .as_ref()
-                    .is_none_or(|n| n.raw_key != old.raw_key)
-                && old
-                    .lease
-                    .is_some_and(|l| l != 0 && fates.get(&l) == Some(&LeaseFate::Alive))
-            {
-                election.deposed = Some(old.clone());
-            }
-            // Leading again on the same lease: no longer deposed.
-            if election
-                .deposed
-                .as_ref()
-                .is_some_and(|d| election.leader.as_ref().is_some_and(|l| l.lease == d.lease))
-            {
-                election.deposed = None;
-            }
-            if let Some((kind, from, to, cause)) = change {
-                let forced = if seen.replayed {
-                    None
-                } else {
-                    self.forced.take(&name, seen.now)
-                };
-                let cause = forced.unwrap_or(cause);
-                let by = forced.map(|_| crate::backend::BY_US.to_string());
-                election.record(
-                    HistoryEntry {
-                        at: seen.at,
-                        revision: Some(rev),
-                        from: from.clone(),
-                        to: to.clone(),
-                        cause,
-                        by: by.clone(),
-                    },
-                    self.history_limit,
-                );
-                let mut ev = mk(kind, from, to, Some(cause));
-                ev.detail = by.map(|b| format!("forced by {b}"));
-                events.push(ev);
-            }
-            let in_line = |line: &[crate::model::Candidate], key: &[u8]| {
-                line.iter().any(|c| c.raw_key == key)
-            };
-            for c in &election.candidates {
-                if !in_line(&old_line, &c.raw_key) {
-                    events.push(mk(
-                        EventKind::CandidateJoined,
-                        None,
-                        Some(c.id.clone()),
-                        None,
-                    ));
-                }
-            }
-            for c in &old_line {
-                if !in_line(&election.candidates, &c.raw_key) {
-                    events.push(mk(EventKind::CandidateLeft, Some(c.id.clone()), None, None));
-                }
-            }
-            self.index(&id);
-            touched.insert(id);
-        }
-        // A lease no key holds any more is over, or no longer ours to count down.
-        for lease in released {
-            if !self.lease_keys.contains_key(&lease) {
-                self.ttls.remove(&lease);
-            }
-        }
-        for id in &ids {
-            if let Some(e) = self.elections.get_mut(id) {
-                attach_ttls(e, &self.ttls);
-            }
-        }
+        (before, released, ids)
     }
 
     /// Leases of the given elections' leaders, plus the first `line` candidates of
@@ -432,6 +378,31 @@ impl Tracker {
     /// Every lease in every election.
     pub fn all_leases(&self) -> Vec<i64> {
         self.by_lease.keys().copied().filter(|l| *l != 0).collect()
+    }
+
+    /// An admin action changes `name` (or one of ours did not after all). Another electop's,
+    /// learnt after its change was recorded, relabels that entry: returns the election then.
+    pub fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<crate::backend::ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        let history = self
+            .elections
+            .values_mut()
+            .find(|e| e.name == name)
+            .map(|e| &mut e.history);
+        if self.forced.note(name, history, mark, now, wall) {
+            return self.elections.values().find(|e| e.name == name).cloned();
+        }
+        None
+    }
+
+    /// Whether `lease` is a deposed leader's (read eagerly until it ends).
+    pub fn is_deposed_lease(&self, lease: i64) -> bool {
+        self.deposed.contains(&lease)
     }
 
     /// When `lease` was last read, if ever.
@@ -473,6 +444,7 @@ impl Tracker {
                         e.deposed = None;
                     }
                 }
+                self.deposed.remove(&lease);
             }
         }
         let mut changed = Vec::new();
@@ -496,11 +468,20 @@ impl Tracker {
             }
             let Some(e) = self.elections.get_mut(id) else {
                 // Gone before the snapshot (no keys left): listed with its past.
+                self.deposed
+                    .extend(past.deposed.as_ref().and_then(|d| d.lease));
                 self.elections.insert(id.clone(), past.clone());
                 self.index(id);
                 changed.push(past.clone());
                 continue;
             };
+            if e.deposed.is_none()
+                && let Some(d) = past.deposed.clone()
+                && !e.candidates.iter().any(|c| c.lease == d.lease)
+            {
+                self.deposed.extend(d.lease);
+                e.deposed = Some(d);
+            }
             let live = std::mem::take(&mut e.history);
             let mut merged: std::collections::VecDeque<HistoryEntry> = past.history.clone();
             merged.extend(live);
@@ -510,8 +491,18 @@ impl Tracker {
             e.history = merged;
             e.transitions += past.transitions;
             changed.push(e.clone());
+            self.index(id);
         }
         changed
+    }
+
+    /// Gives replayed changes the time some electop saw them live, where it was recorded.
+    pub fn fill_times(&mut self, times: &HashMap<i64, SystemTime>) {
+        for e in self.elections.values_mut() {
+            for h in e.history.iter_mut().filter(|h| h.at.is_none()) {
+                h.at = h.revision.and_then(|r| times.get(&r).copied());
+            }
+        }
     }
 
     /// Re-indexes election `id` by the leases its leader and candidates hold now.
@@ -563,6 +554,90 @@ fn attach_ttls(e: &mut Election, ttls: &HashMap<i64, Deadline>) {
     for c in e.candidates.iter_mut() {
         c.ttl = lookup(c.lease);
     }
+}
+
+type LeaderChange = (EventKind, Option<String>, Option<String>, Cause);
+
+/// One revision in the mirror: keys as they were before, leases no key holds any more, and
+/// the elections touched.
+type Mirrored = (HashMap<Vec<u8>, Kv>, Vec<i64>, BTreeSet<Vec<u8>>);
+
+/// What happened to the leadership between two states of an election; `departed` says why
+/// an old leader's key left.
+fn leader_change(
+    old: Option<&Candidate>,
+    new: Option<&Candidate>,
+    scheme: crate::model::Scheme,
+    departed: impl Fn(&Candidate) -> Cause,
+) -> Option<LeaderChange> {
+    let id = |c: &Candidate| Some(c.id.clone());
+    match (old, new) {
+        (None, Some(new)) => Some((EventKind::LeaderElected, None, id(new), Cause::Elected)),
+        (Some(old), None) => Some((EventKind::LeaderLost, id(old), None, departed(old))),
+        (Some(old), Some(new))
+            if old.raw_key != new.raw_key || old.create_revision != new.create_revision =>
+        {
+            Some((EventKind::LeaderChanged, id(old), id(new), departed(old)))
+        }
+        (Some(old), Some(new)) if old.id != new.id => {
+            // Same key, new value: a proclamation or someone overwriting the key.
+            let cause = if scheme == crate::model::Scheme::EtcdElection {
+                Cause::Proclaimed
+            } else {
+                Cause::TakenOver
+            };
+            Some((EventKind::LeaderChanged, id(old), id(new), cause))
+        }
+        _ => None,
+    }
+}
+
+/// A leader whose key left while its lease lives on may still believe it leads: it is
+/// deposed (returns its lease) until it is back in line on that lease. Replayed history reads
+/// lease fates now, so there "alive" means alive now too.
+fn note_deposed(
+    e: &mut Election,
+    old: Option<&Candidate>,
+    fates: &HashMap<i64, LeaseFate>,
+) -> Option<i64> {
+    let mut lease = None;
+    if let Some(old) = old
+        && e.leader.as_ref().is_none_or(|n| n.raw_key != old.raw_key)
+        && old
+            .lease
+            .is_some_and(|l| l != 0 && fates.get(&l) == Some(&LeaseFate::Alive))
+    {
+        lease = old.lease;
+        e.deposed = Some(old.clone());
+    }
+    let back_in_line = e.deposed.as_ref().is_some_and(|d| {
+        e.leader
+            .iter()
+            .chain(&e.candidates)
+            .any(|c| c.lease == d.lease)
+    });
+    if back_in_line {
+        e.deposed = None;
+        lease = None;
+    }
+    lease
+}
+
+/// Candidates that joined or left the line.
+fn line_events(
+    old: &[Candidate],
+    new: &[Candidate],
+) -> Vec<(EventKind, Option<String>, Option<String>)> {
+    let has = |line: &[Candidate], key: &[u8]| line.iter().any(|c| c.raw_key == key);
+    let joined = new
+        .iter()
+        .filter(|c| !has(old, &c.raw_key))
+        .map(|c| (EventKind::CandidateJoined, None, Some(c.id.clone())));
+    let left = old
+        .iter()
+        .filter(|c| !has(new, &c.raw_key))
+        .map(|c| (EventKind::CandidateLeft, Some(c.id.clone()), None));
+    joined.chain(left).collect()
 }
 
 /// Why the key `old` left: deleted with its lease alive (a resignation), or its lease ended,
@@ -729,7 +804,12 @@ mod tests {
             &HashMap::new(),
             live(now),
         );
-        t.forced.set("j".into(), Some(Cause::ForcedReelection), now);
+        let mark = crate::backend::ForcedMark {
+            cause: Cause::ForcedReelection,
+            by: crate::backend::BY_US.into(),
+            before: None,
+        };
+        t.forced.set("j".into(), Some(mark), now);
         let alive = HashMap::from([(1, LeaseFate::Alive)]);
         let (_, events) = t.apply(vec![del("/e/j/1", 4)], &alive, live(now));
         let change = events
@@ -834,5 +914,29 @@ mod tests {
             .collect();
         assert_eq!(names, ["job3"]);
         assert_eq!(t.set_ttl(0x30, None, now).len(), 1);
+    }
+
+    #[test]
+    fn a_leader_resigned_with_its_lease_alive_is_deposed_until_the_lease_ends() {
+        let now = Instant::now();
+        let mut t = election_tracker();
+        let mut m = Mirror::new();
+        m.insert(b"/e/jobs/a".to_vec(), kv("/e/jobs/a", "node-a", 1, 1, 0xa));
+        m.insert(b"/e/jobs/b".to_vec(), kv("/e/jobs/b", "node-b", 2, 2, 0xb));
+        t.load(m, 2);
+        let alive = HashMap::from([(0xa, LeaseFate::Alive)]);
+        let (changed, _) = t.apply(vec![del("/e/jobs/a", 3)], &alive, live(now));
+        let d = changed[0].deposed.as_ref().expect("deposed");
+        assert_eq!((d.id.as_str(), d.lease), ("node-a", Some(0xa)));
+        assert!(t.is_deposed_lease(0xa));
+        assert!(t.all_leases().contains(&0xa), "its lease is still read");
+        let after = t.set_ttl(0xa, None, now);
+        assert_eq!(after.len(), 1);
+        assert!(after[0].deposed.is_none(), "lease over: no longer an alarm");
+        assert!(!t.is_deposed_lease(0xa));
+        // A lease that ended with the key is no deposition.
+        let gone = HashMap::from([(0xb, LeaseFate::Gone)]);
+        let (changed, _) = t.apply(vec![del("/e/jobs/b", 4)], &gone, live(now));
+        assert!(changed[0].deposed.is_none());
     }
 }
