@@ -64,45 +64,47 @@ async fn session(
     let mut joined: Option<i64> = None;
     let mut removed = false;
     loop {
-        let rev = match joined {
-            Some(rev) => rev,
-            None => {
-                let Some(rev) = join(&mut client, &lease, &key, &args.id).await? else {
-                    return Ok(Ended::LeaseLost);
-                };
-                if removed {
-                    // Its lease lives on, so nobody ended our session: an operator deleted
-                    // our key (a resign, or force-leader of someone behind us).
-                    report.depose("my key was deleted (resigned by an operator)");
-                    report.say(&format!(
-                        "my key was deleted from the line: joined it again at revision {rev}"
-                    ));
+        if joined.is_none() {
+            match join(&mut client, &lease, &key, &args.id).await? {
+                Join::LeaseLost => return Ok(Ended::LeaseLost),
+                Join::In(rev) => {
+                    if removed {
+                        // Our lease lives on, so nobody ended our session: an operator
+                        // deleted our key (a resign).
+                        report.depose("my key was deleted (resigned by an operator)");
+                        report.say(&format!(
+                            "my key was deleted from the line: joined it again at revision {rev}"
+                        ));
+                    }
+                    joined = Some(rev);
+                    removed = false;
                 }
-                joined = Some(rev);
-                removed = false;
-                rev
+                // Wait for our lease to end (the next keep-alive says so), then start over.
+                Join::Held => {
+                    report.depose("my key was moved off my lease: an operator is ending my session")
+                }
             }
-        };
-        match first_in_line(&mut client, &lease, dir, &key, rev).await? {
-            Line::Gone => {
-                joined = None;
-                removed = true;
-                continue;
+        }
+        if let Some(rev) = joined {
+            match first_in_line(&mut client, &lease, dir, &key, rev).await? {
+                Line::Gone => {
+                    joined = None;
+                    removed = true;
+                    continue;
+                }
+                // Ours for as long as our lease surely lives.
+                Line::Ours => report.lead(lease.until),
+                Line::Behind(leader) => report.believe(Belief::Follower {
+                    leader: Some(leader),
+                }),
             }
-            // Ours for as long as our lease surely lives.
-            Line::Ours => report.lead(lease.until),
-            Line::Behind(leader) => report.believe(Belief::Follower {
-                leader: Some(leader),
-            }),
         }
         match super::lease::next_wake(stop, &mut tick, &mut lease, &mut watch).await? {
             Wake::Look => {}
             Wake::LeaseLost => return Ok(Ended::LeaseLost),
             Wake::Stop => {
                 report.believe(Belief::Stopped);
-                // Resign: delete our key, and end the session so nobody waits for its TTL.
-                let _ = tokio::time::timeout(RESIGN_LIMIT, client.delete(key.clone(), None)).await;
-                lease.revoke(&mut client).await;
+                resign(&mut client, &lease, &key).await;
                 report.say("resigned");
                 return Ok(Ended::Stopped);
             }
@@ -110,9 +112,29 @@ async fn session(
     }
 }
 
+/// Deletes our key (not one an operator holds), and ends the session so nobody waits for
+/// its TTL; bounded.
+async fn resign(client: &mut Client, lease: &Lease, key: &str) {
+    let mine = Txn::new()
+        .when([Compare::lease(key, CompareOp::Equal, lease.id)])
+        .and_then([TxnOp::delete(key, None)]);
+    let _ = tokio::time::timeout(RESIGN_LIMIT, client.txn(mine)).await;
+    lease.revoke(client).await;
+}
+
+enum Join {
+    /// In line, with our key's create revision.
+    In(i64),
+    /// Our key is there on another lease: an operator's force re-election or force-leader
+    /// holds it while it ends our session (see `backend::etcd::admin::depose`). Putting it
+    /// back on our lease would undo that.
+    Held,
+    LeaseLost,
+}
+
 /// Joins the line with our key unless it is there already (a session that took up its
-/// lease again); returns the key's create revision, or `None` when the lease is gone.
-async fn join(client: &mut Client, lease: &Lease, key: &str, id: &str) -> Result<Option<i64>> {
+/// lease again).
+async fn join(client: &mut Client, lease: &Lease, key: &str, id: &str) -> Result<Join> {
     let txn = Txn::new()
         .when([Compare::create_revision(key, CompareOp::Equal, 0)])
         .and_then([TxnOp::put(
@@ -122,21 +144,25 @@ async fn join(client: &mut Client, lease: &Lease, key: &str, id: &str) -> Result
         )])
         .or_else([TxnOp::get(key, None)]);
     let Some(resp) = lease.txn(client, txn).await? else {
-        return Ok(None);
+        return Ok(Join::LeaseLost);
     };
     if resp.succeeded() {
         let rev = resp.header().map(|h| h.revision());
         return rev
-            .map(Some)
+            .map(Join::In)
             .context("etcd answered a txn without a header");
     }
     let kv = first_kv(&resp).context("our key vanished while we joined")?;
-    Ok(Some(kv.create_revision()))
+    Ok(if kv.lease() == lease.id {
+        Join::In(kv.create_revision())
+    } else {
+        Join::Held
+    })
 }
 
 /// Where we stand in the line.
 enum Line {
-    /// Our key is gone (or was put again by someone else): we are not in the line.
+    /// Our key is gone, put again, or moved off our lease: it is not ours in the line.
     Gone,
     Ours,
     /// Behind the leader named.
@@ -144,7 +170,7 @@ enum Line {
 }
 
 /// Who is first in line, read in the same txn that checks our key is still the one we put
-/// (same create revision): a candidate removed from the line while it waited must never
+/// (same create revision, on our lease): a candidate removed from the line while it waited must never
 /// take the keys ahead going away for its election.
 async fn first_in_line(
     client: &mut Client,
@@ -158,7 +184,10 @@ async fn first_in_line(
         .with_sort(SortTarget::Create, SortOrder::Ascend)
         .with_limit(1);
     let txn = Txn::new()
-        .when([Compare::create_revision(key, CompareOp::Equal, rev)])
+        .when([
+            Compare::create_revision(key, CompareOp::Equal, rev),
+            Compare::lease(key, CompareOp::Equal, lease.id),
+        ])
         .and_then([TxnOp::get(dir, Some(first))]);
     let Some(resp) = lease.txn(client, txn).await? else {
         return Ok(Line::Gone);
