@@ -94,6 +94,10 @@ async fn session(
                 }
                 // Ours for as long as our lease surely lives.
                 Line::Ours => report.lead(lease.until),
+                // Our own old key, held by an operator: nobody leads until it goes.
+                Line::Behind(leader) if leader == args.id => {
+                    report.believe(Belief::Follower { leader: None })
+                }
                 Line::Behind(leader) => report.believe(Belief::Follower {
                     leader: Some(leader),
                 }),
