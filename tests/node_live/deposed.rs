@@ -90,6 +90,12 @@ fn depose_each_way(sc: &Scenario, alone: &[Way], with_other: &[Way]) {
     let mut problems = depose(sc, &mut nodes, alone);
     nodes.push(sc.start(IDS[1]));
     problems.extend(depose(sc, &mut nodes, with_other));
+    for n in &nodes {
+        // Behind its own old key (held by an operator's action) nobody leads.
+        if let Some(v) = n.beliefs().find(|v| is_belief(v, "follower", Some(&n.id))) {
+            problems.push(format!("{} said it follows itself: {v}", n.id));
+        }
+    }
     let i = settled(&mut nodes, T + sc.timing.ttl);
     nodes[i].sigterm(EXIT);
     if !nodes[i]
