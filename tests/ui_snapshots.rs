@@ -20,6 +20,8 @@ fn info(id: usize, prefix: &str) -> SourceInfo {
         scheme: Some(Scheme::EtcdElection),
         read_only: false,
         clustered: false,
+        idle_is_normal: false,
+        notice: None,
     }
 }
 

@@ -198,6 +198,14 @@ impl App {
         self.sources.get(source).and_then(|s| s.stale_for(self.now))
     }
 
+    /// An election of `source` without a leader is at rest, not in trouble (a lock between
+    /// runs): no alarm.
+    pub fn idle_is_normal(&self, source: SourceId) -> bool {
+        self.sources
+            .get(source)
+            .is_some_and(|s| s.info.idle_is_normal)
+    }
+
     /// The instant a row of `source` is drawn at: now, or the last contact when stale.
     pub fn as_of(&self, source: SourceId) -> Instant {
         self.sources
@@ -460,6 +468,8 @@ mod tests {
             scheme: Some(Scheme::EtcdElection),
             read_only: false,
             clustered: false,
+            idle_is_normal: false,
+            notice: None,
         };
         let mut app = App::new(vec![info], Instant::now(), SystemTime::now());
         let elections = (0..n)

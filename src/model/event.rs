@@ -22,6 +22,13 @@ pub struct SourceInfo {
     /// A store of several members, probed one by one (etcd).
     #[serde(skip)]
     pub clustered: bool,
+    /// No leader is the resting state here (a lock between runs): shown as idle, not as an
+    /// alarm.
+    pub idle_is_normal: bool,
+    /// What reading the source found that the operator should settle: a layout that fits
+    /// no scheme or two, an empty prefix and where elections are instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 /// Connection state of one source.

@@ -56,7 +56,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                 theme::error(),
             ));
         }
-        if let Some(n) = &s.notice {
+        for n in s.info.notice.iter().chain(&s.notice) {
             spans.push(Span::styled(
                 format!(" │ ⚠ {}: {n}", s.info.label),
                 theme::warn(),
