@@ -322,20 +322,7 @@ impl SourceArgs {
         }
         if let Some(scheme) = sql_scheme {
             for url in &self.sql {
-                let mut source = SqlSource {
-                    url: DbUrl(url.clone()),
-                    password_env: self.password_env.clone(),
-                    password_file: self.password_file.clone(),
-                    scheme,
-                    preset: self.preset,
-                    table: self.table.clone(),
-                    columns: SqlColumns::default(),
-                    timeout: self.heartbeat_timeout,
-                    poll: self.poll,
-                    read_only: false,
-                };
-                source.apply_preset()?;
-                sources.push(SourceConfig::Sql(source));
+                sources.push(SourceConfig::Sql(self.sql_source(url, scheme)?));
             }
         }
         if !flags_given {
@@ -357,6 +344,23 @@ impl SourceArgs {
             }
         }
         Ok(sources)
+    }
+
+    fn sql_source(&self, url: &str, scheme: Scheme) -> Result<SqlSource, String> {
+        let mut source = SqlSource {
+            url: DbUrl(url.to_string()),
+            password_env: self.password_env.clone(),
+            password_file: self.password_file.clone(),
+            scheme,
+            preset: self.preset,
+            table: self.table.clone(),
+            columns: SqlColumns::default(),
+            timeout: self.heartbeat_timeout,
+            poll: self.poll,
+            read_only: false,
+        };
+        source.apply_preset()?;
+        Ok(source)
     }
 
     /// The scheme of the `--sql` sources: from `--preset` or `--scheme`, which must agree.

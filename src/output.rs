@@ -161,7 +161,7 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
         },
         revision: s.revision,
         notice: s.notice.as_deref(),
-        layout_notice: s.info.notice.as_deref(),
+        layout_notice: s.info.notice.as_ref().map(|n| n.text()),
         idle_is_normal: s.info.idle_is_normal,
     }
 }

@@ -490,7 +490,7 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
 pub fn print_notices(app: &App) {
     for s in &app.sources {
         if let Some(n) = &s.info.notice {
-            eprintln!("electop: {}: {n}", s.info.short);
+            eprintln!("electop: {}: {}", s.info.short, n.text());
         }
     }
 }

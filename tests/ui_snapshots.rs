@@ -6,6 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 use electop::app::{self, Action, App, Msg};
 use electop::model::{
     Candidate, Cause, ConnState, Deadline, Election, HistoryEntry, Scheme, SourceEvent, SourceInfo,
+    SourceNotice,
 };
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -382,7 +383,7 @@ fn idle_locks_raise_no_alarm_and_notices_show() {
     lock.scheme = Some(Scheme::SqlLease);
     lock.idle_is_normal = true;
     let mut etcd = info(1, "/x/");
-    etcd.notice = Some("layout unsure: set --scheme".into());
+    etcd.notice = Some(SourceNotice::Unsure("layout unsure: set --scheme".into()));
     let mut app = App::new(vec![lock, etcd], now, wall());
     let elections = vec![Election::new(0, "reportJob".into(), Scheme::SqlLease)];
     app::update(

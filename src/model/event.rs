@@ -25,10 +25,25 @@ pub struct SourceInfo {
     /// No leader is the resting state here (a lock between runs): shown as idle, not as an
     /// alarm.
     pub idle_is_normal: bool,
-    /// What reading the source found that the operator should settle: a layout that fits
-    /// no scheme or two, an empty prefix and where elections are instead.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub notice: Option<String>,
+    /// What reading the source found that the operator should settle.
+    #[serde(skip)]
+    pub notice: Option<SourceNotice>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SourceNotice {
+    /// The layout fits no scheme, or two: what was found and the flag that settles it.
+    Unsure(String),
+    /// Nothing there (yet), and where elections are instead; over once elections appear.
+    Empty(String),
+}
+
+impl SourceNotice {
+    pub fn text(&self) -> &str {
+        match self {
+            SourceNotice::Unsure(t) | SourceNotice::Empty(t) => t,
+        }
+    }
 }
 
 /// Connection state of one source.

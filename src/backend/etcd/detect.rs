@@ -7,7 +7,7 @@ use etcd_client::GetOptions;
 use super::election::looks_like_candidate;
 use super::layout::Mirror;
 use super::{EtcdBackend, follow::Link, timed};
-use crate::model::{Scheme, escape_bytes};
+use crate::model::{Scheme, SourceNotice, escape_bytes};
 
 /// What the keys under a prefix look like.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -193,6 +193,9 @@ fn distance(a: &[u8], b: &[u8]) -> usize {
 /// `no keys under /election/; 3 elections under election/`. `looked` is false when the
 /// keyspace could not be read (a user allowed only this prefix).
 pub fn empty_notice(asked: &[u8], near: &[Nearby], looked: bool) -> String {
+    if asked.is_empty() {
+        return "etcd holds no keys at all".to_string();
+    }
     let head = format!("no keys under {}", shown_prefix(asked));
     if !looked {
         return head;
@@ -224,7 +227,10 @@ pub(super) async fn nearby_keys(
     backend: &EtcdBackend,
     link: &mut Link,
 ) -> Option<Vec<(Vec<u8>, i64)>> {
-    let mut kv = link.client.kv_client();
+    let mut kv = link
+        .client
+        .kv_client()
+        .max_decoding_message_size(super::DECODE_LIMIT);
     let opts = GetOptions::new()
         .with_from_key()
         .with_keys_only()
@@ -248,7 +254,7 @@ pub(super) async fn notice(
     link: &mut Link,
     verdict: Verdict,
     guessed: bool,
-) -> Option<String> {
+) -> Option<SourceNotice> {
     let prefix = backend.cfg.prefix.as_bytes();
     match verdict {
         Verdict::Empty => {
@@ -257,9 +263,13 @@ pub(super) async fn notice(
                 .as_deref()
                 .map(|k| nearby(prefix, k))
                 .unwrap_or_default();
-            Some(empty_notice(prefix, &near, keys.is_some()))
+            Some(SourceNotice::Empty(empty_notice(
+                prefix,
+                &near,
+                keys.is_some(),
+            )))
         }
-        v if guessed => v.unsure(prefix),
+        v if guessed => v.unsure(prefix).map(SourceNotice::Unsure),
         _ => None,
     }
 }
@@ -367,6 +377,7 @@ mod tests {
             "no keys under /x/, and no key on a lease elsewhere in etcd"
         );
         assert_eq!(empty_notice(b"/x/", &[], false), "no keys under /x/");
+        assert_eq!(empty_notice(b"", &[], true), "etcd holds no keys at all");
     }
 
     #[test]

@@ -203,7 +203,7 @@ async fn prefixes(
     let scheme = backend.cfg.scheme.unwrap_or(verdict.scheme());
     let notice = super::detect::notice(backend, link, verdict, backend.cfg.scheme.is_none()).await;
     if let Some(n) = &notice {
-        info!(scheme = %scheme, "{n}");
+        info!(scheme = %scheme, "{}", n.text());
     }
     let layout = backend.layout(scheme);
     let prefixes = layout.prefixes();
