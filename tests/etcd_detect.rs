@@ -1,11 +1,18 @@
 //! Layout detection against a real etcd: election keys as the Node `etcd3` package writes
-//! them (the lease id in decimal) are read as etcd's election API without `--scheme`; a
+//! them (the lease id in decimal) are read as etcd's election API without `--scheme`, both
+//! written by the test and by real `etcd3` campaigners (installed from npm when missing); a
 //! prefix with a typo says where the elections are; a prefix holding both layouts says so
 //! and names the flag that settles it.
 
 mod common;
 
-use common::electop::{election, status};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::electop::{command, election, status};
 use common::etcd::EtcdServer;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use serde_json::Value;
@@ -118,4 +125,148 @@ async fn node_etcd3_elections_are_detected_and_a_wrong_prefix_says_where_they_ar
         ],
     );
     assert!(err.is_empty(), "{err}");
+}
+
+/// The Node `etcd3` package's version the campaigners run.
+const ETCD3: &str = "etcd3@1.1.2";
+
+/// One campaigner: `client.election(name, 30).campaign(id)`, printing `elected` when it is.
+const CAMPAIGN_JS: &str = r#"
+const { Etcd3 } = require('etcd3');
+const [host, name, id] = process.argv.slice(2);
+const client = new Etcd3({ hosts: host });
+const campaign = client.election(name, 30).campaign(id);
+campaign.on('elected', () => console.log('elected'));
+campaign.on('error', (e) => { console.log('error ' + e); process.exit(1); });
+"#;
+
+/// A directory with the `etcd3` package and the campaign script, installed once per target
+/// dir (node and npm from the system packages when missing).
+fn node_etcd3() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-etcd3");
+    let have = |tool: &str| Command::new(tool).arg("--version").output().is_ok();
+    if !have("node") || !have("npm") {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-deps.sh");
+        let ok = Command::new(script).args(["nodejs", "npm"]).status();
+        assert!(ok.is_ok_and(|s| s.success()), "cannot install node and npm");
+    }
+    if !dir.join("node_modules/etcd3/package.json").exists() {
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let out = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg(ETCD3)
+            .output()
+            .expect("run npm");
+        assert!(
+            out.status.success(),
+            "npm install {ETCD3}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::fs::write(dir.join("campaign.js"), CAMPAIGN_JS).expect("write campaign.js");
+    dir
+}
+
+/// A running Node campaigner and the lines it printed.
+struct NodeCampaigner {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl NodeCampaigner {
+    fn start(dir: &Path, endpoint: &str, name: &str, id: &str) -> NodeCampaigner {
+        let mut child = Command::new("node")
+            .current_dir(dir)
+            .args(["campaign.js", endpoint, name, id])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn node");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        NodeCampaigner { child, lines }
+    }
+
+    fn wait_elected(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line == "elected" => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+impl Drop for NodeCampaigner {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn real_node_etcd3_campaigners_are_detected_and_notice_a_reelection() {
+    let dir = node_etcd3();
+    let etcd = EtcdServer::start();
+    let ep = etcd.endpoint();
+    let mut line = Vec::new();
+    for (n, id) in ["node-a", "node-b", "node-c"].into_iter().enumerate() {
+        line.push(NodeCampaigner::start(&dir, &ep, "jobs", id));
+        // One at a time, so the line's order is the order they started in.
+        common::wait_until(
+            "the campaigner's key exists",
+            Duration::from_secs(15),
+            || etcd.get_prefix("election/jobs/").len() == n + 1,
+        );
+    }
+    assert!(
+        line[0].wait_elected(Duration::from_secs(10)),
+        "node-a leads"
+    );
+    let keys = etcd.get_prefix("election/jobs/");
+    assert!(
+        keys.iter().all(|(k, _)| k
+            .rsplit('/')
+            .next()
+            .is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit()))),
+        "the package names keys after the lease in decimal: {keys:?}"
+    );
+
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = ["--etcd", ep.as_str(), "--prefix", "election/"];
+    let (s, err) = status_and_stderr(h.path(), &src);
+    let e = election(&s, "jobs");
+    assert_eq!(e["scheme"], "etcd-election", "no --scheme needed: {e:#}");
+    assert_eq!(e["leader"]["id"], "node-a");
+    assert_eq!(ids(e), ["node-a", "node-b", "node-c"]);
+    assert!(err.is_empty(), "{err}");
+
+    // A re-election ends node-a's session: the next in line, a real client, takes over.
+    let out = command(h.path())
+        .args(src)
+        .args(["reelect", "jobs", "--yes"])
+        .output()
+        .expect("electop reelect");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        line[1].wait_elected(Duration::from_secs(15)),
+        "node-b noticed and leads"
+    );
+    let s = common::electop::status_json(h.path(), &src);
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-b", "{s:#}");
 }
