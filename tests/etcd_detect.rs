@@ -270,3 +270,36 @@ fn real_node_etcd3_campaigners_are_detected_and_notice_a_reelection() {
     let s = common::electop::status_json(h.path(), &src);
     assert_eq!(election(&s, "jobs")["leader"]["id"], "node-b", "{s:#}");
 }
+
+/// In the dashboard: a prefix with a typo names where the elections are in the status bar,
+/// and the notice goes once elections appear under the prefix after all.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dashboard_shows_the_hint_until_elections_appear() {
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    node_etcd3_campaign(&mut client, "jobs", "node-a").await;
+    let home = tempfile::tempdir().expect("tempdir");
+    let shell = format!(
+        "env XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} --etcd {ep} --prefix /election/; sleep 60",
+        h = home.path().display(),
+        bin = common::electop::bin(),
+        ep = etcd.endpoint(),
+    );
+    let tmux = common::tmux::Tmux::start(200, 30, &shell);
+    let t = Duration::from_secs(10);
+    tmux.wait_screen("the hint", t, |s| {
+        s.contains("no keys under /election/; 1 election under election/")
+    });
+
+    let lease = client.lease_grant(30, None).await.expect("grant").id();
+    client
+        .put(
+            format!("/election/jobs/{lease:x}"),
+            "node-z",
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .expect("put");
+    let screen = tmux.wait_screen("the new election", t, |s| s.contains("node-z"));
+    assert!(!screen.contains("no keys under"), "hint gone:\n{screen}");
+}
