@@ -163,7 +163,13 @@ pub fn names() -> String {
 pub fn listing() -> String {
     let mut out = String::new();
     for p in PRESETS {
-        out.push_str(&format!("{:<14}{:<15}{}\n", p.name, p.scheme, p.about));
+        // `as_str`: Scheme's Display ignores padding.
+        out.push_str(&format!(
+            "{:<14}{:<15}{}\n",
+            p.name,
+            p.scheme.as_str(),
+            p.about
+        ));
         match &p.layout {
             PresetLayout::Sql(t) => {
                 let stamp = match t.timeout {
@@ -225,6 +231,8 @@ mod tests {
     fn the_listing_names_every_table_and_the_heartbeat_timeout() {
         let text = listing();
         for t in [
+            "shedlock      sql-lease      ShedLock",
+            "orchestrator  sql-heartbeat  orchestrator",
             "table shedlock: election name, leader locked_by",
             "table oban_peers: election name, leader node",
             "table active_node: election anchor, leader hostname",

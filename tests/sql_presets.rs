@@ -325,11 +325,11 @@ fn presets_are_listed_with_their_layout() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for want in [
-        "shedlock      sql-lease",
+        "shedlock      sql-lease      ShedLock",
         "table shedlock: election name, leader locked_by, term ends at lock_until",
         "oban          sql-lease",
         "table oban_peers: election name, leader node, term ends at expires_at",
-        "orchestrator  sql-heartbeat",
+        "orchestrator  sql-heartbeat  orchestrator:",
         "table active_node: election anchor, leader hostname, last heartbeat last_seen_active (deposed 5s",
         "shown as idle",
     ] {
