@@ -485,6 +485,16 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
     result.map(|()| app)
 }
 
+/// What reading a source found unsure (its layout, an empty prefix), on stderr: stdout
+/// stays the elections alone, for scripts.
+pub fn print_notices(app: &App) {
+    for s in &app.sources {
+        if let Some(n) = &s.info.notice {
+            eprintln!("electop: {}: {}", s.info.short, n.text());
+        }
+    }
+}
+
 pub fn print_status_json(app: &App) -> Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &output::status(app, app.now))?;

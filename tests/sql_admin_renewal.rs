@@ -217,6 +217,7 @@ fn source(store: &Store, t: &Table) -> SourceConfig {
         password_env: None,
         password_file: None,
         scheme: t.scheme,
+        preset: None,
         table: Some(t.name.to_string()),
         columns: if t.custom {
             SqlColumns {

@@ -198,6 +198,14 @@ impl App {
         self.sources.get(source).and_then(|s| s.stale_for(self.now))
     }
 
+    /// An election of `source` without a leader is at rest, not in trouble (a lock between
+    /// runs): no alarm.
+    pub fn idle_is_normal(&self, source: SourceId) -> bool {
+        self.sources
+            .get(source)
+            .is_some_and(|s| s.info.idle_is_normal)
+    }
+
     /// The instant a row of `source` is drawn at: now, or the last contact when stale.
     pub fn as_of(&self, source: SourceId) -> Instant {
         self.sources
@@ -397,6 +405,12 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
         }
         SourceEvent::Elections { source, elections } => {
             let keep = app.selected_key();
+            if let Some(s) = app.sources.get_mut(source)
+                && !elections.is_empty()
+                && matches!(s.info.notice, Some(crate::model::SourceNotice::Empty(_)))
+            {
+                s.info.notice = None;
+            }
             for e in elections {
                 app.elections.insert((source, e.name.clone()), e);
             }
@@ -460,6 +474,8 @@ mod tests {
             scheme: Some(Scheme::EtcdElection),
             read_only: false,
             clustered: false,
+            idle_is_normal: false,
+            notice: None,
         };
         let mut app = App::new(vec![info], Instant::now(), SystemTime::now());
         let elections = (0..n)
@@ -473,6 +489,27 @@ mod tests {
             }),
         );
         app
+    }
+
+    #[test]
+    fn an_empty_prefix_notice_ends_when_elections_appear() {
+        use crate::model::SourceNotice;
+        for (notice, stays) in [
+            (SourceNotice::Empty("no keys under /e/".into()), false),
+            (SourceNotice::Unsure("layout unsure".into()), true),
+        ] {
+            let mut app = app_with(0);
+            app.sources[0].info.notice = Some(notice);
+            let elections = vec![Election::new(0, "jobs".into(), Scheme::EtcdElection)];
+            update(
+                &mut app,
+                Msg::Source(SourceEvent::Elections {
+                    source: 0,
+                    elections,
+                }),
+            );
+            assert_eq!(app.sources[0].info.notice.is_some(), stays);
+        }
     }
 
     #[test]
