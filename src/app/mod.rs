@@ -133,6 +133,9 @@ pub struct App {
     pub keys: keys::KeyMap,
     /// How long an election with nothing left in the store stays listed.
     pub retention: std::time::Duration,
+    /// Each source's settings that decide what an action writes (its SQL table and columns),
+    /// from its config; the runtime sets them, so the confirmation names what is written.
+    pub targets: Vec<crate::admin::Target>,
 }
 
 /// Rows a page key moves.
@@ -170,6 +173,7 @@ impl App {
             size: (80, 24),
             keys: keys::KeyMap::default(),
             retention: std::time::Duration::from_secs(600),
+            targets: Vec::new(),
         }
     }
 
