@@ -19,6 +19,11 @@ pub async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Duration) ->
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },
     };
+    if plan.steps.iter().any(|s| matches!(s, Step::Statement(_))) {
+        return Outcome::Refused {
+            reason: format!("{} is not an etcd scheme", req.seen.scheme),
+        };
+    }
     // Members in order, so a dead first member does not fail the action.
     let (mut client, endpoint) = match super::connect::connect_any(cfg, 0, timeout).await {
         Ok((client, i)) => (client, cfg.endpoints.get(i).cloned().unwrap_or_default()),

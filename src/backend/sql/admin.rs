@@ -35,6 +35,18 @@ pub async fn execute_traced(
         Ok(p) => p,
         Err(reason) => return (Outcome::Refused { reason }, Vec::new()),
     };
+    let statements: Vec<&Statement> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Statement(st) => Some(st),
+            _ => None,
+        })
+        .collect();
+    if statements.len() != plan.steps.len() {
+        let reason = format!("{} is not a SQL scheme", req.seen.scheme);
+        return (Outcome::Refused { reason }, Vec::new());
+    }
     let pool = match connect(&s, timeout).await {
         Ok(p) => p,
         Err(e) => return (Outcome::Failed { error: e }, Vec::new()),
@@ -45,10 +57,7 @@ pub async fn execute_traced(
     };
     match check_schema(&s, &pool).await {
         Ok(schema) => {
-            for step in &plan.steps {
-                let Step::Statement(st) = step else {
-                    unreachable!("an etcd step in a SQL plan (`admin::plan`)")
-                };
+            for st in statements {
                 let sql = st
                     .sql_with(|ms, numeric| s.dialect.now_plus_ms(&schema.stamp_type, numeric, ms));
                 sent.push(sql.clone());
