@@ -154,3 +154,31 @@ fn a_plan_for_another_kind_of_store_is_refused() {
     let why = plan(&request(ActionKind::Reelect, row(Scheme::SqlLease), target)).unwrap_err();
     assert!(why.contains("not a scheme of this source"), "{why}");
 }
+
+#[test]
+fn etcd_lease_key_force_leader_without_a_leader_puts_the_key_under_the_prefix() {
+    let mut e = line(&["node-a", "node-b"]);
+    e.scheme = Scheme::EtcdLeaseKey;
+    e.leader = None;
+    let target = Target::Etcd {
+        prefix: "/locks/".into(),
+    };
+    let kind = ActionKind::ForceLeader {
+        target: "node-b".into(),
+    };
+    let p = plan(&request(kind, e, target)).expect("a plan");
+    assert_eq!(
+        p.writes(),
+        [
+            "txn: if /locks/jobs is absent and create_revision(/e/jobs/11) == 6 then put \
+             /locks/jobs = node-b with lease 11"
+        ]
+    );
+    assert_eq!(
+        p.readback,
+        Readback::Key(Key {
+            raw: b"/locks/jobs".to_vec(),
+            shown: "/locks/jobs".into()
+        })
+    );
+}

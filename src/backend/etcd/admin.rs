@@ -65,13 +65,13 @@ pub async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Duration) ->
     {
         return unrevoked_outcome(&unrevoked.join("; "), secs);
     }
-    let now = tokio::time::timeout(timeout, readback(&mut client, &plan.readback))
-        .await
-        .unwrap_or_else(|_| Ok("it could not be read back in time".to_string()));
-    match now {
-        Ok(now) => outcome(&plan, walked, &now),
-        Err(e) => failed(e),
-    }
+    // What was written stands even when it cannot be read back: say so, not "failed".
+    let now = match tokio::time::timeout(timeout, readback(&mut client, &plan.readback)).await {
+        Ok(Ok(now)) => now,
+        Ok(Err(e)) => format!("it could not be read back: {e}"),
+        Err(_) => "it could not be read back in time".to_string(),
+    };
+    outcome(&plan, walked, &now)
 }
 
 fn outcome(plan: &Plan, walked: Walked, now: &str) -> Outcome {
