@@ -133,6 +133,9 @@ pub struct App {
     pub keys: keys::KeyMap,
     /// How long an election with nothing left in the store stays listed.
     pub retention: std::time::Duration,
+    /// Each source's settings that decide what an action writes (its SQL table and columns),
+    /// from its config; the runtime sets them, so the confirmation names what is written.
+    pub targets: Vec<crate::admin::Target>,
 }
 
 /// Rows a page key moves.
@@ -170,6 +173,7 @@ impl App {
             size: (80, 24),
             keys: keys::KeyMap::default(),
             retention: std::time::Duration::from_secs(600),
+            targets: Vec::new(),
         }
     }
 
@@ -642,5 +646,53 @@ mod tests {
             }
             other => panic!("a re-election to confirm, got {other:?}"),
         }
+    }
+
+    /// The dashboard's confirmation is made from the source's configured table and columns,
+    /// not the scheme's defaults (the runtime hands the app its sources' settings).
+    #[test]
+    fn a_sql_confirmation_names_the_configured_columns() {
+        let mut app = app_with(0);
+        let cfg: crate::config::SourceConfig = crate::config::SourceConfig::Sql(
+            toml::from_str(
+                "url = 'postgres://db/x'\nscheme = 'sql-lease'\ntable = 'locks'\n\
+                 columns = { key = 'lock_name', leader_id = 'owner', valid_until = 'until_at' }",
+            )
+            .expect("a SQL source"),
+        );
+        app.targets = vec![crate::admin::Target::from_config(&cfg).expect("settings")];
+        let mut e = Election::new(0, "jobs".into(), Scheme::SqlLease);
+        e.candidates = vec![crate::model::Candidate {
+            id: "node-a".into(),
+            raw_id: b"node-a".to_vec(),
+            key: "jobs".into(),
+            raw_key: b"jobs".to_vec(),
+            lease: None,
+            create_revision: 0,
+            mod_revision: 0,
+            stamp: Some("2026-01-01 00:00:00".into()),
+            ttl: None,
+        }];
+        e.leader = e.candidates.first().cloned();
+        let elections = vec![e];
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections,
+            }),
+        );
+        update(&mut app, Msg::Action(Action::Resign));
+        let Some(Dialog::Confirm { plan, .. }) = &app.dialog else {
+            panic!("a resign to confirm, got {:?}", app.dialog);
+        };
+        let text = plan.writes().join("\n");
+        assert!(
+            text.starts_with(
+                "UPDATE \"locks\" SET \"until_at\" = ⟨the database's now⟩ WHERE \
+                 CAST(\"lock_name\" AS TEXT) = $1 AND CAST(\"owner\" AS TEXT) = $2"
+            ),
+            "{text}"
+        );
     }
 }
