@@ -96,7 +96,7 @@ pub fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
             )));
             (" Confirm ", lines)
         }
-        Dialog::Running { summary } => (" Working ", vec![Line::from(format!("{summary}…"))]),
+        Dialog::Running { summary, .. } => (" Working ", vec![Line::from(format!("{summary}…"))]),
     };
     // Height from the wrapped text, within the screen.
     let rows: usize = lines

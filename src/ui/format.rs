@@ -5,17 +5,7 @@ use std::time::{Duration, SystemTime};
 use crate::model::{Candidate, Deadline, HistoryEntry};
 use std::time::Instant;
 
-/// `12.3s`, `4m05s`, `2h10m`.
-pub fn duration_ms(ms: i64) -> String {
-    let ms = ms.max(0);
-    if ms < 60_000 {
-        format!("{}.{}s", ms / 1000, (ms % 1000) / 100)
-    } else if ms < 3_600_000 {
-        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
-    } else {
-        format!("{}h{:02}m", ms / 3_600_000, (ms % 3_600_000) / 60_000)
-    }
-}
+pub use crate::model::time::duration_ms;
 
 /// A countdown bar of `width` cells followed by the time left.
 pub fn ttl_bar(d: &Deadline, now: Instant, width: usize) -> String {
