@@ -186,9 +186,10 @@ pub(crate) fn on_key(
     admin_tx: &mpsc::Sender<crate::admin::Outcome>,
     key: crossterm::event::KeyEvent,
 ) -> bool {
-    let action = match &app.dialog {
-        Some(d) => app.keys.dialog_action_for(key, d.typing()),
-        None => app.keys.action_for(key),
+    let action = match (&app.dialog, &app.prompt) {
+        (Some(d), _) => app.keys.dialog_action_for(key, d.typing()),
+        (None, Some(_)) => app.keys.prompt_action_for(key),
+        (None, None) => app.keys.action_for(key),
     };
     let dirty = action.is_some_and(|a| app::update(app, Msg::Action(a)));
     for req in std::mem::take(&mut app.outbox) {
@@ -197,13 +198,27 @@ pub(crate) fn on_key(
     dirty
 }
 
+/// A click or the wheel, on whatever the view drew there. Returns whether the screen changed.
+pub(crate) fn on_mouse(app: &mut App, m: crossterm::event::MouseEvent) -> bool {
+    use crossterm::event::{MouseButton, MouseEventKind};
+    let Some(target) = ui::target_at(app, m.column, m.row) else {
+        return false;
+    };
+    match m.kind {
+        MouseEventKind::Down(MouseButton::Left) => app::update(app, Msg::Click(target)),
+        MouseEventKind::ScrollDown => app::update(app, Msg::Wheel(target, 3)),
+        MouseEventKind::ScrollUp => app::update(app, Msg::Wheel(target, -3)),
+        _ => false,
+    }
+}
+
 /// How often the screen must be redrawn for time alone: fast while a countdown runs,
 /// once a second while ages or a retry timer show, never when nothing moves.
 pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
     if app.needs_tick() {
         Some(fast)
-    } else if app.sources.iter().any(|s| s.last_contact.is_some()) {
-        // Staleness must show within seconds even when nothing else moves.
+    } else if app.sources.iter().any(|s| s.last_contact.is_some()) || app.flash.is_some() {
+        // Staleness must show within seconds even when nothing else moves; a flash must go.
         Some(Duration::from_millis(500))
     } else if app
         .elections
@@ -222,10 +237,10 @@ pub async fn run_tui(
     mut sources: Sources,
     tick: Duration,
     debug_panic: bool,
-    keys: crate::app::keys::KeyMap,
+    prefs: crate::app::Prefs,
 ) -> Result<()> {
     let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
-    let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic, keys).await;
+    let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic, prefs).await;
     crate::supervise::restore_terminal();
     sources.shutdown().await;
     result
@@ -236,11 +251,11 @@ async fn tui_loop(
     sources: &mut Sources,
     tick: Duration,
     debug_panic: bool,
-    keys: crate::app::keys::KeyMap,
+    prefs: crate::app::Prefs,
 ) -> Result<()> {
-    let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let mut app =
+        App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
     app.retention = sources.retention;
-    app.keys = keys;
     let size = terminal.size()?;
     app::update(
         &mut app,
@@ -286,6 +301,7 @@ async fn tui_loop(
         tokio::select! {
             ev = input.next() => match ev {
                 Some(Ok(TermEvent::Key(k))) => dirty |= on_key(&mut app, sources, &admin_tx, k),
+                Some(Ok(TermEvent::Mouse(m))) => dirty |= on_mouse(&mut app, m),
                 Some(Ok(TermEvent::Resize(width, height))) => {
                     dirty |= app::update(&mut app, Msg::Resize { width, height });
                 }
@@ -431,8 +447,15 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
         }
     };
     sources.shutdown().await;
-    app.now = Instant::now();
-    app.wall = SystemTime::now();
+    // A tick sets the clock and works out the rows, alarms and rates `status` prints.
+    app::update(
+        &mut app,
+        Msg::Tick {
+            now: Instant::now(),
+            wall: SystemTime::now(),
+        },
+    );
+    app::rows::refresh(&mut app);
     result.map(|()| app)
 }
 

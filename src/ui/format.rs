@@ -7,6 +7,22 @@ use std::time::Instant;
 
 pub use crate::model::time::duration_ms;
 
+/// `1 election`, `3 elections`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Leader changes per minute: `30/m`; nothing for none.
+pub fn rate(per_min: f64) -> String {
+    if per_min <= 0.0 {
+        String::new()
+    } else if per_min < 10.0 && per_min.fract() != 0.0 {
+        format!("{per_min:.1}/m")
+    } else {
+        format!("{per_min:.0}/m")
+    }
+}
+
 /// A countdown bar of `width` cells followed by the time left.
 pub fn ttl_bar(d: &Deadline, now: Instant, width: usize) -> String {
     let ratio = d.ratio_at(now);
