@@ -61,7 +61,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Tab, NONE)],
         label: "Tab",
         action: Action::FocusNext,
-        help: "next pane (elections, candidates, history)",
+        help: "next pane",
     },
     Binding {
         keys: &[(KeyCode::BackTab, SHIFT), (KeyCode::BackTab, NONE)],
@@ -73,7 +73,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char('F'), SHIFT), (KeyCode::Char('F'), NONE)],
         label: "F",
         action: Action::ForceLeader,
-        help: "force a leader (pick from the line or type an id)",
+        help: "force a leader",
     },
     Binding {
         keys: &[(KeyCode::Char('R'), SHIFT), (KeyCode::Char('R'), NONE)],
@@ -91,19 +91,19 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char('e'), NONE)],
         label: "e",
         action: Action::ToggleMembers,
-        help: "store members (like etcdctl endpoint status)",
+        help: "members of the store",
     },
     Binding {
         keys: &[(KeyCode::Char('/'), NONE), (KeyCode::Char('/'), SHIFT)],
         label: "/",
         action: Action::StartFilter,
-        help: "filter rows (text, or re:REGEX); Esc clears",
+        help: "filter: text or re:REGEX",
     },
     Binding {
         keys: &[(KeyCode::Char(':'), NONE), (KeyCode::Char(':'), SHIFT)],
         label: ":",
         action: Action::StartCommand,
-        help: "command (:sort, :events, :reelect...; Tab completes)",
+        help: "command bar (:sort, :events…)",
     },
     Binding {
         keys: &[(KeyCode::Char('s'), NONE)],
@@ -115,7 +115,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char('v'), NONE)],
         label: "v",
         action: Action::ToggleEvents,
-        help: "events: every change, newest first",
+        help: "events: every change",
     },
     Binding {
         keys: &[(KeyCode::Char('?'), NONE), (KeyCode::Char('?'), SHIFT)],
@@ -127,7 +127,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Esc, NONE)],
         label: "Esc",
         action: Action::Back,
-        help: "close / clear the filter (never quits)",
+        help: "close / clear filter",
     },
     Binding {
         keys: &[
@@ -170,7 +170,7 @@ pub const DIALOG_BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char('r'), NONE), (KeyCode::Char('R'), SHIFT)],
         label: "r",
         action: Action::Reelect,
-        help: "resign on etcd-election: force a re-election instead",
+        help: "re-election instead of resign",
     },
     Binding {
         keys: &[(KeyCode::Char('c'), KeyModifiers::CONTROL)],
@@ -426,8 +426,8 @@ pub fn on_events_screen(action: Action) -> bool {
 
 /// Keys of the `/` and `:` bars (fixed: they are text otherwise), for the help.
 pub const PROMPT_KEYS: &[(&str, &str)] = &[
-    ("Enter", "keep the filter / run the command"),
-    ("Esc", "drop the filter / the command"),
+    ("Enter", "keep filter / run command"),
+    ("Esc", "drop filter / command"),
     ("Tab", "complete the command"),
     ("Bksp", "erase (past the start: close)"),
 ];

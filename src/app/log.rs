@@ -94,7 +94,11 @@ impl EventLog {
                 },
             ),
         };
-        let mut cause: Vec<String> = e.cause.map(|c| c.as_str().to_string()).into_iter().collect();
+        let mut cause: Vec<String> = e
+            .cause
+            .map(|c| c.as_str().to_string())
+            .into_iter()
+            .collect();
         cause.extend(self.failover(e));
         cause.extend(e.detail.clone());
         self.push(LogEntry {
@@ -191,7 +195,10 @@ mod tests {
     fn the_ring_is_bounded() {
         let mut log = EventLog::default();
         for i in 0..KEPT + 10 {
-            log.event(&ev(EventKind::LeaderChanged, Some("a"), Some("b"), i as u64), "etcd1");
+            log.event(
+                &ev(EventKind::LeaderChanged, Some("a"), Some("b"), i as u64),
+                "etcd1",
+            );
         }
         assert_eq!(log.entries.len(), KEPT);
         assert_eq!(

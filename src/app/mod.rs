@@ -181,6 +181,8 @@ pub struct App {
     pub alarm_counts: [usize; alarm::Alarm::ALL.len()],
     /// The wall-clock second the rows were computed at: rates and ages move once a second.
     pub rows_second: u64,
+    /// Which sources were stale when the rows were computed: a change redoes them.
+    pub rows_stale: Vec<bool>,
     pub sort: Sort,
     pub filter: Option<Filter>,
     pub flap_per_min: u32,
@@ -235,6 +237,7 @@ impl App {
             rows: Vec::new(),
             alarm_counts: Default::default(),
             rows_second: 0,
+            rows_stale: Vec::new(),
             sort: Sort::default(),
             filter: None,
             flap_per_min: 4,
@@ -265,6 +268,14 @@ impl App {
         self.rows.get(self.selected).map(|r| r.key.clone())
     }
 
+    /// Whether each source is stale now.
+    pub fn stale_sources(&self) -> Vec<bool> {
+        self.sources
+            .iter()
+            .map(|s| s.stale_for(self.now).is_some())
+            .collect()
+    }
+
     /// Shows a one-line message in the status line for [`FLASH_FOR`].
     pub fn say(&mut self, flash: Flash) {
         self.flash = Some(flash);
@@ -273,11 +284,11 @@ impl App {
 
     /// The events the events view shows, newest first, through its filter.
     pub fn visible_events(&self) -> impl Iterator<Item = &log::LogEntry> {
-        self.events
-            .entries
-            .iter()
-            .rev()
-            .filter(|e| self.events_filter.as_ref().is_none_or(|f| f.matches_text(&e.haystack())))
+        self.events.entries.iter().rev().filter(|e| {
+            self.events_filter
+                .as_ref()
+                .is_none_or(|f| f.matches_text(&e.haystack()))
+        })
     }
 
     /// Printable keys are text (a dialog that types, or the `/` `:` bar): the demo's own
@@ -366,7 +377,7 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
             if app.flash.is_some() && now.saturating_duration_since(app.flash_at) > FLASH_FOR {
                 app.flash = None;
             }
-            if rows::second(wall) != app.rows_second {
+            if rows::second(wall) != app.rows_second || app.rows_stale != app.stale_sources() {
                 rows::refresh(app);
             }
             true
@@ -613,7 +624,10 @@ mod tests {
         assert_eq!(app.screen, Screen::Main, "Esc leaves the events view");
         assert!(update(&mut app, Msg::Action(Action::Back)));
         assert_eq!(app.rows.len(), 3, "then clears the filter");
-        assert!(!update(&mut app, Msg::Action(Action::Back)), "then does nothing");
+        assert!(
+            !update(&mut app, Msg::Action(Action::Back)),
+            "then does nothing"
+        );
         assert!(!app.quit);
         update(&mut app, Msg::Action(Action::Quit));
         assert!(app.quit, "q quits");
@@ -632,7 +646,13 @@ mod tests {
         assert!(app.flash.is_some());
         let tick = |app: &mut App, s| {
             let d = std::time::Duration::from_secs(s);
-            update(app, Msg::Tick { now: now + d, wall: wall + d });
+            update(
+                app,
+                Msg::Tick {
+                    now: now + d,
+                    wall: wall + d,
+                },
+            );
         };
         tick(&mut app, 9);
         assert!(app.flash.is_some(), "still shown after 9 s");
@@ -658,7 +678,11 @@ mod tests {
         run(&mut app, "ev");
         assert_eq!(app.screen, Screen::Events);
         run(&mut app, "bogus");
-        assert!(app.flash.as_ref().is_some_and(|f| f.error && f.text.contains("bogus")));
+        assert!(
+            app.flash
+                .as_ref()
+                .is_some_and(|f| f.error && f.text.contains("bogus"))
+        );
         assert!(app.prompt.is_none());
         run(&mut app, "q");
         assert!(app.quit);

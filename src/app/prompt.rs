@@ -43,7 +43,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("main", "", "back to the elections (Esc)"),
     ("members", "", "store members (e)"),
     ("help", "", "keys of this screen (?)"),
-    ("reelect", "", "force a re-election of the selected election"),
+    (
+        "reelect",
+        "",
+        "force a re-election of the selected election",
+    ),
     ("resign", "", "make the selected leader resign"),
     ("force-leader", "[ID]", "force a leader (ID, or pick)"),
     ("ctx", "NAME", "switch context"),
@@ -58,9 +62,10 @@ pub fn parse(text: &str) -> Result<Command, String> {
     };
     let arg = words.next().map(str::to_string);
     Ok(match (name, arg) {
-        ("sort", Some(k)) => Command::Sort(SortKey::from_name(&k).ok_or_else(|| {
-            format!("sort by what? {}", sort_names().join(", "))
-        })?),
+        ("sort", Some(k)) => Command::Sort(
+            SortKey::from_name(&k)
+                .ok_or_else(|| format!("sort by what? {}", sort_names().join(", ")))?,
+        ),
         ("sort", None) => return Err(format!("sort by {}", sort_names().join("|"))),
         ("events" | "ev", _) => Command::Events,
         ("main" | "elections", _) => Command::Main,
@@ -152,8 +157,16 @@ mod tests {
         assert_eq!(complete("so", &[]), "sort ");
         assert_eq!(complete("sort r", &[]), "sort rate");
         assert_eq!(completions("sort l", &[]), ["sort leader", "sort last"]);
-        assert_eq!(complete("sort l", &[]), "sort l", "ambiguous: nothing to add");
-        assert_eq!(complete("re", &[]), "re", "reelect and resign share only `re`");
+        assert_eq!(
+            complete("sort l", &[]),
+            "sort l",
+            "ambiguous: nothing to add"
+        );
+        assert_eq!(
+            complete("re", &[]),
+            "re",
+            "reelect and resign share only `re`"
+        );
         assert_eq!(completions("re", &[]), ["reelect", "resign"]);
         let ids = ["node-a".to_string(), "node-b".to_string()];
         assert_eq!(complete("force-leader node-", &ids), "force-leader node-");
@@ -171,6 +184,10 @@ mod tests {
         );
         assert!(parse("sort size").unwrap_err().contains("alarms, name"));
         assert!(parse("ctx").unwrap_err().contains("no contexts configured"));
-        assert!(parse("explode").unwrap_err().contains("unknown command `explode`"));
+        assert!(
+            parse("explode")
+                .unwrap_err()
+                .contains("unknown command `explode`")
+        );
     }
 }

@@ -180,6 +180,7 @@ pub fn refresh(app: &mut App) {
     app.rows = rows;
     app.alarm_counts = counts;
     app.rows_second = second(app.wall);
+    app.rows_stale = app.stale_sources();
     app.selected = keep
         .and_then(|k| app.rows.iter().position(|r| r.key == k))
         .unwrap_or(app.selected)
@@ -331,7 +332,11 @@ mod tests {
     #[test]
     fn alarms_first_by_default_then_each_key() {
         let mut app = app();
-        assert_eq!(names(&app), ["bravo", "charlie", "alpha"], "no leader, flapping, fine");
+        assert_eq!(
+            names(&app),
+            ["bravo", "charlie", "alpha"],
+            "no leader, flapping, fine"
+        );
         assert!(app.rows[1].alarms.has(Alarm::Flapping));
         assert_eq!(app.rows[1].rate, 6.0);
         sort_by(&mut app, SortKey::Name);
@@ -339,13 +344,21 @@ mod tests {
         sort_by(&mut app, SortKey::Leader);
         assert_eq!(names(&app), ["charlie", "alpha", "bravo"], "amy, zed, none");
         sort_by(&mut app, SortKey::Ttl);
-        assert_eq!(names(&app), ["alpha", "charlie", "bravo"], "10 s, 50 s, none");
+        assert_eq!(
+            names(&app),
+            ["alpha", "charlie", "bravo"],
+            "10 s, 50 s, none"
+        );
         sort_by(&mut app, SortKey::Changes);
         assert_eq!(names(&app), ["charlie", "alpha", "bravo"]);
         sort_by(&mut app, SortKey::Rate);
         assert_eq!(names(&app)[0], "charlie");
         sort_by(&mut app, SortKey::Last);
-        assert_eq!(names(&app), ["charlie", "alpha", "bravo"], "newest change first");
+        assert_eq!(
+            names(&app),
+            ["charlie", "alpha", "bravo"],
+            "newest change first"
+        );
         sort_by(&mut app, SortKey::Last);
         assert!(app.sort.reversed, "the same key again reverses");
         assert_eq!(names(&app), ["bravo", "alpha", "charlie"]);
@@ -355,11 +368,17 @@ mod tests {
     fn s_cycles_and_the_selection_follows_its_election() {
         let mut app = app();
         update(&mut app, Msg::Action(Action::Down));
-        assert_eq!(app.selected_election().map(|e| e.name.as_str()), Some("charlie"));
+        assert_eq!(
+            app.selected_election().map(|e| e.name.as_str()),
+            Some("charlie")
+        );
         update(&mut app, Msg::Action(Action::CycleSort));
         assert_eq!(app.sort.key, SortKey::Name);
         assert_eq!(app.selected, 2, "charlie is last by name");
-        assert_eq!(app.selected_election().map(|e| e.name.as_str()), Some("charlie"));
+        assert_eq!(
+            app.selected_election().map(|e| e.name.as_str()),
+            Some("charlie")
+        );
     }
 
     #[test]
@@ -373,7 +392,11 @@ mod tests {
         assert_eq!(filter(&mut app, "ALP"), "alpha", "case-insensitive name");
         assert_eq!(filter(&mut app, "bob"), "charlie", "a candidate");
         assert_eq!(filter(&mut app, "zed"), "alpha", "the leader");
-        assert_eq!(filter(&mut app, "etcd1"), "bravo,charlie,alpha", "the source");
+        assert_eq!(
+            filter(&mut app, "etcd1"),
+            "bravo,charlie,alpha",
+            "the source"
+        );
         assert_eq!(filter(&mut app, "re:^(a|b)[a-z]+o$"), "bravo", "a regex");
         assert_eq!(app.alarm_counts[Alarm::NoLeader as usize], 1);
         assert_eq!(

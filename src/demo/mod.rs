@@ -338,8 +338,11 @@ async fn demo_loop(
             );
             d.check_failover(now);
             // The nodes tell the demo of a split brain: the dashboard counts it as an alarm.
-            let split: std::collections::BTreeSet<_> =
-                d.split_now().map(|_| (0, d.election.clone())).into_iter().collect();
+            let split: std::collections::BTreeSet<_> = d
+                .split_now()
+                .map(|_| (0, d.election.clone()))
+                .into_iter()
+                .collect();
             if split != d.app.split_brain {
                 d.app.split_brain = split;
                 app::rows::refresh(&mut d.app);

@@ -39,9 +39,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         lines
     };
     frame.render_widget(
-        Paragraph::new(body)
-            .wrap(Wrap { trim: false })
-            .block(block),
+        Paragraph::new(body).wrap(Wrap { trim: false }).block(block),
         area,
     );
 }

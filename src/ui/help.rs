@@ -49,14 +49,17 @@ fn lines<'a>(keys: &'a KeyMap, read_only: bool, screen: Screen) -> (Vec<Line<'a>
     if screen == Screen::Main {
         more.push(section("In dialogs"));
         more.extend(keys.dialog().iter().map(bound));
-        let legend: Vec<String> = Alarm::ALL
-            .iter()
-            .map(|a| format!("{} {}", a.glyph(), a.code()))
-            .collect();
-        more.push(Line::from(Span::styled(
-            format!(" {}", legend.join(" · ")),
-            theme::dim(),
-        )));
+        // The alarm marks, three a line so the legend fits a column.
+        for three in Alarm::ALL.chunks(3) {
+            let legend: Vec<String> = three
+                .iter()
+                .map(|a| format!("{} {}", a.glyph(), a.code()))
+                .collect();
+            more.push(Line::from(Span::styled(
+                format!(" {}", legend.join("  ")),
+                theme::dim(),
+            )));
+        }
     }
     (main, more)
 }

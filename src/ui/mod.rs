@@ -76,38 +76,69 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
             ));
         }
     }
+    spans.extend(filter_span(app));
     spans.push(Span::raw(format!(
         "· {} ",
         format::count(app.elections.len(), "election", "elections")
     )));
+    let rest = tail(app);
+    let width = |s: &[Span]| s.iter().map(Span::width).sum::<usize>();
+    let full = alarm_spans(app, false);
+    let fits = width(&spans) + width(&full) + width(&rest) <= area.width as usize;
+    spans.extend(if fits { full } else { alarm_spans(app, true) });
+    spans.extend(rest);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `· ✖ 1 no leader ` for each alarm present, or `✖1 ` when room is short.
+fn alarm_spans(app: &App, compact: bool) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
     for alarm in Alarm::ALL {
         let n = app.alarm_counts[alarm as usize];
-        // Stale is already spelled out above, source by source.
-        if n > 0 && alarm != Alarm::Stale {
-            spans.push(Span::styled(
-                format!("· {} {} ", alarm.glyph(), alarm.counted(n)),
-                theme::alarmed(alarm).add_modifier(ratatui::style::Modifier::BOLD),
-            ));
+        // Stale is already spelled out, source by source.
+        if n == 0 || alarm == Alarm::Stale {
+            continue;
         }
+        let text = if compact {
+            format!("{}{n} ", alarm.glyph())
+        } else {
+            format!("· {} {} ", alarm.glyph(), alarm.counted(n))
+        };
+        if compact && spans.is_empty() {
+            spans.push(Span::raw("· "));
+        }
+        spans.push(Span::styled(
+            text,
+            theme::alarmed(alarm).add_modifier(ratatui::style::Modifier::BOLD),
+        ));
     }
-    let filter = match app.screen {
-        Screen::Main => app.filter.as_ref(),
-        Screen::Events => app.events_filter.as_ref(),
-    };
-    if let Some(f) = filter {
-        let shown = match app.screen {
-            Screen::Main => format!("{} of {}", app.rows.len(), app.elections.len()),
-            Screen::Events => format!(
+    spans
+}
+
+/// The filter in force on this screen: `· /jobs (2 of 50) `.
+fn filter_span(app: &App) -> Option<Span<'static>> {
+    let (f, shown) = match app.screen {
+        Screen::Main => (
+            app.filter.as_ref()?,
+            format!("{} of {}", app.rows.len(), app.elections.len()),
+        ),
+        Screen::Events => (
+            app.events_filter.as_ref()?,
+            format!(
                 "{} of {}",
                 app.visible_events().count(),
                 app.events.entries.len()
             ),
-        };
-        spans.push(Span::styled(
-            format!("· /{} ({shown}) ", f.text),
-            theme::header(),
-        ));
-    }
+        ),
+    };
+    Some(Span::styled(
+        format!("· /{} ({shown}) ", f.text),
+        theme::header(),
+    ))
+}
+
+fn tail(app: &App) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
     if app.replaying() {
         spans.push(Span::styled("· replaying history… ", theme::warn()));
     }
@@ -115,7 +146,7 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
         spans.push(Span::styled("· READ-ONLY ", theme::warn()));
     }
     spans.push(Span::styled("· ? help  q quit", theme::dim()));
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    spans
 }
 
 fn too_small(frame: &mut Frame, area: Rect) {

@@ -105,8 +105,14 @@ fn prompt_line<'a>(p: &'a Prompt, completions: &[String]) -> Line<'a> {
         spans.push(Span::styled(format!("  {e}"), theme::error()));
     } else if p.kind == PromptKind::Command {
         let shown: Vec<&str> = completions.iter().take(12).map(String::as_str).collect();
-        spans.push(Span::styled(format!("   {}", shown.join("  ")), theme::dim()));
-        spans.push(Span::styled("   Tab complete · Enter run · Esc cancel", theme::dim()));
+        spans.push(Span::styled(
+            format!("   {}", shown.join("  ")),
+            theme::dim(),
+        ));
+        spans.push(Span::styled(
+            "   Tab complete · Enter run · Esc cancel",
+            theme::dim(),
+        ));
     } else {
         spans.push(Span::styled(
             "   text, or re:REGEX · Enter keep · Esc clear",

@@ -120,7 +120,10 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let title = if app.elections.is_empty() {
         " Elections (none found yet) ".to_string()
     } else if app.rows.is_empty() {
-        format!(" Elections · none of {} match the filter ", app.elections.len())
+        format!(
+            " Elections · none of {} match the filter ",
+            app.elections.len()
+        )
     } else {
         format!(" Elections {}/{} ", app.selected + 1, app.rows.len())
     };
