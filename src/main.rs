@@ -108,17 +108,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 runtime::run_tui(s, tick, cli.debug_panic, prefs).await?;
                 Ok(ExitCode::SUCCESS)
             }
-            Some(Command::Status { json, timeout }) => {
+            Some(Command::Status {
+                json,
+                output,
+                timeout,
+            }) => {
                 opts.all_leases = true;
                 opts.request_timeout = timeout;
                 let s = Sources::spawn(&sources, &opts)?;
                 match runtime::collect_status(s, timeout).await {
                     Ok(app) => {
-                        if json {
-                            runtime::print_status_json(&app)?;
+                        let format = if json {
+                            electop::cli::OutputFormat::Json
                         } else {
-                            runtime::print_status_text(&app)?;
-                        }
+                            output
+                        };
+                        runtime::print_status(&app, format)?;
                         Ok(ExitCode::SUCCESS)
                     }
                     Err(why) => {

@@ -459,42 +459,35 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
     result.map(|()| app)
 }
 
-pub fn print_status_json(app: &App) -> Result<()> {
+/// `status` as asked: JSON, or the table (cut to the terminal's width only on a terminal).
+/// A closed pipe (`| head`) is not an error.
+pub fn print_status(app: &App, format: crate::cli::OutputFormat) -> Result<()> {
+    use crate::cli::OutputFormat;
+    use std::io::IsTerminal;
+    let text = match format {
+        OutputFormat::Json => {
+            let mut t = serde_json::to_string_pretty(&output::status(app, app.now))?;
+            t.push('\n');
+            t
+        }
+        OutputFormat::Table | OutputFormat::Wide => {
+            let fit = (format == OutputFormat::Table && std::io::stdout().is_terminal())
+                .then(|| crossterm::terminal::size().ok())
+                .flatten()
+                .map(|(w, _)| w as usize);
+            output::table::render(app, format == OutputFormat::Wide, fit)
+        }
+    };
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, &output::status(app, app.now))?;
-    writeln!(out)?;
-    Ok(())
+    quiet_pipe(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
-pub fn print_status_text(app: &App) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{:<32} {:<15} {:<24} {:>9} {:>5}",
-        "ELECTION", "SCHEME", "LEADER", "TTL", "CHG"
-    )?;
-    for e in app.elections.values() {
-        let leader = e
-            .leader
-            .as_ref()
-            .map(|l| crate::model::truncate_display(&l.id, 24))
-            .unwrap_or_else(|| "-".into());
-        let ttl = match (&e.leader, e.ttl_ms_at(app.now)) {
-            (Some(l), _) if l.zombie() => "no lease".to_string(),
-            (_, Some(ms)) => ui::format::duration_ms(ms),
-            _ => "-".to_string(),
-        };
-        writeln!(
-            out,
-            "{:<32} {:<15} {:<24} {:>9} {:>5}",
-            crate::model::truncate_display(&e.name, 32),
-            e.scheme.as_str(),
-            leader,
-            ttl,
-            e.transitions
-        )?;
+/// A reader that went away (`| head`) ends the output quietly.
+fn quiet_pipe(r: std::io::Result<()>) -> Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
     }
-    Ok(())
 }
 
 /// Prints each change as it happens until the input or the sources end. `json`: one object
@@ -529,7 +522,7 @@ pub async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
         }
         for e in lines {
             // A closed stdout (e.g. `| head`) ends the watch quietly.
-            if writeln!(out, "{}", watch_text(&e, json)?)
+            if writeln!(out, "{}", watch_text(&app, &e, json)?)
                 .and_then(|()| out.flush())
                 .is_err()
             {
@@ -572,24 +565,22 @@ fn stale_line(names: &[String], id: usize, s: &app::SourceView, stale: Option<Du
     e
 }
 
-fn watch_text(e: &Event, json: bool) -> Result<String> {
-    Ok(if json {
-        serde_json::to_string(e)?
-    } else {
-        format!(
-            "{} {} {} {:?} {} -> {} {}",
-            e.at.map(crate::model::time::rfc3339).unwrap_or_default(),
-            e.source,
-            e.election.as_deref().unwrap_or("-"),
-            e.kind,
-            e.from.as_deref().unwrap_or("-"),
-            e.to.as_deref().unwrap_or("-"),
-            e.cause
-                .map(|c| c.as_str())
-                .or(e.detail.as_deref())
-                .unwrap_or("")
-        )
-    })
+fn watch_text(app: &App, e: &Event, json: bool) -> Result<String> {
+    if json {
+        return Ok(serde_json::to_string(e)?);
+    }
+    let source = app.sources.iter().find(|s| s.info.name == e.source);
+    let short = source.map(|s| s.info.short.as_str()).unwrap_or(&e.source);
+    // The new leader's time left, if its lease has been read.
+    let ttl = source
+        .zip(e.election.as_ref())
+        .and_then(|(s, name)| app.elections.get(&(s.info.id, name.clone())))
+        .and_then(|el| el.leader.as_ref())
+        .filter(|l| Some(&l.id) == e.to.as_ref() && !l.zombie())
+        .and_then(|l| l.ttl)
+        .map(|d| d.remaining_ms_at(app.now));
+    let offset = output::watch::local_offset(e.at.unwrap_or_else(SystemTime::now));
+    Ok(output::watch::line(e, short, ttl, offset))
 }
 
 fn marker(names: &[String], source: usize, kind: EventKind) -> Event {

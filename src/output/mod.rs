@@ -1,5 +1,8 @@
-//! The JSON that `status --json` and `watch --json` print, built from the same state the TUI
-//! draws.
+//! What `status` and `watch` print, built from the same state the TUI draws: JSON here, the
+//! human tables and lines in their own modules.
+
+pub mod table;
+pub mod watch;
 
 use std::time::Instant;
 
