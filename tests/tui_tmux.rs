@@ -541,3 +541,81 @@ fn demo_reelect_confirmed_after_a_renewal_is_done() {
     tmux.send(&["q"]);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
 }
+
+/// The row of `name` in the elections table on screen (its line index).
+fn row_of(screen: &str, name: &str) -> Option<usize> {
+    screen
+        .lines()
+        .position(|l| l.split_whitespace().any(|w| w == name) && l.contains("sql-lease"))
+}
+
+/// k9s-style keys on the real binary: `/` filters and Esc clears, `:sort name` orders the
+/// rows and says so in the header, `:events` shows a takeover, and a mouse click selects
+/// the row under it.
+#[test]
+fn filter_sort_events_and_a_click_on_the_dashboard() {
+    let store = common::sqlstore::Store::sqlite();
+    store.create_lease_table("leaderlock");
+    for (election, id) in [
+        ("jobs", "node-a"),
+        ("billing", "node-b"),
+        ("cron", "node-c"),
+    ] {
+        assert!(store.lease_attempt("leaderlock", election, id, 60));
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = format!("--sql {} --scheme sql-lease --poll 100ms", store.url());
+    let tmux = Tmux::start(120, 30, &shell(home.path(), &args));
+    tmux.wait_screen("three elections", T, |s| {
+        ["jobs", "billing", "cron"]
+            .iter()
+            .all(|n| row_of(s, n).is_some())
+    });
+
+    tmux.send(&["/", "bill"]);
+    let screen = tmux.wait_screen("the filter", T, |s| s.contains("/bill (1 of 3)"));
+    assert!(row_of(&screen, "jobs").is_none(), "{screen}");
+    tmux.send(&["Enter"]);
+    tmux.send(&["Escape"]);
+    tmux.wait_screen("the filter cleared", T, |s| {
+        !s.contains("/bill") && row_of(s, "jobs").is_some()
+    });
+
+    tmux.send(&[":", "sort na", "Tab", "Enter"]);
+    let screen = tmux.wait_screen("sorted by name", T, |s| s.contains("ELECTION▲"));
+    let order = |s: &str| {
+        [
+            row_of(s, "billing").unwrap_or(0),
+            row_of(s, "cron").unwrap_or(0),
+            row_of(s, "jobs").unwrap_or(0),
+        ]
+    };
+    let rows = order(&screen);
+    assert!(rows[0] < rows[1] && rows[1] < rows[2], "{screen}");
+
+    assert!(
+        screen.contains("┌ billing · sql-lease"),
+        "first row selected:\n{screen}"
+    );
+    // A click on the third row (SGR mouse report; 1-based column and row).
+    let y = rows[2] + 1;
+    tmux.send(&["-l", &format!("\x1b[<0;10;{y}M\x1b[<0;10;{y}m")]);
+    tmux.wait_screen("jobs selected", T, |s| s.contains("┌ jobs · sql-lease"));
+
+    store.exec("UPDATE leaderlock SET leader_id = 'node-z' WHERE key = 'jobs'");
+    tmux.send(&[":", "events", "Enter"]);
+    let screen = tmux.wait_screen("the takeover in the events", T, |s| {
+        s.contains("Events ·") && s.contains("leader node-a → node-z")
+    });
+    assert!(screen.contains("(taken_over)"), "{screen}");
+    tmux.send(&["Escape"]);
+    tmux.wait_screen("back on the elections", T, |s| s.contains("ELECTION▲"));
+    // Esc on the main screen does nothing (still there to open the help); q quits.
+    tmux.send(&["Escape"]);
+    tmux.send(&["?"]);
+    tmux.wait_screen("the help, so still running", T, |s| {
+        s.contains("Keys · elections")
+    });
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}
