@@ -19,6 +19,37 @@ fn scheme_short(s: Scheme) -> &'static str {
     }
 }
 
+/// The leader (or since when there is none), and a deposed leader that may still believe it
+/// leads beside it.
+fn leader_cell(e: &crate::model::Election, stale: bool) -> Cell<'static> {
+    let lead_style = if stale { theme::dim() } else { theme::leader() };
+    let mut spans = match &e.leader {
+        Some(l) if stale => vec![
+            Span::styled("last seen ", theme::stale()),
+            Span::styled(truncate_display(&l.id, 24), lead_style),
+        ],
+        Some(l) if l.zombie() => vec![
+            Span::styled(truncate_display(&l.id, 24), theme::leader()),
+            Span::styled(" ⚠", theme::warn()),
+        ],
+        Some(l) => vec![Span::styled(truncate_display(&l.id, 24), theme::leader())],
+        None => vec![Span::styled(
+            match e.no_leader_since() {
+                Some(t) => format!("none since {}", crate::model::time::clock(t)),
+                None => "— none —".to_string(),
+            },
+            theme::no_leader(),
+        )],
+    };
+    if let Some(d) = &e.deposed {
+        spans.push(Span::styled(
+            format!(" ⚠ deposed {}", truncate_display(&d.id, 16)),
+            theme::warn(),
+        ));
+    }
+    Cell::from(Line::from(spans))
+}
+
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let rows_fit = area.height.saturating_sub(3) as usize;
     let offset = super::layout::table_offset(app.selected, area);
@@ -34,36 +65,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
             // A stale source's rows are frozen at the last contact and dimmed.
             let stale = app.stale_for(e.source).is_some();
             let at = app.as_of(e.source);
-            let lead_style = if stale { theme::dim() } else { theme::leader() };
-            let leader = match &e.leader {
-                Some(l) if stale => Cell::from(Line::from(vec![
-                    Span::styled("last seen ", theme::stale()),
-                    Span::styled(truncate_display(&l.id, 24), lead_style),
-                ])),
-                Some(l) if l.zombie() => Cell::from(Line::from(vec![
-                    Span::styled(truncate_display(&l.id, 24), theme::leader()),
-                    Span::styled(" ⚠", theme::warn()),
-                ])),
-                Some(l) => Cell::from(Span::styled(truncate_display(&l.id, 24), theme::leader())),
-                None => Cell::from(Span::styled(
-                    match e.no_leader_since() {
-                        Some(t) => format!("none since {}", crate::model::time::clock(t)),
-                        None => "— none —".to_string(),
-                    },
-                    theme::no_leader(),
-                )),
-            };
-            // A deposed leader that may still believe it leads is an alarm on the row.
-            let leader = match &e.deposed {
-                Some(d) => Cell::from(Line::from(vec![
-                    Span::styled("⚠ ", theme::warn()),
-                    Span::styled(
-                        format!("deposed {}", truncate_display(&d.id, 16)),
-                        theme::warn(),
-                    ),
-                ])),
-                None => leader,
-            };
+            let leader = leader_cell(e, stale);
             let ttl = match &e.leader {
                 Some(l) => {
                     let style = match (&l.ttl, l.zombie()) {
@@ -101,7 +103,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         });
     let header = Row::new(headers(app)).style(theme::header());
     // The scheme only where it leaves the names room to be read.
-    let scheme = if area.width >= 100 { 9 } else { 0 };
+    let scheme = if area.width >= 90 { 9 } else { 0 };
     let widths = [
         Constraint::Length(2),
         Constraint::Fill(1),
