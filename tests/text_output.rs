@@ -79,6 +79,8 @@ fn status_prints_an_aligned_table_that_is_never_cut_when_piped() {
         .expect("electop status -o json");
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
     assert_eq!(v["elections"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["elections"][0]["alarms"], serde_json::json!([]), "{v:#}");
+    assert_eq!(v["elections"][0]["changes_per_min"], 0.0, "{v:#}");
 }
 
 #[test]

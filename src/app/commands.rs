@@ -45,18 +45,11 @@ pub fn on_prompt(app: &mut App, action: Action) {
             app.prompt = Some(p);
         }
         Action::Complete if p.kind == PromptKind::Command => {
-            p.text = prompt::complete(&p.text, &candidate_ids(app));
+            p.text = prompt::complete(&p.text, &app.candidate_ids());
             app.prompt = Some(p);
         }
         _ => app.prompt = Some(p),
     }
-}
-
-/// The selected election's candidates, for completing `force-leader`.
-pub fn candidate_ids(app: &App) -> Vec<String> {
-    app.selected_election()
-        .map(|e| e.candidates.iter().map(|c| c.id.clone()).collect())
-        .unwrap_or_default()
 }
 
 /// The filter follows what is typed.

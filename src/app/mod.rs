@@ -268,6 +268,13 @@ impl App {
         self.rows.get(self.selected).map(|r| r.key.clone())
     }
 
+    /// The selected election's candidates, for completing `force-leader`.
+    pub fn candidate_ids(&self) -> Vec<String> {
+        self.selected_election()
+            .map(|e| e.candidates.iter().map(|c| c.id.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// Whether each source is stale now.
     pub fn stale_sources(&self) -> Vec<bool> {
         self.sources

@@ -12,7 +12,7 @@ use crate::model::ConnState;
 
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     if let Some(p) = &app.prompt {
-        let ids = crate::app::prompt::completions(&p.text, &candidate_ids(app));
+        let ids = crate::app::prompt::completions(&p.text, &app.candidate_ids());
         frame.render_widget(Paragraph::new(prompt_line(p, &ids)), area);
         return;
     }
@@ -82,12 +82,6 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         }
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-fn candidate_ids(app: &App) -> Vec<String> {
-    app.selected_election()
-        .map(|e| e.candidates.iter().map(|c| c.id.clone()).collect())
-        .unwrap_or_default()
 }
 
 /// `/text▏` or `:text▏  sort  events …` (what Tab can complete to), and any error.
