@@ -196,6 +196,8 @@ pub struct App {
     pub events_filter: Option<Filter>,
     /// The `/` or `:` bar, while typing.
     pub prompt: Option<Prompt>,
+    /// Keys of what surrounds the dashboard (the demo's), for the help: (keys, what).
+    pub extra_keys: &'static [(&'static str, &'static str)],
 }
 
 /// Rows a page key moves.
@@ -247,6 +249,7 @@ impl App {
             events_scroll: 0,
             events_filter: None,
             prompt: None,
+            extra_keys: &[],
         }
     }
 

@@ -33,6 +33,14 @@ fn election_for(source: &SourceConfig) -> &'static str {
 const ETCD_PREFIX: &str = "/electop-demo/";
 const ETCD_REGISTRY: &str = "/electop-demo-registry/";
 
+/// The demo's keys, for the help (the dashboard's come from its key table).
+pub const KEYS: &[(&str, &str)] = &[
+    ("1-9", "pick a node"),
+    ("x", "kill it (SIGKILL)"),
+    ("p", "pause / resume it (SIGSTOP)"),
+    ("r", "restart it"),
+];
+
 /// The demo's own keys, before the dashboard's (only when no dialog is open).
 pub fn demo_action(key: KeyEvent) -> Option<DemoAction> {
     if key.kind == KeyEventKind::Release {
@@ -293,7 +301,9 @@ pub async fn run(
     // Our panic hook, not ratatui's: a task's panic must not restore the terminal under the
     // running demo (see `crate::supervise`).
     let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
-    let app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
+    let mut app =
+        App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
+    app.extra_keys = KEYS;
     let demo = Demo::new(app, &sup.ids, election, &setup.label);
     let result = demo_loop(&mut terminal, sources, &mut sup, &mut out_rx, tick, demo).await;
     crate::supervise::restore_terminal();
@@ -381,6 +391,7 @@ async fn demo_loop(
                     app::update(&mut d.app, Msg::Resize { width, height });
                     dirty = true;
                 }
+                Some(Ok(TermEvent::Mouse(m))) => dirty |= view::on_mouse(&mut d, m),
                 Some(Ok(_)) => {}
                 Some(Err(e)) => break Err(e).context("reading the terminal"),
                 None => break Ok(()),

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::theme;
 use crate::app::alarm::Alarm;
 use crate::app::keys::{self, Bound, KeyMap};
-use crate::app::{Action, Screen};
+use crate::app::{Action, App, Screen};
 
 fn row<'a>(label: &str, help: &'a str, off: bool) -> Line<'a> {
     Line::from(vec![
@@ -33,7 +33,12 @@ fn section(title: &str) -> Line<'_> {
 }
 
 /// The screen's own keys, then the bars', the mouse's and (on the dashboard) the dialogs'.
-fn lines<'a>(keys: &'a KeyMap, read_only: bool, screen: Screen) -> (Vec<Line<'a>>, Vec<Line<'a>>) {
+fn lines<'a>(
+    keys: &'a KeyMap,
+    extra: &'static [(&'static str, &'static str)],
+    read_only: bool,
+    screen: Screen,
+) -> (Vec<Line<'a>>, Vec<Line<'a>>) {
     let admin = |a: Action| matches!(a, Action::ForceLeader | Action::Reelect | Action::Resign);
     let bound = |b: &'a Bound| row(&b.label, b.help, read_only && admin(b.action));
     let main: Vec<Line> = keys
@@ -42,7 +47,12 @@ fn lines<'a>(keys: &'a KeyMap, read_only: bool, screen: Screen) -> (Vec<Line<'a>
         .filter(|b| screen == Screen::Main || keys::on_events_screen(b.action))
         .map(bound)
         .collect();
-    let mut more = vec![section("In the / and : bars")];
+    let mut more = Vec::new();
+    if !extra.is_empty() {
+        more.push(section("Demo"));
+        more.extend(extra.iter().map(|(k, h)| row(k, h, false)));
+    }
+    more.push(section("In the / and : bars"));
     more.extend(keys::PROMPT_KEYS.iter().map(|(k, h)| row(k, h, false)));
     more.push(section("Mouse"));
     more.extend(keys::MOUSE_KEYS.iter().map(|(k, h)| row(k, h, false)));
@@ -64,8 +74,8 @@ fn lines<'a>(keys: &'a KeyMap, read_only: bool, screen: Screen) -> (Vec<Line<'a>
     (main, more)
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, read_only: bool, keys: &KeyMap, screen: Screen) {
-    let (main, more) = lines(keys, read_only, screen);
+pub fn draw(frame: &mut Frame, area: Rect, read_only: bool, app: &App, screen: Screen) {
+    let (main, more) = lines(&app.keys, app.extra_keys, read_only, screen);
     // One column when it fits, else two side by side.
     let two = main.len() + more.len() + 2 > area.height as usize && area.width >= 80;
     let height = if two {

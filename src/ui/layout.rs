@@ -56,9 +56,14 @@ pub fn table_offset(selected: usize, table: Rect) -> usize {
     selected.saturating_sub(rows_fit.saturating_sub(1))
 }
 
-/// What is at column `x`, row `y` of the dashboard as drawn for `app` (overlays take no clicks).
+/// What is at column `x`, row `y` of the dashboard as drawn for `app` on the whole terminal
+/// (overlays take no clicks).
 pub fn target_at(app: &App, x: u16, y: u16) -> Option<Target> {
-    let area = Rect::new(0, 0, app.size.0, app.size.1);
+    target_in(app, Rect::new(0, 0, app.size.0, app.size.1), x, y)
+}
+
+/// The same for the dashboard drawn in `area` (the demo draws it beside its node panes).
+pub fn target_in(app: &App, area: Rect, x: u16, y: u16) -> Option<Target> {
     if area.width < theme::MIN_WIDTH
         || area.height < theme::MIN_HEIGHT
         || app.show_help

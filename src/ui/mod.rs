@@ -19,7 +19,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::app::alarm::Alarm;
 use crate::app::{App, Screen};
-pub use layout::target_at;
+pub use layout::{target_at, target_in};
 
 /// Rows of the elections table that fit in a terminal of this size (for lease refreshes
 /// and paging).
@@ -54,7 +54,7 @@ pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
     }
     if app.show_help {
         let read_only = app.sources.iter().all(|s| s.info.read_only);
-        help::draw(frame, area, read_only, &app.keys, app.screen);
+        help::draw(frame, area, read_only, app, app.screen);
     }
     if let Some(d) = &app.dialog {
         dialog::draw(d, frame, area);
