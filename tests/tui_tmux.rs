@@ -10,6 +10,15 @@ use common::tmux::Tmux;
 
 const T: Duration = Duration::from_secs(10);
 
+/// `q` in the demo asks first (quitting stops the nodes); `y` confirms.
+fn quit_demo(tmux: &Tmux) {
+    tmux.send(&["q"]);
+    tmux.wait_screen("the question", T, |s| {
+        s.contains("Quit?") && s.contains("stops every node")
+    });
+    tmux.send(&["y"]);
+}
+
 fn shell(home: &std::path::Path, args: &str) -> String {
     format!(
         "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} {args}; echo ELECTOP-EXITED $?; sleep 60",
@@ -202,7 +211,7 @@ fn demo_fails_over_when_the_leader_is_killed_and_leaves_nothing_running() {
         String::from_utf8_lossy(&out.stdout).lines().count()
     };
     assert_eq!(running(), 2, "two nodes left running before quitting");
-    tmux.send(&["q"]);
+    quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
     assert_eq!(running(), 0, "no child process left after quit");
     assert!(
@@ -247,7 +256,7 @@ fn demo_on_a_spawned_etcd_cleans_up_after_itself() {
         "etcd runs"
     );
     assert_eq!(count(&format!("--etcd {endpoint}")), 3, "three nodes run");
-    tmux.send(&["q"]);
+    quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
     assert_eq!(count(&format!("--etcd {endpoint}")), 0, "no node left");
     assert_eq!(
@@ -282,7 +291,7 @@ fn demo_on_postgres_with_heartbeats() {
         !screen.contains("s3cret-pw"),
         "no password on screen:\n{screen}"
     );
-    tmux.send(&["q"]);
+    quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
     assert_eq!(
         pg.psql("SELECT count(*) FROM service_election"),
@@ -484,7 +493,7 @@ fn demo_flags_a_split_brain_while_a_paused_leader_still_believes_it_leads() {
         longest.is_some_and(|l| l >= shown),
         "it lasted at least as long as shown while it went on ({shown}s):\n{screen}"
     );
-    tmux.send(&["q"]);
+    quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
     let log = std::fs::read_to_string(home.path().join("data/electop/electop.log"))
         .expect("the demo's log");
@@ -538,7 +547,7 @@ fn demo_reelect_confirmed_after_a_renewal_is_done() {
         screen.contains("done: row demo is gone"),
         "a renewal is not a change:\n{screen}"
     );
-    tmux.send(&["q"]);
+    quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
 }
 

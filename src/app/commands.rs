@@ -98,7 +98,7 @@ fn run(app: &mut App, text: &str) {
         Command::Main => app.screen = Screen::Main,
         Command::Members => app.show_members = true,
         Command::Help => app.show_help = true,
-        Command::Quit => app.quit = true,
+        Command::Quit => quit(app),
         Command::Reelect => dialog::start(app, Action::Reelect),
         Command::Resign => dialog::start(app, Action::Resign),
         Command::ForceLeader(None) => dialog::start(app, Action::ForceLeader),
@@ -106,6 +106,14 @@ fn run(app: &mut App, text: &str) {
         Command::Context(name) => app.say(Flash::error(&format!(
             "no contexts configured: cannot switch to `{name}`"
         ))),
+    }
+}
+
+/// Quits, or asks first when quitting stops something.
+pub fn quit(app: &mut App) {
+    match app.quit_asks {
+        Some(what) => app.dialog = Some(super::Dialog::ConfirmQuit { what }),
+        None => app.quit = true,
     }
 }
 

@@ -21,6 +21,8 @@ pub enum Dialog {
         request: Box<AdminRequest>,
         plan: Plan,
     },
+    /// Quitting stops something (the demo's nodes): asked first.
+    ConfirmQuit { what: &'static str },
     /// Sent; waiting for the store. The source and election are for the events view.
     Running {
         summary: String,
@@ -134,6 +136,11 @@ pub fn on_action(app: &mut App, action: Action) {
             None
         }
         (d @ Dialog::Running { .. }, _) => Some(d),
+        (Dialog::ConfirmQuit { .. }, Action::Accept) => {
+            app.quit = true;
+            None
+        }
+        (Dialog::ConfirmQuit { .. }, Action::Back) => None,
         (_, Action::Back) => {
             app.say(Flash::info("cancelled: nothing was written"));
             None

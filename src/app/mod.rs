@@ -196,6 +196,8 @@ pub struct App {
     pub events_filter: Option<Filter>,
     /// The `/` or `:` bar, while typing.
     pub prompt: Option<Prompt>,
+    /// What quitting would stop, when it must be asked first (the demo's nodes).
+    pub quit_asks: Option<&'static str>,
     /// Keys of what surrounds the dashboard (the demo's), for the help: (keys, what).
     pub extra_keys: &'static [(&'static str, &'static str)],
 }
@@ -249,6 +251,7 @@ impl App {
             events_scroll: 0,
             events_filter: None,
             prompt: None,
+            quit_asks: None,
             extra_keys: &[],
         }
     }
@@ -435,7 +438,7 @@ fn on_action(app: &mut App, action: Action) -> bool {
             app.flash = None;
             dialog::start(app, action);
         }
-        Action::Quit => app.quit = true,
+        Action::Quit => commands::quit(app),
         Action::Back => return commands::back(app),
         Action::ToggleHelp => app.show_help = !app.show_help,
         Action::ToggleMembers => app.show_members = !app.show_members,
@@ -641,6 +644,19 @@ mod tests {
         assert!(!app.quit);
         update(&mut app, Msg::Action(Action::Quit));
         assert!(app.quit, "q quits");
+    }
+
+    #[test]
+    fn quitting_asks_first_where_it_stops_something() {
+        let mut app = app_with(1);
+        app.quit_asks = Some("stops every node");
+        update(&mut app, Msg::Action(Action::Quit));
+        assert!(!app.quit && matches!(app.dialog, Some(Dialog::ConfirmQuit { .. })));
+        update(&mut app, Msg::Action(Action::Back));
+        assert!(!app.quit && app.dialog.is_none(), "n/Esc: stay");
+        update(&mut app, Msg::Action(Action::Quit));
+        update(&mut app, Msg::Action(Action::Accept));
+        assert!(app.quit, "y: quit");
     }
 
     #[test]

@@ -304,6 +304,7 @@ pub async fn run(
     let mut app =
         App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
     app.extra_keys = KEYS;
+    app.quit_asks = Some("stops every node");
     let demo = Demo::new(app, &sup.ids, election, &setup.label);
     let result = demo_loop(&mut terminal, sources, &mut sup, &mut out_rx, tick, demo).await;
     crate::supervise::restore_terminal();
