@@ -59,6 +59,11 @@ impl Sources {
             let task = crate::supervise::debug_panic(id, b.run(io));
             tasks.spawn(crate::supervise::backend(info, task, events, stop));
         }
+        if let Some(path) = crate::admin::audit::default_path() {
+            let names = infos.iter().map(|i| i.name.clone()).collect();
+            let follow = follow_audit(path, names, commands.clone(), cancel.child_token());
+            tasks.spawn(follow);
+        }
         Ok(Sources {
             infos,
             events,
@@ -145,6 +150,45 @@ impl Sources {
     }
 }
 
+/// Tells each backend about admin actions other electops carried out on its store (seen in
+/// the shared audit log), so their leader changes are recorded as forced, and by whom.
+async fn follow_audit(
+    path: std::path::PathBuf,
+    names: Vec<String>,
+    commands: Vec<mpsc::Sender<Command>>,
+    cancel: CancellationToken,
+) {
+    let mut tail = crate::admin::audit_tail::Tail::from_end(path);
+    let mut tick = tokio::time::interval(Duration::from_millis(300));
+    let me = std::process::id();
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = cancel.cancelled() => return,
+        }
+        for done in tail.read_new() {
+            // Our own actions marked their elections before they started.
+            if done.pid == Some(me) {
+                continue;
+            }
+            let Some(id) = names.iter().position(|n| *n == done.source) else {
+                continue;
+            };
+            let mark = backend::ForcedMark {
+                cause: done.cause,
+                by: format!("{} (another electop)", done.by),
+                before: done.before,
+            };
+            if let Some(tx) = commands.get(id) {
+                let _ = tx.try_send(Command::Forced {
+                    election: done.election,
+                    mark: Some(mark),
+                });
+            }
+        }
+    }
+}
+
 /// One admin action against the store, with the backend told first so the change it is about
 /// to see is labelled ours. A panic in it is a bug, reported as the action's failure.
 async fn act(
@@ -154,12 +198,17 @@ async fn act(
     backend_tx: Option<mpsc::Sender<Command>>,
 ) -> crate::admin::Outcome {
     use futures::FutureExt;
-    let mark = |cause| Command::Forced {
+    let mark = |mark| Command::Forced {
         election: req.seen.name.clone(),
-        cause,
+        mark,
+    };
+    let ours = backend::ForcedMark {
+        cause: req.kind.cause(),
+        by: backend::BY_US.to_string(),
+        before: None,
     };
     if let Some(tx) = &backend_tx {
-        let _ = tx.send(mark(Some(req.kind.cause()))).await;
+        let _ = tx.send(mark(Some(ours))).await;
     }
     let outcome = std::panic::AssertUnwindSafe(backend::execute(cfg, req, timeout))
         .catch_unwind()

@@ -592,3 +592,43 @@ async fn a_prefix_over_4mib_is_read_in_pages() {
     let last = election(&s, &format!("e{:05}", N - 1));
     assert_eq!(last["leader"]["id"], format!("{value}{}", N - 1));
 }
+
+/// Changes an electop saw live keep their wall-clock time on disk (per cluster), so a later
+/// one shows times for them; only what nobody saw live is dated by revision alone.
+#[test]
+fn times_seen_live_survive_for_the_next_electop() {
+    let etcd = EtcdServer::start();
+    etcd.etcdctl(&["put", "/tm/jobs", "node-0"]);
+    let h = home();
+    let args = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        "/tm/",
+        "--scheme",
+        "etcd-lease-key",
+    ];
+    let mut watch = Watch::start(h.path(), &args);
+    watch.wait_synced(1);
+    for id in ["node-1", "node-2"] {
+        etcd.etcdctl(&["put", "/tm/jobs", id]);
+        watch.wait_for("the change", T, |v| v["to"] == id);
+    }
+    drop(watch);
+    let s = status_json(h.path(), &args);
+    let history: Vec<(Value, Value)> = election(&s, "jobs")["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .map(|e| (e["to"].clone(), e["at"].clone()))
+        .collect();
+    assert_eq!(history.len(), 3, "{history:?}");
+    assert_eq!(
+        history[0],
+        ("node-0".into(), Value::Null),
+        "never seen live"
+    );
+    for (to, at) in &history[1..] {
+        assert!(at.as_str().is_some_and(|t| t.contains('T')), "{to}: {at}");
+    }
+}

@@ -4,6 +4,7 @@
 //! the plan (what will be written) is here, the store operations in each backend.
 
 pub mod audit;
+pub mod audit_tail;
 mod plan;
 
 pub use plan::{Plan, plan};

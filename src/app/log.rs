@@ -77,6 +77,10 @@ impl EventLog {
                 Tone::Change,
             ),
             EventKind::LeaderLost => (format!("leader {} → ∅", who(&e.from)), Tone::Bad),
+            EventKind::Attributed => (
+                format!("leader {} → {} was forced", who(&e.from), who(&e.to)),
+                Tone::Done,
+            ),
             EventKind::CandidateJoined => (
                 format!("candidate {} joined", who(&e.to.clone().or(e.from.clone()))),
                 Tone::Info,
@@ -99,7 +103,13 @@ impl EventLog {
             .map(|c| c.as_str().to_string())
             .into_iter()
             .collect();
-        cause.extend(self.failover(e));
+        let leader_change = matches!(
+            e.kind,
+            EventKind::LeaderElected | EventKind::LeaderChanged | EventKind::LeaderLost
+        );
+        if leader_change {
+            cause.extend(self.failover(e));
+        }
         cause.extend(e.detail.clone());
         self.push(LogEntry {
             at: e.at,
@@ -153,6 +163,7 @@ pub fn source_text(kind: EventKind) -> &'static str {
         EventKind::Fresh => "fresh again",
         EventKind::MemberDown => "member down",
         EventKind::MemberUp => "member up",
+        EventKind::Attributed => "an earlier change was forced by an admin",
     }
 }
 

@@ -2,6 +2,7 @@
 //! channel. They run as tokio tasks, know the model, and never touch the UI.
 
 pub mod etcd;
+pub mod forced;
 pub mod sql;
 
 use std::future::Future;
@@ -23,52 +24,16 @@ pub enum Command {
         names: Vec<String>,
         selected: Option<String>,
     },
-    /// An admin action of ours is about to change this election (`Some(cause)`: which
-    /// action), or did not after all (`None`): its next leader change has that cause,
-    /// whatever it looks like in the store.
+    /// An admin action is changing this election (`Some`: which action, by whom), or one of
+    /// ours did not after all (`None`): its leader change has that cause, whatever it looks
+    /// like in the store.
     Forced {
         election: String,
-        cause: Option<crate::model::Cause>,
+        mark: Option<ForcedMark>,
     },
 }
 
-/// Elections an admin action of ours is changing, so their next leader change is labelled
-/// `forced` rather than guessed from what the store shows.
-#[derive(Debug, Default)]
-pub struct ForcedMarks {
-    marks: std::collections::HashMap<String, (std::time::Instant, crate::model::Cause)>,
-}
-
-impl ForcedMarks {
-    /// How long a mark waits for its change.
-    const WINDOW: Duration = Duration::from_secs(15);
-
-    pub fn set(
-        &mut self,
-        election: String,
-        cause: Option<crate::model::Cause>,
-        now: std::time::Instant,
-    ) {
-        match cause {
-            Some(c) => {
-                self.marks.insert(election, (now, c));
-            }
-            None => {
-                self.marks.remove(&election);
-            }
-        }
-    }
-
-    /// The cause of this change of `election` if an action of ours made it (using the mark
-    /// up).
-    pub fn take(&mut self, election: &str, now: std::time::Instant) -> Option<crate::model::Cause> {
-        let (at, cause) = self.marks.remove(election)?;
-        (now.saturating_duration_since(at) <= Self::WINDOW).then_some(cause)
-    }
-}
-
-/// Who forced a change this electop made itself.
-pub const BY_US: &str = "this electop";
+pub use forced::{BY_US, ForcedMark, ForcedMarks};
 
 /// A backend's ends of the channels.
 pub struct BackendIo {
@@ -241,33 +206,6 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn forced_marks_are_used_once_and_expire() {
-        use crate::model::Cause;
-        let t0 = std::time::Instant::now();
-        let mut m = ForcedMarks::default();
-        m.set("jobs".into(), Some(Cause::ForcedReelection), t0);
-        assert_eq!(m.take("other", t0), None);
-        assert_eq!(
-            m.take("jobs", t0 + Duration::from_secs(1)),
-            Some(Cause::ForcedReelection)
-        );
-        assert_eq!(m.take("jobs", t0 + Duration::from_secs(1)), None, "used up");
-        m.set("jobs".into(), Some(Cause::ForcedLeader), t0);
-        assert_eq!(
-            m.take("jobs", t0 + Duration::from_secs(60)),
-            None,
-            "too old to be ours"
-        );
-        m.set("jobs".into(), Some(Cause::ForcedResign), t0);
-        m.set("jobs".into(), None, t0);
-        assert_eq!(
-            m.take("jobs", t0),
-            None,
-            "the action did not happen after all"
-        );
-    }
 
     #[test]
     fn backoff_doubles_to_a_cap_and_resets() {

@@ -61,6 +61,9 @@ pub enum EventKind {
     /// through the others.
     MemberDown,
     MemberUp,
+    /// A leader change already reported turned out to be an admin action of another
+    /// electop (seen in the audit log): its cause, and by whom.
+    Attributed,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

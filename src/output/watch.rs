@@ -38,6 +38,7 @@ pub fn line(e: &Event, source: &str, ttl_ms: Option<i64>, offset: UtcOffset) -> 
         EventKind::LeaderElected | EventKind::LeaderChanged | EventKind::LeaderLost => {
             format!("leader {} → {}", who(&e.from), who(&e.to))
         }
+        EventKind::Attributed => format!("leader {} → {} was forced", who(&e.from), who(&e.to)),
         EventKind::CandidateJoined => {
             format!("candidate {} joined", who(&e.to.clone().or(e.from.clone())))
         }

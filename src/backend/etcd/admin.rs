@@ -9,7 +9,11 @@ use etcd_client::{
 
 use crate::admin::{ActionKind, AdminRequest, Outcome, changed_since, plan};
 use crate::config::EtcdSource;
-use crate::model::{Candidate, Scheme, escape_bytes};
+use crate::model::{Candidate, Election, Scheme, escape_bytes};
+
+pub(crate) mod depose;
+
+use depose::Deposed;
 
 pub async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Duration) -> Outcome {
     if let Err(reason) = plan(req) {
@@ -86,79 +90,12 @@ async fn run(
                 }
             }
         }
-        (Scheme::EtcdElection, ActionKind::Reelect) => {
-            let l = match leader(req) {
-                Ok(l) => l,
-                Err(o) => return Ok(o),
-            };
-            let lease = l.lease.unwrap_or(0);
-            let txn = Txn::new().when([
-                Compare::create_revision(l.raw_key.clone(), CompareOp::Equal, l.create_revision),
-                Compare::lease(l.raw_key.clone(), CompareOp::Equal, lease),
-            ]);
-            if !client.txn(txn).await?.succeeded() {
-                return Ok(Outcome::Changed {
-                    detail: changed_since(&format!(
-                        "{} no longer holds {}; {}",
-                        l.id,
-                        l.key,
-                        line_now(client, &l.raw_key).await?
-                    )),
-                });
-            }
-            match client.lease_revoke(lease).await {
-                Ok(_) => Outcome::Done {
-                    detail: format!(
-                        "revoked lease {lease:x} of {}; {}",
-                        l.id,
-                        line_now(client, &l.raw_key).await?
-                    ),
-                },
-                Err(err) if err.to_string().contains("not found") => Outcome::Changed {
-                    detail: changed_since(&format!("lease {lease:x} had already ended")),
-                },
-                Err(err) => return Err(err),
-            }
-        }
+        (Scheme::EtcdElection, ActionKind::Reelect) => match leader(req) {
+            Ok(l) => reelect(client, e, l).await?,
+            Err(o) => o,
+        },
         (Scheme::EtcdElection, ActionKind::ForceLeader { target }) => {
-            let Some(i) = e.candidates.iter().position(|c| c.id == *target) else {
-                return Ok(Outcome::Refused {
-                    reason: format!("{target} is not in the line of {}", e.name),
-                });
-            };
-            let ahead = &e.candidates[..i];
-            let compares: Vec<Compare> = e.candidates[..=i]
-                .iter()
-                .map(|c| {
-                    Compare::create_revision(c.raw_key.clone(), CompareOp::Equal, c.create_revision)
-                })
-                .collect();
-            let deletes: Vec<TxnOp> = ahead
-                .iter()
-                .map(|c| TxnOp::delete(c.raw_key.clone(), None))
-                .collect();
-            let txn = Txn::new().when(compares).and_then(deletes);
-            if !client.txn(txn).await?.succeeded() {
-                return Ok(Outcome::Changed {
-                    detail: changed_since(&format!(
-                        "the line of {} is not as shown; {}",
-                        e.name,
-                        line_now(client, &e.candidates[i].raw_key).await?
-                    )),
-                });
-            }
-            for lease in ahead.iter().filter_map(|c| c.lease).filter(|l| *l != 0) {
-                // Already gone is fine: the key is deleted either way.
-                let _ = client.lease_revoke(lease).await;
-            }
-            let removed: Vec<&str> = ahead.iter().map(|c| c.id.as_str()).collect();
-            Outcome::Done {
-                detail: format!(
-                    "removed {} from the line; {}",
-                    removed.join(", "),
-                    line_now(client, &e.candidates[i].raw_key).await?
-                ),
-            }
+            force_leader(client, e, target).await?
         }
         (Scheme::EtcdLeaseKey, ActionKind::Reelect | ActionKind::Resign) => {
             let l = match leader(req) {
@@ -245,6 +182,122 @@ async fn run(
             reason: format!("{scheme} is not an etcd scheme"),
         },
     })
+}
+
+/// Ends the leader's session first and holds its key until it must have noticed, so the next
+/// in line is elected only after that (see `depose`).
+async fn reelect(
+    client: &mut Client,
+    e: &Election,
+    l: &Candidate,
+) -> Result<Outcome, etcd_client::Error> {
+    if l.lease.is_none_or(|lease| lease == 0) {
+        return Ok(Outcome::Refused {
+            reason: format!(
+                "{} holds a key without a lease: there is no session to end",
+                l.id
+            ),
+        });
+    }
+    let next = e
+        .candidates
+        .get(1)
+        .map_or("nobody (the line is empty)", |c| c.id.as_str());
+    Ok(
+        match depose::depose(client, std::slice::from_ref(l), None).await? {
+            Deposed::Done {
+                revoked,
+                hold_lease,
+                hold_secs,
+            } => Outcome::Done {
+                detail: format!(
+                    "revoked lease {} of {}: its session ends; its key is held on lease {hold_lease:x} \
+                 for {hold_secs} s so it is told first, then {next} leads",
+                    hex_list(&revoked),
+                    l.id
+                ),
+            },
+            Deposed::Unrevoked { errors, hold_secs } => unrevoked(&errors, hold_secs),
+            Deposed::Changed(why) => Outcome::Changed {
+                detail: changed_since(&format!(
+                    "{} no longer holds {} as shown{}; {}",
+                    l.id,
+                    l.key,
+                    because(&why),
+                    line_now(client, &l.raw_key).await?
+                )),
+            },
+        },
+    )
+}
+
+/// Deposes everyone ahead of `target` at once, sessions first (see `depose`).
+async fn force_leader(
+    client: &mut Client,
+    e: &Election,
+    target: &str,
+) -> Result<Outcome, etcd_client::Error> {
+    let Some(i) = e.candidates.iter().position(|c| c.id == target) else {
+        return Ok(Outcome::Refused {
+            reason: format!("{target} is not in the line of {}", e.name),
+        });
+    };
+    let (ahead, x) = (&e.candidates[..i], &e.candidates[i]);
+    Ok(match depose::depose(client, ahead, Some(x)).await? {
+        Deposed::Done {
+            revoked,
+            hold_lease,
+            hold_secs,
+        } => {
+            let removed: Vec<&str> = ahead.iter().map(|c| c.id.as_str()).collect();
+            Outcome::Done {
+                detail: format!(
+                    "revoked lease {} of {}: their sessions end; their keys are held on lease \
+                     {hold_lease:x} for {hold_secs} s so they are told first, then {target} leads",
+                    hex_list(&revoked),
+                    removed.join(", ")
+                ),
+            }
+        }
+        Deposed::Unrevoked { errors, hold_secs } => unrevoked(&errors, hold_secs),
+        Deposed::Changed(why) => Outcome::Changed {
+            detail: changed_since(&format!(
+                "the line of {} is not as shown{}; {}",
+                e.name,
+                because(&why),
+                line_now(client, &x.raw_key).await?
+            )),
+        },
+    })
+}
+
+/// The keys are held but a session could not be ended: the operator must finish it.
+fn unrevoked(errors: &str, hold_secs: i64) -> Outcome {
+    Outcome::Failed {
+        error: format!(
+            "the deposed keys are held for {hold_secs} s, but their sessions could not be ended \
+             ({errors}): revoke those leases (etcdctl lease revoke ID) before the hold ends, or \
+             their owners will not notice they were deposed"
+        ),
+    }
+}
+
+/// " (why)", or nothing when there is no more to say.
+fn because(why: &str) -> String {
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({why})")
+    }
+}
+
+fn hex_list(leases: &[i64]) -> String {
+    let all: Vec<String> = leases.iter().map(|l| format!("{l:x}")).collect();
+    if all.is_empty() {
+        "(none: no leases)".into()
+    } else {
+        all.join(", ")
+    }
 }
 
 /// Who leads the etcd-election that `key` is in, now.

@@ -40,7 +40,7 @@ impl Layout for EtcdElection {
     }
 }
 
-/// Does this key look like an election candidate (`.../<own lease in hex>`)? Used to guess
+/// Does this key look like an election candidate (`.../<own lease id>`)? Used to guess
 /// the scheme when none is configured.
 pub fn looks_like_candidate(key: &[u8], lease: i64) -> bool {
     if lease == 0 {
@@ -50,7 +50,9 @@ pub fn looks_like_candidate(key: &[u8], lease: i64) -> bool {
         Some(i) => &key[i + 1..],
         None => return false,
     };
-    suffix == format!("{lease:x}").as_bytes()
+    // etcd's Go concurrency package and etcdctl name the key in hex; the Node etcd3 package
+    // in decimal.
+    suffix == format!("{lease:x}").as_bytes() || suffix == lease.to_string().as_bytes()
 }
 
 #[cfg(test)]
@@ -106,5 +108,10 @@ mod tests {
         assert!(looks_like_candidate(b"x/694d7a3f", 0x694d7a3f));
         assert!(!looks_like_candidate(b"x/694d7a3f", 0));
         assert!(!looks_like_candidate(b"leader", 5));
+        assert!(
+            looks_like_candidate(b"election/jobs/7587855358190682121", 0x694d_7a3f_0000_0009),
+            "the Node etcd3 package's decimal lease id"
+        );
+        assert!(!looks_like_candidate(b"x/12", 0x13));
     }
 }

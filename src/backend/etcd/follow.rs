@@ -56,6 +56,8 @@ impl Replay {
 pub(super) struct Link {
     pub client: Client,
     pub endpoint: String,
+    /// Where the times of changes seen live are kept for this cluster.
+    pub times: Option<std::path::PathBuf>,
 }
 
 /// Aborts the member probe when the backend stops.
@@ -120,7 +122,7 @@ async fn step(
     };
     conn.on(Input::Connected { member });
     serving.store(member, std::sync::atomic::Ordering::Relaxed);
-    let link = Link {
+    let mut link = Link {
         client,
         endpoint: backend
             .cfg
@@ -128,7 +130,9 @@ async fn step(
             .get(member)
             .cloned()
             .unwrap_or_default(),
+        times: None,
     };
+    link.times = cluster_times(&mut link).await;
     let err = match follow(backend, state, io, conn, link, backoff).await {
         Stop::Closed => return false,
         Stop::Error(e) => e,
@@ -143,6 +147,15 @@ async fn step(
             true
         }
     }
+}
+
+/// The times file of the cluster this member belongs to (from a response header).
+async fn cluster_times(link: &mut Link) -> Option<std::path::PathBuf> {
+    let resp = tokio::time::timeout(Duration::from_secs(2), link.client.status())
+        .await
+        .ok()?
+        .ok()?;
+    super::times::path(resp.header()?.cluster_id())
 }
 
 async fn go_down(
@@ -341,6 +354,7 @@ fn start_replay(backend: &EtcdBackend, state: &mut State, link: &Link) {
         snapshot.clone(),
         revision,
         progress,
+        link.times.clone(),
     ));
     state.replay = Replay::Running {
         task,

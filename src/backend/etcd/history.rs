@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use etcd_client::{Client, EventType, WatchOptions};
+use etcd_client::{Client, WatchOptions};
 
 use super::error::EtcdError;
 use super::layout::{Kv, Mirror};
@@ -32,6 +32,7 @@ pub async fn replay(
     snapshot: Mirror,
     target: i64,
     progress: Progress,
+    times: Option<std::path::PathBuf>,
 ) -> Result<Replayed, EtcdError> {
     let prefixes = tracker.layout().prefixes();
     let mut from = 1;
@@ -49,7 +50,12 @@ pub async fn replay(
         )
         .await?
         {
-            None => return Ok(Replayed { tracker, compacted }),
+            None => {
+                if let Some(path) = &times {
+                    tracker.fill_times(&super::times::load(path, super::times::MAX_BYTES));
+                }
+                return Ok(Replayed { tracker, compacted });
+            }
             Some(compact) => {
                 compacted = Some(compact);
                 let (at, _) = read_at(&client, &endpoint, &prefixes, compact).await?;
@@ -137,7 +143,7 @@ async fn follow(
         if resp.canceled() && resp.compact_revision() > 0 {
             return Ok(Some(resp.compact_revision()));
         }
-        let changes = changes_of(&resp);
+        let changes = super::watch::changes_of(&resp);
         let past_target = changes.iter().any(|c| c.revision() > target);
         let old: Vec<Change> = changes
             .into_iter()
@@ -151,22 +157,6 @@ async fn follow(
             return Ok(None);
         }
     }
-}
-
-fn changes_of(resp: &etcd_client::WatchResponse) -> Vec<Change> {
-    resp.events()
-        .iter()
-        .filter_map(|ev| {
-            let kv = ev.kv()?;
-            Some(match ev.event_type() {
-                EventType::Put => Change::Put(Kv::from_etcd(kv)),
-                EventType::Delete => Change::Delete {
-                    key: kv.key().to_vec(),
-                    revision: kv.mod_revision(),
-                },
-            })
-        })
-        .collect()
 }
 
 async fn apply(client: &Client, tracker: &mut Tracker, changes: Vec<Change>) {

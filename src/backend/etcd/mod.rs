@@ -15,6 +15,7 @@ pub mod layout;
 pub mod lease_key;
 mod leases;
 pub mod members;
+mod times;
 pub mod tracker;
 mod watch;
 

@@ -342,7 +342,19 @@ async fn follow(
                 // Every row is read each poll anyway; visibility changes nothing here.
                 match cmd {
                     None => return Stop::Closed,
-                    Some(Command::Forced { election, cause }) => tracker.forced.set(election, cause, Instant::now()),
+                    Some(Command::Forced { election, mark }) => {
+                        if let Some(e) = tracker.forced(&election, mark, Instant::now(), std::time::SystemTime::now()) {
+                            let told = crate::backend::forced::attributed(&b.info.name, &e);
+                            let sent = io.events.send(SourceEvent::Elections { source, elections: vec![e] }).await.is_ok()
+                                && match told {
+                                    Some(ev) => io.events.send(SourceEvent::Happened(ev)).await.is_ok(),
+                                    None => true,
+                                };
+                            if !sent {
+                                return Stop::Closed;
+                            }
+                        }
+                    }
                     Some(Command::Visible { .. }) => {}
                 }
                 continue;

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
-use crate::backend::BY_US;
 use crate::model::{
     Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, Scheme, SourceId,
 };
@@ -98,6 +97,22 @@ impl SqlTracker {
                 e.history.pop_front();
             }
         }
+    }
+
+    /// An admin action changes `name` (or one of ours did not after all). Another electop's,
+    /// learnt after its change was recorded, relabels that entry: returns the election then.
+    pub fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<crate::backend::ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        let history = self.elections.get_mut(name).map(|e| &mut e.history);
+        if self.forced.note(name, history, mark, now, wall) {
+            return self.elections.get(name).cloned();
+        }
+        None
     }
 
     fn election(&mut self, name: &str) -> &mut Election {
@@ -197,16 +212,13 @@ impl SqlTracker {
             });
             e.leader = candidate.clone().filter(|_| new_leader.is_some());
             e.candidates = candidate.into_iter().collect();
-            let change = change.map(|(kind, from, to, cause)| {
-                let forced = self.forced.take(&row.key, poll.now);
-                (
-                    kind,
-                    from,
-                    to,
-                    forced.unwrap_or(cause),
-                    forced.map(|_| BY_US.to_string()),
-                )
-            });
+            let change =
+                change.map(
+                    |(kind, from, to, cause)| match self.forced.take(&row.key, poll.now) {
+                        Some((forced, by)) => (kind, from, to, forced, Some(by)),
+                        None => (kind, from, to, cause, None),
+                    },
+                );
             let e = self.election(&row.key);
             if let Some((kind, from, to, cause, by)) = change {
                 let entry = HistoryEntry {
@@ -254,7 +266,7 @@ impl SqlTracker {
             let leader = prev.row.leader().map(str::to_string);
             let limit = self.history_limit;
             let forced = self.forced.take(&key, poll.now);
-            let cause = forced.unwrap_or(Cause::Deleted);
+            let cause = forced.as_ref().map(|(c, _)| *c).unwrap_or(Cause::Deleted);
             let e = self.election(&key);
             e.leader = None;
             e.candidates.clear();
@@ -265,7 +277,7 @@ impl SqlTracker {
                     from: Some(a.clone()),
                     to: None,
                     cause,
-                    by: forced.map(|_| BY_US.to_string()),
+                    by: forced.map(|(_, by)| by),
                 };
                 e.record(entry.clone(), limit);
                 let lost = EventKind::LeaderLost;

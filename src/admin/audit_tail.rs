@@ -1,0 +1,132 @@
+//! Following the shared audit log: an admin action another electop carried out on a store
+//! this one watches is recognised, so its leader change is recorded as forced, and by whom,
+//! rather than as what the store alone suggests.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::model::Cause;
+
+/// A finished action from the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Done {
+    /// The process that wrote it (the id's prefix).
+    pub pid: Option<u32>,
+    pub source: String,
+    pub election: String,
+    pub cause: Cause,
+    pub by: String,
+    pub before: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Line {
+    id: Option<String>,
+    source: Option<String>,
+    election: Option<String>,
+    action: Option<String>,
+    before: Option<String>,
+    outcome: Option<String>,
+    by: Option<String>,
+}
+
+/// A `done` line, or nothing (attempts, refusals, usage errors, anything unreadable).
+pub fn parse(line: &str) -> Option<Done> {
+    let l: Line = serde_json::from_str(line).ok()?;
+    if l.outcome.as_deref() != Some("done") {
+        return None;
+    }
+    let cause = match l.action.as_deref()? {
+        "force-leader" => Cause::ForcedLeader,
+        "reelect" => Cause::ForcedReelection,
+        "resign" => Cause::ForcedResign,
+        _ => return None,
+    };
+    Some(Done {
+        pid: l.id.as_deref()?.split('-').next()?.parse().ok(),
+        source: l.source?,
+        election: l.election?,
+        cause,
+        by: l.by.unwrap_or_else(|| "another electop".into()),
+        before: l.before,
+    })
+}
+
+/// Reads what was appended to the log since the last call.
+pub struct Tail {
+    path: PathBuf,
+    offset: u64,
+    partial: String,
+}
+
+impl Tail {
+    /// From the log's current end: only actions from now on matter.
+    pub fn from_end(path: PathBuf) -> Tail {
+        let offset = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        Tail {
+            path,
+            offset,
+            partial: String::new(),
+        }
+    }
+
+    pub fn read_new(&mut self) -> Vec<Done> {
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return Vec::new();
+        };
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < self.offset {
+            // Rotated or truncated: start over from its beginning.
+            self.offset = 0;
+            self.partial.clear();
+        }
+        let mut buf = Vec::new();
+        if f.seek(SeekFrom::Start(self.offset)).is_err() || f.read_to_end(&mut buf).is_err() {
+            return Vec::new();
+        }
+        self.offset += buf.len() as u64;
+        self.partial.push_str(&String::from_utf8_lossy(&buf));
+        let Some(cut) = self.partial.rfind('\n') else {
+            return Vec::new();
+        };
+        let complete: String = self.partial.drain(..=cut).collect();
+        complete.lines().filter_map(parse).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn done_lines_are_read_as_they_are_appended() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, "{\"outcome\":\"done\",\"action\":\"reelect\"}\n").expect("w");
+        let mut t = Tail::from_end(path.clone());
+        assert!(t.read_new().is_empty(), "what was there before is not news");
+        let attempt = r#"{"id":"42-1","source":"etcd a /e/","election":"jobs","action":"resign","before":"node-a","outcome":"attempt","by":"ops@h"}"#;
+        let done = attempt.replace("attempt", "done");
+        let text = format!("{attempt}\n{done}\n{{\"id\":\"42-2\",\"outc");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        std::io::Write::write_all(&mut f, text.as_bytes()).expect("append");
+        let got = t.read_new();
+        assert_eq!(
+            got,
+            [Done {
+                pid: Some(42),
+                source: "etcd a /e/".into(),
+                election: "jobs".into(),
+                cause: Cause::ForcedResign,
+                by: "ops@h".into(),
+                before: Some("node-a".into()),
+            }]
+        );
+        assert!(t.read_new().is_empty(), "a half-written line waits");
+    }
+}

@@ -1,0 +1,185 @@
+//! Leader changes made by admin actions, so history says `forced_*` and who did it rather
+//! than what the store alone suggests. This electop's own actions mark the election before
+//! they touch the store; another electop's are learnt from the shared audit log, usually
+//! after the change was seen, so a recent entry is relabelled instead.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::model::{Cause, HistoryEntry};
+
+/// Who forced a change this electop made itself.
+pub const BY_US: &str = "this electop";
+
+/// How long a mark waits for its change: an etcd-election action holds the deposed keys
+/// for a third of their TTL (up to ~22 s) before the leader changes.
+const WINDOW: Duration = Duration::from_secs(90);
+/// How old a change may be to be relabelled by an action learnt from the audit log.
+const RELABEL_WINDOW: Duration = Duration::from_secs(15);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForcedMark {
+    pub cause: Cause,
+    pub by: String,
+    /// Another electop's action: the leader it saw before, to recognise a change already
+    /// recorded. `None` for ours, which are marked before the change.
+    pub before: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct ForcedMarks {
+    marks: HashMap<String, (Instant, Cause, String)>,
+}
+
+impl ForcedMarks {
+    pub fn set(&mut self, election: String, mark: Option<ForcedMark>, now: Instant) {
+        match mark {
+            Some(m) => {
+                self.marks.insert(election, (now, m.cause, m.by));
+            }
+            None => {
+                self.marks.remove(&election);
+            }
+        }
+    }
+
+    /// The cause and author of this change of `election` if an admin action made it (using
+    /// the mark up).
+    pub fn take(&mut self, election: &str, now: Instant) -> Option<(Cause, String)> {
+        let (at, cause, by) = self.marks.remove(election)?;
+        (now.saturating_duration_since(at) <= WINDOW).then_some((cause, by))
+    }
+}
+
+impl ForcedMarks {
+    /// An admin action changes `name` (or one of ours did not after all). Another electop's,
+    /// learnt after its change was recorded in `history`, relabels that entry (returns true);
+    /// otherwise the mark waits for the change.
+    pub fn note(
+        &mut self,
+        name: &str,
+        history: Option<&mut VecDeque<HistoryEntry>>,
+        mark: Option<ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> bool {
+        if let (Some(m), Some(h)) = (&mark, history)
+            && relabel(h, m, wall)
+        {
+            return true;
+        }
+        self.set(name.to_string(), mark, now);
+        false
+    }
+}
+
+/// Relabels the newest entry of `history` as forced by `mark`, if it is the change that
+/// action made: recent, not already attributed, and away from the leader the action saw.
+/// Returns whether it did.
+pub fn relabel(history: &mut VecDeque<HistoryEntry>, mark: &ForcedMark, wall: SystemTime) -> bool {
+    let Some(last) = history.back_mut() else {
+        return false;
+    };
+    let recent = last
+        .at
+        .is_some_and(|at| wall.duration_since(at).unwrap_or_default() <= RELABEL_WINDOW);
+    let same = mark.before.is_some() && last.from == mark.before;
+    if recent && same && last.by.is_none() {
+        last.cause = mark.cause;
+        last.by = Some(mark.by.clone());
+        true
+    } else {
+        false
+    }
+}
+
+/// The event that tells a relabelled change (for `watch` and the events view).
+pub fn attributed(source: &str, e: &crate::model::Election) -> Option<crate::model::Event> {
+    let h = e.history.back()?;
+    let mut ev = crate::model::Event::about_source(
+        source.to_string(),
+        crate::model::EventKind::Attributed,
+        h.revision,
+        h.by.as_ref().map(|b| format!("forced by {b}")),
+    );
+    ev.election = Some(e.name.clone());
+    ev.from = h.from.clone();
+    ev.to = h.to.clone();
+    ev.cause = Some(h.cause);
+    Some(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mark(cause: Cause, before: Option<&str>) -> ForcedMark {
+        ForcedMark {
+            cause,
+            by: "ops@host".into(),
+            before: before.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn marks_are_used_once_and_expire() {
+        let t0 = Instant::now();
+        let mut m = ForcedMarks::default();
+        m.set("jobs".into(), Some(mark(Cause::ForcedReelection, None)), t0);
+        assert_eq!(m.take("other", t0), None);
+        assert_eq!(
+            m.take("jobs", t0 + Duration::from_secs(1)),
+            Some((Cause::ForcedReelection, "ops@host".into()))
+        );
+        assert_eq!(m.take("jobs", t0), None, "used up");
+        m.set("jobs".into(), Some(mark(Cause::ForcedLeader, None)), t0);
+        assert_eq!(
+            m.take("jobs", t0 + Duration::from_secs(120)),
+            None,
+            "too old"
+        );
+        m.set("jobs".into(), Some(mark(Cause::ForcedResign, None)), t0);
+        m.set("jobs".into(), None, t0);
+        assert_eq!(
+            m.take("jobs", t0),
+            None,
+            "the action did not happen after all"
+        );
+    }
+
+    #[test]
+    fn only_the_recent_unattributed_change_away_from_the_seen_leader_is_relabelled() {
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let entry = |from: &str, secs_ago| HistoryEntry {
+            at: Some(wall - Duration::from_secs(secs_ago)),
+            revision: None,
+            from: Some(from.into()),
+            to: Some("node-b".into()),
+            cause: Cause::Resigned,
+            by: None,
+        };
+        let mut h = VecDeque::from([entry("node-a", 2)]);
+        assert!(!relabel(
+            &mut h,
+            &mark(Cause::ForcedResign, Some("node-x")),
+            wall
+        ));
+        assert!(relabel(
+            &mut h,
+            &mark(Cause::ForcedResign, Some("node-a")),
+            wall
+        ));
+        assert_eq!(h[0].cause, Cause::ForcedResign);
+        assert_eq!(h[0].by.as_deref(), Some("ops@host"));
+        assert!(
+            !relabel(&mut h, &mark(Cause::ForcedLeader, Some("node-a")), wall),
+            "already attributed"
+        );
+        let mut old = VecDeque::from([entry("node-a", 60)]);
+        assert!(!relabel(
+            &mut old,
+            &mark(Cause::ForcedResign, Some("node-a")),
+            wall
+        ));
+    }
+}
