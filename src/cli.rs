@@ -12,7 +12,8 @@ use crate::model::Scheme;
 #[command(
     name = "electop",
     version,
-    about = "A terminal dashboard for leader elections in etcd and SQL tables"
+    about = "A terminal dashboard for leader elections in etcd and SQL tables",
+    after_help = MAIN_EXAMPLES
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -114,6 +115,57 @@ fn key_file(s: &str) -> Result<PathBuf, String> {
     Ok(path)
 }
 
+/// How `status` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    #[default]
+    Table,
+    Wide,
+    Json,
+}
+
+const MAIN_EXAMPLES: &str = "Examples:
+  electop                                   the dashboard on a local etcd (127.0.0.1:2379)
+  electop --etcd 10.0.0.5:2379 --prefix /elections/
+  electop --sql postgres://app@db/app --scheme sql-lease --password-env PGPASSWORD
+  electop status                            every election once, as a table
+  electop watch                             one line per leader change
+  electop demo                              three nodes electing a leader on SQLite
+
+In the dashboard: / filters, : runs a command (:sort, :events), ? lists every key.";
+
+const STATUS_EXAMPLES: &str = "Examples:
+  electop status                            aligned table (never cut when piped)
+  electop status -o wide                    also the scheme and the leader's key
+  electop status -o json | jq '.elections[] | select(.leader == null) | .name'
+  electop --sql sqlite://elections.db --scheme sql-lease status";
+
+const WATCH_EXAMPLES: &str = "Examples:
+  electop watch                             23:01:02.345 etcd1 jobs leader a → b (lease_expired) ttl 9.5s
+  electop watch --json | jq -c 'select(.kind == \"leader_changed\")'
+  electop --prefix /elections/ watch | grep --line-buffered jobs";
+
+const FORCE_EXAMPLES: &str = "Examples:
+  electop force-leader jobs node-b          asks before writing
+  electop force-leader etcd2/jobs node-b -y --expect-leader node-a";
+
+const REELECT_EXAMPLES: &str = "Examples:
+  electop reelect jobs
+  electop --sql sqlite://e.db --scheme sql-lease reelect jobs -y";
+
+const RESIGN_EXAMPLES: &str = "Examples:
+  electop resign jobs
+  electop resign sql1/jobs -y --expect-leader node-a";
+
+const NODE_EXAMPLES: &str = "Examples:
+  electop --etcd 127.0.0.1:2379 --scheme etcd-election node --election /e/jobs --id node-1
+  electop --sql sqlite://e.db --scheme sql-lease node --election jobs --id node-1 --create-table";
+
+const DEMO_EXAMPLES: &str = "Examples:
+  electop demo                              on an embedded SQLite file
+  electop demo --store etcd --spawn-etcd    on a throwaway local etcd
+  electop demo --ttl 2s --renew 500ms       faster failovers";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SchemeArg {
     EtcdElection,
@@ -136,8 +188,13 @@ impl From<SchemeArg> for Scheme {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print every election once and exit (1 if the store cannot be reached in time).
+    #[command(after_help = STATUS_EXAMPLES)]
     Status {
-        /// Machine-readable output: {"sources":[...],"elections":[...]}.
+        /// table: aligned, cut to fit only on a terminal; wide: more columns, never cut;
+        /// json: {"sources":[...],"elections":[...]}.
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: OutputFormat,
+        /// Same as -o json.
         #[arg(long)]
         json: bool,
         /// How long to wait for the stores.
@@ -145,12 +202,14 @@ pub enum Command {
         timeout: Duration,
     },
     /// Print leader changes as they happen, one per line.
+    #[command(after_help = WATCH_EXAMPLES)]
     Watch {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
     },
     /// Make ID the leader of ELECTION (compare-and-swap against what is read first).
+    #[command(after_help = FORCE_EXAMPLES)]
     ForceLeader {
         /// NAME, or SOURCE/NAME with several sources (SOURCE as in status: etcd1, sql1...).
         election: String,
@@ -159,20 +218,24 @@ pub enum Command {
         admin: AdminArgs,
     },
     /// Force a re-election of ELECTION.
+    #[command(after_help = REELECT_EXAMPLES)]
     Reelect {
         election: String,
         #[command(flatten)]
         admin: AdminArgs,
     },
     /// Make ELECTION's leader resign.
+    #[command(after_help = RESIGN_EXAMPLES)]
     Resign {
         election: String,
         #[command(flatten)]
         admin: AdminArgs,
     },
     /// Take part in an election: a real participant of the scheme's algorithm.
+    #[command(after_help = NODE_EXAMPLES)]
     Node(NodeArgs),
     /// Three (or --nodes) participants electing a leader, beside the dashboard.
+    #[command(after_help = DEMO_EXAMPLES)]
     Demo(DemoArgs),
     /// List the presets (--preset): each project's table and how electop reads it.
     Presets,

@@ -28,11 +28,17 @@ pub struct Config {
 pub struct UiConfig {
     /// Redraw interval while a countdown is visible, in milliseconds.
     pub tick_ms: u64,
+    /// An election whose leader changed more than this many times in the last minute is
+    /// flagged as flapping.
+    pub flap_per_min: u32,
 }
 
 impl Default for UiConfig {
     fn default() -> Self {
-        UiConfig { tick_ms: 100 }
+        UiConfig {
+            tick_ms: 100,
+            flap_per_min: 4,
+        }
     }
 }
 

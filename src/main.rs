@@ -87,10 +87,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // Validated when the config was loaded.
     let keys =
         electop::app::keys::KeyMap::with_overrides(&config.keys).map_err(anyhow::Error::msg)?;
+    let prefs = electop::app::Prefs {
+        keys,
+        flap_per_min: Some(config.ui.flap_per_min),
+    };
+    electop::ui::theme::set_color(electop::ui::theme::color_from_env());
     if let Some(Command::Demo(args)) = &cli.command {
         // The demo makes its own source; --sql/--etcd/--scheme only choose the store.
         let rt = tokio::runtime::Runtime::new()?;
-        rt.block_on(electop::demo::run(args, &cli.sources, tick, keys))?;
+        rt.block_on(electop::demo::run(args, &cli.sources, tick, prefs))?;
         return Ok(ExitCode::SUCCESS);
     }
     let sources = cli.sources.resolve(&config).map_err(Usage)?;
@@ -104,10 +109,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         match cli.command {
             None => {
                 let s = Sources::spawn(&sources, &opts)?;
-                runtime::run_tui(s, tick, cli.debug_panic, keys).await?;
+                runtime::run_tui(s, tick, cli.debug_panic, prefs).await?;
                 Ok(ExitCode::SUCCESS)
             }
-            Some(Command::Status { json, timeout }) => {
+            Some(Command::Status {
+                json,
+                output,
+                timeout,
+            }) => {
                 opts.all_leases = true;
                 opts.request_timeout = timeout;
                 let s = Sources::spawn(&sources, &opts)?;
@@ -115,11 +124,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     Ok(app) => {
                         // An empty or unsure prefix still answers (exit 0), but says why.
                         runtime::print_notices(&app);
-                        if json {
-                            runtime::print_status_json(&app)?;
+                        let format = if json {
+                            electop::cli::OutputFormat::Json
                         } else {
-                            runtime::print_status_text(&app)?;
-                        }
+                            output
+                        };
+                        runtime::print_status(&app, format)?;
                         Ok(ExitCode::SUCCESS)
                     }
                     Err(why) => {

@@ -252,9 +252,10 @@ pub(crate) fn on_key(
     admin_tx: &mpsc::Sender<crate::admin::Outcome>,
     key: crossterm::event::KeyEvent,
 ) -> bool {
-    let action = match &app.dialog {
-        Some(d) => app.keys.dialog_action_for(key, d.typing()),
-        None => app.keys.action_for(key),
+    let action = match (&app.dialog, &app.prompt) {
+        (Some(d), _) => app.keys.dialog_action_for(key, d.typing()),
+        (None, Some(_)) => app.keys.prompt_action_for(key),
+        (None, None) => app.keys.action_for(key),
     };
     let dirty = action.is_some_and(|a| app::update(app, Msg::Action(a)));
     for req in std::mem::take(&mut app.outbox) {
@@ -263,13 +264,27 @@ pub(crate) fn on_key(
     dirty
 }
 
+/// A click or the wheel, on whatever the view drew there. Returns whether the screen changed.
+pub(crate) fn on_mouse(app: &mut App, m: crossterm::event::MouseEvent) -> bool {
+    use crossterm::event::{MouseButton, MouseEventKind};
+    let Some(target) = ui::target_at(app, m.column, m.row) else {
+        return false;
+    };
+    match m.kind {
+        MouseEventKind::Down(MouseButton::Left) => app::update(app, Msg::Click(target)),
+        MouseEventKind::ScrollDown => app::update(app, Msg::Wheel(target, 3)),
+        MouseEventKind::ScrollUp => app::update(app, Msg::Wheel(target, -3)),
+        _ => false,
+    }
+}
+
 /// How often the screen must be redrawn for time alone: fast while a countdown runs,
 /// once a second while ages or a retry timer show, never when nothing moves.
 pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
     if app.needs_tick() {
         Some(fast)
-    } else if app.sources.iter().any(|s| s.last_contact.is_some()) {
-        // Staleness must show within seconds even when nothing else moves.
+    } else if app.sources.iter().any(|s| s.last_contact.is_some()) || app.flash.is_some() {
+        // Staleness must show within seconds even when nothing else moves; a flash must go.
         Some(Duration::from_millis(500))
     } else if app
         .elections
@@ -288,10 +303,10 @@ pub async fn run_tui(
     mut sources: Sources,
     tick: Duration,
     debug_panic: bool,
-    keys: crate::app::keys::KeyMap,
+    prefs: crate::app::Prefs,
 ) -> Result<()> {
     let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
-    let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic, keys).await;
+    let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic, prefs).await;
     crate::supervise::restore_terminal();
     sources.shutdown().await;
     result
@@ -302,11 +317,11 @@ async fn tui_loop(
     sources: &mut Sources,
     tick: Duration,
     debug_panic: bool,
-    keys: crate::app::keys::KeyMap,
+    prefs: crate::app::Prefs,
 ) -> Result<()> {
-    let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let mut app =
+        App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
     app.retention = sources.retention;
-    app.keys = keys;
     app.targets = sources.targets();
     let size = terminal.size()?;
     app::update(
@@ -353,6 +368,7 @@ async fn tui_loop(
         tokio::select! {
             ev = input.next() => match ev {
                 Some(Ok(TermEvent::Key(k))) => dirty |= on_key(&mut app, sources, &admin_tx, k),
+                Some(Ok(TermEvent::Mouse(m))) => dirty |= on_mouse(&mut app, m),
                 Some(Ok(TermEvent::Resize(width, height))) => {
                     dirty |= app::update(&mut app, Msg::Resize { width, height });
                 }
@@ -498,8 +514,15 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
         }
     };
     sources.shutdown().await;
-    app.now = Instant::now();
-    app.wall = SystemTime::now();
+    // A tick sets the clock and works out the rows, alarms and rates `status` prints.
+    app::update(
+        &mut app,
+        Msg::Tick {
+            now: Instant::now(),
+            wall: SystemTime::now(),
+        },
+    );
+    app::rows::refresh(&mut app);
     result.map(|()| app)
 }
 
@@ -513,42 +536,35 @@ pub fn print_notices(app: &App) {
     }
 }
 
-pub fn print_status_json(app: &App) -> Result<()> {
+/// `status` as asked: JSON, or the table (cut to the terminal's width only on a terminal).
+/// A closed pipe (`| head`) is not an error.
+pub fn print_status(app: &App, format: crate::cli::OutputFormat) -> Result<()> {
+    use crate::cli::OutputFormat;
+    use std::io::IsTerminal;
+    let text = match format {
+        OutputFormat::Json => {
+            let mut t = serde_json::to_string_pretty(&output::status(app, app.now))?;
+            t.push('\n');
+            t
+        }
+        OutputFormat::Table | OutputFormat::Wide => {
+            let fit = (format == OutputFormat::Table && std::io::stdout().is_terminal())
+                .then(|| crossterm::terminal::size().ok())
+                .flatten()
+                .map(|(w, _)| w as usize);
+            output::table::render(app, format == OutputFormat::Wide, fit)
+        }
+    };
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, &output::status(app, app.now))?;
-    writeln!(out)?;
-    Ok(())
+    quiet_pipe(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
-pub fn print_status_text(app: &App) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{:<32} {:<15} {:<24} {:>9} {:>5}",
-        "ELECTION", "SCHEME", "LEADER", "TTL", "CHG"
-    )?;
-    for e in app.elections.values() {
-        let leader = e
-            .leader
-            .as_ref()
-            .map(|l| crate::model::truncate_display(&l.id, 24))
-            .unwrap_or_else(|| "-".into());
-        let ttl = match (&e.leader, e.ttl_ms_at(app.now)) {
-            (Some(l), _) if l.zombie() => "no lease".to_string(),
-            (_, Some(ms)) => ui::format::duration_ms(ms),
-            _ => "-".to_string(),
-        };
-        writeln!(
-            out,
-            "{:<32} {:<15} {:<24} {:>9} {:>5}",
-            crate::model::truncate_display(&e.name, 32),
-            e.scheme.as_str(),
-            leader,
-            ttl,
-            e.transitions
-        )?;
+/// A reader that went away (`| head`) ends the output quietly.
+fn quiet_pipe(r: std::io::Result<()>) -> Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
     }
-    Ok(())
 }
 
 /// Prints each change as it happens until the input or the sources end. `json`: one object
@@ -583,7 +599,7 @@ pub async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
         }
         for e in lines {
             // A closed stdout (e.g. `| head`) ends the watch quietly.
-            if writeln!(out, "{}", watch_text(&e, json)?)
+            if writeln!(out, "{}", watch_text(&app, &e, json)?)
                 .and_then(|()| out.flush())
                 .is_err()
             {
@@ -626,24 +642,22 @@ fn stale_line(names: &[String], id: usize, s: &app::SourceView, stale: Option<Du
     e
 }
 
-fn watch_text(e: &Event, json: bool) -> Result<String> {
-    Ok(if json {
-        serde_json::to_string(e)?
-    } else {
-        format!(
-            "{} {} {} {:?} {} -> {} {}",
-            e.at.map(crate::model::time::rfc3339).unwrap_or_default(),
-            e.source,
-            e.election.as_deref().unwrap_or("-"),
-            e.kind,
-            e.from.as_deref().unwrap_or("-"),
-            e.to.as_deref().unwrap_or("-"),
-            e.cause
-                .map(|c| c.as_str())
-                .or(e.detail.as_deref())
-                .unwrap_or("")
-        )
-    })
+fn watch_text(app: &App, e: &Event, json: bool) -> Result<String> {
+    if json {
+        return Ok(serde_json::to_string(e)?);
+    }
+    let source = app.sources.iter().find(|s| s.info.name == e.source);
+    let short = source.map(|s| s.info.short.as_str()).unwrap_or(&e.source);
+    // The new leader's time left, if its lease has been read.
+    let ttl = source
+        .zip(e.election.as_ref())
+        .and_then(|(s, name)| app.elections.get(&(s.info.id, name.clone())))
+        .and_then(|el| el.leader.as_ref())
+        .filter(|l| Some(&l.id) == e.to.as_ref() && !l.zombie())
+        .and_then(|l| l.ttl)
+        .map(|d| d.remaining_ms_at(app.now));
+    let offset = output::watch::local_offset(e.at.unwrap_or_else(SystemTime::now));
+    Ok(output::watch::line(e, short, ttl, offset))
 }
 
 fn marker(names: &[String], source: usize, kind: EventKind) -> Event {

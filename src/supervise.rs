@@ -88,7 +88,12 @@ pub fn init_terminal() -> std::io::Result<DefaultTerminal> {
     use ratatui::crossterm::{execute, terminal};
     terminal::enable_raw_mode()?;
     TUI_ACTIVE.store(true, Ordering::SeqCst);
-    if let Err(e) = execute!(std::io::stdout(), terminal::EnterAlternateScreen) {
+    // Mouse capture too: clicks and the wheel; restore_terminal turns it off on every exit.
+    if let Err(e) = execute!(
+        std::io::stdout(),
+        terminal::EnterAlternateScreen,
+        ratatui::crossterm::event::EnableMouseCapture
+    ) {
         restore_terminal();
         return Err(e);
     }
@@ -99,6 +104,11 @@ pub fn init_terminal() -> std::io::Result<DefaultTerminal> {
 /// Gives the terminal back (once; later calls do nothing).
 pub fn restore_terminal() {
     if TUI_ACTIVE.swap(false, Ordering::SeqCst) {
+        // Before leaving the alternate screen, or the shell gets mouse reports as input.
+        let _ = ratatui::crossterm::execute!(
+            std::io::stdout(),
+            ratatui::crossterm::event::DisableMouseCapture
+        );
         ratatui::restore();
     }
 }

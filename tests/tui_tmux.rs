@@ -10,6 +10,15 @@ use common::tmux::Tmux;
 
 const T: Duration = Duration::from_secs(10);
 
+/// `q` in the demo asks first (quitting stops the nodes); `y` confirms.
+fn quit_demo(tmux: &Tmux) {
+    tmux.send(&["q"]);
+    tmux.wait_screen("the question", T, |s| {
+        s.contains("Quit?") && s.contains("stops every node")
+    });
+    tmux.send(&["y"]);
+}
+
 fn shell(home: &std::path::Path, args: &str) -> String {
     format!(
         "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} {args}; echo ELECTOP-EXITED $?; sleep 60",
@@ -202,7 +211,7 @@ fn demo_fails_over_when_the_leader_is_killed_and_leaves_nothing_running() {
         String::from_utf8_lossy(&out.stdout).lines().count()
     };
     assert_eq!(running(), 2, "two nodes left running before quitting");
-    tmux.send(&["q"]);
+    quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
     assert_eq!(running(), 0, "no child process left after quit");
     assert!(
@@ -247,7 +256,7 @@ fn demo_on_a_spawned_etcd_cleans_up_after_itself() {
         "etcd runs"
     );
     assert_eq!(count(&format!("--etcd {endpoint}")), 3, "three nodes run");
-    tmux.send(&["q"]);
+    quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
     assert_eq!(count(&format!("--etcd {endpoint}")), 0, "no node left");
     assert_eq!(
@@ -282,7 +291,7 @@ fn demo_on_postgres_with_heartbeats() {
         !screen.contains("s3cret-pw"),
         "no password on screen:\n{screen}"
     );
-    tmux.send(&["q"]);
+    quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
     assert_eq!(
         pg.psql("SELECT count(*) FROM service_election"),
@@ -488,7 +497,7 @@ fn demo_flags_a_split_brain_while_a_paused_leader_still_believes_it_leads() {
         longest.is_some_and(|l| l >= shown),
         "it lasted at least as long as shown while it went on ({shown}s):\n{screen}"
     );
-    tmux.send(&["q"]);
+    quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
     let log = std::fs::read_to_string(home.path().join("data/electop/electop.log"))
         .expect("the demo's log");
@@ -543,6 +552,86 @@ fn demo_reelect_confirmed_after_a_renewal_is_done() {
         screen.contains("done: row demo"),
         "a renewal is not a change:\n{screen}"
     );
+    quit_demo(&tmux);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}
+
+/// The row of `name` in the elections table on screen (its line index).
+fn row_of(screen: &str, name: &str) -> Option<usize> {
+    screen
+        .lines()
+        .position(|l| l.split_whitespace().any(|w| w == name) && l.contains("sql-lease"))
+}
+
+/// k9s-style keys on the real binary: `/` filters and Esc clears, `:sort name` orders the
+/// rows and says so in the header, `:events` shows a takeover, and a mouse click selects
+/// the row under it.
+#[test]
+fn filter_sort_events_and_a_click_on_the_dashboard() {
+    let store = common::sqlstore::Store::sqlite();
+    store.create_lease_table("leaderlock");
+    for (election, id) in [
+        ("jobs", "node-a"),
+        ("billing", "node-b"),
+        ("cron", "node-c"),
+    ] {
+        assert!(store.lease_attempt("leaderlock", election, id, 60));
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = format!("--sql {} --scheme sql-lease --poll 100ms", store.url());
+    let tmux = Tmux::start(120, 30, &shell(home.path(), &args));
+    tmux.wait_screen("three elections", T, |s| {
+        ["jobs", "billing", "cron"]
+            .iter()
+            .all(|n| row_of(s, n).is_some())
+    });
+
+    tmux.send(&["/", "bill"]);
+    let screen = tmux.wait_screen("the filter", T, |s| s.contains("/bill (1 of 3)"));
+    assert!(row_of(&screen, "jobs").is_none(), "{screen}");
+    tmux.send(&["Enter"]);
+    tmux.send(&["Escape"]);
+    tmux.wait_screen("the filter cleared", T, |s| {
+        !s.contains("/bill") && row_of(s, "jobs").is_some()
+    });
+
+    tmux.send(&[":", "sort na", "Tab", "Enter"]);
+    let screen = tmux.wait_screen("sorted by name", T, |s| s.contains("ELECTION▲"));
+    let order = |s: &str| {
+        [
+            row_of(s, "billing").unwrap_or(0),
+            row_of(s, "cron").unwrap_or(0),
+            row_of(s, "jobs").unwrap_or(0),
+        ]
+    };
+    let rows = order(&screen);
+    assert!(rows[0] < rows[1] && rows[1] < rows[2], "{screen}");
+
+    assert!(
+        screen.contains("┌ billing · sql-lease"),
+        "first row selected:\n{screen}"
+    );
+    // A click on the third row (SGR mouse report; 1-based column and row).
+    let y = rows[2] + 1;
+    tmux.send(&["-l", &format!("\x1b[<0;10;{y}M\x1b[<0;10;{y}m")]);
+    tmux.wait_screen("jobs selected", T, |s| s.contains("┌ jobs · sql-lease"));
+
+    store.exec("UPDATE leaderlock SET leader_id = 'node-z' WHERE key = 'jobs'");
+    tmux.send(&[":", "events", "Enter"]);
+    let screen = tmux.wait_screen("the takeover in the events", T, |s| {
+        s.contains("Events ·") && s.contains("leader node-a → node-z")
+    });
+    assert!(screen.contains("(taken_over)"), "{screen}");
+    tmux.send(&["Escape"]);
+    tmux.wait_screen("back on the elections", T, |s| s.contains("ELECTION▲"));
+    // Esc on the main screen does nothing: the dashboard goes on (a key right after Esc
+    // could be read as Alt+key, so the store, not a key, shows it is still running).
+    tmux.send(&["Escape"]);
+    store.exec("UPDATE leaderlock SET leader_id = 'node-y' WHERE key = 'cron'");
+    tmux.wait_screen("still running", T, |s| {
+        s.lines()
+            .any(|l| l.contains("cron") && l.contains("node-y"))
+    });
     tmux.send(&["q"]);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
 }

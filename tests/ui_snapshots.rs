@@ -117,7 +117,17 @@ fn sample(now: Instant) -> App {
         );
         app::update(&mut app, Msg::Source(SourceEvent::Synced { source }));
     }
+    select(&mut app, "jobs");
     app
+}
+
+/// Selects the row of `name`, wherever the sort put it.
+fn select(app: &mut App, name: &str) {
+    app.selected = app
+        .rows
+        .iter()
+        .position(|r| r.key.1 == name)
+        .expect("the election is listed");
 }
 
 fn render(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
@@ -156,7 +166,7 @@ fn countdown_moves_with_the_clock() {
 fn zombie_and_no_leader_are_flagged() {
     let now = Instant::now();
     let mut app = sample(now);
-    app::update(&mut app, Msg::Action(Action::Down));
+    select(&mut app, "stuck");
     insta::assert_snapshot!(render(&app, 80, 24).backend());
 }
 
@@ -396,13 +406,296 @@ fn idle_locks_raise_no_alarm_and_notices_show() {
     let text = format!("{}", render(&app, 120, 24).backend());
     assert!(text.contains("idle"), "{text}");
     assert!(!text.contains("— none —"), "{text}");
-    assert!(!text.contains("without leader"), "{text}");
+    assert!(!text.contains("1 no leader"), "{text}");
     assert!(text.contains("layout unsure: set --scheme"), "{text}");
 
     app.sources[0].info.idle_is_normal = false;
-    let text = format!("{}", render(&app, 120, 24).backend());
-    assert!(
-        text.contains("1 without leader"),
-        "the alarm elsewhere: {text}"
+    let elections = vec![Election::new(0, "reportJob".into(), Scheme::SqlLease)];
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Elections {
+            source: 0,
+            elections,
+        }),
     );
+    let text = format!("{}", render(&app, 120, 24).backend());
+    assert!(text.contains("1 no leader"), "the alarm elsewhere: {text}");
+}
+
+fn change(at: SystemTime, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
+    HistoryEntry {
+        at: Some(at),
+        revision: None,
+        from: from.map(str::to_string),
+        to: to.map(str::to_string),
+        cause,
+        by: None,
+    }
+}
+
+fn led(name: &str, source: usize, leader: Candidate) -> Election {
+    let mut e = Election::new(source, name.into(), Scheme::EtcdElection);
+    e.leader = Some(leader.clone());
+    e.candidates = vec![leader];
+    e
+}
+
+/// One election for each alarm, and one without.
+fn triage(now: Instant) -> App {
+    let mut app = App::new(vec![info(0, "/e/"), info(1, "/far/")], now, wall());
+    let ttl = Some((20_000, 30_000));
+    let mut flapper = led("flapper", 0, candidate("svc-2", 0x21, 40, ttl, now));
+    for i in 0..8u64 {
+        let (a, b) = if i % 2 == 0 {
+            ("svc-1", "svc-2")
+        } else {
+            ("svc-2", "svc-1")
+        };
+        let at = wall() - Duration::from_secs(16 - 2 * i);
+        flapper.record(change(at, Some(a), Some(b), Cause::TakenOver), 50);
+    }
+    let mut orphan = Election::new(0, "orphan".into(), Scheme::EtcdElection);
+    orphan.record(
+        change(
+            wall() - Duration::from_secs(30),
+            Some("w-1"),
+            None,
+            Cause::LeaseExpired,
+        ),
+        50,
+    );
+    orphan.candidates = vec![candidate("w-2", 0x31, 50, None, now)];
+    let mut deposed = led("billing", 0, candidate("b-2", 0x41, 60, ttl, now));
+    deposed.deposed = Some(candidate("b-1", 0x40, 55, Some((8_000, 30_000)), now));
+    let split = led("payments", 0, candidate("p-1", 0x51, 70, ttl, now));
+    let zombie = led("stuck", 0, candidate("old-node", 0, 2, None, now));
+    let calm = led(
+        "calm",
+        0,
+        candidate("c-1", 0x61, 80, Some((28_000, 30_000)), now),
+    );
+    let far = led("far-away", 1, candidate("f-1", 0x71, 90, ttl, now));
+    app.split_brain.insert((0, "payments".into()));
+    let sets = [
+        (0, vec![flapper, orphan, deposed, split, zombie, calm]),
+        (1, vec![far]),
+    ];
+    for (source, elections) in sets {
+        app::update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections { source, elections }),
+        );
+        app::update(
+            &mut app,
+            Msg::Source(SourceEvent::Conn {
+                source,
+                state: ConnState::Connected,
+            }),
+        );
+        app::update(&mut app, Msg::Source(SourceEvent::Synced { source }));
+    }
+    contact(&mut app, 0, now + Duration::from_secs(9));
+    contact(&mut app, 1, now);
+    app::update(
+        &mut app,
+        Msg::Tick {
+            now: now + Duration::from_secs(9),
+            wall: wall(),
+        },
+    );
+    app
+}
+
+#[test]
+fn each_alarm_is_marked_counted_and_sorted_first() {
+    let app = triage(Instant::now());
+    let text = format!("{}", render(&app, 160, 30).backend());
+    for counted in [
+        "‼ 1 split brain",
+        "✖ 1 no leader",
+        "⚠ 1 deposed",
+        "↯ 1 flapping",
+        "∞ 1 zombie key",
+        "STALE — no contact with etcd2",
+    ] {
+        assert!(text.contains(counted), "{counted}:\n{text}");
+    }
+    let order: Vec<&str> = app.rows.iter().map(|r| r.key.1.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "payments", "orphan", "billing", "flapper", "stuck", "far-away", "calm"
+        ],
+        "worst first, the healthy last"
+    );
+    assert!(text.contains("8/m"), "the flapper's rate:\n{text}");
+    insta::assert_snapshot!(render(&app, 160, 30).backend());
+    let narrow = format!("{}", render(&app, 100, 30).backend());
+    assert!(
+        narrow.contains("‼1 ✖1 ⚠1 ↯1 ∞1"),
+        "narrower, the counts are compact but all there:\n{narrow}"
+    );
+}
+
+#[test]
+fn without_colour_the_glyphs_still_tell_the_alarms() {
+    use ratatui::style::Color;
+    electop::ui::theme::set_color(false);
+    let app = triage(Instant::now());
+    let t = render(&app, 120, 30);
+    electop::ui::theme::set_color(true);
+    let buf = t.backend().buffer();
+    let coloured = buf
+        .content()
+        .iter()
+        .filter(|c| c.fg != Color::Reset || c.bg != Color::Reset)
+        .count();
+    assert_eq!(coloured, 0, "NO_COLOR: no cell has a colour");
+    let text = format!("{}", t.backend());
+    for glyph in ["‼", "✖", "⚠", "↯", "∞", "◐"] {
+        assert!(text.contains(glyph), "{glyph} without colour:\n{text}");
+    }
+    insta::assert_snapshot!(t.backend());
+}
+
+fn typed(app: &mut App, start: Action, text: &str) {
+    app::update(app, Msg::Action(start));
+    for c in text.chars() {
+        app::update(app, Msg::Action(Action::Type(c)));
+    }
+}
+
+#[test]
+fn a_filter_narrows_the_rows_and_shows_in_the_header() {
+    let mut app = triage(Instant::now());
+    typed(&mut app, Action::StartFilter, "re:^(f|s)");
+    let text = format!("{}", render(&app, 100, 24).backend());
+    assert!(text.contains("/re:^(f|s) (3 of 7)"), "{text}");
+    insta::assert_snapshot!(render(&app, 100, 24).backend());
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let text = format!("{}", render(&app, 100, 24).backend());
+    assert!(
+        text.contains("/re:^(f|s) (3 of 7)"),
+        "kept after Enter:\n{text}"
+    );
+    assert!(!text.contains("calm"), "{text}");
+    typed(&mut app, Action::StartFilter, "(");
+    let text = format!("{}", render(&app, 100, 24).backend());
+    assert!(text.contains("not a regex"), "a bad regex says so:\n{text}");
+    app::update(&mut app, Msg::Action(Action::Back));
+    assert!(app.filter.is_none() && app.rows.len() == 7, "Esc clears it");
+}
+
+#[test]
+fn the_command_bar_lists_and_completes() {
+    let mut app = triage(Instant::now());
+    typed(&mut app, Action::StartCommand, "so");
+    app::update(&mut app, Msg::Action(Action::Complete));
+    typed(&mut app, Action::Erase, "");
+    app::update(&mut app, Msg::Action(Action::Type(' ')));
+    typed(&mut app, Action::Type('l'), "");
+    let text = format!("{}", render(&app, 100, 24).backend());
+    assert!(
+        text.contains(":sort l▏") && text.contains("sort leader  sort last"),
+        "{text}"
+    );
+    insta::assert_snapshot!(render(&app, 100, 24).backend());
+    typed(&mut app, Action::Type('e'), "");
+    app::update(&mut app, Msg::Action(Action::Complete));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let text = format!("{}", render(&app, 100, 24).backend());
+    assert!(
+        text.contains("LEADER▲"),
+        "the sorted column says so:\n{text}"
+    );
+}
+
+fn happened(
+    app: &mut App,
+    kind: electop::model::EventKind,
+    from: Option<&str>,
+    to: Option<&str>,
+    secs: u64,
+) {
+    let event = electop::model::Event {
+        at: Some(wall() - Duration::from_secs(60) + Duration::from_millis(secs * 1000 + 250)),
+        source: "etcd 127.0.0.1:2379 /e/".into(),
+        election: Some("jobs".into()),
+        kind,
+        from: from.map(str::to_string),
+        to: to.map(str::to_string),
+        cause: Some(Cause::LeaseExpired),
+        revision: Some(40 + secs as i64),
+        replayed: false,
+        detail: None,
+    };
+    app::update(app, Msg::Source(SourceEvent::Happened(event)));
+}
+
+#[test]
+fn the_events_view_lists_every_change_newest_first_and_wraps() {
+    use electop::model::EventKind;
+    let mut app = sample(Instant::now());
+    happened(&mut app, EventKind::LeaderLost, Some("node-a"), None, 1);
+    happened(&mut app, EventKind::LeaderElected, None, Some("node-b"), 3);
+    let long = format!("node-{}", "x".repeat(90));
+    happened(&mut app, EventKind::CandidateJoined, None, Some(&long), 4);
+    app::update(&mut app, Msg::Action(Action::Reelect));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    app::update(
+        &mut app,
+        Msg::AdminDone(electop::admin::Outcome::Done {
+            detail: "revoked lease 11; node-b leads".into(),
+        }),
+    );
+    app::update(&mut app, Msg::Action(Action::ToggleEvents));
+    let text = format!("{}", render(&app, 80, 24).backend());
+    assert!(text.contains("failover 2.0s"), "{text}");
+    assert!(
+        text.contains("done: revoked lease 11"),
+        "the action outcome, in the status line and the events:\n{text}"
+    );
+    let newest = text.find("force a re-election").expect("the action");
+    let oldest = text.find("leader node-a → ∅").expect("the loss");
+    assert!(newest < oldest, "newest first:\n{text}");
+    assert!(
+        text.contains(&"x".repeat(20)),
+        "long ids wrap, not cut:\n{text}"
+    );
+    insta::assert_snapshot!(render(&app, 80, 24).backend());
+    typed(&mut app, Action::StartFilter, "node-a");
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let text = format!("{}", render(&app, 80, 24).backend());
+    assert!(text.contains("1 event ·"), "{text}");
+    assert_eq!(
+        text.matches("etcd1 jobs").count(),
+        1,
+        "only the loss:\n{text}"
+    );
+}
+
+#[test]
+fn a_click_selects_the_row_under_it_and_the_wheel_scrolls() {
+    let mut app = triage(Instant::now());
+    app::update(
+        &mut app,
+        Msg::Resize {
+            width: 100,
+            height: 30,
+        },
+    );
+    // The table's first row is under its border and column headers.
+    let target = electop::ui::target_at(&app, 10, 5).expect("a row");
+    app::update(&mut app, Msg::Click(target));
+    assert_eq!(app.selected, 2);
+    assert_eq!(
+        app.selected_election().map(|e| e.name.as_str()),
+        Some("billing")
+    );
+    let target = electop::ui::target_at(&app, 10, 20).expect("the candidates pane");
+    app::update(&mut app, Msg::Click(target));
+    assert_eq!(app.focus, electop::app::Focus::Candidates);
+    let table = electop::ui::target_at(&app, 10, 5).expect("the table");
+    app::update(&mut app, Msg::Wheel(table, 3));
+    assert_eq!(app.selected, 5, "the wheel moves the selection");
 }

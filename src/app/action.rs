@@ -14,7 +14,7 @@ pub enum Action {
     ToggleHelp,
     /// Show each member of the stores (like `etcdctl endpoint status`).
     ToggleMembers,
-    /// Close the open overlay (or quit when none is open).
+    /// Close the open overlay or view, or clear the filter; never quits.
     Back,
     /// Admin: pick (or type) a new leader for the selected election.
     ForceLeader,
@@ -28,4 +28,16 @@ pub enum Action {
     Type(char),
     /// In a dialog: delete the last typed character.
     Erase,
+    /// In the command bar: complete what is typed.
+    Complete,
+    /// Open the `/` filter bar.
+    StartFilter,
+    /// Open the `:` command bar.
+    StartCommand,
+    /// Sort the table by the next key.
+    CycleSort,
+    /// Sort the table by this key (again: reverse).
+    SortBy(super::rows::SortKey),
+    /// Open or close the events view.
+    ToggleEvents,
 }

@@ -1,6 +1,7 @@
 //! The admin dialogs: pick a candidate (or type an id), confirm what will be written, wait
 //! for the outcome. Confirming queues the request; the runtime carries it out.
 
+use super::log::{LogEntry, Tone};
 use super::{App, Flash};
 use crate::admin::{self, ActionKind, AdminRequest, Outcome, Plan};
 use crate::app::Action;
@@ -20,8 +21,14 @@ pub enum Dialog {
         request: Box<AdminRequest>,
         plan: Plan,
     },
-    /// Sent; waiting for the store.
-    Running { summary: String },
+    /// Quitting stops something (the demo's nodes): asked first.
+    ConfirmQuit { what: &'static str },
+    /// Sent; waiting for the store. The source and election are for the events view.
+    Running {
+        summary: String,
+        source: String,
+        election: String,
+    },
 }
 
 impl Dialog {
@@ -31,21 +38,33 @@ impl Dialog {
     }
 }
 
-/// Starts an admin action on the selected election.
-pub fn start(app: &mut App, action: Action) {
+/// The selected election, if an admin action may be started on it; else says why not.
+fn writable(app: &mut App) -> Option<crate::model::Election> {
     let Some(e) = app.selected_election().cloned() else {
-        app.flash = Some(Flash::error("no election selected"));
-        return;
+        app.say(Flash::error("no election selected"));
+        return None;
     };
-    let Some(src) = app.sources.get(e.source) else {
-        return;
-    };
-    if src.info.read_only {
-        app.flash = Some(Flash::error(
+    if app.sources.get(e.source)?.info.read_only {
+        app.say(Flash::error(
             "read-only: admin actions are off for this source (--read-only / read_only = true)",
         ));
-        return;
+        return None;
     }
+    Some(e)
+}
+
+/// `:force-leader ID`: straight to the confirmation.
+pub fn force(app: &mut App, target: String) {
+    if writable(app).is_some() {
+        confirm(app, ActionKind::ForceLeader { target });
+    }
+}
+
+/// Starts an admin action on the selected election.
+pub fn start(app: &mut App, action: Action) {
+    let Some(e) = writable(app) else {
+        return;
+    };
     match action {
         Action::ForceLeader => {
             let leader = e.leader.as_ref().map(|l| l.id.clone());
@@ -105,7 +124,7 @@ fn confirm(app: &mut App, kind: ActionKind) {
         }
         Err(reason) => {
             app.dialog = None;
-            app.flash = Some(Flash::error(&format!(
+            app.say(Flash::error(&format!(
                 "cannot {}: {reason}",
                 request.kind.name()
             )));
@@ -123,9 +142,14 @@ pub fn on_action(app: &mut App, action: Action) {
             app.quit = true;
             None
         }
-        (Dialog::Running { summary }, _) => Some(Dialog::Running { summary }),
+        (d @ Dialog::Running { .. }, _) => Some(d),
+        (Dialog::ConfirmQuit { .. }, Action::Accept) => {
+            app.quit = true;
+            None
+        }
+        (Dialog::ConfirmQuit { .. }, Action::Back) => None,
         (_, Action::Back) => {
-            app.flash = Some(Flash::info("cancelled: nothing was written"));
+            app.say(Flash::info("cancelled: nothing was written"));
             None
         }
         (Dialog::Pick { options, selected }, Action::Up) => Some(Dialog::Pick {
@@ -174,20 +198,46 @@ pub fn on_action(app: &mut App, action: Action) {
             app.dialog.take()
         }
         (Dialog::Confirm { request, plan }, Action::Accept) => {
-            let summary = plan.summary.clone();
+            let running = Dialog::Running {
+                summary: plan.summary.clone(),
+                source: app
+                    .sources
+                    .get(request.source)
+                    .map(|s| s.info.short.clone())
+                    .unwrap_or_default(),
+                election: request.seen.name.clone(),
+            };
             app.outbox.push(*request);
-            Some(Dialog::Running { summary })
+            Some(running)
         }
         (d, _) => Some(d),
     };
 }
 
-/// The store answered.
+/// The store answered: the outcome flashes in the status line and stays in the events view.
 pub fn on_outcome(app: &mut App, outcome: Outcome) {
-    app.dialog = None;
+    let (summary, source, election) = match app.dialog.take() {
+        Some(Dialog::Running {
+            summary,
+            source,
+            election,
+        }) => (summary, source, Some(election)),
+        _ => ("admin action".to_string(), String::new(), None),
+    };
     let text = format!("{}: {}", outcome.label(), outcome.message());
-    app.flash = Some(match outcome {
-        Outcome::Done { .. } => Flash::info(&text),
-        _ => Flash::error(&text),
+    let done = matches!(outcome, Outcome::Done { .. });
+    app.events.push(LogEntry {
+        at: Some(app.wall),
+        revision: None,
+        source,
+        election,
+        text: format!("{summary}: {text}"),
+        cause: None,
+        tone: if done { Tone::Done } else { Tone::Failed },
+    });
+    app.say(if done {
+        Flash::info(&text)
+    } else {
+        Flash::error(&text)
     });
 }

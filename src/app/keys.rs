@@ -61,7 +61,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Tab, NONE)],
         label: "Tab",
         action: Action::FocusNext,
-        help: "next pane (elections, candidates, history)",
+        help: "next pane",
     },
     Binding {
         keys: &[(KeyCode::BackTab, SHIFT), (KeyCode::BackTab, NONE)],
@@ -73,7 +73,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char('F'), SHIFT), (KeyCode::Char('F'), NONE)],
         label: "F",
         action: Action::ForceLeader,
-        help: "force a leader (pick from the line or type an id)",
+        help: "force a leader",
     },
     Binding {
         keys: &[(KeyCode::Char('R'), SHIFT), (KeyCode::Char('R'), NONE)],
@@ -91,7 +91,31 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char('e'), NONE)],
         label: "e",
         action: Action::ToggleMembers,
-        help: "store members (like etcdctl endpoint status)",
+        help: "members of the store",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('/'), NONE), (KeyCode::Char('/'), SHIFT)],
+        label: "/",
+        action: Action::StartFilter,
+        help: "filter: text or re:REGEX",
+    },
+    Binding {
+        keys: &[(KeyCode::Char(':'), NONE), (KeyCode::Char(':'), SHIFT)],
+        label: ":",
+        action: Action::StartCommand,
+        help: "command bar (:sort, :events…)",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('s'), NONE)],
+        label: "s",
+        action: Action::CycleSort,
+        help: "sort by the next column",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('v'), NONE)],
+        label: "v",
+        action: Action::ToggleEvents,
+        help: "events: every change",
     },
     Binding {
         keys: &[(KeyCode::Char('?'), NONE), (KeyCode::Char('?'), SHIFT)],
@@ -103,7 +127,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Esc, NONE)],
         label: "Esc",
         action: Action::Back,
-        help: "close help or dialog / quit",
+        help: "close / clear filter",
     },
     Binding {
         keys: &[
@@ -146,7 +170,7 @@ pub const DIALOG_BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Char('r'), NONE), (KeyCode::Char('R'), SHIFT)],
         label: "r",
         action: Action::Reelect,
-        help: "resign on etcd-election: force a re-election instead",
+        help: "re-election instead of resign",
     },
     Binding {
         keys: &[(KeyCode::Char('c'), KeyModifiers::CONTROL)],
@@ -208,6 +232,10 @@ pub const ACTION_NAMES: &[(&str, Action)] = &[
     ("resign", Action::Resign),
     ("help", Action::ToggleHelp),
     ("members", Action::ToggleMembers),
+    ("filter", Action::StartFilter),
+    ("command", Action::StartCommand),
+    ("sort", Action::CycleSort),
+    ("events", Action::ToggleEvents),
     ("back", Action::Back),
     ("quit", Action::Quit),
 ];
@@ -337,6 +365,26 @@ impl KeyMap {
         find(&self.normal, key)
     }
 
+    /// The action of a key press in the `/` or `:` bar: printable keys are text.
+    pub fn prompt_action_for(&self, key: KeyEvent) -> Option<Action> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        match key.code {
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                Some(Action::Quit)
+            }
+            KeyCode::Enter => Some(Action::Accept),
+            KeyCode::Esc => Some(Action::Back),
+            KeyCode::Backspace => Some(Action::Erase),
+            KeyCode::Tab => Some(Action::Complete),
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                Some(Action::Type(c))
+            }
+            _ => None,
+        }
+    }
+
     /// The action of a key press in a dialog; `typing` dialogs take printable keys as text.
     pub fn dialog_action_for(&self, key: KeyEvent, typing: bool) -> Option<Action> {
         if key.kind == KeyEventKind::Release {
@@ -356,6 +404,39 @@ impl KeyMap {
         find(&self.dialog, key)
     }
 }
+
+/// The keys the events view answers; the rest belong to the elections.
+pub fn on_events_screen(action: Action) -> bool {
+    matches!(
+        action,
+        Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Top
+            | Action::Bottom
+            | Action::StartFilter
+            | Action::StartCommand
+            | Action::ToggleEvents
+            | Action::ToggleHelp
+            | Action::Back
+            | Action::Quit
+    )
+}
+
+/// Keys of the `/` and `:` bars (fixed: they are text otherwise), for the help.
+pub const PROMPT_KEYS: &[(&str, &str)] = &[
+    ("Enter", "keep filter / run command"),
+    ("Esc", "drop filter / command"),
+    ("Tab", "complete the command"),
+    ("Bksp", "erase (past the start: close)"),
+];
+
+/// What the mouse does, for the help.
+pub const MOUSE_KEYS: &[(&str, &str)] = &[
+    ("click", "select a row or a pane"),
+    ("wheel", "scroll what is under it"),
+];
 
 fn find(table: &[Bound], key: KeyEvent) -> Option<Action> {
     table

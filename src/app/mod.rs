@@ -2,14 +2,21 @@
 //! a new state. No IO happens here, so all of it is tested without servers.
 
 mod action;
+pub mod alarm;
+mod commands;
 pub mod dialog;
 pub mod keys;
+pub mod log;
+pub mod prompt;
+pub mod rows;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime};
 
 pub use action::Action;
 pub use dialog::Dialog;
+pub use prompt::{Prompt, PromptKind};
+pub use rows::{Filter, RowInfo, Sort, SortKey};
 
 use crate::backend::Command;
 use crate::model::{ConnState, Election, EventKind, SourceEvent, SourceId, SourceInfo};
@@ -21,6 +28,24 @@ pub enum Focus {
     Elections,
     Candidates,
     History,
+}
+
+/// Which screen the body shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Screen {
+    #[default]
+    Main,
+    /// The timeline of every change (`v`, `:events`).
+    Events,
+}
+
+/// What a mouse event landed on, as the view laid it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A row of the elections table, by its index in `App::rows`.
+    Row(usize),
+    Pane(Focus),
+    Events,
 }
 
 /// A source as the status bar shows it.
@@ -81,6 +106,21 @@ pub enum Msg {
     },
     /// An admin action finished.
     AdminDone(crate::admin::Outcome),
+    /// A mouse click.
+    Click(Target),
+    /// The mouse wheel, rows to scroll (negative: up).
+    Wheel(Target, isize),
+}
+
+/// How long an action's outcome stays in the status line; it lives on in the events view.
+pub const FLASH_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What the config sets about the dashboard.
+#[derive(Clone, Debug, Default)]
+pub struct Prefs {
+    pub keys: keys::KeyMap,
+    /// Flapping above this many leader changes a minute.
+    pub flap_per_min: Option<u32>,
 }
 
 /// A one-line message shown in place: the outcome of an action, or why it was refused.
@@ -122,6 +162,8 @@ pub struct App {
     /// The admin dialog on screen, if any.
     pub dialog: Option<Dialog>,
     pub flash: Option<Flash>,
+    /// When the flash appeared, to age it out.
+    pub flash_at: Instant,
     /// Confirmed admin actions for the runtime to carry out.
     pub outbox: Vec<crate::admin::AdminRequest>,
     pub quit: bool,
@@ -136,6 +178,31 @@ pub struct App {
     /// Each source's settings that decide what an action writes (its SQL table and columns),
     /// from its config; the runtime sets them, so the confirmation names what is written.
     pub targets: Vec<crate::admin::Target>,
+    /// The table's rows (filtered, sorted, with their alarms); `selected` indexes these.
+    pub rows: Vec<RowInfo>,
+    /// Elections with each alarm, over all elections (the filter hides rows, not alarms).
+    pub alarm_counts: [usize; alarm::Alarm::ALL.len()],
+    /// The wall-clock second the rows were computed at: rates and ages move once a second.
+    pub rows_second: u64,
+    /// Which sources were stale when the rows were computed: a change redoes them.
+    pub rows_stale: Vec<bool>,
+    pub sort: Sort,
+    pub filter: Option<Filter>,
+    pub flap_per_min: u32,
+    /// Elections known to have two leaders at once (the demo knows from its nodes).
+    pub split_brain: BTreeSet<rows::Key>,
+    pub screen: Screen,
+    /// Every change and action outcome, for the events view.
+    pub events: log::EventLog,
+    /// Entries of the events view scrolled past (newest first).
+    pub events_scroll: usize,
+    pub events_filter: Option<Filter>,
+    /// The `/` or `:` bar, while typing.
+    pub prompt: Option<Prompt>,
+    /// What quitting would stop, when it must be asked first (the demo's nodes).
+    pub quit_asks: Option<&'static str>,
+    /// Keys of what surrounds the dashboard (the demo's), for the help: (keys, what).
+    pub extra_keys: &'static [(&'static str, &'static str)],
 }
 
 /// Rows a page key moves.
@@ -166,6 +233,7 @@ impl App {
             show_members: false,
             dialog: None,
             flash: None,
+            flash_at: now,
             outbox: Vec::new(),
             quit: false,
             now,
@@ -174,15 +242,76 @@ impl App {
             keys: keys::KeyMap::default(),
             retention: std::time::Duration::from_secs(600),
             targets: Vec::new(),
+            rows: Vec::new(),
+            alarm_counts: Default::default(),
+            rows_second: 0,
+            rows_stale: Vec::new(),
+            sort: Sort::default(),
+            filter: None,
+            flap_per_min: 4,
+            split_brain: BTreeSet::new(),
+            screen: Screen::Main,
+            events: log::EventLog::default(),
+            events_scroll: 0,
+            events_filter: None,
+            prompt: None,
+            quit_asks: None,
+            extra_keys: &[],
         }
     }
 
+    pub fn with_prefs(mut self, prefs: Prefs) -> Self {
+        self.keys = prefs.keys;
+        if let Some(n) = prefs.flap_per_min {
+            self.flap_per_min = n;
+        }
+        self
+    }
+
     pub fn selected_election(&self) -> Option<&Election> {
-        self.elections.values().nth(self.selected)
+        self.rows
+            .get(self.selected)
+            .and_then(|r| self.elections.get(&r.key))
     }
 
     fn selected_key(&self) -> Option<(SourceId, String)> {
-        self.elections.keys().nth(self.selected).cloned()
+        self.rows.get(self.selected).map(|r| r.key.clone())
+    }
+
+    /// The selected election's candidates, for completing `force-leader`.
+    pub fn candidate_ids(&self) -> Vec<String> {
+        self.selected_election()
+            .map(|e| e.candidates.iter().map(|c| c.id.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether each source is stale now.
+    pub fn stale_sources(&self) -> Vec<bool> {
+        self.sources
+            .iter()
+            .map(|s| s.stale_for(self.now).is_some())
+            .collect()
+    }
+
+    /// Shows a one-line message in the status line for [`FLASH_FOR`].
+    pub fn say(&mut self, flash: Flash) {
+        self.flash = Some(flash);
+        self.flash_at = self.now;
+    }
+
+    /// The events the events view shows, newest first, through its filter.
+    pub fn visible_events(&self) -> impl Iterator<Item = &log::LogEntry> {
+        self.events.entries.iter().rev().filter(|e| {
+            self.events_filter
+                .as_ref()
+                .is_none_or(|f| f.matches_text(&e.haystack()))
+        })
+    }
+
+    /// Printable keys are text (a dialog that types, or the `/` `:` bar): the demo's own
+    /// keys stay off.
+    pub fn typing(&self) -> bool {
+        self.prompt.is_some() || self.dialog.as_ref().is_some_and(Dialog::typing)
     }
 
     /// Every source has finished its snapshot and replay.
@@ -237,10 +366,11 @@ impl App {
     pub fn visible_requests(&self, rows: usize) -> Vec<(SourceId, Command)> {
         let start = self.selected.saturating_sub(rows.saturating_sub(1));
         let in_view: Vec<&(SourceId, String)> = self
-            .elections
-            .keys()
+            .rows
+            .iter()
             .skip(start)
             .take(rows.max(1))
+            .map(|r| &r.key)
             .collect();
         let selected = self.selected_key();
         (0..self.sources.len())
@@ -269,6 +399,12 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
             app.now = now;
             app.wall = wall;
             prune(app);
+            if app.flash.is_some() && now.saturating_duration_since(app.flash_at) > FLASH_FOR {
+                app.flash = None;
+            }
+            if rows::second(wall) != app.rows_second || app.rows_stale != app.stale_sources() {
+                rows::refresh(app);
+            }
             true
         }
         Msg::Resize { width, height } => {
@@ -279,6 +415,8 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
             dialog::on_outcome(app, outcome);
             true
         }
+        Msg::Click(target) => commands::click(app, target),
+        Msg::Wheel(target, delta) => commands::wheel(app, target, delta),
     }
 }
 
@@ -287,7 +425,6 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
 fn prune(app: &mut App) {
     let (wall, keep) = (app.wall, app.retention);
     let before = app.elections.len();
-    let selected = app.selected_key();
     app.elections.retain(|_, e| {
         !e.is_empty()
             || e.last_change()
@@ -295,10 +432,7 @@ fn prune(app: &mut App) {
                 .is_none_or(|at| wall.duration_since(at).unwrap_or_default() <= keep)
     });
     if app.elections.len() != before {
-        app.selected = selected
-            .and_then(|k| app.elections.keys().position(|x| *x == k))
-            .unwrap_or(app.selected)
-            .min(app.elections.len().saturating_sub(1));
+        rows::refresh(app);
     }
 }
 
@@ -307,58 +441,35 @@ fn on_action(app: &mut App, action: Action) -> bool {
         dialog::on_action(app, action);
         return true;
     }
-    if matches!(
-        action,
-        Action::ForceLeader | Action::Reelect | Action::Resign
-    ) {
-        app.flash = None;
-        dialog::start(app, action);
+    if app.prompt.is_some() {
+        commands::on_prompt(app, action);
         return true;
     }
-    let n = app.elections.len();
-    let before = (app.selected, app.line_scroll, app.history_scroll);
-    let step = |pos: usize, len: usize, delta: isize| -> usize {
-        if len == 0 {
-            return 0;
-        }
-        (pos as isize + delta).clamp(0, len as isize - 1) as usize
-    };
-    let (cands, hist) = app
-        .selected_election()
-        .map(|e| (e.candidates.len(), e.history.len()))
-        .unwrap_or((0, 0));
-    let mut moved = |delta: isize| match app.focus {
-        Focus::Elections => {
-            app.selected = step(app.selected, n, delta);
-            app.line_scroll = 0;
-            app.history_scroll = 0;
-        }
-        Focus::Candidates => app.line_scroll = step(app.line_scroll, cands, delta),
-        Focus::History => app.history_scroll = step(app.history_scroll, hist, delta),
-    };
     match action {
-        Action::Quit => {
-            app.quit = true;
-            return true;
+        Action::ForceLeader | Action::Reelect | Action::Resign => {
+            app.flash = None;
+            dialog::start(app, action);
         }
-        Action::Back => {
-            if app.show_help {
-                app.show_help = false;
-            } else if app.show_members {
-                app.show_members = false;
-            } else {
-                app.quit = true;
-            }
-            return true;
+        Action::Quit => commands::quit(app),
+        Action::Back => return commands::back(app),
+        Action::ToggleHelp => app.show_help = !app.show_help,
+        Action::ToggleMembers => app.show_members = !app.show_members,
+        Action::ToggleEvents => {
+            app.screen = match app.screen {
+                Screen::Main => Screen::Events,
+                Screen::Events => Screen::Main,
+            };
         }
-        Action::ToggleHelp => {
-            app.show_help = !app.show_help;
-            return true;
+        Action::StartFilter => commands::open(app, PromptKind::Filter),
+        Action::StartCommand => commands::open(app, PromptKind::Command),
+        Action::CycleSort => {
+            app.sort = Sort {
+                key: app.sort.key.next(),
+                reversed: false,
+            };
+            rows::refresh(app);
         }
-        Action::ToggleMembers => {
-            app.show_members = !app.show_members;
-            return true;
-        }
+        Action::SortBy(key) => commands::sort_by(app, key),
         Action::FocusNext | Action::FocusPrev => {
             let order = [Focus::Elections, Focus::Candidates, Focus::History];
             let i = order.iter().position(|f| *f == app.focus).unwrap_or(0);
@@ -368,22 +479,16 @@ fn on_action(app: &mut App, action: Action) -> bool {
                 (i + 2) % 3
             };
             app.focus = order[j];
-            return true;
         }
-        Action::Up => moved(-1),
-        Action::Down => moved(1),
-        Action::PageUp => moved(-(PAGE as isize)),
-        Action::PageDown => moved(PAGE as isize),
-        Action::Top => moved(-(isize::MAX / 2)),
-        Action::Bottom => moved(isize::MAX / 2),
-        Action::ForceLeader
-        | Action::Reelect
-        | Action::Resign
-        | Action::Accept
-        | Action::Type(_)
-        | Action::Erase => {}
+        Action::Up => return commands::scroll(app, None, -1),
+        Action::Down => return commands::scroll(app, None, 1),
+        Action::PageUp => return commands::scroll(app, None, -(PAGE as isize)),
+        Action::PageDown => return commands::scroll(app, None, PAGE as isize),
+        Action::Top => return commands::scroll(app, None, -(isize::MAX / 2)),
+        Action::Bottom => return commands::scroll(app, None, isize::MAX / 2),
+        Action::Accept | Action::Type(_) | Action::Erase | Action::Complete => return false,
     }
-    before != (app.selected, app.line_scroll, app.history_scroll)
+    true
 }
 
 fn on_source(app: &mut App, ev: SourceEvent) -> bool {
@@ -397,6 +502,7 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
             if let Some(s) = app.sources.get_mut(source) {
                 s.conn = state;
             }
+            rows::refresh(app);
         }
         SourceEvent::Revision { source, revision } => {
             let Some(s) = app.sources.get_mut(source) else {
@@ -408,7 +514,6 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
             s.revision = Some(revision);
         }
         SourceEvent::Elections { source, elections } => {
-            let keep = app.selected_key();
             if let Some(s) = app.sources.get_mut(source)
                 && !elections.is_empty()
                 && matches!(s.info.notice, Some(crate::model::SourceNotice::Empty(_)))
@@ -418,17 +523,19 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
             for e in elections {
                 app.elections.insert((source, e.name.clone()), e);
             }
-            if let Some(key) = keep {
-                app.selected = app
-                    .elections
-                    .keys()
-                    .position(|k| *k == key)
-                    .unwrap_or(app.selected);
-            }
+            rows::refresh(app);
         }
         SourceEvent::Happened(event) => {
+            let short = app
+                .sources
+                .iter()
+                .find(|s| s.info.name == event.source)
+                .map(|s| s.info.short.clone())
+                .unwrap_or_else(|| event.source.clone());
+            app.events.event(&event, &short);
             if event.kind != EventKind::HistoryCompacted {
-                return false;
+                // On screen only in the events view.
+                return app.screen == Screen::Events;
             }
             if let Some(s) = app.sources.iter_mut().find(|s| s.info.name == event.source) {
                 s.notice = event.detail;
@@ -452,6 +559,9 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
             let was = s.stale_for(app.now).is_some();
             s.last_contact = Some((at, wall));
             s.contact_every = next_within;
+            if was {
+                rows::refresh(app);
+            }
             return was;
         }
         SourceEvent::Members { source, members } => {
@@ -552,12 +662,96 @@ mod tests {
     }
 
     #[test]
-    fn esc_closes_help_before_quitting() {
-        let mut app = app_with(1);
+    fn esc_closes_and_clears_but_never_quits() {
+        let mut app = app_with(3);
         update(&mut app, Msg::Action(Action::ToggleHelp));
         update(&mut app, Msg::Action(Action::Back));
         assert!(!app.show_help && !app.quit);
+        update(&mut app, Msg::Action(Action::StartFilter));
+        for c in "e001".chars() {
+            update(&mut app, Msg::Action(Action::Type(c)));
+        }
+        update(&mut app, Msg::Action(Action::Accept));
+        assert_eq!(app.rows.len(), 1, "the filter stays after Enter");
+        update(&mut app, Msg::Action(Action::ToggleEvents));
         update(&mut app, Msg::Action(Action::Back));
+        assert_eq!(app.screen, Screen::Main, "Esc leaves the events view");
+        assert!(update(&mut app, Msg::Action(Action::Back)));
+        assert_eq!(app.rows.len(), 3, "then clears the filter");
+        assert!(
+            !update(&mut app, Msg::Action(Action::Back)),
+            "then does nothing"
+        );
+        assert!(!app.quit);
+        update(&mut app, Msg::Action(Action::Quit));
+        assert!(app.quit, "q quits");
+    }
+
+    #[test]
+    fn quitting_asks_first_where_it_stops_something() {
+        let mut app = app_with(1);
+        app.quit_asks = Some("stops every node");
+        update(&mut app, Msg::Action(Action::Quit));
+        assert!(!app.quit && matches!(app.dialog, Some(Dialog::ConfirmQuit { .. })));
+        update(&mut app, Msg::Action(Action::Back));
+        assert!(!app.quit && app.dialog.is_none(), "n/Esc: stay");
+        update(&mut app, Msg::Action(Action::Quit));
+        update(&mut app, Msg::Action(Action::Accept));
+        assert!(app.quit, "y: quit");
+    }
+
+    #[test]
+    fn action_outcomes_flash_for_ten_seconds_and_stay_in_the_events() {
+        let mut app = app_with(1);
+        let (now, wall) = (app.now, app.wall);
+        update(
+            &mut app,
+            Msg::AdminDone(crate::admin::Outcome::Done {
+                detail: "revoked lease 7".into(),
+            }),
+        );
+        assert!(app.flash.is_some());
+        let tick = |app: &mut App, s| {
+            let d = std::time::Duration::from_secs(s);
+            update(
+                app,
+                Msg::Tick {
+                    now: now + d,
+                    wall: wall + d,
+                },
+            );
+        };
+        tick(&mut app, 9);
+        assert!(app.flash.is_some(), "still shown after 9 s");
+        tick(&mut app, 11);
+        assert!(app.flash.is_none(), "aged out after 10 s");
+        let last = app.events.entries.back().expect("in the events");
+        assert!(last.text.contains("revoked lease 7"), "{last:?}");
+    }
+
+    #[test]
+    fn command_bar_runs_sort_events_and_refuses_unknown_commands() {
+        let mut app = app_with(2);
+        let run = |app: &mut App, text: &str| {
+            update(app, Msg::Action(Action::StartCommand));
+            for c in text.chars() {
+                update(app, Msg::Action(Action::Type(c)));
+            }
+            update(app, Msg::Action(Action::Complete));
+            update(app, Msg::Action(Action::Accept));
+        };
+        run(&mut app, "sort ra");
+        assert_eq!(app.sort.key, SortKey::Rate, "Tab completed `ra` to rate");
+        run(&mut app, "ev");
+        assert_eq!(app.screen, Screen::Events);
+        run(&mut app, "bogus");
+        assert!(
+            app.flash
+                .as_ref()
+                .is_some_and(|f| f.error && f.text.contains("bogus"))
+        );
+        assert!(app.prompt.is_none());
+        run(&mut app, "q");
         assert!(app.quit);
     }
 

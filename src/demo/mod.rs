@@ -33,6 +33,14 @@ fn election_for(source: &SourceConfig) -> &'static str {
 const ETCD_PREFIX: &str = "/electop-demo/";
 const ETCD_REGISTRY: &str = "/electop-demo-registry/";
 
+/// The demo's keys, for the help (the dashboard's come from its key table).
+pub const KEYS: &[(&str, &str)] = &[
+    ("1-9", "pick a node"),
+    ("x", "kill it (SIGKILL)"),
+    ("p", "pause / resume it (SIGSTOP)"),
+    ("r", "restart it"),
+];
+
 /// The demo's own keys, before the dashboard's (only when no dialog is open).
 pub fn demo_action(key: KeyEvent) -> Option<DemoAction> {
     if key.kind == KeyEventKind::Release {
@@ -240,7 +248,7 @@ pub async fn run(
     args: &DemoArgs,
     src: &SourceArgs,
     tick: Duration,
-    keys: crate::app::keys::KeyMap,
+    prefs: crate::app::Prefs,
 ) -> Result<()> {
     if args.nodes == 0 || args.nodes > 9 {
         bail!("--nodes must be 1 to 9 (one key each)");
@@ -294,8 +302,10 @@ pub async fn run(
     // Our panic hook, not ratatui's: a task's panic must not restore the terminal under the
     // running demo (see `crate::supervise`).
     let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
-    let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
-    app.keys = keys;
+    let mut app =
+        App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
+    app.extra_keys = KEYS;
+    app.quit_asks = Some("stops every node");
     let demo = Demo::new(app, &sup.ids, election, &setup.label);
     let result = demo_loop(&mut terminal, sources, &mut sup, &mut out_rx, tick, demo).await;
     crate::supervise::restore_terminal();
@@ -339,6 +349,16 @@ async fn demo_loop(
                 },
             );
             d.check_failover(now);
+            // The nodes tell the demo of a split brain: the dashboard counts it as an alarm.
+            let split: std::collections::BTreeSet<_> = d
+                .split_now()
+                .map(|_| (0, d.election.clone()))
+                .into_iter()
+                .collect();
+            if split != d.app.split_brain {
+                d.app.split_brain = split;
+                app::rows::refresh(&mut d.app);
+            }
             terminal.draw(|f| view::view(&d, f))?;
             dirty = false;
         }
@@ -359,7 +379,9 @@ async fn demo_loop(
         tokio::select! {
             ev = input.next() => match ev {
                 Some(Ok(TermEvent::Key(k))) => {
-                    let demo = if d.app.dialog.is_none() && !d.app.show_help { demo_action(k) } else { None };
+                    // Typed text (the / and : bars, a dialog) is not a demo key.
+                    let free = d.app.dialog.is_none() && d.app.prompt.is_none() && !d.app.show_help;
+                    let demo = if free { demo_action(k) } else { None };
                     if let Some(a) = demo {
                         on_demo_action(&mut d, sup, a);
                     } else {
@@ -371,6 +393,7 @@ async fn demo_loop(
                     app::update(&mut d.app, Msg::Resize { width, height });
                     dirty = true;
                 }
+                Some(Ok(TermEvent::Mouse(m))) => dirty |= view::on_mouse(&mut d, m),
                 Some(Ok(_)) => {}
                 Some(Err(e)) => break Err(e).context("reading the terminal"),
                 None => break Ok(()),

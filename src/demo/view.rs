@@ -14,20 +14,9 @@ const EVENTS_HEIGHT: u16 = 8;
 /// Below this width a column of events beside the node columns would be unreadable.
 const EVENTS_MIN_WIDTH: u16 = 24;
 
-pub fn view(d: &Demo, frame: &mut Frame) {
-    let area = frame.area();
-    if area.width < theme::MIN_WIDTH || area.height < theme::MIN_HEIGHT {
-        ui::view(&d.app, frame);
-        return;
-    }
-    let [main, split, keys] = Layout::vertical([
-        Constraint::Min(0),
-        Constraint::Length(1),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    let wide = area.width >= 120;
-    let (dash, nodes_area) = if wide {
+/// The dashboard's part of the screen and the node panes', split from `main`.
+fn split_main(main: Rect, wide: bool) -> (Rect, Rect) {
+    if wide {
         let [l, r] = Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
             .areas(main);
         (l, r)
@@ -35,7 +24,45 @@ pub fn view(d: &Demo, frame: &mut Frame) {
         let [t, b] =
             Layout::vertical([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(main);
         (t, b)
+    }
+}
+
+fn regions(area: Rect) -> [Rect; 3] {
+    Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area)
+}
+
+/// A click or the wheel on the dashboard's part of the demo screen.
+pub fn on_mouse(d: &mut Demo, m: crossterm::event::MouseEvent) -> bool {
+    use crossterm::event::{MouseButton, MouseEventKind};
+    let area = Rect::new(0, 0, d.app.size.0, d.app.size.1);
+    let [main, _, _] = regions(area);
+    let (dash, _) = split_main(main, area.width >= 120);
+    let Some(target) = ui::target_in(&d.app, dash, m.column, m.row) else {
+        return false;
     };
+    let msg = match m.kind {
+        MouseEventKind::Down(MouseButton::Left) => crate::app::Msg::Click(target),
+        MouseEventKind::ScrollDown => crate::app::Msg::Wheel(target, 3),
+        MouseEventKind::ScrollUp => crate::app::Msg::Wheel(target, -3),
+        _ => return false,
+    };
+    crate::app::update(&mut d.app, msg)
+}
+
+pub fn view(d: &Demo, frame: &mut Frame) {
+    let area = frame.area();
+    if area.width < theme::MIN_WIDTH || area.height < theme::MIN_HEIGHT {
+        ui::view(&d.app, frame);
+        return;
+    }
+    let [main, split, keys] = regions(area);
+    let wide = area.width >= 120;
+    let (dash, nodes_area) = split_main(main, wide);
     ui::view_in(&d.app, frame, dash);
     nodes_column(d, frame, nodes_area, wide);
     split_line(d, frame, split);
@@ -276,6 +303,33 @@ mod tests {
         let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
         t.draw(|f| view(d, f)).expect("draw");
         t
+    }
+
+    #[test]
+    fn help_lists_the_demo_keys_and_a_click_selects_on_the_dashboard_part() {
+        use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+        let mut d = demo(160, 40);
+        d.app.extra_keys = crate::demo::KEYS;
+        app::update(&mut d.app, Msg::Action(crate::app::Action::ToggleHelp));
+        let screen = format!("{}", render(&d, 160, 40).backend());
+        assert!(
+            screen.contains("Demo") && screen.contains("kill it (SIGKILL)"),
+            "{screen}"
+        );
+        app::update(&mut d.app, Msg::Action(crate::app::Action::ToggleHelp));
+        let click = |column, row| MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        };
+        // The candidates pane, under the table, on the left: the dashboard takes the clicks.
+        assert!(on_mouse(&mut d, click(5, 20)));
+        assert_eq!(d.app.focus, crate::app::Focus::Candidates);
+        assert!(
+            !on_mouse(&mut d, click(150, 5)),
+            "a node pane is not the dashboard's"
+        );
     }
 
     #[test]

@@ -24,3 +24,28 @@ pub fn serialize_opt<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::O
         None => s.serialize_none(),
     }
 }
+
+/// `12.3s`, `4m05s`, `2h10m`.
+pub fn duration_ms(ms: i64) -> String {
+    let ms = ms.max(0);
+    if ms < 60_000 {
+        format!("{}.{}s", ms / 1000, (ms % 1000) / 100)
+    } else if ms < 3_600_000 {
+        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
+    } else {
+        format!("{}h{:02}m", ms / 3_600_000, (ms % 3_600_000) / 60_000)
+    }
+}
+
+/// `HH:MM:SS.mmm` at `offset` from UTC: the screen passes UTC, like its other times; `watch`
+/// the local offset.
+pub fn clock_ms(t: SystemTime, offset: time::UtcOffset) -> String {
+    let dt = OffsetDateTime::from(t).to_offset(offset);
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        dt.hour(),
+        dt.minute(),
+        dt.second(),
+        dt.millisecond()
+    )
+}

@@ -181,7 +181,10 @@ fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border(app, Focus::History))
-        .title(format!(" History · {} changes ", e.transitions));
+        .title(format!(
+            " History · {} ",
+            format::count(e.transitions as usize, "change", "changes")
+        ));
     let rows_fit = area.height.saturating_sub(2) as usize;
     let lines: Vec<Line> = e
         .history

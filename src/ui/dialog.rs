@@ -100,7 +100,18 @@ pub fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
             )));
             (" Confirm ", lines)
         }
-        Dialog::Running { summary } => (" Working ", vec![Line::from(format!("{summary}…"))]),
+        Dialog::ConfirmQuit { what } => (
+            " Quit? ",
+            vec![
+                Line::from(Span::styled(format!("Quitting {what}."), theme::title())),
+                Line::from(""),
+                Line::from(Span::styled(
+                    "y/Enter: quit   n/Esc: stay",
+                    theme::dim().add_modifier(Modifier::BOLD),
+                )),
+            ],
+        ),
+        Dialog::Running { summary, .. } => (" Working ", vec![Line::from(format!("{summary}…"))]),
     };
     // Height from the wrapped text, within the screen.
     let rows: usize = lines

@@ -5,15 +5,21 @@ use std::time::{Duration, SystemTime};
 use crate::model::{Candidate, Deadline, HistoryEntry};
 use std::time::Instant;
 
-/// `12.3s`, `4m05s`, `2h10m`.
-pub fn duration_ms(ms: i64) -> String {
-    let ms = ms.max(0);
-    if ms < 60_000 {
-        format!("{}.{}s", ms / 1000, (ms % 1000) / 100)
-    } else if ms < 3_600_000 {
-        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
+pub use crate::model::time::duration_ms;
+
+/// `1 election`, `3 elections`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Leader changes per minute: `30/m`; nothing for none.
+pub fn rate(per_min: f64) -> String {
+    if per_min <= 0.0 {
+        String::new()
+    } else if per_min < 10.0 && per_min.fract() != 0.0 {
+        format!("{per_min:.1}/m")
     } else {
-        format!("{}h{:02}m", ms / 3_600_000, (ms % 3_600_000) / 60_000)
+        format!("{per_min:.0}/m")
     }
 }
 

@@ -3,31 +3,29 @@
 
 mod detail;
 mod dialog;
+mod events;
 pub mod format;
 mod help;
+pub mod layout;
 mod members;
 mod status;
 mod table;
 pub mod theme;
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use crate::app::App;
+use crate::app::alarm::Alarm;
+use crate::app::{App, Screen};
+pub use layout::{target_at, target_in};
 
 /// Rows of the elections table that fit in a terminal of this size (for lease refreshes
 /// and paging).
 pub fn table_rows(height: u16) -> usize {
-    let (table, _) = split_heights(height);
+    let (table, _) = layout::split_heights(height);
     table.saturating_sub(3) as usize
-}
-
-fn split_heights(height: u16) -> (u16, u16) {
-    let body = height.saturating_sub(2);
-    let table = (body * 2 / 5).max(6);
-    (table, body.saturating_sub(table))
 }
 
 pub fn view(app: &App, frame: &mut Frame) {
@@ -40,35 +38,23 @@ pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
         too_small(frame, area);
         return;
     }
-    let [title, body, status] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Min(0),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    header(app, frame, title);
-    let wide = area.width >= 140;
-    let (top, bottom) = if wide {
-        let [l, r] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
-            .areas(body);
-        (l, r)
-    } else {
-        let (t, _) = split_heights(area.height);
-        let [t, b] = Layout::default()
-            .direction(Direction::Vertical)
-            .constraints([Constraint::Length(t), Constraint::Min(0)])
-            .areas(body);
-        (t, b)
-    };
-    table::draw(app, frame, top);
-    detail::draw(app, frame, bottom);
-    status::draw(app, frame, status);
+    let a = layout::areas(area);
+    header(app, frame, a.header);
+    match app.screen {
+        Screen::Main => {
+            table::draw(app, frame, a.table);
+            let detail = a.candidates.union(a.history);
+            detail::draw(app, frame, detail);
+        }
+        Screen::Events => events::draw(app, frame, a.body),
+    }
+    status::draw(app, frame, a.status);
     if app.show_members {
         members::draw(app, frame, area);
     }
     if app.show_help {
         let read_only = app.sources.iter().all(|s| s.info.read_only);
-        help::draw(frame, area, read_only, &app.keys);
+        help::draw(frame, area, read_only, app, app.screen);
     }
     if let Some(d) = &app.dialog {
         dialog::draw(d, frame, area);
@@ -76,11 +62,6 @@ pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 fn header(app: &App, frame: &mut Frame, area: Rect) {
-    let leaderless = app
-        .elections
-        .values()
-        .filter(|e| e.leader.is_none() && !app.idle_is_normal(e.source))
-        .count();
     let mut spans = vec![Span::styled(" electop ", theme::title())];
     // Staleness first: it qualifies everything else on the screen.
     for src in &app.sources {
@@ -95,31 +76,77 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
             ));
         }
     }
-    spans.push(Span::raw(format!("· {} elections ", app.elections.len())));
-    if leaderless > 0 {
+    spans.extend(filter_span(app));
+    spans.push(Span::raw(format!(
+        "· {} ",
+        format::count(app.elections.len(), "election", "elections")
+    )));
+    let rest = tail(app);
+    let width = |s: &[Span]| s.iter().map(Span::width).sum::<usize>();
+    let full = alarm_spans(app, false);
+    let fits = width(&spans) + width(&full) + width(&rest) <= area.width as usize;
+    spans.extend(if fits { full } else { alarm_spans(app, true) });
+    spans.extend(rest);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `· ✖ 1 no leader ` for each alarm present, or `✖1 ` when room is short.
+fn alarm_spans(app: &App, compact: bool) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    for alarm in Alarm::ALL {
+        let n = app.alarm_counts[alarm as usize];
+        // Stale is already spelled out, source by source.
+        if n == 0 || alarm == Alarm::Stale {
+            continue;
+        }
+        let text = if compact {
+            format!("{}{n} ", alarm.glyph())
+        } else {
+            format!("· {} {} ", alarm.glyph(), alarm.counted(n))
+        };
+        if compact && spans.is_empty() {
+            spans.push(Span::raw("· "));
+        }
         spans.push(Span::styled(
-            format!("· {leaderless} without leader "),
-            theme::no_leader(),
+            text,
+            theme::alarmed(alarm).add_modifier(ratatui::style::Modifier::BOLD),
         ));
     }
+    spans
+}
+
+/// The filter in force on this screen: `· /jobs (2 of 50) `.
+fn filter_span(app: &App) -> Option<Span<'static>> {
+    let (f, shown) = match app.screen {
+        Screen::Main => (
+            app.filter.as_ref()?,
+            format!("{} of {}", app.rows.len(), app.elections.len()),
+        ),
+        Screen::Events => (
+            app.events_filter.as_ref()?,
+            format!(
+                "{} of {}",
+                app.visible_events().count(),
+                app.events.entries.len()
+            ),
+        ),
+    };
+    Some(Span::styled(
+        format!("· /{} ({shown}) ", f.text),
+        theme::header(),
+    ))
+}
+
+fn tail(app: &App) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
     if app.replaying() {
         spans.push(Span::styled("· replaying history… ", theme::warn()));
     }
     if !app.sources.is_empty() && app.sources.iter().all(|s| s.info.read_only) {
         spans.push(Span::styled("· READ-ONLY ", theme::warn()));
     }
-    match &app.flash {
-        Some(f) => spans.push(Span::styled(
-            format!("· {}", f.text),
-            if f.error {
-                theme::error()
-            } else {
-                theme::leader()
-            },
-        )),
-        None => spans.push(Span::styled("· ? help  q quit", theme::dim())),
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    spans.push(Span::styled("· ? help  q quit", theme::dim()));
+    spans
 }
 
 fn too_small(frame: &mut Frame, area: Rect) {

@@ -1,4 +1,5 @@
-//! The status bar: each source's connection state and prefix, then the store and revision.
+//! The status line: the `/` or `:` bar while typing; else the latest action outcome (for a
+//! few seconds), then each source's connection state and prefix, the store and revision.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -6,11 +7,28 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{format, theme};
-use crate::app::App;
+use crate::app::{App, Prompt, PromptKind};
 use crate::model::ConnState;
 
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
+    if let Some(p) = &app.prompt {
+        let ids = crate::app::prompt::completions(&p.text, &app.candidate_ids());
+        frame.render_widget(Paragraph::new(prompt_line(p, &ids)), area);
+        return;
+    }
     let mut spans = Vec::new();
+    if let Some(f) = &app.flash {
+        let style = if f.error {
+            theme::error()
+        } else {
+            theme::leader()
+        };
+        spans.push(Span::styled(
+            format!("{} ", f.text),
+            style.add_modifier(ratatui::style::Modifier::BOLD),
+        ));
+        spans.push(Span::styled("│ ", theme::dim()));
+    }
     let mut endpoints: Vec<&str> = Vec::new();
     for s in &app.sources {
         match &s.conn {
@@ -65,4 +83,36 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         }
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `/text▏` or `:text▏  sort  events …` (what Tab can complete to), and any error.
+fn prompt_line<'a>(p: &'a Prompt, completions: &[String]) -> Line<'a> {
+    let sigil = match p.kind {
+        PromptKind::Filter => "/",
+        PromptKind::Command => ":",
+    };
+    let mut spans = vec![
+        Span::styled(sigil, theme::header()),
+        Span::raw(p.text.as_str()),
+        Span::styled("▏", theme::header()),
+    ];
+    if let Some(e) = &p.error {
+        spans.push(Span::styled(format!("  {e}"), theme::error()));
+    } else if p.kind == PromptKind::Command {
+        let shown: Vec<&str> = completions.iter().take(12).map(String::as_str).collect();
+        spans.push(Span::styled(
+            format!("   {}", shown.join("  ")),
+            theme::dim(),
+        ));
+        spans.push(Span::styled(
+            "   Tab complete · Enter run · Esc cancel",
+            theme::dim(),
+        ));
+    } else {
+        spans.push(Span::styled(
+            "   text, or re:REGEX · Enter keep · Esc clear",
+            theme::dim(),
+        ));
+    }
+    Line::from(spans)
 }

@@ -1,4 +1,5 @@
-//! The elections table: one row per election.
+//! The elections table: one row per election, in the order and through the filter the
+//! state keeps, each alarmed row marked with its worst alarm's glyph.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -6,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 
 use super::{format, theme};
-use crate::app::{App, Focus};
+use crate::app::{App, Focus, SortKey};
 use crate::model::{Scheme, truncate_display};
 
 fn scheme_short(s: Scheme) -> &'static str {
@@ -18,61 +19,54 @@ fn scheme_short(s: Scheme) -> &'static str {
     }
 }
 
+/// The leader (or since when there is none), and a deposed leader that may still believe it
+/// leads beside it.
+fn leader_cell(e: &crate::model::Election, stale: bool, idle_is_normal: bool) -> Cell<'static> {
+    let lead_style = if stale { theme::dim() } else { theme::leader() };
+    let mut spans = match &e.leader {
+        Some(l) if stale => vec![
+            Span::styled("last seen ", theme::stale()),
+            Span::styled(truncate_display(&l.id, 24), lead_style),
+        ],
+        Some(l) if l.zombie() => vec![
+            Span::styled(truncate_display(&l.id, 24), theme::leader()),
+            Span::styled(" ⚠", theme::warn()),
+        ],
+        Some(l) => vec![Span::styled(truncate_display(&l.id, 24), theme::leader())],
+        None if idle_is_normal => vec![Span::styled("idle", theme::dim())],
+        None => vec![Span::styled(
+            match e.no_leader_since() {
+                Some(t) => format!("none since {}", crate::model::time::clock(t)),
+                None => "— none —".to_string(),
+            },
+            theme::no_leader(),
+        )],
+    };
+    if let Some(d) = &e.deposed {
+        spans.push(Span::styled(
+            format!(" ⚠ deposed {}", truncate_display(&d.id, 16)),
+            theme::warn(),
+        ));
+    }
+    Cell::from(Line::from(spans))
+}
+
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let rows_fit = area.height.saturating_sub(3) as usize;
-    let offset = app.selected.saturating_sub(rows_fit.saturating_sub(1));
+    let offset = super::layout::table_offset(app.selected, area);
     let bar = 6;
     let rows = app
-        .elections
-        .values()
+        .rows
+        .iter()
         .enumerate()
         .skip(offset)
         .take(rows_fit)
-        .map(|(i, e)| {
+        .filter_map(|(i, r)| app.elections.get(&r.key).map(|e| (i, r, e)))
+        .map(|(i, r, e)| {
             // A stale source's rows are frozen at the last contact and dimmed.
             let stale = app.stale_for(e.source).is_some();
             let at = app.as_of(e.source);
-            let lead_style = if stale { theme::dim() } else { theme::leader() };
-            let leader = match &e.leader {
-                Some(l) if stale => Cell::from(Line::from(vec![
-                    Span::styled("last seen ", theme::stale()),
-                    Span::styled(truncate_display(&l.id, 24), lead_style),
-                ])),
-                Some(l) if l.zombie() => Cell::from(Line::from(vec![
-                    Span::styled(truncate_display(&l.id, 24), theme::leader()),
-                    Span::styled(" ⚠", theme::warn()),
-                ])),
-                Some(l) => Cell::from(Span::styled(truncate_display(&l.id, 24), theme::leader())),
-                None if app.idle_is_normal(e.source) => {
-                    Cell::from(Span::styled("idle", theme::dim()))
-                }
-                None => Cell::from(Span::styled(
-                    match e.no_leader_since() {
-                        Some(t) => format!("none since {}", crate::model::time::clock(t)),
-                        None => "— none —".to_string(),
-                    },
-                    theme::no_leader(),
-                )),
-            };
-            // A deposed leader that may still believe it leads is an alarm on the row, after
-            // the leader itself.
-            let leader = match &e.deposed {
-                Some(d) => {
-                    let mut spans: Vec<Span> = match &e.leader {
-                        Some(l) if !stale => vec![
-                            Span::styled(truncate_display(&l.id, 24), theme::leader()),
-                            Span::raw(" "),
-                        ],
-                        _ => Vec::new(),
-                    };
-                    spans.push(Span::styled(
-                        format!("⚠ deposed {}", truncate_display(&d.id, 16)),
-                        theme::warn(),
-                    ));
-                    Cell::from(Line::from(spans))
-                }
-                None => leader,
-            };
+            let leader = leader_cell(e, stale, app.idle_is_normal(e.source));
             let ttl = match &e.leader {
                 Some(l) => {
                     let style = match (&l.ttl, l.zombie()) {
@@ -89,28 +83,36 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                 .last_change()
                 .map(|h| format::age(h, app.wall))
                 .unwrap_or_default();
+            let worst = r.alarms.worst();
+            let mark = worst.map(|a| a.glyph()).unwrap_or(" ");
             let row = Row::new(vec![
+                Cell::from(mark),
                 Cell::from(truncate_display(&e.name, 40)),
                 Cell::from(scheme_short(e.scheme)),
                 leader,
                 ttl,
                 Cell::from(e.transitions.to_string()),
+                Cell::from(format::rate(r.rate)),
                 Cell::from(age),
             ]);
-            match (i == app.selected, stale) {
-                (true, _) => row.style(theme::selected()),
-                (false, true) => row.style(theme::dim()),
-                (false, false) => row,
+            match (i == app.selected, stale, worst) {
+                (true, _, _) => row.style(theme::selected()),
+                (false, true, _) => row.style(theme::dim()),
+                (false, false, Some(w)) => row.style(theme::alarmed(w)),
+                (false, false, None) => row,
             }
         });
-    let header =
-        Row::new(["ELECTION", "SCHEME", "LEADER", "TTL", "CHG", "LAST"]).style(theme::header());
+    let header = Row::new(headers(app)).style(theme::header());
+    // The scheme only where it leaves the names room to be read.
+    let scheme = if area.width >= 90 { 9 } else { 0 };
     let widths = [
+        Constraint::Length(2),
         Constraint::Fill(1),
-        Constraint::Length(9),
+        Constraint::Length(scheme),
         Constraint::Fill(1),
         Constraint::Length(bar as u16 + 7),
         Constraint::Length(4),
+        Constraint::Length(5),
         Constraint::Length(9),
     ];
     let border = if app.focus == Focus::Elections {
@@ -120,8 +122,13 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     };
     let title = if app.elections.is_empty() {
         " Elections (none found yet) ".to_string()
+    } else if app.rows.is_empty() {
+        format!(
+            " Elections · none of {} match the filter ",
+            app.elections.len()
+        )
     } else {
-        format!(" Elections {}/{} ", app.selected + 1, app.elections.len())
+        format!(" Elections {}/{} ", app.selected + 1, app.rows.len())
     };
     let table = Table::new(rows, widths)
         .header(header)
@@ -133,4 +140,24 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                 .title(title),
         );
     frame.render_widget(table, area);
+}
+
+/// Column headers, the sorted one with its direction (`TTL▲`).
+fn headers(app: &App) -> Vec<String> {
+    let cols = [
+        (Some(SortKey::Alarms), "!"),
+        (Some(SortKey::Name), "ELECTION"),
+        (None, "SCHEME"),
+        (Some(SortKey::Leader), "LEADER"),
+        (Some(SortKey::Ttl), "TTL"),
+        (Some(SortKey::Changes), "CHG"),
+        (Some(SortKey::Rate), "RATE"),
+        (Some(SortKey::Last), "LAST"),
+    ];
+    cols.iter()
+        .map(|(key, name)| match key {
+            Some(k) if *k == app.sort.key => format!("{name}{}", k.arrow(app.sort.reversed)),
+            _ => name.to_string(),
+        })
+        .collect()
 }

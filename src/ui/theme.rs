@@ -1,6 +1,37 @@
-//! Colours in one place.
+//! Colours in one place. With `NO_COLOR` set, styles keep their bold and reverse but lose
+//! their colours; every alarm also has a glyph, so nothing is told by colour alone.
+
+use std::cell::Cell;
 
 use ratatui::style::{Color, Modifier, Style};
+
+thread_local! {
+    // Per thread, not global: drawing happens on one thread, and tests drawing in parallel
+    // each choose their own.
+    static COLOR: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Turns colours on or off for drawing on this thread.
+pub fn set_color(on: bool) {
+    COLOR.with(|c| c.set(on));
+}
+
+/// Whether the environment allows colours (<https://no-color.org>: `NO_COLOR` non-empty).
+pub fn color_from_env() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn paint(s: Style) -> Style {
+    if COLOR.with(Cell::get) {
+        s
+    } else {
+        Style {
+            fg: None,
+            bg: None,
+            ..s
+        }
+    }
+}
 
 pub const MIN_WIDTH: u16 = 60;
 pub const MIN_HEIGHT: u16 = 16;
@@ -10,45 +41,61 @@ pub fn title() -> Style {
 }
 
 pub fn header() -> Style {
-    Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    paint(Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD))
 }
 
 pub fn selected() -> Style {
-    Style::new()
-        .bg(Color::DarkGray)
-        .add_modifier(Modifier::BOLD)
+    if COLOR.with(Cell::get) {
+        Style::new()
+            .bg(Color::DarkGray)
+            .add_modifier(Modifier::BOLD)
+    } else {
+        Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+    }
 }
 
 pub fn dim() -> Style {
-    Style::new().fg(Color::DarkGray)
+    paint(Style::new().fg(Color::DarkGray))
 }
 
 pub fn leader() -> Style {
-    Style::new().fg(Color::Green)
+    paint(Style::new().fg(Color::Green))
 }
 
 pub fn no_leader() -> Style {
-    Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
+    paint(Style::new().fg(Color::Red).add_modifier(Modifier::BOLD))
 }
 
 pub fn warn() -> Style {
-    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)
+    paint(Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD))
 }
 
 /// Something that must not happen, happening (two leaders at once).
 pub fn alarm() -> Style {
-    Style::new()
-        .fg(Color::White)
-        .bg(Color::Red)
-        .add_modifier(Modifier::BOLD)
+    paint(
+        Style::new()
+            .fg(Color::White)
+            .bg(Color::Red)
+            .add_modifier(Modifier::BOLD),
+    )
+}
+
+/// A row with an alarm, by its worst: red for what is broken, yellow for what may be.
+pub fn alarmed(worst: crate::app::alarm::Alarm) -> Style {
+    use crate::app::alarm::Alarm;
+    match worst {
+        Alarm::SplitBrain | Alarm::NoLeader => paint(Style::new().fg(Color::Red)),
+        Alarm::Stale => dim(),
+        _ => paint(Style::new().fg(Color::Yellow)),
+    }
 }
 
 pub fn error() -> Style {
-    Style::new().fg(Color::Red)
+    paint(Style::new().fg(Color::Red))
 }
 
 pub fn focused_border() -> Style {
-    Style::new().fg(Color::Cyan)
+    paint(Style::new().fg(Color::Cyan))
 }
 
 /// Colour of a countdown by how much of the term is left.
@@ -60,10 +107,10 @@ pub fn ttl(ratio: f64) -> Style {
     } else {
         Color::Red
     };
-    Style::new().fg(c)
+    paint(Style::new().fg(c))
 }
 
 /// What is shown as of an earlier time: no contact with its store.
 pub fn stale() -> Style {
-    Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)
+    paint(Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD))
 }

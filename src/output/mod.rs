@@ -1,5 +1,8 @@
-//! The JSON that `status --json` and `watch --json` print, built from the same state the TUI
-//! draws.
+//! What `status` and `watch` print, built from the same state the TUI draws: JSON here, the
+//! human tables and lines in their own modules.
+
+pub mod table;
+pub mod watch;
 
 use std::time::Instant;
 
@@ -65,6 +68,10 @@ pub struct ElectionJson<'a> {
     /// The source is stale: the leader is the last one seen, as of `as_of`.
     pub stale: bool,
     pub as_of: Option<String>,
+    /// What is wrong, worst first: `no-leader`, `flapping`... (as in the table's ALARMS).
+    pub alarms: Vec<&'static str>,
+    /// Leader changes per minute over the last minute.
+    pub changes_per_min: f64,
 }
 
 #[derive(Serialize)]
@@ -131,6 +138,8 @@ pub fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJ
         stale: false,
         idle: false,
         as_of: None,
+        alarms: Vec::new(),
+        changes_per_min: 0.0,
         name: &e.name,
         scheme: e.scheme,
         source,
@@ -167,12 +176,13 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
 }
 
 pub fn status(app: &App, now: Instant) -> Status<'_> {
+    let rows: std::collections::HashMap<_, _> = app.rows.iter().map(|r| (&r.key, r)).collect();
     Status {
         sources: app.sources.iter().map(|s| source(s, now)).collect(),
         elections: app
             .elections
-            .values()
-            .map(|e| {
+            .iter()
+            .map(|(key, e)| {
                 let src = app.sources.get(e.source);
                 let name = src.map(|s| s.info.name.as_str()).unwrap_or("");
                 // A stale source's countdowns are frozen at its last contact.
@@ -183,6 +193,10 @@ pub fn status(app: &App, now: Instant) -> Status<'_> {
                 j.as_of = src
                     .and_then(|s| s.last_contact)
                     .map(|(_, w)| time::rfc3339(w));
+                if let Some(r) = rows.get(key) {
+                    j.alarms = r.alarms.iter().map(|a| a.code()).collect();
+                    j.changes_per_min = r.rate;
+                }
                 j
             })
             .collect(),

@@ -1,0 +1,221 @@
+//! What the `/` and `:` bars, `Esc`, scrolling and the mouse do to the state.
+
+use super::prompt::{self, Command, Prompt, PromptKind};
+use super::rows::{self, Filter, Sort, SortKey};
+use super::{Action, App, Flash, Focus, Screen, Target, dialog};
+
+pub fn open(app: &mut App, kind: PromptKind) {
+    // The filter bar starts from the filter in force, so it can be edited.
+    let text = match (kind, app.screen) {
+        (PromptKind::Filter, Screen::Main) => app.filter.as_ref().map(|f| f.text.clone()),
+        (PromptKind::Filter, Screen::Events) => app.events_filter.as_ref().map(|f| f.text.clone()),
+        (PromptKind::Command, _) => None,
+    };
+    app.prompt = Some(Prompt {
+        kind,
+        text: text.unwrap_or_default(),
+        error: None,
+    });
+}
+
+/// A key action while the bar is open.
+pub fn on_prompt(app: &mut App, action: Action) {
+    let Some(mut p) = app.prompt.take() else {
+        return;
+    };
+    match action {
+        Action::Quit => app.quit = true,
+        // Esc in the filter bar drops the filter; in the command bar, the command.
+        Action::Back if p.kind == PromptKind::Filter => set_filter(app, None),
+        Action::Back => {}
+        Action::Accept if p.kind == PromptKind::Command => run(app, &p.text),
+        // A filter that does not parse stays open to be fixed.
+        Action::Accept if p.error.is_some() => app.prompt = Some(p),
+        Action::Accept => {}
+        Action::Type(c) => {
+            p.text.push(c);
+            live(app, &mut p);
+            app.prompt = Some(p);
+        }
+        // Erasing past the start closes the bar, as in vim and k9s.
+        Action::Erase if p.text.is_empty() => {}
+        Action::Erase => {
+            p.text.pop();
+            live(app, &mut p);
+            app.prompt = Some(p);
+        }
+        Action::Complete if p.kind == PromptKind::Command => {
+            p.text = prompt::complete(&p.text, &app.candidate_ids());
+            app.prompt = Some(p);
+        }
+        _ => app.prompt = Some(p),
+    }
+}
+
+/// The filter follows what is typed.
+fn live(app: &mut App, p: &mut Prompt) {
+    if p.kind != PromptKind::Filter {
+        return;
+    }
+    let parsed = if p.text.is_empty() {
+        Ok(None)
+    } else {
+        Filter::parse(&p.text).map(Some)
+    };
+    match parsed {
+        Ok(f) => {
+            p.error = None;
+            set_filter(app, f);
+        }
+        Err(e) => p.error = Some(e),
+    }
+}
+
+fn set_filter(app: &mut App, f: Option<Filter>) {
+    match app.screen {
+        Screen::Events => {
+            app.events_filter = f;
+            app.events_scroll = 0;
+        }
+        Screen::Main => {
+            app.filter = f;
+            rows::refresh(app);
+        }
+    }
+}
+
+fn run(app: &mut App, text: &str) {
+    let command = match prompt::parse(text) {
+        Ok(c) => c,
+        Err(e) => {
+            app.say(Flash::error(&e));
+            return;
+        }
+    };
+    match command {
+        Command::Sort(key) => sort_by(app, key),
+        Command::Events => app.screen = Screen::Events,
+        Command::Main => app.screen = Screen::Main,
+        Command::Members => app.show_members = true,
+        Command::Help => app.show_help = true,
+        Command::Quit => quit(app),
+        Command::Reelect => dialog::start(app, Action::Reelect),
+        Command::Resign => dialog::start(app, Action::Resign),
+        Command::ForceLeader(None) => dialog::start(app, Action::ForceLeader),
+        Command::ForceLeader(Some(id)) => dialog::force(app, id),
+        Command::Context(name) => app.say(Flash::error(&format!(
+            "no contexts configured: cannot switch to `{name}`"
+        ))),
+    }
+}
+
+/// Quits, or asks first when quitting stops something.
+pub fn quit(app: &mut App) {
+    match app.quit_asks {
+        Some(what) => app.dialog = Some(super::Dialog::ConfirmQuit { what }),
+        None => app.quit = true,
+    }
+}
+
+/// Sorts by `key`; by the same key again, the other way round.
+pub fn sort_by(app: &mut App, key: SortKey) {
+    app.sort = Sort {
+        key,
+        reversed: app.sort.key == key && !app.sort.reversed,
+    };
+    rows::refresh(app);
+}
+
+/// `Esc`: closes the innermost thing open, else clears a filter, else does nothing (it never
+/// quits: `q` does). Returns whether anything changed.
+pub fn back(app: &mut App) -> bool {
+    if app.show_help {
+        app.show_help = false;
+    } else if app.show_members {
+        app.show_members = false;
+    } else if app.screen == Screen::Events && app.events_filter.is_some() {
+        set_filter(app, None);
+    } else if app.screen == Screen::Events {
+        app.screen = Screen::Main;
+    } else if app.filter.is_some() {
+        set_filter(app, None);
+    } else {
+        return false;
+    }
+    true
+}
+
+fn step(pos: usize, len: usize, delta: isize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    pos.saturating_add_signed(delta).min(len - 1)
+}
+
+/// Moves the selection or scrolls the pane `focus` (the focused one when `None`).
+pub fn scroll(app: &mut App, focus: Option<Focus>, delta: isize) -> bool {
+    let before = (
+        app.selected,
+        app.line_scroll,
+        app.history_scroll,
+        app.events_scroll,
+    );
+    if app.screen == Screen::Events {
+        let n = app.visible_events().count();
+        app.events_scroll = step(app.events_scroll, n, delta);
+    } else {
+        let (cands, hist) = app
+            .selected_election()
+            .map(|e| (e.candidates.len(), e.history.len()))
+            .unwrap_or((0, 0));
+        match focus.unwrap_or(app.focus) {
+            Focus::Elections => {
+                app.selected = step(app.selected, app.rows.len(), delta);
+                if app.selected != before.0 {
+                    app.line_scroll = 0;
+                    app.history_scroll = 0;
+                }
+            }
+            Focus::Candidates => app.line_scroll = step(app.line_scroll, cands, delta),
+            Focus::History => app.history_scroll = step(app.history_scroll, hist, delta),
+        }
+    }
+    before
+        != (
+            app.selected,
+            app.line_scroll,
+            app.history_scroll,
+            app.events_scroll,
+        )
+}
+
+pub fn click(app: &mut App, target: Target) -> bool {
+    if app.dialog.is_some() || app.prompt.is_some() {
+        return false;
+    }
+    match target {
+        Target::Row(i) if i < app.rows.len() => {
+            if app.selected != i {
+                app.line_scroll = 0;
+                app.history_scroll = 0;
+            }
+            app.selected = i;
+            app.focus = Focus::Elections;
+        }
+        Target::Row(_) => app.focus = Focus::Elections,
+        Target::Pane(f) => app.focus = f,
+        Target::Events => return false,
+    }
+    true
+}
+
+pub fn wheel(app: &mut App, target: Target, delta: isize) -> bool {
+    if app.dialog.is_some() {
+        return false;
+    }
+    match target {
+        Target::Row(_) => scroll(app, Some(Focus::Elections), delta),
+        Target::Pane(f) => scroll(app, Some(f), delta),
+        Target::Events => scroll(app, None, delta),
+    }
+}

@@ -1,0 +1,223 @@
+//! `electop status` as an aligned table for people. Piped, nothing is ever cut; on a
+//! terminal, the name columns give way so a line fits the width (`-o wide` never cuts).
+
+use ratatui::text::Span;
+
+use crate::app::App;
+use crate::model::{Election, truncate_display};
+use crate::ui::format;
+
+/// One row's cells, in the order of [`columns`].
+type Cells = Vec<String>;
+
+fn columns(wide: bool) -> Vec<&'static str> {
+    let mut c = vec![
+        "SOURCE",
+        "ELECTION",
+        "LEADER",
+        "TTL",
+        "CANDIDATES",
+        "CHANGES",
+        "RATE",
+        "LAST CHANGE",
+        "ALARMS",
+    ];
+    if wide {
+        c.extend(["SCHEME", "LEADER KEY"]);
+    }
+    c
+}
+
+fn ttl(app: &App, e: &Election) -> String {
+    let at = app.as_of(e.source);
+    match (&e.leader, e.ttl_ms_at(at)) {
+        (Some(l), _) if l.zombie() => "no lease".to_string(),
+        (_, Some(ms)) => format::duration_ms(ms),
+        _ => "-".to_string(),
+    }
+}
+
+fn cells(app: &App, e: &Election, row: &crate::app::RowInfo, wide: bool) -> Cells {
+    let source = app
+        .sources
+        .get(e.source)
+        .map(|s| s.info.short.clone())
+        .unwrap_or_default();
+    let leader = match (&e.leader, e.no_leader_since()) {
+        (Some(l), _) => l.id.clone(),
+        (None, Some(t)) => format!("none since {}", crate::model::time::clock(t)),
+        (None, None) => "-".to_string(),
+    };
+    let last = e
+        .last_change()
+        .map(|h| format::age(h, app.wall))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "-".to_string());
+    let rate = format::rate(row.rate);
+    let mut c = vec![
+        source,
+        e.name.clone(),
+        leader,
+        ttl(app, e),
+        e.candidates.len().to_string(),
+        e.transitions.to_string(),
+        if rate.is_empty() { "0/m".into() } else { rate },
+        last,
+        row.alarms.codes(),
+    ];
+    if wide {
+        c.push(e.scheme.as_str().to_string());
+        c.push(
+            e.leader
+                .as_ref()
+                .map(|l| l.key.clone())
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
+    c
+}
+
+fn width(s: &str) -> usize {
+    Span::raw(s).width()
+}
+
+/// The table as text. `fit`: the terminal's width, which the ELECTION and LEADER columns
+/// shrink to meet; `None` (piped, or `-o wide`) never cuts.
+pub fn render(app: &App, wide: bool, fit: Option<usize>) -> String {
+    let head: Cells = columns(wide).iter().map(|s| s.to_string()).collect();
+    let mut rows: Vec<Cells> = vec![head];
+    rows.extend(
+        app.rows
+            .iter()
+            .filter_map(|r| app.elections.get(&r.key).map(|e| cells(app, e, r, wide))),
+    );
+    let mut widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| width(&r[i])).max().unwrap_or(0))
+        .collect();
+    if let Some(max) = fit {
+        shrink(&mut widths, max);
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| {
+                let cell = if width(cell) > *w {
+                    truncate_display(cell, *w)
+                } else {
+                    cell.clone()
+                };
+                let pad = w.saturating_sub(width(&cell));
+                format!("{cell}{}", " ".repeat(pad))
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    if app.rows.is_empty() {
+        out.push_str("no elections found\n");
+    }
+    out
+}
+
+/// Narrows ELECTION and LEADER (the long ones), never below 12, until the line fits.
+fn shrink(widths: &mut [usize], max: usize) {
+    const SHRINKABLE: [usize; 2] = [1, 2];
+    let total = |w: &[usize]| w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1);
+    while total(widths) > max {
+        let Some(&i) = SHRINKABLE
+            .iter()
+            .filter(|i| widths[**i] > 12)
+            .max_by_key(|i| widths[**i])
+        else {
+            return;
+        };
+        widths[i] -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{Msg, update};
+    use crate::model::{Candidate, Scheme, SourceEvent, SourceInfo};
+    use std::time::{Duration, Instant, SystemTime};
+
+    fn app() -> App {
+        let info = SourceInfo {
+            id: 0,
+            name: "etcd x /e/".into(),
+            label: "/e/".into(),
+            short: "etcd1".into(),
+            endpoints: "x".into(),
+            scheme: Some(Scheme::EtcdElection),
+            read_only: false,
+            clustered: false,
+            idle_is_normal: false,
+            notice: None,
+        };
+        let now = Instant::now();
+        let mut app = App::new(vec![info], now, SystemTime::UNIX_EPOCH);
+        let mut e = Election::new(
+            0,
+            format!("a-very-long-election-name-{}", "x".repeat(40)),
+            Scheme::EtcdElection,
+        );
+        let c = Candidate {
+            id: "node-with-a-long-id-0123456789".into(),
+            raw_id: Vec::new(),
+            key: "/e/k/1".into(),
+            raw_key: Vec::new(),
+            lease: Some(1),
+            create_revision: 1,
+            mod_revision: 1,
+            stamp: None,
+            ttl: Some(crate::model::Deadline {
+                granted_ms: 10_000,
+                remaining_ms: 9_500,
+                read_at: now,
+            }),
+        };
+        e.leader = Some(c.clone());
+        e.candidates = vec![c];
+        let empty = Election::new(0, "b".into(), Scheme::EtcdElection);
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections: vec![e, empty],
+            }),
+        );
+        let _ = Duration::ZERO;
+        app
+    }
+
+    #[test]
+    fn piped_nothing_is_cut_and_columns_align() {
+        let text = render(&app(), false, None);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("SOURCE  ELECTION"), "{text}");
+        assert!(text.contains(&"x".repeat(40)), "the whole name:\n{text}");
+        assert!(text.contains("node-with-a-long-id-0123456789"), "{text}");
+        let col = |l: &str| l.find("ALARMS").or_else(|| l.find("no-leader"));
+        assert_eq!(col(lines[0]), col(lines[1]), "aligned:\n{text}");
+        assert!(lines[1].contains("no-leader"), "worst first:\n{text}");
+        assert!(
+            lines[2].contains("9.5s") && lines[2].ends_with('-'),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn on_a_terminal_names_give_way_to_fit() {
+        let text = render(&app(), false, Some(100));
+        assert!(text.lines().all(|l| width(l) <= 100), "{text}");
+        assert!(text.contains("chars)") || text.contains('…'), "{text}");
+        let wide = render(&app(), true, None);
+        assert!(
+            wide.contains("LEADER KEY") && wide.contains("/e/k/1"),
+            "{wide}"
+        );
+    }
+}

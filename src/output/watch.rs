@@ -1,0 +1,131 @@
+//! `electop watch` for people: one line per change, at local time to the millisecond.
+//!
+//! `23:01:02.345 etcd1 jobs leader node-a → node-b (lease_expired) ttl 9.5s`
+
+use std::time::SystemTime;
+
+use time::UtcOffset;
+
+use crate::app::log::source_text;
+use crate::model::{Event, EventKind, time as clock};
+
+/// The machine's offset from UTC at `t` (daylight saving included), from the C library, as
+/// `date` has it; UTC if it cannot tell.
+pub fn local_offset(t: SystemTime) -> UtcOffset {
+    let secs = match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as libc::time_t,
+        Err(_) => return UtcOffset::UTC,
+    };
+    // SAFETY: an all-zero `tm` is a valid value (integers and a null zone pointer), and
+    // localtime_r writes only into the `tm` we own for the length of the call.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
+    if !ok {
+        return UtcOffset::UTC;
+    }
+    UtcOffset::from_whole_seconds(tm.tm_gmtoff as i32).unwrap_or(UtcOffset::UTC)
+}
+
+/// The line for `e`. `source`: the source's short handle; `ttl_ms`: the new leader's time
+/// left, where known.
+pub fn line(e: &Event, source: &str, ttl_ms: Option<i64>, offset: UtcOffset) -> String {
+    let when = match e.at {
+        Some(at) => clock::clock_ms(at, offset),
+        None => "replayed    ".to_string(),
+    };
+    let who = |x: &Option<String>| x.clone().unwrap_or_else(|| "none".into());
+    let what = match e.kind {
+        EventKind::LeaderElected | EventKind::LeaderChanged | EventKind::LeaderLost => {
+            format!("leader {} → {}", who(&e.from), who(&e.to))
+        }
+        EventKind::Attributed => format!("leader {} → {} was forced", who(&e.from), who(&e.to)),
+        EventKind::CandidateJoined => {
+            format!("candidate {} joined", who(&e.to.clone().or(e.from.clone())))
+        }
+        EventKind::CandidateLeft => {
+            format!("candidate {} left", who(&e.from.clone().or(e.to.clone())))
+        }
+        kind => source_text(kind).to_string(),
+    };
+    let mut out = format!("{when} {source}");
+    if let Some(el) = &e.election {
+        out.push(' ');
+        out.push_str(el);
+    }
+    out.push(' ');
+    out.push_str(&what);
+    if let Some(c) = e.cause {
+        out.push_str(&format!(" ({})", c.as_str()));
+    }
+    if let Some(ms) = ttl_ms.filter(|_| e.to.is_some()) {
+        out.push_str(&format!(" ttl {}", clock::duration_ms(ms)));
+    }
+    if let Some(d) = &e.detail {
+        out.push_str(&format!(": {d}"));
+    }
+    if e.at.is_none()
+        && let Some(r) = e.revision
+    {
+        out.push_str(&format!(" [rev {r}]"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Cause;
+    use std::time::Duration;
+
+    fn event(kind: EventKind) -> Event {
+        Event {
+            at: Some(SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_000_062_345)),
+            source: "etcd 127.0.0.1:2379 /e/".into(),
+            election: Some("jobs".into()),
+            kind,
+            from: Some("node-a".into()),
+            to: Some("node-b".into()),
+            cause: Some(Cause::LeaseExpired),
+            revision: Some(12),
+            replayed: false,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn a_change_reads_as_a_sentence_with_milliseconds_and_the_ttl() {
+        let two_hours = UtcOffset::from_hms(2, 0, 0).expect("offset");
+        let l = line(
+            &event(EventKind::LeaderChanged),
+            "etcd1",
+            Some(9_500),
+            two_hours,
+        );
+        assert_eq!(
+            l,
+            "13:07:42.345 etcd1 jobs leader node-a → node-b (lease_expired) ttl 9.5s"
+        );
+        let mut lost = event(EventKind::LeaderLost);
+        lost.to = None;
+        let l = line(&lost, "etcd1", Some(9_500), UtcOffset::UTC);
+        assert_eq!(
+            l,
+            "11:07:42.345 etcd1 jobs leader node-a → none (lease_expired)"
+        );
+    }
+
+    #[test]
+    fn source_events_and_replayed_changes_say_what_they_are() {
+        let mut c = event(EventKind::Connected);
+        c.election = None;
+        c.cause = None;
+        assert_eq!(
+            line(&c, "sql1", None, UtcOffset::UTC),
+            "11:07:42.345 sql1 connected"
+        );
+        let mut r = event(EventKind::LeaderChanged);
+        r.at = None;
+        let l = line(&r, "etcd1", None, UtcOffset::UTC);
+        assert!(l.starts_with("replayed") && l.ends_with("[rev 12]"), "{l}");
+    }
+}

@@ -1,0 +1,167 @@
+//! `status` and `watch` in text, for people, against a real store: aligned, never cut when
+//! piped, quiet when the reader goes away.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::electop::command;
+use common::sqlstore::Store;
+
+const T: Duration = Duration::from_secs(10);
+
+fn args(url: &str) -> Vec<String> {
+    ["--sql", url, "--scheme", "sql-lease", "--poll", "100ms"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+#[test]
+fn status_prints_an_aligned_table_that_is_never_cut_when_piped() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    let long = format!("an-election-with-a-very-long-name-{}", "z".repeat(60));
+    assert!(store.lease_attempt("leaderlock", &long, "node-with-a-long-identity-42", 60));
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let out = command(home.path())
+        .args(args(&store.url()))
+        .arg("status")
+        .output()
+        .expect("electop status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let lines: Vec<&str> = text.lines().collect();
+    for col in [
+        "SOURCE",
+        "ELECTION",
+        "LEADER",
+        "TTL",
+        "CANDIDATES",
+        "CHANGES",
+        "RATE",
+        "LAST CHANGE",
+        "ALARMS",
+    ] {
+        assert!(lines[0].contains(col), "{col}:\n{text}");
+    }
+    assert!(text.contains(&long), "the whole name, piped:\n{text}");
+    assert!(text.contains("node-with-a-long-identity-42"), "{text}");
+    let at = |l: &str, w: &str| l.find(w);
+    let row = lines.iter().find(|l| l.contains(" jobs ")).expect("jobs");
+    assert_eq!(
+        at(lines[0], "LEADER"),
+        at(row, "node-a"),
+        "aligned:\n{text}"
+    );
+
+    let wide = command(home.path())
+        .args(args(&store.url()))
+        .args(["status", "-o", "wide"])
+        .output()
+        .expect("electop status -o wide");
+    let wide = String::from_utf8_lossy(&wide.stdout);
+    assert!(
+        wide.contains("SCHEME") && wide.contains("sql-lease"),
+        "{wide}"
+    );
+    let json = command(home.path())
+        .args(args(&store.url()))
+        .args(["status", "-o", "json"])
+        .output()
+        .expect("electop status -o json");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(v["elections"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["elections"][0]["alarms"], serde_json::json!([]), "{v:#}");
+    assert_eq!(v["elections"][0]["changes_per_min"], 0.0, "{v:#}");
+}
+
+#[test]
+fn a_closed_pipe_ends_status_quietly() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    // More than a pipe's buffer of table, in one statement.
+    store.exec(
+        "INSERT INTO leaderlock (key, leader_id, valid_until) \
+         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1999) \
+         SELECT printf('e%04d', i), 'n', strftime('%Y-%m-%d %H:%M:%f', 'now', '+60 seconds') FROM n",
+    );
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut child = command(home.path())
+        .args(args(&store.url()))
+        .arg("status")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("electop status");
+    // Read one line, like `| head -1`, then hang up.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("a line");
+    assert!(first.starts_with("SOURCE"), "{first}");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
+    let status = child.wait().expect("exit");
+    assert_eq!(status.code(), Some(0), "exit 0 on a closed pipe: {err}");
+    assert!(!err.to_lowercase().contains("broken pipe"), "{err}");
+}
+
+#[test]
+fn watch_prints_one_readable_line_per_change() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut child = command(home.path())
+        .args(args(&store.url()))
+        .arg("watch")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("electop watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |what: &str| {
+        lines
+            .recv_timeout(T)
+            .unwrap_or_else(|_| panic!("watch printed no {what} within {T:?}"))
+    };
+    while !next("synced").contains("synced") {}
+    store.exec("UPDATE leaderlock SET leader_id = 'node-b' WHERE key = 'jobs'");
+    let line = next("the takeover");
+    let _ = child.kill();
+    let _ = child.wait();
+    // `12:34:56.789 sql1 jobs leader node-a → node-b (taken_over) ttl 59.9s`
+    let (time, rest) = line.split_once(' ').expect("a time first");
+    assert!(
+        time.len() == 12
+            && time.as_bytes()[8] == b'.'
+            && time[9..].bytes().all(|b| b.is_ascii_digit()),
+        "local time to the millisecond: {line}"
+    );
+    assert!(
+        rest.starts_with("sql1 jobs leader node-a → node-b (taken_over)"),
+        "{line}"
+    );
+    assert!(rest.contains(" ttl "), "the new leader's TTL: {line}");
+}
