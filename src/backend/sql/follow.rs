@@ -131,7 +131,7 @@ impl<'a> Follow<'a> {
 
     async fn check_schema(&mut self) -> Result<Input, Stop> {
         let Some(pool) = &self.pool else {
-            return Ok(Input::Retry);
+            return Err(self.lost());
         };
         let schema = read_schema(&self.b.settings, pool).await?;
         let query = self.b.settings.poll_query(&schema.stamp_type);
@@ -144,7 +144,7 @@ impl<'a> Follow<'a> {
     /// Waits for the next tick, meanwhile serving commands, then polls once.
     async fn poll(&mut self) -> Result<Input, Stop> {
         let (Some(pool), Some((query, tick))) = (&self.pool, &mut self.poll) else {
-            return Ok(Input::Retry);
+            return Err(self.lost());
         };
         loop {
             tokio::select! {
@@ -191,6 +191,15 @@ impl<'a> Follow<'a> {
             next_within: self.b.settings.poll,
         })
         .await
+    }
+
+    /// The machine reaches the schema check only with a pool and polling only with a query;
+    /// should that ever not hold, the source goes down and starts over rather than spin.
+    fn lost(&self) -> Stop {
+        let place = self.b.settings.url.redacted();
+        Stop::Failed(SqlError::Unavailable(format!(
+            "{place}: the connection was lost between steps"
+        )))
     }
 
     async fn failed(&mut self, e: SqlError) -> Input {
