@@ -53,6 +53,10 @@ pub struct SourceArgs {
     /// SQL database with election tables: postgres://, mysql:// or sqlite://PATH; repeatable.
     #[arg(long, global = true, value_name = "URL")]
     pub sql: Vec<String>,
+    /// SQL: a well-known project's table, which sets the scheme, table and columns (list
+    /// them with `electop presets`).
+    #[arg(long, global = true, value_enum, value_name = "NAME")]
+    pub preset: Option<crate::presets::Preset>,
     /// SQL: the election table (default leaderlock / service_election).
     #[arg(long, global = true, value_name = "NAME")]
     pub table: Option<String>,
@@ -170,6 +174,8 @@ pub enum Command {
     Node(NodeArgs),
     /// Three (or --nodes) participants electing a leader, beside the dashboard.
     Demo(DemoArgs),
+    /// List the presets (--preset): each project's table and how electop reads it.
+    Presets,
     /// Print a shell completion script, e.g. `electop completions bash > /etc/bash_completion.d/electop`.
     Completions { shell: clap_complete::Shell },
 }
@@ -271,11 +277,8 @@ impl SourceArgs {
     /// all of a local etcd.
     pub fn resolve(&self, config: &Config) -> Result<Vec<SourceConfig>, String> {
         let scheme = self.scheme.map(Scheme::from);
-        let sql_scheme = scheme.filter(|s| s.is_sql());
+        let sql_scheme = self.sql_scheme(scheme)?;
         let etcd_scheme = scheme.filter(|s| !s.is_sql());
-        if !self.sql.is_empty() && sql_scheme.is_none() {
-            return Err("--sql needs --scheme sql-lease or --scheme sql-heartbeat".to_string());
-        }
         if sql_scheme.is_some()
             && self.sql.is_empty()
             && self.etcd.is_empty()
@@ -318,19 +321,9 @@ impl SourceArgs {
             }));
         }
         if let Some(scheme) = sql_scheme {
-            sources.extend(self.sql.iter().map(|url| {
-                SourceConfig::Sql(SqlSource {
-                    url: DbUrl(url.clone()),
-                    password_env: self.password_env.clone(),
-                    password_file: self.password_file.clone(),
-                    scheme,
-                    table: self.table.clone(),
-                    columns: SqlColumns::default(),
-                    timeout: self.heartbeat_timeout,
-                    poll: self.poll,
-                    read_only: false,
-                })
-            }));
+            for url in &self.sql {
+                sources.push(SourceConfig::Sql(self.sql_source(url, scheme)?));
+            }
         }
         if !flags_given {
             sources = if config.sources.is_empty() {
@@ -351,6 +344,45 @@ impl SourceArgs {
             }
         }
         Ok(sources)
+    }
+
+    fn sql_source(&self, url: &str, scheme: Scheme) -> Result<SqlSource, String> {
+        let mut source = SqlSource {
+            url: DbUrl(url.to_string()),
+            password_env: self.password_env.clone(),
+            password_file: self.password_file.clone(),
+            scheme,
+            preset: self.preset,
+            table: self.table.clone(),
+            columns: SqlColumns::default(),
+            timeout: self.heartbeat_timeout,
+            poll: self.poll,
+            read_only: false,
+        };
+        source.apply_preset()?;
+        Ok(source)
+    }
+
+    /// The scheme of the `--sql` sources: from `--preset` or `--scheme`, which must agree.
+    fn sql_scheme(&self, scheme: Option<Scheme>) -> Result<Option<Scheme>, String> {
+        let given = scheme.filter(|s| s.is_sql());
+        if let Some(p) = self.preset
+            && self.sql.is_empty()
+        {
+            return Err(format!("--preset {p} is a SQL table: give --sql URL"));
+        }
+        if self.sql.is_empty() {
+            return Ok(given);
+        }
+        if self.preset.is_none() && given.is_none() {
+            return Err(format!(
+                "--sql needs --scheme sql-lease or --scheme sql-heartbeat, or --preset ({})",
+                crate::presets::names()
+            ));
+        }
+        crate::presets::sql_scheme(self.preset, given, "--scheme")
+            .map(Some)
+            .map_err(|e| format!("--sql: {e}"))
     }
 
     /// The TLS flags, on every etcd source, config file's too: each flag given replaces

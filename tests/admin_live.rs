@@ -61,12 +61,14 @@ async fn seen(sources: &[SourceConfig], name: &str) -> AdminRequestParts {
     AdminRequestParts {
         seen: e.clone(),
         source_name: app.sources[e.source].info.name.clone(),
+        target: electop::admin::Target::from_config(&sources[e.source]).expect("settings"),
     }
 }
 
 struct AdminRequestParts {
     seen: electop::model::Election,
     source_name: String,
+    target: electop::admin::Target,
 }
 
 impl AdminRequestParts {
@@ -76,6 +78,7 @@ impl AdminRequestParts {
             source_name: self.source_name.clone(),
             kind,
             seen: self.seen.clone(),
+            target: self.target.clone(),
         }
     }
 }

@@ -10,4 +10,4 @@ pub mod time;
 
 pub use election::{Candidate, Cause, Deadline, Election, HistoryEntry, Scheme, SourceId};
 pub use escape::{escape_bytes, truncate_display};
-pub use event::{ConnState, Event, EventKind, MemberStatus, SourceEvent, SourceInfo};
+pub use event::{ConnState, Event, EventKind, MemberStatus, SourceEvent, SourceInfo, SourceNotice};
