@@ -9,24 +9,34 @@ use sqlx::{AnyPool, AssertSqlSafe};
 
 use super::SqlSettings;
 use super::dialect::Dialect;
-use super::errors::{describe, scrub};
+use super::errors::{SqlError, describe, scrub};
 use crate::model::Scheme;
 
+/// A pool, for callers that only show the error.
 pub(crate) async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, String> {
+    open(s, timeout).await.map_err(|e| e.to_string())
+}
+
+/// A pool, or what kept it from opening, typed so the caller knows whether to retry.
+pub(crate) async fn open(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, SqlError> {
     sqlx::any::install_default_drivers();
     let where_ = s.url.redacted();
     if s.dialect == Dialect::Sqlite {
         let path = sqlite_path(&s.url.0);
         if !path.is_empty() && path != ":memory:" && !std::path::Path::new(&path).exists() {
-            return Err(format!(
+            return Err(SqlError::Settings(format!(
                 "sqlite database {path} does not exist: check the path, or start a participant that creates it"
-            ));
+            )));
         }
     }
     super::tls::check_files(&s.url.0, s.dialect, &where_)?;
-    let url = s.connect_url()?;
-    let opts = AnyConnectOptions::from_str(&url)
-        .map_err(|e| format!("database URL {where_}: {}", scrub(&e.to_string(), &url)))?;
+    let url = s.connect_url().map_err(SqlError::Settings)?;
+    let opts = AnyConnectOptions::from_str(&url).map_err(|e| {
+        SqlError::Settings(format!(
+            "database URL {where_}: {}",
+            scrub(&e.to_string(), &url)
+        ))
+    })?;
     let dialect = s.dialect;
     let pool = AnyPoolOptions::new()
         .max_connections(2)
@@ -42,10 +52,11 @@ pub(crate) async fn connect(s: &SqlSettings, timeout: Duration) -> Result<AnyPoo
         .connect_with(opts);
     match tokio::time::timeout(timeout, pool).await {
         Ok(Ok(pool)) => Ok(pool),
-        Ok(Err(e)) => Err(describe(&e, s, &url)),
-        Err(_) => Err(format!(
-            "cannot connect to {where_}: no answer within {timeout:?}"
-        )),
+        Ok(Err(e)) => Err(SqlError::from_sqlx(&e, s, &url)),
+        Err(_) => Err(SqlError::ConnectTimeout {
+            place: where_,
+            timeout,
+        }),
     }
 }
 

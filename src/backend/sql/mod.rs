@@ -4,12 +4,15 @@
 //! sqlx's `Any` driver; their differences live in [`dialect`].
 
 pub mod admin;
+mod conn;
 mod connect;
 pub mod dialect;
 mod errors;
+mod follow;
 pub mod heartbeat;
 pub mod history;
 pub mod lease;
+mod poll;
 mod schema;
 mod tls;
 pub mod tracker;
@@ -19,16 +22,12 @@ pub(crate) use errors::describe;
 pub(crate) use schema::{Schema, check_schema};
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
-
-use sqlx::{AnyPool, AssertSqlSafe, Row as _};
-use tracing::{info, warn};
+use std::time::Duration;
 
 use self::dialect::{Dialect, Ident};
-use self::tracker::{Poll, Row, SqlTracker};
-use super::{Backend, BackendFuture, BackendIo, BackendOptions, Backoff, Command};
+use super::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::{DbUrl, SqlSource};
-use crate::model::{ConnState, Scheme, SourceEvent, SourceId, SourceInfo};
+use crate::model::{Scheme, SourceId, SourceInfo};
 
 /// The validated columns of an election table.
 #[derive(Clone, Debug)]
@@ -218,253 +217,8 @@ impl Backend for SqlBackend {
     }
 
     fn run(self: Box<Self>, io: BackendIo) -> BackendFuture {
-        Box::pin(run(*self, io))
+        Box::pin(follow::run(*self, io))
     }
-}
-
-/// Why polling stopped.
-enum Stop {
-    Closed,
-    Down(String),
-    /// The table or the credentials are wrong: retrying will not help until someone acts.
-    Wrong(String),
-}
-
-impl Stop {
-    /// A wrong table, column, password or database stays wrong; an unreachable server may
-    /// come back.
-    fn classify(error: String) -> Stop {
-        // A refused certificate or a server without TLS stays so until someone acts, even
-        // though it is found while connecting.
-        if error.contains(tls::MARKER) {
-            return Stop::Wrong(error);
-        }
-        let passing = [
-            "cannot connect",
-            "no answer",
-            "timed out",
-            "reading the poll",
-        ];
-        if passing.iter().any(|p| error.contains(p)) {
-            Stop::Down(error)
-        } else {
-            Stop::Wrong(error)
-        }
-    }
-}
-
-async fn run(b: SqlBackend, mut io: BackendIo) {
-    let source = b.info.id;
-    let mut tracker = SqlTracker::new(
-        source,
-        b.info.name.clone(),
-        b.settings.scheme.scheme(),
-        b.settings.scheme.term_ms(),
-        b.opts.history_limit.max(1),
-    );
-    let mut writer = None;
-    if let Some(path) = &b.history_path {
-        tracker.preload(history::load(path));
-        match history::Writer::open(path) {
-            Ok(Some(w)) => writer = Some(w),
-            Ok(None) => {
-                info!(path = %path.display(), "another electop records this source's history")
-            }
-            Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
-        }
-    }
-    let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(10));
-    let cancel = io.cancel.clone();
-    let mut synced = false;
-    loop {
-        let outcome = tokio::select! {
-            o = follow(&b, &mut io, &mut tracker, &mut writer, &mut synced, &mut backoff) => o,
-            _ = cancel.cancelled() => return,
-        };
-        let (error, lasting) = match outcome {
-            Stop::Closed => return,
-            Stop::Down(e) => (e, false),
-            Stop::Wrong(e) => (e, true),
-        };
-        if !super::down_and_wait(&io, &b.info, error, lasting, None, &mut backoff).await {
-            return;
-        }
-    }
-}
-
-async fn follow(
-    b: &SqlBackend,
-    io: &mut BackendIo,
-    tracker: &mut SqlTracker,
-    writer: &mut Option<history::Writer>,
-    synced: &mut bool,
-    backoff: &mut Backoff,
-) -> Stop {
-    let source = b.info.id;
-    let send = |ev| io.events.send(ev);
-    if send(SourceEvent::Conn {
-        source,
-        state: ConnState::Connecting,
-    })
-    .await
-    .is_err()
-    {
-        return Stop::Closed;
-    }
-    let pool = match connect(&b.settings, b.opts.request_timeout).await {
-        Ok(p) => p,
-        Err(e) => return Stop::classify(e),
-    };
-    let stamp_type = match check_schema(&b.settings, &pool).await {
-        Ok(t) => t.stamp_type,
-        Err(e) => {
-            pool.close().await;
-            return Stop::classify(e);
-        }
-    };
-    if io
-        .events
-        .send(SourceEvent::Conn {
-            source,
-            state: ConnState::Connected,
-        })
-        .await
-        .is_err()
-    {
-        return Stop::Closed;
-    }
-    info!(source = %b.info.name, "sql connected");
-    let query = b.settings.poll_query(&stamp_type);
-    let mut tick = tokio::time::interval(b.settings.poll);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            cmd = io.commands.recv() => {
-                // Every row is read each poll anyway; visibility changes nothing here.
-                match cmd {
-                    None => return Stop::Closed,
-                    Some(Command::Forced { election, mark }) => {
-                        if let Some(e) = tracker.forced(&election, mark, Instant::now(), std::time::SystemTime::now()) {
-                            let told = crate::backend::forced::attributed(&b.info.name, &e);
-                            let sent = io.events.send(SourceEvent::Elections { source, elections: vec![e] }).await.is_ok()
-                                && match told {
-                                    Some(ev) => io.events.send(SourceEvent::Happened(ev)).await.is_ok(),
-                                    None => true,
-                                };
-                            if !sent {
-                                return Stop::Closed;
-                            }
-                        }
-                    }
-                    Some(Command::Visible { .. }) => {}
-                }
-                continue;
-            }
-        }
-        let sent = (Instant::now(), std::time::SystemTime::now());
-        let poll = match poll_once(&b.settings, &pool, &query, b.opts.request_timeout).await {
-            Ok(p) => p,
-            Err(e) => {
-                pool.close().await;
-                return Stop::classify(e);
-            }
-        };
-        backoff.reset();
-        let (elections, events, recorded) = tracker.apply(poll);
-        if let Some(w) = writer.as_mut()
-            && !recorded.is_empty()
-            && let Err(e) = w.append(&recorded)
-        {
-            warn!(%e, "cannot append to the history file");
-        }
-        if !elections.is_empty()
-            && io
-                .events
-                .send(SourceEvent::Elections { source, elections })
-                .await
-                .is_err()
-        {
-            return Stop::Closed;
-        }
-        for e in events {
-            if io.events.send(SourceEvent::Happened(e)).await.is_err() {
-                return Stop::Closed;
-            }
-        }
-        // The rows are true as of when the poll was sent, not when it returned.
-        let contact = SourceEvent::Contact {
-            source,
-            at: sent.0,
-            wall: sent.1,
-            next_within: b.settings.poll,
-        };
-        if io.events.send(contact).await.is_err() {
-            return Stop::Closed;
-        }
-        if !*synced {
-            *synced = true;
-            if io
-                .events
-                .send(SourceEvent::Synced { source })
-                .await
-                .is_err()
-            {
-                return Stop::Closed;
-            }
-        }
-    }
-}
-
-async fn poll_once(
-    s: &SqlSettings,
-    pool: &AnyPool,
-    query: &str,
-    timeout: Duration,
-) -> Result<Poll, String> {
-    let fetch = sqlx::query(AssertSqlSafe(query.to_string())).fetch_all(pool);
-    let rows = match tokio::time::timeout(timeout, fetch).await {
-        Ok(r) => r.map_err(|e| describe(&e, s, &s.url.0))?,
-        Err(_) => {
-            return Err(format!(
-                "{}: the poll got no answer within {timeout:?}",
-                s.url.redacted()
-            ));
-        }
-    };
-    let at = SystemTime::now();
-    let now = Instant::now();
-    let mut db_now_ms = None;
-    let mut out = Vec::new();
-    for r in &rows {
-        let get_i = |i| {
-            r.try_get::<Option<i64>, _>(i)
-                .map_err(|e| format!("{}: reading the poll: {e}", s.url.redacted()))
-        };
-        let get_s = |i| {
-            r.try_get::<Option<String>, _>(i)
-                .map_err(|e| format!("{}: reading the poll: {e}", s.url.redacted()))
-        };
-        db_now_ms = db_now_ms.or(get_i(0)?);
-        let Some(key) = get_s(1)? else { continue };
-        let holder = get_s(2)?;
-        out.push(Row {
-            key: crate::model::escape_bytes(key.as_bytes()),
-            holder: holder
-                .as_ref()
-                .map(|h| crate::model::escape_bytes(h.as_bytes())),
-            raw_holder: holder.map(String::into_bytes),
-            remaining_ms: get_i(3)?,
-            // Shown as is: a SQLite column holds any text, not only a timestamp.
-            stamp: get_s(4)?.map(|t| crate::model::escape_bytes(t.as_bytes())),
-        });
-    }
-    Ok(Poll {
-        db_now_ms: db_now_ms.unwrap_or(0),
-        rows: out,
-        at,
-        now,
-    })
 }
 
 #[cfg(test)]
@@ -472,7 +226,7 @@ mod tests {
     use super::*;
     use crate::config::SqlColumns;
 
-    fn cfg(url: &str, scheme: Scheme) -> SqlSource {
+    pub(super) fn cfg(url: &str, scheme: Scheme) -> SqlSource {
         SqlSource {
             url: DbUrl(url.into()),
             password_env: None,
@@ -502,15 +256,7 @@ mod tests {
     }
 
     #[test]
-    fn tls_failures_are_lasting_and_unreachable_servers_are_not() {
-        // Worded to contain what a passing error says, too: the marker decides.
-        let tls = format!(
-            "postgres://h/db{}the server does not offer TLS; cannot connect in plain text",
-            tls::MARKER
-        );
-        assert!(matches!(Stop::classify(tls), Stop::Wrong(_)));
-        let down = "cannot connect to postgres://h/db: refused".to_string();
-        assert!(matches!(Stop::classify(down), Stop::Down(_)));
+    fn unusable_tls_modes_are_refused() {
         let bad_mode = cfg("postgres://h/db?sslmode=on", Scheme::SqlLease);
         let e = SqlSettings::from_config(&bad_mode).err().expect("refused");
         assert!(e.to_string().contains("sslmode=on"), "{e}");

@@ -4,7 +4,7 @@
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 
 use super::SqlSettings;
-use super::errors::describe;
+use super::errors::SqlError;
 
 /// Declared types of the columns that matter.
 pub struct Schema {
@@ -12,15 +12,20 @@ pub struct Schema {
     pub key_type: String,
 }
 
+/// Checks the table, for callers that only show the error.
+pub(crate) async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<Schema, String> {
+    read_schema(s, pool).await.map_err(|e| e.to_string())
+}
+
 /// Checks that the table and its columns are there and usable, with an error that says what
 /// to fix when they are not.
-pub(crate) async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<Schema, String> {
+pub(crate) async fn read_schema(s: &SqlSettings, pool: &AnyPool) -> Result<Schema, SqlError> {
     let where_ = s.url.redacted();
     let url = s.url.0.as_str();
     let rows = sqlx::query(AssertSqlSafe(s.dialect.columns_query(&s.table)))
         .fetch_all(pool)
         .await
-        .map_err(|e| describe(&e, s, url))?;
+        .map_err(|e| SqlError::from_sqlx(&e, s, url))?;
     let cols: Vec<(String, String)> = rows
         .iter()
         .filter_map(|r| {
@@ -35,8 +40,11 @@ pub(crate) async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<Sche
         let probe = format!("SELECT 1 FROM {} WHERE 1 = 0", s.dialect.quote(&s.table));
         return Err(
             match sqlx::query(AssertSqlSafe(probe)).fetch_all(pool).await {
-                Err(e) => describe(&e, s, url),
-                Ok(_) => format!("table {} has no columns visible in {where_}", s.table),
+                Err(e) => SqlError::from_sqlx(&e, s, url),
+                Ok(_) => SqlError::Schema(format!(
+                    "table {} has no columns visible in {where_}",
+                    s.table
+                )),
             },
         );
     }
@@ -52,11 +60,11 @@ pub(crate) async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<Sche
             .any(|(n, _)| n.eq_ignore_ascii_case(want.name()))
         {
             let have: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
-            return Err(format!(
+            return Err(SqlError::Schema(format!(
                 "column {want} is missing from table {} in {where_} (it has: {}); if it is named differently set columns.{field} in the config",
                 s.table,
                 have.join(", ")
-            ));
+            )));
         }
     }
     let ty = cols
@@ -65,12 +73,12 @@ pub(crate) async fn check_schema(s: &SqlSettings, pool: &AnyPool) -> Result<Sche
         .map(|(_, t)| t.clone())
         .unwrap_or_default();
     if !s.dialect.is_timestamp_type(&ty) {
-        return Err(format!(
+        return Err(SqlError::Schema(format!(
             "column {} of table {} is `{ty}`, not a timestamp; {} needs a timestamp column (timestamp/timestamptz on PostgreSQL, DATETIME/TIMESTAMP on MySQL)",
             c.stamp,
             s.table,
             s.scheme.scheme()
-        ));
+        )));
     }
     let key_type = cols
         .iter()

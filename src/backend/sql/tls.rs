@@ -7,9 +7,10 @@
 use rustls::CertificateError;
 
 use super::dialect::Dialect;
+use super::errors::SqlError;
 
-/// Every TLS failure message holds this, and is therefore a lasting error: a certificate or
-/// a server setting does not change by retrying.
+/// Every TLS failure message holds this, so the operator reads at once what kind of failure
+/// it is (its kind, `SqlError::Tls`, is what decides it is lasting).
 pub(crate) const MARKER: &str = ": TLS: ";
 
 /// A TLS setting in a database URL that cannot work.
@@ -128,7 +129,7 @@ pub(crate) fn check(url: &str, d: Dialect) -> Result<(), TlsConfigError> {
 /// Before connecting: every certificate file the URL names can be read. A missing one is a
 /// lasting TLS error naming the parameter and the path; sqlx would report it as an I/O
 /// error, alike to an unreachable server.
-pub(crate) fn check_files(url: &str, d: Dialect, where_: &str) -> Result<(), String> {
+pub(crate) fn check_files(url: &str, d: Dialect, where_: &str) -> Result<(), SqlError> {
     let Some(n) = names(d) else {
         return Ok(());
     };
@@ -140,7 +141,9 @@ pub(crate) fn check_files(url: &str, d: Dialect, where_: &str) -> Result<(), Str
             continue;
         }
         if let Err(e) = std::fs::File::open(path) {
-            return Err(format!("{where_}{MARKER}cannot read {param}={path}: {e}"));
+            return Err(SqlError::Tls(format!(
+                "{where_}{MARKER}cannot read {param}={path}: {e}"
+            )));
         }
     }
     Ok(())
@@ -271,6 +274,8 @@ mod tests {
             "files are read when connecting"
         );
         let e = check_files(&missing, MY, "my").expect_err("missing");
+        assert_eq!(e.kind(), crate::backend::sql::errors::SqlErrorKind::Tls);
+        let e = e.to_string();
         assert!(
             e.starts_with("my: TLS: cannot read ssl-ca=") && e.contains("nope.pem"),
             "{e}"

@@ -1,0 +1,251 @@
+//! Carrying out a SQL source's life cycle ([`super::conn`]): each phase's IO gives the
+//! state machine its next input, and what it tells is sent on.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use sqlx::AnyPool;
+use tokio::time::{Interval, MissedTickBehavior};
+use tracing::{info, warn};
+
+use super::conn::{Conn, Input, Phase, Tell};
+use super::errors::SqlError;
+use super::tracker::{Poll, SqlTracker};
+use super::{SqlBackend, connect::open, history, poll::poll_once, schema::read_schema};
+use crate::backend::{BackendIo, Command};
+use crate::model::{ConnState, SourceEvent};
+
+/// Why a phase did not give its input.
+enum Stop {
+    /// Nobody listens any more.
+    Closed,
+    Failed(SqlError),
+}
+
+impl From<SqlError> for Stop {
+    fn from(e: SqlError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+pub(super) async fn run(b: SqlBackend, io: BackendIo) {
+    let cancel = io.cancel.clone();
+    let mut f = Follow::new(&b, io);
+    tokio::select! {
+        _ = f.drive() => {}
+        _ = cancel.cancelled() => {}
+    }
+}
+
+struct Follow<'a> {
+    b: &'a SqlBackend,
+    io: BackendIo,
+    tracker: SqlTracker,
+    writer: Option<history::Writer>,
+    conn: Conn,
+    pool: Option<AnyPool>,
+    /// The poll and its clock, known once the deadline column's type is.
+    poll: Option<(String, Interval)>,
+    /// What took the source down, for the down phase to show.
+    error: Option<SqlError>,
+}
+
+impl<'a> Follow<'a> {
+    fn new(b: &'a SqlBackend, io: BackendIo) -> Follow<'a> {
+        let mut tracker = SqlTracker::new(
+            b.info.id,
+            b.info.name.clone(),
+            b.settings.scheme.scheme(),
+            b.settings.scheme.term_ms(),
+            b.opts.history_limit.max(1),
+        );
+        let mut writer = None;
+        if let Some(path) = &b.history_path {
+            tracker.preload(history::load(path));
+            match history::Writer::open(path) {
+                Ok(Some(w)) => writer = Some(w),
+                Ok(None) => {
+                    info!(path = %path.display(), "another electop records this source's history")
+                }
+                Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
+            }
+        }
+        Follow {
+            b,
+            io,
+            tracker,
+            writer,
+            conn: Conn::new(Duration::from_millis(500), Duration::from_secs(10)),
+            pool: None,
+            poll: None,
+            error: None,
+        }
+    }
+
+    async fn drive(&mut self) {
+        loop {
+            let step = match self.conn.phase {
+                Phase::Connecting => self.connect().await,
+                Phase::Schema => self.check_schema().await,
+                Phase::Live => self.poll().await,
+                Phase::Down { lasting } => self.wait(lasting).await,
+            };
+            let input = match step {
+                Ok(input) => input,
+                Err(Stop::Closed) => return,
+                Err(Stop::Failed(e)) => self.failed(e).await,
+            };
+            let told = match self.conn.on(input) {
+                Some(tell) => self.tell(tell).await,
+                None => Ok(()),
+            };
+            if told.is_err() {
+                return;
+            }
+        }
+    }
+
+    async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
+        self.io.events.send(event).await.map_err(|_| Stop::Closed)
+    }
+
+    async fn tell(&self, tell: Tell) -> Result<(), Stop> {
+        let source = self.b.info.id;
+        match tell {
+            Tell::Connected => {
+                let state = ConnState::Connected;
+                self.send(SourceEvent::Conn { source, state }).await?;
+                info!(source = %self.b.info.name, "sql connected");
+                Ok(())
+            }
+            Tell::Synced => self.send(SourceEvent::Synced { source }).await,
+        }
+    }
+
+    async fn connect(&mut self) -> Result<Input, Stop> {
+        let source = self.b.info.id;
+        let state = ConnState::Connecting;
+        self.send(SourceEvent::Conn { source, state }).await?;
+        self.pool = Some(open(&self.b.settings, self.b.opts.request_timeout).await?);
+        Ok(Input::Connected)
+    }
+
+    async fn check_schema(&mut self) -> Result<Input, Stop> {
+        let Some(pool) = &self.pool else {
+            return Err(self.lost());
+        };
+        let schema = read_schema(&self.b.settings, pool).await?;
+        let query = self.b.settings.poll_query(&schema.stamp_type);
+        let mut tick = tokio::time::interval(self.b.settings.poll);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        self.poll = Some((query, tick));
+        Ok(Input::SchemaChecked)
+    }
+
+    /// Waits for the next tick, meanwhile serving commands, then polls once.
+    async fn poll(&mut self) -> Result<Input, Stop> {
+        let (Some(pool), Some((query, tick))) = (&self.pool, &mut self.poll) else {
+            return Err(self.lost());
+        };
+        loop {
+            tokio::select! {
+                _ = tick.tick() => break,
+                cmd = self.io.commands.recv() => match cmd {
+                    None => return Err(Stop::Closed),
+                    Some(Command::Forced { election, mark }) => {
+                        forced(&self.io, self.b, &mut self.tracker, &election, mark).await?
+                    }
+                    // Every row is read each poll anyway; visibility changes nothing here.
+                    Some(Command::Visible { .. }) => {}
+                },
+            }
+        }
+        let sent = (Instant::now(), SystemTime::now());
+        let s = &self.b.settings;
+        let polled = poll_once(s, pool, query, self.b.opts.request_timeout).await?;
+        self.deliver(polled, sent).await?;
+        Ok(Input::Polled)
+    }
+
+    /// Sends what a poll changed, then the contact that marks the source fresh.
+    async fn deliver(&mut self, poll: Poll, sent: (Instant, SystemTime)) -> Result<(), Stop> {
+        let source = self.b.info.id;
+        let (elections, events, recorded) = self.tracker.apply(poll);
+        if let Some(w) = self.writer.as_mut()
+            && !recorded.is_empty()
+            && let Err(e) = w.append(&recorded)
+        {
+            warn!(%e, "cannot append to the history file");
+        }
+        if !elections.is_empty() {
+            self.send(SourceEvent::Elections { source, elections })
+                .await?;
+        }
+        for e in events {
+            self.send(SourceEvent::Happened(e)).await?;
+        }
+        // The rows are true as of when the poll was sent, not when it returned.
+        self.send(SourceEvent::Contact {
+            source,
+            at: sent.0,
+            wall: sent.1,
+            next_within: self.b.settings.poll,
+        })
+        .await
+    }
+
+    /// The machine reaches the schema check only with a pool and polling only with a query;
+    /// should that ever not hold, the source goes down and starts over rather than spin.
+    fn lost(&self) -> Stop {
+        let place = self.b.settings.url.redacted();
+        Stop::Failed(SqlError::Unavailable(format!(
+            "{place}: the connection was lost between steps"
+        )))
+    }
+
+    async fn failed(&mut self, e: SqlError) -> Input {
+        if let Some(pool) = self.pool.take() {
+            pool.close().await;
+        }
+        self.poll = None;
+        let kind = e.kind();
+        self.error = Some(e);
+        Input::Failed(kind)
+    }
+
+    async fn wait(&mut self, lasting: bool) -> Result<Input, Stop> {
+        let error = self.error.take().map(|e| e.to_string()).unwrap_or_default();
+        let backoff = self.conn.backoff();
+        if crate::backend::down_and_wait(&self.io, &self.b.info, error, lasting, None, backoff)
+            .await
+        {
+            Ok(Input::Retry)
+        } else {
+            Err(Stop::Closed)
+        }
+    }
+}
+
+/// An election the operator just changed: shown at once, not at the next poll.
+async fn forced(
+    io: &BackendIo,
+    b: &SqlBackend,
+    tracker: &mut SqlTracker,
+    election: &str,
+    mark: Option<crate::backend::ForcedMark>,
+) -> Result<(), Stop> {
+    let Some(e) = tracker.forced(election, mark, Instant::now(), SystemTime::now()) else {
+        return Ok(());
+    };
+    let source = b.info.id;
+    let told = crate::backend::forced::attributed(&b.info.name, &e);
+    let send = |ev| async { io.events.send(ev).await.map_err(|_| Stop::Closed) };
+    send(SourceEvent::Elections {
+        source,
+        elections: vec![e],
+    })
+    .await?;
+    match told {
+        Some(ev) => send(SourceEvent::Happened(ev)).await,
+        None => Ok(()),
+    }
+}
