@@ -32,6 +32,7 @@ pub async fn run(
         history_limit,
         all_leases: true,
         request_timeout: args.timeout,
+        ..BackendOptions::default()
     };
     let spawned = match Sources::spawn(sources, &opts) {
         Ok(s) => s,

@@ -64,8 +64,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 runtime::run_tui(s, tick, cli.debug_panic, keys).await?;
                 Ok(ExitCode::SUCCESS)
             }
-            Some(Command::Status { json, timeout }) => {
+            Some(Command::Status {
+                json,
+                history,
+                timeout,
+            }) => {
                 opts.all_leases = true;
+                opts.replay_history = history || cli.history_limit.is_some();
                 opts.request_timeout = timeout;
                 let s = Sources::spawn(&sources, &opts)?;
                 match runtime::collect_status(s, timeout).await {

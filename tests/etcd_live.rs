@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::electop::{Watch, election, status_json};
+use common::electop::{Watch, election, status_history_json, status_json};
 use common::etcd::{Campaigner, EtcdServer, campaign_in_order};
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use serde_json::Value;
@@ -45,7 +45,7 @@ fn election_api_shows_leader_and_line_in_order() {
     let _line = campaign_in_order(&etcd, "/el/jobs", ["node-a", "node-b", "node-c"]);
 
     let h = home();
-    let s = status_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/el/"]);
+    let s = status_history_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/el/"]);
     let e = election(&s, "jobs");
     assert_eq!(e["scheme"], "etcd-election", "scheme detected: {e:#}");
     assert_eq!(e["leader"]["id"], "node-a");
@@ -98,7 +98,7 @@ fn resignation_hands_over_and_is_seen_live() {
         v["kind"] == "candidate_left" && v["from"] == "node-a"
     });
 
-    let s = status_json(h.path(), &args);
+    let s = status_history_json(h.path(), &args);
     let e = election(&s, "jobs");
     assert_eq!(e["leader"]["id"], "node-b");
     let last = e["history"]
@@ -173,7 +173,7 @@ async fn lease_key_revoke_and_expiry_are_told_apart() {
         ("node-x".into(), "node-y".into(), "taken_over".into())
     );
 
-    let s = status_json(h.path(), &args);
+    let s = status_history_json(h.path(), &args);
     let causes: Vec<_> = election(&s, "billing")["history"]
         .as_array()
         .expect("history")
@@ -237,7 +237,7 @@ fn history_is_replayed_from_past_revisions() {
     assert!(c.wait_elected(T));
 
     let h = home();
-    let s = status_json(
+    let s = status_history_json(
         h.path(),
         &["--etcd", &etcd.endpoint(), "--prefix", "/hist/"],
     );
@@ -262,6 +262,15 @@ fn history_is_replayed_from_past_revisions() {
     );
     assert!(e["history"][1]["revision"].as_i64().unwrap_or(0) > 0);
     assert_eq!(e["transitions"], 3);
+
+    // Without --history, status reads the current state only: no replay to wait for.
+    let s = status_json(
+        h.path(),
+        &["--etcd", &etcd.endpoint(), "--prefix", "/hist/"],
+    );
+    let e = election(&s, "jobs");
+    assert_eq!(e["leader"]["id"], "node-c");
+    assert_eq!(e["history"].as_array().map(Vec::len), Some(0), "{e:#}");
 
     // The limit bounds what is kept.
     let s = status_json(
@@ -293,7 +302,7 @@ fn compacted_history_is_said_and_the_snapshot_still_shown() {
     etcd.etcdctl(&["compact", &rev.to_string()]);
 
     let h = home();
-    let s = status_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/cmp/"]);
+    let s = status_history_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/cmp/"]);
     let notice = s["sources"][0]["notice"].as_str().unwrap_or_default();
     assert!(
         notice.contains(&format!("revision {rev}")) && notice.contains("compacted"),
