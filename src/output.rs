@@ -79,6 +79,9 @@ pub struct HistoryJson<'a> {
     pub from: Option<&'a str>,
     pub to: Option<&'a str>,
     pub cause: Cause,
+    /// Who forced it, for a forced change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<&'a str>,
 }
 
 fn holder(c: &Candidate, now: Instant) -> HolderJson<'_> {
@@ -105,6 +108,7 @@ fn history(h: &HistoryEntry) -> HistoryJson<'_> {
         from: h.from.as_deref(),
         to: h.to.as_deref(),
         cause: h.cause,
+        by: h.by.as_deref(),
     }
 }
 

@@ -82,18 +82,18 @@ impl Sources {
         let backend_tx = self.commands.get(req.source).cloned();
         self.tasks.spawn(async move {
             // Tell the backend first, so the change it is about to see is labelled ours.
-            let mark = |expect| Command::Forced {
+            let mark = |cause| Command::Forced {
                 election: req.seen.name.clone(),
-                expect,
+                cause,
             };
             if let Some(tx) = &backend_tx {
-                let _ = tx.send(mark(true)).await;
+                let _ = tx.send(mark(Some(req.kind.cause()))).await;
             }
             let outcome = backend::execute(&cfg, &req, timeout).await;
             if !matches!(outcome, crate::admin::Outcome::Done { .. })
                 && let Some(tx) = &backend_tx
             {
-                let _ = tx.send(mark(false)).await;
+                let _ = tx.send(mark(None)).await;
             }
             if let Some(path) = crate::admin::audit::default_path()
                 && let Err(e) = crate::admin::audit::record(&path, &req, &outcome)

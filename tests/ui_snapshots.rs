@@ -62,6 +62,7 @@ fn sample(now: Instant) -> App {
             from: None,
             to: Some("node-z".into()),
             cause: Cause::Elected,
+            by: None,
         },
         10,
     );
@@ -72,6 +73,7 @@ fn sample(now: Instant) -> App {
             from: Some("node-z".into()),
             to: Some("node-a".into()),
             cause: Cause::LeaseRevoked,
+            by: None,
         },
         10,
     );
@@ -87,6 +89,7 @@ fn sample(now: Instant) -> App {
             from: Some("node-b".into()),
             to: None,
             cause: Cause::LeaseExpired,
+            by: None,
         },
         10,
     );

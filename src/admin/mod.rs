@@ -21,6 +21,15 @@ pub enum ActionKind {
 }
 
 impl ActionKind {
+    /// The cause a leader change made by this action is recorded with.
+    pub fn cause(&self) -> crate::model::Cause {
+        match self {
+            ActionKind::ForceLeader { .. } => crate::model::Cause::ForcedLeader,
+            ActionKind::Reelect => crate::model::Cause::ForcedReelection,
+            ActionKind::Resign => crate::model::Cause::ForcedResign,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             ActionKind::ForceLeader { .. } => "force-leader",

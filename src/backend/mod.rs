@@ -23,38 +23,52 @@ pub enum Command {
         names: Vec<String>,
         selected: Option<String>,
     },
-    /// An admin action of ours is about to change this election (`expect`), or did not
-    /// after all: its next leader change is `forced`, whatever it looks like.
-    Forced { election: String, expect: bool },
+    /// An admin action of ours is about to change this election (`Some(cause)`: which
+    /// action), or did not after all (`None`): its next leader change has that cause,
+    /// whatever it looks like in the store.
+    Forced {
+        election: String,
+        cause: Option<crate::model::Cause>,
+    },
 }
 
 /// Elections an admin action of ours is changing, so their next leader change is labelled
 /// `forced` rather than guessed from what the store shows.
 #[derive(Debug, Default)]
 pub struct ForcedMarks {
-    marks: std::collections::HashMap<String, std::time::Instant>,
+    marks: std::collections::HashMap<String, (std::time::Instant, crate::model::Cause)>,
 }
 
 impl ForcedMarks {
     /// How long a mark waits for its change.
     const WINDOW: Duration = Duration::from_secs(15);
 
-    pub fn set(&mut self, election: String, expect: bool, now: std::time::Instant) {
-        if expect {
-            self.marks.insert(election, now);
-        } else {
-            self.marks.remove(&election);
+    pub fn set(
+        &mut self,
+        election: String,
+        cause: Option<crate::model::Cause>,
+        now: std::time::Instant,
+    ) {
+        match cause {
+            Some(c) => {
+                self.marks.insert(election, (now, c));
+            }
+            None => {
+                self.marks.remove(&election);
+            }
         }
     }
 
-    /// Whether this change of `election` is ours (and uses the mark up).
-    pub fn take(&mut self, election: &str, now: std::time::Instant) -> bool {
-        match self.marks.remove(election) {
-            Some(at) => now.saturating_duration_since(at) <= Self::WINDOW,
-            None => false,
-        }
+    /// The cause of this change of `election` if an action of ours made it (using the mark
+    /// up).
+    pub fn take(&mut self, election: &str, now: std::time::Instant) -> Option<crate::model::Cause> {
+        let (at, cause) = self.marks.remove(election)?;
+        (now.saturating_duration_since(at) <= Self::WINDOW).then_some(cause)
     }
 }
+
+/// Who forced a change this electop made itself.
+pub const BY_US: &str = "this electop";
 
 /// A backend's ends of the channels.
 pub struct BackendIo {
@@ -217,20 +231,29 @@ mod tests {
 
     #[test]
     fn forced_marks_are_used_once_and_expire() {
+        use crate::model::Cause;
         let t0 = std::time::Instant::now();
         let mut m = ForcedMarks::default();
-        m.set("jobs".into(), true, t0);
-        assert!(!m.take("other", t0));
-        assert!(m.take("jobs", t0 + Duration::from_secs(1)));
-        assert!(!m.take("jobs", t0 + Duration::from_secs(1)), "used up");
-        m.set("jobs".into(), true, t0);
-        assert!(
-            !m.take("jobs", t0 + Duration::from_secs(60)),
+        m.set("jobs".into(), Some(Cause::ForcedReelection), t0);
+        assert_eq!(m.take("other", t0), None);
+        assert_eq!(
+            m.take("jobs", t0 + Duration::from_secs(1)),
+            Some(Cause::ForcedReelection)
+        );
+        assert_eq!(m.take("jobs", t0 + Duration::from_secs(1)), None, "used up");
+        m.set("jobs".into(), Some(Cause::ForcedLeader), t0);
+        assert_eq!(
+            m.take("jobs", t0 + Duration::from_secs(60)),
+            None,
             "too old to be ours"
         );
-        m.set("jobs".into(), true, t0);
-        m.set("jobs".into(), false, t0);
-        assert!(!m.take("jobs", t0), "the action did not happen after all");
+        m.set("jobs".into(), Some(Cause::ForcedResign), t0);
+        m.set("jobs".into(), None, t0);
+        assert_eq!(
+            m.take("jobs", t0),
+            None,
+            "the action did not happen after all"
+        );
     }
 
     #[test]

@@ -147,8 +147,12 @@ pub enum Cause {
     TakenOver,
     /// The row's term or heartbeat had expired before the change.
     Expired,
-    /// An admin action of this electop made the change.
-    Forced,
+    /// An admin action forced this leader (`force-leader`).
+    ForcedLeader,
+    /// An admin action forced a re-election (`reelect`).
+    ForcedReelection,
+    /// An admin action made the leader resign (`resign`).
+    ForcedResign,
     /// Changes were missed (compacted history) and only the result is known.
     Unknown,
 }
@@ -165,7 +169,9 @@ impl Cause {
             Cause::Proclaimed => "proclaimed",
             Cause::TakenOver => "taken_over",
             Cause::Expired => "expired",
-            Cause::Forced => "forced",
+            Cause::ForcedLeader => "forced_leader",
+            Cause::ForcedReelection => "forced_reelection",
+            Cause::ForcedResign => "forced_resign",
             Cause::Unknown => "unknown",
         }
     }
@@ -182,6 +188,9 @@ pub struct HistoryEntry {
     pub from: Option<String>,
     pub to: Option<String>,
     pub cause: Cause,
+    /// For a forced change: who forced it ("this electop", or another electop seen in the
+    /// audit log).
+    pub by: Option<String>,
 }
 
 /// One election in one source.
@@ -197,6 +206,9 @@ pub struct Election {
     pub transitions: u64,
     /// The most recent leader changes, oldest first, bounded by the configured limit.
     pub history: VecDeque<HistoryEntry>,
+    /// A leader deposed while its lease lives on (a resignation): election clients do not
+    /// notice, so it may still believe it leads until that lease ends.
+    pub deposed: Option<Candidate>,
 }
 
 impl Election {
@@ -209,7 +221,23 @@ impl Election {
             candidates: Vec::new(),
             transitions: 0,
             history: VecDeque::new(),
+            deposed: None,
         }
+    }
+
+    /// When the election last lost its leader, if it has none now.
+    pub fn no_leader_since(&self) -> Option<std::time::SystemTime> {
+        if self.leader.is_some() {
+            return None;
+        }
+        self.last_change()
+            .filter(|h| h.to.is_none())
+            .and_then(|h| h.at)
+    }
+
+    /// Nothing left in the store: no leader, nobody in line, nobody deposed.
+    pub fn is_empty(&self) -> bool {
+        self.leader.is_none() && self.candidates.is_empty() && self.deposed.is_none()
     }
 
     /// The leader's remaining lease or term, counted down to `now`.
@@ -283,6 +311,7 @@ mod tests {
                     from: None,
                     to: Some(format!("n{i}")),
                     cause: Cause::Elected,
+                    by: None,
                 },
                 3,
             );

@@ -330,12 +330,35 @@ impl Tracker {
                 }
                 _ => None,
             };
+            // Deposed with its lease alive: it may still believe it leads.
+            if !seen.replayed
+                && let Some(old) = old_leader.as_ref()
+                && election
+                    .leader
+                    .as_ref()
+                    .is_none_or(|n| n.raw_key != old.raw_key)
+                && old
+                    .lease
+                    .is_some_and(|l| l != 0 && fates.get(&l) == Some(&LeaseFate::Alive))
+            {
+                election.deposed = Some(old.clone());
+            }
+            // Leading again on the same lease: no longer deposed.
+            if election
+                .deposed
+                .as_ref()
+                .is_some_and(|d| election.leader.as_ref().is_some_and(|l| l.lease == d.lease))
+            {
+                election.deposed = None;
+            }
             if let Some((kind, from, to, cause)) = change {
-                let cause = if !seen.replayed && self.forced.take(&name, seen.now) {
-                    Cause::Forced
+                let forced = if seen.replayed {
+                    None
                 } else {
-                    cause
+                    self.forced.take(&name, seen.now)
                 };
+                let cause = forced.unwrap_or(cause);
+                let by = forced.map(|_| crate::backend::BY_US.to_string());
                 election.record(
                     HistoryEntry {
                         at: seen.at,
@@ -343,10 +366,13 @@ impl Tracker {
                         from: from.clone(),
                         to: to.clone(),
                         cause,
+                        by: by.clone(),
                     },
                     self.history_limit,
                 );
-                events.push(mk(kind, from, to, Some(cause)));
+                let mut ev = mk(kind, from, to, Some(cause));
+                ev.detail = by.map(|b| format!("forced by {b}"));
+                events.push(ev);
             }
             let in_line = |line: &[crate::model::Candidate], key: &[u8]| {
                 line.iter().any(|c| c.raw_key == key)
@@ -392,10 +418,8 @@ impl Tracker {
     ) -> Vec<i64> {
         let mut set = BTreeSet::new();
         for e in self.elections.values() {
-            if names.contains(&e.name)
-                && let Some(l) = e.leader.as_ref().and_then(|l| l.lease)
-            {
-                set.insert(l);
+            if names.contains(&e.name) {
+                set.extend(e.leader.iter().chain(&e.deposed).filter_map(|l| l.lease));
             }
             if selected == Some(e.name.as_str()) {
                 set.extend(e.candidates.iter().take(line).filter_map(|c| c.lease));
@@ -407,11 +431,7 @@ impl Tracker {
 
     /// Every lease in every election.
     pub fn all_leases(&self) -> Vec<i64> {
-        self.lease_keys
-            .keys()
-            .copied()
-            .filter(|l| *l != 0)
-            .collect()
+        self.by_lease.keys().copied().filter(|l| *l != 0).collect()
     }
 
     /// When `lease` was last read, if ever.
@@ -437,6 +457,21 @@ impl Tracker {
                 if let Some(d) = self.ttls.get_mut(&lease) {
                     d.remaining_ms = 0;
                     d.read_at = now;
+                }
+                // A deposed leader whose lease ended can no longer believe it leads.
+                let ids: Vec<Vec<u8>> = self
+                    .by_lease
+                    .get(&lease)
+                    .into_iter()
+                    .flatten()
+                    .cloned()
+                    .collect();
+                for id in ids {
+                    if let Some(e) = self.elections.get_mut(&id)
+                        && e.deposed.as_ref().is_some_and(|d| d.lease == Some(lease))
+                    {
+                        e.deposed = None;
+                    }
                 }
             }
         }
@@ -496,6 +531,7 @@ impl Tracker {
             .leader
             .iter()
             .chain(&e.candidates)
+            .chain(&e.deposed)
             .filter_map(|c| c.lease)
             .filter(|l| *l != 0)
             .collect();
@@ -520,6 +556,9 @@ fn attach_ttls(e: &mut Election, ttls: &HashMap<i64, Deadline>) {
     let lookup = |lease: Option<i64>| lease.and_then(|l| ttls.get(&l).copied());
     if let Some(l) = e.leader.as_mut() {
         l.ttl = lookup(l.lease);
+    }
+    if let Some(d) = e.deposed.as_mut() {
+        d.ttl = lookup(d.lease);
     }
     for c in e.candidates.iter_mut() {
         c.ttl = lookup(c.lease);
@@ -690,14 +729,14 @@ mod tests {
             &HashMap::new(),
             live(now),
         );
-        t.forced.set("j".into(), true, now);
+        t.forced.set("j".into(), Some(Cause::ForcedReelection), now);
         let alive = HashMap::from([(1, LeaseFate::Alive)]);
         let (_, events) = t.apply(vec![del("/e/j/1", 4)], &alive, live(now));
         let change = events
             .iter()
             .find(|e| e.kind == EventKind::LeaderChanged)
             .expect("change");
-        assert_eq!(change.cause, Some(Cause::Forced));
+        assert_eq!(change.cause, Some(Cause::ForcedReelection));
         // The mark is used up: the next change is read from the store again.
         let (_, events) = t.apply(
             vec![Change::Put(kv("/e/j/1", "c", 5, 5, 3)), del("/e/j/2", 6)],

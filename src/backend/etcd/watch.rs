@@ -163,9 +163,9 @@ pub(super) async fn pump(
                 }
             }
             cmd = io.commands.recv() => match cmd {
-                Some(Command::Forced { election, expect }) => {
+                Some(Command::Forced { election, cause }) => {
                     if let Some(f) = state.followed.as_mut() {
-                        f.tracker.forced.set(election, expect, Instant::now());
+                        f.tracker.forced.set(election, cause, Instant::now());
                     }
                 }
                 Some(c) => state.visible = c,

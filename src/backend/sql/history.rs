@@ -23,6 +23,8 @@ struct Line {
     from: Option<String>,
     to: Option<String>,
     cause: Cause,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
 }
 
 /// `<data dir>/history/<source>.jsonl`, the source name made file-safe.
@@ -62,6 +64,7 @@ pub fn load(path: &Path) -> Vec<Recorded> {
                     from: l.from,
                     to: l.to,
                     cause: l.cause,
+                    by: l.by,
                 },
             )),
             Err(e) => {
@@ -108,6 +111,7 @@ impl Writer {
                 from: h.from.clone(),
                 to: h.to.clone(),
                 cause: h.cause,
+                by: h.by.clone(),
             };
             serde_json::to_writer(&mut buf, &line)?;
             buf.push(b'\n');
@@ -132,6 +136,7 @@ mod tests {
             from: Some("a".into()),
             to: Some("b".into()),
             cause: Cause::TakenOver,
+            by: None,
         };
         let mut w = Writer::open(&path).expect("open").expect("first writer");
         assert!(

@@ -342,7 +342,7 @@ async fn follow(
                 // Every row is read each poll anyway; visibility changes nothing here.
                 match cmd {
                     None => return Stop::Closed,
-                    Some(Command::Forced { election, expect }) => tracker.forced.set(election, expect, Instant::now()),
+                    Some(Command::Forced { election, cause }) => tracker.forced.set(election, cause, Instant::now()),
                     Some(Command::Visible { .. }) => {}
                 }
                 continue;

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
+use crate::backend::BY_US;
 use crate::model::{
     Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, Scheme, SourceId,
 };
@@ -198,28 +199,29 @@ impl SqlTracker {
             e.candidates = candidate.into_iter().collect();
             let change = change.map(|(kind, from, to, cause)| {
                 let forced = self.forced.take(&row.key, poll.now);
-                (kind, from, to, if forced { Cause::Forced } else { cause })
+                (
+                    kind,
+                    from,
+                    to,
+                    forced.unwrap_or(cause),
+                    forced.map(|_| BY_US.to_string()),
+                )
             });
             let e = self.election(&row.key);
-            if let Some((kind, from, to, cause)) = change {
+            if let Some((kind, from, to, cause, by)) = change {
                 let entry = HistoryEntry {
                     at: Some(poll.at),
                     revision: None,
                     from: from.clone(),
                     to: to.clone(),
                     cause,
+                    by,
                 };
                 e.record(entry.clone(), limit);
+                let mut ev = event(&self.source_name, &row.key, kind, from, to, cause, poll.at);
+                ev.detail = entry.by.as_ref().map(|b| format!("forced by {b}"));
                 recorded.push((row.key.clone(), entry));
-                events.push(event(
-                    &self.source_name,
-                    &row.key,
-                    kind,
-                    from,
-                    to,
-                    cause,
-                    poll.at,
-                ));
+                events.push(ev);
             }
             let e = self.elections.get(&row.key).cloned();
             if let Some(e) = e
@@ -251,11 +253,8 @@ impl SqlTracker {
             };
             let leader = prev.row.leader().map(str::to_string);
             let limit = self.history_limit;
-            let cause = if self.forced.take(&key, poll.now) {
-                Cause::Forced
-            } else {
-                Cause::Deleted
-            };
+            let forced = self.forced.take(&key, poll.now);
+            let cause = forced.unwrap_or(Cause::Deleted);
             let e = self.election(&key);
             e.leader = None;
             e.candidates.clear();
@@ -266,18 +265,14 @@ impl SqlTracker {
                     from: Some(a.clone()),
                     to: None,
                     cause,
+                    by: forced.map(|_| BY_US.to_string()),
                 };
                 e.record(entry.clone(), limit);
+                let lost = EventKind::LeaderLost;
+                let mut ev = event(&self.source_name, &key, lost, Some(a), None, cause, poll.at);
+                ev.detail = entry.by.as_ref().map(|b| format!("forced by {b}"));
                 recorded.push((key.clone(), entry));
-                events.push(event(
-                    &self.source_name,
-                    &key,
-                    EventKind::LeaderLost,
-                    Some(a),
-                    None,
-                    cause,
-                    poll.at,
-                ));
+                events.push(ev);
             }
             if let Some(e) = self.elections.get(&key) {
                 changed.push(e.clone());
@@ -419,6 +414,7 @@ mod tests {
             from: None,
             to: Some(to.into()),
             cause: Cause::Elected,
+            by: None,
         };
         t.preload(vec![
             ("j".into(), entry("a")),
