@@ -27,11 +27,24 @@ pub struct Config {
 pub struct UiConfig {
     /// Redraw interval while a countdown is visible, in milliseconds.
     pub tick_ms: u64,
+    /// At most this many frames a second, however fast the stores change: changes arriving
+    /// in between are drawn together.
+    pub max_fps: u32,
+}
+
+impl UiConfig {
+    /// The shortest time between two frames.
+    pub fn min_frame(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(1) / self.max_fps.clamp(1, 1000)
+    }
 }
 
 impl Default for UiConfig {
     fn default() -> Self {
-        UiConfig { tick_ms: 100 }
+        UiConfig {
+            tick_ms: 100,
+            max_fps: 30,
+        }
     }
 }
 

@@ -61,7 +61,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         match cli.command {
             None => {
                 let s = Sources::spawn(&sources, &opts)?;
-                runtime::run_tui(s, tick, cli.debug_panic, keys).await?;
+                runtime::run_tui(s, tick, config.ui.min_frame(), cli.debug_panic, keys).await?;
                 Ok(ExitCode::SUCCESS)
             }
             Some(Command::Status {

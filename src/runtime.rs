@@ -142,8 +142,7 @@ pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
         // Staleness must show within seconds even when nothing else moves.
         Some(Duration::from_millis(500))
     } else if app
-        .elections
-        .values()
+        .on_screen()
         .any(|e| e.last_change().is_some_and(|h| h.at.is_some()))
     {
         Some(Duration::from_secs(1))
@@ -157,11 +156,13 @@ pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
 pub async fn run_tui(
     mut sources: Sources,
     tick: Duration,
+    min_frame: Duration,
     debug_panic: bool,
     keys: crate::app::keys::KeyMap,
 ) -> Result<()> {
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
-    let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic, keys).await;
+    let pacer = Pacer::new(min_frame);
+    let result = tui_loop(&mut terminal, &mut sources, tick, pacer, debug_panic, keys).await;
     ratatui::restore();
     sources.shutdown().await;
     result
@@ -171,6 +172,7 @@ async fn tui_loop(
     terminal: &mut DefaultTerminal,
     sources: &mut Sources,
     tick: Duration,
+    mut pacer: Pacer,
     debug_panic: bool,
     keys: crate::app::keys::KeyMap,
 ) -> Result<()> {
@@ -190,7 +192,11 @@ async fn tui_loop(
     let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
     let mut next_tick: Option<tokio::time::Instant> = None;
     loop {
-        if dirty {
+        // A frame wanted too soon after the last waits for its turn.
+        let draw_at = dirty
+            .then(|| pacer.hold(tokio::time::Instant::now()))
+            .flatten();
+        if dirty && draw_at.is_none() {
             app::update(
                 &mut app,
                 Msg::Tick {
@@ -199,9 +205,13 @@ async fn tui_loop(
                 },
             );
             terminal.draw(|f| ui::view(&app, f))?;
+            pacer.drawn(tokio::time::Instant::now());
             dirty = false;
             if debug_panic {
                 panic!("--debug-panic: panicking after the first frame as asked");
+            }
+            if pacer.exit_on_first_frame && !app.elections.is_empty() {
+                return Ok(());
             }
         }
         if app.quit {
@@ -244,7 +254,39 @@ async fn tui_loop(
                 next_tick = None;
                 dirty = true;
             }
+            // The frame held back by the pacer: `dirty` is still set, so it is drawn now.
+            _ = sleep_until(draw_at), if draw_at.is_some() => {}
         }
+    }
+}
+
+/// Paces redraws: at most one frame per `min`, so a store changing a thousand times a
+/// second costs a few dozen frames, each showing everything that arrived since the last.
+pub(crate) struct Pacer {
+    min: Duration,
+    last: Option<tokio::time::Instant>,
+    /// `ELECTOP_BENCH_FIRST_FRAME=exit`: quit after the first frame that shows elections, so
+    /// the benchmark can time the first frame from outside.
+    exit_on_first_frame: bool,
+}
+
+impl Pacer {
+    pub(crate) fn new(min: Duration) -> Pacer {
+        Pacer {
+            min,
+            last: None,
+            exit_on_first_frame: std::env::var("ELECTOP_BENCH_FIRST_FRAME").as_deref()
+                == Ok("exit"),
+        }
+    }
+
+    /// When a frame wanted `now` must wait: the earliest time it may be drawn.
+    pub(crate) fn hold(&self, now: tokio::time::Instant) -> Option<tokio::time::Instant> {
+        self.last.map(|l| l + self.min).filter(|at| *at > now)
+    }
+
+    pub(crate) fn drawn(&mut self, at: tokio::time::Instant) {
+        self.last = Some(at);
     }
 }
 
@@ -451,4 +493,20 @@ fn marker(names: &[String], source: usize, kind: EventKind) -> Event {
         None,
         None,
     )
+}
+
+#[cfg(test)]
+mod pacer_tests {
+    use super::*;
+
+    #[test]
+    fn frames_wanted_too_soon_wait_for_their_turn() {
+        let mut p = Pacer::new(Duration::from_millis(33));
+        let t0 = tokio::time::Instant::now();
+        assert_eq!(p.hold(t0), None, "the first frame is drawn at once");
+        p.drawn(t0);
+        let soon = t0 + Duration::from_millis(5);
+        assert_eq!(p.hold(soon), Some(t0 + Duration::from_millis(33)));
+        assert_eq!(p.hold(t0 + Duration::from_millis(34)), None);
+    }
 }

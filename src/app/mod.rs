@@ -4,6 +4,7 @@
 mod action;
 pub mod dialog;
 pub mod keys;
+mod selection;
 
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
@@ -110,8 +111,10 @@ impl Flash {
 pub struct App {
     pub sources: Vec<SourceView>,
     pub elections: BTreeMap<(SourceId, String), Election>,
-    /// Index into `elections` in key order.
+    /// Index into `elections` in key order (the rank of `selected_key`).
     pub selected: usize,
+    selected_key: Option<selection::Key>,
+    leaderless: usize,
     pub focus: Focus,
     /// First visible row of the candidates and history panes.
     pub line_scroll: usize,
@@ -154,6 +157,8 @@ impl App {
                 .collect(),
             elections: BTreeMap::new(),
             selected: 0,
+            selected_key: None,
+            leaderless: 0,
             focus: Focus::Elections,
             line_scroll: 0,
             history_scroll: 0,
@@ -168,14 +173,6 @@ impl App {
             size: (80, 24),
             keys: keys::KeyMap::default(),
         }
-    }
-
-    pub fn selected_election(&self) -> Option<&Election> {
-        self.elections.values().nth(self.selected)
-    }
-
-    fn selected_key(&self) -> Option<(SourceId, String)> {
-        self.elections.keys().nth(self.selected).cloned()
     }
 
     /// Every source has finished its snapshot and replay.
@@ -204,12 +201,13 @@ impl App {
     }
 
     /// Whether anything on screen moves with time (a countdown or a retry timer), so the
-    /// runtime knows to keep ticking; with nothing moving it sleeps.
+    /// runtime knows to keep ticking; with nothing moving it sleeps. Off-screen countdowns
+    /// are not drawn, so they do not count.
     pub fn needs_tick(&self) -> bool {
         self.sources
             .iter()
             .any(|s| matches!(s.conn, ConnState::Down { .. }))
-            || self.elections.values().any(|e| {
+            || self.on_screen().any(|e| {
                 e.leader
                     .as_ref()
                     .and_then(|l| l.ttl)
@@ -220,25 +218,16 @@ impl App {
     /// What each source should keep fresh: the leaders of the elections in view and the
     /// selected election's line.
     pub fn visible_requests(&self, rows: usize) -> Vec<(SourceId, Command)> {
-        let start = self.selected.saturating_sub(rows.saturating_sub(1));
-        let in_view: Vec<&(SourceId, String)> = self
-            .elections
-            .keys()
-            .skip(start)
-            .take(rows.max(1))
-            .collect();
-        let selected = self.selected_key();
+        let (_, in_view) = self.window(rows);
+        let selected = self.selected_key.as_ref();
         (0..self.sources.len())
             .map(|id| {
                 let names = in_view
                     .iter()
-                    .filter(|(s, _)| *s == id)
-                    .map(|(_, n)| n.clone())
+                    .filter(|((s, _), _)| *s == id)
+                    .map(|((_, n), _)| n.clone())
                     .collect();
-                let selected = selected
-                    .as_ref()
-                    .filter(|(s, _)| *s == id)
-                    .map(|(_, n)| n.clone());
+                let selected = selected.filter(|(s, _)| *s == id).map(|(_, n)| n.clone());
                 (id, Command::Visible { names, selected })
             })
             .collect()
@@ -279,7 +268,6 @@ fn on_action(app: &mut App, action: Action) -> bool {
         dialog::start(app, action);
         return true;
     }
-    let n = app.elections.len();
     let before = (app.selected, app.line_scroll, app.history_scroll);
     let step = |pos: usize, len: usize, delta: isize| -> usize {
         if len == 0 {
@@ -293,7 +281,7 @@ fn on_action(app: &mut App, action: Action) -> bool {
         .unwrap_or((0, 0));
     let mut moved = |delta: isize| match app.focus {
         Focus::Elections => {
-            app.selected = step(app.selected, n, delta);
+            app.move_selection(delta);
             app.line_scroll = 0;
             app.history_scroll = 0;
         }
@@ -371,19 +359,7 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
             }
             s.revision = Some(revision);
         }
-        SourceEvent::Elections { source, elections } => {
-            let keep = app.selected_key();
-            for e in elections {
-                app.elections.insert((source, e.name.clone()), e);
-            }
-            if let Some(key) = keep {
-                app.selected = app
-                    .elections
-                    .keys()
-                    .position(|k| *k == key)
-                    .unwrap_or(app.selected);
-            }
-        }
+        SourceEvent::Elections { source, elections } => return app.merge(source, elections),
         SourceEvent::Happened(event) => {
             if event.kind != EventKind::HistoryCompacted {
                 return false;

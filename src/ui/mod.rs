@@ -76,11 +76,7 @@ pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 fn header(app: &App, frame: &mut Frame, area: Rect) {
-    let leaderless = app
-        .elections
-        .values()
-        .filter(|e| e.leader.is_none())
-        .count();
+    let leaderless = app.leaderless();
     let mut spans = vec![Span::styled(" electop ", theme::title())];
     // Staleness first: it qualifies everything else on the screen.
     for src in &app.sources {

@@ -20,14 +20,13 @@ fn scheme_short(s: Scheme) -> &'static str {
 
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let rows_fit = area.height.saturating_sub(3) as usize;
-    let offset = app.selected.saturating_sub(rows_fit.saturating_sub(1));
     let bar = 6;
-    let rows = app
-        .elections
-        .values()
-        .enumerate()
-        .skip(offset)
+    let (first, in_view) = app.window(rows_fit);
+    let rows = in_view
+        .into_iter()
         .take(rows_fit)
+        .enumerate()
+        .map(|(i, (_, e))| (first + i, e))
         .map(|(i, e)| {
             // A stale source's rows are frozen at the last contact and dimmed.
             let stale = app.stale_for(e.source).is_some();
