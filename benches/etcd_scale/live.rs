@@ -172,7 +172,7 @@ fn failover(
         .wait_screen("node-b", Duration::from_secs(5), |s| s.contains("node-b"));
     let start = Instant::now();
     let screen = loop {
-        if !t.tmux.capture().contains("node-b") {
+        if t.tmux.capture().contains("— none —") {
             break Instant::now();
         }
         assert!(

@@ -1,6 +1,6 @@
 //! Drives a real, throwaway etcd (and a SQLite file) and prints what electop costs beside
 //! what etcdctl costs in the same run: `cargo bench --bench etcd_scale` (all of it, a few
-//! minutes), or `-- --sizes 1000,10000` for fewer elections. Figures, never assertions;
+//! minutes), or `-- --sizes 1000,10000` for fewer elections, `--skip-live`, `--skip-sql` for less. Figures, never assertions;
 //! under `cargo test` it does nothing, so CI's timed tests never start it.
 
 #[path = "../../tests/common/mod.rs"]
@@ -115,8 +115,13 @@ fn main() {
     for n in &sizes {
         reads(&rt, home.path(), *n);
     }
-    live::run(&rt, home.path());
-    sql::run(home.path());
+    let skip = |part: &str| args.iter().any(|a| a == &format!("--skip-{part}"));
+    if !skip("live") {
+        live::run(&rt, home.path());
+    }
+    if !skip("sql") {
+        sql::run(home.path());
+    }
 }
 
 mod live;

@@ -57,8 +57,9 @@ impl Lines {
         let seen = self.seen.lock().expect("lines");
         let mut at = std::collections::HashMap::new();
         for (t, l) in seen.iter() {
-            // Values are `chg-N`, ended by a quote in JSON or by the line in etcdctl's output.
-            if let Some(i) = l.find("chg-") {
+            // Values are `chg-N`, ended by a quote in JSON or by the line in etcdctl's output;
+            // the last one on a JSON line is `to` (the first may be `from`).
+            if let Some(i) = l.rfind("chg-") {
                 let tail = &l[i..];
                 let end = tail.find('"').unwrap_or(tail.len());
                 at.entry(tail[..end].to_string()).or_insert(*t);

@@ -417,8 +417,11 @@ impl Tracker {
         line: usize,
     ) -> Vec<i64> {
         let mut set = BTreeSet::new();
+        // A set, not `names.contains`: every tick looks at every election, and comparing
+        // each with every row on screen cost more than the reads.
+        let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
         for e in self.elections.values() {
-            if names.contains(&e.name) {
+            if names.contains(e.name.as_str()) {
                 set.extend(e.leader.iter().chain(&e.deposed).filter_map(|l| l.lease));
             }
             if selected == Some(e.name.as_str()) {
