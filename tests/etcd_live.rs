@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::electop::{Watch, election, status_history_json, status_json};
 use common::etcd::{Campaigner, EtcdServer, campaign_in_order};
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use futures::StreamExt;
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(10);
@@ -600,4 +601,60 @@ async fn a_prefix_over_4mib_is_read_in_pages() {
     assert_eq!(elections.len(), N, "every key, none lost between pages");
     let last = election(&s, &format!("e{:05}", N - 1));
     assert_eq!(last["leader"]["id"], format!("{value}{}", N - 1));
+}
+
+/// One lease per election, more than can be read one round trip each within a short
+/// --timeout on a busy machine: status still prints every election in time, with the TTLs it
+/// read by then.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_prints_in_time_however_many_leases() {
+    const N: usize = 3_000;
+    let etcd = EtcdServer::start();
+    let client = etcd.client().await;
+    let grants = (0..N).map(|_| {
+        let mut c = client.clone();
+        async move { c.lease_grant(600, None).await.expect("grant").id() }
+    });
+    let leases: Vec<i64> = futures::stream::iter(grants).buffered(32).collect().await;
+    for (chunk, ids) in leases.chunks(100).enumerate() {
+        let ops: Vec<TxnOp> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let n = chunk * 100 + i;
+                let opts = PutOptions::new().with_lease(*l);
+                TxnOp::put(format!("/many/e{n:05}"), format!("node-{n}"), Some(opts))
+            })
+            .collect();
+        client
+            .clone()
+            .txn(Txn::new().and_then(ops))
+            .await
+            .expect("txn");
+    }
+    let h = home();
+    let started = std::time::Instant::now();
+    let out = common::electop::command(h.path())
+        .args(["--etcd", &etcd.endpoint(), "--prefix", "/many/"])
+        .args([
+            "--scheme",
+            "etcd-lease-key",
+            "status",
+            "--json",
+            "--timeout",
+            "1s",
+        ])
+        .output()
+        .expect("electop");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "within --timeout"
+    );
+    let s: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(s["elections"].as_array().map(Vec::len), Some(N));
 }

@@ -75,21 +75,20 @@ fn reads(rt: &tokio::runtime::Runtime, home: &std::path::Path, n: usize) {
             procs::time(etcd.etcdctl_command().args(["get", "--prefix", &prefix]))
         });
         let args = source_args(&etcd, name, layout);
-        let status = procs::median(3, || {
-            procs::time(
-                electop(home)
-                    .args(&args)
-                    .args(["status", "--json", "--timeout", "60s"]),
-            )
-        });
+        // The default --timeout (5 s), as a user runs it.
+        let status = (0..3)
+            .map(|_| procs::try_time(electop(home).args(&args).args(["status", "--json"])))
+            .collect::<Result<Vec<_>, _>>()
+            .map(|mut v| {
+                v.sort();
+                v[1]
+            });
+        let status = match status {
+            Ok(d) => format!("{} ({:.1}x)", ms(d), d.as_secs_f64() / get.as_secs_f64()),
+            Err(e) => format!("fails: {e}"),
+        };
         let first = procs::median(3, || tui::first_frame(home, &args));
-        println!(
-            "| {n} | {name} | {} | {} ({:.1}x) | {} |",
-            ms(get),
-            ms(status),
-            status.as_secs_f64() / get.as_secs_f64(),
-            ms(first)
-        );
+        println!("| {n} | {name} | {} | {status} | {} |", ms(get), ms(first));
     }
 }
 

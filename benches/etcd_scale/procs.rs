@@ -5,15 +5,18 @@ use std::time::{Duration, Instant};
 
 /// Wall time of a command run to its end (output thrown away); panics if it fails.
 pub fn time(cmd: &mut Command) -> Duration {
+    try_time(cmd).unwrap_or_else(|e| panic!("{cmd:?} failed: {e}"))
+}
+
+/// Wall time of a command run to its end, or its error output when it fails.
+pub fn try_time(cmd: &mut Command) -> Result<Duration, String> {
     let t = Instant::now();
     let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output();
     let out = out.expect("run the command");
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    t.elapsed()
+    match out.status.success() {
+        true => Ok(t.elapsed()),
+        false => Err(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+    }
 }
 
 /// The median of `runs` timings.
