@@ -133,22 +133,22 @@ pub(crate) fn on_key(
     dirty
 }
 
-/// How often the screen must be redrawn for time alone: fast while a countdown runs,
-/// once a second while ages or a retry timer show, never when nothing moves.
+/// How often the screen must be redrawn for time alone: as often as the countdowns on
+/// screen change (fast under a minute), every half second while contact is tracked, once a
+/// second while ages show, never when nothing moves.
 pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
-    if app.needs_tick() {
-        Some(fast)
-    } else if app.sources.iter().any(|s| s.last_contact.is_some()) {
-        // Staleness must show within seconds even when nothing else moves.
-        Some(Duration::from_millis(500))
-    } else if app
+    let countdowns = app.tick_step(fast);
+    // Staleness must show within seconds even when nothing else moves.
+    let contact = app
+        .sources
+        .iter()
+        .any(|s| s.last_contact.is_some())
+        .then_some(Duration::from_millis(500));
+    let ages = app
         .on_screen()
         .any(|e| e.last_change().is_some_and(|h| h.at.is_some()))
-    {
-        Some(Duration::from_secs(1))
-    } else {
-        None
-    }
+        .then_some(Duration::from_secs(1));
+    [countdowns, contact, ages].into_iter().flatten().min()
 }
 
 /// Runs the dashboard until quit. `ratatui::try_init` installs a panic hook that restores

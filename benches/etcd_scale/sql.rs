@@ -48,7 +48,9 @@ pub fn run(home: &Path) {
     let rows = 10_000;
     create(&db, rows);
     let url = format!("sqlite://{}", db.display());
-    let args = vec!["--sql".to_string(), url, "--poll".into(), "500ms".into()];
+    let args = ["--sql", &url, "--scheme", "sql-lease", "--poll", "500ms"]
+        .map(String::from)
+        .to_vec();
     let t = crate::tui::start(home, &args);
     t.tmux
         .wait_screen("the rows", Duration::from_secs(30), |s| {

@@ -200,19 +200,30 @@ impl App {
             .unwrap_or(self.now)
     }
 
-    /// Whether anything on screen moves with time (a countdown or a retry timer), so the
-    /// runtime knows to keep ticking; with nothing moving it sleeps. Off-screen countdowns
-    /// are not drawn, so they do not count.
-    pub fn needs_tick(&self) -> bool {
-        self.sources
+    /// How often what is on screen moves with time: a retry timer or a countdown showing
+    /// tenths (under a minute) every `fast`, a countdown showing seconds every second, one
+    /// showing minutes every minute. `None`: nothing moves, and the runtime sleeps.
+    /// Off-screen countdowns are not drawn, so they do not count.
+    pub fn tick_step(&self, fast: std::time::Duration) -> Option<std::time::Duration> {
+        use std::time::Duration;
+        if self
+            .sources
             .iter()
             .any(|s| matches!(s.conn, ConnState::Down { .. }))
-            || self.on_screen().any(|e| {
-                e.leader
-                    .as_ref()
-                    .and_then(|l| l.ttl)
-                    .is_some_and(|d| d.remaining_ms_at(self.now) > 0)
-            })
+        {
+            return Some(fast);
+        }
+        let step = |ms: i64| match ms {
+            ..=0 => None,
+            1..60_000 => Some(fast),
+            60_000..3_600_000 => Some(Duration::from_secs(1)),
+            _ => Some(Duration::from_secs(60)),
+        };
+        self.on_screen()
+            .filter_map(|e| e.leader.as_ref().and_then(|l| l.ttl))
+            .filter_map(|d| step(d.remaining_ms_at(self.now)))
+            .map(|d| d.max(fast))
+            .min()
     }
 
     /// What each source should keep fresh: the leaders of the elections in view and the

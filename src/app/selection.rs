@@ -258,6 +258,35 @@ mod tests {
     }
 
     #[test]
+    fn ticks_follow_what_the_countdowns_on_screen_show() {
+        use std::time::Duration;
+        let fast = Duration::from_millis(100);
+        let mut app = app(40);
+        let step = |app: &mut App, remaining_ms: i64| {
+            let mut e = led("e0000".into(), true);
+            if let Some(l) = e.leader.as_mut() {
+                l.ttl = Some(crate::model::Deadline {
+                    granted_ms: remaining_ms.max(1),
+                    remaining_ms,
+                    read_at: app.now,
+                });
+            }
+            update(
+                app,
+                Msg::Source(SourceEvent::Elections {
+                    source: 0,
+                    elections: vec![e],
+                }),
+            );
+            app.tick_step(fast)
+        };
+        assert_eq!(step(&mut app, 30_000), Some(fast), "tenths of a second");
+        assert_eq!(step(&mut app, 30 * 60_000), Some(Duration::from_secs(1)));
+        assert_eq!(step(&mut app, 2 * 3_600_000), Some(Duration::from_secs(60)));
+        assert_eq!(step(&mut app, 0), None, "run out: nothing moves");
+    }
+
+    #[test]
     fn a_change_off_screen_needs_no_frame() {
         let mut app = app(10);
         add(&mut app, 0..1000, true);
