@@ -38,8 +38,9 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path) {
         let args = source_args(&etcd, name, Layout::LeaseKey);
         let t = tui::start(home, &args);
         t.tmux
+            // Idle means after the background history replay, which is a one-off.
             .wait_screen("the elections", Duration::from_secs(60), |s| {
-                s.contains(&format!("{N} elections"))
+                s.contains(&format!("{N} elections")) && !s.contains("replaying")
             });
         row(rt, &client, name, "TUI 200x50", t.pid, l);
         drop(t);
