@@ -197,6 +197,11 @@ pub enum Command {
         /// Same as -o json.
         #[arg(long)]
         json: bool,
+        /// etcd: also replay each election's past leader changes (history, CHG) before
+        /// printing; implied by an explicit --history-limit. Without it, only the current state
+        /// is read, which stays quick however deep the store's history is.
+        #[arg(long)]
+        history: bool,
         /// How long to wait for the stores.
         #[arg(long, default_value = "5s", value_parser = parse_duration)]
         timeout: Duration,

@@ -31,6 +31,16 @@ pub struct UiConfig {
     /// An election whose leader changed more than this many times in the last minute is
     /// flagged as flapping.
     pub flap_per_min: u32,
+    /// At most this many frames a second, however fast the stores change: changes arriving
+    /// in between are drawn together.
+    pub max_fps: u32,
+}
+
+impl UiConfig {
+    /// The shortest time between two frames.
+    pub fn min_frame(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(1) / self.max_fps.clamp(1, 1000)
+    }
 }
 
 impl Default for UiConfig {
@@ -38,6 +48,7 @@ impl Default for UiConfig {
         UiConfig {
             tick_ms: 100,
             flap_per_min: 4,
+            max_fps: 30,
         }
     }
 }

@@ -109,15 +109,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         match cli.command {
             None => {
                 let s = Sources::spawn(&sources, &opts)?;
-                runtime::run_tui(s, tick, cli.debug_panic, prefs).await?;
+                let min_frame = config.ui.min_frame();
+                runtime::run_tui(s, tick, min_frame, cli.debug_panic, prefs).await?;
                 Ok(ExitCode::SUCCESS)
             }
             Some(Command::Status {
                 json,
                 output,
+                history,
                 timeout,
             }) => {
                 opts.all_leases = true;
+                opts.replay_history = history || cli.history_limit.is_some();
                 opts.request_timeout = timeout;
                 let s = Sources::spawn(&sources, &opts)?;
                 match runtime::collect_status(s, timeout).await {

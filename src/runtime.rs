@@ -302,20 +302,29 @@ pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
 pub async fn run_tui(
     mut sources: Sources,
     tick: Duration,
+    min_frame: Duration,
     debug_panic: bool,
     prefs: crate::app::Prefs,
 ) -> Result<()> {
     let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
-    let result = tui_loop(&mut terminal, &mut sources, tick, debug_panic, prefs).await;
+    let result = tui_loop(
+        &mut terminal,
+        &mut sources,
+        (tick, min_frame),
+        debug_panic,
+        prefs,
+    )
+    .await;
     crate::supervise::restore_terminal();
     sources.shutdown().await;
     result
 }
 
+/// `(tick, min_frame)`: how often countdowns move, and the shortest time between frames.
 async fn tui_loop(
     terminal: &mut DefaultTerminal,
     sources: &mut Sources,
-    tick: Duration,
+    (tick, min_frame): (Duration, Duration),
     debug_panic: bool,
     prefs: crate::app::Prefs,
 ) -> Result<()> {
@@ -337,8 +346,19 @@ async fn tui_loop(
     let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
     let mut next_tick: Option<tokio::time::Instant> = None;
     let mut sources_ended = false;
+    // Redraws are paced: changes arriving within a frame's time are drawn together.
+    let mut last_frame: Option<tokio::time::Instant> = None;
     loop {
-        if dirty {
+        let due = last_frame.map(|t| t + min_frame);
+        let too_soon = due.is_some_and(|d| tokio::time::Instant::now() < d);
+        if dirty && too_soon {
+            next_tick = match (next_tick, due) {
+                (Some(t), Some(d)) => Some(t.min(d)),
+                (t, d) => t.or(d),
+            };
+        }
+        if dirty && !too_soon {
+            last_frame = Some(tokio::time::Instant::now());
             app::update(
                 &mut app,
                 Msg::Tick {

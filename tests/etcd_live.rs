@@ -6,9 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::electop::{Watch, election, status_json};
+use common::electop::{Watch, election, status_history_json, status_json};
 use common::etcd::{Campaigner, EtcdServer, campaign_in_order};
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use futures::StreamExt;
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(10);
@@ -45,7 +46,7 @@ fn election_api_shows_leader_and_line_in_order() {
     let _line = campaign_in_order(&etcd, "/el/jobs", ["node-a", "node-b", "node-c"]);
 
     let h = home();
-    let s = status_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/el/"]);
+    let s = status_history_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/el/"]);
     let e = election(&s, "jobs");
     assert_eq!(e["scheme"], "etcd-election", "scheme detected: {e:#}");
     assert_eq!(e["leader"]["id"], "node-a");
@@ -98,7 +99,7 @@ fn resignation_hands_over_and_is_seen_live() {
         v["kind"] == "candidate_left" && v["from"] == "node-a"
     });
 
-    let s = status_json(h.path(), &args);
+    let s = status_history_json(h.path(), &args);
     let e = election(&s, "jobs");
     assert_eq!(e["leader"]["id"], "node-b");
     let last = e["history"]
@@ -173,7 +174,7 @@ async fn lease_key_revoke_and_expiry_are_told_apart() {
         ("node-x".into(), "node-y".into(), "taken_over".into())
     );
 
-    let s = status_json(h.path(), &args);
+    let s = status_history_json(h.path(), &args);
     let causes: Vec<_> = election(&s, "billing")["history"]
         .as_array()
         .expect("history")
@@ -237,7 +238,7 @@ fn history_is_replayed_from_past_revisions() {
     assert!(c.wait_elected(T));
 
     let h = home();
-    let s = status_json(
+    let s = status_history_json(
         h.path(),
         &["--etcd", &etcd.endpoint(), "--prefix", "/hist/"],
     );
@@ -262,6 +263,15 @@ fn history_is_replayed_from_past_revisions() {
     );
     assert!(e["history"][1]["revision"].as_i64().unwrap_or(0) > 0);
     assert_eq!(e["transitions"], 3);
+
+    // Without --history, status reads the current state only: no replay to wait for.
+    let s = status_json(
+        h.path(),
+        &["--etcd", &etcd.endpoint(), "--prefix", "/hist/"],
+    );
+    let e = election(&s, "jobs");
+    assert_eq!(e["leader"]["id"], "node-c");
+    assert_eq!(e["history"].as_array().map(Vec::len), Some(0), "{e:#}");
 
     // The limit bounds what is kept.
     let s = status_json(
@@ -293,7 +303,7 @@ fn compacted_history_is_said_and_the_snapshot_still_shown() {
     etcd.etcdctl(&["compact", &rev.to_string()]);
 
     let h = home();
-    let s = status_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/cmp/"]);
+    let s = status_history_json(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "/cmp/"]);
     let notice = s["sources"][0]["notice"].as_str().unwrap_or_default();
     assert!(
         notice.contains(&format!("revision {rev}")) && notice.contains("compacted"),
@@ -631,4 +641,60 @@ fn times_seen_live_survive_for_the_next_electop() {
     for (to, at) in &history[1..] {
         assert!(at.as_str().is_some_and(|t| t.contains('T')), "{to}: {at}");
     }
+}
+
+/// One lease per election, more than can be read one round trip each within a short
+/// --timeout on a busy machine: status still prints every election in time, with the TTLs it
+/// read by then.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_prints_in_time_however_many_leases() {
+    const N: usize = 3_000;
+    let etcd = EtcdServer::start();
+    let client = etcd.client().await;
+    let grants = (0..N).map(|_| {
+        let mut c = client.clone();
+        async move { c.lease_grant(600, None).await.expect("grant").id() }
+    });
+    let leases: Vec<i64> = futures::stream::iter(grants).buffered(32).collect().await;
+    for (chunk, ids) in leases.chunks(100).enumerate() {
+        let ops: Vec<TxnOp> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let n = chunk * 100 + i;
+                let opts = PutOptions::new().with_lease(*l);
+                TxnOp::put(format!("/many/e{n:05}"), format!("node-{n}"), Some(opts))
+            })
+            .collect();
+        client
+            .clone()
+            .txn(Txn::new().and_then(ops))
+            .await
+            .expect("txn");
+    }
+    let h = home();
+    let started = std::time::Instant::now();
+    let out = common::electop::command(h.path())
+        .args(["--etcd", &etcd.endpoint(), "--prefix", "/many/"])
+        .args([
+            "--scheme",
+            "etcd-lease-key",
+            "status",
+            "--json",
+            "--timeout",
+            "1s",
+        ])
+        .output()
+        .expect("electop");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "within --timeout"
+    );
+    let s: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(s["elections"].as_array().map(Vec::len), Some(N));
 }

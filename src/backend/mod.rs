@@ -47,6 +47,9 @@ pub struct BackendIo {
 pub struct BackendOptions {
     /// Leader changes kept per election; 0 turns history replay off.
     pub history_limit: usize,
+    /// etcd: replay the history before the first snapshot. Off for a plain `status`, which
+    /// prints the current state and should not wait on a replay as deep as the store's past.
+    pub replay_history: bool,
     /// Keep every lease fresh rather than only the visible ones (`status`, `watch`).
     pub all_leases: bool,
     /// Per-request deadline against the store.
@@ -60,6 +63,7 @@ impl Default for BackendOptions {
     fn default() -> Self {
         BackendOptions {
             history_limit: 200,
+            replay_history: true,
             all_leases: false,
             request_timeout: Duration::from_secs(5),
             retention: Duration::from_secs(600),

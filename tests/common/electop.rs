@@ -40,6 +40,22 @@ pub fn status_json(home: &std::path::Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("status prints JSON")
 }
 
+/// `status --json --history`: etcd's past leader changes replayed too.
+pub fn status_history_json(home: &std::path::Path, args: &[&str]) -> Value {
+    let out = command(home)
+        .args(args)
+        .args(["status", "--json", "--history"])
+        .output()
+        .expect("run electop status");
+    assert!(
+        out.status.success(),
+        "electop status --history failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("status prints JSON")
+}
+
 pub fn election<'a>(status: &'a Value, name: &str) -> &'a Value {
     status["elections"]
         .as_array()

@@ -316,7 +316,7 @@ async fn start(
 ) -> Result<(), Stop> {
     let source = backend.info.id;
     send(io, SourceEvent::Revision { source, revision }).await?;
-    let want_history = backend.opts.history_limit > 0;
+    let want_history = backend.opts.history_limit > 0 && backend.opts.replay_history;
     let past = want_history.then(|| snapshot.clone());
     let elections = tracker.load(snapshot, revision);
     send(io, SourceEvent::Elections { source, elections }).await?;

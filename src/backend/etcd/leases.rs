@@ -17,8 +17,9 @@ use crate::backend::Command;
 const SELECTED_LINE: usize = 64;
 /// How often due lease reads are looked for.
 pub(super) const LEASE_TICK: Duration = Duration::from_millis(250);
-/// Lease reads in flight at once.
-const CONCURRENT: usize = 16;
+/// Lease reads in flight at once: one round trip each, pipelined on one connection, so
+/// `status` over thousands of leases is bound by this (16 read about 2,500 a second here).
+const CONCURRENT: usize = 64;
 /// A lease read slower than this is given up (and retried at the next tick).
 const READ_LIMIT: Duration = Duration::from_secs(2);
 
@@ -84,6 +85,29 @@ pub(super) async fn read_many(client: &Client, leases: Vec<i64>) -> Vec<Reading>
         .filter_map(|r| async move { r })
         .collect()
         .await
+}
+
+/// `read_many` until `deadline`: what was read by then. For the first reading of every
+/// lease (`status`, `watch`): one round trip per lease cannot keep up with 100,000 of them,
+/// and the current state must not wait for all; the rest are read at later ticks.
+pub(super) async fn read_many_until(
+    client: &Client,
+    leases: Vec<i64>,
+    deadline: tokio::time::Instant,
+) -> Vec<Reading> {
+    let mut reads = futures::stream::iter(leases)
+        .map(|l| read_one(client.clone(), l))
+        .buffer_unordered(CONCURRENT);
+    let mut out = Vec::new();
+    loop {
+        tokio::select! {
+            r = reads.next() => match r {
+                Some(r) => out.extend(r),
+                None => return out,
+            },
+            _ = tokio::time::sleep_until(deadline) => return out,
+        }
+    }
 }
 
 /// Whether the leases of deleted keys still exist, to tell a resignation (key deleted,

@@ -363,8 +363,11 @@ impl Tracker {
         line: usize,
     ) -> Vec<i64> {
         let mut set = BTreeSet::new();
+        // A set, not `names.contains`: every tick looks at every election, and comparing
+        // each with every row on screen cost more than the reads.
+        let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
         for e in self.elections.values() {
-            if names.contains(&e.name) {
+            if names.contains(e.name.as_str()) {
                 set.extend(e.leader.iter().chain(&e.deposed).filter_map(|l| l.lease));
             }
             if selected == Some(e.name.as_str()) {
@@ -420,8 +423,18 @@ impl Tracker {
     ) -> Vec<Election> {
         match reading {
             Some((ttl, granted)) if ttl >= 0 => {
-                let d = Deadline::from_seconds(ttl, granted, now, self.ttls.get(&lease).copied());
+                let prev = self.ttls.get(&lease).copied();
+                let d = Deadline::from_seconds(ttl, granted, now, prev);
                 self.ttls.insert(lease, d);
+                // The running countdown agreed with the reading: every copy of it counts down
+                // the same, so there is nothing to send. A lease shared by 10,000 elections and
+                // read every second on screen would otherwise resend all of them each time.
+                let same = prev.is_some_and(|p| {
+                    p.granted_ms == d.granted_ms && p.remaining_ms_at(now) == d.remaining_ms
+                });
+                if same {
+                    return Vec::new();
+                }
             }
             _ => {
                 // Gone: its keys disappear with the next watch event; show 0 until then.
@@ -938,5 +951,29 @@ mod tests {
         let gone = HashMap::from([(0xb, LeaseFate::Gone)]);
         let (changed, _) = t.apply(vec![del("/e/jobs/b", 4)], &gone, live(now));
         assert!(changed[0].deposed.is_none());
+    }
+
+    #[test]
+    fn a_reading_the_countdown_agrees_with_sends_nothing() {
+        let t0 = Instant::now();
+        let mut t = election_tracker();
+        let mut m = Mirror::new();
+        m.insert(b"/e/job/10".to_vec(), kv("/e/job/10", "n", 1, 1, 0x10));
+        t.load(m, 1);
+        assert_eq!(
+            t.set_ttl(0x10, Some((30, 60)), t0).len(),
+            1,
+            "first reading"
+        );
+        let later = t0 + std::time::Duration::from_secs(5);
+        assert!(
+            t.set_ttl(0x10, Some((25, 60)), later).is_empty(),
+            "25 s left, as counted down"
+        );
+        assert_eq!(
+            t.set_ttl(0x10, Some((60, 60)), later).len(),
+            1,
+            "a keep-alive moved the deadline"
+        );
     }
 }

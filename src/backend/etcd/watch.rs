@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant, SystemTime};
 
 use etcd_client::{EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use super::conn::{Conn, Input, Phase, Resume};
 use super::follow::{Link, Replay, State};
@@ -461,7 +461,18 @@ pub(super) async fn synced(
     io: &BackendIo,
 ) -> Result<(), Stop> {
     if backend.opts.all_leases {
-        let batch = leases::read_many(&link.client, tracker.all_leases()).await;
+        // Half the request timeout: `status` prints within its --timeout however many
+        // leases there are; a lease not read by then shows no TTL.
+        let deadline = tokio::time::Instant::now() + backend.opts.request_timeout / 2;
+        let all = tracker.all_leases();
+        let wanted = all.len();
+        let batch = leases::read_many_until(&link.client, all, deadline).await;
+        if batch.len() < wanted {
+            warn!(
+                read = batch.len(),
+                wanted, "not every lease read in time; the rest show no TTL yet"
+            );
+        }
         ttls_read(tracker, io, backend.info.id, batch).await?;
     }
     send(

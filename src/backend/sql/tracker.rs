@@ -46,6 +46,8 @@ struct Seen {
     deadline_ms: Option<i64>,
     /// Longest term seen for the current holder (the gauge's full width).
     granted_ms: i64,
+    /// The last poll that had this row, to find the rows that are gone without a set of keys.
+    poll: u64,
 }
 
 pub struct SqlTracker {
@@ -57,6 +59,8 @@ pub struct SqlTracker {
     seen: BTreeMap<String, Seen>,
     elections: BTreeMap<String, Election>,
     polled: bool,
+    /// Polls applied so far.
+    polls: u64,
     /// Elections our own admin actions are changing.
     pub forced: crate::backend::ForcedMarks,
 }
@@ -81,6 +85,7 @@ impl SqlTracker {
             seen: BTreeMap::new(),
             elections: BTreeMap::new(),
             polled: false,
+            polls: 0,
             forced: Default::default(),
         }
     }
@@ -117,9 +122,35 @@ impl SqlTracker {
 
     fn election(&mut self, name: &str) -> &mut Election {
         let (source, scheme) = (self.source, self.scheme);
-        self.elections
-            .entry(name.to_string())
-            .or_insert_with(|| Election::new(source, name.to_string(), scheme))
+        // Looked up before inserting: a poll finds almost every election there already, and
+        // `entry` would allocate its key each time.
+        if !self.elections.contains_key(name) {
+            let e = Election::new(source, name.to_string(), scheme);
+            self.elections.insert(name.to_string(), e);
+        }
+        self.elections.get_mut(name).expect("inserted above")
+    }
+
+    /// A row whose holder, deadline and leadership are as last polled: nothing the screen
+    /// shows changed (its countdown runs from the deadline it has), so only the row is kept.
+    /// This is what most rows of most polls are, and it costs no allocation.
+    fn unchanged(&mut self, row: Row, db_now_ms: i64) -> Option<Row> {
+        let Some(prev) = self.seen.get_mut(&row.key) else {
+            return Some(row);
+        };
+        let same = prev.row.holder == row.holder
+            && prev.row.stamp == row.stamp
+            && prev.row.leader().is_some() == row.leader().is_some();
+        if !same {
+            return Some(row);
+        }
+        if self.term_ms.is_none() {
+            prev.granted_ms = prev.granted_ms.max(row.remaining_ms.unwrap_or(0).max(0));
+        }
+        prev.deadline_ms = row.remaining_ms.map(|r| db_now_ms + r);
+        prev.poll = self.polls;
+        prev.row = row;
+        None
     }
 
     #[cfg(test)]
@@ -135,9 +166,16 @@ impl SqlTracker {
         let mut recorded = Vec::new();
         let first = !self.polled;
         self.polled = true;
-        let mut present = std::collections::BTreeSet::new();
+        self.polls += 1;
         for row in poll.rows {
-            present.insert(row.key.clone());
+            let row = if first {
+                row
+            } else {
+                match self.unchanged(row, poll.db_now_ms) {
+                    Some(row) => row,
+                    None => continue,
+                }
+            };
             let deadline_ms = row.remaining_ms.map(|r| poll.db_now_ms + r);
             let prev = self.seen.remove(&row.key);
             let old_leader = prev
@@ -235,13 +273,12 @@ impl SqlTracker {
                 recorded.push((row.key.clone(), entry));
                 events.push(ev);
             }
-            let e = self.elections.get(&row.key).cloned();
-            if let Some(e) = e
-                && (first
-                    || stamp_changed
-                    || leader_before != e.leader.as_ref().map(|l| l.id.clone()))
+            // Cloned only when sent: an election carries its history.
+            if let Some(e) = self.elections.get(&row.key)
+                && !first
+                && (stamp_changed || leader_before != e.leader.as_ref().map(|l| l.id.clone()))
             {
-                changed.push(e);
+                changed.push(e.clone());
             }
             self.seen.insert(
                 row.key.clone(),
@@ -249,15 +286,16 @@ impl SqlTracker {
                     row,
                     deadline_ms,
                     granted_ms,
+                    poll: self.polls,
                 },
             );
         }
         // Rows that are gone: the election stays, without a leader.
         let gone: Vec<String> = self
             .seen
-            .keys()
-            .filter(|k| !present.contains(*k))
-            .cloned()
+            .iter()
+            .filter(|(_, s)| s.poll != self.polls)
+            .map(|(k, _)| k.clone())
             .collect();
         for key in gone {
             let Some(prev) = self.seen.remove(&key) else {
@@ -415,6 +453,33 @@ mod tests {
         assert!(changed.is_empty() && events.is_empty(), "{changed:?}");
         let (changed, _, _) = t.apply(poll(1_000, vec![row("jobs", "a", 8_000)]));
         assert_eq!(changed.len(), 1, "a renewal moves the deadline");
+    }
+
+    #[test]
+    fn unchanged_rows_still_expire_and_go() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
+        let at = |remaining| {
+            let mut r = row("jobs", "a", remaining);
+            r.stamp = Some("t5000".into());
+            r
+        };
+        t.apply(poll(0, vec![at(5_000), row("other", "b", 5_000)]));
+        for ms in [1_000, 2_000, 3_000] {
+            let (changed, events, _) =
+                t.apply(poll(ms, vec![at(5_000 - ms), row("other", "b", 5_000)]));
+            assert!(changed.is_empty() && events.is_empty(), "{changed:?}");
+        }
+        // Same holder, same deadline, but the deadline passed: the leader is lost.
+        let (changed, events, _) = t.apply(poll(6_000, vec![at(-1_000)]));
+        assert_eq!(
+            causes(&events),
+            [
+                (EventKind::LeaderLost, Some(Cause::Expired)),
+                (EventKind::LeaderLost, Some(Cause::Deleted))
+            ],
+            "and the row not polled any more is gone"
+        );
+        assert_eq!(changed.len(), 2);
     }
 
     #[test]

@@ -1,0 +1,126 @@
+//! Drives a real, throwaway etcd (and a SQLite file) and prints what electop costs beside
+//! what etcdctl costs in the same run: `cargo bench --bench etcd_scale` (all of it, a few
+//! minutes), or `-- --sizes 1000,10000` for fewer elections, `--skip-live`, `--skip-sql` for less. Figures, never assertions;
+//! under `cargo test` it does nothing, so CI's timed tests never start it.
+
+#[path = "../../tests/common/mod.rs"]
+#[allow(dead_code, unused_imports, clippy::all)]
+mod common;
+mod drive;
+mod load;
+mod procs;
+mod sql;
+mod tui;
+mod watchers;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::EtcdServer;
+use load::{Layout, Leases};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_electop")
+}
+
+const COMBOS: [(Layout, Leases, &str); 4] = [
+    (Layout::Election, Leases::Shared, "el-shared"),
+    (Layout::Election, Leases::PerCandidate, "el-own"),
+    (Layout::LeaseKey, Leases::Shared, "lk-shared"),
+    (Layout::LeaseKey, Leases::PerCandidate, "lk-own"),
+];
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn electop(home: &std::path::Path) -> Command {
+    let mut c = Command::new(bin());
+    c.env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("HOME", home);
+    c
+}
+
+fn source_args(etcd: &EtcdServer, prefix: &str, layout: Layout) -> Vec<String> {
+    let p = format!("/b/{prefix}/");
+    [
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        &p,
+        "--scheme",
+        layout.scheme(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Status and first frame for every layout at `n` elections.
+fn reads(rt: &tokio::runtime::Runtime, home: &std::path::Path, n: usize) {
+    let etcd = EtcdServer::start();
+    let client = rt.block_on(etcd.client());
+    for (layout, leases, name) in COMBOS {
+        let t = std::time::Instant::now();
+        rt.block_on(load::load(
+            &client,
+            &format!("/b/{name}/"),
+            n,
+            layout,
+            leases,
+        ));
+        eprintln!("loaded {n} {name} in {:?}", t.elapsed());
+        let prefix = format!("/b/{name}/");
+        let get = procs::median(3, || {
+            procs::time(etcd.etcdctl_command().args(["get", "--prefix", &prefix]))
+        });
+        let args = source_args(&etcd, name, layout);
+        // The default --timeout (5 s), as a user runs it.
+        let status = (0..3)
+            .map(|_| procs::try_time(electop(home).args(&args).args(["status", "--json"])))
+            .collect::<Result<Vec<_>, _>>()
+            .map(|mut v| {
+                v.sort();
+                v[1]
+            });
+        let status = match status {
+            Ok(d) => format!("{} ({:.1}x)", ms(d), d.as_secs_f64() / get.as_secs_f64()),
+            Err(e) => format!("fails: {e}"),
+        };
+        let first = procs::median(3, || tui::first_frame(home, &args));
+        println!("| {n} | {name} | {} | {status} | {} |", ms(get), ms(first));
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if !args.iter().any(|a| a == "--bench") {
+        println!("etcd_scale: run it with `cargo bench --bench etcd_scale`");
+        return;
+    }
+    let sizes: Vec<usize> = args
+        .iter()
+        .position(|a| a == "--sizes")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1_000, 10_000, 100_000]);
+    let home = tempfile::tempdir().expect("home");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    println!(
+        "## Reads: `status` and the first frame, beside `etcdctl get --prefix` (medians of 3)\n"
+    );
+    println!("| elections | layout | etcdctl get | electop status | first frame |");
+    println!("|---|---|---|---|---|");
+    for n in &sizes {
+        reads(&rt, home.path(), *n);
+    }
+    let skip = |part: &str| args.iter().any(|a| a == &format!("--skip-{part}"));
+    if !skip("live") {
+        live::run(&rt, home.path());
+    }
+    if !skip("sql") {
+        sql::run(home.path());
+    }
+}
+
+mod live;
