@@ -8,7 +8,7 @@
 # With arguments, only those packages (the demo asks for etcd only when it needs it).
 set -euo pipefail
 
-PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 openssl)
+PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 openssl patroni)
 if (($# > 0)); then
   PACKAGES=("$@")
 fi
