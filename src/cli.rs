@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{Config, DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource};
+use crate::config::{Config, DbUrl, EtcdPreset, EtcdSource, SourceConfig, SqlColumns, SqlSource};
 use crate::model::Scheme;
 
 #[derive(Debug, Parser)]
@@ -47,6 +47,10 @@ pub struct SourceArgs {
     /// How the elections are stored; guessed from the keys when omitted.
     #[arg(long, global = true, value_enum)]
     pub scheme: Option<SchemeArg>,
+    /// A system whose etcd layout electop knows: patroni (namespace --prefix, default
+    /// /service/).
+    #[arg(long, global = true, value_enum)]
+    pub preset: Option<PresetArg>,
     /// etcd-lease-key: prefix of the candidate registry (`<registry><name>/<id>`).
     #[arg(long, global = true, value_name = "P")]
     pub registry: Option<String>,
@@ -111,11 +115,18 @@ fn key_file(s: &str) -> Result<PathBuf, String> {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PresetArg {
+    /// Patroni (PostgreSQL HA) on etcd: one election per cluster scope.
+    Patroni,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SchemeArg {
     EtcdElection,
     EtcdLeaseKey,
     SqlLease,
     SqlHeartbeat,
+    Patroni,
 }
 
 impl From<SchemeArg> for Scheme {
@@ -125,6 +136,7 @@ impl From<SchemeArg> for Scheme {
             SchemeArg::EtcdLeaseKey => Scheme::EtcdLeaseKey,
             SchemeArg::SqlLease => Scheme::SqlLease,
             SchemeArg::SqlHeartbeat => Scheme::SqlHeartbeat,
+            SchemeArg::Patroni => Scheme::Patroni,
         }
     }
 }
@@ -286,7 +298,7 @@ impl SourceArgs {
                 self.scheme.map(|s| Scheme::from(s).as_str()).unwrap_or("")
             ));
         }
-        let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty();
+        let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty() || self.preset.is_some();
         let flags_given = etcd_given || !self.sql.is_empty();
         let mut sources = Vec::new();
         if etcd_given || (!flags_given && config.sources.is_empty()) {
@@ -306,6 +318,7 @@ impl SourceArgs {
                     prefix,
                     scheme: etcd_scheme,
                     registry: self.registry.clone(),
+                    preset: self.preset.map(|PresetArg::Patroni| EtcdPreset::Patroni),
                     read_only: false,
                     user: self.user.clone(),
                     password_env: self.password_env.clone(),
@@ -348,6 +361,7 @@ impl SourceArgs {
             }
             if let SourceConfig::Etcd(e) = s {
                 self.apply_tls(e)?;
+                e.apply_preset()?;
             }
         }
         Ok(sources)

@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod audit_tail;
+pub mod patroni;
 mod plan;
 
 pub use plan::{Plan, plan};

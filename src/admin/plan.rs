@@ -159,6 +159,7 @@ pub fn plan(req: &AdminRequest) -> Result<Plan, String> {
                 )],
             )
         }
+        (Scheme::Patroni, kind) => super::patroni::plan(e, kind)?,
         (Scheme::SqlLease | Scheme::SqlHeartbeat, kind) => {
             let h = holder(e)?;
             let stamp = if e.scheme == Scheme::SqlLease {

@@ -241,6 +241,9 @@ async fn run(
                 }
             }
         }
+        (Scheme::Patroni, ActionKind::ForceLeader { target }) => {
+            super::patroni_admin::switchover(client, e, target).await?
+        }
         (scheme, _) => Outcome::Refused {
             reason: format!("{scheme} is not an etcd scheme"),
         },

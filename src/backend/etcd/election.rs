@@ -36,6 +36,7 @@ impl Layout for EtcdElection {
         Holders {
             leader: candidates.first().cloned(),
             candidates,
+            ..Holders::default()
         }
     }
 }
