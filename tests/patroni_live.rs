@@ -137,6 +137,8 @@ fn a_patroni_cluster_is_read_natively_and_switched_over_through_patroni() {
     let before = read_now(&args);
 
     // A switchover by patronictl: n1 deletes the leader key itself, its lease alive.
+    // (Each phase waits for its own events: the earlier ones are dropped first.)
+    watch.seen.clear();
     cluster.switchover("n1", "n2");
     let lost = watch.wait_for("n1's resignation", T, |v| {
         is(v, "leader_lost", Some("n1"), None)
@@ -191,6 +193,7 @@ fn a_patroni_cluster_is_read_natively_and_switched_over_through_patroni() {
     }
 
     // electop's own switchover, carried out by Patroni.
+    watch.seen.clear();
     let out = run(home, &args, &["force-leader", SCOPE, "n1", "--yes"]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -212,6 +215,7 @@ fn a_patroni_cluster_is_read_natively_and_switched_over_through_patroni() {
     agrees(home, &args, &cluster);
 
     // The primary crashes: its leader key expires with its lease, n2 takes over.
+    watch.seen.clear();
     let killed = Instant::now();
     cluster.kill("n1");
     let lost = watch.wait_for("n1's lease to expire", T, |v| {
