@@ -89,6 +89,13 @@ fn agrees(home: &Path, args: &[&str], cluster: &PatroniCluster) -> Value {
     }
 }
 
+/// An RFC 3339 time, however many digits its fraction has.
+fn moment(v: &Value) -> time::OffsetDateTime {
+    let text = v.as_str().unwrap_or_else(|| panic!("not a time: {v}"));
+    time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
 fn is(v: &Value, kind: &str, from: Option<&str>, to: Option<&str>) -> bool {
     v["kind"] == kind
         && v["election"] == SCOPE
@@ -96,20 +103,74 @@ fn is(v: &Value, kind: &str, from: Option<&str>, to: Option<&str>) -> bool {
         && v["to"].as_str() == to
 }
 
+struct Setup<'a> {
+    etcd: &'a EtcdServer,
+    cluster: PatroniCluster,
+    home: &'a Path,
+    args: Vec<String>,
+    watch: Option<Watch>,
+}
+
+impl Setup<'_> {
+    fn args(&self) -> Vec<&str> {
+        self.args.iter().map(String::as_str).collect()
+    }
+
+    fn status(&self) -> Value {
+        status_json(self.home, &self.args())
+    }
+
+    fn agrees(&self) -> Value {
+        agrees(self.home, &self.args(), &self.cluster)
+    }
+
+    /// Waits for a leader change of the scope in this phase.
+    fn wait_change(
+        &mut self,
+        what: &str,
+        kind: &str,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Value {
+        let watch = self.watch.as_mut().expect("watch");
+        watch.wait_for(what, T, |v| is(v, kind, from, to))
+    }
+
+    /// Drops the events seen so far: each phase waits for its own.
+    fn next_phase(&mut self) {
+        self.watch.as_mut().expect("watch").seen.clear();
+    }
+}
+
 #[test]
 fn a_patroni_cluster_is_read_natively_and_switched_over_through_patroni() {
     let etcd = EtcdServer::start();
-    let mut cluster = PatroniCluster::start(
+    let cluster = PatroniCluster::start(
         &etcd.endpoint(),
         SCOPE,
         &[("n1", false), ("n2", false), ("n3", true)],
     );
     let home = tempfile::tempdir().expect("tempdir");
-    let home = home.path();
-    let endpoint = etcd.endpoint();
-    let args = ["--etcd", endpoint.as_str(), "--preset", "patroni"];
+    let args = ["--etcd", &etcd.endpoint(), "--preset", "patroni"].map(String::from);
+    let mut s = Setup {
+        etcd: &etcd,
+        cluster,
+        home: home.path(),
+        args: args.to_vec(),
+        watch: None,
+    };
+    read_as_patronictl_lists(&s);
+    s.watch = Some(Watch::start(s.home, &s.args()));
+    s.watch.as_mut().expect("watch").wait_synced(1);
+    let before = read_now(&s.args());
+    switchover_by_patronictl(&mut s);
+    stale_and_impossible_actions_write_nothing(&s, &before);
+    switchover_by_electop(&mut s);
+    primary_crash(&mut s);
+}
 
-    let status = agrees(home, &args, &cluster);
+fn read_as_patronictl_lists(s: &Setup) {
+    let status = s.agrees();
     let names: Vec<&str> = status["elections"]
         .as_array()
         .expect("elections")
@@ -131,70 +192,80 @@ fn a_patroni_cluster_is_read_natively_and_switched_over_through_patroni() {
         .iter()
         .find(|m| m["id"] == "n3");
     assert_eq!(n3.map(|m| m["nofailover"].clone()), Some(Value::Bool(true)));
+}
 
-    let mut watch = Watch::start(home, &args);
-    watch.wait_synced(1);
-    let before = read_now(&args);
-
-    // A switchover by patronictl: n1 deletes the leader key itself, its lease alive.
-    // (Each phase waits for its own events: the earlier ones are dropped first.)
-    watch.seen.clear();
-    cluster.switchover("n1", "n2");
-    let lost = watch.wait_for("n1's resignation", T, |v| {
-        is(v, "leader_lost", Some("n1"), None)
-    });
+/// n1 deletes the leader key itself with its lease alive: a resignation. Patroni's history
+/// key records the promotion with its time, which electop takes.
+fn switchover_by_patronictl(s: &mut Setup) {
+    s.next_phase();
+    s.cluster.switchover("n1", "n2");
+    let lost = s.wait_change("n1's resignation", "leader_lost", Some("n1"), None);
     assert_eq!(lost["cause"], "resigned", "{lost}");
-    watch.wait_for("n2 elected", T, |v| {
-        is(v, "leader_elected", None, Some("n2"))
+    s.wait_change("n2 elected", "leader_elected", None, Some("n2"));
+    s.agrees();
+    let key = format!("/service/{SCOPE}/history");
+    // n2 writes its history record once promoted, shortly after it took the leader key.
+    let mut recorded = Value::Null;
+    common::wait_until("Patroni records n2's promotion", T, || {
+        let text = s.etcd.etcdctl_stdout(&["get", &key, "--print-value-only"]);
+        recorded = serde_json::from_str(text.trim()).unwrap_or(Value::Null);
+        recorded[0][4] == "n2"
     });
-    let status = agrees(home, &args, &cluster);
-    // Patroni's history key gives the promotion its time.
-    let history = election(&status, SCOPE)["history"]
+    let when = moment(&recorded[0][3]);
+    let status = s.status();
+    let history = &election(&status, SCOPE)["history"];
+    let change = history
         .as_array()
-        .expect("history")
-        .clone();
-    let promoted = history
-        .iter()
-        .rev()
-        .find(|h| h["to"] == "n2")
+        .and_then(|h| h.iter().find(|h| h["to"] == "n2"))
         .expect("n2 in history");
-    assert!(promoted["at"].is_string(), "{history:#?}");
-
-    // What was seen before the switchover is out of date: nothing is written.
-    let outcome = act(
-        &before.0,
-        &before.1,
-        ActionKind::ForceLeader {
-            target: "n3".into(),
-        },
+    assert_eq!(moment(&change["at"]), when, "{history:#}");
+    assert!(
+        change["revision"].is_i64(),
+        "one change, not two: {history:#}"
     );
+    // Without etcd's history, the promotion is still known from Patroni's own record.
+    let mut args = s.args();
+    args.extend(["--history-limit", "0"]);
+    let status = status_json(s.home, &args);
+    let history = &election(&status, SCOPE)["history"];
+    assert_eq!(history[0]["cause"], "promoted", "{history:#}");
+    assert_eq!(moment(&history[0]["at"]), when, "{history:#}");
+}
+
+/// What was seen before the switchover is out of date: nothing is written. Actions Patroni
+/// has no protocol for are refused with the reason.
+fn stale_and_impossible_actions_write_nothing(s: &Setup, before: &(Election, SourceConfig)) {
+    let to = |t: &str| ActionKind::ForceLeader { target: t.into() };
+    let outcome = act(&before.0, &before.1, to("n3"));
     assert!(
         matches!(outcome, Outcome::Refused { .. }),
         "nofailover: {outcome:?}"
     );
-    let outcome = act(
-        &before.0,
-        &before.1,
-        ActionKind::ForceLeader {
-            target: "n2".into(),
-        },
-    );
+    let outcome = act(&before.0, &before.1, to("n2"));
     assert!(matches!(outcome, Outcome::Changed { .. }), "{outcome:?}");
-
-    // Actions Patroni has no protocol for are refused with the reason.
+    let failover = format!("/service/{SCOPE}/failover");
+    let value = s
+        .etcd
+        .etcdctl_stdout(&["get", &failover, "--print-value-only"]);
+    assert_eq!(
+        value.trim(),
+        "{}",
+        "reset by Patroni, not written by electop"
+    );
     for action in [
         &["reelect", SCOPE, "--yes"][..],
         &["resign", SCOPE, "--yes"],
     ] {
-        let out = run(home, &args, action);
+        let out = run(s.home, &s.args(), action);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{err}");
         assert!(err.contains("switchover"), "{err}");
     }
+}
 
-    // electop's own switchover, carried out by Patroni.
-    watch.seen.clear();
-    let out = run(home, &args, &["force-leader", SCOPE, "n1", "--yes"]);
+fn switchover_by_electop(s: &mut Setup) {
+    s.next_phase();
+    let out = run(s.home, &s.args(), &["force-leader", SCOPE, "n1", "--yes"]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -205,34 +276,30 @@ fn a_patroni_cluster_is_read_natively_and_switched_over_through_patroni() {
         said.contains("failover") && said.contains("switchover"),
         "{said}"
     );
-    cluster.wait_list("n1 leading again", T, |l| {
+    s.cluster.wait_list("n1 leading again", T, |l| {
         l.iter()
             .any(|m| m.name == "n1" && m.role == "Leader" && m.state == "running")
     });
-    watch.wait_for("n1 elected", T, |v| {
-        is(v, "leader_elected", None, Some("n1"))
-    });
-    agrees(home, &args, &cluster);
+    s.wait_change("n2 handing over", "leader_lost", Some("n2"), None);
+    s.wait_change("n1 elected", "leader_elected", None, Some("n1"));
+    s.agrees();
+}
 
-    // The primary crashes: its leader key expires with its lease, n2 takes over.
-    watch.seen.clear();
+/// The primary crashes: its leader key expires with its lease, n2 takes over.
+fn primary_crash(s: &mut Setup) {
+    s.next_phase();
     let killed = Instant::now();
-    cluster.kill("n1");
-    let lost = watch.wait_for("n1's lease to expire", T, |v| {
-        is(v, "leader_lost", Some("n1"), None)
-    });
+    s.cluster.kill("n1");
+    let lost = s.wait_change("n1's lease to expire", "leader_lost", Some("n1"), None);
     assert_eq!(lost["cause"], "lease_expired", "{lost}");
-    watch.wait_for("n2 taking over", T, |v| {
-        is(v, "leader_elected", None, Some("n2"))
-    });
+    s.wait_change("n2 taking over", "leader_elected", None, Some("n2"));
     let took = killed.elapsed();
     assert!(
         took <= Duration::from_secs(TTL_S + 3),
         "failover took {took:?}, Patroni's ttl is {TTL_S}s\n{}",
-        cluster.logs()
+        s.cluster.logs()
     );
-    let status = status_json(home, &args);
-    assert_eq!(election(&status, SCOPE)["leader"]["id"], "n2");
+    assert_eq!(election(&s.status(), SCOPE)["leader"]["id"], "n2");
 }
 
 /// The election and its source, as read now, to act on later.
