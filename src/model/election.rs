@@ -239,7 +239,7 @@ pub struct MemberInfo {
 }
 
 impl MemberInfo {
-    /// `replica · running · TL 2 · lag 0 B · nofailover`, for the screen.
+    /// `replica running TL 2 lag 0 B nofailover`, for the screen.
     pub fn summary(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
         parts.extend(self.role.clone());
@@ -249,7 +249,7 @@ impl MemberInfo {
         if self.nofailover {
             parts.push("nofailover".into());
         }
-        parts.join(" · ")
+        parts.join(" ")
     }
 }
 

@@ -183,8 +183,13 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         [
             Constraint::Length(4),
             Constraint::Fill(1),
-            // The lease column only where it leaves the id room to be read.
-            Constraint::Length(if line.width >= 64 { 16 } else { 0 }),
+            // The lease column only where it leaves the id room to be read; Patroni's
+            // members' own account says more than their lease ids, so it takes the room.
+            Constraint::Length(if line.width >= 64 && e.members.is_empty() {
+                16
+            } else {
+                0
+            }),
             Constraint::Length(12),
         ],
     )

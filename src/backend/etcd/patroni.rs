@@ -288,10 +288,7 @@ mod tests {
         );
         let n2 = h.members.iter().find(|m| m.id == "n2").expect("n2");
         assert_eq!((n2.role.as_deref(), n2.lag_bytes), (Some("master"), None));
-        assert_eq!(
-            n1.summary(),
-            "replica · running · TL 2 · lag 352 B · nofailover"
-        );
+        assert_eq!(n1.summary(), "replica running TL 2 lag 352 B nofailover");
     }
 
     #[test]
