@@ -214,14 +214,18 @@ fn switchover_by_patronictl(s: &mut Setup) {
     let when = moment(&recorded[0][3]);
     let status = s.status();
     let history = &election(&status, SCOPE)["history"];
-    let change = history
+    let to_n2: Vec<&Value> = history
         .as_array()
-        .and_then(|h| h.iter().find(|h| h["to"] == "n2"))
-        .expect("n2 in history");
+        .expect("history")
+        .iter()
+        .filter(|h| h["to"] == "n2")
+        .collect();
+    assert_eq!(to_n2.len(), 1, "one change, not two: {history:#}");
+    let change = to_n2[0];
     assert_eq!(moment(&change["at"]), when, "{history:#}");
     assert!(
         change["revision"].is_i64(),
-        "one change, not two: {history:#}"
+        "the change electop saw, with Patroni's time: {history:#}"
     );
     // Without etcd's history, the promotion is still known from Patroni's own record.
     let mut args = s.args();
