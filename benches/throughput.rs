@@ -78,6 +78,8 @@ fn main() {
         scheme: Some(Scheme::EtcdElection),
         read_only: false,
         clustered: false,
+        idle_is_normal: false,
+        notice: None,
     };
     let mut app = App::new(vec![info], Instant::now(), SystemTime::now());
     app::update(

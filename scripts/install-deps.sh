@@ -8,7 +8,9 @@
 # With arguments, only those packages (the demo asks for etcd only when it needs it).
 set -euo pipefail
 
-PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 openssl patroni)
+# golang-go and golang-etcd-server-dev build the Go election campaigner the tests start
+# (etcd 3.4's clientv3/concurrency, offline, from /usr/share/gocode).
+PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni)
 if (($# > 0)); then
   PACKAGES=("$@")
 fi

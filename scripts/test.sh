@@ -11,6 +11,9 @@ step() { printf '==> %s\n' "$*"; }
 step "scripts/install-deps.sh"
 scripts/install-deps.sh
 
+step "scripts/install-node-deps.sh"
+scripts/install-node-deps.sh
+
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 

@@ -98,11 +98,16 @@ pub async fn run(
         }
     };
     let info = &app.sources[*source].info;
+    let target = match admin::Target::from_config(&sources[*source]) {
+        Ok(t) => t,
+        Err(why) => return fail(EXIT_STORE, &why),
+    };
     let req = AdminRequest {
         source: *source,
         source_name: info.name.clone(),
         kind,
         seen: seen.clone(),
+        target,
     };
     let trail = admin::audit::Trail::default();
     let audit = |outcome: &Outcome| {
@@ -165,7 +170,7 @@ pub async fn run(
         }
         let mut out = std::io::stderr();
         let _ = writeln!(out, "{}", plan.summary);
-        for w in &plan.writes {
+        for w in plan.writes() {
             let _ = writeln!(out, "  write: {w}");
         }
         for n in &plan.notes {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{Config, DbUrl, EtcdPreset, EtcdSource, SourceConfig, SqlColumns, SqlSource};
+use crate::config::{Config, DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource};
 use crate::model::Scheme;
 
 #[derive(Debug, Parser)]
@@ -47,16 +47,17 @@ pub struct SourceArgs {
     /// How the elections are stored; guessed from the keys when omitted.
     #[arg(long, global = true, value_enum)]
     pub scheme: Option<SchemeArg>,
-    /// A system whose etcd layout electop knows: patroni (namespace --prefix, default
-    /// /service/).
-    #[arg(long, global = true, value_enum)]
-    pub preset: Option<PresetArg>,
     /// etcd-lease-key: prefix of the candidate registry (`<registry><name>/<id>`).
     #[arg(long, global = true, value_name = "P")]
     pub registry: Option<String>,
     /// SQL database with election tables: postgres://, mysql:// or sqlite://PATH; repeatable.
     #[arg(long, global = true, value_name = "URL")]
     pub sql: Vec<String>,
+    /// A well-known project's layout (list them with `electop presets`): a SQL table, which
+    /// sets the scheme, table and columns, or Patroni's keys in etcd (--prefix: the
+    /// namespace, default /service/).
+    #[arg(long, global = true, value_enum, value_name = "NAME")]
+    pub preset: Option<crate::presets::Preset>,
     /// SQL: the election table (default leaderlock / service_election).
     #[arg(long, global = true, value_name = "NAME")]
     pub table: Option<String>,
@@ -112,12 +113,6 @@ fn key_file(s: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(s);
     crate::pem::private_key("--key", &path)?;
     Ok(path)
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum PresetArg {
-    /// Patroni (PostgreSQL HA) on etcd: one election per cluster scope.
-    Patroni,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -182,6 +177,8 @@ pub enum Command {
     Node(NodeArgs),
     /// Three (or --nodes) participants electing a leader, beside the dashboard.
     Demo(DemoArgs),
+    /// List the presets (--preset): each project's table and how electop reads it.
+    Presets,
     /// Print a shell completion script, e.g. `electop completions bash > /etc/bash_completion.d/electop`.
     Completions { shell: clap_complete::Shell },
 }
@@ -283,11 +280,8 @@ impl SourceArgs {
     /// all of a local etcd.
     pub fn resolve(&self, config: &Config) -> Result<Vec<SourceConfig>, String> {
         let scheme = self.scheme.map(Scheme::from);
-        let sql_scheme = scheme.filter(|s| s.is_sql());
+        let sql_scheme = self.sql_scheme(scheme)?;
         let etcd_scheme = scheme.filter(|s| !s.is_sql());
-        if !self.sql.is_empty() && sql_scheme.is_none() {
-            return Err("--sql needs --scheme sql-lease or --scheme sql-heartbeat".to_string());
-        }
         if sql_scheme.is_some()
             && self.sql.is_empty()
             && self.etcd.is_empty()
@@ -298,7 +292,9 @@ impl SourceArgs {
                 self.scheme.map(|s| Scheme::from(s).as_str()).unwrap_or("")
             ));
         }
-        let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty() || self.preset.is_some();
+        let etcd_preset = self.preset.filter(|p| p.etcd_namespace().is_some());
+        let etcd_given =
+            !self.etcd.is_empty() || !self.prefix.is_empty() || etcd_preset.is_some();
         let flags_given = etcd_given || !self.sql.is_empty();
         let mut sources = Vec::new();
         if etcd_given || (!flags_given && config.sources.is_empty()) {
@@ -318,7 +314,7 @@ impl SourceArgs {
                     prefix,
                     scheme: etcd_scheme,
                     registry: self.registry.clone(),
-                    preset: self.preset.map(|PresetArg::Patroni| EtcdPreset::Patroni),
+                    preset: etcd_preset,
                     read_only: false,
                     user: self.user.clone(),
                     password_env: self.password_env.clone(),
@@ -331,19 +327,9 @@ impl SourceArgs {
             }));
         }
         if let Some(scheme) = sql_scheme {
-            sources.extend(self.sql.iter().map(|url| {
-                SourceConfig::Sql(SqlSource {
-                    url: DbUrl(url.clone()),
-                    password_env: self.password_env.clone(),
-                    password_file: self.password_file.clone(),
-                    scheme,
-                    table: self.table.clone(),
-                    columns: SqlColumns::default(),
-                    timeout: self.heartbeat_timeout,
-                    poll: self.poll,
-                    read_only: false,
-                })
-            }));
+            for url in &self.sql {
+                sources.push(SourceConfig::Sql(self.sql_source(url, scheme)?));
+            }
         }
         if !flags_given {
             sources = if config.sources.is_empty() {
@@ -365,6 +351,46 @@ impl SourceArgs {
             }
         }
         Ok(sources)
+    }
+
+    fn sql_source(&self, url: &str, scheme: Scheme) -> Result<SqlSource, String> {
+        let mut source = SqlSource {
+            url: DbUrl(url.to_string()),
+            password_env: self.password_env.clone(),
+            password_file: self.password_file.clone(),
+            scheme,
+            preset: self.preset,
+            table: self.table.clone(),
+            columns: SqlColumns::default(),
+            timeout: self.heartbeat_timeout,
+            poll: self.poll,
+            read_only: false,
+        };
+        source.apply_preset()?;
+        Ok(source)
+    }
+
+    /// The scheme of the `--sql` sources: from `--preset` or `--scheme`, which must agree.
+    fn sql_scheme(&self, scheme: Option<Scheme>) -> Result<Option<Scheme>, String> {
+        let given = scheme.filter(|s| s.is_sql());
+        if let Some(p) = self.preset
+            && self.sql.is_empty()
+            && p.etcd_namespace().is_none()
+        {
+            return Err(format!("--preset {p} is a SQL table: give --sql URL"));
+        }
+        if self.sql.is_empty() {
+            return Ok(given);
+        }
+        if self.preset.is_none() && given.is_none() {
+            return Err(format!(
+                "--sql needs --scheme sql-lease or --scheme sql-heartbeat, or --preset ({})",
+                crate::presets::names()
+            ));
+        }
+        crate::presets::sql_scheme(self.preset, given, "--scheme")
+            .map(Some)
+            .map_err(|e| format!("--sql: {e}"))
     }
 
     /// The TLS flags, on every etcd source, config file's too: each flag given replaces

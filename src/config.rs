@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::model::Scheme;
+use crate::presets::Preset;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -144,32 +145,98 @@ pub struct SqlColumns {
     pub valid_until: Option<String>,
 }
 
+/// A SQL source as the backends take it: the scheme known, a preset's table and columns
+/// filled in.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "SqlSourceFile")]
 pub struct SqlSource {
-    /// `postgres://user@host:port/db`, `mysql://user@host:port/db` or `sqlite://PATH`.
     pub url: DbUrl,
+    pub password_env: Option<String>,
+    pub password_file: Option<PathBuf>,
+    pub scheme: Scheme,
+    /// The project whose table this is; its layout is already applied.
+    pub preset: Option<Preset>,
+    pub table: Option<String>,
+    pub columns: SqlColumns,
+    pub timeout: Option<std::time::Duration>,
+    pub poll: Option<std::time::Duration>,
+    pub read_only: bool,
+}
+
+impl SqlSource {
+    /// Fills in what the preset fixes and the user left out: a table or column given
+    /// explicitly stays, since projects let their users rename them.
+    pub fn apply_preset(&mut self) -> Result<(), String> {
+        let Some(preset) = self.preset else {
+            return Ok(());
+        };
+        let t = preset.sql_table()?;
+        let fill = |slot: &mut Option<String>, v: &str| {
+            slot.get_or_insert_with(|| v.to_string());
+        };
+        fill(&mut self.table, t.table);
+        fill(&mut self.columns.key, t.key);
+        fill(&mut self.columns.leader_id, t.leader);
+        fill(&mut self.columns.valid_until, t.stamp);
+        if self.timeout.is_none() {
+            self.timeout = t.timeout;
+        }
+        Ok(())
+    }
+}
+
+/// `[[source]] kind = "sql"` as written in the file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SqlSourceFile {
+    /// `postgres://user@host:port/db`, `mysql://user@host:port/db` or `sqlite://PATH`.
+    url: DbUrl,
     /// Read the password from this environment variable instead of the URL.
     #[serde(default)]
-    pub password_env: Option<String>,
+    password_env: Option<String>,
     /// Read the password from the first line of this file instead of the URL.
     #[serde(default)]
-    pub password_file: Option<PathBuf>,
-    /// `sql-lease` or `sql-heartbeat`.
-    pub scheme: Scheme,
+    password_file: Option<PathBuf>,
+    /// `sql-lease` or `sql-heartbeat`; implied by `preset`.
+    #[serde(default)]
+    scheme: Option<Scheme>,
+    /// A well-known project's table: `shedlock`, `oban` or `orchestrator`.
+    #[serde(default)]
+    preset: Option<Preset>,
     /// Table name (`name` or `schema.name`); default `leaderlock` / `service_election`.
     #[serde(default)]
-    pub table: Option<String>,
+    table: Option<String>,
     #[serde(default)]
-    pub columns: SqlColumns,
+    columns: SqlColumns,
     /// sql-heartbeat: how long after `last_seen_active` the leader is deposed, e.g. "20s".
     #[serde(default, deserialize_with = "duration_opt")]
-    pub timeout: Option<std::time::Duration>,
+    timeout: Option<std::time::Duration>,
     /// Poll interval, e.g. "500ms".
     #[serde(default, deserialize_with = "duration_opt")]
-    pub poll: Option<std::time::Duration>,
+    poll: Option<std::time::Duration>,
     #[serde(default)]
-    pub read_only: bool,
+    read_only: bool,
+}
+
+impl TryFrom<SqlSourceFile> for SqlSource {
+    type Error = String;
+
+    fn try_from(f: SqlSourceFile) -> Result<Self, String> {
+        let mut s = SqlSource {
+            scheme: crate::presets::sql_scheme(f.preset, f.scheme, "scheme")?,
+            url: f.url,
+            password_env: f.password_env,
+            password_file: f.password_file,
+            preset: f.preset,
+            table: f.table,
+            columns: f.columns,
+            timeout: f.timeout,
+            poll: f.poll,
+            read_only: f.read_only,
+        };
+        s.apply_preset()?;
+        Ok(s)
+    }
 }
 
 fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::time::Duration, D::Error> {
@@ -198,9 +265,9 @@ pub struct EtcdSource {
     #[serde(default)]
     pub scheme: Option<Scheme>,
     /// A system whose keys electop knows: `patroni` (scheme patroni, prefix `/service/`
-    /// unless given).
+    /// unless given). `electop presets` lists them.
     #[serde(default)]
-    pub preset: Option<EtcdPreset>,
+    pub preset: Option<Preset>,
     /// etcd-lease-key only: prefix of the candidate registry, `<registry><name>/<id>`.
     #[serde(default)]
     pub registry: Option<String>,
@@ -230,30 +297,27 @@ pub struct EtcdSource {
     pub insecure_skip_tls_verify: bool,
 }
 
-/// Systems that keep their elections in etcd in their own layout.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum EtcdPreset {
-    /// PostgreSQL HA: `<namespace><scope>/leader`, `members/`, ... (namespace `/service/`).
-    Patroni,
-}
-
 impl EtcdSource {
     /// Sets the scheme and default prefix of the preset; a scheme given beside it must agree.
     pub fn apply_preset(&mut self) -> Result<(), String> {
-        let Some(EtcdPreset::Patroni) = self.preset else {
+        let Some(preset) = self.preset else {
             return Ok(());
         };
+        let namespace = preset.etcd_namespace().ok_or_else(|| {
+            format!("preset {preset} is a SQL table: it needs a kind = \"sql\" source (--sql URL)")
+        })?;
+        let scheme = preset.spec().scheme;
         match self.scheme {
-            None | Some(Scheme::Patroni) => self.scheme = Some(Scheme::Patroni),
+            None => self.scheme = Some(scheme),
+            Some(s) if s == scheme => {}
             Some(other) => {
                 return Err(format!(
-                    "preset patroni reads Patroni's own layout; scheme {other} contradicts it"
+                    "preset {preset} reads {preset}'s own layout; scheme {other} contradicts it"
                 ));
             }
         }
         if self.prefix.is_empty() {
-            self.prefix = "/service/".to_string();
+            self.prefix = namespace.to_string();
         }
         Ok(())
     }
@@ -644,6 +708,40 @@ mod tests {
             .expect_err("contradiction")
             .to_string();
         assert!(msg.contains("contradicts"), "{msg}");
+    }
+
+    #[test]
+    fn a_preset_sets_scheme_table_and_columns_unless_given() {
+        let sql = |extra: &str| {
+            let text = format!("[[source]]\nkind = \"sql\"\nurl = \"postgres://h/db\"\n{extra}");
+            Config::parse(&text, Path::new("x.toml")).map(|mut c| match c.sources.remove(0) {
+                SourceConfig::Sql(s) => s,
+                SourceConfig::Etcd(_) => panic!("sql"),
+            })
+        };
+        let s = sql("preset = \"orchestrator\"\n").expect("valid");
+        assert_eq!(s.scheme, Scheme::SqlHeartbeat);
+        assert_eq!(s.table.as_deref(), Some("active_node"));
+        assert_eq!(s.columns.leader_id.as_deref(), Some("hostname"));
+        assert_eq!(s.timeout, Some(std::time::Duration::from_secs(5)));
+        let s = sql("preset = \"shedlock\"\ntable = \"ops.locks\"\n").expect("valid");
+        assert_eq!(
+            (s.table.as_deref(), s.columns.valid_until.as_deref()),
+            (Some("ops.locks"), Some("lock_until"))
+        );
+        let msg = sql("preset = \"oban\"\nscheme = \"sql-heartbeat\"\n")
+            .expect_err("contradiction")
+            .to_string();
+        assert!(msg.contains("preset oban is a sql-lease table"), "{msg}");
+        let msg = sql("").expect_err("no scheme").to_string();
+        assert!(
+            msg.contains("needs scheme") && msg.contains("shedlock"),
+            "{msg}"
+        );
+        let msg = sql("preset = \"quartz\"\n")
+            .expect_err("unknown")
+            .to_string();
+        assert!(msg.contains("quartz") && msg.contains("shedlock"), "{msg}");
     }
 
     #[test]

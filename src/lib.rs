@@ -17,6 +17,7 @@ pub mod model;
 pub mod node;
 pub mod output;
 pub mod pem;
+pub mod presets;
 pub mod runtime;
 pub mod supervise;
 pub mod ui;

@@ -77,6 +77,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         clap_complete::generate(shell, &mut cmd, "electop", &mut std::io::stdout());
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(Command::Presets) = cli.command {
+        print!("{}", electop::presets::listing());
+        return Ok(ExitCode::SUCCESS);
+    }
     let config = Config::load(cli.config.as_deref())?;
     let _log = electop::logging::init(cli.log_file.as_deref())?;
     let tick = Duration::from_millis(config.ui.tick_ms.max(16));
@@ -109,6 +113,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let s = Sources::spawn(&sources, &opts)?;
                 match runtime::collect_status(s, timeout).await {
                     Ok(app) => {
+                        // An empty or unsure prefix still answers (exit 0), but says why.
+                        runtime::print_notices(&app);
                         if json {
                             runtime::print_status_json(&app)?;
                         } else {
@@ -149,7 +155,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 opts.history_limit,
             )
             .await),
-            Some(Command::Demo(_) | Command::Completions { .. }) => unreachable!("handled above"),
+            Some(Command::Demo(_) | Command::Completions { .. } | Command::Presets) => {
+                unreachable!("handled above")
+            }
             Some(Command::Node(args)) => {
                 let scheme = cli
                     .sources

@@ -27,6 +27,12 @@ pub struct SourceJson<'a> {
     pub revision: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<&'a str>,
+    /// What reading the source found unsure: the layout, or an empty prefix and where
+    /// elections are instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_notice: Option<&'a str>,
+    /// No leader is this source's resting state (a lock between runs), not an alarm.
+    pub idle_is_normal: bool,
     /// No contact for a while: what is shown is as of `as_of`, not now.
     pub stale: bool,
     /// When the store last answered a read that proves the state current (RFC 3339).
@@ -54,6 +60,8 @@ pub struct ElectionJson<'a> {
     /// With no leader: since when (RFC 3339), when electop saw it happen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_leader_since: Option<String>,
+    /// No leader, and that is this source's resting state: no alarm.
+    pub idle: bool,
     /// The source is stale: the leader is the last one seen, as of `as_of`.
     pub stale: bool,
     pub as_of: Option<String>,
@@ -127,6 +135,7 @@ fn history(h: &HistoryEntry) -> HistoryJson<'_> {
 pub fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJson<'a> {
     ElectionJson {
         stale: false,
+        idle: false,
         as_of: None,
         name: &e.name,
         scheme: e.scheme,
@@ -160,6 +169,8 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
         },
         revision: s.revision,
         notice: s.notice.as_deref(),
+        layout_notice: s.info.notice.as_ref().map(|n| n.text()),
+        idle_is_normal: s.info.idle_is_normal,
     }
 }
 
@@ -176,6 +187,7 @@ pub fn status(app: &App, now: Instant) -> Status<'_> {
                 let at = src.map(|s| s.as_of(now)).unwrap_or(now);
                 let mut j = election(e, name, at);
                 j.stale = src.is_some_and(|s| s.stale_for(now).is_some());
+                j.idle = e.leader.is_none() && app.idle_is_normal(e.source);
                 j.as_of = src
                     .and_then(|s| s.last_contact)
                     .map(|(_, w)| time::rfc3339(w));

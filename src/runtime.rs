@@ -112,6 +112,23 @@ impl Sources {
         self.action_labels.insert(task.id(), label);
     }
 
+    /// Each source's settings that decide what an action writes, for the dashboard's plans.
+    /// The backends were built from the same configs, so these parse; the defaults are only
+    /// a fallback that keeps the indexes aligned.
+    pub fn targets(&self) -> Vec<crate::admin::Target> {
+        self.configs
+            .iter()
+            .zip(&self.infos)
+            .map(|(cfg, info)| {
+                crate::admin::Target::from_config(cfg).unwrap_or_else(|_| {
+                    crate::admin::Target::defaults(
+                        info.scheme.unwrap_or(crate::model::Scheme::EtcdElection),
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// What the admin actions under way are (`reelect jobs`).
     pub fn actions_in_flight(&self) -> Vec<String> {
         let mut labels: Vec<String> = self.action_labels.values().cloned().collect();
@@ -290,6 +307,7 @@ async fn tui_loop(
     let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
     app.retention = sources.retention;
     app.keys = keys;
+    app.targets = sources.targets();
     let size = terminal.size()?;
     app::update(
         &mut app,
@@ -483,6 +501,16 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
     app.now = Instant::now();
     app.wall = SystemTime::now();
     result.map(|()| app)
+}
+
+/// What reading a source found unsure (its layout, an empty prefix), on stderr: stdout
+/// stays the elections alone, for scripts.
+pub fn print_notices(app: &App) {
+    for s in &app.sources {
+        if let Some(n) = &s.info.notice {
+            eprintln!("electop: {}: {}", s.info.short, n.text());
+        }
+    }
 }
 
 pub fn print_status_json(app: &App) -> Result<()> {

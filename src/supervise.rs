@@ -171,6 +171,8 @@ mod tests {
                 scheme: None,
                 read_only: false,
                 clustered: false,
+                idle_is_normal: false,
+                notice: None,
             }
         }
 

@@ -45,7 +45,8 @@ fn etcdctl_watch(
     let mut child = Command::new("etcdctl")
         .env("ETCDCTL_API", "3")
         .arg(format!("--endpoints={}", urls.join(",")))
-        .args(["watch", "--prefix", prefix])
+        // From the first revision: a watch that connects after a put still reports it.
+        .args(["watch", "--prefix", "--rev=1", prefix])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

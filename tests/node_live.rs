@@ -8,8 +8,12 @@
 //! that goes silent) must stop believing it leads by the time its lease or term is over and
 //! still exit promptly on SIGTERM; and an etcd TTL that is not whole seconds must not end up
 //! shorter than the renew interval.
+//!
+//! Every way an operator can depose a leader, in every scheme, is in [`deposed`].
 
 mod common;
+#[path = "node_live/deposed.rs"]
+mod deposed;
 
 use std::cell::Cell;
 use std::fs::File;
@@ -171,15 +175,22 @@ impl Scenario {
 
     /// `electop force-leader ELECTION ID --yes`, which must succeed.
     fn force_leader(&self, id: &str) {
+        self.admin("force-leader", &[id]);
+    }
+
+    /// `electop ACTION ELECTION [ARGS] --yes`, which must succeed.
+    fn admin(&self, action: &str, args: &[&str]) {
         let out = command(self.home.path())
             .args(&self.source)
-            .args(["force-leader", &self.election, id, "--yes"])
+            .args([action, &self.election])
+            .args(args)
+            .arg("--yes")
             .stdin(Stdio::null())
             .output()
-            .expect("run electop force-leader");
+            .unwrap_or_else(|e| panic!("run electop {action}: {e}"));
         assert!(
             out.status.success(),
-            "{}: force-leader {id} failed ({}): {}{}",
+            "{}: {action} {args:?} failed ({}): {}{}",
             self.label,
             out.status,
             String::from_utf8_lossy(&out.stderr),
@@ -479,6 +490,13 @@ fn lifecycle(sc: &Scenario) {
         "{label}: the leader says it resigned; {}",
         resigning.dump()
     );
+    assert!(
+        resigning
+            .current()
+            .is_some_and(|(_, v)| v["belief"] == "stopped"),
+        "{label}: the leader's last belief says it stopped, so no reader thinks it still leads; {}",
+        resigning.dump()
+    );
     let quick = t.retry + Duration::from_millis(800);
     assert!(quick < t.ttl, "the bound must tell a resign from a timeout");
     let at = last.wait_belief_at("leader", Some(&last.id.clone()), quick + OVERRUN);
@@ -502,7 +520,12 @@ fn lifecycle(sc: &Scenario) {
     back.wait_belief("follower", Some(&last.id.clone()), T);
     sc.force_leader(&back.id);
     let forced = Instant::now();
-    let within = t.renew.max(t.retry) + SLACK;
+    let mut within = t.renew.max(t.retry) + SLACK;
+    if label == "etcd-election" {
+        // The deposed keys are held until their sessions' next keep-alive (a third of the TTL,
+        // rounded up to a second, + 2 s) so nobody else is elected before they are told.
+        within += Duration::from_secs(t.ttl.as_secs().div_ceil(3) + 2);
+    }
     let took = back
         .wait_belief_at("leader", Some(&back.id.clone()), within + OVERRUN)
         .saturating_duration_since(forced);

@@ -9,8 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::sqlstore::Store;
-use electop::admin::{ActionKind, AdminRequest, Outcome};
-use electop::backend::{self, BackendOptions};
+use electop::admin::{ActionKind, AdminRequest, DEADLINE, Outcome, Statement, Step, Target};
+use electop::backend::BackendOptions;
 use electop::config::{DbUrl, SourceConfig, SqlColumns, SqlSource};
 use electop::model::{Election, Scheme};
 
@@ -217,6 +217,7 @@ fn source(store: &Store, t: &Table) -> SourceConfig {
         password_env: None,
         password_file: None,
         scheme: t.scheme,
+        preset: None,
         table: Some(t.name.to_string()),
         columns: if t.custom {
             SqlColumns {
@@ -302,8 +303,14 @@ async fn table_case(store: &Store, t: &Table) {
                 source_name: source_name.clone(),
                 kind: kind.clone(),
                 seen: find(&seen, &name).clone(),
+                target: Target::from_config(&src).expect("settings"),
             };
-            let out = backend::execute(&src, &req, T).await;
+            let planned = plan_names_the_columns(t, &req);
+            let SourceConfig::Sql(cfg) = &src else {
+                unreachable!("a SQL source")
+            };
+            let (out, sent) = electop::backend::sql::admin::execute_traced(cfg, &req, T).await;
+            assert_sent_as_planned(&planned, &sent);
             let what = format!(
                 "{} {name} {kind:?} (renewed first: {renewed}): {out:?}",
                 t.name
@@ -321,6 +328,44 @@ async fn table_case(store: &Store, t: &Table) {
         }
     }
     check_effects(store, t, &src).await;
+}
+
+/// The confirmation names the table's own columns, never the scheme's defaults when they
+/// differ; returns the planned statement.
+fn plan_names_the_columns(t: &Table, req: &AdminRequest) -> Statement {
+    let plan = electop::admin::plan(req).expect("a plan");
+    let text = plan.writes().join("\n");
+    // Every statement's WHERE names the key and holder; only updates name the deadline.
+    let mut cols = vec![t.name, t.key, t.who];
+    if req.kind != ActionKind::Reelect {
+        cols.push(t.stamp);
+    }
+    for col in cols {
+        assert!(text.contains(col), "{col} in {text}");
+    }
+    if t.custom {
+        for default in ["leader_id", "valid_until", "service_id", "last_seen_active"] {
+            assert!(!text.contains(default), "{default} in {text}");
+        }
+    }
+    match plan.steps.as_slice() {
+        [Step::Statement(st)] => st.clone(),
+        other => panic!("one statement, got {other:?}"),
+    }
+}
+
+/// What was sent is the planned statement, its deadline written for the column's type.
+fn assert_sent_as_planned(planned: &Statement, sent: &[String]) {
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    match planned.sql.split_once(DEADLINE) {
+        Some((before, after)) => assert!(
+            sent[0].starts_with(before) && sent[0].ends_with(after) && !sent[0].contains(DEADLINE),
+            "planned {}, sent {}",
+            planned.sql,
+            sent[0]
+        ),
+        None => assert_eq!(sent[0], planned.sql),
+    }
 }
 
 /// What the store holds after the actions: done where renewed, untouched where moved.

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 use electop::app::{self, Action, App, Msg};
 use electop::model::{
     Candidate, Cause, ConnState, Deadline, Election, HistoryEntry, Scheme, SourceEvent, SourceInfo,
+    SourceNotice,
 };
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -20,6 +21,8 @@ fn info(id: usize, prefix: &str) -> SourceInfo {
         scheme: Some(Scheme::EtcdElection),
         read_only: false,
         clustered: false,
+        idle_is_normal: false,
+        notice: None,
     }
 }
 
@@ -368,6 +371,39 @@ fn members_overlay_shows_each_endpoint() {
     assert!(
         !app.show_members && !app.quit,
         "Esc closes the overlay first"
+    );
+}
+
+/// A lock table whose "no holder" is its resting state (ShedLock between runs) shows idle,
+/// without the no-leader alarm; a source's notice (an unsure layout) is in the status bar.
+#[test]
+fn idle_locks_raise_no_alarm_and_notices_show() {
+    let now = Instant::now();
+    let mut lock = info(0, "shedlock");
+    lock.scheme = Some(Scheme::SqlLease);
+    lock.idle_is_normal = true;
+    let mut etcd = info(1, "/x/");
+    etcd.notice = Some(SourceNotice::Unsure("layout unsure: set --scheme".into()));
+    let mut app = App::new(vec![lock, etcd], now, wall());
+    let elections = vec![Election::new(0, "reportJob".into(), Scheme::SqlLease)];
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Elections {
+            source: 0,
+            elections,
+        }),
+    );
+    let text = format!("{}", render(&app, 120, 24).backend());
+    assert!(text.contains("idle"), "{text}");
+    assert!(!text.contains("— none —"), "{text}");
+    assert!(!text.contains("without leader"), "{text}");
+    assert!(text.contains("layout unsure: set --scheme"), "{text}");
+
+    app.sources[0].info.idle_is_normal = false;
+    let text = format!("{}", render(&app, 120, 24).backend());
+    assert!(
+        text.contains("1 without leader"),
+        "the alarm elsewhere: {text}"
     );
 }
 

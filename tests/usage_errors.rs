@@ -93,8 +93,24 @@ fn bad_config_endpoints_fail_at_once() {
 fn other_flag_mistakes_exit_2() {
     assert_usage_error(
         &["--sql", "sqlite:///x.db", "status"],
-        &["--sql needs --scheme"],
+        &[
+            "--sql needs --scheme",
+            "--preset (shedlock, oban, orchestrator)",
+        ],
     );
+    assert_usage_error(
+        &[
+            "--sql",
+            "sqlite:///x.db",
+            "--preset",
+            "shedlock",
+            "--scheme",
+            "sql-heartbeat",
+            "status",
+        ],
+        &["preset shedlock is a sql-lease table", "leave --scheme out"],
+    );
+    assert_usage_error(&["--preset", "oban", "status"], &["give --sql URL"]);
     assert_usage_error(
         &[
             "--sql",

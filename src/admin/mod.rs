@@ -1,14 +1,16 @@
 //! Admin actions: force a leader, force a re-election, resign. Each is a compare-and-swap
 //! against the election as the operator saw it, is described before it is confirmed, and is
 //! written to the audit log. What each does per scheme is `../shared/design/election-models.md`;
-//! the plan (what will be written) is here, the store operations in each backend.
+//! the plan (what will be written, as typed steps) is here, per scheme; the backends execute
+//! its steps.
 
 pub mod audit;
 pub mod audit_tail;
-pub mod patroni;
 mod plan;
 
-pub use plan::{Plan, plan};
+pub use plan::{
+    Check, Compare, DEADLINE, Key, Op, Plan, Readback, SqlTarget, Statement, Step, Target, plan,
+};
 
 use serde::Serialize;
 
@@ -48,6 +50,8 @@ pub struct AdminRequest {
     pub source_name: String,
     pub kind: ActionKind,
     pub seen: Election,
+    /// The source's settings that decide what is written (its table and columns, prefix).
+    pub target: Target,
 }
 
 /// How an attempted action ended.

@@ -85,11 +85,18 @@ fn confirm(app: &mut App, kind: ActionKind) {
         .get(e.source)
         .map(|s| s.info.name.clone())
         .unwrap_or_default();
+    // Without a config (the demo, tests) the scheme's defaults are what its store uses.
+    let target = app
+        .targets
+        .get(e.source)
+        .cloned()
+        .unwrap_or_else(|| admin::Target::defaults(e.scheme));
     let request = AdminRequest {
         source: e.source,
         source_name,
         kind,
         seen: e,
+        target,
     };
     match admin::plan(&request) {
         Ok(plan) => {

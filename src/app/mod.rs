@@ -133,6 +133,9 @@ pub struct App {
     pub keys: keys::KeyMap,
     /// How long an election with nothing left in the store stays listed.
     pub retention: std::time::Duration,
+    /// Each source's settings that decide what an action writes (its SQL table and columns),
+    /// from its config; the runtime sets them, so the confirmation names what is written.
+    pub targets: Vec<crate::admin::Target>,
 }
 
 /// Rows a page key moves.
@@ -170,6 +173,7 @@ impl App {
             size: (80, 24),
             keys: keys::KeyMap::default(),
             retention: std::time::Duration::from_secs(600),
+            targets: Vec::new(),
         }
     }
 
@@ -196,6 +200,14 @@ impl App {
     /// The source of `election` is stale: its age without contact.
     pub fn stale_for(&self, source: SourceId) -> Option<std::time::Duration> {
         self.sources.get(source).and_then(|s| s.stale_for(self.now))
+    }
+
+    /// An election of `source` without a leader is at rest, not in trouble (a lock between
+    /// runs): no alarm.
+    pub fn idle_is_normal(&self, source: SourceId) -> bool {
+        self.sources
+            .get(source)
+            .is_some_and(|s| s.info.idle_is_normal)
     }
 
     /// The instant a row of `source` is drawn at: now, or the last contact when stale.
@@ -397,6 +409,12 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
         }
         SourceEvent::Elections { source, elections } => {
             let keep = app.selected_key();
+            if let Some(s) = app.sources.get_mut(source)
+                && !elections.is_empty()
+                && matches!(s.info.notice, Some(crate::model::SourceNotice::Empty(_)))
+            {
+                s.info.notice = None;
+            }
             for e in elections {
                 app.elections.insert((source, e.name.clone()), e);
             }
@@ -460,6 +478,8 @@ mod tests {
             scheme: Some(Scheme::EtcdElection),
             read_only: false,
             clustered: false,
+            idle_is_normal: false,
+            notice: None,
         };
         let mut app = App::new(vec![info], Instant::now(), SystemTime::now());
         let elections = (0..n)
@@ -473,6 +493,27 @@ mod tests {
             }),
         );
         app
+    }
+
+    #[test]
+    fn an_empty_prefix_notice_ends_when_elections_appear() {
+        use crate::model::SourceNotice;
+        for (notice, stays) in [
+            (SourceNotice::Empty("no keys under /e/".into()), false),
+            (SourceNotice::Unsure("layout unsure".into()), true),
+        ] {
+            let mut app = app_with(0);
+            app.sources[0].info.notice = Some(notice);
+            let elections = vec![Election::new(0, "jobs".into(), Scheme::EtcdElection)];
+            update(
+                &mut app,
+                Msg::Source(SourceEvent::Elections {
+                    source: 0,
+                    elections,
+                }),
+            );
+            assert_eq!(app.sources[0].info.notice.is_some(), stays);
+        }
     }
 
     #[test]
@@ -605,5 +646,53 @@ mod tests {
             }
             other => panic!("a re-election to confirm, got {other:?}"),
         }
+    }
+
+    /// The dashboard's confirmation is made from the source's configured table and columns,
+    /// not the scheme's defaults (the runtime hands the app its sources' settings).
+    #[test]
+    fn a_sql_confirmation_names_the_configured_columns() {
+        let mut app = app_with(0);
+        let cfg: crate::config::SourceConfig = crate::config::SourceConfig::Sql(
+            toml::from_str(
+                "url = 'postgres://db/x'\nscheme = 'sql-lease'\ntable = 'locks'\n\
+                 columns = { key = 'lock_name', leader_id = 'owner', valid_until = 'until_at' }",
+            )
+            .expect("a SQL source"),
+        );
+        app.targets = vec![crate::admin::Target::from_config(&cfg).expect("settings")];
+        let mut e = Election::new(0, "jobs".into(), Scheme::SqlLease);
+        e.candidates = vec![crate::model::Candidate {
+            id: "node-a".into(),
+            raw_id: b"node-a".to_vec(),
+            key: "jobs".into(),
+            raw_key: b"jobs".to_vec(),
+            lease: None,
+            create_revision: 0,
+            mod_revision: 0,
+            stamp: Some("2026-01-01 00:00:00".into()),
+            ttl: None,
+        }];
+        e.leader = e.candidates.first().cloned();
+        let elections = vec![e];
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections,
+            }),
+        );
+        update(&mut app, Msg::Action(Action::Resign));
+        let Some(Dialog::Confirm { plan, .. }) = &app.dialog else {
+            panic!("a resign to confirm, got {:?}", app.dialog);
+        };
+        let text = plan.writes().join("\n");
+        assert!(
+            text.starts_with(
+                "UPDATE \"locks\" SET \"until_at\" = ⟨the database's now⟩ WHERE \
+                 CAST(\"lock_name\" AS TEXT) = $1 AND CAST(\"owner\" AS TEXT) = $2"
+            ),
+            "{text}"
+        );
     }
 }

@@ -11,8 +11,11 @@ use crate::model::{Cause, HistoryEntry};
 /// Who forced a change this electop made itself.
 pub const BY_US: &str = "this electop";
 
-/// How long a mark waits for its change, and how old a change may be to be relabelled.
-const WINDOW: Duration = Duration::from_secs(15);
+/// How long a mark waits for its change: an etcd-election action holds the deposed keys
+/// for a third of their TTL (up to ~22 s) before the leader changes.
+const WINDOW: Duration = Duration::from_secs(90);
+/// How old a change may be to be relabelled by an action learnt from the audit log.
+const RELABEL_WINDOW: Duration = Duration::from_secs(15);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ForcedMark {
@@ -79,7 +82,7 @@ pub fn relabel(history: &mut VecDeque<HistoryEntry>, mark: &ForcedMark, wall: Sy
     };
     let recent = last
         .at
-        .is_some_and(|at| wall.duration_since(at).unwrap_or_default() <= WINDOW);
+        .is_some_and(|at| wall.duration_since(at).unwrap_or_default() <= RELABEL_WINDOW);
     let same = mark.before.is_some() && last.from == mark.before;
     if recent && same && last.by.is_none() {
         last.cause = mark.cause;
@@ -131,7 +134,7 @@ mod tests {
         assert_eq!(m.take("jobs", t0), None, "used up");
         m.set("jobs".into(), Some(mark(Cause::ForcedLeader, None)), t0);
         assert_eq!(
-            m.take("jobs", t0 + Duration::from_secs(60)),
+            m.take("jobs", t0 + Duration::from_secs(120)),
             None,
             "too old"
         );

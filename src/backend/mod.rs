@@ -122,8 +122,10 @@ pub async fn execute(
         }
     };
     // Every step has its own deadline, but a store that hangs mid-way must not hold the
-    // CLI, or a dashboard that waits for its actions before quitting, forever.
-    let limit = timeout * 3;
+    // CLI, or a dashboard that waits for its actions before quitting, forever. Longer than
+    // the steps' own (etcd: connect, txns 2x, revokes, read back), so it fires only when
+    // those did not, never between an etcd-election hold and its revokes.
+    let limit = timeout * 5;
     tokio::time::timeout(limit, act)
         .await
         .unwrap_or_else(|_| crate::admin::Outcome::Failed {

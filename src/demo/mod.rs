@@ -119,6 +119,7 @@ fn setup(
                 password_env: src.password_env.clone(),
                 password_file: src.password_file.clone(),
                 scheme,
+                preset: None,
                 table: src.table.clone(),
                 columns: SqlColumns::default(),
                 timeout: args.ttl.filter(|_| scheme == Scheme::SqlHeartbeat),

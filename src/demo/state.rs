@@ -278,6 +278,8 @@ mod tests {
             scheme: Some(Scheme::SqlLease),
             read_only: false,
             clustered: false,
+            idle_is_normal: false,
+            notice: None,
         };
         let app = App::new(vec![info], Instant::now(), SystemTime::now());
         Demo::new(app, &["node-1".into(), "node-2".into()], "demo", "sqlite")

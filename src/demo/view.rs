@@ -240,6 +240,8 @@ mod tests {
             scheme: Some(Scheme::SqlLease),
             read_only: false,
             clustered: false,
+            idle_is_normal: false,
+            notice: None,
         };
         let mut a = App::new(vec![info], Instant::now(), at(0.0));
         app::update(

@@ -22,6 +22,28 @@ pub struct SourceInfo {
     /// A store of several members, probed one by one (etcd).
     #[serde(skip)]
     pub clustered: bool,
+    /// No leader is the resting state here (a lock between runs): shown as idle, not as an
+    /// alarm.
+    pub idle_is_normal: bool,
+    /// What reading the source found that the operator should settle.
+    #[serde(skip)]
+    pub notice: Option<SourceNotice>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SourceNotice {
+    /// The layout fits no scheme, or two: what was found and the flag that settles it.
+    Unsure(String),
+    /// Nothing there (yet), and where elections are instead; over once elections appear.
+    Empty(String),
+}
+
+impl SourceNotice {
+    pub fn text(&self) -> &str {
+        match self {
+            SourceNotice::Unsure(t) | SourceNotice::Empty(t) => t,
+        }
+    }
 }
 
 /// Connection state of one source.

@@ -12,4 +12,4 @@ pub use election::{
     Candidate, Cause, Deadline, Election, HistoryEntry, MemberInfo, Note, Scheme, SourceId,
 };
 pub use escape::{escape_bytes, truncate_display};
-pub use event::{ConnState, Event, EventKind, MemberStatus, SourceEvent, SourceInfo};
+pub use event::{ConnState, Event, EventKind, MemberStatus, SourceEvent, SourceInfo, SourceNotice};

@@ -2,12 +2,13 @@
 //! `<registry><election>/<id>` on it (when a registry is configured), and the leader key
 //! taken with `Txn(If version == 0, Then Put(key, id, lease), Else Get(key))`. It watches the
 //! key: a delete starts a new race, a put says who leads (including an operator's choice).
+//! A leader that sees either says at once that it was deposed, whoever wins the new race.
 
 use anyhow::Result;
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
-use super::lease::Wake;
+use super::lease::{Lease, Wake, first_kv};
 use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
 use crate::cli::NodeArgs;
 use crate::config::EtcdSource;
@@ -56,41 +57,18 @@ async fn session(
     let mut watch = within(limit, "a watch", client.watch(key.clone(), None)).await?;
     let mut tick = tokio::time::interval(t.renew);
     tick.tick().await;
+    // Whether our last look found the key ours: finding it free then means it was deleted.
+    let mut led = false;
     loop {
-        let txn = Txn::new()
-            .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
-                key.clone(),
-                args.id.clone(),
-                Some(PutOptions::new().with_lease(lease.id)),
-            )])
-            .or_else([TxnOp::get(key.clone(), None)]);
-        let Some(resp) = lease.txn(&mut client, txn).await? else {
+        let Some(now_leads) = look(&mut client, &lease, &key, &args.id, led, report).await? else {
             return Ok(Ended::LeaseLost);
         };
-        let holder = if resp.succeeded() {
-            Some((args.id.as_bytes().to_vec(), lease.id))
-        } else {
-            resp.op_responses().into_iter().find_map(|op| match op {
-                etcd_client::TxnOpResponse::Get(g) => {
-                    g.kvs().first().map(|kv| (kv.value().to_vec(), kv.lease()))
-                }
-                _ => None,
-            })
-        };
-        match holder {
-            // Ours when it names us on our lease (an operator's force-leader uses our registry
-            // lease), for as long as that lease surely lives.
-            Some((v, l)) if v == args.id.as_bytes() && l == lease.id => report.lead(lease.until),
-            Some((v, _)) => report.believe(Belief::Follower {
-                leader: Some(escape_bytes(&v)),
-            }),
-            None => report.believe(Belief::Follower { leader: None }),
-        }
+        led = now_leads;
         match super::lease::next_wake(stop, &mut tick, &mut lease, &mut watch).await? {
             Wake::Look => {}
             Wake::LeaseLost => return Ok(Ended::LeaseLost),
             Wake::Stop => {
+                report.believe(Belief::Stopped);
                 let mine = Txn::new()
                     .when([
                         Compare::value(key.clone(), CompareOp::Equal, args.id.clone()),
@@ -104,4 +82,58 @@ async fn session(
             }
         }
     }
+}
+
+/// Takes the key if it is free, else reads who holds it, and says what that means; `None`
+/// when our lease is gone. `led`: our last look found the key ours, so finding it free now
+/// means it was deleted in between (a resign or a forced re-election), and we were deposed
+/// even if we win the new race.
+async fn look(
+    client: &mut Client,
+    lease: &Lease,
+    key: &str,
+    id: &str,
+    led: bool,
+    report: &Reporter,
+) -> Result<Option<bool>> {
+    let txn = Txn::new()
+        .when([Compare::version(key, CompareOp::Equal, 0)])
+        .and_then([TxnOp::put(
+            key,
+            id,
+            Some(PutOptions::new().with_lease(lease.id)),
+        )])
+        .or_else([TxnOp::get(key, None)]);
+    let Some(resp) = lease.txn(client, txn).await? else {
+        return Ok(None);
+    };
+    let holder = if resp.succeeded() {
+        if led {
+            report.depose("my key was deleted (resign or forced re-election)");
+        }
+        Some((id.as_bytes().to_vec(), lease.id))
+    } else {
+        first_kv(&resp).map(|kv| (kv.value().to_vec(), kv.lease()))
+    };
+    Ok(Some(match holder {
+        // Ours when it names us on our lease (an operator's force-leader uses our registry
+        // lease), for as long as that lease surely lives.
+        Some((v, l)) if v == id.as_bytes() && l == lease.id => {
+            report.lead(lease.until);
+            true
+        }
+        Some((v, _)) => {
+            let leader = escape_bytes(&v);
+            report.depose(&format!("the key names {leader} now"));
+            report.believe(Belief::Follower {
+                leader: Some(leader),
+            });
+            false
+        }
+        None => {
+            report.depose("the key is gone");
+            report.believe(Belief::Follower { leader: None });
+            false
+        }
+    }))
 }

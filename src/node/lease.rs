@@ -4,7 +4,10 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper, Txn, TxnResponse, WatchStream};
+use etcd_client::{
+    Client, KeyValue, LeaseKeepAliveStream, LeaseKeeper, Txn, TxnOpResponse, TxnResponse,
+    WatchStream,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::{RESIGN_LIMIT, Timing, term, within};
@@ -125,4 +128,12 @@ pub async fn next_wake(
             None => anyhow::bail!("the watch ended"),
         },
     }
+}
+
+/// The first key-value a txn's range answers hold.
+pub fn first_kv(resp: &TxnResponse) -> Option<KeyValue> {
+    resp.op_responses().into_iter().find_map(|op| match op {
+        TxnOpResponse::Get(g) => g.kvs().first().cloned(),
+        _ => None,
+    })
 }

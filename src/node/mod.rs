@@ -25,8 +25,19 @@ use crate::model::{Scheme, time};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Belief {
     Leader,
-    Follower { leader: Option<String> },
-    NoContact { error: String },
+    Follower {
+        leader: Option<String>,
+    },
+    /// It led, and the store says it no longer does (why): said the moment it is seen,
+    /// before the scheme campaigns again.
+    Deposed {
+        reason: String,
+    },
+    NoContact {
+        error: String,
+    },
+    /// Asked to stop: it leads nothing any more, whether or not its resign reaches the store.
+    Stopped,
 }
 
 #[derive(Serialize)]
@@ -39,6 +50,8 @@ struct BeliefLine<'a> {
     leader: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
 }
 
 /// Prints a belief when it changes, as text or JSON lines, and holds a leader's belief to
@@ -109,6 +122,20 @@ impl Reporter {
         self.changed.notify_one();
     }
 
+    /// The store says we no longer lead, for `reason`. Only a leader is deposed: a node that
+    /// did not believe it led keeps its belief until the scheme says what it is now.
+    pub fn depose(&self, reason: &str) {
+        let mut held = self.held();
+        if held.last != Some(Belief::Leader) {
+            return;
+        }
+        held.until = None;
+        let reason = reason.to_string();
+        self.show(&mut held, Belief::Deposed { reason });
+        drop(held);
+        self.changed.notify_one();
+    }
+
     /// Ends a leader's belief when its term runs out; never returns. Runs beside the
     /// scheme's code, so a store call that hangs cannot keep a stale belief alive.
     pub async fn enforce_term(&self) -> std::convert::Infallible {
@@ -142,10 +169,12 @@ impl Reporter {
         if held.last.as_ref() == Some(&b) {
             return;
         }
-        let (belief, leader, error) = match &b {
-            Belief::Leader => ("leader", Some(self.id.as_str()), None),
-            Belief::Follower { leader } => ("follower", leader.as_deref(), None),
-            Belief::NoContact { error } => ("no-contact", None, Some(error.as_str())),
+        let (belief, leader, error, reason) = match &b {
+            Belief::Leader => ("leader", Some(self.id.as_str()), None, None),
+            Belief::Follower { leader } => ("follower", leader.as_deref(), None, None),
+            Belief::Deposed { reason } => ("deposed", None, None, Some(reason.as_str())),
+            Belief::NoContact { error } => ("no-contact", None, Some(error.as_str()), None),
+            Belief::Stopped => ("stopped", None, None, None),
         };
         let at = time::rfc3339(SystemTime::now());
         let line = if self.json {
@@ -156,6 +185,7 @@ impl Reporter {
                 belief,
                 leader,
                 error,
+                reason,
             })
             .unwrap_or_default()
         } else {
@@ -163,7 +193,9 @@ impl Reporter {
                 Belief::Leader => "leader".to_string(),
                 Belief::Follower { leader: Some(l) } => format!("follower of {l}"),
                 Belief::Follower { leader: None } => "follower (no leader yet)".to_string(),
+                Belief::Deposed { reason } => format!("deposed: {reason}"),
                 Belief::NoContact { error } => format!("lost contact with the store: {error}"),
+                Belief::Stopped => "stopped".to_string(),
             };
             format!("{at} {} {}: {what}", self.id, self.election)
         };
@@ -287,6 +319,8 @@ async fn sessions(
             Ok(Ended::Stopped) => return Ok(()),
             Ok(Ended::LeaseLost) => {
                 lease = None;
+                // Revoked by an operator (a forced re-election) or expired: our key went with it.
+                report.depose("my lease ended (revoked or expired)");
                 report.say("my lease ended (expired or revoked): starting over with a new one")
             }
             Err(e) => {
@@ -364,10 +398,16 @@ pub async fn run(args: &NodeArgs, scheme: Scheme, source: SourceConfig) -> Resul
             ),
         }
     };
-    tokio::select! {
+    let r = tokio::select! {
         r = work => r,
         never = report.enforce_term() => match never {},
+    };
+    // Each scheme says so before it resigns; this covers a stop before it had anything to
+    // resign (not connected yet, waiting to retry).
+    if r.is_ok() {
+        report.believe(Belief::Stopped);
     }
+    r
 }
 
 #[cfg(test)]
@@ -437,5 +477,23 @@ mod tests {
         r.believe(other.clone());
         run_for(&r, Duration::from_millis(300)).await;
         assert_eq!(current(&r), Some(other));
+    }
+
+    #[test]
+    fn only_a_leader_is_deposed() {
+        let r = Reporter::new("node-a", "jobs", true);
+        let follower = Belief::Follower {
+            leader: Some("node-b".into()),
+        };
+        r.believe(follower.clone());
+        r.depose("my key was deleted");
+        assert_eq!(current(&r), Some(follower), "a follower keeps its belief");
+        r.lead(Some(Instant::now() + Duration::from_secs(5)));
+        r.depose("my key was deleted");
+        let deposed = Belief::Deposed {
+            reason: "my key was deleted".into(),
+        };
+        assert_eq!(current(&r), Some(deposed));
+        assert_eq!(r.held().until, None, "no term left to enforce");
     }
 }

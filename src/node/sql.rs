@@ -1,7 +1,9 @@
 //! SQL participants: `sql-lease` (seed 003: acquire with the upsert every retry interval;
 //! once leader, renew every renew interval until a renewal fails) and `sql-heartbeat`
-//! (seed 004: the insert-on-duplicate once a second). After each statement the row is read
-//! back: that, not the affected-row count, says who holds it (MySQL counts matched rows).
+//! (seed 004: the insert-on-duplicate once a second). A leader renews only a term still
+//! running under its name, so it is deposed at its next renewal when an operator deleted,
+//! reassigned or ended its row. After each statement the row is read back: that, not the
+//! affected-row count, says who holds it (MySQL counts matched rows).
 
 use std::time::{Duration, Instant};
 
@@ -33,27 +35,32 @@ pub async fn run(
     // cut off from the database then stops believing it leads when its term runs out.
     let limit = t.call_limit();
     let mut conn: Option<(AnyPool, Schema)> = None;
+    let mut leader = false;
     loop {
+        // Rounds start every interval, however long each takes: a leader renews, and so
+        // notices it was deposed, at most one renew interval after the change.
+        let started = Instant::now();
         let round = async {
             if conn.is_none() {
                 conn = Some(open(&s, args).await?);
             }
             match &conn {
-                Some((pool, schema)) => attempt(&s, pool, schema, args, t).await,
+                Some((pool, schema)) => attempt(&s, pool, schema, args, t, leader).await,
                 None => Err("no connection".to_string()),
             }
         };
         let outcome = tokio::select! {
             r = tokio::time::timeout(limit, round) => r.unwrap_or_else(|_| Err(format!("the database did not answer within {limit:?}"))),
-            _ = stop.cancelled() => return Ok(()),
+            _ = stop.cancelled() => return stopped(&s, conn.as_ref(), args, report, leader).await,
         };
-        let leader = match outcome {
+        leader = match outcome {
             Ok(Seen::Leader { until }) => {
                 report.lead(until);
                 true
             }
-            Ok(Seen::Other(b)) => {
-                report.believe(b);
+            Ok(Seen::Other { belief, why }) => {
+                report.depose(&why);
+                report.believe(belief);
                 false
             }
             Err(e) => {
@@ -67,18 +74,33 @@ pub async fn run(
         };
         let wait = if leader { t.renew } else { t.retry };
         tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = stop.cancelled() => {
-                if let Some((pool, schema)) = &conn
-                    && leader
-                {
-                    let done = tokio::time::timeout(super::RESIGN_LIMIT, resign(&s, pool, schema, args)).await;
-                    report.say(if done.is_ok() { "resigned" } else { "could not resign in time: the term will run out" });
-                }
-                return Ok(());
-            }
+            _ = tokio::time::sleep_until((started + wait).into()) => {}
+            _ = stop.cancelled() => return stopped(&s, conn.as_ref(), args, report, leader).await,
         }
     }
+}
+
+/// Asked to stop: no longer a leader from now on, and a leader ends its term in the store
+/// so the next attempt by anyone wins, within a bound.
+async fn stopped(
+    s: &SqlSettings,
+    conn: Option<&(AnyPool, Schema)>,
+    args: &NodeArgs,
+    report: &Reporter,
+    leader: bool,
+) -> Result<()> {
+    report.believe(Belief::Stopped);
+    if let Some((pool, schema)) = conn
+        && leader
+    {
+        let done = tokio::time::timeout(super::RESIGN_LIMIT, resign(s, pool, schema, args)).await;
+        report.say(if done.is_ok() {
+            "resigned"
+        } else {
+            "could not resign in time: the term will run out"
+        });
+    }
+    Ok(())
 }
 
 async fn open(s: &SqlSettings, args: &NodeArgs) -> Result<(AnyPool, Schema), String> {
@@ -112,19 +134,35 @@ fn bind_key<'q>(
 }
 
 /// What one attempt found: that we lead (until when, counted from the read that said so),
-/// or any other belief.
+/// or any other belief, with why a node that led no longer does.
 enum Seen {
     Leader { until: Option<Instant> },
-    Other(Belief),
+    Other { belief: Belief, why: String },
 }
 
+/// A leader renews, anyone else tries to acquire; then the row is read back.
 async fn attempt(
     s: &SqlSettings,
     pool: &AnyPool,
     schema: &Schema,
     args: &NodeArgs,
     t: Timing,
+    leader: bool,
 ) -> Result<Seen, String> {
+    let sql = if leader {
+        renewal(s, schema, t)
+    } else {
+        acquire(s, schema, t)
+    };
+    let q = bind_key(sqlx::query(AssertSqlSafe(sql)), schema, &args.election).bind(args.id.clone());
+    q.execute(pool)
+        .await
+        .map_err(|e| describe(&e, s, &s.url.0))?;
+    read_back(s, pool, schema, args).await
+}
+
+/// Seed 003's upsert / seed 004's insert-on-duplicate: binds key, then id.
+fn acquire(s: &SqlSettings, schema: &Schema, t: Timing) -> String {
     let d = s.dialect;
     let c = s.scheme.columns();
     let (tq, k, l, v) = (
@@ -134,19 +172,53 @@ async fn attempt(
         d.quote(&c.stamp),
     );
     let ms = t.ttl.as_millis() as i64;
-    let sql = match s.scheme.scheme() {
+    match s.scheme.scheme() {
         Scheme::SqlHeartbeat => d.heartbeat_upsert(&tq, &k, &l, &v, &schema.stamp_type, ms),
         _ => d.lease_upsert(&tq, &k, &l, &v, &schema.stamp_type, ms),
+    }
+}
+
+/// A leader's renewal: binds key, then id. Unlike the articles' statements, which take the
+/// row back whenever it names us, it extends only a term still running under our name: a
+/// row deleted (forced re-election), given to another (force-leader) or ended (resign) is
+/// then seen at this renewal, instead of being quietly taken back.
+fn renewal(s: &SqlSettings, schema: &Schema, t: Timing) -> String {
+    let d = s.dialect;
+    let c = s.scheme.columns();
+    let ms = t.ttl.as_millis() as i64;
+    let at = |ms| d.now_plus_ms(&schema.stamp_type, false, ms);
+    // sql-lease: the end of the term is stored; sql-heartbeat: its start.
+    let (new, alive_after) = match s.scheme.scheme() {
+        Scheme::SqlHeartbeat => (at(0), at(-ms)),
+        _ => (at(ms), at(0)),
     };
-    let q = bind_key(sqlx::query(AssertSqlSafe(sql)), schema, &args.election).bind(args.id.clone());
-    q.execute(pool)
-        .await
-        .map_err(|e| describe(&e, s, &s.url.0))?;
+    let v = d.quote(&c.stamp);
+    format!(
+        "UPDATE {} SET {v} = {new} WHERE {} = {} AND {} = {} AND {v} > {alive_after}",
+        d.quote(&s.table),
+        d.quote(&c.key),
+        d.param(1),
+        d.quote(&c.holder),
+        d.param(2)
+    )
+}
+
+/// Reads the row back: that, not the affected-row count, says who holds it.
+async fn read_back(
+    s: &SqlSettings,
+    pool: &AnyPool,
+    schema: &Schema,
+    args: &NodeArgs,
+) -> Result<Seen, String> {
+    let d = s.dialect;
+    let c = s.scheme.columns();
     let back = format!(
-        "SELECT {}, {} FROM {tq} WHERE {} = {}",
-        d.as_text(&l),
-        s.scheme.remaining_ms(d, &v, &schema.stamp_type),
-        d.as_text(&k),
+        "SELECT {}, {} FROM {} WHERE {} = {}",
+        d.as_text(&d.quote(&c.holder)),
+        s.scheme
+            .remaining_ms(d, &d.quote(&c.stamp), &schema.stamp_type),
+        d.quote(&s.table),
+        d.as_text(&d.quote(&c.key)),
         d.param(1)
     );
     // The remaining term is the database's `valid_until - now`, with its now taken after
@@ -157,20 +229,37 @@ async fn attempt(
         .fetch_optional(pool)
         .await
         .map_err(|e| describe(&e, s, &s.url.0))?;
-    let (holder, left) = match row {
-        Some(r) => (
+    let row = row.map(|r| {
+        (
             r.try_get::<Option<String>, _>(0).ok().flatten(),
             r.try_get::<Option<i64>, _>(1).ok().flatten(),
-        ),
-        None => (None, None),
+        )
+    });
+    Ok(seen(row, &args.id, sent))
+}
+
+/// What the row read back (holder, ms left of its term) means to node `me`.
+fn seen(row: Option<(Option<String>, Option<i64>)>, me: &str, sent: Instant) -> Seen {
+    let other = |leader: Option<String>, why: String| Seen::Other {
+        belief: Belief::Follower { leader },
+        why,
     };
-    Ok(match (holder, left) {
-        (Some(h), Some(ms)) if ms > 0 && h == args.id => Seen::Leader {
+    let Some((holder, left)) = row else {
+        return other(None, "my row was deleted (forced re-election)".into());
+    };
+    let running = left.filter(|ms| *ms > 0);
+    match (holder, running) {
+        (Some(h), Some(ms)) if h == me => Seen::Leader {
             until: term::granted_ms(ms).and_then(|g| term::lead_until(sent, g)),
         },
-        (Some(h), Some(ms)) if ms > 0 => Seen::Other(Belief::Follower { leader: Some(h) }),
-        _ => Seen::Other(Belief::Follower { leader: None }),
-    })
+        (Some(h), Some(_)) => other(Some(h.clone()), format!("the row names {h} now")),
+        (Some(h), None) if h == me => other(
+            None,
+            "my term in the row is over (a resign, or a renewal too late)".into(),
+        ),
+        (Some(h), None) => other(None, format!("the row names {h} now, with its term over")),
+        (None, _) => other(None, "the row names no leader".into()),
+    }
 }
 
 /// Ends our term at once so the next attempt by anyone wins (the contract's resign).
@@ -195,5 +284,28 @@ async fn resign(s: &SqlSettings, pool: &AnyPool, schema: &Schema, args: &NodeArg
         .await;
     if let Err(e) = r.context("resigning") {
         tracing::warn!(%e, "resign failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn why(row: Option<(Option<String>, Option<i64>)>) -> Option<String> {
+        match seen(row, "node-a", Instant::now()) {
+            Seen::Leader { .. } => None,
+            Seen::Other { why, .. } => Some(why),
+        }
+    }
+
+    #[test]
+    fn each_way_of_losing_the_row_has_its_reason() {
+        let a = Some("node-a".to_string());
+        let b = Some("node-b".to_string());
+        assert_eq!(why(Some((a.clone(), Some(1_000)))), None, "ours, running");
+        assert!(why(None).is_some_and(|w| w.contains("deleted")));
+        assert!(why(Some((b.clone(), Some(1_000)))).is_some_and(|w| w.contains("node-b")));
+        assert!(why(Some((a, Some(0)))).is_some_and(|w| w.contains("over")));
+        assert!(why(Some((b, Some(-5)))).is_some_and(|w| w.contains("node-b")));
     }
 }

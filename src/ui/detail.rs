@@ -71,6 +71,10 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
             Span::raw("Leader "),
             Span::styled(truncate_display(&l.id, room), theme::leader()),
         ]),
+        None if app.idle_is_normal(e.source) => Line::from(Span::styled(
+            "Idle: no holder between runs, which is normal here",
+            theme::dim(),
+        )),
         None => Line::from(Span::styled(
             match e.no_leader_since() {
                 Some(t) => format!("No leader since {}", crate::model::time::clock(t)),

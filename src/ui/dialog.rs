@@ -72,7 +72,11 @@ pub fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
                 Line::from(""),
             ];
             lines.push(Line::from(Span::styled("Will write:", theme::header())));
-            lines.extend(plan.writes.iter().map(|w| Line::from(format!("  {w}"))));
+            lines.extend(
+                plan.writes()
+                    .into_iter()
+                    .map(|w| Line::from(format!("  {w}"))),
+            );
             if !plan.notes.is_empty() {
                 lines.push(Line::from(""));
                 lines.extend(

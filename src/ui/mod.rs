@@ -79,7 +79,7 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
     let leaderless = app
         .elections
         .values()
-        .filter(|e| e.leader.is_none())
+        .filter(|e| e.leader.is_none() && !app.idle_is_normal(e.source))
         .count();
     let mut spans = vec![Span::styled(" electop ", theme::title())];
     // Staleness first: it qualifies everything else on the screen.

@@ -56,7 +56,8 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                 theme::error(),
             ));
         }
-        if let Some(n) = &s.notice {
+        let layout = s.info.notice.as_ref().map(|n| n.text());
+        for n in layout.into_iter().chain(s.notice.as_deref()) {
             spans.push(Span::styled(
                 format!(" │ ⚠ {}: {n}", s.info.label),
                 theme::warn(),

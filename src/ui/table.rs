@@ -44,6 +44,9 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                     Span::styled(" ⚠", theme::warn()),
                 ])),
                 Some(l) => Cell::from(Span::styled(truncate_display(&l.id, 24), theme::leader())),
+                None if app.idle_is_normal(e.source) => {
+                    Cell::from(Span::styled("idle", theme::dim()))
+                }
                 None => Cell::from(Span::styled(
                     match e.no_leader_since() {
                         Some(t) => format!("none since {}", crate::model::time::clock(t)),

@@ -1,47 +1,143 @@
-//! Admin actions on etcd elections: transactions whose compares hold what the operator saw
-//! (revisions, values, leases), so a store that changed since is left untouched.
+//! Admin actions on etcd elections: the plan's transactions, whose compares hold what the
+//! operator saw (revisions, values, leases), so a store that changed since is left untouched.
 
 use std::time::Duration;
 
-use etcd_client::{
-    Client, Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-};
+use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
 
-use crate::admin::{ActionKind, AdminRequest, Outcome, changed_since, plan};
+use crate::admin::{AdminRequest, Outcome, Plan, Readback, Step, changed_since, plan};
 use crate::config::EtcdSource;
-use crate::model::{Candidate, Scheme, escape_bytes};
+use crate::model::escape_bytes;
+
+pub(crate) mod depose;
+mod walk;
+
+use walk::Walked;
 
 pub async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Duration) -> Outcome {
-    if let Err(reason) = plan(req) {
-        return Outcome::Refused { reason };
-    }
-    let fut = async {
-        // Members in order, so a dead first member does not fail the action.
-        let (mut client, i) = super::connect::connect_any(cfg, 0, timeout)
-            .await
-            .map_err(|e| e.to_string())?;
-        let endpoint = cfg.endpoints.get(i).map_or("?", String::as_str);
-        run(cfg, &mut client, req)
-            .await
-            .map_err(|e| format!("etcd {endpoint}: {e}"))
+    let plan = match plan(req) {
+        Ok(p) => p,
+        Err(reason) => return Outcome::Refused { reason },
     };
-    match tokio::time::timeout(timeout * 2, fut).await {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(error)) => Outcome::Failed { error },
-        Err(_) => Outcome::Failed {
-            error: format!(
-                "etcd {}: no answer within {:?}",
-                cfg.endpoints.join(","),
-                timeout * 2
-            ),
+    if plan.steps.iter().any(|s| matches!(s, Step::Statement(_))) {
+        return Outcome::Refused {
+            reason: format!("{} is not an etcd scheme", req.seen.scheme),
+        };
+    }
+    // Members in order, so a dead first member does not fail the action.
+    let (mut client, endpoint) = match super::connect::connect_any(cfg, 0, timeout).await {
+        Ok((client, i)) => (client, cfg.endpoints.get(i).cloned().unwrap_or_default()),
+        Err(e) => {
+            return Outcome::Failed {
+                error: e.to_string(),
+            };
+        }
+    };
+    let failed = |e: etcd_client::Error| Outcome::Failed {
+        error: format!("etcd {endpoint}: {e}"),
+    };
+    let walked = match tokio::time::timeout(timeout * 2, walk::walk(&mut client, &plan)).await {
+        Ok(Ok(w)) => w,
+        Ok(Err(e)) => return failed(e),
+        Err(_) => {
+            return Outcome::Failed {
+                error: format!(
+                    "etcd {endpoint}: no answer within {:?}; if the action's txn was applied, \
+                     look at the election before trying again",
+                    timeout * 2
+                ),
+            };
+        }
+    };
+    // Revokes are bounded on their own (`depose::revoke_all`), never by the deadline above:
+    // once keys are held, the sessions must be ended or reported as not ended.
+    let unrevoked = match &walked {
+        Walked::Written { revoke, .. } if !revoke.is_empty() => {
+            depose::revoke_all(&client, revoke, timeout).await
+        }
+        _ => Vec::new(),
+    };
+    if let Walked::Written {
+        hold: Some((_, secs)),
+        ..
+    } = walked
+        && !unrevoked.is_empty()
+    {
+        return unrevoked_outcome(&unrevoked.join("; "), secs);
+    }
+    // What was written stands even when it cannot be read back: say so, not "failed".
+    let now = match tokio::time::timeout(timeout, readback(&mut client, &plan.readback)).await {
+        Ok(Ok(now)) => now,
+        Ok(Err(e)) => format!("it could not be read back: {e}"),
+        Err(_) => "it could not be read back in time".to_string(),
+    };
+    outcome(&plan, walked, &now)
+}
+
+fn outcome(plan: &Plan, walked: Walked, now: &str) -> Outcome {
+    match walked {
+        Walked::Changed(why) => Outcome::Changed {
+            detail: changed_since(&format!(
+                "the store is not as shown{}; {now}",
+                because(&why)
+            )),
+        },
+        Walked::Written {
+            hold: Some((lease, secs)),
+            ..
+        } => {
+            let revoked = plan.steps.iter().find_map(|s| match s {
+                Step::Revoke { leases, owners } => Some((hex_list(leases), owners.join(", "))),
+                _ => None,
+            });
+            let (leases, owners) =
+                revoked.unwrap_or_else(|| ("(none: no leases)".into(), "-".into()));
+            Outcome::Done {
+                detail: format!(
+                    "revoked lease {leases} of {owners}: sessions end; the keys are held on \
+                     lease {lease:x} for {secs} s so they are told first, then {}",
+                    plan.then.as_deref().unwrap_or("they go")
+                ),
+            }
+        }
+        Walked::Written { hold: None, .. } => Outcome::Done {
+            detail: format!("{}; {now}", plan.writes().join("; ")),
         },
     }
 }
 
-fn leader(req: &AdminRequest) -> Result<&Candidate, Outcome> {
-    req.seen.leader.as_ref().ok_or_else(|| Outcome::Refused {
-        reason: format!("election {} has no leader", req.seen.name),
-    })
+/// The keys are held but a session could not be ended: the operator must finish it.
+fn unrevoked_outcome(errors: &str, hold_secs: i64) -> Outcome {
+    Outcome::Failed {
+        error: format!(
+            "the deposed keys are held for {hold_secs} s, but their sessions could not be ended \
+             ({errors}): revoke those leases (etcdctl lease revoke ID) before the hold ends, or \
+             their owners will not notice they were deposed"
+        ),
+    }
+}
+
+/// " (why)", or nothing when there is no more to say.
+fn because(why: &str) -> String {
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({why})")
+    }
+}
+
+fn hex_list(leases: &[i64]) -> String {
+    let all: Vec<String> = leases.iter().map(|l| format!("{l:x}")).collect();
+    all.join(", ")
+}
+
+/// What the store holds now where the action wrote.
+async fn readback(client: &mut Client, what: &Readback) -> Result<String, etcd_client::Error> {
+    match what {
+        Readback::Line(k) => line_now(client, &k.raw).await,
+        Readback::Key(k) => key_now(client, &k.raw).await,
+        Readback::Row(name) => Ok(format!("row {name}")),
+    }
 }
 
 /// The election's directory for etcd-election keys: the leader key up to its last `/`.
@@ -50,204 +146,6 @@ fn election_dir(key: &[u8]) -> Vec<u8> {
         Some(i) => key[..=i].to_vec(),
         None => key.to_vec(),
     }
-}
-
-async fn run(
-    cfg: &EtcdSource,
-    client: &mut Client,
-    req: &AdminRequest,
-) -> Result<Outcome, etcd_client::Error> {
-    let e = &req.seen;
-    Ok(match (e.scheme, &req.kind) {
-        (Scheme::EtcdElection, ActionKind::Resign) => {
-            let l = match leader(req) {
-                Ok(l) => l,
-                Err(o) => return Ok(o),
-            };
-            let txn = Txn::new()
-                .when([Compare::create_revision(
-                    l.raw_key.clone(),
-                    CompareOp::Equal,
-                    l.create_revision,
-                )])
-                .and_then([TxnOp::delete(l.raw_key.clone(), None)]);
-            if client.txn(txn).await?.succeeded() {
-                Outcome::Done {
-                    detail: format!("deleted {}; {}", l.key, line_now(client, &l.raw_key).await?),
-                }
-            } else {
-                Outcome::Changed {
-                    detail: changed_since(&format!(
-                        "{} no longer holds {}; {}",
-                        l.id,
-                        l.key,
-                        line_now(client, &l.raw_key).await?
-                    )),
-                }
-            }
-        }
-        (Scheme::EtcdElection, ActionKind::Reelect) => {
-            let l = match leader(req) {
-                Ok(l) => l,
-                Err(o) => return Ok(o),
-            };
-            let lease = l.lease.unwrap_or(0);
-            let txn = Txn::new().when([
-                Compare::create_revision(l.raw_key.clone(), CompareOp::Equal, l.create_revision),
-                Compare::lease(l.raw_key.clone(), CompareOp::Equal, lease),
-            ]);
-            if !client.txn(txn).await?.succeeded() {
-                return Ok(Outcome::Changed {
-                    detail: changed_since(&format!(
-                        "{} no longer holds {}; {}",
-                        l.id,
-                        l.key,
-                        line_now(client, &l.raw_key).await?
-                    )),
-                });
-            }
-            match client.lease_revoke(lease).await {
-                Ok(_) => Outcome::Done {
-                    detail: format!(
-                        "revoked lease {lease:x} of {}; {}",
-                        l.id,
-                        line_now(client, &l.raw_key).await?
-                    ),
-                },
-                Err(err) if err.to_string().contains("not found") => Outcome::Changed {
-                    detail: changed_since(&format!("lease {lease:x} had already ended")),
-                },
-                Err(err) => return Err(err),
-            }
-        }
-        (Scheme::EtcdElection, ActionKind::ForceLeader { target }) => {
-            let Some(i) = e.candidates.iter().position(|c| c.id == *target) else {
-                return Ok(Outcome::Refused {
-                    reason: format!("{target} is not in the line of {}", e.name),
-                });
-            };
-            let ahead = &e.candidates[..i];
-            let compares: Vec<Compare> = e.candidates[..=i]
-                .iter()
-                .map(|c| {
-                    Compare::create_revision(c.raw_key.clone(), CompareOp::Equal, c.create_revision)
-                })
-                .collect();
-            let deletes: Vec<TxnOp> = ahead
-                .iter()
-                .map(|c| TxnOp::delete(c.raw_key.clone(), None))
-                .collect();
-            let txn = Txn::new().when(compares).and_then(deletes);
-            if !client.txn(txn).await?.succeeded() {
-                return Ok(Outcome::Changed {
-                    detail: changed_since(&format!(
-                        "the line of {} is not as shown; {}",
-                        e.name,
-                        line_now(client, &e.candidates[i].raw_key).await?
-                    )),
-                });
-            }
-            for lease in ahead.iter().filter_map(|c| c.lease).filter(|l| *l != 0) {
-                // Already gone is fine: the key is deleted either way.
-                let _ = client.lease_revoke(lease).await;
-            }
-            let removed: Vec<&str> = ahead.iter().map(|c| c.id.as_str()).collect();
-            Outcome::Done {
-                detail: format!(
-                    "removed {} from the line; {}",
-                    removed.join(", "),
-                    line_now(client, &e.candidates[i].raw_key).await?
-                ),
-            }
-        }
-        (Scheme::EtcdLeaseKey, ActionKind::Reelect | ActionKind::Resign) => {
-            let l = match leader(req) {
-                Ok(l) => l,
-                Err(o) => return Ok(o),
-            };
-            let mut compares = vec![Compare::mod_revision(
-                l.raw_key.clone(),
-                CompareOp::Equal,
-                l.mod_revision,
-            )];
-            if req.kind == ActionKind::Resign {
-                compares.push(Compare::value(
-                    l.raw_key.clone(),
-                    CompareOp::Equal,
-                    l.raw_id.clone(),
-                ));
-            }
-            let txn = Txn::new()
-                .when(compares)
-                .and_then([TxnOp::delete(l.raw_key.clone(), None)]);
-            if client.txn(txn).await?.succeeded() {
-                Outcome::Done {
-                    detail: format!(
-                        "deleted {} (held by {}); candidates race again",
-                        l.key, l.id
-                    ),
-                }
-            } else {
-                Outcome::Changed {
-                    detail: changed_since(&key_now(client, &l.raw_key).await?),
-                }
-            }
-        }
-        (Scheme::EtcdLeaseKey, ActionKind::ForceLeader { target }) => {
-            let leader_key = match &e.leader {
-                Some(l) => l.raw_key.clone(),
-                None => [cfg.prefix.as_bytes(), e.name.as_bytes()].concat(),
-            };
-            let Some(entry) = e.candidates.iter().find(|c| {
-                c.id == *target && c.raw_key != leader_key && c.lease.is_some_and(|l| l != 0)
-            }) else {
-                return Ok(Outcome::Refused {
-                    reason: format!(
-                        "{target} has no registry entry: no lease to attach the leader key to"
-                    ),
-                });
-            };
-            let lease = entry.lease.unwrap_or(0);
-            let key_cmp = match &e.leader {
-                Some(l) => {
-                    Compare::mod_revision(leader_key.clone(), CompareOp::Equal, l.mod_revision)
-                }
-                None => Compare::version(leader_key.clone(), CompareOp::Equal, 0),
-            };
-            let txn = Txn::new()
-                .when([
-                    key_cmp,
-                    Compare::create_revision(
-                        entry.raw_key.clone(),
-                        CompareOp::Equal,
-                        entry.create_revision,
-                    ),
-                ])
-                .and_then([TxnOp::put(
-                    leader_key.clone(),
-                    entry.raw_id.clone(),
-                    Some(PutOptions::new().with_lease(lease)),
-                )]);
-            if client.txn(txn).await?.succeeded() {
-                Outcome::Done {
-                    detail: format!(
-                        "{} = {target} with its registry lease {lease:x}",
-                        escape_bytes(&leader_key)
-                    ),
-                }
-            } else {
-                Outcome::Changed {
-                    detail: changed_since(&key_now(client, &leader_key).await?),
-                }
-            }
-        }
-        (Scheme::Patroni, ActionKind::ForceLeader { target }) => {
-            super::patroni_admin::switchover(client, e, target).await?
-        }
-        (scheme, _) => Outcome::Refused {
-            reason: format!("{scheme} is not an etcd scheme"),
-        },
-    })
 }
 
 /// Who leads the etcd-election that `key` is in, now.

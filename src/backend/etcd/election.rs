@@ -1,5 +1,6 @@
 //! `etcd-election`: etcd's v3 election API (`etcdctl elect`, Go's `concurrency.Election`).
-//! Each candidate holds `<election>/<lease id in hex>` on its own lease; the lowest
+//! Each candidate holds `<election>/<lease id>` on its own lease (in hex from etcdctl and Go,
+//! in decimal from the Node `etcd3` package); the lowest
 //! create_revision leads and the rest wait in that order.
 
 use super::layout::{Holders, Layout, Mirror, children, relative_name};
@@ -41,8 +42,9 @@ impl Layout for EtcdElection {
     }
 }
 
-/// Does this key look like an election candidate (`.../<own lease in hex>`)? Used to guess
-/// the scheme when none is configured.
+/// Does this key look like an election candidate, named after its own lease? etcdctl and
+/// Go's `concurrency` package write the lease id in hex, the Node `etcd3` package in decimal.
+/// Used to guess the scheme when none is configured.
 pub fn looks_like_candidate(key: &[u8], lease: i64) -> bool {
     if lease == 0 {
         return false;
@@ -51,7 +53,7 @@ pub fn looks_like_candidate(key: &[u8], lease: i64) -> bool {
         Some(i) => &key[i + 1..],
         None => return false,
     };
-    suffix == format!("{lease:x}").as_bytes()
+    suffix == format!("{lease:x}").as_bytes() || suffix == lease.to_string().as_bytes()
 }
 
 #[cfg(test)]
@@ -107,5 +109,15 @@ mod tests {
         assert!(looks_like_candidate(b"x/694d7a3f", 0x694d7a3f));
         assert!(!looks_like_candidate(b"x/694d7a3f", 0));
         assert!(!looks_like_candidate(b"leader", 5));
+        assert!(
+            looks_like_candidate(b"election/jobs/7587855358190682121", 0x694d_7a3f_0000_0009),
+            "the Node etcd3 package's decimal lease id"
+        );
+        assert!(!looks_like_candidate(b"x/12", 0x13));
+        assert!(looks_like_candidate(
+            b"election/jobs/7587862319712430127",
+            7587862319712430127
+        ));
+        assert!(!looks_like_candidate(b"x/694d7a3f", 0x694d7a40));
     }
 }

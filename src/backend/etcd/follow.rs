@@ -11,7 +11,7 @@ use super::layout::Mirror;
 use super::members::{self, Serving};
 use super::tracker::Tracker;
 use super::watch::{self, Restart};
-use super::{EtcdBackend, EtcdError, Stop, detect, read_all, send};
+use super::{EtcdBackend, EtcdError, Stop, read_all, send};
 use crate::backend::{BackendIo, Backoff, Command};
 use crate::model::{ConnState, SourceEvent};
 
@@ -199,12 +199,11 @@ async fn prefixes(
     }
     let probe = vec![backend.cfg.prefix.as_bytes().to_vec()];
     let (snap, rev) = read_all(backend, &link.endpoint, &mut link.client, &probe, None).await?;
-    let (scheme, guessed) = match backend.cfg.scheme {
-        Some(s) => (s, false),
-        None => detect(&snap),
-    };
-    if guessed {
-        info!("prefix empty; guessing scheme {scheme}");
+    let verdict = super::detect::detect(&snap);
+    let scheme = backend.cfg.scheme.unwrap_or(verdict.scheme());
+    let notice = super::detect::notice(backend, link, verdict, backend.cfg.scheme.is_none()).await;
+    if let Some(n) = &notice {
+        info!(scheme = %scheme, "{}", n.text());
     }
     let layout = backend.layout(scheme);
     let prefixes = layout.prefixes();
@@ -216,6 +215,7 @@ async fn prefixes(
     );
     let mut info = backend.info.clone();
     info.scheme = Some(scheme);
+    info.notice = notice;
     send(io, SourceEvent::Info(info)).await?;
     let read = (prefixes == probe).then_some((snap, rev));
     Ok((prefixes, Some(tracker), read))

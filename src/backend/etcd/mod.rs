@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod conn;
 pub mod connect;
+mod detect;
 pub mod election;
 pub mod error;
 mod follow;
@@ -17,7 +18,6 @@ mod leases;
 pub mod members;
 mod past;
 pub mod patroni;
-mod patroni_admin;
 mod times;
 pub mod tracker;
 mod watch;
@@ -74,6 +74,8 @@ impl EtcdBackend {
             scheme: cfg.scheme,
             read_only: cfg.read_only,
             clustered: true,
+            idle_is_normal: false,
+            notice: None,
         };
         EtcdBackend { info, cfg, opts }
     }
@@ -207,22 +209,6 @@ async fn read_all(
         }
     }
     Ok((mirror, revision))
-}
-
-/// Picks the scheme from the keys: candidate keys named after their own lease mean etcd's
-/// election API; anything else is a lease key.
-fn detect(mirror: &Mirror) -> (Scheme, bool) {
-    if mirror.is_empty() {
-        return (Scheme::EtcdElection, true);
-    }
-    if mirror
-        .values()
-        .any(|kv| election::looks_like_candidate(&kv.key, kv.lease))
-    {
-        (Scheme::EtcdElection, false)
-    } else {
-        (Scheme::EtcdLeaseKey, false)
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Instant, SystemTime};
 
 use super::layout::{Kv, Layout, Mirror};
-use crate::model::{Cause, Deadline, Election, Event, EventKind, HistoryEntry, SourceId};
+use crate::model::{
+    Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, SourceId,
+};
 
 /// One change to a key, as a watch reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -228,7 +230,90 @@ impl Tracker {
         touched: &mut BTreeSet<Vec<u8>>,
         events: &mut Vec<Event>,
     ) {
-        // Keys as they were before this revision, to explain departures.
+        let (before, released, ids) = self.mirror_changes(changes);
+        self.revision = self.revision.max(rev);
+        for id in ids.iter().cloned() {
+            let holders = self.layout.derive(&id, &self.mirror);
+            let name = self.layout.display_name(&id);
+            let (source, scheme) = (self.source, self.layout.scheme());
+            let election = self
+                .elections
+                .entry(id.clone())
+                .or_insert_with(|| Election::new(source, name.clone(), scheme));
+            let old_leader = election.leader.take();
+            let old_line = std::mem::take(&mut election.candidates);
+            election.leader = holders.leader;
+            election.candidates = holders.candidates;
+            let limit = self.history_limit;
+            super::past::adopt(election, holders.members, holders.notes, &holders.past, limit);
+
+            let mk = |kind, from: Option<String>, to: Option<String>, cause| Event {
+                at: seen.at,
+                source: self.source_name.clone(),
+                election: Some(name.clone()),
+                kind,
+                from,
+                to,
+                cause,
+                revision: Some(rev),
+                replayed: seen.replayed,
+                detail: None,
+            };
+            let departed =
+                |old: &Candidate| departure(before.get(&old.raw_key), fates, &self.ttls, seen);
+            let change = leader_change(
+                old_leader.as_ref(),
+                election.leader.as_ref(),
+                scheme,
+                departed,
+            );
+            self.deposed
+                .extend(note_deposed(election, old_leader.as_ref(), fates));
+            if let Some((kind, from, to, cause)) = change {
+                let forced = if seen.replayed {
+                    None
+                } else {
+                    self.forced.take(&name, seen.now)
+                };
+                let (cause, by) = match forced {
+                    Some((c, by)) => (c, Some(by)),
+                    None => (cause, None),
+                };
+                let entry = HistoryEntry {
+                    at: seen.at,
+                    revision: Some(rev),
+                    from: from.clone(),
+                    to: to.clone(),
+                    cause,
+                    by: by.clone(),
+                };
+                election.record(entry, self.history_limit);
+                let mut ev = mk(kind, from, to, Some(cause));
+                ev.detail = by.map(|b| format!("forced by {b}"));
+                events.push(ev);
+            }
+            for (kind, from, to) in line_events(&old_line, &election.candidates) {
+                events.push(mk(kind, from, to, None));
+            }
+            self.index(&id);
+            touched.insert(id);
+        }
+        // A lease no key holds any more is over, or no longer ours to count down.
+        for lease in released {
+            if !self.lease_keys.contains_key(&lease) {
+                self.ttls.remove(&lease);
+            }
+        }
+        for id in &ids {
+            if let Some(e) = self.elections.get_mut(id) {
+                attach_ttls(e, &self.ttls);
+            }
+        }
+    }
+
+    /// Puts one revision's changes into the mirror. Returns the keys as they were before (to
+    /// explain departures), the leases no key holds any more, and the elections touched.
+    fn mirror_changes(&mut self, changes: &[Change]) -> Mirrored {
         let mut before: HashMap<Vec<u8>, Kv> = HashMap::new();
         let mut released = Vec::new();
         let mut ids = BTreeSet::new();
@@ -270,160 +355,7 @@ impl Tracker {
                 }
             }
         }
-        self.revision = self.revision.max(rev);
-        for id in ids.iter().cloned() {
-            let holders = self.layout.derive(&id, &self.mirror);
-            let name = self.layout.display_name(&id);
-            let (source, scheme) = (self.source, self.layout.scheme());
-            let election = self
-                .elections
-                .entry(id.clone())
-                .or_insert_with(|| Election::new(source, name.clone(), scheme));
-            let old_leader = election.leader.take();
-            let old_line = std::mem::take(&mut election.candidates);
-            election.leader = holders.leader;
-            election.candidates = holders.candidates;
-            let limit = self.history_limit;
-            super::past::adopt(
-                election,
-                holders.members,
-                holders.notes,
-                &holders.past,
-                limit,
-            );
-
-            let mk = |kind, from: Option<String>, to: Option<String>, cause| Event {
-                at: seen.at,
-                source: self.source_name.clone(),
-                election: Some(name.clone()),
-                kind,
-                from,
-                to,
-                cause,
-                revision: Some(rev),
-                replayed: seen.replayed,
-                detail: None,
-            };
-
-            let change = match (&old_leader, &election.leader) {
-                (None, Some(new)) => Some((
-                    EventKind::LeaderElected,
-                    None,
-                    Some(new.id.clone()),
-                    Cause::Elected,
-                )),
-                (Some(old), None) => {
-                    let cause = departure(before.get(&old.raw_key), fates, &self.ttls, seen);
-                    Some((EventKind::LeaderLost, Some(old.id.clone()), None, cause))
-                }
-                (Some(old), Some(new))
-                    if old.raw_key != new.raw_key || old.create_revision != new.create_revision =>
-                {
-                    let cause = departure(before.get(&old.raw_key), fates, &self.ttls, seen);
-                    Some((
-                        EventKind::LeaderChanged,
-                        Some(old.id.clone()),
-                        Some(new.id.clone()),
-                        cause,
-                    ))
-                }
-                (Some(old), Some(new)) if old.id != new.id => {
-                    // Same key, new value: a proclamation or someone overwriting the key.
-                    let cause = if scheme == crate::model::Scheme::EtcdElection {
-                        Cause::Proclaimed
-                    } else {
-                        Cause::TakenOver
-                    };
-                    Some((
-                        EventKind::LeaderChanged,
-                        Some(old.id.clone()),
-                        Some(new.id.clone()),
-                        cause,
-                    ))
-                }
-                _ => None,
-            };
-            // Deposed with its lease alive: it may still believe it leads. Replayed history
-            // reads lease fates now, so there it means "alive now" too.
-            if let Some(old) = old_leader.as_ref()
-                && election
-                    .leader
-                    .as_ref()
-                    .is_none_or(|n| n.raw_key != old.raw_key)
-                && old
-                    .lease
-                    .is_some_and(|l| l != 0 && fates.get(&l) == Some(&LeaseFate::Alive))
-            {
-                self.deposed.extend(old.lease);
-                election.deposed = Some(old.clone());
-            }
-            // Back in line (or leading) on the same lease: it knows where it stands.
-            if election.deposed.as_ref().is_some_and(|d| {
-                election
-                    .leader
-                    .iter()
-                    .chain(&election.candidates)
-                    .any(|c| c.lease == d.lease)
-            }) {
-                election.deposed = None;
-            }
-            if let Some((kind, from, to, cause)) = change {
-                let forced = if seen.replayed {
-                    None
-                } else {
-                    self.forced.take(&name, seen.now)
-                };
-                let (cause, by) = match forced {
-                    Some((c, by)) => (c, Some(by)),
-                    None => (cause, None),
-                };
-                election.record(
-                    HistoryEntry {
-                        at: seen.at,
-                        revision: Some(rev),
-                        from: from.clone(),
-                        to: to.clone(),
-                        cause,
-                        by: by.clone(),
-                    },
-                    self.history_limit,
-                );
-                let mut ev = mk(kind, from, to, Some(cause));
-                ev.detail = by.map(|b| format!("forced by {b}"));
-                events.push(ev);
-            }
-            let in_line = |line: &[crate::model::Candidate], key: &[u8]| {
-                line.iter().any(|c| c.raw_key == key)
-            };
-            for c in &election.candidates {
-                if !in_line(&old_line, &c.raw_key) {
-                    events.push(mk(
-                        EventKind::CandidateJoined,
-                        None,
-                        Some(c.id.clone()),
-                        None,
-                    ));
-                }
-            }
-            for c in &old_line {
-                if !in_line(&election.candidates, &c.raw_key) {
-                    events.push(mk(EventKind::CandidateLeft, Some(c.id.clone()), None, None));
-                }
-            }
-            self.index(&id);
-            touched.insert(id);
-        }
-        // A lease no key holds any more is over, or no longer ours to count down.
-        for lease in released {
-            if !self.lease_keys.contains_key(&lease) {
-                self.ttls.remove(&lease);
-            }
-        }
-        for id in &ids {
-            if let Some(e) = self.elections.get_mut(id) {
-                attach_ttls(e, &self.ttls);
-            }
-        }
+        (before, released, ids)
     }
 
     /// Leases of the given elections' leaders, plus the first `line` candidates of
@@ -629,6 +561,90 @@ fn attach_ttls(e: &mut Election, ttls: &HashMap<i64, Deadline>) {
     for c in e.candidates.iter_mut() {
         c.ttl = lookup(c.lease);
     }
+}
+
+type LeaderChange = (EventKind, Option<String>, Option<String>, Cause);
+
+/// One revision in the mirror: keys as they were before, leases no key holds any more, and
+/// the elections touched.
+type Mirrored = (HashMap<Vec<u8>, Kv>, Vec<i64>, BTreeSet<Vec<u8>>);
+
+/// What happened to the leadership between two states of an election; `departed` says why
+/// an old leader's key left.
+fn leader_change(
+    old: Option<&Candidate>,
+    new: Option<&Candidate>,
+    scheme: crate::model::Scheme,
+    departed: impl Fn(&Candidate) -> Cause,
+) -> Option<LeaderChange> {
+    let id = |c: &Candidate| Some(c.id.clone());
+    match (old, new) {
+        (None, Some(new)) => Some((EventKind::LeaderElected, None, id(new), Cause::Elected)),
+        (Some(old), None) => Some((EventKind::LeaderLost, id(old), None, departed(old))),
+        (Some(old), Some(new))
+            if old.raw_key != new.raw_key || old.create_revision != new.create_revision =>
+        {
+            Some((EventKind::LeaderChanged, id(old), id(new), departed(old)))
+        }
+        (Some(old), Some(new)) if old.id != new.id => {
+            // Same key, new value: a proclamation or someone overwriting the key.
+            let cause = if scheme == crate::model::Scheme::EtcdElection {
+                Cause::Proclaimed
+            } else {
+                Cause::TakenOver
+            };
+            Some((EventKind::LeaderChanged, id(old), id(new), cause))
+        }
+        _ => None,
+    }
+}
+
+/// A leader whose key left while its lease lives on may still believe it leads: it is
+/// deposed (returns its lease) until it is back in line on that lease. Replayed history reads
+/// lease fates now, so there "alive" means alive now too.
+fn note_deposed(
+    e: &mut Election,
+    old: Option<&Candidate>,
+    fates: &HashMap<i64, LeaseFate>,
+) -> Option<i64> {
+    let mut lease = None;
+    if let Some(old) = old
+        && e.leader.as_ref().is_none_or(|n| n.raw_key != old.raw_key)
+        && old
+            .lease
+            .is_some_and(|l| l != 0 && fates.get(&l) == Some(&LeaseFate::Alive))
+    {
+        lease = old.lease;
+        e.deposed = Some(old.clone());
+    }
+    let back_in_line = e.deposed.as_ref().is_some_and(|d| {
+        e.leader
+            .iter()
+            .chain(&e.candidates)
+            .any(|c| c.lease == d.lease)
+    });
+    if back_in_line {
+        e.deposed = None;
+        lease = None;
+    }
+    lease
+}
+
+/// Candidates that joined or left the line.
+fn line_events(
+    old: &[Candidate],
+    new: &[Candidate],
+) -> Vec<(EventKind, Option<String>, Option<String>)> {
+    let has = |line: &[Candidate], key: &[u8]| line.iter().any(|c| c.raw_key == key);
+    let joined = new
+        .iter()
+        .filter(|c| !has(old, &c.raw_key))
+        .map(|c| (EventKind::CandidateJoined, None, Some(c.id.clone())));
+    let left = old
+        .iter()
+        .filter(|c| !has(new, &c.raw_key))
+        .map(|c| (EventKind::CandidateLeft, Some(c.id.clone()), None));
+    joined.chain(left).collect()
 }
 
 /// Why the key `old` left: deleted with its lease alive (a resignation), or its lease ended,

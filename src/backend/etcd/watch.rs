@@ -104,14 +104,61 @@ async fn maybe<T>(f: &mut Option<Pin<Box<dyn Future<Output = T> + Send>>>) -> T 
 
 /// Contact bookkeeping: a quorum read at revision R proves the view current as of when it
 /// was sent, once the watch has delivered everything up to R.
-#[derive(Default)]
 struct Liveness {
     pending: Option<(Instant, SystemTime, i64)>,
     watch_rev: i64,
     failures: u32,
+    last_word: Instant,
+}
+
+impl Default for Liveness {
+    fn default() -> Self {
+        Liveness {
+            pending: None,
+            watch_rev: 0,
+            failures: 0,
+            last_word: Instant::now(),
+        }
+    }
 }
 
 impl Liveness {
+    /// The watch said something (events or progress).
+    fn heard(&mut self, resp: &WatchResponse) {
+        self.last_word = Instant::now();
+        if let Some(h) = resp.header() {
+            self.watch_rev = self.watch_rev.max(h.revision());
+        }
+    }
+
+    /// A quorum read came back. Ok(true): it answered, ask the watch for its progress; an
+    /// error once the member has failed too often, or the watch went silent meanwhile.
+    fn beat(
+        &mut self,
+        r: Result<(Instant, SystemTime, i64), EtcdError>,
+        endpoint: &str,
+    ) -> Result<bool, EtcdError> {
+        match r {
+            Ok(p) => {
+                self.failures = 0;
+                self.pending = Some(p);
+                if self.last_word.elapsed() > WATCH_SILENCE {
+                    let why = "the watch stopped answering progress requests";
+                    return Err(EtcdError::transient(endpoint, why));
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                self.failures += 1;
+                debug!(%e, failures = self.failures, "quorum read failed");
+                if self.failures >= HEARTBEAT_FAILURES {
+                    return Err(e);
+                }
+                Ok(false)
+            }
+        }
+    }
+
     fn confirmed(&mut self) -> Option<(Instant, SystemTime)> {
         match self.pending {
             Some((at, wall, rev)) if self.watch_rev >= rev => {
@@ -141,7 +188,6 @@ pub(super) async fn pump(
     beat_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut beat: Option<Beat> = None;
     let mut live = Liveness::default();
-    let mut last_word = Instant::now();
     let mut reader = leases::Reader::spawn(link.client.clone());
     // A one-key read: cheap whatever the prefix holds (an empty key is not a valid read).
     let beat_key = match backend.cfg.prefix.as_bytes() {
@@ -154,29 +200,12 @@ pub(super) async fn pump(
                 let resp = msg
                     .map_err(|e| EtcdError::from_client(&link.endpoint, e))?
                     .ok_or_else(|| EtcdError::WatchEnded { endpoint: link.endpoint.clone() })?;
-                last_word = Instant::now();
-                if let Some(h) = resp.header() {
-                    live.watch_rev = live.watch_rev.max(h.revision());
-                }
+                live.heard(&resp);
                 if let Some(r) = on_message(backend, state, io, link, &mut ids, resp).await? {
                     return Ok(r);
                 }
             }
-            cmd = io.commands.recv() => match cmd {
-                Some(Command::Forced { election, mark }) => {
-                    if let Some(f) = state.followed.as_mut()
-                        && let Some(e) = f.tracker.forced(&election, mark, Instant::now(), SystemTime::now())
-                    {
-                        let told = crate::backend::forced::attributed(&backend.info.name, &e);
-                        send(io, SourceEvent::Elections { source, elections: vec![e] }).await?;
-                        if let Some(ev) = told {
-                            send(io, SourceEvent::Happened(ev)).await?;
-                        }
-                    }
-                }
-                Some(c) => state.visible = c,
-                None => return Err(Stop::Closed),
-            },
+            cmd = io.commands.recv() => on_command(backend, state, io, cmd).await?,
             _ = lease_tick.tick() => {
                 if let Some(f) = state.followed.as_ref() {
                     let wanted = wanted_leases(backend, &f.tracker, &state.visible);
@@ -196,23 +225,10 @@ pub(super) async fn pump(
             _ = beat_tick.tick(), if beat.is_none() => beat = Some(heartbeat(link, beat_key.clone())),
             r = maybe(&mut beat) => {
                 beat = None;
-                match r {
-                    Ok(p) => {
-                        live.failures = 0;
-                        live.pending = Some(p);
-                        // The progress answer carries the revision the watch has reached.
-                        stream.request_progress().await.map_err(|e| EtcdError::from_client(&link.endpoint, e))?;
-                        if last_word.elapsed() > WATCH_SILENCE {
-                            return Err(EtcdError::transient(&link.endpoint, "the watch stopped answering progress requests").into());
-                        }
-                    }
-                    Err(e) => {
-                        live.failures += 1;
-                        debug!(%e, failures = live.failures, "quorum read failed");
-                        if live.failures >= HEARTBEAT_FAILURES {
-                            return Err(e.into());
-                        }
-                    }
+                if live.beat(r, &link.endpoint)? {
+                    // The progress answer carries the revision the watch has reached.
+                    let asked = stream.request_progress().await;
+                    asked.map_err(|e| EtcdError::from_client(&link.endpoint, e))?;
                 }
             }
         }
@@ -220,17 +236,52 @@ pub(super) async fn pump(
             && let Some((at, wall)) = live.confirmed()
         {
             let next_within = HEARTBEAT;
-            send(
-                io,
-                SourceEvent::Contact {
-                    source,
-                    at,
-                    wall,
-                    next_within,
-                },
-            )
-            .await?;
+            let contact = SourceEvent::Contact {
+                source,
+                at,
+                wall,
+                next_within,
+            };
+            send(io, contact).await?;
         }
+    }
+}
+
+/// A request from the runtime: what is on screen, or an admin action's mark.
+async fn on_command(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &BackendIo,
+    cmd: Option<Command>,
+) -> Result<(), Stop> {
+    match cmd {
+        Some(Command::Forced { election, mark }) => {
+            let Some(f) = state.followed.as_mut() else {
+                return Ok(());
+            };
+            let now = (Instant::now(), SystemTime::now());
+            if let Some(e) = f.tracker.forced(&election, mark, now.0, now.1) {
+                let told = crate::backend::forced::attributed(&backend.info.name, &e);
+                let source = backend.info.id;
+                send(
+                    io,
+                    SourceEvent::Elections {
+                        source,
+                        elections: vec![e],
+                    },
+                )
+                .await?;
+                if let Some(ev) = told {
+                    send(io, SourceEvent::Happened(ev)).await?;
+                }
+            }
+            Ok(())
+        }
+        Some(c) => {
+            state.visible = c;
+            Ok(())
+        }
+        None => Err(Stop::Closed),
     }
 }
 
@@ -466,4 +517,39 @@ pub(super) async fn apply(
         send(io, SourceEvent::Happened(e)).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contact_is_confirmed_only_once_the_watch_reached_the_quorum_read() {
+        let mut l = Liveness::default();
+        let t = (Instant::now(), SystemTime::now());
+        assert_eq!(l.beat(Ok((t.0, t.1, 10)), "e").ok(), Some(true));
+        l.watch_rev = 9;
+        assert_eq!(l.confirmed(), None, "the watch is behind the read");
+        l.watch_rev = 10;
+        assert_eq!(l.confirmed(), Some(t));
+        assert_eq!(l.confirmed(), None, "used up");
+    }
+
+    #[test]
+    fn the_member_is_given_up_after_failed_reads_in_a_row() {
+        let mut l = Liveness::default();
+        let fail = || Err(EtcdError::transient("e", "timed out"));
+        assert_eq!(
+            l.beat(fail(), "e").ok(),
+            Some(false),
+            "one failure is tolerated"
+        );
+        assert!(l.beat(fail(), "e").is_err(), "two in a row: move on");
+        let mut l = Liveness {
+            last_word: Instant::now() - WATCH_SILENCE - Duration::from_secs(1),
+            ..Liveness::default()
+        };
+        let ok = Ok((Instant::now(), SystemTime::now(), 1));
+        assert!(l.beat(ok, "e").is_err(), "a silent watch is given up");
+    }
 }

@@ -200,6 +200,8 @@ impl SqlBackend {
             scheme: Some(settings.scheme.scheme()),
             read_only: cfg.read_only,
             clustered: false,
+            idle_is_normal: cfg.preset.is_some_and(|p| p.spec().idle_is_normal),
+            notice: None,
         };
         Ok(SqlBackend {
             info,
@@ -476,6 +478,7 @@ mod tests {
             password_env: None,
             password_file: None,
             scheme,
+            preset: None,
             table: None,
             columns: SqlColumns::default(),
             timeout: None,

@@ -1,11 +1,12 @@
-//! Admin on Patroni goes through Patroni's own protocol: a switchover is a request in the
-//! `failover` key, written as `patronictl switchover` writes it, which Patroni's leader
-//! carries out (it demotes itself and releases the leader key; the candidate promotes).
-//! electop never deletes Patroni's keys: Patroni would not notice a removed leader key
-//! before its next loop, and may take it straight back.
+//! Patroni: admin goes through Patroni's own protocol. A switchover is a request in the
+//! `failover` key, written as `patronictl switchover` writes it through etcd, which Patroni's
+//! leader carries out (it demotes itself and releases the leader key; the candidate
+//! promotes). electop never deletes Patroni's keys: Patroni would not notice a removed leader
+//! key before its next loop, and may take it straight back.
 
-use super::ActionKind;
-use crate::model::{Election, Note};
+use super::{Check, Compare, Key, Op, Plan, Readback, Step, leader};
+use crate::admin::ActionKind;
+use crate::model::{Election, escape_bytes};
 
 /// The `failover` key's value for a switchover from `leader` to `member`, as Patroni's
 /// `manual_failover` writes it (compact JSON).
@@ -13,40 +14,32 @@ pub fn failover_value(leader: &str, member: &str) -> String {
     serde_json::json!({ "leader": leader, "member": member }).to_string()
 }
 
-/// The `failover` key as last read, if present.
-pub fn failover_note(e: &Election) -> Option<&Note> {
-    e.notes.iter().find(|n| n.name == "failover")
-}
-
 /// The failover key of the election whose leader key is `leader_key` (`<scope>/leader`).
-pub fn failover_key(leader_key: &[u8]) -> Vec<u8> {
+fn failover_key(leader_key: &[u8]) -> Key {
     let dir = leader_key.strip_suffix(b"leader").unwrap_or(leader_key);
-    [dir, b"failover"].concat()
+    let raw = [dir, b"failover"].concat();
+    Key {
+        shown: escape_bytes(&raw),
+        raw,
+    }
 }
 
 /// Who may be switched to: a member other than the leader, not tagged `nofailover`.
-pub fn check_target(e: &Election, target: &str) -> Result<(), String> {
-    let leader = e.leader.as_ref().ok_or_else(|| {
-        format!(
-            "{} has no leader: a switchover needs one to hand over",
-            e.name
-        )
-    })?;
-    if leader.id == target {
+fn check_target(e: &Election, target: &str) -> Result<(), String> {
+    let l = leader(e)?;
+    if l.id == target {
         return Err(format!("{target} already leads {}", e.name));
     }
     let member = e
         .member(target)
         .ok_or_else(|| format!("{target} is not a member of {}", e.name))?;
     if member.nofailover {
-        return Err(format!(
-            "{target} is tagged nofailover: Patroni never promotes it"
-        ));
+        return Err(format!("{target} is tagged nofailover: Patroni never promotes it"));
     }
     Ok(())
 }
 
-pub fn plan(e: &Election, kind: &ActionKind) -> Result<(Vec<String>, Vec<String>), String> {
+pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
     let target = match kind {
         ActionKind::ForceLeader { target } => target,
         ActionKind::Reelect => {
@@ -65,32 +58,51 @@ pub fn plan(e: &Election, kind: &ActionKind) -> Result<(Vec<String>, Vec<String>
         }
     };
     check_target(e, target)?;
-    let l = e.leader.as_ref().ok_or("no leader")?;
-    let key = crate::model::escape_bytes(&failover_key(&l.raw_key));
-    let guard = match failover_note(e) {
-        Some(n) => format!("mod_revision({key}) == {}", n.mod_revision),
-        None => format!("{key} is absent"),
-    };
-    Ok((
-        vec![format!(
-            "txn: if value({0}) == {1} and mod_revision({0}) == {2} and {guard} then put {key} = {3}",
-            l.key,
-            l.id,
-            l.mod_revision,
-            failover_value(&l.id, target)
-        )],
-        vec![
+    let l = leader(e)?;
+    let failover = failover_key(&l.raw_key);
+    let seen = e.notes.iter().find(|n| n.name == "failover");
+    let value = failover_value(&l.id, target);
+    let compares = vec![
+        Compare {
+            key: Key::of(l),
+            check: Check::Value(l.raw_id.clone(), l.id.clone()),
+        },
+        Compare {
+            key: Key::of(l),
+            check: Check::ModRevision(l.mod_revision),
+        },
+        Compare {
+            key: failover.clone(),
+            check: seen.map_or(Check::Absent, |n| Check::ModRevision(n.mod_revision)),
+        },
+    ];
+    Ok(Plan {
+        summary: String::new(),
+        steps: vec![Step::Txn {
+            compares,
+            then: vec![Op::Put {
+                key: failover.clone(),
+                value: value.clone().into_bytes(),
+                shown: value,
+                lease: 0,
+            }],
+        }],
+        then: Some(format!(
+            "Patroni's leader {} demotes itself and releases the leader key; {target} promotes",
+            l.id
+        )),
+        notes: vec![
             format!(
                 "A Patroni switchover, as `patronictl switchover --leader {} --candidate {target}` \
-                 requests it: Patroni's leader demotes itself and releases the leader key, then \
-                 {target} promotes. electop deletes none of Patroni's keys.",
+                 requests it; electop deletes none of Patroni's keys.",
                 l.id
             ),
             "Patroni may refuse (e.g. the candidate lags too far); the failover key is then reset \
              and the leader stays."
                 .into(),
         ],
-    ))
+        readback: Readback::Key(failover),
+    })
 }
 
 #[cfg(test)]
@@ -124,33 +136,25 @@ mod tests {
     #[test]
     fn a_switchover_writes_the_failover_key_as_patronictl_does() {
         let e = election();
+        assert_eq!(failover_value("n1", "n2"), r#"{"leader":"n1","member":"n2"}"#);
+        let to = ActionKind::ForceLeader { target: "n2".into() };
+        let p = plan(&e, &to).expect("possible");
+        let writes = p.writes().join("\n");
+        assert!(writes.contains("/service/demo/failover"), "{writes}");
+        assert!(writes.contains(r#"{"leader":"n1","member":"n2"}"#), "{writes}");
+        let Step::Txn { compares, .. } = &p.steps[0] else {
+            panic!("a txn")
+        };
+        let checks: Vec<&Check> = compares.iter().map(|c| &c.check).collect();
         assert_eq!(
-            failover_value("n1", "n2"),
-            r#"{"leader":"n1","member":"n2"}"#
+            checks,
+            [
+                &Check::Value(b"n1".to_vec(), "n1".into()),
+                &Check::ModRevision(9),
+                &Check::Absent
+            ]
         );
-        assert_eq!(
-            failover_key(b"/service/demo/leader"),
-            b"/service/demo/failover"
-        );
-        let (writes, notes) = plan(
-            &e,
-            &ActionKind::ForceLeader {
-                target: "n2".into(),
-            },
-        )
-        .expect("possible");
-        assert!(
-            writes[0].contains("/service/demo/failover is absent"),
-            "{writes:?}"
-        );
-        assert!(
-            writes[0].contains("mod_revision(/service/demo/leader) == 9"),
-            "{writes:?}"
-        );
-        assert!(
-            notes[0].contains("patronictl switchover --leader n1 --candidate n2"),
-            "{notes:?}"
-        );
+        assert!(p.notes[0].contains("patronictl switchover --leader n1 --candidate n2"));
     }
 
     #[test]

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the npm packages of the Node election campaigner the tests start
+# (tests/campaigners/node: the `etcd3` package, pinned by its package-lock.json),
+# only when its node_modules is missing. Quick and silent when it is there.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dir="$root/tests/campaigners/node"
+
+[[ -d $dir/node_modules/etcd3 ]] && exit 0
+
+log() { printf 'install-node-deps: %s\n' "$*" >&2; }
+
+if ! command -v npm >/dev/null 2>&1; then
+  log "npm is missing; installing nodejs and npm from apt"
+  "$root/scripts/install-deps.sh" nodejs npm
+fi
+
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+# npm ci installs exactly what the lockfile says, and nothing when it fails.
+if ! (cd "$dir" && npm ci --no-audit --no-fund >"$out" 2>&1); then
+  cat "$out" >&2
+  log "npm ci failed in $dir"
+  exit 1
+fi
+echo "installed etcd3 (npm) for tests/campaigners/node"

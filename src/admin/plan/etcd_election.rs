@@ -1,0 +1,167 @@
+//! etcd-election (Go `concurrency`, Node `etcd3`, `etcdctl elect`): a resign deletes the
+//! leader's key; a re-election or force-leader deposes sessions first (why:
+//! `backend::etcd::admin::depose`).
+
+use super::{Check, Compare, Key, Op, Plan, Readback, Step, leader};
+use crate::admin::ActionKind;
+use crate::model::{Candidate, Election};
+
+/// What the etcd-election tests measured (tests/election_clients.rs, 16 runs per client and
+/// action; see tests/campaigners/MEASUREMENTS.md), stated in every deposing confirmation:
+/// a third of the TTL (the clients' keep-alive interval) plus up to 0.5 s.
+const MEASURED: &str = "Clients may believe they still lead for up to 19998 ms after this, never \
+    beside another leader (measured, 16 runs each: etcdctl elect 19998 ms with its 60 s TTL, Go \
+    concurrency 1459 ms and Node etcd3 1098 ms with a 3 s TTL; two leaders at once: 0 ms).";
+
+pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
+    match kind {
+        ActionKind::Resign => resign(e),
+        ActionKind::Reelect => {
+            let l = leader(e)?;
+            l.lease.filter(|l| *l != 0).ok_or_else(|| {
+                format!(
+                    "{} holds a key without a lease: there is no session to end; resign (S) \
+                     deletes the key",
+                    l.id
+                )
+            })?;
+            let next = e
+                .candidates
+                .get(1)
+                .map_or("nobody (the line is empty)", |c| c.id.as_str());
+            let mut p = depose(std::slice::from_ref(l), None);
+            p.then = Some(format!(
+                "the hold ends: etcd deletes {}; {next} leads",
+                l.key
+            ));
+            p.notes = vec![deposed_note(std::slice::from_ref(l)), MEASURED.to_string()];
+            Ok(p)
+        }
+        ActionKind::ForceLeader { target } => {
+            let i = e
+                .candidates
+                .iter()
+                .position(|c| c.id == *target)
+                .ok_or_else(|| format!("{target} is not in the line of {}", e.name))?;
+            if i == 0 {
+                return Err(format!("{target} already leads {}", e.name));
+            }
+            let ahead = &e.candidates[..i];
+            let mut p = depose(ahead, Some(&e.candidates[i]));
+            p.then = Some(format!(
+                "the hold ends: etcd deletes their keys; {target} leads"
+            ));
+            let removed: Vec<&str> = ahead.iter().map(|c| c.id.as_str()).collect();
+            p.notes = vec![
+                format!("Removes from the line: {}.", removed.join(", ")),
+                deposed_note(ahead),
+                MEASURED.to_string(),
+            ];
+            Ok(p)
+        }
+    }
+}
+
+fn resign(e: &Election) -> Result<Plan, String> {
+    let l = leader(e)?;
+    Ok(Plan {
+        summary: String::new(),
+        steps: vec![Step::Txn {
+            compares: vec![Compare {
+                key: Key::of(l),
+                check: Check::CreateRevision(l.create_revision),
+            }],
+            then: vec![Op::Delete(Key::of(l))],
+        }],
+        then: None,
+        notes: vec![
+            format!(
+                "{} keeps its session and lease; the next in line becomes leader.",
+                l.id
+            ),
+            format!(
+                "Election clients (Go concurrency, Node etcd3, etcdctl elect) do not notice a \
+                 resign (etcd issue #11777): if {} is one, it does not notice it was deposed \
+                 and may go on acting as leader beside the next one. Force a re-election \
+                 instead (R, or electop reelect): it ends {}'s session first.",
+                l.id, l.id
+            ),
+        ],
+        readback: Readback::Line(Key::of(l)),
+    })
+}
+
+/// Holds the keys of `deposed` (in line order) on a new lease, checking the line as seen
+/// (and that `target` is still in it), then ends their sessions.
+fn depose(deposed: &[Candidate], target: Option<&Candidate>) -> Plan {
+    // Keys without a lease (zombies) have no session to end; they are held all the same.
+    let owned: Vec<&Candidate> = deposed
+        .iter()
+        .filter(|c| c.lease.is_some_and(|l| l != 0))
+        .collect();
+    let leases: Vec<i64> = owned.iter().filter_map(|c| c.lease).collect();
+    let seen_ttls: Option<Vec<i64>> = owned
+        .iter()
+        .map(|c| c.ttl.as_ref().map(|d| (d.granted_ms + 999) / 1000))
+        .collect();
+    let mut compares: Vec<Compare> = deposed
+        .iter()
+        .chain(target)
+        .map(|c| Compare {
+            key: Key::of(c),
+            check: Check::CreateRevision(c.create_revision),
+        })
+        .collect();
+    compares.extend(deposed.iter().map(|c| Compare {
+        key: Key::of(c),
+        check: Check::Lease(c.lease.unwrap_or(0)),
+    }));
+    let mut steps = vec![
+        Step::GrantHold {
+            leases: leases.clone(),
+            seen_ttls,
+        },
+        Step::Txn {
+            compares,
+            then: deposed.iter().map(|c| Op::Hold(Key::of(c))).collect(),
+        },
+    ];
+    if !leases.is_empty() {
+        steps.push(Step::Revoke {
+            leases,
+            owners: owned.iter().map(|c| c.id.clone()).collect(),
+        });
+    }
+    Plan {
+        summary: String::new(),
+        steps,
+        then: None,
+        notes: Vec::new(),
+        readback: Readback::Line(Key::of(target.unwrap_or(&deposed[0]))),
+    }
+}
+
+/// Why the deposed keys are held rather than deleted: election clients learn that their
+/// session ended only at their next keep-alive, and one still waiting in line is told
+/// "elected" as soon as the keys ahead of it go.
+fn deposed_note(deposed: &[Candidate]) -> String {
+    let who: Vec<&str> = deposed.iter().map(|c| c.id.as_str()).collect();
+    let (its, it, keys) = if who.len() == 1 {
+        (
+            "its session ends",
+            "it may believe it leads until its",
+            "its key keeps its",
+        )
+    } else {
+        (
+            "their sessions end",
+            "they may believe they lead until their",
+            "their keys keep their",
+        )
+    };
+    format!(
+        "{}: {its} now, but {it} next keep-alive (up to a third of the lease TTL); {keys} \
+         place in line until then, so nobody else is elected before.",
+        who.join(", ")
+    )
+}

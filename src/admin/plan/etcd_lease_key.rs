@@ -1,0 +1,94 @@
+//! etcd-lease-key: one leader key per election, put with the leader's lease; candidates
+//! register under their own leases. Deleting the key starts a race; force-leader puts it
+//! with the target's registry lease, so it lives as long as the target does.
+
+use super::{Check, Compare, Key, Op, Plan, Readback, Step, leader};
+use crate::admin::ActionKind;
+use crate::model::{Election, escape_bytes};
+
+pub(super) fn plan(e: &Election, kind: &ActionKind, prefix: &str) -> Result<Plan, String> {
+    let target = match kind {
+        ActionKind::ForceLeader { target } => target,
+        ActionKind::Reelect | ActionKind::Resign => return delete(e, kind),
+    };
+    let leader_key = match &e.leader {
+        Some(l) => Key::of(l),
+        None => {
+            let raw = [prefix.as_bytes(), e.name.as_bytes()].concat();
+            Key {
+                shown: escape_bytes(&raw),
+                raw,
+            }
+        }
+    };
+    let entry = e
+        .candidates
+        .iter()
+        .find(|c| c.id == *target && c.raw_key != leader_key.raw && c.lease.is_some_and(|l| l != 0))
+        .ok_or_else(|| {
+            format!(
+                "{target} has no registry entry in {}: there is no lease of its to attach the \
+                 leader key to",
+                e.name
+            )
+        })?;
+    let check = match &e.leader {
+        Some(l) if l.id == *target => return Err(format!("{target} already leads {}", e.name)),
+        Some(l) => Check::ModRevision(l.mod_revision),
+        None => Check::Absent,
+    };
+    let lease = entry.lease.unwrap_or(0);
+    Ok(Plan {
+        summary: String::new(),
+        steps: vec![Step::Txn {
+            compares: vec![
+                Compare {
+                    key: leader_key.clone(),
+                    check,
+                },
+                Compare {
+                    key: Key::of(entry),
+                    check: Check::CreateRevision(entry.create_revision),
+                },
+            ],
+            then: vec![Op::Put {
+                key: leader_key.clone(),
+                value: entry.raw_id.clone(),
+                shown: entry.id.clone(),
+                lease,
+            }],
+        }],
+        then: None,
+        notes: vec![format!(
+            "{target} holds the key for as long as its registry lease {lease:x} lives."
+        )],
+        readback: Readback::Key(leader_key),
+    })
+}
+
+/// Re-election and resign both delete the key; resign also checks the leader is who was seen.
+fn delete(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
+    let l = leader(e)?;
+    let mut compares = vec![Compare {
+        key: Key::of(l),
+        check: Check::ModRevision(l.mod_revision),
+    }];
+    if *kind == ActionKind::Resign {
+        compares.push(Compare {
+            key: Key::of(l),
+            check: Check::Value(l.raw_id.clone(), l.id.clone()),
+        });
+    }
+    Ok(Plan {
+        summary: String::new(),
+        steps: vec![Step::Txn {
+            compares,
+            then: vec![Op::Delete(Key::of(l))],
+        }],
+        then: None,
+        notes: vec![
+            "Candidates watching the key race for it again; the old leader may win.".to_string(),
+        ],
+        readback: Readback::Key(Key::of(l)),
+    })
+}

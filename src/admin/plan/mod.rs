@@ -1,0 +1,176 @@
+//! What an action will do, as one typed plan: the store operations with their compares. Each
+//! scheme's file builds it from the election as seen and the source's settings; the
+//! confirmation (dashboard and CLI) renders it with [`Plan::writes`], and the backends execute
+//! the same steps, so what is shown is what is written.
+
+mod etcd_election;
+mod etcd_lease_key;
+mod patroni;
+mod render;
+mod sql;
+mod sql_heartbeat;
+mod sql_lease;
+mod target;
+
+pub use target::{SqlTarget, Target};
+
+use super::{ActionKind, AdminRequest};
+use crate::model::{Candidate, Election, Scheme};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// One line: the action on what.
+    pub summary: String,
+    /// The store operations, in order.
+    pub steps: Vec<Step>,
+    /// What the store does by itself afterwards (the hold expiring), not a write of ours.
+    pub then: Option<String>,
+    /// What the operator should know: who notices, who is removed from the line.
+    pub notes: Vec<String>,
+    /// What to read back to say what the store holds after the action (or why it refused).
+    pub readback: Readback,
+}
+
+/// A key, as sent and as shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Key {
+    pub raw: Vec<u8>,
+    pub shown: String,
+}
+
+impl Key {
+    fn of(c: &Candidate) -> Key {
+        Key {
+            raw: c.raw_key.clone(),
+            shown: c.key.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    CreateRevision(i64),
+    ModRevision(i64),
+    /// The value, as sent and as shown.
+    Value(Vec<u8>, String),
+    Lease(i64),
+    /// The key does not exist.
+    Absent,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compare {
+    pub key: Key,
+    pub check: Check,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    Delete(Key),
+    /// Put `value` with `lease`.
+    Put {
+        key: Key,
+        value: Vec<u8>,
+        shown: String,
+        lease: i64,
+    },
+    /// Re-put the key with its own value on the hold lease: same create_revision, so it keeps
+    /// its place in line, but detached from the lease about to be revoked.
+    Hold(Key),
+}
+
+/// A SQL statement; `sql` holds [`DEADLINE`] where the deadline value goes, written at
+/// execution time for the deadline column's declared type (read from the schema then).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Statement {
+    pub sql: String,
+    pub binds: Vec<String>,
+    /// The database's now plus this many ms, for [`DEADLINE`]; `numeric` when the seen stamp
+    /// was a number (SQLite rows written as Unix seconds).
+    pub deadline: Option<(i64, bool)>,
+    /// Rows that mean done; fewer mean the row changed since it was seen.
+    pub expect_rows: u64,
+}
+
+/// Where a statement's deadline value goes.
+pub const DEADLINE: &str = "{deadline}";
+
+impl Statement {
+    /// The SQL as sent, with the deadline written by `now_plus` (ms, numeric) -> SQL.
+    pub fn sql_with(&self, now_plus: impl Fn(i64, bool) -> String) -> String {
+        match self.deadline {
+            Some((ms, numeric)) => self.sql.replace(DEADLINE, &now_plus(ms, numeric)),
+            None => self.sql.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Grant a lease to hold deposed keys: a third of the longest TTL of `leases` (re-read
+    /// when executing) plus slack. `seen_ttls` are the granted TTLs as seen, for the text.
+    GrantHold {
+        leases: Vec<i64>,
+        seen_ttls: Option<Vec<i64>>,
+    },
+    /// All compares hold, or nothing is written and the action reports a change.
+    Txn {
+        compares: Vec<Compare>,
+        then: Vec<Op>,
+    },
+    /// End these sessions; `owners` for the text.
+    Revoke {
+        leases: Vec<i64>,
+        owners: Vec<String>,
+    },
+    Statement(Statement),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Readback {
+    /// Who leads the etcd-election that this key is in.
+    Line(Key),
+    /// What this etcd key holds.
+    Key(Key),
+    /// The SQL row of this election.
+    Row(String),
+}
+
+fn leader(e: &Election) -> Result<&Candidate, String> {
+    e.leader
+        .as_ref()
+        .ok_or_else(|| format!("election {} has no leader to act on", e.name))
+}
+
+fn summary(req: &AdminRequest) -> String {
+    let (e, store) = (&req.seen, &req.source_name);
+    match &req.kind {
+        ActionKind::ForceLeader { target } => {
+            format!("force {target} as leader of {} ({store})", e.name)
+        }
+        ActionKind::Reelect => format!("force a re-election of {} ({store})", e.name),
+        ActionKind::Resign => format!("resign the leader of {} ({store})", e.name),
+    }
+}
+
+/// The plan of `req` on its source, or why it cannot be done on what was seen.
+pub fn plan(req: &AdminRequest) -> Result<Plan, String> {
+    let e = &req.seen;
+    let plan = match (e.scheme, &req.target) {
+        (Scheme::EtcdElection, Target::Etcd { .. }) => etcd_election::plan(e, &req.kind),
+        (Scheme::EtcdLeaseKey, Target::Etcd { prefix }) => {
+            etcd_lease_key::plan(e, &req.kind, prefix)
+        }
+        (Scheme::Patroni, Target::Etcd { .. }) => patroni::plan(e, &req.kind),
+        (Scheme::SqlLease, Target::Sql(t)) => sql_lease::plan(e, &req.kind, t),
+        (Scheme::SqlHeartbeat, Target::Sql(t)) => sql_heartbeat::plan(e, &req.kind, t),
+        (scheme, _) => Err(format!("{scheme} is not a scheme of this source")),
+    }?;
+    Ok(Plan {
+        summary: summary(req),
+        ..plan
+    })
+}
+
+#[cfg(test)]
+mod tests;

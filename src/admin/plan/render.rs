@@ -1,0 +1,97 @@
+//! The plan in words: what the confirmation (dashboard and CLI) lists under "will write".
+
+use super::{Check, Compare, DEADLINE, Op, Plan, Statement, Step};
+
+impl Plan {
+    /// One line per store operation, as it will be sent, then what the store does after.
+    pub fn writes(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.steps.iter().map(step).collect();
+        lines.extend(self.then.as_ref().map(|t| format!("then {t}")));
+        lines
+    }
+}
+
+fn hex_list(leases: &[i64]) -> String {
+    let all: Vec<String> = leases.iter().map(|l| format!("{l:x}")).collect();
+    all.join(", ")
+}
+
+fn step(s: &Step) -> String {
+    match s {
+        Step::GrantHold { leases, seen_ttls } => {
+            let how_long = match seen_ttls {
+                Some(ttls) if !ttls.is_empty() => format!(
+                    "{} s: a third of the longest TTL, {} s, + 2 s",
+                    crate::backend::etcd::admin::depose::hold_secs(ttls),
+                    ttls.iter().max().copied().unwrap_or(0)
+                ),
+                _ => "a third of the longest TTL + 2 s".to_string(),
+            };
+            if leases.is_empty() {
+                format!("grant a hold lease ({how_long})")
+            } else {
+                format!(
+                    "grant a hold lease ({how_long}; the TTLs of lease {} are read again first)",
+                    hex_list(leases)
+                )
+            }
+        }
+        Step::Txn { compares, then } => {
+            let checks: Vec<String> = compares.iter().map(compare).collect();
+            let ops: Vec<String> = then.iter().map(op).collect();
+            format!("txn: if {} then {}", checks.join(" and "), ops.join(", "))
+        }
+        Step::Revoke { leases, owners } => format!(
+            "revoke lease {} (ends the session of {})",
+            hex_list(leases),
+            owners.join(", ")
+        ),
+        Step::Statement(st) => statement(st),
+    }
+}
+
+fn compare(c: &Compare) -> String {
+    let k = &c.key.shown;
+    match &c.check {
+        Check::CreateRevision(r) => format!("create_revision({k}) == {r}"),
+        Check::ModRevision(r) => format!("mod_revision({k}) == {r}"),
+        Check::Value(_, shown) => format!("value({k}) == {shown}"),
+        Check::Lease(l) => format!("lease({k}) == {l:x}"),
+        Check::Absent => format!("{k} is absent"),
+    }
+}
+
+fn op(o: &Op) -> String {
+    match o {
+        Op::Delete(k) => format!("delete {}", k.shown),
+        Op::Put {
+            key, shown, lease, ..
+        } => format!("put {} = {shown} with lease {lease:x}", key.shown),
+        Op::Hold(k) => format!(
+            "put {} on the hold lease (same value, same place in line)",
+            k.shown
+        ),
+    }
+}
+
+/// The statement with its deadline in words (its SQL depends on the column's declared type,
+/// read when executing) and its binds in place.
+fn statement(st: &Statement) -> String {
+    let sql = st.sql_with(|ms, _| match ms {
+        0 => "⟨the database's now⟩".to_string(),
+        ms if ms < 0 => format!("⟨the database's now - {} ms⟩", -ms),
+        ms => format!("⟨the database's now + {ms} ms⟩"),
+    });
+    debug_assert!(!sql.contains(DEADLINE));
+    let binds: Vec<String> = st
+        .binds
+        .iter()
+        .enumerate()
+        .map(|(i, b)| format!("#{} = '{b}'", i + 1))
+        .collect();
+    format!(
+        "{sql}  [{}]; {} row means done, none that the row changed",
+        binds.join(", "),
+        st.expect_rows
+    )
+}

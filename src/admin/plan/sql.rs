@@ -1,0 +1,92 @@
+//! The SQL schemes' one statement per action, in the source's dialect, on its configured
+//! table and columns. The WHERE holds the row's key and holder as seen, never its deadline:
+//! the leader renews that every few seconds, and an action confirmed after a renewal must
+//! still apply to the leader that was shown (`election-models.md`).
+
+use super::{DEADLINE, Plan, Readback, SqlTarget, Statement, Step};
+use crate::admin::ActionKind;
+use crate::model::{Candidate, Election};
+
+/// Where the two SQL schemes differ: the deadlines they write.
+pub(super) struct Deadlines {
+    /// Resign sets the deadline to now plus this (0 or less: over).
+    pub resign_ms: i64,
+    /// Force-leader sets it to now plus this.
+    pub force_ms: i64,
+}
+
+/// The row holder (the leader, or the holder of an expired term).
+pub(super) fn holder(e: &Election) -> Result<&Candidate, String> {
+    e.candidates
+        .first()
+        .ok_or_else(|| format!("election {} has no row holder to act on", e.name))
+}
+
+pub(super) fn plan(
+    e: &Election,
+    kind: &ActionKind,
+    t: &SqlTarget,
+    deadlines: Deadlines,
+) -> Result<Plan, String> {
+    let h = holder(e)?;
+    let d = t.dialect;
+    let c = &t.columns;
+    let table = d.quote(&t.table);
+    let key = d.as_text(&d.quote(&c.key));
+    let who = d.quote(&c.holder);
+    let who_text = d.as_text(&who);
+    let stamp = d.quote(&c.stamp);
+    let numeric = h
+        .stamp
+        .as_deref()
+        .is_some_and(|s| s.trim().parse::<f64>().is_ok());
+    let id = String::from_utf8_lossy(&h.raw_id).into_owned();
+    let p = |i| d.param(i);
+    let (sql, binds, deadline) = match kind {
+        ActionKind::Reelect => (
+            format!(
+                "DELETE FROM {table} WHERE {key} = {} AND {who_text} = {}",
+                p(1),
+                p(2)
+            ),
+            vec![e.name.clone(), id],
+            None,
+        ),
+        ActionKind::Resign => (
+            format!(
+                "UPDATE {table} SET {stamp} = {DEADLINE} WHERE {key} = {} AND {who_text} = {}",
+                p(1),
+                p(2)
+            ),
+            vec![e.name.clone(), id],
+            Some((deadlines.resign_ms, numeric)),
+        ),
+        ActionKind::ForceLeader { target } => {
+            if *target == h.id {
+                return Err(format!("{target} already holds {}", e.name));
+            }
+            (
+                format!(
+                    "UPDATE {table} SET {who} = {}, {stamp} = {DEADLINE} WHERE {key} = {} AND {who_text} = {}",
+                    p(1),
+                    p(2),
+                    p(3)
+                ),
+                vec![target.clone(), e.name.clone(), id],
+                Some((deadlines.force_ms, numeric)),
+            )
+        }
+    };
+    Ok(Plan {
+        summary: String::new(),
+        steps: vec![Step::Statement(Statement {
+            sql,
+            binds,
+            deadline,
+            expect_rows: 1,
+        })],
+        then: None,
+        notes: Vec::new(),
+        readback: Readback::Row(e.name.clone()),
+    })
+}

@@ -1,0 +1,36 @@
+//! sql-lease (seed 003): the holder's term ends at its deadline; a forced leader gets a term
+//! as long as the one seen.
+
+use super::sql::{self, Deadlines};
+use super::{Plan, SqlTarget};
+use crate::admin::ActionKind;
+use crate::model::Election;
+
+/// A term for a forced leader when none was observed.
+const DEFAULT_TERM_MS: i64 = 15_000;
+
+pub(super) fn plan(e: &Election, kind: &ActionKind, t: &SqlTarget) -> Result<Plan, String> {
+    let h = sql::holder(e)?;
+    let term = h
+        .ttl
+        .map(|t| t.granted_ms)
+        .filter(|g| *g > 0)
+        .unwrap_or(DEFAULT_TERM_MS);
+    let deadlines = Deadlines {
+        resign_ms: 0,
+        force_ms: term,
+    };
+    let mut p = sql::plan(e, kind, t, deadlines)?;
+    p.notes.push(match kind {
+        ActionKind::Reelect => "Every participant's next attempt races for the free row.".into(),
+        ActionKind::Resign => format!(
+            "{}'s term is over at once; the next attempt by anyone takes it.",
+            h.id
+        ),
+        ActionKind::ForceLeader { target } => format!(
+            "{target} holds the row for {term} ms; its next renewal keeps it, the others stay \
+             followers."
+        ),
+    });
+    Ok(p)
+}

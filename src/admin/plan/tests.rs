@@ -1,0 +1,185 @@
+use super::*;
+use crate::config::{SourceConfig, SqlColumns, SqlSource};
+
+fn line(ids: &[&str]) -> Election {
+    let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+    e.candidates = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| Candidate {
+            id: id.to_string(),
+            raw_id: id.as_bytes().to_vec(),
+            key: format!("/e/jobs/{:x}", 0x10 + i),
+            raw_key: format!("/e/jobs/{:x}", 0x10 + i).into_bytes(),
+            lease: Some(0x10 + i as i64),
+            create_revision: 5 + i as i64,
+            mod_revision: 5 + i as i64,
+            stamp: None,
+            ttl: None,
+        })
+        .collect();
+    e.leader = e.candidates.first().cloned();
+    e
+}
+
+fn request(kind: ActionKind, seen: Election, target: Target) -> AdminRequest {
+    AdminRequest {
+        source: 0,
+        source_name: "store".into(),
+        kind,
+        seen,
+        target,
+    }
+}
+
+fn plan_of(kind: ActionKind, ids: &[&str]) -> Plan {
+    let target = Target::defaults(Scheme::EtcdElection);
+    plan(&request(kind, line(ids), target)).expect("a plan")
+}
+
+#[test]
+fn etcd_election_resign_warns_that_clients_do_not_notice() {
+    let p = plan_of(ActionKind::Resign, &["node-a", "node-b"]);
+    assert_eq!(
+        p.writes(),
+        ["txn: if create_revision(/e/jobs/10) == 5 then delete /e/jobs/10"]
+    );
+    let notes = p.notes.join(" ");
+    for client in ["Go concurrency", "Node etcd3", "etcdctl elect"] {
+        assert!(notes.contains(client), "{notes}");
+    }
+    assert!(
+        notes.contains("do not notice")
+            && notes.contains("Force a re-election instead (R, or electop reelect)")
+    );
+}
+
+#[test]
+fn etcd_election_deposing_ends_sessions_first_and_states_the_measured_bound() {
+    let re = plan_of(ActionKind::Reelect, &["node-a", "node-b"]);
+    let w = re.writes();
+    assert_eq!(w.len(), 4, "{w:?}");
+    assert!(w[0].starts_with("grant a hold lease"), "{w:?}");
+    assert_eq!(
+        w[1],
+        "txn: if create_revision(/e/jobs/10) == 5 and lease(/e/jobs/10) == 10 then put \
+         /e/jobs/10 on the hold lease (same value, same place in line)"
+    );
+    assert_eq!(w[2], "revoke lease 10 (ends the session of node-a)");
+    assert!(w[3].ends_with("node-b leads"), "{w:?}");
+    let target = ActionKind::ForceLeader {
+        target: "node-c".into(),
+    };
+    let fl = plan_of(target, &["node-a", "node-b", "node-c"]);
+    assert!(
+        fl.writes()[2].starts_with("revoke lease 10, 11"),
+        "{:?}",
+        fl.writes()
+    );
+    assert!(
+        fl.writes()[1].contains("create_revision(/e/jobs/12) == 7"),
+        "the target is checked too: {:?}",
+        fl.writes()
+    );
+    assert!(fl.notes[0].contains("Removes from the line: node-a, node-b."));
+    for notes in [re.notes, fl.notes] {
+        assert!(
+            notes.iter().any(|n| n.contains("up to 19998 ms")),
+            "{notes:?}"
+        );
+    }
+}
+
+fn custom_sql(url: &str, scheme: Scheme) -> Target {
+    let cfg = SourceConfig::Sql(SqlSource {
+        url: crate::config::DbUrl(url.into()),
+        scheme,
+        table: Some("locks".into()),
+        columns: SqlColumns {
+            key: Some("lock_name".into()),
+            leader_id: Some("owner".into()),
+            valid_until: Some("until_at".into()),
+        },
+        password_env: None,
+        password_file: None,
+        timeout: None,
+        poll: None,
+        read_only: false,
+        preset: None,
+    });
+    Target::from_config(&cfg).expect("valid settings")
+}
+
+fn row(scheme: Scheme) -> Election {
+    let mut e = line(&["node-a"]);
+    e.scheme = scheme;
+    e.leader = None;
+    e
+}
+
+#[test]
+fn sql_confirmation_names_the_configured_table_and_columns() {
+    let target = custom_sql("postgres://db/x", Scheme::SqlLease);
+    let kind = ActionKind::ForceLeader {
+        target: "node-b".into(),
+    };
+    let p = plan(&request(kind, row(Scheme::SqlLease), target)).expect("a plan");
+    assert_eq!(
+        p.writes(),
+        [
+            "UPDATE \"locks\" SET \"owner\" = $1, \"until_at\" = ⟨the database's now + 15000 ms⟩ \
+             WHERE CAST(\"lock_name\" AS TEXT) = $2 AND CAST(\"owner\" AS TEXT) = $3  \
+             [#1 = 'node-b', #2 = 'jobs', #3 = 'node-a']; 1 row means done, none that the row \
+             changed"
+        ]
+    );
+    let target = custom_sql("mysql://db/x", Scheme::SqlHeartbeat);
+    let p = plan(&request(
+        ActionKind::Resign,
+        row(Scheme::SqlHeartbeat),
+        target,
+    ))
+    .unwrap();
+    let w = p.writes().join("\n");
+    assert!(
+        w.starts_with("UPDATE `locks` SET `until_at` = ⟨the database's now - 21000 ms⟩")
+            && !w.contains("last_seen_active")
+            && !w.contains("anchor"),
+        "{w}"
+    );
+}
+
+#[test]
+fn a_plan_for_another_kind_of_store_is_refused() {
+    let target = Target::defaults(Scheme::EtcdElection);
+    let why = plan(&request(ActionKind::Reelect, row(Scheme::SqlLease), target)).unwrap_err();
+    assert!(why.contains("not a scheme of this source"), "{why}");
+}
+
+#[test]
+fn etcd_lease_key_force_leader_without_a_leader_puts_the_key_under_the_prefix() {
+    let mut e = line(&["node-a", "node-b"]);
+    e.scheme = Scheme::EtcdLeaseKey;
+    e.leader = None;
+    let target = Target::Etcd {
+        prefix: "/locks/".into(),
+    };
+    let kind = ActionKind::ForceLeader {
+        target: "node-b".into(),
+    };
+    let p = plan(&request(kind, e, target)).expect("a plan");
+    assert_eq!(
+        p.writes(),
+        [
+            "txn: if /locks/jobs is absent and create_revision(/e/jobs/11) == 6 then put \
+             /locks/jobs = node-b with lease 11"
+        ]
+    );
+    assert_eq!(
+        p.readback,
+        Readback::Key(Key {
+            raw: b"/locks/jobs".to_vec(),
+            shown: "/locks/jobs".into()
+        })
+    );
+}

@@ -1,0 +1,389 @@
+//! Which scheme a prefix holds, guessed from its keys, and what to tell the operator when
+//! the guess is unsure or the prefix is empty. The decisions are plain functions of the keys;
+//! the one extra read (where elections are, for an empty prefix) is [`nearby_keys`].
+
+use etcd_client::GetOptions;
+
+use super::election::looks_like_candidate;
+use super::layout::Mirror;
+use super::{EtcdBackend, follow::Link, timed};
+use crate::model::{Scheme, SourceNotice, escape_bytes};
+
+/// What the keys under a prefix look like.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    /// Keys named after their own lease: election API candidates.
+    pub candidates: usize,
+    /// Other keys on a lease: lease keys (or registry entries).
+    pub lease_keys: usize,
+    /// Keys on no lease: neither layout writes them (or a zombie).
+    pub unleased: usize,
+}
+
+impl Found {
+    pub fn of(mirror: &Mirror) -> Found {
+        let mut f = Found::default();
+        for kv in mirror.values() {
+            match kind(&kv.key, kv.lease) {
+                Kind::Candidate => f.candidates += 1,
+                Kind::LeaseKey => f.lease_keys += 1,
+                Kind::Unleased => f.unleased += 1,
+            }
+        }
+        f
+    }
+}
+
+enum Kind {
+    Candidate,
+    LeaseKey,
+    Unleased,
+}
+
+fn kind(key: &[u8], lease: i64) -> Kind {
+    if lease == 0 {
+        Kind::Unleased
+    } else if looks_like_candidate(key, lease) {
+        Kind::Candidate
+    } else {
+        Kind::LeaseKey
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Empty,
+    Sure(Scheme),
+    /// Both layouts' keys: shown as the one with more keys.
+    Mixed(Found),
+    /// No key is on a lease, so none is a leader or candidate of either layout.
+    NoneFits(Found),
+}
+
+pub fn detect(mirror: &Mirror) -> Verdict {
+    let f = Found::of(mirror);
+    match f {
+        _ if mirror.is_empty() => Verdict::Empty,
+        Found {
+            candidates: 0,
+            lease_keys: 0,
+            ..
+        } => Verdict::NoneFits(f),
+        Found { lease_keys: 0, .. } => Verdict::Sure(Scheme::EtcdElection),
+        Found { candidates: 0, .. } => Verdict::Sure(Scheme::EtcdLeaseKey),
+        _ => Verdict::Mixed(f),
+    }
+}
+
+impl Verdict {
+    /// The scheme to show the prefix with.
+    pub fn scheme(self) -> Scheme {
+        match self {
+            // An empty prefix waits for election clients most often.
+            Verdict::Empty => Scheme::EtcdElection,
+            Verdict::Sure(s) => s,
+            Verdict::Mixed(f) if f.candidates >= f.lease_keys => Scheme::EtcdElection,
+            Verdict::Mixed(_) | Verdict::NoneFits(_) => Scheme::EtcdLeaseKey,
+        }
+    }
+
+    /// What to tell the operator about a guessed layout, and the flag that settles it.
+    pub fn unsure(self, prefix: &[u8]) -> Option<String> {
+        let under = shown_prefix(prefix);
+        let settle =
+            "set --scheme etcd-election or --scheme etcd-lease-key (scheme = in the config)";
+        match self {
+            Verdict::Empty | Verdict::Sure(_) => None,
+            Verdict::Mixed(f) => Some(format!(
+                "layout unsure: {under} holds {} key(s) named after their own lease (etcd-election) \
+                 and {} other key(s) on a lease (etcd-lease-key); shown as {}; {settle}, or a narrower --prefix",
+                f.candidates,
+                f.lease_keys,
+                self.scheme()
+            )),
+            Verdict::NoneFits(f) => Some(format!(
+                "layout unsure: none of the {} key(s) under {under} is on a lease, so none is a \
+                 leader or candidate of etcd-election or etcd-lease-key; shown as {}; {settle} \
+                 if that is right, or another --prefix",
+                f.unleased,
+                self.scheme()
+            )),
+        }
+    }
+}
+
+fn shown_prefix(prefix: &[u8]) -> String {
+    if prefix.is_empty() {
+        "the whole keyspace".to_string()
+    } else {
+        escape_bytes(prefix)
+    }
+}
+
+/// A prefix that holds elections, near the one asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nearby {
+    pub prefix: Vec<u8>,
+    pub elections: usize,
+}
+
+/// How many prefixes an empty prefix's notice suggests.
+const SUGGESTED: usize = 3;
+
+/// The prefixes (each up to a `/` of a key) that hold election-like keys, nearest to `asked`
+/// by edit distance first (a typo, a slash too many or too few), then by how many elections
+/// they hold. `keys` are (key, lease) from anywhere in the keyspace.
+pub fn nearby(asked: &[u8], keys: &[(Vec<u8>, i64)]) -> Vec<Nearby> {
+    use std::collections::{BTreeMap, BTreeSet};
+    // prefix -> the elections under it: an election-API key counts for its directory, a
+    // lease key for itself.
+    let mut under: BTreeMap<&[u8], BTreeSet<&[u8]>> = BTreeMap::new();
+    for (key, lease) in keys {
+        let election: &[u8] = match kind(key, *lease) {
+            Kind::Unleased => continue,
+            Kind::Candidate => &key[..key.iter().rposition(|b| *b == b'/').unwrap_or(0) + 1],
+            Kind::LeaseKey => key,
+        };
+        for (i, b) in key.iter().enumerate() {
+            // A bare "/" says nothing about where the elections are.
+            if *b == b'/' && key[..i].iter().any(|c| *c != b'/') {
+                under.entry(&key[..=i]).or_default().insert(election);
+            }
+        }
+    }
+    let mut ranked: Vec<(usize, Nearby)> = under
+        .into_iter()
+        .map(|(p, e)| {
+            let n = Nearby {
+                prefix: p.to_vec(),
+                elections: e.len(),
+            };
+            (distance(asked, p), n)
+        })
+        .collect();
+    ranked.sort_by(|(da, a), (db, b)| da.cmp(db).then(b.elections.cmp(&a.elections)));
+    let mut picked: Vec<Nearby> = Vec::new();
+    for (_, n) in ranked {
+        // A prefix inside one already suggested adds nothing.
+        if !picked.iter().any(|p| n.prefix.starts_with(&p.prefix)) {
+            picked.push(n);
+        }
+        if picked.len() == SUGGESTED {
+            break;
+        }
+    }
+    picked
+}
+
+/// Levenshtein distance over bytes.
+fn distance(a: &[u8], b: &[u8]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let up = row[j + 1];
+            row[j + 1] = (diag + usize::from(ca != cb)).min(up + 1).min(row[j] + 1);
+            diag = up;
+        }
+    }
+    row[b.len()]
+}
+
+/// `no keys under /election/; 3 elections under election/`. `looked` is false when the
+/// keyspace could not be read (a user allowed only this prefix).
+pub fn empty_notice(asked: &[u8], near: &[Nearby], looked: bool) -> String {
+    if asked.is_empty() {
+        return "etcd holds no keys at all".to_string();
+    }
+    let head = format!("no keys under {}", shown_prefix(asked));
+    if !looked {
+        return head;
+    }
+    if near.is_empty() {
+        return format!("{head}, and no key on a lease elsewhere in etcd");
+    }
+    let list: Vec<String> = near
+        .iter()
+        .map(|n| {
+            let noun = if n.elections == 1 {
+                "election"
+            } else {
+                "elections"
+            };
+            format!("{} {noun} under {}", n.elections, escape_bytes(&n.prefix))
+        })
+        .collect();
+    format!("{head}; {} (--prefix)", list.join(", "))
+}
+
+/// Keys read for an empty prefix's suggestions: enough for any real election layout, small
+/// enough to read at once.
+const HINT_KEYS: i64 = 10_000;
+
+/// The keys (and leases) at the start of the whole keyspace, without values; `None` when the
+/// read is refused (etcd users may be allowed one prefix only) or fails.
+pub(super) async fn nearby_keys(
+    backend: &EtcdBackend,
+    link: &mut Link,
+) -> Option<Vec<(Vec<u8>, i64)>> {
+    let mut kv = link
+        .client
+        .kv_client()
+        .max_decoding_message_size(super::DECODE_LIMIT);
+    let opts = GetOptions::new()
+        .with_from_key()
+        .with_keys_only()
+        .with_limit(HINT_KEYS);
+    let resp = timed(backend, &link.endpoint, kv.get(vec![0], Some(opts)))
+        .await
+        .inspect_err(|e| tracing::info!(%e, "cannot look for elections outside the prefix"))
+        .ok()?;
+    Some(
+        resp.kvs()
+            .iter()
+            .map(|kv| (kv.key().to_vec(), kv.lease()))
+            .collect(),
+    )
+}
+
+/// The notice for what the first read of the prefix found, if any: where elections are when
+/// it is empty, what was found when the layout had to be guessed and the guess is unsure.
+pub(super) async fn notice(
+    backend: &EtcdBackend,
+    link: &mut Link,
+    verdict: Verdict,
+    guessed: bool,
+) -> Option<SourceNotice> {
+    let prefix = backend.cfg.prefix.as_bytes();
+    match verdict {
+        Verdict::Empty => {
+            let keys = nearby_keys(backend, link).await;
+            let near = keys
+                .as_deref()
+                .map(|k| nearby(prefix, k))
+                .unwrap_or_default();
+            Some(SourceNotice::Empty(empty_notice(
+                prefix,
+                &near,
+                keys.is_some(),
+            )))
+        }
+        v if guessed => v.unsure(prefix).map(SourceNotice::Unsure),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::etcd::layout::Kv;
+
+    fn mirror(keys: &[(&str, i64)]) -> Mirror {
+        keys.iter()
+            .map(|(k, lease)| {
+                let kv = Kv {
+                    key: k.as_bytes().to_vec(),
+                    value: b"v".to_vec(),
+                    create_revision: 1,
+                    mod_revision: 1,
+                    lease: *lease,
+                };
+                (kv.key.clone(), kv)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn election_keys_in_hex_or_decimal_are_the_election_api() {
+        // etcdctl / Go: hex; the Node etcd3 package: decimal.
+        let hex = mirror(&[
+            ("/e/jobs/694d7a3f", 0x694d7a3f),
+            ("/e/jobs/694d7a40", 0x694d7a40),
+        ]);
+        assert_eq!(detect(&hex), Verdict::Sure(Scheme::EtcdElection));
+        let dec = mirror(&[("election/jobs/7587862319712430127", 7587862319712430127)]);
+        assert_eq!(detect(&dec), Verdict::Sure(Scheme::EtcdElection));
+        let lease_keys = mirror(&[("/leader/billing", 7), ("/leader/reports", 8)]);
+        assert_eq!(detect(&lease_keys), Verdict::Sure(Scheme::EtcdLeaseKey));
+        assert_eq!(detect(&Mirror::new()), Verdict::Empty);
+    }
+
+    #[test]
+    fn both_layouts_or_none_are_reported_with_the_flag_that_settles_it() {
+        let both = mirror(&[("/x/jobs/1f", 0x1f), ("/x/jobs/20", 0x20), ("/x/leader", 9)]);
+        let v = detect(&both);
+        assert_eq!(
+            v,
+            Verdict::Mixed(Found {
+                candidates: 2,
+                lease_keys: 1,
+                unleased: 0
+            })
+        );
+        assert_eq!(v.scheme(), Scheme::EtcdElection);
+        let msg = v.unsure(b"/x/").expect("unsure");
+        for want in [
+            "2 key(s)",
+            "1 other key(s)",
+            "shown as etcd-election",
+            "--scheme",
+        ] {
+            assert!(msg.contains(want), "{want}: {msg}");
+        }
+        let none = detect(&mirror(&[("/cfg/a", 0), ("/cfg/b", 0)]));
+        assert_eq!(none.scheme(), Scheme::EtcdLeaseKey);
+        let msg = none.unsure(b"/cfg/").expect("unsure");
+        assert!(
+            msg.contains("none of the 2 key(s) under /cfg/ is on a lease"),
+            "{msg}"
+        );
+        assert_eq!(Verdict::Sure(Scheme::EtcdLeaseKey).unsure(b"/x/"), None);
+    }
+
+    #[test]
+    fn an_empty_prefix_names_the_nearest_prefixes_with_elections() {
+        let keys: Vec<(Vec<u8>, i64)> = [
+            ("election/jobs/101", 101),
+            ("election/jobs/102", 102),
+            ("election/web/103", 103),
+            ("election/db/104", 104),
+            ("/leader/billing", 5),
+            ("/config/x", 0),
+        ]
+        .iter()
+        .map(|(k, l)| (k.as_bytes().to_vec(), *l))
+        .collect();
+        let near = nearby(b"/election/", &keys);
+        assert_eq!(
+            near[0],
+            Nearby {
+                prefix: b"election/".to_vec(),
+                elections: 3
+            }
+        );
+        assert!(
+            near.iter().all(|n| !n.prefix.starts_with(b"election/jobs")),
+            "nothing inside a suggested prefix: {near:?}"
+        );
+        assert!(near.iter().all(|n| n.prefix != b"/config/"), "{near:?}");
+        let msg = empty_notice(b"/election/", &near[..1], true);
+        assert_eq!(
+            msg,
+            "no keys under /election/; 3 elections under election/ (--prefix)"
+        );
+        assert_eq!(
+            empty_notice(b"/x/", &[], true),
+            "no keys under /x/, and no key on a lease elsewhere in etcd"
+        );
+        assert_eq!(empty_notice(b"/x/", &[], false), "no keys under /x/");
+        assert_eq!(empty_notice(b"", &[], true), "etcd holds no keys at all");
+    }
+
+    #[test]
+    fn edit_distance() {
+        assert_eq!(distance(b"/election/", b"election/"), 1);
+        assert_eq!(distance(b"elcetion/", b"election/"), 2);
+        assert_eq!(distance(b"", b"abc"), 3);
+    }
+}

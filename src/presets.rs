@@ -1,0 +1,275 @@
+//! Presets: the layouts of elections that well-known projects already keep, so an operator
+//! names the project (`--preset shedlock`, `preset = "shedlock"`) instead of working out the
+//! scheme, table and columns. One entry per preset in [`PRESETS`]; `electop presets` prints
+//! them all. Presets only fill in what the user left out: a `--table` or a column given
+//! explicitly wins, because projects let their users rename their tables.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::model::Scheme;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// ShedLock's `shedlock` table (JVM scheduled-task locks).
+    Shedlock,
+    /// Oban's `oban_peers` table (Elixir job queue leadership).
+    Oban,
+    /// orchestrator's `active_node` table (MySQL topology manager, HA via a shared backend).
+    Orchestrator,
+    /// Patroni's keys in etcd (PostgreSQL HA, `etcd3:` DCS).
+    Patroni,
+}
+
+/// Where a preset's elections live and how they read.
+#[derive(Debug)]
+pub enum PresetLayout {
+    /// One row per election in a SQL table.
+    Sql(SqlTable),
+    /// Keys in etcd under a namespace (the default prefix).
+    Etcd { namespace: &'static str },
+}
+
+#[derive(Debug)]
+pub struct SqlTable {
+    pub table: &'static str,
+    /// The election's name.
+    pub key: &'static str,
+    /// The leader's id.
+    pub leader: &'static str,
+    /// The term's end (sql-lease) or the last heartbeat (sql-heartbeat).
+    pub stamp: &'static str,
+    /// sql-heartbeat: the project's own expiry, which is in its code, not in the table.
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug)]
+pub struct PresetSpec {
+    pub preset: Preset,
+    pub name: &'static str,
+    /// The project and what it elects a leader for.
+    pub about: &'static str,
+    pub scheme: Scheme,
+    pub layout: PresetLayout,
+    /// "No holder" is the resting state (a lock between runs), not a lost leader: shown as
+    /// idle, without the no-leader alarm.
+    pub idle_is_normal: bool,
+}
+
+pub const PRESETS: &[PresetSpec] = &[
+    PresetSpec {
+        preset: Preset::Shedlock,
+        name: "shedlock",
+        about: "ShedLock: a lock per scheduled task (JVM)",
+        scheme: Scheme::SqlLease,
+        layout: PresetLayout::Sql(SqlTable {
+            table: "shedlock",
+            key: "name",
+            leader: "locked_by",
+            stamp: "lock_until",
+            timeout: None,
+        }),
+        idle_is_normal: true,
+    },
+    PresetSpec {
+        preset: Preset::Oban,
+        name: "oban",
+        about: "Oban: the leader among the nodes of an Oban instance (Elixir)",
+        scheme: Scheme::SqlLease,
+        layout: PresetLayout::Sql(SqlTable {
+            table: "oban_peers",
+            key: "name",
+            leader: "node",
+            stamp: "expires_at",
+            timeout: None,
+        }),
+        idle_is_normal: false,
+    },
+    PresetSpec {
+        preset: Preset::Orchestrator,
+        name: "orchestrator",
+        about: "orchestrator: the active node of a shared-backend HA setup (MySQL topology manager)",
+        scheme: Scheme::SqlHeartbeat,
+        layout: PresetLayout::Sql(SqlTable {
+            table: "active_node",
+            key: "anchor",
+            leader: "hostname",
+            stamp: "last_seen_active",
+            // orchestrator's ActiveNodeExpireSeconds: another node takes over after it.
+            timeout: Some(Duration::from_secs(5)),
+        }),
+        idle_is_normal: false,
+    },
+    PresetSpec {
+        preset: Preset::Patroni,
+        name: "patroni",
+        about: "Patroni: the primary of each PostgreSQL HA cluster (etcd3 DCS)",
+        scheme: Scheme::Patroni,
+        layout: PresetLayout::Etcd {
+            namespace: "/service/",
+        },
+        idle_is_normal: false,
+    },
+];
+
+impl Preset {
+    pub fn spec(self) -> &'static PresetSpec {
+        PRESETS
+            .iter()
+            .find(|p| p.preset == self)
+            .unwrap_or_else(|| unreachable!("every preset has an entry in PRESETS"))
+    }
+
+    /// The SQL table layout, or why this preset is not one.
+    pub fn sql_table(self) -> Result<&'static SqlTable, String> {
+        match &self.spec().layout {
+            PresetLayout::Sql(t) => Ok(t),
+            PresetLayout::Etcd { .. } => Err(format!(
+                "preset {self} is not a SQL table; it needs another kind of source"
+            )),
+        }
+    }
+}
+
+impl Preset {
+    /// The default prefix of a preset whose elections are in etcd; `None` for SQL tables.
+    pub fn etcd_namespace(self) -> Option<&'static str> {
+        match self.spec().layout {
+            PresetLayout::Etcd { namespace } => Some(namespace),
+            PresetLayout::Sql(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.spec().name)
+    }
+}
+
+/// The scheme of a SQL source from its preset and the scheme given (`flag` names where, for
+/// the message): the preset fixes it, so a different one is a mistake, not an override.
+pub fn sql_scheme(
+    preset: Option<Preset>,
+    given: Option<Scheme>,
+    flag: &str,
+) -> Result<Scheme, String> {
+    match (preset, given) {
+        (Some(p), Some(s)) if s != p.spec().scheme => Err(format!(
+            "preset {p} is a {} table, but {flag} is {s}: leave {flag} out",
+            p.spec().scheme
+        )),
+        (Some(p), _) => {
+            p.sql_table()?;
+            Ok(p.spec().scheme)
+        }
+        (None, Some(s)) => Ok(s),
+        (None, None) => Err(format!(
+            "a SQL source needs {flag} (sql-lease or sql-heartbeat) or a preset ({})",
+            names()
+        )),
+    }
+}
+
+/// `shedlock, oban, orchestrator`.
+pub fn names() -> String {
+    PRESETS
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What `electop presets` prints: each preset, its scheme and where its elections are.
+pub fn listing() -> String {
+    let mut out = String::new();
+    for p in PRESETS {
+        // `as_str`: Scheme's Display ignores padding.
+        out.push_str(&format!(
+            "{:<14}{:<15}{}\n",
+            p.name,
+            p.scheme.as_str(),
+            p.about
+        ));
+        match &p.layout {
+            PresetLayout::Sql(t) => {
+                let stamp = match t.timeout {
+                    Some(d) => format!(
+                        "last heartbeat {} (deposed {}s after it; --heartbeat-timeout to change)",
+                        t.stamp,
+                        d.as_secs()
+                    ),
+                    None => format!("term ends at {}", t.stamp),
+                };
+                out.push_str(&format!(
+                    "{:29}table {}: election {}, leader {}, {stamp}\n",
+                    "", t.table, t.key, t.leader
+                ));
+            }
+            PresetLayout::Etcd { namespace } => out.push_str(&format!(
+                "{:29}etcd keys under {namespace} (--prefix to change): election <scope>/, leader \
+                 <scope>/leader, members <scope>/members/<name>\n",
+                ""
+            )),
+        }
+        if p.idle_is_normal {
+            out.push_str(&format!(
+                "{:29}no holder between runs is normal: shown as idle, not as a lost leader\n",
+                ""
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_has_one_entry_named_as_on_the_command_line() {
+        use clap::ValueEnum;
+        for p in Preset::value_variants() {
+            let name = p.to_possible_value().map(|v| v.get_name().to_string());
+            assert_eq!(name.as_deref(), Some(p.spec().name));
+            assert_eq!(PRESETS.iter().filter(|s| s.preset == *p).count(), 1);
+        }
+    }
+
+    #[test]
+    fn a_preset_fixes_the_scheme() {
+        let shed = Some(Preset::Shedlock);
+        assert_eq!(sql_scheme(shed, None, "--scheme"), Ok(Scheme::SqlLease));
+        assert_eq!(
+            sql_scheme(shed, Some(Scheme::SqlLease), "--scheme"),
+            Ok(Scheme::SqlLease)
+        );
+        let e = sql_scheme(shed, Some(Scheme::SqlHeartbeat), "--scheme").unwrap_err();
+        assert!(
+            e.contains("sql-lease") && e.contains("leave --scheme out"),
+            "{e}"
+        );
+        let e = sql_scheme(None, None, "scheme").unwrap_err();
+        assert!(e.contains("shedlock, oban, orchestrator"), "{e}");
+    }
+
+    #[test]
+    fn the_listing_names_every_table_and_the_heartbeat_timeout() {
+        let text = listing();
+        for t in [
+            "shedlock      sql-lease      ShedLock",
+            "orchestrator  sql-heartbeat  orchestrator",
+            "table shedlock: election name, leader locked_by",
+            "table oban_peers: election name, leader node",
+            "table active_node: election anchor, leader hostname",
+            "deposed 5s after it",
+            "patroni       patroni        Patroni",
+            "etcd keys under /service/",
+            "shown as idle",
+        ] {
+            assert!(text.contains(t), "{t} missing from:\n{text}");
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! Layout detection against a real etcd: election keys as the Node `etcd3` package writes
+//! them (the lease id in decimal) are read as etcd's election API without `--scheme`, both
+//! written by the test and by real `etcd3` campaigners (the Node campaigner's package); a
+//! prefix with a typo says where the elections are; a prefix holding both layouts says so
+//! and names the flag that settles it.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::electop::{command, election, status};
+use common::etcd::EtcdServer;
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use serde_json::Value;
+
+/// One campaigner as the Node `etcd3` package's `Election.campaign` writes it: a lease of
+/// its own, then `election/<name>/<lease id in decimal>` = its proposal on that lease, only
+/// if the key is new. Returns the lease.
+async fn node_etcd3_campaign(client: &mut etcd_client::Client, name: &str, id: &str) -> i64 {
+    let lease = client.lease_grant(30, None).await.expect("grant").id();
+    let key = format!("election/{name}/{lease}");
+    let txn = Txn::new()
+        .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+        .and_then([TxnOp::put(
+            key.as_str(),
+            id,
+            Some(PutOptions::new().with_lease(lease)),
+        )]);
+    assert!(client.txn(txn).await.expect("txn").succeeded(), "{key}");
+    lease
+}
+
+/// `status --json`: the JSON and what went to stderr; it must succeed.
+fn status_and_stderr(home: &std::path::Path, args: &[&str]) -> (Value, String) {
+    let out = status(home, args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "status failed: {}\n{err}", out.status);
+    let json = serde_json::from_slice(&out.stdout).expect("status prints JSON");
+    (json, err)
+}
+
+fn ids(e: &Value) -> Vec<&str> {
+    e["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .map(|c| c["id"].as_str().unwrap_or("?"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn node_etcd3_elections_are_detected_and_a_wrong_prefix_says_where_they_are() {
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    let first = node_etcd3_campaign(&mut client, "jobs", "node-a").await;
+    assert_ne!(
+        format!("{first}"),
+        format!("{first:x}"),
+        "the decimal id must not also read as hex"
+    );
+    for id in ["node-b", "node-c"] {
+        node_etcd3_campaign(&mut client, "jobs", id).await;
+    }
+    node_etcd3_campaign(&mut client, "web", "web-1").await;
+    let h = tempfile::tempdir().expect("tempdir");
+    let ep = etcd.endpoint();
+
+    let (s, err) = status_and_stderr(h.path(), &["--etcd", &ep, "--prefix", "election/"]);
+    let e = election(&s, "jobs");
+    assert_eq!(e["scheme"], "etcd-election", "detected: {e:#}");
+    assert_eq!(e["leader"]["id"], "node-a");
+    assert_eq!(e["leader"]["lease"], first);
+    assert_eq!(ids(e), ["node-a", "node-b", "node-c"]);
+    assert!(e["ttl_ms"].as_i64().is_some_and(|t| t > 20_000), "{e:#}");
+    assert_eq!(election(&s, "web")["leader"]["id"], "web-1");
+    assert!(err.is_empty(), "a sure layout needs no notice: {err}");
+    assert_eq!(s["sources"][0].get("layout_notice"), None, "{s:#}");
+
+    // A leading slash too many: nothing there, and the hint says where to look.
+    let (s, err) = status_and_stderr(h.path(), &["--etcd", &ep, "--prefix", "/election/"]);
+    assert_eq!(s["elections"], Value::Array(Vec::new()));
+    let hint = "no keys under /election/; 2 elections under election/";
+    assert!(err.contains(hint), "stderr: {err}");
+    assert!(
+        s["sources"][0]["layout_notice"]
+            .as_str()
+            .is_some_and(|n| n.contains(hint)),
+        "{s:#}"
+    );
+
+    // A lease key beside the election keys: both layouts, reported with the flag.
+    let lease = client.lease_grant(30, None).await.expect("grant").id();
+    client
+        .put(
+            "election/leader",
+            "node-x",
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .expect("put");
+    let (s, err) = status_and_stderr(h.path(), &["--etcd", &ep, "--prefix", "election/"]);
+    for want in [
+        "layout unsure",
+        "4 key(s) named after their own lease",
+        "1 other key(s) on a lease",
+        "--scheme etcd-lease-key",
+    ] {
+        assert!(err.contains(want), "`{want}` missing from stderr: {err}");
+    }
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a", "{s:#}");
+    // The flag settles it: no notice.
+    let (_, err) = status_and_stderr(
+        h.path(),
+        &[
+            "--etcd",
+            &ep,
+            "--prefix",
+            "election/",
+            "--scheme",
+            "etcd-election",
+        ],
+    );
+    assert!(err.is_empty(), "{err}");
+}
+
+/// One campaigner: `client.election(name, 30).campaign(id)`, printing `elected` when it is.
+const CAMPAIGN_JS: &str = r#"
+const { Etcd3 } = require('etcd3');
+const [host, name, id] = process.argv.slice(2);
+const client = new Etcd3({ hosts: host });
+const campaign = client.election(name, 30).campaign(id);
+campaign.on('elected', () => console.log('elected'));
+campaign.on('error', (e) => { console.log('error ' + e); process.exit(1); });
+"#;
+
+/// A directory with the campaign script; the `etcd3` package is the Node campaigner's
+/// (tests/campaigners/node, installed by scripts/install-node-deps.sh), found via NODE_PATH.
+fn node_etcd3() -> PathBuf {
+    let modules = node_modules();
+    assert!(
+        modules.join("etcd3/package.json").exists(),
+        "the Node campaigner's etcd3 package is missing: run scripts/install-node-deps.sh"
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-etcd3");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("campaign.js"), CAMPAIGN_JS).expect("write campaign.js");
+    dir
+}
+
+fn node_modules() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/campaigners/node/node_modules")
+}
+
+/// A running Node campaigner and the lines it printed.
+struct NodeCampaigner {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl NodeCampaigner {
+    fn start(dir: &Path, endpoint: &str, name: &str, id: &str) -> NodeCampaigner {
+        let mut child = Command::new("node")
+            .current_dir(dir)
+            .env("NODE_PATH", node_modules())
+            .args(["campaign.js", endpoint, name, id])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn node");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        NodeCampaigner { child, lines }
+    }
+
+    fn wait_elected(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line == "elected" => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+impl Drop for NodeCampaigner {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn real_node_etcd3_campaigners_are_detected_and_notice_a_reelection() {
+    let dir = node_etcd3();
+    let etcd = EtcdServer::start();
+    let ep = etcd.endpoint();
+    let mut line = Vec::new();
+    for (n, id) in ["node-a", "node-b", "node-c"].into_iter().enumerate() {
+        line.push(NodeCampaigner::start(&dir, &ep, "jobs", id));
+        // One at a time, so the line's order is the order they started in.
+        common::wait_until(
+            "the campaigner's key exists",
+            Duration::from_secs(15),
+            || etcd.get_prefix("election/jobs/").len() == n + 1,
+        );
+    }
+    assert!(
+        line[0].wait_elected(Duration::from_secs(10)),
+        "node-a leads"
+    );
+    let keys = etcd.get_prefix("election/jobs/");
+    assert!(
+        keys.iter().all(|(k, _)| k
+            .rsplit('/')
+            .next()
+            .is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit()))),
+        "the package names keys after the lease in decimal: {keys:?}"
+    );
+
+    let h = tempfile::tempdir().expect("tempdir");
+    let src = ["--etcd", ep.as_str(), "--prefix", "election/"];
+    let (s, err) = status_and_stderr(h.path(), &src);
+    let e = election(&s, "jobs");
+    assert_eq!(e["scheme"], "etcd-election", "no --scheme needed: {e:#}");
+    assert_eq!(e["leader"]["id"], "node-a");
+    assert_eq!(ids(e), ["node-a", "node-b", "node-c"]);
+    assert!(err.is_empty(), "{err}");
+
+    // A re-election ends node-a's session: the next in line, a real client, takes over.
+    let out = command(h.path())
+        .args(src)
+        .args(["reelect", "jobs", "--yes"])
+        .output()
+        .expect("electop reelect");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        line[1].wait_elected(Duration::from_secs(15)),
+        "node-b noticed and leads"
+    );
+    let s = common::electop::status_json(h.path(), &src);
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-b", "{s:#}");
+}
+
+/// In the dashboard: a prefix with a typo names where the elections are in the status bar,
+/// and the notice goes once elections appear under the prefix after all.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dashboard_shows_the_hint_until_elections_appear() {
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    node_etcd3_campaign(&mut client, "jobs", "node-a").await;
+    let home = tempfile::tempdir().expect("tempdir");
+    let shell = format!(
+        "env XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} --etcd {ep} --prefix /election/; sleep 60",
+        h = home.path().display(),
+        bin = common::electop::bin(),
+        ep = etcd.endpoint(),
+    );
+    let tmux = common::tmux::Tmux::start(200, 30, &shell);
+    let t = Duration::from_secs(10);
+    tmux.wait_screen("the hint", t, |s| {
+        s.contains("no keys under /election/; 1 election under election/")
+    });
+
+    let lease = client.lease_grant(30, None).await.expect("grant").id();
+    client
+        .put(
+            format!("/election/jobs/{lease:x}"),
+            "node-z",
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .expect("put");
+    let screen = tmux.wait_screen("the new election", t, |s| s.contains("node-z"));
+    assert!(!screen.contains("no keys under"), "hint gone:\n{screen}");
+}
