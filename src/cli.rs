@@ -293,8 +293,7 @@ impl SourceArgs {
             ));
         }
         let etcd_preset = self.preset.filter(|p| p.etcd_namespace().is_some());
-        let etcd_given =
-            !self.etcd.is_empty() || !self.prefix.is_empty() || etcd_preset.is_some();
+        let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty() || etcd_preset.is_some();
         let flags_given = etcd_given || !self.sql.is_empty();
         let mut sources = Vec::new();
         if etcd_given || (!flags_given && config.sources.is_empty()) {

@@ -173,10 +173,11 @@ pub fn sql_scheme(
     }
 }
 
-/// `shedlock, oban, orchestrator`.
+/// The SQL table presets, for the SQL sources' messages: `shedlock, oban, orchestrator`.
 pub fn names() -> String {
     PRESETS
         .iter()
+        .filter(|p| matches!(p.layout, PresetLayout::Sql(_)))
         .map(|p| p.name)
         .collect::<Vec<_>>()
         .join(", ")

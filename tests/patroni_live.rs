@@ -276,10 +276,8 @@ fn switchover_by_electop(s: &mut Setup) {
         "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        said.contains("failover") && said.contains("switchover"),
-        "{said}"
-    );
+    let request = format!(r#"/service/{SCOPE}/failover = {{"leader":"n2","member":"n1"}}"#);
+    assert!(said.contains(&request), "{said}");
     s.cluster.wait_list("n1 leading again", T, |l| {
         l.iter()
             .any(|m| m.name == "n1" && m.role == "Leader" && m.state == "running")
@@ -340,6 +338,7 @@ fn act(seen: &Election, source: &SourceConfig, kind: ActionKind) -> Outcome {
         source_name: "patroni".into(),
         kind,
         seen: seen.clone(),
+        target: electop::admin::Target::from_config(source).expect("target"),
     };
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(backend::execute(source, &req, T))

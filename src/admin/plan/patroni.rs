@@ -34,7 +34,9 @@ fn check_target(e: &Election, target: &str) -> Result<(), String> {
         .member(target)
         .ok_or_else(|| format!("{target} is not a member of {}", e.name))?;
     if member.nofailover {
-        return Err(format!("{target} is tagged nofailover: Patroni never promotes it"));
+        return Err(format!(
+            "{target} is tagged nofailover: Patroni never promotes it"
+        ));
     }
     Ok(())
 }
@@ -136,12 +138,20 @@ mod tests {
     #[test]
     fn a_switchover_writes_the_failover_key_as_patronictl_does() {
         let e = election();
-        assert_eq!(failover_value("n1", "n2"), r#"{"leader":"n1","member":"n2"}"#);
-        let to = ActionKind::ForceLeader { target: "n2".into() };
+        assert_eq!(
+            failover_value("n1", "n2"),
+            r#"{"leader":"n1","member":"n2"}"#
+        );
+        let to = ActionKind::ForceLeader {
+            target: "n2".into(),
+        };
         let p = plan(&e, &to).expect("possible");
         let writes = p.writes().join("\n");
         assert!(writes.contains("/service/demo/failover"), "{writes}");
-        assert!(writes.contains(r#"{"leader":"n1","member":"n2"}"#), "{writes}");
+        assert!(
+            writes.contains(r#"{"leader":"n1","member":"n2"}"#),
+            "{writes}"
+        );
         let Step::Txn { compares, .. } = &p.steps[0] else {
             panic!("a txn")
         };

@@ -245,7 +245,13 @@ impl Tracker {
             election.leader = holders.leader;
             election.candidates = holders.candidates;
             let limit = self.history_limit;
-            super::past::adopt(election, holders.members, holders.notes, &holders.past, limit);
+            super::past::adopt(
+                election,
+                holders.members,
+                holders.notes,
+                &holders.past,
+                limit,
+            );
 
             let mk = |kind, from: Option<String>, to: Option<String>, cause| Event {
                 at: seen.at,
