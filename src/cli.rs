@@ -464,6 +464,25 @@ mod tests {
     }
 
     #[test]
+    fn preset_patroni_is_an_etcd_source_on_patronis_namespace() {
+        let cli = Cli::parse_from(["electop", "--etcd", "a:1", "--preset", "patroni"]);
+        let sources = cli.sources.resolve(&Config::default()).expect("valid");
+        let [SourceConfig::Etcd(e)] = sources.as_slice() else {
+            panic!("one etcd source: {sources:?}")
+        };
+        assert_eq!(
+            (e.scheme, e.prefix.as_str()),
+            (Some(Scheme::Patroni), "/service/")
+        );
+        let cli = Cli::parse_from(["electop", "--preset", "patroni", "--prefix", "/pg/"]);
+        let sources = cli.sources.resolve(&Config::default()).expect("valid");
+        let [SourceConfig::Etcd(e)] = sources.as_slice() else {
+            panic!("one etcd source: {sources:?}")
+        };
+        assert_eq!(e.prefix, "/pg/", "--prefix is the namespace");
+    }
+
+    #[test]
     fn flags_replace_config_sources_one_per_prefix() {
         let cli = Cli::parse_from([
             "electop",
