@@ -192,6 +192,18 @@ fn read_as_patronictl_lists(s: &Setup) {
         .iter()
         .find(|m| m["id"] == "n3");
     assert_eq!(n3.map(|m| m["nofailover"].clone()), Some(Value::Bool(true)));
+    // Without --preset, Patroni's keys are recognised as Patroni's.
+    let endpoint = s.etcd.endpoint();
+    let guessed = status_json(s.home, &["--etcd", &endpoint, "--prefix", "/service/"]);
+    assert_eq!(guessed["sources"][0]["scheme"], "patroni", "{guessed:#}");
+    assert_eq!(
+        election(&guessed, SCOPE)["leader"]["id"],
+        status_leader(&status)
+    );
+}
+
+fn status_leader(status: &Value) -> Value {
+    election(status, SCOPE)["leader"]["id"].clone()
 }
 
 /// n1 deletes the leader key itself with its lease alive: a resignation. Patroni's history
