@@ -10,7 +10,7 @@ set -euo pipefail
 
 # golang-go and golang-etcd-server-dev build the Go election campaigner the tests start
 # (etcd 3.4's clientv3/concurrency, offline, from /usr/share/gocode).
-PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl)
+PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni)
 if (($# > 0)); then
   PACKAGES=("$@")
 fi

@@ -54,8 +54,9 @@ pub struct SourceArgs {
     /// SQL database with election tables: postgres://, mysql:// or sqlite://PATH; repeatable.
     #[arg(long, global = true, value_name = "URL")]
     pub sql: Vec<String>,
-    /// SQL: a well-known project's table, which sets the scheme, table and columns (list
-    /// them with `electop presets`).
+    /// A well-known project's layout (list them with `electop presets`): a SQL table, which
+    /// sets the scheme, table and columns, or Patroni's keys in etcd (--prefix: the
+    /// namespace, default /service/).
     #[arg(long, global = true, value_enum, value_name = "NAME")]
     pub preset: Option<crate::presets::Preset>,
     /// SQL: the election table (default leaderlock / service_election).
@@ -172,6 +173,7 @@ pub enum SchemeArg {
     EtcdLeaseKey,
     SqlLease,
     SqlHeartbeat,
+    Patroni,
 }
 
 impl From<SchemeArg> for Scheme {
@@ -181,6 +183,7 @@ impl From<SchemeArg> for Scheme {
             SchemeArg::EtcdLeaseKey => Scheme::EtcdLeaseKey,
             SchemeArg::SqlLease => Scheme::SqlLease,
             SchemeArg::SqlHeartbeat => Scheme::SqlHeartbeat,
+            SchemeArg::Patroni => Scheme::Patroni,
         }
     }
 }
@@ -357,7 +360,8 @@ impl SourceArgs {
                 self.scheme.map(|s| Scheme::from(s).as_str()).unwrap_or("")
             ));
         }
-        let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty();
+        let etcd_preset = self.preset.filter(|p| p.etcd_namespace().is_some());
+        let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty() || etcd_preset.is_some();
         let flags_given = etcd_given || !self.sql.is_empty();
         let mut sources = Vec::new();
         if etcd_given || (!flags_given && config.sources.is_empty()) {
@@ -377,6 +381,7 @@ impl SourceArgs {
                     prefix,
                     scheme: etcd_scheme,
                     registry: self.registry.clone(),
+                    preset: etcd_preset,
                     read_only: false,
                     user: self.user.clone(),
                     password_env: self.password_env.clone(),
@@ -409,6 +414,7 @@ impl SourceArgs {
             }
             if let SourceConfig::Etcd(e) = s {
                 self.apply_tls(e)?;
+                e.apply_preset()?;
             }
         }
         Ok(sources)
@@ -436,6 +442,7 @@ impl SourceArgs {
         let given = scheme.filter(|s| s.is_sql());
         if let Some(p) = self.preset
             && self.sql.is_empty()
+            && p.etcd_namespace().is_none()
         {
             return Err(format!("--preset {p} is a SQL table: give --sql URL"));
         }
@@ -522,6 +529,25 @@ mod tests {
             "the flag reaches a config source"
         );
         assert!(e.uses_tls("a:1"));
+    }
+
+    #[test]
+    fn preset_patroni_is_an_etcd_source_on_patronis_namespace() {
+        let cli = Cli::parse_from(["electop", "--etcd", "a:1", "--preset", "patroni"]);
+        let sources = cli.sources.resolve(&Config::default()).expect("valid");
+        let [SourceConfig::Etcd(e)] = sources.as_slice() else {
+            panic!("one etcd source: {sources:?}")
+        };
+        assert_eq!(
+            (e.scheme, e.prefix.as_str()),
+            (Some(Scheme::Patroni), "/service/")
+        );
+        let cli = Cli::parse_from(["electop", "--preset", "patroni", "--prefix", "/pg/"]);
+        let sources = cli.sources.resolve(&Config::default()).expect("valid");
+        let [SourceConfig::Etcd(e)] = sources.as_slice() else {
+            panic!("one etcd source: {sources:?}")
+        };
+        assert_eq!(e.prefix, "/pg/", "--prefix is the namespace");
     }
 
     #[test]

@@ -281,6 +281,10 @@ pub struct EtcdSource {
     /// `etcd-election` or `etcd-lease-key`; guessed from the keys when absent.
     #[serde(default)]
     pub scheme: Option<Scheme>,
+    /// A system whose keys electop knows: `patroni` (scheme patroni, prefix `/service/`
+    /// unless given). `electop presets` lists them.
+    #[serde(default)]
+    pub preset: Option<Preset>,
     /// etcd-lease-key only: prefix of the candidate registry, `<registry><name>/<id>`.
     #[serde(default)]
     pub registry: Option<String>,
@@ -311,6 +315,30 @@ pub struct EtcdSource {
 }
 
 impl EtcdSource {
+    /// Sets the scheme and default prefix of the preset; a scheme given beside it must agree.
+    pub fn apply_preset(&mut self) -> Result<(), String> {
+        let Some(preset) = self.preset else {
+            return Ok(());
+        };
+        let namespace = preset.etcd_namespace().ok_or_else(|| {
+            format!("preset {preset} is a SQL table: it needs a kind = \"sql\" source (--sql URL)")
+        })?;
+        let scheme = preset.spec().scheme;
+        match self.scheme {
+            None => self.scheme = Some(scheme),
+            Some(s) if s == scheme => {}
+            Some(other) => {
+                return Err(format!(
+                    "preset {preset} reads {preset}'s own layout; scheme {other} contradicts it"
+                ));
+            }
+        }
+        if self.prefix.is_empty() {
+            self.prefix = namespace.to_string();
+        }
+        Ok(())
+    }
+
     /// TLS is on for an `https://` endpoint, or for any endpoint once a TLS setting is
     /// given (then a bare `host:port` means TLS, as with etcdctl).
     pub fn uses_tls(&self, endpoint: &str) -> bool {
@@ -563,6 +591,8 @@ impl Config {
                     *ep = check_endpoint(ep)
                         .map_err(|err| format!("[[source]] #{}: {err}", i + 1))?;
                 }
+                e.apply_preset()
+                    .map_err(|err| format!("[[source]] #{}: {err}", i + 1))?;
             }
         }
         Ok(())
@@ -580,10 +610,13 @@ impl Config {
                         ));
                     }
                     if let Some(scheme) = e.scheme
-                        && !matches!(scheme, Scheme::EtcdElection | Scheme::EtcdLeaseKey)
+                        && !matches!(
+                            scheme,
+                            Scheme::EtcdElection | Scheme::EtcdLeaseKey | Scheme::Patroni
+                        )
                     {
                         return Err(format!(
-                            "[[source]] #{}: scheme `{scheme}` is not an etcd scheme; use etcd-election or etcd-lease-key",
+                            "[[source]] #{}: scheme `{scheme}` is not an etcd scheme; use etcd-election, etcd-lease-key or patroni",
                             i + 1
                         ));
                     }
@@ -674,6 +707,24 @@ mod tests {
             .expect_err("bad")
             .to_string();
         assert!(msg.contains("endpoints"), "{msg}");
+    }
+
+    #[test]
+    fn preset_patroni_sets_scheme_and_namespace() {
+        let text = "[[source]]\nkind = \"etcd\"\nendpoints = [\"a:1\"]\npreset = \"patroni\"\n";
+        let c = Config::parse(text, Path::new("x.toml")).expect("valid");
+        let SourceConfig::Etcd(e) = &c.sources[0] else {
+            panic!("etcd")
+        };
+        assert_eq!(
+            (e.scheme, e.prefix.as_str()),
+            (Some(Scheme::Patroni), "/service/")
+        );
+        let text = format!("{text}scheme = \"etcd-election\"\n");
+        let msg = Config::parse(&text, Path::new("x.toml"))
+            .expect_err("contradiction")
+            .to_string();
+        assert!(msg.contains("contradicts"), "{msg}");
     }
 
     #[test]

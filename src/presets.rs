@@ -19,6 +19,8 @@ pub enum Preset {
     Oban,
     /// orchestrator's `active_node` table (MySQL topology manager, HA via a shared backend).
     Orchestrator,
+    /// Patroni's keys in etcd (PostgreSQL HA, `etcd3:` DCS).
+    Patroni,
 }
 
 /// Where a preset's elections live and how they read.
@@ -26,6 +28,8 @@ pub enum Preset {
 pub enum PresetLayout {
     /// One row per election in a SQL table.
     Sql(SqlTable),
+    /// Keys in etcd under a namespace (the default prefix).
+    Etcd { namespace: &'static str },
 }
 
 #[derive(Debug)]
@@ -98,6 +102,16 @@ pub const PRESETS: &[PresetSpec] = &[
         }),
         idle_is_normal: false,
     },
+    PresetSpec {
+        preset: Preset::Patroni,
+        name: "patroni",
+        about: "Patroni: the primary of each PostgreSQL HA cluster (etcd3 DCS)",
+        scheme: Scheme::Patroni,
+        layout: PresetLayout::Etcd {
+            namespace: "/service/",
+        },
+        idle_is_normal: false,
+    },
 ];
 
 impl Preset {
@@ -112,10 +126,19 @@ impl Preset {
     pub fn sql_table(self) -> Result<&'static SqlTable, String> {
         match &self.spec().layout {
             PresetLayout::Sql(t) => Ok(t),
-            #[allow(unreachable_patterns)]
-            _ => Err(format!(
+            PresetLayout::Etcd { .. } => Err(format!(
                 "preset {self} is not a SQL table; it needs another kind of source"
             )),
+        }
+    }
+}
+
+impl Preset {
+    /// The default prefix of a preset whose elections are in etcd; `None` for SQL tables.
+    pub fn etcd_namespace(self) -> Option<&'static str> {
+        match self.spec().layout {
+            PresetLayout::Etcd { namespace } => Some(namespace),
+            PresetLayout::Sql(_) => None,
         }
     }
 }
@@ -150,10 +173,11 @@ pub fn sql_scheme(
     }
 }
 
-/// `shedlock, oban, orchestrator`.
+/// The SQL table presets, for the SQL sources' messages: `shedlock, oban, orchestrator`.
 pub fn names() -> String {
     PRESETS
         .iter()
+        .filter(|p| matches!(p.layout, PresetLayout::Sql(_)))
         .map(|p| p.name)
         .collect::<Vec<_>>()
         .join(", ")
@@ -185,6 +209,11 @@ pub fn listing() -> String {
                     "", t.table, t.key, t.leader
                 ));
             }
+            PresetLayout::Etcd { namespace } => out.push_str(&format!(
+                "{:29}etcd keys under {namespace} (--prefix to change): election <scope>/, leader \
+                 <scope>/leader, members <scope>/members/<name>\n",
+                ""
+            )),
         }
         if p.idle_is_normal {
             out.push_str(&format!(
@@ -237,6 +266,8 @@ mod tests {
             "table oban_peers: election name, leader node",
             "table active_node: election anchor, leader hostname",
             "deposed 5s after it",
+            "patroni       patroni        Patroni",
+            "etcd keys under /service/",
             "shown as idle",
         ] {
             assert!(text.contains(t), "{t} missing from:\n{text}");

@@ -699,3 +699,64 @@ fn a_click_selects_the_row_under_it_and_the_wheel_scrolls() {
     app::update(&mut app, Msg::Wheel(table, 3));
     assert_eq!(app.selected, 5, "the wheel moves the selection");
 }
+
+fn patroni_app(now: Instant) -> App {
+    let mut app = App::new(vec![info(0, "/service/")], now, wall());
+    let mut e = Election::new(0, "pgdemo".into(), Scheme::Patroni);
+    let line = vec![
+        candidate("n1", 0x21, 9, Some((8_000, 10_000)), now),
+        candidate("n2", 0x22, 11, Some((9_000, 10_000)), now),
+    ];
+    e.leader = line.first().cloned();
+    e.candidates = line;
+    e.members = vec![
+        electop::model::MemberInfo {
+            id: "n1".into(),
+            role: Some("master".into()),
+            state: Some("running".into()),
+            timeline: Some(2),
+            ..Default::default()
+        },
+        electop::model::MemberInfo {
+            id: "n2".into(),
+            role: Some("replica".into()),
+            state: Some("running".into()),
+            timeline: Some(2),
+            lag_bytes: Some(0),
+            nofailover: false,
+        },
+    ];
+    e.notes = vec![electop::model::Note {
+        name: "failover".into(),
+        text: "switchover n1 → n2 requested".into(),
+        raw_key: b"/service/pgdemo/failover".to_vec(),
+        mod_revision: 40,
+    }];
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Elections {
+            source: 0,
+            elections: vec![e],
+        }),
+    );
+    app
+}
+
+#[test]
+fn patroni_members_and_notes_show_in_the_detail_and_force_leader_is_a_switchover() {
+    let now = Instant::now();
+    let mut app = patroni_app(now);
+    let text = format!("{}", render(&app, 120, 30).backend());
+    assert!(text.contains("n2 · replica running TL 2 lag 0 B"), "{text}");
+    assert!(text.contains("switchover n1 → n2 requested"), "{text}");
+    app::update(&mut app, Msg::Action(Action::ForceLeader));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let text = format!("{}", render(&app, 120, 30).backend());
+    assert!(text.contains("force n2 as leader of pgdemo"), "{text}");
+    assert!(text.contains("A Patroni switchover"), "{text}");
+    app::update(&mut app, Msg::Action(Action::Back));
+    app::update(&mut app, Msg::Action(Action::Reelect));
+    let text = format!("{}", render(&app, 120, 30).backend());
+    assert!(text.contains("Patroni picks its leader itself"), "{text}");
+    assert!(app.outbox.is_empty(), "nothing queued");
+}

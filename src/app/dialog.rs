@@ -68,8 +68,10 @@ pub fn start(app: &mut App, action: Action) {
     match action {
         Action::ForceLeader => {
             let leader = e.leader.as_ref().map(|l| l.id.clone());
-            let has_line = matches!(e.scheme, Scheme::EtcdElection | Scheme::EtcdLeaseKey)
-                && e.candidates.len() > 1;
+            let has_line = matches!(
+                e.scheme,
+                Scheme::EtcdElection | Scheme::EtcdLeaseKey | Scheme::Patroni
+            ) && e.candidates.len() > 1;
             app.dialog = Some(if has_line {
                 let options: Vec<String> = e
                     .candidates

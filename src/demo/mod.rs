@@ -210,6 +210,7 @@ fn setup(
                     prefix: ETCD_PREFIX.into(),
                     scheme: Some(scheme),
                     registry,
+                    preset: None,
                     read_only: src.read_only,
                     user: None,
                     password_env: None,

@@ -18,6 +18,9 @@ pub enum Scheme {
     SqlLease,
     /// A `service_election(anchor, service_id, last_seen_active)` row per election.
     SqlHeartbeat,
+    /// Patroni's keys in etcd: `<namespace><scope>/leader` on the leader's lease, members
+    /// under `<scope>/members/`.
+    Patroni,
 }
 
 impl Scheme {
@@ -27,6 +30,7 @@ impl Scheme {
             Scheme::EtcdLeaseKey => "etcd-lease-key",
             Scheme::SqlLease => "sql-lease",
             Scheme::SqlHeartbeat => "sql-heartbeat",
+            Scheme::Patroni => "patroni",
         }
     }
 }
@@ -155,6 +159,9 @@ pub enum Cause {
     ForcedResign,
     /// Changes were missed (compacted history) and only the result is known.
     Unknown,
+    /// A new primary was promoted, as the store's own history records it (Patroni's
+    /// `history` key); how the old one left is not recorded there.
+    Promoted,
 }
 
 impl Cause {
@@ -173,6 +180,7 @@ impl Cause {
             Cause::ForcedReelection => "forced_reelection",
             Cause::ForcedResign => "forced_resign",
             Cause::Unknown => "unknown",
+            Cause::Promoted => "promoted",
         }
     }
 }
@@ -209,6 +217,52 @@ pub struct Election {
     /// A leader deposed while its lease lives on (a resignation): election clients do not
     /// notice, so it may still believe it leads until that lease ends.
     pub deposed: Option<Candidate>,
+    /// What the store says of each candidate beyond its key (Patroni's member role, state,
+    /// timeline, lag); empty for schemes that keep nothing more.
+    pub members: Vec<MemberInfo>,
+    /// Other keys of the election worth showing (Patroni's `failover`, `sync`).
+    pub notes: Vec<Note>,
+}
+
+/// One candidate as the store describes it (Patroni's `members/<name>` JSON).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemberInfo {
+    pub id: String,
+    pub role: Option<String>,
+    pub state: Option<String>,
+    pub timeline: Option<i64>,
+    /// Bytes of WAL behind the cluster's last known position; `None` for the leader, or
+    /// when the member does not say where it is.
+    pub lag_bytes: Option<i64>,
+    /// Tagged `nofailover`: it never becomes leader.
+    pub nofailover: bool,
+}
+
+impl MemberInfo {
+    /// `replica running TL 2 lag 0 B nofailover`, for the screen.
+    pub fn summary(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        parts.extend(self.role.clone());
+        parts.extend(self.state.clone());
+        parts.extend(self.timeline.map(|t| format!("TL {t}")));
+        parts.extend(self.lag_bytes.map(|l| format!("lag {l} B")));
+        if self.nofailover {
+            parts.push("nofailover".into());
+        }
+        parts.join(" ")
+    }
+}
+
+/// A key beside the leader and the line, as last read: shown when `text` is not empty, and
+/// compared against (its mod revision) by admin actions that write it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Note {
+    /// What the key is: `failover`, `sync`.
+    pub name: String,
+    pub text: String,
+    #[serde(skip)]
+    pub raw_key: Vec<u8>,
+    pub mod_revision: i64,
 }
 
 impl Election {
@@ -222,7 +276,13 @@ impl Election {
             transitions: 0,
             history: VecDeque::new(),
             deposed: None,
+            members: Vec::new(),
+            notes: Vec::new(),
         }
+    }
+
+    pub fn member(&self, id: &str) -> Option<&MemberInfo> {
+        self.members.iter().find(|m| m.id == id)
     }
 
     /// When the election last lost its leader, if it has none now.

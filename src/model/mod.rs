@@ -8,6 +8,8 @@ mod event;
 pub mod split_brain;
 pub mod time;
 
-pub use election::{Candidate, Cause, Deadline, Election, HistoryEntry, Scheme, SourceId};
+pub use election::{
+    Candidate, Cause, Deadline, Election, HistoryEntry, MemberInfo, Note, Scheme, SourceId,
+};
 pub use escape::{escape_bytes, truncate_display};
 pub use event::{ConnState, Event, EventKind, MemberStatus, SourceEvent, SourceInfo, SourceNotice};

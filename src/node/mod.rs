@@ -275,7 +275,7 @@ impl Timing {
                 retry: s(1),
             },
             // Seed 000: a 10 s lease kept alive; re-election on the key's delete.
-            Scheme::EtcdLeaseKey => Timing {
+            Scheme::EtcdLeaseKey | Scheme::Patroni => Timing {
                 ttl: s(10),
                 renew: Duration::from_millis(3_300),
                 retry: s(2),
@@ -382,6 +382,11 @@ pub async fn run(args: &NodeArgs, scheme: Scheme, source: SourceConfig) -> Resul
             }
             (Scheme::SqlLease | Scheme::SqlHeartbeat, SourceConfig::Sql(cfg)) => {
                 sql::run(&cfg, args, timing, &report, stop).await
+            }
+            (Scheme::Patroni, _) => {
+                anyhow::bail!(
+                    "Patroni's members are Patroni itself: electop node does not join them"
+                )
             }
             (scheme, _) => anyhow::bail!(
                 "scheme {scheme} needs {}",

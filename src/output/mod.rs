@@ -72,6 +72,12 @@ pub struct ElectionJson<'a> {
     pub alarms: Vec<&'static str>,
     /// Leader changes per minute over the last minute.
     pub changes_per_min: f64,
+    /// What the store says of each candidate (Patroni: role, state, timeline, lag).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub members: &'a [crate::model::MemberInfo],
+    /// Other keys worth showing (Patroni's failover and sync), with their text.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub notes: &'a [crate::model::Note],
 }
 
 #[derive(Serialize)]
@@ -151,6 +157,8 @@ pub fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJ
         history: e.history.iter().map(history).collect(),
         deposed: e.deposed.as_ref().map(|d| holder(d, now)),
         no_leader_since: e.no_leader_since().map(time::rfc3339),
+        members: &e.members,
+        notes: &e.notes,
     }
 }
 

@@ -41,7 +41,17 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         ));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let [head, line] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(inner);
+    let notes: Vec<&str> = e
+        .notes
+        .iter()
+        .map(|n| n.text.as_str())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let [head, line] = Layout::vertical([
+        Constraint::Length(2 + notes.len() as u16),
+        Constraint::Min(0),
+    ])
+    .areas(inner);
 
     let room = (head.width as usize).saturating_sub(8);
     let stale = app.stale_for(e.source);
@@ -115,7 +125,13 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         )),
         None => key_line,
     };
-    frame.render_widget(Paragraph::new(vec![leader_line, key_line]), head);
+    let mut head_lines = vec![leader_line, key_line];
+    head_lines.extend(
+        notes
+            .iter()
+            .map(|t| Line::from(Span::styled(truncate_display(t, room), theme::warn()))),
+    );
+    frame.render_widget(Paragraph::new(head_lines), head);
 
     let rows_fit = line.height.saturating_sub(1) as usize;
     let total = e.candidates.len();
@@ -144,7 +160,11 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
                 } else {
                     theme::dim()
                 }),
-                Cell::from(truncate_display(&c.id, 40)),
+                Cell::from(match e.member(&c.id) {
+                    // Patroni: the member's own account beside its name.
+                    Some(m) => truncate_display(&format!("{} · {}", c.id, m.summary()), 60),
+                    None => truncate_display(&c.id, 40),
+                }),
                 Cell::from(match c.lease {
                     Some(0) => "none".to_string(),
                     Some(l) => format!("{l:x}"),
@@ -167,8 +187,13 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         [
             Constraint::Length(4),
             Constraint::Fill(1),
-            // The lease column only where it leaves the id room to be read.
-            Constraint::Length(if line.width >= 64 { 16 } else { 0 }),
+            // The lease column only where it leaves the id room to be read; Patroni's
+            // members' own account says more than their lease ids, so it takes the room.
+            Constraint::Length(if line.width >= 64 && e.members.is_empty() {
+                16
+            } else {
+                0
+            }),
             Constraint::Length(12),
         ],
     )

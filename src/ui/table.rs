@@ -16,6 +16,7 @@ fn scheme_short(s: Scheme) -> &'static str {
         Scheme::EtcdLeaseKey => "lease-key",
         Scheme::SqlLease => "sql-lease",
         Scheme::SqlHeartbeat => "heartbeat",
+        Scheme::Patroni => "patroni",
     }
 }
 

@@ -9,6 +9,7 @@ pub mod electop;
 pub mod etcd;
 pub mod etcd_cluster;
 pub mod mariadb;
+pub mod patroni;
 pub mod pki;
 pub mod postgres;
 pub mod proxy;

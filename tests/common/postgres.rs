@@ -451,7 +451,7 @@ fn run_with_stdin(mut cmd: Command, input: &str) -> Result<String, String> {
 
 /// Some((uid, gid)) of the `postgres` system user when we run as root (the
 /// server refuses root), None otherwise (run as ourselves).
-fn server_owner() -> Option<(u32, u32)> {
+pub fn server_owner() -> Option<(u32, u32)> {
     let euid = std::fs::metadata("/proc/self")
         .expect("stat /proc/self")
         .uid();
@@ -475,7 +475,7 @@ fn server_owner() -> Option<(u32, u32)> {
     );
 }
 
-fn run_as(cmd: &mut Command, owner: Option<(u32, u32)>) {
+pub fn run_as(cmd: &mut Command, owner: Option<(u32, u32)>) {
     if let Some((uid, gid)) = owner {
         // std drops supplementary groups (setgroups(0)) when root sets a uid.
         cmd.uid(uid).gid(gid).env("HOME", "/var/lib/postgresql");
@@ -583,7 +583,7 @@ fn port_clash(log_path: &Path) -> bool {
     latest.contains("Address already in use")
 }
 
-fn log_tail(path: &Path, lines: usize) -> String {
+pub fn log_tail(path: &Path, lines: usize) -> String {
     let mut text = String::new();
     if let Ok(mut f) = File::open(path) {
         let _ = f.read_to_string(&mut text);

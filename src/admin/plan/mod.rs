@@ -5,6 +5,7 @@
 
 mod etcd_election;
 mod etcd_lease_key;
+mod patroni;
 mod render;
 mod sql;
 mod sql_heartbeat;
@@ -160,6 +161,7 @@ pub fn plan(req: &AdminRequest) -> Result<Plan, String> {
         (Scheme::EtcdLeaseKey, Target::Etcd { prefix }) => {
             etcd_lease_key::plan(e, &req.kind, prefix)
         }
+        (Scheme::Patroni, Target::Etcd { .. }) => patroni::plan(e, &req.kind),
         (Scheme::SqlLease, Target::Sql(t)) => sql_lease::plan(e, &req.kind, t),
         (Scheme::SqlHeartbeat, Target::Sql(t)) => sql_heartbeat::plan(e, &req.kind, t),
         (scheme, _) => Err(format!("{scheme} is not a scheme of this source")),

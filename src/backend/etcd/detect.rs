@@ -64,6 +64,7 @@ pub fn detect(mirror: &Mirror) -> Verdict {
     let f = Found::of(mirror);
     match f {
         _ if mirror.is_empty() => Verdict::Empty,
+        _ if looks_like_patroni(mirror) => Verdict::Sure(Scheme::Patroni),
         Found {
             candidates: 0,
             lease_keys: 0,
@@ -73,6 +74,32 @@ pub fn detect(mirror: &Mirror) -> Verdict {
         Found { candidates: 0, .. } => Verdict::Sure(Scheme::EtcdLeaseKey),
         _ => Verdict::Mixed(f),
     }
+}
+
+/// Patroni's signature: a `<scope>/leader` naming a member whose `<scope>/members/<name>`
+/// is on the same lease (Patroni keeps both on one), or, with no leader at the moment, a
+/// scope's `initialize` and `config` beside its `members/`.
+fn looks_like_patroni(mirror: &Mirror) -> bool {
+    mirror.values().any(|kv| {
+        let Some(dir) = kv.key.strip_suffix(b"leader".as_slice()) else {
+            return false;
+        };
+        let member = [dir, b"members/".as_slice(), &kv.value].concat();
+        dir.ends_with(b"/")
+            && mirror
+                .get(&member)
+                .is_some_and(|m| m.lease == kv.lease && kv.lease != 0)
+    }) || mirror.keys().any(|k| {
+        let Some(dir) = k.strip_suffix(b"initialize".as_slice()) else {
+            return false;
+        };
+        let members = [dir, b"members/".as_slice()].concat();
+        mirror.contains_key(&[dir, b"config".as_slice()].concat())
+            && mirror
+                .range(members.clone()..)
+                .next()
+                .is_some_and(|(m, _)| m.starts_with(&members))
+    })
 }
 
 impl Verdict {
@@ -378,6 +405,35 @@ mod tests {
         );
         assert_eq!(empty_notice(b"/x/", &[], false), "no keys under /x/");
         assert_eq!(empty_notice(b"", &[], true), "etcd holds no keys at all");
+    }
+
+    #[test]
+    fn patronis_keys_are_patroni() {
+        let put = |m: &mut Mirror, key: &str, value: &str, lease: i64| {
+            let kv = crate::backend::etcd::layout::Kv {
+                key: key.as_bytes().to_vec(),
+                value: value.as_bytes().to_vec(),
+                create_revision: 1,
+                mod_revision: 1,
+                lease,
+            };
+            m.insert(kv.key.clone(), kv);
+        };
+        let mut m = Mirror::new();
+        put(&mut m, "/service/pg/leader", "n1", 7);
+        put(&mut m, "/service/pg/members/n1", "{}", 7);
+        put(&mut m, "/service/pg/members/n2", "{}", 8);
+        assert_eq!(detect(&m), Verdict::Sure(Scheme::Patroni));
+        // No leader just now: the scope's own keys still say so.
+        m.remove(b"/service/pg/leader".as_slice());
+        assert_ne!(detect(&m), Verdict::Sure(Scheme::Patroni));
+        put(&mut m, "/service/pg/config", "{}", 0);
+        put(&mut m, "/service/pg/initialize", "6", 0);
+        assert_eq!(detect(&m), Verdict::Sure(Scheme::Patroni));
+        // A lease key named `leader` is not Patroni.
+        let mut m = Mirror::new();
+        put(&mut m, "/app/leader", "n1", 7);
+        assert_eq!(detect(&m), Verdict::Sure(Scheme::EtcdLeaseKey));
     }
 
     #[test]

@@ -37,6 +37,7 @@ impl Layout for EtcdElection {
         Holders {
             leader: candidates.first().cloned(),
             candidates,
+            ..Holders::default()
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Candidate, Scheme, escape_bytes};
+use crate::model::{Candidate, HistoryEntry, MemberInfo, Note, Scheme, escape_bytes};
 
 /// One key as etcd holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +65,11 @@ pub struct Holders {
     pub leader: Option<Candidate>,
     /// Leader first.
     pub candidates: Vec<Candidate>,
+    /// What the store says of the candidates beyond their keys (Patroni's members).
+    pub members: Vec<MemberInfo>,
+    pub notes: Vec<Note>,
+    /// Leader changes the store records itself (Patroni's `history` key), oldest first.
+    pub past: Vec<HistoryEntry>,
 }
 
 pub trait Layout: Send + Sync {

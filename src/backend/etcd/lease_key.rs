@@ -73,6 +73,7 @@ impl Layout for EtcdLeaseKey {
         Holders {
             leader,
             candidates: line,
+            ..Holders::default()
         }
     }
 }

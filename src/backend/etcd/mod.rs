@@ -16,6 +16,8 @@ pub mod layout;
 pub mod lease_key;
 mod leases;
 pub mod members;
+mod past;
+pub mod patroni;
 mod times;
 pub mod tracker;
 mod watch;
@@ -85,6 +87,7 @@ impl EtcdBackend {
                 prefix,
                 registry: self.cfg.registry.as_ref().map(|r| r.as_bytes().to_vec()),
             }),
+            Scheme::Patroni => Box::new(patroni::Patroni { prefix }),
             _ => Box::new(election::EtcdElection { prefix }),
         }
     }

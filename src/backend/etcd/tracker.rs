@@ -138,6 +138,8 @@ impl Tracker {
                 .or_insert_with(|| Election::new(self.source, name, self.layout.scheme()));
             e.leader = holders.leader;
             e.candidates = holders.candidates;
+            let limit = self.history_limit;
+            super::past::adopt(e, holders.members, holders.notes, &holders.past, limit);
             self.index(&id);
         }
         self.attach_ttls_all();
@@ -242,6 +244,14 @@ impl Tracker {
             let old_line = std::mem::take(&mut election.candidates);
             election.leader = holders.leader;
             election.candidates = holders.candidates;
+            let limit = self.history_limit;
+            super::past::adopt(
+                election,
+                holders.members,
+                holders.notes,
+                &holders.past,
+                limit,
+            );
 
             let mk = |kind, from: Option<String>, to: Option<String>, cause| Event {
                 at: seen.at,
@@ -497,7 +507,10 @@ impl Tracker {
             }
             let live = std::mem::take(&mut e.history);
             let mut merged: std::collections::VecDeque<HistoryEntry> = past.history.clone();
-            merged.extend(live);
+            let before = live.len();
+            merged.extend(live.into_iter().filter(|h| !super::past::from_store(h)));
+            let dropped = (before + past.history.len() - merged.len()) as u64;
+            e.transitions = e.transitions.saturating_sub(dropped);
             while merged.len() > self.history_limit.max(1) {
                 merged.pop_front();
             }
