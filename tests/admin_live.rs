@@ -109,8 +109,8 @@ fn etcd_election_resign_hands_over_to_the_next_etcdctl_campaigner() {
         a.is_running(),
         "etcdctl keeps running: it does not notice a resign"
     );
-    // electop says so: the deposed leader's lease lives on.
-    let s = status_json(h.path(), &src);
+    // electop says so: the deposed leader's lease lives on (seen in the replayed history).
+    let s = common::electop::status_history_json(h.path(), &src);
     let e = election(&s, "jobs");
     assert_eq!(e["leader"]["id"], "node-b");
     assert_eq!(e["deposed"]["id"], "node-a", "{e:#}");
@@ -124,7 +124,11 @@ fn etcd_election_resign_hands_over_to_the_next_etcdctl_campaigner() {
     let lease = e["deposed"]["lease"].as_i64().expect("lease");
     etcd.etcdctl(&["lease", "revoke", &format!("{lease:x}")]);
     common::wait_until("the deposed lease is gone", T, || {
-        election(&status_json(h.path(), &src), "jobs")["deposed"].is_null()
+        election(
+            &common::electop::status_history_json(h.path(), &src),
+            "jobs",
+        )["deposed"]
+            .is_null()
     });
     let log = audit(h.path());
     assert_eq!(log.len(), 2, "the attempt, then the outcome: {log:?}");

@@ -625,7 +625,7 @@ fn times_seen_live_survive_for_the_next_electop() {
         watch.wait_for("the change", T, |v| v["to"] == id);
     }
     drop(watch);
-    let s = status_json(h.path(), &args);
+    let s = common::electop::status_history_json(h.path(), &args);
     let history: Vec<(Value, Value)> = election(&s, "jobs")["history"]
         .as_array()
         .expect("history")
