@@ -54,7 +54,7 @@ fn kind(key: &[u8], lease: i64) -> Kind {
 pub enum Verdict {
     Empty,
     Sure(Scheme),
-    /// Both layouts' keys: shown as the one with more keys.
+    /// Both layouts' keys: shown as the election API, with a notice.
     Mixed(Found),
     /// No key is on a lease, so none is a leader or candidate of either layout.
     NoneFits(Found),
@@ -109,8 +109,11 @@ impl Verdict {
             // An empty prefix waits for election clients most often.
             Verdict::Empty => Scheme::EtcdElection,
             Verdict::Sure(s) => s,
-            Verdict::Mixed(f) if f.candidates >= f.lease_keys => Scheme::EtcdElection,
-            Verdict::Mixed(_) | Verdict::NoneFits(_) => Scheme::EtcdLeaseKey,
+            // Any key named after its own lease means the election API is in use; other keys
+            // beside it are most likely election keys electop's own re-election holds on its
+            // hold lease for a moment.
+            Verdict::Mixed(_) => Scheme::EtcdElection,
+            Verdict::NoneFits(_) => Scheme::EtcdLeaseKey,
         }
     }
 
