@@ -116,8 +116,9 @@ impl Setup<'_> {
         self.args.iter().map(String::as_str).collect()
     }
 
+    /// With the replay of etcd's history, so the changes electop can see in it are there.
     fn status(&self) -> Value {
-        status_json(self.home, &self.args())
+        common::electop::status_history_json(self.home, &self.args())
     }
 
     fn agrees(&self) -> Value {
