@@ -346,19 +346,9 @@ async fn tui_loop(
     let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
     let mut next_tick: Option<tokio::time::Instant> = None;
     let mut sources_ended = false;
-    // Redraws are paced: changes arriving within a frame's time are drawn together.
-    let mut last_frame: Option<tokio::time::Instant> = None;
+    let mut pacer = Pacer::new(min_frame);
     loop {
-        let due = last_frame.map(|t| t + min_frame);
-        let too_soon = due.is_some_and(|d| tokio::time::Instant::now() < d);
-        if dirty && too_soon {
-            next_tick = match (next_tick, due) {
-                (Some(t), Some(d)) => Some(t.min(d)),
-                (t, d) => t.or(d),
-            };
-        }
-        if dirty && !too_soon {
-            last_frame = Some(tokio::time::Instant::now());
+        if dirty && pacer.draw_now(tokio::time::Instant::now(), &mut next_tick) {
             app::update(
                 &mut app,
                 Msg::Tick {
@@ -474,6 +464,41 @@ fn draw_notice(f: &mut ratatui::Frame, text: &str) {
     };
     f.render_widget(Clear, rect);
     f.render_widget(Paragraph::new(text).block(Block::bordered()), rect);
+}
+
+/// Redraws are paced: changes arriving within a frame's time are drawn together, at most
+/// one frame per `min_frame`.
+struct Pacer {
+    min_frame: Duration,
+    last: Option<tokio::time::Instant>,
+}
+
+impl Pacer {
+    fn new(min_frame: Duration) -> Pacer {
+        Pacer {
+            min_frame,
+            last: None,
+        }
+    }
+
+    /// Something changed: whether to draw now. If not, `wake` is brought forward to when
+    /// the next frame may be drawn.
+    fn draw_now(
+        &mut self,
+        now: tokio::time::Instant,
+        wake: &mut Option<tokio::time::Instant>,
+    ) -> bool {
+        match self.last.map(|t| t + self.min_frame) {
+            Some(due) if now < due => {
+                *wake = Some(wake.map_or(due, |w| w.min(due)));
+                false
+            }
+            _ => {
+                self.last = Some(now);
+                true
+            }
+        }
+    }
 }
 
 pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
@@ -687,4 +712,35 @@ fn marker(names: &[String], source: usize, kind: EventKind) -> Event {
         None,
         None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_paced_and_a_change_too_soon_waits_for_the_next() {
+        let mut p = Pacer::new(Duration::from_millis(33));
+        let t0 = tokio::time::Instant::now();
+        let mut wake = None;
+        assert!(
+            p.draw_now(t0, &mut wake),
+            "the first change is drawn at once"
+        );
+        let soon = t0 + Duration::from_millis(10);
+        assert!(!p.draw_now(soon, &mut wake), "too soon");
+        assert_eq!(
+            wake,
+            Some(t0 + Duration::from_millis(33)),
+            "woken for the next frame"
+        );
+        let mut later_wake = Some(t0 + Duration::from_secs(1));
+        assert!(!p.draw_now(soon, &mut later_wake));
+        assert_eq!(
+            later_wake,
+            Some(t0 + Duration::from_millis(33)),
+            "brought forward"
+        );
+        assert!(p.draw_now(t0 + Duration::from_millis(40), &mut wake));
+    }
 }
