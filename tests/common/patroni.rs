@@ -205,14 +205,38 @@ impl PatroniCluster {
     }
 
     /// `patronictl switchover --leader FROM --candidate TO --force`; must succeed.
+    /// A switchover as an operator makes it. Patroni refuses one while the candidate is not
+    /// yet a healthy replica (it says so and still exits 0, as happens on a loaded machine):
+    /// then it is asked again once `patronictl list` shows the candidate running.
     pub fn switchover(&self, from: &str, to: &str) {
-        let out = self.patronictl(&["switchover", "--leader", from, "--candidate", to, "--force"]);
-        assert!(
-            out.status.success(),
-            "patronictl switchover failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let out =
+                self.patronictl(&["switchover", "--leader", from, "--candidate", to, "--force"]);
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(out.status.success(), "patronictl switchover failed: {text}");
+            if !text.contains("failed") {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "Patroni kept refusing the switchover: {text}\n{}",
+                self.logs()
+            );
+            super::wait_until(
+                "the candidate is a healthy replica",
+                std::time::Duration::from_secs(30),
+                || {
+                    self.list().iter().any(|m| {
+                        m.name == to && matches!(m.state.as_str(), "running" | "streaming")
+                    })
+                },
+            );
+        }
     }
 
     /// Crashes member `name`: SIGKILL to Patroni, then to its postmaster, which Patroni
