@@ -579,18 +579,7 @@ mod tests {
     use crate::model::Scheme;
 
     fn app_with(n: usize) -> App {
-        let info = SourceInfo {
-            id: 0,
-            name: "etcd x /e/".into(),
-            label: "/e/".into(),
-            short: "etcd1".into(),
-            endpoints: "x".into(),
-            scheme: Some(Scheme::EtcdElection),
-            read_only: false,
-            clustered: false,
-            idle_is_normal: false,
-            notice: None,
-        };
+        let info = SourceInfo::test_etcd();
         let mut app = App::new(vec![info], Instant::now(), SystemTime::now());
         let elections = (0..n)
             .map(|i| Election::new(0, format!("e{i:03}"), Scheme::EtcdElection))

@@ -278,18 +278,7 @@ mod tests {
     fn app() -> App {
         let now = Instant::now();
         let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
-        let info = SourceInfo {
-            id: 0,
-            name: "etcd x /e/".into(),
-            label: "/e/".into(),
-            short: "etcd1".into(),
-            endpoints: "x".into(),
-            scheme: Some(Scheme::EtcdElection),
-            read_only: false,
-            clustered: false,
-            idle_is_normal: false,
-            notice: None,
-        };
+        let info = SourceInfo::test_etcd();
         let mut app = App::new(vec![info], now, wall);
         let changes = |e: &mut Election, n: u64, ago: u64| {
             for i in 0..n {

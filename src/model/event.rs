@@ -46,6 +46,25 @@ impl SourceNotice {
     }
 }
 
+#[cfg(test)]
+impl SourceInfo {
+    /// An etcd source for unit tests: `etcd1`, prefix `/e/`, election API.
+    pub fn test_etcd() -> SourceInfo {
+        SourceInfo {
+            id: 0,
+            name: "etcd x /e/".into(),
+            label: "/e/".into(),
+            short: "etcd1".into(),
+            endpoints: "x".into(),
+            scheme: Some(Scheme::EtcdElection),
+            read_only: false,
+            clustered: false,
+            idle_is_normal: false,
+            notice: None,
+        }
+    }
+}
+
 /// Connection state of one source.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConnState {

@@ -145,18 +145,7 @@ mod tests {
     use std::time::{Duration, Instant, SystemTime};
 
     fn app() -> App {
-        let info = SourceInfo {
-            id: 0,
-            name: "etcd x /e/".into(),
-            label: "/e/".into(),
-            short: "etcd1".into(),
-            endpoints: "x".into(),
-            scheme: Some(Scheme::EtcdElection),
-            read_only: false,
-            clustered: false,
-            idle_is_normal: false,
-            notice: None,
-        };
+        let info = SourceInfo::test_etcd();
         let now = Instant::now();
         let mut app = App::new(vec![info], now, SystemTime::UNIX_EPOCH);
         let mut e = Election::new(
