@@ -275,25 +275,13 @@ impl Tracker {
             );
             self.deposed
                 .extend(note_deposed(election, old_leader.as_ref(), fates));
-            if let Some((kind, from, to, cause)) = change {
-                let forced = if seen.replayed {
-                    None
-                } else {
-                    self.forced.take(&name, seen.now)
-                };
-                let (cause, by) = match forced {
-                    Some((c, by)) => (c, Some(by)),
-                    None => (cause, None),
-                };
-                let entry = HistoryEntry {
-                    at: seen.at,
-                    revision: Some(rev),
-                    from: from.clone(),
-                    to: to.clone(),
-                    cause,
-                    by: by.clone(),
-                };
-                election.record(entry, self.history_limit);
+            if let Some(change) = change {
+                let forced = (!seen.replayed)
+                    .then(|| self.forced.take(&name, seen.now))
+                    .flatten();
+                let at = (seen.at, rev);
+                let ((kind, from, to, cause), by) =
+                    record_change(election, change, forced, at, self.history_limit);
                 let mut ev = mk(kind, from, to, Some(cause));
                 ev.detail = by.map(|b| format!("forced by {b}"));
                 events.push(ev);
@@ -616,6 +604,31 @@ fn leader_change(
         }
         _ => None,
     }
+}
+
+/// Records a leader change in the election's history, with the cause and author of the admin
+/// action that made it, if one did. Returns the change as recorded and who forced it.
+fn record_change(
+    e: &mut Election,
+    (kind, from, to, cause): LeaderChange,
+    forced: Option<(Cause, String)>,
+    (at, rev): (Option<SystemTime>, i64),
+    limit: usize,
+) -> (LeaderChange, Option<String>) {
+    let (cause, by) = match forced {
+        Some((c, by)) => (c, Some(by)),
+        None => (cause, None),
+    };
+    let entry = HistoryEntry {
+        at,
+        revision: Some(rev),
+        from: from.clone(),
+        to: to.clone(),
+        cause,
+        by: by.clone(),
+    };
+    e.record(entry, limit);
+    ((kind, from, to, cause), by)
 }
 
 /// A leader whose key left while its lease lives on may still believe it leads: it is
