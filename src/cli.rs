@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{Config, DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource};
+pub use crate::config::parse_duration;
+use crate::config::{
+    Config, DbUrl, EtcdSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec,
+};
 use crate::model::Scheme;
 
 #[derive(Debug, Parser)]
@@ -37,6 +40,10 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 pub struct SourceArgs {
+    /// Read the sources of this config context ([[context]] in the config file; default:
+    /// current-context, else the first). `electop contexts` lists them.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
     /// etcd endpoints, HOST:PORT[,HOST:PORT...] ([v6]:PORT, http:// or https:// also). Replaces
     /// the config file's sources.
     #[arg(long, global = true, value_delimiter = ',', value_name = "HOST:PORT",
@@ -324,36 +331,40 @@ pub struct AdminArgs {
     pub timeout: Duration,
 }
 
-/// `500ms`, `5s`, `2m`, or plain seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration; write e.g. 500ms, 5s or 2m"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return Err(format!("unknown unit `{unit}` in `{s}`; use ms, s or m")),
-    };
-    Ok(Duration::from_secs_f64(secs))
-}
-
 impl SourceArgs {
-    /// The sources to show: from the flags when any is given, else from the config, else
-    /// all of a local etcd.
+    /// The sources to show: from the flags when any is given, else from the config (its
+    /// context), else all of a local etcd.
     pub fn resolve(&self, config: &Config) -> Result<Vec<SourceConfig>, String> {
+        self.select(config).map(|s| s.sources)
+    }
+
+    /// [`Self::resolve`], with the context the sources came from.
+    pub fn select(&self, config: &Config) -> Result<Selected, String> {
+        let flags_given = !self.etcd.is_empty()
+            || !self.prefix.is_empty()
+            || !self.sql.is_empty()
+            || self.preset.is_some_and(|p| p.etcd_namespace().is_some());
+        if flags_given && let Some(name) = &self.context {
+            return Err(format!(
+                "--context {name} reads the config file's sources, which --etcd/--prefix/--sql replace: give one or the other"
+            ));
+        }
+        let chosen = config.select(self.context.as_deref())?;
+        let sources = self.resolve_sources(&chosen.sources)?;
+        Ok(Selected {
+            context: chosen.context.filter(|_| !flags_given),
+            sources,
+        })
+    }
+
+    fn resolve_sources(&self, configured: &[SourceConfig]) -> Result<Vec<SourceConfig>, String> {
         let scheme = self.scheme.map(Scheme::from);
         let sql_scheme = self.sql_scheme(scheme)?;
         let etcd_scheme = scheme.filter(|s| !s.is_sql());
         if sql_scheme.is_some()
             && self.sql.is_empty()
             && self.etcd.is_empty()
-            && config.sources.is_empty()
+            && configured.is_empty()
         {
             return Err(format!(
                 "--scheme {} needs --sql URL",
@@ -364,7 +375,7 @@ impl SourceArgs {
         let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty() || etcd_preset.is_some();
         let flags_given = etcd_given || !self.sql.is_empty();
         let mut sources = Vec::new();
-        if etcd_given || (!flags_given && config.sources.is_empty()) {
+        if etcd_given || (!flags_given && configured.is_empty()) {
             let endpoints = if self.etcd.is_empty() {
                 vec!["127.0.0.1:2379".to_string()]
             } else {
@@ -377,6 +388,7 @@ impl SourceArgs {
             };
             sources.extend(prefixes.into_iter().map(|prefix| {
                 SourceConfig::Etcd(EtcdSource {
+                    name: None,
                     endpoints: endpoints.clone(),
                     prefix,
                     scheme: etcd_scheme,
@@ -399,18 +411,15 @@ impl SourceArgs {
             }
         }
         if !flags_given {
-            sources = if config.sources.is_empty() {
+            sources = if configured.is_empty() {
                 sources
             } else {
-                config.sources.clone()
+                configured.to_vec()
             };
         }
         for s in sources.iter_mut() {
             if self.read_only {
                 s.set_read_only();
-            }
-            if let SourceConfig::Sql(q) = s {
-                crate::backend::sql::SqlSettings::from_config(q).map_err(|e| e.to_string())?;
             }
             if let SourceConfig::Etcd(e) = s {
                 self.apply_tls(e)?;
@@ -421,7 +430,8 @@ impl SourceArgs {
     }
 
     fn sql_source(&self, url: &str, scheme: Scheme) -> Result<SqlSource, String> {
-        let mut source = SqlSource {
+        let mut spec = SqlSpec {
+            name: None,
             url: DbUrl(url.to_string()),
             password_env: self.password_env.clone(),
             password_file: self.password_file.clone(),
@@ -433,8 +443,8 @@ impl SourceArgs {
             poll: self.poll,
             read_only: false,
         };
-        source.apply_preset()?;
-        Ok(source)
+        spec.apply_preset()?;
+        SqlSource::new(spec).map_err(|e| format!("--sql: {e}"))
     }
 
     /// The scheme of the `--sql` sources: from `--preset` or `--scheme`, which must agree.
@@ -500,14 +510,6 @@ mod tests {
         ] {
             assert!(script.contains(sub), "{sub} missing from the completions");
         }
-    }
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("5h").unwrap_err().contains("unknown unit"));
     }
 
     #[test]

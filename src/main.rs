@@ -84,9 +84,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let config = Config::load(cli.config.as_deref())?;
     let _log = electop::logging::init(cli.log_file.as_deref())?;
     let tick = Duration::from_millis(config.ui.tick_ms.max(16));
-    // Validated when the config was loaded.
-    let keys =
-        electop::app::keys::KeyMap::with_overrides(&config.keys).map_err(anyhow::Error::msg)?;
+    // The config checked names and keys; a key bound twice only the map can tell.
+    let keys = electop::app::keys::KeyMap::with_overrides(&config.keys).map_err(|e| {
+        let path = config.path.as_deref().unwrap_or(std::path::Path::new("?"));
+        Usage(format!("config file {}: {e}", path.display()))
+    })?;
     let prefs = electop::app::Prefs {
         keys,
         flap_per_min: Some(config.ui.flap_per_min),

@@ -45,7 +45,7 @@ impl Sources {
         let mut infos = Vec::new();
         let mut commands = Vec::new();
         for id in 0..configs.len() {
-            let b = backend::build(configs, id, opts)?;
+            let b = backend::build(configs, id, opts);
             let info = b.info();
             infos.push(info.clone());
             let (ctx, crx) = mpsc::channel(16);

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::sqlstore::Store;
 use electop::admin::{ActionKind, AdminRequest, DEADLINE, Outcome, Statement, Step, Target};
 use electop::backend::BackendOptions;
-use electop::config::{DbUrl, SourceConfig, SqlColumns, SqlSource};
+use electop::config::{DbUrl, SourceConfig, SqlColumns, SqlSource, SqlSpec};
 use electop::model::{Election, Scheme};
 
 const T: Duration = Duration::from_secs(10);
@@ -212,26 +212,30 @@ fn renew(store: &Store, t: &Table, name: &str) {
 }
 
 fn source(store: &Store, t: &Table) -> SourceConfig {
-    SourceConfig::Sql(SqlSource {
-        url: DbUrl(store.url()),
-        password_env: None,
-        password_file: None,
-        scheme: t.scheme,
-        preset: None,
-        table: Some(t.name.to_string()),
-        columns: if t.custom {
-            SqlColumns {
-                key: Some(t.key.into()),
-                leader_id: Some(t.who.into()),
-                valid_until: Some(t.stamp.into()),
-            }
-        } else {
-            SqlColumns::default()
-        },
-        timeout: (t.scheme == Scheme::SqlHeartbeat).then_some(TIMEOUT),
-        poll: Some(Duration::from_millis(100)),
-        read_only: false,
-    })
+    SourceConfig::Sql(
+        SqlSource::new(SqlSpec {
+            name: None,
+            url: DbUrl(store.url()),
+            password_env: None,
+            password_file: None,
+            scheme: t.scheme,
+            preset: None,
+            table: Some(t.name.to_string()),
+            columns: if t.custom {
+                SqlColumns {
+                    key: Some(t.key.into()),
+                    leader_id: Some(t.who.into()),
+                    valid_until: Some(t.stamp.into()),
+                }
+            } else {
+                SqlColumns::default()
+            },
+            timeout: (t.scheme == Scheme::SqlHeartbeat).then_some(TIMEOUT),
+            poll: Some(Duration::from_millis(100)),
+            read_only: false,
+        })
+        .expect("valid settings"),
+    )
 }
 
 /// Every election of a source, read the way the CLI reads them before acting.

@@ -217,7 +217,8 @@ impl Default for KeyMap {
     }
 }
 
-/// The names the config's `[keys]` section uses for dashboard actions.
+/// The actions behind the names of the config's `[keys]` section
+/// ([`crate::config::keys::ACTIONS`]).
 pub const ACTION_NAMES: &[(&str, Action)] = &[
     ("up", Action::Up),
     ("down", Action::Down),
@@ -240,53 +241,6 @@ pub const ACTION_NAMES: &[(&str, Action)] = &[
     ("quit", Action::Quit),
 ];
 
-/// `x`, `X`, `ctrl-r`, `f5`, `esc`, `enter`, `tab`, `up`, `pgdn`, `space`...
-pub fn parse_key(text: &str) -> Result<(KeyCode, KeyModifiers), String> {
-    let t = text.trim();
-    let (mods, name) = match t.strip_prefix("ctrl-").or_else(|| t.strip_prefix("C-")) {
-        Some(rest) => (KeyModifiers::CONTROL, rest),
-        None => (NONE, t),
-    };
-    let code = match name.to_ascii_lowercase().as_str() {
-        "esc" | "escape" => KeyCode::Esc,
-        "enter" | "return" => KeyCode::Enter,
-        "tab" => KeyCode::Tab,
-        "backtab" => KeyCode::BackTab,
-        "space" => KeyCode::Char(' '),
-        "up" => KeyCode::Up,
-        "down" => KeyCode::Down,
-        "left" => KeyCode::Left,
-        "right" => KeyCode::Right,
-        "pgup" | "pageup" => KeyCode::PageUp,
-        "pgdn" | "pagedown" => KeyCode::PageDown,
-        "home" => KeyCode::Home,
-        "end" => KeyCode::End,
-        f if f.len() > 1
-            && f.starts_with('f')
-            && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) =>
-        {
-            KeyCode::F(f[1..].parse().unwrap_or(1))
-        }
-        _ => {
-            let mut chars = name.chars();
-            match (chars.next(), chars.next()) {
-                (Some(c), None) if !c.is_control() => KeyCode::Char(c),
-                _ => {
-                    return Err(format!(
-                        "`{text}` is not a key; write e.g. x, X, ctrl-r, f5, esc, enter, tab, up, pgdn"
-                    ));
-                }
-            }
-        }
-    };
-    // Terminals report a capital letter with Shift (or without): take both.
-    let mods = match code {
-        KeyCode::Char(c) if c.is_ascii_uppercase() && mods == NONE => KeyModifiers::SHIFT,
-        _ => mods,
-    };
-    Ok((code, mods))
-}
-
 /// A key as the config writes it.
 fn key_name((code, mods): (KeyCode, KeyModifiers)) -> String {
     let base = match code {
@@ -305,33 +259,20 @@ fn key_name((code, mods): (KeyCode, KeyModifiers)) -> String {
 impl KeyMap {
     /// The defaults with `overrides` (action name -> comma-separated keys) applied. A key
     /// given to two actions is an error that names both.
-    pub fn with_overrides(
-        overrides: &std::collections::BTreeMap<String, String>,
-    ) -> Result<KeyMap, String> {
+    pub fn with_overrides(overrides: &crate::config::KeyOverrides) -> Result<KeyMap, String> {
         let mut map = KeyMap::default();
-        for (name, keys) in overrides {
-            let action = ACTION_NAMES
+        for o in &overrides.0 {
+            // The config checked the names against the same list.
+            let Some(action) = ACTION_NAMES
                 .iter()
-                .find(|(n, _)| n == name)
+                .find(|(n, _)| *n == o.action)
                 .map(|(_, a)| *a)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = ACTION_NAMES.iter().map(|(n, _)| *n).collect();
-                    format!(
-                        "[keys]: unknown action `{name}`; the actions are {}",
-                        names.join(", ")
-                    )
-                })?;
-            let mut parsed = Vec::new();
-            for k in keys.split(',') {
-                let (code, mods) = parse_key(k).map_err(|e| format!("[keys] {name}: {e}"))?;
-                parsed.push((code, mods));
-                if mods == KeyModifiers::SHIFT {
-                    parsed.push((code, NONE));
-                }
-            }
+            else {
+                return Err(format!("[keys]: unknown action `{}`", o.action));
+            };
             if let Some(b) = map.normal.iter_mut().find(|b| b.action == action) {
-                b.keys = parsed;
-                b.label = keys.split(',').map(str::trim).collect::<Vec<_>>().join("/");
+                b.keys = o.keys.clone();
+                b.label = o.label.clone();
             }
         }
         for (i, a) in map.normal.iter().enumerate() {
@@ -482,7 +423,7 @@ mod tests {
                 .iter()
                 .map(|(a, k)| (a.to_string(), k.to_string()))
                 .collect();
-            KeyMap::with_overrides(&m)
+            KeyMap::with_overrides(&crate::config::KeyOverrides::parse(&m)?)
         };
         let map = over(&[("reelect", "ctrl-e, f5")]).expect("valid");
         assert_eq!(
@@ -511,6 +452,12 @@ mod tests {
         );
         let e = over(&[("quit", "ctrl-")]).expect_err("bad key");
         assert!(e.contains("is not a key"), "{e}");
+    }
+
+    #[test]
+    fn every_config_action_name_has_its_action() {
+        let names: Vec<&str> = ACTION_NAMES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, crate::config::keys::ACTIONS);
     }
 
     #[test]

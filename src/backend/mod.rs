@@ -80,30 +80,20 @@ pub trait Backend: Send {
     fn run(self: Box<Self>, io: BackendIo) -> BackendFuture;
 }
 
-/// `etcd1`, `etcd2`, `sql1`...: the handle of the `id`-th source, the n-th of its kind.
+/// The handle of the `id`-th source: its configured name, else `etcd1`, `sql1`...
 pub fn short_name(configs: &[SourceConfig], id: SourceId) -> String {
-    let kind = |c: &SourceConfig| match c {
-        SourceConfig::Etcd(_) => "etcd",
-        SourceConfig::Sql(_) => "sql",
-    };
-    let k = kind(&configs[id]);
-    let n = configs[..=id].iter().filter(|c| kind(c) == k).count();
-    format!("{k}{n}")
+    crate::config::context::source_names(configs).swap_remove(id)
 }
 
-/// The backend for the `id`-th configured source; fails only on settings that cannot work.
-pub fn build(
-    configs: &[SourceConfig],
-    id: SourceId,
-    opts: &BackendOptions,
-) -> Result<Box<dyn Backend>, sql::SqlConfigError> {
+/// The backend for the `id`-th configured source (the config checked its settings).
+pub fn build(configs: &[SourceConfig], id: SourceId, opts: &BackendOptions) -> Box<dyn Backend> {
     let short = short_name(configs, id);
-    Ok(match &configs[id] {
+    match &configs[id] {
         SourceConfig::Etcd(cfg) => {
             Box::new(etcd::EtcdBackend::new(id, short, cfg.clone(), opts.clone()))
         }
-        SourceConfig::Sql(cfg) => Box::new(sql::SqlBackend::new(id, short, cfg, opts.clone())?),
-    })
+        SourceConfig::Sql(cfg) => Box::new(sql::SqlBackend::new(id, short, cfg, opts.clone())),
+    }
 }
 
 /// Runs an admin action against the source's store, refusing it on a read-only source.

@@ -19,7 +19,7 @@ use supervisor::{NodeOutput, Supervisor};
 use crate::app::{self, App, Msg};
 use crate::backend::BackendOptions;
 use crate::cli::{DemoArgs, DemoStore, SourceArgs};
-use crate::config::{DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource};
+use crate::config::{DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource, SqlSpec};
 use crate::model::Scheme;
 use crate::runtime::Sources;
 
@@ -120,9 +120,10 @@ fn setup(
     etcd: Option<&str>,
 ) -> Result<Setup> {
     let scheme_arg = src.scheme.map(Scheme::from);
-    let sql = |url: String, scheme: Scheme| -> Setup {
-        Setup {
-            source: SourceConfig::Sql(SqlSource {
+    let sql = |url: String, scheme: Scheme| -> Result<Setup> {
+        Ok(Setup {
+            source: SourceConfig::Sql(SqlSource::new(SqlSpec {
+                name: None,
                 url: DbUrl(url.clone()),
                 password_env: src.password_env.clone(),
                 password_file: src.password_file.clone(),
@@ -133,7 +134,7 @@ fn setup(
                 timeout: args.ttl.filter(|_| scheme == Scheme::SqlHeartbeat),
                 poll: Some(Duration::from_millis(200)),
                 read_only: src.read_only,
-            }),
+            })?),
             node_source_args: {
                 let mut a = vec![
                     "--sql".into(),
@@ -153,7 +154,7 @@ fn setup(
                 a
             },
             label: format!("{scheme} on {}", DbUrl(url).redacted()),
-        }
+        })
     };
     let sql_scheme = || match scheme_arg {
         Some(s) if s.is_sql() => Ok(s),
@@ -166,14 +167,14 @@ fn setup(
         DemoStore::Sqlite => sql(
             format!("sqlite://{}", dir.join("elections.db").display()),
             sql_scheme()?,
-        ),
+        )?,
         DemoStore::Postgres | DemoStore::Mysql => {
             let url = src
                 .sql
                 .first()
                 .cloned()
                 .context("--store postgres|mysql needs --sql URL")?;
-            sql(url, sql_scheme()?)
+            sql(url, sql_scheme()?)?
         }
         DemoStore::Etcd => {
             let scheme = match scheme_arg {
@@ -206,6 +207,7 @@ fn setup(
             node_source_args.extend(tls.map(tls_args).unwrap_or_default());
             Setup {
                 source: SourceConfig::Etcd(EtcdSource {
+                    name: None,
                     endpoints: vec![endpoint.clone()],
                     prefix: ETCD_PREFIX.into(),
                     scheme: Some(scheme),
@@ -267,7 +269,7 @@ pub async fn run(
         etcd.as_ref().map(|e| e.endpoint.as_str()),
     )?;
     if let SourceConfig::Sql(cfg) = &setup.source {
-        let settings = crate::backend::sql::SqlSettings::from_config(cfg)?;
+        let settings = crate::backend::sql::SqlSettings::new(cfg);
         crate::backend::sql::create_table_if_missing(&settings, Duration::from_secs(5))
             .await
             .map_err(anyhow::Error::msg)?;

@@ -26,11 +26,12 @@ pub async fn run(
     report: &Reporter,
     stop: CancellationToken,
 ) -> Result<()> {
-    let mut cfg = cfg.clone();
-    if cfg.scheme == Scheme::SqlHeartbeat {
-        cfg.timeout = Some(t.ttl);
-    }
-    let s = SqlSettings::from_config(&cfg)?;
+    // The node's own --ttl is its heartbeat timeout.
+    let cfg = match cfg.scheme {
+        Scheme::SqlHeartbeat => cfg.with_timeout(t.ttl)?,
+        _ => cfg.clone(),
+    };
+    let s = SqlSettings::new(&cfg);
     // Each round of store calls must finish while our term could still be running; a node
     // cut off from the database then stops believing it leads when its term runs out.
     let limit = t.call_limit();

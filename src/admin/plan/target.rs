@@ -29,7 +29,7 @@ impl Target {
                 prefix: c.prefix.clone(),
             }),
             SourceConfig::Sql(c) => {
-                let s = SqlSettings::from_config(c).map_err(|e| e.to_string())?;
+                let s = SqlSettings::new(c);
                 Ok(Target::Sql(SqlTarget {
                     dialect: s.dialect,
                     table: s.table.clone(),

@@ -91,22 +91,26 @@ fn etcd_election_deposing_ends_sessions_first_and_states_the_measured_bound() {
 }
 
 fn custom_sql(url: &str, scheme: Scheme) -> Target {
-    let cfg = SourceConfig::Sql(SqlSource {
-        url: crate::config::DbUrl(url.into()),
-        scheme,
-        table: Some("locks".into()),
-        columns: SqlColumns {
-            key: Some("lock_name".into()),
-            leader_id: Some("owner".into()),
-            valid_until: Some("until_at".into()),
-        },
-        password_env: None,
-        password_file: None,
-        timeout: None,
-        poll: None,
-        read_only: false,
-        preset: None,
-    });
+    let cfg = SourceConfig::Sql(
+        SqlSource::new(crate::config::SqlSpec {
+            name: None,
+            url: crate::config::DbUrl(url.into()),
+            scheme,
+            table: Some("locks".into()),
+            columns: SqlColumns {
+                key: Some("lock_name".into()),
+                leader_id: Some("owner".into()),
+                valid_until: Some("until_at".into()),
+            },
+            password_env: None,
+            password_file: None,
+            timeout: None,
+            poll: None,
+            read_only: false,
+            preset: None,
+        })
+        .expect("valid settings"),
+    );
     Target::from_config(&cfg).expect("valid settings")
 }
 

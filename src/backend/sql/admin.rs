@@ -20,17 +20,7 @@ pub async fn execute_traced(
     req: &AdminRequest,
     timeout: Duration,
 ) -> (Outcome, Vec<String>) {
-    let s = match SqlSettings::from_config(cfg) {
-        Ok(s) => s,
-        Err(e) => {
-            return (
-                Outcome::Refused {
-                    reason: e.to_string(),
-                },
-                Vec::new(),
-            );
-        }
-    };
+    let s = SqlSettings::new(cfg);
     let plan = match plan(req) {
         Ok(p) => p,
         Err(reason) => return (Outcome::Refused { reason }, Vec::new()),

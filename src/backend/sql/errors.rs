@@ -203,7 +203,7 @@ mod tests {
 
     fn settings() -> SqlSettings {
         let cfg = super::super::tests::cfg(URL, Scheme::SqlLease);
-        SqlSettings::from_config(&cfg).expect("valid")
+        SqlSettings::new(&crate::config::SqlSource::new(cfg).expect("valid"))
     }
 
     fn refused(code: &'static str, message: &'static str) -> SqlError {

@@ -51,23 +51,7 @@ pub trait SqlScheme: Send + Sync {
     fn term_ms(&self) -> Option<i64>;
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SqlConfigError {
-    #[error("database URL `{0}` must start with postgres://, mysql:// or sqlite://")]
-    Url(String),
-    #[error("scheme `{0}` is not a SQL scheme; use sql-lease or sql-heartbeat")]
-    Scheme(Scheme),
-    #[error(transparent)]
-    Ident(#[from] dialect::BadIdent),
-    #[error(transparent)]
-    Tls(#[from] tls::TlsConfigError),
-    #[error("the heartbeat timeout must be more than 0")]
-    Timeout,
-    #[error(
-        "an in-memory SQLite database is private to one connection, so no participant's elections can be seen in it; use a file: sqlite:///path/to/elections.db"
-    )]
-    Memory,
-}
+pub use crate::config::SqlConfigError;
 
 /// A SQL source's settings, checked.
 pub struct SqlSettings {
@@ -81,56 +65,30 @@ pub struct SqlSettings {
 }
 
 impl SqlSettings {
-    pub fn from_config(cfg: &SqlSource) -> Result<SqlSettings, SqlConfigError> {
-        let dialect =
-            Dialect::from_url(&cfg.url.0).ok_or_else(|| SqlConfigError::Url(cfg.url.redacted()))?;
-        if dialect == Dialect::Sqlite
-            && (cfg.url.0.contains(":memory:") || cfg.url.0.contains("mode=memory"))
-        {
-            return Err(SqlConfigError::Memory);
-        }
-        tls::check(&cfg.url.0, dialect)?;
-        let (table, key, holder, stamp) = match cfg.scheme {
-            Scheme::SqlLease => ("leaderlock", "key", "leader_id", "valid_until"),
-            Scheme::SqlHeartbeat => (
-                "service_election",
-                "anchor",
-                "service_id",
-                "last_seen_active",
-            ),
-            other => return Err(SqlConfigError::Scheme(other)),
-        };
-        let c = &cfg.columns;
+    /// The backend's view of a source the config checked.
+    pub fn new(cfg: &SqlSource) -> SqlSettings {
+        let c = cfg.checked();
         let columns = Columns {
-            key: Ident::column(c.key.as_deref().unwrap_or(key))?,
-            holder: Ident::column(c.leader_id.as_deref().unwrap_or(holder))?,
-            stamp: Ident::column(c.valid_until.as_deref().unwrap_or(stamp))?,
+            key: c.key.clone(),
+            holder: c.holder.clone(),
+            stamp: c.stamp.clone(),
         };
-        let scheme: Box<dyn SqlScheme> = match cfg.scheme {
-            Scheme::SqlHeartbeat => {
-                let timeout = cfg.timeout.unwrap_or(Duration::from_secs(20));
-                if timeout.is_zero() {
-                    return Err(SqlConfigError::Timeout);
-                }
-                Box::new(heartbeat::SqlHeartbeat {
-                    columns,
-                    timeout_ms: timeout.as_millis() as i64,
-                })
-            }
-            _ => Box::new(lease::SqlLease { columns }),
+        let scheme: Box<dyn SqlScheme> = match c.heartbeat_timeout {
+            Some(timeout) => Box::new(heartbeat::SqlHeartbeat {
+                columns,
+                timeout_ms: timeout.as_millis() as i64,
+            }),
+            None => Box::new(lease::SqlLease { columns }),
         };
-        Ok(SqlSettings {
-            dialect,
+        SqlSettings {
+            dialect: c.dialect,
             url: cfg.url.clone(),
-            table: Ident::table(cfg.table.as_deref().unwrap_or(table))?,
+            table: c.table.clone(),
             scheme,
-            poll: cfg
-                .poll
-                .unwrap_or(Duration::from_millis(500))
-                .max(Duration::from_millis(50)),
+            poll: c.poll,
             password_env: cfg.password_env.clone(),
             password_file: cfg.password_file.clone(),
-        })
+        }
     }
 
     /// The URL with the password from the environment or file put in, for connecting only.
@@ -182,13 +140,8 @@ pub struct SqlBackend {
 }
 
 impl SqlBackend {
-    pub fn new(
-        id: SourceId,
-        short: String,
-        cfg: &SqlSource,
-        opts: BackendOptions,
-    ) -> Result<Self, SqlConfigError> {
-        let settings = SqlSettings::from_config(cfg)?;
+    pub fn new(id: SourceId, short: String, cfg: &SqlSource, opts: BackendOptions) -> Self {
+        let settings = SqlSettings::new(cfg);
         let name = settings.source_name();
         let info = SourceInfo {
             id,
@@ -202,12 +155,12 @@ impl SqlBackend {
             idle_is_normal: cfg.preset.is_some_and(|p| p.spec().idle_is_normal),
             notice: None,
         };
-        Ok(SqlBackend {
+        SqlBackend {
             info,
             settings,
             opts,
             history_path: history::default_path(&name),
-        })
+        }
     }
 }
 
@@ -224,10 +177,15 @@ impl Backend for SqlBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SqlColumns;
+    use crate::config::{SqlColumns, SqlSpec};
 
-    pub(super) fn cfg(url: &str, scheme: Scheme) -> SqlSource {
-        SqlSource {
+    fn settings(spec: SqlSpec) -> SqlSettings {
+        SqlSettings::new(&SqlSource::new(spec).expect("valid"))
+    }
+
+    pub(super) fn cfg(url: &str, scheme: Scheme) -> SqlSpec {
+        SqlSpec {
+            name: None,
             url: DbUrl(url.into()),
             password_env: None,
             password_file: None,
@@ -243,8 +201,7 @@ mod tests {
 
     #[test]
     fn defaults_are_the_articles_names() {
-        let s = SqlSettings::from_config(&cfg("postgres://u:pw@h:5432/db", Scheme::SqlHeartbeat))
-            .expect("valid");
+        let s = settings(cfg("postgres://u:pw@h:5432/db", Scheme::SqlHeartbeat));
         let q = s.poll_query("timestamp with time zone");
         assert!(
             q.contains("\"service_election\"")
@@ -258,7 +215,7 @@ mod tests {
     #[test]
     fn unusable_tls_modes_are_refused() {
         let bad_mode = cfg("postgres://h/db?sslmode=on", Scheme::SqlLease);
-        let e = SqlSettings::from_config(&bad_mode).err().expect("refused");
+        let e = SqlSource::new(bad_mode).expect_err("refused");
         assert!(e.to_string().contains("sslmode=on"), "{e}");
     }
 
@@ -266,17 +223,17 @@ mod tests {
     fn bad_names_and_urls_are_refused_with_the_reason() {
         let mut c = cfg("mysql://u@h/db", Scheme::SqlLease);
         c.table = Some("leader lock".into());
-        let e = SqlSettings::from_config(&c)
+        let e = SqlSource::new(c)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("`leader lock` is not a usable SQL name"), "{e}");
-        let e = SqlSettings::from_config(&cfg("redis://h", Scheme::SqlLease))
+        let e = SqlSource::new(cfg("redis://h", Scheme::SqlLease))
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("must start with postgres://"), "{e}");
-        let e = SqlSettings::from_config(&cfg("sqlite::memory:", Scheme::SqlLease))
+        let e = SqlSource::new(cfg("sqlite::memory:", Scheme::SqlLease))
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
@@ -287,7 +244,7 @@ mod tests {
     fn passwords_come_from_env_and_never_show() {
         let mut c = cfg("postgres://tester@127.0.0.1:5432/db", Scheme::SqlLease);
         c.password_env = Some("ELECTOP_TEST_PW_UNIT".into());
-        let s = SqlSettings::from_config(&c).expect("valid");
+        let s = settings(c.clone());
         assert!(
             s.connect_url()
                 .unwrap_err()

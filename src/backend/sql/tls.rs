@@ -8,123 +8,11 @@ use rustls::CertificateError;
 
 use super::dialect::Dialect;
 use super::errors::SqlError;
+use crate::config::sql_tls::{Names, Params, names, params};
 
 /// Every TLS failure message holds this, so the operator reads at once what kind of failure
 /// it is (its kind, `SqlError::Tls`, is what decides it is lasting).
 pub(crate) const MARKER: &str = ": TLS: ";
-
-/// A TLS setting in a database URL that cannot work.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum TlsConfigError {
-    #[error("{param}={value} in the database URL is not a TLS mode; use one of {allowed}")]
-    Mode {
-        param: &'static str,
-        value: String,
-        allowed: &'static str,
-    },
-    #[error("{0} and {1} in the database URL go together: give both or neither")]
-    Pair(&'static str, &'static str),
-}
-
-/// The parameter names and modes of one dialect, for checks and messages.
-struct Names {
-    mode: &'static str,
-    ca: &'static str,
-    cert: &'static str,
-    key: &'static str,
-    /// The mode that checks the CA but not the host name.
-    verify_ca: &'static str,
-    modes: &'static [&'static str],
-}
-
-fn names(d: Dialect) -> Option<Names> {
-    match d {
-        Dialect::Postgres => Some(Names {
-            mode: "sslmode",
-            ca: "sslrootcert",
-            cert: "sslcert",
-            key: "sslkey",
-            verify_ca: "sslmode=verify-ca",
-            modes: &[
-                "disable",
-                "allow",
-                "prefer",
-                "require",
-                "verify-ca",
-                "verify-full",
-            ],
-        }),
-        Dialect::MySql => Some(Names {
-            mode: "ssl-mode",
-            ca: "ssl-ca",
-            cert: "ssl-cert",
-            key: "ssl-key",
-            verify_ca: "ssl-mode=VERIFY_CA",
-            modes: &[
-                "DISABLED",
-                "PREFERRED",
-                "REQUIRED",
-                "VERIFY_CA",
-                "VERIFY_IDENTITY",
-            ],
-        }),
-        Dialect::Sqlite => None,
-    }
-}
-
-/// The TLS parameters of a URL by meaning, under every spelling sqlx accepts.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Params {
-    mode: Option<String>,
-    ca: Option<String>,
-    cert: Option<String>,
-    key: Option<String>,
-}
-
-fn params(url: &str) -> Params {
-    let mut p = Params::default();
-    let Ok(u) = url::Url::parse(url) else {
-        return p;
-    };
-    for (k, v) in u.query_pairs() {
-        let slot = match k.as_ref() {
-            "sslmode" | "ssl-mode" => &mut p.mode,
-            "sslrootcert" | "ssl-root-cert" | "sslca" | "ssl-ca" => &mut p.ca,
-            "sslcert" | "ssl-cert" => &mut p.cert,
-            "sslkey" | "ssl-key" => &mut p.key,
-            _ => continue,
-        };
-        *slot = Some(v.into_owned());
-    }
-    p
-}
-
-/// Checks the URL's TLS parameters as written: a known mode, a client certificate together
-/// with its key. The files are read only when connecting ([`check_files`]), as a config
-/// written for another machine must still load.
-pub(crate) fn check(url: &str, d: Dialect) -> Result<(), TlsConfigError> {
-    let Some(n) = names(d) else {
-        return Ok(());
-    };
-    let p = params(url);
-    if let Some(mode) = &p.mode
-        && !n.modes.iter().any(|m| m.eq_ignore_ascii_case(mode))
-    {
-        return Err(TlsConfigError::Mode {
-            param: n.mode,
-            value: crate::model::escape_bytes(mode.as_bytes()),
-            allowed: if d == Dialect::Postgres {
-                "disable, allow, prefer, require, verify-ca, verify-full"
-            } else {
-                "DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY"
-            },
-        });
-    }
-    if p.cert.is_some() != p.key.is_some() {
-        return Err(TlsConfigError::Pair(n.cert, n.key));
-    }
-    Ok(())
-}
 
 /// Before connecting: every certificate file the URL names can be read. A missing one is a
 /// lasting TLS error naming the parameter and the path; sqlx would report it as an I/O
@@ -235,26 +123,10 @@ fn rustls_words(e: &rustls::Error, n: &Names, p: &Params, url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::sql_tls::{TlsConfigError, check};
 
     const PG: Dialect = Dialect::Postgres;
     const MY: Dialect = Dialect::MySql;
-
-    #[test]
-    fn modes_are_checked_per_dialect() {
-        assert_eq!(check("postgres://h/db?sslmode=verify-full", PG), Ok(()));
-        assert_eq!(check("postgres://h/db?sslmode=DISABLE", PG), Ok(()));
-        assert_eq!(check("mysql://h/db?ssl-mode=VERIFY_CA", MY), Ok(()));
-        assert_eq!(check("mysql://h/db?ssl-mode=required", MY), Ok(()));
-        let e = check("postgres://h/db?sslmode=verify_ca", PG).expect_err("mysql spelling");
-        assert!(e.to_string().contains("sslmode=verify_ca"), "{e}");
-        assert!(e.to_string().contains("verify-full"), "{e}");
-        let e = check("mysql://h/db?sslmode=verify-full", MY).expect_err("pg spelling");
-        assert!(e.to_string().contains("VERIFY_IDENTITY"), "{e}");
-        assert_eq!(
-            check("sqlite:///x.db?sslmode=nonsense", Dialect::Sqlite),
-            Ok(())
-        );
-    }
 
     #[test]
     fn certificate_files_must_be_readable() {

@@ -1,0 +1,245 @@
+//! The config file and every check of what it and the command line give, in one leaf
+//! module: it knows only the model's plain types (and the presets' tables), and the command
+//! line, the backends and the key map take what it produced. Unknown keys are refused, so a
+//! typo is an error that names the key instead of a setting silently ignored.
+
+pub mod context;
+mod duration;
+mod endpoint;
+mod etcd;
+pub mod keys;
+pub mod sql;
+mod sql_names;
+pub(crate) mod sql_tls;
+mod ui;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use context::Context;
+pub use duration::parse_duration;
+pub use endpoint::{EndpointError, check_endpoint};
+pub use etcd::EtcdSource;
+pub use keys::{KeyOverrides, parse_key};
+pub use sql::{DbUrl, SqlChecked, SqlColumns, SqlConfigError, SqlSource, SqlSpec, read_password};
+pub use sql_names::{BadIdent, Dialect, Ident};
+pub use sql_tls::TlsConfigError;
+pub use ui::{HistoryConfig, UiConfig};
+
+/// The config file, checked: every source's settings can work and has its name, every
+/// context names known sources.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    /// Where it was read from; `None` when there was no file.
+    pub path: Option<PathBuf>,
+    pub ui: UiConfig,
+    pub history: HistoryConfig,
+    /// The elections to show, each named; `--etcd`/`--sql` on the command line replace these.
+    pub sources: Vec<SourceConfig>,
+    /// Key overrides, e.g. `reelect = "ctrl-r"`.
+    pub keys: KeyOverrides,
+    /// Named sets of sources; empty when the file defines none.
+    pub contexts: Vec<Context>,
+    /// The context used without `--context`; the first one when not set.
+    pub current_context: Option<String>,
+}
+
+/// The file as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    ui: UiConfig,
+    #[serde(default)]
+    history: HistoryConfig,
+    #[serde(default, rename = "source")]
+    sources: Vec<SourceFile>,
+    /// Action name = "key[,key...]".
+    #[serde(default)]
+    keys: BTreeMap<String, String>,
+    #[serde(default, rename = "context")]
+    contexts: Vec<Context>,
+    #[serde(default, rename = "current-context")]
+    current_context: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+enum SourceFile {
+    Etcd(EtcdSource),
+    Sql(sql::SqlSourceFile),
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SourceConfig {
+    Etcd(EtcdSource),
+    Sql(SqlSource),
+}
+
+impl SourceConfig {
+    pub fn read_only(&self) -> bool {
+        match self {
+            SourceConfig::Etcd(e) => e.read_only,
+            SourceConfig::Sql(s) => s.read_only,
+        }
+    }
+
+    pub fn set_read_only(&mut self) {
+        match self {
+            SourceConfig::Etcd(e) => e.read_only = true,
+            SourceConfig::Sql(s) => s.set_read_only(),
+        }
+    }
+
+    /// The `name` given in the config file (filled in for every source of a loaded file).
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            SourceConfig::Etcd(e) => e.name.as_deref(),
+            SourceConfig::Sql(s) => s.name.as_deref(),
+        }
+    }
+
+    fn set_name(&mut self, name: String) {
+        match self {
+            SourceConfig::Etcd(e) => e.name = Some(name),
+            SourceConfig::Sql(s) => s.set_name(name),
+        }
+    }
+}
+
+/// The sources one command reads, and the context they came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Selected {
+    pub context: Option<String>,
+    pub sources: Vec<SourceConfig>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("config file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Config {
+    /// The default config file: `$XDG_CONFIG_HOME/electop/config.toml` on Linux.
+    pub fn default_path() -> Option<PathBuf> {
+        directories::ProjectDirs::from("", "", "electop")
+            .map(|d| d.config_dir().join("config.toml"))
+    }
+
+    /// Loads `path`; a missing default file is an empty config, a missing explicit one an error.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let (path, explicit) = match path {
+            Some(p) => (p.to_path_buf(), true),
+            None => match Self::default_path() {
+                Some(p) => (p, false),
+                None => return Ok(Config::default()),
+            },
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Config::default());
+            }
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Self::parse(&text, &path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        Self::check(file)
+            .map_err(|message| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            })
+            .map(|c| Config {
+                path: Some(path.to_path_buf()),
+                ..c
+            })
+    }
+
+    fn check(file: ConfigFile) -> Result<Config, String> {
+        let keys = KeyOverrides::parse(&file.keys)?;
+        let mut sources = Vec::new();
+        for (i, s) in file.sources.into_iter().enumerate() {
+            let at = |e: String| format!("[[source]] #{}: {e}", i + 1);
+            sources.push(match s {
+                SourceFile::Etcd(mut e) => {
+                    etcd::check_file_source(&mut e).map_err(at)?;
+                    SourceConfig::Etcd(e)
+                }
+                SourceFile::Sql(q) => SourceConfig::Sql(q.into_source().map_err(at)?),
+            });
+            if let Some(name) = sources[i].name() {
+                context::check_name(&format!("[[source]] #{}", i + 1), name)?;
+            }
+        }
+        let names = context::source_names(&sources);
+        context::check(&names, &file.contexts, file.current_context.as_deref())?;
+        for (s, name) in sources.iter_mut().zip(names) {
+            s.set_name(name);
+        }
+        Ok(Config {
+            path: None,
+            ui: file.ui,
+            history: file.history,
+            sources,
+            keys,
+            contexts: file.contexts,
+            current_context: file.current_context,
+        })
+    }
+
+    /// The sources of context `name`, else of `current-context`, else of the first context;
+    /// every source when the file defines no context.
+    pub fn select(&self, name: Option<&str>) -> Result<Selected, String> {
+        let chosen = name
+            .or(self.current_context.as_deref())
+            .or(self.contexts.first().map(|c| c.name.as_str()));
+        let Some(chosen) = chosen else {
+            return Ok(Selected {
+                context: None,
+                sources: self.sources.clone(),
+            });
+        };
+        let ctx = self
+            .contexts
+            .iter()
+            .find(|c| c.name == chosen)
+            .ok_or_else(|| context::unknown(chosen, &self.contexts))?;
+        let sources = ctx
+            .sources
+            .iter()
+            .filter_map(|n| self.sources.iter().find(|s| s.name() == Some(n.as_str())))
+            .cloned()
+            .collect();
+        Ok(Selected {
+            context: Some(ctx.name.clone()),
+            sources,
+        })
+    }
+
+    /// The context `select(None)` picks.
+    pub fn default_context(&self) -> Option<&str> {
+        self.current_context
+            .as_deref()
+            .or(self.contexts.first().map(|c| c.name.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests;

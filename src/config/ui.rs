@@ -1,0 +1,54 @@
+//! The `[ui]` and `[history]` sections.
+
+use serde::Deserialize;
+
+use super::duration::duration;
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct UiConfig {
+    /// Redraw interval while a countdown is visible, in milliseconds.
+    pub tick_ms: u64,
+    /// An election whose leader changed more than this many times in the last minute is
+    /// flagged as flapping.
+    pub flap_per_min: u32,
+    /// At most this many frames a second, however fast the stores change: changes arriving
+    /// in between are drawn together.
+    pub max_fps: u32,
+}
+
+impl UiConfig {
+    /// The shortest time between two frames.
+    pub fn min_frame(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(1) / self.max_fps.clamp(1, 1000)
+    }
+}
+
+impl Default for UiConfig {
+    fn default() -> Self {
+        UiConfig {
+            tick_ms: 100,
+            flap_per_min: 4,
+            max_fps: 30,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HistoryConfig {
+    /// Leader changes kept per election (replayed from etcd and seen live); 0 turns replay off.
+    pub limit: usize,
+    /// How long an election whose last candidate left stays listed, e.g. "10m".
+    #[serde(deserialize_with = "duration")]
+    pub retention: std::time::Duration,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        HistoryConfig {
+            limit: 200,
+            retention: std::time::Duration::from_secs(600),
+        }
+    }
+}
