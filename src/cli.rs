@@ -254,6 +254,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// List the presets (--preset): each project's table and how electop reads it.
     Presets,
+    /// List the config file's contexts ([[context]]) with their sources; * marks the one
+    /// used without --context.
+    Contexts,
     /// Print a shell completion script, e.g. `electop completions bash > /etc/bash_completion.d/electop`.
     Completions { shell: clap_complete::Shell },
 }
@@ -355,6 +358,17 @@ impl SourceArgs {
             context: chosen.context.filter(|_| !flags_given),
             sources,
         })
+    }
+
+    /// The sources of context `name`, with the flags that apply to config sources
+    /// (`--read-only`, TLS) applied: what `:ctx NAME` switches to.
+    pub fn context_sources(
+        &self,
+        config: &Config,
+        name: &str,
+    ) -> Result<Vec<SourceConfig>, String> {
+        let chosen = config.select(Some(name))?;
+        self.resolve_sources(&chosen.sources)
     }
 
     fn resolve_sources(&self, configured: &[SourceConfig]) -> Result<Vec<SourceConfig>, String> {

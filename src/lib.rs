@@ -11,6 +11,7 @@ pub mod app;
 pub mod backend;
 pub mod cli;
 pub mod config;
+pub mod context_switch;
 pub mod demo;
 pub mod logging;
 pub mod model;

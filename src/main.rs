@@ -8,6 +8,7 @@ use electop::admin::ActionKind;
 use electop::backend::BackendOptions;
 use electop::cli::{Cli, Command};
 use electop::config::{Config, ConfigError};
+use electop::context_switch::ContextSwitch;
 use electop::runtime::{self, Sources};
 use electop::supervise;
 
@@ -100,7 +101,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         rt.block_on(electop::demo::run(args, &cli.sources, tick, prefs))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let sources = cli.sources.resolve(&config).map_err(Usage)?;
+    if let Some(Command::Contexts) = cli.command {
+        print!("{}", electop::config::context::listing(&config));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let selected = cli.sources.select(&config).map_err(Usage)?;
+    let sources = selected.sources;
     let mut opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
         retention: config.history.retention,
@@ -112,7 +118,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             None => {
                 let s = Sources::spawn(&sources, &opts)?;
                 let min_frame = config.ui.min_frame();
-                runtime::run_tui(s, tick, min_frame, cli.debug_panic, prefs).await?;
+                let sources_of = |name: &str| cli.sources.context_sources(&config, name);
+                // Switching makes sense only for the config's sources, not the flags'.
+                let contexts = selected.context.clone().map(|current| ContextSwitch {
+                    current: Some(current),
+                    names: config.contexts.iter().map(|c| c.name.clone()).collect(),
+                    sources_of: &sources_of,
+                    opts: opts.clone(),
+                });
+                runtime::run_tui(s, tick, min_frame, cli.debug_panic, prefs, contexts).await?;
                 Ok(ExitCode::SUCCESS)
             }
             Some(Command::Status {
@@ -170,7 +184,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 opts.history_limit,
             )
             .await),
-            Some(Command::Demo(_) | Command::Completions { .. } | Command::Presets) => {
+            Some(
+                Command::Demo(_)
+                | Command::Completions { .. }
+                | Command::Presets
+                | Command::Contexts,
+            ) => {
                 unreachable!("handled above")
             }
             Some(Command::Node(args)) => {

@@ -298,26 +298,51 @@ pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
 }
 
 /// Runs the dashboard until quit. The panic hook (`crate::supervise`) restores the terminal
-/// before a panic of this loop is printed.
+/// before a panic of this loop is printed. `:ctx NAME` ends the loop with the old state;
+/// the sources are switched here and the loop entered again, on the same terminal.
 pub async fn run_tui(
     mut sources: Sources,
     tick: Duration,
     min_frame: Duration,
     debug_panic: bool,
     prefs: crate::app::Prefs,
+    contexts: Option<crate::context_switch::ContextSwitch<'_>>,
 ) -> Result<()> {
     let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
-    let result = tui_loop(
-        &mut terminal,
-        &mut sources,
-        (tick, min_frame),
-        debug_panic,
-        prefs,
-    )
-    .await;
+    let mut app =
+        App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
+    if let Some(c) = &contexts {
+        app.contexts = c.state();
+    }
+    let result = loop {
+        app.retention = sources.retention;
+        app.targets = sources.targets();
+        match tui_loop(
+            &mut terminal,
+            &mut sources,
+            (tick, min_frame),
+            debug_panic,
+            app,
+        )
+        .await
+        {
+            Ok(LoopEnd::Switch(old)) => {
+                app = crate::context_switch::switch(*old, &mut sources, contexts.as_ref()).await;
+            }
+            Ok(LoopEnd::Quit) => break Ok(()),
+            Err(e) => break Err(e),
+        }
+    };
     crate::supervise::restore_terminal();
     sources.shutdown().await;
     result
+}
+
+/// Why the dashboard loop returned.
+enum LoopEnd {
+    Quit,
+    /// `:ctx NAME` asked for another context; no admin action is under way any more.
+    Switch(Box<App>),
 }
 
 /// `(tick, min_frame)`: how often countdowns move, and the shortest time between frames.
@@ -326,12 +351,8 @@ async fn tui_loop(
     sources: &mut Sources,
     (tick, min_frame): (Duration, Duration),
     debug_panic: bool,
-    prefs: crate::app::Prefs,
-) -> Result<()> {
-    let mut app =
-        App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
-    app.retention = sources.retention;
-    app.targets = sources.targets();
+    mut app: App,
+) -> Result<LoopEnd> {
     let size = terminal.size()?;
     app::update(
         &mut app,
@@ -363,7 +384,17 @@ async fn tui_loop(
             }
         }
         if app.quit {
-            return wait_for_actions(terminal, &mut app, sources, &mut admin_rx).await;
+            return wait_for_actions(terminal, &mut app, sources, &mut admin_rx)
+                .await
+                .map(|()| LoopEnd::Quit);
+        }
+        if app.contexts.switch_to.is_some() {
+            // An admin action is never dropped: it finishes (on screen) before its source goes.
+            wait_for_actions(terminal, &mut app, sources, &mut admin_rx).await?;
+            while let Ok(outcome) = admin_rx.try_recv() {
+                app::update(&mut app, Msg::AdminDone(outcome));
+            }
+            return Ok(LoopEnd::Switch(Box::new(app)));
         }
         for (id, cmd) in app.visible_requests(ui::table_rows(app.size.1)) {
             if sent[id].as_ref() != Some(&cmd) {
@@ -384,7 +415,7 @@ async fn tui_loop(
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e).context("reading the terminal"),
-                None => return Ok(()),
+                None => return Ok(LoopEnd::Quit),
             },
             ev = sources.events.recv(), if !sources_ended => match ev {
                 Some(ev) => {

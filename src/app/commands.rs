@@ -45,7 +45,7 @@ pub fn on_prompt(app: &mut App, action: Action) {
             app.prompt = Some(p);
         }
         Action::Complete if p.kind == PromptKind::Command => {
-            p.text = prompt::complete(&p.text, &app.candidate_ids());
+            p.text = prompt::complete(&p.text, &app.completion_args(&p.text));
             app.prompt = Some(p);
         }
         _ => app.prompt = Some(p),
@@ -103,9 +103,8 @@ fn run(app: &mut App, text: &str) {
         Command::Resign => dialog::start(app, Action::Resign),
         Command::ForceLeader(None) => dialog::start(app, Action::ForceLeader),
         Command::ForceLeader(Some(id)) => dialog::force(app, id),
-        Command::Context(name) => app.say(Flash::error(&format!(
-            "no contexts configured: cannot switch to `{name}`"
-        ))),
+        Command::Context(Some(name)) => super::contexts::request(app, &name),
+        Command::Context(None) => super::contexts::list(app),
     }
 }
 

@@ -4,6 +4,7 @@
 mod action;
 pub mod alarm;
 mod commands;
+pub mod contexts;
 pub mod dialog;
 pub mod keys;
 pub mod log;
@@ -203,6 +204,8 @@ pub struct App {
     pub quit_asks: Option<&'static str>,
     /// Keys of what surrounds the dashboard (the demo's), for the help: (keys, what).
     pub extra_keys: &'static [(&'static str, &'static str)],
+    /// The config's contexts: the one shown, the others `:ctx` switches to.
+    pub contexts: contexts::Contexts,
 }
 
 /// Rows a page key moves.
@@ -257,6 +260,7 @@ impl App {
             prompt: None,
             quit_asks: None,
             extra_keys: &[],
+            contexts: contexts::Contexts::default(),
         }
     }
 

@@ -29,7 +29,8 @@ pub enum Command {
     Reelect,
     Resign,
     ForceLeader(Option<String>),
-    Context(String),
+    /// `:ctx NAME` switches; `:ctx` alone lists the contexts.
+    Context(Option<String>),
 }
 
 /// Every command, with what it takes, for completion and the help.
@@ -75,8 +76,7 @@ pub fn parse(text: &str) -> Result<Command, String> {
         ("reelect", _) => Command::Reelect,
         ("resign", _) => Command::Resign,
         ("force-leader", id) => Command::ForceLeader(id),
-        ("ctx" | "context", Some(n)) => Command::Context(n),
-        ("ctx" | "context", None) => return Err("ctx NAME: no contexts configured".to_string()),
+        ("ctx" | "context", n) => Command::Context(n),
         (other, _) => return Err(format!("unknown command `{other}`; Tab lists them")),
     })
 }
@@ -86,7 +86,8 @@ fn sort_names() -> Vec<&'static str> {
 }
 
 /// What the text typed so far may become: whole command lines, for the bar to list. `ids` are
-/// the selected election's candidates, for `force-leader`.
+/// the arguments the state knows ([`super::App::completion_args`]): the selected election's
+/// candidates for `force-leader`, the contexts for `ctx`.
 pub fn completions(text: &str, ids: &[String]) -> Vec<String> {
     match text.split_once(' ') {
         None => COMMANDS
@@ -98,7 +99,7 @@ pub fn completions(text: &str, ids: &[String]) -> Vec<String> {
         Some((cmd, arg)) => {
             let args: Vec<String> = match cmd {
                 "sort" => sort_names().into_iter().map(str::to_string).collect(),
-                "force-leader" => ids.to_vec(),
+                "force-leader" | "ctx" | "context" => ids.to_vec(),
                 _ => Vec::new(),
             };
             args.into_iter()
@@ -183,7 +184,8 @@ mod tests {
             Ok(Command::ForceLeader(Some("n1".into())))
         );
         assert!(parse("sort size").unwrap_err().contains("alarms, name"));
-        assert!(parse("ctx").unwrap_err().contains("no contexts configured"));
+        assert_eq!(parse("ctx"), Ok(Command::Context(None)));
+        assert_eq!(parse("ctx prod"), Ok(Command::Context(Some("prod".into()))));
         assert!(
             parse("explode")
                 .unwrap_err()

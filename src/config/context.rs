@@ -126,3 +126,34 @@ pub fn unknown(name: &str, contexts: &[Context]) -> String {
         list(&known)
     )
 }
+
+/// `electop contexts`: each context with its sources, `*` on the one used without
+/// `--context`.
+pub fn listing(config: &super::Config) -> String {
+    if config.contexts.is_empty() {
+        return "no contexts configured: add [[context]] entries (name, sources) to the config file\n"
+            .to_string();
+    }
+    let current = config.default_context();
+    let width = config
+        .contexts
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let mut out = format!("CURRENT  {:width$}  SOURCES\n", "NAME");
+    for c in &config.contexts {
+        let mark = if Some(c.name.as_str()) == current {
+            "*"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "{mark:7}  {:width$}  {}\n",
+            c.name,
+            c.sources.join(", ")
+        ));
+    }
+    out
+}

@@ -197,3 +197,125 @@ fn config_endpoints_are_checked() {
     };
     assert_eq!(e.endpoints, ["a:1"]);
 }
+
+const TWO_SOURCES: &str = "[[source]]\nname = \"prod-etcd\"\nkind = \"etcd\"\nendpoints = [\"a:1\"]\n\n[[source]]\nkind = \"sql\"\nurl = \"sqlite:///x.db\"\nscheme = \"sql-lease\"\n\n[[source]]\nkind = \"etcd\"\nendpoints = [\"b:1\"]\n";
+
+fn invalid(text: &str) -> String {
+    Config::parse(text, Path::new("x.toml"))
+        .expect_err("invalid")
+        .to_string()
+}
+
+#[test]
+fn sources_are_named_or_numbered_by_kind() {
+    let c = Config::parse(TWO_SOURCES, Path::new("x.toml")).expect("valid");
+    let names: Vec<_> = c.sources.iter().map(|s| s.name()).collect();
+    assert_eq!(names, [Some("prod-etcd"), Some("sql1"), Some("etcd2")]);
+    let sel = c.select(None).expect("no contexts: every source");
+    assert_eq!((sel.context, sel.sources.len()), (None, 3));
+}
+
+#[test]
+fn source_names_must_be_usable_and_unique() {
+    let dup = format!(
+        "{TWO_SOURCES}\n[[source]]\nname = \"sql1\"\nkind = \"etcd\"\nendpoints = [\"c:1\"]\n"
+    );
+    let msg = invalid(&dup);
+    assert!(
+        msg.contains("#2 and #4 are both named `sql1`") && msg.contains("x.toml"),
+        "{msg}"
+    );
+    let msg = invalid("[[source]]\nname = \"\"\nkind = \"etcd\"\nendpoints = [\"a:1\"]\n");
+    assert!(msg.contains("[[source]] #1 has an empty `name`"), "{msg}");
+    let msg = invalid("[[source]]\nname = \"a/b\"\nkind = \"etcd\"\nendpoints = [\"a:1\"]\n");
+    assert!(msg.contains("`a/b` may not hold `/`"), "{msg}");
+}
+
+#[test]
+fn contexts_select_their_sources() {
+    let text = format!(
+        "current-context = \"dev\"\n{TWO_SOURCES}\n[[context]]\nname = \"prod\"\nsources = [\"prod-etcd\"]\n\n[[context]]\nname = \"dev\"\nsources = [\"etcd2\", \"sql1\"]\n"
+    );
+    let c = Config::parse(&text, Path::new("x.toml")).expect("valid");
+    let sel = c.select(None).expect("current-context");
+    assert_eq!(sel.context.as_deref(), Some("dev"));
+    let names: Vec<_> = sel.sources.iter().map(|s| s.name()).collect();
+    assert_eq!(
+        names,
+        [Some("etcd2"), Some("sql1")],
+        "in the context's order"
+    );
+    let sel = c.select(Some("prod")).expect("prod");
+    assert_eq!(sel.sources.len(), 1);
+    let msg = c.select(Some("qa")).expect_err("unknown");
+    assert!(
+        msg.contains("unknown context `qa`") && msg.contains("prod, dev"),
+        "{msg}"
+    );
+    assert!(
+        context::listing(&c).contains("*        dev "),
+        "{}",
+        context::listing(&c)
+    );
+
+    // Without current-context, the first context.
+    let first = text.replace("current-context = \"dev\"\n", "");
+    let c = Config::parse(&first, Path::new("x.toml")).expect("valid");
+    assert_eq!(
+        c.select(None).expect("first").context.as_deref(),
+        Some("prod")
+    );
+}
+
+#[test]
+fn contexts_are_checked() {
+    let ctx = |body: &str| format!("{TWO_SOURCES}\n{body}");
+    let msg = invalid(&ctx(
+        "[[context]]\nname = \"prod\"\nsources = [\"prod-pg\"]\n",
+    ));
+    assert!(
+        msg.contains("context `prod`: no [[source]] is named `prod-pg`")
+            && msg.contains("prod-etcd, sql1, etcd2"),
+        "{msg}"
+    );
+    let msg = invalid(&ctx("[[context]]\nname = \"prod\"\nsources = []\n"));
+    assert!(msg.contains("context `prod` has no sources"), "{msg}");
+    let twice = "[[context]]\nname = \"a\"\nsources = [\"sql1\"]\n[[context]]\nname = \"a\"\nsources = [\"sql1\"]\n";
+    assert!(invalid(&ctx(twice)).contains("defined twice"));
+    let msg = invalid(&format!(
+        "current-context = \"qa\"\n{}",
+        ctx("[[context]]\nname = \"a\"\nsources = [\"sql1\"]\n")
+    ));
+    assert!(
+        msg.contains("current-context = \"qa\" is not a context") && msg.contains("are a"),
+        "{msg}"
+    );
+    let msg = invalid("current-context = \"qa\"\n");
+    assert!(msg.contains("no [[context]] is defined"), "{msg}");
+    let msg = invalid(&ctx(
+        "[[context]]\nname = \"a\"\nsources = [\"sql1\"]\nsource = 1\n",
+    ));
+    assert!(msg.contains("unknown field `source`"), "{msg}");
+    assert!(
+        Config::default()
+            .select(Some("prod"))
+            .expect_err("no contexts")
+            .contains("no contexts configured")
+    );
+}
+
+#[test]
+fn sql_settings_are_checked_once_when_the_file_loads() {
+    let msg = invalid(
+        "[[source]]\nkind = \"sql\"\nurl = \"postgres://u:s3cret@h/db?sslmode=on\"\nscheme = \"sql-lease\"\n",
+    );
+    assert!(
+        msg.contains("[[source]] #1") && msg.contains("sslmode=on"),
+        "{msg}"
+    );
+    assert!(!msg.contains("s3cret"), "{msg}");
+    let msg = invalid(
+        "[[source]]\nkind = \"sql\"\nurl = \"mysql://h/db\"\nscheme = \"sql-lease\"\ntable = \"a b\"\n",
+    );
+    assert!(msg.contains("`a b` is not a usable SQL name"), "{msg}");
+}

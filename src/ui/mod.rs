@@ -63,6 +63,9 @@ pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
 
 fn header(app: &App, frame: &mut Frame, area: Rect) {
     let mut spans = vec![Span::styled(" electop ", theme::title())];
+    if let Some(ctx) = &app.contexts.current {
+        spans.push(Span::raw(format!("· ctx {ctx} ")));
+    }
     // Staleness first: it qualifies everything else on the screen.
     for src in &app.sources {
         if let Some(age) = src.stale_for(app.now) {

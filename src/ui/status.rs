@@ -12,7 +12,7 @@ use crate::model::ConnState;
 
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     if let Some(p) = &app.prompt {
-        let ids = crate::app::prompt::completions(&p.text, &app.candidate_ids());
+        let ids = crate::app::prompt::completions(&p.text, &app.completion_args(&p.text));
         frame.render_widget(Paragraph::new(prompt_line(p, &ids)), area);
         return;
     }
