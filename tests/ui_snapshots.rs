@@ -760,3 +760,30 @@ fn patroni_members_and_notes_show_in_the_detail_and_force_leader_is_a_switchover
     assert!(text.contains("Patroni picks its leader itself"), "{text}");
     assert!(app.outbox.is_empty(), "nothing queued");
 }
+
+/// With a context, the header names it; with several sources, each row names its source: in
+/// a SOURCE column where there is room, before the name (`SOURCE/NAME`) where there is not.
+#[test]
+fn the_context_shows_in_the_header_and_each_row_names_its_source() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    app.sources[0].info.short = "prod-etcd".into();
+    app.sources[1].info.short = "prod-pg".into();
+    app.contexts = electop::app::contexts::Contexts {
+        current: Some("prod".into()),
+        names: vec!["prod".into(), "staging".into()],
+        switch_to: None,
+    };
+    let wide = format!("{}", render(&app, 100, 24).backend());
+    assert!(wide.contains(" electop · ctx prod · 3 elections"), "{wide}");
+    assert!(
+        wide.contains("SOURCE") && wide.contains("prod-pg   billing"),
+        "{wide}"
+    );
+    insta::assert_snapshot!("context_wide", render(&app, 100, 24).backend());
+    let narrow = format!("{}", render(&app, 80, 24).backend());
+    assert!(
+        !narrow.contains("SOURCE") && narrow.contains("prod-pg/billing"),
+        "{narrow}"
+    );
+}

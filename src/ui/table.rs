@@ -56,6 +56,9 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let rows_fit = area.height.saturating_sub(3) as usize;
     let offset = super::layout::table_offset(app.selected, area);
     let bar = 6;
+    let source_col = source_width(app, area.width);
+    // Too narrow for the column: the name says its source, as `SOURCE/NAME` on the CLI.
+    let qualify = source_col.is_none() && app.sources.len() > 1;
     let rows = app
         .rows
         .iter()
@@ -86,16 +89,25 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                 .unwrap_or_default();
             let worst = r.alarms.worst();
             let mark = worst.map(|a| a.glyph()).unwrap_or(" ");
-            let row = Row::new(vec![
+            let mut cells = vec![
                 Cell::from(mark),
-                Cell::from(truncate_display(&e.name, 40)),
+                Cell::from(match app.sources.get(e.source) {
+                    Some(s) if qualify => {
+                        truncate_display(&format!("{}/{}", s.info.short, e.name), 40)
+                    }
+                    _ => truncate_display(&e.name, 40),
+                }),
                 Cell::from(scheme_short(e.scheme)),
                 leader,
                 ttl,
                 Cell::from(e.transitions.to_string()),
                 Cell::from(format::rate(r.rate)),
                 Cell::from(age),
-            ]);
+            ];
+            if let Some(short) = source_col.and(app.sources.get(e.source)) {
+                cells.insert(1, Cell::from(short.info.short.clone()));
+            }
+            let row = Row::new(cells);
             match (i == app.selected, stale, worst) {
                 (true, _, _) => row.style(theme::selected()),
                 (false, true, _) => row.style(theme::dim()),
@@ -103,10 +115,14 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                 (false, false, None) => row,
             }
         });
-    let header = Row::new(headers(app)).style(theme::header());
+    let mut names = headers(app);
+    if source_col.is_some() {
+        names.insert(1, "SOURCE".to_string());
+    }
+    let header = Row::new(names).style(theme::header());
     // The scheme only where it leaves the names room to be read.
     let scheme = if area.width >= 90 { 9 } else { 0 };
-    let widths = [
+    let mut widths = vec![
         Constraint::Length(2),
         Constraint::Fill(1),
         Constraint::Length(scheme),
@@ -116,6 +132,9 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         Constraint::Length(5),
         Constraint::Length(9),
     ];
+    if let Some(w) = source_col {
+        widths.insert(1, Constraint::Length(w));
+    }
     let border = if app.focus == Focus::Elections {
         theme::focused_border()
     } else {
@@ -141,6 +160,21 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                 .title(title),
         );
     frame.render_widget(table, area);
+}
+
+/// With several sources, each row says which it is from: the SOURCE column's width, as wide
+/// as the longest name (at most 16), where it leaves the leaders room to be read.
+fn source_width(app: &App, width: u16) -> Option<u16> {
+    if app.sources.len() < 2 || width < 90 {
+        return None;
+    }
+    let longest = app
+        .sources
+        .iter()
+        .map(|s| s.info.short.chars().count())
+        .max()
+        .unwrap_or(0);
+    Some(longest.clamp(6, 16) as u16)
 }
 
 /// Column headers, the sorted one with its direction (`TTL▲`).
