@@ -635,3 +635,75 @@ fn filter_sort_events_and_a_click_on_the_dashboard() {
     tmux.send(&["q"]);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
 }
+
+/// Two contexts in the config, one on etcd and one on a SQLite file: `:ctx` lists them,
+/// Tab completes a name, and switching shows the other context's elections, the header
+/// saying which context is shown.
+#[test]
+fn ctx_switches_live_between_an_etcd_and_a_sqlite_context() {
+    let etcd = EtcdServer::start();
+    let [_a] = campaign_in_order(&etcd, "/ctx/jobs", ["node-a"]);
+    let store = common::sqlstore::Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "billing", "node-s", 60));
+
+    let home = tempfile::tempdir().expect("tempdir");
+    let cfg = home.path().join("contexts.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"current-context = "lab"
+
+[[source]]
+name = "lab-etcd"
+kind = "etcd"
+endpoints = ["{etcd}"]
+prefix = "/ctx/"
+
+[[source]]
+name = "local-db"
+kind = "sql"
+url = "{url}"
+scheme = "sql-lease"
+poll = "100ms"
+
+[[context]]
+name = "lab"
+sources = ["lab-etcd"]
+
+[[context]]
+name = "local"
+sources = ["local-db"]
+"#,
+            etcd = etcd.endpoint(),
+            url = store.url()
+        ),
+    )
+    .expect("config");
+    let args = format!("--config {}", cfg.display());
+    let tmux = Tmux::start(100, 30, &shell(home.path(), &args));
+    tmux.wait_screen("the lab context", T, |s| {
+        s.contains("ctx lab") && s.contains("jobs") && s.contains("node-a")
+    });
+
+    tmux.send(&[":", "c", "t", "x", "Enter"]);
+    tmux.wait_screen("the contexts listed", T, |s| s.contains("*lab local"));
+
+    tmux.send(&[":", "c", "t", "x", "Space", "l", "o", "Tab"]);
+    tmux.wait_screen("the name completed", T, |s| s.contains(":ctx local"));
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_screen("the local context's elections", T, |s| {
+        s.contains("ctx local") && s.contains("billing") && s.contains("node-s")
+    });
+    assert!(
+        !screen.contains("jobs"),
+        "the lab's elections are gone:\n{screen}"
+    );
+    assert!(
+        screen.contains("sqlite:"),
+        "the status bar names the new source:\n{screen}"
+    );
+
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}

@@ -134,3 +134,46 @@ fn other_flag_mistakes_exit_2() {
         &["needs --scheme"],
     );
 }
+
+/// `--context NAME` naming no context fails at once, listing the contexts there are, in every
+/// subcommand that reads sources; with flag sources beside it, the clash is named.
+#[test]
+fn an_unknown_context_fails_at_once_listing_the_known_ones() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let cfg = home.path().join("electop.toml");
+    std::fs::write(
+        &cfg,
+        "[[source]]\nname = \"prod-etcd\"\nkind = \"etcd\"\nendpoints = [\"127.0.0.1:2379\"]\n\n\
+         [[source]]\nname = \"lab-etcd\"\nkind = \"etcd\"\nendpoints = [\"127.0.0.1:2380\"]\n\n\
+         [[context]]\nname = \"prod\"\nsources = [\"prod-etcd\"]\n\n\
+         [[context]]\nname = \"lab\"\nsources = [\"lab-etcd\"]\n",
+    )
+    .expect("config");
+    let cfg = cfg.display().to_string();
+    for sub in [
+        &["status", "--timeout", "30s"][..],
+        &["watch"],
+        &[],
+        &["reelect", "jobs", "--yes", "--timeout", "30s"],
+    ] {
+        let mut args = vec!["--config", cfg.as_str(), "--context", "qa"];
+        args.extend_from_slice(sub);
+        assert_usage_error(&args, &["unknown context `qa`", "prod, lab"]);
+    }
+    assert_usage_error(
+        &[
+            "--config",
+            &cfg,
+            "--context",
+            "prod",
+            "--etcd",
+            "127.0.0.1:2379",
+            "status",
+        ],
+        &["--context prod", "give one or the other"],
+    );
+    assert_usage_error(
+        &["--context", "prod", "status"],
+        &["no contexts configured", "[[context]]"],
+    );
+}
