@@ -1,0 +1,143 @@
+//! Named sources and contexts on the real binary against real SQLite files: `--context`
+//! picks the sources, and the names given in the config are what `status` (table and JSON),
+//! `watch` and the admin verbs' `SOURCE/NAME` say.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::electop::{command, status_json};
+use common::sqlstore::Store;
+
+const T: Duration = Duration::from_secs(10);
+
+/// Two SQLite files, `ops-db` named and the other unnamed (`sql2`), in contexts `ops`
+/// (both) and `solo` (the unnamed one alone, current).
+fn config(home: &std::path::Path, ops: &Store, other: &Store) -> String {
+    let path = home.join("contexts.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "current-context = \"solo\"\n\n\
+             [[source]]\nname = \"ops-db\"\nkind = \"sql\"\nurl = \"{}\"\nscheme = \"sql-lease\"\npoll = \"100ms\"\n\n\
+             [[source]]\nkind = \"sql\"\nurl = \"{}\"\nscheme = \"sql-lease\"\npoll = \"100ms\"\n\n\
+             [[context]]\nname = \"ops\"\nsources = [\"ops-db\", \"sql2\"]\n\n\
+             [[context]]\nname = \"solo\"\nsources = [\"sql2\"]\n",
+            ops.url(),
+            other.url()
+        ),
+    )
+    .expect("config");
+    path.display().to_string()
+}
+
+fn stores() -> (Store, Store) {
+    let (ops, other) = (Store::sqlite(), Store::sqlite());
+    for (s, name, id) in [(&ops, "jobs", "node-a"), (&other, "billing", "node-b")] {
+        s.create_lease_table("leaderlock");
+        assert!(s.lease_attempt("leaderlock", name, id, 60));
+    }
+    (ops, other)
+}
+
+#[test]
+fn status_reads_the_chosen_context_under_the_configured_names() {
+    let (ops, other) = stores();
+    let home = tempfile::tempdir().expect("tempdir");
+    let cfg = config(home.path(), &ops, &other);
+
+    let solo = status_json(home.path(), &["--config", &cfg]);
+    let ids: Vec<&str> = solo["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["sql2"], "current-context: {solo:#}");
+
+    let both = status_json(home.path(), &["--config", &cfg, "--context", "ops"]);
+    let ids: Vec<&str> = both["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["ops-db", "sql2"], "{both:#}");
+
+    let out = command(home.path())
+        .args(["--config", &cfg, "--context", "ops", "status"])
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text.lines().find(|l| l.contains(" jobs ")).unwrap_or("");
+    assert!(row.starts_with("ops-db "), "the name in SOURCE:\n{text}");
+
+    let out = command(home.path())
+        .args(["--config", &cfg, "contexts"])
+        .output()
+        .expect("contexts");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("ops-db, sql2")
+            && text
+                .lines()
+                .any(|l| l.starts_with('*') && l.contains("solo")),
+        "{text}"
+    );
+}
+
+#[test]
+fn watch_lines_and_admin_verbs_use_the_configured_names() {
+    let (ops, other) = stores();
+    let home = tempfile::tempdir().expect("tempdir");
+    let cfg = config(home.path(), &ops, &other);
+    let mut child = command(home.path())
+        .args(["--config", &cfg, "--context", "ops", "watch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("electop watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut synced = 0;
+    while synced < 2 {
+        let l = lines.recv_timeout(T).expect("watch syncs both sources");
+        synced += usize::from(l.contains("synced"));
+    }
+    ops.exec("UPDATE leaderlock SET leader_id = 'node-c' WHERE key = 'jobs'");
+    let line = lines.recv_timeout(T).expect("the takeover");
+    let _ = child.kill();
+    let _ = child.wait();
+    let rest = line.split_once(' ').map(|(_, r)| r).unwrap_or("");
+    assert!(
+        rest.starts_with("ops-db jobs leader node-a → node-c"),
+        "{line}"
+    );
+
+    // An unknown SOURCE in SOURCE/NAME lists the configured names.
+    let out = command(home.path())
+        .args([
+            "--config",
+            &cfg,
+            "--context",
+            "ops",
+            "reelect",
+            "nope/jobs",
+            "-y",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("reelect");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("ops-db"), "{err}");
+}
