@@ -707,3 +707,73 @@ sources = ["local-db"]
     tmux.send(&["q"]);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
 }
+
+/// `:ctx NAME` while an admin action is under way: the running action holds the screen (its
+/// dialog takes the keys), so the switch cannot start before the action is done and
+/// audited; afterwards it does.
+#[test]
+fn ctx_cannot_drop_an_admin_action_in_flight() {
+    let store = common::sqlstore::Store::postgres();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let port = match &store {
+        common::sqlstore::Store::Pg(p) => p.port(),
+        _ => unreachable!("postgres"),
+    };
+    let proxy = common::proxy::Proxy::start(port, Duration::from_secs(60));
+    let url = store
+        .url()
+        .replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
+    let local = common::sqlstore::Store::sqlite();
+    local.create_lease_table("leaderlock");
+    assert!(local.lease_attempt("leaderlock", "billing", "node-s", 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let cfg = home.path().join("contexts.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[source]]\nname = \"pg\"\nkind = \"sql\"\nurl = \"{url}\"\nscheme = \"sql-lease\"\npoll = \"200ms\"\n\n\
+             [[source]]\nname = \"lite\"\nkind = \"sql\"\nurl = \"{}\"\nscheme = \"sql-lease\"\npoll = \"100ms\"\n\n\
+             [[context]]\nname = \"remote\"\nsources = [\"pg\"]\n\n\
+             [[context]]\nname = \"local\"\nsources = [\"lite\"]\n",
+            local.url()
+        ),
+    )
+    .expect("config");
+    let args = format!("--config {}", cfg.display());
+    let tmux = Tmux::start(120, 30, &shell(home.path(), &args));
+    tmux.wait_screen("the election", T, |s| {
+        s.contains("ctx remote") && s.contains("jobs") && s.contains("node-a")
+    });
+    // From now on the action's own connection takes a couple of seconds to set up.
+    proxy.delay_both(Duration::from_millis(100), Duration::from_millis(100));
+    tmux.send(&["R"]);
+    tmux.wait_screen("the confirmation", T, |s| {
+        s.contains("force a re-election of jobs")
+    });
+    tmux.send(&["y"]);
+    let ctx = [
+        ":", "c", "t", "x", "Space", "l", "o", "c", "a", "l", "Enter",
+    ];
+    tmux.send(&ctx);
+    let screen = tmux.wait_screen("the outcome", T, |s| s.contains("done: "));
+    assert!(
+        screen.contains("ctx remote") && !screen.contains("switching"),
+        "the keys typed while the action ran asked for no switch:\n{screen}"
+    );
+    assert_eq!(
+        store.exec("SELECT count(*) FROM leaderlock WHERE key = 'jobs'"),
+        "0",
+        "the re-election went through before the switch"
+    );
+    let audit = home.path().join("data/electop/audit.jsonl");
+    common::wait_until("the action audited as done", T, || {
+        std::fs::read_to_string(&audit).is_ok_and(|a| a.contains("\"outcome\":\"done\""))
+    });
+    tmux.send(&ctx);
+    tmux.wait_screen("the local context", T, |s| {
+        s.contains("ctx local") && s.contains("billing") && s.contains("node-s")
+    });
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}
