@@ -29,11 +29,11 @@ impl ContextSwitch<'_> {
     }
 }
 
-/// Switches `sources` to the context `old` asked for and returns the state for them; when
-/// the context's sources cannot be had, the old ones stay and the state says why.
-pub async fn switch(mut old: App, sources: &mut Sources, ctx: Option<&ContextSwitch<'_>>) -> App {
-    let Some(name) = old.contexts.switch_to.clone() else {
-        return old;
+/// Switches `sources` to the context `app` asked for and starts the state over for them;
+/// when the context's sources cannot be had, the old ones stay and the state says why.
+pub async fn switch(app: &mut App, sources: &mut Sources, ctx: Option<&ContextSwitch<'_>>) {
+    let Some(name) = app.contexts.switch_to.clone() else {
+        return;
     };
     let configs = match ctx {
         Some(c) => (c.sources_of)(&name),
@@ -46,19 +46,16 @@ pub async fn switch(mut old: App, sources: &mut Sources, ctx: Option<&ContextSwi
     let new = match spawned {
         Ok(new) => new,
         Err(e) => {
-            old.contexts.switch_to = None;
-            old.say(Flash::error(&format!(
+            app.contexts.switch_to = None;
+            app.say(Flash::error(&format!(
                 "cannot switch to context {name}: {e}"
             )));
-            return old;
+            return;
         }
     };
     tracing::info!(context = %name, "switching context");
     std::mem::replace(sources, new).shutdown().await;
-    contexts::switched(
-        old,
-        sources.infos.clone(),
-        Instant::now(),
-        SystemTime::now(),
-    )
+    let fresh = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let old = std::mem::replace(app, fresh);
+    contexts::carry_over(old, app);
 }

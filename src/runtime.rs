@@ -317,19 +317,13 @@ pub async fn run_tui(
     let result = loop {
         app.retention = sources.retention;
         app.targets = sources.targets();
-        match tui_loop(
-            &mut terminal,
-            &mut sources,
-            (tick, min_frame),
-            debug_panic,
-            app,
-        )
-        .await
-        {
-            Ok(LoopEnd::Switch(old)) => {
-                app = crate::context_switch::switch(*old, &mut sources, contexts.as_ref()).await;
+        let pace = (tick, min_frame);
+        match tui_loop(&mut terminal, &mut sources, pace, debug_panic, app).await {
+            Ok((LoopEnd::Switch, old)) => {
+                app = old;
+                crate::context_switch::switch(&mut app, &mut sources, contexts.as_ref()).await;
             }
-            Ok(LoopEnd::Quit) => break Ok(()),
+            Ok((LoopEnd::Quit, _)) => break Ok(()),
             Err(e) => break Err(e),
         }
     };
@@ -342,7 +336,26 @@ pub async fn run_tui(
 enum LoopEnd {
     Quit,
     /// `:ctx NAME` asked for another context; no admin action is under way any more.
-    Switch(Box<App>),
+    Switch,
+}
+
+/// Quitting or switching context: the admin actions under way finish first (their outcomes
+/// on screen), so none is dropped with its source.
+async fn end_loop(
+    terminal: &mut DefaultTerminal,
+    app: &mut App,
+    sources: &mut Sources,
+    admin_rx: &mut mpsc::Receiver<crate::admin::Outcome>,
+) -> Result<LoopEnd> {
+    wait_for_actions(terminal, app, sources, admin_rx).await?;
+    while let Ok(outcome) = admin_rx.try_recv() {
+        app::update(app, Msg::AdminDone(outcome));
+    }
+    Ok(if app.quit {
+        LoopEnd::Quit
+    } else {
+        LoopEnd::Switch
+    })
 }
 
 /// `(tick, min_frame)`: how often countdowns move, and the shortest time between frames.
@@ -352,7 +365,7 @@ async fn tui_loop(
     (tick, min_frame): (Duration, Duration),
     debug_panic: bool,
     mut app: App,
-) -> Result<LoopEnd> {
+) -> Result<(LoopEnd, App)> {
     let size = terminal.size()?;
     app::update(
         &mut app,
@@ -383,18 +396,9 @@ async fn tui_loop(
                 panic!("--debug-panic: panicking after the first frame as asked");
             }
         }
-        if app.quit {
-            return wait_for_actions(terminal, &mut app, sources, &mut admin_rx)
-                .await
-                .map(|()| LoopEnd::Quit);
-        }
-        if app.contexts.switch_to.is_some() {
-            // An admin action is never dropped: it finishes (on screen) before its source goes.
-            wait_for_actions(terminal, &mut app, sources, &mut admin_rx).await?;
-            while let Ok(outcome) = admin_rx.try_recv() {
-                app::update(&mut app, Msg::AdminDone(outcome));
-            }
-            return Ok(LoopEnd::Switch(Box::new(app)));
+        if app.quit || app.contexts.switch_to.is_some() {
+            let end = end_loop(terminal, &mut app, sources, &mut admin_rx).await?;
+            return Ok((end, app));
         }
         for (id, cmd) in app.visible_requests(ui::table_rows(app.size.1)) {
             if sent[id].as_ref() != Some(&cmd) {
@@ -415,7 +419,7 @@ async fn tui_loop(
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e).context("reading the terminal"),
-                None => return Ok(LoopEnd::Quit),
+                None => return Ok((LoopEnd::Quit, app)),
             },
             ev = sources.events.recv(), if !sources_ended => match ev {
                 Some(ev) => {

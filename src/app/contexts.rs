@@ -3,10 +3,7 @@
 //! state only records the request, then [`switched`] starts the state over for the new
 //! sources, keeping what the operator set up (keys, sort, filter, screen).
 
-use std::time::{Instant, SystemTime};
-
 use super::{App, Flash};
-use crate::model::SourceInfo;
 
 /// The config's contexts as the dashboard knows them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -72,10 +69,9 @@ impl App {
     }
 }
 
-/// The state for a new context's sources: per-source state starts over, what the operator
-/// set up stays, and the switch is no longer pending.
-pub fn switched(old: App, infos: Vec<SourceInfo>, now: Instant, wall: SystemTime) -> App {
-    let mut app = App::new(infos, now, wall);
+/// Into the fresh state for a new context's sources, what the operator set up in the old
+/// one: per-source state starts over, and the switch is no longer pending.
+pub fn carry_over(old: App, app: &mut App) {
     app.keys = old.keys;
     app.flap_per_min = old.flap_per_min;
     app.sort = old.sort;
@@ -92,11 +88,12 @@ pub fn switched(old: App, infos: Vec<SourceInfo>, now: Instant, wall: SystemTime
     };
     let text = format!("context {}", app.contexts.current.as_deref().unwrap_or("?"));
     app.say(Flash::info(&text));
-    app
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Instant, SystemTime};
+
     use super::*;
     use crate::app::prompt::{self, Command};
     use crate::app::{Msg, update};
@@ -168,7 +165,8 @@ mod tests {
         command(&mut a, "sort name");
         command(&mut a, "ctx staging");
         let sort = a.sort;
-        let b = switched(a, Vec::new(), Instant::now(), SystemTime::now());
+        let mut b = App::new(Vec::new(), Instant::now(), SystemTime::now());
+        carry_over(a, &mut b);
         assert_eq!(b.contexts.current.as_deref(), Some("staging"));
         assert_eq!(b.contexts.switch_to, None);
         assert_eq!(b.sort, sort);
