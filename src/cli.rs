@@ -521,6 +521,7 @@ mod tests {
             "resign",
             "node",
             "demo",
+            "contexts",
         ] {
             assert!(script.contains(sub), "{sub} missing from the completions");
         }
@@ -585,5 +586,32 @@ mod tests {
         };
         assert_eq!(first.endpoints, ["a:1", "b:2"]);
         assert!(first.read_only);
+    }
+
+    #[test]
+    fn context_picks_config_sources_and_the_flags_still_apply() {
+        let text = "[[source]]\nname = \"a\"\nkind = \"etcd\"\nendpoints = [\"a:1\"]\n\n\
+                    [[source]]\nname = \"b\"\nkind = \"etcd\"\nendpoints = [\"b:1\"]\n\n\
+                    [[context]]\nname = \"one\"\nsources = [\"a\"]\n\n\
+                    [[context]]\nname = \"two\"\nsources = [\"b\", \"a\"]\n";
+        let config = Config::parse(text, std::path::Path::new("x.toml")).expect("valid");
+        let cli = Cli::parse_from(["electop", "--context", "two", "--read-only"]);
+        let sel = cli.sources.select(&config).expect("valid");
+        assert_eq!(sel.context.as_deref(), Some("two"));
+        let names: Vec<_> = sel.sources.iter().map(|s| s.name()).collect();
+        assert_eq!(names, [Some("b"), Some("a")]);
+        assert!(sel.sources.iter().all(SourceConfig::read_only));
+        let switched = cli.sources.context_sources(&config, "one").expect("one");
+        assert!(
+            switched.len() == 1 && switched[0].read_only(),
+            "{switched:?}"
+        );
+
+        let cli = Cli::parse_from(["electop", "--etcd", "c:1", "--context", "two"]);
+        let e = cli.sources.select(&config).expect_err("both");
+        assert!(e.contains("give one or the other"), "{e}");
+        let cli = Cli::parse_from(["electop", "--etcd", "c:1"]);
+        let sel = cli.sources.select(&config).expect("flags");
+        assert_eq!(sel.context, None, "the flags' sources are no context");
     }
 }
