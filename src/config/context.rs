@@ -83,6 +83,17 @@ pub fn check(names: &[String], contexts: &[Context], current: Option<&str>) -> R
                 names.first().map(String::as_str).unwrap_or("etcd1")
             ));
         }
+        if let Some((_, twice)) = c
+            .sources
+            .iter()
+            .enumerate()
+            .find(|(i, s)| c.sources[..*i].contains(s))
+        {
+            return Err(format!(
+                "context `{}` lists source `{twice}` twice; list each once",
+                c.name
+            ));
+        }
         if let Some(unknown) = c.sources.iter().find(|s| !names.contains(s)) {
             return Err(format!(
                 "context `{}`: no [[source]] is named `{unknown}`; the sources are {}",

@@ -1,5 +1,6 @@
 //! The config file and every check of what it and the command line give, in one leaf
-//! module: it knows only the model's plain types (and the presets' tables), and the command
+//! module: it knows only the model's plain types (and the presets' tables, and `pem` to read
+//! TLS files), and the command
 //! line, the backends and the key map take what it produced. Unknown keys are refused, so a
 //! typo is an error that names the key instead of a setting silently ignored.
 

@@ -282,6 +282,10 @@ fn contexts_are_checked() {
     assert!(msg.contains("context `prod` has no sources"), "{msg}");
     let twice = "[[context]]\nname = \"a\"\nsources = [\"sql1\"]\n[[context]]\nname = \"a\"\nsources = [\"sql1\"]\n";
     assert!(invalid(&ctx(twice)).contains("defined twice"));
+    let msg = invalid(&ctx(
+        "[[context]]\nname = \"a\"\nsources = [\"sql1\", \"sql1\"]\n",
+    ));
+    assert!(msg.contains("lists source `sql1` twice"), "{msg}");
     let msg = invalid(&format!(
         "current-context = \"qa\"\n{}",
         ctx("[[context]]\nname = \"a\"\nsources = [\"sql1\"]\n")
