@@ -20,6 +20,9 @@ use crate::config::SourceConfig;
 use crate::model::{ConnState, Event, EventKind, SourceEvent, SourceInfo};
 use crate::{output, ui};
 
+mod extension;
+pub use extension::{Extension, Plain};
+
 /// The running backends and the runtime's ends of their channels.
 pub struct Sources {
     pub infos: Vec<SourceInfo>,
@@ -313,6 +316,7 @@ pub async fn run_tui(
         (tick, min_frame),
         debug_panic,
         prefs,
+        &mut Plain,
     )
     .await;
     crate::supervise::restore_terminal();
@@ -321,17 +325,20 @@ pub async fn run_tui(
 }
 
 /// `(tick, min_frame)`: how often countdowns move, and the shortest time between frames.
-async fn tui_loop(
+/// `ext`: what surrounds the dashboard (the demo), or [`Plain`].
+pub(crate) async fn tui_loop<E: Extension>(
     terminal: &mut DefaultTerminal,
     sources: &mut Sources,
     (tick, min_frame): (Duration, Duration),
     debug_panic: bool,
     prefs: crate::app::Prefs,
+    ext: &mut E,
 ) -> Result<()> {
     let mut app =
         App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
     app.retention = sources.retention;
     app.targets = sources.targets();
+    ext.init(&mut app);
     let size = terminal.size()?;
     app::update(
         &mut app,
@@ -356,29 +363,40 @@ async fn tui_loop(
                     wall: SystemTime::now(),
                 },
             );
-            terminal.draw(|f| ui::view(&app, f))?;
+            ext.before_draw(&mut app);
+            terminal.draw(|f| ext.draw(&app, f))?;
             dirty = false;
             if debug_panic {
                 panic!("--debug-panic: panicking after the first frame as asked");
             }
         }
         if app.quit {
-            return wait_for_actions(terminal, &mut app, sources, &mut admin_rx).await;
+            let done = wait_for_actions(terminal, &mut app, sources, &mut admin_rx, ext).await;
+            ext.shutdown(&app).await;
+            return done;
         }
-        for (id, cmd) in app.visible_requests(ui::table_rows(app.size.1)) {
+        for (id, cmd) in app.visible_requests(ext.table_rows(&app)) {
             if sent[id].as_ref() != Some(&cmd) {
                 sources.send(id, cmd.clone());
                 sent[id] = Some(cmd);
             }
         }
-        let interval = tick_interval(&app, tick);
+        let interval = [tick_interval(&app, tick), ext.tick_interval(&app, tick)]
+            .into_iter()
+            .flatten()
+            .min();
         if next_tick.is_none() {
             next_tick = interval.map(|i| tokio::time::Instant::now() + i);
         }
         tokio::select! {
             ev = input.next() => match ev {
-                Some(Ok(TermEvent::Key(k))) => dirty |= on_key(&mut app, sources, &admin_tx, k),
-                Some(Ok(TermEvent::Mouse(m))) => dirty |= on_mouse(&mut app, m),
+                Some(Ok(TermEvent::Key(k))) => {
+                    dirty |= match ext.on_key(&mut app, k) {
+                        Some(changed) => changed,
+                        None => on_key(&mut app, sources, &admin_tx, k),
+                    };
+                }
+                Some(Ok(TermEvent::Mouse(m))) => dirty |= ext.on_mouse(&mut app, m),
                 Some(Ok(TermEvent::Resize(width, height))) => {
                     dirty |= app::update(&mut app, Msg::Resize { width, height });
                 }
@@ -401,6 +419,7 @@ async fn tui_loop(
             Some(outcome) = admin_rx.recv() => {
                 dirty |= app::update(&mut app, Msg::AdminDone(outcome));
             }
+            input = ext.next() => dirty |= ext.on_input(&mut app, input),
             _ = sleep_until(next_tick), if next_tick.is_some() => {
                 next_tick = None;
                 dirty = true;
@@ -417,6 +436,7 @@ async fn wait_for_actions(
     app: &mut App,
     sources: &mut Sources,
     admin_rx: &mut mpsc::Receiver<crate::admin::Outcome>,
+    ext: &impl Extension,
 ) -> Result<()> {
     loop {
         let waiting = sources.actions_in_flight();
@@ -432,7 +452,7 @@ async fn wait_for_actions(
             },
         );
         terminal.draw(|f| {
-            ui::view(app, f);
+            ext.draw(app, f);
             draw_notice(f, &notice);
         })?;
         tokio::select! {

@@ -203,6 +203,9 @@ pub struct App {
     pub quit_asks: Option<&'static str>,
     /// Keys of what surrounds the dashboard (the demo's), for the help: (keys, what).
     pub extra_keys: &'static [(&'static str, &'static str)],
+    /// Who may lead, known from outside the store (the demo's nodes): the force-leader
+    /// dialog offers them when the scheme keeps no line of candidates.
+    pub known_ids: Vec<String>,
 }
 
 /// Rows a page key moves.
@@ -257,6 +260,7 @@ impl App {
             prompt: None,
             quit_asks: None,
             extra_keys: &[],
+            known_ids: Vec::new(),
         }
     }
 
