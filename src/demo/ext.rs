@@ -12,6 +12,7 @@ use super::state::{Demo, DemoAction, Proc};
 use super::supervisor::{NodeOutput, Supervisor};
 use super::view;
 use crate::app::App;
+use crate::app::log::{LogEntry, Tone};
 use crate::runtime::Extension;
 
 /// How often exited children are looked for.
@@ -22,6 +23,8 @@ pub struct DemoExt {
     pub sup: Supervisor,
     out: mpsc::Receiver<NodeOutput>,
     reap: tokio::time::Interval,
+    /// How many of the demo's events the dashboard's events view has been given.
+    forwarded: u64,
 }
 
 pub enum DemoInput {
@@ -40,6 +43,7 @@ impl DemoExt {
             sup,
             out,
             reap,
+            forwarded: 0,
         }
     }
 }
@@ -95,6 +99,8 @@ impl Extension for DemoExt {
     fn before_draw(&mut self, app: &mut App) {
         self.demo.check_failover(app);
         self.demo.lend_split_brain(app);
+        forward_events(&self.demo, app, self.forwarded);
+        self.forwarded = self.demo.noted;
     }
 
     fn draw(&self, app: &App, frame: &mut ratatui::Frame) {
@@ -114,6 +120,22 @@ impl Extension for DemoExt {
     fn shutdown(&mut self, app: &App) -> impl Future<Output = ()> {
         self.demo.log_open_split_brains(app.wall);
         self.sup.stop_all(Duration::from_secs(3))
+    }
+}
+
+/// The demo's new events into the dashboard's events view (`:events`), where they can be
+/// filtered and read at any size, beside the store's changes.
+pub fn forward_events(d: &Demo, app: &mut App, since: u64) {
+    for e in d.events_since(since) {
+        app.events.push(LogEntry {
+            at: Some(e.at),
+            revision: None,
+            source: "demo".into(),
+            election: Some(d.election.clone()),
+            text: e.text.clone(),
+            cause: None,
+            tone: if e.alarm { Tone::Bad } else { Tone::Info },
+        });
     }
 }
 

@@ -38,13 +38,10 @@ const ETCD_REGISTRY: &str = "/electop-demo-registry/";
 
 /// The demo's keys, for the help (the dashboard's come from its key table).
 pub const KEYS: &[(&str, &str)] = &[
-    ("1-9", "pick a node"),
+    ("1-9", "pick a node (or click it)"),
     ("x", "kill it (SIGKILL)"),
-    ("p", "pause / resume it (SIGSTOP)"),
+    ("p", "pause / resume (SIGSTOP)"),
     ("r", "restart it"),
-    ("click", "a node pane picks that node"),
-    ("F", "force a leader: offers the nodes"),
-    ("q", "quit: asks first, it stops the nodes"),
 ];
 
 /// The demo's own keys, before the dashboard's (only when no dialog is open).

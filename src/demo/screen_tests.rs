@@ -384,10 +384,51 @@ fn help_lists_the_demo_keys_with_the_dashboards() {
     for text in [
         "Demo",
         "kill it (SIGKILL)",
-        "a node pane picks that node",
+        "pick a node (or click it)",
         "force a leader",
     ] {
         assert!(s.contains(text), "{text}\n{s}");
     }
     assert!(s.contains("Keys · elections"), "{s}");
+}
+
+#[test]
+fn the_demos_events_show_in_the_events_view_at_80x24() {
+    let (mut a, d) = split_brain(80, 24);
+    super::ext::forward_events(&d, &mut a, 0);
+    app::update(&mut a, Msg::Action(Action::ToggleEvents));
+    let t = render(&a, &d);
+    insta::assert_snapshot!("events_view_80x24", t.backend());
+    let s = format!("{}", t.backend());
+    for text in [
+        "node-1 paused (SIGSTOP)",
+        "node-1 resumed (SIGCONT)",
+        "SPLIT BRAIN over: node-1 and node-2, 1.4s",
+    ] {
+        assert!(s.contains(text), "{text}\n{s}");
+    }
+    // Given once: nothing new since the last count.
+    let before = a.events.entries.len();
+    super::ext::forward_events(&d, &mut a, d.noted);
+    assert_eq!(a.events.entries.len(), before);
+}
+
+#[test]
+fn help_at_80x24_lists_the_demo_keys() {
+    let (mut a, d) = elected(80, 24);
+    a.extra_keys = crate::demo::KEYS;
+    app::update(&mut a, Msg::Action(Action::ToggleHelp));
+    let t = render(&a, &d);
+    insta::assert_snapshot!("help_80x24", t.backend());
+    let s = format!("{}", t.backend());
+    // Every key, the demo's and the dialogs' too, down to the last.
+    for text in [
+        "Demo",
+        "kill it (SIGKILL)",
+        "restart it",
+        "pick a node (or click it)",
+        "C-c",
+    ] {
+        assert!(s.contains(text), "{text}\n{s}");
+    }
 }

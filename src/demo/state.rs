@@ -55,11 +55,16 @@ pub struct Demo {
     pub split: SplitBrain,
     /// What happened, oldest first: split brains, failovers, the operator's keys.
     pub events: VecDeque<DemoEvent>,
+    /// Events noted since the start (`events` keeps only the last ones): what is new since
+    /// the dashboard's events view was last given them.
+    pub noted: u64,
 }
 
 /// A line of the demo's events.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DemoEvent {
+    pub at: SystemTime,
+    pub text: String,
     /// `HH:MM:SS.d what happened`.
     pub line: String,
     /// A split brain: shown in the alarm colour.
@@ -85,6 +90,7 @@ impl Demo {
             last_failover: None,
             split: SplitBrain::default(),
             events: VecDeque::new(),
+            noted: 0,
         }
     }
 
@@ -96,9 +102,12 @@ impl Demo {
 
     fn push_event(&mut self, at: SystemTime, text: String, alarm: bool) {
         self.events.push_back(DemoEvent {
+            at,
             line: format!("{} {text}", clock_tenths(at)),
+            text,
             alarm,
         });
+        self.noted += 1;
         while self.events.len() > EVENT_LINES {
             self.events.pop_front();
         }
@@ -252,6 +261,15 @@ impl Demo {
         }
     }
 
+    /// The events noted since `since` (a count of `noted`), oldest first, for the
+    /// dashboard's events view.
+    pub fn events_since(&self, since: u64) -> impl Iterator<Item = &DemoEvent> {
+        let new = usize::try_from(self.noted.saturating_sub(since)).unwrap_or(usize::MAX);
+        self.events
+            .iter()
+            .skip(self.events.len().saturating_sub(new))
+    }
+
     /// The dashboard's split brain alarm for the demo's election follows the nodes' beliefs
     /// (only they know what each believes). Returns whether it changed.
     pub fn lend_split_brain(&self, app: &mut App) -> bool {
@@ -369,14 +387,15 @@ mod tests {
         assert!(d.in_split("node-2") && d.events.is_empty());
         d.node_line(0, &line("node-1", "05.4", "follower"));
         assert!(d.split_now(now).is_none());
+        let last = d.events.back().expect("recorded");
         assert_eq!(
-            d.events.back(),
-            Some(&DemoEvent {
-                line: "19:20:05.4 SPLIT BRAIN over: node-1 and node-2, 1.4s".into(),
-                alarm: true,
-            })
+            (last.line.as_str(), last.alarm),
+            ("19:20:05.4 SPLIT BRAIN over: node-1 and node-2, 1.4s", true)
         );
         assert_eq!(d.split.count(), 1);
+        let new: Vec<&str> = d.events_since(0).map(|e| e.text.as_str()).collect();
+        assert_eq!(new, ["SPLIT BRAIN over: node-1 and node-2, 1.4s"]);
+        assert_eq!(d.events_since(d.noted).count(), 0);
     }
 
     #[test]
