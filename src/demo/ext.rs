@@ -189,3 +189,92 @@ pub fn on_demo_action(d: &mut Demo, app: &App, sup: &mut Supervisor, a: DemoActi
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    use super::*;
+    use crate::app::{Action, Msg};
+    use crate::model::{Scheme, SourceInfo};
+
+    fn app() -> App {
+        let info = SourceInfo {
+            id: 0,
+            name: "sqlite".into(),
+            label: "sqlite".into(),
+            short: "sql1".into(),
+            endpoints: "x".into(),
+            scheme: Some(Scheme::SqlLease),
+            read_only: false,
+            clustered: false,
+            idle_is_normal: false,
+            notice: None,
+        };
+        App::new(vec![info], Instant::now(), SystemTime::now())
+    }
+
+    /// A demo of three nodes that are never started; `out`'s sender is handed back.
+    fn ext() -> (DemoExt, mpsc::Sender<NodeOutput>) {
+        let (tx, rx) = mpsc::channel(8);
+        let sup = Supervisor::new(Vec::new(), Vec::new(), 3, tx.clone()).expect("supervisor");
+        let demo = Demo::new(&sup.ids, "demo", "sqlite");
+        (DemoExt::new(demo, sup, rx), tx)
+    }
+
+    fn key(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    #[tokio::test]
+    async fn the_demo_sets_up_the_dashboard_and_takes_its_keys_only_outside_bars_and_dialogs() {
+        let (mut e, _tx) = ext();
+        let mut a = app();
+        e.init(&mut a);
+        assert_eq!(a.known_ids, ["node-1", "node-2", "node-3"]);
+        assert!(a.quit_asks.is_some() && !a.extra_keys.is_empty());
+        assert_eq!(e.on_key(&mut a, key('2')), Some(true));
+        assert_eq!(e.demo.selected, 1);
+        crate::app::update(&mut a, Msg::Action(Action::StartFilter));
+        assert_eq!(e.on_key(&mut a, key('3')), None, "typed into the bar");
+        assert_eq!(e.demo.selected, 1);
+        assert_eq!(e.on_key(&mut a, key('q')), None, "the dashboard's key");
+    }
+
+    #[tokio::test]
+    async fn a_line_is_a_belief_and_a_closed_channel_does_not_spin() {
+        let (mut e, tx) = ext();
+        let mut a = app();
+        let text =
+            r#"{"at":"2026-11-22T19:20:01Z","node":"node-2","election":"demo","belief":"leader"}"#;
+        tx.send(NodeOutput {
+            node: 1,
+            text: text.into(),
+        })
+        .await
+        .expect("open");
+        // The first reap tick is due at once; the line may come before or after it.
+        for _ in 0..2 {
+            let input = e.next().await;
+            e.on_input(&mut a, input);
+        }
+        assert_eq!(e.demo.nodes[1].belief, "LEADER");
+        // Every sender gone: the next input is the reap tick, a full period later.
+        drop(tx);
+        let (other, _rx) = mpsc::channel(1);
+        e.sup = Supervisor::new(Vec::new(), Vec::new(), 3, other).expect("supervisor");
+        let t0 = Instant::now();
+        assert!(matches!(e.next().await, DemoInput::Reap));
+        assert!(t0.elapsed() >= REAP_EVERY / 2, "waited, not spun");
+    }
+
+    #[tokio::test]
+    async fn the_failover_clock_keeps_the_screen_ticking() {
+        let (mut e, _tx) = ext();
+        let a = app();
+        let fast = Duration::from_millis(100);
+        assert_eq!(e.tick_interval(&a, fast), None);
+        e.demo.failing_over = Some((Instant::now(), "node-1".into()));
+        assert_eq!(e.tick_interval(&a, fast), Some(fast));
+    }
+}
