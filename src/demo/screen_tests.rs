@@ -293,6 +293,12 @@ fn a_tiny_terminal_gets_the_usual_message() {
         s.contains("Terminal too small: 60x16") && s.contains("at least 60x22"),
         "{s}"
     );
+    // `q` asks first (it stops the nodes), and the question shows.
+    let mut a = a;
+    a.quit_asks = Some("stops every node");
+    app::update(&mut a, Msg::Action(Action::Quit));
+    let s = screen(&a, &d);
+    assert!(!a.quit && s.contains("stops every node"), "{s}");
     // At the size it asks for, it draws.
     let (a, d) = elected(60, 22);
     let s = screen(&a, &d);

@@ -174,6 +174,10 @@ pub fn view(d: &Demo, app: &App, frame: &mut Frame) {
         Ok(l) => l,
         Err(need) => {
             ui::too_small_for(frame, area, need);
+            // `q` asks before the nodes are stopped: the question must show even here.
+            if app.dialog.is_some() {
+                ui::overlays(app, frame, area);
+            }
             return;
         }
     };
