@@ -438,3 +438,50 @@ fn help_at_80x24_lists_the_demo_keys() {
         assert!(s.contains(text), "{text}\n{s}");
     }
 }
+
+#[test]
+fn the_wheel_scrolls_a_node_panes_lines() {
+    let (mut a, mut d) = elected(200, 50);
+    for i in 0..30 {
+        d.node_line(1, &format!("line {i:02}"));
+    }
+    let l = layout(ratatui::layout::Rect::new(0, 0, 200, 50), 3).expect("fits");
+    let pane = l.nodes[1];
+    let wheel = |kind| MouseEvent {
+        kind,
+        column: pane.x + 3,
+        row: pane.y + 3,
+        modifiers: KeyModifiers::NONE,
+    };
+    assert!(
+        screen(&a, &d).contains("line 29"),
+        "the newest at the bottom"
+    );
+    assert!(on_mouse(&mut d, &mut a, wheel(MouseEventKind::ScrollUp)));
+    assert_eq!(d.nodes[1].scroll, 3);
+    let s = screen(&a, &d);
+    assert!(
+        s.contains("line 26") && !s.contains("line 29") && s.contains("↑3"),
+        "{s}"
+    );
+    // New lines keep the same lines in view.
+    d.node_line(1, "line 30");
+    assert_eq!(d.nodes[1].scroll, 4);
+    for _ in 0..20 {
+        on_mouse(&mut d, &mut a, wheel(MouseEventKind::ScrollUp));
+    }
+    let s = screen(&a, &d);
+    assert!(
+        s.contains("follower of node-1") && s.contains("line 00"),
+        "{s}"
+    );
+    assert!(
+        !on_mouse(&mut d, &mut a, wheel(MouseEventKind::ScrollUp)),
+        "at the oldest"
+    );
+    for _ in 0..20 {
+        on_mouse(&mut d, &mut a, wheel(MouseEventKind::ScrollDown));
+    }
+    assert_eq!(d.nodes[1].scroll, 0);
+    assert!(screen(&a, &d).contains("line 30"));
+}

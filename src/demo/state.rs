@@ -28,6 +28,8 @@ pub struct NodeView {
     /// The node's own belief, as it last printed it.
     pub belief: String,
     pub log: VecDeque<String>,
+    /// Lines of `log` scrolled back from the newest (the wheel on its pane).
+    pub scroll: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +83,7 @@ impl Demo {
                     proc_: Proc::Running,
                     belief: "starting".into(),
                     log: VecDeque::new(),
+                    scroll: 0,
                 })
                 .collect(),
             selected: 0,
@@ -214,9 +217,14 @@ impl Demo {
             Err(_) => text.to_string(),
         };
         n.log.push_back(short);
+        // Scrolled back, the pane keeps showing the same lines.
+        if n.scroll > 0 {
+            n.scroll += 1;
+        }
         while n.log.len() > LOG_LINES {
             n.log.pop_front();
         }
+        n.scroll = n.scroll.min(n.log.len());
         if let Some(c) = change {
             self.believe(c);
         }

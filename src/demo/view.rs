@@ -139,8 +139,8 @@ pub fn table_rows(d: &Demo, app: &App) -> usize {
     }
 }
 
-/// A click on a node pane picks that node; a click or the wheel on the dashboard's part is
-/// the dashboard's.
+/// A click on a node pane picks that node, the wheel scrolls its lines; a click or the
+/// wheel on the dashboard's part is the dashboard's.
 pub fn on_mouse(d: &mut Demo, app: &mut App, m: crossterm::event::MouseEvent) -> bool {
     use crossterm::event::{MouseButton, MouseEventKind};
     let area = Rect::new(0, 0, app.size.0, app.size.1);
@@ -149,12 +149,20 @@ pub fn on_mouse(d: &mut Demo, app: &mut App, m: crossterm::event::MouseEvent) ->
     };
     let overlay = app.show_help || app.show_members || app.dialog.is_some();
     let at = Position::new(m.column, m.row);
-    if let MouseEventKind::Down(MouseButton::Left) = m.kind
+    if let Some(i) = l.nodes.iter().position(|r| r.contains(at))
         && !overlay
-        && let Some(i) = l.nodes.iter().position(|r| r.contains(at))
     {
-        d.selected = i;
-        return true;
+        // A pane shows the belief and at least a line; the compact lines do not scroll.
+        let shown = l.nodes[i].height.saturating_sub(3) as usize;
+        return match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                d.selected = i;
+                true
+            }
+            MouseEventKind::ScrollUp if l.block.is_none() => scroll(&mut d.nodes[i], 3, shown),
+            MouseEventKind::ScrollDown if l.block.is_none() => scroll(&mut d.nodes[i], -3, shown),
+            _ => false,
+        };
     }
     let Some(target) = ui::target_in(app, l.dash, m.column, m.row) else {
         return false;
@@ -166,6 +174,14 @@ pub fn on_mouse(d: &mut Demo, app: &mut App, m: crossterm::event::MouseEvent) ->
         _ => return false,
     };
     crate::app::update(app, msg)
+}
+
+/// Scrolls a node's lines back (`by` > 0) or forward, no further than its oldest line
+/// at the top of the `shown` rows. Returns whether it moved.
+fn scroll(n: &mut NodeView, by: isize, shown: usize) -> bool {
+    let max = n.log.len().saturating_sub(shown.max(1));
+    let to = n.scroll.saturating_add_signed(by).min(max);
+    std::mem::replace(&mut n.scroll, to) != to
 }
 
 pub fn view(d: &Demo, app: &App, frame: &mut Frame) {
@@ -236,7 +252,12 @@ fn node_pane(d: &Demo, i: usize, n: &NodeView, frame: &mut Frame, area: Rect) {
     } else {
         theme::dim()
     };
-    let title = format!(" {} {} {state}", i + 1, n.id);
+    let back = if n.scroll > 0 {
+        format!(" ↑{}", n.scroll)
+    } else {
+        String::new()
+    };
+    let title = format!(" {} {} {state}{back}", i + 1, n.id);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border)
@@ -254,10 +275,12 @@ fn node_pane(d: &Demo, i: usize, n: &NodeView, frame: &mut Frame, area: Rect) {
         Paragraph::new(Span::styled(belief, style)).wrap(Wrap { trim: false }),
         top,
     );
-    let start = n.log.len().saturating_sub(rest.height as usize);
+    let end = n.log.len().saturating_sub(n.scroll);
+    let start = end.saturating_sub(rest.height as usize);
     let lines: Vec<Line> = n
         .log
         .iter()
+        .take(end)
         .skip(start)
         .map(|l| Line::from(Span::styled(l.clone(), theme::dim())))
         .collect();
