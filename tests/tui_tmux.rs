@@ -709,8 +709,13 @@ fn demo_at_80x24_offers_the_nodes_to_force_and_a_click_picks_a_node() {
     assert_eq!(offered.len(), 2, "the two other nodes:\n{screen}");
     assert!(!offered.contains(&leader), "{screen}");
     tmux.send(&["Escape"]);
-    tmux.wait_screen("the dialog closed, the demo still running", T, |s| {
+    let closed = tmux.wait_screen("the dialog closed, the demo still running", T, |s| {
         !s.contains("Who should lead?") && node_line(s, "LEADER").is_some()
+    });
+    // Esc on the main screen does not quit either: the leader's countdown goes on moving.
+    tmux.send(&["Escape"]);
+    tmux.wait_screen("the screen still drawn after Esc", T, |s| {
+        s != closed && in_table(s).is_some() && !s.contains("ELECTOP-EXITED")
     });
 
     let (y, follower) = node_line(&tmux.capture(), "follower of").expect("a follower");
