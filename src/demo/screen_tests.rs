@@ -485,3 +485,33 @@ fn the_wheel_scrolls_a_node_panes_lines() {
     assert_eq!(d.nodes[1].scroll, 0);
     assert!(screen(&a, &d).contains("line 30"));
 }
+
+#[test]
+fn nine_nodes_at_80x24_take_two_columns_and_keep_the_table() {
+    let t0 = Instant::now();
+    let a = dashboard(80, 24, t0, "node-1");
+    let ids: Vec<String> = (1..=9).map(|i| format!("node-{i}")).collect();
+    let mut d = Demo::new(&ids, "demo", "sql-lease on sqlite:///tmp/demo/elections.db");
+    for (i, id) in ids.iter().enumerate() {
+        let (b, extra) = if i == 0 {
+            ("leader", "")
+        } else {
+            ("follower", r#","leader":"node-1""#)
+        };
+        d.node_line(i, &belief(id, 1.0, b, extra));
+    }
+    let t = render(&a, &d);
+    insta::assert_snapshot!("nine_nodes_80x24", t.backend());
+    let s = format!("{}", t.backend());
+    assert_eq!(s.matches("follower of node-1").count(), 8, "{s}");
+    assert!(s.lines().any(|l| l.starts_with("\"│   demo ")), "{s}");
+    // Too few columns for two: it says how much it needs.
+    let s = screen(
+        &App {
+            size: (60, 24),
+            ..a
+        },
+        &d,
+    );
+    assert!(s.contains("at least 60x28"), "{s}");
+}

@@ -323,9 +323,10 @@ fn node_lines(d: &Demo, frame: &mut Frame, block: Rect, lines: &[Rect]) {
 }
 
 /// The keys, from the longest that fits to the shortest.
-const KEYS: [&str; 3] = [
+const KEYS: [&str; 4] = [
     " 1-9 pick node · x kill · p pause/resume · r restart · F/R/S admin · ? help · q quit ",
     " 1-9 node · x kill · p pause · r restart · ? keys · q quit ",
+    " x kill · p pause · r restart · ? keys ",
     " ? keys · q quit ",
 ];
 
@@ -347,7 +348,7 @@ fn key_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect, store: bool) {
     let keys = KEYS
         .iter()
         .find(|k| k.chars().count() <= room)
-        .unwrap_or(&KEYS[2]);
+        .unwrap_or(&KEYS[3]);
     let sep = if spans.is_empty() { "" } else { "·" };
     spans.push(Span::styled(format!("{sep}{keys}"), theme::dim()));
     if store {
