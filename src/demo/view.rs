@@ -61,7 +61,10 @@ pub fn layout(area: Rect, n: usize) -> Result<DemoLayout, (u16, u16)> {
     if area.width >= WIDE_WIDTH && main.height >= theme::MIN_HEIGHT.max(n * 3) {
         return Ok(with(wide(main, n)));
     }
-    if main.height >= theme::MIN_HEIGHT + PANE_MIN_HEIGHT && main.width / n >= PANE_MIN_WIDTH {
+    if main.height >= theme::MIN_HEIGHT + PANE_MIN_HEIGHT
+        && main.width >= theme::MIN_WIDTH
+        && main.width / n >= PANE_MIN_WIDTH
+    {
         return Ok(with(stacked(main, n)));
     }
     compact(main, n).map(with).ok_or_else(|| {
