@@ -514,4 +514,9 @@ fn nine_nodes_at_80x24_take_two_columns_and_keep_the_table() {
         &d,
     );
     assert!(s.contains("at least 60x28"), "{s}");
+    // One node on a tall terminal narrower than the dashboard: the usual message too.
+    let one = Demo::new(&ids[..1], "demo", "sqlite");
+    let (a, _) = elected(59, 40);
+    let s = screen(&a, &one);
+    assert!(s.contains("Terminal too small: 59x40"), "{s}");
 }
