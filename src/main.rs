@@ -98,7 +98,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Some(Command::Demo(args)) = &cli.command {
         // The demo makes its own source; --sql/--etcd/--scheme only choose the store.
         let rt = tokio::runtime::Runtime::new()?;
-        rt.block_on(electop::demo::run(args, &cli.sources, tick, prefs))?;
+        let timing = (tick, config.ui.min_frame());
+        rt.block_on(electop::demo::run(
+            args,
+            &cli.sources,
+            timing,
+            cli.debug_panic,
+            prefs,
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(Command::Contexts) = cli.command {

@@ -20,6 +20,9 @@ use crate::config::SourceConfig;
 use crate::model::{ConnState, Event, EventKind, SourceEvent, SourceInfo};
 use crate::{output, ui};
 
+mod extension;
+pub use extension::{Extension, Plain};
+
 /// The running backends and the runtime's ends of their channels.
 pub struct Sources {
     pub infos: Vec<SourceInfo>,
@@ -315,10 +318,17 @@ pub async fn run_tui(
         app.contexts = c.state();
     }
     let result = loop {
-        app.retention = sources.retention;
-        app.targets = sources.targets();
         let pace = (tick, min_frame);
-        match tui_loop(&mut terminal, &mut sources, pace, debug_panic, app).await {
+        match run_loop(
+            &mut terminal,
+            &mut sources,
+            pace,
+            debug_panic,
+            app,
+            &mut Plain,
+        )
+        .await
+        {
             Ok((LoopEnd::Switch, old)) => {
                 app = old;
                 crate::context_switch::switch(&mut app, &mut sources, contexts.as_ref()).await;
@@ -333,7 +343,7 @@ pub async fn run_tui(
 }
 
 /// Why the dashboard loop returned.
-enum LoopEnd {
+pub(crate) enum LoopEnd {
     Quit,
     /// `:ctx NAME` asked for another context; no admin action is under way any more.
     Switch,
@@ -341,31 +351,53 @@ enum LoopEnd {
 
 /// Quitting or switching context: the admin actions under way finish first (their outcomes
 /// on screen), so none is dropped with its source.
-async fn end_loop(
+async fn end_loop<E: Extension>(
     terminal: &mut DefaultTerminal,
     app: &mut App,
     sources: &mut Sources,
     admin_rx: &mut mpsc::Receiver<crate::admin::Outcome>,
+    ext: &mut E,
 ) -> Result<LoopEnd> {
-    wait_for_actions(terminal, app, sources, admin_rx).await?;
+    let done = wait_for_actions(terminal, app, sources, admin_rx, ext).await;
     while let Ok(outcome) = admin_rx.try_recv() {
         app::update(app, Msg::AdminDone(outcome));
     }
-    Ok(if app.quit {
-        LoopEnd::Quit
-    } else {
-        LoopEnd::Switch
-    })
+    if app.quit || done.is_err() {
+        ext.shutdown(app).await;
+        return done.map(|()| LoopEnd::Quit);
+    }
+    Ok(LoopEnd::Switch)
+}
+
+/// The dashboard loop with a state of its own, until quit (the demo's way in).
+/// `ext`: what surrounds the dashboard (the demo), or [`Plain`].
+pub(crate) async fn tui_loop<E: Extension>(
+    terminal: &mut DefaultTerminal,
+    sources: &mut Sources,
+    pace: (Duration, Duration),
+    debug_panic: bool,
+    prefs: crate::app::Prefs,
+    ext: &mut E,
+) -> Result<()> {
+    let app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
+    run_loop(terminal, sources, pace, debug_panic, app, ext)
+        .await
+        .map(|_| ())
 }
 
 /// `(tick, min_frame)`: how often countdowns move, and the shortest time between frames.
-async fn tui_loop(
+/// Returns how it ended, and the state (which `:ctx` carries over).
+async fn run_loop<E: Extension>(
     terminal: &mut DefaultTerminal,
     sources: &mut Sources,
     (tick, min_frame): (Duration, Duration),
     debug_panic: bool,
     mut app: App,
+    ext: &mut E,
 ) -> Result<(LoopEnd, App)> {
+    app.retention = sources.retention;
+    app.targets = sources.targets();
+    ext.init(&mut app);
     let size = terminal.size()?;
     app::update(
         &mut app,
@@ -390,30 +422,39 @@ async fn tui_loop(
                     wall: SystemTime::now(),
                 },
             );
-            terminal.draw(|f| ui::view(&app, f))?;
+            ext.before_draw(&mut app);
+            terminal.draw(|f| ext.draw(&app, f))?;
             dirty = false;
             if debug_panic {
                 panic!("--debug-panic: panicking after the first frame as asked");
             }
         }
         if app.quit || app.contexts.switch_to.is_some() {
-            let end = end_loop(terminal, &mut app, sources, &mut admin_rx).await?;
+            let end = end_loop(terminal, &mut app, sources, &mut admin_rx, ext).await?;
             return Ok((end, app));
         }
-        for (id, cmd) in app.visible_requests(ui::table_rows(app.size.1)) {
+        for (id, cmd) in app.visible_requests(ext.table_rows(&app)) {
             if sent[id].as_ref() != Some(&cmd) {
                 sources.send(id, cmd.clone());
                 sent[id] = Some(cmd);
             }
         }
-        let interval = tick_interval(&app, tick);
+        let interval = [tick_interval(&app, tick), ext.tick_interval(&app, tick)]
+            .into_iter()
+            .flatten()
+            .min();
         if next_tick.is_none() {
             next_tick = interval.map(|i| tokio::time::Instant::now() + i);
         }
         tokio::select! {
             ev = input.next() => match ev {
-                Some(Ok(TermEvent::Key(k))) => dirty |= on_key(&mut app, sources, &admin_tx, k),
-                Some(Ok(TermEvent::Mouse(m))) => dirty |= on_mouse(&mut app, m),
+                Some(Ok(TermEvent::Key(k))) => {
+                    dirty |= match ext.on_key(&mut app, k) {
+                        Some(changed) => changed,
+                        None => on_key(&mut app, sources, &admin_tx, k),
+                    };
+                }
+                Some(Ok(TermEvent::Mouse(m))) => dirty |= ext.on_mouse(&mut app, m),
                 Some(Ok(TermEvent::Resize(width, height))) => {
                     dirty |= app::update(&mut app, Msg::Resize { width, height });
                 }
@@ -436,6 +477,7 @@ async fn tui_loop(
             Some(outcome) = admin_rx.recv() => {
                 dirty |= app::update(&mut app, Msg::AdminDone(outcome));
             }
+            input = ext.next() => dirty |= ext.on_input(&mut app, input),
             _ = sleep_until(next_tick), if next_tick.is_some() => {
                 next_tick = None;
                 dirty = true;
@@ -452,6 +494,7 @@ async fn wait_for_actions(
     app: &mut App,
     sources: &mut Sources,
     admin_rx: &mut mpsc::Receiver<crate::admin::Outcome>,
+    ext: &impl Extension,
 ) -> Result<()> {
     loop {
         let waiting = sources.actions_in_flight();
@@ -467,7 +510,7 @@ async fn wait_for_actions(
             },
         );
         terminal.draw(|f| {
-            ui::view(app, f);
+            ext.draw(app, f);
             draw_notice(f, &notice);
         })?;
         tokio::select! {

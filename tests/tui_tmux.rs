@@ -777,3 +777,114 @@ fn ctx_cannot_drop_an_admin_action_in_flight() {
     tmux.send(&["q"]);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
 }
+
+/// The demo at 80x24, stacked: each node's whole belief on its line; `F` offers the nodes
+/// (SQLite keeps no line of candidates); Esc closes the dialog and does not quit; a click on
+/// a node's line picks it, so `x` kills that one; quitting leaves no node running.
+#[test]
+fn demo_at_80x24_offers_the_nodes_to_force_and_a_click_picks_a_node() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::start(
+        80,
+        24,
+        &shell(home.path(), "demo --ttl 2s --renew 500ms --retry 300ms"),
+    );
+    // `▶1 node-1 LEADER` / ` 2 node-2 follower of node-1`: a node's line in the block.
+    let node_line = |s: &str, what: &str| -> Option<(usize, String)> {
+        s.lines().enumerate().find_map(|(y, l)| {
+            let mut w = l.trim_start_matches(['▶', ' ']).split_whitespace();
+            let (_, id, rest) = (w.next()?, w.next()?, w.collect::<Vec<_>>().join(" "));
+            (id.starts_with("node-") && rest.starts_with(what)).then(|| (y, id.to_string()))
+        })
+    };
+    // The leader in the elections table: `│   demo   node-1 …`.
+    let in_table = |s: &str| -> Option<String> {
+        s.lines().find_map(|l| {
+            let mut w = l.split_whitespace().skip_while(|w| *w != "demo");
+            w.next()?;
+            let id = w.next()?;
+            (l.starts_with('│') && id.starts_with("node-")).then(|| id.to_string())
+        })
+    };
+    let screen = tmux.wait_screen("a leader, in the table too, and two followers", T, |s| {
+        node_line(s, "LEADER").is_some_and(|(_, l)| in_table(s) == Some(l))
+            && s.matches("follower of node-").count() == 2
+    });
+    let (_, leader) = node_line(&screen, "LEADER").expect("the leader's line");
+    assert!(
+        screen.contains(&format!("follower of {leader}")),
+        "the followers' beliefs are whole:\n{screen}"
+    );
+    let dir = screen
+        .split_whitespace()
+        .find_map(|w| {
+            w.strip_prefix("sqlite://")
+                .and_then(|p| p.strip_suffix("/elections.db"))
+        })
+        .expect("the demo's directory on screen")
+        .to_string();
+
+    tmux.send(&["F"]);
+    let screen = tmux.wait_screen("the nodes offered", T, |s| s.contains("Who should lead?"));
+    // The first word of each row inside the dialog, from its text's column on.
+    let (top, col) = screen
+        .lines()
+        .enumerate()
+        .find_map(|(y, l)| {
+            let byte = l.find("Who should lead?")?;
+            Some((y, l[..byte].chars().count()))
+        })
+        .expect("the dialog");
+    let offered: Vec<String> = screen
+        .lines()
+        .skip(top + 1)
+        .take_while(|l| l.chars().nth(col).is_none_or(|c| c != '─'))
+        .filter_map(|l| {
+            let inside: String = l.chars().skip(col).collect();
+            let word = inside
+                .trim_start_matches(['▶', ' '])
+                .split_whitespace()
+                .next()?;
+            word.starts_with("node-").then(|| word.to_string())
+        })
+        .collect();
+    assert_eq!(offered.len(), 2, "the two other nodes:\n{screen}");
+    assert!(!offered.contains(&leader), "{screen}");
+    tmux.send(&["Escape"]);
+    let closed = tmux.wait_screen("the dialog closed, the demo still running", T, |s| {
+        !s.contains("Who should lead?") && node_line(s, "LEADER").is_some()
+    });
+    // Esc on the main screen does not quit either: the leader's countdown goes on moving.
+    tmux.send(&["Escape"]);
+    tmux.wait_screen("the screen still drawn after Esc", T, |s| {
+        s != closed && in_table(s).is_some() && !s.contains("ELECTOP-EXITED")
+    });
+
+    let (y, follower) = node_line(&tmux.capture(), "follower of").expect("a follower");
+    // A click on its line (SGR mouse report; 1-based column and row).
+    let row = y + 1;
+    tmux.send(&["-l", &format!("\x1b[<0;6;{row}M\x1b[<0;6;{row}m")]);
+    let digit = follower.trim_start_matches("node-");
+    tmux.wait_screen("the clicked node picked", T, |s| {
+        s.contains(&format!("▶{digit} {follower}"))
+    });
+    tmux.send(&["x"]);
+    let screen = tmux.wait_screen("the picked node killed", T, |s| {
+        s.contains(&format!("{follower} KILLED"))
+    });
+    assert!(
+        node_line(&screen, "LEADER").is_some_and(|(_, l)| l == leader),
+        "a follower was killed, the leader leads on:\n{screen}"
+    );
+    quit_demo(&tmux);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &dir])
+        .output()
+        .expect("pgrep");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        0,
+        "no node left after quit"
+    );
+}

@@ -72,13 +72,17 @@ pub fn start(app: &mut App, action: Action) {
                 e.scheme,
                 Scheme::EtcdElection | Scheme::EtcdLeaseKey | Scheme::Patroni
             ) && e.candidates.len() > 1;
-            app.dialog = Some(if has_line {
-                let options: Vec<String> = e
-                    .candidates
-                    .iter()
-                    .map(|c| c.id.clone())
-                    .filter(|id| Some(id) != leader.as_ref())
-                    .collect();
+            // Without a line, the ids known from elsewhere (the demo's nodes) are offered.
+            let known: Vec<String> = if has_line {
+                e.candidates.iter().map(|c| c.id.clone()).collect()
+            } else {
+                app.known_ids.clone()
+            };
+            let options: Vec<String> = known
+                .into_iter()
+                .filter(|id| Some(id) != leader.as_ref())
+                .collect();
+            app.dialog = Some(if !options.is_empty() {
                 Dialog::Pick {
                     options,
                     selected: 0,

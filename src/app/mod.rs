@@ -206,6 +206,9 @@ pub struct App {
     pub extra_keys: &'static [(&'static str, &'static str)],
     /// The config's contexts: the one shown, the others `:ctx` switches to.
     pub contexts: contexts::Contexts,
+    /// Who may lead, known from outside the store (the demo's nodes): the force-leader
+    /// dialog offers them when the scheme keeps no line of candidates.
+    pub known_ids: Vec<String>,
 }
 
 /// Rows a page key moves.
@@ -261,6 +264,7 @@ impl App {
             quit_asks: None,
             extra_keys: &[],
             contexts: contexts::Contexts::default(),
+            known_ids: Vec::new(),
         }
     }
 

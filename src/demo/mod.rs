@@ -2,21 +2,24 @@
 //! the dashboard, with keys to kill, pause and restart them. With no options it runs on an
 //! embedded SQLite file in a temporary directory and needs no server.
 
+mod ext;
+#[cfg(test)]
+mod screen_tests;
 mod state;
 mod supervisor;
 mod view;
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use crossterm::event::{Event as TermEvent, EventStream, KeyCode, KeyEvent, KeyEventKind};
-use futures::StreamExt;
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use tokio::sync::mpsc;
 
+pub use ext::DemoExt;
 pub use state::{Demo, DemoAction, NodeView, Proc};
-use supervisor::{NodeOutput, Supervisor};
+use supervisor::Supervisor;
+pub use view::view;
 
-use crate::app::{self, App, Msg};
 use crate::backend::BackendOptions;
 use crate::cli::{DemoArgs, DemoStore, SourceArgs};
 use crate::config::{DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource, SqlSpec};
@@ -35,9 +38,9 @@ const ETCD_REGISTRY: &str = "/electop-demo-registry/";
 
 /// The demo's keys, for the help (the dashboard's come from its key table).
 pub const KEYS: &[(&str, &str)] = &[
-    ("1-9", "pick a node"),
+    ("1-9", "pick a node (or click it)"),
     ("x", "kill it (SIGKILL)"),
-    ("p", "pause / resume it (SIGSTOP)"),
+    ("p", "pause / resume (SIGSTOP)"),
     ("r", "restart it"),
 ];
 
@@ -247,10 +250,12 @@ fn tls_args(src: &SourceArgs) -> Vec<String> {
     a
 }
 
+/// Runs the demo until quit. `timing`: `(tick, min_frame)` as for the dashboard.
 pub async fn run(
     args: &DemoArgs,
     src: &SourceArgs,
-    tick: Duration,
+    timing: (Duration, Duration),
+    debug_panic: bool,
     prefs: crate::app::Prefs,
 ) -> Result<()> {
     if args.nodes == 0 || args.nodes > 9 {
@@ -293,194 +298,36 @@ pub async fn run(
             node_args.extend([flag.to_string(), format!("{}ms", v.as_millis())]);
         }
     }
-    let (out_tx, mut out_rx) = mpsc::channel(256);
+    let (out_tx, out_rx) = mpsc::channel(256);
     let mut sup = Supervisor::new(source_args, node_args, args.nodes, out_tx)?;
     for i in 0..args.nodes {
         sup.start(i)?;
     }
-    let sources = Sources::spawn(
+    let mut sources = Sources::spawn(
         std::slice::from_ref(&setup.source),
         &BackendOptions::default(),
     )?;
+    let demo = Demo::new(&sup.ids, election, &setup.label);
+    let mut ext = ext::DemoExt::new(demo, sup, out_rx);
     // Our panic hook, not ratatui's: a task's panic must not restore the terminal under the
     // running demo (see `crate::supervise`).
     let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;
-    let mut app =
-        App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
-    app.extra_keys = KEYS;
-    app.quit_asks = Some("stops every node");
-    let demo = Demo::new(app, &sup.ids, election, &setup.label);
-    let result = demo_loop(&mut terminal, sources, &mut sup, &mut out_rx, tick, demo).await;
+    let result = crate::runtime::tui_loop(
+        &mut terminal,
+        &mut sources,
+        timing,
+        debug_panic,
+        prefs,
+        &mut ext,
+    )
+    .await;
     crate::supervise::restore_terminal();
-    sup.stop_all(Duration::from_secs(3)).await;
+    sources.shutdown().await;
+    // Quitting stopped the nodes already; after an error this is what stops them.
+    ext.sup.stop_all(Duration::from_secs(3)).await;
     if let Some(mut e) = etcd {
         let _ = e.child.kill().await;
     }
     drop(dir);
     result
-}
-
-async fn demo_loop(
-    terminal: &mut ratatui::DefaultTerminal,
-    mut sources: Sources,
-    sup: &mut Supervisor,
-    out_rx: &mut mpsc::Receiver<NodeOutput>,
-    tick: Duration,
-    mut d: Demo,
-) -> Result<()> {
-    let size = terminal.size()?;
-    app::update(
-        &mut d.app,
-        Msg::Resize {
-            width: size.width,
-            height: size.height,
-        },
-    );
-    let mut input = EventStream::new();
-    let (admin_tx, mut admin_rx) = mpsc::channel(4);
-    let mut reap = tokio::time::interval(Duration::from_millis(250));
-    let mut next_tick: Option<tokio::time::Instant> = None;
-    let mut dirty = true;
-    let result = loop {
-        if dirty {
-            let now = Instant::now();
-            app::update(
-                &mut d.app,
-                Msg::Tick {
-                    now,
-                    wall: SystemTime::now(),
-                },
-            );
-            d.check_failover(now);
-            // The nodes tell the demo of a split brain: the dashboard counts it as an alarm.
-            let split: std::collections::BTreeSet<_> = d
-                .split_now()
-                .map(|_| (0, d.election.clone()))
-                .into_iter()
-                .collect();
-            if split != d.app.split_brain {
-                d.app.split_brain = split;
-                app::rows::refresh(&mut d.app);
-            }
-            terminal.draw(|f| view::view(&d, f))?;
-            dirty = false;
-        }
-        if d.app.quit {
-            break Ok(());
-        }
-        for (id, cmd) in d.app.visible_requests(crate::ui::table_rows(d.app.size.1)) {
-            sources.send(id, cmd);
-        }
-        // Redraw for time alone only while something on screen moves (or a failover is timed).
-        if next_tick.is_none() {
-            // A split brain going on shows its duration, which moves.
-            let every = crate::runtime::tick_interval(&d.app, tick)
-                .or(d.failing_over.as_ref().map(|_| tick))
-                .or(d.split_now().map(|_| tick));
-            next_tick = every.map(|e| tokio::time::Instant::now() + e);
-        }
-        tokio::select! {
-            ev = input.next() => match ev {
-                Some(Ok(TermEvent::Key(k))) => {
-                    // Typed text (the / and : bars, a dialog) is not a demo key.
-                    let free = d.app.dialog.is_none() && d.app.prompt.is_none() && !d.app.show_help;
-                    let demo = if free { demo_action(k) } else { None };
-                    if let Some(a) = demo {
-                        on_demo_action(&mut d, sup, a);
-                    } else {
-                        crate::runtime::on_key(&mut d.app, &mut sources, &admin_tx, k);
-                    }
-                    dirty = true;
-                }
-                Some(Ok(TermEvent::Resize(width, height))) => {
-                    app::update(&mut d.app, Msg::Resize { width, height });
-                    dirty = true;
-                }
-                Some(Ok(TermEvent::Mouse(m))) => dirty |= view::on_mouse(&mut d, m),
-                Some(Ok(_)) => {}
-                Some(Err(e)) => break Err(e).context("reading the terminal"),
-                None => break Ok(()),
-            },
-            // Once every backend ended (each end is a lasting error on screen), this branch
-            // stays quiet instead of waking the loop for nothing.
-            Some(ev) = sources.events.recv() => {
-                app::update(&mut d.app, Msg::Source(ev));
-                while let Ok(ev) = sources.events.try_recv() {
-                    app::update(&mut d.app, Msg::Source(ev));
-                }
-                dirty = true;
-            }
-            Some(out) = out_rx.recv() => {
-                d.node_line(out.node, &out.text);
-                dirty = true;
-            }
-            Some(outcome) = admin_rx.recv() => {
-                app::update(&mut d.app, Msg::AdminDone(outcome));
-                dirty = true;
-            }
-            _ = reap.tick() => {
-                for (node, code) in sup.reap() {
-                    d.node_exited(node, code, SystemTime::now());
-                    dirty = true;
-                }
-            }
-            _ = crate::runtime::sleep_until(next_tick), if next_tick.is_some() => {
-                next_tick = None;
-                dirty = true;
-            }
-        }
-    };
-    d.log_open_split_brains();
-    sources.shutdown().await;
-    result
-}
-
-fn on_demo_action(d: &mut Demo, sup: &mut Supervisor, a: DemoAction) {
-    let now = Instant::now();
-    let wall = SystemTime::now();
-    let i = d.selected;
-    let id = d.nodes.get(i).map(|n| n.id.clone()).unwrap_or_default();
-    match a {
-        DemoAction::Pick(n) if n < d.nodes.len() => d.selected = n,
-        DemoAction::Pick(_) => {}
-        DemoAction::Kill => {
-            if sup.kill(i) {
-                d.stopping(i, now);
-                d.belief_ended(i, wall);
-                d.nodes[i].proc_ = Proc::Killed;
-                d.nodes[i].belief = "killed (SIGKILL)".into();
-                d.note(wall, format!("{id} killed (SIGKILL)"));
-            }
-        }
-        DemoAction::PauseResume => match d.nodes[i].proc_ {
-            Proc::Paused if sup.resume(i) => {
-                d.nodes[i].proc_ = Proc::Running;
-                d.nodes[i].log.push_back("resumed (SIGCONT)".into());
-                d.note(wall, format!("{id} resumed (SIGCONT)"));
-            }
-            Proc::Running if sup.pause(i) => {
-                d.stopping(i, now);
-                d.nodes[i].proc_ = Proc::Paused;
-                d.nodes[i].log.push_back("paused (SIGSTOP)".into());
-                // A paused node still believes what it believed: it cannot notice anything.
-                d.note(wall, format!("{id} paused (SIGSTOP)"));
-            }
-            _ => {}
-        },
-        DemoAction::Restart => {
-            if sup.pid(i).is_some() {
-                sup.kill(i);
-                d.belief_ended(i, wall);
-            }
-            match sup.start(i) {
-                Ok(()) => {
-                    d.nodes[i].proc_ = Proc::Running;
-                    d.nodes[i].belief = "starting".into();
-                    d.nodes[i].log.push_back("restarted".into());
-                    d.note(wall, format!("{id} restarted"));
-                }
-                Err(e) => d.nodes[i].log.push_back(format!("restart failed: {e}")),
-            }
-        }
-    }
 }

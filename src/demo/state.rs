@@ -28,6 +28,8 @@ pub struct NodeView {
     /// The node's own belief, as it last printed it.
     pub belief: String,
     pub log: VecDeque<String>,
+    /// Lines of `log` scrolled back from the newest (the wheel on its pane).
+    pub scroll: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,8 +40,10 @@ pub enum DemoAction {
     Restart,
 }
 
+/// The demo's part of the state; the dashboard's (`App`) is the loop's, passed in where a
+/// function reads it.
+#[derive(Clone, Debug)]
 pub struct Demo {
-    pub app: App,
     pub nodes: Vec<NodeView>,
     pub selected: usize,
     /// The election the nodes take part in, as the dashboard names it.
@@ -53,11 +57,16 @@ pub struct Demo {
     pub split: SplitBrain,
     /// What happened, oldest first: split brains, failovers, the operator's keys.
     pub events: VecDeque<DemoEvent>,
+    /// Events noted since the start (`events` keeps only the last ones): what is new since
+    /// the dashboard's events view was last given them.
+    pub noted: u64,
 }
 
 /// A line of the demo's events.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DemoEvent {
+    pub at: SystemTime,
+    pub text: String,
     /// `HH:MM:SS.d what happened`.
     pub line: String,
     /// A split brain: shown in the alarm colour.
@@ -65,9 +74,8 @@ pub struct DemoEvent {
 }
 
 impl Demo {
-    pub fn new(app: App, ids: &[String], election: &str, store: &str) -> Self {
+    pub fn new(ids: &[String], election: &str, store: &str) -> Self {
         Demo {
-            app,
             nodes: ids
                 .iter()
                 .map(|id| NodeView {
@@ -75,6 +83,7 @@ impl Demo {
                     proc_: Proc::Running,
                     belief: "starting".into(),
                     log: VecDeque::new(),
+                    scroll: 0,
                 })
                 .collect(),
             selected: 0,
@@ -84,6 +93,7 @@ impl Demo {
             last_failover: None,
             split: SplitBrain::default(),
             events: VecDeque::new(),
+            noted: 0,
         }
     }
 
@@ -95,9 +105,12 @@ impl Demo {
 
     fn push_event(&mut self, at: SystemTime, text: String, alarm: bool) {
         self.events.push_back(DemoEvent {
+            at,
             line: format!("{} {text}", clock_tenths(at)),
+            text,
             alarm,
         });
+        self.noted += 1;
         while self.events.len() > EVENT_LINES {
             self.events.pop_front();
         }
@@ -106,7 +119,9 @@ impl Demo {
     /// A node's belief changed; an overlap that ends is a split brain over, recorded.
     fn believe(&mut self, change: BeliefChange) {
         for o in self.split.apply(&change) {
-            let (a, b, took) = (&o.nodes[0], &o.nodes[1], secs(o.duration(self.app.wall)));
+            // Only overlaps that ended come back, so their length needs no clock.
+            let took = secs(o.duration(o.end.unwrap_or(o.start)));
+            let (a, b) = (&o.nodes[0], &o.nodes[1]);
             tracing::warn!(
                 "demo: split brain: {a} and {b} both believed they led for {took}, from {}",
                 clock_tenths(o.start)
@@ -117,13 +132,13 @@ impl Demo {
     }
 
     /// On the way out: a split brain still going on is logged too, as it will never end here.
-    pub fn log_open_split_brains(&self) {
+    pub fn log_open_split_brains(&self, now: SystemTime) {
         for o in self.split.open() {
             tracing::warn!(
                 "demo: split brain: {} and {} still both believed they led at exit, for {} from {}",
                 o.nodes[0],
                 o.nodes[1],
-                secs(o.duration(self.app.wall)),
+                secs(o.duration(now)),
                 clock_tenths(o.start)
             );
         }
@@ -141,9 +156,8 @@ impl Demo {
         }
     }
 
-    /// The split brain going on now, if any: the longest, and how many more.
-    pub fn split_now(&self) -> Option<(&Overlap, usize)> {
-        let now = self.app.wall;
+    /// The split brain going on at `now`, if any: the longest, and how many more.
+    pub fn split_now(&self, now: SystemTime) -> Option<(&Overlap, usize)> {
         let open = self.split.open();
         open.iter()
             .max_by_key(|o| o.duration(now))
@@ -159,9 +173,8 @@ impl Demo {
     }
 
     /// The leader the dashboard shows for the demo's election.
-    pub fn leader_on_screen(&self) -> Option<&str> {
-        self.app
-            .elections
+    pub fn leader_on_screen<'a>(&self, app: &'a App) -> Option<&'a str> {
+        app.elections
             .values()
             .find(|e| e.name == self.election)
             .and_then(|e| e.leader.as_ref())
@@ -189,6 +202,10 @@ impl Demo {
                         ("leader", _, _) => "LEADER".to_string(),
                         ("follower", Some(l), _) => format!("follower of {l}"),
                         ("follower", None, _) => "follower (no leader)".to_string(),
+                        ("deposed", _, _) => match v["reason"].as_str() {
+                            Some(r) => format!("deposed: {r}"),
+                            None => "deposed".to_string(),
+                        },
                         (_, _, Some(e)) => format!("no contact: {e}"),
                         (other, _, _) => other.to_string(),
                     };
@@ -200,9 +217,14 @@ impl Demo {
             Err(_) => text.to_string(),
         };
         n.log.push_back(short);
+        // Scrolled back, the pane keeps showing the same lines.
+        if n.scroll > 0 {
+            n.scroll += 1;
+        }
         while n.log.len() > LOG_LINES {
             n.log.pop_front();
         }
+        n.scroll = n.scroll.min(n.log.len());
         if let Some(c) = change {
             self.believe(c);
         }
@@ -222,29 +244,54 @@ impl Demo {
     }
 
     /// Starts the failover clock when the leader on screen is the node being stopped.
-    pub fn stopping(&mut self, node: usize, now: Instant) {
+    pub fn stopping(&mut self, app: &App, node: usize, now: Instant) {
         let id = self.nodes.get(node).map(|n| n.id.clone());
-        if id.is_some() && self.leader_on_screen() == id.as_deref() {
+        if id.is_some() && self.leader_on_screen(app) == id.as_deref() {
             self.failing_over = id.map(|id| (now, id));
             self.last_failover = None;
         }
     }
 
-    /// After the dashboard changed: a new leader on screen ends the failover clock.
-    pub fn check_failover(&mut self, now: Instant) {
+    /// After the dashboard changed: a new leader on screen (at `app.now`) ends the failover
+    /// clock.
+    pub fn check_failover(&mut self, app: &App) {
         let Some((since, old)) = &self.failing_over else {
             return;
         };
-        if let Some(new) = self.leader_on_screen()
+        if let Some(new) = self.leader_on_screen(app)
             && new != old
         {
-            let secs = now.saturating_duration_since(*since).as_secs_f64();
+            let secs = app.now.saturating_duration_since(*since).as_secs_f64();
             let text = format!("failover {old} → {new} in {secs:.1} s");
             self.last_failover = Some(text.clone());
             self.failing_over = None;
-            let wall = self.app.wall;
-            self.note(wall, text);
+            self.note(app.wall, text);
         }
+    }
+
+    /// The events noted since `since` (a count of `noted`), oldest first, for the
+    /// dashboard's events view.
+    pub fn events_since(&self, since: u64) -> impl Iterator<Item = &DemoEvent> {
+        let new = usize::try_from(self.noted.saturating_sub(since)).unwrap_or(usize::MAX);
+        self.events
+            .iter()
+            .skip(self.events.len().saturating_sub(new))
+    }
+
+    /// The dashboard's split brain alarm for the demo's election follows the nodes' beliefs
+    /// (only they know what each believes). Returns whether it changed.
+    pub fn lend_split_brain(&self, app: &mut App) -> bool {
+        let split: std::collections::BTreeSet<_> = self
+            .split_now(app.wall)
+            .map(|_| (0, self.election.clone()))
+            .into_iter()
+            .collect();
+        if split == app.split_brain {
+            return false;
+        }
+        app.split_brain = split;
+        crate::app::rows::refresh(app);
+        true
     }
 }
 
@@ -268,7 +315,7 @@ mod tests {
     use crate::model::{Candidate, Election, Scheme, SourceEvent, SourceInfo};
     use std::time::{Duration, SystemTime};
 
-    fn demo() -> Demo {
+    fn app() -> App {
         let info = SourceInfo {
             id: 0,
             name: "sqlite".into(),
@@ -281,11 +328,14 @@ mod tests {
             idle_is_normal: false,
             notice: None,
         };
-        let app = App::new(vec![info], Instant::now(), SystemTime::now());
-        Demo::new(app, &["node-1".into(), "node-2".into()], "demo", "sqlite")
+        App::new(vec![info], Instant::now(), SystemTime::now())
     }
 
-    fn lead(d: &mut Demo, id: &str) {
+    fn demo() -> Demo {
+        Demo::new(&["node-1".into(), "node-2".into()], "demo", "sqlite")
+    }
+
+    fn lead(app: &mut App, id: &str) {
         let mut e = Election::new(0, "demo".into(), Scheme::SqlLease);
         e.leader = Some(Candidate {
             id: id.into(),
@@ -299,7 +349,7 @@ mod tests {
             ttl: None,
         });
         crate::app::update(
-            &mut d.app,
+            app,
             crate::app::Msg::Source(SourceEvent::Elections {
                 source: 0,
                 elections: vec![e],
@@ -309,14 +359,16 @@ mod tests {
 
     #[test]
     fn failover_is_timed_from_the_kill_to_the_new_leader_on_screen() {
-        let mut d = demo();
-        lead(&mut d, "node-1");
+        let (mut app, mut d) = (app(), demo());
+        lead(&mut app, "node-1");
         let t0 = Instant::now();
-        d.stopping(0, t0);
-        d.check_failover(t0 + Duration::from_secs(3));
+        d.stopping(&app, 0, t0);
+        app.now = t0 + Duration::from_secs(3);
+        d.check_failover(&app);
         assert!(d.last_failover.is_none(), "same leader still on screen");
-        lead(&mut d, "node-2");
-        d.check_failover(t0 + Duration::from_millis(9_250));
+        lead(&mut app, "node-2");
+        app.now = t0 + Duration::from_millis(9_250);
+        d.check_failover(&app);
         assert_eq!(
             d.last_failover.as_deref(),
             Some("failover node-1 → node-2 in 9.2 s")
@@ -334,22 +386,24 @@ mod tests {
         let mut d = demo();
         d.node_line(0, &line("node-1", "01.0", "leader"));
         d.node_line(1, &line("node-2", "04.0", "leader"));
-        let (o, more) = d.split_now().expect("going on");
+        let now = SystemTime::now();
+        let (o, more) = d.split_now(now).expect("going on");
         assert_eq!(
             (o.nodes.clone(), more),
             (["node-1".into(), "node-2".into()], 0)
         );
         assert!(d.in_split("node-2") && d.events.is_empty());
         d.node_line(0, &line("node-1", "05.4", "follower"));
-        assert!(d.split_now().is_none());
+        assert!(d.split_now(now).is_none());
+        let last = d.events.back().expect("recorded");
         assert_eq!(
-            d.events.back(),
-            Some(&DemoEvent {
-                line: "19:20:05.4 SPLIT BRAIN over: node-1 and node-2, 1.4s".into(),
-                alarm: true,
-            })
+            (last.line.as_str(), last.alarm),
+            ("19:20:05.4 SPLIT BRAIN over: node-1 and node-2, 1.4s", true)
         );
         assert_eq!(d.split.count(), 1);
+        let new: Vec<&str> = d.events_since(0).map(|e| e.text.as_str()).collect();
+        assert_eq!(new, ["SPLIT BRAIN over: node-1 and node-2, 1.4s"]);
+        assert_eq!(d.events_since(d.noted).count(), 0);
     }
 
     #[test]
@@ -370,6 +424,18 @@ mod tests {
         assert_eq!(
             d.nodes[1].log.back().map(String::as_str),
             Some("19:20:05 follower of node-1")
+        );
+        d.node_line(1, r#"{"at":"2026-11-22T19:20:06.3Z","node":"node-2","election":"demo","belief":"deposed","reason":"the row now names node-3"}"#);
+        assert_eq!(d.nodes[1].belief, "deposed: the row now names node-3");
+        d.node_line(
+            1,
+            r#"{"at":"2026-11-22T19:20:07Z","node":"node-2","election":"demo","belief":"stopped"}"#,
+        );
+        assert_eq!(d.nodes[1].belief, "stopped");
+        assert_eq!(
+            d.nodes[1].log.iter().rev().nth(1).map(String::as_str),
+            Some("19:20:06 deposed: the row now names node-3"),
+            "the reason stays in the pane's lines"
         );
         d.node_exited(1, Some(0), SystemTime::now());
         assert_eq!(d.nodes[1].proc_, Proc::Exited(Some(0)));

@@ -1,30 +1,40 @@
-//! The demo screen: the dashboard beside one pane per node and the demo's events, a split
-//! brain line, and a key line.
+//! The demo screen: the dashboard with one pane per node and the demo's events beside it
+//! (wide) or under it, or, where rows are short (80x24), a compact block of one line per
+//! node; then a split brain line and a key line.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
-use super::state::{Demo, Proc, clock_tenths, secs};
+use super::state::{Demo, NodeView, Proc, clock_tenths, secs};
+use crate::app::App;
 use crate::ui::{self, theme};
 
+/// From this width the node panes go beside the dashboard.
+const WIDE_WIDTH: u16 = 120;
 /// Rows of the events pane beside the nodes (wide layout), borders included.
 const EVENTS_HEIGHT: u16 = 8;
 /// Below this width a column of events beside the node columns would be unreadable.
 const EVENTS_MIN_WIDTH: u16 = 24;
+/// A node pane under the dashboard: borders, the belief and a few of its lines.
+const PANE_MIN_HEIGHT: u16 = 7;
+/// Narrower node panes would cut beliefs such as `follower of node-1` into pieces.
+const PANE_MIN_WIDTH: u16 = 24;
+/// A column of node lines in the compact block: number, id, state and belief.
+const LINE_COL_WIDTH: u16 = 36;
 
-/// The dashboard's part of the screen and the node panes', split from `main`.
-fn split_main(main: Rect, wide: bool) -> (Rect, Rect) {
-    if wide {
-        let [l, r] = Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
-            .areas(main);
-        (l, r)
-    } else {
-        let [t, b] =
-            Layout::vertical([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(main);
-        (t, b)
-    }
+/// Where each part of the demo screen goes, computed the same way for drawing and clicks.
+pub struct DemoLayout {
+    pub dash: Rect,
+    /// Each node's pane, or its line in the compact block.
+    pub nodes: Vec<Rect>,
+    /// The compact block the node lines are in (its top border carries the title).
+    pub block: Option<Rect>,
+    pub events: Option<Rect>,
+    pub split: Rect,
+    pub keys: Rect,
 }
 
 fn regions(area: Rect) -> [Rect; 3] {
@@ -36,13 +46,128 @@ fn regions(area: Rect) -> [Rect; 3] {
     .areas(area)
 }
 
-/// A click or the wheel on the dashboard's part of the demo screen.
-pub fn on_mouse(d: &mut Demo, m: crossterm::event::MouseEvent) -> bool {
+/// The demo's layout for `n` nodes, or the size it needs when `area` is too small.
+pub fn layout(area: Rect, n: usize) -> Result<DemoLayout, (u16, u16)> {
+    let n = n.max(1) as u16;
+    let [main, split, keys] = regions(area);
+    let with = |(dash, nodes, block, events)| DemoLayout {
+        dash,
+        nodes,
+        block,
+        events,
+        split,
+        keys,
+    };
+    if area.width >= WIDE_WIDTH && main.height >= theme::MIN_HEIGHT.max(n * 3) {
+        return Ok(with(wide(main, n)));
+    }
+    if main.height >= theme::MIN_HEIGHT + PANE_MIN_HEIGHT
+        && main.width >= theme::MIN_WIDTH
+        && main.width / n >= PANE_MIN_WIDTH
+    {
+        return Ok(with(stacked(main, n)));
+    }
+    compact(main, n).map(with).ok_or_else(|| {
+        let cols = (area.width.max(theme::MIN_WIDTH) / LINE_COL_WIDTH).max(1);
+        (theme::MIN_WIDTH, theme::MIN_HEIGHT + 3 + n.div_ceil(cols))
+    })
+}
+
+type Parts = (Rect, Vec<Rect>, Option<Rect>, Option<Rect>);
+
+/// The dashboard on the left; a column of node panes, then the events, on the right.
+fn wide(main: Rect, n: u16) -> Parts {
+    let [dash, right] =
+        Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(main);
+    let events = right.height >= n * 4 + EVENTS_HEIGHT;
+    let mut constraints = vec![Constraint::Fill(1); n as usize];
+    if events {
+        constraints.push(Constraint::Length(EVENTS_HEIGHT));
+    }
+    let mut panes = Layout::vertical(constraints).split(right).to_vec();
+    let events = events.then(|| panes.pop()).flatten();
+    (dash, panes, None, events)
+}
+
+/// The dashboard on top; node panes side by side under it, and the events if there is room.
+fn stacked(main: Rect, n: u16) -> Parts {
+    let nodes_h = (main.height * 2 / 5)
+        .max(PANE_MIN_HEIGHT)
+        .min(main.height - theme::MIN_HEIGHT);
+    let [dash, bottom] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(nodes_h)]).areas(main);
+    let events = bottom.width / (n + 1) >= EVENTS_MIN_WIDTH;
+    let panes = n + u16::from(events);
+    let mut panes = Layout::horizontal(vec![Constraint::Fill(1); panes as usize])
+        .split(bottom)
+        .to_vec();
+    let events = events.then(|| panes.pop()).flatten();
+    (dash, panes, None, events)
+}
+
+/// The dashboard on top; under it a block of one line per node, in columns if rows are
+/// short. `None` when even that leaves the dashboard too few rows.
+fn compact(main: Rect, n: u16) -> Option<Parts> {
+    let spare = main.height.checked_sub(theme::MIN_HEIGHT + 1)?;
+    let max_cols = (main.width / LINE_COL_WIDTH).max(1);
+    let cols = n.div_ceil(spare.max(1));
+    if main.width < theme::MIN_WIDTH || spare == 0 || cols > max_cols {
+        return None;
+    }
+    let rows = n.div_ceil(cols);
+    let [dash, block] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(rows + 1)]).areas(main);
+    let col_width = block.width / cols;
+    let nodes = (0..n)
+        .map(|i| {
+            let (col, row) = (i / rows, i % rows);
+            let x = block.x + col * col_width;
+            let width = if col + 1 == cols {
+                block.right() - x
+            } else {
+                col_width
+            };
+            Rect::new(x, block.y + 1 + row, width, 1)
+        })
+        .collect();
+    Some((dash, nodes, Some(block), None))
+}
+
+/// Rows of the elections table as the demo draws it, for the lease refreshes.
+pub fn table_rows(d: &Demo, app: &App) -> usize {
+    let area = Rect::new(0, 0, app.size.0, app.size.1);
+    match layout(area, d.nodes.len()) {
+        Ok(l) => ui::table_rows(l.dash.height),
+        Err(_) => ui::table_rows(app.size.1),
+    }
+}
+
+/// A click on a node pane picks that node, the wheel scrolls its lines; a click or the
+/// wheel on the dashboard's part is the dashboard's.
+pub fn on_mouse(d: &mut Demo, app: &mut App, m: crossterm::event::MouseEvent) -> bool {
     use crossterm::event::{MouseButton, MouseEventKind};
-    let area = Rect::new(0, 0, d.app.size.0, d.app.size.1);
-    let [main, _, _] = regions(area);
-    let (dash, _) = split_main(main, area.width >= 120);
-    let Some(target) = ui::target_in(&d.app, dash, m.column, m.row) else {
+    let area = Rect::new(0, 0, app.size.0, app.size.1);
+    let Ok(l) = layout(area, d.nodes.len()) else {
+        return false;
+    };
+    let overlay = app.show_help || app.show_members || app.dialog.is_some();
+    let at = Position::new(m.column, m.row);
+    if let Some(i) = l.nodes.iter().position(|r| r.contains(at))
+        && !overlay
+    {
+        // A pane shows the belief and at least a line; the compact lines do not scroll.
+        let shown = l.nodes[i].height.saturating_sub(3) as usize;
+        return match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                d.selected = i;
+                true
+            }
+            MouseEventKind::ScrollUp if l.block.is_none() => scroll(&mut d.nodes[i], 3, shown),
+            MouseEventKind::ScrollDown if l.block.is_none() => scroll(&mut d.nodes[i], -3, shown),
+            _ => false,
+        };
+    }
+    let Some(target) = ui::target_in(app, l.dash, m.column, m.row) else {
         return false;
     };
     let msg = match m.kind {
@@ -51,77 +176,51 @@ pub fn on_mouse(d: &mut Demo, m: crossterm::event::MouseEvent) -> bool {
         MouseEventKind::ScrollUp => crate::app::Msg::Wheel(target, -3),
         _ => return false,
     };
-    crate::app::update(&mut d.app, msg)
+    crate::app::update(app, msg)
 }
 
-pub fn view(d: &Demo, frame: &mut Frame) {
+/// Scrolls a node's lines back (`by` > 0) or forward, no further than its oldest line
+/// at the top of the `shown` rows. Returns whether it moved.
+fn scroll(n: &mut NodeView, by: isize, shown: usize) -> bool {
+    let max = n.log.len().saturating_sub(shown.max(1));
+    let to = n.scroll.saturating_add_signed(by).min(max);
+    std::mem::replace(&mut n.scroll, to) != to
+}
+
+pub fn view(d: &Demo, app: &App, frame: &mut Frame) {
     let area = frame.area();
-    if area.width < theme::MIN_WIDTH || area.height < theme::MIN_HEIGHT {
-        ui::view(&d.app, frame);
-        return;
+    let l = match layout(area, d.nodes.len()) {
+        Ok(l) => l,
+        Err(need) => {
+            ui::too_small_for(frame, area, need);
+            // `q` asks before the nodes are stopped: the question must show even here.
+            if app.dialog.is_some() {
+                ui::overlays(app, frame, area);
+            }
+            return;
+        }
+    };
+    ui::panes(app, frame, l.dash);
+    match l.block {
+        Some(block) => node_lines(d, frame, block, &l.nodes),
+        None => {
+            for (i, (n, pane)) in d.nodes.iter().zip(&l.nodes).enumerate() {
+                node_pane(d, i, n, frame, *pane);
+            }
+        }
     }
-    let [main, split, keys] = regions(area);
-    let wide = area.width >= 120;
-    let (dash, nodes_area) = split_main(main, wide);
-    ui::view_in(&d.app, frame, dash);
-    nodes_column(d, frame, nodes_area, wide);
-    split_line(d, frame, split);
-    key_line(d, frame, keys);
+    if let Some(events) = l.events {
+        events_pane(d, frame, events);
+    }
+    split_line(d, app, frame, l.split);
+    // The compact block's title names the store already.
+    key_line(d, app, frame, l.keys, l.block.is_none());
+    // Over everything: the help and the dialogs need the room.
+    ui::overlays(app, frame, area);
 }
 
-/// One pane per node, and the events after them where there is room.
-fn nodes_column(d: &Demo, frame: &mut Frame, area: Rect, wide: bool) {
-    let n = d.nodes.len().max(1) as u16;
-    let mut constraints = vec![Constraint::Fill(1); n as usize];
-    let events = if wide {
-        area.height >= n * 4 + EVENTS_HEIGHT
-    } else {
-        area.width / (n + 1) >= EVENTS_MIN_WIDTH
-    };
-    if events {
-        constraints.push(if wide {
-            Constraint::Length(EVENTS_HEIGHT)
-        } else {
-            Constraint::Fill(1)
-        });
-    }
-    let panes = if wide {
-        Layout::vertical(constraints).split(area)
-    } else {
-        Layout::horizontal(constraints).split(area)
-    };
-    for (i, (n, pane)) in d.nodes.iter().zip(panes.iter()).enumerate() {
-        node_pane(d, i, n, frame, *pane);
-    }
-    if events && let Some(pane) = panes.last() {
-        events_pane(d, frame, *pane);
-    }
-}
-
-fn key_line(d: &Demo, frame: &mut Frame, area: Rect) {
-    let mut spans = vec![Span::styled(
-        " 1-9 pick node · x kill · p pause/resume · r restart · F/R/S admin · ? help · q quit ",
-        theme::dim(),
-    )];
-    if let Some((_, old)) = &d.failing_over {
-        spans.push(Span::styled(
-            format!("· {old} down, waiting for a new leader… "),
-            theme::warn(),
-        ));
-    } else if let Some(f) = &d.last_failover {
-        spans.push(Span::styled(format!("· {f} "), theme::leader()));
-    }
-    spans.push(Span::styled(format!("· {}", d.store), theme::dim()));
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-fn node_pane(d: &Demo, i: usize, n: &super::state::NodeView, frame: &mut Frame, area: Rect) {
-    let state = match &n.proc_ {
-        Proc::Running => "",
-        Proc::Paused => " PAUSED",
-        Proc::Killed => " KILLED",
-        Proc::Exited(_) => " EXITED",
-    };
+/// What stands out in a node's belief: a split brain, a leader, a stopped process.
+fn belief_style(d: &Demo, n: &NodeView) -> (String, Style) {
     let split = n.belief == "LEADER" && d.in_split(&n.id);
     let style = if split {
         theme::alarm()
@@ -130,38 +229,135 @@ fn node_pane(d: &Demo, i: usize, n: &super::state::NodeView, frame: &mut Frame, 
     } else if n.proc_ != Proc::Running {
         theme::error()
     } else {
-        ratatui::style::Style::new()
+        Style::new()
     };
+    let text = if split {
+        format!("{} · SPLIT BRAIN", n.belief)
+    } else {
+        n.belief.clone()
+    };
+    (text, style.add_modifier(Modifier::BOLD))
+}
+
+fn proc_label(p: &Proc) -> &'static str {
+    match p {
+        Proc::Running => "",
+        Proc::Paused => "PAUSED",
+        Proc::Killed => "KILLED",
+        Proc::Exited(_) => "EXITED",
+    }
+}
+
+fn node_pane(d: &Demo, i: usize, n: &NodeView, frame: &mut Frame, area: Rect) {
+    let state = proc_label(&n.proc_);
     let border = if i == d.selected {
         theme::focused_border()
     } else {
         theme::dim()
     };
-    let title = format!(" {} {}{state} ", i + 1, n.id);
+    let back = if n.scroll > 0 {
+        format!(" ↑{}", n.scroll)
+    } else {
+        String::new()
+    };
+    let title = format!(" {} {} {state}{back}", i + 1, n.id);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border)
-        .title(title);
+        .title(format!("{} ", title.trim_end()));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let belief = if split {
-        format!("{} · SPLIT BRAIN", n.belief)
-    } else {
-        n.belief.clone()
-    };
-    let mut lines = vec![Line::from(Span::styled(
-        belief,
-        style.add_modifier(ratatui::style::Modifier::BOLD),
-    ))];
-    let room = inner.height.saturating_sub(1) as usize;
-    let start = n.log.len().saturating_sub(room);
-    lines.extend(
-        n.log
-            .iter()
-            .skip(start)
-            .map(|l| Line::from(Span::styled(l.clone(), theme::dim()))),
+    // The belief whole, wrapped if the pane is narrow; the node's latest lines under it.
+    let (belief, style) = belief_style(d, n);
+    let belief_rows = (belief.chars().count() as u16)
+        .div_ceil(inner.width.max(1))
+        .clamp(1, inner.height.max(1));
+    let [top, rest] =
+        Layout::vertical([Constraint::Length(belief_rows), Constraint::Min(0)]).areas(inner);
+    frame.render_widget(
+        Paragraph::new(Span::styled(belief, style)).wrap(Wrap { trim: false }),
+        top,
     );
-    frame.render_widget(Paragraph::new(lines), inner);
+    let end = n.log.len().saturating_sub(n.scroll);
+    let start = end.saturating_sub(rest.height as usize);
+    let lines: Vec<Line> = n
+        .log
+        .iter()
+        .take(end)
+        .skip(start)
+        .map(|l| Line::from(Span::styled(l.clone(), theme::dim())))
+        .collect();
+    frame.render_widget(Paragraph::new(lines), rest);
+}
+
+/// One line per node: number, id, state if not running, the whole belief, then its last
+/// line as far as it fits.
+fn node_lines(d: &Demo, frame: &mut Frame, block: Rect, lines: &[Rect]) {
+    let title = Line::from(vec![
+        Span::styled(" nodes ", theme::title()),
+        Span::styled(format!("· {} ", d.store), theme::dim()),
+    ]);
+    frame.render_widget(
+        Block::default()
+            .borders(Borders::TOP)
+            .border_style(theme::dim())
+            .title(title),
+        block,
+    );
+    for (i, (n, area)) in d.nodes.iter().zip(lines).enumerate() {
+        let (belief, style) = belief_style(d, n);
+        let mark = if i == d.selected { "▶" } else { " " };
+        let mut spans = vec![
+            Span::styled(format!("{mark}{} ", i + 1), theme::focused_border()),
+            Span::styled(format!("{} ", n.id), theme::header()),
+        ];
+        let state = proc_label(&n.proc_);
+        if !state.is_empty() {
+            spans.push(Span::styled(format!("{state} "), theme::error()));
+        }
+        // Its last line, unless that only repeats the belief.
+        let last = n.log.back().filter(|l| !l.ends_with(&n.belief));
+        spans.push(Span::styled(belief, style));
+        if let Some(last) = last {
+            spans.push(Span::styled(format!("  {last}"), theme::dim()));
+        }
+        frame.render_widget(Paragraph::new(Line::from(spans)), *area);
+    }
+}
+
+/// The keys, from the longest that fits to the shortest.
+const KEYS: [&str; 4] = [
+    " 1-9 pick node · x kill · p pause/resume · r restart · F/R/S admin · ? help · q quit ",
+    " 1-9 node · x kill · p pause · r restart · ? keys · q quit ",
+    " x kill · p pause · r restart · ? keys ",
+    " ? keys · q quit ",
+];
+
+/// The failover under way or last timed first (it is what the demo is about), then the keys
+/// that fit, then the store.
+fn key_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect, store: bool) {
+    let mut spans = Vec::new();
+    if let Some((since, old)) = &d.failing_over {
+        let took = app.now.saturating_duration_since(*since);
+        spans.push(Span::styled(
+            format!(" {old} down {}, waiting for a new leader… ", secs(took)),
+            theme::warn(),
+        ));
+    } else if let Some(f) = &d.last_failover {
+        spans.push(Span::styled(format!(" {f} "), theme::leader()));
+    }
+    let used: usize = spans.iter().map(Span::width).sum();
+    let room = (area.width as usize).saturating_sub(used);
+    let keys = KEYS
+        .iter()
+        .find(|k| k.chars().count() <= room)
+        .unwrap_or(&KEYS[3]);
+    let sep = if spans.is_empty() { "" } else { "·" };
+    spans.push(Span::styled(format!("{sep}{keys}"), theme::dim()));
+    if store {
+        spans.push(Span::styled(format!("· {}", d.store), theme::dim()));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 /// The demo's events, newest at the bottom.
@@ -190,8 +386,8 @@ fn events_pane(d: &Demo, frame: &mut Frame, area: Rect) {
 }
 
 /// Split brain: the one going on now in the alarm colour, else how many there were.
-fn split_line(d: &Demo, frame: &mut Frame, area: Rect) {
-    let now = d.app.wall;
+fn split_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect) {
+    let now = app.wall;
     let summary = match d.split.longest(now) {
         Some(o) => format!(
             "split brains: {}, longest {} ({} and {} from {})",
@@ -203,7 +399,7 @@ fn split_line(d: &Demo, frame: &mut Frame, area: Rect) {
         ),
         None => "split brains: 0".to_string(),
     };
-    let line = match d.split_now() {
+    let line = match d.split_now(now) {
         Some((o, more)) => {
             let more = if more > 0 {
                 format!(" (+{more} more)")
@@ -229,133 +425,4 @@ fn split_line(d: &Demo, frame: &mut Frame, area: Rect) {
         None => Line::from(Span::styled(format!(" {summary}"), theme::dim())),
     };
     frame.render_widget(Paragraph::new(line), area);
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::{Duration, Instant, SystemTime};
-
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
-
-    use super::*;
-    use crate::app::{self, App, Msg};
-    use crate::model::{Scheme, SourceInfo};
-
-    /// 2026-11-22 19:20:00 UTC.
-    fn at(secs: f64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs_f64(1_795_375_200.0 + secs)
-    }
-
-    fn line(node: &str, secs: f64, belief: &str) -> String {
-        let whole = secs.floor();
-        let tenths = ((secs - whole) * 10.0).round();
-        format!(
-            r#"{{"at":"2026-11-22T19:20:{whole:02}.{tenths}Z","node":"{node}","election":"demo","belief":"{belief}"}}"#
-        )
-    }
-
-    /// Three nodes: node-1 led, node-2 took over while node-1 was paused, and node-1 was
-    /// resumed and noticed; now node-3 believes it leads beside node-2.
-    fn demo(w: u16, h: u16) -> Demo {
-        let info = SourceInfo {
-            id: 0,
-            name: "sqlite:///tmp/demo/elections.db leaderlock".into(),
-            label: "sqlite leaderlock".into(),
-            short: "sql1".into(),
-            endpoints: "sqlite:///tmp/demo/elections.db".into(),
-            scheme: Some(Scheme::SqlLease),
-            read_only: false,
-            clustered: false,
-            idle_is_normal: false,
-            notice: None,
-        };
-        let mut a = App::new(vec![info], Instant::now(), at(0.0));
-        app::update(
-            &mut a,
-            Msg::Resize {
-                width: w,
-                height: h,
-            },
-        );
-        let ids = ["node-1".to_string(), "node-2".into(), "node-3".into()];
-        let mut d = Demo::new(
-            a,
-            &ids,
-            "demo",
-            "sql-lease on sqlite:///tmp/demo/elections.db",
-        );
-        d.node_line(0, &line("node-1", 1.0, "leader"));
-        d.node_line(1, &line("node-2", 1.0, "follower"));
-        d.node_line(2, &line("node-3", 1.0, "follower"));
-        d.note(at(2.0), "node-1 paused (SIGSTOP)".into());
-        d.nodes[0].proc_ = Proc::Paused;
-        d.node_line(1, &line("node-2", 4.0, "leader"));
-        d.note(at(5.2), "node-1 resumed (SIGCONT)".into());
-        d.nodes[0].proc_ = Proc::Running;
-        d.node_line(0, &line("node-1", 5.4, "follower"));
-        d.node_line(2, &line("node-3", 8.0, "leader"));
-        d.app.wall = at(8.7);
-        d
-    }
-
-    fn render(d: &Demo, w: u16, h: u16) -> Terminal<TestBackend> {
-        let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        t.draw(|f| view(d, f)).expect("draw");
-        t
-    }
-
-    #[test]
-    fn help_lists_the_demo_keys_and_a_click_selects_on_the_dashboard_part() {
-        use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-        let mut d = demo(160, 40);
-        d.app.extra_keys = crate::demo::KEYS;
-        app::update(&mut d.app, Msg::Action(crate::app::Action::ToggleHelp));
-        let screen = format!("{}", render(&d, 160, 40).backend());
-        assert!(
-            screen.contains("Demo") && screen.contains("kill it (SIGKILL)"),
-            "{screen}"
-        );
-        app::update(&mut d.app, Msg::Action(crate::app::Action::ToggleHelp));
-        let click = |column, row| MouseEvent {
-            kind: MouseEventKind::Down(MouseButton::Left),
-            column,
-            row,
-            modifiers: KeyModifiers::NONE,
-        };
-        // The candidates pane, under the table, on the left: the dashboard takes the clicks.
-        assert!(on_mouse(&mut d, click(5, 20)));
-        assert_eq!(d.app.focus, crate::app::Focus::Candidates);
-        assert!(
-            !on_mouse(&mut d, click(150, 5)),
-            "a node pane is not the dashboard's"
-        );
-    }
-
-    #[test]
-    fn split_brain_wide() {
-        let d = demo(160, 40);
-        let t = render(&d, 160, 40);
-        insta::assert_snapshot!(t.backend());
-        let screen = format!("{}", t.backend());
-        assert!(screen.contains("SPLIT BRAIN: node-2 and node-3 both believe they lead · 0.7s"));
-        assert!(
-            screen.contains("split brains: 2, longest 1.4s (node-1 and node-2 from 19:20:04.0)")
-        );
-        // The line is drawn in the alarm colour.
-        let row = (0..40)
-            .find(|y| t.backend().buffer()[(1, *y)].symbol() == "S")
-            .expect("the split brain line");
-        assert_eq!(t.backend().buffer()[(1, row)].style().bg, theme::alarm().bg);
-    }
-
-    #[test]
-    fn split_brain_narrow_and_at_the_smallest_size() {
-        for (w, h) in [(100, 30), (60, 16)] {
-            let d = demo(w, h);
-            let t = render(&d, w, h);
-            insta::assert_snapshot!(format!("split_brain_{w}x{h}"), t.backend());
-            assert!(format!("{}", t.backend()).contains("SPLIT BRAIN: node-2 and node-3"));
-        }
-    }
 }

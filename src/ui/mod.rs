@@ -32,11 +32,19 @@ pub fn view(app: &App, frame: &mut Frame) {
     view_in(app, frame, frame.area());
 }
 
-/// The dashboard in `area` of the frame (the demo puts node panes beside it).
+/// The dashboard in `area` of the frame.
 pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
+    if panes(app, frame, area) {
+        overlays(app, frame, area);
+    }
+}
+
+/// The dashboard's panes in `area`, without the overlays (the demo draws those over its
+/// node panes too). False when `area` is too small: the message is drawn instead.
+pub fn panes(app: &App, frame: &mut Frame, area: Rect) -> bool {
     if area.width < theme::MIN_WIDTH || area.height < theme::MIN_HEIGHT {
         too_small(frame, area);
-        return;
+        return false;
     }
     let a = layout::areas(area);
     header(app, frame, a.header);
@@ -49,6 +57,11 @@ pub fn view_in(app: &App, frame: &mut Frame, area: Rect) {
         Screen::Events => events::draw(app, frame, a.body),
     }
     status::draw(app, frame, a.status);
+    true
+}
+
+/// The members list, the help and a dialog, over `area`.
+pub fn overlays(app: &App, frame: &mut Frame, area: Rect) {
     if app.show_members {
         members::draw(app, frame, area);
     }
@@ -153,12 +166,14 @@ fn tail(app: &App) -> Vec<Span<'static>> {
 }
 
 fn too_small(frame: &mut Frame, area: Rect) {
+    too_small_for(frame, area, (theme::MIN_WIDTH, theme::MIN_HEIGHT));
+}
+
+/// The message for a terminal smaller than `need` (width, height).
+pub fn too_small_for(frame: &mut Frame, area: Rect, need: (u16, u16)) {
     let text = format!(
         "Terminal too small: {}x{}.\nelectop needs at least {}x{}.\nEnlarge the window or press q to quit.",
-        area.width,
-        area.height,
-        theme::MIN_WIDTH,
-        theme::MIN_HEIGHT
+        area.width, area.height, need.0, need.1
     );
     frame.render_widget(
         Paragraph::new(text)
