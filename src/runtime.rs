@@ -261,8 +261,26 @@ pub(crate) fn on_key(
     for req in std::mem::take(&mut app.outbox) {
         sources.execute(req, admin_tx.clone());
     }
+    if let Some(text) = app.clipboard.take() {
+        copy_to_clipboard(&text);
+    }
     dirty
 }
+
+/// Hands `text` to the terminal's clipboard (OSC 52), between frames. A terminal that
+/// ignores the sequence ignores it silently; the status line said what was asked.
+fn copy_to_clipboard(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out
+        .write_all(ui::osc52::sequence(text).as_bytes())
+        .and_then(|()| out.flush())
+    {
+        tracing::warn!("writing the OSC 52 clipboard sequence: {e}");
+    }
+}
+
+/// Two clicks on the same row within this long are a double click.
+const DOUBLE_CLICK: Duration = Duration::from_millis(400);
 
 /// A click or the wheel, on whatever the view drew there. Returns whether the screen changed.
 pub(crate) fn on_mouse(app: &mut App, m: crossterm::event::MouseEvent) -> bool {
@@ -271,7 +289,17 @@ pub(crate) fn on_mouse(app: &mut App, m: crossterm::event::MouseEvent) -> bool {
         return false;
     };
     match m.kind {
-        MouseEventKind::Down(MouseButton::Left) => app::update(app, Msg::Click(target)),
+        MouseEventKind::Down(MouseButton::Left) => {
+            let now = Instant::now();
+            let double = matches!(target, app::Target::Row(_))
+                && app
+                    .last_click
+                    .is_some_and(|(t, at)| t == target && now.duration_since(at) < DOUBLE_CLICK);
+            app.last_click = (!double).then_some((target, now));
+            let dirty = app::update(app, Msg::Click(target));
+            // A double click on a row opens its detail, as Enter does.
+            dirty | (double && app::update(app, Msg::Action(app::Action::Describe)))
+        }
         MouseEventKind::ScrollDown => app::update(app, Msg::Wheel(target, 3)),
         MouseEventKind::ScrollUp => app::update(app, Msg::Wheel(target, -3)),
         _ => false,

@@ -4,6 +4,7 @@
 mod action;
 pub mod alarm;
 mod commands;
+pub mod describe;
 pub mod dialog;
 pub mod keys;
 pub mod log;
@@ -203,6 +204,12 @@ pub struct App {
     pub quit_asks: Option<&'static str>,
     /// Keys of what surrounds the dashboard (the demo's), for the help: (keys, what).
     pub extra_keys: &'static [(&'static str, &'static str)],
+    /// The detail view (`Enter`), when open.
+    pub describe: Option<describe::Describe>,
+    /// Text for the terminal's clipboard, which the runtime writes (OSC 52) and clears.
+    pub clipboard: Option<String>,
+    /// The last left click, to tell a double click (the runtime sets it).
+    pub last_click: Option<(Target, Instant)>,
 }
 
 /// Rows a page key moves.
@@ -257,6 +264,9 @@ impl App {
             prompt: None,
             quit_asks: None,
             extra_keys: &[],
+            describe: None,
+            clipboard: None,
+            last_click: None,
         }
     }
 
@@ -445,7 +455,15 @@ fn on_action(app: &mut App, action: Action) -> bool {
         commands::on_prompt(app, action);
         return true;
     }
+    if !app.show_help
+        && let Some(redraw) = describe::on_action(app, action)
+    {
+        return redraw;
+    }
     match action {
+        Action::Describe => describe::open(app),
+        Action::CopyLeader => describe::copy(app, false),
+        Action::CopyKey => describe::copy(app, true),
         Action::ForceLeader | Action::Reelect | Action::Resign => {
             app.flash = None;
             dialog::start(app, action);

@@ -1,14 +1,24 @@
 //! The elections table: one row per election, in the order and through the filter the
-//! state keeps, each alarmed row marked with its worst alarm's glyph.
+//! state keeps, each alarmed row marked with its worst alarm's glyph. Columns are as wide
+//! as what the rows on screen hold (`super::widths`), so a long name takes room only while
+//! nothing else is cut.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Row, Table};
+use ratatui::widgets::{Block, Borders, Row, Table};
 
+use super::widths::{self, Col};
 use super::{format, theme};
 use crate::app::{App, Focus, SortKey};
-use crate::model::{Scheme, truncate_display};
+use crate::model::{Election, Scheme, truncate_display};
+
+/// Cells longer than this are cut before measuring: the detail view (`Enter`) shows them
+/// whole.
+const CELL_MAX: usize = 200;
+/// Cells of the countdown bar.
+const BAR: usize = 6;
 
 fn scheme_short(s: Scheme) -> &'static str {
     match s {
@@ -22,18 +32,19 @@ fn scheme_short(s: Scheme) -> &'static str {
 
 /// The leader (or since when there is none), and a deposed leader that may still believe it
 /// leads beside it.
-fn leader_cell(e: &crate::model::Election, stale: bool, idle_is_normal: bool) -> Cell<'static> {
+fn leader_cell(e: &Election, stale: bool, idle_is_normal: bool) -> Line<'static> {
     let lead_style = if stale { theme::dim() } else { theme::leader() };
+    let id = |s: &str| truncate_display(s, CELL_MAX);
     let mut spans = match &e.leader {
         Some(l) if stale => vec![
             Span::styled("last seen ", theme::stale()),
-            Span::styled(truncate_display(&l.id, 24), lead_style),
+            Span::styled(id(&l.id), lead_style),
         ],
         Some(l) if l.zombie() => vec![
-            Span::styled(truncate_display(&l.id, 24), theme::leader()),
+            Span::styled(id(&l.id), theme::leader()),
             Span::styled(" ⚠", theme::warn()),
         ],
-        Some(l) => vec![Span::styled(truncate_display(&l.id, 24), theme::leader())],
+        Some(l) => vec![Span::styled(id(&l.id), theme::leader())],
         None if idle_is_normal => vec![Span::styled("idle", theme::dim())],
         None => vec![Span::styled(
             match e.no_leader_since() {
@@ -49,79 +60,179 @@ fn leader_cell(e: &crate::model::Election, stale: bool, idle_is_normal: bool) ->
             theme::warn(),
         ));
     }
-    Cell::from(Line::from(spans))
+    Line::from(spans)
+}
+
+/// One column of the table: its header, its sort key and its bounds.
+struct Column {
+    header: &'static str,
+    sort: Option<SortKey>,
+    col: Col,
+}
+
+/// The columns, left to right. A new column (a source's name) is one more entry here and
+/// one more cell in `cells`; the widths follow from the content.
+fn columns() -> [Column; 8] {
+    let c = |header, sort, col| Column { header, sort, col };
+    [
+        c("!", Some(SortKey::Alarms), Col::fixed(2)),
+        c(
+            "ELECTION",
+            Some(SortKey::Name),
+            Col::content(8, 60).growing(),
+        ),
+        // The scheme is the first to go where room is short: the detail pane names it.
+        c("SCHEME", None, Col::content(6, 9).droppable(1)),
+        c(
+            "LEADER",
+            Some(SortKey::Leader),
+            Col::content(8, 60).growing(),
+        ),
+        c("TTL", Some(SortKey::Ttl), Col::content(4, BAR as u16 + 7)),
+        c("CHG", Some(SortKey::Changes), Col::content(4, 10)),
+        c("RATE", Some(SortKey::Rate), Col::content(4, 7).droppable(2)),
+        c(
+            "LAST",
+            Some(SortKey::Last),
+            Col::content(5, 10).droppable(3),
+        ),
+    ]
+}
+
+/// The cells of one election's row, and the style of the whole row.
+fn cells(
+    app: &App,
+    i: usize,
+    r: &crate::app::RowInfo,
+    e: &Election,
+) -> (Vec<Line<'static>>, Style) {
+    // A stale source's rows are frozen at the last contact and dimmed.
+    let stale = app.stale_for(e.source).is_some();
+    let at = app.as_of(e.source);
+    let ttl = match &e.leader {
+        Some(l) => {
+            let style = match (&l.ttl, l.zombie()) {
+                _ if stale => theme::dim(),
+                (_, true) => theme::warn(),
+                (Some(d), _) => theme::ttl(d.ratio_at(at)),
+                (None, _) => theme::dim(),
+            };
+            Line::from(Span::styled(format::ttl_cell(l, at, BAR), style))
+        }
+        None => Line::from(""),
+    };
+    let age = e
+        .last_change()
+        .map(|h| format::age(h, app.wall))
+        .unwrap_or_default();
+    let worst = r.alarms.worst();
+    let mark = worst.map(|a| a.glyph()).unwrap_or(" ");
+    let line = vec![
+        Line::from(mark),
+        Line::from(truncate_display(&e.name, CELL_MAX)),
+        Line::from(scheme_short(e.scheme)),
+        leader_cell(e, stale, app.idle_is_normal(e.source)),
+        ttl,
+        Line::from(e.transitions.to_string()),
+        Line::from(format::rate(r.rate)),
+        Line::from(age),
+    ];
+    let style = match (i == app.selected, stale, worst) {
+        (true, _, _) => theme::selected(),
+        (false, true, _) => theme::dim(),
+        (false, false, Some(w)) => theme::alarmed(w),
+        (false, false, None) => Style::new(),
+    };
+    (line, style)
+}
+
+/// `line` cut to `width` cells, with `…` where it was cut.
+pub fn fit(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let mut left = width.saturating_sub(1);
+    let mut spans = Vec::new();
+    for span in line.spans {
+        if left == 0 {
+            break;
+        }
+        let mut text = String::new();
+        for c in span.content.chars() {
+            let w = Span::raw(c.to_string()).width();
+            if w > left {
+                left = 0;
+                break;
+            }
+            left -= w;
+            text.push(c);
+        }
+        spans.push(Span::styled(text, span.style));
+    }
+    spans.push(Span::styled("…", theme::dim()));
+    Line::from(spans).style(line.style)
 }
 
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let rows_fit = area.height.saturating_sub(3) as usize;
     let offset = super::layout::table_offset(app.selected, area);
-    let bar = 6;
-    let rows = app
+    let visible: Vec<(Vec<Line<'static>>, Style)> = app
         .rows
         .iter()
         .enumerate()
         .skip(offset)
         .take(rows_fit)
-        .filter_map(|(i, r)| app.elections.get(&r.key).map(|e| (i, r, e)))
-        .map(|(i, r, e)| {
-            // A stale source's rows are frozen at the last contact and dimmed.
-            let stale = app.stale_for(e.source).is_some();
-            let at = app.as_of(e.source);
-            let leader = leader_cell(e, stale, app.idle_is_normal(e.source));
-            let ttl = match &e.leader {
-                Some(l) => {
-                    let style = match (&l.ttl, l.zombie()) {
-                        _ if stale => theme::dim(),
-                        (_, true) => theme::warn(),
-                        (Some(d), _) => theme::ttl(d.ratio_at(at)),
-                        (None, _) => theme::dim(),
-                    };
-                    Cell::from(Span::styled(format::ttl_cell(l, at, bar), style))
-                }
-                None => Cell::from(""),
-            };
-            let age = e
-                .last_change()
-                .map(|h| format::age(h, app.wall))
-                .unwrap_or_default();
-            let worst = r.alarms.worst();
-            let mark = worst.map(|a| a.glyph()).unwrap_or(" ");
-            let row = Row::new(vec![
-                Cell::from(mark),
-                Cell::from(truncate_display(&e.name, 40)),
-                Cell::from(scheme_short(e.scheme)),
-                leader,
-                ttl,
-                Cell::from(e.transitions.to_string()),
-                Cell::from(format::rate(r.rate)),
-                Cell::from(age),
-            ]);
-            match (i == app.selected, stale, worst) {
-                (true, _, _) => row.style(theme::selected()),
-                (false, true, _) => row.style(theme::dim()),
-                (false, false, Some(w)) => row.style(theme::alarmed(w)),
-                (false, false, None) => row,
-            }
-        });
-    let header = Row::new(headers(app)).style(theme::header());
-    // The scheme only where it leaves the names room to be read.
-    let scheme = if area.width >= 90 { 9 } else { 0 };
-    let widths = [
-        Constraint::Length(2),
-        Constraint::Fill(1),
-        Constraint::Length(scheme),
-        Constraint::Fill(1),
-        Constraint::Length(bar as u16 + 7),
-        Constraint::Length(4),
-        Constraint::Length(5),
-        Constraint::Length(9),
-    ];
-    let border = if app.focus == Focus::Elections {
+        .filter_map(|(i, r)| app.elections.get(&r.key).map(|e| cells(app, i, r, e)))
+        .collect();
+    let mut cols = columns();
+    let headers = headers(app, &cols);
+    for (c, h) in cols.iter_mut().zip(&headers) {
+        c.col.fit(Span::raw(h.as_str()).width());
+    }
+    for (line, _) in &visible {
+        for (c, cell) in cols.iter_mut().zip(line) {
+            c.col.fit(cell.width());
+        }
+    }
+    let specs: Vec<Col> = cols.iter().map(|c| c.col).collect();
+    let w = widths::allocate(&specs, area.width.saturating_sub(2), 1);
+    let rows = visible.into_iter().map(|(line, style)| {
+        let cut = line
+            .into_iter()
+            .zip(&w)
+            .map(|(cell, w)| fit(cell, *w as usize));
+        Row::new(cut).style(style)
+    });
+    let header = Row::new(
+        headers
+            .into_iter()
+            .zip(&w)
+            .map(|(h, w)| fit(Line::from(h), *w as usize)),
+    )
+    .style(theme::header());
+    let constraints: Vec<Constraint> = w.iter().map(|w| Constraint::Length(*w)).collect();
+    let table = Table::new(rows, constraints)
+        .header(header)
+        .column_spacing(1)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(border(app))
+                .title(title(app)),
+        );
+    frame.render_widget(table, area);
+}
+
+fn border(app: &App) -> Style {
+    if app.focus == Focus::Elections {
         theme::focused_border()
     } else {
         theme::dim()
-    };
-    let title = if app.elections.is_empty() {
+    }
+}
+
+fn title(app: &App) -> String {
+    if app.elections.is_empty() {
         " Elections (none found yet) ".to_string()
     } else if app.rows.is_empty() {
         format!(
@@ -130,35 +241,15 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         )
     } else {
         format!(" Elections {}/{} ", app.selected + 1, app.rows.len())
-    };
-    let table = Table::new(rows, widths)
-        .header(header)
-        .column_spacing(1)
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(border)
-                .title(title),
-        );
-    frame.render_widget(table, area);
+    }
 }
 
 /// Column headers, the sorted one with its direction (`TTL▲`).
-fn headers(app: &App) -> Vec<String> {
-    let cols = [
-        (Some(SortKey::Alarms), "!"),
-        (Some(SortKey::Name), "ELECTION"),
-        (None, "SCHEME"),
-        (Some(SortKey::Leader), "LEADER"),
-        (Some(SortKey::Ttl), "TTL"),
-        (Some(SortKey::Changes), "CHG"),
-        (Some(SortKey::Rate), "RATE"),
-        (Some(SortKey::Last), "LAST"),
-    ];
+fn headers(app: &App, cols: &[Column]) -> Vec<String> {
     cols.iter()
-        .map(|(key, name)| match key {
-            Some(k) if *k == app.sort.key => format!("{name}{}", k.arrow(app.sort.reversed)),
-            _ => name.to_string(),
+        .map(|c| match c.sort {
+            Some(k) if k == app.sort.key => format!("{}{}", c.header, k.arrow(app.sort.reversed)),
+            _ => c.header.to_string(),
         })
         .collect()
 }
