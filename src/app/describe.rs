@@ -245,11 +245,17 @@ fn candidates(app: &App, e: &Election) -> Vec<DLine> {
         .unwrap_or(2)
         .clamp(2, 32);
     let at = app.as_of(e.source);
+    // SQL rows have a deadline column where etcd keys have revisions.
+    let (revs_name, revs_w) = if e.scheme.is_sql() {
+        ("UNTIL", 23)
+    } else {
+        ("CREATE/MOD", 13)
+    };
     out.push(vec![(
         Tone::Dim,
         format!(
-            "{:>rank_w$}  {:<id_w$}  {:<16}  {:<8}  {:<13}  KEY",
-            "#", "ID", "LEASE", "TTL", "CREATE/MOD"
+            "{:>rank_w$}  {:<id_w$}  {:<16}  {:<8}  {revs_name:<revs_w$}  KEY",
+            "#", "ID", "LEASE", "TTL"
         ),
     )]);
     for (i, c) in e.candidates.iter().enumerate() {
@@ -286,7 +292,7 @@ fn candidates(app: &App, e: &Election) -> Vec<DLine> {
         line.push((tone, format!("  {id:<id_w$}")));
         line.push((
             Tone::Dim,
-            format!("  {lease:<16}  {ttl:<8}  {revs:<13}  {}", c.key),
+            format!("  {lease:<16}  {ttl:<8}  {revs:<revs_w$}  {}", c.key),
         ));
         out.push(line);
         if let Some(m) = e.member(&c.id) {
@@ -301,8 +307,12 @@ fn candidates(app: &App, e: &Election) -> Vec<DLine> {
 
 fn history(e: &Election) -> Vec<DLine> {
     let mut out = vec![heading(format!(
-        "History · {} changes seen, newest first ({} kept)",
-        e.transitions,
+        "History · {} seen, newest first ({} kept)",
+        if e.transitions == 1 {
+            "1 change".to_string()
+        } else {
+            format!("{} changes", e.transitions)
+        },
         e.history.len()
     ))];
     for h in e.history.iter().rev() {

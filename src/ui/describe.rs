@@ -54,8 +54,8 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         })
         .collect();
     let title = format!(
-        " Detail · {} · lines {}-{} of {total} · j/k PgUp/PgDn scroll · y/Y copy · Esc closes ",
-        crate::model::truncate_display(&e.name, 30),
+        " {} · {}-{}/{total} · j/k PgUp/PgDn · y/Y copy · Esc ",
+        crate::model::truncate_display(&e.name, 24),
         start + 1,
         (start + rows).min(total),
     );

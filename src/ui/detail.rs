@@ -268,8 +268,8 @@ pub fn history_lines(h: &crate::model::HistoryEntry, width: usize) -> Vec<Line<'
     };
     let mut first = vec![
         Span::styled(format!("{when:>8} "), theme::dim()),
-        Span::raw(format!("{} → ", truncate_display(&from, fw))),
-        Span::styled(truncate_display(&to, tw), to_style),
+        Span::raw(format!("{} → ", cut(&from, fw))),
+        Span::styled(cut(&to, tw), to_style),
     ];
     let cause = Span::styled(format!(" {cause}"), theme::dim());
     if own_line {
@@ -279,6 +279,17 @@ pub fn history_lines(h: &crate::model::HistoryEntry, width: usize) -> Vec<Line<'
         first.push(cause);
         vec![Line::from(first)]
     }
+}
+
+/// `s` in `n` characters, its end replaced by `…` when cut (no room for a `(N chars)` note
+/// here: the detail view shows the name whole).
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 /// Splits `room` between two names: the shorter whole if it fits in half, the longer the

@@ -82,7 +82,7 @@ fn columns() -> [Column; 8] {
             Col::content(8, 60).growing(),
         ),
         // The scheme is the first to go where room is short: the detail pane names it.
-        c("SCHEME", None, Col::content(6, 9).droppable(1)),
+        c("SCHEME", None, Col::content(6, 9).spare().droppable(1)),
         c(
             "LEADER",
             Some(SortKey::Leader),
@@ -196,21 +196,25 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     }
     let specs: Vec<Col> = cols.iter().map(|c| c.col).collect();
     let w = widths::allocate(&specs, area.width.saturating_sub(2), 1);
-    let rows = visible.into_iter().map(|(line, style)| {
-        let cut = line
+    // A dropped column is left out, not drawn 0 wide: its spacing would still be drawn.
+    let shown = |cells: Vec<Line<'static>>| -> Vec<Line<'static>> {
+        cells
             .into_iter()
             .zip(&w)
-            .map(|(cell, w)| fit(cell, *w as usize));
-        Row::new(cut).style(style)
-    });
-    let header = Row::new(
-        headers
-            .into_iter()
-            .zip(&w)
-            .map(|(h, w)| fit(Line::from(h), *w as usize)),
-    )
-    .style(theme::header());
-    let constraints: Vec<Constraint> = w.iter().map(|w| Constraint::Length(*w)).collect();
+            .filter(|(_, w)| **w > 0)
+            .map(|(cell, w)| fit(cell, *w as usize))
+            .collect()
+    };
+    let header =
+        Row::new(shown(headers.into_iter().map(Line::from).collect())).style(theme::header());
+    let rows = visible
+        .into_iter()
+        .map(|(line, style)| Row::new(shown(line)).style(style));
+    let constraints: Vec<Constraint> = w
+        .iter()
+        .filter(|w| **w > 0)
+        .map(|w| Constraint::Length(*w))
+        .collect();
     let table = Table::new(rows, constraints)
         .header(header)
         .column_spacing(1)
@@ -252,4 +256,19 @@ fn headers(app: &App, cols: &[Column]) -> Vec<String> {
             _ => c.header.to_string(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_too_wide_is_cut_with_an_ellipsis() {
+        let cut = fit(Line::from("payments-reconciliation"), 10);
+        assert_eq!(cut.to_string(), "payments-…");
+        assert_eq!(cut.width(), 10);
+        let two = Line::from(vec![Span::raw("node-a"), Span::raw(" ⚠ deposed b-1")]);
+        assert_eq!(fit(two, 9).to_string(), "node-a ⚠…");
+        assert_eq!(fit(Line::from("short"), 9).to_string(), "short");
+    }
 }

@@ -19,6 +19,9 @@ pub struct Col {
     /// Takes a share of the room left once every column has what it wants, so the table
     /// spans its pane (blank room only where nothing is cut).
     pub grow: bool,
+    /// Shown only while every other column fits whole beside it: it says little the rest
+    /// of the screen does not.
+    pub spare: bool,
 }
 
 impl Col {
@@ -30,6 +33,7 @@ impl Col {
             max,
             drop: 0,
             grow: false,
+            spare: false,
         }
     }
 
@@ -41,6 +45,12 @@ impl Col {
     /// The column may be dropped (at `priority`, lowest first) when room is short.
     pub fn droppable(mut self, priority: u8) -> Col {
         self.drop = priority;
+        self
+    }
+
+    /// The column is shown only while nothing else is cut.
+    pub fn spare(mut self) -> Col {
+        self.spare = true;
         self
     }
 
@@ -89,6 +99,17 @@ pub fn allocate(cols: &[Col], total: u16, spacing: u16) -> Vec<u16> {
         match victim {
             Some((i, _)) => shown[i] = false,
             None => break,
+        }
+    }
+    let goals: u32 = cols
+        .iter()
+        .zip(&shown)
+        .filter(|(_, s)| **s)
+        .map(|(c, _)| u32::from(c.goal()))
+        .sum();
+    if goals > u32::from(room(&shown)) {
+        for (s, c) in shown.iter_mut().zip(cols) {
+            *s &= !c.spare;
         }
     }
     let mut left = u32::from(room(&shown));
@@ -146,7 +167,15 @@ mod tests {
             max,
             drop: 0,
             grow: false,
+            spare: false,
         }
+    }
+
+    #[test]
+    fn a_spare_column_shows_only_while_nothing_else_is_cut() {
+        let cols = [col(4, 20, 40), col(6, 9, 9).spare(), col(4, 10, 40)];
+        assert_eq!(allocate(&cols, 41, 1), [20, 9, 10], "everything fits");
+        assert_eq!(allocate(&cols, 35, 1), [20, 0, 10], "the name would be cut");
     }
 
     #[test]
