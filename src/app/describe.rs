@@ -63,6 +63,46 @@ fn heading(text: String) -> DLine {
 
 /// Every line of the detail of `e`, at `width` columns.
 pub fn lines(app: &App, e: &Election, width: usize) -> Vec<DLine> {
+    window(app, e, width, 0, usize::MAX)
+}
+
+/// How many lines the detail of `e` has at `width` columns, without making them all.
+pub fn len(app: &App, e: &Election, width: usize) -> usize {
+    head(app, e, width).len() + 2 + e.candidates.len() + 1 + history(e).len()
+}
+
+/// `count` lines of the detail from line `start`: only the candidates in view are made, so
+/// a line of thousands costs a screenful per frame.
+pub fn window(app: &App, e: &Election, width: usize, start: usize, count: usize) -> Vec<DLine> {
+    let end = start.saturating_add(count);
+    let mut out = Vec::new();
+    let mut at = 0;
+    let section = |lines: Vec<DLine>, at: &mut usize, out: &mut Vec<DLine>| {
+        let n = lines.len();
+        out.extend(
+            lines
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| (start..end).contains(&(*at + i)))
+                .map(|(_, l)| l),
+        );
+        *at += n;
+    };
+    section(head(app, e, width), &mut at, &mut out);
+    let line = CandidateColumns::new(app, e);
+    section(line.header(e), &mut at, &mut out);
+    let n = e.candidates.len();
+    let (from, to) = (start.max(at).min(at + n), end.min(at + n).max(at));
+    out.extend((from..to).map(|i| line.row(e, i - at)));
+    at += n;
+    let mut tail = vec![Vec::new()];
+    tail.extend(history(e));
+    section(tail, &mut at, &mut out);
+    out
+}
+
+/// Everything above the line of candidates.
+fn head(app: &App, e: &Election, width: usize) -> Vec<DLine> {
     let mut out = vec![field("Election", Tone::Text, e.name.clone())];
     out.push(field("Scheme", Tone::Text, e.scheme.to_string()));
     if let Some(s) = app.sources.get(e.source) {
@@ -107,9 +147,6 @@ pub fn lines(app: &App, e: &Election, width: usize) -> Vec<DLine> {
         out.push(field("Note", Tone::Warn, format!("{}: {}", n.name, n.text)));
     }
     out.push(Vec::new());
-    out.extend(candidates(app, e));
-    out.push(Vec::new());
-    out.extend(history(e));
     out
 }
 
@@ -226,44 +263,71 @@ fn lease_and_ttl(app: &App, e: &Election, l: &Candidate) -> Vec<DLine> {
     out
 }
 
-fn candidates(app: &App, e: &Election) -> Vec<DLine> {
-    let n = e.candidates.len();
-    let mut out = vec![heading(format!(
-        "Candidates · {n} in line{}",
-        if e.scheme.is_sql() {
+/// The widths of the line of candidates, shared by its header and each row.
+struct CandidateColumns {
+    rank_w: usize,
+    id_w: usize,
+    revs_w: usize,
+    at: std::time::Instant,
+}
+
+impl CandidateColumns {
+    fn new(app: &App, e: &Election) -> CandidateColumns {
+        // The widest id sets the column (bounded): counting chars is cheap even for
+        // thousands, unlike making their lines.
+        let id_w = e
+            .candidates
+            .iter()
+            .map(|c| c.id.chars().count())
+            .max()
+            .unwrap_or(2)
+            .clamp(2, 32);
+        CandidateColumns {
+            rank_w: e.candidates.len().max(1).to_string().len() + 1,
+            id_w,
+            // SQL rows have a deadline column where etcd keys have revisions.
+            revs_w: if e.scheme.is_sql() { 23 } else { 13 },
+            at: app.as_of(e.source),
+        }
+    }
+
+    fn header(&self, e: &Election) -> Vec<DLine> {
+        let n = e.candidates.len();
+        let order = if e.scheme.is_sql() {
             ""
         } else {
             ", lowest create revision first"
-        }
-    ))];
-    let rank_w = n.max(1).to_string().len() + 1;
-    let id_w = e
-        .candidates
-        .iter()
-        .map(|c| c.id.chars().count())
-        .max()
-        .unwrap_or(2)
-        .clamp(2, 32);
-    let at = app.as_of(e.source);
-    // SQL rows have a deadline column where etcd keys have revisions.
-    let (revs_name, revs_w) = if e.scheme.is_sql() {
-        ("UNTIL", 23)
-    } else {
-        ("CREATE/MOD", 13)
-    };
-    out.push(vec![(
-        Tone::Dim,
-        format!(
-            "{:>rank_w$}  {:<id_w$}  {:<16}  {:<8}  {revs_name:<revs_w$}  KEY",
-            "#", "ID", "LEASE", "TTL"
-        ),
-    )]);
-    for (i, c) in e.candidates.iter().enumerate() {
-        let star = if i == 0 && e.leader.is_some() {
-            "★"
-        } else {
-            " "
         };
+        let revs = if e.scheme.is_sql() {
+            "UNTIL"
+        } else {
+            "CREATE/MOD"
+        };
+        let CandidateColumns {
+            rank_w,
+            id_w,
+            revs_w,
+            ..
+        } = *self;
+        vec![
+            heading(format!("Candidates · {n} in line{order}")),
+            vec![(
+                Tone::Dim,
+                format!(
+                    "{:>rank_w$}  {:<id_w$}  {:<16}  {:<8}  {revs:<revs_w$}  KEY",
+                    "#", "ID", "LEASE", "TTL"
+                ),
+            )],
+        ]
+    }
+
+    /// Candidate `i`: rank, id, lease, TTL, revisions (or deadline), key, and what the
+    /// store says of it (Patroni's member state).
+    fn row(&self, e: &Election, i: usize) -> DLine {
+        let Some(c) = e.candidates.get(i) else {
+            return Vec::new();
+        };
+        let leads = i == 0 && e.leader.is_some();
         let lease = match c.lease {
             Some(0) => "none".to_string(),
             Some(l) => format!("{l:x}"),
@@ -271,7 +335,7 @@ fn candidates(app: &App, e: &Election) -> Vec<DLine> {
         };
         let ttl = match (&c.ttl, c.zombie()) {
             (_, true) => "∞".to_string(),
-            (Some(d), _) => duration_ms(d.remaining_ms_at(at)),
+            (Some(d), _) => duration_ms(d.remaining_ms_at(self.at)),
             (None, _) => "…".to_string(),
         };
         let revs = if e.scheme.is_sql() {
@@ -279,30 +343,35 @@ fn candidates(app: &App, e: &Election) -> Vec<DLine> {
         } else {
             format!("{}/{}", c.create_revision, c.mod_revision)
         };
+        let (rank_w, id_w, revs_w) = (self.rank_w, self.id_w, self.revs_w);
         let id = crate::model::truncate_display(&c.id, id_w);
-        let mut line = vec![(
-            if c.zombie() { Tone::Warn } else { Tone::Dim },
-            format!("{star}{:>w$}", i + 1, w = rank_w - 1),
-        )];
-        let tone = if i == 0 && e.leader.is_some() {
-            Tone::Leader
-        } else {
-            Tone::Text
-        };
-        line.push((tone, format!("  {id:<id_w$}")));
-        line.push((
-            Tone::Dim,
-            format!("  {lease:<16}  {ttl:<8}  {revs:<revs_w$}  {}", c.key),
-        ));
-        out.push(line);
-        if let Some(m) = e.member(&c.id) {
-            out.push(vec![(
+        let member = e
+            .member(&c.id)
+            .map(|m| format!("  {}", m.summary()))
+            .unwrap_or_default();
+        vec![
+            (
+                if c.zombie() { Tone::Warn } else { Tone::Dim },
+                format!(
+                    "{}{:>w$}",
+                    if leads { "★" } else { " " },
+                    i + 1,
+                    w = rank_w - 1
+                ),
+            ),
+            (
+                if leads { Tone::Leader } else { Tone::Text },
+                format!("  {id:<id_w$}"),
+            ),
+            (
                 Tone::Dim,
-                format!("{:rank_w$}  {}", "", m.summary()),
-            )]);
-        }
+                format!(
+                    "  {lease:<16}  {ttl:<8}  {revs:<revs_w$}  {}{member}",
+                    c.key
+                ),
+            ),
+        ]
     }
-    out
 }
 
 fn history(e: &Election) -> Vec<DLine> {
@@ -359,7 +428,7 @@ fn page(app: &App) -> usize {
 pub fn on_action(app: &mut App, action: Action) -> Option<bool> {
     let d = app.describe.as_ref()?;
     let len = election(app)
-        .map(|e| lines(app, e, (app.size.0 as usize).saturating_sub(2)).len())
+        .map(|e| len(app, e, (app.size.0 as usize).saturating_sub(2)))
         .unwrap_or(0);
     let max = len.saturating_sub(page(app));
     let page = page(app) as isize;
@@ -533,6 +602,26 @@ mod tests {
         assert!(app.describe.is_some(), "copying keeps the view open");
         update(&mut app, Msg::Action(Action::Back));
         assert!(app.describe.is_none() && !app.quit);
+    }
+
+    #[test]
+    fn a_window_is_the_same_lines_as_the_whole() {
+        let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+        e.candidates = (0..40)
+            .map(|i| holder(&format!("n{i}"), &format!("/e/jobs/{i}")))
+            .collect();
+        e.leader = e.candidates.first().cloned();
+        let app = app_with(e.clone());
+        let all = lines(&app, &e, 80);
+        assert_eq!(all.len(), len(&app, &e, 80));
+        for (start, count) in [(0, 5), (3, 20), (14, 30), (50, 100), (all.len(), 4)] {
+            let end = (start + count).min(all.len());
+            assert_eq!(
+                window(&app, &e, 80, start, count),
+                all[start.min(end)..end].to_vec(),
+                "{start}+{count}"
+            );
+        }
     }
 
     #[test]

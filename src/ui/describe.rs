@@ -33,18 +33,16 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         frame.render_widget(p, area);
         return;
     };
-    let all = describe::lines(app, e, inner_w);
-    let total = all.len();
+    // Only the lines on screen are made: a line of thousands costs a screenful.
+    let total = describe::len(app, e, inner_w);
     let start = app
         .describe
         .as_ref()
         .map(|d| d.scroll)
         .unwrap_or(0)
-        .min(all.len().saturating_sub(rows));
-    let shown: Vec<Line> = all
+        .min(total.saturating_sub(rows));
+    let shown: Vec<Line> = describe::window(app, e, inner_w, start, rows)
         .into_iter()
-        .skip(start)
-        .take(rows)
         .map(|l| {
             Line::from(
                 l.into_iter()
