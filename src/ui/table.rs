@@ -195,7 +195,8 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         }
     }
     let specs: Vec<Col> = cols.iter().map(|c| c.col).collect();
-    let w = widths::allocate(&specs, area.width.saturating_sub(2), 1);
+    // Inside the borders, less one cell so the last column does not touch the right one.
+    let w = widths::allocate(&specs, area.width.saturating_sub(3), 1);
     // A dropped column is left out, not drawn 0 wide: its spacing would still be drawn.
     let shown = |cells: Vec<Line<'static>>| -> Vec<Line<'static>> {
         cells
