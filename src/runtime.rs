@@ -264,17 +264,56 @@ pub(crate) fn on_key(
     for req in std::mem::take(&mut app.outbox) {
         sources.execute(req, admin_tx.clone());
     }
+    if let Some(text) = app.clipboard.take() {
+        copy_to_clipboard(&text);
+    }
     dirty
 }
+
+/// Hands `text` to the terminal's clipboard (OSC 52), between frames. A terminal that
+/// ignores the sequence ignores it silently; the status line said what was asked.
+fn copy_to_clipboard(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out
+        .write_all(ui::osc52::sequence(text).as_bytes())
+        .and_then(|()| out.flush())
+    {
+        tracing::warn!("writing the OSC 52 clipboard sequence: {e}");
+    }
+}
+
+/// Two clicks on the same row within this long are a double click.
+const DOUBLE_CLICK: Duration = Duration::from_millis(400);
 
 /// A click or the wheel, on whatever the view drew there. Returns whether the screen changed.
 pub(crate) fn on_mouse(app: &mut App, m: crossterm::event::MouseEvent) -> bool {
     use crossterm::event::{MouseButton, MouseEventKind};
+    // The detail view covers the panes: the wheel scrolls it, three lines a notch.
+    if app.describe.is_some() && app.dialog.is_none() && !app.show_help {
+        let step = match m.kind {
+            MouseEventKind::ScrollDown => app::Action::Down,
+            MouseEventKind::ScrollUp => app::Action::Up,
+            _ => return false,
+        };
+        return (0..3).fold(false, |dirty, _| {
+            app::update(app, Msg::Action(step)) | dirty
+        });
+    }
     let Some(target) = ui::target_at(app, m.column, m.row) else {
         return false;
     };
     match m.kind {
-        MouseEventKind::Down(MouseButton::Left) => app::update(app, Msg::Click(target)),
+        MouseEventKind::Down(MouseButton::Left) => {
+            let now = Instant::now();
+            let double = matches!(target, app::Target::Row(_))
+                && app
+                    .last_click
+                    .is_some_and(|(t, at)| t == target && now.duration_since(at) < DOUBLE_CLICK);
+            app.last_click = (!double).then_some((target, now));
+            let dirty = app::update(app, Msg::Click(target));
+            // A double click on a row opens its detail, as Enter does.
+            dirty | (double && app::update(app, Msg::Action(app::Action::Describe)))
+        }
         MouseEventKind::ScrollDown => app::update(app, Msg::Wheel(target, 3)),
         MouseEventKind::ScrollUp => app::update(app, Msg::Wheel(target, -3)),
         _ => false,
@@ -820,5 +859,60 @@ mod tests {
             "brought forward"
         );
         assert!(p.draw_now(t0 + Duration::from_millis(40), &mut wake));
+    }
+
+    /// A double click on a row opens its detail; there the wheel scrolls it; a single
+    /// click only selects.
+    #[test]
+    fn a_double_click_opens_the_detail_and_the_wheel_scrolls_it() {
+        use crate::model::{Candidate, Election, Scheme, SourceEvent, SourceInfo};
+        use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+        let mut app = App::new(
+            vec![SourceInfo::test_etcd()],
+            Instant::now(),
+            SystemTime::now(),
+        );
+        let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+        e.candidates = (0..60)
+            .map(|i| Candidate {
+                id: format!("n{i}"),
+                raw_id: Vec::new(),
+                key: format!("/e/jobs/{i}"),
+                raw_key: Vec::new(),
+                lease: Some(i + 1),
+                create_revision: i,
+                mod_revision: i,
+                stamp: None,
+                ttl: None,
+            })
+            .collect();
+        let elections = vec![e, Election::new(0, "zzz".into(), Scheme::EtcdElection)];
+        app::update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections,
+            }),
+        );
+        app::update(
+            &mut app,
+            Msg::Resize {
+                width: 100,
+                height: 30,
+            },
+        );
+        let mouse = |kind, row| MouseEvent {
+            kind,
+            column: 10,
+            row,
+            modifiers: KeyModifiers::NONE,
+        };
+        let click = mouse(MouseEventKind::Down(MouseButton::Left), 3);
+        assert!(on_mouse(&mut app, click));
+        assert!(app.describe.is_none(), "one click selects");
+        on_mouse(&mut app, click);
+        assert!(app.describe.is_some(), "two open the detail");
+        on_mouse(&mut app, mouse(MouseEventKind::ScrollDown, 10));
+        assert_eq!(app.describe.as_ref().map(|d| d.scroll), Some(3));
     }
 }

@@ -888,3 +888,87 @@ fn demo_at_80x24_offers_the_nodes_to_force_and_a_click_picks_a_node() {
         "no node left after quit"
     );
 }
+
+/// Waits until tmux's newest paste buffer holds `want` (an OSC 52 copy lands there).
+fn wait_buffer(tmux: &Tmux, want: &str) {
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        let buffer = tmux.run(&["show-buffer"]);
+        if buffer == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tmux's buffer never held {want:?}; last: {buffer:?}\n{}",
+            tmux.capture()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `Enter` opens the detail of the selected election, `y` copies the leader's id and `Y`
+/// its key into tmux's paste buffer through OSC 52, `Esc` closes, and a double click on a
+/// row opens it again.
+#[test]
+fn enter_opens_the_detail_and_y_copies_the_leader_through_osc52() {
+    let etcd = EtcdServer::start();
+    let [_a, _b] = campaign_in_order(&etcd, "/tui/jobs", ["node-a", "node-b"]);
+    let home = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux::start(
+        100,
+        30,
+        &shell(
+            home.path(),
+            &format!("--etcd {} --prefix /tui/", etcd.endpoint()),
+        ),
+    );
+    // tmux keeps what applications copy (OSC 52) as a paste buffer with this on.
+    tmux.run(&["set", "-s", "set-clipboard", "on"]);
+    tmux.wait_screen("the election", T, |s| {
+        s.contains("jobs") && s.contains("node-b")
+    });
+
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_screen("the detail", T, |s| {
+        s.contains("Revisions") && s.contains("Candidates · 2 in line")
+    });
+    assert!(screen.contains("┌ jobs · 1-"), "{screen}");
+    let key_line = screen
+        .lines()
+        .find(|l| l.contains("Key ") && l.contains("/tui/jobs/"))
+        .unwrap_or_else(|| panic!("the leader's key:\n{screen}"));
+    let key = key_line
+        .split_whitespace()
+        .find(|w| w.starts_with("/tui/jobs/"))
+        .unwrap_or("")
+        .trim_end_matches('│')
+        .to_string();
+
+    tmux.send(&["y"]);
+    tmux.wait_screen("the copy flash", T, |s| {
+        s.contains("copied leader id node-a")
+    });
+    wait_buffer(&tmux, "node-a");
+    tmux.send(&["Y"]);
+    wait_buffer(&tmux, &key);
+
+    tmux.send(&["Escape"]);
+    let screen = tmux.wait_screen("the dashboard again", T, |s| {
+        s.contains("ELECTION") && !s.contains("Revisions")
+    });
+    // A double click on the row (SGR mouse reports; 1-based column and row).
+    let row = screen
+        .lines()
+        .position(|l| l.contains("jobs") && l.contains("node-a"))
+        .expect("the row of jobs")
+        + 1;
+    let click = format!("\x1b[<0;10;{row}M\x1b[<0;10;{row}m");
+    tmux.send(&["-l", &format!("{click}{click}")]);
+    tmux.wait_screen("the detail from a double click", T, |s| {
+        s.contains("Revisions")
+    });
+    tmux.send(&["Escape"]);
+    tmux.wait_screen("closed", T, |s| !s.contains("Revisions"));
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}

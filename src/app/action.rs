@@ -14,6 +14,12 @@ pub enum Action {
     ToggleHelp,
     /// Show each member of the stores (like `etcdctl endpoint status`).
     ToggleMembers,
+    /// Open the detail view of the selected election (`Enter`).
+    Describe,
+    /// Copy the leader's id to the terminal's clipboard (OSC 52).
+    CopyLeader,
+    /// Copy the leader's key to the terminal's clipboard (OSC 52).
+    CopyKey,
     /// Close the open overlay or view, or clear the filter; never quits.
     Back,
     /// Admin: pick (or type) a new leader for the selected election.

@@ -88,6 +88,24 @@ pub const BINDINGS: &[Binding] = &[
         help: "make the leader resign",
     },
     Binding {
+        keys: &[(KeyCode::Enter, NONE)],
+        label: "Enter",
+        action: Action::Describe,
+        help: "detail of the election",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('y'), NONE)],
+        label: "y",
+        action: Action::CopyLeader,
+        help: "copy the leader id (OSC 52)",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('Y'), SHIFT), (KeyCode::Char('Y'), NONE)],
+        label: "Y",
+        action: Action::CopyKey,
+        help: "copy the leader's key (OSC 52)",
+    },
+    Binding {
         keys: &[(KeyCode::Char('e'), NONE)],
         label: "e",
         action: Action::ToggleMembers,
@@ -233,6 +251,9 @@ pub const ACTION_NAMES: &[(&str, Action)] = &[
     ("resign", Action::Resign),
     ("help", Action::ToggleHelp),
     ("members", Action::ToggleMembers),
+    ("describe", Action::Describe),
+    ("copy_leader", Action::CopyLeader),
+    ("copy_key", Action::CopyKey),
     ("filter", Action::StartFilter),
     ("command", Action::StartCommand),
     ("sort", Action::CycleSort),
@@ -377,6 +398,7 @@ pub const PROMPT_KEYS: &[(&str, &str)] = &[
 pub const MOUSE_KEYS: &[(&str, &str)] = &[
     ("click", "select a row or a pane"),
     ("wheel", "scroll what is under it"),
+    ("2×click", "detail of the row"),
 ];
 
 fn find(table: &[Bound], key: KeyEvent) -> Option<Action> {

@@ -5,6 +5,7 @@ mod action;
 pub mod alarm;
 mod commands;
 pub mod contexts;
+pub mod describe;
 pub mod dialog;
 pub mod keys;
 pub mod log;
@@ -209,6 +210,12 @@ pub struct App {
     /// Who may lead, known from outside the store (the demo's nodes): the force-leader
     /// dialog offers them when the scheme keeps no line of candidates.
     pub known_ids: Vec<String>,
+    /// The detail view (`Enter`), when open.
+    pub describe: Option<describe::Describe>,
+    /// Text for the terminal's clipboard, which the runtime writes (OSC 52) and clears.
+    pub clipboard: Option<String>,
+    /// The last left click, to tell a double click (the runtime sets it).
+    pub last_click: Option<(Target, Instant)>,
 }
 
 /// Rows a page key moves.
@@ -265,6 +272,9 @@ impl App {
             extra_keys: &[],
             contexts: contexts::Contexts::default(),
             known_ids: Vec::new(),
+            describe: None,
+            clipboard: None,
+            last_click: None,
         }
     }
 
@@ -453,7 +463,15 @@ fn on_action(app: &mut App, action: Action) -> bool {
         commands::on_prompt(app, action);
         return true;
     }
+    if !app.show_help
+        && let Some(redraw) = describe::on_action(app, action)
+    {
+        return redraw;
+    }
     match action {
+        Action::Describe => describe::open(app),
+        Action::CopyLeader => describe::copy(app, false),
+        Action::CopyKey => describe::copy(app, true),
         Action::ForceLeader | Action::Reelect | Action::Resign => {
             app.flash = None;
             dialog::start(app, action);

@@ -185,7 +185,8 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     let table = Table::new(
         rows,
         [
-            Constraint::Length(4),
+            // The star and every digit of the last rank (1000+ in line).
+            Constraint::Length(1 + total.max(1).to_string().len().max(3) as u16),
             Constraint::Fill(1),
             // The lease column only where it leaves the id room to be read; Patroni's
             // members' own account says more than their lease ids, so it takes the room.
@@ -211,36 +212,14 @@ fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
             format::count(e.transitions as usize, "change", "changes")
         ));
     let rows_fit = area.height.saturating_sub(2) as usize;
+    let width = area.width.saturating_sub(2) as usize;
     let lines: Vec<Line> = e
         .history
         .iter()
         .rev()
         .skip(app.history_scroll)
         .take(rows_fit)
-        .map(|h| {
-            let when = match h.at {
-                Some(at) => time::clock(at),
-                None => format!("r{}", h.revision.unwrap_or(0)),
-            };
-            let who = |x: &Option<String>| {
-                x.as_deref()
-                    .map(|s| truncate_display(s, 14))
-                    .unwrap_or_else(|| "∅".into())
-            };
-            Line::from(vec![
-                Span::styled(format!("{when:>8} "), theme::dim()),
-                Span::raw(format!("{} → ", who(&h.from))),
-                Span::styled(
-                    who(&h.to),
-                    if h.to.is_some() {
-                        theme::leader()
-                    } else {
-                        theme::no_leader()
-                    },
-                ),
-                Span::styled(format!(" {}", h.cause.as_str()), theme::dim()),
-            ])
-        })
+        .flat_map(|h| history_lines(h, width))
         .collect();
     let body = if lines.is_empty() {
         vec![Line::from(Span::styled(
@@ -250,5 +229,82 @@ fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     } else {
         lines
     };
-    frame.render_widget(Paragraph::new(body).block(block), area);
+    // Wrapping is the last resort for a pane too narrow for even cut names and the cause.
+    frame.render_widget(
+        Paragraph::new(body)
+            .block(block)
+            .wrap(ratatui::widgets::Wrap { trim: false }),
+        area,
+    );
+}
+
+/// Names are cut no shorter than this; below it the cause goes to a line of its own.
+const NAME_MIN: usize = 8;
+
+/// `11:05:25 node-z → node-a lease_revoked`: the names give way so the cause is never cut,
+/// and where they would become unreadable the cause takes the next line.
+pub fn history_lines(h: &crate::model::HistoryEntry, width: usize) -> Vec<Line<'static>> {
+    let when = match h.at {
+        Some(at) => time::clock(at),
+        None => format!("r{}", h.revision.unwrap_or(0)),
+    };
+    let cause = h.cause.as_str();
+    let name = |x: &Option<String>| x.clone().unwrap_or_else(|| "∅".into());
+    let (from, to) = (name(&h.from), name(&h.to));
+    let (fl, tl) = (from.chars().count(), to.chars().count());
+    // 9 for the time, 3 for the arrow, 1 before the cause.
+    let room = width.saturating_sub(9 + 3 + 1 + cause.chars().count());
+    let (fw, tw) = share(fl, tl, room);
+    let own_line = fw < fl.min(NAME_MIN) || tw < tl.min(NAME_MIN);
+    let (fw, tw) = if own_line {
+        share(fl, tl, width.saturating_sub(9 + 3))
+    } else {
+        (fw, tw)
+    };
+    let to_style = if h.to.is_some() {
+        theme::leader()
+    } else {
+        theme::no_leader()
+    };
+    let mut first = vec![
+        Span::styled(format!("{when:>8} "), theme::dim()),
+        Span::raw(format!("{} → ", cut(&from, fw))),
+        Span::styled(cut(&to, tw), to_style),
+    ];
+    let cause = Span::styled(format!(" {cause}"), theme::dim());
+    if own_line {
+        let indent = Span::raw(" ".repeat(8));
+        vec![Line::from(first), Line::from(vec![indent, cause])]
+    } else {
+        first.push(cause);
+        vec![Line::from(first)]
+    }
+}
+
+/// `s` in `n` characters, its end replaced by `…` when cut (no room for a `(N chars)` note
+/// here: the detail view shows the name whole).
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Splits `room` between two names: the shorter whole if it fits in half, the longer the
+/// rest; never below 4 each (the line wraps then).
+fn share(a: usize, b: usize, room: usize) -> (usize, usize) {
+    if a + b <= room {
+        return (a, b);
+    }
+    let half = room / 2;
+    let (a, b) = if a <= half {
+        (a, room - a)
+    } else if b <= half {
+        (room - b, b)
+    } else {
+        (half, room - half)
+    };
+    (a.max(4), b.max(4))
 }

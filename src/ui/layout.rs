@@ -68,6 +68,7 @@ pub fn target_in(app: &App, area: Rect, x: u16, y: u16) -> Option<Target> {
         || area.height < theme::MIN_HEIGHT
         || app.show_help
         || app.show_members
+        || app.describe.is_some()
         || app.dialog.is_some()
     {
         return None;

@@ -1,6 +1,7 @@
 //! `view(&app, frame)` draws the state; one module per pane. Drawing reads the state and
 //! never calls a backend.
 
+mod describe;
 mod detail;
 mod dialog;
 mod events;
@@ -8,9 +9,11 @@ pub mod format;
 mod help;
 pub mod layout;
 mod members;
+pub mod osc52;
 mod status;
 mod table;
 pub mod theme;
+mod widths;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -55,6 +58,9 @@ pub fn panes(app: &App, frame: &mut Frame, area: Rect) -> bool {
             detail::draw(app, frame, detail);
         }
         Screen::Events => events::draw(app, frame, a.body),
+    }
+    if app.describe.is_some() {
+        describe::draw(app, frame, a.body);
     }
     status::draw(app, frame, a.status);
     true

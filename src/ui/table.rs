@@ -1,14 +1,24 @@
 //! The elections table: one row per election, in the order and through the filter the
-//! state keeps, each alarmed row marked with its worst alarm's glyph.
+//! state keeps, each alarmed row marked with its worst alarm's glyph. Columns are as wide
+//! as what the rows on screen hold (`super::widths`), so a long name takes room only while
+//! nothing else is cut.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Row, Table};
+use ratatui::widgets::{Block, Borders, Row, Table};
 
+use super::widths::{self, Col};
 use super::{format, theme};
 use crate::app::{App, Focus, SortKey};
-use crate::model::{Scheme, truncate_display};
+use crate::model::{Election, Scheme, truncate_display};
+
+/// Cells longer than this are cut before measuring: the detail view (`Enter`) shows them
+/// whole.
+const CELL_MAX: usize = 200;
+/// Cells of the countdown bar.
+const BAR: usize = 6;
 
 fn scheme_short(s: Scheme) -> &'static str {
     match s {
@@ -22,18 +32,19 @@ fn scheme_short(s: Scheme) -> &'static str {
 
 /// The leader (or since when there is none), and a deposed leader that may still believe it
 /// leads beside it.
-fn leader_cell(e: &crate::model::Election, stale: bool, idle_is_normal: bool) -> Cell<'static> {
+fn leader_cell(e: &Election, stale: bool, idle_is_normal: bool) -> Line<'static> {
     let lead_style = if stale { theme::dim() } else { theme::leader() };
+    let id = |s: &str| truncate_display(s, CELL_MAX);
     let mut spans = match &e.leader {
         Some(l) if stale => vec![
             Span::styled("last seen ", theme::stale()),
-            Span::styled(truncate_display(&l.id, 24), lead_style),
+            Span::styled(id(&l.id), lead_style),
         ],
         Some(l) if l.zombie() => vec![
-            Span::styled(truncate_display(&l.id, 24), theme::leader()),
+            Span::styled(id(&l.id), theme::leader()),
             Span::styled(" ⚠", theme::warn()),
         ],
-        Some(l) => vec![Span::styled(truncate_display(&l.id, 24), theme::leader())],
+        Some(l) => vec![Span::styled(id(&l.id), theme::leader())],
         None if idle_is_normal => vec![Span::styled("idle", theme::dim())],
         None => vec![Span::styled(
             match e.no_leader_since() {
@@ -49,98 +60,220 @@ fn leader_cell(e: &crate::model::Election, stale: bool, idle_is_normal: bool) ->
             theme::warn(),
         ));
     }
-    Cell::from(Line::from(spans))
+    Line::from(spans)
+}
+
+/// One column of the table: its header, its sort key and its bounds.
+struct Column {
+    header: &'static str,
+    sort: Option<SortKey>,
+    col: Col,
+}
+
+/// With several sources, each row says which it is from: in a SOURCE column where the
+/// screen leaves the leaders room to be read, else as `SOURCE/NAME` (as on the CLI).
+#[derive(Clone, Copy, PartialEq)]
+enum SourceShown {
+    One,
+    Column,
+    Qualified,
+}
+
+fn source_shown(app: &App, width: u16) -> SourceShown {
+    match (app.sources.len() > 1, width >= 90) {
+        (false, _) => SourceShown::One,
+        (true, true) => SourceShown::Column,
+        (true, false) => SourceShown::Qualified,
+    }
+}
+
+/// The columns, left to right; the widths follow from the content.
+fn columns(source: SourceShown) -> Vec<Column> {
+    let c = |header, sort, col| Column { header, sort, col };
+    let mut cols = vec![
+        c("!", Some(SortKey::Alarms), Col::fixed(2)),
+        c(
+            "ELECTION",
+            Some(SortKey::Name),
+            Col::content(8, 60).growing(),
+        ),
+        // The scheme is the first to go where room is short: the detail pane names it.
+        c("SCHEME", None, Col::content(6, 9).spare().droppable(1)),
+        c(
+            "LEADER",
+            Some(SortKey::Leader),
+            Col::content(8, 60).growing(),
+        ),
+        c("TTL", Some(SortKey::Ttl), Col::content(4, BAR as u16 + 7)),
+        c("CHG", Some(SortKey::Changes), Col::content(4, 10)),
+        c("RATE", Some(SortKey::Rate), Col::content(4, 7).droppable(2)),
+        c(
+            "LAST",
+            Some(SortKey::Last),
+            Col::content(5, 10).droppable(3),
+        ),
+    ];
+    if source == SourceShown::Column {
+        cols.insert(1, c("SOURCE", None, Col::content(6, 16)));
+    }
+    cols
+}
+
+/// The cells of one election's row, and the style of the whole row.
+fn cells(
+    app: &App,
+    i: usize,
+    r: &crate::app::RowInfo,
+    e: &Election,
+    source: SourceShown,
+) -> (Vec<Line<'static>>, Style) {
+    // A stale source's rows are frozen at the last contact and dimmed.
+    let stale = app.stale_for(e.source).is_some();
+    let at = app.as_of(e.source);
+    let ttl = match &e.leader {
+        Some(l) => {
+            let style = match (&l.ttl, l.zombie()) {
+                _ if stale => theme::dim(),
+                (_, true) => theme::warn(),
+                (Some(d), _) => theme::ttl(d.ratio_at(at)),
+                (None, _) => theme::dim(),
+            };
+            Line::from(Span::styled(format::ttl_cell(l, at, BAR), style))
+        }
+        None => Line::from(""),
+    };
+    let age = e
+        .last_change()
+        .map(|h| format::age(h, app.wall))
+        .unwrap_or_default();
+    let worst = r.alarms.worst();
+    let mark = worst.map(|a| a.glyph()).unwrap_or(" ");
+    let short = app.sources.get(e.source).map(|s| s.info.short.as_str());
+    let name = match (source, short) {
+        (SourceShown::Qualified, Some(s)) => format!("{s}/{}", e.name),
+        _ => e.name.clone(),
+    };
+    let mut line = vec![
+        Line::from(mark),
+        Line::from(truncate_display(&name, CELL_MAX)),
+        Line::from(scheme_short(e.scheme)),
+        leader_cell(e, stale, app.idle_is_normal(e.source)),
+        ttl,
+        Line::from(e.transitions.to_string()),
+        Line::from(format::rate(r.rate)),
+        Line::from(age),
+    ];
+    if source == SourceShown::Column {
+        line.insert(
+            1,
+            Line::from(truncate_display(short.unwrap_or(""), CELL_MAX)),
+        );
+    }
+    let style = match (i == app.selected, stale, worst) {
+        (true, _, _) => theme::selected(),
+        (false, true, _) => theme::dim(),
+        (false, false, Some(w)) => theme::alarmed(w),
+        (false, false, None) => Style::new(),
+    };
+    (line, style)
+}
+
+/// `line` cut to `width` cells, with `…` where it was cut.
+pub fn fit(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let mut left = width.saturating_sub(1);
+    let mut spans = Vec::new();
+    for span in line.spans {
+        if left == 0 {
+            break;
+        }
+        let mut text = String::new();
+        for c in span.content.chars() {
+            let w = Span::raw(c.to_string()).width();
+            if w > left {
+                left = 0;
+                break;
+            }
+            left -= w;
+            text.push(c);
+        }
+        spans.push(Span::styled(text, span.style));
+    }
+    spans.push(Span::styled("…", theme::dim()));
+    Line::from(spans).style(line.style)
 }
 
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let rows_fit = area.height.saturating_sub(3) as usize;
     let offset = super::layout::table_offset(app.selected, area);
-    let bar = 6;
-    let source_col = source_width(app, area.width);
-    // Too narrow for the column: the name says its source, as `SOURCE/NAME` on the CLI.
-    let qualify = source_col.is_none() && app.sources.len() > 1;
-    let rows = app
+    let source = source_shown(app, area.width);
+    let visible: Vec<(Vec<Line<'static>>, Style)> = app
         .rows
         .iter()
         .enumerate()
         .skip(offset)
         .take(rows_fit)
-        .filter_map(|(i, r)| app.elections.get(&r.key).map(|e| (i, r, e)))
-        .map(|(i, r, e)| {
-            // A stale source's rows are frozen at the last contact and dimmed.
-            let stale = app.stale_for(e.source).is_some();
-            let at = app.as_of(e.source);
-            let leader = leader_cell(e, stale, app.idle_is_normal(e.source));
-            let ttl = match &e.leader {
-                Some(l) => {
-                    let style = match (&l.ttl, l.zombie()) {
-                        _ if stale => theme::dim(),
-                        (_, true) => theme::warn(),
-                        (Some(d), _) => theme::ttl(d.ratio_at(at)),
-                        (None, _) => theme::dim(),
-                    };
-                    Cell::from(Span::styled(format::ttl_cell(l, at, bar), style))
-                }
-                None => Cell::from(""),
-            };
-            let age = e
-                .last_change()
-                .map(|h| format::age(h, app.wall))
-                .unwrap_or_default();
-            let worst = r.alarms.worst();
-            let mark = worst.map(|a| a.glyph()).unwrap_or(" ");
-            let mut cells = vec![
-                Cell::from(mark),
-                Cell::from(match app.sources.get(e.source) {
-                    Some(s) if qualify => {
-                        truncate_display(&format!("{}/{}", s.info.short, e.name), 40)
-                    }
-                    _ => truncate_display(&e.name, 40),
-                }),
-                Cell::from(scheme_short(e.scheme)),
-                leader,
-                ttl,
-                Cell::from(e.transitions.to_string()),
-                Cell::from(format::rate(r.rate)),
-                Cell::from(age),
-            ];
-            if let Some(short) = source_col.and(app.sources.get(e.source)) {
-                cells.insert(1, Cell::from(short.info.short.clone()));
-            }
-            let row = Row::new(cells);
-            match (i == app.selected, stale, worst) {
-                (true, _, _) => row.style(theme::selected()),
-                (false, true, _) => row.style(theme::dim()),
-                (false, false, Some(w)) => row.style(theme::alarmed(w)),
-                (false, false, None) => row,
-            }
-        });
-    let mut names = headers(app);
-    if source_col.is_some() {
-        names.insert(1, "SOURCE".to_string());
+        .filter_map(|(i, r)| {
+            let e = app.elections.get(&r.key)?;
+            Some(cells(app, i, r, e, source))
+        })
+        .collect();
+    let mut cols = columns(source);
+    let headers = headers(app, &cols);
+    for (c, h) in cols.iter_mut().zip(&headers) {
+        c.col.fit(Span::raw(h.as_str()).width());
     }
-    let header = Row::new(names).style(theme::header());
-    // The scheme only where it leaves the names room to be read.
-    let scheme = if area.width >= 90 { 9 } else { 0 };
-    let mut widths = vec![
-        Constraint::Length(2),
-        Constraint::Fill(1),
-        Constraint::Length(scheme),
-        Constraint::Fill(1),
-        Constraint::Length(bar as u16 + 7),
-        Constraint::Length(4),
-        Constraint::Length(5),
-        Constraint::Length(9),
-    ];
-    if let Some(w) = source_col {
-        widths.insert(1, Constraint::Length(w));
+    for (line, _) in &visible {
+        for (c, cell) in cols.iter_mut().zip(line) {
+            c.col.fit(cell.width());
+        }
     }
-    let border = if app.focus == Focus::Elections {
+    let specs: Vec<Col> = cols.iter().map(|c| c.col).collect();
+    // Inside the borders, less one cell so the last column does not touch the right one.
+    let w = widths::allocate(&specs, area.width.saturating_sub(3), 1);
+    // A dropped column is left out, not drawn 0 wide: its spacing would still be drawn.
+    let shown = |cells: Vec<Line<'static>>| -> Vec<Line<'static>> {
+        cells
+            .into_iter()
+            .zip(&w)
+            .filter(|(_, w)| **w > 0)
+            .map(|(cell, w)| fit(cell, *w as usize))
+            .collect()
+    };
+    let header =
+        Row::new(shown(headers.into_iter().map(Line::from).collect())).style(theme::header());
+    let rows = visible
+        .into_iter()
+        .map(|(line, style)| Row::new(shown(line)).style(style));
+    let constraints: Vec<Constraint> = w
+        .iter()
+        .filter(|w| **w > 0)
+        .map(|w| Constraint::Length(*w))
+        .collect();
+    let table = Table::new(rows, constraints)
+        .header(header)
+        .column_spacing(1)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(border(app))
+                .title(title(app)),
+        );
+    frame.render_widget(table, area);
+}
+
+fn border(app: &App) -> Style {
+    if app.focus == Focus::Elections {
         theme::focused_border()
     } else {
         theme::dim()
-    };
-    let title = if app.elections.is_empty() {
+    }
+}
+
+fn title(app: &App) -> String {
+    if app.elections.is_empty() {
         " Elections (none found yet) ".to_string()
     } else if app.rows.is_empty() {
         format!(
@@ -149,50 +282,30 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         )
     } else {
         format!(" Elections {}/{} ", app.selected + 1, app.rows.len())
-    };
-    let table = Table::new(rows, widths)
-        .header(header)
-        .column_spacing(1)
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(border)
-                .title(title),
-        );
-    frame.render_widget(table, area);
-}
-
-/// With several sources, each row says which it is from: the SOURCE column's width, as wide
-/// as the longest name (at most 16), where it leaves the leaders room to be read.
-fn source_width(app: &App, width: u16) -> Option<u16> {
-    if app.sources.len() < 2 || width < 90 {
-        return None;
     }
-    let longest = app
-        .sources
-        .iter()
-        .map(|s| s.info.short.chars().count())
-        .max()
-        .unwrap_or(0);
-    Some(longest.clamp(6, 16) as u16)
 }
 
 /// Column headers, the sorted one with its direction (`TTL▲`).
-fn headers(app: &App) -> Vec<String> {
-    let cols = [
-        (Some(SortKey::Alarms), "!"),
-        (Some(SortKey::Name), "ELECTION"),
-        (None, "SCHEME"),
-        (Some(SortKey::Leader), "LEADER"),
-        (Some(SortKey::Ttl), "TTL"),
-        (Some(SortKey::Changes), "CHG"),
-        (Some(SortKey::Rate), "RATE"),
-        (Some(SortKey::Last), "LAST"),
-    ];
+fn headers(app: &App, cols: &[Column]) -> Vec<String> {
     cols.iter()
-        .map(|(key, name)| match key {
-            Some(k) if *k == app.sort.key => format!("{name}{}", k.arrow(app.sort.reversed)),
-            _ => name.to_string(),
+        .map(|c| match c.sort {
+            Some(k) if k == app.sort.key => format!("{}{}", c.header, k.arrow(app.sort.reversed)),
+            _ => c.header.to_string(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_too_wide_is_cut_with_an_ellipsis() {
+        let cut = fit(Line::from("payments-reconciliation"), 10);
+        assert_eq!(cut.to_string(), "payments-…");
+        assert_eq!(cut.width(), 10);
+        let two = Line::from(vec![Span::raw("node-a"), Span::raw(" ⚠ deposed b-1")]);
+        assert_eq!(fit(two, 9).to_string(), "node-a ⚠…");
+        assert_eq!(fit(Line::from("short"), 9).to_string(), "short");
+    }
 }

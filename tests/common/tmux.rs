@@ -63,6 +63,13 @@ impl Tmux {
         assert!(ok.success());
     }
 
+    /// Runs a tmux command on this session's server (`set -s set-clipboard on`,
+    /// `show-buffer`); its stdout, empty when it fails (no buffer yet).
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Waits until the screen satisfies `pred`; panics with the last screen on timeout.
     pub fn wait_screen(
         &self,

@@ -1,0 +1,639 @@
+//! The detail view (`Enter`, like k9s' describe): everything the model has about one
+//! election, as plain lines with a tone for each part, so the view only styles them and the
+//! scroll can be bounded here without a terminal. Copying (`y`, `Y`) asks the runtime to
+//! hand text to the terminal's clipboard.
+
+use super::rows::Key;
+use super::{Action, App, Flash};
+use crate::model::time::{clock, duration_ms};
+use crate::model::{Candidate, Election};
+
+/// The election on show and how far it is scrolled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Describe {
+    /// Kept by key, not row: the rows re-sort under it.
+    pub key: Key,
+    /// First line shown.
+    pub scroll: usize,
+}
+
+/// What a part of a line is, for the view to style.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    Label,
+    Text,
+    Leader,
+    Dim,
+    Warn,
+    Bad,
+    Heading,
+}
+
+pub type DLine = Vec<(Tone, String)>;
+
+/// Width of the label column.
+const LABEL: usize = 12;
+/// Characters of a value shown at most: a 1 MiB value says its size and shows this much.
+pub const VALUE_SHOWN: usize = 4096;
+
+fn field(label: &str, tone: Tone, text: String) -> DLine {
+    vec![(Tone::Label, format!("{label:<LABEL$}")), (tone, text)]
+}
+
+/// `text` whole, over as many lines as it takes at `width`, the first under `label`.
+fn wrapped(label: &str, tone: Tone, text: &str, width: usize) -> Vec<DLine> {
+    let room = width.saturating_sub(LABEL).max(8);
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return vec![field(label, Tone::Dim, "(empty)".into())];
+    }
+    chars
+        .chunks(room)
+        .enumerate()
+        .map(|(i, chunk)| {
+            let label = if i == 0 { label } else { "" };
+            field(label, tone, chunk.iter().collect())
+        })
+        .collect()
+}
+
+fn heading(text: String) -> DLine {
+    vec![(Tone::Heading, text)]
+}
+
+/// Every line of the detail of `e`, at `width` columns.
+pub fn lines(app: &App, e: &Election, width: usize) -> Vec<DLine> {
+    window(app, e, width, 0, usize::MAX)
+}
+
+/// How many lines the detail of `e` has at `width` columns, without making them all.
+pub fn len(app: &App, e: &Election, width: usize) -> usize {
+    head(app, e, width).len() + 2 + e.candidates.len() + 1 + history(e).len()
+}
+
+/// `count` lines of the detail from line `start`: only the candidates in view are made, so
+/// a line of thousands costs a screenful per frame.
+pub fn window(app: &App, e: &Election, width: usize, start: usize, count: usize) -> Vec<DLine> {
+    let end = start.saturating_add(count);
+    let mut out = Vec::new();
+    let mut at = 0;
+    let section = |lines: Vec<DLine>, at: &mut usize, out: &mut Vec<DLine>| {
+        let n = lines.len();
+        out.extend(
+            lines
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| (start..end).contains(&(*at + i)))
+                .map(|(_, l)| l),
+        );
+        *at += n;
+    };
+    section(head(app, e, width), &mut at, &mut out);
+    let line = CandidateColumns::new(app, e);
+    section(line.header(e), &mut at, &mut out);
+    let n = e.candidates.len();
+    let (from, to) = (start.max(at).min(at + n), end.min(at + n).max(at));
+    out.extend((from..to).map(|i| line.row(e, i - at)));
+    at += n;
+    let mut tail = vec![Vec::new()];
+    tail.extend(history(e));
+    section(tail, &mut at, &mut out);
+    out
+}
+
+/// Everything above the line of candidates.
+fn head(app: &App, e: &Election, width: usize) -> Vec<DLine> {
+    let mut out = vec![field("Election", Tone::Text, e.name.clone())];
+    out.push(field("Scheme", Tone::Text, e.scheme.to_string()));
+    if let Some(s) = app.sources.get(e.source) {
+        let ro = if s.info.read_only {
+            " · read-only"
+        } else {
+            ""
+        };
+        out.push(field(
+            "Source",
+            Tone::Text,
+            format!("{} · {}{ro}", s.info.short, s.info.name),
+        ));
+        if let Some(age) = s.stale_for(app.now) {
+            out.push(field(
+                "",
+                Tone::Warn,
+                format!("STALE: no contact for {}s", age.as_secs()),
+            ));
+        }
+    }
+    out.push(alarms(app, e));
+    out.extend(leader(app, e, width));
+    if let Some(d) = &e.deposed {
+        out.push(field(
+            "Deposed",
+            Tone::Warn,
+            format!(
+                "{} may still believe it leads (lease {}, {} left)",
+                d.id,
+                d.lease
+                    .map(|l| format!("{l:x}"))
+                    .unwrap_or_else(|| "?".into()),
+                d.ttl
+                    .map(|t| duration_ms(t.remaining_ms_at(app.as_of(e.source))))
+                    .unwrap_or_else(|| "?".into())
+            ),
+        ));
+        out.extend(wrapped("", Tone::Dim, &d.key, width));
+    }
+    for n in e.notes.iter().filter(|n| !n.text.is_empty()) {
+        out.push(field("Note", Tone::Warn, format!("{}: {}", n.name, n.text)));
+    }
+    out.push(Vec::new());
+    out
+}
+
+fn alarms(app: &App, e: &Election) -> DLine {
+    let row = app
+        .rows
+        .iter()
+        .find(|r| r.key.0 == e.source && r.key.1 == e.name);
+    match row.map(|r| r.alarms) {
+        Some(a) if a.is_empty() => field("Alarms", Tone::Dim, "none".into()),
+        Some(a) => {
+            let names: Vec<String> = a
+                .iter()
+                .map(|x| format!("{} {}", x.glyph(), x.code()))
+                .collect();
+            field("Alarms", Tone::Bad, names.join("  "))
+        }
+        None => field("Alarms", Tone::Dim, "(hidden by the filter)".into()),
+    }
+}
+
+/// The leader's id, key, value, lease, TTL and revisions (etcd) or row (SQL).
+fn leader(app: &App, e: &Election, width: usize) -> Vec<DLine> {
+    let Some(l) = &e.leader else {
+        let text = if app.idle_is_normal(e.source) {
+            "idle: no holder between runs, which is normal here".to_string()
+        } else {
+            match e.no_leader_since() {
+                Some(t) => format!("none since {}", clock(t)),
+                None => "none".into(),
+            }
+        };
+        return vec![field("Leader", Tone::Bad, text)];
+    };
+    let mut out = vec![field(
+        "Leader",
+        Tone::Leader,
+        crate::model::truncate_display(&l.id, width.saturating_sub(LABEL).max(8)),
+    )];
+    out.extend(wrapped("Key", Tone::Text, &l.key, width));
+    out.extend(value(l, width));
+    out.extend(lease_and_ttl(app, e, l));
+    out
+}
+
+/// The value (the leader's id as stored), whole when it is small, else its size and a
+/// bounded part: the view scrolls through it.
+fn value(l: &Candidate, width: usize) -> Vec<DLine> {
+    let size = l.raw_id.len();
+    let shown: String = l.id.chars().take(VALUE_SHOWN).collect();
+    let mut out = vec![field(
+        "Value",
+        Tone::Dim,
+        format!(
+            "{size} bytes{}",
+            if shown.len() < l.id.len() {
+                format!(", first {VALUE_SHOWN} characters (escaped) shown")
+            } else {
+                String::new()
+            }
+        ),
+    )];
+    out.extend(wrapped("", Tone::Text, &shown, width));
+    out
+}
+
+fn lease_and_ttl(app: &App, e: &Election, l: &Candidate) -> Vec<DLine> {
+    let at = app.as_of(e.source);
+    let mut out = Vec::new();
+    match l.lease {
+        Some(0) => out.push(field(
+            "Lease",
+            Tone::Warn,
+            "none: the key never expires (zombie)".into(),
+        )),
+        Some(lease) => out.push(field(
+            "Lease",
+            Tone::Text,
+            format!("{lease:x} (hex) · {lease} (decimal)"),
+        )),
+        None => {}
+    }
+    out.push(match &l.ttl {
+        Some(d) => field(
+            "TTL",
+            Tone::Text,
+            format!(
+                "{} left of {} granted",
+                duration_ms(d.remaining_ms_at(at)),
+                duration_ms(d.granted_ms)
+            ),
+        ),
+        None if l.zombie() => field("TTL", Tone::Warn, "∞".into()),
+        None => field("TTL", Tone::Dim, "not read yet".into()),
+    });
+    if e.scheme.is_sql() {
+        out.push(field(
+            "Row",
+            Tone::Text,
+            format!(
+                "key {} · holder {} · until {}",
+                l.key,
+                l.id,
+                l.stamp.as_deref().unwrap_or("?")
+            ),
+        ));
+    } else {
+        out.push(field(
+            "Revisions",
+            Tone::Text,
+            format!("create {} · mod {}", l.create_revision, l.mod_revision),
+        ));
+    }
+    out
+}
+
+/// The widths of the line of candidates, shared by its header and each row.
+struct CandidateColumns {
+    rank_w: usize,
+    id_w: usize,
+    revs_w: usize,
+    at: std::time::Instant,
+}
+
+impl CandidateColumns {
+    fn new(app: &App, e: &Election) -> CandidateColumns {
+        // The widest id sets the column (bounded): counting chars is cheap even for
+        // thousands, unlike making their lines.
+        let id_w = e
+            .candidates
+            .iter()
+            .map(|c| c.id.chars().count())
+            .max()
+            .unwrap_or(2)
+            .clamp(2, 32);
+        CandidateColumns {
+            rank_w: e.candidates.len().max(1).to_string().len() + 1,
+            id_w,
+            // SQL rows have a deadline column where etcd keys have revisions.
+            revs_w: if e.scheme.is_sql() { 23 } else { 13 },
+            at: app.as_of(e.source),
+        }
+    }
+
+    fn header(&self, e: &Election) -> Vec<DLine> {
+        let n = e.candidates.len();
+        let order = if e.scheme.is_sql() {
+            ""
+        } else {
+            ", lowest create revision first"
+        };
+        let revs = if e.scheme.is_sql() {
+            "UNTIL"
+        } else {
+            "CREATE/MOD"
+        };
+        let CandidateColumns {
+            rank_w,
+            id_w,
+            revs_w,
+            ..
+        } = *self;
+        vec![
+            heading(format!("Candidates · {n} in line{order}")),
+            vec![(
+                Tone::Dim,
+                format!(
+                    "{:>rank_w$}  {:<id_w$}  {:<16}  {:<8}  {revs:<revs_w$}  KEY",
+                    "#", "ID", "LEASE", "TTL"
+                ),
+            )],
+        ]
+    }
+
+    /// Candidate `i`: rank, id, lease, TTL, revisions (or deadline), key, and what the
+    /// store says of it (Patroni's member state).
+    fn row(&self, e: &Election, i: usize) -> DLine {
+        let Some(c) = e.candidates.get(i) else {
+            return Vec::new();
+        };
+        let leads = i == 0 && e.leader.is_some();
+        let lease = match c.lease {
+            Some(0) => "none".to_string(),
+            Some(l) => format!("{l:x}"),
+            None => String::new(),
+        };
+        let ttl = match (&c.ttl, c.zombie()) {
+            (_, true) => "∞".to_string(),
+            (Some(d), _) => duration_ms(d.remaining_ms_at(self.at)),
+            (None, _) => "…".to_string(),
+        };
+        let revs = if e.scheme.is_sql() {
+            c.stamp.clone().unwrap_or_default()
+        } else {
+            format!("{}/{}", c.create_revision, c.mod_revision)
+        };
+        let (rank_w, id_w, revs_w) = (self.rank_w, self.id_w, self.revs_w);
+        let id = crate::model::truncate_display(&c.id, id_w);
+        let member = e
+            .member(&c.id)
+            .map(|m| format!("  {}", m.summary()))
+            .unwrap_or_default();
+        vec![
+            (
+                if c.zombie() { Tone::Warn } else { Tone::Dim },
+                format!(
+                    "{}{:>w$}",
+                    if leads { "★" } else { " " },
+                    i + 1,
+                    w = rank_w - 1
+                ),
+            ),
+            (
+                if leads { Tone::Leader } else { Tone::Text },
+                format!("  {id:<id_w$}"),
+            ),
+            (
+                Tone::Dim,
+                format!(
+                    "  {lease:<16}  {ttl:<8}  {revs:<revs_w$}  {}{member}",
+                    c.key
+                ),
+            ),
+        ]
+    }
+}
+
+fn history(e: &Election) -> Vec<DLine> {
+    let mut out = vec![heading(format!(
+        "History · {} seen, newest first ({} kept)",
+        if e.transitions == 1 {
+            "1 change".to_string()
+        } else {
+            format!("{} changes", e.transitions)
+        },
+        e.history.len()
+    ))];
+    for h in e.history.iter().rev() {
+        let when = match h.at {
+            Some(at) => clock(at),
+            None => "replayed".into(),
+        };
+        let rev = h.revision.map(|r| format!(" rev {r}")).unwrap_or_default();
+        let by =
+            h.by.as_ref()
+                .map(|b| format!(" by {b}"))
+                .unwrap_or_default();
+        out.push(vec![
+            (Tone::Dim, format!("{when:>8}  ")),
+            (
+                Tone::Text,
+                format!(
+                    "{} → {}",
+                    h.from.as_deref().unwrap_or("∅"),
+                    h.to.as_deref().unwrap_or("∅")
+                ),
+            ),
+            (Tone::Warn, format!("  {}", h.cause.as_str())),
+            (Tone::Dim, format!("{by}{rev}")),
+        ]);
+    }
+    out
+}
+
+/// The election on show, if it is still known.
+pub fn election(app: &App) -> Option<&Election> {
+    app.describe
+        .as_ref()
+        .and_then(|d| app.elections.get(&d.key))
+}
+
+/// Lines the detail view has room for: the terminal less the header, status and borders.
+fn page(app: &App) -> usize {
+    (app.size.1 as usize).saturating_sub(4).max(1)
+}
+
+/// A key while the detail view is open: `Some(redraw)` when it was the view's, `None` for
+/// the dashboard's own handling (copy, help, quit, admin actions).
+pub fn on_action(app: &mut App, action: Action) -> Option<bool> {
+    let d = app.describe.as_ref()?;
+    let len = election(app)
+        .map(|e| len(app, e, (app.size.0 as usize).saturating_sub(2)))
+        .unwrap_or(0);
+    let max = len.saturating_sub(page(app));
+    let page = page(app) as isize;
+    let delta = match action {
+        Action::Up => -1,
+        Action::Down => 1,
+        Action::PageUp => -page,
+        Action::PageDown => page,
+        Action::Top => -(isize::MAX / 2),
+        Action::Bottom => isize::MAX / 2,
+        Action::Back | Action::Describe => {
+            app.describe = None;
+            return Some(true);
+        }
+        Action::CopyLeader
+        | Action::CopyKey
+        | Action::ToggleHelp
+        | Action::Quit
+        | Action::ForceLeader
+        | Action::Reelect
+        | Action::Resign => return None,
+        _ => return Some(false),
+    };
+    let before = d.scroll;
+    let scroll = d.scroll.saturating_add_signed(delta).min(max);
+    if let Some(d) = app.describe.as_mut() {
+        d.scroll = scroll;
+    }
+    Some(scroll != before)
+}
+
+/// Opens the detail of the selected election.
+pub fn open(app: &mut App) {
+    if app.screen != super::Screen::Main {
+        return;
+    }
+    match app.rows.get(app.selected) {
+        Some(r) => {
+            app.describe = Some(Describe {
+                key: r.key.clone(),
+                scroll: 0,
+            })
+        }
+        None => app.say(Flash::error("no election selected")),
+    }
+}
+
+/// `y`: the leader's id; `Y`: its key. Of the election on show, else the selected one. The
+/// text is what the screen shows (escaped), never a raw byte that could drive the terminal
+/// it is pasted into.
+pub fn copy(app: &mut App, key: bool) {
+    let e = election(app).or_else(|| app.selected_election());
+    let Some(e) = e else {
+        app.say(Flash::error("nothing to copy: no election selected"));
+        return;
+    };
+    let Some(l) = &e.leader else {
+        let name = e.name.clone();
+        app.say(Flash::error(&format!(
+            "nothing to copy: {name} has no leader"
+        )));
+        return;
+    };
+    let (what, text) = if key {
+        ("key", l.key.clone())
+    } else {
+        ("leader id", l.id.clone())
+    };
+    let shown = crate::model::truncate_display(&text, 40);
+    app.clipboard = Some(text);
+    app.say(Flash::info(&format!(
+        "copied {what} {shown} to the clipboard (OSC 52: the terminal must allow it)"
+    )));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{Msg, update};
+    use crate::model::{Scheme, SourceEvent, SourceInfo};
+    use std::time::{Instant, SystemTime};
+
+    fn app_with(e: Election) -> App {
+        let mut app = App::new(
+            vec![SourceInfo::test_etcd()],
+            Instant::now(),
+            SystemTime::now(),
+        );
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections: vec![e],
+            }),
+        );
+        app
+    }
+
+    fn holder(id: &str, key: &str) -> Candidate {
+        Candidate {
+            id: id.into(),
+            raw_id: id.as_bytes().to_vec(),
+            key: key.into(),
+            raw_key: key.as_bytes().to_vec(),
+            lease: Some(0x2a),
+            create_revision: 3,
+            mod_revision: 4,
+            stamp: None,
+            ttl: None,
+        }
+    }
+
+    fn text(lines: &[DLine]) -> String {
+        lines
+            .iter()
+            .map(|l| l.iter().map(|(_, s)| s.as_str()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn a_long_key_is_shown_whole_over_several_lines() {
+        let key = format!("/e/{}", "k".repeat(150));
+        let mut e = Election::new(0, "jobs".into(), Scheme::EtcdLeaseKey);
+        e.leader = Some(holder("node-a", &key));
+        let app = app_with(e.clone());
+        let all = text(&lines(&app, &e, 60));
+        let joined = all.replace(&format!("\n{}", " ".repeat(LABEL)), "");
+        assert!(joined.contains(&key), "every char of the key:\n{all}");
+        assert!(all.lines().all(|l| l.chars().count() <= 60), "{all}");
+        assert!(all.contains("2a (hex) · 42 (decimal)"), "{all}");
+        assert!(all.contains("create 3 · mod 4"), "{all}");
+    }
+
+    #[test]
+    fn a_huge_value_says_its_size_and_shows_a_bounded_part() {
+        let mut e = Election::new(0, "jobs".into(), Scheme::EtcdLeaseKey);
+        let mut l = holder("x", "/e/jobs");
+        l.id = "v".repeat(1_000_000);
+        l.raw_id = l.id.clone().into_bytes();
+        e.leader = Some(l);
+        let app = app_with(e.clone());
+        let all = lines(&app, &e, 80);
+        let t = text(&all);
+        assert!(t.contains("1000000 bytes, first 4096"), "{}", &t[..300]);
+        assert!(t.matches('v').count() < 5000, "bounded");
+        assert!(all.len() < 100, "{} lines", all.len());
+    }
+
+    #[test]
+    fn enter_opens_scrolls_within_bounds_and_esc_closes() {
+        let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+        e.candidates = (0..50)
+            .map(|i| holder(&format!("n{i}"), &format!("/e/jobs/{i}")))
+            .collect();
+        e.leader = e.candidates.first().cloned();
+        let mut app = app_with(e);
+        update(&mut app, Msg::Action(Action::Describe));
+        assert!(app.describe.is_some());
+        update(&mut app, Msg::Action(Action::Bottom));
+        let end = app.describe.as_ref().map(|d| d.scroll).unwrap_or(0);
+        assert!(end > 0 && end < 80, "scrolled to the last page: {end}");
+        assert!(
+            !update(&mut app, Msg::Action(Action::Down)),
+            "nothing past the end"
+        );
+        update(&mut app, Msg::Action(Action::Up));
+        assert_eq!(app.describe.as_ref().map(|d| d.scroll), Some(end - 1));
+        update(&mut app, Msg::Action(Action::CopyLeader));
+        assert_eq!(app.clipboard.as_deref(), Some("n0"));
+        assert!(app.describe.is_some(), "copying keeps the view open");
+        update(&mut app, Msg::Action(Action::Back));
+        assert!(app.describe.is_none() && !app.quit);
+    }
+
+    #[test]
+    fn a_window_is_the_same_lines_as_the_whole() {
+        let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+        e.candidates = (0..40)
+            .map(|i| holder(&format!("n{i}"), &format!("/e/jobs/{i}")))
+            .collect();
+        e.leader = e.candidates.first().cloned();
+        let app = app_with(e.clone());
+        let all = lines(&app, &e, 80);
+        assert_eq!(all.len(), len(&app, &e, 80));
+        for (start, count) in [(0, 5), (3, 20), (14, 30), (50, 100), (all.len(), 4)] {
+            let end = (start + count).min(all.len());
+            assert_eq!(
+                window(&app, &e, 80, start, count),
+                all[start.min(end)..end].to_vec(),
+                "{start}+{count}"
+            );
+        }
+    }
+
+    #[test]
+    fn copying_without_a_leader_says_why() {
+        let e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+        let mut app = app_with(e);
+        update(&mut app, Msg::Action(Action::CopyKey));
+        assert!(app.clipboard.is_none());
+        assert!(
+            app.flash
+                .as_ref()
+                .is_some_and(|f| f.error && f.text.contains("has no leader"))
+        );
+    }
+}

@@ -1,0 +1,427 @@
+//! Snapshots of the content-sized table, the history that never cuts a cause, the detail
+//! view (`Enter`) of each kind of election, the copy flash, and every admin dialog; drawn
+//! from hand-built states with a fixed clock, as in `ui_snapshots.rs`.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use electop::app::{self, Action, App, Msg};
+use electop::model::{
+    Candidate, Cause, ConnState, Deadline, Election, HistoryEntry, Scheme, SourceEvent, SourceInfo,
+};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn info(id: usize, prefix: &str, scheme: Scheme) -> SourceInfo {
+    let sql = scheme.is_sql();
+    SourceInfo {
+        id,
+        name: if sql {
+            format!("postgres 127.0.0.1:5432 {prefix}")
+        } else {
+            format!("etcd 127.0.0.1:2379 {prefix}")
+        },
+        label: prefix.to_string(),
+        short: format!("{}{}", if sql { "sql" } else { "etcd" }, id + 1),
+        endpoints: "127.0.0.1:2379".into(),
+        scheme: Some(scheme),
+        read_only: false,
+        clustered: false,
+        idle_is_normal: false,
+        notice: None,
+    }
+}
+
+fn wall() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000)
+}
+
+fn candidate(id: &str, key: &str, lease: Option<i64>, rev: i64, now: Instant) -> Candidate {
+    Candidate {
+        id: id.to_string(),
+        raw_id: id.as_bytes().to_vec(),
+        key: key.to_string(),
+        raw_key: key.as_bytes().to_vec(),
+        lease,
+        create_revision: rev,
+        mod_revision: rev + 1,
+        stamp: None,
+        ttl: Some(Deadline {
+            granted_ms: 60_000,
+            remaining_ms: 42_300,
+            read_at: now,
+        }),
+    }
+}
+
+fn change(secs_ago: u64, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
+    HistoryEntry {
+        at: Some(wall() - Duration::from_secs(secs_ago)),
+        revision: Some(100 - secs_ago as i64),
+        from: from.map(str::to_string),
+        to: to.map(str::to_string),
+        cause,
+        by: None,
+    }
+}
+
+fn load(app: &mut App, source: usize, elections: Vec<Election>) {
+    app::update(
+        app,
+        Msg::Source(SourceEvent::Elections { source, elections }),
+    );
+    app::update(
+        app,
+        Msg::Source(SourceEvent::Conn {
+            source,
+            state: ConnState::Connected,
+        }),
+    );
+    app::update(app, Msg::Source(SourceEvent::Synced { source }));
+}
+
+fn select(app: &mut App, name: &str) {
+    app.selected = app
+        .rows
+        .iter()
+        .position(|r| r.key.1 == name)
+        .expect("the election is listed");
+}
+
+fn render(app: &mut App, w: u16, h: u16) -> String {
+    app::update(
+        app,
+        Msg::Resize {
+            width: w,
+            height: h,
+        },
+    );
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| electop::ui::view(app, f)).expect("draw");
+    format!("{}", t.backend())
+}
+
+/// A long-named election beside short ones, and leaders of every length.
+fn mixed(now: Instant) -> App {
+    let mut app = App::new(vec![info(0, "/e/", Scheme::EtcdElection)], now, wall());
+    let long = "payments-reconciliation-nightly-batch-eu-west-1-primary";
+    let mut elections = Vec::new();
+    for (name, leader) in [
+        (long, "worker-7"),
+        ("jobs", "node-a"),
+        ("db", "pg-primary-2.internal.example.com"),
+        ("cron", "c1"),
+    ] {
+        let mut e = Election::new(0, name.into(), Scheme::EtcdElection);
+        let c = candidate(
+            leader,
+            &format!("/e/{name}/694d7a"),
+            Some(0x694d7a),
+            12,
+            now,
+        );
+        e.leader = Some(c.clone());
+        e.candidates = vec![c];
+        e.record(change(30, None, Some(leader), Cause::Elected), 10);
+        elections.push(e);
+    }
+    load(&mut app, 0, elections);
+    app::update(&mut app, Msg::Action(Action::SortBy(app::SortKey::Name)));
+    app
+}
+
+#[test]
+fn columns_follow_content_at_80x24() {
+    let mut app = mixed(Instant::now());
+    select(&mut app, "jobs");
+    let text = render(&mut app, 80, 24);
+    let header = text.lines().nth(2).unwrap_or("");
+    assert!(
+        header.contains("LEADER") && header.contains("LAST"),
+        "every column has a place:\n{text}"
+    );
+    let db = text.lines().find(|l| l.contains("│   db")).unwrap_or("");
+    assert!(
+        db.contains("pg-primary-2"),
+        "the leader is not starved by the long name:\n{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn columns_follow_content_at_200x50() {
+    let mut app = mixed(Instant::now());
+    let text = render(&mut app, 200, 50);
+    // The table has half the width: the long name and the long leader share the cut.
+    let kept = |full: &str| {
+        let cut: String = full.chars().take(24).collect();
+        text.contains(&cut)
+    };
+    assert!(
+        kept("payments-reconciliation-nightly-batch-eu-west-1-primary")
+            && kept("pg-primary-2.internal.example.com"),
+        "both long cells keep 24 characters or more:\n{text}"
+    );
+    assert!(
+        !text.contains("SCHEME"),
+        "the scheme gives way while names are cut:\n{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn history_causes_are_never_cut() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/e/", Scheme::EtcdElection)], now, wall());
+    let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+    let a = "service-instance-alpha-0123456789";
+    let b = "service-instance-bravo-0123456789";
+    let c = candidate(b, "/e/jobs/1", Some(1), 5, now);
+    e.leader = Some(c.clone());
+    e.candidates = vec![c];
+    e.record(change(90, None, Some(a), Cause::Elected), 10);
+    e.record(change(60, Some(a), Some(b), Cause::ForcedReelection), 10);
+    e.record(change(30, Some(b), Some(a), Cause::LeaseExpired), 10);
+    e.record(change(10, Some(a), Some(b), Cause::LeaseRevoked), 10);
+    load(&mut app, 0, vec![e]);
+    for (w, h) in [(80, 24), (120, 30)] {
+        let text = render(&mut app, w, h);
+        for cause in [
+            "forced_reelection",
+            "lease_expired",
+            "lease_revoked",
+            "elected",
+        ] {
+            assert!(text.contains(cause), "{cause} whole at {w}x{h}:\n{text}");
+        }
+    }
+    insta::assert_snapshot!(render(&mut app, 80, 24));
+}
+
+/// An etcd lease key: a long key, a value that is the leader's id, a lease and its TTL.
+#[test]
+fn detail_of_a_lease_key() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/leader/", Scheme::EtcdLeaseKey)], now, wall());
+    let mut e = Election::new(0, "billing".into(), Scheme::EtcdLeaseKey);
+    let key = format!("/leader/billing/{}", "region-eu-west-1/".repeat(6));
+    let c = candidate("node-b", &key, Some(0x694d7a1c2b), 40, now);
+    e.leader = Some(c.clone());
+    e.candidates = vec![c];
+    e.record(
+        change(4, Some("node-a"), Some("node-b"), Cause::LeaseExpired),
+        10,
+    );
+    load(&mut app, 0, vec![e]);
+    app::update(&mut app, Msg::Action(Action::Describe));
+    let text = render(&mut app, 80, 24);
+    assert!(text.contains("694d7a1c2b (hex)"), "{text}");
+    assert!(text.contains("42.3s left of 1m00s granted"), "{text}");
+    assert!(text.contains("create 40 · mod 41"), "{text}");
+    insta::assert_snapshot!(text);
+    app::update(&mut app, Msg::Action(Action::Back));
+    assert!(app.describe.is_none(), "Esc closes the detail");
+}
+
+/// An etcd election with 1 200 candidates: the ranks fit their four digits, in the detail
+/// view and in the candidates pane.
+#[test]
+fn detail_of_an_election_with_a_thousand_candidates() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/e/", Scheme::EtcdElection)], now, wall());
+    let mut e = Election::new(0, "crowd".into(), Scheme::EtcdElection);
+    e.candidates = (0..1200)
+        .map(|i| {
+            candidate(
+                &format!("node-{i:04}"),
+                &format!("/e/crowd/{:x}", 0x1000 + i),
+                Some(0x1000 + i),
+                10 + i,
+                now,
+            )
+        })
+        .collect();
+    e.leader = e.candidates.first().cloned();
+    e.record(change(5, None, Some("node-0000"), Cause::Elected), 10);
+    load(&mut app, 0, vec![e]);
+    app::update(&mut app, Msg::Action(Action::FocusNext));
+    app::update(&mut app, Msg::Action(Action::Bottom));
+    let pane = render(&mut app, 80, 24);
+    assert!(pane.contains(" 1200 node-1199"), "rank 1200 whole:\n{pane}");
+    insta::assert_snapshot!("thousand_candidates_pane", pane);
+    app::update(&mut app, Msg::Action(Action::Describe));
+    app::update(&mut app, Msg::Action(Action::Bottom));
+    app::update(&mut app, Msg::Action(Action::PageUp));
+    let text = render(&mut app, 100, 30);
+    assert!(text.contains("1180  node-1179"), "{text}");
+    insta::assert_snapshot!("thousand_candidates_detail", text);
+}
+
+/// A SQL lease row: the row's fields instead of revisions, and an alarm.
+#[test]
+fn detail_of_a_sql_lease() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "leaderlock", Scheme::SqlLease)], now, wall());
+    let mut e = Election::new(0, "reportJob".into(), Scheme::SqlLease);
+    let mut c = candidate("app-3", "reportJob", None, 0, now);
+    c.stamp = Some("2026-11-23 01:02:03.456".into());
+    e.leader = Some(c.clone());
+    e.candidates = vec![c];
+    for i in 0..6u64 {
+        let (x, y) = if i % 2 == 0 {
+            ("app-3", "app-4")
+        } else {
+            ("app-4", "app-3")
+        };
+        e.record(change(50 - 5 * i, Some(x), Some(y), Cause::TakenOver), 10);
+    }
+    load(&mut app, 0, vec![e]);
+    app::update(&mut app, Msg::Tick { now, wall: wall() });
+    app::update(&mut app, Msg::Action(Action::Describe));
+    let text = render(&mut app, 100, 30);
+    assert!(
+        text.contains("key reportJob · holder app-3 · until 2026-11-23 01:02:03.456"),
+        "{text}"
+    );
+    assert!(text.contains("↯ flapping"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn y_copies_the_leader_id_and_says_so() {
+    let mut app = mixed(Instant::now());
+    select(&mut app, "db");
+    app::update(&mut app, Msg::Action(Action::CopyLeader));
+    assert_eq!(
+        app.clipboard.as_deref(),
+        Some("pg-primary-2.internal.example.com")
+    );
+    let text = render(&mut app, 100, 24);
+    assert!(text.contains("copied leader id pg-primary-2"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+/// The sample of `ui_snapshots.rs`, smaller: an etcd election with a line of three.
+fn line_of_three(now: Instant) -> App {
+    let mut app = App::new(vec![info(0, "/e/", Scheme::EtcdElection)], now, wall());
+    let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+    e.candidates = ["node-a", "node-b", "node-c"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            candidate(
+                id,
+                &format!("/e/jobs/{:x}", 0x11 + i),
+                Some(0x11 + i as i64),
+                5 + i as i64,
+                now,
+            )
+        })
+        .collect();
+    e.leader = e.candidates.first().cloned();
+    load(&mut app, 0, vec![e]);
+    app
+}
+
+#[test]
+fn force_leader_picker() {
+    let mut app = line_of_three(Instant::now());
+    app::update(&mut app, Msg::Action(Action::ForceLeader));
+    app::update(&mut app, Msg::Action(Action::Down));
+    let text = render(&mut app, 100, 30);
+    assert!(text.contains("node-b") && text.contains("node-c"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn force_leader_confirmation() {
+    let mut app = line_of_three(Instant::now());
+    app::update(&mut app, Msg::Action(Action::ForceLeader));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let text = render(&mut app, 100, 30);
+    assert!(text.contains("force node-b as leader of jobs"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn resign_confirmation() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/leader/", Scheme::EtcdLeaseKey)], now, wall());
+    let mut e = Election::new(0, "billing".into(), Scheme::EtcdLeaseKey);
+    let c = candidate("node-b", "/leader/billing", Some(0x2a), 40, now);
+    e.leader = Some(c.clone());
+    e.candidates = vec![c];
+    load(&mut app, 0, vec![e]);
+    app::update(&mut app, Msg::Action(Action::Resign));
+    let text = render(&mut app, 100, 30);
+    assert!(
+        matches!(app.dialog, Some(app::Dialog::Confirm { .. })),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn resign_on_an_etcd_election_offers_a_reelection() {
+    let mut app = line_of_three(Instant::now());
+    app::update(&mut app, Msg::Action(Action::Resign));
+    let text = render(&mut app, 100, 30);
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn typing_a_leader_where_there_is_no_line() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "leaderlock", Scheme::SqlLease)], now, wall());
+    let mut e = Election::new(0, "reportJob".into(), Scheme::SqlLease);
+    let mut c = candidate("app-3", "reportJob", None, 0, now);
+    c.stamp = Some("2026-11-23 01:02:03".into());
+    e.leader = Some(c.clone());
+    e.candidates = vec![c];
+    load(&mut app, 0, vec![e]);
+    app::update(&mut app, Msg::Action(Action::ForceLeader));
+    for ch in "app-9".chars() {
+        app::update(&mut app, Msg::Action(Action::Type(ch)));
+    }
+    let text = render(&mut app, 100, 30);
+    assert!(text.contains("app-9"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn an_action_running_and_its_outcome() {
+    let mut app = line_of_three(Instant::now());
+    app::update(&mut app, Msg::Action(Action::Reelect));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let running = render(&mut app, 100, 30);
+    insta::assert_snapshot!("action_running", running);
+    app::update(
+        &mut app,
+        Msg::AdminDone(electop::admin::Outcome::Done {
+            detail: "revoked lease 11; node-b leads".into(),
+        }),
+    );
+    let done = render(&mut app, 100, 30);
+    assert!(done.contains("revoked lease 11"), "{done}");
+    insta::assert_snapshot!("action_done", done);
+}
+
+#[test]
+fn read_only_refusal() {
+    let mut app = line_of_three(Instant::now());
+    app.sources[0].info.read_only = true;
+    app::update(&mut app, Msg::Action(Action::Reelect));
+    assert!(app.dialog.is_none(), "refused, no dialog");
+    let text = render(&mut app, 100, 24);
+    assert!(text.contains("read-only: admin actions are off"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn quitting_asks_first_where_it_stops_something() {
+    let mut app = line_of_three(Instant::now());
+    app.quit_asks = Some("stops every node");
+    app::update(&mut app, Msg::Action(Action::Quit));
+    let text = render(&mut app, 100, 24);
+    assert!(text.contains("stops every node"), "{text}");
+    insta::assert_snapshot!(text);
+}
