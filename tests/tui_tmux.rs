@@ -797,12 +797,13 @@ fn demo_at_80x24_offers_the_nodes_to_force_and_a_click_picks_a_node() {
             (id.starts_with("node-") && rest.starts_with(what)).then(|| (y, id.to_string()))
         })
     };
-    // The leader in the elections table: `│   demo   node-1 …`.
+    // The leader in the elections table: `│   demo   sql-lease   node-1 …` (the scheme
+    // shows where it fits).
     let in_table = |s: &str| -> Option<String> {
         s.lines().find_map(|l| {
             let mut w = l.split_whitespace().skip_while(|w| *w != "demo");
             w.next()?;
-            let id = w.next()?;
+            let id = w.find(|w| !w.starts_with("sql-") && !w.starts_with("etcd"))?;
             (l.starts_with('│') && id.starts_with("node-")).then(|| id.to_string())
         })
     };
