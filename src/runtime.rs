@@ -287,10 +287,21 @@ const DOUBLE_CLICK: Duration = Duration::from_millis(400);
 
 /// A click or the wheel, on whatever the view drew there. Returns whether the screen changed.
 pub(crate) fn on_mouse(app: &mut App, m: crossterm::event::MouseEvent) -> bool {
+    let target = ui::target_at(app, m.column, m.row);
+    dashboard_mouse(app, target, m.kind)
+}
+
+/// A mouse event on the dashboard, `target` being what is under it: the demo finds that in
+/// its own layout, so a click, a double click and the wheel do the same there.
+pub(crate) fn dashboard_mouse(
+    app: &mut App,
+    target: Option<app::Target>,
+    kind: crossterm::event::MouseEventKind,
+) -> bool {
     use crossterm::event::{MouseButton, MouseEventKind};
     // The detail view covers the panes: the wheel scrolls it, three lines a notch.
     if app.describe.is_some() && app.dialog.is_none() && !app.show_help {
-        let step = match m.kind {
+        let step = match kind {
             MouseEventKind::ScrollDown => app::Action::Down,
             MouseEventKind::ScrollUp => app::Action::Up,
             _ => return false,
@@ -299,10 +310,10 @@ pub(crate) fn on_mouse(app: &mut App, m: crossterm::event::MouseEvent) -> bool {
             app::update(app, Msg::Action(step)) | dirty
         });
     }
-    let Some(target) = ui::target_at(app, m.column, m.row) else {
+    let Some(target) = target else {
         return false;
     };
-    match m.kind {
+    match kind {
         MouseEventKind::Down(MouseButton::Left) => {
             let now = Instant::now();
             let double = matches!(target, app::Target::Row(_))

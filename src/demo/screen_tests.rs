@@ -381,6 +381,27 @@ fn a_click_on_a_node_picks_it_and_one_on_the_dashboard_is_the_dashboards() {
     }
 }
 
+/// The demo's dashboard is the dashboard: a double click on its row opens the detail view
+/// there too, and the wheel then scrolls the detail.
+#[test]
+fn a_double_click_on_the_demos_table_opens_the_detail() {
+    for (w, h) in [(80, 24), (200, 50)] {
+        let (mut a, mut d) = elected(w, h);
+        let l = layout(ratatui::layout::Rect::new(0, 0, w, h), 3).expect("fits");
+        // The first row of the table: below the header line, the border and the titles.
+        let (x, y) = (l.dash.x + 4, l.dash.y + 3);
+        on_mouse(&mut d, &mut a, click(x, y));
+        assert!(a.describe.is_none(), "one click only selects ({w}x{h})");
+        on_mouse(&mut d, &mut a, click(x, y));
+        assert!(
+            a.describe.is_some(),
+            "a double click opens the detail ({w}x{h})"
+        );
+        let s = screen(&a, &d);
+        assert!(s.contains("node-1"), "{s}");
+    }
+}
+
 #[test]
 fn help_lists_the_demo_keys_with_the_dashboards() {
     let (mut a, d) = elected(200, 50);

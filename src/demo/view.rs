@@ -167,16 +167,8 @@ pub fn on_mouse(d: &mut Demo, app: &mut App, m: crossterm::event::MouseEvent) ->
             _ => false,
         };
     }
-    let Some(target) = ui::target_in(app, l.dash, m.column, m.row) else {
-        return false;
-    };
-    let msg = match m.kind {
-        MouseEventKind::Down(MouseButton::Left) => crate::app::Msg::Click(target),
-        MouseEventKind::ScrollDown => crate::app::Msg::Wheel(target, 3),
-        MouseEventKind::ScrollUp => crate::app::Msg::Wheel(target, -3),
-        _ => return false,
-    };
-    crate::app::update(app, msg)
+    let target = ui::target_in(app, l.dash, m.column, m.row);
+    crate::runtime::dashboard_mouse(app, target, m.kind)
 }
 
 /// Scrolls a node's lines back (`by` > 0) or forward, no further than its oldest line
