@@ -174,6 +174,16 @@ const DEMO_EXAMPLES: &str = "Examples:
   electop demo --store etcd --spawn-etcd    on a throwaway local etcd
   electop demo --ttl 2s --renew 500ms       faster failovers";
 
+const PRESETS_EXAMPLES: &str = "Examples:
+  electop presets                           the presets and the table each reads
+  electop --sql postgres://app@db/app --preset shedlock
+  electop --etcd db1:2379 --preset patroni";
+
+const CONTEXTS_EXAMPLES: &str = "Examples:
+  electop --config ~/.config/electop/config.toml contexts
+  electop --context prod                    the dashboard on the context prod
+  electop --context staging status          ... or once, as a table";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SchemeArg {
     EtcdElection,
@@ -253,9 +263,11 @@ pub enum Command {
     #[command(after_help = DEMO_EXAMPLES)]
     Demo(DemoArgs),
     /// List the presets (--preset): each project's table and how electop reads it.
+    #[command(after_help = PRESETS_EXAMPLES)]
     Presets,
     /// List the config file's contexts ([[context]]) with their sources; * marks the one
     /// used without --context.
+    #[command(after_help = CONTEXTS_EXAMPLES)]
     Contexts,
     /// Print a shell completion script, e.g. `electop completions bash > /etc/bash_completion.d/electop`.
     Completions { shell: clap_complete::Shell },

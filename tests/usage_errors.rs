@@ -177,3 +177,21 @@ fn an_unknown_context_fails_at_once_listing_the_known_ones() {
         &["no contexts configured", "[[context]]"],
     );
 }
+
+/// A config file named with `--config` that is not there is said once, with the path and
+/// where to look, in every subcommand that reads sources.
+#[test]
+fn a_missing_config_file_is_named_once_with_the_fix() {
+    for sub in [&[][..], &["status"], &["contexts"]] {
+        let mut args = vec!["--config", "/nonexistent/electop.toml"];
+        args.extend_from_slice(sub);
+        assert_usage_error(
+            &args,
+            &["/nonexistent/electop.toml", "check the --config path"],
+        );
+        let home = tempfile::tempdir().expect("tempdir");
+        let (out, _) = run(home.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    }
+}

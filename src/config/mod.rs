@@ -120,10 +120,12 @@ pub struct Selected {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
+    // Not a `source`: the message holds it already, and `{:#}` would print it twice.
+    #[error("cannot read config file {path}: {error}{hint}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
+        hint: &'static str,
     },
     #[error("config file {path} is not valid: {message}")]
     Parse { path: PathBuf, message: String },
@@ -152,7 +154,15 @@ impl Config {
             Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Config::default());
             }
-            Err(source) => return Err(ConfigError::Read { path, source }),
+            Err(error) => {
+                let hint = match error.kind() {
+                    std::io::ErrorKind::NotFound => {
+                        " (check the --config path; config.example.toml shows the format)"
+                    }
+                    _ => "",
+                };
+                return Err(ConfigError::Read { path, error, hint });
+            }
         };
         Self::parse(&text, &path)
     }
