@@ -111,7 +111,7 @@ fn run(app: &mut App, text: &str) {
 /// Quits, or asks first when quitting stops something.
 pub fn quit(app: &mut App) {
     match app.quit_asks {
-        Some(what) => app.dialog = Some(super::Dialog::ConfirmQuit { what }),
+        Some(what) => app.dialog = Some(super::Dialog::ConfirmQuit { what, under: None }),
         None => app.quit = true,
     }
 }
