@@ -98,10 +98,7 @@ pub async fn run(
         }
     };
     let info = &app.sources[*source].info;
-    let target = match admin::Target::from_config(&sources[*source]) {
-        Ok(t) => t,
-        Err(why) => return fail(EXIT_STORE, &why),
-    };
+    let target = admin::Target::from_config(&sources[*source]);
     let req = AdminRequest {
         source: *source,
         source_name: info.name.clone(),

@@ -116,19 +116,10 @@ impl Sources {
     }
 
     /// Each source's settings that decide what an action writes, for the dashboard's plans.
-    /// The backends were built from the same configs, so these parse; the defaults are only
-    /// a fallback that keeps the indexes aligned.
     pub fn targets(&self) -> Vec<crate::admin::Target> {
         self.configs
             .iter()
-            .zip(&self.infos)
-            .map(|(cfg, info)| {
-                crate::admin::Target::from_config(cfg).unwrap_or_else(|_| {
-                    crate::admin::Target::defaults(
-                        info.scheme.unwrap_or(crate::model::Scheme::EtcdElection),
-                    )
-                })
-            })
+            .map(crate::admin::Target::from_config)
             .collect()
     }
 

@@ -851,7 +851,7 @@ mod tests {
             )
             .expect("a SQL source"),
         );
-        app.targets = vec![crate::admin::Target::from_config(&cfg).expect("settings")];
+        app.targets = vec![crate::admin::Target::from_config(&cfg)];
         let mut e = Election::new(0, "jobs".into(), Scheme::SqlLease);
         e.candidates = vec![crate::model::Candidate {
             id: "node-a".into(),
