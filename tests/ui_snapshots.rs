@@ -290,6 +290,26 @@ fn confirm_dialog_says_what_will_be_written() {
     assert!(app.outbox.is_empty(), "cancelled: nothing queued");
 }
 
+/// Quitting where it stops something (the demo) while an action is under way: the question
+/// says the action is still running and that quitting waits for it.
+#[test]
+fn the_quit_question_names_the_action_under_way() {
+    let mut app = sample(Instant::now());
+    app.quit_asks = Some("stops every node");
+    app::update(&mut app, Msg::Action(Action::Reelect));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    assert_eq!(app.outbox.len(), 1, "the action was sent");
+    app::update(&mut app, Msg::Action(Action::Quit));
+    let text = format!("{}", render(&app, 100, 30).backend());
+    assert!(text.contains("Quitting stops every node."), "{text}");
+    assert!(
+        text.contains("Still under way: force a re-election of jobs"),
+        "{text}"
+    );
+    assert!(text.contains("quitting waits for"), "{text}");
+    assert!(!app.quit);
+}
+
 #[test]
 fn force_leader_picks_from_the_line_then_confirms() {
     let now = Instant::now();

@@ -24,7 +24,8 @@ pub fn on_prompt(app: &mut App, action: Action) {
         return;
     };
     match action {
-        Action::Quit => app.quit = true,
+        // Asks first where quitting stops something (the demo's nodes), as everywhere.
+        Action::Quit => quit(app),
         // Esc in the filter bar drops the filter; in the command bar, the command.
         Action::Back if p.kind == PromptKind::Filter => set_filter(app, None),
         Action::Back => {}

@@ -373,6 +373,21 @@ mod tests {
         );
     }
 
+    /// `Ctrl-C` in the `:` or `/` bar asks too in the demo; outside it, quits at once.
+    #[test]
+    fn quitting_the_demo_from_the_command_bar_asks_first() {
+        let mut app = app(Some("stops every node"));
+        update(&mut app, Msg::Action(Action::StartCommand));
+        quit(&mut app);
+        assert!(!app.quit && app.prompt.is_none());
+        assert!(matches!(app.dialog, Some(Dialog::ConfirmQuit { .. })));
+
+        let mut app = self::app(None);
+        update(&mut app, Msg::Action(Action::StartFilter));
+        quit(&mut app);
+        assert!(app.quit);
+    }
+
     /// Outside the demo quitting is at once, but an action in flight keeps its dialog: the
     /// runtime waits for its outcome (`wait_for_actions`) before leaving.
     #[test]
