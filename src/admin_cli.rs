@@ -9,6 +9,7 @@ use crate::admin::{self, ActionKind, AdminRequest, Outcome};
 use crate::backend::{self, BackendOptions};
 use crate::cli::AdminArgs;
 use crate::config::SourceConfig;
+use crate::model::Election;
 use crate::runtime::{Sources, collect_status};
 
 pub const EXIT_DONE: u8 = 0;
@@ -61,7 +62,46 @@ pub async fn run(
         Ok(app) => app,
         Err(why) => return fail(EXIT_STORE, &why),
     };
-    // NAME, or SOURCE/NAME.
+    let (source, seen) = match find(&app, election) {
+        Ok(found) => found,
+        Err(why) => return usage(action, election, &why),
+    };
+    let req = AdminRequest {
+        source,
+        source_name: app.sources[source].info.name.clone(),
+        kind,
+        seen,
+        target: admin::Target::from_config(&sources[source]),
+    };
+    let trail = admin::audit::Trail::default();
+    let finish = |outcome: Outcome| finish(&trail, &req, outcome);
+    if let Some(refusal) = refused(&req.seen, args, &sources[source]) {
+        return finish(refusal);
+    }
+    let plan = match admin::plan(&req) {
+        Ok(p) => p,
+        Err(reason) => return finish(Outcome::Refused { reason }),
+    };
+    if !args.yes {
+        match confirmed(&plan) {
+            Ok(true) => {}
+            Ok(false) => {
+                return finish(Outcome::Refused {
+                    reason: "not confirmed".into(),
+                });
+            }
+            Err(why) => return usage(action, election, why),
+        }
+    }
+    if let Err(reason) = trail.attempt(&req) {
+        return finish(Outcome::Refused { reason });
+    }
+    finish(backend::execute(&sources[source], &req, args.timeout).await)
+}
+
+/// The one election named `NAME` or `SOURCE/NAME`; else what is known, or which sources
+/// share the name.
+fn find(app: &crate::app::App, election: &str) -> Result<(usize, Election), String> {
     let qualified = |(src, name): &(usize, String)| {
         let short = app
             .sources
@@ -75,65 +115,28 @@ pub async fn run(
         .iter()
         .filter(|(key, _)| key.1 == election || qualified(key) == election)
         .collect();
-    let ((source, _), seen) = match matches.as_slice() {
-        [one] => *one,
+    match matches.as_slice() {
+        [((source, _), seen)] => Ok((*source, (*seen).clone())),
         [] => {
             let known: Vec<String> = app.elections.keys().map(qualified).collect();
-            return usage(
-                action,
-                election,
-                &format!("no election `{election}`; known: {}", known.join(", ")),
-            );
+            Err(format!(
+                "no election `{election}`; known: {}",
+                known.join(", ")
+            ))
         }
         many => {
             let names: Vec<String> = many.iter().map(|(k, _)| qualified(k)).collect();
-            return usage(
-                action,
-                election,
-                &format!(
-                    "`{election}` is in several sources; name one of: {}",
-                    names.join(", ")
-                ),
-            );
+            Err(format!(
+                "`{election}` is in several sources; name one of: {}",
+                names.join(", ")
+            ))
         }
-    };
-    let info = &app.sources[*source].info;
-    let target = match admin::Target::from_config(&sources[*source]) {
-        Ok(t) => t,
-        Err(why) => return fail(EXIT_STORE, &why),
-    };
-    let req = AdminRequest {
-        source: *source,
-        source_name: info.name.clone(),
-        kind,
-        seen: seen.clone(),
-        target,
-    };
-    let trail = admin::audit::Trail::default();
-    let audit = |outcome: &Outcome| {
-        if let Err(e) = trail.outcome(&req, outcome) {
-            eprintln!("electop: warning: {e}");
-        }
-    };
-    let finish = |outcome: Outcome| {
-        audit(&outcome);
-        let code = match &outcome {
-            Outcome::Done { .. } => EXIT_DONE,
-            Outcome::Changed { .. } | Outcome::Refused { .. } => EXIT_CHANGED,
-            Outcome::Failed { .. } => EXIT_STORE,
-        };
-        if code == EXIT_DONE {
-            println!("{}: {}", req.kind.name(), outcome.message());
-        } else {
-            eprintln!(
-                "electop: {} {}: {}",
-                req.kind.name(),
-                outcome.label(),
-                outcome.message()
-            );
-        }
-        ExitCode::from(code)
-    };
+    }
+}
+
+/// Why nothing may be written before a plan is made: the leader is not the one
+/// `--expect-leader` names, or the source is read-only.
+fn refused(seen: &Election, args: &AdminArgs, source: &SourceConfig) -> Option<Outcome> {
     let current = seen
         .leader
         .as_ref()
@@ -142,52 +145,62 @@ pub async fn run(
     if let Some(expected) = &args.expect_leader
         && current != Some(expected.as_str())
     {
-        return finish(Outcome::Changed {
+        return Some(Outcome::Changed {
             detail: admin::changed_since(&format!(
                 "the leader is {}, not {expected}",
                 current.unwrap_or("nobody")
             )),
         });
     }
-    if sources[*source].read_only() {
-        return finish(Outcome::Refused {
-            reason:
-                "this source is read-only (--read-only or read_only = true): admin actions are off"
-                    .into(),
-        });
+    source.read_only().then(|| Outcome::Refused {
+        reason: "this source is read-only (--read-only or read_only = true): admin actions are off"
+            .into(),
+    })
+}
+
+/// Shows the plan on stderr and asks on the terminal. Without a terminal nobody can answer:
+/// that is a usage error, the reason returned.
+fn confirmed(plan: &admin::Plan) -> Result<bool, &'static str> {
+    if !std::io::stdin().is_terminal() {
+        return Err(
+            "stdin is not a terminal, so nobody can confirm: pass --yes to act without asking",
+        );
     }
-    let plan = match admin::plan(&req) {
-        Ok(p) => p,
-        Err(reason) => return finish(Outcome::Refused { reason }),
+    let mut out = std::io::stderr();
+    let _ = writeln!(out, "{}", plan.summary);
+    for w in plan.writes() {
+        let _ = writeln!(out, "  write: {w}");
+    }
+    for n in &plan.notes {
+        let _ = writeln!(out, "  note:  {n}");
+    }
+    let _ = write!(out, "Proceed? [y/N] ");
+    let _ = out.flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// Audits the outcome, prints it (stdout when done, stderr else) and turns it into the exit
+/// code.
+fn finish(trail: &admin::audit::Trail, req: &AdminRequest, outcome: Outcome) -> ExitCode {
+    if let Err(e) = trail.outcome(req, &outcome) {
+        eprintln!("electop: warning: {e}");
+    }
+    let code = match &outcome {
+        Outcome::Done { .. } => EXIT_DONE,
+        Outcome::Changed { .. } | Outcome::Refused { .. } => EXIT_CHANGED,
+        Outcome::Failed { .. } => EXIT_STORE,
     };
-    if !args.yes {
-        if !std::io::stdin().is_terminal() {
-            return usage(
-                action,
-                election,
-                "stdin is not a terminal, so nobody can confirm: pass --yes to act without asking",
-            );
-        }
-        let mut out = std::io::stderr();
-        let _ = writeln!(out, "{}", plan.summary);
-        for w in plan.writes() {
-            let _ = writeln!(out, "  write: {w}");
-        }
-        for n in &plan.notes {
-            let _ = writeln!(out, "  note:  {n}");
-        }
-        let _ = write!(out, "Proceed? [y/N] ");
-        let _ = out.flush();
-        let mut answer = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut answer);
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            return finish(Outcome::Refused {
-                reason: "not confirmed".into(),
-            });
-        }
+    if code == EXIT_DONE {
+        println!("{}: {}", req.kind.name(), outcome.message());
+    } else {
+        eprintln!(
+            "electop: {} {}: {}",
+            req.kind.name(),
+            outcome.label(),
+            outcome.message()
+        );
     }
-    if let Err(reason) = trail.attempt(&req) {
-        return finish(Outcome::Refused { reason });
-    }
-    finish(backend::execute(&sources[*source], &req, args.timeout).await)
+    ExitCode::from(code)
 }

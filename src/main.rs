@@ -5,9 +5,11 @@ use anyhow::Result;
 use clap::Parser;
 
 use electop::admin::ActionKind;
+use electop::admin_cli;
+use electop::app::Prefs;
 use electop::backend::BackendOptions;
-use electop::cli::{Cli, Command};
-use electop::config::{Config, ConfigError};
+use electop::cli::{Cli, Command, NodeArgs, OutputFormat, SchemeArg};
+use electop::config::{Config, ConfigError, Selected, SourceConfig};
 use electop::context_switch::ContextSwitch;
 use electop::runtime::{self, Sources};
 use electop::supervise;
@@ -73,149 +75,164 @@ fn usage_summary(e: &clap::Error) -> String {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
-    if let Some(Command::Completions { shell }) = cli.command {
-        let mut cmd = <Cli as clap::CommandFactory>::command();
-        clap_complete::generate(shell, &mut cmd, "electop", &mut std::io::stdout());
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(Command::Presets) = cli.command {
-        print!("{}", electop::presets::listing());
-        return Ok(ExitCode::SUCCESS);
+    // These need no config file, so a broken one does not stand in their way.
+    match &cli.command {
+        Some(Command::Completions { shell }) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "electop", &mut std::io::stdout());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Presets) => {
+            print!("{}", electop::presets::listing());
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
     }
     let config = Config::load(cli.config.as_deref())?;
     let _log = electop::logging::init(cli.log_file.as_deref())?;
     let tick = Duration::from_millis(config.ui.tick_ms.max(16));
-    // The config checked names and keys; a key bound twice only the map can tell.
-    let keys = electop::app::keys::KeyMap::with_overrides(&config.keys).map_err(|e| {
-        let path = config.path.as_deref().unwrap_or(std::path::Path::new("?"));
-        Usage(format!("config file {}: {e}", path.display()))
-    })?;
-    let prefs = electop::app::Prefs {
-        keys,
-        flap_per_min: Some(config.ui.flap_per_min),
-    };
+    let prefs = prefs(&config)?;
     electop::ui::theme::set_color(electop::ui::theme::color_from_env());
-    if let Some(Command::Demo(args)) = &cli.command {
-        // The demo makes its own source; --sql/--etcd/--scheme only choose the store.
-        let rt = tokio::runtime::Runtime::new()?;
-        let timing = (tick, config.ui.min_frame());
-        rt.block_on(electop::demo::run(
-            args,
-            &cli.sources,
-            timing,
-            cli.debug_panic,
-            prefs,
-        ))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(Command::Contexts) = cli.command {
-        print!("{}", electop::config::context::listing(&config));
-        return Ok(ExitCode::SUCCESS);
+    match &cli.command {
+        Some(Command::Demo(args)) => {
+            // The demo makes its own source; --sql/--etcd/--scheme only choose the store.
+            let rt = tokio::runtime::Runtime::new()?;
+            let timing = (tick, config.ui.min_frame());
+            let demo = electop::demo::run(args, &cli.sources, timing, cli.debug_panic, prefs);
+            rt.block_on(demo)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Contexts) => {
+            print!("{}", electop::config::context::listing(&config));
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
     }
     let selected = cli.sources.select(&config).map_err(Usage)?;
-    let sources = selected.sources;
-    let mut opts = BackendOptions {
+    let opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
         retention: config.history.retention,
         ..BackendOptions::default()
     };
     let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async move {
-        match cli.command {
-            None => {
-                let s = Sources::spawn(&sources, &opts)?;
-                let min_frame = config.ui.min_frame();
-                let sources_of = |name: &str| cli.sources.context_sources(&config, name);
-                // Switching makes sense only for the config's sources, not the flags'.
-                let contexts = selected.context.clone().map(|current| ContextSwitch {
-                    current: Some(current),
-                    names: config.contexts.iter().map(|c| c.name.clone()).collect(),
-                    sources_of: &sources_of,
-                    opts: opts.clone(),
-                });
-                runtime::run_tui(s, tick, min_frame, cli.debug_panic, prefs, contexts).await?;
-                Ok(ExitCode::SUCCESS)
-            }
-            Some(Command::Status {
-                json,
-                output,
-                history,
-                timeout,
-            }) => {
-                opts.all_leases = true;
-                opts.replay_history = history || cli.history_limit.is_some();
-                opts.request_timeout = timeout;
-                let s = Sources::spawn(&sources, &opts)?;
-                match runtime::collect_status(s, timeout).await {
-                    Ok(app) => {
-                        // An empty or unsure prefix still answers (exit 0), but says why.
-                        runtime::print_notices(&app);
-                        let format = if json {
-                            electop::cli::OutputFormat::Json
-                        } else {
-                            output
-                        };
-                        runtime::print_status(&app, format)?;
-                        Ok(ExitCode::SUCCESS)
-                    }
-                    Err(why) => {
-                        eprintln!("electop: {why}");
-                        Ok(ExitCode::FAILURE)
-                    }
-                }
-            }
-            Some(Command::ForceLeader {
-                election,
-                id,
-                admin,
-            }) => {
-                let kind = ActionKind::ForceLeader { target: id };
-                Ok(
-                    electop::admin_cli::run(&sources, &election, kind, &admin, opts.history_limit)
-                        .await,
-                )
-            }
-            Some(Command::Reelect { election, admin }) => Ok(electop::admin_cli::run(
-                &sources,
-                &election,
-                ActionKind::Reelect,
-                &admin,
-                opts.history_limit,
-            )
-            .await),
-            Some(Command::Resign { election, admin }) => Ok(electop::admin_cli::run(
-                &sources,
-                &election,
-                ActionKind::Resign,
-                &admin,
-                opts.history_limit,
-            )
-            .await),
-            Some(
-                Command::Demo(_)
-                | Command::Completions { .. }
-                | Command::Presets
-                | Command::Contexts,
-            ) => {
-                unreachable!("handled above")
-            }
-            Some(Command::Node(args)) => {
-                let scheme = cli
-                    .sources
-                    .scheme
-                    .map(electop::model::Scheme::from)
-                    .ok_or_else(|| Usage("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease or sql-heartbeat)".into()))?;
-                let [source] = <[_; 1]>::try_from(sources)
-                    .map_err(|s: Vec<_>| Usage(format!("electop node takes part in one election in one store; {} sources were given", s.len())))?;
-                electop::node::run(&args, scheme, source).await?;
-                Ok(ExitCode::SUCCESS)
-            }
-            Some(Command::Watch { json }) => {
-                opts.all_leases = true;
-                let s = Sources::spawn(&sources, &opts)?;
-                runtime::run_watch(s, json).await?;
-                Ok(ExitCode::SUCCESS)
-            }
-        }
+    rt.block_on(on_sources(cli, &config, selected, opts, (tick, prefs)))
+}
+
+/// The dashboard's settings from the config. The config checked names and keys; a key bound
+/// twice only the map can tell.
+fn prefs(config: &Config) -> Result<Prefs> {
+    let keys = electop::app::keys::KeyMap::with_overrides(&config.keys).map_err(|e| {
+        let path = config.path.as_deref().unwrap_or(std::path::Path::new("?"));
+        Usage(format!("config file {}: {e}", path.display()))
+    })?;
+    Ok(Prefs {
+        keys,
+        flap_per_min: Some(config.ui.flap_per_min),
     })
+}
+
+/// The commands that read the selected sources: the dashboard, status, watch, the admin
+/// actions and a node.
+async fn on_sources(
+    cli: Cli,
+    config: &Config,
+    selected: Selected,
+    mut opts: BackendOptions,
+    (tick, prefs): (Duration, Prefs),
+) -> Result<ExitCode> {
+    let sources = selected.sources;
+    let limit = opts.history_limit;
+    match cli.command {
+        None => {
+            let s = Sources::spawn(&sources, &opts)?;
+            let min_frame = config.ui.min_frame();
+            let sources_of = |name: &str| cli.sources.context_sources(config, name);
+            // Switching makes sense only for the config's sources, not the flags'.
+            let contexts = selected.context.map(|current| ContextSwitch {
+                current: Some(current),
+                names: config.contexts.iter().map(|c| c.name.clone()).collect(),
+                sources_of: &sources_of,
+                opts: opts.clone(),
+            });
+            runtime::run_tui(s, tick, min_frame, cli.debug_panic, prefs, contexts).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Status {
+            json,
+            output,
+            history,
+            timeout,
+        }) => {
+            opts.all_leases = true;
+            opts.replay_history = history || cli.history_limit.is_some();
+            opts.request_timeout = timeout;
+            let format = if json { OutputFormat::Json } else { output };
+            status(&sources, &opts, timeout, format).await
+        }
+        Some(Command::ForceLeader {
+            election,
+            id,
+            admin,
+        }) => {
+            let kind = ActionKind::ForceLeader { target: id };
+            Ok(admin_cli::run(&sources, &election, kind, &admin, limit).await)
+        }
+        Some(Command::Reelect { election, admin }) => {
+            Ok(admin_cli::run(&sources, &election, ActionKind::Reelect, &admin, limit).await)
+        }
+        Some(Command::Resign { election, admin }) => {
+            Ok(admin_cli::run(&sources, &election, ActionKind::Resign, &admin, limit).await)
+        }
+        Some(Command::Node(args)) => node(cli.sources.scheme, &args, sources).await,
+        Some(Command::Watch { json }) => {
+            opts.all_leases = true;
+            let s = Sources::spawn(&sources, &opts)?;
+            runtime::run_watch(s, json).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(
+            Command::Demo(_) | Command::Completions { .. } | Command::Presets | Command::Contexts,
+        ) => unreachable!("handled before the sources are chosen"),
+    }
+}
+
+/// `electop status`: one snapshot of every source, printed; exit 1 if a store did not answer.
+async fn status(
+    sources: &[SourceConfig],
+    opts: &BackendOptions,
+    timeout: Duration,
+    format: OutputFormat,
+) -> Result<ExitCode> {
+    let s = Sources::spawn(sources, opts)?;
+    match runtime::collect_status(s, timeout).await {
+        Ok(app) => {
+            // An empty or unsure prefix still answers (exit 0), but says why.
+            runtime::print_notices(&app);
+            runtime::print_status(&app, format)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why) => {
+            eprintln!("electop: {why}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `electop node`: one participant, in one election in one store.
+async fn node(
+    scheme: Option<SchemeArg>,
+    args: &NodeArgs,
+    sources: Vec<SourceConfig>,
+) -> Result<ExitCode> {
+    let scheme = scheme.map(electop::model::Scheme::from).ok_or_else(|| {
+        Usage("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease or sql-heartbeat)".into())
+    })?;
+    let [source] = <[_; 1]>::try_from(sources).map_err(|s: Vec<_>| {
+        Usage(format!(
+            "electop node takes part in one election in one store; {} sources were given",
+            s.len()
+        ))
+    })?;
+    electop::node::run(args, scheme, source).await?;
+    Ok(ExitCode::SUCCESS)
 }

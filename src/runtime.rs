@@ -116,19 +116,10 @@ impl Sources {
     }
 
     /// Each source's settings that decide what an action writes, for the dashboard's plans.
-    /// The backends were built from the same configs, so these parse; the defaults are only
-    /// a fallback that keeps the indexes aligned.
     pub fn targets(&self) -> Vec<crate::admin::Target> {
         self.configs
             .iter()
-            .zip(&self.infos)
-            .map(|(cfg, info)| {
-                crate::admin::Target::from_config(cfg).unwrap_or_else(|_| {
-                    crate::admin::Target::defaults(
-                        info.scheme.unwrap_or(crate::model::Scheme::EtcdElection),
-                    )
-                })
-            })
+            .map(crate::admin::Target::from_config)
             .collect()
     }
 
@@ -445,17 +436,7 @@ async fn run_loop<E: Extension>(
     mut app: App,
     ext: &mut E,
 ) -> Result<(LoopEnd, App)> {
-    app.retention = sources.retention;
-    app.targets = sources.targets();
-    ext.init(&mut app);
-    let size = terminal.size()?;
-    app::update(
-        &mut app,
-        Msg::Resize {
-            width: size.width,
-            height: size.height,
-        },
-    );
+    prepare(terminal, sources, &mut app, ext)?;
     let mut input = EventStream::new();
     let (admin_tx, mut admin_rx) = mpsc::channel(4);
     let mut dirty = true;
@@ -465,15 +446,7 @@ async fn run_loop<E: Extension>(
     let mut pacer = Pacer::new(min_frame);
     loop {
         if dirty && pacer.draw_now(tokio::time::Instant::now(), &mut next_tick) {
-            app::update(
-                &mut app,
-                Msg::Tick {
-                    now: Instant::now(),
-                    wall: SystemTime::now(),
-                },
-            );
-            ext.before_draw(&mut app);
-            terminal.draw(|f| ext.draw(&app, f))?;
+            draw(terminal, &mut app, ext)?;
             dirty = false;
             if debug_panic {
                 panic!("--debug-panic: panicking after the first frame as asked");
@@ -483,12 +456,7 @@ async fn run_loop<E: Extension>(
             let end = end_loop(terminal, &mut app, sources, &mut admin_rx, ext).await?;
             return Ok((end, app));
         }
-        for (id, cmd) in app.visible_requests(ext.table_rows(&app)) {
-            if sent[id].as_ref() != Some(&cmd) {
-                sources.send(id, cmd.clone());
-                sent[id] = Some(cmd);
-            }
-        }
+        send_visible(&app, ext.table_rows(&app), sources, &mut sent);
         let interval = [tick_interval(&app, tick), ext.tick_interval(&app, tick)]
             .into_iter()
             .flatten()
@@ -532,6 +500,52 @@ async fn run_loop<E: Extension>(
                 next_tick = None;
                 dirty = true;
             }
+        }
+    }
+}
+
+/// What the loop's state takes from the sources and the terminal before the first frame.
+fn prepare<E: Extension>(
+    terminal: &mut DefaultTerminal,
+    sources: &Sources,
+    app: &mut App,
+    ext: &mut E,
+) -> Result<()> {
+    app.retention = sources.retention;
+    app.targets = sources.targets();
+    ext.init(app);
+    let size = terminal.size()?;
+    app::update(
+        app,
+        Msg::Resize {
+            width: size.width,
+            height: size.height,
+        },
+    );
+    Ok(())
+}
+
+/// One frame, with the clocks brought up to now first.
+fn draw<E: Extension>(terminal: &mut DefaultTerminal, app: &mut App, ext: &mut E) -> Result<()> {
+    app::update(
+        app,
+        Msg::Tick {
+            now: Instant::now(),
+            wall: SystemTime::now(),
+        },
+    );
+    ext.before_draw(app);
+    terminal.draw(|f| ext.draw(app, f))?;
+    Ok(())
+}
+
+/// Tells each source which elections are in view, when that changed since it was last told
+/// (`sent`), so it refreshes TTLs only for what is on screen.
+fn send_visible(app: &App, rows: usize, sources: &Sources, sent: &mut [Option<Command>]) {
+    for (id, cmd) in app.visible_requests(rows) {
+        if sent[id].as_ref() != Some(&cmd) {
+            sources.send(id, cmd.clone());
+            sent[id] = Some(cmd);
         }
     }
 }

@@ -307,7 +307,7 @@ async fn table_case(store: &Store, t: &Table) {
                 source_name: source_name.clone(),
                 kind: kind.clone(),
                 seen: find(&seen, &name).clone(),
-                target: Target::from_config(&src).expect("settings"),
+                target: Target::from_config(&src),
             };
             let planned = plan_names_the_columns(t, &req);
             let SourceConfig::Sql(cfg) = &src else {

@@ -851,9 +851,14 @@ fn demo_at_80x24_offers_the_nodes_to_force_and_a_click_picks_a_node() {
         .collect();
     assert_eq!(offered.len(), 2, "the two other nodes:\n{screen}");
     assert!(!offered.contains(&leader), "{screen}");
+    // Ctrl-C inside the dialog asks too (quitting stops every node); Esc stays.
+    tmux.send(&["C-c"]);
+    tmux.wait_screen("the quit question over the dialog", T, |s| {
+        s.contains("Quit?") && s.contains("stops every node") && !s.contains("Who should lead?")
+    });
     tmux.send(&["Escape"]);
     let closed = tmux.wait_screen("the dialog closed, the demo still running", T, |s| {
-        !s.contains("Who should lead?") && node_line(s, "LEADER").is_some()
+        !s.contains("Who should lead?") && !s.contains("Quit?") && node_line(s, "LEADER").is_some()
     });
     // Esc on the main screen does not quit either: the leader's countdown goes on moving.
     tmux.send(&["Escape"]);

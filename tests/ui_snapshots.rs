@@ -192,7 +192,41 @@ fn source_down_shows_the_retry() {
         Msg::Source(SourceEvent::Conn { source: 1, state }),
     );
     let text = format!("{}", render(&app, 120, 24).backend());
-    assert!(text.contains("DOWN /leader/: retry in 2.5s"), "{text}");
+    assert!(text.contains("DOWN etcd2: retry in 2.5s"), "{text}");
+}
+
+/// Two SQLite sources share the label `sqlite leaderlock`: the status line tells them apart
+/// by their configured names, with the label while the line has room for it.
+#[test]
+fn the_status_line_names_each_source() {
+    let now = Instant::now();
+    let sqlite = |id: usize, short: &str| {
+        let mut s = info(id, "sqlite leaderlock");
+        s.short = short.into();
+        s.endpoints = "sqlite:/srv/locks.db".into();
+        s.scheme = Some(Scheme::SqlLease);
+        s
+    };
+    let mut app = App::new(vec![sqlite(0, "orders"), sqlite(1, "sql2")], now, wall());
+    let down = ConnState::Down {
+        error: "database is locked".into(),
+        retry_at: now + Duration::from_secs(3),
+        lasting: false,
+    };
+    for (source, state) in [(0, ConnState::Connected), (1, down)] {
+        app::update(&mut app, Msg::Source(SourceEvent::Conn { source, state }));
+    }
+    let status = |w: u16| {
+        let t = render(&app, w, 24);
+        let buf = t.backend().buffer();
+        let last: String = (0..w).map(|x| buf[(x, 23)].symbol().to_string()).collect();
+        last.trim_end().to_string()
+    };
+    let wide = status(140);
+    let narrow = status(80);
+    insta::assert_snapshot!(format!("140 columns:\n{wide}\n80 columns:\n{narrow}"));
+    assert!(!narrow.contains("leaderlock"), "labels go first: {narrow}");
+    assert!(narrow.contains("● orders ✖ sql2 "), "{narrow}");
 }
 
 #[test]
@@ -254,6 +288,26 @@ fn confirm_dialog_says_what_will_be_written() {
     app::update(&mut app, Msg::Action(Action::Back));
     assert!(app.dialog.is_none());
     assert!(app.outbox.is_empty(), "cancelled: nothing queued");
+}
+
+/// Quitting where it stops something (the demo) while an action is under way: the question
+/// says the action is still running and that quitting waits for it.
+#[test]
+fn the_quit_question_names_the_action_under_way() {
+    let mut app = sample(Instant::now());
+    app.quit_asks = Some("stops every node");
+    app::update(&mut app, Msg::Action(Action::Reelect));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    assert_eq!(app.outbox.len(), 1, "the action was sent");
+    app::update(&mut app, Msg::Action(Action::Quit));
+    let text = format!("{}", render(&app, 100, 30).backend());
+    assert!(text.contains("Quitting stops every node."), "{text}");
+    assert!(
+        text.contains("Still under way: force a re-election of jobs"),
+        "{text}"
+    );
+    assert!(text.contains("quitting waits for"), "{text}");
+    assert!(!app.quit);
 }
 
 #[test]

@@ -24,7 +24,8 @@ pub fn on_prompt(app: &mut App, action: Action) {
         return;
     };
     match action {
-        Action::Quit => app.quit = true,
+        // Asks first where quitting stops something (the demo's nodes), as everywhere.
+        Action::Quit => quit(app),
         // Esc in the filter bar drops the filter; in the command bar, the command.
         Action::Back if p.kind == PromptKind::Filter => set_filter(app, None),
         Action::Back => {}
@@ -111,7 +112,7 @@ fn run(app: &mut App, text: &str) {
 /// Quits, or asks first when quitting stops something.
 pub fn quit(app: &mut App) {
     match app.quit_asks {
-        Some(what) => app.dialog = Some(super::Dialog::ConfirmQuit { what }),
+        Some(what) => app.dialog = Some(super::Dialog::ConfirmQuit { what, under: None }),
         None => app.quit = true,
     }
 }

@@ -21,8 +21,12 @@ pub enum Dialog {
         request: Box<AdminRequest>,
         plan: Plan,
     },
-    /// Quitting stops something (the demo's nodes): asked first.
-    ConfirmQuit { what: &'static str },
+    /// Quitting stops something (the demo's nodes): asked first. `under` is an action's
+    /// `Running` dialog, kept so its outcome is still reported and shown again on "no".
+    ConfirmQuit {
+        what: &'static str,
+        under: Option<Box<Dialog>>,
+    },
     /// Sent; waiting for the store. The source and election are for the events view.
     Running {
         summary: String,
@@ -144,16 +148,13 @@ pub fn on_action(app: &mut App, action: Action) {
         return;
     };
     app.dialog = match (dialog, action) {
-        (_, Action::Quit) => {
-            app.quit = true;
-            None
-        }
+        (d, Action::Quit) => on_quit(app, d),
         (d @ Dialog::Running { .. }, _) => Some(d),
-        (Dialog::ConfirmQuit { .. }, Action::Accept) => {
+        (Dialog::ConfirmQuit { under, .. }, Action::Accept) => {
             app.quit = true;
-            None
+            under.map(|d| *d)
         }
-        (Dialog::ConfirmQuit { .. }, Action::Back) => None,
+        (Dialog::ConfirmQuit { under, .. }, Action::Back) => under.map(|d| *d),
         (_, Action::Back) => {
             app.say(Flash::info("cancelled: nothing was written"));
             None
@@ -220,9 +221,40 @@ pub fn on_action(app: &mut App, action: Action) {
     };
 }
 
+/// `q`/`Ctrl-C` with a dialog open. Where quitting stops something (the demo's nodes) it
+/// asks, from inside a dialog too; elsewhere it quits at once. An action already sent is
+/// never dropped: its `Running` dialog stays, and the runtime waits for its outcome.
+fn on_quit(app: &mut App, dialog: Dialog) -> Option<Dialog> {
+    let running = matches!(dialog, Dialog::Running { .. });
+    match (app.quit_asks, dialog) {
+        // Asked already: only an answer (y / n) settles it.
+        (_, d @ Dialog::ConfirmQuit { .. }) => Some(d),
+        (None, d) => {
+            app.quit = true;
+            running.then_some(d)
+        }
+        (Some(what), d) if running => Some(Dialog::ConfirmQuit {
+            what,
+            under: Some(Box::new(d)),
+        }),
+        (Some(what), _) => {
+            app.say(Flash::info("cancelled: nothing was written"));
+            Some(Dialog::ConfirmQuit { what, under: None })
+        }
+    }
+}
+
 /// The store answered: the outcome flashes in the status line and stays in the events view.
 pub fn on_outcome(app: &mut App, outcome: Outcome) {
-    let (summary, source, election) = match app.dialog.take() {
+    let running = match app.dialog.take() {
+        // Asked whether to quit meanwhile: the question stays, the action is over.
+        Some(Dialog::ConfirmQuit { what, under }) => {
+            app.dialog = Some(Dialog::ConfirmQuit { what, under: None });
+            under.map(|d| *d)
+        }
+        d => d,
+    };
+    let (summary, source, election) = match running {
         Some(Dialog::Running {
             summary,
             source,
@@ -246,4 +278,130 @@ pub fn on_outcome(app: &mut App, outcome: Outcome) {
     } else {
         Flash::error(&text)
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Instant, SystemTime};
+
+    use super::*;
+    use crate::app::{Msg, update};
+    use crate::model::SourceInfo;
+
+    fn app(quit_asks: Option<&'static str>) -> App {
+        let mut app = App::new(
+            vec![SourceInfo::test_etcd()],
+            Instant::now(),
+            SystemTime::now(),
+        );
+        app.quit_asks = quit_asks;
+        app
+    }
+
+    fn running() -> Dialog {
+        Dialog::Running {
+            summary: "revoke lease 11".into(),
+            source: "etcd1".into(),
+            election: "jobs".into(),
+        }
+    }
+
+    fn quit(app: &mut App) {
+        update(app, Msg::Action(Action::Quit));
+    }
+
+    /// In the demo, `Ctrl-C` inside a dialog asks like `q` does: quitting stops every node.
+    #[test]
+    fn quitting_the_demo_from_a_dialog_asks_first() {
+        let mut app = app(Some("stops every node"));
+        app.dialog = Some(Dialog::Type {
+            input: "node-b".into(),
+        });
+        quit(&mut app);
+        assert!(!app.quit, "asked, not quit");
+        assert!(matches!(
+            app.dialog,
+            Some(Dialog::ConfirmQuit { under: None, .. })
+        ));
+        quit(&mut app);
+        assert!(!app.quit, "a second Ctrl-C is no answer");
+        update(&mut app, Msg::Action(Action::Back));
+        assert!(!app.quit && app.dialog.is_none(), "n: stay");
+    }
+
+    /// An action already sent stays on screen behind the question; its outcome is logged
+    /// under its own name, and "yes" quits with the action's dialog back for the wait.
+    #[test]
+    fn quitting_the_demo_while_an_action_runs_keeps_the_action() {
+        let mut app = app(Some("stops every node"));
+        app.dialog = Some(running());
+        quit(&mut app);
+        assert!(matches!(
+            app.dialog,
+            Some(Dialog::ConfirmQuit { under: Some(_), .. })
+        ));
+        update(&mut app, Msg::Action(Action::Back));
+        assert!(
+            matches!(app.dialog, Some(Dialog::Running { .. })),
+            "n: back to it"
+        );
+
+        quit(&mut app);
+        update(
+            &mut app,
+            Msg::AdminDone(Outcome::Done {
+                detail: "node-b leads".into(),
+            }),
+        );
+        assert!(
+            matches!(app.dialog, Some(Dialog::ConfirmQuit { under: None, .. })),
+            "the question stays once the action is over"
+        );
+        let last = app.events.entries.back().map(|e| e.text.clone());
+        assert_eq!(last.as_deref(), Some("revoke lease 11: done: node-b leads"));
+        update(&mut app, Msg::Action(Action::Accept));
+        assert!(app.quit && app.dialog.is_none(), "y: quit");
+
+        let mut app = self::app(Some("stops every node"));
+        app.dialog = Some(running());
+        quit(&mut app);
+        update(&mut app, Msg::Action(Action::Accept));
+        assert!(app.quit, "y: quit");
+        assert!(
+            matches!(app.dialog, Some(Dialog::Running { .. })),
+            "the runtime waits for the outcome with the action on screen"
+        );
+    }
+
+    /// `Ctrl-C` in the `:` or `/` bar asks too in the demo; outside it, quits at once.
+    #[test]
+    fn quitting_the_demo_from_the_command_bar_asks_first() {
+        let mut app = app(Some("stops every node"));
+        update(&mut app, Msg::Action(Action::StartCommand));
+        quit(&mut app);
+        assert!(!app.quit && app.prompt.is_none());
+        assert!(matches!(app.dialog, Some(Dialog::ConfirmQuit { .. })));
+
+        let mut app = self::app(None);
+        update(&mut app, Msg::Action(Action::StartFilter));
+        quit(&mut app);
+        assert!(app.quit);
+    }
+
+    /// Outside the demo quitting is at once, but an action in flight keeps its dialog: the
+    /// runtime waits for its outcome (`wait_for_actions`) before leaving.
+    #[test]
+    fn quitting_the_dashboard_from_a_dialog_is_at_once_and_keeps_a_running_action() {
+        let mut app = app(None);
+        app.dialog = Some(Dialog::Type {
+            input: String::new(),
+        });
+        quit(&mut app);
+        assert!(app.quit && app.dialog.is_none());
+
+        let mut app = self::app(None);
+        app.dialog = Some(running());
+        quit(&mut app);
+        assert!(app.quit && matches!(app.dialog, Some(Dialog::Running { .. })));
+    }
 }

@@ -551,22 +551,7 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
             }
             rows::refresh(app);
         }
-        SourceEvent::Happened(event) => {
-            let short = app
-                .sources
-                .iter()
-                .find(|s| s.info.name == event.source)
-                .map(|s| s.info.short.clone())
-                .unwrap_or_else(|| event.source.clone());
-            app.events.event(&event, &short);
-            if event.kind != EventKind::HistoryCompacted {
-                // On screen only in the events view.
-                return app.screen == Screen::Events;
-            }
-            if let Some(s) = app.sources.iter_mut().find(|s| s.info.name == event.source) {
-                s.notice = event.detail;
-            }
-        }
+        SourceEvent::Happened(event) => return on_happened(app, event),
         SourceEvent::Synced { source } => {
             if let Some(s) = app.sources.get_mut(source) {
                 s.synced = true;
@@ -595,6 +580,26 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
                 s.members = members;
             }
         }
+    }
+    true
+}
+
+/// A backend's event: into the events view under the source's short name; a compacted
+/// history also becomes the source's notice. Returns whether the screen changed.
+fn on_happened(app: &mut App, event: crate::model::Event) -> bool {
+    let short = app
+        .sources
+        .iter()
+        .find(|s| s.info.name == event.source)
+        .map(|s| s.info.short.clone())
+        .unwrap_or_else(|| event.source.clone());
+    app.events.event(&event, &short);
+    if event.kind != EventKind::HistoryCompacted {
+        // On screen only in the events view.
+        return app.screen == Screen::Events;
+    }
+    if let Some(s) = app.sources.iter_mut().find(|s| s.info.name == event.source) {
+        s.notice = event.detail;
     }
     true
 }
@@ -869,7 +874,7 @@ mod tests {
             )
             .expect("a SQL source"),
         );
-        app.targets = vec![crate::admin::Target::from_config(&cfg).expect("settings")];
+        app.targets = vec![crate::admin::Target::from_config(&cfg)];
         let mut e = Election::new(0, "jobs".into(), Scheme::SqlLease);
         e.candidates = vec![crate::model::Candidate {
             id: "node-a".into(),

@@ -122,113 +122,120 @@ fn setup(
     dir: &std::path::Path,
     etcd: Option<&str>,
 ) -> Result<Setup> {
-    let scheme_arg = src.scheme.map(Scheme::from);
-    let sql = |url: String, scheme: Scheme| -> Result<Setup> {
-        Ok(Setup {
-            source: SourceConfig::Sql(SqlSource::new(SqlSpec {
-                name: None,
-                url: DbUrl(url.clone()),
-                password_env: src.password_env.clone(),
-                password_file: src.password_file.clone(),
-                scheme,
-                preset: None,
-                table: src.table.clone(),
-                columns: SqlColumns::default(),
-                timeout: args.ttl.filter(|_| scheme == Scheme::SqlHeartbeat),
-                poll: Some(Duration::from_millis(200)),
-                read_only: src.read_only,
-            })?),
-            node_source_args: {
-                let mut a = vec![
-                    "--sql".into(),
-                    url.clone(),
-                    "--scheme".into(),
-                    scheme.as_str().into(),
-                ];
-                if let Some(t) = &src.table {
-                    a.extend(["--table".into(), t.clone()]);
-                }
-                if let Some(v) = &src.password_env {
-                    a.extend(["--password-env".into(), v.clone()]);
-                }
-                if let Some(f) = &src.password_file {
-                    a.extend(["--password-file".into(), f.display().to_string()]);
-                }
-                a
-            },
-            label: format!("{scheme} on {}", DbUrl(url).redacted()),
-        })
-    };
-    let sql_scheme = || match scheme_arg {
-        Some(s) if s.is_sql() => Ok(s),
-        None => Ok(Scheme::SqlLease),
-        Some(s) => {
-            bail!("--scheme {s} does not run on a SQL store; use sql-lease or sql-heartbeat")
+    let scheme = src.scheme.map(Scheme::from);
+    match args.store {
+        DemoStore::Sqlite => {
+            let url = format!("sqlite://{}", dir.join("elections.db").display());
+            sql_setup(args, src, url, sql_scheme(scheme)?)
         }
-    };
-    Ok(match args.store {
-        DemoStore::Sqlite => sql(
-            format!("sqlite://{}", dir.join("elections.db").display()),
-            sql_scheme()?,
-        )?,
         DemoStore::Postgres | DemoStore::Mysql => {
             let url = src
                 .sql
                 .first()
                 .cloned()
                 .context("--store postgres|mysql needs --sql URL")?;
-            sql(url, sql_scheme()?)?
+            sql_setup(args, src, url, sql_scheme(scheme)?)
         }
         DemoStore::Etcd => {
-            let scheme = match scheme_arg {
+            let scheme = match scheme {
                 Some(s) if s.is_sql() => {
                     bail!("--scheme {s} does not run on etcd; use etcd-election or etcd-lease-key")
                 }
                 Some(s) => s,
                 None => Scheme::EtcdElection,
             };
-            let endpoint = etcd
-                .map(str::to_string)
-                .or_else(|| src.etcd.first().cloned())
-                .context(
-                    "--store etcd needs --etcd HOST:PORT, or --spawn-etcd to start a local one",
-                )?;
-            let registry = (scheme == Scheme::EtcdLeaseKey).then(|| ETCD_REGISTRY.to_string());
-            let mut node_source_args = vec![
-                "--etcd".into(),
-                endpoint.clone(),
-                "--prefix".into(),
-                ETCD_PREFIX.into(),
-                "--scheme".into(),
-                scheme.as_str().into(),
-            ];
-            if let Some(r) = &registry {
-                node_source_args.extend(["--registry".into(), r.clone()]);
-            }
-            // A spawned etcd is plain text; one given with --etcd may need the TLS flags.
-            let tls = if etcd.is_some() { None } else { Some(src) };
-            node_source_args.extend(tls.map(tls_args).unwrap_or_default());
-            Setup {
-                source: SourceConfig::Etcd(EtcdSource {
-                    name: None,
-                    endpoints: vec![endpoint.clone()],
-                    prefix: ETCD_PREFIX.into(),
-                    scheme: Some(scheme),
-                    registry,
-                    preset: None,
-                    read_only: src.read_only,
-                    user: None,
-                    password_env: None,
-                    password_file: None,
-                    cacert: tls.and_then(|s| s.cacert.clone()),
-                    cert: tls.and_then(|s| s.cert.clone()),
-                    key: tls.and_then(|s| s.key.clone()),
-                    insecure_skip_tls_verify: tls.is_some_and(|s| s.insecure_skip_tls_verify),
-                }),
-                node_source_args,
-                label: format!("{scheme} on etcd {endpoint}"),
-            }
+            etcd_setup(src, scheme, etcd)
         }
+    }
+}
+
+/// The SQL scheme asked for, sql-lease by default.
+fn sql_scheme(asked: Option<Scheme>) -> Result<Scheme> {
+    match asked {
+        Some(s) if s.is_sql() => Ok(s),
+        None => Ok(Scheme::SqlLease),
+        Some(s) => {
+            bail!("--scheme {s} does not run on a SQL store; use sql-lease or sql-heartbeat")
+        }
+    }
+}
+
+/// The demo on the SQL store at `url`, with the table and password flags given.
+fn sql_setup(args: &DemoArgs, src: &SourceArgs, url: String, scheme: Scheme) -> Result<Setup> {
+    let mut node_source_args = vec![
+        "--sql".into(),
+        url.clone(),
+        "--scheme".into(),
+        scheme.as_str().into(),
+    ];
+    if let Some(t) = &src.table {
+        node_source_args.extend(["--table".into(), t.clone()]);
+    }
+    if let Some(v) = &src.password_env {
+        node_source_args.extend(["--password-env".into(), v.clone()]);
+    }
+    if let Some(f) = &src.password_file {
+        node_source_args.extend(["--password-file".into(), f.display().to_string()]);
+    }
+    Ok(Setup {
+        source: SourceConfig::Sql(SqlSource::new(SqlSpec {
+            name: None,
+            url: DbUrl(url.clone()),
+            password_env: src.password_env.clone(),
+            password_file: src.password_file.clone(),
+            scheme,
+            preset: None,
+            table: src.table.clone(),
+            columns: SqlColumns::default(),
+            timeout: args.ttl.filter(|_| scheme == Scheme::SqlHeartbeat),
+            poll: Some(Duration::from_millis(200)),
+            read_only: src.read_only,
+        })?),
+        node_source_args,
+        label: format!("{scheme} on {}", DbUrl(url).redacted()),
+    })
+}
+
+/// The demo on etcd: the one `--spawn-etcd` started (`spawned`), else the one `--etcd` names.
+fn etcd_setup(src: &SourceArgs, scheme: Scheme, spawned: Option<&str>) -> Result<Setup> {
+    let endpoint = spawned
+        .map(str::to_string)
+        .or_else(|| src.etcd.first().cloned())
+        .context("--store etcd needs --etcd HOST:PORT, or --spawn-etcd to start a local one")?;
+    let registry = (scheme == Scheme::EtcdLeaseKey).then(|| ETCD_REGISTRY.to_string());
+    let mut node_source_args = vec![
+        "--etcd".into(),
+        endpoint.clone(),
+        "--prefix".into(),
+        ETCD_PREFIX.into(),
+        "--scheme".into(),
+        scheme.as_str().into(),
+    ];
+    if let Some(r) = &registry {
+        node_source_args.extend(["--registry".into(), r.clone()]);
+    }
+    // A spawned etcd is plain text; one given with --etcd may need the TLS flags.
+    let tls = if spawned.is_some() { None } else { Some(src) };
+    node_source_args.extend(tls.map(tls_args).unwrap_or_default());
+    Ok(Setup {
+        source: SourceConfig::Etcd(EtcdSource {
+            name: None,
+            endpoints: vec![endpoint.clone()],
+            prefix: ETCD_PREFIX.into(),
+            scheme: Some(scheme),
+            registry,
+            preset: None,
+            read_only: src.read_only,
+            user: None,
+            password_env: None,
+            password_file: None,
+            cacert: tls.and_then(|s| s.cacert.clone()),
+            cert: tls.and_then(|s| s.cert.clone()),
+            key: tls.and_then(|s| s.key.clone()),
+            insecure_skip_tls_verify: tls.is_some_and(|s| s.insecure_skip_tls_verify),
+        }),
+        node_source_args,
+        label: format!("{scheme} on etcd {endpoint}"),
     })
 }
 
@@ -248,6 +255,35 @@ fn tls_args(src: &SourceArgs) -> Vec<String> {
         a.push("--insecure-skip-tls-verify".to_string());
     }
     a
+}
+
+/// Each node's flags: where its store is (with the log file in `dir`), then which election
+/// and how fast it renews.
+fn node_flags(
+    args: &DemoArgs,
+    setup: &Setup,
+    election: &str,
+    dir: &std::path::Path,
+) -> (Vec<String>, Vec<String>) {
+    let mut source_args = vec![
+        "--log-file".to_string(),
+        dir.join("nodes.log").display().to_string(),
+    ];
+    source_args.extend(setup.node_source_args.clone());
+    let mut node_args = vec!["--election".to_string(), election.to_string()];
+    if matches!(setup.source, SourceConfig::Sql(_)) {
+        node_args.push("--create-table".into());
+    }
+    for (flag, v) in [
+        ("--ttl", args.ttl),
+        ("--renew", args.renew),
+        ("--retry", args.retry),
+    ] {
+        if let Some(v) = v {
+            node_args.extend([flag.to_string(), format!("{}ms", v.as_millis())]);
+        }
+    }
+    (source_args, node_args)
 }
 
 /// Runs the demo until quit. `timing`: `(tick, min_frame)` as for the dashboard.
@@ -279,25 +315,8 @@ pub async fn run(
             .await
             .map_err(anyhow::Error::msg)?;
     }
-    let mut source_args = vec![
-        "--log-file".to_string(),
-        dir.path().join("nodes.log").display().to_string(),
-    ];
-    source_args.extend(setup.node_source_args.clone());
     let election = election_for(&setup.source);
-    let mut node_args = vec!["--election".to_string(), election.to_string()];
-    if matches!(setup.source, SourceConfig::Sql(_)) {
-        node_args.push("--create-table".into());
-    }
-    for (flag, v) in [
-        ("--ttl", args.ttl),
-        ("--renew", args.renew),
-        ("--retry", args.retry),
-    ] {
-        if let Some(v) = v {
-            node_args.extend([flag.to_string(), format!("{}ms", v.as_millis())]);
-        }
-    }
+    let (source_args, node_args) = node_flags(args, &setup, election, dir.path());
     let (out_tx, out_rx) = mpsc::channel(256);
     let mut sup = Supervisor::new(source_args, node_args, args.nodes, out_tx)?;
     for i in 0..args.nodes {

@@ -1,5 +1,5 @@
 //! The status line: the `/` or `:` bar while typing; else the latest action outcome (for a
-//! few seconds), then each source's connection state and prefix, the store and revision.
+//! few seconds), then each source's connection state, name and label, the store and revision.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -29,15 +29,37 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         ));
         spans.push(Span::styled("│ ", theme::dim()));
     }
+    let problems = problem_spans(app);
+    let width = |s: &[Span]| s.iter().map(Span::width).sum::<usize>();
+    let labelled = source_spans(app, true);
+    let fits = width(&spans) + width(&labelled) + width(&problems) <= area.width as usize;
+    spans.extend(if fits {
+        labelled
+    } else {
+        source_spans(app, false)
+    });
+    spans.extend(problems);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `● etcd1 /e/ ● sql1 sqlite leaderlock · ENDPOINTS rev N`: each source by its configured
+/// name (two sources may share a label), with its label when `labelled` (dropped when the line
+/// is too narrow, the name alone still tells them apart).
+fn source_spans(app: &App, labelled: bool) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
     let mut endpoints: Vec<&str> = Vec::new();
     for s in &app.sources {
-        match &s.conn {
-            ConnState::Connecting => spans.push(Span::styled("◌ ", theme::warn())),
+        spans.push(match &s.conn {
+            ConnState::Connecting => Span::styled("◌ ", theme::warn()),
             ConnState::Connected if s.stale_for(app.now).is_some() => {
-                spans.push(Span::styled("◐ ", theme::stale()))
+                Span::styled("◐ ", theme::stale())
             }
-            ConnState::Connected => spans.push(Span::styled("● ", theme::leader())),
-            ConnState::Down { .. } => spans.push(Span::styled("✖ ", theme::error())),
+            ConnState::Connected => Span::styled("● ", theme::leader()),
+            ConnState::Down { .. } => Span::styled("✖ ", theme::error()),
+        });
+        spans.push(Span::raw(format!("{} ", s.info.short)));
+        if labelled && s.info.label != s.info.short {
+            spans.push(Span::styled(format!("{} ", s.info.label), theme::dim()));
         }
         let down = s.members.iter().filter(|m| !m.up).count();
         if down > 0 {
@@ -46,7 +68,6 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
                 theme::warn(),
             ));
         }
-        spans.push(Span::raw(format!("{} ", s.info.label)));
         if !endpoints.contains(&s.info.endpoints.as_str()) {
             endpoints.push(&s.info.endpoints);
         }
@@ -58,7 +79,13 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     if let Some(rev) = app.sources.iter().filter_map(|s| s.revision).max() {
         spans.push(Span::styled(format!(" rev {rev}"), theme::dim()));
     }
-    // Problems last and loud: what is down, when the next try is, and notices.
+    spans
+}
+
+/// Problems last and loud: what is down, when the next try is, and notices, each under the
+/// source's name.
+fn problem_spans(app: &App) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
     for s in &app.sources {
         if let ConnState::Down {
             error, retry_at, ..
@@ -68,7 +95,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
             spans.push(Span::styled(
                 format!(
                     " │ DOWN {}: retry in {} ({error})",
-                    s.info.label,
+                    s.info.short,
                     format::duration_ms(left)
                 ),
                 theme::error(),
@@ -77,12 +104,12 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         let layout = s.info.notice.as_ref().map(|n| n.text());
         for n in layout.into_iter().chain(s.notice.as_deref()) {
             spans.push(Span::styled(
-                format!(" │ ⚠ {}: {n}", s.info.label),
+                format!(" │ ⚠ {}: {n}", s.info.short),
                 theme::warn(),
             ));
         }
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    spans
 }
 
 /// `/text▏` or `:text▏  sort  events …` (what Tab can complete to), and any error.

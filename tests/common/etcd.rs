@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use super::process::{kill_and_reap, log_tail, port_clash, terminate};
 use super::{POLL_INTERVAL, free_ports};
 
 /// How long `EtcdServer::start`/`restart` wait for the server to be healthy.
@@ -50,8 +51,8 @@ impl EtcdServer {
         const ATTEMPTS: u32 = 3;
         for attempt in 1..=ATTEMPTS {
             let [client_port, peer_port] = free_ports::<2>();
-            let mut child = spawn_etcd(dir.path(), client_port, peer_port);
-            match wait_ready(&mut child, client_port, READY_TIMEOUT) {
+            let mut child = spawn_etcd(dir.path(), client_port, peer_port, "http", &[]);
+            match wait_ready(&mut child, client_port, "http", &[]) {
                 Ok(()) => {
                     return EtcdServer {
                         child: Some(child),
@@ -60,7 +61,7 @@ impl EtcdServer {
                         peer_port,
                     };
                 }
-                Err(NotReady::Exited(_)) if attempt < ATTEMPTS && port_clash(dir.path()) => {
+                Err(NotReady::Exited(_)) if attempt < ATTEMPTS && clashed(dir.path()) => {
                     let _ = std::fs::remove_dir_all(dir.path().join("data"));
                 }
                 Err(err) => {
@@ -135,8 +136,9 @@ impl EtcdServer {
     /// then waits until healthy. Panics with the log tail on failure.
     pub fn restart(&mut self) {
         self.stop();
-        let mut child = spawn_etcd(self.dir.path(), self.client_port, self.peer_port);
-        if let Err(err) = wait_ready(&mut child, self.client_port, READY_TIMEOUT) {
+        let (client, peer) = (self.client_port, self.peer_port);
+        let mut child = spawn_etcd(self.dir.path(), client, peer, "http", &[]);
+        if let Err(err) = wait_ready(&mut child, client, "http", &[]) {
             kill_and_reap(&mut child);
             panic!(
                 "restart: {}",
@@ -229,7 +231,15 @@ impl Drop for EtcdServer {
     }
 }
 
-fn spawn_etcd(dir: &Path, client_port: u16, peer_port: u16) -> Child {
+/// A single-member etcd in `dir` (data and `etcd.log`), its client port speaking `scheme`
+/// (`http`, or `https` with the `serve` flags), with quick elections.
+fn spawn_etcd(
+    dir: &Path,
+    client_port: u16,
+    peer_port: u16,
+    scheme: &str,
+    serve: &[String],
+) -> Child {
     let log_path = dir.join("etcd.log");
     let mut log = OpenOptions::new()
         .create(true)
@@ -238,70 +248,105 @@ fn spawn_etcd(dir: &Path, client_port: u16, peer_port: u16) -> Child {
         .unwrap_or_else(|e| panic!("open {}: {e}", log_path.display()));
     let _ = writeln!(
         log,
-        "{START_MARKER} (client {client_port}, peer {peer_port}) ---"
+        "{START_MARKER} ({scheme} client {client_port}, peer {peer_port}) ---"
     );
-    let stderr = log.try_clone().expect("clone log file handle");
-    let client = format!("http://127.0.0.1:{client_port}");
+    let client = format!("{scheme}://127.0.0.1:{client_port}");
     let peer = format!("http://127.0.0.1:{peer_port}");
-    Command::new("etcd")
-        .arg("--name=t")
-        .arg(format!("--data-dir={}", dir.join("data").display()))
+    etcd_command(
+        "t",
+        &dir.join("data"),
+        &client,
+        &peer,
+        &format!("t={peer}"),
+        log,
+    )
+    .args(serve)
+    .args(["--heartbeat-interval=10", "--election-timeout=100"])
+    .spawn()
+    .expect(SPAWN_FAILED)
+}
+
+pub(super) const SPAWN_FAILED: &str =
+    "spawn etcd (is etcd-server installed? run scripts/install-deps.sh)";
+
+/// `etcd` with what every harness member shares: its name, data dir, URLs and cluster, quiet
+/// logs appended to `log`, and no ETCD_* settings from the environment.
+pub(super) fn etcd_command(
+    name: &str,
+    data_dir: &Path,
+    client: &str,
+    peer: &str,
+    initial_cluster: &str,
+    log: File,
+) -> Command {
+    let stderr = log.try_clone().expect("clone log file handle");
+    let mut cmd = Command::new("etcd");
+    cmd.arg(format!("--name={name}"))
+        .arg(format!("--data-dir={}", data_dir.display()))
         .arg(format!("--listen-client-urls={client}"))
         .arg(format!("--advertise-client-urls={client}"))
         .arg(format!("--listen-peer-urls={peer}"))
         .arg(format!("--initial-advertise-peer-urls={peer}"))
-        .arg(format!("--initial-cluster=t={peer}"))
-        .args([
-            "--heartbeat-interval=10",
-            "--election-timeout=100",
-            "--logger=zap",
-            "--log-level=error",
-        ])
-        // Keep stray ETCD_* settings from the environment out of the test server.
+        .arg(format!("--initial-cluster={initial_cluster}"))
+        .args(["--logger=zap", "--log-level=error"])
         .env_remove("ETCD_DATA_DIR")
         .env_remove("ETCD_NAME")
         .stdin(Stdio::null())
         .stdout(log)
-        .stderr(stderr)
-        .spawn()
-        .expect("spawn etcd (is etcd-server installed? run scripts/install-deps.sh)")
+        .stderr(stderr);
+    cmd
 }
 
-/// Polls every 20 ms: TCP connect to the client port, then `etcdctl endpoint
-/// health` (which needs a committed raft proposal, i.e. a leader).
-fn wait_ready(child: &mut Child, client_port: u16, timeout: Duration) -> Result<(), NotReady> {
-    let deadline = Instant::now() + timeout;
+/// Whether `etcdctl endpoint health` succeeds against `url` (`tls`: its certificate flags).
+pub(super) fn healthy(url: &str, tls: &[String]) -> bool {
+    Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .env_remove("ETCDCTL_ENDPOINTS")
+        .arg(format!("--endpoints={url}"))
+        .args(tls)
+        .args([
+            "--dial-timeout=1s",
+            "--command-timeout=1s",
+            "endpoint",
+            "health",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Polls every 20 ms: TCP connect to the client port, then `etcdctl endpoint health`
+/// (which needs a committed raft proposal, i.e. a leader).
+fn wait_ready(
+    child: &mut Child,
+    client_port: u16,
+    scheme: &str,
+    tls: &[String],
+) -> Result<(), NotReady> {
+    let deadline = Instant::now() + READY_TIMEOUT;
     let addr = SocketAddr::from(([127, 0, 0, 1], client_port));
-    let url = format!("--endpoints=http://127.0.0.1:{client_port}");
+    let url = format!("{scheme}://127.0.0.1:{client_port}");
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(NotReady::Exited(status));
         }
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            let healthy = Command::new("etcdctl")
-                .env("ETCDCTL_API", "3")
-                .args([
-                    url.as_str(),
-                    "--dial-timeout=1s",
-                    "--command-timeout=1s",
-                    "endpoint",
-                    "health",
-                ])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false);
-            if healthy {
-                return Ok(());
-            }
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            && healthy(&url, tls)
+        {
+            return Ok(());
         }
         if Instant::now() >= deadline {
             return Err(NotReady::TimedOut);
         }
         std::thread::sleep(POLL_INTERVAL);
     }
+}
+
+/// Whether the latest start in `dir` lost a port race.
+fn clashed(dir: &Path) -> bool {
+    port_clash(&dir.join("etcd.log"), START_MARKER)
 }
 
 fn not_ready_message(err: &NotReady, dir: &Path, client_port: u16) -> String {
@@ -314,49 +359,6 @@ fn not_ready_message(err: &NotReady, dir: &Path, client_port: u16) -> String {
         dir.join("etcd.log").display(),
         log_tail(&dir.join("etcd.log"), 40)
     )
-}
-
-fn log_tail(path: &Path, lines: usize) -> String {
-    let mut text = String::new();
-    if let Ok(mut f) = File::open(path) {
-        let _ = f.read_to_string(&mut text);
-    }
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// Sends `signal` (e.g. "-TERM", "-INT") via kill(1), waits up to `grace` for
-/// the process to exit, then SIGKILLs it. Returns the exit status.
-fn terminate(child: &mut Child, signal: &str, grace: Duration) -> ExitStatus {
-    if let Ok(Some(status)) = child.try_wait() {
-        return status;
-    }
-    let _ = Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    kill_and_reap(child)
-}
-
-fn kill_and_reap(child: &mut Child) -> ExitStatus {
-    let _ = child.kill();
-    child.wait().expect("wait for child process")
-}
-
-/// Whether the latest etcd start (after the last harness marker) failed
-/// because a port was taken.
-fn port_clash(dir: &Path) -> bool {
-    let log = std::fs::read_to_string(dir.join("etcd.log")).unwrap_or_default();
-    let latest = log.rsplit(START_MARKER).next().unwrap_or_default();
-    latest.contains("address already in use")
 }
 
 /// `etcdctl elect ELECTION PROPOSAL` running as a child process.
@@ -573,8 +575,8 @@ impl TlsEtcd {
             .expect("create temp dir for etcd");
         for attempt in 1..=3 {
             let [client_port, peer_port] = free_ports::<2>();
-            let mut child = spawn_etcd_tls(dir.path(), client_port, peer_port, &serve);
-            match wait_ready_tls(&mut child, client_port, &etcdctl_tls) {
+            let mut child = spawn_etcd(dir.path(), client_port, peer_port, "https", &serve);
+            match wait_ready(&mut child, client_port, "https", &etcdctl_tls) {
                 Ok(()) => {
                     let server = EtcdServer {
                         child: Some(child),
@@ -587,7 +589,7 @@ impl TlsEtcd {
                         etcdctl_tls,
                     };
                 }
-                Err(NotReady::Exited(_)) if attempt < 3 && port_clash(dir.path()) => {
+                Err(NotReady::Exited(_)) if attempt < 3 && clashed(dir.path()) => {
                     let _ = std::fs::remove_dir_all(dir.path().join("data"));
                 }
                 Err(err) => {
@@ -638,71 +640,5 @@ impl TlsEtcd {
             .nth(1)
             .unwrap_or_else(|| panic!("lease id in {granted:?}"));
         self.etcdctl(&["put", "--lease", id, key, value]);
-    }
-}
-
-fn spawn_etcd_tls(dir: &Path, client_port: u16, peer_port: u16, serve: &[String]) -> Child {
-    let log_path = dir.join("etcd.log");
-    let mut log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .unwrap_or_else(|e| panic!("open {}: {e}", log_path.display()));
-    let _ = writeln!(log, "{START_MARKER} (TLS client {client_port}) ---");
-    let stderr = log.try_clone().expect("clone log file handle");
-    let client = format!("https://127.0.0.1:{client_port}");
-    let peer = format!("http://127.0.0.1:{peer_port}");
-    Command::new("etcd")
-        .arg("--name=t")
-        .arg(format!("--data-dir={}", dir.join("data").display()))
-        .arg(format!("--listen-client-urls={client}"))
-        .arg(format!("--advertise-client-urls={client}"))
-        .arg(format!("--listen-peer-urls={peer}"))
-        .arg(format!("--initial-advertise-peer-urls={peer}"))
-        .arg(format!("--initial-cluster=t={peer}"))
-        .args(serve)
-        .args([
-            "--heartbeat-interval=10",
-            "--election-timeout=100",
-            "--logger=zap",
-            "--log-level=error",
-        ])
-        .env_remove("ETCD_DATA_DIR")
-        .env_remove("ETCD_NAME")
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(stderr)
-        .spawn()
-        .expect("spawn etcd (is etcd-server installed? run scripts/install-deps.sh)")
-}
-
-fn wait_ready_tls(child: &mut Child, client_port: u16, tls: &[String]) -> Result<(), NotReady> {
-    let deadline = Instant::now() + READY_TIMEOUT;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(NotReady::Exited(status));
-        }
-        let healthy = Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .arg(format!("--endpoints=https://127.0.0.1:{client_port}"))
-            .args(tls)
-            .args([
-                "--dial-timeout=1s",
-                "--command-timeout=1s",
-                "endpoint",
-                "health",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if healthy {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(NotReady::TimedOut);
-        }
-        std::thread::sleep(POLL_INTERVAL);
     }
 }

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use super::etcd::{SPAWN_FAILED, etcd_command, healthy};
+use super::process::{kill_and_reap, log_tail, signal};
 use super::{POLL_INTERVAL, free_ports};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
@@ -88,8 +90,7 @@ impl EtcdCluster {
 
     pub fn kill(&mut self, i: usize) {
         if let Some(mut c) = self.members[i].child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+            kill_and_reap(&mut c);
         }
     }
 
@@ -106,8 +107,7 @@ impl EtcdCluster {
     /// SIGSTOP (`true`) or SIGCONT (`false`) a member.
     pub fn freeze(&self, i: usize, stop: bool) {
         if let Some(pid) = self.pid(i) {
-            let sig = if stop { "-STOP" } else { "-CONT" };
-            let _ = Command::new("kill").args([sig, &pid.to_string()]).status();
+            signal(if stop { "-STOP" } else { "-CONT" }, &[pid]);
         }
     }
 
@@ -134,21 +134,7 @@ impl EtcdCluster {
         let deadline = Instant::now() + READY_TIMEOUT;
         for i in members {
             loop {
-                let ok = Command::new("etcdctl")
-                    .env("ETCDCTL_API", "3")
-                    .arg(format!("--endpoints={}", self.urls(&[*i])))
-                    .args([
-                        "--dial-timeout=1s",
-                        "--command-timeout=1s",
-                        "endpoint",
-                        "health",
-                    ])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status()
-                    .is_ok_and(|s| s.success());
-                if ok {
+                if healthy(&self.urls(&[*i]), &[]) {
                     break;
                 }
                 assert!(
@@ -168,9 +154,7 @@ impl EtcdCluster {
     }
 
     pub fn log_tail(&self, i: usize) -> String {
-        let text = std::fs::read_to_string(self.log_path(i)).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
+        log_tail(&self.log_path(i), 30)
     }
 }
 
@@ -190,30 +174,22 @@ fn spawn_member(dir: &Path, m: &Member, initial_cluster: &str) -> Child {
         .append(true)
         .open(dir.join(format!("{}.log", m.name)))
         .expect("member log");
-    let err = log.try_clone().expect("clone log");
     let client = format!("http://127.0.0.1:{}", m.client_port);
     let peer = format!("http://127.0.0.1:{}", m.peer_port);
-    Command::new("etcd")
-        .arg(format!("--name={}", m.name))
-        .arg(format!("--data-dir={}", dir.join(&m.name).display()))
-        .arg(format!("--listen-client-urls={client}"))
-        .arg(format!("--advertise-client-urls={client}"))
-        .arg(format!("--listen-peer-urls={peer}"))
-        .arg(format!("--initial-advertise-peer-urls={peer}"))
-        .arg(format!("--initial-cluster={initial_cluster}"))
-        .args([
-            "--initial-cluster-state=new",
-            "--initial-cluster-token=electop-test",
-            "--heartbeat-interval=50",
-            "--election-timeout=500",
-            "--logger=zap",
-            "--log-level=error",
-        ])
-        .env_remove("ETCD_DATA_DIR")
-        .env_remove("ETCD_NAME")
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err)
-        .spawn()
-        .expect("spawn etcd (is etcd-server installed? run scripts/install-deps.sh)")
+    etcd_command(
+        &m.name,
+        &dir.join(&m.name),
+        &client,
+        &peer,
+        initial_cluster,
+        log,
+    )
+    .args([
+        "--initial-cluster-state=new",
+        "--initial-cluster-token=electop-test",
+        "--heartbeat-interval=50",
+        "--election-timeout=500",
+    ])
+    .spawn()
+    .expect(SPAWN_FAILED)
 }

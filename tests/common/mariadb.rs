@@ -34,7 +34,7 @@
 //! accounts do not require TLS, so the client's `ssl-mode` decides.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use super::process::{kill_and_reap, log_tail, port_clash, terminate};
 use super::{POLL_INTERVAL, free_port};
 
 /// How long `start`/`restart` wait for the server to answer on its socket.
@@ -164,7 +165,9 @@ impl MariaDb {
                     db.child = Some(child);
                     break;
                 }
-                Err(NotReady::Exited(_)) if attempt < ATTEMPTS && port_clash(&db.log_path()) => {
+                Err(NotReady::Exited(_))
+                    if attempt < ATTEMPTS && port_clash(&db.log_path(), START_MARKER) =>
+                {
                     attempt += 1;
                 }
                 Err(err) => {
@@ -483,47 +486,4 @@ fn install_db(dir: &Path) {
             log_tail(&log_path, 40)
         );
     }
-}
-
-/// Whether the latest start (after the last harness marker) failed because
-/// the port was taken.
-fn port_clash(log_path: &Path) -> bool {
-    let log = std::fs::read_to_string(log_path).unwrap_or_default();
-    let latest = log.rsplit(START_MARKER).next().unwrap_or_default();
-    latest.contains("Address already in use")
-}
-
-fn log_tail(path: &Path, lines: usize) -> String {
-    let mut text = String::new();
-    if let Ok(mut f) = File::open(path) {
-        let _ = f.read_to_string(&mut text);
-    }
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// Sends `signal` via kill(1), waits up to `grace` for the process to exit,
-/// then SIGKILLs it. Returns the exit status.
-fn terminate(child: &mut Child, signal: &str, grace: Duration) -> ExitStatus {
-    if let Ok(Some(status)) = child.try_wait() {
-        return status;
-    }
-    let _ = Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    kill_and_reap(child)
-}
-
-fn kill_and_reap(child: &mut Child) -> ExitStatus {
-    let _ = child.kill();
-    child.wait().expect("wait for mariadbd")
 }

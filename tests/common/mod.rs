@@ -12,6 +12,7 @@ pub mod mariadb;
 pub mod patroni;
 pub mod pki;
 pub mod postgres;
+pub mod process;
 pub mod proxy;
 pub mod sqlstore;
 pub mod tmux;

@@ -35,7 +35,7 @@
 //! and plain connections alike, so the client's `sslmode` decides.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
@@ -45,6 +45,8 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+pub use super::process::log_tail;
+use super::process::{port_clash, signal, wait_exit};
 use super::{POLL_INTERVAL, free_port};
 
 /// Where Debian's PostgreSQL 15 binaries live. (/usr/local/bin/postgres,
@@ -157,7 +159,9 @@ impl Postgres {
                     pg.child = Some(child);
                     break;
                 }
-                Err(NotReady::Exited(_)) if attempt < ATTEMPTS && port_clash(&pg.log_path()) => {
+                Err(NotReady::Exited(_))
+                    if attempt < ATTEMPTS && port_clash(&pg.log_path(), START_MARKER) =>
+                {
                     attempt += 1;
                 }
                 Err(err) => {
@@ -575,35 +579,6 @@ fn wait_ready(child: &mut Child, port: u16, timeout: Duration) -> Result<(), Not
     }
 }
 
-/// Whether the latest start (after the last harness marker) failed because
-/// the port was taken.
-fn port_clash(log_path: &Path) -> bool {
-    let log = std::fs::read_to_string(log_path).unwrap_or_default();
-    let latest = log.rsplit(START_MARKER).next().unwrap_or_default();
-    latest.contains("Address already in use")
-}
-
-pub fn log_tail(path: &Path, lines: usize) -> String {
-    let mut text = String::new();
-    if let Ok(mut f) = File::open(path) {
-        let _ = f.read_to_string(&mut text);
-    }
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-fn signal(signal: &str, pids: &[u32]) {
-    if pids.is_empty() {
-        return;
-    }
-    let _ = Command::new("kill")
-        .arg(signal)
-        .args(pids.iter().map(u32::to_string))
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
 /// Sends `sig` ("-INT" fast, "-QUIT" immediate shutdown) to the postmaster,
 /// waits up to `grace` for it to exit (it waits for its backends first), then
 /// crashes it.
@@ -612,14 +587,10 @@ fn shut_down(child: &mut Child, sig: &str, grace: Duration) -> ExitStatus {
         return status;
     }
     signal(sig, &[child.id()]);
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status;
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    match wait_exit(child, grace) {
+        Some(status) => status,
+        None => crash(child),
     }
-    crash(child)
 }
 
 /// SIGKILLs the postmaster and its children (backends, checkpointer, ...):

@@ -23,19 +23,21 @@ pub struct SqlTarget {
 }
 
 impl Target {
-    pub fn from_config(cfg: &SourceConfig) -> Result<Target, String> {
+    /// The source's settings; infallible because loading the config checked them (table
+    /// and column names included).
+    pub fn from_config(cfg: &SourceConfig) -> Target {
         match cfg {
-            SourceConfig::Etcd(c) => Ok(Target::Etcd {
+            SourceConfig::Etcd(c) => Target::Etcd {
                 prefix: c.prefix.clone(),
-            }),
+            },
             SourceConfig::Sql(c) => {
                 let s = SqlSettings::new(c);
-                Ok(Target::Sql(SqlTarget {
+                Target::Sql(SqlTarget {
                     dialect: s.dialect,
                     table: s.table.clone(),
                     columns: s.scheme.columns().clone(),
                     heartbeat_ms: s.scheme.term_ms(),
-                }))
+                })
             }
         }
     }

@@ -111,7 +111,7 @@ fn custom_sql(url: &str, scheme: Scheme) -> Target {
         })
         .expect("valid settings"),
     );
-    Target::from_config(&cfg).expect("valid settings")
+    Target::from_config(&cfg)
 }
 
 fn row(scheme: Scheme) -> Election {
