@@ -332,6 +332,8 @@ async fn tui_loop(
         App::new(sources.infos.clone(), Instant::now(), SystemTime::now()).with_prefs(prefs);
     app.retention = sources.retention;
     app.targets = sources.targets();
+    // Rows settle once per frame (at its tick), not after every event of a burst.
+    app.rows_index.defer = true;
     let size = terminal.size()?;
     app::update(
         &mut app,
