@@ -277,12 +277,32 @@ pub fn refresh(app: &mut App) {
     reselect(app, keep);
 }
 
-/// A new second: rates (and so flapping) move for the elections with recent changes only.
+/// A new second: rates (and so flapping) move, only for elections with changes inside the
+/// window, and only when a change has just left it; those rows are redone at the settle.
 pub fn next_second(app: &mut App) {
     app.rows_second = second(app.wall);
-    let idx = &mut app.rows_index;
-    let recent: Vec<Key> = idx.recent.drain().collect();
-    idx.dirty.extend(recent);
+    let mut idx = std::mem::take(&mut app.rows_index);
+    let mut moved = Vec::new();
+    idx.recent.retain(|key| {
+        let Some(e) = app.elections.get(key) else {
+            return false;
+        };
+        let rate = alarm::rate_per_min(&e.history, app.wall, alarm::FLAP_WINDOW);
+        if idx.cached.get(key).is_some_and(|c| c.rate == rate) {
+            return in_window(e, app.wall);
+        }
+        moved.push(key.clone());
+        false
+    });
+    idx.dirty.extend(moved);
+    app.rows_index = idx;
+}
+
+/// Whether the last timed change is inside the flapping window, so the rate may still move.
+fn in_window(e: &Election, wall: std::time::SystemTime) -> bool {
+    e.last_change()
+        .and_then(|h| h.at)
+        .is_some_and(|at| wall.duration_since(at).unwrap_or_default() <= alarm::FLAP_WINDOW)
 }
 
 /// The sort or the filter changed: everything is redone at the next settle.
@@ -309,11 +329,7 @@ fn count(counts: &mut [usize; Alarm::ALL.len()], alarms: Alarms, add: bool) {
 fn compute(app: &App, idx: &mut RowsIndex, stale: &[bool], key: &Key, e: &Election) -> Cached {
     let source = app.sources.get(key.0);
     let rate = alarm::rate_per_min(&e.history, app.wall, alarm::FLAP_WINDOW);
-    let in_window = e
-        .last_change()
-        .and_then(|h| h.at)
-        .is_some_and(|at| app.wall.duration_since(at).unwrap_or_default() <= alarm::FLAP_WINDOW);
-    if in_window || rate > 0.0 {
+    if in_window(e, app.wall) || rate > 0.0 {
         idx.recent.insert(key.clone());
     }
     if e.is_empty() {
