@@ -193,7 +193,17 @@ pub struct Rank(i64, i64, i64, Option<String>);
 
 /// Marks an election changed (or gone); the next [`settle`] redoes its row.
 pub fn touch(app: &mut App, key: Key) {
-    app.rows_index.dirty.insert(key);
+    let idx = &mut app.rows_index;
+    if idx.full {
+        return;
+    }
+    // Past a point one sort of everything is cheaper than finding each row (a snapshot).
+    if idx.dirty.len() > 64 && idx.dirty.len() > app.rows.len() / 4 {
+        idx.full = true;
+        idx.dirty.clear();
+        return;
+    }
+    idx.dirty.insert(key);
 }
 
 /// Brings the rows up to date: redoes only the changed elections' rows and merges them in
@@ -206,7 +216,6 @@ pub fn settle(app: &mut App) {
     if idx.dirty.is_empty() {
         return;
     }
-    // Past a point one sort of everything is cheaper than finding each row.
     if idx.dirty.len() > 64 && idx.dirty.len() > app.rows.len() / 4 {
         return refresh(app);
     }
@@ -252,6 +261,7 @@ pub fn refresh(app: &mut App) {
     let keep = app.selected_key();
     let mut idx = std::mem::take(&mut app.rows_index);
     idx.cached.clear();
+    idx.cached.reserve(app.elections.len());
     idx.dirty.clear();
     idx.recent.clear();
     idx.empty.clear();
