@@ -396,4 +396,23 @@ mod tests {
         );
         assert_eq!(Dialect::from_url("redis://h"), None);
     }
+
+    #[test]
+    fn sqlite_is_polled_as_one_json_row_the_others_a_row_per_election() {
+        let cols = ["k", "h", "r", "s"];
+        let q = Dialect::Sqlite.poll_query(cols, "t");
+        assert!(
+            q.contains("json_group_array(json_array(k, h, r, s)) FROM t"),
+            "{q}"
+        );
+        assert!(!q.contains("UNION"), "one row: {q}");
+        for d in [Dialect::Postgres, Dialect::MySql] {
+            let q = d.poll_query(cols, "t");
+            assert!(
+                q.contains("UNION ALL SELECT") && q.ends_with("k, h, r, s FROM t"),
+                "{q}"
+            );
+            assert!(!d.polls_as_json());
+        }
+    }
 }
