@@ -707,6 +707,8 @@ mod tests {
         for key in SortKey::ALL {
             for reversed in [false, true] {
                 app.sort = Sort { key, reversed };
+                // Half the time with a filter: rows come and go as elections change.
+                app.filter = reversed.then(|| Filter::parse("re:^e1|n2").expect("valid"));
                 refresh(&mut app);
                 app.selected = rng.below(app.rows.len() as u64) as usize;
                 let selected = app.selected_key();
@@ -729,7 +731,9 @@ mod tests {
                     update(&mut app, Msg::Tick { now, wall });
                     let why = format!("{key:?} reversed {reversed}, round {round}");
                     same_as_from_scratch(&app, &why);
-                    assert_eq!(app.selected_key(), selected, "the selection follows: {why}");
+                    if app.rows.iter().any(|r| Some(&r.key) == selected.as_ref()) {
+                        assert_eq!(app.selected_key(), selected, "the selection follows: {why}");
+                    }
                 }
             }
         }
