@@ -513,6 +513,8 @@ fn prepare<E: Extension>(
 ) -> Result<()> {
     app.retention = sources.retention;
     app.targets = sources.targets();
+    // Rows settle once per frame (at its tick), not after every event of a burst.
+    app.rows_index.defer = true;
     ext.init(app);
     let size = terminal.size()?;
     app::update(

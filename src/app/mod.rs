@@ -188,6 +188,8 @@ pub struct App {
     pub rows_second: u64,
     /// Which sources were stale when the rows were computed: a change redoes them.
     pub rows_stale: Vec<bool>,
+    /// What keeps the rows incremental (`rows.rs`).
+    pub rows_index: rows::RowsIndex,
     pub sort: Sort,
     pub filter: Option<Filter>,
     pub flap_per_min: u32,
@@ -259,6 +261,7 @@ impl App {
             alarm_counts: Default::default(),
             rows_second: 0,
             rows_stale: Vec::new(),
+            rows_index: Default::default(),
             sort: Sort::default(),
             filter: None,
             flap_per_min: 4,
@@ -416,13 +419,15 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
         Msg::Tick { now, wall } => {
             app.now = now;
             app.wall = wall;
-            prune(app);
             if app.flash.is_some() && now.saturating_duration_since(app.flash_at) > FLASH_FOR {
                 app.flash = None;
             }
-            if rows::second(wall) != app.rows_second || app.rows_stale != app.stale_sources() {
-                rows::refresh(app);
+            // The one place deferred changes are settled: once per frame, before drawing.
+            if rows::second(wall) != app.rows_second {
+                rows::next_second(app);
             }
+            rows::settle(app);
+            prune(app);
             true
         }
         Msg::Resize { width, height } => {
@@ -440,18 +445,31 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
 
 /// Drops elections with nothing left in the store whose last change is older than the
 /// retention; until then they stay listed as "no leader since", with their history.
+/// Only the elections the rows know to be empty are looked at, not every election.
 fn prune(app: &mut App) {
     let (wall, keep) = (app.wall, app.retention);
-    let before = app.elections.len();
-    app.elections.retain(|_, e| {
-        !e.is_empty()
-            || e.last_change()
-                .and_then(|h| h.at)
-                .is_none_or(|at| wall.duration_since(at).unwrap_or_default() <= keep)
-    });
-    if app.elections.len() != before {
-        rows::refresh(app);
+    let expired: Vec<rows::Key> = app
+        .rows_index
+        .empty
+        .iter()
+        .filter(|k| {
+            app.elections.get(*k).is_some_and(|e| {
+                e.is_empty()
+                    && e.last_change()
+                        .and_then(|h| h.at)
+                        .is_some_and(|at| wall.duration_since(at).unwrap_or_default() > keep)
+            })
+        })
+        .cloned()
+        .collect();
+    if expired.is_empty() {
+        return;
     }
+    for key in expired {
+        app.elections.remove(&key);
+        rows::touch(app, key);
+    }
+    rows::settle(app);
 }
 
 fn on_action(app: &mut App, action: Action) -> bool {
@@ -547,9 +565,13 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
                 s.info.notice = None;
             }
             for e in elections {
-                app.elections.insert((source, e.name.clone()), e);
+                let key = (source, e.name.clone());
+                app.elections.insert(key.clone(), e);
+                rows::touch(app, key);
             }
-            rows::refresh(app);
+            if !app.rows_index.defer {
+                rows::settle(app);
+            }
         }
         SourceEvent::Happened(event) => return on_happened(app, event),
         SourceEvent::Synced { source } => {

@@ -1,8 +1,13 @@
 //! The table's rows: which elections pass the filter, in which order, with their alarms and
-//! rate. Kept in the state and recomputed when something they depend on changes, never per
-//! frame, so drawing only reads the rows it shows.
+//! rate. Kept in the state and brought up to date incrementally: a change marks its election,
+//! and before a frame only the marked elections' rows are redone and merged into the order
+//! (their rank under the sort key is worked out once, so comparing rows looks nothing up).
+//! Everything is redone only when the sort, the filter or a source's staleness changes.
+//! Drawing reads only the rows it shows.
 
 use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 use super::alarm::{self, Alarm, Alarms};
 use super::{App, SourceView};
@@ -17,6 +22,8 @@ pub struct RowInfo {
     pub alarms: Alarms,
     /// Leader changes per minute over the flapping window.
     pub rate: f64,
+    /// Its place under the sort in force.
+    pub rank: Rank,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -149,41 +156,244 @@ fn first_line(s: &str) -> String {
         .to_string()
 }
 
-/// Recomputes the rows, the alarm counts, and where the selection is (it follows its
+/// What the rows keep between settles, so a change costs the changed elections, not all.
+#[derive(Clone, Debug, Default)]
+pub struct RowsIndex {
+    /// Each election's alarms, rate, place in the order and whether it passes the filter,
+    /// as of the last settle.
+    cached: HashMap<Key, Cached>,
+    /// Elections changed since the last settle.
+    dirty: HashSet<Key>,
+    /// Everything must be redone (the sort, the filter or a source's staleness changed).
+    full: bool,
+    /// Elections with a change inside the flapping window: their rate moves with the clock.
+    recent: HashSet<Key>,
+    /// Elections with nothing left in the store, for pruning without walking every election.
+    pub(super) empty: HashSet<Key>,
+    /// Settle only at frame time (the runtime's tick), not after every event: the runtime
+    /// takes a burst of events in and draws once. Off, every update settles at once.
+    pub defer: bool,
+    /// The zero of the time-to-live ranks, which are deadlines so they hold as time passes.
+    base: Option<Instant>,
+}
+
+#[derive(Clone, Debug)]
+struct Cached {
+    alarms: Alarms,
+    rate: f64,
+    rank: Rank,
+    shown: bool,
+}
+
+/// An election's place under the sort key in force, worked out once per change: comparing
+/// rows then never looks an election up. Values that move with the clock are kept as
+/// instants (a deadline, not the time left), so the order holds between changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rank(i64, i64, i64, Option<String>);
+
+/// Marks an election changed (or gone); the next [`settle`] redoes its row.
+pub fn touch(app: &mut App, key: Key) {
+    let idx = &mut app.rows_index;
+    if idx.full {
+        return;
+    }
+    // Past a point one sort of everything is cheaper than finding each row (a snapshot).
+    if idx.dirty.len() > 64 && idx.dirty.len() > app.rows.len() / 4 {
+        idx.full = true;
+        idx.dirty.clear();
+        return;
+    }
+    idx.dirty.insert(key);
+}
+
+/// Brings the rows up to date: redoes only the changed elections' rows and merges them in
+/// one pass, or everything when the sort, filter or staleness changed.
+pub fn settle(app: &mut App) {
+    let idx = &app.rows_index;
+    if idx.full || app.rows_stale != app.stale_sources() {
+        return refresh(app);
+    }
+    if idx.dirty.is_empty() {
+        return;
+    }
+    if idx.dirty.len() > 64 && idx.dirty.len() > app.rows.len() / 4 {
+        return refresh(app);
+    }
+    let keep = app.selected_key();
+    let mut idx = std::mem::take(&mut app.rows_index);
+    let dirty = std::mem::take(&mut idx.dirty);
+    let stale = app.rows_stale.clone();
+    let mut gone = Vec::new();
+    let mut added = Vec::new();
+    for key in dirty {
+        if let Some(old) = idx.cached.remove(&key) {
+            count(&mut app.alarm_counts, old.alarms, false);
+            if old.shown
+                && let Ok(i) = app
+                    .rows
+                    .binary_search_by(|r| by_parts(app.sort, (&r.rank, &r.key), (&old.rank, &key)))
+            {
+                gone.push(i);
+            }
+        }
+        idx.recent.remove(&key);
+        idx.empty.remove(&key);
+        let Some(e) = app.elections.get(&key) else {
+            continue;
+        };
+        let c = compute(app, &mut idx, &stale, &key, e);
+        count(&mut app.alarm_counts, c.alarms, true);
+        if c.shown {
+            added.push(row(&key, &c));
+        }
+        idx.cached.insert(key, c);
+    }
+    gone.sort_unstable();
+    added.sort_unstable_by(|a, b| cmp(app.sort, a, b));
+    app.rows = merge(std::mem::take(&mut app.rows), &gone, added, app.sort);
+    app.rows_index = idx;
+    reselect(app, keep);
+}
+
+/// Recomputes every row, the alarm counts, and where the selection is (it follows its
 /// election).
 pub fn refresh(app: &mut App) {
     let keep = app.selected_key();
+    let mut idx = std::mem::take(&mut app.rows_index);
+    idx.cached.clear();
+    idx.cached.reserve(app.elections.len());
+    idx.dirty.clear();
+    idx.recent.clear();
+    idx.empty.clear();
+    idx.full = false;
+    let stale = app.stale_sources();
     let mut counts = [0usize; Alarm::ALL.len()];
     let mut rows = Vec::with_capacity(app.elections.len());
     for (key, e) in &app.elections {
-        let source = app.sources.get(key.0);
-        let rate = alarm::rate_per_min(&e.history, app.wall, alarm::FLAP_WINDOW);
-        let cx = alarm::Context {
-            stale: source.is_some_and(|s| s.stale_for(app.now).is_some()),
-            split_brain: app.split_brain.contains(key),
-            rate,
-            flap_per_min: app.flap_per_min,
-            idle_is_normal: source.is_some_and(|s| s.info.idle_is_normal),
-        };
-        let alarms = alarm::of(e, &cx);
-        for a in alarms.iter() {
-            counts[a as usize] += 1;
+        let c = compute(app, &mut idx, &stale, key, e);
+        count(&mut counts, c.alarms, true);
+        if c.shown {
+            rows.push(row(key, &c));
         }
-        if app.filter.as_ref().is_none_or(|f| f.matches(e, source)) {
-            rows.push(RowInfo {
-                key: key.clone(),
-                alarms,
-                rate,
-            });
-        }
+        idx.cached.insert(key.clone(), c);
     }
-    sort(&mut rows, app.sort, app);
+    // Keys are unique, so an unstable sort gives the one order.
+    rows.sort_unstable_by(|a, b| cmp(app.sort, a, b));
     app.rows = rows;
     app.alarm_counts = counts;
     app.rows_second = second(app.wall);
-    app.rows_stale = app.stale_sources();
-    app.selected = keep
-        .and_then(|k| app.rows.iter().position(|r| r.key == k))
+    app.rows_stale = stale;
+    app.rows_index = idx;
+    reselect(app, keep);
+}
+
+/// A new second: rates (and so flapping) move, only for elections with changes inside the
+/// window, and only when a change has just left it; those rows are redone at the settle.
+pub fn next_second(app: &mut App) {
+    app.rows_second = second(app.wall);
+    let mut idx = std::mem::take(&mut app.rows_index);
+    let mut moved = Vec::new();
+    idx.recent.retain(|key| {
+        let Some(e) = app.elections.get(key) else {
+            return false;
+        };
+        let rate = alarm::rate_per_min(&e.history, app.wall, alarm::FLAP_WINDOW);
+        if idx.cached.get(key).is_some_and(|c| c.rate == rate) {
+            return in_window(e, app.wall);
+        }
+        moved.push(key.clone());
+        false
+    });
+    idx.dirty.extend(moved);
+    app.rows_index = idx;
+}
+
+/// Whether the last timed change is inside the flapping window, so the rate may still move.
+fn in_window(e: &Election, wall: std::time::SystemTime) -> bool {
+    e.last_change()
+        .and_then(|h| h.at)
+        .is_some_and(|at| wall.duration_since(at).unwrap_or_default() <= alarm::FLAP_WINDOW)
+}
+
+/// The sort or the filter changed: everything is redone at the next settle.
+pub fn invalidate(app: &mut App) {
+    app.rows_index.full = true;
+}
+
+fn row(key: &Key, c: &Cached) -> RowInfo {
+    RowInfo {
+        key: key.clone(),
+        alarms: c.alarms,
+        rate: c.rate,
+        rank: c.rank.clone(),
+    }
+}
+
+fn count(counts: &mut [usize; Alarm::ALL.len()], alarms: Alarms, add: bool) {
+    for a in alarms.iter() {
+        let n = &mut counts[a as usize];
+        *n = if add { *n + 1 } else { n.saturating_sub(1) };
+    }
+}
+
+fn compute(app: &App, idx: &mut RowsIndex, stale: &[bool], key: &Key, e: &Election) -> Cached {
+    let source = app.sources.get(key.0);
+    let rate = alarm::rate_per_min(&e.history, app.wall, alarm::FLAP_WINDOW);
+    if in_window(e, app.wall) || rate > 0.0 {
+        idx.recent.insert(key.clone());
+    }
+    if e.is_empty() {
+        idx.empty.insert(key.clone());
+    }
+    let cx = alarm::Context {
+        stale: stale.get(key.0).copied().unwrap_or(false),
+        split_brain: app.split_brain.contains(key),
+        rate,
+        flap_per_min: app.flap_per_min,
+        idle_is_normal: source.is_some_and(|s| s.info.idle_is_normal),
+    };
+    let alarms = alarm::of(e, &cx);
+    let base = *idx.base.get_or_insert(app.now);
+    Cached {
+        alarms,
+        rate,
+        rank: rank(app, base, e, alarms, rate),
+        shown: app.filter.as_ref().is_none_or(|f| f.matches(e, source)),
+    }
+}
+
+/// The rows with those at `gone` (sorted positions) taken out and `added` (sorted) put in:
+/// each new row's place is found by binary search, then the rows are moved over once, with
+/// no comparison per row.
+fn merge(old: Vec<RowInfo>, gone: &[usize], added: Vec<RowInfo>, sort: Sort) -> Vec<RowInfo> {
+    let at: Vec<usize> = added
+        .iter()
+        .map(|a| old.partition_point(|r| cmp(sort, r, a) == Ordering::Less))
+        .collect();
+    let mut out = Vec::with_capacity(old.len() - gone.len().min(old.len()) + added.len());
+    let mut gone = gone.iter().copied().peekable();
+    let mut added = added.into_iter().zip(at).peekable();
+    for (i, r) in old.into_iter().enumerate() {
+        while let Some((a, _)) = added.next_if(|(_, p)| *p <= i) {
+            out.push(a);
+        }
+        if gone.next_if_eq(&i).is_none() {
+            out.push(r);
+        }
+    }
+    out.extend(added.map(|(a, _)| a));
+    out
+}
+
+/// The selection stays on its election wherever it moved; else on the same line.
+fn reselect(app: &mut App, keep: Option<Key>) {
+    let found = keep.and_then(|k| {
+        let c = app.rows_index.cached.get(&k)?;
+        app.rows
+            .binary_search_by(|r| by_parts(app.sort, (&r.rank, &r.key), (&c.rank, &k)))
+            .ok()
+    });
+    app.selected = found
         .unwrap_or(app.selected)
         .min(app.rows.len().saturating_sub(1));
 }
@@ -195,56 +405,80 @@ pub fn second(wall: std::time::SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
-fn sort(rows: &mut [RowInfo], sort: Sort, app: &App) {
-    let get = |r: &RowInfo| app.elections.get(&r.key);
-    let cmp = |a: &RowInfo, b: &RowInfo| -> Ordering {
-        let (Some(ea), Some(eb)) = (get(a), get(b)) else {
-            return Ordering::Equal;
-        };
-        let by = match sort.key {
-            SortKey::Alarms => rank(a.alarms).cmp(&rank(b.alarms)),
-            SortKey::Name => Ordering::Equal,
-            SortKey::Leader => leader(ea).cmp(&leader(eb)),
-            SortKey::Ttl => ttl(app, ea).cmp(&ttl(app, eb)),
-            SortKey::Changes => eb.transitions.cmp(&ea.transitions),
-            SortKey::Rate => b.rate.total_cmp(&a.rate),
-            SortKey::Last => last(eb).cmp(&last(ea)),
-        };
-        let by = if sort.reversed { by.reverse() } else { by };
-        by.then_with(|| ea.name.cmp(&eb.name))
-            .then_with(|| a.key.0.cmp(&b.key.0))
-    };
-    rows.sort_by(cmp);
+fn cmp(sort: Sort, a: &RowInfo, b: &RowInfo) -> Ordering {
+    by_parts(sort, (&a.rank, &a.key), (&b.rank, &b.key))
 }
 
-/// Triage order: the worst alarm first, then more alarms first; no alarm last.
-fn rank(a: Alarms) -> (usize, std::cmp::Reverse<usize>) {
-    let worst = a.worst().map(|w| w as usize).unwrap_or(Alarm::ALL.len());
-    (worst, std::cmp::Reverse(a.iter().count()))
+/// The table's order: by the key's rank (reversed on request), then by name and source.
+fn by_parts(sort: Sort, a: (&Rank, &Key), b: (&Rank, &Key)) -> Ordering {
+    let by = a.0.cmp(b.0);
+    let by = if sort.reversed { by.reverse() } else { by };
+    by.then_with(|| a.1.1.cmp(&b.1.1))
+        .then_with(|| a.1.0.cmp(&b.1.0))
 }
 
-/// Elections without a leader sort after those with one.
-fn leader(e: &Election) -> (bool, Option<&str>) {
-    (e.leader.is_none(), e.leader.as_ref().map(|l| l.id.as_str()))
-}
-
-/// Time left; a key that never expires after every countdown, no leader last.
-fn ttl(app: &App, e: &Election) -> (u8, i64) {
-    match &e.leader {
-        Some(l) if l.zombie() => (1, 0),
-        Some(l) => match l.ttl {
-            Some(d) => (0, d.remaining_ms_at(app.as_of(e.source))),
-            None => (1, 1),
+/// Where `e` goes under the sort key in force; every key but the leader's name is numbers.
+fn rank(app: &App, base: Instant, e: &Election, alarms: Alarms, rate: f64) -> Rank {
+    let n = |a: i64, b: i64, c: i64| Rank(a, b, c, None);
+    match app.sort.key {
+        // Triage order: the worst alarm first, then more alarms first; no alarm last.
+        SortKey::Alarms => {
+            let worst = alarms
+                .worst()
+                .map(|w| w as usize)
+                .unwrap_or(Alarm::ALL.len());
+            n(worst as i64, -(alarms.iter().count() as i64), 0)
+        }
+        SortKey::Name => Rank::default(),
+        // Elections without a leader sort after those with one.
+        SortKey::Leader => Rank(
+            i64::from(e.leader.is_none()),
+            0,
+            0,
+            e.leader.as_ref().map(|l| l.id.clone()),
+        ),
+        SortKey::Ttl => ttl(app, base, e),
+        SortKey::Changes => n(-(e.transitions as i64), 0, 0),
+        // Rates are never negative, and then their bits order as they do.
+        SortKey::Rate => n(-(rate.to_bits() as i64), 0, 0),
+        // Most recent first; a replayed change by its revision, after every timed one.
+        SortKey::Last => match e.last_change() {
+            Some(h) => {
+                let at =
+                    h.at.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0, |d| d.as_nanos() as i64);
+                let class = if h.at.is_some() { 2 } else { 1 };
+                n(-class, -at, -h.revision.unwrap_or(0))
+            }
+            None => n(0, 0, 0),
         },
-        None => (2, 0),
     }
 }
 
-/// When the last change was seen; a replayed one by its revision, before any timed one.
-fn last(e: &Election) -> (u8, Option<std::time::SystemTime>, Option<i64>) {
-    match e.last_change() {
-        Some(h) => (if h.at.is_some() { 2 } else { 1 }, h.at, h.revision),
-        None => (0, None, None),
+/// Time left, as the deadline it runs out at (ms after `base`), so the order holds while
+/// every countdown runs; a stale source's rows are frozen at its last contact. A key that
+/// never expires after every countdown, no leader last.
+fn ttl(app: &App, base: Instant, e: &Election) -> Rank {
+    let signed_ms = |from: Instant, to: Instant| {
+        if to >= from {
+            to.duration_since(from).as_millis() as i64
+        } else {
+            -(from.duration_since(to).as_millis() as i64)
+        }
+    };
+    match &e.leader {
+        Some(l) if l.zombie() => Rank(1, 0, 0, None),
+        Some(l) => match l.ttl {
+            Some(d) => {
+                let at = app.as_of(e.source);
+                // Live: `at` is now, and this is the deadline. Stale: the time left at the last
+                // contact, from now on.
+                let left = d.remaining_ms - signed_ms(d.read_at, at);
+                Rank(0, signed_ms(base, app.now) + left, 0, None)
+            }
+            None => Rank(1, 1, 0, None),
+        },
+        None => Rank(2, 0, 0, None),
     }
 }
 
@@ -399,5 +633,184 @@ mod tests {
         assert_eq!(app.alarm_counts[Alarm::Flapping as usize], 1);
         let e = Filter::parse("re:(").expect_err("bad regex");
         assert!(e.starts_with("not a regex"), "{e}");
+    }
+
+    /// A small deterministic generator, so a failing case can be rerun.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// Election `i` after a random change: a new leader or none, a new deadline, a change
+    /// recorded now or long ago.
+    fn changed(app: &App, rng: &mut Rng, i: u64) -> Election {
+        let name = format!("e{i:03}");
+        let mut e = app
+            .elections
+            .get(&(0, name.clone()))
+            .cloned()
+            .unwrap_or_else(|| Election::new(0, name, crate::model::Scheme::SqlLease));
+        let leader = match rng.below(5) {
+            0 => None,
+            k => Some(holder(&format!("n{k}"), rng.below(90_000) as i64, app.now)),
+        };
+        e.candidates = leader.iter().cloned().collect();
+        e.leader = leader;
+        let ago = if rng.below(2) == 0 { 0 } else { 3_600 };
+        e.record(
+            HistoryEntry {
+                at: Some(app.wall - Duration::from_secs(ago + rng.below(30))),
+                revision: None,
+                from: None,
+                to: e.leader.as_ref().map(|l| l.id.clone()),
+                cause: Cause::Elected,
+                by: None,
+            },
+            100,
+        );
+        e
+    }
+
+    /// The rows kept up to date change by change, as the runtime does (events deferred to
+    /// the frame's tick), against the rows worked out from scratch.
+    fn same_as_from_scratch(app: &App, why: &str) {
+        let mut full = app.clone();
+        refresh(&mut full);
+        assert_eq!(app.rows, full.rows, "{why}");
+        assert_eq!(app.alarm_counts, full.alarm_counts, "{why}");
+        assert_eq!(app.selected, full.selected, "{why}");
+    }
+
+    #[test]
+    fn changes_settled_incrementally_give_the_order_a_full_sort_gives() {
+        let mut rng = Rng(0x5eed);
+        let mut app = app();
+        app.rows_index.defer = true;
+        // None pruned: the selection must stay on its election.
+        app.retention = Duration::from_secs(1 << 30);
+        let (now, wall) = (app.now, app.wall);
+        let first: Vec<Election> = (0..150).map(|i| changed(&app, &mut rng, i)).collect();
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections: first,
+            }),
+        );
+        update(&mut app, Msg::Tick { now, wall });
+        for key in SortKey::ALL {
+            for reversed in [false, true] {
+                app.sort = Sort { key, reversed };
+                // Half the time with a filter: rows come and go as elections change.
+                app.filter = reversed.then(|| Filter::parse("re:^e1|n2").expect("valid"));
+                refresh(&mut app);
+                app.selected = rng.below(app.rows.len() as u64) as usize;
+                let selected = app.selected_key();
+                for round in 0..6 {
+                    // A burst of 1 to 20 changes, then the frame's tick settles them.
+                    let n = 1 + rng.below(20);
+                    let batch = (0..n)
+                        .map(|_| {
+                            let i = rng.below(160);
+                            changed(&app, &mut rng, i)
+                        })
+                        .collect();
+                    update(
+                        &mut app,
+                        Msg::Source(SourceEvent::Elections {
+                            source: 0,
+                            elections: batch,
+                        }),
+                    );
+                    update(&mut app, Msg::Tick { now, wall });
+                    let why = format!("{key:?} reversed {reversed}, round {round}");
+                    same_as_from_scratch(&app, &why);
+                    if app.rows.iter().any(|r| Some(&r.key) == selected.as_ref()) {
+                        assert_eq!(app.selected_key(), selected, "the selection follows: {why}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn deferred_changes_wait_for_the_frame_and_settle_once() {
+        let mut app = app();
+        app.rows_index.defer = true;
+        app.retention = Duration::from_secs(1 << 30);
+        let mut a = app.elections[&(0, "alpha".to_string())].clone();
+        a.leader = None;
+        a.candidates.clear();
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections: vec![a],
+            }),
+        );
+        assert_eq!(
+            names(&app),
+            ["bravo", "charlie", "alpha"],
+            "not redone per event"
+        );
+        let (now, wall) = (app.now, app.wall);
+        update(&mut app, Msg::Tick { now, wall });
+        assert_eq!(
+            names(&app),
+            ["alpha", "bravo", "charlie"],
+            "both leaderless, by name, then flapping"
+        );
+        assert_eq!(app.alarm_counts[Alarm::NoLeader as usize], 2);
+        same_as_from_scratch(&app, "after the tick");
+    }
+
+    #[test]
+    fn flapping_ends_when_the_window_passes_without_another_event() {
+        let mut app = app();
+        app.rows_index.defer = true;
+        assert_eq!(app.alarm_counts[Alarm::Flapping as usize], 1);
+        let now = app.now;
+        // charlie's six changes were 1-6 s ago; 30 s on they are all still in the window.
+        let wall = app.wall + Duration::from_secs(30);
+        update(&mut app, Msg::Tick { now, wall });
+        assert_eq!(app.alarm_counts[Alarm::Flapping as usize], 1);
+        let wall = app.wall + Duration::from_secs(40);
+        update(&mut app, Msg::Tick { now, wall });
+        assert_eq!(
+            app.alarm_counts[Alarm::Flapping as usize],
+            0,
+            "out of the window"
+        );
+        let charlie = app.rows.iter().find(|r| r.key.1 == "charlie").expect("row");
+        assert_eq!(charlie.rate, 0.0);
+        same_as_from_scratch(&app, "after the window");
+    }
+
+    #[test]
+    fn emptied_elections_are_pruned_after_the_retention_and_their_rows_go() {
+        let mut app = app();
+        app.retention = Duration::from_secs(60);
+        let mut a = app.elections[&(0, "alpha".to_string())].clone();
+        a.leader = None;
+        a.candidates.clear();
+        update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections: vec![a],
+            }),
+        );
+        // bravo was always empty but has no change with a time: it stays.
+        let (now, wall) = (app.now, app.wall + Duration::from_secs(30 * 60));
+        update(&mut app, Msg::Tick { now, wall });
+        assert_eq!(names(&app), ["bravo", "charlie"]);
+        assert!(!app.elections.contains_key(&(0, "alpha".to_string())));
+        same_as_from_scratch(&app, "after pruning");
     }
 }

@@ -66,6 +66,31 @@ impl Dialect {
         }
     }
 
+    /// Whether a poll reads the table as one JSON text instead of a row per election.
+    /// SQLite's driver hands each row from its worker thread and converts it for the `Any`
+    /// driver, which costs many times SQLite's own read; one value costs one. (PostgreSQL's
+    /// and MySQL's rows come in batches off a socket, and MariaDB caps `JSON_ARRAYAGG` at
+    /// `group_concat_max_len`.)
+    pub fn polls_as_json(self) -> bool {
+        self == Dialect::Sqlite
+    }
+
+    /// The poll of `table`: the clock (`now_ms`) and each row's `[key, holder, ms left,
+    /// deadline text]`; as one JSON row where [`Dialect::polls_as_json`], else a row with the
+    /// clock alone followed by a row per election.
+    pub fn poll_query(self, [key, holder, remaining, stamp]: [&str; 4], table: &str) -> String {
+        let now = self.now_ms();
+        if self.polls_as_json() {
+            format!(
+                "SELECT {now}, json_group_array(json_array({key}, {holder}, {remaining}, {stamp})) FROM {table}"
+            )
+        } else {
+            format!(
+                "SELECT {now}, NULL, NULL, NULL, NULL UNION ALL SELECT {now}, {key}, {holder}, {remaining}, {stamp} FROM {table}"
+            )
+        }
+    }
+
     pub fn as_text(self, col: &str) -> String {
         match self {
             Dialect::MySql => format!("CAST({col} AS CHAR)"),
@@ -281,5 +306,24 @@ mod tests {
             Some(Dialect::Sqlite)
         );
         assert_eq!(Dialect::from_url("redis://h"), None);
+    }
+
+    #[test]
+    fn sqlite_is_polled_as_one_json_row_the_others_a_row_per_election() {
+        let cols = ["k", "h", "r", "s"];
+        let q = Dialect::Sqlite.poll_query(cols, "t");
+        assert!(
+            q.contains("json_group_array(json_array(k, h, r, s)) FROM t"),
+            "{q}"
+        );
+        assert!(!q.contains("UNION"), "one row: {q}");
+        for d in [Dialect::Postgres, Dialect::MySql] {
+            let q = d.poll_query(cols, "t");
+            assert!(
+                q.contains("UNION ALL SELECT") && q.ends_with("k, h, r, s FROM t"),
+                "{q}"
+            );
+            assert!(!d.polls_as_json());
+        }
     }
 }

@@ -161,7 +161,8 @@ impl<'a> Follow<'a> {
         }
         let sent = (Instant::now(), SystemTime::now());
         let s = &self.b.settings;
-        let polled = poll_once(s, pool, query, self.b.opts.request_timeout).await?;
+        let timeout = self.b.opts.request_timeout;
+        let polled = poll_once(s, pool, query, timeout, &mut self.tracker).await?;
         self.deliver(polled, sent).await?;
         Ok(Input::Polled)
     }

@@ -111,19 +111,19 @@ impl SqlSettings {
         Ok(url.to_string())
     }
 
-    /// The poll: one row with the database's clock, then one per election.
+    /// The poll: the database's clock and every election's row.
     pub fn poll_query(&self, stamp_type: &str) -> String {
         let d = self.dialect;
         let c = self.scheme.columns();
         let stamp = d.quote(&c.stamp);
-        format!(
-            "SELECT {now}, NULL, NULL, NULL, NULL UNION ALL SELECT {now}, {key}, {holder}, {remaining}, {stamp_text} FROM {table}",
-            now = d.now_ms(),
-            key = d.as_text(&d.quote(&c.key)),
-            holder = d.as_text(&d.quote(&c.holder)),
-            remaining = self.scheme.remaining_ms(d, &stamp, stamp_type),
-            stamp_text = d.as_text(&stamp),
-            table = d.quote(&self.table),
+        d.poll_query(
+            [
+                &d.as_text(&d.quote(&c.key)),
+                &d.as_text(&d.quote(&c.holder)),
+                &self.scheme.remaining_ms(d, &stamp, stamp_type),
+                &d.as_text(&stamp),
+            ],
+            &d.quote(&self.table),
         )
     }
 

@@ -1,18 +1,23 @@
-//! One poll: the database's clock and every election row, in one query.
+//! One poll: the database's clock and every election row, in one query. Rows the tracker
+//! finds unchanged are matched on the text as read and go no further; only the others are
+//! copied into [`Row`]s.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant, SystemTime};
 
+use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 
 use super::SqlSettings;
 use super::errors::SqlError;
-use super::tracker::{Poll, Row};
+use super::tracker::{Poll, Row, SqlTracker};
 
 pub(super) async fn poll_once(
     s: &SqlSettings,
     pool: &AnyPool,
     query: &str,
     timeout: Duration,
+    tracker: &mut SqlTracker,
 ) -> Result<Poll, SqlError> {
     let fetch = sqlx::query(AssertSqlSafe(query.to_string())).fetch_all(pool);
     let rows = match tokio::time::timeout(timeout, fetch).await {
@@ -26,33 +31,136 @@ pub(super) async fn poll_once(
     };
     let at = SystemTime::now();
     let now = Instant::now();
-    let unreadable = |e: sqlx::Error| SqlError::PollFailed {
+    let unreadable = |why: String| SqlError::PollFailed {
         place: s.url.redacted(),
-        why: e.to_string(),
+        why,
     };
-    let mut db_now_ms = None;
-    let mut out = Vec::new();
-    for r in &rows {
-        let get_i = |i| r.try_get::<Option<i64>, _>(i).map_err(unreadable);
-        let get_s = |i| r.try_get::<Option<String>, _>(i).map_err(unreadable);
-        db_now_ms = db_now_ms.or(get_i(0)?);
-        let Some(key) = get_s(1)? else { continue };
-        let holder = get_s(2)?;
-        out.push(Row {
-            key: crate::model::escape_bytes(key.as_bytes()),
-            holder: holder
-                .as_ref()
-                .map(|h| crate::model::escape_bytes(h.as_bytes())),
-            raw_holder: holder.map(String::into_bytes),
-            remaining_ms: get_i(3)?,
-            // Shown as is: a SQLite column holds any text, not only a timestamp.
-            stamp: get_s(4)?.map(|t| crate::model::escape_bytes(t.as_bytes())),
-        });
-    }
+    tracker.start_poll();
+    let (db_now_ms, rows) = if s.dialect.polls_as_json() {
+        from_json(&rows, tracker).map_err(unreadable)?
+    } else {
+        from_rows(&rows, tracker).map_err(|e| unreadable(e.to_string()))?
+    };
     Ok(Poll {
-        db_now_ms: db_now_ms.unwrap_or(0),
-        rows: out,
+        db_now_ms,
+        rows,
         at,
         now,
     })
+}
+
+/// One row per election, after a row with the database's clock alone.
+fn from_rows(rows: &[AnyRow], tracker: &mut SqlTracker) -> Result<(i64, Vec<Row>), sqlx::Error> {
+    let mut db_now_ms = None;
+    let mut out = Vec::new();
+    for r in rows {
+        let get_s = |i| r.try_get::<Option<&str>, _>(i);
+        db_now_ms = db_now_ms.or(r.try_get::<Option<i64>, _>(0)?);
+        let Some(key) = get_s(1)? else { continue };
+        let (holder, remaining_ms, stamp) = (get_s(2)?, r.try_get(3)?, get_s(4)?);
+        if tracker.keep(key, holder, stamp, remaining_ms, db_now_ms.unwrap_or(0)) {
+            continue;
+        }
+        out.push(Row {
+            key: key.to_string(),
+            holder: holder.map(str::to_string),
+            remaining_ms,
+            stamp: stamp.map(str::to_string),
+        });
+    }
+    Ok((db_now_ms.unwrap_or(0), out))
+}
+
+/// `[key, holder, ms left, deadline as text]`.
+#[derive(serde::Deserialize)]
+struct JsonRow<'a>(
+    #[serde(borrow)] Option<Text<'a>>,
+    #[serde(borrow)] Option<Text<'a>>,
+    Option<i64>,
+    #[serde(borrow)] Option<Text<'a>>,
+);
+
+/// A JSON string, borrowed from the answer unless it had escapes to undo: most rows are
+/// matched as unchanged on it and never copied.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Walks the JSON array row by row, keeping the unchanged ones as they are parsed: nothing
+/// is collected but the changed rows.
+struct Walk<'t> {
+    tracker: &'t mut SqlTracker,
+    db_now_ms: i64,
+    out: Vec<Row>,
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut Walk<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of rows")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(JsonRow(key, holder, remaining_ms, stamp)) = seq.next_element()? {
+            let Some(Text(key)) = key else { continue };
+            let (holder, stamp) = (holder.map(|t| t.0), stamp.map(|t| t.0));
+            let (h, st) = (holder.as_deref(), stamp.as_deref());
+            if self.tracker.keep(&key, h, st, remaining_ms, self.db_now_ms) {
+                continue;
+            }
+            self.out.push(Row {
+                key: key.into_owned(),
+                holder: holder.map(Cow::into_owned),
+                remaining_ms,
+                stamp: stamp.map(Cow::into_owned),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// One row: the database's clock, and every election as a JSON array.
+fn from_json(rows: &[AnyRow], tracker: &mut SqlTracker) -> Result<(i64, Vec<Row>), String> {
+    let Some(r) = rows.first() else {
+        return Err("the poll returned no row".into());
+    };
+    let db_now_ms = r
+        .try_get::<Option<i64>, _>(0)
+        .map_err(|e| e.to_string())?
+        .unwrap_or(0);
+    let text = r
+        .try_get::<Option<&str>, _>(1)
+        .map_err(|e| e.to_string())?
+        .unwrap_or("[]");
+    let mut walk = Walk {
+        tracker,
+        db_now_ms,
+        out: Vec::new(),
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::Deserializer::deserialize_seq(&mut de, &mut walk)
+        .and_then(|()| de.end())
+        .map_err(|e| format!("the table's rows could not be read as JSON: {e}"))?;
+    Ok((db_now_ms, walk.out))
 }

@@ -2,24 +2,27 @@
 //! elections, leader changes and events. A leader holds while its deadline, computed on the
 //! database's clock, is ahead.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Instant, SystemTime};
 
 use crate::model::{
     Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, Scheme, SourceId,
 };
 
-/// One row as polled.
+/// One row as polled, its text as stored: it is escaped for display only when it changed,
+/// so an unchanged row (most rows of most polls) costs a comparison of what was read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
     pub key: String,
     pub holder: Option<String>,
-    /// The holder as stored, for compare-and-swap (`holder` is escaped for display).
-    pub raw_holder: Option<Vec<u8>>,
     /// Time left of the holder's term, by the database's clock.
     pub remaining_ms: Option<i64>,
     /// The deadline column as text, for compare-and-swap and display.
     pub stamp: Option<String>,
+}
+
+fn escape(s: &str) -> String {
+    crate::model::escape_bytes(s.as_bytes())
 }
 
 impl Row {
@@ -56,11 +59,14 @@ pub struct SqlTracker {
     scheme: Scheme,
     term_ms: Option<i64>,
     history_limit: usize,
-    seen: BTreeMap<String, Seen>,
+    /// By the key as read; hashed, since every row of every poll is looked up here.
+    seen: HashMap<String, Seen>,
     elections: BTreeMap<String, Election>,
     polled: bool,
     /// Polls applied so far.
     polls: u64,
+    /// A poll was started by [`SqlTracker::start_poll`] and not yet applied.
+    started: bool,
     /// Elections our own admin actions are changing.
     pub forced: crate::backend::ForcedMarks,
 }
@@ -82,10 +88,11 @@ impl SqlTracker {
             scheme,
             term_ms,
             history_limit,
-            seen: BTreeMap::new(),
+            seen: HashMap::new(),
             elections: BTreeMap::new(),
             polled: false,
             polls: 0,
+            started: false,
             forced: Default::default(),
         }
     }
@@ -131,26 +138,47 @@ impl SqlTracker {
         self.elections.get_mut(name).expect("inserted above")
     }
 
-    /// A row whose holder, deadline and leadership are as last polled: nothing the screen
-    /// shows changed (its countdown runs from the deadline it has), so only the row is kept.
-    /// This is what most rows of most polls are, and it costs no allocation.
-    fn unchanged(&mut self, row: Row, db_now_ms: i64) -> Option<Row> {
-        let Some(prev) = self.seen.get_mut(&row.key) else {
-            return Some(row);
+    /// Starts a poll: rows [`SqlTracker::keep`] matches from here on count as seen in it, and
+    /// only the others need to be read into [`Row`]s and applied.
+    pub fn start_poll(&mut self) {
+        if !self.started {
+            self.polls += 1;
+            self.started = true;
+        }
+    }
+
+    /// A row just read whose holder, deadline and leadership are as last polled: nothing the
+    /// screen shows changed (its countdown runs from the deadline it has), so only its time
+    /// left is noted. This is what most rows of most polls are; it is checked on the text as
+    /// read, before anything is allocated or escaped. False for any other row.
+    pub fn keep(
+        &mut self,
+        key: &str,
+        holder: Option<&str>,
+        stamp: Option<&str>,
+        remaining_ms: Option<i64>,
+        db_now_ms: i64,
+    ) -> bool {
+        if !self.polled {
+            return false;
+        }
+        let Some(prev) = self.seen.get_mut(key) else {
+            return false;
         };
-        let same = prev.row.holder == row.holder
-            && prev.row.stamp == row.stamp
-            && prev.row.leader().is_some() == row.leader().is_some();
+        let leads = holder.is_some() && remaining_ms.is_some_and(|ms| ms > 0);
+        let same = prev.row.holder.as_deref() == holder
+            && prev.row.stamp.as_deref() == stamp
+            && prev.row.leader().is_some() == leads;
         if !same {
-            return Some(row);
+            return false;
         }
         if self.term_ms.is_none() {
-            prev.granted_ms = prev.granted_ms.max(row.remaining_ms.unwrap_or(0).max(0));
+            prev.granted_ms = prev.granted_ms.max(remaining_ms.unwrap_or(0).max(0));
         }
-        prev.deadline_ms = row.remaining_ms.map(|r| db_now_ms + r);
+        prev.deadline_ms = remaining_ms.map(|r| db_now_ms + r);
+        prev.row.remaining_ms = remaining_ms;
         prev.poll = self.polls;
-        prev.row = row;
-        None
+        true
     }
 
     #[cfg(test)]
@@ -164,24 +192,21 @@ impl SqlTracker {
         let mut changed = Vec::new();
         let mut events = Vec::new();
         let mut recorded = Vec::new();
+        self.start_poll();
+        self.started = false;
         let first = !self.polled;
-        self.polled = true;
-        self.polls += 1;
         for row in poll.rows {
-            let row = if first {
-                row
-            } else {
-                match self.unchanged(row, poll.db_now_ms) {
-                    Some(row) => row,
-                    None => continue,
-                }
-            };
+            let (holder, stamp) = (row.holder.as_deref(), row.stamp.as_deref());
+            if self.keep(&row.key, holder, stamp, row.remaining_ms, poll.db_now_ms) {
+                continue;
+            }
             let deadline_ms = row.remaining_ms.map(|r| poll.db_now_ms + r);
             let prev = self.seen.remove(&row.key);
-            let old_leader = prev
-                .as_ref()
-                .and_then(|p| p.row.leader().map(str::to_string));
-            let new_leader = row.leader().map(str::to_string);
+            // What the screen and the history show is escaped; the row keeps what was read.
+            let name = escape(&row.key);
+            let holder = row.holder.as_deref().map(escape);
+            let old_leader = prev.as_ref().and_then(|p| p.row.leader().map(escape));
+            let new_leader = row.leader().map(escape);
             let same_holder = prev.as_ref().is_some_and(|p| p.row.holder == row.holder);
             let granted_ms = self.term_ms.unwrap_or_else(|| {
                 let r = row.remaining_ms.unwrap_or(0).max(0);
@@ -231,17 +256,18 @@ impl SqlTracker {
                 .as_ref()
                 .is_none_or(|p| (&p.row.holder, &p.row.stamp) != (&row.holder, &row.stamp));
             let limit = self.history_limit;
-            let e = self.election(&row.key);
+            let e = self.election(&name);
             let leader_before = e.leader.as_ref().map(|l| l.id.clone());
-            let candidate = row.holder.as_ref().map(|h| Candidate {
-                id: h.clone(),
-                raw_id: row.raw_holder.clone().unwrap_or_default(),
-                key: row.key.clone(),
+            let candidate = holder.map(|h| Candidate {
+                id: h,
+                raw_id: row.holder.clone().unwrap_or_default().into_bytes(),
+                key: name.clone(),
                 raw_key: row.key.as_bytes().to_vec(),
                 lease: None,
                 create_revision: 0,
                 mod_revision: 0,
-                stamp: row.stamp.clone(),
+                // Shown as is: a SQLite column holds any text, not only a timestamp.
+                stamp: row.stamp.as_deref().map(escape),
                 ttl: row.remaining_ms.map(|r| Deadline {
                     granted_ms: granted_ms.max(1),
                     remaining_ms: r.max(0),
@@ -252,12 +278,12 @@ impl SqlTracker {
             e.candidates = candidate.into_iter().collect();
             let change =
                 change.map(
-                    |(kind, from, to, cause)| match self.forced.take(&row.key, poll.now) {
+                    |(kind, from, to, cause)| match self.forced.take(&name, poll.now) {
                         Some((forced, by)) => (kind, from, to, forced, Some(by)),
                         None => (kind, from, to, cause, None),
                     },
                 );
-            let e = self.election(&row.key);
+            let e = self.election(&name);
             if let Some((kind, from, to, cause, by)) = change {
                 let entry = HistoryEntry {
                     at: Some(poll.at),
@@ -268,13 +294,13 @@ impl SqlTracker {
                     by,
                 };
                 e.record(entry.clone(), limit);
-                let mut ev = event(&self.source_name, &row.key, kind, from, to, cause, poll.at);
+                let mut ev = event(&self.source_name, &name, kind, from, to, cause, poll.at);
                 ev.detail = entry.by.as_ref().map(|b| format!("forced by {b}"));
-                recorded.push((row.key.clone(), entry));
+                recorded.push((name.clone(), entry));
                 events.push(ev);
             }
             // Cloned only when sent: an election carries its history.
-            if let Some(e) = self.elections.get(&row.key)
+            if let Some(e) = self.elections.get(&name)
                 && !first
                 && (stamp_changed || leader_before != e.leader.as_ref().map(|l| l.id.clone()))
             {
@@ -291,17 +317,20 @@ impl SqlTracker {
             );
         }
         // Rows that are gone: the election stays, without a leader.
-        let gone: Vec<String> = self
+        let mut gone: Vec<String> = self
             .seen
             .iter()
             .filter(|(_, s)| s.poll != self.polls)
             .map(|(k, _)| k.clone())
             .collect();
-        for key in gone {
-            let Some(prev) = self.seen.remove(&key) else {
+        // In key order, as the rows were: the events come out the same every time.
+        gone.sort_unstable();
+        for raw in gone {
+            let Some(prev) = self.seen.remove(&raw) else {
                 continue;
             };
-            let leader = prev.row.leader().map(str::to_string);
+            let key = escape(&raw);
+            let leader = prev.row.leader().map(escape);
             let limit = self.history_limit;
             let forced = self.forced.take(&key, poll.now);
             let cause = forced.as_ref().map(|(c, _)| *c).unwrap_or(Cause::Deleted);
@@ -331,6 +360,7 @@ impl SqlTracker {
         if first {
             changed = self.elections.values().cloned().collect();
         }
+        self.polled = true;
         (changed, events, recorded)
     }
 }
@@ -366,7 +396,6 @@ mod tests {
         Row {
             key: key.into(),
             holder: Some(holder.into()),
-            raw_holder: Some(holder.as_bytes().to_vec()),
             remaining_ms: Some(remaining),
             stamp: Some(format!("t{remaining}")),
         }
@@ -502,5 +531,31 @@ mod tests {
         assert_eq!(e.transitions, 3);
         assert_eq!(e.history.len(), 2);
         assert_eq!(e.history[0].to.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn rows_are_matched_as_read_and_escaped_only_for_the_screen() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
+        let raw = row("job\x1b[31m", "a\u{202e}b", 5_000);
+        let (changed, _, _) = t.apply(poll(0, vec![raw.clone()]));
+        assert_eq!(changed[0].name, "job\\u{1b}[31m");
+        let leader = changed[0].leader.as_ref().expect("leader");
+        assert_eq!(leader.id, "a\\u{202e}b");
+        assert_eq!(leader.raw_id, "a\u{202e}b".as_bytes(), "kept as stored");
+        assert_eq!(leader.raw_key, b"job\x1b[31m");
+        // Read again with less time left: kept on the text as read, before any copy.
+        t.start_poll();
+        let (h, st) = (raw.holder.as_deref(), raw.stamp.as_deref());
+        assert!(t.keep(&raw.key, h, st, Some(4_500), 500));
+        assert!(!t.keep(&raw.key, Some("other"), st, Some(4_500), 500));
+        let (changed, events, _) = t.apply(poll(500, vec![]));
+        assert!(
+            changed.is_empty() && events.is_empty(),
+            "a kept row is not gone"
+        );
+        let (_, events, rec) = t.apply(poll(1_000, vec![row("job\x1b[31m", "c\n", 5_000)]));
+        assert_eq!(events[0].from.as_deref(), Some("a\\u{202e}b"));
+        assert_eq!(events[0].to.as_deref(), Some("c\\n"));
+        assert_eq!(rec[0].0, "job\\u{1b}[31m", "history is by the name shown");
     }
 }
