@@ -122,6 +122,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 opts.all_leases = true;
                 opts.replay_history = history || cli.history_limit.is_some();
                 opts.request_timeout = timeout;
+                opts.leak_at_exit = true;
                 let s = Sources::spawn(&sources, &opts)?;
                 match runtime::collect_status(s, timeout).await {
                     Ok(app) => {
@@ -133,6 +134,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             output
                         };
                         runtime::print_status(&app, format)?;
+                        // The process ends now: freeing 100,000 elections would only delay it.
+                        std::mem::forget(app);
                         Ok(ExitCode::SUCCESS)
                     }
                     Err(why) => {

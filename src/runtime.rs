@@ -347,6 +347,9 @@ async fn tui_loop(
     let mut next_tick: Option<tokio::time::Instant> = None;
     let mut sources_ended = false;
     let mut pacer = Pacer::new(min_frame);
+    // `ELECTOP_BENCH_FIRST_FRAME=exit`: quit after the first frame that shows elections, so
+    // the etcd_scale benchmark can time the first frame from outside.
+    let exit_on_first_frame = std::env::var("ELECTOP_BENCH_FIRST_FRAME").as_deref() == Ok("exit");
     loop {
         if dirty && pacer.draw_now(tokio::time::Instant::now(), &mut next_tick) {
             app::update(
@@ -360,6 +363,9 @@ async fn tui_loop(
             dirty = false;
             if debug_panic {
                 panic!("--debug-panic: panicking after the first frame as asked");
+            }
+            if exit_on_first_frame && !app.elections.is_empty() {
+                return Ok(());
             }
         }
         if app.quit {

@@ -29,7 +29,7 @@ pub async fn replay(
     client: Client,
     endpoint: String,
     mut tracker: Tracker,
-    snapshot: Mirror,
+    snapshot: std::sync::Arc<Mirror>,
     target: i64,
     progress: Progress,
     times: Option<std::path::PathBuf>,

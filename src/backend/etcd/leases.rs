@@ -87,17 +87,21 @@ pub(super) async fn read_many(client: &Client, leases: Vec<i64>) -> Vec<Reading>
         .await
 }
 
-/// `read_many` until `deadline`: what was read by then. For the first reading of every
-/// lease (`status`, `watch`): one round trip per lease cannot keep up with 100,000 of them,
-/// and the current state must not wait for all; the rest are read at later ticks.
+/// `read_many` over several clients until `deadline`: what was read by then. For the first
+/// reading of every lease (`status`, `watch`): one round trip per lease cannot keep up with
+/// 100,000 of them, and the current state must not wait for all; the rest are read at later
+/// ticks. Each client is its own HTTP/2 connection with `CONCURRENT` reads in flight.
 pub(super) async fn read_many_until(
-    client: &Client,
+    clients: &[Client],
     leases: Vec<i64>,
     deadline: tokio::time::Instant,
 ) -> Vec<Reading> {
-    let mut reads = futures::stream::iter(leases)
-        .map(|l| read_one(client.clone(), l))
-        .buffer_unordered(CONCURRENT);
+    let Some(first) = clients.first() else {
+        return Vec::new();
+    };
+    let mut reads = futures::stream::iter(leases.into_iter().enumerate())
+        .map(|(i, l)| read_one(clients.get(i % clients.len()).unwrap_or(first).clone(), l))
+        .buffer_unordered(CONCURRENT * clients.len());
     let mut out = Vec::new();
     loop {
         tokio::select! {

@@ -18,6 +18,7 @@ mod leases;
 pub mod members;
 mod past;
 pub mod patroni;
+mod preview;
 mod times;
 pub mod tracker;
 mod watch;
@@ -143,14 +144,16 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 }
 
 /// Reads every key under `prefixes` at one revision (`None`: now), a page at a time, all
-/// pages at the revision of the first. Returns the keys and the revision.
+/// pages at the revision of the first. Returns the keys and the revision. With a
+/// `preview`, each page goes to the screen as it arrives.
 async fn read_all(
     backend: &EtcdBackend,
     endpoint: &str,
     client: &mut Client,
     prefixes: &[Vec<u8>],
     at: Option<i64>,
-) -> Result<(Mirror, i64), EtcdError> {
+    mut preview: Option<&mut preview::Preview<'_>>,
+) -> Result<(Mirror, i64), Stop> {
     let mut kv = client.kv_client().max_decoding_message_size(DECODE_LIMIT);
     let mut mirror = Mirror::new();
     let mut revision = at.unwrap_or(0);
@@ -179,14 +182,14 @@ async fn read_all(
                     continue;
                 }
                 Err(e) if e.kind() == error::ErrorKind::TooLarge => {
-                    return Err(EtcdError::lasting(
+                    return Err(Stop::Error(EtcdError::lasting(
                         endpoint,
                         format!(
                             "a single key under {} is larger than the {} MiB response limit",
                             crate::model::escape_bytes(prefix),
                             DECODE_LIMIT >> 20
                         ),
-                    ));
+                    )));
                 }
                 r => r?,
             };
@@ -198,6 +201,9 @@ async fn read_all(
                 let kv = Kv::from_etcd(kv);
                 last = Some(kv.key.clone());
                 mirror.insert(kv.key.clone(), kv);
+            }
+            if let Some(p) = preview.as_deref_mut() {
+                p.page(&mirror, resp.count(), resp.more()).await?;
             }
             match (resp.more(), last) {
                 (true, Some(mut key)) => {

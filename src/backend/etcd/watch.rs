@@ -17,7 +17,7 @@ use super::leases::{self, LEASE_TICK, fates, wanted_leases};
 use super::tracker::{Change, Observed, Tracker};
 use super::{Closed, EtcdBackend, EtcdError, Stop, send, timed};
 use crate::backend::{BackendIo, Command};
-use crate::model::{Election, SourceEvent, SourceId};
+use crate::model::{SourceEvent, SourceId};
 
 /// How often the member is asked for a quorum read (and the watch for its progress).
 pub(super) const HEARTBEAT: Duration = Duration::from_millis(500);
@@ -291,16 +291,10 @@ async fn ttls_read(
     source: SourceId,
     batch: Vec<leases::Reading>,
 ) -> Result<(), Closed> {
-    let mut changed: HashMap<String, Election> = HashMap::new();
-    for (lease, reading, at) in batch {
-        for e in tracker.set_ttl(lease, reading, at) {
-            changed.insert(e.name.clone(), e);
-        }
-    }
-    if changed.is_empty() {
+    let elections = tracker.set_ttls(batch);
+    if elections.is_empty() {
         return Ok(());
     }
-    let elections = changed.into_values().collect();
     send(io, SourceEvent::Elections { source, elections }).await
 }
 
@@ -432,7 +426,7 @@ async fn history_merged(
             send(io, SourceEvent::Happened(event)).await?;
         }
     }
-    synced(backend, link, &mut f.tracker, io).await?;
+    synced(backend, link, &mut f.tracker, io, true).await?;
     conn.on(Input::CaughtUp);
     Ok(())
 }
@@ -453,26 +447,67 @@ pub(super) async fn compacted_notice(
     send(io, SourceEvent::Happened(event)).await
 }
 
-/// The state is complete: read every lease once if asked to, then say so.
+/// Every lease of `tracker`, read within half the request timeout: `status` prints within
+/// its --timeout however many leases there are; a lease not read by then shows no TTL.
+pub(super) async fn read_every_lease(
+    backend: &EtcdBackend,
+    link: &Link,
+    tracker: &Tracker,
+) -> Vec<leases::Reading> {
+    let deadline = tokio::time::Instant::now() + backend.opts.request_timeout / 2;
+    let all = tracker.all_leases();
+    let wanted = all.len();
+    let clients = lease_clients(backend, link, wanted, deadline).await;
+    let batch = leases::read_many_until(&clients, all, deadline).await;
+    if batch.len() < wanted {
+        warn!(
+            read = batch.len(),
+            wanted, "not every lease read in time; the rest show no TTL yet"
+        );
+    }
+    batch
+}
+
+/// Leases per extra connection for a read of every lease: below this one connection is
+/// enough and a new one would cost more than it saves.
+const LEASES_PER_CHANNEL: usize = 2_000;
+/// Connections for one read of every lease: tonic drives each HTTP/2 connection from one
+/// task, so a few of them spread a read of many thousand leases over the cores.
+const MAX_LEASE_CHANNELS: usize = 4;
+
+/// The link's client, plus extra connections to the same member when there are many
+/// leases to read; a connection that cannot be made by `deadline` is done without.
+async fn lease_clients(
+    backend: &EtcdBackend,
+    link: &Link,
+    leases: usize,
+    deadline: tokio::time::Instant,
+) -> Vec<etcd_client::Client> {
+    let extra = (leases / LEASES_PER_CHANNEL).min(MAX_LEASE_CHANNELS - 1);
+    let limit = deadline.saturating_duration_since(tokio::time::Instant::now());
+    let connects =
+        (0..extra).map(|_| super::connect::connect_member(&backend.cfg, &link.endpoint, limit));
+    let mut clients = vec![link.client.clone()];
+    clients.extend(
+        futures::future::join_all(connects)
+            .await
+            .into_iter()
+            .filter_map(Result::ok),
+    );
+    clients
+}
+
+/// The state is complete: read every lease once if asked to (`read_leases`: not read
+/// already), then say so.
 pub(super) async fn synced(
     backend: &EtcdBackend,
     link: &mut Link,
     tracker: &mut Tracker,
     io: &BackendIo,
+    read_leases: bool,
 ) -> Result<(), Stop> {
-    if backend.opts.all_leases {
-        // Half the request timeout: `status` prints within its --timeout however many
-        // leases there are; a lease not read by then shows no TTL.
-        let deadline = tokio::time::Instant::now() + backend.opts.request_timeout / 2;
-        let all = tracker.all_leases();
-        let wanted = all.len();
-        let batch = leases::read_many_until(&link.client, all, deadline).await;
-        if batch.len() < wanted {
-            warn!(
-                read = batch.len(),
-                wanted, "not every lease read in time; the rest show no TTL yet"
-            );
-        }
+    if backend.opts.all_leases && read_leases {
+        let batch = read_every_lease(backend, link, tracker).await;
         ttls_read(tracker, io, backend.info.id, batch).await?;
     }
     send(
