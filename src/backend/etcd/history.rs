@@ -169,5 +169,5 @@ async fn apply(client: &Client, tracker: &mut Tracker, changes: Vec<Change>) {
         now: Instant::now(),
         replayed: true,
     };
-    tracker.apply(changes, &f, seen);
+    tracker.apply_quietly(changes, &f, seen);
 }
