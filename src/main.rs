@@ -122,7 +122,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 opts.all_leases = true;
                 opts.replay_history = history || cli.history_limit.is_some();
                 opts.request_timeout = timeout;
-                opts.leak_at_exit = true;
+                opts.one_shot = true;
                 let s = Sources::spawn(&sources, &opts)?;
                 match runtime::collect_status(s, timeout).await {
                     Ok(app) => {

@@ -584,6 +584,9 @@ pub fn print_notices(app: &App) {
         if let Some(n) = &s.info.notice {
             eprintln!("electop: {}: {}", s.info.short, n.text());
         }
+        if let Some(n) = &s.notice {
+            eprintln!("electop: {}: {n}", s.info.short);
+        }
     }
 }
 

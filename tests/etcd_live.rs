@@ -697,6 +697,26 @@ async fn status_prints_in_time_however_many_leases() {
     );
     let s: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(s["elections"].as_array().map(Vec::len), Some(N));
+    // Leases not read in time are unknown, and said so with their number.
+    let unknown = s["elections"]
+        .as_array()
+        .expect("elections")
+        .iter()
+        .filter(|e| e["ttl_ms"].is_null())
+        .count();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if unknown > 0 {
+        let note = format!("{unknown} of {N} leases not read within half the 1s timeout");
+        assert!(stderr.contains(&note), "{unknown} unknown TTLs: {stderr}");
+        assert_eq!(
+            s["sources"][0]["notice"]
+                .as_str()
+                .map(|n| n.contains(&note)),
+            Some(true)
+        );
+    } else {
+        assert!(!stderr.contains("not read"), "{stderr}");
+    }
 }
 
 /// A dashboard's first snapshot goes to the screen page by page: elections from the first

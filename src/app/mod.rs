@@ -545,6 +545,12 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
                 s.notice = event.detail;
             }
         }
+        SourceEvent::Notice { source, text } => {
+            let Some(s) = app.sources.get_mut(source) else {
+                return false;
+            };
+            s.notice = Some(text);
+        }
         SourceEvent::Loading {
             source,
             read,

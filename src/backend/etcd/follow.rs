@@ -107,7 +107,7 @@ pub(super) async fn run(backend: EtcdBackend, mut io: BackendIo) {
             _ = cancel.cancelled() => false,
         };
         if !step {
-            if backend.opts.leak_at_exit {
+            if backend.opts.one_shot {
                 std::mem::forget(state);
             }
             return;
@@ -382,7 +382,7 @@ async fn start(
     // out, so it is cloned and sent once, with its countdowns, rather than twice.
     let leases_first = past.is_none() && backend.opts.all_leases;
     if leases_first {
-        let batch = watch::read_every_lease(backend, link, &tracker).await;
+        let batch = watch::read_every_lease(backend, link, &tracker, io).await?;
         tracker.set_ttls_quietly(batch);
     }
     let elections = tracker.cloned_elections();

@@ -55,6 +55,9 @@ pub struct EtcdBackend {
     pub(super) info: SourceInfo,
     cfg: EtcdSource,
     pub(super) opts: BackendOptions,
+    /// When the backend was made: `status` must answer within its --timeout from here, so
+    /// the budget for reading leases counts from here, not from the end of the snapshot.
+    pub(super) started: tokio::time::Instant,
 }
 
 impl EtcdBackend {
@@ -78,7 +81,12 @@ impl EtcdBackend {
             idle_is_normal: false,
             notice: None,
         };
-        EtcdBackend { info, cfg, opts }
+        EtcdBackend {
+            info,
+            cfg,
+            opts,
+            started: tokio::time::Instant::now(),
+        }
     }
 
     fn layout(&self, scheme: Scheme) -> Box<dyn Layout> {

@@ -458,25 +458,39 @@ pub(super) async fn compacted_notice(
     send(io, SourceEvent::Happened(event)).await
 }
 
-/// Every lease of `tracker`, read within half the request timeout: `status` prints within
-/// its --timeout however many leases there are; a lease not read by then shows no TTL.
+/// Every lease of `tracker`, read for half the request timeout (for `status`, half of it
+/// after the backend started): `status` prints within its --timeout however many leases
+/// there are (the other half is for the snapshot's own reading, merging and printing); a
+/// lease not read by then shows no TTL, and the source's notice says how many.
 pub(super) async fn read_every_lease(
     backend: &EtcdBackend,
     link: &Link,
     tracker: &Tracker,
-) -> Vec<leases::Reading> {
-    let deadline = tokio::time::Instant::now() + backend.opts.request_timeout / 2;
+    io: &BackendIo,
+) -> Result<Vec<leases::Reading>, Closed> {
+    let half = backend.opts.request_timeout / 2;
+    let deadline = match backend.opts.one_shot {
+        true => backend.started + half,
+        false => tokio::time::Instant::now() + half,
+    };
     let all = tracker.all_leases();
     let wanted = all.len();
     let clients = lease_clients(backend, link, wanted, deadline).await;
     let batch = leases::read_many_until(&clients, all, deadline).await;
     if batch.len() < wanted {
-        warn!(
-            read = batch.len(),
-            wanted, "not every lease read in time; the rest show no TTL yet"
-        );
+        let text = unread_note(wanted - batch.len(), wanted, backend.opts.request_timeout);
+        warn!("{text}");
+        let source = backend.info.id;
+        send(io, SourceEvent::Notice { source, text }).await?;
     }
-    batch
+    Ok(batch)
+}
+
+/// What a read of every lease that ran out of time says.
+fn unread_note(unread: usize, wanted: usize, timeout: Duration) -> String {
+    format!(
+        "{unread} of {wanted} leases not read within half the {timeout:?} timeout: their TTL shows as unknown (one round trip per lease; a longer --timeout reads more)"
+    )
 }
 
 /// Leases per extra connection for a read of every lease: below this one connection is
@@ -518,7 +532,7 @@ pub(super) async fn synced(
     read_leases: bool,
 ) -> Result<(), Stop> {
     if backend.opts.all_leases && read_leases {
-        let batch = read_every_lease(backend, link, tracker).await;
+        let batch = read_every_lease(backend, link, tracker, io).await?;
         ttls_read(tracker, io, backend.info.id, batch).await?;
     }
     send(
@@ -579,6 +593,19 @@ pub(super) async fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_unread_note_counts_and_says_what_helps() {
+        let text = unread_note(9_000, 20_000, Duration::from_secs(5));
+        assert!(
+            text.starts_with("9000 of 20000 leases not read within half the 5s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("TTL shows as unknown") && text.contains("--timeout"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn contact_is_confirmed_only_once_the_watch_reached_the_quorum_read() {
