@@ -475,8 +475,7 @@ pub(super) async fn read_every_lease(
     };
     let all = tracker.all_leases();
     let wanted = all.len();
-    let clients = lease_clients(backend, link, wanted, deadline).await;
-    let batch = leases::read_many_until(&clients, all, deadline).await;
+    let batch = leases::read_many_until(&link.client, all, deadline).await;
     if batch.len() < wanted {
         let text = unread_note(wanted - batch.len(), wanted, backend.opts.request_timeout);
         warn!("{text}");
@@ -491,35 +490,6 @@ fn unread_note(unread: usize, wanted: usize, timeout: Duration) -> String {
     format!(
         "{unread} of {wanted} leases not read within half the {timeout:?} timeout: their TTL shows as unknown (one round trip per lease; a longer --timeout reads more)"
     )
-}
-
-/// Leases per extra connection for a read of every lease: below this one connection is
-/// enough and a new one would cost more than it saves.
-const LEASES_PER_CHANNEL: usize = 2_000;
-/// Connections for one read of every lease: tonic drives each HTTP/2 connection from one
-/// task, so a few of them spread a read of many thousand leases over the cores.
-const MAX_LEASE_CHANNELS: usize = 4;
-
-/// The link's client, plus extra connections to the same member when there are many
-/// leases to read; a connection that cannot be made by `deadline` is done without.
-async fn lease_clients(
-    backend: &EtcdBackend,
-    link: &Link,
-    leases: usize,
-    deadline: tokio::time::Instant,
-) -> Vec<etcd_client::Client> {
-    let extra = (leases / LEASES_PER_CHANNEL).min(MAX_LEASE_CHANNELS - 1);
-    let limit = deadline.saturating_duration_since(tokio::time::Instant::now());
-    let connects =
-        (0..extra).map(|_| super::connect::connect_member(&backend.cfg, &link.endpoint, limit));
-    let mut clients = vec![link.client.clone()];
-    clients.extend(
-        futures::future::join_all(connects)
-            .await
-            .into_iter()
-            .filter_map(Result::ok),
-    );
-    clients
 }
 
 /// The state is complete: read every lease once if asked to (`read_leases`: not read
