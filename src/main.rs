@@ -166,6 +166,7 @@ async fn on_sources(
             opts.all_leases = true;
             opts.replay_history = history || cli.history_limit.is_some();
             opts.request_timeout = timeout;
+            opts.one_shot = true;
             let format = if json { OutputFormat::Json } else { output };
             status(&sources, &opts, timeout, format).await
         }
@@ -209,6 +210,8 @@ async fn status(
             // An empty or unsure prefix still answers (exit 0), but says why.
             runtime::print_notices(&app);
             runtime::print_status(&app, format)?;
+            // The process ends now: freeing 100,000 elections would only delay it.
+            std::mem::forget(app);
             Ok(ExitCode::SUCCESS)
         }
         Err(why) => {

@@ -697,4 +697,104 @@ async fn status_prints_in_time_however_many_leases() {
     );
     let s: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(s["elections"].as_array().map(Vec::len), Some(N));
+    // Leases not read in time are unknown, and said so with their number.
+    let unknown = s["elections"]
+        .as_array()
+        .expect("elections")
+        .iter()
+        .filter(|e| e["ttl_ms"].is_null())
+        .count();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if unknown > 0 {
+        let note = format!("{unknown} of {N} leases not read within half the 1s timeout");
+        assert!(stderr.contains(&note), "{unknown} unknown TTLs: {stderr}");
+        assert_eq!(
+            s["sources"][0]["notice"]
+                .as_str()
+                .map(|n| n.contains(&note)),
+            Some(true)
+        );
+    } else {
+        assert!(!stderr.contains("not read"), "{stderr}");
+    }
+}
+
+/// A dashboard's first snapshot goes to the screen page by page: elections from the first
+/// page of 2,000 keys arrive before the whole prefix is read (while the source is still
+/// not shown as connected, with how far the read got), and once read the full snapshot
+/// holds every election, none previewed that is not in it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_snapshot_is_shown_page_by_page() {
+    use electop::model::{ConnState, SourceEvent};
+    const N: usize = 5_000;
+    let etcd = EtcdServer::start();
+    let client = etcd.client().await;
+    for chunk in (0..N).collect::<Vec<_>>().chunks(128) {
+        let ops: Vec<TxnOp> = chunk
+            .iter()
+            .map(|i| TxnOp::put(format!("/pages/e{i:05}"), format!("node-{i}"), None))
+            .collect();
+        client
+            .clone()
+            .txn(Txn::new().and_then(ops))
+            .await
+            .expect("txn");
+    }
+    let endpoint = etcd.endpoint();
+    let args = [
+        "electop",
+        "--etcd",
+        &endpoint,
+        "--prefix",
+        "/pages/",
+        "--scheme",
+        "etcd-lease-key",
+    ];
+    let cli = <electop::cli::Cli as clap::Parser>::parse_from(args);
+    let sources = cli
+        .sources
+        .resolve(&electop::config::Config::default())
+        .expect("sources");
+    let opts = electop::backend::BackendOptions {
+        history_limit: 0,
+        ..Default::default()
+    };
+    let mut s = electop::runtime::Sources::spawn(&sources, &opts).expect("spawn");
+    let mut before_connected = std::collections::BTreeSet::new();
+    let mut loading = Vec::new();
+    let mut after = std::collections::BTreeSet::new();
+    let mut connected = false;
+    let deadline = tokio::time::Instant::now() + T;
+    while after.len() < N {
+        let ev = tokio::time::timeout_at(deadline, s.events.recv())
+            .await
+            .expect("every election within 10 s")
+            .expect("source alive");
+        match ev {
+            SourceEvent::Loading { read, total, .. } => loading.push((read, total)),
+            SourceEvent::Conn {
+                state: ConnState::Connected,
+                ..
+            } => connected = true,
+            SourceEvent::Elections { elections, .. } => {
+                let names = elections.into_iter().map(|e| e.name);
+                if connected {
+                    after.extend(names);
+                } else {
+                    before_connected.extend(names);
+                }
+            }
+            _ => {}
+        }
+    }
+    s.shutdown().await;
+    assert_eq!(loading.first(), Some(&(2_000, N)), "{loading:?}");
+    assert_eq!(loading.last(), Some(&(N, N)), "{loading:?}");
+    assert!(
+        before_connected.len() >= 1_999 && before_connected.len() < N,
+        "pages before the whole read: {} elections",
+        before_connected.len()
+    );
+    assert!(before_connected.is_subset(&after));
+    assert!(after.contains("e04999") && after.contains("e00000"));
 }

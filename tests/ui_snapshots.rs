@@ -230,6 +230,30 @@ fn the_status_line_names_each_source() {
 }
 
 #[test]
+fn a_snapshot_being_read_says_how_far_until_connected() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    let loading = |read| SourceEvent::Loading {
+        source: 0,
+        read,
+        total: 100_000,
+    };
+    app::update(&mut app, Msg::Source(loading(12_000)));
+    let text = format!("{}", render(&app, 120, 24).backend());
+    assert!(
+        text.contains("loading snapshot: 12,000 of 100,000 keys"),
+        "{text}"
+    );
+    let connected = SourceEvent::Conn {
+        source: 0,
+        state: ConnState::Connected,
+    };
+    app::update(&mut app, Msg::Source(connected));
+    let text = format!("{}", render(&app, 120, 24).backend());
+    assert!(!text.contains("loading snapshot"), "{text}");
+}
+
+#[test]
 fn tiny_terminal_gets_a_message() {
     let app = sample(Instant::now());
     insta::assert_snapshot!(render(&app, 40, 10).backend());

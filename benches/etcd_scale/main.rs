@@ -1,6 +1,7 @@
 //! Drives a real, throwaway etcd (and a SQLite file) and prints what electop costs beside
 //! what etcdctl costs in the same run: `cargo bench --bench etcd_scale` (all of it, a few
-//! minutes), or `-- --sizes 1000,10000` for fewer elections, `--skip-live`, `--skip-sql` for less. Figures, never assertions;
+//! minutes), or `-- --sizes 1000,10000` for fewer elections, `--layouts el-own,lk-shared` for
+//! fewer layouts, `--skip-live`, `--skip-sql` for less. Figures, never assertions;
 //! under `cargo test` it does nothing, so CI's timed tests never start it.
 
 #[path = "../../tests/common/mod.rs"]
@@ -29,6 +30,20 @@ const COMBOS: [(Layout, Leases, &str); 4] = [
     (Layout::LeaseKey, Leases::Shared, "lk-shared"),
     (Layout::LeaseKey, Leases::PerCandidate, "lk-own"),
 ];
+
+/// The layouts to run: all, or those named by `--layouts el-own,lk-own`.
+fn combos() -> Vec<(Layout, Leases, &'static str)> {
+    let args: Vec<String> = std::env::args().collect();
+    let only: Option<Vec<String>> = args
+        .iter()
+        .position(|a| a == "--layouts")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.split(',').map(String::from).collect());
+    COMBOS
+        .into_iter()
+        .filter(|(_, _, name)| only.as_ref().is_none_or(|o| o.iter().any(|n| n == name)))
+        .collect()
+}
 
 fn ms(d: Duration) -> String {
     format!("{:.0} ms", d.as_secs_f64() * 1000.0)
@@ -60,7 +75,7 @@ fn source_args(etcd: &EtcdServer, prefix: &str, layout: Layout) -> Vec<String> {
 fn reads(rt: &tokio::runtime::Runtime, home: &std::path::Path, n: usize) {
     let etcd = EtcdServer::start();
     let client = rt.block_on(etcd.client());
-    for (layout, leases, name) in COMBOS {
+    for (layout, leases, name) in combos() {
         let t = std::time::Instant::now();
         rt.block_on(load::load(
             &client,

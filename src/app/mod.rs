@@ -66,6 +66,8 @@ pub struct SourceView {
     pub contact_every: std::time::Duration,
     /// Each member of a clustered store, as last probed.
     pub members: Vec<crate::model::MemberStatus>,
+    /// The first snapshot is being read: keys read and keys in all (until connected).
+    pub loading: Option<(usize, usize)>,
 }
 
 /// No contact for this much longer than the source's own contact interval and its rows are
@@ -237,6 +239,7 @@ impl App {
                     last_contact: None,
                     contact_every: std::time::Duration::from_millis(500),
                     members: Vec::new(),
+                    loading: None,
                 })
                 .collect(),
             elections: BTreeMap::new(),
@@ -545,6 +548,7 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
         SourceEvent::Conn { source, state } => {
             if let Some(s) = app.sources.get_mut(source) {
                 s.conn = state;
+                s.loading = None;
             }
             rows::refresh(app);
         }
@@ -574,6 +578,22 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
             }
         }
         SourceEvent::Happened(event) => return on_happened(app, event),
+        SourceEvent::Notice { source, text } => {
+            let Some(s) = app.sources.get_mut(source) else {
+                return false;
+            };
+            s.notice = Some(text);
+        }
+        SourceEvent::Loading {
+            source,
+            read,
+            total,
+        } => {
+            let Some(s) = app.sources.get_mut(source) else {
+                return false;
+            };
+            s.loading = Some((read, total));
+        }
         SourceEvent::Synced { source } => {
             if let Some(s) = app.sources.get_mut(source) {
                 s.synced = true;

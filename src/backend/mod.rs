@@ -57,6 +57,11 @@ pub struct BackendOptions {
     /// How long an election with nothing left in the store stays listed after its last
     /// change.
     pub retention: Duration,
+    /// The process answers once and ends (`status`): reading every lease must fit in half
+    /// the request timeout counted from the start, not from the end of the snapshot; and
+    /// the state is left to the operating system at exit instead of being freed piece by
+    /// piece, which at 100,000 elections cost about a tenth of `status`'s CPU.
+    pub one_shot: bool,
 }
 
 impl Default for BackendOptions {
@@ -67,6 +72,7 @@ impl Default for BackendOptions {
             all_leases: false,
             request_timeout: Duration::from_secs(5),
             retention: Duration::from_secs(600),
+            one_shot: false,
         }
     }
 }

@@ -175,6 +175,19 @@ pub enum SourceEvent {
     },
     /// A change worth a line in the log and in `watch --json`.
     Happened(Event),
+    /// What the source's readers should know about what it shows (leases not read in
+    /// time): the source's notice, in `status` and on screen.
+    Notice {
+        source: SourceId,
+        text: String,
+    },
+    /// The first snapshot is being read: `read` of `total` keys so far. The elections sent
+    /// meanwhile are what was read; the source is current only once connected.
+    Loading {
+        source: SourceId,
+        read: usize,
+        total: usize,
+    },
     /// The initial snapshot and history replay are done: the state is complete.
     Synced {
         source: SourceId,

@@ -161,6 +161,9 @@ fn filter_span(app: &App) -> Option<Span<'static>> {
 
 fn tail(app: &App) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
+    if let Some(text) = loading(app) {
+        spans.push(Span::styled(text, theme::warn()));
+    }
     if app.replaying() {
         spans.push(Span::styled("· replaying history… ", theme::warn()));
     }
@@ -169,6 +172,33 @@ fn tail(app: &App) -> Vec<Span<'static>> {
     }
     spans.push(Span::styled("· ? help  q quit", theme::dim()));
     spans
+}
+
+/// "loading snapshot: 12,000 of 100,000 keys" while first snapshots are read (summed over
+/// the sources still reading).
+fn loading(app: &App) -> Option<String> {
+    let (read, total) = app
+        .sources
+        .iter()
+        .filter_map(|s| s.loading)
+        .reduce(|(r, t), (r2, t2)| (r + r2, t + t2))?;
+    Some(format!(
+        "· loading snapshot: {} of {} keys ",
+        thousands(read),
+        thousands(total)
+    ))
+}
+
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn too_small(frame: &mut Frame, area: Rect) {

@@ -10,7 +10,8 @@ pub enum Phase {
     Connecting {
         from: usize,
     },
-    /// Connected to `member`: reading the current state.
+    /// Connected to `member`: reading the current state. A dashboard shows it page by page
+    /// meanwhile (`preview`), but the screen calls the source connected only after this.
     Snapshot {
         member: usize,
     },

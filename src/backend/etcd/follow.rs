@@ -1,6 +1,7 @@
 //! The connection loop: pick a member, read the snapshot, watch; on a member's failure move
 //! to the next one without showing the source as down; down only when none can serve.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::Client;
@@ -23,6 +24,10 @@ pub(super) struct State {
     pub visible: Command,
     /// The screen shows the source as connected.
     shown_connected: bool,
+    /// Elections shown while a first snapshot was read (see `preview`). Were that read to
+    /// fail and the next one to miss some of them, those are sent again with no holders,
+    /// rather than left on screen with a leader read at another revision.
+    previewed: std::collections::BTreeSet<Vec<u8>>,
 }
 
 /// The tracker and where each prefix's watch resumes: made together, once a snapshot was
@@ -37,11 +42,15 @@ pub(super) struct Followed {
 pub(super) enum Replay {
     /// None wanted, or merged already.
     Done,
-    /// To start (again) on the member in use, up to `revision`.
-    Pending { snapshot: Mirror, revision: i64 },
+    /// To start (again) on the member in use, up to `revision`. The snapshot is shared
+    /// with the running replay rather than copied for it.
+    Pending {
+        snapshot: Arc<Mirror>,
+        revision: i64,
+    },
     Running {
         task: tokio::task::JoinHandle<Result<super::history::Replayed, EtcdError>>,
-        snapshot: Mirror,
+        snapshot: Arc<Mirror>,
         revision: i64,
     },
 }
@@ -87,6 +96,7 @@ pub(super) async fn run(backend: EtcdBackend, mut io: BackendIo) {
             selected: None,
         },
         shown_connected: false,
+        previewed: Default::default(),
     };
     let mut conn = Conn::new(backend.cfg.endpoints.len());
     let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
@@ -94,9 +104,12 @@ pub(super) async fn run(backend: EtcdBackend, mut io: BackendIo) {
     loop {
         let step = tokio::select! {
             r = step(&backend, &mut state, &mut io, &mut conn, &serving, &mut backoff) => r,
-            _ = cancel.cancelled() => return,
+            _ = cancel.cancelled() => false,
         };
         if !step {
+            if backend.opts.one_shot {
+                std::mem::forget(state);
+            }
             return;
         }
     }
@@ -188,9 +201,21 @@ async fn go_down(
 /// already covers those prefixes (so a large prefix is not read twice).
 type FirstRead = (Vec<Vec<u8>>, Option<Tracker>, Option<(Mirror, i64)>);
 
+/// The layout a dashboard's first read can be shown page by page with: the scheme is
+/// configured (a detected one is known only once every key is read) and its keys are all
+/// under the configured prefix. `status` and `watch` draw nothing, so they go without.
+fn early_layout(
+    backend: &EtcdBackend,
+    probe: &[Vec<u8>],
+) -> Option<Box<dyn super::layout::Layout>> {
+    let scheme = backend.cfg.scheme.filter(|_| !backend.opts.all_leases)?;
+    let layout = backend.layout(scheme);
+    (layout.prefixes() == probe).then_some(layout)
+}
+
 async fn prefixes(
     backend: &EtcdBackend,
-    state: &State,
+    state: &mut State,
     io: &BackendIo,
     link: &mut Link,
 ) -> Result<FirstRead, Stop> {
@@ -198,7 +223,20 @@ async fn prefixes(
         return Ok((f.prefixes.clone(), None, None));
     }
     let probe = vec![backend.cfg.prefix.as_bytes().to_vec()];
-    let (snap, rev) = read_all(backend, &link.endpoint, &mut link.client, &probe, None).await?;
+    let mut preview = early_layout(backend, &probe).map(|layout| {
+        let limit = backend.opts.history_limit;
+        let tracker = Tracker::new(backend.info.id, backend.info.name.clone(), layout, limit);
+        super::preview::Preview::new(io, tracker, &mut state.previewed)
+    });
+    let (snap, rev) = read_all(
+        backend,
+        &link.endpoint,
+        &mut link.client,
+        &probe,
+        None,
+        preview.as_mut(),
+    )
+    .await?;
     let verdict = super::detect::detect(&snap);
     let scheme = backend.cfg.scheme.unwrap_or(verdict.scheme());
     let notice = super::detect::notice(backend, link, verdict, backend.cfg.scheme.is_none()).await;
@@ -250,7 +288,17 @@ async fn follow_inner(
     let (prefixes, fresh, first) = prefixes(backend, state, io, link).await?;
     let (snapshot, revision) = match first {
         Some(read) => read,
-        None => read_all(backend, &link.endpoint, &mut link.client, &prefixes, None).await?,
+        None => {
+            read_all(
+                backend,
+                &link.endpoint,
+                &mut link.client,
+                &prefixes,
+                None,
+                None,
+            )
+            .await?
+        }
     };
     if !state.shown_connected {
         let connected = SourceEvent::Conn {
@@ -317,8 +365,27 @@ async fn start(
     let source = backend.info.id;
     send(io, SourceEvent::Revision { source, revision }).await?;
     let want_history = backend.opts.history_limit > 0 && backend.opts.replay_history;
-    let past = want_history.then(|| snapshot.clone());
-    let elections = tracker.load(snapshot, revision);
+    let past = want_history.then(|| Arc::new(snapshot.clone()));
+    tracker.load(snapshot, revision);
+    let vanished = tracker.missing(std::mem::take(&mut state.previewed));
+    if !vanished.is_empty() {
+        send(
+            io,
+            SourceEvent::Elections {
+                source,
+                elections: vanished,
+            },
+        )
+        .await?;
+    }
+    // `status` and `watch` with nothing to replay read every lease before the state goes
+    // out, so it is cloned and sent once, with its countdowns, rather than twice.
+    let leases_first = past.is_none() && backend.opts.all_leases;
+    if leases_first {
+        let batch = watch::read_every_lease(backend, link, &tracker, io).await?;
+        tracker.set_ttls_quietly(batch);
+    }
+    let elections = tracker.cloned_elections();
     send(io, SourceEvent::Elections { source, elections }).await?;
     state.followed = Some(Followed {
         tracker,
@@ -328,7 +395,7 @@ async fn start(
     if let Some(snapshot) = past {
         state.replay = Replay::Pending { snapshot, revision };
     } else if let Some(f) = state.followed.as_mut() {
-        watch::synced(backend, link, &mut f.tracker, io).await?;
+        watch::synced(backend, link, &mut f.tracker, io, !leases_first).await?;
     }
     Ok(())
 }
@@ -338,7 +405,7 @@ fn start_replay(backend: &EtcdBackend, state: &mut State, link: &Link) {
     let (Replay::Pending { snapshot, revision }, Some(f)) = (&state.replay, &state.followed) else {
         return;
     };
-    let (snapshot, revision) = (snapshot.clone(), *revision);
+    let (snapshot, revision) = (Arc::clone(snapshot), *revision);
     let scheme = f.tracker.layout().scheme();
     let past = Tracker::new(
         backend.info.id,
@@ -351,7 +418,7 @@ fn start_replay(backend: &EtcdBackend, state: &mut State, link: &Link) {
         link.client.clone(),
         link.endpoint.clone(),
         past,
-        snapshot.clone(),
+        Arc::clone(&snapshot),
         revision,
         progress,
         link.times.clone(),
@@ -376,8 +443,15 @@ async fn compacted(
         return Err(Stop::Closed);
     };
     // Missed changes while away: jump to now and report the difference.
-    let (now_state, now_rev) =
-        read_all(backend, &link.endpoint, &mut link.client, &f.prefixes, None).await?;
+    let (now_state, now_rev) = read_all(
+        backend,
+        &link.endpoint,
+        &mut link.client,
+        &f.prefixes,
+        None,
+        None,
+    )
+    .await?;
     let changes = f.tracker.diff_to(&now_state, now_rev);
     watch::apply(backend, link, &mut f.tracker, io, changes).await?;
     f.resume.reset(now_rev + 1);

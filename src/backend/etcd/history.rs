@@ -29,7 +29,7 @@ pub async fn replay(
     client: Client,
     endpoint: String,
     mut tracker: Tracker,
-    snapshot: Mirror,
+    snapshot: std::sync::Arc<Mirror>,
     target: i64,
     progress: Progress,
     times: Option<std::path::PathBuf>,
@@ -169,5 +169,5 @@ async fn apply(client: &Client, tracker: &mut Tracker, changes: Vec<Change>) {
         now: Instant::now(),
         replayed: true,
     };
-    tracker.apply(changes, &f, seen);
+    tracker.apply_quietly(changes, &f, seen);
 }

@@ -18,7 +18,7 @@ const SELECTED_LINE: usize = 64;
 /// How often due lease reads are looked for.
 pub(super) const LEASE_TICK: Duration = Duration::from_millis(250);
 /// Lease reads in flight at once: one round trip each, pipelined on one connection, so
-/// `status` over thousands of leases is bound by this (16 read about 2,500 a second here).
+/// `status` over thousands of leases is bound by this (about 13,000 leases a second here).
 const CONCURRENT: usize = 64;
 /// A lease read slower than this is given up (and retried at the next tick).
 const READ_LIMIT: Duration = Duration::from_secs(2);
@@ -89,7 +89,9 @@ pub(super) async fn read_many(client: &Client, leases: Vec<i64>) -> Vec<Reading>
 
 /// `read_many` until `deadline`: what was read by then. For the first reading of every
 /// lease (`status`, `watch`): one round trip per lease cannot keep up with 100,000 of them,
-/// and the current state must not wait for all; the rest are read at later ticks.
+/// and the current state must not wait for all; the rest are read at later ticks. One
+/// connection with `CONCURRENT` in flight: two to four connections, or 256 in flight, read
+/// 5,000 leases no faster here (etcd shares the machine's two cores).
 pub(super) async fn read_many_until(
     client: &Client,
     leases: Vec<i64>,

@@ -68,6 +68,9 @@ pub struct Tracker {
     /// reading touches only the elections on that lease, however many there are.
     by_lease: HashMap<i64, BTreeSet<Vec<u8>>>,
     leases_of: HashMap<Vec<u8>, Vec<i64>>,
+    /// The elections behind each display name (one, unless two ids escape alike), so what
+    /// is on screen is found without walking every election at each lease tick.
+    by_name: HashMap<String, Vec<Vec<u8>>>,
     /// Leases of deposed leaders: read eagerly, since their end ends an alarm.
     deposed: std::collections::HashSet<i64>,
     /// Last revision applied to the mirror.
@@ -94,6 +97,7 @@ impl Tracker {
             lease_keys: HashMap::new(),
             by_lease: HashMap::new(),
             leases_of: HashMap::new(),
+            by_name: HashMap::new(),
             deposed: Default::default(),
             revision: 0,
             forced: Default::default(),
@@ -113,9 +117,47 @@ impl Tracker {
         &self.mirror == kvs
     }
 
+    pub fn source(&self) -> SourceId {
+        self.source
+    }
+
+    /// The elections `ids` as derived from `kvs`, part of a snapshot still being read:
+    /// what the screen shows meanwhile. Stores nothing.
+    pub fn preview(&self, kvs: &Mirror, ids: &BTreeSet<Vec<u8>>) -> Vec<Election> {
+        ids.iter()
+            .map(|id| {
+                let holders = self.layout.derive(id, kvs);
+                let name = self.layout.display_name(id);
+                let mut e = Election::new(self.source, name, self.layout.scheme());
+                e.leader = holders.leader;
+                e.candidates = shrunk(holders.candidates);
+                let limit = self.history_limit;
+                super::past::adopt(&mut e, holders.members, holders.notes, &holders.past, limit);
+                e
+            })
+            .collect()
+    }
+
+    /// Of `ids`, the elections this tracker does not hold, with no holders: how elections
+    /// shown from a snapshot read that failed midway look once a later read lacks them.
+    pub fn missing(&self, ids: BTreeSet<Vec<u8>>) -> Vec<Election> {
+        ids.into_iter()
+            .filter(|id| !self.elections.contains_key(id))
+            .map(|id| {
+                let name = self.layout.display_name(&id);
+                Election::new(self.source, name, self.layout.scheme())
+            })
+            .collect()
+    }
+
+    /// Every election, cloned: what the screen is sent after a snapshot.
+    pub fn cloned_elections(&self) -> Vec<Election> {
+        self.elections.values().cloned().collect()
+    }
+
     /// Loads the state at `revision` without recording history (the start of a replay or
-    /// a plain snapshot). Returns every election.
-    pub fn load(&mut self, kvs: Mirror, revision: i64) -> Vec<Election> {
+    /// a plain snapshot). Clones nothing: a replay's start never goes to the screen.
+    pub fn load(&mut self, kvs: Mirror, revision: i64) {
         self.mirror = kvs;
         self.revision = revision;
         self.lease_keys.clear();
@@ -137,13 +179,12 @@ impl Tracker {
                 .entry(id.clone())
                 .or_insert_with(|| Election::new(self.source, name, self.layout.scheme()));
             e.leader = holders.leader;
-            e.candidates = holders.candidates;
+            e.candidates = shrunk(holders.candidates);
             let limit = self.history_limit;
             super::past::adopt(e, holders.members, holders.notes, &holders.past, limit);
             self.index(&id);
         }
         self.attach_ttls_all();
-        self.elections.values().cloned().collect()
     }
 
     /// The changes that turn the mirror into `kvs` (after a gap in the watch, e.g. history
@@ -202,6 +243,31 @@ impl Tracker {
         fates: &HashMap<i64, LeaseFate>,
         seen: Observed,
     ) -> (Vec<Election>, Vec<Event>) {
+        let (touched, events) = self.apply_changes(changes, fates, seen);
+        let changed = touched
+            .iter()
+            .filter_map(|id| self.elections.get(id).cloned())
+            .collect();
+        (changed, events)
+    }
+
+    /// `apply` for a history replay, whose elections go nowhere until it is merged: clones
+    /// none of them.
+    pub fn apply_quietly(
+        &mut self,
+        changes: Vec<Change>,
+        fates: &HashMap<i64, LeaseFate>,
+        seen: Observed,
+    ) {
+        self.apply_changes(changes, fates, seen);
+    }
+
+    fn apply_changes(
+        &mut self,
+        changes: Vec<Change>,
+        fates: &HashMap<i64, LeaseFate>,
+        seen: Observed,
+    ) -> (BTreeSet<Vec<u8>>, Vec<Event>) {
         let mut touched = BTreeSet::new();
         let mut events = Vec::new();
         let mut i = 0;
@@ -214,11 +280,7 @@ impl Tracker {
             self.apply_revision(&changes[i..j], rev, fates, seen, &mut touched, &mut events);
             i = j;
         }
-        let changed = touched
-            .iter()
-            .filter_map(|id| self.elections.get(id).cloned())
-            .collect();
-        (changed, events)
+        (touched, events)
     }
 
     fn apply_revision(
@@ -243,7 +305,7 @@ impl Tracker {
             let old_leader = election.leader.take();
             let old_line = std::mem::take(&mut election.candidates);
             election.leader = holders.leader;
-            election.candidates = holders.candidates;
+            election.candidates = shrunk(holders.candidates);
             let limit = self.history_limit;
             super::past::adopt(
                 election,
@@ -361,19 +423,25 @@ impl Tracker {
         line: usize,
     ) -> Vec<i64> {
         let mut set = BTreeSet::new();
-        // A set, not `names.contains`: every tick looks at every election, and comparing
-        // each with every row on screen cost more than the reads.
-        let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
-        for e in self.elections.values() {
-            if names.contains(e.name.as_str()) {
-                set.extend(e.leader.iter().chain(&e.deposed).filter_map(|l| l.lease));
-            }
-            if selected == Some(e.name.as_str()) {
-                set.extend(e.candidates.iter().take(line).filter_map(|c| c.lease));
-            }
+        // Looked up by name: every tick asks, and walking every election each time was most
+        // of an idle dashboard's CPU at 10,000 elections.
+        for e in names.iter().flat_map(|n| self.named(n)) {
+            set.extend(e.leader.iter().chain(&e.deposed).filter_map(|l| l.lease));
+        }
+        for e in selected.into_iter().flat_map(|n| self.named(n)) {
+            set.extend(e.candidates.iter().take(line).filter_map(|c| c.lease));
         }
         set.remove(&0);
         set.into_iter().collect()
+    }
+
+    /// The elections shown as `name`.
+    fn named<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Election> + 'a {
+        self.by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.elections.get(id))
     }
 
     /// Every lease in every election.
@@ -419,6 +487,47 @@ impl Tracker {
         reading: Option<(i64, i64)>,
         now: Instant,
     ) -> Vec<Election> {
+        self.set_ttls([(lease, reading, now)])
+    }
+
+    /// Records a batch of TTL readings. Returns each election whose countdowns changed once,
+    /// however many of its leases were read: a batch of every lease (`status`) clones each
+    /// election once rather than once per lease it holds.
+    pub fn set_ttls(
+        &mut self,
+        readings: impl IntoIterator<Item = (i64, Option<(i64, i64)>, Instant)>,
+    ) -> Vec<Election> {
+        let mut touched: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+        for (lease, reading, now) in readings {
+            if self.record_ttl(lease, reading, now) {
+                touched.extend(self.by_lease.get(&lease).into_iter().flatten().cloned());
+            }
+        }
+        touched
+            .iter()
+            .filter_map(|id| {
+                let e = self.elections.get_mut(id)?;
+                attach_ttls(e, &self.ttls);
+                Some(e.clone())
+            })
+            .collect()
+    }
+
+    /// Records a batch of TTL readings without returning the elections (their countdowns
+    /// are attached; the caller sends the whole state afterwards).
+    pub fn set_ttls_quietly(
+        &mut self,
+        readings: impl IntoIterator<Item = (i64, Option<(i64, i64)>, Instant)>,
+    ) {
+        for (lease, reading, now) in readings {
+            self.record_ttl(lease, reading, now);
+        }
+        self.attach_ttls_all();
+    }
+
+    /// Records one reading; true when the elections on the lease need their countdowns
+    /// attached again (and sent).
+    fn record_ttl(&mut self, lease: i64, reading: Option<(i64, i64)>, now: Instant) -> bool {
         match reading {
             Some((ttl, granted)) if ttl >= 0 => {
                 let prev = self.ttls.get(&lease).copied();
@@ -431,7 +540,7 @@ impl Tracker {
                     p.granted_ms == d.granted_ms && p.remaining_ms_at(now) == d.remaining_ms
                 });
                 if same {
-                    return Vec::new();
+                    return false;
                 }
             }
             _ => {
@@ -458,14 +567,7 @@ impl Tracker {
                 self.deposed.remove(&lease);
             }
         }
-        let mut changed = Vec::new();
-        for id in self.by_lease.get(&lease).into_iter().flatten() {
-            if let Some(e) = self.elections.get_mut(id) {
-                attach_ttls(e, &self.ttls);
-                changed.push(e.clone());
-            }
-        }
-        changed
+        true
     }
 
     /// Puts history replayed from past revisions (by `replayed`, a tracker that replayed up to
@@ -532,6 +634,13 @@ impl Tracker {
         let Some(e) = self.elections.get(id) else {
             return;
         };
+        match self.by_name.get_mut(&e.name) {
+            Some(ids) if ids.iter().any(|known| known == id) => {}
+            Some(ids) => ids.push(id.to_vec()),
+            None => {
+                self.by_name.insert(e.name.clone(), vec![id.to_vec()]);
+            }
+        }
         let mut leases: Vec<i64> = e
             .leader
             .iter()
@@ -555,6 +664,13 @@ impl Tracker {
             attach_ttls(e, &self.ttls);
         }
     }
+}
+
+/// A line without spare capacity: a one-candidate line grown by a push holds room for four,
+/// and at 100,000 elections that spare room was the largest single use of memory.
+fn shrunk(mut line: Vec<Candidate>) -> Vec<Candidate> {
+    line.shrink_to_fit();
+    line
 }
 
 fn attach_ttls(e: &mut Election, ttls: &HashMap<i64, Deadline>) {
@@ -1001,5 +1117,71 @@ mod tests {
             1,
             "a keep-alive moved the deadline"
         );
+    }
+
+    fn two_candidates(t: &mut Tracker) {
+        let mut m = Mirror::new();
+        m.insert(b"/e/job/10".to_vec(), kv("/e/job/10", "a", 1, 1, 0x10));
+        m.insert(b"/e/job/20".to_vec(), kv("/e/job/20", "b", 2, 2, 0x20));
+        m.insert(b"/e/other/30".to_vec(), kv("/e/other/30", "c", 3, 3, 0x30));
+        t.load(m, 3);
+    }
+
+    #[test]
+    fn a_batch_of_readings_sends_each_election_once_with_every_countdown() {
+        let now = Instant::now();
+        let mut t = election_tracker();
+        two_candidates(&mut t);
+        let changed = t.set_ttls([(0x10, Some((30, 60)), now), (0x20, Some((40, 60)), now)]);
+        assert_eq!(changed.len(), 1, "one election, two of its leases read");
+        let ttls: Vec<_> = changed[0]
+            .candidates
+            .iter()
+            .map(|c| c.ttl.map(|d| d.remaining_ms))
+            .collect();
+        // A reading in whole seconds is counted from the middle of that second.
+        assert_eq!(ttls, [Some(30_500), Some(40_500)]);
+        t.set_ttls_quietly([(0x30, Some((5, 60)), now)]);
+        let other = t.elections().find(|e| e.name == "other").expect("other");
+        assert_eq!(
+            other
+                .leader
+                .as_ref()
+                .and_then(|l| l.ttl)
+                .map(|d| d.remaining_ms),
+            Some(5_500)
+        );
+    }
+
+    #[test]
+    fn visible_leases_are_found_by_name() {
+        let mut t = election_tracker();
+        two_candidates(&mut t);
+        assert_eq!(t.visible_leases(&["job".into()], None, 64), [0x10]);
+        assert_eq!(
+            t.visible_leases(&["other".into()], Some("job"), 64),
+            [0x10, 0x20, 0x30]
+        );
+        assert_eq!(t.visible_leases(&["nope".into()], Some("job"), 1), [0x10]);
+    }
+
+    #[test]
+    fn a_preview_derives_without_storing_and_missing_elections_come_back_empty() {
+        let t = election_tracker();
+        let mut m = Mirror::new();
+        m.insert(b"/e/job/10".to_vec(), kv("/e/job/10", "a", 1, 1, 0x10));
+        m.insert(b"/e/gone/20".to_vec(), kv("/e/gone/20", "b", 2, 2, 0x20));
+        let ids: BTreeSet<Vec<u8>> = [b"/e/job/".to_vec()].into();
+        let shown = t.preview(&m, &ids);
+        assert_eq!(shown.len(), 1);
+        assert_eq!(shown[0].leader.as_ref().map(|l| l.id.as_str()), Some("a"));
+        assert_eq!(t.elections().count(), 0, "nothing stored");
+        let mut t = election_tracker();
+        two_candidates(&mut t);
+        let previewed: BTreeSet<Vec<u8>> = [b"/e/job/".to_vec(), b"/e/gone/".to_vec()].into();
+        let missing = t.missing(previewed);
+        assert_eq!(missing.len(), 1);
+        assert_eq!(missing[0].name, "gone");
+        assert!(missing[0].leader.is_none() && missing[0].candidates.is_empty());
     }
 }

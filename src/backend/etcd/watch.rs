@@ -17,7 +17,7 @@ use super::leases::{self, LEASE_TICK, fates, wanted_leases};
 use super::tracker::{Change, Observed, Tracker};
 use super::{Closed, EtcdBackend, EtcdError, Stop, send, timed};
 use crate::backend::{BackendIo, Command};
-use crate::model::{Election, SourceEvent, SourceId};
+use crate::model::{SourceEvent, SourceId};
 
 /// How often the member is asked for a quorum read (and the watch for its progress).
 pub(super) const HEARTBEAT: Duration = Duration::from_millis(500);
@@ -291,16 +291,10 @@ async fn ttls_read(
     source: SourceId,
     batch: Vec<leases::Reading>,
 ) -> Result<(), Closed> {
-    let mut changed: HashMap<String, Election> = HashMap::new();
-    for (lease, reading, at) in batch {
-        for e in tracker.set_ttl(lease, reading, at) {
-            changed.insert(e.name.clone(), e);
-        }
-    }
-    if changed.is_empty() {
+    let elections = tracker.set_ttls(batch);
+    if elections.is_empty() {
         return Ok(());
     }
-    let elections = changed.into_values().collect();
     send(io, SourceEvent::Elections { source, elections }).await
 }
 
@@ -432,9 +426,20 @@ async fn history_merged(
             send(io, SourceEvent::Happened(event)).await?;
         }
     }
-    synced(backend, link, &mut f.tracker, io).await?;
+    synced(backend, link, &mut f.tracker, io, true).await?;
     conn.on(Input::CaughtUp);
+    give_back_memory();
     Ok(())
+}
+
+/// The replay's tracker and snapshot are gone: hand the memory they held back to the system
+/// rather than keep it in the allocator's free lists for the dashboard's whole life.
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap pages; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 pub(super) async fn compacted_notice(
@@ -453,26 +458,51 @@ pub(super) async fn compacted_notice(
     send(io, SourceEvent::Happened(event)).await
 }
 
-/// The state is complete: read every lease once if asked to, then say so.
+/// Every lease of `tracker`, read for half the request timeout (for `status`, half of it
+/// after the backend started): `status` prints within its --timeout however many leases
+/// there are (the other half is for the snapshot's own reading, merging and printing); a
+/// lease not read by then shows no TTL, and the source's notice says how many.
+pub(super) async fn read_every_lease(
+    backend: &EtcdBackend,
+    link: &Link,
+    tracker: &Tracker,
+    io: &BackendIo,
+) -> Result<Vec<leases::Reading>, Closed> {
+    let half = backend.opts.request_timeout / 2;
+    let deadline = match backend.opts.one_shot {
+        true => backend.started + half,
+        false => tokio::time::Instant::now() + half,
+    };
+    let all = tracker.all_leases();
+    let wanted = all.len();
+    let batch = leases::read_many_until(&link.client, all, deadline).await;
+    if batch.len() < wanted {
+        let text = unread_note(wanted - batch.len(), wanted, backend.opts.request_timeout);
+        warn!("{text}");
+        let source = backend.info.id;
+        send(io, SourceEvent::Notice { source, text }).await?;
+    }
+    Ok(batch)
+}
+
+/// What a read of every lease that ran out of time says.
+fn unread_note(unread: usize, wanted: usize, timeout: Duration) -> String {
+    format!(
+        "{unread} of {wanted} leases not read within half the {timeout:?} timeout: their TTL shows as unknown (one round trip per lease; a longer --timeout reads more)"
+    )
+}
+
+/// The state is complete: read every lease once if asked to (`read_leases`: not read
+/// already), then say so.
 pub(super) async fn synced(
     backend: &EtcdBackend,
     link: &mut Link,
     tracker: &mut Tracker,
     io: &BackendIo,
+    read_leases: bool,
 ) -> Result<(), Stop> {
-    if backend.opts.all_leases {
-        // Half the request timeout: `status` prints within its --timeout however many
-        // leases there are; a lease not read by then shows no TTL.
-        let deadline = tokio::time::Instant::now() + backend.opts.request_timeout / 2;
-        let all = tracker.all_leases();
-        let wanted = all.len();
-        let batch = leases::read_many_until(&link.client, all, deadline).await;
-        if batch.len() < wanted {
-            warn!(
-                read = batch.len(),
-                wanted, "not every lease read in time; the rest show no TTL yet"
-            );
-        }
+    if backend.opts.all_leases && read_leases {
+        let batch = read_every_lease(backend, link, tracker, io).await?;
         ttls_read(tracker, io, backend.info.id, batch).await?;
     }
     send(
@@ -533,6 +563,19 @@ pub(super) async fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_unread_note_counts_and_says_what_helps() {
+        let text = unread_note(9_000, 20_000, Duration::from_secs(5));
+        assert!(
+            text.starts_with("9000 of 20000 leases not read within half the 5s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("TTL shows as unknown") && text.contains("--timeout"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn contact_is_confirmed_only_once_the_watch_reached_the_quorum_read() {
