@@ -776,6 +776,9 @@ pub async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
     let names: Vec<String> = sources.infos.iter().map(|i| i.name.clone()).collect();
     // The same state the TUI keeps, so staleness is judged the same way.
     let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    // The sorted, filtered rows are never shown here: changes only mark them (bounded by the
+    // elections), never settle them, so a change is printed without re-ranking anything.
+    app.rows_index.defer = true;
     let mut was_stale = vec![false; names.len()];
     let mut check = tokio::time::interval(Duration::from_millis(250));
     let stop = tokio::signal::ctrl_c();
