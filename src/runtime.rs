@@ -322,18 +322,21 @@ pub(crate) fn dashboard_mouse(
     }
 }
 
-/// How often the screen must be redrawn for time alone: fast while a countdown runs,
-/// once a second while ages or a retry timer show, never when nothing moves.
+/// How often the screen must be redrawn for time alone: fast while a countdown on screen
+/// shows tenths, once a second while a longer one runs or ages show, twice a second while
+/// staleness must be noticed, never when nothing moves.
 pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
-    if app.needs_tick() {
+    let rows = ui::table_rows(app.size.1);
+    if app.needs_tick(rows) {
         Some(fast)
     } else if app.sources.iter().any(|s| s.last_contact.is_some()) || app.flash.is_some() {
         // Staleness must show within seconds even when nothing else moves; a flash must go.
         Some(Duration::from_millis(500))
-    } else if app
-        .elections
-        .values()
-        .any(|e| e.last_change().is_some_and(|h| h.at.is_some()))
+    } else if app.countdown_on_screen(rows, i64::MAX)
+        || app
+            .elections
+            .values()
+            .any(|e| e.last_change().is_some_and(|h| h.at.is_some()))
     {
         Some(Duration::from_secs(1))
     } else {
@@ -877,6 +880,65 @@ fn marker(names: &[String], source: usize, kind: EventKind) -> Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A countdown drives fast frames only while it shows tenths (under a minute) and is
+    /// on screen: a leader a page below the table's rows moves nothing.
+    #[test]
+    fn frames_follow_only_the_countdowns_on_screen_and_their_precision() {
+        use crate::model::{Candidate, Deadline, Election, Scheme, SourceEvent};
+        let now = Instant::now();
+        let info = crate::model::SourceInfo::test_etcd();
+        let mut app = App::new(vec![info], now, SystemTime::UNIX_EPOCH);
+        app::update(
+            &mut app,
+            Msg::Resize {
+                width: 100,
+                height: 12,
+            },
+        );
+        let rows = ui::table_rows(app.size.1);
+        let lead = |name: String, left_ms: i64| {
+            let mut e = Election::new(0, name, Scheme::EtcdLeaseKey);
+            e.leader = Some(Candidate {
+                id: "a".into(),
+                raw_id: b"a".to_vec(),
+                key: "k".into(),
+                raw_key: b"k".to_vec(),
+                lease: Some(1),
+                create_revision: 1,
+                mod_revision: 1,
+                stamp: None,
+                ttl: Some(Deadline {
+                    granted_ms: 600_000,
+                    remaining_ms: left_ms,
+                    read_at: now,
+                }),
+            });
+            e
+        };
+        // Sorted by name: the long countdowns fill the screen, the short one is below it.
+        let mut elections: Vec<Election> = (0..rows + 5)
+            .map(|i| lead(format!("a{i:03}"), 300_000))
+            .collect();
+        elections.push(lead("zzz".into(), 5_000));
+        app.sort = crate::app::Sort {
+            key: crate::app::SortKey::Name,
+            reversed: false,
+        };
+        app::update(
+            &mut app,
+            Msg::Source(SourceEvent::Elections {
+                source: 0,
+                elections,
+            }),
+        );
+        let fast = Duration::from_millis(100);
+        assert!(!app.needs_tick(rows), "the short countdown is off screen");
+        assert_eq!(tick_interval(&app, fast), Some(Duration::from_secs(1)));
+        app::update(&mut app, Msg::Action(app::Action::Bottom));
+        assert!(app.needs_tick(rows), "now it is on screen, in tenths");
+        assert_eq!(tick_interval(&app, fast), Some(fast));
+    }
 
     #[test]
     fn frames_are_paced_and_a_change_too_soon_waits_for_the_next() {

@@ -21,7 +21,7 @@ pub use prompt::{Prompt, PromptKind};
 pub use rows::{Filter, RowInfo, Sort, SortKey};
 
 use crate::backend::Command;
-use crate::model::{ConnState, Election, EventKind, SourceEvent, SourceId, SourceInfo};
+use crate::model::{Candidate, ConnState, Election, EventKind, SourceEvent, SourceId, SourceInfo};
 
 /// Which pane the movement keys act on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -222,6 +222,10 @@ pub struct App {
     pub last_click: Option<(Target, Instant)>,
 }
 
+/// Below a minute left a countdown shows tenths of a second (`42.3s`), so frames come at the
+/// fast tick; above it the text moves once a second (`1m05s`) and so do the frames.
+pub const FAST_COUNTDOWN_MS: i64 = 60_000;
+
 /// Rows a page key moves.
 const PAGE: usize = 10;
 
@@ -373,16 +377,33 @@ impl App {
 
     /// Whether anything on screen moves with time (a countdown or a retry timer), so the
     /// runtime knows to keep ticking; with nothing moving it sleeps.
-    pub fn needs_tick(&self) -> bool {
+    pub fn needs_tick(&self, rows: usize) -> bool {
         self.sources
             .iter()
             .any(|s| matches!(s.conn, ConnState::Down { .. }))
-            || self.elections.values().any(|e| {
-                e.leader
-                    .as_ref()
-                    .and_then(|l| l.ttl)
-                    .is_some_and(|d| d.remaining_ms_at(self.now) > 0)
-            })
+            || self.countdown_on_screen(rows, FAST_COUNTDOWN_MS)
+    }
+
+    /// Whether a countdown on screen has less than `under_ms` left (and more than nothing):
+    /// the leaders of the rows in view, and every candidate of the selected and the
+    /// described election. Only what is on screen: this runs before every frame.
+    pub fn countdown_on_screen(&self, rows: usize, under_ms: i64) -> bool {
+        let running = |c: &Candidate| {
+            c.ttl
+                .is_some_and(|d| (1..under_ms).contains(&d.remaining_ms_at(self.now)))
+        };
+        let start = self.selected.saturating_sub(rows.saturating_sub(1));
+        let in_view = self.rows.iter().skip(start).take(rows.max(1));
+        let leaders = in_view
+            .filter_map(|r| self.elections.get(&r.key)?.leader.as_ref())
+            .any(running);
+        let described = self.describe.as_ref().map(|d| &d.key);
+        leaders
+            || [self.selected_key(), described.cloned()]
+                .into_iter()
+                .flatten()
+                .filter_map(|k| self.elections.get(&k))
+                .any(|e| e.leader.iter().chain(&e.candidates).any(running))
     }
 
     /// What each source should keep fresh: the leaders of the elections in view and the
