@@ -900,19 +900,12 @@ mod tests {
         let lead = |name: String, left_ms: i64| {
             let mut e = Election::new(0, name, Scheme::EtcdLeaseKey);
             e.leader = Some(Candidate {
-                id: "a".into(),
-                raw_id: b"a".to_vec(),
-                key: "k".into(),
-                raw_key: b"k".to_vec(),
-                lease: Some(1),
-                create_revision: 1,
-                mod_revision: 1,
-                stamp: None,
                 ttl: Some(Deadline {
                     granted_ms: 600_000,
                     remaining_ms: left_ms,
                     read_at: now,
                 }),
+                ..Candidate::plain("a", "k")
             });
             e
         };

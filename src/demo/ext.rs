@@ -196,22 +196,14 @@ mod tests {
 
     use super::*;
     use crate::app::{Action, Msg};
-    use crate::model::{Scheme, SourceInfo};
+    use crate::model::SourceInfo;
 
     fn app() -> App {
-        let info = SourceInfo {
-            id: 0,
-            name: "sqlite".into(),
-            label: "sqlite".into(),
-            short: "sql1".into(),
-            endpoints: "x".into(),
-            scheme: Some(Scheme::SqlLease),
-            read_only: false,
-            clustered: false,
-            idle_is_normal: false,
-            notice: None,
-        };
-        App::new(vec![info], Instant::now(), SystemTime::now())
+        App::new(
+            vec![SourceInfo::test_sqlite()],
+            Instant::now(),
+            SystemTime::now(),
+        )
     }
 
     /// A demo of three nodes that are never started; `out`'s sender is handed back.

@@ -67,17 +67,7 @@ fn dashboard(w: u16, h: u16, t0: Instant, leader: &str) -> App {
 
 fn lead(a: &mut App, id: &str) {
     let mut e = Election::new(0, "demo".into(), Scheme::SqlLease);
-    let c = Candidate {
-        id: id.into(),
-        raw_id: id.as_bytes().to_vec(),
-        key: "demo".into(),
-        raw_key: b"demo".to_vec(),
-        lease: None,
-        create_revision: 0,
-        mod_revision: 0,
-        stamp: None,
-        ttl: None,
-    };
+    let c = Candidate::plain(id, "demo");
     e.leader = Some(c.clone());
     e.candidates = vec![c];
     e.record(

@@ -316,19 +316,11 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     fn app() -> App {
-        let info = SourceInfo {
-            id: 0,
-            name: "sqlite".into(),
-            label: "sqlite".into(),
-            short: "sql1".into(),
-            endpoints: "x".into(),
-            scheme: Some(Scheme::SqlLease),
-            read_only: false,
-            clustered: false,
-            idle_is_normal: false,
-            notice: None,
-        };
-        App::new(vec![info], Instant::now(), SystemTime::now())
+        App::new(
+            vec![SourceInfo::test_sqlite()],
+            Instant::now(),
+            SystemTime::now(),
+        )
     }
 
     fn demo() -> Demo {
@@ -337,17 +329,7 @@ mod tests {
 
     fn lead(app: &mut App, id: &str) {
         let mut e = Election::new(0, "demo".into(), Scheme::SqlLease);
-        e.leader = Some(Candidate {
-            id: id.into(),
-            raw_id: id.as_bytes().to_vec(),
-            key: "demo".into(),
-            raw_key: b"demo".to_vec(),
-            lease: None,
-            create_revision: 0,
-            mod_revision: 0,
-            stamp: None,
-            ttl: None,
-        });
+        e.leader = Some(Candidate::plain(id, "demo"));
         crate::app::update(
             app,
             crate::app::Msg::Source(SourceEvent::Elections {

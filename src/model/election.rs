@@ -123,6 +123,22 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// A candidate whose id and key are plain text (their bytes as written), with no lease,
+    /// revisions, stamp or TTL yet: what the demo's rows and the tests start from.
+    pub fn plain(id: &str, key: &str) -> Candidate {
+        Candidate {
+            id: id.into(),
+            raw_id: id.as_bytes().to_vec(),
+            key: key.into(),
+            raw_key: key.as_bytes().to_vec(),
+            lease: None,
+            create_revision: 0,
+            mod_revision: 0,
+            stamp: None,
+            ttl: None,
+        }
+    }
+
     /// A key without a lease in an election never expires and blocks everyone behind it.
     pub fn zombie(&self) -> bool {
         self.lease == Some(0)

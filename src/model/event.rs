@@ -63,6 +63,22 @@ impl SourceInfo {
             notice: None,
         }
     }
+
+    /// A SQLite source for unit tests: `sql1`, sql-lease.
+    pub fn test_sqlite() -> SourceInfo {
+        SourceInfo {
+            id: 0,
+            name: "sqlite".into(),
+            label: "sqlite".into(),
+            short: "sql1".into(),
+            endpoints: "x".into(),
+            scheme: Some(Scheme::SqlLease),
+            read_only: false,
+            clustered: false,
+            idle_is_normal: false,
+            notice: None,
+        }
+    }
 }
 
 /// Connection state of one source.
