@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::electop::{command, status_json};
+use common::electop::{command, spawn_lines, status_json};
 use common::sqlstore::Store;
 
 const T: Duration = Duration::from_secs(10);
@@ -93,21 +92,8 @@ fn watch_lines_and_admin_verbs_use_the_configured_names() {
     let (ops, other) = stores();
     let home = tempfile::tempdir().expect("tempdir");
     let cfg = config(home.path(), &ops, &other);
-    let mut child = command(home.path())
-        .args(["--config", &cfg, "--context", "ops", "watch"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("electop watch");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, lines) =
+        spawn_lines(command(home.path()).args(["--config", &cfg, "--context", "ops", "watch"]));
     let mut synced = 0;
     while synced < 2 {
         let l = lines.recv_timeout(T).expect("watch syncs both sources");

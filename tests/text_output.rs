@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::electop::command;
+use common::electop::{command, spawn_lines};
 use common::sqlstore::Store;
 
 const T: Duration = Duration::from_secs(10);
@@ -125,22 +125,8 @@ fn watch_prints_one_readable_line_per_change() {
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
     let home = tempfile::tempdir().expect("tempdir");
-    let mut child = command(home.path())
-        .args(args(&store.url()))
-        .arg("watch")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("electop watch");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, lines) =
+        spawn_lines(command(home.path()).args(args(&store.url())).arg("watch"));
     let next = |what: &str| {
         lines
             .recv_timeout(T)

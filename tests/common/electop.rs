@@ -63,6 +63,26 @@ pub fn election<'a>(status: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no election {name} in {status:#}"))
 }
 
+/// `cmd` started with its stdout read line by line on a thread (stderr dropped): the child,
+/// to kill, and its lines as they come, to wait for with a deadline (`recv_timeout`).
+pub fn spawn_lines(cmd: &mut Command) -> (Child, mpsc::Receiver<String>) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn electop");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
+}
+
 /// `electop watch --json` running in the background, its lines collected.
 pub struct Watch {
     child: Child,
