@@ -151,3 +151,27 @@ fn watch_prints_one_readable_line_per_change() {
     );
     assert!(rest.contains(" ttl "), "the new leader's TTL: {line}");
 }
+
+/// `status --json` piped is one line a program parses (a person at a terminal gets it
+/// indented; `-o json` is the same output).
+#[test]
+fn status_json_piped_is_one_line() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    for flag in [&["--json"][..], &["-o", "json"]] {
+        let out = command(home.path())
+            .args(args(&store.url()))
+            .arg("status")
+            .args(flag)
+            .stdin(Stdio::null())
+            .output()
+            .expect("electop status");
+        assert!(out.status.success(), "{flag:?}: {out:?}");
+        let text = String::from_utf8(out.stdout).expect("UTF-8");
+        assert_eq!(text.lines().count(), 1, "{flag:?}: {text}");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(v["elections"][0]["leader"]["id"], "node-a", "{text}");
+    }
+}
