@@ -54,9 +54,24 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     .areas(inner);
 
     let room = (head.width as usize).saturating_sub(8);
+    let second = match &e.deposed {
+        Some(d) => deposed_line(d, app.as_of(e.source), room),
+        None => key_line(e, room),
+    };
+    let mut head_lines = vec![leader_line(app, e, room), second];
+    head_lines.extend(
+        notes
+            .iter()
+            .map(|t| Line::from(Span::styled(truncate_display(t, room), theme::warn()))),
+    );
+    frame.render_widget(Paragraph::new(head_lines), head);
+    line_table(app, e, frame, line);
+}
+
+/// Who leads, or since when nobody does; a stale source's leader as last seen.
+fn leader_line(app: &App, e: &Election, room: usize) -> Line<'static> {
     let stale = app.stale_for(e.source);
-    let at = app.as_of(e.source);
-    let leader_line = match &e.leader {
+    match &e.leader {
         Some(l) if stale.is_some() => Line::from(vec![
             Span::styled(
                 format!(
@@ -82,57 +97,57 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
             },
             theme::no_leader(),
         )),
-    };
-    let key_line = match &e.leader {
-        Some(l) => Line::from(vec![
-            Span::styled(
-                match l.lease {
-                    Some(0) => "NO LEASE: never expires ".to_string(),
-                    Some(lease) => format!("lease {lease:x} "),
-                    None => format!("until {} ", l.stamp.as_deref().unwrap_or("?")),
-                },
-                if l.zombie() {
-                    theme::warn()
-                } else {
-                    theme::dim()
-                },
-            ),
-            Span::styled(
-                match l.lease {
-                    Some(_) => format!(
-                        "rev {}/{} key {}",
-                        l.create_revision,
-                        l.mod_revision,
-                        truncate_display(&l.key, room)
-                    ),
-                    None => format!("row {}", truncate_display(&l.key, room)),
-                },
-                theme::dim(),
-            ),
-        ]),
-        None => Line::from(""),
-    };
-    let key_line = match &e.deposed {
-        Some(d) => Line::from(Span::styled(
-            format!(
-                "⚠ deposed {} may still believe it leads (lease alive, {} left)",
-                truncate_display(&d.id, room),
-                d.ttl
-                    .map(|t| format::duration_ms(t.remaining_ms_at(at)))
-                    .unwrap_or_else(|| "?".into())
-            ),
-            theme::warn(),
-        )),
-        None => key_line,
-    };
-    let mut head_lines = vec![leader_line, key_line];
-    head_lines.extend(
-        notes
-            .iter()
-            .map(|t| Line::from(Span::styled(truncate_display(t, room), theme::warn()))),
-    );
-    frame.render_widget(Paragraph::new(head_lines), head);
+    }
+}
 
+/// The leader's lease (or term) and key.
+fn key_line(e: &Election, room: usize) -> Line<'static> {
+    let Some(l) = &e.leader else {
+        return Line::from("");
+    };
+    let hold = match l.lease {
+        Some(0) => "NO LEASE: never expires ".to_string(),
+        Some(lease) => format!("lease {lease:x} "),
+        None => format!("until {} ", l.stamp.as_deref().unwrap_or("?")),
+    };
+    let at = match l.lease {
+        Some(_) => format!(
+            "rev {}/{} key {}",
+            l.create_revision,
+            l.mod_revision,
+            truncate_display(&l.key, room)
+        ),
+        None => format!("row {}", truncate_display(&l.key, room)),
+    };
+    let hold_style = if l.zombie() {
+        theme::warn()
+    } else {
+        theme::dim()
+    };
+    Line::from(vec![
+        Span::styled(hold, hold_style),
+        Span::styled(at, theme::dim()),
+    ])
+}
+
+/// A deposed leader whose lease still runs, in place of the key line: it matters more.
+fn deposed_line(d: &crate::model::Candidate, at: std::time::Instant, room: usize) -> Line<'static> {
+    Line::from(Span::styled(
+        format!(
+            "⚠ deposed {} may still believe it leads (lease alive, {} left)",
+            truncate_display(&d.id, room),
+            d.ttl
+                .map(|t| format::duration_ms(t.remaining_ms_at(at)))
+                .unwrap_or_else(|| "?".into())
+        ),
+        theme::warn(),
+    ))
+}
+
+/// The line of candidates, scrolled, with rank, id, lease and TTL.
+fn line_table(app: &App, e: &Election, frame: &mut Frame, line: Rect) {
+    let stale = app.stale_for(e.source).is_some();
+    let at = app.as_of(e.source);
     let rows_fit = line.height.saturating_sub(1) as usize;
     let total = e.candidates.len();
     let start = app.line_scroll.min(total.saturating_sub(rows_fit.max(1)));
@@ -142,37 +157,7 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         .enumerate()
         .skip(start)
         .take(rows_fit)
-        .map(|(i, c)| {
-            let mark = if i == 0 && e.leader.is_some() {
-                "★"
-            } else {
-                " "
-            };
-            let ttl_style = match (&c.ttl, c.zombie()) {
-                _ if stale.is_some() => theme::dim(),
-                (_, true) => theme::warn(),
-                (Some(d), _) => theme::ttl(d.ratio_at(at)),
-                (None, _) => theme::dim(),
-            };
-            Row::new(vec![
-                Cell::from(format!("{mark}{}", i + 1)).style(if c.zombie() {
-                    theme::warn()
-                } else {
-                    theme::dim()
-                }),
-                Cell::from(match e.member(&c.id) {
-                    // Patroni: the member's own account beside its name.
-                    Some(m) => truncate_display(&format!("{} · {}", c.id, m.summary()), 60),
-                    None => truncate_display(&c.id, 40),
-                }),
-                Cell::from(match c.lease {
-                    Some(0) => "none".to_string(),
-                    Some(l) => format!("{l:x}"),
-                    None => String::new(),
-                }),
-                Cell::from(Span::styled(format::ttl_cell(c, at, 5), ttl_style)),
-            ])
-        });
+        .map(|(i, c)| candidate_row(e, i, c, stale, at));
     let title = if total > rows_fit {
         format!(
             "ID · {}-{} of {total}",
@@ -201,6 +186,45 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     .header(Row::new(["#", title.as_str(), "LEASE", "TTL"]).style(theme::header()))
     .column_spacing(1);
     frame.render_widget(table, line);
+}
+
+fn candidate_row(
+    e: &Election,
+    i: usize,
+    c: &crate::model::Candidate,
+    stale: bool,
+    at: std::time::Instant,
+) -> Row<'static> {
+    let mark = if i == 0 && e.leader.is_some() {
+        "★"
+    } else {
+        " "
+    };
+    let ttl_style = match (&c.ttl, c.zombie()) {
+        _ if stale => theme::dim(),
+        (_, true) => theme::warn(),
+        (Some(d), _) => theme::ttl(d.ratio_at(at)),
+        (None, _) => theme::dim(),
+    };
+    let rank_style = if c.zombie() {
+        theme::warn()
+    } else {
+        theme::dim()
+    };
+    Row::new(vec![
+        Cell::from(format!("{mark}{}", i + 1)).style(rank_style),
+        Cell::from(match e.member(&c.id) {
+            // Patroni: the member's own account beside its name.
+            Some(m) => truncate_display(&format!("{} · {}", c.id, m.summary()), 60),
+            None => truncate_display(&c.id, 40),
+        }),
+        Cell::from(match c.lease {
+            Some(0) => "none".to_string(),
+            Some(l) => format!("{l:x}"),
+            None => String::new(),
+        }),
+        Cell::from(Span::styled(format::ttl_cell(c, at, 5), ttl_style)),
+    ])
 }
 
 fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
