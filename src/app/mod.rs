@@ -582,22 +582,7 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
             }
             s.revision = Some(revision);
         }
-        SourceEvent::Elections { source, elections } => {
-            if let Some(s) = app.sources.get_mut(source)
-                && !elections.is_empty()
-                && matches!(s.info.notice, Some(crate::model::SourceNotice::Empty(_)))
-            {
-                s.info.notice = None;
-            }
-            for e in elections {
-                let key = (source, e.name.clone());
-                app.elections.insert(key.clone(), e);
-                rows::touch(app, key);
-            }
-            if !app.rows_index.defer {
-                rows::settle(app);
-            }
-        }
+        SourceEvent::Elections { source, elections } => on_elections(app, source, elections),
         SourceEvent::Happened(event) => return on_happened(app, event),
         SourceEvent::Notice { source, text } => {
             let Some(s) = app.sources.get_mut(source) else {
@@ -625,19 +610,7 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
             at,
             wall,
             next_within,
-        } => {
-            let Some(s) = app.sources.get_mut(source) else {
-                return false;
-            };
-            // Only a change of staleness changes the screen.
-            let was = s.stale_for(app.now).is_some();
-            s.last_contact = Some((at, wall));
-            s.contact_every = next_within;
-            if was {
-                rows::refresh(app);
-            }
-            return was;
-        }
+        } => return on_contact(app, source, (at, wall), next_within),
         SourceEvent::Members { source, members } => {
             if let Some(s) = app.sources.get_mut(source) {
                 s.members = members;
@@ -645,6 +618,43 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
         }
     }
     true
+}
+
+/// Elections as the source now has them: each marks its row changed.
+fn on_elections(app: &mut App, source: SourceId, elections: Vec<Election>) {
+    if let Some(s) = app.sources.get_mut(source)
+        && !elections.is_empty()
+        && matches!(s.info.notice, Some(crate::model::SourceNotice::Empty(_)))
+    {
+        s.info.notice = None;
+    }
+    for e in elections {
+        let key = (source, e.name.clone());
+        app.elections.insert(key.clone(), e);
+        rows::touch(app, key);
+    }
+    if !app.rows_index.defer {
+        rows::settle(app);
+    }
+}
+
+/// The source answered. Only a change of staleness changes the screen: its rows thaw.
+fn on_contact(
+    app: &mut App,
+    source: SourceId,
+    at: (Instant, SystemTime),
+    next_within: std::time::Duration,
+) -> bool {
+    let Some(s) = app.sources.get_mut(source) else {
+        return false;
+    };
+    let was = s.stale_for(app.now).is_some();
+    s.last_contact = Some(at);
+    s.contact_every = next_within;
+    if was {
+        rows::refresh(app);
+    }
+    was
 }
 
 /// A backend's event: into the events view under the source's short name; a compacted
