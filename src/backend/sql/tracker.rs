@@ -188,135 +188,97 @@ impl SqlTracker {
 
     /// Applies a poll. Returns the elections that changed, what happened, and the leader
     /// changes to persist. The first poll only establishes the state.
-    pub fn apply(&mut self, poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
-        let mut changed = Vec::new();
-        let mut events = Vec::new();
-        let mut recorded = Vec::new();
+    pub fn apply(&mut self, mut poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
+        let mut out = Applied::default();
         self.start_poll();
         self.started = false;
         let first = !self.polled;
-        for row in poll.rows {
+        for row in std::mem::take(&mut poll.rows) {
             let (holder, stamp) = (row.holder.as_deref(), row.stamp.as_deref());
             if self.keep(&row.key, holder, stamp, row.remaining_ms, poll.db_now_ms) {
                 continue;
             }
-            let deadline_ms = row.remaining_ms.map(|r| poll.db_now_ms + r);
-            let prev = self.seen.remove(&row.key);
-            // What the screen and the history show is escaped; the row keeps what was read.
-            let name = escape(&row.key);
-            let holder = row.holder.as_deref().map(escape);
-            let old_leader = prev.as_ref().and_then(|p| p.row.leader().map(escape));
-            let new_leader = row.leader().map(escape);
-            let same_holder = prev.as_ref().is_some_and(|p| p.row.holder == row.holder);
-            let granted_ms = self.term_ms.unwrap_or_else(|| {
-                let r = row.remaining_ms.unwrap_or(0).max(0);
-                if same_holder {
-                    prev.as_ref().map_or(r, |p| p.granted_ms.max(r))
-                } else {
-                    r
-                }
-            });
-            let change = if first {
-                None
-            } else {
-                match (&old_leader, &new_leader) {
-                    (None, Some(b)) => Some((
-                        EventKind::LeaderElected,
-                        None,
-                        Some(b.clone()),
-                        Cause::Elected,
-                    )),
-                    (Some(a), None) => {
-                        Some((EventKind::LeaderLost, Some(a.clone()), None, Cause::Expired))
-                    }
-                    (Some(a), Some(b)) if a != b => {
-                        // Taking over is allowed once the old term is over; before that it was forced.
-                        let expired = prev
-                            .as_ref()
-                            .and_then(|p| p.deadline_ms)
-                            .is_some_and(|d| d <= poll.db_now_ms);
-                        let cause = if expired {
-                            Cause::Expired
-                        } else {
-                            Cause::TakenOver
-                        };
-                        Some((
-                            EventKind::LeaderChanged,
-                            Some(a.clone()),
-                            Some(b.clone()),
-                            cause,
-                        ))
-                    }
-                    _ => None,
-                }
-            };
-            // The remaining time moves every poll; only a new holder or deadline is news (the
-            // screen counts down from the deadline it has).
-            let stamp_changed = prev
-                .as_ref()
-                .is_none_or(|p| (&p.row.holder, &p.row.stamp) != (&row.holder, &row.stamp));
-            let limit = self.history_limit;
-            let e = self.election(&name);
-            let leader_before = e.leader.as_ref().map(|l| l.id.clone());
-            let candidate = holder.map(|h| Candidate {
-                id: h,
-                raw_id: row.holder.clone().unwrap_or_default().into_bytes(),
-                key: name.clone(),
-                raw_key: row.key.as_bytes().to_vec(),
-                lease: None,
-                create_revision: 0,
-                mod_revision: 0,
-                // Shown as is: a SQLite column holds any text, not only a timestamp.
-                stamp: row.stamp.as_deref().map(escape),
-                ttl: row.remaining_ms.map(|r| Deadline {
-                    granted_ms: granted_ms.max(1),
-                    remaining_ms: r.max(0),
-                    read_at: poll.now,
-                }),
-            });
-            e.leader = candidate.clone().filter(|_| new_leader.is_some());
-            e.candidates = candidate.into_iter().collect();
-            let change =
-                change.map(
-                    |(kind, from, to, cause)| match self.forced.take(&name, poll.now) {
-                        Some((forced, by)) => (kind, from, to, forced, Some(by)),
-                        None => (kind, from, to, cause, None),
-                    },
-                );
-            let e = self.election(&name);
-            if let Some((kind, from, to, cause, by)) = change {
-                let entry = HistoryEntry {
-                    at: Some(poll.at),
-                    revision: None,
-                    from: from.clone(),
-                    to: to.clone(),
-                    cause,
-                    by,
-                };
-                e.record(entry.clone(), limit);
-                let mut ev = event(&self.source_name, &name, kind, from, to, cause, poll.at);
-                ev.detail = entry.by.as_ref().map(|b| format!("forced by {b}"));
-                recorded.push((name.clone(), entry));
-                events.push(ev);
-            }
-            // Cloned only when sent: an election carries its history.
-            if let Some(e) = self.elections.get(&name)
-                && !first
-                && (stamp_changed || leader_before != e.leader.as_ref().map(|l| l.id.clone()))
-            {
-                changed.push(e.clone());
-            }
-            self.seen.insert(
-                row.key.clone(),
-                Seen {
-                    row,
-                    deadline_ms,
-                    granted_ms,
-                    poll: self.polls,
-                },
-            );
+            self.apply_row(row, &poll, first, &mut out);
         }
-        // Rows that are gone: the election stays, without a leader.
+        self.apply_gone(&poll, &mut out);
+        if first {
+            out.changed = self.elections.values().cloned().collect();
+        }
+        self.polled = true;
+        (out.changed, out.events, out.recorded)
+    }
+
+    /// A row that is new or differs from the last poll's.
+    fn apply_row(&mut self, row: Row, poll: &Poll, first: bool, out: &mut Applied) {
+        let deadline_ms = row.remaining_ms.map(|r| poll.db_now_ms + r);
+        let prev = self.seen.remove(&row.key);
+        // What the screen and the history show is escaped; the row keeps what was read.
+        let name = escape(&row.key);
+        let old_leader = prev.as_ref().and_then(|p| p.row.leader().map(escape));
+        let new_leader = row.leader().map(escape);
+        let same_holder = prev.as_ref().is_some_and(|p| p.row.holder == row.holder);
+        let granted_ms = self.term_ms.unwrap_or_else(|| {
+            let r = row.remaining_ms.unwrap_or(0).max(0);
+            if same_holder {
+                prev.as_ref().map_or(r, |p| p.granted_ms.max(r))
+            } else {
+                r
+            }
+        });
+        let change = (!first)
+            .then(|| {
+                // Taking over is allowed once the old term is over; before that it was forced.
+                let expired = prev
+                    .as_ref()
+                    .and_then(|p| p.deadline_ms)
+                    .is_some_and(|d| d <= poll.db_now_ms);
+                leader_change(&old_leader, &new_leader, expired)
+            })
+            .flatten();
+        // The remaining time moves every poll; only a new holder or deadline is news (the
+        // screen counts down from the deadline it has).
+        let stamp_changed = prev
+            .as_ref()
+            .is_none_or(|p| (&p.row.holder, &p.row.stamp) != (&row.holder, &row.stamp));
+        let candidate = row.holder.as_deref().map(|h| Candidate {
+            id: escape(h),
+            raw_id: h.as_bytes().to_vec(),
+            key: name.clone(),
+            raw_key: row.key.as_bytes().to_vec(),
+            // Shown as is: a SQLite column holds any text, not only a timestamp.
+            stamp: row.stamp.as_deref().map(escape),
+            ttl: row.remaining_ms.map(|r| Deadline {
+                granted_ms: granted_ms.max(1),
+                remaining_ms: r.max(0),
+                read_at: poll.now,
+            }),
+            ..Candidate::plain("", "")
+        });
+        let e = self.election(&name);
+        let leader_before = e.leader.as_ref().map(|l| l.id.clone());
+        e.leader = candidate.clone().filter(|_| new_leader.is_some());
+        e.candidates = candidate.into_iter().collect();
+        if let Some((kind, from, to, cause)) = change {
+            self.record(&name, kind, (from, to), cause, poll, out);
+        }
+        // Cloned only when sent: an election carries its history.
+        if let Some(e) = self.elections.get(&name)
+            && !first
+            && (stamp_changed || leader_before != e.leader.as_ref().map(|l| l.id.clone()))
+        {
+            out.changed.push(e.clone());
+        }
+        let seen = Seen {
+            row,
+            deadline_ms,
+            granted_ms,
+            poll: self.polls,
+        };
+        self.seen.insert(seen.row.key.clone(), seen);
+    }
+
+    /// Rows that are gone: the election stays, without a leader.
+    fn apply_gone(&mut self, poll: &Poll, out: &mut Applied) {
         let mut gone: Vec<String> = self
             .seen
             .iter()
@@ -330,38 +292,93 @@ impl SqlTracker {
                 continue;
             };
             let key = escape(&raw);
-            let leader = prev.row.leader().map(escape);
-            let limit = self.history_limit;
-            let forced = self.forced.take(&key, poll.now);
-            let cause = forced.as_ref().map(|(c, _)| *c).unwrap_or(Cause::Deleted);
             let e = self.election(&key);
             e.leader = None;
             e.candidates.clear();
-            if let Some(a) = leader {
-                let entry = HistoryEntry {
-                    at: Some(poll.at),
-                    revision: None,
-                    from: Some(a.clone()),
-                    to: None,
-                    cause,
-                    by: forced.map(|(_, by)| by),
-                };
-                e.record(entry.clone(), limit);
-                let lost = EventKind::LeaderLost;
-                let mut ev = event(&self.source_name, &key, lost, Some(a), None, cause, poll.at);
-                ev.detail = entry.by.as_ref().map(|b| format!("forced by {b}"));
-                recorded.push((key.clone(), entry));
-                events.push(ev);
+            match prev.row.leader().map(escape) {
+                Some(a) => {
+                    let lost = EventKind::LeaderLost;
+                    self.record(&key, lost, (Some(a), None), Cause::Deleted, poll, out);
+                }
+                // An action aimed at a row that went with no leader is spent all the same:
+                // it must not name the cause of a later change.
+                None => drop(self.forced.take(&key, poll.now)),
             }
             if let Some(e) = self.elections.get(&key) {
-                changed.push(e.clone());
+                out.changed.push(e.clone());
             }
         }
-        if first {
-            changed = self.elections.values().cloned().collect();
+    }
+
+    /// A leader change into the election's history, the events and what is persisted; an
+    /// admin action of ours (or another electop's) recently aimed at it names the cause.
+    fn record(
+        &mut self,
+        name: &str,
+        kind: EventKind,
+        (from, to): (Option<String>, Option<String>),
+        cause: Cause,
+        poll: &Poll,
+        out: &mut Applied,
+    ) {
+        let (cause, by) = match self.forced.take(name, poll.now) {
+            Some((forced, by)) => (forced, Some(by)),
+            None => (cause, None),
+        };
+        let entry = HistoryEntry {
+            at: Some(poll.at),
+            revision: None,
+            from: from.clone(),
+            to: to.clone(),
+            cause,
+            by,
+        };
+        let limit = self.history_limit;
+        self.election(name).record(entry.clone(), limit);
+        let mut ev = event(&self.source_name, name, kind, from, to, cause, poll.at);
+        ev.detail = entry.by.as_ref().map(|b| format!("forced by {b}"));
+        out.recorded.push((name.to_string(), entry));
+        out.events.push(ev);
+    }
+}
+
+/// What a poll changed, gathered as its rows are applied.
+#[derive(Default)]
+struct Applied {
+    changed: Vec<Election>,
+    events: Vec<Event>,
+    recorded: Vec<Recorded>,
+}
+
+/// What a row's new leader means, from the leader before and after and whether the old
+/// term had run out.
+fn leader_change(
+    old: &Option<String>,
+    new: &Option<String>,
+    expired: bool,
+) -> Option<(EventKind, Option<String>, Option<String>, Cause)> {
+    match (old, new) {
+        (None, Some(b)) => Some((
+            EventKind::LeaderElected,
+            None,
+            Some(b.clone()),
+            Cause::Elected,
+        )),
+        (Some(a), None) => Some((EventKind::LeaderLost, Some(a.clone()), None, Cause::Expired)),
+        (Some(a), Some(b)) if a != b => {
+            let cause = if expired {
+                Cause::Expired
+            } else {
+                Cause::TakenOver
+            };
+            Some((
+                EventKind::LeaderChanged,
+                Some(a.clone()),
+                Some(b.clone()),
+                cause,
+            ))
         }
-        self.polled = true;
-        (changed, events, recorded)
+        _ => None,
     }
 }
 
