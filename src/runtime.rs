@@ -325,8 +325,8 @@ pub(crate) fn dashboard_mouse(
 /// How often the screen must be redrawn for time alone: fast while a countdown on screen
 /// shows tenths, once a second while a longer one runs or ages show, twice a second while
 /// staleness must be noticed, never when nothing moves.
-pub(crate) fn tick_interval(app: &App, fast: Duration) -> Option<Duration> {
-    let rows = ui::table_rows(app.size.1);
+/// `rows`: the table's lines on screen (the demo's table is shorter than the dashboard's).
+pub(crate) fn tick_interval(app: &App, rows: usize, fast: Duration) -> Option<Duration> {
     if app.needs_tick(rows) {
         Some(fast)
     } else if app.sources.iter().any(|s| s.last_contact.is_some()) || app.flash.is_some() {
@@ -464,11 +464,15 @@ async fn run_loop<E: Extension>(
             let end = end_loop(terminal, &mut app, sources, &mut admin_rx, ext).await?;
             return Ok((end, app));
         }
-        send_visible(&app, ext.table_rows(&app), sources, &mut sent);
-        let interval = [tick_interval(&app, tick), ext.tick_interval(&app, tick)]
-            .into_iter()
-            .flatten()
-            .min();
+        let rows = ext.table_rows(&app);
+        send_visible(&app, rows, sources, &mut sent);
+        let interval = [
+            tick_interval(&app, rows, tick),
+            ext.tick_interval(&app, tick),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         if next_tick.is_none() {
             next_tick = interval.map(|i| tokio::time::Instant::now() + i);
         }
@@ -936,10 +940,13 @@ mod tests {
         );
         let fast = Duration::from_millis(100);
         assert!(!app.needs_tick(rows), "the short countdown is off screen");
-        assert_eq!(tick_interval(&app, fast), Some(Duration::from_secs(1)));
+        assert_eq!(
+            tick_interval(&app, rows, fast),
+            Some(Duration::from_secs(1))
+        );
         app::update(&mut app, Msg::Action(app::Action::Bottom));
         assert!(app.needs_tick(rows), "now it is on screen, in tenths");
-        assert_eq!(tick_interval(&app, fast), Some(fast));
+        assert_eq!(tick_interval(&app, rows, fast), Some(fast));
     }
 
     #[test]

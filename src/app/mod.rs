@@ -392,9 +392,8 @@ impl App {
             c.ttl
                 .is_some_and(|d| (1..under_ms).contains(&d.remaining_ms_at(self.now)))
         };
-        let start = self.selected.saturating_sub(rows.saturating_sub(1));
-        let in_view = self.rows.iter().skip(start).take(rows.max(1));
-        let leaders = in_view
+        let leaders = self
+            .rows_in_view(rows)
             .filter_map(|r| self.elections.get(&r.key)?.leader.as_ref())
             .any(running);
         let described = self.describe.as_ref().map(|d| &d.key);
@@ -408,15 +407,14 @@ impl App {
 
     /// What each source should keep fresh: the leaders of the elections in view and the
     /// selected election's line.
-    pub fn visible_requests(&self, rows: usize) -> Vec<(SourceId, Command)> {
+    /// The rows a table of `rows` lines shows: the selected one stays in view at the bottom.
+    fn rows_in_view(&self, rows: usize) -> impl Iterator<Item = &RowInfo> {
         let start = self.selected.saturating_sub(rows.saturating_sub(1));
-        let in_view: Vec<&(SourceId, String)> = self
-            .rows
-            .iter()
-            .skip(start)
-            .take(rows.max(1))
-            .map(|r| &r.key)
-            .collect();
+        self.rows.iter().skip(start).take(rows.max(1))
+    }
+
+    pub fn visible_requests(&self, rows: usize) -> Vec<(SourceId, Command)> {
+        let in_view: Vec<&(SourceId, String)> = self.rows_in_view(rows).map(|r| &r.key).collect();
         let selected = self.selected_key();
         (0..self.sources.len())
             .map(|id| {
