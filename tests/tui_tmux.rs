@@ -533,7 +533,8 @@ fn demo_reelect_confirmed_after_a_renewal_is_done() {
     });
     let valid_until = || {
         let out = std::process::Command::new("sqlite3")
-            .args([&db, "SELECT valid_until FROM leaderlock WHERE key = 'demo'"])
+            .args(["-cmd", ".timeout 5000", &db])
+            .arg("SELECT valid_until FROM leaderlock WHERE key = 'demo'")
             .output()
             .expect("sqlite3");
         String::from_utf8_lossy(&out.stdout).trim().to_string()

@@ -46,8 +46,10 @@ impl Store {
     pub fn try_exec(&self, sql: &str) -> Result<String, String> {
         match self {
             Store::Sqlite { path, .. } => {
+                // Wait out another connection's write (electop's poll or action) as the
+                // participants do, rather than fail at once with "database is locked".
                 let out = Command::new("sqlite3")
-                    .arg("-bail")
+                    .args(["-bail", "-cmd", ".timeout 5000"])
                     .arg(path)
                     .arg(sql)
                     .output()
