@@ -144,6 +144,7 @@ async fn on_sources(
     let limit = opts.history_limit;
     match cli.command {
         None => {
+            supervise::dashboard_ahead();
             let s = Sources::spawn(&sources, &opts)?;
             let min_frame = config.ui.min_frame();
             let sources_of = |name: &str| cli.sources.context_sources(config, name);

@@ -3,10 +3,11 @@
 //! A panic anywhere is recorded, and the process exits non-zero ([`PANIC_EXIT`]) once the
 //! terminal is back to normal.
 //!
-//! While the dashboard owns the terminal, a panic on another thread (a tokio task, caught by
-//! tokio) must neither restore the terminal under the running dashboard nor print over it:
-//! its message goes to the log and is printed when electop exits. A panic on the main
-//! thread (the dashboard loop itself) ends the process: the terminal is restored first.
+//! While the dashboard owns the terminal, or its sources are starting just before, a panic
+//! on another thread (a tokio task, caught by tokio) must neither restore the terminal under
+//! the running dashboard nor print over it: its message goes to the log and is printed when
+//! electop exits. A panic on the main thread (the dashboard loop itself) ends the process:
+//! the terminal is restored first.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -27,6 +28,9 @@ pub const PANIC_EXIT: u8 = 101;
 
 static PANICKED: AtomicBool = AtomicBool::new(false);
 static TUI_ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Set before a dashboard's sources start: their tasks may panic before the terminal is
+/// taken, and a message printed then would vanish under the alternate screen.
+static DASHBOARD_AHEAD: AtomicBool = AtomicBool::new(false);
 /// Panic messages not printed yet (they happened under the dashboard).
 static DEFERRED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
@@ -58,7 +62,8 @@ fn install() {
         let thread = std::thread::current();
         let name = thread.name().unwrap_or("unnamed");
         tracing::error!(thread = name, panic = %text, "panic");
-        if TUI_ACTIVE.load(Ordering::SeqCst) && name != "main" {
+        let deferring = TUI_ACTIVE.load(Ordering::SeqCst) || DASHBOARD_AHEAD.load(Ordering::SeqCst);
+        if deferring && name != "main" {
             if let Ok(mut d) = DEFERRED.lock() {
                 d.push(format!("a task panicked (thread {name}): {text}"));
             }
@@ -67,6 +72,12 @@ fn install() {
         restore_terminal();
         default(info);
     }));
+}
+
+/// Called before a dashboard's sources are spawned: from then on a task's panic is kept
+/// for the exit message rather than printed where the dashboard is about to draw.
+pub fn dashboard_ahead() {
+    DASHBOARD_AHEAD.store(true, Ordering::SeqCst);
 }
 
 /// Whether anything panicked so far.

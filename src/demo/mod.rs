@@ -322,6 +322,7 @@ pub async fn run(
     for i in 0..args.nodes {
         sup.start(i)?;
     }
+    crate::supervise::dashboard_ahead();
     let mut sources = Sources::spawn(
         std::slice::from_ref(&setup.source),
         &BackendOptions::default(),
