@@ -668,6 +668,8 @@ pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
 /// Returns the state, or the reason a source could not be read.
 pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<App, String> {
     let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    // The rows are worked out once, at the end, not after every batch of elections.
+    app.rows_index.defer = true;
     let deadline = tokio::time::Instant::now() + timeout;
     // The last error of each source: at the deadline it may be between retries ("connecting").
     let mut last_error: Vec<Option<String>> = vec![None; app.sources.len()];
@@ -715,7 +717,8 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
         }
     };
     sources.shutdown().await;
-    // A tick sets the clock and works out the rows, alarms and rates `status` prints.
+    // A tick sets the clock and works out the rows, alarms and rates `status` prints (it
+    // settles the rows, as before a frame).
     app::update(
         &mut app,
         Msg::Tick {
@@ -723,7 +726,6 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
             wall: SystemTime::now(),
         },
     );
-    app::rows::refresh(&mut app);
     result.map(|()| app)
 }
 

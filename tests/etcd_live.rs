@@ -568,9 +568,11 @@ async fn etcd_with_authentication() {
     let _ = node.wait();
 }
 
-/// More than gRPC's default 4 MiB under one prefix: read in pages at one revision.
+/// More than gRPC's default 4 MiB under one prefix, and more than electop's own 64 MiB
+/// response limit: `status` reads the prefix whole, and when etcd's answer is too large to
+/// decode, in pages at one revision; no key is lost either way.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_prefix_over_4mib_is_read_in_pages() {
+async fn a_prefix_over_the_response_limits_is_read_in_pages() {
     use etcd_client::{Txn, TxnOp};
     let etcd = EtcdServer::start();
     let mut client = etcd.client().await;
@@ -584,23 +586,38 @@ async fn a_prefix_over_4mib_is_read_in_pages() {
         client.txn(Txn::new().and_then(ops)).await.expect("txn");
     }
     let h = home();
-    let s = status_json(
-        h.path(),
-        &[
-            "--etcd",
-            &etcd.endpoint(),
-            "--prefix",
-            "/big/",
-            "--scheme",
-            "etcd-lease-key",
-            "--history-limit",
-            "0",
-        ],
-    );
+    let args = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--prefix",
+        "/big/",
+        "--scheme",
+        "etcd-lease-key",
+        "--history-limit",
+        "0",
+    ];
+    let s = status_json(h.path(), &args);
     let elections = s["elections"].as_array().expect("elections");
-    assert_eq!(elections.len(), N, "every key, none lost between pages");
+    assert_eq!(elections.len(), N, "every key, none lost");
     let last = election(&s, &format!("e{:05}", N - 1));
     assert_eq!(last["leader"]["id"], format!("{value}{}", N - 1));
+    // 50 values of 1.4 MB (etcd takes 1.5 MiB a request): 70 MB, over the 64 MiB limit.
+    let large = "y".repeat(1_400_000);
+    for i in 0..50 {
+        client
+            .put(format!("/big/z{i:02}"), format!("{large}{i}"), None)
+            .await
+            .expect("put");
+    }
+    let s = status_json(h.path(), &args);
+    let elections = s["elections"].as_array().expect("elections");
+    assert_eq!(
+        elections.len(),
+        N + 50,
+        "every key, none lost between pages"
+    );
+    let id = election(&s, "z49")["leader"]["id"].as_str().map(str::len);
+    assert_eq!(id, Some(1_400_002), "the whole value of the last large key");
 }
 
 /// Changes an electop saw live keep their wall-clock time on disk (per cluster), so a later

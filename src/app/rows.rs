@@ -385,6 +385,12 @@ fn merge(old: Vec<RowInfo>, gone: &[usize], added: Vec<RowInfo>, sort: Sort) -> 
     out
 }
 
+/// An election's alarms and rate as of the last settle, whether or not it is shown.
+pub fn alarms_and_rate<'a>(app: &'a App, key: &Key) -> Option<(&'a Alarms, f64)> {
+    let c = app.rows_index.cached.get(key)?;
+    Some((&c.alarms, c.rate))
+}
+
 /// The selection stays on its election wherever it moved; else on the same line.
 fn reselect(app: &mut App, keep: Option<Key>) {
     let found = keep.and_then(|k| {

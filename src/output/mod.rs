@@ -14,7 +14,63 @@ use crate::model::{Candidate, Cause, ConnState, Election, HistoryEntry, Scheme, 
 #[derive(Serialize)]
 pub struct Status<'a> {
     pub sources: Vec<SourceJson<'a>>,
-    pub elections: Vec<ElectionJson<'a>>,
+    pub elections: Elections<'a>,
+}
+
+/// Every election, each made as it is written: at 100,000 elections, building them all
+/// first cost as much again as writing them.
+pub struct Elections<'a> {
+    app: &'a App,
+    now: Instant,
+    /// Per source: what every one of its elections repeats, worked out once.
+    sources: Vec<PerSource<'a>>,
+}
+
+struct PerSource<'a> {
+    name: &'a str,
+    /// A stale source's countdowns are frozen at its last contact.
+    at: Instant,
+    stale: bool,
+    as_of: Option<String>,
+    idle_is_normal: bool,
+}
+
+impl Serialize for Elections<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.app.elections.iter().map(|(key, e)| self.one(key, e)))
+    }
+}
+
+impl<'a> Elections<'a> {
+    fn new(app: &'a App, now: Instant) -> Self {
+        let sources = app
+            .sources
+            .iter()
+            .map(|s| PerSource {
+                name: &s.info.name,
+                at: s.as_of(now),
+                stale: s.stale_for(now).is_some(),
+                as_of: s.last_contact.map(|(_, w)| time::rfc3339(w)),
+                idle_is_normal: app.idle_is_normal(s.info.id),
+            })
+            .collect();
+        Elections { app, now, sources }
+    }
+
+    fn one<'s>(&'s self, key: &crate::app::rows::Key, e: &'s Election) -> ElectionJson<'s> {
+        let Some(src) = self.sources.get(e.source) else {
+            return election(e, "", self.now);
+        };
+        let mut j = election(e, src.name, src.at);
+        j.stale = src.stale;
+        j.idle = e.leader.is_none() && src.idle_is_normal;
+        j.as_of = src.as_of.as_deref();
+        if let Some((alarms, rate)) = crate::app::rows::alarms_and_rate(self.app, key) {
+            j.alarms = alarms.iter().map(|a| a.code()).collect();
+            j.changes_per_min = rate;
+        }
+        j
+    }
 }
 
 #[derive(Serialize)]
@@ -67,7 +123,7 @@ pub struct ElectionJson<'a> {
     pub idle: bool,
     /// The source is stale: the leader is the last one seen, as of `as_of`.
     pub stale: bool,
-    pub as_of: Option<String>,
+    pub as_of: Option<&'a str>,
     /// What is wrong, worst first: `no-leader`, `flapping`... (as in the table's ALARMS).
     pub alarms: Vec<&'static str>,
     /// Leader changes per minute over the last minute.
@@ -184,29 +240,8 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
 }
 
 pub fn status(app: &App, now: Instant) -> Status<'_> {
-    let rows: std::collections::HashMap<_, _> = app.rows.iter().map(|r| (&r.key, r)).collect();
     Status {
         sources: app.sources.iter().map(|s| source(s, now)).collect(),
-        elections: app
-            .elections
-            .iter()
-            .map(|(key, e)| {
-                let src = app.sources.get(e.source);
-                let name = src.map(|s| s.info.name.as_str()).unwrap_or("");
-                // A stale source's countdowns are frozen at its last contact.
-                let at = src.map(|s| s.as_of(now)).unwrap_or(now);
-                let mut j = election(e, name, at);
-                j.stale = src.is_some_and(|s| s.stale_for(now).is_some());
-                j.idle = e.leader.is_none() && app.idle_is_normal(e.source);
-                j.as_of = src
-                    .and_then(|s| s.last_contact)
-                    .map(|(_, w)| time::rfc3339(w));
-                if let Some(r) = rows.get(key) {
-                    j.alarms = r.alarms.iter().map(|a| a.code()).collect();
-                    j.changes_per_min = r.rate;
-                }
-                j
-            })
-            .collect(),
+        elections: Elections::new(app, now),
     }
 }

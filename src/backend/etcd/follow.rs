@@ -333,6 +333,11 @@ async fn follow_inner(
         };
         send(io, contact).await?;
     }
+    if backend.opts.one_shot && !state.replay.active() {
+        // `status` has what it prints: no watch to open, only the end to wait for.
+        io.cancel.cancelled().await;
+        return Err(Stop::Closed);
+    }
     loop {
         let Some(f) = state.followed.as_ref() else {
             return Err(Stop::Closed);
@@ -366,7 +371,29 @@ async fn start(
     send(io, SourceEvent::Revision { source, revision }).await?;
     let want_history = backend.opts.history_limit > 0 && backend.opts.replay_history;
     let past = want_history.then(|| Arc::new(snapshot.clone()));
-    tracker.load(snapshot, revision);
+    // `status` and `watch` with nothing to replay read every lease before the state goes
+    // out, so it is sent once, with its countdowns, rather than twice. The leases are known
+    // from the keys: they are read while the tracker loads, on the other core.
+    let leases_first = past.is_none() && backend.opts.all_leases;
+    let leases = leases_first.then(|| distinct_leases(&snapshot));
+    // `status` prints this state and stops: it hands the elections over rather than
+    // copying them, and follows no watch after (see `follow_inner`).
+    let once = backend.opts.one_shot && past.is_none();
+    let loading = tokio::task::spawn_blocking(move || {
+        match once {
+            true => tracker.load_once(snapshot, revision),
+            false => tracker.load(snapshot, revision),
+        }
+        tracker
+    });
+    let batch = match leases {
+        Some(leases) => Some(watch::read_every_lease(backend, link, leases, io).await?),
+        None => None,
+    };
+    let mut tracker = match loading.await {
+        Ok(t) => t,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    };
     let vanished = tracker.missing(std::mem::take(&mut state.previewed));
     if !vanished.is_empty() {
         send(
@@ -378,14 +405,13 @@ async fn start(
         )
         .await?;
     }
-    // `status` and `watch` with nothing to replay read every lease before the state goes
-    // out, so it is cloned and sent once, with its countdowns, rather than twice.
-    let leases_first = past.is_none() && backend.opts.all_leases;
-    if leases_first {
-        let batch = watch::read_every_lease(backend, link, &tracker, io).await?;
+    if let Some(batch) = batch {
         tracker.set_ttls_quietly(batch);
     }
-    let elections = tracker.cloned_elections();
+    let elections = match once {
+        true => tracker.take_elections(),
+        false => tracker.cloned_elections(),
+    };
     send(io, SourceEvent::Elections { source, elections }).await?;
     state.followed = Some(Followed {
         tracker,
@@ -398,6 +424,17 @@ async fn start(
         watch::synced(backend, link, &mut f.tracker, io, !leases_first).await?;
     }
     Ok(())
+}
+
+/// Every lease the keys hold, once each: the leases the tracker will index, known before
+/// it has loaded.
+fn distinct_leases(mirror: &Mirror) -> Vec<i64> {
+    let set: std::collections::HashSet<i64> = mirror
+        .values()
+        .map(|kv| kv.lease)
+        .filter(|l| *l != 0)
+        .collect();
+    set.into_iter().collect()
 }
 
 /// Starts the pending history replay on the member in use.

@@ -26,6 +26,20 @@ impl Kv {
         }
     }
 
+    /// As `from_etcd`, without copying the key and value.
+    pub fn from_etcd_owned(kv: etcd_client::KeyValue) -> Kv {
+        let (create_revision, mod_revision, lease) =
+            (kv.create_revision(), kv.mod_revision(), kv.lease());
+        let (key, value) = kv.into_key_value();
+        Kv {
+            key,
+            value,
+            create_revision,
+            mod_revision,
+            lease,
+        }
+    }
+
     /// A candidate whose identity is the key's value.
     pub fn candidate(&self) -> Candidate {
         self.candidate_named(&self.value)

@@ -139,6 +139,9 @@ const FIRST_PAGE: i64 = 2_000;
 /// round trip, and etcd 3.4 walks the rest of the range's index for every page: 2,000 a
 /// page read 100,000 keys in 50 pages, each slower than the one before.
 const PAGE: i64 = 20_000;
+/// No limit: `status` and `watch` draw nothing while they read, so one range is read as
+/// etcdctl reads it (100,000 keys in 180 ms here, against 250 ms in pages).
+const WHOLE: i64 = 0;
 /// The largest response electop decodes (tonic's default is 4 MiB).
 pub const DECODE_LIMIT: usize = 64 << 20;
 
@@ -177,7 +180,7 @@ async fn read_all(
         } else {
             prefix.clone()
         };
-        let mut limit = FIRST_PAGE;
+        let mut limit = if preview.is_some() { FIRST_PAGE } else { WHOLE };
         // A page too large to decode shrinks every page after it too.
         let mut shrunk = false;
         loop {
@@ -190,9 +193,13 @@ async fn read_all(
             if revision > 0 {
                 opts = opts.with_revision(revision);
             }
-            let resp = match timed(backend, endpoint, kv.get(from.clone(), Some(opts))).await {
-                Err(e) if e.kind() == error::ErrorKind::TooLarge && limit > 1 => {
-                    limit = (limit / 8).max(1);
+            let mut resp = match timed(backend, endpoint, kv.get(from.clone(), Some(opts))).await {
+                Err(e) if e.kind() == error::ErrorKind::TooLarge && limit != 1 => {
+                    limit = if limit == WHOLE {
+                        PAGE
+                    } else {
+                        (limit / 8).max(1)
+                    };
                     shrunk = true;
                     continue;
                 }
@@ -212,15 +219,16 @@ async fn read_all(
                 revision = resp.header().map(|h| h.revision()).unwrap_or(0);
             }
             let mut last = None;
-            for kv in resp.kvs() {
-                let kv = Kv::from_etcd(kv);
+            let (count, more) = (resp.count(), resp.more());
+            for kv in resp.take_kvs() {
+                let kv = Kv::from_etcd_owned(kv);
                 last = Some(kv.key.clone());
                 mirror.insert(kv.key.clone(), kv);
             }
             if let Some(p) = preview.as_deref_mut() {
-                p.page(&mirror, resp.count(), resp.more()).await?;
+                p.page(&mirror, count, more).await?;
             }
-            match (resp.more(), last) {
+            match (more, last) {
                 (true, Some(mut key)) => {
                     key.push(0);
                     from = key;

@@ -150,6 +150,11 @@ impl Tracker {
             .collect()
     }
 
+    /// Every election, taken out: `status` prints them and the tracker ends there.
+    pub fn take_elections(&mut self) -> Vec<Election> {
+        std::mem::take(&mut self.elections).into_values().collect()
+    }
+
     /// Every election, cloned: what the screen is sent after a snapshot.
     pub fn cloned_elections(&self) -> Vec<Election> {
         self.elections.values().cloned().collect()
@@ -158,6 +163,16 @@ impl Tracker {
     /// Loads the state at `revision` without recording history (the start of a replay or
     /// a plain snapshot). Clones nothing: a replay's start never goes to the screen.
     pub fn load(&mut self, kvs: Mirror, revision: i64) {
+        self.load_with(kvs, revision, true);
+    }
+
+    /// As `load`, for a state read once and handed over with `take_elections` (`status`):
+    /// without the indexes that only following changes needs (a third of the load).
+    pub fn load_once(&mut self, kvs: Mirror, revision: i64) {
+        self.load_with(kvs, revision, false);
+    }
+
+    fn load_with(&mut self, kvs: Mirror, revision: i64, indexed: bool) {
         self.mirror = kvs;
         self.revision = revision;
         self.lease_keys.clear();
@@ -182,7 +197,9 @@ impl Tracker {
             e.candidates = shrunk(holders.candidates);
             let limit = self.history_limit;
             super::past::adopt(e, holders.members, holders.notes, &holders.past, limit);
-            self.index(&id);
+            if indexed {
+                self.index(&id);
+            }
         }
         self.attach_ttls_all();
     }

@@ -465,7 +465,7 @@ pub(super) async fn compacted_notice(
 pub(super) async fn read_every_lease(
     backend: &EtcdBackend,
     link: &Link,
-    tracker: &Tracker,
+    all: Vec<i64>,
     io: &BackendIo,
 ) -> Result<Vec<leases::Reading>, Closed> {
     let half = backend.opts.request_timeout / 2;
@@ -473,7 +473,6 @@ pub(super) async fn read_every_lease(
         true => backend.started + half,
         false => tokio::time::Instant::now() + half,
     };
-    let all = tracker.all_leases();
     let wanted = all.len();
     let batch = leases::read_many_until(&link.client, all, deadline).await;
     if batch.len() < wanted {
@@ -502,7 +501,7 @@ pub(super) async fn synced(
     read_leases: bool,
 ) -> Result<(), Stop> {
     if backend.opts.all_leases && read_leases {
-        let batch = read_every_lease(backend, link, tracker, io).await?;
+        let batch = read_every_lease(backend, link, tracker.all_leases(), io).await?;
         ttls_read(tracker, io, backend.info.id, batch).await?;
     }
     send(
