@@ -121,7 +121,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         ..BackendOptions::default()
     };
     let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(on_sources(cli, &config, selected, opts, (tick, prefs)))
+    let done = rt.block_on(on_sources(cli, &config, selected, opts, (tick, prefs)));
+    // Every source was stopped; a snapshot still being derived on a blocking thread (a
+    // quit during the first load of 100,000 elections) is not waited for.
+    rt.shutdown_background();
+    done
 }
 
 /// The dashboard's settings from the config. The config checked names and keys; a key bound

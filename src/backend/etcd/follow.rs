@@ -255,8 +255,31 @@ async fn prefixes(
     info.scheme = Some(scheme);
     info.notice = notice;
     send(io, SourceEvent::Info(info)).await?;
+    if preview.is_none() && prefixes == probe {
+        drop(preview);
+        head_preview(backend, state, io, scheme, &snap).await?;
+    }
     let read = (prefixes == probe).then_some((snap, rev));
     Ok((prefixes, Some(tracker), read))
+}
+
+/// A dashboard whose scheme was detected has nothing on screen until every key is derived
+/// (half a second at 100,000 elections): its first keys' elections are shown at once.
+async fn head_preview(
+    backend: &EtcdBackend,
+    state: &mut State,
+    io: &BackendIo,
+    scheme: crate::model::Scheme,
+    snap: &Mirror,
+) -> Result<(), super::Closed> {
+    if backend.opts.all_leases || snap.len() <= super::FIRST_PAGE as usize {
+        return Ok(());
+    }
+    let layout = backend.layout(scheme);
+    let limit = backend.opts.history_limit;
+    let tracker = Tracker::new(backend.info.id, backend.info.name.clone(), layout, limit);
+    let mut preview = super::preview::Preview::new(io, tracker, &mut state.previewed);
+    preview.head(snap, super::FIRST_PAGE as usize).await
 }
 
 async fn follow(

@@ -133,7 +133,7 @@ pub(super) async fn timed<T>(
 }
 
 /// Keys in the first range page: enough for a first frame, quick to read and show.
-const FIRST_PAGE: i64 = 2_000;
+pub(super) const FIRST_PAGE: i64 = 2_000;
 /// Keys in each later page: pages keep each response well under the decode limit and let
 /// a huge prefix be read without one giant allocation on either side, but each costs a
 /// round trip, and etcd 3.4 walks the rest of the range's index for every page: 2,000 a

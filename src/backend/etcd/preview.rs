@@ -43,8 +43,28 @@ impl<'a> Preview<'a> {
         let total = *self
             .total
             .get_or_insert(usize::try_from(count).unwrap_or(0).max(mirror.len()));
+        self.loading(mirror.len(), total).await?;
+        if !more {
+            return Ok(());
+        }
+        self.show(mirror).await
+    }
+
+    /// The whole snapshot is read, but its scheme was known only from every key (detected),
+    /// so nothing is on screen yet: shows the elections of its first `keys` keys while the
+    /// rest are derived.
+    pub async fn head(&mut self, mirror: &Mirror, keys: usize) -> Result<(), Closed> {
+        let head: Mirror = mirror
+            .iter()
+            .take(keys)
+            .map(|(k, kv)| (k.clone(), kv.clone()))
+            .collect();
+        self.loading(mirror.len(), mirror.len()).await?;
+        self.show(&head).await
+    }
+
+    async fn loading(&self, read: usize, total: usize) -> Result<(), Closed> {
         let source = self.tracker.source();
-        let read = mirror.len();
         send(
             self.io,
             SourceEvent::Loading {
@@ -53,10 +73,12 @@ impl<'a> Preview<'a> {
                 total,
             },
         )
-        .await?;
-        if !more {
-            return Ok(());
-        }
+        .await
+    }
+
+    /// Sends the elections whose keys are all in `mirror`: every one met from `next` on but
+    /// the last, whose other keys may be further on.
+    async fn show(&mut self, mirror: &Mirror) -> Result<(), Closed> {
         let layout = self.tracker.layout();
         let mut ids = BTreeSet::new();
         // Where the run of keys of the last election met starts.
@@ -82,6 +104,7 @@ impl<'a> Preview<'a> {
             return Ok(());
         }
         self.sent.extend(ids);
+        let source = self.tracker.source();
         send(self.io, SourceEvent::Elections { source, elections }).await
     }
 }
