@@ -755,14 +755,13 @@ pub fn print_status(app: &App, format: crate::cli::OutputFormat) -> Result<()> {
             // does): half the bytes to write and to parse at 10,000 elections.
             let pretty = std::io::stdout().is_terminal();
             let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            let doc = output::status(app, app.now);
             let r = if pretty {
-                serde_json::to_writer_pretty(&mut out, &doc)
+                let doc = output::status(app, app.now);
+                serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)
             } else {
-                serde_json::to_writer(&mut out, &doc)
+                output::write_compact(app, app.now, &mut out)
             };
             let r = r
-                .map_err(std::io::Error::from)
                 .and_then(|()| out.write_all(b"\n"))
                 .and_then(|()| out.flush());
             return quiet_pipe(r);

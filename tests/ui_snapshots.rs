@@ -544,7 +544,13 @@ fn triage(now: Instant) -> App {
     );
     orphan.candidates = vec![candidate("w-2", 0x31, 50, None, now)];
     let mut deposed = led("billing", 0, candidate("b-2", 0x41, 60, ttl, now));
-    deposed.deposed = Some(candidate("b-1", 0x40, 55, Some((8_000, 30_000)), now));
+    deposed.deposed = Some(Box::new(candidate(
+        "b-1",
+        0x40,
+        55,
+        Some((8_000, 30_000)),
+        now,
+    )));
     let split = led("payments", 0, candidate("p-1", 0x51, 70, ttl, now));
     let zombie = led("stuck", 0, candidate("old-node", 0, 2, None, now));
     let calm = led(

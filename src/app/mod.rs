@@ -489,7 +489,7 @@ fn prune(app: &mut App) {
     }
     for key in expired {
         app.elections.remove(&key);
-        rows::touch(app, key);
+        rows::touch(app, &key);
     }
     rows::settle(app);
 }
@@ -626,10 +626,23 @@ fn on_elections(app: &mut App, source: SourceId, elections: Vec<Election>) {
     {
         s.info.notice = None;
     }
-    for e in elections {
-        let key = (source, e.name.clone());
-        app.elections.insert(key.clone(), e);
-        rows::touch(app, key);
+    if elections.len() > app.elections.len() {
+        // A snapshot: built as one tree and merged in, rather than inserted one by one,
+        // which moved every election several times at 100,000 of them.
+        let mut batch: std::collections::BTreeMap<_, _> = elections
+            .into_iter()
+            .map(|e| ((source, e.name.clone()), e))
+            .collect();
+        for key in batch.keys() {
+            rows::touch(app, key);
+        }
+        app.elections.append(&mut batch);
+    } else {
+        for e in elections {
+            let key = (source, e.name.clone());
+            rows::touch(app, &key);
+            app.elections.insert(key, e);
+        }
     }
     if !app.rows_index.defer {
         rows::settle(app);

@@ -133,7 +133,7 @@ impl Filter {
             .leader
             .iter()
             .chain(&e.candidates)
-            .chain(&e.deposed)
+            .chain(e.deposed.as_deref())
             .map(|c| c.id.as_str());
         let src = source
             .map(|s| [s.info.short.as_str(), s.info.name.as_str()])
@@ -192,7 +192,7 @@ struct Cached {
 pub struct Rank(i64, i64, i64, Option<String>);
 
 /// Marks an election changed (or gone); the next [`settle`] redoes its row.
-pub fn touch(app: &mut App, key: Key) {
+pub fn touch(app: &mut App, key: &Key) {
     let idx = &mut app.rows_index;
     if idx.full {
         return;
@@ -203,7 +203,7 @@ pub fn touch(app: &mut App, key: Key) {
         idx.dirty.clear();
         return;
     }
-    idx.dirty.insert(key);
+    idx.dirty.insert(key.clone());
 }
 
 /// Brings the rows up to date: redoes only the changed elections' rows and merges them in

@@ -232,7 +232,7 @@ pub struct Election {
     pub history: VecDeque<HistoryEntry>,
     /// A leader deposed while its lease lives on (a resignation): election clients do not
     /// notice, so it may still believe it leads until that lease ends.
-    pub deposed: Option<Candidate>,
+    pub deposed: Option<Box<Candidate>>,
     /// What the store says of each candidate beyond its key (Patroni's member role, state,
     /// timeline, lag); empty for schemes that keep nothing more.
     pub members: Vec<MemberInfo>,

@@ -403,37 +403,39 @@ async fn start(
     // copying them, and follows no watch after (see `follow_inner`).
     let once = backend.opts.one_shot && past.is_none();
     let loading = tokio::task::spawn_blocking(move || {
-        match once {
-            true => tracker.load_once(snapshot, revision),
-            false => tracker.load(snapshot, revision),
-        }
-        tracker
+        let derived = match once {
+            true => Some(tracker.derive_once(&snapshot, revision)),
+            false => {
+                tracker.load(snapshot, revision);
+                None
+            }
+        };
+        (tracker, derived)
     });
     let batch = match leases {
         Some(leases) => Some(watch::read_every_lease(backend, link, leases, io).await?),
         None => None,
     };
-    let mut tracker = match loading.await {
-        Ok(t) => t,
+    let (mut tracker, derived) = match loading.await {
+        Ok(loaded) => loaded,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
     };
-    let vanished = tracker.missing(std::mem::take(&mut state.previewed));
-    if !vanished.is_empty() {
-        send(
-            io,
-            SourceEvent::Elections {
-                source,
-                elections: vanished,
-            },
-        )
-        .await?;
-    }
-    if let Some(batch) = batch {
-        tracker.set_ttls_quietly(batch);
-    }
-    let elections = match once {
-        true => tracker.take_elections(),
-        false => tracker.cloned_elections(),
+    let elections = match derived {
+        Some(mut elections) => {
+            tracker.attach_readings(&mut elections, batch.into_iter().flatten());
+            elections
+        }
+        None => {
+            let vanished = tracker.missing(std::mem::take(&mut state.previewed));
+            if !vanished.is_empty() {
+                let elections = vanished;
+                send(io, SourceEvent::Elections { source, elections }).await?;
+            }
+            if let Some(batch) = batch {
+                tracker.set_ttls_quietly(batch);
+            }
+            tracker.cloned_elections()
+        }
     };
     send(io, SourceEvent::Elections { source, elections }).await?;
     state.followed = Some(Followed {
