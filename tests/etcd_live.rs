@@ -63,6 +63,10 @@ fn election_api_shows_leader_and_line_in_order() {
     assert_eq!(e["transitions"], 1);
     assert_eq!(e["zombie"], false);
     assert_eq!(e["source"], format!("etcd {} /el/", etcd.endpoint()));
+    // The snapshot was a quorum read: the state is as of then, and says so.
+    let as_of = s["sources"][0]["as_of"].as_str().expect("as_of");
+    assert_eq!(e["as_of"].as_str(), Some(as_of));
+    assert_eq!(e["stale"], false);
 }
 
 #[test]

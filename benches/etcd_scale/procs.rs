@@ -63,6 +63,17 @@ pub fn cpu_percent(pid: u32, window: Duration) -> f64 {
     (c1 - c0).as_secs_f64() * 100.0 / (t1 - t0).as_secs_f64()
 }
 
+/// Waits (up to `limit`) until process `pid` uses under 5% of a core over a quarter second.
+pub fn wait_idle(pid: u32, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while cpu_percent(pid, Duration::from_millis(250)) >= 5.0 {
+        if Instant::now() > deadline {
+            eprintln!("etcd still busy after {limit:?}; measuring anyway");
+            return;
+        }
+    }
+}
+
 /// Percentiles of a list of latencies in ms: p50, p99, max.
 pub fn percentiles(mut v: Vec<f64>) -> (f64, f64, f64) {
     if v.is_empty() {

@@ -39,6 +39,11 @@ enum NotReady {
 }
 
 impl EtcdServer {
+    /// The server's process id (0 once stopped), for benchmarks that watch its CPU.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).unwrap_or(0)
+    }
+
     /// Starts etcd and waits (up to 10 s) until `etcdctl endpoint health`
     /// succeeds. Panics with the tail of the etcd log if it does not.
     pub fn start() -> EtcdServer {

@@ -332,6 +332,16 @@ async fn follow_inner(
         state.shown_connected = true;
     }
     info!(endpoint = %link.endpoint, revision, "etcd connected");
+    let contact = SourceEvent::Contact {
+        source,
+        at: sent.0,
+        wall: sent.1,
+        next_within: super::watch::HEARTBEAT,
+    };
+    if backend.opts.one_shot {
+        // `status` ends at the state's Synced, which `start` sends: its `as_of` is the read.
+        send(io, contact.clone()).await?;
+    }
     if let Some(tracker) = fresh {
         start(
             backend, state, io, link, tracker, prefixes, snapshot, revision,
@@ -348,12 +358,6 @@ async fn follow_inner(
     if matches!(conn.phase, Phase::Live { .. }) {
         backoff.reset();
         // The snapshot was a quorum read: the state is current as of when it was asked.
-        let contact = SourceEvent::Contact {
-            source,
-            at: sent.0,
-            wall: sent.1,
-            next_within: super::watch::HEARTBEAT,
-        };
         send(io, contact).await?;
     }
     if backend.opts.one_shot && !state.replay.active() {
