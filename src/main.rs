@@ -14,12 +14,6 @@ use electop::context_switch::ContextSwitch;
 use electop::runtime::{self, Sources};
 use electop::supervise;
 
-/// `status` at 100,000 elections makes a few million small allocations, and the TUI keeps
-/// making them at every change: mimalloc takes a fifth off `status` there. Without
-/// transparent huge pages (`no_thp`): faulting them in stalled one run in two by 0.5 s.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// A mistake in the flags or the config file, found before any store is touched: exit 2,
 /// as clap does for the mistakes it finds itself.
 #[derive(Debug, thiserror::Error)]
