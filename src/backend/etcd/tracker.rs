@@ -53,6 +53,10 @@ pub struct Observed {
 /// Below this much estimated lease left, a vanished lease counts as expired, not revoked.
 const EXPIRY_SLACK_MS: i64 = 1_500;
 
+/// The tracker's indexes, looked up for every election at a load and at every change: a
+/// fast hash, not SipHash.
+type Fast<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 pub struct Tracker {
     source: SourceId,
     source_name: String,
@@ -60,17 +64,17 @@ pub struct Tracker {
     history_limit: usize,
     mirror: Mirror,
     elections: BTreeMap<Vec<u8>, Election>,
-    ttls: HashMap<i64, Deadline>,
+    ttls: Fast<i64, Deadline>,
     /// How many mirrored keys hold each lease, so a lease's countdown is dropped with its
     /// last key without scanning the mirror.
-    lease_keys: HashMap<i64, usize>,
+    lease_keys: Fast<i64, usize>,
     /// Elections whose leader or candidates hold each lease, and the reverse, so a TTL
     /// reading touches only the elections on that lease, however many there are.
-    by_lease: HashMap<i64, BTreeSet<Vec<u8>>>,
-    leases_of: HashMap<Vec<u8>, Vec<i64>>,
+    by_lease: Fast<i64, BTreeSet<Vec<u8>>>,
+    leases_of: Fast<Vec<u8>, Vec<i64>>,
     /// The elections behind each display name (one, unless two ids escape alike), so what
     /// is on screen is found without walking every election at each lease tick.
-    by_name: HashMap<String, Vec<Vec<u8>>>,
+    by_name: Fast<String, Vec<Vec<u8>>>,
     /// Leases of deposed leaders: read eagerly, since their end ends an alarm.
     deposed: std::collections::HashSet<i64>,
     /// Last revision applied to the mirror.
@@ -93,11 +97,11 @@ impl Tracker {
             history_limit,
             mirror: Mirror::new(),
             elections: BTreeMap::new(),
-            ttls: HashMap::new(),
-            lease_keys: HashMap::new(),
-            by_lease: HashMap::new(),
-            leases_of: HashMap::new(),
-            by_name: HashMap::new(),
+            ttls: Fast::default(),
+            lease_keys: Fast::default(),
+            by_lease: Fast::default(),
+            leases_of: Fast::default(),
+            by_name: Fast::default(),
             deposed: Default::default(),
             revision: 0,
             forced: Default::default(),
@@ -718,7 +722,7 @@ fn shrunk(mut line: Vec<Candidate>) -> Vec<Candidate> {
     line
 }
 
-fn attach_ttls(e: &mut Election, ttls: &HashMap<i64, Deadline>) {
+fn attach_ttls(e: &mut Election, ttls: &Fast<i64, Deadline>) {
     let lookup = |lease: Option<i64>| lease.and_then(|l| ttls.get(&l).copied());
     if let Some(l) = e.leader.as_mut() {
         l.ttl = lookup(l.lease);
@@ -845,7 +849,7 @@ fn line_events(
 fn departure(
     old: Option<&Kv>,
     fates: &HashMap<i64, LeaseFate>,
-    ttls: &HashMap<i64, Deadline>,
+    ttls: &Fast<i64, Deadline>,
     seen: Observed,
 ) -> Cause {
     let Some(old) = old else {
