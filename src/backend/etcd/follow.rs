@@ -332,12 +332,7 @@ async fn follow_inner(
         state.shown_connected = true;
     }
     info!(endpoint = %link.endpoint, revision, "etcd connected");
-    let contact = SourceEvent::Contact {
-        source,
-        at: sent.0,
-        wall: sent.1,
-        next_within: super::watch::HEARTBEAT,
-    };
+    let contact = contact_at(source, sent);
     if backend.opts.one_shot {
         // `status` ends at the state's Synced, which `start` sends: its `as_of` is the read.
         send(io, contact.clone()).await?;
@@ -378,6 +373,19 @@ async fn follow_inner(
         if matches!(conn.phase, Phase::Live { .. }) {
             backoff.reset();
         }
+    }
+}
+
+/// The source answered a quorum read asked at `sent`: what it showed was current then.
+fn contact_at(
+    source: crate::model::SourceId,
+    sent: (std::time::Instant, std::time::SystemTime),
+) -> SourceEvent {
+    SourceEvent::Contact {
+        source,
+        at: sent.0,
+        wall: sent.1,
+        next_within: super::watch::HEARTBEAT,
     }
 }
 

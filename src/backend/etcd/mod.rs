@@ -204,27 +204,15 @@ async fn read_all(
                     continue;
                 }
                 Err(e) if e.kind() == error::ErrorKind::TooLarge => {
-                    return Err(Stop::Error(EtcdError::lasting(
-                        endpoint,
-                        format!(
-                            "a single key under {} is larger than the {} MiB response limit",
-                            crate::model::escape_bytes(prefix),
-                            DECODE_LIMIT >> 20
-                        ),
-                    )));
+                    return Err(Stop::Error(too_large(endpoint, prefix)));
                 }
                 r => r?,
             };
             if revision == 0 {
                 revision = resp.header().map(|h| h.revision()).unwrap_or(0);
             }
-            let mut last = None;
             let (count, more) = (resp.count(), resp.more());
-            for kv in resp.take_kvs() {
-                let kv = Kv::from_etcd_owned(kv);
-                last = Some(kv.key.clone());
-                mirror.insert(kv.key.clone(), kv);
-            }
+            let last = take_page(&mut resp, &mut mirror);
             if let Some(p) = preview.as_deref_mut() {
                 p.page(&mirror, count, more).await?;
             }
@@ -241,6 +229,29 @@ async fn read_all(
         }
     }
     Ok((mirror, revision))
+}
+
+/// Moves a page's keys into `mirror`; returns the last key.
+fn take_page(resp: &mut etcd_client::GetResponse, mirror: &mut Mirror) -> Option<Vec<u8>> {
+    let mut last = None;
+    for kv in resp.take_kvs() {
+        let kv = Kv::from_etcd_owned(kv);
+        last = Some(kv.key.clone());
+        mirror.insert(kv.key.clone(), kv);
+    }
+    last
+}
+
+/// One key under `prefix` alone is over the response limit: no page can hold it.
+fn too_large(endpoint: &str, prefix: &[u8]) -> EtcdError {
+    EtcdError::lasting(
+        endpoint,
+        format!(
+            "a single key under {} is larger than the {} MiB response limit",
+            crate::model::escape_bytes(prefix),
+            DECODE_LIMIT >> 20
+        ),
+    )
 }
 
 #[cfg(test)]
