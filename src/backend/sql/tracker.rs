@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Instant, SystemTime};
 
+use compact_str::CompactString;
+
 use crate::model::{
     Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, Scheme, SourceId,
 };
@@ -45,6 +47,11 @@ pub struct Poll {
 
 struct Seen {
     row: Row,
+    /// The row's holder and deadline as read, kept inline (up to 24 bytes) for `keep`: it
+    /// compares them for every row of every poll, and reaching each through its own heap
+    /// string, scattered among the history, was half of a poll.
+    holder: Option<CompactString>,
+    stamp: Option<CompactString>,
     /// Absolute deadline on the database's clock.
     deadline_ms: Option<i64>,
     /// Longest term seen for the current holder (the gauge's full width).
@@ -59,8 +66,9 @@ pub struct SqlTracker {
     scheme: Scheme,
     term_ms: Option<i64>,
     history_limit: usize,
-    /// By the key as read; hashed, since every row of every poll is looked up here.
-    seen: HashMap<String, Seen>,
+    /// By the key as read; hashed (foldhash: SipHash was a fifth of a poll), since every
+    /// row of every poll is looked up here.
+    seen: HashMap<CompactString, Seen, foldhash::fast::RandomState>,
     elections: BTreeMap<String, Election>,
     polled: bool,
     /// Polls applied so far.
@@ -88,7 +96,7 @@ impl SqlTracker {
             scheme,
             term_ms,
             history_limit,
-            seen: HashMap::new(),
+            seen: HashMap::default(),
             elections: BTreeMap::new(),
             polled: false,
             polls: 0,
@@ -166,8 +174,8 @@ impl SqlTracker {
             return false;
         };
         let leads = holder.is_some() && remaining_ms.is_some_and(|ms| ms > 0);
-        let same = prev.row.holder.as_deref() == holder
-            && prev.row.stamp.as_deref() == stamp
+        let same = prev.holder.as_deref() == holder
+            && prev.stamp.as_deref() == stamp
             && prev.row.leader().is_some() == leads;
         if !same {
             return false;
@@ -211,7 +219,7 @@ impl SqlTracker {
     /// A row that is new or differs from the last poll's.
     fn apply_row(&mut self, row: Row, poll: &Poll, first: bool, out: &mut Applied) {
         let deadline_ms = row.remaining_ms.map(|r| poll.db_now_ms + r);
-        let prev = self.seen.remove(&row.key);
+        let prev = self.seen.remove(row.key.as_str());
         // What the screen and the history show is escaped; the row keeps what was read.
         let name = escape(&row.key);
         let old_leader = prev.as_ref().and_then(|p| p.row.leader().map(escape));
@@ -269,12 +277,14 @@ impl SqlTracker {
             out.changed.push(e.clone());
         }
         let seen = Seen {
+            holder: row.holder.as_deref().map(CompactString::from),
+            stamp: row.stamp.as_deref().map(CompactString::from),
             row,
             deadline_ms,
             granted_ms,
             poll: self.polls,
         };
-        self.seen.insert(seen.row.key.clone(), seen);
+        self.seen.insert(CompactString::from(&seen.row.key), seen);
     }
 
     /// Rows that are gone: the election stays, without a leader.
@@ -283,12 +293,12 @@ impl SqlTracker {
             .seen
             .iter()
             .filter(|(_, s)| s.poll != self.polls)
-            .map(|(k, _)| k.clone())
+            .map(|(_, s)| s.row.key.clone())
             .collect();
         // In key order, as the rows were: the events come out the same every time.
         gone.sort_unstable();
         for raw in gone {
-            let Some(prev) = self.seen.remove(&raw) else {
+            let Some(prev) = self.seen.remove(raw.as_str()) else {
                 continue;
             };
             let key = escape(&raw);
