@@ -188,8 +188,8 @@ impl Tracker {
     }
 
     /// Every election in `kvs`, in key order, for a state read once and handed over
-    /// (`status`): no mirror kept, no map, no indexes, which following changes needs and
-    /// which were half the time `status` took at 100,000 elections.
+    /// (`status`). No mirror, map or indexes are kept: only following changes needs them,
+    /// and building them was half the time `status` took at 100,000 elections.
     pub fn derive_once(&mut self, kvs: &Mirror, revision: i64) -> Vec<Election> {
         self.revision = revision;
         let mut ids: Vec<Vec<u8>> = kvs
