@@ -170,12 +170,7 @@ impl Tracker {
         for kv in self.mirror.values() {
             *self.lease_keys.entry(kv.lease).or_default() += 1;
         }
-        let ids: BTreeSet<Vec<u8>> = self
-            .mirror
-            .keys()
-            .filter_map(|k| self.layout.election_of(k))
-            .collect();
-        for id in ids {
+        for id in self.election_ids(&self.mirror) {
             let holders = self.layout.derive(&id, &self.mirror);
             let e = self.elections.entry(id.clone()).or_insert_with(|| {
                 let name = self.layout.display_name(&id);
@@ -192,6 +187,19 @@ impl Tracker {
     /// and building them was half the time `status` took at 100,000 elections.
     pub fn derive_once(&mut self, kvs: &Mirror, revision: i64) -> Vec<Election> {
         self.revision = revision;
+        self.election_ids(kvs)
+            .iter()
+            .map(|id| {
+                let name = self.layout.display_name(id);
+                let mut e = Election::new(self.source, name, self.layout.scheme());
+                adopt(&mut e, self.layout.derive(id, kvs), self.history_limit);
+                e
+            })
+            .collect()
+    }
+
+    /// The elections the keys of `kvs` belong to, once each, in order.
+    fn election_ids(&self, kvs: &Mirror) -> Vec<Vec<u8>> {
         let mut ids: Vec<Vec<u8>> = kvs
             .keys()
             .filter_map(|k| self.layout.election_of(k))
@@ -200,14 +208,7 @@ impl Tracker {
         ids.dedup();
         ids.sort_unstable();
         ids.dedup();
-        ids.iter()
-            .map(|id| {
-                let name = self.layout.display_name(id);
-                let mut e = Election::new(self.source, name, self.layout.scheme());
-                adopt(&mut e, self.layout.derive(id, kvs), self.history_limit);
-                e
-            })
-            .collect()
+        ids
     }
 
     /// TTL readings into elections handed over by `derive_once`.
