@@ -90,45 +90,99 @@ fn reads(rt: &tokio::runtime::Runtime, home: &std::path::Path, n: usize) {
         // commits): whichever command ran then would pay for it.
         procs::wait_idle(etcd.pid(), std::time::Duration::from_secs(60));
         let args = source_args(&etcd, name, layout);
-        // Taken in turns, so both see the machine as it is; the default --timeout (5 s), as
-        // a user runs it.
-        let (mut gets, mut statuses) = (Vec::new(), Vec::new());
-        // What etcd itself spends serving each: with a lease per candidate, `status` waits
-        // mostly on etcd answering one TTL read per lease.
-        let (mut etcd_get, mut etcd_status) = (Duration::ZERO, Duration::ZERO);
-        for _ in 0..3 {
-            let before = procs::cpu(etcd.pid());
-            gets.push(procs::time(
-                etcd.etcdctl_command().args(["get", "--prefix", &prefix]),
-            ));
-            let between = procs::cpu(etcd.pid());
-            statuses.push(procs::try_time(
-                electop(home).args(&args).args(["status", "--json"]),
-            ));
-            etcd_get += between.saturating_sub(before);
-            etcd_status += procs::cpu(etcd.pid()).saturating_sub(between);
-        }
-        gets.sort();
-        let get = gets[1];
-        let status = statuses
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()
-            .map(|mut v| {
-                v.sort();
-                v[1]
-            });
-        let status = match status {
-            Ok(d) => format!("{} ({:.1}x)", ms(d), d.as_secs_f64() / get.as_secs_f64()),
+        let t = turns(&etcd, home, &prefix, &args);
+        let status = match t.status {
+            Ok(d) => format!(
+                "{} ({:.1}x; {:.1}x the Go client){}",
+                ms(d),
+                ratio(d, t.get),
+                ratio(d, t.floor),
+                t.unread
+                    .map(|u| format!(", TTLs not read: {u}"))
+                    .unwrap_or_default()
+            ),
             Err(e) => format!("fails: {e}"),
         };
         let first = procs::median(3, || tui::first_frame(home, &args));
-        let etcd_cpu = format!("{} / {}", ms(etcd_get / 3), ms(etcd_status / 3));
+        let etcd_cpu = format!("{} / {}", ms(t.etcd_get), ms(t.etcd_status));
         println!(
-            "| {n} | {name} | {} | {status} | {etcd_cpu} | {} |",
-            ms(get),
+            "| {n} | {name} | {} | {} | {status} | {etcd_cpu} | {} |",
+            ms(t.get),
+            ms(t.floor),
             ms(first)
         );
     }
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
+}
+
+/// Medians of three turns of `etcdctl get`, the Go client's floor and `electop status`, and
+/// what etcd itself spent serving each `get` and `status` (mean).
+struct Turns {
+    get: Duration,
+    floor: Duration,
+    status: Result<Duration, String>,
+    /// What the median `status` said it could not read in time ("N of M").
+    unread: Option<String>,
+    etcd_get: Duration,
+    etcd_status: Duration,
+}
+
+/// Taken in turns, so all see the machine as it is; the default --timeout (5 s), as a user
+/// runs it. etcd's own CPU shows what waits on etcd: with a lease per candidate, `status`
+/// waits mostly on etcd answering one TTL read per lease.
+fn turns(etcd: &EtcdServer, home: &std::path::Path, prefix: &str, args: &[String]) -> Turns {
+    let floor_bin = floor();
+    let (mut gets, mut floors, mut statuses) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut etcd_get, mut etcd_status) = (Duration::ZERO, Duration::ZERO);
+    for _ in 0..3 {
+        let before = procs::cpu(etcd.pid());
+        gets.push(procs::time(
+            etcd.etcdctl_command().args(["get", "--prefix", prefix]),
+        ));
+        etcd_get += procs::cpu(etcd.pid()).saturating_sub(before);
+        floors.push(procs::time(
+            Command::new(&floor_bin).args([&etcd.endpoint(), prefix]),
+        ));
+        let before = procs::cpu(etcd.pid());
+        statuses.push(procs::try_time(
+            electop(home).args(args).args(["status", "--json"]),
+        ));
+        etcd_status += procs::cpu(etcd.pid()).saturating_sub(before);
+    }
+    let mid = |mut v: Vec<Duration>| {
+        v.sort();
+        v[1]
+    };
+    let status = statuses
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map(|mut v| {
+            v.sort_by_key(|(d, _)| *d);
+            v.swap_remove(1)
+        });
+    // "9000 of 20000 leases not read within half the 5s timeout: …"
+    let unread = status.as_ref().ok().and_then(|(_, err)| {
+        let before = &err[..err.find(" leases not read")?];
+        let words: Vec<&str> = before.split_whitespace().rev().take(3).collect();
+        Some(format!("{} of {}", words.get(2)?, words.first()?))
+    });
+    Turns {
+        get: mid(gets),
+        floor: mid(floors),
+        status: status.map(|(d, _)| d),
+        unread,
+        etcd_get: etcd_get / 3,
+        etcd_status: etcd_status / 3,
+    }
+}
+
+/// The Go program that does only what `status` must ask etcd (`floor.go`), built once.
+fn floor() -> std::path::PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/etcd_scale/floor.go");
+    common::campaigners::go_build(&src, "floor")
 }
 
 fn main() {
@@ -149,9 +203,9 @@ fn main() {
         "## Reads: `status` and the first frame, beside `etcdctl get --prefix` (medians of 3)\n"
     );
     println!(
-        "| elections | layout | etcdctl get | electop status | etcd CPU: get / status | first frame |"
+        "| elections | layout | etcdctl get | Go client: range + TTLs | electop status | etcd CPU: get / status | first frame |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for n in &sizes {
         reads(&rt, home.path(), *n);
     }

@@ -5,17 +5,21 @@ use std::time::{Duration, Instant};
 
 /// Wall time of a command run to its end (output thrown away); panics if it fails.
 pub fn time(cmd: &mut Command) -> Duration {
-    try_time(cmd).unwrap_or_else(|e| panic!("{cmd:?} failed: {e}"))
+    try_time(cmd)
+        .map(|(d, _)| d)
+        .unwrap_or_else(|e| panic!("{cmd:?} failed: {e}"))
 }
 
-/// Wall time of a command run to its end, or its error output when it fails.
-pub fn try_time(cmd: &mut Command) -> Result<Duration, String> {
+/// Wall time of a command run to its end and its error output, or that output alone when
+/// it fails.
+pub fn try_time(cmd: &mut Command) -> Result<(Duration, String), String> {
     let t = Instant::now();
     let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output();
     let out = out.expect("run the command");
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     match out.status.success() {
-        true => Ok(t.elapsed()),
-        false => Err(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        true => Ok((t.elapsed(), stderr)),
+        false => Err(stderr),
     }
 }
 

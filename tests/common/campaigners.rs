@@ -251,39 +251,46 @@ pub fn go_campaigner() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/campaigners/go/campaign.go");
-        let dir = Path::new(super::electop::bin())
-            .parent()
-            .expect("target dir")
-            .join("campaigners/go");
-        let bin = dir.join("campaign");
-        if is_newer(&bin, &src) {
-            return bin;
-        }
-        std::fs::create_dir_all(&dir).expect("create the campaigner build dir");
-        // Test binaries build in parallel: each into its own file, then one atomic rename.
-        let tmp = dir.join(format!("campaign.{}", std::process::id()));
-        let out = Command::new("go")
-            .args(["build", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .env("GO111MODULE", "off")
-            .env(
-                "GOPATH",
-                format!("{}:/usr/share/gocode", dir.join("gopath").display()),
-            )
-            .env("GOCACHE", dir.join("cache"))
-            .env("GOFLAGS", "")
-            .output()
-            .expect("run go (is golang-go installed? run scripts/install-deps.sh)");
-        assert!(
-            out.status.success(),
-            "go build of the Go campaigner failed (is golang-etcd-server-dev installed?): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::rename(&tmp, &bin).expect("move the Go campaigner into place");
-        bin
+        go_build(&src, "campaign")
     })
     .clone()
+}
+
+/// Builds the Go program `src` offline against Debian's golang-etcd-server-dev, into
+/// `campaigners/go/NAME` beside electop's binary; kept while newer than its source.
+pub fn go_build(src: &Path, name: &str) -> PathBuf {
+    let dir = Path::new(super::electop::bin())
+        .parent()
+        .expect("target dir")
+        .join("campaigners/go");
+    let bin = dir.join(name);
+    if is_newer(&bin, src) {
+        return bin;
+    }
+    std::fs::create_dir_all(&dir).expect("create the Go build dir");
+    // Test binaries build in parallel: each into its own file, then one atomic rename.
+    let tmp = dir.join(format!("{name}.{}", std::process::id()));
+    let out = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&tmp)
+        .arg(src)
+        .env("GO111MODULE", "off")
+        .env(
+            "GOPATH",
+            format!("{}:/usr/share/gocode", dir.join("gopath").display()),
+        )
+        .env("GOCACHE", dir.join("cache"))
+        .env("GOFLAGS", "")
+        .output()
+        .expect("run go (is golang-go installed? run scripts/install-deps.sh)");
+    assert!(
+        out.status.success(),
+        "go build of {} failed (is golang-etcd-server-dev installed?): {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(&tmp, &bin).expect("move the Go binary into place");
+    bin
 }
 
 fn is_newer(built: &Path, src: &Path) -> bool {
