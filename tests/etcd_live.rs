@@ -740,6 +740,77 @@ async fn status_prints_in_time_however_many_leases() {
     }
 }
 
+/// When `status` cannot read every lease in time, the leaders' leases are read first: a
+/// table's TTL column is the leader's. etcd is behind a proxy that delays every chunk by
+/// 40 ms each way, so 64 reads in flight take at least 80 ms a round and the budget (half of
+/// a 2 s --timeout) cannot read even the 1,000 leaders' leases, on any machine.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_reads_the_leaders_leases_first() {
+    const N: usize = 1_000;
+    let etcd = EtcdServer::start();
+    let client = etcd.client().await;
+    let grants = (0..2 * N).map(|_| {
+        let mut c = client.clone();
+        async move { c.lease_grant(600, None).await.expect("grant").id() }
+    });
+    let leases: Vec<i64> = futures::stream::iter(grants).buffered(32).collect().await;
+    // Leaders in earlier txns than followers: the election API's line is creation order.
+    for (turn, ids) in [&leases[..N], &leases[N..]].into_iter().enumerate() {
+        for (chunk, ids) in ids.chunks(100).enumerate() {
+            let ops: Vec<TxnOp> = ids
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let key = format!("/line/e{:04}/{l:x}", chunk * 100 + i);
+                    let opts = PutOptions::new().with_lease(*l);
+                    TxnOp::put(key, format!("node-{turn}"), Some(opts))
+                })
+                .collect();
+            client
+                .clone()
+                .txn(Txn::new().and_then(ops))
+                .await
+                .expect("txn");
+        }
+    }
+    let port: u16 = etcd
+        .endpoint()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    let proxy = common::proxy::Proxy::start(port, Duration::from_secs(60));
+    proxy.delay_both(Duration::from_millis(40), Duration::from_millis(40));
+    let h = home();
+    let out = common::electop::command(h.path())
+        .args(["--etcd", &format!("127.0.0.1:{}", proxy.port())])
+        .args(["--prefix", "/line/", "--scheme", "etcd-election"])
+        .args(["status", "--json", "--timeout", "2s"])
+        .output()
+        .expect("electop");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let s: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let elections = s["elections"].as_array().expect("elections");
+    assert_eq!(elections.len(), N);
+    let read = |i: usize| {
+        elections
+            .iter()
+            .filter(|e| !e["candidates"][i]["ttl_ms"].is_null())
+            .count()
+    };
+    let (leaders, followers) = (read(0), read(1));
+    assert!(
+        stderr.contains("leases not read"),
+        "the budget ran out: {stderr}"
+    );
+    // Only the first 64 reads start before the elections are known.
+    assert!(
+        followers <= 64 && leaders > followers,
+        "TTLs read: {leaders} leaders, {followers} followers"
+    );
+}
+
 /// A first frame must not wait for 100,000 elections to be read and derived: elections of
 /// the first 2,000 keys arrive before the whole prefix is loaded (while the source is still
 /// not shown as connected, with how far the read got), and once loaded the full snapshot

@@ -9,12 +9,13 @@ use tracing::{info, warn};
 
 use super::conn::{Conn, Input, Phase, Resume};
 use super::layout::Mirror;
+use super::leases;
 use super::members::{self, Serving};
 use super::tracker::Tracker;
 use super::watch::{self, Restart};
-use super::{EtcdBackend, EtcdError, Stop, read_all, send};
+use super::{Closed, EtcdBackend, EtcdError, Stop, read_all, send};
 use crate::backend::{BackendIo, Backoff, Command};
-use crate::model::{ConnState, SourceEvent};
+use crate::model::{ConnState, Election, SourceEvent};
 
 /// What survives a move to another member.
 pub(super) struct State {
@@ -397,7 +398,7 @@ async fn start(
     state: &mut State,
     io: &BackendIo,
     link: &mut Link,
-    mut tracker: Tracker,
+    tracker: Tracker,
     prefixes: Vec<Vec<u8>>,
     snapshot: Mirror,
     revision: i64,
@@ -410,28 +411,20 @@ async fn start(
     // out, so it is sent once, with its countdowns, rather than twice. The leases are known
     // from the keys: they are read while the tracker loads, on the other core.
     let leases_first = past.is_none() && backend.opts.all_leases;
-    let leases = leases_first.then(|| distinct_leases(&snapshot));
     // `status` prints this state and stops: it hands the elections over rather than
     // copying them, and follows no watch after (see `follow_inner`).
     let once = backend.opts.one_shot && past.is_none();
-    let loading = tokio::task::spawn_blocking(move || {
-        let derived = match once {
-            true => Some(tracker.derive_once(&snapshot, revision)),
-            false => {
-                tracker.load(snapshot, revision);
-                None
-            }
-        };
-        (tracker, derived)
-    });
-    let batch = match leases {
-        Some(leases) => Some(watch::read_every_lease(backend, link, leases, io).await?),
-        None => None,
-    };
-    let (mut tracker, derived) = match loading.await {
-        Ok(loaded) => loaded,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    };
+    let (mut tracker, derived, batch) = load_reading_leases(
+        backend,
+        link,
+        io,
+        tracker,
+        snapshot,
+        revision,
+        once,
+        leases_first,
+    )
+    .await?;
     let elections = match derived {
         Some(mut elections) => {
             tracker.attach_readings(&mut elections, batch.into_iter().flatten());
@@ -462,6 +455,61 @@ async fn start(
     }
     Ok(())
 }
+
+/// What the tracker and the first lease readings are once the snapshot is loaded. `once`:
+/// derived into a list and no more (`status`); `leases`: every lease read meanwhile, on the
+/// async runtime while the derivation runs on a blocking thread, the leaders' first once
+/// the elections are known.
+#[allow(clippy::too_many_arguments)]
+async fn load_reading_leases(
+    backend: &EtcdBackend,
+    link: &Link,
+    io: &BackendIo,
+    mut tracker: Tracker,
+    snapshot: Mirror,
+    revision: i64,
+    once: bool,
+    leases: bool,
+) -> Result<Loaded, Closed> {
+    let queue = leases.then(|| leases::Queue::new(distinct_leases(&snapshot)));
+    let loading = tokio::task::spawn_blocking(move || {
+        let derived = match once {
+            true => Some(tracker.derive_once(&snapshot, revision)),
+            false => {
+                tracker.load(snapshot, revision);
+                None
+            }
+        };
+        (tracker, derived)
+    });
+    let read = async {
+        match &queue {
+            Some(q) => watch::read_every_lease(backend, link, q.clone(), io)
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
+    };
+    let loaded = async {
+        let (tracker, derived) = match loading.await {
+            Ok(loaded) => loaded,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
+        if let Some(q) = &queue {
+            let leaders = match &derived {
+                Some(elections) => leases::leaders(elections.iter()),
+                None => leases::leaders(tracker.elections()),
+            };
+            q.put_first(&leaders);
+        }
+        (tracker, derived)
+    };
+    let (batch, (tracker, derived)) = tokio::join!(read, loaded);
+    Ok((tracker, derived, batch?))
+}
+
+/// A loaded tracker, the elections it derived if derived once, the first lease readings.
+type Loaded = (Tracker, Option<Vec<Election>>, Option<Vec<leases::Reading>>);
 
 /// Every lease the keys hold, once each: the leases the tracker will index, known before
 /// it has loaded.

@@ -2,7 +2,8 @@
 //! when each is due, and whether a deleted key's lease still exists. Reads run on their own
 //! task, several at a time, so a slow or failing read never holds up the watch.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcd_client::Client;
@@ -12,6 +13,7 @@ use tokio::sync::mpsc;
 use super::EtcdBackend;
 use super::tracker::{LeaseFate, Tracker};
 use crate::backend::Command;
+use crate::model::Election;
 
 /// Candidates of the selected election whose leases are kept fresh.
 const SELECTED_LINE: usize = 64;
@@ -87,17 +89,60 @@ pub(super) async fn read_many(client: &Client, leases: Vec<i64>) -> Vec<Reading>
         .await
 }
 
-/// `read_many` until `deadline`: what was read by then. For the first reading of every
-/// lease (`status`, `watch`): one round trip per lease cannot keep up with 100,000 of them,
-/// and the current state must not wait for all; the rest are read at later ticks. One
-/// connection with `CONCURRENT` in flight: two to four connections, or 256 in flight, read
-/// 5,000 leases no faster here (etcd shares the machine's two cores).
-pub(super) async fn read_many_until(
+/// Leases waiting for their first reading, taken one at a time as a read slot frees, so the
+/// order of those still waiting can change while the first are read: when the elections
+/// are known, the leaders' leases go first, since a budget may run out before the rest.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Queue(Arc<Mutex<VecDeque<i64>>>);
+
+impl Queue {
+    pub fn new(leases: Vec<i64>) -> Queue {
+        Queue(Arc::new(Mutex::new(leases.into())))
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn pop(&self) -> Option<i64> {
+        self.lock().pop_front()
+    }
+
+    /// Moves those of `first` still waiting ahead of the others, each part in its order.
+    pub fn put_first(&self, first: &HashSet<i64>) {
+        let mut q = self.lock();
+        let (mut ahead, behind): (VecDeque<i64>, VecDeque<i64>) =
+            q.drain(..).partition(|l| first.contains(l));
+        ahead.extend(behind);
+        *q = ahead;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<i64>> {
+        // A panic elsewhere cannot leave a half-written queue: each change is one statement.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The leaders' leases: the TTL a table shows, so those read first.
+pub(super) fn leaders<'a>(elections: impl Iterator<Item = &'a Election>) -> HashSet<i64> {
+    elections
+        .filter_map(|e| e.leader.as_ref()?.lease)
+        .filter(|l| *l != 0)
+        .collect()
+}
+
+/// Reads the queue's leases until it is empty or `deadline`: what was read by then. For the
+/// first reading of every lease (`status`, `watch`): one round trip per lease cannot keep
+/// up with 100,000 of them, and the current state must not wait for all; the rest are read
+/// at later ticks. One connection with `CONCURRENT` in flight: two to four connections, or
+/// 256 in flight, read 5,000 leases no faster here (etcd shares the machine's two cores).
+pub(super) async fn read_queue_until(
     client: &Client,
-    leases: Vec<i64>,
+    queue: Queue,
     deadline: tokio::time::Instant,
 ) -> Vec<Reading> {
-    let mut reads = futures::stream::iter(leases)
+    // Taken lazily: `buffer_unordered` asks for the next lease only when a slot is free.
+    let mut reads = futures::stream::iter(std::iter::from_fn(move || queue.pop()))
         .map(|l| read_one(client.clone(), l))
         .buffer_unordered(CONCURRENT);
     let mut out = Vec::new();
@@ -191,6 +236,16 @@ impl Drop for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leases_put_first_go_ahead_of_those_still_waiting_in_their_order() {
+        let q = Queue::new(vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(q.pop(), Some(1), "taken before the elections were known");
+        q.put_first(&HashSet::from([1, 5, 3]));
+        let rest: Vec<i64> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(rest, vec![3, 5, 2, 4, 6]);
+        assert_eq!(q.len(), 0);
+    }
     use crate::backend::etcd::election::EtcdElection;
 
     #[test]
