@@ -54,7 +54,7 @@ impl Extension for DemoExt {
     fn init(&mut self, app: &mut App) {
         app.extra_keys = super::KEYS;
         app.quit_asks = Some("stops every node");
-        app.known_ids = self.demo.nodes.iter().map(|n| n.id.clone()).collect();
+        app.known_ids = self.demo.live_ids();
     }
 
     async fn next(&mut self) -> DemoInput {
@@ -97,6 +97,8 @@ impl Extension for DemoExt {
     }
 
     fn before_draw(&mut self, app: &mut App) {
+        // What `F` offers follows the nodes as they are killed, exit and restart.
+        app.known_ids = self.demo.live_ids();
         self.demo.check_failover(app);
         self.demo.lend_split_brain(app);
         forward_events(&self.demo, app, self.forwarded);
@@ -216,6 +218,21 @@ mod tests {
 
     fn key(c: char) -> KeyEvent {
         KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    #[tokio::test]
+    async fn force_leader_offers_only_the_nodes_still_alive() {
+        let (mut e, _tx) = ext();
+        let mut a = app();
+        e.init(&mut a);
+        e.demo.nodes[1].proc_ = Proc::Killed;
+        e.demo.nodes[2].proc_ = Proc::Paused;
+        e.before_draw(&mut a);
+        assert_eq!(a.known_ids, ["node-1", "node-3"]);
+        e.demo.node_exited(0, Some(1), SystemTime::now());
+        e.demo.nodes[1].proc_ = Proc::Running;
+        e.before_draw(&mut a);
+        assert_eq!(a.known_ids, ["node-2", "node-3"]);
     }
 
     #[tokio::test]

@@ -230,6 +230,16 @@ impl Demo {
         }
     }
 
+    /// The nodes a leader can be forced to: those still running, or paused (they lead when
+    /// resumed). A killed or exited node would be a leader nobody is.
+    pub fn live_ids(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n.proc_, Proc::Running | Proc::Paused))
+            .map(|n| n.id.clone())
+            .collect()
+    }
+
     pub fn node_exited(&mut self, node: usize, code: Option<i32>, at: SystemTime) {
         self.belief_ended(node, at);
         if let Some(n) = self.nodes.get_mut(node) {
