@@ -1,7 +1,8 @@
 //! Drives a real, throwaway etcd (and a SQLite file) and prints what electop costs beside
 //! what etcdctl costs in the same run: `cargo bench --bench etcd_scale` (all of it, a few
 //! minutes), or `-- --sizes 1000,10000` for fewer elections, `--layouts el-own,lk-shared` for
-//! fewer layouts, `--skip-live`, `--skip-sql` for less. Figures, never assertions;
+//! fewer layouts, `--skip-live`, `--skip-sql` for less, `--restart-etcd` to take the reads
+//! again after restarting etcd (see `reads`). Figures, never assertions;
 //! under `cargo test` it does nothing, so CI's timed tests never start it.
 
 #[path = "../../tests/common/mod.rs"]
@@ -73,7 +74,8 @@ fn source_args(etcd: &EtcdServer, prefix: &str, layout: Layout) -> Vec<String> {
 
 /// Status and first frame for every layout at `n` elections.
 fn reads(rt: &tokio::runtime::Runtime, home: &std::path::Path, n: usize) {
-    let etcd = EtcdServer::start();
+    let restart = std::env::args().any(|a| a == "--restart-etcd");
+    let mut etcd = EtcdServer::start();
     let client = rt.block_on(etcd.client());
     for (layout, leases, name) in combos() {
         let t = std::time::Instant::now();
@@ -91,27 +93,40 @@ fn reads(rt: &tokio::runtime::Runtime, home: &std::path::Path, n: usize) {
         procs::wait_idle(etcd.pid(), std::time::Duration::from_secs(60));
         let args = source_args(&etcd, name, layout);
         let t = turns(&etcd, home, &prefix, &args);
-        let status = match t.status {
-            Ok(d) => format!(
-                "{} ({:.1}x; {:.1}x the Go client){}",
-                ms(d),
-                ratio(d, t.get),
-                ratio(d, t.floor),
-                t.unread
-                    .map(|u| format!(", TTLs not read: {u}"))
-                    .unwrap_or_default()
-            ),
-            Err(e) => format!("fails: {e}"),
-        };
         let first = procs::median(3, || tui::first_frame(home, &args));
-        let etcd_cpu = format!("{} / {}", ms(t.etcd_get), ms(t.etcd_status));
-        println!(
-            "| {n} | {name} | {} | {} | {status} | {etcd_cpu} | {} |",
-            ms(t.get),
-            ms(t.floor),
-            ms(first)
-        );
+        row(n, name, &t, &ms(first));
+        // etcd 3.4 copies its whole read buffer into every read, and that buffer never
+        // shrinks after a burst of writes such as a load (etcd-io/etcd#12933, fixed in 3.5):
+        // every call costs more until a restart. The same reads once it restarted.
+        if restart {
+            etcd.restart();
+            procs::wait_idle(etcd.pid(), std::time::Duration::from_secs(60));
+            let t = turns(&etcd, home, &prefix, &args);
+            row(n, &format!("{name}, etcd restarted"), &t, "");
+        }
     }
+}
+
+fn row(n: usize, name: &str, t: &Turns, first: &str) {
+    let status = match &t.status {
+        Ok(d) => format!(
+            "{} ({:.1}x; {:.1}x the Go client){}",
+            ms(*d),
+            ratio(*d, t.get),
+            ratio(*d, t.floor),
+            t.unread
+                .as_ref()
+                .map(|u| format!(", TTLs not read: {u}"))
+                .unwrap_or_default()
+        ),
+        Err(e) => format!("fails: {e}"),
+    };
+    let etcd_cpu = format!("{} / {}", ms(t.etcd_get), ms(t.etcd_status));
+    println!(
+        "| {n} | {name} | {} | {} | {status} | {etcd_cpu} | {first} |",
+        ms(t.get),
+        ms(t.floor),
+    );
 }
 
 fn ratio(a: Duration, b: Duration) -> f64 {
