@@ -232,15 +232,22 @@ async fn node(
     args: &NodeArgs,
     sources: Vec<SourceConfig>,
 ) -> Result<ExitCode> {
-    let scheme = scheme.map(electop::model::Scheme::from).ok_or_else(|| {
-        Usage("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease or sql-heartbeat)".into())
-    })?;
     let [source] = <[_; 1]>::try_from(sources).map_err(|s: Vec<_>| {
         Usage(format!(
             "electop node takes part in one election in one store; {} sources were given",
             s.len()
         ))
     })?;
+    // A preset (or the config's source) already says which scheme its store uses.
+    let scheme = scheme.map(electop::model::Scheme::from).or(source.scheme()).ok_or_else(|| {
+        Usage("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease or sql-heartbeat) or a SQL --preset".into())
+    })?;
+    if scheme == electop::model::Scheme::Patroni {
+        return Err(Usage(
+            "Patroni's members are Patroni itself: electop node does not join them (electop --preset patroni watches them)".into(),
+        )
+        .into());
+    }
     electop::node::run(args, scheme, source).await?;
     Ok(ExitCode::SUCCESS)
 }

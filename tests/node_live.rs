@@ -679,6 +679,27 @@ fn sql_lease_sqlite_nodes() {
     sql_lease(Store::sqlite(), "sqlite");
 }
 
+/// A preset names the scheme and the table: `node --preset shedlock` needs no --scheme, and
+/// the nodes write ShedLock's columns, which `--preset shedlock` reads.
+#[test]
+fn preset_nodes_on_sqlite() {
+    let store = Store::sqlite();
+    let sc = Scenario::new(
+        "preset shedlock/sqlite",
+        ["--sql", &store.url(), "--preset", "shedlock"]
+            .map(String::from)
+            .into(),
+        "jobs",
+        Timing {
+            ttl: Duration::from_secs(2),
+            renew: Duration::from_millis(500),
+            retry: Duration::from_millis(300),
+        },
+        &["--create-table"],
+    );
+    lifecycle(&sc);
+}
+
 #[test]
 fn sql_lease_postgres_nodes() {
     sql_lease(Store::postgres(), "postgres");

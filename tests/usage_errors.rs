@@ -133,6 +133,20 @@ fn other_flag_mistakes_exit_2() {
         ],
         &["needs --scheme"],
     );
+    assert_usage_error(
+        &[
+            "--etcd",
+            "127.0.0.1:2379",
+            "--preset",
+            "patroni",
+            "node",
+            "--election",
+            "e",
+            "--id",
+            "a",
+        ],
+        &["Patroni's members are Patroni itself"],
+    );
 }
 
 /// `--context NAME` naming no context fails at once, listing the contexts there are, in every

@@ -446,10 +446,23 @@ pub fn on_action(app: &mut App, action: Action) -> Option<bool> {
         Action::CopyLeader
         | Action::CopyKey
         | Action::ToggleHelp
+        | Action::ToggleMembers
         | Action::Quit
         | Action::ForceLeader
         | Action::Reelect
         | Action::Resign => return None,
+        // The dashboard's bars, views and table keys: the detail gives way to them, as k9s
+        // leaves a describe for `:`, rather than swallowing the key.
+        Action::StartFilter
+        | Action::StartCommand
+        | Action::ToggleEvents
+        | Action::CycleSort
+        | Action::SortBy(_)
+        | Action::FocusNext
+        | Action::FocusPrev => {
+            app.describe = None;
+            return None;
+        }
         _ => return Some(false),
     };
     let before = d.scroll;
@@ -602,6 +615,31 @@ mod tests {
         assert!(app.describe.is_some(), "copying keeps the view open");
         update(&mut app, Msg::Action(Action::Back));
         assert!(app.describe.is_none() && !app.quit);
+    }
+
+    #[test]
+    fn the_dashboards_bars_and_views_close_the_detail_and_open() {
+        let e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+        let mut app = app_with(e);
+        for action in [
+            Action::StartCommand,
+            Action::StartFilter,
+            Action::ToggleEvents,
+        ] {
+            update(&mut app, Msg::Action(Action::Back));
+            app.prompt = None;
+            app.screen = crate::app::Screen::Main;
+            update(&mut app, Msg::Action(Action::Describe));
+            assert!(app.describe.is_some());
+            assert!(update(&mut app, Msg::Action(action)), "{action:?} redraws");
+            assert!(app.describe.is_none(), "{action:?} closes the detail");
+            let opened = app.prompt.is_some() || app.screen == crate::app::Screen::Events;
+            assert!(opened, "{action:?} did what it does on the table");
+        }
+        app.screen = crate::app::Screen::Main;
+        update(&mut app, Msg::Action(Action::Describe));
+        update(&mut app, Msg::Action(Action::ToggleMembers));
+        assert!(app.show_members && app.describe.is_some(), "an overlay");
     }
 
     #[test]

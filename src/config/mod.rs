@@ -95,6 +95,15 @@ impl SourceConfig {
         }
     }
 
+    /// The scheme the source says its store uses (given, or its preset's); `None` for etcd
+    /// when it is left to be guessed from the keys.
+    pub fn scheme(&self) -> Option<crate::model::Scheme> {
+        match self {
+            SourceConfig::Etcd(e) => e.scheme,
+            SourceConfig::Sql(s) => Some(s.scheme),
+        }
+    }
+
     /// The `name` given in the config file (filled in for every source of a loaded file).
     pub fn name(&self) -> Option<&str> {
         match self {
