@@ -2,7 +2,8 @@
 //! what etcdctl costs in the same run: `cargo bench --bench etcd_scale` (all of it, a few
 //! minutes), or `-- --sizes 1000,10000` for fewer elections, `--layouts el-own,lk-shared` for
 //! fewer layouts, `--skip-live`, `--skip-sql` for less, `--restart-etcd` to take the reads
-//! again after restarting etcd (see `reads`). Figures, never assertions;
+//! again after restarting etcd (see `reads`); `ELECTOP_BENCH_BIN=path` times another build.
+//! Figures, never assertions;
 //! under `cargo test` it does nothing, so CI's timed tests never start it.
 
 #[path = "../../tests/common/mod.rs"]
@@ -21,8 +22,13 @@ use std::time::Duration;
 use common::EtcdServer;
 use load::{Layout, Leases};
 
+/// The electop under test: this build's, or `ELECTOP_BENCH_BIN` to compare another build
+/// in the same run of the same bench.
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_electop")
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var("ELECTOP_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_electop").into())
+    })
 }
 
 const COMBOS: [(Layout, Leases, &str); 4] = [
