@@ -664,27 +664,28 @@ fn times_seen_live_survive_for_the_next_electop() {
     }
 }
 
-/// One lease per election, more than can be read one round trip each within a short
-/// --timeout on a busy machine: status still prints every election in time, with the TTLs it
-/// read by then.
-#[tokio::test(flavor = "multi_thread")]
-async fn status_prints_in_time_however_many_leases() {
-    const N: usize = 3_000;
-    let etcd = EtcdServer::start();
-    let client = etcd.client().await;
-    let grants = (0..N).map(|_| {
+/// `n` leases of 10 minutes.
+async fn grant(client: &etcd_client::Client, n: usize) -> Vec<i64> {
+    let grants = (0..n).map(|_| {
         let mut c = client.clone();
         async move { c.lease_grant(600, None).await.expect("grant").id() }
     });
-    let leases: Vec<i64> = futures::stream::iter(grants).buffered(32).collect().await;
+    futures::stream::iter(grants).buffered(32).collect().await
+}
+
+/// Puts the key and value `kv(n, lease)` on the `n`th of `leases`, 100 to a txn.
+async fn put_on_leases(
+    client: &etcd_client::Client,
+    leases: &[i64],
+    kv: impl Fn(usize, i64) -> (String, String),
+) {
     for (chunk, ids) in leases.chunks(100).enumerate() {
         let ops: Vec<TxnOp> = ids
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let n = chunk * 100 + i;
-                let opts = PutOptions::new().with_lease(*l);
-                TxnOp::put(format!("/many/e{n:05}"), format!("node-{n}"), Some(opts))
+                let (key, value) = kv(chunk * 100 + i, *l);
+                TxnOp::put(key, value, Some(PutOptions::new().with_lease(*l)))
             })
             .collect();
         client
@@ -693,6 +694,21 @@ async fn status_prints_in_time_however_many_leases() {
             .await
             .expect("txn");
     }
+}
+
+/// One lease per election, more than can be read one round trip each within a short
+/// --timeout on a busy machine: status still prints every election in time, with the TTLs it
+/// read by then.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_prints_in_time_however_many_leases() {
+    const N: usize = 3_000;
+    let etcd = EtcdServer::start();
+    let client = etcd.client().await;
+    let leases = grant(&client, N).await;
+    put_on_leases(&client, &leases, |n, _| {
+        (format!("/many/e{n:05}"), format!("node-{n}"))
+    })
+    .await;
     let h = home();
     let started = std::time::Instant::now();
     let out = common::electop::command(h.path())
@@ -749,37 +765,15 @@ async fn status_reads_the_leaders_leases_first() {
     const N: usize = 1_000;
     let etcd = EtcdServer::start();
     let client = etcd.client().await;
-    let grants = (0..2 * N).map(|_| {
-        let mut c = client.clone();
-        async move { c.lease_grant(600, None).await.expect("grant").id() }
-    });
-    let leases: Vec<i64> = futures::stream::iter(grants).buffered(32).collect().await;
+    let leases = grant(&client, 2 * N).await;
     // Leaders in earlier txns than followers: the election API's line is creation order.
     for (turn, ids) in [&leases[..N], &leases[N..]].into_iter().enumerate() {
-        for (chunk, ids) in ids.chunks(100).enumerate() {
-            let ops: Vec<TxnOp> = ids
-                .iter()
-                .enumerate()
-                .map(|(i, l)| {
-                    let key = format!("/line/e{:04}/{l:x}", chunk * 100 + i);
-                    let opts = PutOptions::new().with_lease(*l);
-                    TxnOp::put(key, format!("node-{turn}"), Some(opts))
-                })
-                .collect();
-            client
-                .clone()
-                .txn(Txn::new().and_then(ops))
-                .await
-                .expect("txn");
-        }
+        put_on_leases(&client, ids, |n, l| {
+            (format!("/line/e{n:04}/{l:x}"), format!("node-{turn}"))
+        })
+        .await;
     }
-    let port: u16 = etcd
-        .endpoint()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port");
-    let proxy = common::proxy::Proxy::start(port, Duration::from_secs(60));
+    let proxy = common::proxy::Proxy::start(etcd.client_port(), Duration::from_secs(60));
     proxy.delay_both(Duration::from_millis(40), Duration::from_millis(40));
     let h = home();
     let out = common::electop::command(h.path())

@@ -632,9 +632,21 @@ fn etcd_election_nodes_ride_out_an_etcd_outage() {
 
 fn sql_lease(store: Store, name: &str) {
     // The nodes create the table (seed 003's leaderlock) themselves.
-    let sc = Scenario::new(
+    let sc = sql_lease_scenario(
         &format!("sql-lease/{name}"),
-        ["--sql", &store.url(), "--scheme", "sql-lease"]
+        &store,
+        "--scheme",
+        "sql-lease",
+    );
+    lifecycle(&sc);
+}
+
+/// Nodes of election `jobs` on `store`'s sql-lease table (`flag value`: `--scheme
+/// sql-lease` or a `--preset`), which they create, with a 2 s term.
+fn sql_lease_scenario(name: &str, store: &Store, flag: &str, value: &str) -> Scenario {
+    Scenario::new(
+        name,
+        ["--sql", &store.url(), flag, value]
             .map(String::from)
             .into(),
         "jobs",
@@ -644,8 +656,7 @@ fn sql_lease(store: Store, name: &str) {
             retry: Duration::from_millis(300),
         },
         &["--create-table"],
-    );
-    lifecycle(&sc);
+    )
 }
 
 fn sql_heartbeat(store: Store, name: &str) {
@@ -684,19 +695,7 @@ fn sql_lease_sqlite_nodes() {
 #[test]
 fn preset_nodes_on_sqlite() {
     let store = Store::sqlite();
-    let sc = Scenario::new(
-        "preset shedlock/sqlite",
-        ["--sql", &store.url(), "--preset", "shedlock"]
-            .map(String::from)
-            .into(),
-        "jobs",
-        Timing {
-            ttl: Duration::from_secs(2),
-            renew: Duration::from_millis(500),
-            retry: Duration::from_millis(300),
-        },
-        &["--create-table"],
-    );
+    let sc = sql_lease_scenario("preset shedlock/sqlite", &store, "--preset", "shedlock");
     lifecycle(&sc);
 }
 
@@ -827,22 +826,9 @@ fn store_port(store: &Store) -> u16 {
 }
 
 #[test]
-
 fn sql_lease_leader_cut_off_from_postgres() {
     let store = Store::postgres();
-    let sc = Scenario::new(
-        "sql-lease/postgres",
-        ["--sql", &store.url(), "--scheme", "sql-lease"]
-            .map(String::from)
-            .into(),
-        "jobs",
-        Timing {
-            ttl: Duration::from_secs(2),
-            renew: Duration::from_millis(500),
-            retry: Duration::from_millis(300),
-        },
-        &["--create-table"],
-    );
+    let sc = sql_lease_scenario("sql-lease/postgres", &store, "--scheme", "sql-lease");
     cut_off_leader(&sc, store_port(&store));
 }
 
