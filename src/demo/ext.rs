@@ -66,7 +66,7 @@ impl Extension for DemoExt {
         }
     }
 
-    fn on_input(&mut self, _app: &mut App, input: DemoInput) -> bool {
+    fn on_input(&mut self, app: &mut App, input: DemoInput) -> bool {
         match input {
             DemoInput::Line(out) => {
                 self.demo.node_line(out.node, &out.text);
@@ -77,6 +77,8 @@ impl Extension for DemoExt {
                 for (node, code) in &exited {
                     self.demo.node_exited(*node, *code, SystemTime::now());
                 }
+                // What `F` offers follows the nodes as they exit, are killed or restart.
+                app.known_ids = self.demo.live_ids();
                 !exited.is_empty()
             }
         }
@@ -89,6 +91,7 @@ impl Extension for DemoExt {
         }
         let action = super::demo_action(key)?;
         on_demo_action(&mut self.demo, app, &mut self.sup, action);
+        app.known_ids = self.demo.live_ids();
         Some(true)
     }
 
@@ -97,8 +100,6 @@ impl Extension for DemoExt {
     }
 
     fn before_draw(&mut self, app: &mut App) {
-        // What `F` offers follows the nodes as they are killed, exit and restart.
-        app.known_ids = self.demo.live_ids();
         self.demo.check_failover(app);
         self.demo.lend_split_brain(app);
         forward_events(&self.demo, app, self.forwarded);
@@ -227,11 +228,11 @@ mod tests {
         e.init(&mut a);
         e.demo.nodes[1].proc_ = Proc::Killed;
         e.demo.nodes[2].proc_ = Proc::Paused;
-        e.before_draw(&mut a);
+        e.on_input(&mut a, DemoInput::Reap);
         assert_eq!(a.known_ids, ["node-1", "node-3"]);
         e.demo.node_exited(0, Some(1), SystemTime::now());
         e.demo.nodes[1].proc_ = Proc::Running;
-        e.before_draw(&mut a);
+        e.on_key(&mut a, key('1'));
         assert_eq!(a.known_ids, ["node-2", "node-3"]);
     }
 

@@ -92,7 +92,7 @@ pub(super) async fn read_many(client: &Client, leases: Vec<i64>) -> Vec<Reading>
 /// Leases waiting for their first reading, taken one at a time as a read slot frees, so the
 /// order of those still waiting can change while the first are read: when the elections
 /// are known, the leaders' leases go first, since a budget may run out before the rest.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct Queue(Arc<Mutex<VecDeque<i64>>>);
 
 impl Queue {
@@ -236,6 +236,7 @@ impl Drop for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::etcd::election::EtcdElection;
 
     #[test]
     fn leases_put_first_go_ahead_of_those_still_waiting_in_their_order() {
@@ -246,7 +247,6 @@ mod tests {
         assert_eq!(rest, vec![3, 5, 2, 4, 6]);
         assert_eq!(q.len(), 0);
     }
-    use crate::backend::etcd::election::EtcdElection;
 
     #[test]
     fn background_leases_are_read_again_only_near_their_end() {
