@@ -96,6 +96,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match &cli.command {
         Some(Command::Demo(args)) => {
             // The demo makes its own source; --sql/--etcd/--scheme only choose the store.
+            if let Some(ctx) = &cli.sources.context {
+                return Err(Usage(format!(
+                    "electop demo makes its own store and reads no config context (--context {ctx}): choose the store with --store, --etcd or --sql"
+                ))
+                .into());
+            }
             let rt = tokio::runtime::Runtime::new()?;
             let timing = (tick, config.ui.min_frame());
             let demo = electop::demo::run(args, &cli.sources, timing, cli.debug_panic, prefs);

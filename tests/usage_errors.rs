@@ -147,6 +147,10 @@ fn other_flag_mistakes_exit_2() {
         ],
         &["Patroni's members are Patroni itself"],
     );
+    assert_usage_error(
+        &["--context", "prod", "demo"],
+        &["demo makes its own store", "--context prod", "--store"],
+    );
 }
 
 /// `--context NAME` naming no context fails at once, listing the contexts there are, in every
