@@ -445,20 +445,24 @@ async fn run_loop<E: Extension>(
     let mut dirty = true;
     let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
     let mut next_tick: Option<tokio::time::Instant> = None;
+    // When the frame cap lets the next frame be drawn; unlike a tick, waking for it forces
+    // no frame: only what changed meanwhile decides.
+    let mut pace_wake: Option<tokio::time::Instant> = None;
     let mut sources_ended = false;
     let mut pacer = Pacer::new(min_frame);
     // `ELECTOP_BENCH_FIRST_FRAME=exit`: quit after the first frame that shows elections, so
     // the etcd_scale benchmark can time the first frame from outside.
     let exit_on_first_frame = std::env::var("ELECTOP_BENCH_FIRST_FRAME").as_deref() == Ok("exit");
     loop {
-        if dirty && pacer.draw_now(tokio::time::Instant::now(), &mut next_tick) {
-            draw(terminal, &mut app, ext)?;
+        let wanted = dirty || app.rows_index.pending();
+        if wanted && pacer.draw_now(tokio::time::Instant::now(), &mut pace_wake) {
+            let drew = draw(terminal, &mut app, ext, dirty)?;
             dirty = false;
-            if debug_panic {
+            if drew && debug_panic {
                 panic!("--debug-panic: panicking after the first frame as asked");
             }
             // Through the usual end, so the terminal and the sources are left as on `q`.
-            app.quit |= exit_on_first_frame && !app.elections.is_empty();
+            app.quit |= drew && exit_on_first_frame && !app.elections.is_empty();
         }
         if app.quit || app.contexts.switch_to.is_some() {
             let end = end_loop(terminal, &mut app, sources, &mut admin_rx, ext).await?;
@@ -512,6 +516,7 @@ async fn run_loop<E: Extension>(
                 next_tick = None;
                 dirty = true;
             }
+            _ = sleep_until(pace_wake), if pace_wake.is_some() => pace_wake = None,
         }
     }
 }
@@ -540,7 +545,15 @@ fn prepare<E: Extension>(
 }
 
 /// One frame, with the clocks brought up to now first.
-fn draw<E: Extension>(terminal: &mut DefaultTerminal, app: &mut App, ext: &mut E) -> Result<()> {
+/// A frame: the tick settles the rows, then the screen is drawn if `force` (something
+/// besides the elections changed, or time moved) or if what settled shows. Returns whether
+/// it was drawn.
+fn draw<E: Extension>(
+    terminal: &mut DefaultTerminal,
+    app: &mut App,
+    ext: &mut E,
+    force: bool,
+) -> Result<bool> {
     app::update(
         app,
         Msg::Tick {
@@ -549,8 +562,13 @@ fn draw<E: Extension>(terminal: &mut DefaultTerminal, app: &mut App, ext: &mut E
         },
     );
     ext.before_draw(app);
+    let rows = ext.table_rows(app);
+    if !force && !app::frames::rows_show(app, rows) {
+        return Ok(false);
+    }
     terminal.draw(|f| ext.draw(app, f))?;
-    Ok(())
+    app::frames::drawn(app, rows);
+    Ok(true)
 }
 
 /// Tells each source which elections are in view, when that changed since it was last told

@@ -7,6 +7,7 @@ mod commands;
 pub mod contexts;
 pub mod describe;
 pub mod dialog;
+pub mod frames;
 pub mod keys;
 pub mod log;
 pub mod prompt;
@@ -220,6 +221,8 @@ pub struct App {
     pub clipboard: Option<String>,
     /// The last left click, to tell a double click (the runtime sets it).
     pub last_click: Option<(Target, Instant)>,
+    /// What the last frame showed of the elections (`frames`).
+    pub drawn: frames::Drawn,
 }
 
 /// Below a minute left a countdown shows tenths of a second (`42.3s`), so frames come at the
@@ -285,6 +288,7 @@ impl App {
             describe: None,
             clipboard: None,
             last_click: None,
+            drawn: Default::default(),
         }
     }
 
@@ -579,8 +583,15 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
                 return false;
             }
             s.revision = Some(revision);
+            // Deferred (the dashboard): a revision moves with every change anywhere in the
+            // store, so alone it would redraw the screen at the frame cap; the status bar
+            // shows it at the next frame, which comes within 500 ms while the source answers
+            // (the staleness tick).
+            return !app.rows_index.defer;
         }
-        SourceEvent::Elections { source, elections } => on_elections(app, source, elections),
+        SourceEvent::Elections { source, elections } => {
+            return on_elections(app, source, elections);
+        }
         SourceEvent::Happened(event) => return on_happened(app, event),
         SourceEvent::Notice { source, text } => {
             let Some(s) = app.sources.get_mut(source) else {
@@ -619,12 +630,16 @@ fn on_source(app: &mut App, ev: SourceEvent) -> bool {
 }
 
 /// Elections as the source now has them: each marks its row changed.
-fn on_elections(app: &mut App, source: SourceId, elections: Vec<Election>) {
+/// Returns whether to redraw now: when deferred, whether the changes show is known only
+/// once they are settled, at frame time (`frames::rows_show`).
+fn on_elections(app: &mut App, source: SourceId, elections: Vec<Election>) -> bool {
+    let mut redraw = !app.rows_index.defer;
     if let Some(s) = app.sources.get_mut(source)
         && !elections.is_empty()
         && matches!(s.info.notice, Some(crate::model::SourceNotice::Empty(_)))
     {
         s.info.notice = None;
+        redraw = true;
     }
     if elections.len() > app.elections.len() {
         // A snapshot: built as one tree and merged in, rather than inserted one by one,
@@ -647,6 +662,7 @@ fn on_elections(app: &mut App, source: SourceId, elections: Vec<Election>) {
     if !app.rows_index.defer {
         rows::settle(app);
     }
+    redraw
 }
 
 /// The source answered. Only a change of staleness changes the screen: its rows thaw.

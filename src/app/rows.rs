@@ -179,6 +179,17 @@ pub struct RowsIndex {
     pub defer: bool,
     /// The zero of the time-to-live ranks, which are deadlines so they hold as time passes.
     base: Option<Instant>,
+    /// Elections settled since the last frame was drawn, and whether all were (a refresh):
+    /// whether a frame is needed depends on whether any of them is on screen.
+    pub(super) settled: HashSet<Key>,
+    pub(super) settled_all: bool,
+}
+
+impl RowsIndex {
+    /// Changes are waiting for a settle.
+    pub fn pending(&self) -> bool {
+        self.full || !self.dirty.is_empty()
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -229,6 +240,7 @@ pub fn settle(app: &mut App) {
     let stale = app.rows_stale.clone();
     let mut gone = Vec::new();
     let mut added = Vec::new();
+    idx.settled.extend(dirty.iter().cloned());
     for key in dirty {
         if let Some(old) = idx.cached.remove(&key) {
             count(&mut app.alarm_counts, old.alarms, false);
@@ -270,6 +282,7 @@ pub fn refresh(app: &mut App) {
     idx.recent.clear();
     idx.empty.clear();
     idx.full = false;
+    idx.settled_all = true;
     let stale = app.stale_sources();
     let mut counts = [0usize; Alarm::ALL.len()];
     let mut rows = Vec::with_capacity(app.elections.len());
