@@ -450,19 +450,14 @@ async fn run_loop<E: Extension>(
     let mut pace_wake: Option<tokio::time::Instant> = None;
     let mut sources_ended = false;
     let mut pacer = Pacer::new(min_frame);
-    // `ELECTOP_BENCH_FIRST_FRAME=exit`: quit after the first frame that shows elections, so
-    // the etcd_scale benchmark can time the first frame from outside.
-    let exit_on_first_frame = std::env::var("ELECTOP_BENCH_FIRST_FRAME").as_deref() == Ok("exit");
+    let after = AfterFrame::new(debug_panic);
     loop {
         let wanted = dirty || app.rows_index.pending();
         if wanted && pacer.draw_now(tokio::time::Instant::now(), &mut pace_wake) {
-            let drew = draw(terminal, &mut app, ext, dirty)?;
-            dirty = false;
-            if drew && debug_panic {
-                panic!("--debug-panic: panicking after the first frame as asked");
+            if draw(terminal, &mut app, ext, dirty)? {
+                after.drawn(&mut app);
             }
-            // Through the usual end, so the terminal and the sources are left as on `q`.
-            app.quit |= drew && exit_on_first_frame && !app.elections.is_empty();
+            dirty = false;
         }
         if app.quit || app.contexts.switch_to.is_some() {
             let end = end_loop(terminal, &mut app, sources, &mut admin_rx, ext).await?;
@@ -470,15 +465,8 @@ async fn run_loop<E: Extension>(
         }
         let rows = ext.table_rows(&app);
         send_visible(&app, rows, sources, &mut sent);
-        let interval = [
-            tick_interval(&app, rows, tick),
-            ext.tick_interval(&app, tick),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
         if next_tick.is_none() {
-            next_tick = interval.map(|i| tokio::time::Instant::now() + i);
+            next_tick = tick_due(&app, ext, rows, tick).map(|i| tokio::time::Instant::now() + i);
         }
         tokio::select! {
             ev = input.next() => match ev {
@@ -519,6 +507,40 @@ async fn run_loop<E: Extension>(
             _ = sleep_until(pace_wake), if pace_wake.is_some() => pace_wake = None,
         }
     }
+}
+
+/// What ends the loop right after a frame is drawn.
+struct AfterFrame {
+    /// `--debug-panic`: panic after the first frame, to test the terminal's restoring.
+    debug_panic: bool,
+    /// `ELECTOP_BENCH_FIRST_FRAME=exit`: quit after the first frame that shows elections,
+    /// so the etcd_scale benchmark can time the first frame from outside.
+    exit_on_first: bool,
+}
+
+impl AfterFrame {
+    fn new(debug_panic: bool) -> AfterFrame {
+        AfterFrame {
+            debug_panic,
+            exit_on_first: std::env::var("ELECTOP_BENCH_FIRST_FRAME").as_deref() == Ok("exit"),
+        }
+    }
+
+    fn drawn(&self, app: &mut App) {
+        if self.debug_panic {
+            panic!("--debug-panic: panicking after the first frame as asked");
+        }
+        // Through the usual end, so the terminal and the sources are left as on `q`.
+        app.quit |= self.exit_on_first && !app.elections.is_empty();
+    }
+}
+
+/// How long until the next tick: the soonest the dashboard or what surrounds it needs one.
+fn tick_due<E: Extension>(app: &App, ext: &E, rows: usize, tick: Duration) -> Option<Duration> {
+    [tick_interval(app, rows, tick), ext.tick_interval(app, tick)]
+        .into_iter()
+        .flatten()
+        .min()
 }
 
 /// What the loop's state takes from the sources and the terminal before the first frame.
