@@ -392,13 +392,19 @@ impl Tracker {
             self.index(&id);
             touched.insert(id);
         }
-        // A lease no key holds any more is over, or no longer ours to count down.
+        self.recount_leases(released, &ids);
+    }
+
+    /// After a revision: the TTLs of leases no key holds any more are dropped (the lease is
+    /// over, or no longer ours to count down), and the touched elections' countdowns
+    /// attached again.
+    fn recount_leases(&mut self, released: impl IntoIterator<Item = i64>, ids: &BTreeSet<Vec<u8>>) {
         for lease in released {
             if !self.lease_keys.contains_key(&lease) {
                 self.ttls.remove(&lease);
             }
         }
-        for id in &ids {
+        for id in ids {
             if let Some(e) = self.elections.get_mut(id) {
                 attach_ttls(e, &self.ttls);
             }
