@@ -7,13 +7,13 @@ use super::rows::Key;
 
 /// What the last frame showed of the elections: the rows in view, the selection and the
 /// counts in the header and the table's title.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Drawn {
     window: Vec<Key>,
     selected: usize,
     rows: usize,
     elections: usize,
-    alarms: Vec<usize>,
+    alarms: [usize; crate::app::alarm::Alarm::ALL.len()],
 }
 
 fn now_showing(app: &App, rows: usize) -> Drawn {
@@ -22,8 +22,19 @@ fn now_showing(app: &App, rows: usize) -> Drawn {
         selected: app.selected,
         rows: app.rows.len(),
         elections: app.elections.len(),
-        alarms: app.alarm_counts.to_vec(),
+        alarms: app.alarm_counts,
     }
+}
+
+/// Whether the rows in view, the selection or the counts differ from the last frame's,
+/// compared in place: this runs at every frame slot, drawn or not.
+fn moved(app: &App, rows: usize) -> bool {
+    let d = &app.drawn;
+    d.selected != app.selected
+        || d.rows != app.rows.len()
+        || d.elections != app.elections.len()
+        || d.alarms != app.alarm_counts
+        || !app.rows_in_view(rows).map(|r| &r.key).eq(d.window.iter())
 }
 
 /// After a settle, with nothing else changed: whether what settled shows. It does when an
@@ -43,10 +54,7 @@ pub fn rows_show(app: &App, rows: usize) -> bool {
         .rows
         .get(app.selected)
         .is_some_and(|r| on_screen(&r.key));
-    described
-        || selected
-        || app.rows_in_view(rows).any(|r| on_screen(&r.key))
-        || now_showing(app, rows) != app.drawn
+    described || selected || app.rows_in_view(rows).any(|r| on_screen(&r.key)) || moved(app, rows)
 }
 
 /// A frame was drawn: remembers what it showed, and that nothing settled is unshown.
