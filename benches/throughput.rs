@@ -145,6 +145,7 @@ fn election(i: usize, holder: &str, ttl_ms: i64, now: Instant) -> Election {
 fn changed(app: &App, i: usize, round: usize, now: Instant, wall: SystemTime) -> Election {
     let name = format!("e{i:06}");
     let mut e = app
+        .model
         .elections
         .get(&(0, name))
         .cloned()

@@ -101,7 +101,7 @@ pub async fn run(
 
 /// The one election named `NAME` or `SOURCE/NAME`; else what is known, or which sources
 /// share the name.
-fn find(app: &crate::app::App, election: &str) -> Result<(usize, Election), String> {
+fn find(app: &crate::state::ReadModel, election: &str) -> Result<(usize, Election), String> {
     let qualified = |(src, name): &(usize, String)| {
         let short = app
             .sources

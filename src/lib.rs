@@ -20,5 +20,6 @@ pub mod output;
 pub mod pem;
 pub mod presets;
 pub mod runtime;
+pub mod state;
 pub mod supervise;
 pub mod ui;

@@ -18,6 +18,7 @@ use crate::app::{self, App, Msg};
 use crate::backend::{self, BackendIo, BackendOptions, Command};
 use crate::config::SourceConfig;
 use crate::model::{ConnState, Event, EventKind, SourceEvent, SourceInfo};
+use crate::state::ReadModel;
 use crate::{output, ui};
 
 mod extension;
@@ -329,11 +330,12 @@ pub(crate) fn dashboard_mouse(
 pub(crate) fn tick_interval(app: &App, rows: usize, fast: Duration) -> Option<Duration> {
     if app.needs_tick(rows) {
         Some(fast)
-    } else if app.sources.iter().any(|s| s.last_contact.is_some()) || app.flash.is_some() {
+    } else if app.model.sources.iter().any(|s| s.last_contact.is_some()) || app.flash.is_some() {
         // Staleness must show within seconds even when nothing else moves; a flash must go.
         Some(Duration::from_millis(500))
     } else if app.countdown_on_screen(rows, i64::MAX)
         || app
+            .model
             .elections
             .values()
             .any(|e| e.last_change().is_some_and(|h| h.at.is_some()))
@@ -452,7 +454,7 @@ async fn run_loop<E: Extension>(
     let mut pacer = Pacer::new(min_frame);
     let after = AfterFrame::new(debug_panic);
     loop {
-        let wanted = dirty || app.rows_index.pending();
+        let wanted = dirty || app.rows_index.pending(&app.model);
         if wanted && pacer.draw_now(tokio::time::Instant::now(), &mut pace_wake) {
             if draw(terminal, &mut app, ext, dirty)? {
                 after.drawn(&mut app);
@@ -531,7 +533,7 @@ impl AfterFrame {
             panic!("--debug-panic: panicking after the first frame as asked");
         }
         // Through the usual end, so the terminal and the sources are left as on `q`.
-        app.quit |= self.exit_on_first && !app.elections.is_empty();
+        app.quit |= self.exit_on_first && !app.model.elections.is_empty();
     }
 }
 
@@ -550,7 +552,7 @@ fn prepare<E: Extension>(
     app: &mut App,
     ext: &mut E,
 ) -> Result<()> {
-    app.retention = sources.retention;
+    app.model.retention = sources.retention;
     app.targets = sources.targets();
     // Rows settle once per frame (at its tick), not after every event of a burst.
     app.rows_index.defer = true;
@@ -706,10 +708,9 @@ pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
 
 /// Collects events until every source has its snapshot and replay, or `timeout` passes.
 /// Returns the state, or the reason a source could not be read.
-pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<App, String> {
-    let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
-    // The rows are worked out once, at the end, not after every batch of elections.
-    app.rows_index.defer = true;
+pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<ReadModel, String> {
+    // The alarms are worked out once, at the end, not after every batch of elections.
+    let mut app = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
     let deadline = tokio::time::Instant::now() + timeout;
     // The last error of each source: at the deadline it may be between retries ("connecting").
     let mut last_error: Vec<Option<String>> = vec![None; app.sources.len()];
@@ -742,7 +743,7 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
                     {
                         *slot = Some(error.clone());
                     }
-                    app::update(&mut app, Msg::Source(ev));
+                    app.apply(ev);
                 }
                 None => break Err("every source stopped".to_string()),
             },
@@ -757,21 +758,15 @@ pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<A
         }
     };
     sources.shutdown().await;
-    // A tick sets the clock and works out the rows, alarms and rates `status` prints (it
-    // settles the rows, as before a frame).
-    app::update(
-        &mut app,
-        Msg::Tick {
-            now: Instant::now(),
-            wall: SystemTime::now(),
-        },
-    );
+    // The clock as the state is printed, and the alarms and rates `status` prints.
+    app.tick(Instant::now(), SystemTime::now());
+    app.settle();
     result.map(|()| app)
 }
 
 /// What reading a source found unsure (its layout, an empty prefix), on stderr: stdout
 /// stays the elections alone, for scripts.
-pub fn print_notices(app: &App) {
+pub fn print_notices(app: &ReadModel) {
     for s in &app.sources {
         if let Some(n) = &s.info.notice {
             eprintln!("electop: {}: {}", s.info.short, n.text());
@@ -784,7 +779,7 @@ pub fn print_notices(app: &App) {
 
 /// `status` as asked: JSON, or the table (cut to the terminal's width only on a terminal).
 /// A closed pipe (`| head`) is not an error.
-pub fn print_status(app: &App, format: crate::cli::OutputFormat) -> Result<()> {
+pub fn print_status(app: &ReadModel, format: crate::cli::OutputFormat) -> Result<()> {
     use crate::cli::OutputFormat;
     use std::io::IsTerminal;
     let text = match format {
@@ -832,10 +827,9 @@ pub async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
     let mut out = std::io::stdout();
     let names: Vec<String> = sources.infos.iter().map(|i| i.name.clone()).collect();
     // The same state the TUI keeps, so staleness is judged the same way.
-    let mut app = App::new(sources.infos.clone(), Instant::now(), SystemTime::now());
-    // The sorted, filtered rows are never shown here: changes only mark them (bounded by the
-    // elections), never settle them, so a change is printed without re-ranking anything.
-    app.rows_index.defer = true;
+    // Alarms are never printed here: changes only mark them (bounded by the elections),
+    // never settle them, so a change is printed without working anything out.
+    let mut app = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
     let mut was_stale = vec![false; names.len()];
     let mut check = tokio::time::interval(Duration::from_millis(250));
     let stop = tokio::signal::ctrl_c();
@@ -846,7 +840,7 @@ pub async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
             ev = sources.events.recv() => {
                 let Some(ev) = ev else { break };
                 lines.extend(watch_line(&names, &ev));
-                app::update(&mut app, Msg::Source(ev));
+                app.apply(ev);
             }
             _ = check.tick() => {}
             _ = &mut stop => break,
@@ -886,7 +880,12 @@ fn watch_line(names: &[String], ev: &SourceEvent) -> Option<Event> {
     }
 }
 
-fn stale_line(names: &[String], id: usize, s: &app::SourceView, stale: Option<Duration>) -> Event {
+fn stale_line(
+    names: &[String],
+    id: usize,
+    s: &crate::state::SourceView,
+    stale: Option<Duration>,
+) -> Event {
     let kind = if stale.is_some() {
         EventKind::Stale
     } else {
@@ -904,7 +903,7 @@ fn stale_line(names: &[String], id: usize, s: &app::SourceView, stale: Option<Du
     e
 }
 
-fn watch_text(app: &App, e: &Event, json: bool) -> Result<String> {
+fn watch_text(app: &ReadModel, e: &Event, json: bool) -> Result<String> {
     if json {
         return Ok(serde_json::to_string(e)?);
     }

@@ -408,7 +408,7 @@ fn an_action_running_and_its_outcome() {
 #[test]
 fn read_only_refusal() {
     let mut app = line_of_three(Instant::now());
-    app.sources[0].info.read_only = true;
+    app.model.sources[0].info.read_only = true;
     app::update(&mut app, Msg::Action(Action::Reelect));
     assert!(app.dialog.is_none(), "refused, no dialog");
     let text = render(&mut app, 100, 24);

@@ -366,7 +366,7 @@ fn force_leader_picks_from_the_line_then_confirms() {
 fn read_only_sources_refuse_and_say_why() {
     let now = Instant::now();
     let mut app = sample(now);
-    for s in app.sources.iter_mut() {
+    for s in app.model.sources.iter_mut() {
         s.info.read_only = true;
     }
     app::update(&mut app, Msg::Action(Action::Resign));
@@ -425,7 +425,7 @@ fn members_overlay_shows_each_endpoint() {
     use electop::model::MemberStatus;
     let now = Instant::now();
     let mut app = sample(now);
-    app.sources[0].info.clustered = true;
+    app.model.sources[0].info.clustered = true;
     let member = |ep: &str, up: bool, leader: bool, serving: bool| MemberStatus {
         endpoint: ep.into(),
         up,
@@ -487,7 +487,7 @@ fn idle_locks_raise_no_alarm_and_notices_show() {
     assert!(!text.contains("1 no leader"), "{text}");
     assert!(text.contains("layout unsure: set --scheme"), "{text}");
 
-    app.sources[0].info.idle_is_normal = false;
+    app.model.sources[0].info.idle_is_normal = false;
     let elections = vec![Election::new(0, "reportJob".into(), Scheme::SqlLease)];
     app::update(
         &mut app,
@@ -559,7 +559,7 @@ fn triage(now: Instant) -> App {
         candidate("c-1", 0x61, 80, Some((28_000, 30_000)), now),
     );
     let far = led("far-away", 1, candidate("f-1", 0x71, 90, ttl, now));
-    app.split_brain.insert((0, "payments".into()));
+    app.model.split_brain.insert((0, "payments".into()));
     let sets = [
         (0, vec![flapper, orphan, deposed, split, zombie, calm]),
         (1, vec![far]),
@@ -851,8 +851,8 @@ fn patroni_members_and_notes_show_in_the_detail_and_force_leader_is_a_switchover
 fn the_context_shows_in_the_header_and_each_row_names_its_source() {
     let now = Instant::now();
     let mut app = sample(now);
-    app.sources[0].info.short = "prod-etcd".into();
-    app.sources[1].info.short = "prod-pg".into();
+    app.model.sources[0].info.short = "prod-etcd".into();
+    app.model.sources[1].info.short = "prod-pg".into();
     app.contexts = electop::app::contexts::Contexts {
         current: Some("prod".into()),
         names: vec!["prod".into(), "staging".into()],

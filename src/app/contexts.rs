@@ -73,12 +73,12 @@ impl App {
 /// one: per-source state starts over, and the switch is no longer pending.
 pub fn carry_over(old: App, app: &mut App) {
     app.keys = old.keys;
-    app.flap_per_min = old.flap_per_min;
+    app.model.flap_per_min = old.model.flap_per_min;
     app.sort = old.sort;
     app.filter = old.filter;
     app.screen = old.screen;
     app.size = old.size;
-    app.retention = old.retention;
+    app.model.retention = old.model.retention;
     app.quit_asks = old.quit_asks;
     app.extra_keys = old.extra_keys;
     app.contexts = Contexts {
@@ -170,6 +170,6 @@ mod tests {
         assert_eq!(b.contexts.current.as_deref(), Some("staging"));
         assert_eq!(b.contexts.switch_to, None);
         assert_eq!(b.sort, sort);
-        assert!(b.elections.is_empty());
+        assert!(b.model.elections.is_empty());
     }
 }

@@ -105,7 +105,7 @@ pub fn window(app: &App, e: &Election, width: usize, start: usize, count: usize)
 fn head(app: &App, e: &Election, width: usize) -> Vec<DLine> {
     let mut out = vec![field("Election", Tone::Text, e.name.clone())];
     out.push(field("Scheme", Tone::Text, e.scheme.to_string()));
-    if let Some(s) = app.sources.get(e.source) {
+    if let Some(s) = app.model.sources.get(e.source) {
         let ro = if s.info.read_only {
             " · read-only"
         } else {
@@ -116,7 +116,7 @@ fn head(app: &App, e: &Election, width: usize) -> Vec<DLine> {
             Tone::Text,
             format!("{} · {}{ro}", s.info.short, s.info.name),
         ));
-        if let Some(age) = s.stale_for(app.now) {
+        if let Some(age) = s.stale_for(app.model.now) {
             out.push(field(
                 "",
                 Tone::Warn,
@@ -137,7 +137,7 @@ fn head(app: &App, e: &Election, width: usize) -> Vec<DLine> {
                     .map(|l| format!("{l:x}"))
                     .unwrap_or_else(|| "?".into()),
                 d.ttl
-                    .map(|t| duration_ms(t.remaining_ms_at(app.as_of(e.source))))
+                    .map(|t| duration_ms(t.remaining_ms_at(app.model.as_of(e.source))))
                     .unwrap_or_else(|| "?".into())
             ),
         ));
@@ -171,7 +171,7 @@ fn alarms(app: &App, e: &Election) -> DLine {
 /// The leader's id, key, value, lease, TTL and revisions (etcd) or row (SQL).
 fn leader(app: &App, e: &Election, width: usize) -> Vec<DLine> {
     let Some(l) = &e.leader else {
-        let text = if app.idle_is_normal(e.source) {
+        let text = if app.model.idle_is_normal(e.source) {
             "idle: no holder between runs, which is normal here".to_string()
         } else {
             match e.no_leader_since() {
@@ -214,7 +214,7 @@ fn value(l: &Candidate, width: usize) -> Vec<DLine> {
 }
 
 fn lease_and_ttl(app: &App, e: &Election, l: &Candidate) -> Vec<DLine> {
-    let at = app.as_of(e.source);
+    let at = app.model.as_of(e.source);
     let mut out = Vec::new();
     match l.lease {
         Some(0) => out.push(field(
@@ -287,7 +287,7 @@ impl CandidateColumns {
             id_w,
             // SQL rows have a deadline column where etcd keys have revisions.
             revs_w: if e.scheme.is_sql() { 23 } else { 13 },
-            at: app.as_of(e.source),
+            at: app.model.as_of(e.source),
         }
     }
 
@@ -415,7 +415,7 @@ fn history(e: &Election) -> Vec<DLine> {
 pub fn election(app: &App) -> Option<&Election> {
     app.describe
         .as_ref()
-        .and_then(|d| app.elections.get(&d.key))
+        .and_then(|d| app.model.elections.get(&d.key))
 }
 
 /// Lines the detail view has room for: the terminal less the header, status and borders.

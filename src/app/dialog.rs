@@ -48,7 +48,7 @@ fn writable(app: &mut App) -> Option<crate::model::Election> {
         app.say(Flash::error("no election selected"));
         return None;
     };
-    if app.sources.get(e.source)?.info.read_only {
+    if app.model.sources.get(e.source)?.info.read_only {
         app.say(Flash::error(
             "read-only: admin actions are off for this source (--read-only / read_only = true)",
         ));
@@ -108,6 +108,7 @@ fn confirm(app: &mut App, kind: ActionKind) {
         return;
     };
     let source_name = app
+        .model
         .sources
         .get(e.source)
         .map(|s| s.info.name.clone())
@@ -208,6 +209,7 @@ pub fn on_action(app: &mut App, action: Action) {
             let running = Dialog::Running {
                 summary: plan.summary.clone(),
                 source: app
+                    .model
                     .sources
                     .get(request.source)
                     .map(|s| s.info.short.clone())
@@ -264,8 +266,8 @@ pub fn on_outcome(app: &mut App, outcome: Outcome) {
     };
     let text = format!("{}: {}", outcome.label(), outcome.message());
     let done = matches!(outcome, Outcome::Done { .. });
-    app.events.push(LogEntry {
-        at: Some(app.wall),
+    app.model.events.push(LogEntry {
+        at: Some(app.model.wall),
         revision: None,
         source,
         election,
@@ -357,7 +359,7 @@ mod tests {
             matches!(app.dialog, Some(Dialog::ConfirmQuit { under: None, .. })),
             "the question stays once the action is over"
         );
-        let last = app.events.entries.back().map(|e| e.text.clone());
+        let last = app.model.events.entries.back().map(|e| e.text.clone());
         assert_eq!(last.as_deref(), Some("revoke lease 11: done: node-b leads"));
         update(&mut app, Msg::Action(Action::Accept));
         assert!(app.quit && app.dialog.is_none(), "y: quit");

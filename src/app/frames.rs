@@ -21,8 +21,8 @@ fn now_showing(app: &App, rows: usize) -> Drawn {
         window: app.rows_in_view(rows).map(|r| r.key.clone()).collect(),
         selected: app.selected,
         rows: app.rows.len(),
-        elections: app.elections.len(),
-        alarms: app.alarm_counts,
+        elections: app.model.elections.len(),
+        alarms: app.model.alarm_counts(),
     }
 }
 
@@ -32,8 +32,8 @@ fn moved(app: &App, rows: usize) -> bool {
     let d = &app.drawn;
     d.selected != app.selected
         || d.rows != app.rows.len()
-        || d.elections != app.elections.len()
-        || d.alarms != app.alarm_counts
+        || d.elections != app.model.elections.len()
+        || d.alarms != app.model.alarm_counts()
         || !app.rows_in_view(rows).map(|r| &r.key).eq(d.window.iter())
 }
 
@@ -103,7 +103,7 @@ mod tests {
 
     /// The frame's tick: whether the settled rows show.
     fn tick(app: &mut App) -> bool {
-        let (now, wall) = (app.now, app.wall);
+        let (now, wall) = (app.model.now, app.model.wall);
         update(app, Msg::Tick { now, wall });
         rows_show(app, ROWS)
     }
@@ -121,9 +121,9 @@ mod tests {
             !changed(&mut app, vec![election("e050")]),
             "known at the tick"
         );
-        assert!(app.rows_index.pending());
+        assert!(app.rows_index.pending(&app.model));
         assert!(!tick(&mut app), "e050 is not in view");
-        assert!(!app.rows_index.pending(), "settled all the same");
+        assert!(!app.rows_index.pending(&app.model), "settled all the same");
         assert!(!changed(&mut app, vec![election("e003")]));
         assert!(tick(&mut app), "e003 is in view");
         drawn(&mut app, ROWS);
@@ -174,7 +174,11 @@ mod tests {
             )
         };
         assert!(!rev(&mut app, 42));
-        assert_eq!(app.sources[0].revision, Some(42), "shown at the next frame");
+        assert_eq!(
+            app.model.sources[0].revision,
+            Some(42),
+            "shown at the next frame"
+        );
         app.rows_index.defer = false;
         assert!(
             rev(&mut app, 43),

@@ -2,27 +2,26 @@
 //! a new state. No IO happens here, so all of it is tested without servers.
 
 mod action;
-pub mod alarm;
 mod commands;
 pub mod contexts;
 pub mod describe;
 pub mod dialog;
 pub mod frames;
 pub mod keys;
-pub mod log;
 pub mod prompt;
 pub mod rows;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime};
 
+pub use crate::state::{STALE_MARGIN, SourceView, alarm, log};
 pub use action::Action;
 pub use dialog::Dialog;
 pub use prompt::{Prompt, PromptKind};
 pub use rows::{Filter, RowInfo, Sort, SortKey};
 
 use crate::backend::Command;
-use crate::model::{Candidate, ConnState, Election, EventKind, SourceEvent, SourceId, SourceInfo};
+use crate::model::{Candidate, Election, SourceEvent, SourceId, SourceInfo};
+use crate::state::{Applied, ReadModel};
 
 /// Which pane the movement keys act on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,49 +48,6 @@ pub enum Target {
     Row(usize),
     Pane(Focus),
     Events,
-}
-
-/// A source as the status bar shows it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SourceView {
-    pub info: SourceInfo,
-    pub conn: ConnState,
-    pub revision: Option<i64>,
-    /// Snapshot and history replay done.
-    pub synced: bool,
-    /// The latest thing worth telling about this source (e.g. compacted history).
-    pub notice: Option<String>,
-    /// When the store last answered a read that proves the view current.
-    pub last_contact: Option<(Instant, SystemTime)>,
-    /// How often the source confirms contact while all is well.
-    pub contact_every: std::time::Duration,
-    /// Each member of a clustered store, as last probed.
-    pub members: Vec<crate::model::MemberStatus>,
-    /// The first snapshot is being read: keys read and keys in all (until connected).
-    pub loading: Option<(usize, usize)>,
-}
-
-/// No contact for this much longer than the source's own contact interval and its rows are
-/// shown as stale: with contact every 500 ms, stale after 2 s.
-pub const STALE_MARGIN: std::time::Duration = std::time::Duration::from_millis(1500);
-
-impl SourceView {
-    /// How long the source has gone without contact, once that is long enough to matter
-    /// (or it is down). `None`: current, or never reached (nothing shown yet).
-    pub fn stale_for(&self, now: Instant) -> Option<std::time::Duration> {
-        let (at, _) = self.last_contact?;
-        let age = now.saturating_duration_since(at);
-        let down = matches!(self.conn, ConnState::Down { .. });
-        (down || age > self.contact_every + STALE_MARGIN).then_some(age)
-    }
-
-    /// The instant what this source shows was last known true, for countdowns frozen at it.
-    pub fn as_of(&self, now: Instant) -> Instant {
-        match (self.stale_for(now), self.last_contact) {
-            (Some(_), Some((at, _))) => at,
-            _ => now,
-        }
-    }
 }
 
 /// Everything that reaches `update`.
@@ -153,9 +109,10 @@ impl Flash {
 
 #[derive(Clone, Debug)]
 pub struct App {
-    pub sources: Vec<SourceView>,
-    pub elections: BTreeMap<(SourceId, String), Election>,
-    /// Index into `elections` in key order.
+    /// What is true about the stores: the dashboard's copy of the read model, which only
+    /// store events and the clock change. Everything else here is interaction.
+    pub model: ReadModel,
+    /// Index into `rows`.
     pub selected: usize,
     pub focus: Focus,
     /// First visible row of the candidates and history panes.
@@ -172,35 +129,19 @@ pub struct App {
     /// Confirmed admin actions for the runtime to carry out.
     pub outbox: Vec<crate::admin::AdminRequest>,
     pub quit: bool,
-    /// The clock the countdowns are drawn at (set by ticks, so drawing is deterministic).
-    pub now: Instant,
-    pub wall: SystemTime,
     pub size: (u16, u16),
     /// The key tables in force (defaults and the user's overrides).
     pub keys: keys::KeyMap,
-    /// How long an election with nothing left in the store stays listed.
-    pub retention: std::time::Duration,
     /// Each source's settings that decide what an action writes (its SQL table and columns),
     /// from its config; the runtime sets them, so the confirmation names what is written.
     pub targets: Vec<crate::admin::Target>,
     /// The table's rows (filtered, sorted, with their alarms); `selected` indexes these.
     pub rows: Vec<RowInfo>,
-    /// Elections with each alarm, over all elections (the filter hides rows, not alarms).
-    pub alarm_counts: [usize; alarm::Alarm::ALL.len()],
-    /// The wall-clock second the rows were computed at: rates and ages move once a second.
-    pub rows_second: u64,
-    /// Which sources were stale when the rows were computed: a change redoes them.
-    pub rows_stale: Vec<bool>,
     /// What keeps the rows incremental (`rows.rs`).
     pub rows_index: rows::RowsIndex,
     pub sort: Sort,
     pub filter: Option<Filter>,
-    pub flap_per_min: u32,
-    /// Elections known to have two leaders at once (the demo knows from its nodes).
-    pub split_brain: BTreeSet<rows::Key>,
     pub screen: Screen,
-    /// Every change and action outcome, for the events view.
-    pub events: log::EventLog,
     /// Entries of the events view scrolled past (newest first).
     pub events_scroll: usize,
     pub events_filter: Option<Filter>,
@@ -235,21 +176,7 @@ const PAGE: usize = 10;
 impl App {
     pub fn new(sources: Vec<SourceInfo>, now: Instant, wall: SystemTime) -> Self {
         App {
-            sources: sources
-                .into_iter()
-                .map(|info| SourceView {
-                    info,
-                    conn: ConnState::Connecting,
-                    revision: None,
-                    synced: false,
-                    notice: None,
-                    last_contact: None,
-                    contact_every: std::time::Duration::from_millis(500),
-                    members: Vec::new(),
-                    loading: None,
-                })
-                .collect(),
-            elections: BTreeMap::new(),
+            model: ReadModel::new(sources, now, wall),
             selected: 0,
             focus: Focus::Elections,
             line_scroll: 0,
@@ -261,23 +188,14 @@ impl App {
             flash_at: now,
             outbox: Vec::new(),
             quit: false,
-            now,
-            wall,
             size: (80, 24),
             keys: keys::KeyMap::default(),
-            retention: std::time::Duration::from_secs(600),
             targets: Vec::new(),
             rows: Vec::new(),
-            alarm_counts: Default::default(),
-            rows_second: 0,
-            rows_stale: Vec::new(),
             rows_index: Default::default(),
             sort: Sort::default(),
             filter: None,
-            flap_per_min: 4,
-            split_brain: BTreeSet::new(),
             screen: Screen::Main,
-            events: log::EventLog::default(),
             events_scroll: 0,
             events_filter: None,
             prompt: None,
@@ -295,7 +213,7 @@ impl App {
     pub fn with_prefs(mut self, prefs: Prefs) -> Self {
         self.keys = prefs.keys;
         if let Some(n) = prefs.flap_per_min {
-            self.flap_per_min = n;
+            self.model.flap_per_min = n;
         }
         self
     }
@@ -303,7 +221,7 @@ impl App {
     pub fn selected_election(&self) -> Option<&Election> {
         self.rows
             .get(self.selected)
-            .and_then(|r| self.elections.get(&r.key))
+            .and_then(|r| self.model.elections.get(&r.key))
     }
 
     fn selected_key(&self) -> Option<(SourceId, String)> {
@@ -317,23 +235,15 @@ impl App {
             .unwrap_or_default()
     }
 
-    /// Whether each source is stale now.
-    pub fn stale_sources(&self) -> Vec<bool> {
-        self.sources
-            .iter()
-            .map(|s| s.stale_for(self.now).is_some())
-            .collect()
-    }
-
     /// Shows a one-line message in the status line for [`FLASH_FOR`].
     pub fn say(&mut self, flash: Flash) {
         self.flash = Some(flash);
-        self.flash_at = self.now;
+        self.flash_at = self.model.now;
     }
 
     /// The events the events view shows, newest first, through its filter.
     pub fn visible_events(&self) -> impl Iterator<Item = &log::LogEntry> {
-        self.events.entries.iter().rev().filter(|e| {
+        self.model.events.entries.iter().rev().filter(|e| {
             self.events_filter
                 .as_ref()
                 .is_none_or(|f| f.matches_text(&e.haystack()))
@@ -346,46 +256,10 @@ impl App {
         self.prompt.is_some() || self.dialog.as_ref().is_some_and(Dialog::typing)
     }
 
-    /// Every source has finished its snapshot and replay.
-    pub fn all_synced(&self) -> bool {
-        self.sources.iter().all(|s| s.synced)
-    }
-
-    /// A connected source is still replaying its history (a down one is not replaying).
-    pub fn replaying(&self) -> bool {
-        self.sources
-            .iter()
-            .any(|s| s.conn == ConnState::Connected && !s.synced)
-    }
-
-    /// The source of `election` is stale: its age without contact.
-    pub fn stale_for(&self, source: SourceId) -> Option<std::time::Duration> {
-        self.sources.get(source).and_then(|s| s.stale_for(self.now))
-    }
-
-    /// An election of `source` without a leader is at rest, not in trouble (a lock between
-    /// runs): no alarm.
-    pub fn idle_is_normal(&self, source: SourceId) -> bool {
-        self.sources
-            .get(source)
-            .is_some_and(|s| s.info.idle_is_normal)
-    }
-
-    /// The instant a row of `source` is drawn at: now, or the last contact when stale.
-    pub fn as_of(&self, source: SourceId) -> Instant {
-        self.sources
-            .get(source)
-            .map(|s| s.as_of(self.now))
-            .unwrap_or(self.now)
-    }
-
     /// Whether anything on screen moves with time (a countdown or a retry timer), so the
     /// runtime knows to keep ticking; with nothing moving it sleeps.
     pub fn needs_tick(&self, rows: usize) -> bool {
-        self.sources
-            .iter()
-            .any(|s| matches!(s.conn, ConnState::Down { .. }))
-            || self.countdown_on_screen(rows, FAST_COUNTDOWN_MS)
+        self.model.any_down() || self.countdown_on_screen(rows, FAST_COUNTDOWN_MS)
     }
 
     /// Whether a countdown on screen has less than `under_ms` left (and more than nothing):
@@ -394,18 +268,18 @@ impl App {
     pub fn countdown_on_screen(&self, rows: usize, under_ms: i64) -> bool {
         let running = |c: &Candidate| {
             c.ttl
-                .is_some_and(|d| (1..under_ms).contains(&d.remaining_ms_at(self.now)))
+                .is_some_and(|d| (1..under_ms).contains(&d.remaining_ms_at(self.model.now)))
         };
         let leaders = self
             .rows_in_view(rows)
-            .filter_map(|r| self.elections.get(&r.key)?.leader.as_ref())
+            .filter_map(|r| self.model.elections.get(&r.key)?.leader.as_ref())
             .any(running);
         let described = self.describe.as_ref().map(|d| &d.key);
         leaders
             || [self.selected_key(), described.cloned()]
                 .into_iter()
                 .flatten()
-                .filter_map(|k| self.elections.get(&k))
+                .filter_map(|k| self.model.elections.get(&k))
                 .any(|e| e.leader.iter().chain(&e.candidates).any(running))
     }
 
@@ -420,7 +294,7 @@ impl App {
     pub fn visible_requests(&self, rows: usize) -> Vec<(SourceId, Command)> {
         let in_view: Vec<&(SourceId, String)> = self.rows_in_view(rows).map(|r| &r.key).collect();
         let selected = self.selected_key();
-        (0..self.sources.len())
+        (0..self.model.sources.len())
             .map(|id| {
                 let names = in_view
                     .iter()
@@ -443,17 +317,15 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
         Msg::Action(a) => on_action(app, a),
         Msg::Source(ev) => on_source(app, ev),
         Msg::Tick { now, wall } => {
-            app.now = now;
-            app.wall = wall;
+            app.model.tick(now, wall);
             if app.flash.is_some() && now.saturating_duration_since(app.flash_at) > FLASH_FOR {
                 app.flash = None;
             }
             // The one place deferred changes are settled: once per frame, before drawing.
-            if rows::second(wall) != app.rows_second {
-                rows::next_second(app);
-            }
             rows::settle(app);
-            prune(app);
+            if app.model.prune() {
+                rows::settle(app);
+            }
             true
         }
         Msg::Resize { width, height } => {
@@ -467,35 +339,6 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
         Msg::Click(target) => commands::click(app, target),
         Msg::Wheel(target, delta) => commands::wheel(app, target, delta),
     }
-}
-
-/// Drops elections with nothing left in the store whose last change is older than the
-/// retention; until then they stay listed as "no leader since", with their history.
-/// Only the elections the rows know to be empty are looked at, not every election.
-fn prune(app: &mut App) {
-    let (wall, keep) = (app.wall, app.retention);
-    let expired: Vec<rows::Key> = app
-        .rows_index
-        .empty
-        .iter()
-        .filter(|k| {
-            app.elections.get(*k).is_some_and(|e| {
-                e.is_empty()
-                    && e.last_change()
-                        .and_then(|h| h.at)
-                        .is_some_and(|at| wall.duration_since(at).unwrap_or_default() > keep)
-            })
-        })
-        .cloned()
-        .collect();
-    if expired.is_empty() {
-        return;
-    }
-    for key in expired {
-        app.elections.remove(&key);
-        rows::touch(app, &key);
-    }
-    rows::settle(app);
 }
 
 fn on_action(app: &mut App, action: Action) -> bool {
@@ -561,147 +404,37 @@ fn on_action(app: &mut App, action: Action) -> bool {
     true
 }
 
+/// A store's event into the read model; the rows follow. Returns whether to redraw now:
+/// when deferred (the dashboard), changes to elections are settled at frame time and drawn
+/// only if they show (`frames::rows_show`).
 fn on_source(app: &mut App, ev: SourceEvent) -> bool {
-    match ev {
-        SourceEvent::Info(info) => {
-            if let Some(s) = app.sources.get_mut(info.id) {
-                s.info = info;
-            }
-        }
-        SourceEvent::Conn { source, state } => {
-            if let Some(s) = app.sources.get_mut(source) {
-                s.conn = state;
-                s.loading = None;
-            }
+    match app.model.apply(ev) {
+        Applied::Nothing => false,
+        Applied::Source => true,
+        Applied::Conn => {
             rows::refresh(app);
+            true
         }
-        SourceEvent::Revision { source, revision } => {
-            let Some(s) = app.sources.get_mut(source) else {
-                return false;
-            };
-            if s.revision == Some(revision) {
-                return false;
+        // A revision moves with every change anywhere in the store, so alone it would
+        // redraw the screen at the frame cap; the status bar shows it at the next frame,
+        // which comes within 500 ms while the source answers (the staleness tick).
+        Applied::Revision => !app.rows_index.defer,
+        Applied::Elections { notice_cleared } => {
+            if !app.rows_index.defer {
+                rows::settle(app);
             }
-            s.revision = Some(revision);
-            // Deferred (the dashboard): a revision moves with every change anywhere in the
-            // store, so alone it would redraw the screen at the frame cap; the status bar
-            // shows it at the next frame, which comes within 500 ms while the source answers
-            // (the staleness tick).
-            return !app.rows_index.defer;
+            !app.rows_index.defer || notice_cleared
         }
-        SourceEvent::Elections { source, elections } => {
-            return on_elections(app, source, elections);
-        }
-        SourceEvent::Happened(event) => return on_happened(app, event),
-        SourceEvent::Notice { source, text } => {
-            let Some(s) = app.sources.get_mut(source) else {
-                return false;
-            };
-            s.notice = Some(text);
-        }
-        SourceEvent::Loading {
-            source,
-            read,
-            total,
-        } => {
-            let Some(s) = app.sources.get_mut(source) else {
-                return false;
-            };
-            s.loading = Some((read, total));
-        }
-        SourceEvent::Synced { source } => {
-            if let Some(s) = app.sources.get_mut(source) {
-                s.synced = true;
+        // On screen only in the events view, but for a compacted history, which is also
+        // the source's notice.
+        Applied::Event { compacted } => compacted || app.screen == Screen::Events,
+        Applied::Contact { thawed } => {
+            if thawed {
+                rows::refresh(app);
             }
-        }
-        SourceEvent::Contact {
-            source,
-            at,
-            wall,
-            next_within,
-        } => return on_contact(app, source, (at, wall), next_within),
-        SourceEvent::Members { source, members } => {
-            if let Some(s) = app.sources.get_mut(source) {
-                s.members = members;
-            }
+            thawed
         }
     }
-    true
-}
-
-/// Elections as the source now has them: each marks its row changed.
-/// Returns whether to redraw now: when deferred, whether the changes show is known only
-/// once they are settled, at frame time (`frames::rows_show`).
-fn on_elections(app: &mut App, source: SourceId, elections: Vec<Election>) -> bool {
-    let mut redraw = !app.rows_index.defer;
-    if let Some(s) = app.sources.get_mut(source)
-        && !elections.is_empty()
-        && matches!(s.info.notice, Some(crate::model::SourceNotice::Empty(_)))
-    {
-        s.info.notice = None;
-        redraw = true;
-    }
-    if elections.len() > app.elections.len() {
-        // A snapshot: built as one tree and merged in, rather than inserted one by one,
-        // which moved every election several times at 100,000 of them.
-        let mut batch: std::collections::BTreeMap<_, _> = elections
-            .into_iter()
-            .map(|e| ((source, e.name.clone()), e))
-            .collect();
-        for key in batch.keys() {
-            rows::touch(app, key);
-        }
-        app.elections.append(&mut batch);
-    } else {
-        for e in elections {
-            let key = (source, e.name.clone());
-            rows::touch(app, &key);
-            app.elections.insert(key, e);
-        }
-    }
-    if !app.rows_index.defer {
-        rows::settle(app);
-    }
-    redraw
-}
-
-/// The source answered. Only a change of staleness changes the screen: its rows thaw.
-fn on_contact(
-    app: &mut App,
-    source: SourceId,
-    at: (Instant, SystemTime),
-    next_within: std::time::Duration,
-) -> bool {
-    let Some(s) = app.sources.get_mut(source) else {
-        return false;
-    };
-    let was = s.stale_for(app.now).is_some();
-    s.last_contact = Some(at);
-    s.contact_every = next_within;
-    if was {
-        rows::refresh(app);
-    }
-    was
-}
-
-/// A backend's event: into the events view under the source's short name; a compacted
-/// history also becomes the source's notice. Returns whether the screen changed.
-fn on_happened(app: &mut App, event: crate::model::Event) -> bool {
-    let short = app
-        .sources
-        .iter()
-        .find(|s| s.info.name == event.source)
-        .map(|s| s.info.short.clone())
-        .unwrap_or_else(|| event.source.clone());
-    app.events.event(&event, &short);
-    if event.kind != EventKind::HistoryCompacted {
-        // On screen only in the events view.
-        return app.screen == Screen::Events;
-    }
-    if let Some(s) = app.sources.iter_mut().find(|s| s.info.name == event.source) {
-        s.notice = event.detail;
-    }
-    true
 }
 
 #[cfg(test)]
@@ -733,7 +466,7 @@ mod tests {
             (SourceNotice::Unsure("layout unsure".into()), true),
         ] {
             let mut app = app_with(0);
-            app.sources[0].info.notice = Some(notice);
+            app.model.sources[0].info.notice = Some(notice);
             let elections = vec![Election::new(0, "jobs".into(), Scheme::EtcdElection)];
             update(
                 &mut app,
@@ -742,7 +475,7 @@ mod tests {
                     elections,
                 }),
             );
-            assert_eq!(app.sources[0].info.notice.is_some(), stays);
+            assert_eq!(app.model.sources[0].info.notice.is_some(), stays);
         }
     }
 
@@ -823,7 +556,7 @@ mod tests {
     #[test]
     fn action_outcomes_flash_for_ten_seconds_and_stay_in_the_events() {
         let mut app = app_with(1);
-        let (now, wall) = (app.now, app.wall);
+        let (now, wall) = (app.model.now, app.model.wall);
         update(
             &mut app,
             Msg::AdminDone(crate::admin::Outcome::Done {
@@ -845,7 +578,7 @@ mod tests {
         assert!(app.flash.is_some(), "still shown after 9 s");
         tick(&mut app, 11);
         assert!(app.flash.is_none(), "aged out after 10 s");
-        let last = app.events.entries.back().expect("in the events");
+        let last = app.model.events.entries.back().expect("in the events");
         assert!(last.text.contains("revoked lease 7"), "{last:?}");
     }
 
@@ -892,7 +625,7 @@ mod tests {
     fn an_empty_election_stays_listed_until_its_retention_ends() {
         use crate::model::{Cause, HistoryEntry};
         let mut app = app_with(2);
-        let wall = app.wall;
+        let wall = app.model.wall;
         let mut gone = Election::new(0, "e000".into(), Scheme::EtcdElection);
         gone.record(
             HistoryEntry {
@@ -914,13 +647,22 @@ mod tests {
             }),
         );
         let tick = |app: &mut App, secs| {
-            let (now, wall) = (app.now, wall + std::time::Duration::from_secs(secs));
+            let (now, wall) = (app.model.now, wall + std::time::Duration::from_secs(secs));
             update(app, Msg::Tick { now, wall });
         };
         tick(&mut app, 599);
-        assert_eq!(app.elections.len(), 2, "within the 10 minutes: listed");
+        assert_eq!(
+            app.model.elections.len(),
+            2,
+            "within the 10 minutes: listed"
+        );
         tick(&mut app, 601);
-        let names: Vec<&str> = app.elections.values().map(|e| e.name.as_str()).collect();
+        let names: Vec<&str> = app
+            .model
+            .elections
+            .values()
+            .map(|e| e.name.as_str())
+            .collect();
         assert_eq!(
             names,
             ["e001"],

@@ -8,17 +8,12 @@
 use std::cmp::Ordering;
 use std::time::Instant;
 
-use super::alarm::{self, Alarm, Alarms};
+use super::alarm::Alarms;
 use super::{App, SourceView};
-use crate::model::{Election, SourceId};
+use crate::model::Election;
+use crate::state::{HashMap, HashSet, Settled};
 
-/// Maps and sets of every election, looked up at every change: a fast hash rather than
-/// SipHash, whose `write` was 5% of `status` at 100,000 elections.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
-
-/// The key of an election in `App::elections`.
-pub type Key = (SourceId, String);
+pub use crate::state::Key;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowInfo {
@@ -161,19 +156,16 @@ fn first_line(s: &str) -> String {
 }
 
 /// What the rows keep between settles, so a change costs the changed elections, not all.
+/// Which elections changed, and their alarms, the read model says ([`ReadModel::settle`]).
+///
+/// [`ReadModel::settle`]: crate::state::ReadModel::settle
 #[derive(Clone, Debug, Default)]
 pub struct RowsIndex {
     /// Each election's alarms, rate, place in the order and whether it passes the filter,
     /// as of the last settle.
     cached: HashMap<Key, Cached>,
-    /// Elections changed since the last settle.
-    dirty: HashSet<Key>,
-    /// Everything must be redone (the sort, the filter or a source's staleness changed).
+    /// Every row must be redone (the sort or the filter changed).
     full: bool,
-    /// Elections with a change inside the flapping window: their rate moves with the clock.
-    recent: HashSet<Key>,
-    /// Elections with nothing left in the store, for pruning without walking every election.
-    pub(super) empty: HashSet<Key>,
     /// Settle only at frame time (the runtime's tick), not after every event: the runtime
     /// takes a burst of events in and draws once. Off, every update settles at once.
     pub defer: bool,
@@ -186,9 +178,9 @@ pub struct RowsIndex {
 }
 
 impl RowsIndex {
-    /// Changes are waiting for a settle.
-    pub fn pending(&self) -> bool {
-        self.full || !self.dirty.is_empty()
+    /// Changes are waiting for a settle (the model's, or the rows' own).
+    pub fn pending(&self, model: &crate::state::ReadModel) -> bool {
+        self.full || model.pending()
     }
 }
 
@@ -206,59 +198,41 @@ struct Cached {
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Rank(i64, i64, i64, Option<String>);
 
-/// Marks an election changed (or gone); the next [`settle`] redoes its row.
-pub fn touch(app: &mut App, key: &Key) {
-    let idx = &mut app.rows_index;
-    if idx.full {
-        return;
-    }
-    // Past a point one sort of everything is cheaper than finding each row (a snapshot).
-    if idx.dirty.len() > 64 && idx.dirty.len() > app.rows.len() / 4 {
-        idx.full = true;
-        idx.dirty.clear();
-        return;
-    }
-    idx.dirty.insert(key.clone());
-}
-
-/// Brings the rows up to date: redoes only the changed elections' rows and merges them in
-/// one pass, or everything when the sort, filter or staleness changed.
+/// Brings the rows up to date with the read model: the model settles the changed
+/// elections' alarms, then only their rows are redone and merged in one pass, or every row
+/// when the model redid everything or the sort or filter changed. The one caller of the
+/// dashboard's model settle, so no change escapes the rows.
 pub fn settle(app: &mut App) {
-    let idx = &app.rows_index;
-    if idx.full || app.rows_stale != app.stale_sources() {
-        return refresh(app);
-    }
-    if idx.dirty.is_empty() {
+    let settled = app.model.settle();
+    let dirty = match settled {
+        Settled::All => return redo_all(app),
+        Settled::Some(_) if app.rows_index.full => return redo_all(app),
+        Settled::Some(keys) => keys,
+    };
+    if dirty.is_empty() {
         return;
     }
-    if idx.dirty.len() > 64 && idx.dirty.len() > app.rows.len() / 4 {
-        return refresh(app);
+    if dirty.len() > 64 && dirty.len() > app.rows.len() / 4 {
+        return redo_all(app);
     }
     let keep = app.selected_key();
     let mut idx = std::mem::take(&mut app.rows_index);
-    let dirty = std::mem::take(&mut idx.dirty);
-    let stale = app.rows_stale.clone();
     let mut gone = Vec::new();
     let mut added = Vec::new();
     idx.settled.extend(dirty.iter().cloned());
     for key in dirty {
-        if let Some(old) = idx.cached.remove(&key) {
-            count(&mut app.alarm_counts, old.alarms, false);
-            if old.shown
-                && let Ok(i) = app
-                    .rows
-                    .binary_search_by(|r| by_parts(app.sort, (&r.rank, &r.key), (&old.rank, &key)))
-            {
-                gone.push(i);
-            }
+        if let Some(old) = idx.cached.remove(&key)
+            && old.shown
+            && let Ok(i) = app
+                .rows
+                .binary_search_by(|r| by_parts(app.sort, (&r.rank, &r.key), (&old.rank, &key)))
+        {
+            gone.push(i);
         }
-        idx.recent.remove(&key);
-        idx.empty.remove(&key);
-        let Some(e) = app.elections.get(&key) else {
+        let Some(e) = app.model.elections.get(&key) else {
             continue;
         };
-        let c = compute(app, &mut idx, &stale, &key, e);
-        count(&mut app.alarm_counts, c.alarms, true);
+        let c = compute(app, &mut idx, &key, e);
         if c.shown {
             added.push(row(&key, &c));
         }
@@ -271,24 +245,25 @@ pub fn settle(app: &mut App) {
     reselect(app, keep);
 }
 
-/// Recomputes every row, the alarm counts, and where the selection is (it follows its
-/// election).
+/// Recomputes every election's alarms and every row, and where the selection is (it
+/// follows its election).
 pub fn refresh(app: &mut App) {
+    app.model.invalidate();
+    app.model.settle();
+    redo_all(app);
+}
+
+/// Every row from the model's alarms as they are.
+fn redo_all(app: &mut App) {
     let keep = app.selected_key();
     let mut idx = std::mem::take(&mut app.rows_index);
     idx.cached.clear();
-    idx.cached.reserve(app.elections.len());
-    idx.dirty.clear();
-    idx.recent.clear();
-    idx.empty.clear();
+    idx.cached.reserve(app.model.elections.len());
     idx.full = false;
     idx.settled_all = true;
-    let stale = app.stale_sources();
-    let mut counts = [0usize; Alarm::ALL.len()];
-    let mut rows = Vec::with_capacity(app.elections.len());
-    for (key, e) in &app.elections {
-        let c = compute(app, &mut idx, &stale, key, e);
-        count(&mut counts, c.alarms, true);
+    let mut rows = Vec::with_capacity(app.model.elections.len());
+    for (key, e) in &app.model.elections {
+        let c = compute(app, &mut idx, key, e);
         if c.shown {
             rows.push(row(key, &c));
         }
@@ -297,39 +272,8 @@ pub fn refresh(app: &mut App) {
     // Keys are unique, so an unstable sort gives the one order.
     rows.sort_unstable_by(|a, b| cmp(app.sort, a, b));
     app.rows = rows;
-    app.alarm_counts = counts;
-    app.rows_second = second(app.wall);
-    app.rows_stale = stale;
     app.rows_index = idx;
     reselect(app, keep);
-}
-
-/// A new second: rates (and so flapping) move, only for elections with changes inside the
-/// window, and only when a change has just left it; those rows are redone at the settle.
-pub fn next_second(app: &mut App) {
-    app.rows_second = second(app.wall);
-    let mut idx = std::mem::take(&mut app.rows_index);
-    let mut moved = Vec::new();
-    idx.recent.retain(|key| {
-        let Some(e) = app.elections.get(key) else {
-            return false;
-        };
-        let rate = alarm::rate_per_min(&e.history, app.wall, alarm::FLAP_WINDOW);
-        if idx.cached.get(key).is_some_and(|c| c.rate == rate) {
-            return in_window(e, app.wall);
-        }
-        moved.push(key.clone());
-        false
-    });
-    idx.dirty.extend(moved);
-    app.rows_index = idx;
-}
-
-/// Whether the last timed change is inside the flapping window, so the rate may still move.
-fn in_window(e: &Election, wall: std::time::SystemTime) -> bool {
-    e.last_change()
-        .and_then(|h| h.at)
-        .is_some_and(|at| wall.duration_since(at).unwrap_or_default() <= alarm::FLAP_WINDOW)
 }
 
 /// The sort or the filter changed: everything is redone at the next settle.
@@ -346,31 +290,10 @@ fn row(key: &Key, c: &Cached) -> RowInfo {
     }
 }
 
-fn count(counts: &mut [usize; Alarm::ALL.len()], alarms: Alarms, add: bool) {
-    for a in alarms.iter() {
-        let n = &mut counts[a as usize];
-        *n = if add { *n + 1 } else { n.saturating_sub(1) };
-    }
-}
-
-fn compute(app: &App, idx: &mut RowsIndex, stale: &[bool], key: &Key, e: &Election) -> Cached {
-    let source = app.sources.get(key.0);
-    let rate = alarm::rate_per_min(&e.history, app.wall, alarm::FLAP_WINDOW);
-    if in_window(e, app.wall) || rate > 0.0 {
-        idx.recent.insert(key.clone());
-    }
-    if e.is_empty() {
-        idx.empty.insert(key.clone());
-    }
-    let cx = alarm::Context {
-        stale: stale.get(key.0).copied().unwrap_or(false),
-        split_brain: app.split_brain.contains(key),
-        rate,
-        flap_per_min: app.flap_per_min,
-        idle_is_normal: source.is_some_and(|s| s.info.idle_is_normal),
-    };
-    let alarms = alarm::of(e, &cx);
-    let base = *idx.base.get_or_insert(app.now);
+fn compute(app: &App, idx: &mut RowsIndex, key: &Key, e: &Election) -> Cached {
+    let source = app.model.sources.get(key.0);
+    let (alarms, rate) = app.model.alarms(key).unwrap_or_default();
+    let base = *idx.base.get_or_insert(app.model.now);
     Cached {
         alarms,
         rate,
@@ -402,12 +325,6 @@ fn merge(old: Vec<RowInfo>, gone: &[usize], added: Vec<RowInfo>, sort: Sort) -> 
     out
 }
 
-/// An election's alarms and rate as of the last settle, whether or not it is shown.
-pub fn alarms_and_rate<'a>(app: &'a App, key: &Key) -> Option<(&'a Alarms, f64)> {
-    let c = app.rows_index.cached.get(key)?;
-    Some((&c.alarms, c.rate))
-}
-
 /// The selection stays on its election wherever it moved; else on the same line.
 fn reselect(app: &mut App, keep: Option<Key>) {
     let found = keep.and_then(|k| {
@@ -419,13 +336,6 @@ fn reselect(app: &mut App, keep: Option<Key>) {
     app.selected = found
         .unwrap_or(app.selected)
         .min(app.rows.len().saturating_sub(1));
-}
-
-/// Whole seconds of `wall`: rates and ages move once a second, so rows are redone as often.
-pub fn second(wall: std::time::SystemTime) -> u64 {
-    wall.duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 fn cmp(sort: Sort, a: &RowInfo, b: &RowInfo) -> Ordering {
@@ -446,11 +356,8 @@ fn rank(app: &App, base: Instant, e: &Election, alarms: Alarms, rate: f64) -> Ra
     match app.sort.key {
         // Triage order: the worst alarm first, then more alarms first; no alarm last.
         SortKey::Alarms => {
-            let worst = alarms
-                .worst()
-                .map(|w| w as usize)
-                .unwrap_or(Alarm::ALL.len());
-            n(worst as i64, -(alarms.iter().count() as i64), 0)
+            let (worst, more) = crate::state::alarm::triage_rank(alarms);
+            n(worst as i64, more, 0)
         }
         SortKey::Name => Rank::default(),
         // Elections without a leader sort after those with one.
@@ -493,11 +400,11 @@ fn ttl(app: &App, base: Instant, e: &Election) -> Rank {
         Some(l) if l.zombie() => Rank(1, 0, 0, None),
         Some(l) => match l.ttl {
             Some(d) => {
-                let at = app.as_of(e.source);
+                let at = app.model.as_of(e.source);
                 // Live: `at` is now, and this is the deadline. Stale: the time left at the last
                 // contact, from now on.
                 let left = d.remaining_ms - signed_ms(d.read_at, at);
-                Rank(0, signed_ms(base, app.now) + left, 0, None)
+                Rank(0, signed_ms(base, app.model.now) + left, 0, None)
             }
             None => Rank(1, 1, 0, None),
         },
@@ -510,6 +417,7 @@ mod tests {
     use super::*;
     use crate::app::{Action, Msg, update};
     use crate::model::{Candidate, Cause, HistoryEntry, Scheme, SourceEvent, SourceInfo};
+    use crate::state::alarm::Alarm;
     use std::time::{Duration, Instant, SystemTime};
 
     fn holder(id: &str, ttl_ms: i64, now: Instant) -> Candidate {
@@ -647,13 +555,13 @@ mod tests {
             "the source"
         );
         assert_eq!(filter(&mut app, "re:^(a|b)[a-z]+o$"), "bravo", "a regex");
-        assert_eq!(app.alarm_counts[Alarm::NoLeader as usize], 1);
+        assert_eq!(app.model.alarm_counts()[Alarm::NoLeader as usize], 1);
         assert_eq!(
             filter(&mut app, "nothing"),
             "",
             "nothing matches: no rows, alarms still counted"
         );
-        assert_eq!(app.alarm_counts[Alarm::Flapping as usize], 1);
+        assert_eq!(app.model.alarm_counts()[Alarm::Flapping as usize], 1);
         let e = Filter::parse("re:(").expect_err("bad regex");
         assert!(e.starts_with("not a regex"), "{e}");
     }
@@ -675,20 +583,25 @@ mod tests {
     fn changed(app: &App, rng: &mut Rng, i: u64) -> Election {
         let name = format!("e{i:03}");
         let mut e = app
+            .model
             .elections
             .get(&(0, name.clone()))
             .cloned()
             .unwrap_or_else(|| Election::new(0, name, crate::model::Scheme::SqlLease));
         let leader = match rng.below(5) {
             0 => None,
-            k => Some(holder(&format!("n{k}"), rng.below(90_000) as i64, app.now)),
+            k => Some(holder(
+                &format!("n{k}"),
+                rng.below(90_000) as i64,
+                app.model.now,
+            )),
         };
         e.candidates = leader.iter().cloned().collect();
         e.leader = leader;
         let ago = if rng.below(2) == 0 { 0 } else { 3_600 };
         e.record(
             HistoryEntry {
-                at: Some(app.wall - Duration::from_secs(ago + rng.below(30))),
+                at: Some(app.model.wall - Duration::from_secs(ago + rng.below(30))),
                 revision: None,
                 from: None,
                 to: e.leader.as_ref().map(|l| l.id.clone()),
@@ -706,7 +619,7 @@ mod tests {
         let mut full = app.clone();
         refresh(&mut full);
         assert_eq!(app.rows, full.rows, "{why}");
-        assert_eq!(app.alarm_counts, full.alarm_counts, "{why}");
+        assert_eq!(app.model.alarm_counts(), full.model.alarm_counts(), "{why}");
         assert_eq!(app.selected, full.selected, "{why}");
     }
 
@@ -716,8 +629,8 @@ mod tests {
         let mut app = app();
         app.rows_index.defer = true;
         // None pruned: the selection must stay on its election.
-        app.retention = Duration::from_secs(1 << 30);
-        let (now, wall) = (app.now, app.wall);
+        app.model.retention = Duration::from_secs(1 << 30);
+        let (now, wall) = (app.model.now, app.model.wall);
         let first: Vec<Election> = (0..150).map(|i| changed(&app, &mut rng, i)).collect();
         update(
             &mut app,
@@ -766,8 +679,8 @@ mod tests {
     fn deferred_changes_wait_for_the_frame_and_settle_once() {
         let mut app = app();
         app.rows_index.defer = true;
-        app.retention = Duration::from_secs(1 << 30);
-        let mut a = app.elections[&(0, "alpha".to_string())].clone();
+        app.model.retention = Duration::from_secs(1 << 30);
+        let mut a = app.model.elections[&(0, "alpha".to_string())].clone();
         a.leader = None;
         a.candidates.clear();
         update(
@@ -782,14 +695,14 @@ mod tests {
             ["bravo", "charlie", "alpha"],
             "not redone per event"
         );
-        let (now, wall) = (app.now, app.wall);
+        let (now, wall) = (app.model.now, app.model.wall);
         update(&mut app, Msg::Tick { now, wall });
         assert_eq!(
             names(&app),
             ["alpha", "bravo", "charlie"],
             "both leaderless, by name, then flapping"
         );
-        assert_eq!(app.alarm_counts[Alarm::NoLeader as usize], 2);
+        assert_eq!(app.model.alarm_counts()[Alarm::NoLeader as usize], 2);
         same_as_from_scratch(&app, "after the tick");
     }
 
@@ -797,16 +710,16 @@ mod tests {
     fn flapping_ends_when_the_window_passes_without_another_event() {
         let mut app = app();
         app.rows_index.defer = true;
-        assert_eq!(app.alarm_counts[Alarm::Flapping as usize], 1);
-        let now = app.now;
+        assert_eq!(app.model.alarm_counts()[Alarm::Flapping as usize], 1);
+        let now = app.model.now;
         // charlie's six changes were 1-6 s ago; 30 s on they are all still in the window.
-        let wall = app.wall + Duration::from_secs(30);
+        let wall = app.model.wall + Duration::from_secs(30);
         update(&mut app, Msg::Tick { now, wall });
-        assert_eq!(app.alarm_counts[Alarm::Flapping as usize], 1);
-        let wall = app.wall + Duration::from_secs(40);
+        assert_eq!(app.model.alarm_counts()[Alarm::Flapping as usize], 1);
+        let wall = app.model.wall + Duration::from_secs(40);
         update(&mut app, Msg::Tick { now, wall });
         assert_eq!(
-            app.alarm_counts[Alarm::Flapping as usize],
+            app.model.alarm_counts()[Alarm::Flapping as usize],
             0,
             "out of the window"
         );
@@ -818,8 +731,8 @@ mod tests {
     #[test]
     fn emptied_elections_are_pruned_after_the_retention_and_their_rows_go() {
         let mut app = app();
-        app.retention = Duration::from_secs(60);
-        let mut a = app.elections[&(0, "alpha".to_string())].clone();
+        app.model.retention = Duration::from_secs(60);
+        let mut a = app.model.elections[&(0, "alpha".to_string())].clone();
         a.leader = None;
         a.candidates.clear();
         update(
@@ -830,10 +743,10 @@ mod tests {
             }),
         );
         // bravo was always empty but has no change with a time: it stays.
-        let (now, wall) = (app.now, app.wall + Duration::from_secs(30 * 60));
+        let (now, wall) = (app.model.now, app.model.wall + Duration::from_secs(30 * 60));
         update(&mut app, Msg::Tick { now, wall });
         assert_eq!(names(&app), ["bravo", "charlie"]);
-        assert!(!app.elections.contains_key(&(0, "alpha".to_string())));
+        assert!(!app.model.elections.contains_key(&(0, "alpha".to_string())));
         same_as_from_scratch(&app, "after pruning");
     }
 }

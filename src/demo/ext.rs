@@ -116,12 +116,13 @@ impl Extension for DemoExt {
 
     /// The failover clock and a split brain's length count up on screen.
     fn tick_interval(&self, app: &App, fast: Duration) -> Option<Duration> {
-        let moving = self.demo.failing_over.is_some() || self.demo.split_now(app.wall).is_some();
+        let moving =
+            self.demo.failing_over.is_some() || self.demo.split_now(app.model.wall).is_some();
         moving.then_some(fast)
     }
 
     fn shutdown(&mut self, app: &App) -> impl Future<Output = ()> {
-        self.demo.log_open_split_brains(app.wall);
+        self.demo.log_open_split_brains(app.model.wall);
         self.sup.stop_all(Duration::from_secs(3))
     }
 }
@@ -130,7 +131,7 @@ impl Extension for DemoExt {
 /// filtered and read at any size, beside the store's changes.
 pub fn forward_events(d: &Demo, app: &mut App, since: u64) {
     for e in d.events_since(since) {
-        app.events.push(LogEntry {
+        app.model.events.push(LogEntry {
             at: Some(e.at),
             revision: None,
             source: "demo".into(),

@@ -121,7 +121,7 @@ fn elected(w: u16, h: u16) -> (App, Demo) {
 /// node that was deposed earlier says why.
 fn killed(w: u16, h: u16) -> (App, Demo) {
     let (mut a, mut d) = elected(w, h);
-    let t0 = a.now;
+    let t0 = a.model.now;
     d.stopping(&a, 0, t0);
     d.belief_ended(0, at(3.0));
     d.nodes[0].proc_ = Proc::Killed;
@@ -425,9 +425,9 @@ fn the_demos_events_show_in_the_events_view_at_80x24() {
         assert!(s.contains(text), "{text}\n{s}");
     }
     // Given once: nothing new since the last count.
-    let before = a.events.entries.len();
+    let before = a.model.events.entries.len();
     super::ext::forward_events(&d, &mut a, d.noted);
-    assert_eq!(a.events.entries.len(), before);
+    assert_eq!(a.model.events.entries.len(), before);
 }
 
 #[test]

@@ -174,7 +174,8 @@ impl Demo {
 
     /// The leader the dashboard shows for the demo's election.
     pub fn leader_on_screen<'a>(&self, app: &'a App) -> Option<&'a str> {
-        app.elections
+        app.model
+            .elections
             .values()
             .find(|e| e.name == self.election)
             .and_then(|e| e.leader.as_ref())
@@ -262,7 +263,7 @@ impl Demo {
         }
     }
 
-    /// After the dashboard changed: a new leader on screen (at `app.now`) ends the failover
+    /// After the dashboard changed: a new leader on screen (at `app.model.now`) ends the failover
     /// clock.
     pub fn check_failover(&mut self, app: &App) {
         let Some((since, old)) = &self.failing_over else {
@@ -271,11 +272,15 @@ impl Demo {
         if let Some(new) = self.leader_on_screen(app)
             && new != old
         {
-            let secs = app.now.saturating_duration_since(*since).as_secs_f64();
+            let secs = app
+                .model
+                .now
+                .saturating_duration_since(*since)
+                .as_secs_f64();
             let text = format!("failover {old} → {new} in {secs:.1} s");
             self.last_failover = Some(text.clone());
             self.failing_over = None;
-            self.note(app.wall, text);
+            self.note(app.model.wall, text);
         }
     }
 
@@ -292,14 +297,13 @@ impl Demo {
     /// (only they know what each believes). Returns whether it changed.
     pub fn lend_split_brain(&self, app: &mut App) -> bool {
         let split: std::collections::BTreeSet<_> = self
-            .split_now(app.wall)
+            .split_now(app.model.wall)
             .map(|_| (0, self.election.clone()))
             .into_iter()
             .collect();
-        if split == app.split_brain {
+        if !app.model.set_split_brain(split) {
             return false;
         }
-        app.split_brain = split;
         crate::app::rows::refresh(app);
         true
     }
@@ -355,11 +359,11 @@ mod tests {
         lead(&mut app, "node-1");
         let t0 = Instant::now();
         d.stopping(&app, 0, t0);
-        app.now = t0 + Duration::from_secs(3);
+        app.model.now = t0 + Duration::from_secs(3);
         d.check_failover(&app);
         assert!(d.last_failover.is_none(), "same leader still on screen");
         lead(&mut app, "node-2");
-        app.now = t0 + Duration::from_millis(9_250);
+        app.model.now = t0 + Duration::from_millis(9_250);
         d.check_failover(&app);
         assert_eq!(
             d.last_failover.as_deref(),

@@ -330,7 +330,7 @@ const KEYS: [&str; 4] = [
 fn key_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect, store: bool) {
     let mut spans = Vec::new();
     if let Some((since, old)) = &d.failing_over {
-        let took = app.now.saturating_duration_since(*since);
+        let took = app.model.now.saturating_duration_since(*since);
         spans.push(Span::styled(
             format!(" {old} down {}, waiting for a new leader… ", secs(took)),
             theme::warn(),
@@ -379,7 +379,7 @@ fn events_pane(d: &Demo, frame: &mut Frame, area: Rect) {
 
 /// Split brain: the one going on now in the alarm colour, else how many there were.
 fn split_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect) {
-    let now = app.wall;
+    let now = app.model.wall;
     let summary = match d.split.longest(now) {
         Some(o) => format!(
             "split brains: {}, longest {} ({} and {} from {})",

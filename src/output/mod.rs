@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::app::{App, SourceView};
 use crate::model::{Candidate, Cause, ConnState, Election, HistoryEntry, Scheme, time};
+use crate::state::{Key, ReadModel, SourceView};
 
 #[derive(Serialize)]
 pub struct Status<'a> {
@@ -20,7 +20,7 @@ pub struct Status<'a> {
 /// Every election, each made as it is written: at 100,000 elections, building them all
 /// first cost as much again as writing them.
 pub struct Elections<'a> {
-    app: &'a App,
+    model: &'a ReadModel,
     now: Instant,
     /// Per source: what every one of its elections repeats, worked out once.
     sources: Vec<PerSource<'a>>,
@@ -37,7 +37,7 @@ struct PerSource<'a> {
 
 impl Serialize for Elections<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.app.elections.iter().map(|(key, e)| self.one(key, e)))
+        serializer.collect_seq(self.model.elections.iter().map(|(key, e)| self.one(key, e)))
     }
 }
 
@@ -48,18 +48,18 @@ const SPLIT_FROM: usize = 20_000;
 /// second half of the elections made on another thread meanwhile: at 100,000 elections
 /// the 55 MB of JSON were a fifth of `status`'s time.
 pub fn write_compact(
-    app: &App,
+    model: &ReadModel,
     now: Instant,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<()> {
-    let doc = status(app, now);
-    if app.elections.len() < SPLIT_FROM {
+    let doc = status(model, now);
+    if model.elections.len() < SPLIT_FROM {
         return serde_json::to_writer(out, &doc).map_err(std::io::Error::from);
     }
-    let all: Vec<_> = app.elections.iter().collect();
+    let all: Vec<_> = model.elections.iter().collect();
     let (first, second) = all.split_at(all.len() / 2);
     let elections = &doc.elections;
-    let items = |part: &[(&crate::app::rows::Key, &Election)], w: &mut dyn std::io::Write| {
+    let items = |part: &[(&Key, &Election)], w: &mut dyn std::io::Write| {
         for (i, (key, e)) in part.iter().enumerate() {
             if i > 0 {
                 w.write_all(b",")?;
@@ -87,8 +87,8 @@ pub fn write_compact(
 }
 
 impl<'a> Elections<'a> {
-    fn new(app: &'a App, now: Instant) -> Self {
-        let sources = app
+    fn new(model: &'a ReadModel, now: Instant) -> Self {
+        let sources = model
             .sources
             .iter()
             .map(|s| PerSource {
@@ -96,13 +96,17 @@ impl<'a> Elections<'a> {
                 at: s.as_of(now),
                 stale: s.stale_for(now).is_some(),
                 as_of: s.last_contact.map(|(_, w)| time::rfc3339(w)),
-                idle_is_normal: app.idle_is_normal(s.info.id),
+                idle_is_normal: model.idle_is_normal(s.info.id),
             })
             .collect();
-        Elections { app, now, sources }
+        Elections {
+            model,
+            now,
+            sources,
+        }
     }
 
-    fn one<'s>(&'s self, key: &crate::app::rows::Key, e: &'s Election) -> ElectionJson<'s> {
+    fn one<'s>(&'s self, key: &Key, e: &'s Election) -> ElectionJson<'s> {
         let Some(src) = self.sources.get(e.source) else {
             return election(e, "", self.now);
         };
@@ -110,7 +114,7 @@ impl<'a> Elections<'a> {
         j.stale = src.stale;
         j.idle = e.leader.is_none() && src.idle_is_normal;
         j.as_of = src.as_of.as_deref();
-        if let Some((alarms, rate)) = crate::app::rows::alarms_and_rate(self.app, key) {
+        if let Some((alarms, rate)) = self.model.alarms(key) {
             j.alarms = alarms.iter().map(|a| a.code()).collect();
             j.changes_per_min = rate;
         }
@@ -284,10 +288,10 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
     }
 }
 
-pub fn status(app: &App, now: Instant) -> Status<'_> {
+pub fn status(model: &ReadModel, now: Instant) -> Status<'_> {
     Status {
-        sources: app.sources.iter().map(|s| source(s, now)).collect(),
-        elections: Elections::new(app, now),
+        sources: model.sources.iter().map(|s| source(s, now)).collect(),
+        elections: Elections::new(model, now),
     }
 }
 
@@ -296,7 +300,6 @@ mod tests {
     use std::time::SystemTime;
 
     use super::*;
-    use crate::app::{Msg, update};
     use crate::model::{SourceEvent, SourceInfo};
 
     /// Made on two threads, the JSON is the one `serde_json` writes of [`Status`].
@@ -304,7 +307,7 @@ mod tests {
     fn compact_json_in_two_halves_is_the_whole_document() {
         for n in [3, SPLIT_FROM + 1] {
             let now = Instant::now();
-            let mut app = App::new(vec![SourceInfo::test_etcd()], now, SystemTime::now());
+            let mut model = ReadModel::new(vec![SourceInfo::test_etcd()], now, SystemTime::now());
             let elections = (0..n)
                 .map(|i| {
                     let mut e = Election::new(0, format!("e{i:06}"), Scheme::EtcdLeaseKey);
@@ -313,13 +316,11 @@ mod tests {
                 })
                 .collect();
             let source = 0;
-            update(
-                &mut app,
-                Msg::Source(SourceEvent::Elections { source, elections }),
-            );
+            model.apply(SourceEvent::Elections { source, elections });
+            model.settle();
             let mut split = Vec::new();
-            write_compact(&app, now, &mut split).expect("write");
-            let whole = serde_json::to_vec(&status(&app, now)).expect("serialize");
+            write_compact(&model, now, &mut split).expect("write");
+            let whole = serde_json::to_vec(&status(&model, now)).expect("serialize");
             assert_eq!(
                 String::from_utf8(split),
                 String::from_utf8(whole),

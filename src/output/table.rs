@@ -3,8 +3,8 @@
 
 use ratatui::text::Span;
 
-use crate::app::App;
 use crate::model::{Election, truncate_display};
+use crate::state::{Listed, ReadModel};
 use crate::ui::format;
 
 /// One row's cells, in the order of [`columns`].
@@ -28,8 +28,8 @@ fn columns(wide: bool) -> Vec<&'static str> {
     c
 }
 
-fn ttl(app: &App, e: &Election) -> String {
-    let at = app.as_of(e.source);
+fn ttl(model: &ReadModel, e: &Election) -> String {
+    let at = model.as_of(e.source);
     match (&e.leader, e.ttl_ms_at(at)) {
         (Some(l), _) if l.zombie() => "no lease".to_string(),
         (_, Some(ms)) => format::duration_ms(ms),
@@ -37,8 +37,9 @@ fn ttl(app: &App, e: &Election) -> String {
     }
 }
 
-fn cells(app: &App, e: &Election, row: &crate::app::RowInfo, wide: bool) -> Cells {
-    let source = app
+fn cells(model: &ReadModel, row: &Listed<'_>, wide: bool) -> Cells {
+    let e = row.election;
+    let source = model
         .sources
         .get(e.source)
         .map(|s| s.info.short.clone())
@@ -50,7 +51,7 @@ fn cells(app: &App, e: &Election, row: &crate::app::RowInfo, wide: bool) -> Cell
     };
     let last = e
         .last_change()
-        .map(|h| format::age(h, app.wall))
+        .map(|h| format::age(h, model.wall))
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "-".to_string());
     let rate = format::rate(row.rate);
@@ -58,7 +59,7 @@ fn cells(app: &App, e: &Election, row: &crate::app::RowInfo, wide: bool) -> Cell
         source,
         e.name.clone(),
         leader,
-        ttl(app, e),
+        ttl(model, e),
         e.candidates.len().to_string(),
         e.transitions.to_string(),
         if rate.is_empty() { "0/m".into() } else { rate },
@@ -83,14 +84,12 @@ fn width(s: &str) -> usize {
 
 /// The table as text. `fit`: the terminal's width, which the ELECTION and LEADER columns
 /// shrink to meet; `None` (piped, or `-o wide`) never cuts.
-pub fn render(app: &App, wide: bool, fit: Option<usize>) -> String {
+/// Elections in triage order, as the dashboard opens.
+pub fn render(model: &ReadModel, wide: bool, fit: Option<usize>) -> String {
     let head: Cells = columns(wide).iter().map(|s| s.to_string()).collect();
     let mut rows: Vec<Cells> = vec![head];
-    rows.extend(
-        app.rows
-            .iter()
-            .filter_map(|r| app.elections.get(&r.key).map(|e| cells(app, e, r, wide))),
-    );
+    let listed = model.triage_order();
+    rows.extend(listed.iter().map(|r| cells(model, r, wide)));
     let mut widths: Vec<usize> = (0..rows[0].len())
         .map(|i| rows.iter().map(|r| width(&r[i])).max().unwrap_or(0))
         .collect();
@@ -115,7 +114,7 @@ pub fn render(app: &App, wide: bool, fit: Option<usize>) -> String {
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
     }
-    if app.rows.is_empty() {
+    if listed.is_empty() {
         out.push_str("no elections found\n");
     }
     out
@@ -140,14 +139,13 @@ fn shrink(widths: &mut [usize], max: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::{Msg, update};
     use crate::model::{Candidate, Scheme, SourceEvent, SourceInfo};
     use std::time::{Duration, Instant, SystemTime};
 
-    fn app() -> App {
+    fn model() -> ReadModel {
         let info = SourceInfo::test_etcd();
         let now = Instant::now();
-        let mut app = App::new(vec![info], now, SystemTime::UNIX_EPOCH);
+        let mut model = ReadModel::new(vec![info], now, SystemTime::UNIX_EPOCH);
         let mut e = Election::new(
             0,
             format!("a-very-long-election-name-{}", "x".repeat(40)),
@@ -171,20 +169,18 @@ mod tests {
         e.leader = Some(c.clone());
         e.candidates = vec![c];
         let empty = Election::new(0, "b".into(), Scheme::EtcdElection);
-        update(
-            &mut app,
-            Msg::Source(SourceEvent::Elections {
-                source: 0,
-                elections: vec![e, empty],
-            }),
-        );
+        model.apply(SourceEvent::Elections {
+            source: 0,
+            elections: vec![e, empty],
+        });
+        model.settle();
         let _ = Duration::ZERO;
-        app
+        model
     }
 
     #[test]
     fn piped_nothing_is_cut_and_columns_align() {
-        let text = render(&app(), false, None);
+        let text = render(&model(), false, None);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("SOURCE  ELECTION"), "{text}");
         assert!(text.contains(&"x".repeat(40)), "the whole name:\n{text}");
@@ -200,10 +196,10 @@ mod tests {
 
     #[test]
     fn on_a_terminal_names_give_way_to_fit() {
-        let text = render(&app(), false, Some(100));
+        let text = render(&model(), false, Some(100));
         assert!(text.lines().all(|l| width(l) <= 100), "{text}");
         assert!(text.contains("chars)") || text.contains('…'), "{text}");
-        let wide = render(&app(), true, None);
+        let wide = render(&model(), true, None);
         assert!(
             wide.contains("LEADER KEY") && wide.contains("/e/k/1"),
             "{wide}"

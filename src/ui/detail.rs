@@ -55,7 +55,7 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
 
     let room = (head.width as usize).saturating_sub(8);
     let second = match &e.deposed {
-        Some(d) => deposed_line(d, app.as_of(e.source), room),
+        Some(d) => deposed_line(d, app.model.as_of(e.source), room),
         None => key_line(e, room),
     };
     let mut head_lines = vec![leader_line(app, e, room), second];
@@ -70,7 +70,7 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
 
 /// Who leads, or since when nobody does; a stale source's leader as last seen.
 fn leader_line(app: &App, e: &Election, room: usize) -> Line<'static> {
-    let stale = app.stale_for(e.source);
+    let stale = app.model.stale_for(e.source);
     match &e.leader {
         Some(l) if stale.is_some() => Line::from(vec![
             Span::styled(
@@ -86,7 +86,7 @@ fn leader_line(app: &App, e: &Election, room: usize) -> Line<'static> {
             Span::raw("Leader "),
             Span::styled(truncate_display(&l.id, room), theme::leader()),
         ]),
-        None if app.idle_is_normal(e.source) => Line::from(Span::styled(
+        None if app.model.idle_is_normal(e.source) => Line::from(Span::styled(
             "Idle: no holder between runs, which is normal here",
             theme::dim(),
         )),
@@ -146,8 +146,8 @@ fn deposed_line(d: &crate::model::Candidate, at: std::time::Instant, room: usize
 
 /// The line of candidates, scrolled, with rank, id, lease and TTL.
 fn line_table(app: &App, e: &Election, frame: &mut Frame, line: Rect) {
-    let stale = app.stale_for(e.source).is_some();
-    let at = app.as_of(e.source);
+    let stale = app.model.stale_for(e.source).is_some();
+    let at = app.model.as_of(e.source);
     let rows_fit = line.height.saturating_sub(1) as usize;
     let total = e.candidates.len();
     let start = app.line_scroll.min(total.saturating_sub(rows_fit.max(1)));

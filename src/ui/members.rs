@@ -55,7 +55,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(block, popup);
     let mut rows = Vec::new();
     let mut errors = Vec::new();
-    for s in app.sources.iter().filter(|s| s.info.clustered) {
+    for s in app.model.sources.iter().filter(|s| s.info.clustered) {
         rows.push(Row::new(vec![Cell::from(Span::styled(
             format!("{} {}", s.info.short, s.info.label),
             theme::title(),

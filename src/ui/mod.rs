@@ -72,7 +72,7 @@ pub fn overlays(app: &App, frame: &mut Frame, area: Rect) {
         members::draw(app, frame, area);
     }
     if app.show_help {
-        let read_only = app.sources.iter().all(|s| s.info.read_only);
+        let read_only = app.model.sources.iter().all(|s| s.info.read_only);
         help::draw(frame, area, read_only, app, app.screen);
     }
     if let Some(d) = &app.dialog {
@@ -86,8 +86,8 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
         spans.push(Span::raw(format!("· ctx {ctx} ")));
     }
     // Staleness first: it qualifies everything else on the screen.
-    for src in &app.sources {
-        if let Some(age) = src.stale_for(app.now) {
+    for src in &app.model.sources {
+        if let Some(age) = src.stale_for(app.model.now) {
             spans.push(Span::styled(
                 format!(
                     "· STALE — no contact with {} for {}s ",
@@ -101,7 +101,7 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
     spans.extend(filter_span(app));
     spans.push(Span::raw(format!(
         "· {} ",
-        format::count(app.elections.len(), "election", "elections")
+        format::count(app.model.elections.len(), "election", "elections")
     )));
     let rest = tail(app);
     let width = |s: &[Span]| s.iter().map(Span::width).sum::<usize>();
@@ -116,7 +116,7 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
 fn alarm_spans(app: &App, compact: bool) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     for alarm in Alarm::ALL {
-        let n = app.alarm_counts[alarm as usize];
+        let n = app.model.alarm_counts()[alarm as usize];
         // Stale is already spelled out, source by source.
         if n == 0 || alarm == Alarm::Stale {
             continue;
@@ -142,14 +142,14 @@ fn filter_span(app: &App) -> Option<Span<'static>> {
     let (f, shown) = match app.screen {
         Screen::Main => (
             app.filter.as_ref()?,
-            format!("{} of {}", app.rows.len(), app.elections.len()),
+            format!("{} of {}", app.rows.len(), app.model.elections.len()),
         ),
         Screen::Events => (
             app.events_filter.as_ref()?,
             format!(
                 "{} of {}",
                 app.visible_events().count(),
-                app.events.entries.len()
+                app.model.events.entries.len()
             ),
         ),
     };
@@ -164,10 +164,10 @@ fn tail(app: &App) -> Vec<Span<'static>> {
     if let Some(text) = loading(app) {
         spans.push(Span::styled(text, theme::warn()));
     }
-    if app.replaying() {
+    if app.model.replaying() {
         spans.push(Span::styled("· replaying history… ", theme::warn()));
     }
-    if !app.sources.is_empty() && app.sources.iter().all(|s| s.info.read_only) {
+    if !app.model.sources.is_empty() && app.model.sources.iter().all(|s| s.info.read_only) {
         spans.push(Span::styled("· READ-ONLY ", theme::warn()));
     }
     spans.push(Span::styled("· ? help  q quit", theme::dim()));
@@ -178,6 +178,7 @@ fn tail(app: &App) -> Vec<Span<'static>> {
 /// the sources still reading).
 fn loading(app: &App) -> Option<String> {
     let (read, total) = app
+        .model
         .sources
         .iter()
         .filter_map(|s| s.loading)

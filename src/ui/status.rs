@@ -48,10 +48,10 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
 fn source_spans(app: &App, labelled: bool) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     let mut endpoints: Vec<&str> = Vec::new();
-    for s in &app.sources {
+    for s in &app.model.sources {
         spans.push(match &s.conn {
             ConnState::Connecting => Span::styled("◌ ", theme::warn()),
-            ConnState::Connected if s.stale_for(app.now).is_some() => {
+            ConnState::Connected if s.stale_for(app.model.now).is_some() => {
                 Span::styled("◐ ", theme::stale())
             }
             ConnState::Connected => Span::styled("● ", theme::leader()),
@@ -76,7 +76,7 @@ fn source_spans(app: &App, labelled: bool) -> Vec<Span<'static>> {
         format!("· {}", endpoints.join(" ")),
         theme::dim(),
     ));
-    if let Some(rev) = app.sources.iter().filter_map(|s| s.revision).max() {
+    if let Some(rev) = app.model.sources.iter().filter_map(|s| s.revision).max() {
         spans.push(Span::styled(format!(" rev {rev}"), theme::dim()));
     }
     spans
@@ -86,12 +86,14 @@ fn source_spans(app: &App, labelled: bool) -> Vec<Span<'static>> {
 /// source's name.
 fn problem_spans(app: &App) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
-    for s in &app.sources {
+    for s in &app.model.sources {
         if let ConnState::Down {
             error, retry_at, ..
         } = &s.conn
         {
-            let left = retry_at.saturating_duration_since(app.now).as_millis() as i64;
+            let left = retry_at
+                .saturating_duration_since(app.model.now)
+                .as_millis() as i64;
             spans.push(Span::styled(
                 format!(
                     " │ DOWN {}: retry in {} ({error})",

@@ -80,7 +80,7 @@ enum SourceShown {
 }
 
 fn source_shown(app: &App, width: u16) -> SourceShown {
-    match (app.sources.len() > 1, width >= 90) {
+    match (app.model.sources.len() > 1, width >= 90) {
         (false, _) => SourceShown::One,
         (true, true) => SourceShown::Column,
         (true, false) => SourceShown::Qualified,
@@ -128,8 +128,8 @@ fn cells(
     source: SourceShown,
 ) -> (Vec<Line<'static>>, Style) {
     // A stale source's rows are frozen at the last contact and dimmed.
-    let stale = app.stale_for(e.source).is_some();
-    let at = app.as_of(e.source);
+    let stale = app.model.stale_for(e.source).is_some();
+    let at = app.model.as_of(e.source);
     let ttl = match &e.leader {
         Some(l) => {
             let style = match (&l.ttl, l.zombie()) {
@@ -144,11 +144,15 @@ fn cells(
     };
     let age = e
         .last_change()
-        .map(|h| format::age(h, app.wall))
+        .map(|h| format::age(h, app.model.wall))
         .unwrap_or_default();
     let worst = r.alarms.worst();
     let mark = worst.map(|a| a.glyph()).unwrap_or(" ");
-    let short = app.sources.get(e.source).map(|s| s.info.short.as_str());
+    let short = app
+        .model
+        .sources
+        .get(e.source)
+        .map(|s| s.info.short.as_str());
     let name = match (source, short) {
         (SourceShown::Qualified, Some(s)) => format!("{s}/{}", e.name),
         _ => e.name.clone(),
@@ -157,7 +161,7 @@ fn cells(
         Line::from(mark),
         Line::from(truncate_display(&name, CELL_MAX)),
         Line::from(scheme_short(e.scheme)),
-        leader_cell(e, stale, app.idle_is_normal(e.source)),
+        leader_cell(e, stale, app.model.idle_is_normal(e.source)),
         ttl,
         Line::from(e.transitions.to_string()),
         Line::from(format::rate(r.rate)),
@@ -216,7 +220,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         .skip(offset)
         .take(rows_fit)
         .filter_map(|(i, r)| {
-            let e = app.elections.get(&r.key)?;
+            let e = app.model.elections.get(&r.key)?;
             Some(cells(app, i, r, e, source))
         })
         .collect();
@@ -273,12 +277,12 @@ fn border(app: &App) -> Style {
 }
 
 fn title(app: &App) -> String {
-    if app.elections.is_empty() {
+    if app.model.elections.is_empty() {
         " Elections (none found yet) ".to_string()
     } else if app.rows.is_empty() {
         format!(
             " Elections · none of {} match the filter ",
-            app.elections.len()
+            app.model.elections.len()
         )
     } else {
         format!(" Elections {}/{} ", app.selected + 1, app.rows.len())

@@ -123,6 +123,16 @@ pub struct Context {
     pub idle_is_normal: bool,
 }
 
+/// Where an election goes in triage order: the worst alarm first, then more alarms first;
+/// no alarm last. Ties are broken by name, then source.
+pub fn triage_rank(alarms: Alarms) -> (usize, i64) {
+    let worst = alarms
+        .worst()
+        .map(|w| w as usize)
+        .unwrap_or(Alarm::ALL.len());
+    (worst, -(alarms.iter().count() as i64))
+}
+
 pub fn of(e: &Election, cx: &Context) -> Alarms {
     let mut a = Alarms::default();
     let checks = [

@@ -1,0 +1,63 @@
+//! What is known of one source: its connection, how current its view is, its members.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::model::{ConnState, MemberStatus, SourceInfo};
+
+/// A source as every view shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceView {
+    pub info: SourceInfo,
+    pub conn: ConnState,
+    pub revision: Option<i64>,
+    /// Snapshot and history replay done.
+    pub synced: bool,
+    /// The latest thing worth telling about this source (e.g. compacted history).
+    pub notice: Option<String>,
+    /// When the store last answered a read that proves the view current.
+    pub last_contact: Option<(Instant, SystemTime)>,
+    /// How often the source confirms contact while all is well.
+    pub contact_every: Duration,
+    /// Each member of a clustered store, as last probed.
+    pub members: Vec<MemberStatus>,
+    /// The first snapshot is being read: keys read and keys in all (until connected).
+    pub loading: Option<(usize, usize)>,
+}
+
+/// No contact for this much longer than the source's own contact interval and its rows are
+/// shown as stale: with contact every 500 ms, stale after 2 s.
+pub const STALE_MARGIN: Duration = Duration::from_millis(1500);
+
+impl SourceView {
+    /// A source not yet heard from.
+    pub fn new(info: SourceInfo) -> SourceView {
+        SourceView {
+            info,
+            conn: ConnState::Connecting,
+            revision: None,
+            synced: false,
+            notice: None,
+            last_contact: None,
+            contact_every: Duration::from_millis(500),
+            members: Vec::new(),
+            loading: None,
+        }
+    }
+
+    /// How long the source has gone without contact, once that is long enough to matter
+    /// (or it is down). `None`: current, or never reached (nothing shown yet).
+    pub fn stale_for(&self, now: Instant) -> Option<Duration> {
+        let (at, _) = self.last_contact?;
+        let age = now.saturating_duration_since(at);
+        let down = matches!(self.conn, ConnState::Down { .. });
+        (down || age > self.contact_every + STALE_MARGIN).then_some(age)
+    }
+
+    /// The instant what this source shows was last known true, for countdowns frozen at it.
+    pub fn as_of(&self, now: Instant) -> Instant {
+        match (self.stale_for(now), self.last_contact) {
+            (Some(_), Some((at, _))) => at,
+            _ => now,
+        }
+    }
+}
