@@ -239,27 +239,42 @@ async fn act(
     outcome
 }
 
-/// A key press on the dashboard (or in its dialog): the action it is bound to, and any admin
-/// action that confirmed, sent off to run. Returns whether the screen changed.
+/// A key press on the dashboard (or in its dialog): the action it is bound to, and what
+/// that asked for carried out. Returns whether the screen changed and whether to quit.
 pub(crate) fn on_key(
     app: &mut App,
     sources: &mut Sources,
     admin_tx: &mpsc::Sender<crate::admin::Outcome>,
     key: crossterm::event::KeyEvent,
-) -> bool {
+) -> (bool, bool) {
     let action = match (&app.dialog, &app.prompt) {
         (Some(d), _) => app.keys.dialog_action_for(key, d.typing()),
         (None, Some(_)) => app.keys.prompt_action_for(key),
         (None, None) => app.keys.action_for(key),
     };
-    let dirty = action.is_some_and(|a| app::update(app, Msg::Action(a)));
-    for req in std::mem::take(&mut app.outbox) {
-        sources.execute(req, admin_tx.clone());
+    let Some(action) = action else {
+        return (false, false);
+    };
+    let done = app::update(app, Msg::Action(action));
+    (done.redraw, carry_out(done.effects, sources, admin_tx))
+}
+
+/// Does what the dashboard asked: admin actions start in the background, text goes to the
+/// clipboard. Returns whether it asked to quit.
+fn carry_out(
+    effects: Vec<app::Effect>,
+    sources: &mut Sources,
+    admin_tx: &mpsc::Sender<crate::admin::Outcome>,
+) -> bool {
+    let mut quit = false;
+    for effect in effects {
+        match effect {
+            app::Effect::Admin(req) => sources.execute(*req, admin_tx.clone()),
+            app::Effect::Copy(text) => copy_to_clipboard(&text),
+            app::Effect::Quit => quit = true,
+        }
     }
-    if let Some(text) = app.clipboard.take() {
-        copy_to_clipboard(&text);
-    }
-    dirty
+    quit
 }
 
 /// Hands `text` to the terminal's clipboard (OSC 52), between frames. A terminal that
@@ -273,9 +288,6 @@ fn copy_to_clipboard(text: &str) {
         tracing::warn!("writing the OSC 52 clipboard sequence: {e}");
     }
 }
-
-/// Two clicks on the same row within this long are a double click.
-const DOUBLE_CLICK: Duration = Duration::from_millis(400);
 
 /// A click or the wheel, on whatever the view drew there. Returns whether the screen changed.
 pub(crate) fn on_mouse(app: &mut App, m: crossterm::event::MouseEvent) -> bool {
@@ -299,7 +311,7 @@ pub(crate) fn dashboard_mouse(
             _ => return false,
         };
         return (0..3).fold(false, |dirty, _| {
-            app::update(app, Msg::Action(step)) | dirty
+            app::update(app, Msg::Action(step)).redraw | dirty
         });
     }
     let Some(target) = target else {
@@ -307,18 +319,10 @@ pub(crate) fn dashboard_mouse(
     };
     match kind {
         MouseEventKind::Down(MouseButton::Left) => {
-            let now = Instant::now();
-            let double = matches!(target, app::Target::Row(_))
-                && app
-                    .last_click
-                    .is_some_and(|(t, at)| t == target && now.duration_since(at) < DOUBLE_CLICK);
-            app.last_click = (!double).then_some((target, now));
-            let dirty = app::update(app, Msg::Click(target));
-            // A double click on a row opens its detail, as Enter does.
-            dirty | (double && app::update(app, Msg::Action(app::Action::Describe)))
+            app::update(app, Msg::Click(target, Instant::now())).redraw
         }
-        MouseEventKind::ScrollDown => app::update(app, Msg::Wheel(target, 3)),
-        MouseEventKind::ScrollUp => app::update(app, Msg::Wheel(target, -3)),
+        MouseEventKind::ScrollDown => app::update(app, Msg::Wheel(target, 3)).redraw,
+        MouseEventKind::ScrollUp => app::update(app, Msg::Wheel(target, -3)).redraw,
         _ => false,
     }
 }
@@ -403,12 +407,13 @@ async fn end_loop<E: Extension>(
     sources: &mut Sources,
     admin_rx: &mut mpsc::Receiver<crate::admin::Outcome>,
     ext: &mut E,
+    quit: bool,
 ) -> Result<LoopEnd> {
     let done = wait_for_actions(terminal, app, sources, admin_rx, ext).await;
     while let Ok(outcome) = admin_rx.try_recv() {
         app::update(app, Msg::AdminDone(outcome));
     }
-    if app.quit || done.is_err() {
+    if quit || done.is_err() {
         ext.shutdown(app).await;
         return done.map(|()| LoopEnd::Quit);
     }
@@ -445,6 +450,8 @@ async fn run_loop<E: Extension>(
     let mut input = EventStream::new();
     let (admin_tx, mut admin_rx) = mpsc::channel(4);
     let mut dirty = true;
+    // The dashboard asked to quit (or the bench's first frame was drawn).
+    let mut quit = false;
     let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
     let mut next_tick: Option<tokio::time::Instant> = None;
     // When the frame cap lets the next frame be drawn; unlike a tick, waking for it forces
@@ -457,12 +464,12 @@ async fn run_loop<E: Extension>(
         let wanted = dirty || app.rows_index.pending(&app.model);
         if wanted && pacer.draw_now(tokio::time::Instant::now(), &mut pace_wake) {
             if draw(terminal, &mut app, ext, dirty)? {
-                after.drawn(&mut app);
+                quit |= after.drawn(&app);
             }
             dirty = false;
         }
-        if app.quit || app.contexts.switch_to.is_some() {
-            let end = end_loop(terminal, &mut app, sources, &mut admin_rx, ext).await?;
+        if quit || app.contexts.switch_to.is_some() {
+            let end = end_loop(terminal, &mut app, sources, &mut admin_rx, ext, quit).await?;
             return Ok((end, app));
         }
         let rows = ext.table_rows(&app);
@@ -475,12 +482,16 @@ async fn run_loop<E: Extension>(
                 Some(Ok(TermEvent::Key(k))) => {
                     dirty |= match ext.on_key(&mut app, k) {
                         Some(changed) => changed,
-                        None => on_key(&mut app, sources, &admin_tx, k),
+                        None => {
+                            let (changed, quits) = on_key(&mut app, sources, &admin_tx, k);
+                            quit |= quits;
+                            changed
+                        }
                     };
                 }
                 Some(Ok(TermEvent::Mouse(m))) => dirty |= ext.on_mouse(&mut app, m),
                 Some(Ok(TermEvent::Resize(width, height))) => {
-                    dirty |= app::update(&mut app, Msg::Resize { width, height });
+                    dirty |= app::update(&mut app, Msg::Resize { width, height }).redraw;
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e).context("reading the terminal"),
@@ -488,10 +499,10 @@ async fn run_loop<E: Extension>(
             },
             ev = sources.events.recv(), if !sources_ended => match ev {
                 Some(ev) => {
-                    dirty |= app::update(&mut app, Msg::Source(ev));
+                    dirty |= app::update(&mut app, Msg::Source(ev)).redraw;
                     // Take whatever else is queued before drawing once.
                     while let Ok(ev) = sources.events.try_recv() {
-                        dirty |= app::update(&mut app, Msg::Source(ev));
+                        dirty |= app::update(&mut app, Msg::Source(ev)).redraw;
                     }
                 }
                 // Every backend ended (each one's end is on screen as a lasting error): the
@@ -499,7 +510,7 @@ async fn run_loop<E: Extension>(
                 None => sources_ended = true,
             },
             Some(outcome) = admin_rx.recv() => {
-                dirty |= app::update(&mut app, Msg::AdminDone(outcome));
+                dirty |= app::update(&mut app, Msg::AdminDone(outcome)).redraw;
             }
             input = ext.next() => dirty |= ext.on_input(&mut app, input),
             _ = sleep_until(next_tick), if next_tick.is_some() => {
@@ -528,12 +539,13 @@ impl AfterFrame {
         }
     }
 
-    fn drawn(&self, app: &mut App) {
+    /// Returns whether to quit now.
+    fn drawn(&self, app: &App) -> bool {
         if self.debug_panic {
             panic!("--debug-panic: panicking after the first frame as asked");
         }
         // Through the usual end, so the terminal and the sources are left as on `q`.
-        app.quit |= self.exit_on_first && !app.model.elections.is_empty();
+        self.exit_on_first && !app.model.elections.is_empty()
     }
 }
 

@@ -290,11 +290,12 @@ fn detail_of_a_sql_lease() {
 fn y_copies_the_leader_id_and_says_so() {
     let mut app = mixed(Instant::now());
     select(&mut app, "db");
-    app::update(&mut app, Msg::Action(Action::CopyLeader));
-    assert_eq!(
-        app.clipboard.as_deref(),
-        Some("pg-primary-2.internal.example.com")
-    );
+    let copied = app::update(&mut app, Msg::Action(Action::CopyLeader));
+    let clipboard = copied.effects.iter().find_map(|e| match e {
+        app::Effect::Copy(text) => Some(text.as_str()),
+        _ => None,
+    });
+    assert_eq!(clipboard, Some("pg-primary-2.internal.example.com"));
     let text = render(&mut app, 100, 24);
     assert!(text.contains("copied leader id pg-primary-2"), "{text}");
     insta::assert_snapshot!(text);
@@ -419,7 +420,7 @@ fn read_only_refusal() {
 #[test]
 fn quitting_asks_first_where_it_stops_something() {
     let mut app = line_of_three(Instant::now());
-    app.quit_asks = Some("stops every node");
+    app.around.quit_asks = Some("stops every node");
     app::update(&mut app, Msg::Action(Action::Quit));
     let text = render(&mut app, 100, 24);
     assert!(text.contains("stops every node"), "{text}");

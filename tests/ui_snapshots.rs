@@ -303,15 +303,23 @@ fn hundreds_of_candidates_scroll_and_huge_values_are_cut() {
     assert!(text.contains("node-49"), "scrolled to the end:\n{text}");
 }
 
+/// How many admin actions an update sent off to run.
+fn sent(done: &app::Updated) -> usize {
+    done.effects
+        .iter()
+        .filter(|e| matches!(e, app::Effect::Admin(_)))
+        .count()
+}
+
 #[test]
 fn confirm_dialog_says_what_will_be_written() {
     let now = Instant::now();
     let mut app = sample(now);
     app::update(&mut app, Msg::Action(Action::Reelect));
     insta::assert_snapshot!(render(&app, 100, 30).backend());
-    app::update(&mut app, Msg::Action(Action::Back));
+    let back = app::update(&mut app, Msg::Action(Action::Back));
     assert!(app.dialog.is_none());
-    assert!(app.outbox.is_empty(), "cancelled: nothing queued");
+    assert!(sent(&back) == 0, "cancelled: nothing queued");
 }
 
 /// Quitting where it stops something (the demo) while an action is under way: the question
@@ -319,11 +327,11 @@ fn confirm_dialog_says_what_will_be_written() {
 #[test]
 fn the_quit_question_names_the_action_under_way() {
     let mut app = sample(Instant::now());
-    app.quit_asks = Some("stops every node");
+    app.around.quit_asks = Some("stops every node");
     app::update(&mut app, Msg::Action(Action::Reelect));
-    app::update(&mut app, Msg::Action(Action::Accept));
-    assert_eq!(app.outbox.len(), 1, "the action was sent");
-    app::update(&mut app, Msg::Action(Action::Quit));
+    let yes = app::update(&mut app, Msg::Action(Action::Accept));
+    assert_eq!(sent(&yes), 1, "the action was sent");
+    let q = app::update(&mut app, Msg::Action(Action::Quit));
     let text = format!("{}", render(&app, 100, 30).backend());
     assert!(text.contains("Quitting stops every node."), "{text}");
     assert!(
@@ -331,7 +339,7 @@ fn the_quit_question_names_the_action_under_way() {
         "{text}"
     );
     assert!(text.contains("quitting waits for"), "{text}");
-    assert!(!app.quit);
+    assert!(!q.quits());
 }
 
 #[test]
@@ -347,8 +355,8 @@ fn force_leader_picks_from_the_line_then_confirms() {
         text.contains("Removes from the line: node-a, node-b"),
         "{text}"
     );
-    app::update(&mut app, Msg::Action(Action::Accept));
-    assert_eq!(app.outbox.len(), 1, "confirmed: queued for the runtime");
+    let yes = app::update(&mut app, Msg::Action(Action::Accept));
+    assert_eq!(sent(&yes), 1, "confirmed: queued for the runtime");
     app::update(
         &mut app,
         Msg::AdminDone(electop::admin::Outcome::Changed {
@@ -455,9 +463,9 @@ fn members_overlay_shows_each_endpoint() {
     assert!(text.contains("DOWN"), "{text}");
     assert!(text.contains("1/3 members down"), "{text}");
     insta::assert_snapshot!(render(&app, 100, 24).backend());
-    app::update(&mut app, Msg::Action(Action::Back));
+    let esc = app::update(&mut app, Msg::Action(Action::Back));
     assert!(
-        !app.show_members && !app.quit,
+        !app.show_members && !esc.quits(),
         "Esc closes the overlay first"
     );
 }
@@ -770,14 +778,14 @@ fn a_click_selects_the_row_under_it_and_the_wheel_scrolls() {
     );
     // The table's first row is under its border and column headers.
     let target = electop::ui::target_at(&app, 10, 5).expect("a row");
-    app::update(&mut app, Msg::Click(target));
+    app::update(&mut app, Msg::Click(target, std::time::Instant::now()));
     assert_eq!(app.selected, 2);
     assert_eq!(
         app.selected_election().map(|e| e.name.as_str()),
         Some("billing")
     );
     let target = electop::ui::target_at(&app, 10, 20).expect("the candidates pane");
-    app::update(&mut app, Msg::Click(target));
+    app::update(&mut app, Msg::Click(target, std::time::Instant::now()));
     assert_eq!(app.focus, electop::app::Focus::Candidates);
     let table = electop::ui::target_at(&app, 10, 5).expect("the table");
     app::update(&mut app, Msg::Wheel(table, 3));
@@ -833,16 +841,16 @@ fn patroni_members_and_notes_show_in_the_detail_and_force_leader_is_a_switchover
     let text = format!("{}", render(&app, 120, 30).backend());
     assert!(text.contains("n2 · replica running TL 2 lag 0 B"), "{text}");
     assert!(text.contains("switchover n1 → n2 requested"), "{text}");
-    app::update(&mut app, Msg::Action(Action::ForceLeader));
-    app::update(&mut app, Msg::Action(Action::Accept));
+    let mut queued = sent(&app::update(&mut app, Msg::Action(Action::ForceLeader)));
+    queued += sent(&app::update(&mut app, Msg::Action(Action::Accept)));
     let text = format!("{}", render(&app, 120, 30).backend());
     assert!(text.contains("force n2 as leader of pgdemo"), "{text}");
     assert!(text.contains("A Patroni switchover"), "{text}");
-    app::update(&mut app, Msg::Action(Action::Back));
-    app::update(&mut app, Msg::Action(Action::Reelect));
+    queued += sent(&app::update(&mut app, Msg::Action(Action::Back)));
+    queued += sent(&app::update(&mut app, Msg::Action(Action::Reelect)));
     let text = format!("{}", render(&app, 120, 30).backend());
     assert!(text.contains("Patroni picks its leader itself"), "{text}");
-    assert!(app.outbox.is_empty(), "nothing queued");
+    assert!(queued == 0, "nothing queued");
 }
 
 /// With a context, the header names it; with several sources, each row names its source: in

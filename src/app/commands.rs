@@ -111,9 +111,9 @@ fn run(app: &mut App, text: &str) {
 
 /// Quits, or asks first when quitting stops something.
 pub fn quit(app: &mut App) {
-    match app.quit_asks {
+    match app.around.quit_asks {
         Some(what) => app.dialog = Some(super::Dialog::ConfirmQuit { what, under: None }),
-        None => app.quit = true,
+        None => app.effects.push(super::Effect::Quit),
     }
 }
 
@@ -189,7 +189,21 @@ pub fn scroll(app: &mut App, focus: Option<Focus>, delta: isize) -> bool {
         )
 }
 
-pub fn click(app: &mut App, target: Target) -> bool {
+/// Two clicks on the same row within this long are a double click.
+const DOUBLE_CLICK: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// A left click at `at`: a second on the same row soon after opens its detail, as Enter does.
+pub fn click_at(app: &mut App, target: Target, at: std::time::Instant) -> bool {
+    let double = matches!(target, Target::Row(_))
+        && app.last_click.is_some_and(|(t, then)| {
+            t == target && at.saturating_duration_since(then) < DOUBLE_CLICK
+        });
+    app.last_click = (!double).then_some((target, at));
+    let dirty = click(app, target);
+    dirty | (double && super::on_action(app, super::Action::Describe))
+}
+
+fn click(app: &mut App, target: Target) -> bool {
     if app.dialog.is_some() || app.prompt.is_some() {
         return false;
     }

@@ -79,8 +79,8 @@ pub fn carry_over(old: App, app: &mut App) {
     app.screen = old.screen;
     app.size = old.size;
     app.model.retention = old.model.retention;
-    app.quit_asks = old.quit_asks;
-    app.extra_keys = old.extra_keys;
+    app.around.quit_asks = old.around.quit_asks;
+    app.around.extra_keys = old.around.extra_keys;
     app.contexts = Contexts {
         current: old.contexts.switch_to.or(old.contexts.current),
         names: old.contexts.names,

@@ -511,7 +511,7 @@ pub fn copy(app: &mut App, key: bool) {
         ("leader id", l.id.clone())
     };
     let shown = crate::model::truncate_display(&text, 40);
-    app.clipboard = Some(text);
+    app.effects.push(super::Effect::Copy(text));
     app.say(Flash::info(&format!(
         "copied {what} {shown} to the clipboard (OSC 52: the terminal must allow it)"
     )));
@@ -605,16 +605,16 @@ mod tests {
         let end = app.describe.as_ref().map(|d| d.scroll).unwrap_or(0);
         assert!(end > 0 && end < 80, "scrolled to the last page: {end}");
         assert!(
-            !update(&mut app, Msg::Action(Action::Down)),
+            !update(&mut app, Msg::Action(Action::Down)).redraw,
             "nothing past the end"
         );
         update(&mut app, Msg::Action(Action::Up));
         assert_eq!(app.describe.as_ref().map(|d| d.scroll), Some(end - 1));
-        update(&mut app, Msg::Action(Action::CopyLeader));
-        assert_eq!(app.clipboard.as_deref(), Some("n0"));
+        let copied = update(&mut app, Msg::Action(Action::CopyLeader));
+        assert_eq!(clipboard(&copied).as_deref(), Some("n0"));
         assert!(app.describe.is_some(), "copying keeps the view open");
-        update(&mut app, Msg::Action(Action::Back));
-        assert!(app.describe.is_none() && !app.quit);
+        let back = update(&mut app, Msg::Action(Action::Back));
+        assert!(app.describe.is_none() && !back.quits());
     }
 
     #[test]
@@ -631,7 +631,10 @@ mod tests {
             app.screen = crate::app::Screen::Main;
             update(&mut app, Msg::Action(Action::Describe));
             assert!(app.describe.is_some());
-            assert!(update(&mut app, Msg::Action(action)), "{action:?} redraws");
+            assert!(
+                update(&mut app, Msg::Action(action)).redraw,
+                "{action:?} redraws"
+            );
             assert!(app.describe.is_none(), "{action:?} closes the detail");
             let opened = app.prompt.is_some() || app.screen == crate::app::Screen::Events;
             assert!(opened, "{action:?} did what it does on the table");
@@ -640,6 +643,14 @@ mod tests {
         update(&mut app, Msg::Action(Action::Describe));
         update(&mut app, Msg::Action(Action::ToggleMembers));
         assert!(app.show_members && app.describe.is_some(), "an overlay");
+    }
+
+    /// The text an update asked to put on the clipboard.
+    fn clipboard(done: &crate::app::Updated) -> Option<String> {
+        done.effects.iter().find_map(|e| match e {
+            crate::app::Effect::Copy(text) => Some(text.clone()),
+            _ => None,
+        })
     }
 
     #[test]
@@ -666,8 +677,8 @@ mod tests {
     fn copying_without_a_leader_says_why() {
         let e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
         let mut app = app_with(e);
-        update(&mut app, Msg::Action(Action::CopyKey));
-        assert!(app.clipboard.is_none());
+        let copied = update(&mut app, Msg::Action(Action::CopyKey));
+        assert!(clipboard(&copied).is_none());
         assert!(
             app.flash
                 .as_ref()

@@ -2,7 +2,7 @@
 //! for the outcome. Confirming queues the request; the runtime carries it out.
 
 use super::log::{LogEntry, Tone};
-use super::{App, Flash};
+use super::{App, Effect, Flash};
 use crate::admin::{self, ActionKind, AdminRequest, Outcome, Plan};
 use crate::app::Action;
 use crate::model::Scheme;
@@ -80,7 +80,7 @@ pub fn start(app: &mut App, action: Action) {
             let known: Vec<String> = if has_line {
                 e.candidates.iter().map(|c| c.id.clone()).collect()
             } else {
-                app.known_ids.clone()
+                app.around.known_ids.clone()
             };
             let options: Vec<String> = known
                 .into_iter()
@@ -152,7 +152,7 @@ pub fn on_action(app: &mut App, action: Action) {
         (d, Action::Quit) => on_quit(app, d),
         (d @ Dialog::Running { .. }, _) => Some(d),
         (Dialog::ConfirmQuit { under, .. }, Action::Accept) => {
-            app.quit = true;
+            app.effects.push(Effect::Quit);
             under.map(|d| *d)
         }
         (Dialog::ConfirmQuit { under, .. }, Action::Back) => under.map(|d| *d),
@@ -216,7 +216,7 @@ pub fn on_action(app: &mut App, action: Action) {
                     .unwrap_or_default(),
                 election: request.seen.name.clone(),
             };
-            app.outbox.push(*request);
+            app.effects.push(Effect::Admin(request));
             Some(running)
         }
         (d, _) => Some(d),
@@ -228,11 +228,11 @@ pub fn on_action(app: &mut App, action: Action) {
 /// never dropped: its `Running` dialog stays, and the runtime waits for its outcome.
 fn on_quit(app: &mut App, dialog: Dialog) -> Option<Dialog> {
     let running = matches!(dialog, Dialog::Running { .. });
-    match (app.quit_asks, dialog) {
+    match (app.around.quit_asks, dialog) {
         // Asked already: only an answer (y / n) settles it.
         (_, d @ Dialog::ConfirmQuit { .. }) => Some(d),
         (None, d) => {
-            app.quit = true;
+            app.effects.push(Effect::Quit);
             running.then_some(d)
         }
         (Some(what), d) if running => Some(Dialog::ConfirmQuit {
@@ -296,7 +296,7 @@ mod tests {
             Instant::now(),
             SystemTime::now(),
         );
-        app.quit_asks = quit_asks;
+        app.around.quit_asks = quit_asks;
         app
     }
 
@@ -308,8 +308,9 @@ mod tests {
         }
     }
 
-    fn quit(app: &mut App) {
-        update(app, Msg::Action(Action::Quit));
+    /// `Ctrl-C`: whether the dashboard quits at once.
+    fn quit(app: &mut App) -> bool {
+        update(app, Msg::Action(Action::Quit)).quits()
     }
 
     /// In the demo, `Ctrl-C` inside a dialog asks like `q` does: quitting stops every node.
@@ -319,16 +320,14 @@ mod tests {
         app.dialog = Some(Dialog::Type {
             input: "node-b".into(),
         });
-        quit(&mut app);
-        assert!(!app.quit, "asked, not quit");
+        assert!(!quit(&mut app), "asked, not quit");
         assert!(matches!(
             app.dialog,
             Some(Dialog::ConfirmQuit { under: None, .. })
         ));
-        quit(&mut app);
-        assert!(!app.quit, "a second Ctrl-C is no answer");
-        update(&mut app, Msg::Action(Action::Back));
-        assert!(!app.quit && app.dialog.is_none(), "n: stay");
+        assert!(!quit(&mut app), "a second Ctrl-C is no answer");
+        let n = update(&mut app, Msg::Action(Action::Back));
+        assert!(!n.quits() && app.dialog.is_none(), "n: stay");
     }
 
     /// An action already sent stays on screen behind the question; its outcome is logged
@@ -361,14 +360,14 @@ mod tests {
         );
         let last = app.model.events.entries.back().map(|e| e.text.clone());
         assert_eq!(last.as_deref(), Some("revoke lease 11: done: node-b leads"));
-        update(&mut app, Msg::Action(Action::Accept));
-        assert!(app.quit && app.dialog.is_none(), "y: quit");
+        let y = update(&mut app, Msg::Action(Action::Accept));
+        assert!(y.quits() && app.dialog.is_none(), "y: quit");
 
         let mut app = self::app(Some("stops every node"));
         app.dialog = Some(running());
         quit(&mut app);
-        update(&mut app, Msg::Action(Action::Accept));
-        assert!(app.quit, "y: quit");
+        let y = update(&mut app, Msg::Action(Action::Accept));
+        assert!(y.quits(), "y: quit");
         assert!(
             matches!(app.dialog, Some(Dialog::Running { .. })),
             "the runtime waits for the outcome with the action on screen"
@@ -380,14 +379,12 @@ mod tests {
     fn quitting_the_demo_from_the_command_bar_asks_first() {
         let mut app = app(Some("stops every node"));
         update(&mut app, Msg::Action(Action::StartCommand));
-        quit(&mut app);
-        assert!(!app.quit && app.prompt.is_none());
+        assert!(!quit(&mut app) && app.prompt.is_none());
         assert!(matches!(app.dialog, Some(Dialog::ConfirmQuit { .. })));
 
         let mut app = self::app(None);
         update(&mut app, Msg::Action(Action::StartFilter));
-        quit(&mut app);
-        assert!(app.quit);
+        assert!(quit(&mut app));
     }
 
     /// Outside the demo quitting is at once, but an action in flight keeps its dialog: the
@@ -398,12 +395,10 @@ mod tests {
         app.dialog = Some(Dialog::Type {
             input: String::new(),
         });
-        quit(&mut app);
-        assert!(app.quit && app.dialog.is_none());
+        assert!(quit(&mut app) && app.dialog.is_none());
 
         let mut app = self::app(None);
         app.dialog = Some(running());
-        quit(&mut app);
-        assert!(app.quit && matches!(app.dialog, Some(Dialog::Running { .. })));
+        assert!(quit(&mut app) && matches!(app.dialog, Some(Dialog::Running { .. })));
     }
 }

@@ -98,7 +98,7 @@ mod tests {
             source: 0,
             elections,
         };
-        update(app, Msg::Source(ev))
+        update(app, Msg::Source(ev)).redraw
     }
 
     /// The frame's tick: whether the settled rows show.
@@ -172,6 +172,7 @@ mod tests {
                     revision,
                 }),
             )
+            .redraw
         };
         assert!(!rev(&mut app, 42));
         assert_eq!(

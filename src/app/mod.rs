@@ -67,8 +67,8 @@ pub enum Msg {
     },
     /// An admin action finished.
     AdminDone(crate::admin::Outcome),
-    /// A mouse click.
-    Click(Target),
+    /// A left click, and when (two on the same row close together open its detail).
+    Click(Target, Instant),
     /// The mouse wheel, rows to scroll (negative: up).
     Wheel(Target, isize),
 }
@@ -82,6 +82,19 @@ pub struct Prefs {
     pub keys: keys::KeyMap,
     /// Flapping above this many leader changes a minute.
     pub flap_per_min: Option<u32>,
+}
+
+/// What an extension around the dashboard (the demo, `runtime::Extension`) tells it; the
+/// plain dashboard leaves it empty.
+#[derive(Clone, Debug, Default)]
+pub struct Around {
+    /// What quitting would stop, when it must be asked first (the demo's nodes).
+    pub quit_asks: Option<&'static str>,
+    /// Keys of its own, for the help: (keys, what).
+    pub extra_keys: &'static [(&'static str, &'static str)],
+    /// Who may lead, known from outside the store (the demo's nodes): the force-leader
+    /// dialog offers them when the scheme keeps no line of candidates.
+    pub known_ids: Vec<String>,
 }
 
 /// A one-line message shown in place: the outcome of an action, or why it was refused.
@@ -126,9 +139,10 @@ pub struct App {
     pub flash: Option<Flash>,
     /// When the flash appeared, to age it out.
     pub flash_at: Instant,
-    /// Confirmed admin actions for the runtime to carry out.
-    pub outbox: Vec<crate::admin::AdminRequest>,
-    pub quit: bool,
+    /// What this update asks of the world outside, handed out by [`update`].
+    effects: Vec<Effect>,
+    /// The last left click, to tell a double click.
+    last_click: Option<(Target, Instant)>,
     pub size: (u16, u16),
     /// The key tables in force (defaults and the user's overrides).
     pub keys: keys::KeyMap,
@@ -147,21 +161,12 @@ pub struct App {
     pub events_filter: Option<Filter>,
     /// The `/` or `:` bar, while typing.
     pub prompt: Option<Prompt>,
-    /// What quitting would stop, when it must be asked first (the demo's nodes).
-    pub quit_asks: Option<&'static str>,
-    /// Keys of what surrounds the dashboard (the demo's), for the help: (keys, what).
-    pub extra_keys: &'static [(&'static str, &'static str)],
+    /// What surrounds the dashboard (the demo) tells it.
+    pub around: Around,
     /// The config's contexts: the one shown, the others `:ctx` switches to.
     pub contexts: contexts::Contexts,
-    /// Who may lead, known from outside the store (the demo's nodes): the force-leader
-    /// dialog offers them when the scheme keeps no line of candidates.
-    pub known_ids: Vec<String>,
     /// The detail view (`Enter`), when open.
     pub describe: Option<describe::Describe>,
-    /// Text for the terminal's clipboard, which the runtime writes (OSC 52) and clears.
-    pub clipboard: Option<String>,
-    /// The last left click, to tell a double click (the runtime sets it).
-    pub last_click: Option<(Target, Instant)>,
     /// What the last frame showed of the elections (`frames`).
     pub drawn: frames::Drawn,
 }
@@ -186,8 +191,8 @@ impl App {
             dialog: None,
             flash: None,
             flash_at: now,
-            outbox: Vec::new(),
-            quit: false,
+            effects: Vec::new(),
+            last_click: None,
             size: (80, 24),
             keys: keys::KeyMap::default(),
             targets: Vec::new(),
@@ -199,13 +204,9 @@ impl App {
             events_scroll: 0,
             events_filter: None,
             prompt: None,
-            quit_asks: None,
-            extra_keys: &[],
+            around: Around::default(),
             contexts: contexts::Contexts::default(),
-            known_ids: Vec::new(),
             describe: None,
-            clipboard: None,
-            last_click: None,
             drawn: Default::default(),
         }
     }
@@ -311,8 +312,43 @@ impl App {
     }
 }
 
+/// What the dashboard asks of the world outside it. `update` returns them; the runtime
+/// carries them out. Nothing in the dashboard does IO.
+#[derive(Clone, Debug)]
+pub enum Effect {
+    /// Carry out a confirmed admin action (its outcome comes back as [`Msg::AdminDone`]).
+    Admin(Box<crate::admin::AdminRequest>),
+    /// Put this text on the terminal's clipboard (OSC 52).
+    Copy(String),
+    /// Leave, once the actions under way are over.
+    Quit,
+}
+
+/// What one message did: whether the screen needs a redraw, and what the runtime is to do.
+#[derive(Debug, Default)]
+pub struct Updated {
+    pub redraw: bool,
+    pub effects: Vec<Effect>,
+}
+
+impl Updated {
+    /// The dashboard asked to be left.
+    pub fn quits(&self) -> bool {
+        self.effects.iter().any(|e| matches!(e, Effect::Quit))
+    }
+}
+
+/// Applies one message.
+pub fn update(app: &mut App, msg: Msg) -> Updated {
+    let redraw = apply(app, msg);
+    Updated {
+        redraw,
+        effects: std::mem::take(&mut app.effects),
+    }
+}
+
 /// Applies one message. Returns whether the screen needs a redraw.
-pub fn update(app: &mut App, msg: Msg) -> bool {
+fn apply(app: &mut App, msg: Msg) -> bool {
     match msg {
         Msg::Action(a) => on_action(app, a),
         Msg::Source(ev) => on_source(app, ev),
@@ -336,7 +372,7 @@ pub fn update(app: &mut App, msg: Msg) -> bool {
             dialog::on_outcome(app, outcome);
             true
         }
-        Msg::Click(target) => commands::click(app, target),
+        Msg::Click(target, at) => commands::click_at(app, target, at),
         Msg::Wheel(target, delta) => commands::wheel(app, target, delta),
     }
 }
@@ -483,7 +519,7 @@ mod tests {
     fn selection_moves_and_clamps() {
         let mut app = app_with(3);
         assert!(
-            !update(&mut app, Msg::Action(Action::Up)),
+            !update(&mut app, Msg::Action(Action::Up)).redraw,
             "nothing to redraw at the top"
         );
         update(&mut app, Msg::Action(Action::PageDown));
@@ -518,8 +554,8 @@ mod tests {
     fn esc_closes_and_clears_but_never_quits() {
         let mut app = app_with(3);
         update(&mut app, Msg::Action(Action::ToggleHelp));
-        update(&mut app, Msg::Action(Action::Back));
-        assert!(!app.show_help && !app.quit);
+        let esc = update(&mut app, Msg::Action(Action::Back));
+        assert!(!app.show_help && !esc.quits());
         update(&mut app, Msg::Action(Action::StartFilter));
         for c in "e001".chars() {
             update(&mut app, Msg::Action(Action::Type(c)));
@@ -529,28 +565,26 @@ mod tests {
         update(&mut app, Msg::Action(Action::ToggleEvents));
         update(&mut app, Msg::Action(Action::Back));
         assert_eq!(app.screen, Screen::Main, "Esc leaves the events view");
-        assert!(update(&mut app, Msg::Action(Action::Back)));
+        assert!(update(&mut app, Msg::Action(Action::Back)).redraw);
         assert_eq!(app.rows.len(), 3, "then clears the filter");
-        assert!(
-            !update(&mut app, Msg::Action(Action::Back)),
-            "then does nothing"
-        );
-        assert!(!app.quit);
-        update(&mut app, Msg::Action(Action::Quit));
-        assert!(app.quit, "q quits");
+        let esc = update(&mut app, Msg::Action(Action::Back));
+        assert!(!esc.redraw, "then does nothing");
+        assert!(!esc.quits());
+        let q = update(&mut app, Msg::Action(Action::Quit));
+        assert!(q.quits(), "q quits");
     }
 
     #[test]
     fn quitting_asks_first_where_it_stops_something() {
         let mut app = app_with(1);
-        app.quit_asks = Some("stops every node");
+        app.around.quit_asks = Some("stops every node");
+        let q = update(&mut app, Msg::Action(Action::Quit));
+        assert!(!q.quits() && matches!(app.dialog, Some(Dialog::ConfirmQuit { .. })));
+        let n = update(&mut app, Msg::Action(Action::Back));
+        assert!(!n.quits() && app.dialog.is_none(), "n/Esc: stay");
         update(&mut app, Msg::Action(Action::Quit));
-        assert!(!app.quit && matches!(app.dialog, Some(Dialog::ConfirmQuit { .. })));
-        update(&mut app, Msg::Action(Action::Back));
-        assert!(!app.quit && app.dialog.is_none(), "n/Esc: stay");
-        update(&mut app, Msg::Action(Action::Quit));
-        update(&mut app, Msg::Action(Action::Accept));
-        assert!(app.quit, "y: quit");
+        let y = update(&mut app, Msg::Action(Action::Accept));
+        assert!(y.quits(), "y: quit");
     }
 
     #[test]
@@ -591,7 +625,7 @@ mod tests {
                 update(app, Msg::Action(Action::Type(c)));
             }
             update(app, Msg::Action(Action::Complete));
-            update(app, Msg::Action(Action::Accept));
+            update(app, Msg::Action(Action::Accept)).quits()
         };
         run(&mut app, "sort ra");
         assert_eq!(app.sort.key, SortKey::Rate, "Tab completed `ra` to rate");
@@ -604,8 +638,7 @@ mod tests {
                 .is_some_and(|f| f.error && f.text.contains("bogus"))
         );
         assert!(app.prompt.is_none());
-        run(&mut app, "q");
-        assert!(app.quit);
+        assert!(run(&mut app, "q"));
     }
 
     #[test]

@@ -52,9 +52,9 @@ impl Extension for DemoExt {
     type Input = DemoInput;
 
     fn init(&mut self, app: &mut App) {
-        app.extra_keys = super::KEYS;
-        app.quit_asks = Some("stops every node");
-        app.known_ids = self.demo.live_ids();
+        app.around.extra_keys = super::KEYS;
+        app.around.quit_asks = Some("stops every node");
+        app.around.known_ids = self.demo.live_ids();
     }
 
     async fn next(&mut self) -> DemoInput {
@@ -78,7 +78,7 @@ impl Extension for DemoExt {
                     self.demo.node_exited(*node, *code, SystemTime::now());
                 }
                 // What `F` offers follows the nodes as they exit, are killed or restart.
-                app.known_ids = self.demo.live_ids();
+                app.around.known_ids = self.demo.live_ids();
                 !exited.is_empty()
             }
         }
@@ -91,7 +91,7 @@ impl Extension for DemoExt {
         }
         let action = super::demo_action(key)?;
         on_demo_action(&mut self.demo, app, &mut self.sup, action);
-        app.known_ids = self.demo.live_ids();
+        app.around.known_ids = self.demo.live_ids();
         Some(true)
     }
 
@@ -230,11 +230,11 @@ mod tests {
         e.demo.nodes[1].proc_ = Proc::Killed;
         e.demo.nodes[2].proc_ = Proc::Paused;
         e.on_input(&mut a, DemoInput::Reap);
-        assert_eq!(a.known_ids, ["node-1", "node-3"]);
+        assert_eq!(a.around.known_ids, ["node-1", "node-3"]);
         e.demo.node_exited(0, Some(1), SystemTime::now());
         e.demo.nodes[1].proc_ = Proc::Running;
         e.on_key(&mut a, key('1'));
-        assert_eq!(a.known_ids, ["node-2", "node-3"]);
+        assert_eq!(a.around.known_ids, ["node-2", "node-3"]);
     }
 
     #[tokio::test]
@@ -242,8 +242,8 @@ mod tests {
         let (mut e, _tx) = ext();
         let mut a = app();
         e.init(&mut a);
-        assert_eq!(a.known_ids, ["node-1", "node-2", "node-3"]);
-        assert!(a.quit_asks.is_some() && !a.extra_keys.is_empty());
+        assert_eq!(a.around.known_ids, ["node-1", "node-2", "node-3"]);
+        assert!(a.around.quit_asks.is_some() && !a.around.extra_keys.is_empty());
         assert_eq!(e.on_key(&mut a, key('2')), Some(true));
         assert_eq!(e.demo.selected, 1);
         crate::app::update(&mut a, Msg::Action(Action::StartFilter));

@@ -44,7 +44,7 @@ fn dashboard(w: u16, h: u16, t0: Instant, leader: &str) -> App {
         notice: None,
     };
     let mut a = App::new(vec![info], t0, at(0.0));
-    a.known_ids = vec!["node-1".into(), "node-2".into(), "node-3".into()];
+    a.around.known_ids = vec!["node-1".into(), "node-2".into(), "node-3".into()];
     app::update(
         &mut a,
         Msg::Resize {
@@ -285,10 +285,10 @@ fn a_tiny_terminal_gets_the_usual_message() {
     );
     // `q` asks first (it stops the nodes), and the question shows.
     let mut a = a;
-    a.quit_asks = Some("stops every node");
-    app::update(&mut a, Msg::Action(Action::Quit));
+    a.around.quit_asks = Some("stops every node");
+    let q = app::update(&mut a, Msg::Action(Action::Quit));
     let s = screen(&a, &d);
-    assert!(!a.quit && s.contains("stops every node"), "{s}");
+    assert!(!q.quits() && s.contains("stops every node"), "{s}");
     // At the size it asks for, it draws.
     let (a, d) = elected(60, 22);
     let s = screen(&a, &d);
@@ -395,7 +395,7 @@ fn a_double_click_on_the_demos_table_opens_the_detail() {
 #[test]
 fn help_lists_the_demo_keys_with_the_dashboards() {
     let (mut a, d) = elected(200, 50);
-    a.extra_keys = crate::demo::KEYS;
+    a.around.extra_keys = crate::demo::KEYS;
     app::update(&mut a, Msg::Action(Action::ToggleHelp));
     let s = screen(&a, &d);
     for text in [
@@ -433,7 +433,7 @@ fn the_demos_events_show_in_the_events_view_at_80x24() {
 #[test]
 fn help_at_80x24_lists_the_demo_keys() {
     let (mut a, d) = elected(80, 24);
-    a.extra_keys = crate::demo::KEYS;
+    a.around.extra_keys = crate::demo::KEYS;
     app::update(&mut a, Msg::Action(Action::ToggleHelp));
     let t = render(&a, &d);
     insta::assert_snapshot!("help_80x24", t.backend());
@@ -517,13 +517,9 @@ fn nine_nodes_at_80x24_take_two_columns_and_keep_the_table() {
     assert_eq!(s.matches("follower of node-1").count(), 8, "{s}");
     assert!(s.lines().any(|l| l.starts_with("\"│   demo ")), "{s}");
     // Too few columns for two: it says how much it needs.
-    let s = screen(
-        &App {
-            size: (60, 24),
-            ..a
-        },
-        &d,
-    );
+    let mut a = a;
+    a.size = (60, 24);
+    let s = screen(&a, &d);
     assert!(s.contains("at least 60x28"), "{s}");
     // One node on a tall terminal narrower than the dashboard: the usual message too.
     let one = Demo::new(&ids[..1], "demo", "sqlite");
