@@ -382,3 +382,6 @@ impl ReadModel {
         all
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,151 @@
+//! The read model alone: what a store's events make true, with the clock held still
+//! (`tokio::time::pause`) so staleness and rates are exact.
+
+use std::time::{Duration, SystemTime};
+
+use super::alarm::Alarm;
+use super::*;
+use crate::model::{Candidate, ConnState, Scheme, SourceEvent, SourceInfo};
+
+/// The paused tokio clock as the std instant the model reads.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+fn election(name: &str, leader: Option<&str>) -> Election {
+    let mut e = Election::new(0, name.into(), Scheme::EtcdElection);
+    e.leader = leader.map(|id| Candidate::plain(id, &format!("/e/{name}/{id}")));
+    e.candidates = e.leader.iter().cloned().collect();
+    e
+}
+
+fn model() -> ReadModel {
+    let mut m = ReadModel::new(vec![SourceInfo::test_etcd()], now(), SystemTime::now());
+    m.apply(SourceEvent::Elections {
+        source: 0,
+        elections: vec![election("jobs", Some("a")), election("cron", None)],
+    });
+    m
+}
+
+fn contact(m: &mut ReadModel) -> Applied {
+    m.apply(SourceEvent::Contact {
+        source: 0,
+        at: now(),
+        wall: SystemTime::now(),
+        next_within: Duration::from_millis(500),
+    })
+}
+
+#[test]
+fn alarms_are_worked_out_once_at_the_settle_and_listed_worst_first() {
+    let mut m = model();
+    assert!(m.pending(), "marked, not yet worked out");
+    assert_eq!(m.alarms(&(0, "cron".into())), None);
+    assert_eq!(m.settle(), Settled::All, "a first snapshot redoes all");
+    let cron = m.alarms(&(0, "cron".into())).map(|(a, _)| a);
+    assert!(cron.is_some_and(|a| a.has(Alarm::NoLeader)), "{cron:?}");
+    assert_eq!(m.alarm_counts()[Alarm::NoLeader as usize], 1);
+    let order: Vec<&str> = m.triage_order().iter().map(|l| l.key.1.as_str()).collect();
+    assert_eq!(order, ["cron", "jobs"], "the alarmed one first");
+
+    // A leader arrives: only that election is redone, and its alarm goes.
+    m.apply(SourceEvent::Elections {
+        source: 0,
+        elections: vec![election("cron", Some("b"))],
+    });
+    assert_eq!(m.settle(), Settled::Some(vec![(0, "cron".into())]));
+    assert_eq!(m.alarm_counts()[Alarm::NoLeader as usize], 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_source_without_contact_goes_stale_and_thaws_on_the_next() {
+    let mut m = model();
+    assert_eq!(contact(&mut m), Applied::Contact { thawed: false });
+    m.settle();
+    // Contact every 500 ms, and 1.5 s of margin: stale after 2 s, not before.
+    tokio::time::advance(Duration::from_millis(1999)).await;
+    m.tick(now(), SystemTime::now());
+    assert_eq!(m.stale_for(0), None);
+    m.settle();
+    assert_eq!(m.alarm_counts()[Alarm::Stale as usize], 0);
+    tokio::time::advance(Duration::from_millis(2)).await;
+    m.tick(now(), SystemTime::now());
+    assert_eq!(m.stale_for(0), Some(Duration::from_millis(2001)));
+    assert_eq!(m.settle(), Settled::All, "staleness moves every alarm");
+    assert_eq!(m.alarm_counts()[Alarm::Stale as usize], 2);
+    // Frozen at the last contact, not now.
+    assert!(m.as_of(0) < m.now);
+    assert_eq!(contact(&mut m), Applied::Contact { thawed: true });
+    m.settle();
+    assert_eq!(m.alarm_counts()[Alarm::Stale as usize], 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_down_source_is_stale_at_once_and_its_elections_stay() {
+    let mut m = model();
+    contact(&mut m);
+    m.settle();
+    let down = ConnState::Down {
+        error: "connection refused".into(),
+        retry_at: now() + Duration::from_secs(1),
+        lasting: false,
+    };
+    assert_eq!(
+        m.apply(SourceEvent::Conn {
+            source: 0,
+            state: down
+        }),
+        Applied::Conn
+    );
+    assert!(m.any_down());
+    assert_eq!(m.settle(), Settled::All);
+    assert_eq!(m.alarm_counts()[Alarm::Stale as usize], 2);
+    assert_eq!(m.elections.len(), 2, "what was read stays, marked stale");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_election_goes_when_its_retention_ends() {
+    let mut m = model();
+    let wall = SystemTime::now();
+    let mut gone = election("cron", None);
+    gone.candidates.clear();
+    gone.record(
+        crate::model::HistoryEntry {
+            at: Some(wall),
+            revision: None,
+            from: Some("x".into()),
+            to: None,
+            cause: crate::model::Cause::LeaseExpired,
+            by: None,
+        },
+        10,
+    );
+    m.apply(SourceEvent::Elections {
+        source: 0,
+        elections: vec![gone],
+    });
+    m.settle();
+    m.retention = Duration::from_secs(60);
+    tokio::time::advance(Duration::from_secs(59)).await;
+    m.tick(now(), wall + Duration::from_secs(59));
+    assert!(!m.prune(), "kept within the retention");
+    m.tick(now(), wall + Duration::from_secs(61));
+    assert!(m.prune());
+    assert!(!m.elections.contains_key(&(0, "cron".into())));
+    assert_eq!(m.settle(), Settled::Some(vec![(0, "cron".into())]));
+}
+
+#[test]
+fn a_revision_already_known_changes_nothing() {
+    let mut m = model();
+    let rev = |revision| SourceEvent::Revision {
+        source: 0,
+        revision,
+    };
+    assert_eq!(m.apply(rev(7)), Applied::Revision);
+    assert_eq!(m.apply(rev(7)), Applied::Nothing);
+    let unknown = SourceEvent::Synced { source: 9 };
+    assert_eq!(m.apply(unknown), Applied::Source);
+    assert!(!m.all_synced(), "an unknown source changes no known one");
+}
