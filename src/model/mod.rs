@@ -5,6 +5,7 @@
 mod election;
 mod escape;
 mod event;
+pub mod format;
 pub mod split_brain;
 pub mod time;
 

@@ -3,9 +3,9 @@
 
 use ratatui::text::Span;
 
+use crate::model::format;
 use crate::model::{Election, truncate_display};
 use crate::state::{Listed, ReadModel};
-use crate::ui::format;
 
 /// One row's cells, in the order of [`columns`].
 type Cells = Vec<String>;

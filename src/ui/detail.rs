@@ -5,8 +5,9 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 
-use super::{format, theme};
+use super::theme;
 use crate::app::{App, Focus};
+use crate::model::format;
 use crate::model::{Election, time, truncate_display};
 
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {

@@ -15,7 +15,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let total = app.visible_events().count();
     let title = format!(
         " Events · {} · newest first · / filter · Esc back ",
-        super::format::count(total, "event", "events")
+        crate::model::format::count(total, "event", "events")
     );
     let block = Block::default()
         .borders(Borders::ALL)

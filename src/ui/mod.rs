@@ -5,7 +5,7 @@ mod describe;
 mod detail;
 mod dialog;
 mod events;
-pub mod format;
+
 mod help;
 pub mod layout;
 mod members;
@@ -15,6 +15,7 @@ mod table;
 pub mod theme;
 mod widths;
 
+use crate::model::format;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};

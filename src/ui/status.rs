@@ -6,9 +6,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{format, theme};
+use super::theme;
 use crate::app::{App, Prompt, PromptKind};
 use crate::model::ConnState;
+use crate::model::format;
 
 pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
     if let Some(p) = &app.prompt {

@@ -9,9 +9,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Row, Table};
 
+use super::theme;
 use super::widths::{self, Col};
-use super::{format, theme};
 use crate::app::{App, Focus, SortKey};
+use crate::model::format;
 use crate::model::{Election, Scheme, truncate_display};
 
 /// Cells longer than this are cut before measuring: the detail view (`Enter`) shows them

@@ -1,0 +1,148 @@
+//! The lines the code must not cross, checked on the source: each top-level module may use
+//! only modules of lower layers (so there is no import cycle), as `docs/ARCHITECTURE.md`
+//! draws them. A new module must be given a layer here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Each top-level module of the library and its layer: a module uses only lower layers.
+const LAYERS: &[(&str, u8)] = &[
+    // Plain data and helpers that know nothing else.
+    ("model", 0),
+    ("logging", 0),
+    ("pem", 0),
+    ("presets", 1),
+    // Parses and merges flags with the file; a leaf for the rest.
+    ("config", 2),
+    // What an admin action is (the typed plan), and the audit trail.
+    ("admin", 3),
+    // The read model.
+    ("state", 3),
+    // The stores, each in its folder behind one interface.
+    ("backend", 4),
+    ("supervise", 5),
+    ("node", 5),
+    // The dashboard's interaction state, then its drawing.
+    ("app", 6),
+    ("ui", 7),
+    // status and watch output, from the read model.
+    ("output", 7),
+    ("runtime", 8),
+    ("demo", 9),
+    ("cli", 9),
+    ("commands", 10),
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a file belongs to (`src/backend/etcd/watch.rs` -> `backend`).
+fn module_of(path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(src()).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    (!matches!(name, "lib" | "main")).then(|| name.to_string())
+}
+
+/// The top-level modules a file names through `crate::`, including `crate::{a, b::c}`.
+fn uses(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut item_start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if c.is_whitespace() => {}
+                    _ if item_start => {
+                        item_start = false;
+                        let name = ident(&group[i..]);
+                        if !name.is_empty() && name != "self" {
+                            found.insert(name);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name = ident(rest);
+            if !name.is_empty() {
+                found.insert(name);
+            }
+        }
+    }
+    found
+}
+
+/// Every module's uses of other modules, with a file that shows each.
+fn graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for path in files {
+        let Some(from) = module_of(&path) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).expect("read a source file");
+        let edges = graph.entry(from.clone()).or_default();
+        for to in uses(&text) {
+            if to != from {
+                edges.entry(to).or_insert_with(|| path.clone());
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn every_module_uses_only_lower_layers() {
+    let layer: BTreeMap<&str, u8> = LAYERS.iter().copied().collect();
+    let mut wrong = Vec::new();
+    for (from, edges) in graph() {
+        let Some(&mine) = layer.get(from.as_str()) else {
+            wrong.push(format!("{from}: no layer in tests/architecture.rs"));
+            continue;
+        };
+        for (to, file) in edges {
+            match layer.get(to.as_str()) {
+                Some(&theirs) if theirs < mine => {}
+                _ => wrong.push(format!(
+                    "{from} (layer {mine}) uses {to} (layer {}), e.g. in {}",
+                    layer.get(to.as_str()).map_or("?".into(), |l| l.to_string()),
+                    file.display()
+                )),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_use_scanner_reads_groups_and_paths() {
+    let found =
+        uses("use crate::{a::X, b, self::c};\nlet x = crate::d::f();\nuse crate::{e::{F, G}};");
+    let names: Vec<&str> = found.iter().map(String::as_str).collect();
+    assert_eq!(names, ["a", "b", "d", "e"]);
+}
