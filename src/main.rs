@@ -104,7 +104,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             let rt = tokio::runtime::Runtime::new()?;
             let timing = (tick, config.ui.min_frame());
-            let demo = electop::demo::run(args, &cli.sources, timing, cli.debug_panic, prefs);
+            let options = demo_options(args, &cli.sources);
+            let demo = electop::demo::run(&options, timing, cli.debug_panic, prefs);
             rt.block_on(demo)?;
             return Ok(ExitCode::SUCCESS);
         }
@@ -126,6 +127,41 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // quit during the first load of 100,000 elections) is not waited for.
     rt.shutdown_background();
     done
+}
+
+/// The demo's options from its flags.
+fn demo_options(
+    args: &electop::cli::DemoArgs,
+    src: &electop::cli::SourceArgs,
+) -> electop::demo::Options {
+    use electop::cli::DemoStore;
+    use electop::demo::{Options, Store, Tls};
+    Options {
+        store: match args.store {
+            DemoStore::Sqlite => Store::Sqlite,
+            DemoStore::Etcd => Store::Etcd,
+            DemoStore::Postgres => Store::Postgres,
+            DemoStore::Mysql => Store::Mysql,
+        },
+        spawn_etcd: args.spawn_etcd,
+        nodes: args.nodes,
+        ttl: args.ttl,
+        renew: args.renew,
+        retry: args.retry,
+        scheme: src.scheme.map(electop::model::Scheme::from),
+        etcd: src.etcd.first().cloned(),
+        sql: src.sql.first().cloned(),
+        table: src.table.clone(),
+        password_env: src.password_env.clone(),
+        password_file: src.password_file.clone(),
+        tls: Tls {
+            cacert: src.cacert.clone(),
+            cert: src.cert.clone(),
+            key: src.key.clone(),
+            insecure_skip_tls_verify: src.insecure_skip_tls_verify,
+        },
+        read_only: src.read_only,
+    }
 }
 
 /// The dashboard's settings from the config. The config checked names and keys; a key bound

@@ -21,12 +21,12 @@ use supervisor::Supervisor;
 pub use view::view;
 
 use crate::backend::BackendOptions;
-use crate::cli::{DemoArgs, DemoStore, SourceArgs};
 use crate::config::{DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource, SqlSpec};
 use crate::model::Scheme;
 use crate::runtime::Sources;
 
-/// The election the nodes take part in; seed 004's anchor is a number.
+/// The election the nodes take part in; "Leader election using MySQL" (orchestrator) keys
+/// its row by a number, the anchor.
 fn election_for(source: &SourceConfig) -> &'static str {
     match source {
         SourceConfig::Sql(q) if q.scheme == Scheme::SqlHeartbeat => "1",
@@ -43,6 +43,47 @@ pub const KEYS: &[(&str, &str)] = &[
     ("p", "pause / resume (SIGSTOP)"),
     ("r", "restart it"),
 ];
+
+/// Where the demo's election lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// An embedded SQLite file in a temporary directory: needs no server.
+    Sqlite,
+    Postgres,
+    Mysql,
+    Etcd,
+}
+
+/// TLS files for an etcd the demo is given (not one it starts).
+#[derive(Clone, Debug, Default)]
+pub struct Tls {
+    pub cacert: Option<std::path::PathBuf>,
+    pub cert: Option<std::path::PathBuf>,
+    pub key: Option<std::path::PathBuf>,
+    pub insecure_skip_tls_verify: bool,
+}
+
+/// What the demo runs: the store, the nodes, and how fast they renew.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub store: Store,
+    /// Start a throwaway local etcd (with [`Store::Etcd`]).
+    pub spawn_etcd: bool,
+    pub nodes: usize,
+    /// The nodes' lease / term / timeout, renew and retry intervals (default: the scheme's).
+    pub ttl: Option<Duration>,
+    pub renew: Option<Duration>,
+    pub retry: Option<Duration>,
+    pub scheme: Option<Scheme>,
+    /// The etcd endpoint or SQL URL of a store the demo does not start.
+    pub etcd: Option<String>,
+    pub sql: Option<String>,
+    pub table: Option<String>,
+    pub password_env: Option<String>,
+    pub password_file: Option<std::path::PathBuf>,
+    pub tls: Tls,
+    pub read_only: bool,
+}
 
 /// The demo's own keys, before the dashboard's (only when no dialog is open).
 pub fn demo_action(key: KeyEvent) -> Option<DemoAction> {
@@ -116,27 +157,21 @@ struct Setup {
     label: String,
 }
 
-fn setup(
-    args: &DemoArgs,
-    src: &SourceArgs,
-    dir: &std::path::Path,
-    etcd: Option<&str>,
-) -> Result<Setup> {
-    let scheme = src.scheme.map(Scheme::from);
+fn setup(args: &Options, dir: &std::path::Path, etcd: Option<&str>) -> Result<Setup> {
+    let scheme = args.scheme;
     match args.store {
-        DemoStore::Sqlite => {
+        Store::Sqlite => {
             let url = format!("sqlite://{}", dir.join("elections.db").display());
-            sql_setup(args, src, url, sql_scheme(scheme)?)
+            sql_setup(args, url, sql_scheme(scheme)?)
         }
-        DemoStore::Postgres | DemoStore::Mysql => {
-            let url = src
+        Store::Postgres | Store::Mysql => {
+            let url = args
                 .sql
-                .first()
-                .cloned()
+                .clone()
                 .context("--store postgres|mysql needs --sql URL")?;
-            sql_setup(args, src, url, sql_scheme(scheme)?)
+            sql_setup(args, url, sql_scheme(scheme)?)
         }
-        DemoStore::Etcd => {
+        Store::Etcd => {
             let scheme = match scheme {
                 Some(s) if s.is_sql() => {
                     bail!("--scheme {s} does not run on etcd; use etcd-election or etcd-lease-key")
@@ -144,7 +179,7 @@ fn setup(
                 Some(s) => s,
                 None => Scheme::EtcdElection,
             };
-            etcd_setup(src, scheme, etcd)
+            etcd_setup(args, scheme, etcd)
         }
     }
 }
@@ -161,7 +196,8 @@ fn sql_scheme(asked: Option<Scheme>) -> Result<Scheme> {
 }
 
 /// The demo on the SQL store at `url`, with the table and password flags given.
-fn sql_setup(args: &DemoArgs, src: &SourceArgs, url: String, scheme: Scheme) -> Result<Setup> {
+fn sql_setup(args: &Options, url: String, scheme: Scheme) -> Result<Setup> {
+    let src = args;
     let mut node_source_args = vec![
         "--sql".into(),
         url.clone(),
@@ -197,10 +233,10 @@ fn sql_setup(args: &DemoArgs, src: &SourceArgs, url: String, scheme: Scheme) -> 
 }
 
 /// The demo on etcd: the one `--spawn-etcd` started (`spawned`), else the one `--etcd` names.
-fn etcd_setup(src: &SourceArgs, scheme: Scheme, spawned: Option<&str>) -> Result<Setup> {
+fn etcd_setup(src: &Options, scheme: Scheme, spawned: Option<&str>) -> Result<Setup> {
     let endpoint = spawned
         .map(str::to_string)
-        .or_else(|| src.etcd.first().cloned())
+        .or_else(|| src.etcd.clone())
         .context("--store etcd needs --etcd HOST:PORT, or --spawn-etcd to start a local one")?;
     let registry = (scheme == Scheme::EtcdLeaseKey).then(|| ETCD_REGISTRY.to_string());
     let mut node_source_args = vec![
@@ -215,7 +251,11 @@ fn etcd_setup(src: &SourceArgs, scheme: Scheme, spawned: Option<&str>) -> Result
         node_source_args.extend(["--registry".into(), r.clone()]);
     }
     // A spawned etcd is plain text; one given with --etcd may need the TLS flags.
-    let tls = if spawned.is_some() { None } else { Some(src) };
+    let tls = if spawned.is_some() {
+        None
+    } else {
+        Some(&src.tls)
+    };
     node_source_args.extend(tls.map(tls_args).unwrap_or_default());
     Ok(Setup {
         source: SourceConfig::Etcd(EtcdSource {
@@ -240,7 +280,7 @@ fn etcd_setup(src: &SourceArgs, scheme: Scheme, spawned: Option<&str>) -> Result
 }
 
 /// The TLS flags again, for the participants the demo starts.
-fn tls_args(src: &SourceArgs) -> Vec<String> {
+fn tls_args(src: &Tls) -> Vec<String> {
     let mut a = Vec::new();
     for (flag, path) in [
         ("--cacert", &src.cacert),
@@ -260,7 +300,7 @@ fn tls_args(src: &SourceArgs) -> Vec<String> {
 /// Each node's flags: where its store is (with the log file in `dir`), then which election
 /// and how fast it renews.
 fn node_flags(
-    args: &DemoArgs,
+    args: &Options,
     setup: &Setup,
     election: &str,
     dir: &std::path::Path,
@@ -288,8 +328,7 @@ fn node_flags(
 
 /// Runs the demo until quit. `timing`: `(tick, min_frame)` as for the dashboard.
 pub async fn run(
-    args: &DemoArgs,
-    src: &SourceArgs,
+    args: &Options,
     timing: (Duration, Duration),
     debug_panic: bool,
     prefs: crate::app::Prefs,
@@ -303,12 +342,7 @@ pub async fn run(
     } else {
         None
     };
-    let setup = setup(
-        args,
-        src,
-        dir.path(),
-        etcd.as_ref().map(|e| e.endpoint.as_str()),
-    )?;
+    let setup = setup(args, dir.path(), etcd.as_ref().map(|e| e.endpoint.as_str()))?;
     if let SourceConfig::Sql(cfg) = &setup.source {
         let settings = crate::backend::sql::SqlSettings::new(cfg);
         crate::backend::sql::create_table_if_missing(&settings, Duration::from_secs(5))
