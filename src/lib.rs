@@ -6,12 +6,12 @@
 //! refresh requests go back to the backends as [`backend::Command`]s.
 
 pub mod admin;
-pub mod admin_cli;
 pub mod app;
 pub mod backend;
 pub mod cli;
+pub mod commands;
 pub mod config;
-pub mod context_switch;
+
 pub mod demo;
 pub mod logging;
 pub mod model;

@@ -5,6 +5,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
+use super::EXIT_USAGE;
 use crate::admin::{self, ActionKind, AdminRequest, Outcome};
 use crate::backend::{self, BackendOptions};
 use crate::cli::AdminArgs;
@@ -14,7 +15,6 @@ use crate::runtime::{Sources, collect_status};
 
 pub const EXIT_DONE: u8 = 0;
 pub const EXIT_STORE: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_CHANGED: u8 = 3;
 
 fn fail(code: u8, msg: &str) -> ExitCode {
@@ -23,7 +23,7 @@ fn fail(code: u8, msg: &str) -> ExitCode {
 }
 
 /// Records an admin command that was not understood (it exits 2) in the audit log.
-pub fn audit_usage(action: &str, election: Option<&str>, error: &str) {
+pub(super) fn audit_usage(action: &str, election: Option<&str>, error: &str) {
     if let Some(path) = admin::audit::default_path()
         && let Err(e) = admin::audit::record_usage(&path, action, election, error)
     {
@@ -40,7 +40,7 @@ fn usage(action: &str, election: &str, msg: &str) -> ExitCode {
     fail(EXIT_USAGE, msg)
 }
 
-pub async fn run(
+pub(super) async fn run(
     sources: &[SourceConfig],
     election: &str,
     kind: ActionKind,

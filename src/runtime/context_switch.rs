@@ -4,10 +4,10 @@
 
 use std::time::{Instant, SystemTime};
 
+use super::Sources;
 use crate::app::{App, Flash, contexts};
 use crate::backend::BackendOptions;
 use crate::config::SourceConfig;
-use crate::runtime::Sources;
 
 /// The contexts the dashboard may switch between, and how to get one's sources (the config
 /// file's, with the command line's `--read-only` and TLS flags applied as at start).

@@ -1,0 +1,171 @@
+//! One file per subcommand, each thin: resolve the config, start the sources, read the
+//! read model, print or serve. `run` picks the file; `main` only parses and exits.
+//!
+//! | subcommand | file |
+//! |---|---|
+//! | (none): the dashboard | [`dashboard`] |
+//! | `status` | [`status`] |
+//! | `watch` | [`watch`] |
+//! | `force-leader`, `reelect`, `resign` | [`admin`] |
+//! | `node` | [`node`] |
+//! | `demo` | [`demo`] |
+//! | `contexts`, `presets`, `completions` | [`contexts`] |
+
+mod admin;
+mod contexts;
+mod dashboard;
+mod demo;
+mod node;
+mod status;
+mod watch;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::admin::ActionKind;
+use crate::app::Prefs;
+use crate::backend::BackendOptions;
+use crate::cli::{Cli, Command, OutputFormat};
+use crate::config::{Config, ConfigError, Selected};
+
+pub use admin::{EXIT_CHANGED, EXIT_DONE, EXIT_STORE};
+
+/// Flags or a config file that cannot be used, found before any store is touched: exit 2,
+/// as clap does for the mistakes it finds itself.
+pub const EXIT_USAGE: u8 = 2;
+
+/// A mistake in the flags or the config file, found before any store is touched.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Usage(pub(crate) String);
+
+/// The exit code an error ends the process with: 2 for a usage or config mistake, else 1.
+pub fn exit_code(e: &anyhow::Error) -> ExitCode {
+    if e.is::<Usage>() || e.is::<ConfigError>() {
+        ExitCode::from(EXIT_USAGE)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A command line clap refused: an admin verb's is audited (its exit is clap's own).
+pub fn refused_command_line(e: &clap::Error, args: impl Iterator<Item = String>) {
+    if e.use_stderr()
+        && let Some(action) = admin_command(args)
+    {
+        admin::audit_usage(&action, None, &usage_summary(e));
+    }
+}
+
+/// The admin subcommand on a command line clap could not parse, if any.
+fn admin_command(args: impl Iterator<Item = String>) -> Option<String> {
+    args.skip(1)
+        .find(|a| matches!(a.as_str(), "force-leader" | "reelect" | "resign"))
+}
+
+/// What clap found wrong, without the values typed (a URL may hold a password).
+fn usage_summary(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let what = e.kind().as_str().unwrap_or("invalid command line");
+    match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => format!("{what}: {arg}"),
+        Some(ContextValue::Strings(args)) => format!("{what}: {}", args.join(", ")),
+        _ => what.to_string(),
+    }
+}
+
+/// Runs the command `cli` asks for.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    // These need no config file, so a broken one does not stand in their way.
+    match &cli.command {
+        Some(Command::Completions { shell }) => return Ok(contexts::completions(*shell)),
+        Some(Command::Presets) => return Ok(contexts::presets()),
+        _ => {}
+    }
+    let config = Config::load(cli.config.as_deref())?;
+    let _log = crate::logging::init(cli.log_file.as_deref())?;
+    let tick = Duration::from_millis(config.ui.tick_ms.max(16));
+    let prefs = prefs(&config)?;
+    crate::ui::theme::set_color(crate::ui::theme::color_from_env());
+    match &cli.command {
+        Some(Command::Demo(args)) => return demo::run(&cli, args, &config, tick, prefs),
+        Some(Command::Contexts) => return Ok(contexts::listing(&config)),
+        _ => {}
+    }
+    let selected = cli.sources.select(&config).map_err(Usage)?;
+    let opts = BackendOptions {
+        history_limit: cli.history_limit.unwrap_or(config.history.limit),
+        retention: config.history.retention,
+        ..BackendOptions::default()
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    let done = rt.block_on(on_sources(cli, &config, selected, opts, (tick, prefs)));
+    // Every source was stopped; a snapshot still being derived on a blocking thread (a
+    // quit during the first load of 100,000 elections) is not waited for.
+    rt.shutdown_background();
+    done
+}
+
+/// The dashboard's settings from the config. The config checked names and keys; a key bound
+/// twice only the map can tell.
+fn prefs(config: &Config) -> Result<Prefs> {
+    let keys = crate::app::keys::KeyMap::with_overrides(&config.keys).map_err(|e| {
+        let path = config.path.as_deref().unwrap_or(std::path::Path::new("?"));
+        Usage(format!("config file {}: {e}", path.display()))
+    })?;
+    Ok(Prefs {
+        keys,
+        flap_per_min: Some(config.ui.flap_per_min),
+    })
+}
+
+/// The commands that read the selected sources: the dashboard, status, watch, the admin
+/// actions and a node.
+async fn on_sources(
+    cli: Cli,
+    config: &Config,
+    selected: Selected,
+    mut opts: BackendOptions,
+    (tick, prefs): (Duration, Prefs),
+) -> Result<ExitCode> {
+    let limit = opts.history_limit;
+    match cli.command {
+        None => dashboard::run(&cli, config, selected, opts, (tick, prefs)).await,
+        Some(Command::Status {
+            json,
+            output,
+            history,
+            timeout,
+        }) => {
+            opts.all_leases = true;
+            opts.replay_history = history || cli.history_limit.is_some();
+            opts.request_timeout = timeout;
+            opts.one_shot = true;
+            let format = if json { OutputFormat::Json } else { output };
+            status::status(&selected.sources, &opts, timeout, format).await
+        }
+        Some(Command::ForceLeader {
+            election,
+            id,
+            admin,
+        }) => {
+            let kind = ActionKind::ForceLeader { target: id };
+            Ok(admin::run(&selected.sources, &election, kind, &admin, limit).await)
+        }
+        Some(Command::Reelect { election, admin }) => {
+            let kind = ActionKind::Reelect;
+            Ok(admin::run(&selected.sources, &election, kind, &admin, limit).await)
+        }
+        Some(Command::Resign { election, admin }) => {
+            let kind = ActionKind::Resign;
+            Ok(admin::run(&selected.sources, &election, kind, &admin, limit).await)
+        }
+        Some(Command::Node(args)) => node::node(cli.sources.scheme, &args, selected.sources).await,
+        Some(Command::Watch { json }) => watch::run(&selected.sources, opts, json).await,
+        Some(
+            Command::Demo(_) | Command::Completions { .. } | Command::Presets | Command::Contexts,
+        ) => unreachable!("handled before the sources are chosen"),
+    }
+}

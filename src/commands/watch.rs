@@ -1,0 +1,132 @@
+//! `electop watch`: every change as a line (or a JSON object) as it happens, judged by the
+//! same read model the dashboard keeps.
+
+use std::io::Write;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Result;
+
+use crate::model::{ConnState, Event, EventKind, SourceEvent};
+use crate::output;
+use crate::runtime::Sources;
+use crate::state::ReadModel;
+
+pub(super) async fn run(
+    sources: &[crate::config::SourceConfig],
+    mut opts: crate::backend::BackendOptions,
+    json: bool,
+) -> Result<std::process::ExitCode> {
+    opts.all_leases = true;
+    let s = Sources::spawn(sources, &opts)?;
+    run_watch(s, json).await?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Prints each change as it happens until the input or the sources end. `json`: one object
+/// per line.
+async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
+    let mut out = std::io::stdout();
+    let names: Vec<String> = sources.infos.iter().map(|i| i.name.clone()).collect();
+    // The same state the TUI keeps, so staleness is judged the same way.
+    // Alarms are never printed here: changes only mark them (bounded by the elections),
+    // never settle them, so a change is printed without working anything out.
+    let mut app = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let mut was_stale = vec![false; names.len()];
+    let mut check = tokio::time::interval(Duration::from_millis(250));
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
+    loop {
+        let mut lines = Vec::new();
+        tokio::select! {
+            ev = sources.events.recv() => {
+                let Some(ev) = ev else { break };
+                lines.extend(watch_line(&names, &ev));
+                app.apply(ev);
+            }
+            _ = check.tick() => {}
+            _ = &mut stop => break,
+        }
+        app.now = Instant::now();
+        for (id, s) in app.sources.iter().enumerate() {
+            let stale = s.stale_for(app.now);
+            if stale.is_some() != was_stale[id] {
+                was_stale[id] = stale.is_some();
+                lines.push(stale_line(&names, id, s, stale));
+            }
+        }
+        for e in lines {
+            // A closed stdout (e.g. `| head`) ends the watch quietly.
+            if writeln!(out, "{}", watch_text(&app, &e, json)?)
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                sources.shutdown().await;
+                return Ok(());
+            }
+        }
+    }
+    sources.shutdown().await;
+    Ok(())
+}
+
+fn watch_line(names: &[String], ev: &SourceEvent) -> Option<Event> {
+    match ev {
+        SourceEvent::Happened(e) => Some(e.clone()),
+        SourceEvent::Conn {
+            source,
+            state: ConnState::Connected,
+        } => Some(marker(names, *source, EventKind::Connected)),
+        SourceEvent::Synced { source } => Some(marker(names, *source, EventKind::Synced)),
+        _ => None,
+    }
+}
+
+fn stale_line(
+    names: &[String],
+    id: usize,
+    s: &crate::state::SourceView,
+    stale: Option<Duration>,
+) -> Event {
+    let kind = if stale.is_some() {
+        EventKind::Stale
+    } else {
+        EventKind::Fresh
+    };
+    let mut e = marker(names, id, kind);
+    e.detail = match (stale, s.last_contact) {
+        (Some(age), Some((_, wall))) => Some(format!(
+            "no contact for {}s; state as of {}",
+            age.as_secs(),
+            crate::model::time::rfc3339(wall)
+        )),
+        _ => None,
+    };
+    e
+}
+
+fn watch_text(app: &ReadModel, e: &Event, json: bool) -> Result<String> {
+    if json {
+        return Ok(serde_json::to_string(e)?);
+    }
+    let source = app.sources.iter().find(|s| s.info.name == e.source);
+    let short = source.map(|s| s.info.short.as_str()).unwrap_or(&e.source);
+    // The new leader's time left, if its lease has been read.
+    let ttl = source
+        .zip(e.election.as_ref())
+        .and_then(|(s, name)| app.elections.get(&(s.info.id, name.clone())))
+        .and_then(|el| el.leader.as_ref())
+        .filter(|l| Some(&l.id) == e.to.as_ref() && !l.zombie())
+        .and_then(|l| l.ttl)
+        .map(|d| d.remaining_ms_at(app.now));
+    let offset = output::watch::local_offset(e.at.unwrap_or_else(SystemTime::now));
+    Ok(output::watch::line(e, short, ttl, offset))
+}
+
+fn marker(names: &[String], source: usize, kind: EventKind) -> Event {
+    Event::about_source(
+        names.get(source).cloned().unwrap_or_default(),
+        kind,
+        None,
+        None,
+    )
+}
