@@ -30,6 +30,15 @@ pub(super) async fn node(
         )
         .into());
     }
-    crate::node::run(args, scheme, source).await?;
+    let options = crate::node::Options {
+        election: args.election.clone(),
+        id: args.id.clone(),
+        json: args.json,
+        ttl: args.ttl,
+        renew: args.renew,
+        retry: args.retry,
+        create_table: args.create_table,
+    };
+    crate::node::run(&options, scheme, source).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,15 +8,15 @@ use anyhow::Result;
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
+use super::Options;
 use super::lease::{Lease, Wake, first_kv};
 use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
-use crate::cli::NodeArgs;
 use crate::config::EtcdSource;
 use crate::model::escape_bytes;
 
 pub async fn run(
     cfg: &EtcdSource,
-    args: &NodeArgs,
+    args: &Options,
     t: Timing,
     report: &Reporter,
     stop: CancellationToken,
@@ -32,7 +32,7 @@ pub async fn run(
 
 async fn session(
     cfg: &EtcdSource,
-    args: &NodeArgs,
+    args: &Options,
     t: Timing,
     report: &Reporter,
     stop: &CancellationToken,

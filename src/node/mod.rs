@@ -17,9 +17,26 @@ use serde::Serialize;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::NodeArgs;
 use crate::config::SourceConfig;
 use crate::model::{Scheme, time};
+
+/// Which election a participant joins, as whom, and how fast it renews.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The election (etcd: the election's key prefix; SQL: the row's key).
+    pub election: String,
+    /// This participant's id.
+    pub id: String,
+    /// One JSON object per belief change, instead of a line of text.
+    pub json: bool,
+    /// Lease TTL (etcd), term (sql-lease) or timeout (sql-heartbeat); `None`: the scheme's.
+    pub ttl: Option<Duration>,
+    /// How often the leader renews, and a follower tries again; `None`: the scheme's.
+    pub renew: Option<Duration>,
+    pub retry: Option<Duration>,
+    /// Create the SQL table when it is missing.
+    pub create_table: bool,
+}
 
 /// What a participant believes right now.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -353,7 +370,7 @@ fn stop_on_signals() -> Result<CancellationToken> {
     Ok(token)
 }
 
-pub async fn run(args: &NodeArgs, scheme: Scheme, source: SourceConfig) -> Result<()> {
+pub async fn run(args: &Options, scheme: Scheme, source: SourceConfig) -> Result<()> {
     let d = Timing::defaults(scheme);
     let mut timing = Timing {
         ttl: args.ttl.unwrap_or(d.ttl),

@@ -11,17 +11,17 @@ use anyhow::{Context, Result};
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 use tokio_util::sync::CancellationToken;
 
+use super::Options;
 use super::{Belief, Reporter, Timing, term};
 use crate::backend::sql::{
     Schema, SqlSettings, check_schema, connect, create_table_if_missing, describe,
 };
-use crate::cli::NodeArgs;
 use crate::config::SqlSource;
 use crate::model::Scheme;
 
 pub async fn run(
     cfg: &SqlSource,
-    args: &NodeArgs,
+    args: &Options,
     t: Timing,
     report: &Reporter,
     stop: CancellationToken,
@@ -86,7 +86,7 @@ pub async fn run(
 async fn stopped(
     s: &SqlSettings,
     conn: Option<&(AnyPool, Schema)>,
-    args: &NodeArgs,
+    args: &Options,
     report: &Reporter,
     leader: bool,
 ) -> Result<()> {
@@ -104,7 +104,7 @@ async fn stopped(
     Ok(())
 }
 
-async fn open(s: &SqlSettings, args: &NodeArgs) -> Result<(AnyPool, Schema), String> {
+async fn open(s: &SqlSettings, args: &Options) -> Result<(AnyPool, Schema), String> {
     if args.create_table {
         create_table_if_missing(s, Duration::from_secs(5)).await?;
     }
@@ -146,7 +146,7 @@ async fn attempt(
     s: &SqlSettings,
     pool: &AnyPool,
     schema: &Schema,
-    args: &NodeArgs,
+    args: &Options,
     t: Timing,
     leader: bool,
 ) -> Result<Seen, String> {
@@ -209,7 +209,7 @@ async fn read_back(
     s: &SqlSettings,
     pool: &AnyPool,
     schema: &Schema,
-    args: &NodeArgs,
+    args: &Options,
 ) -> Result<Seen, String> {
     let d = s.dialect;
     let c = s.scheme.columns();
@@ -264,7 +264,7 @@ fn seen(row: Option<(Option<String>, Option<i64>)>, me: &str, sent: Instant) -> 
 }
 
 /// Ends our term at once so the next attempt by anyone wins (the contract's resign).
-async fn resign(s: &SqlSettings, pool: &AnyPool, schema: &Schema, args: &NodeArgs) {
+async fn resign(s: &SqlSettings, pool: &AnyPool, schema: &Schema, args: &Options) {
     let d = s.dialect;
     let c = s.scheme.columns();
     let back = s.scheme.term_ms().map(|t| -(t + 1_000)).unwrap_or(0);
