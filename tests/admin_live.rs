@@ -61,7 +61,7 @@ async fn seen(sources: &[SourceConfig], name: &str) -> AdminRequestParts {
     AdminRequestParts {
         seen: e.clone(),
         source_name: app.sources[e.source].info.name.clone(),
-        target: electop::admin::Target::from_config(&sources[e.source]),
+        target: electop::backend::target(&sources[e.source]),
     }
 }
 

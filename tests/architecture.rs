@@ -18,10 +18,11 @@ const LAYERS: &[(&str, u8)] = &[
     ("admin", 3),
     // The read model.
     ("state", 3),
+    // What every participant of `electop node` shares (beliefs, timing, the term).
+    ("node", 3),
     // The stores, each in its folder behind one interface.
     ("backend", 4),
     ("supervise", 5),
-    ("node", 5),
     // The dashboard's interaction state, then its drawing.
     ("app", 6),
     ("ui", 7),

@@ -351,7 +351,7 @@ fn act(seen: &Election, source: &SourceConfig, kind: ActionKind) -> Outcome {
         source_name: "patroni".into(),
         kind,
         seen: seen.clone(),
-        target: electop::admin::Target::from_config(source),
+        target: electop::backend::target(source),
     };
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(backend::execute(source, &req, T))

@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::sqlstore::Store;
-use electop::admin::{ActionKind, AdminRequest, DEADLINE, Outcome, Statement, Step, Target};
+use electop::admin::{ActionKind, AdminRequest, DEADLINE, Outcome, Statement, Step};
 use electop::backend::BackendOptions;
 use electop::config::{DbUrl, SourceConfig, SqlColumns, SqlSource, SqlSpec};
 use electop::model::{Election, Scheme};
@@ -307,7 +307,7 @@ async fn table_case(store: &Store, t: &Table) {
                 source_name: source_name.clone(),
                 kind: kind.clone(),
                 seen: find(&seen, &name).clone(),
-                target: Target::from_config(&src),
+                target: electop::backend::target(&src),
             };
             let planned = plan_names_the_columns(t, &req);
             let SourceConfig::Sql(cfg) = &src else {
@@ -337,7 +337,7 @@ async fn table_case(store: &Store, t: &Table) {
 /// The confirmation names the table's own columns, never the scheme's defaults when they
 /// differ; returns the planned statement.
 fn plan_names_the_columns(t: &Table, req: &AdminRequest) -> Statement {
-    let plan = electop::admin::plan(req).expect("a plan");
+    let plan = electop::backend::plan(req).expect("a plan");
     let text = plan.writes().join("\n");
     // Every statement's WHERE names the key and holder; only updates name the deadline.
     let mut cols = vec![t.name, t.key, t.who];

@@ -9,7 +9,8 @@ pub mod audit_tail;
 mod plan;
 
 pub use plan::{
-    Check, Compare, DEADLINE, Key, Op, Plan, Readback, SqlTarget, Statement, Step, Target, plan,
+    Check, Compare, DEADLINE, HOLD_SLACK_SECS, Key, Op, Plan, Readback, SqlTarget, Statement, Step,
+    Target, hold_secs, leader, summary,
 };
 
 use serde::Serialize;

@@ -126,7 +126,7 @@ fn confirm(app: &mut App, kind: ActionKind) {
         seen: e,
         target,
     };
-    match admin::plan(&request) {
+    match crate::backend::plan(&request) {
         Ok(plan) => {
             app.dialog = Some(Dialog::Confirm {
                 request: Box::new(request),

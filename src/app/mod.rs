@@ -749,7 +749,7 @@ mod tests {
             )
             .expect("a SQL source"),
         );
-        app.targets = vec![crate::admin::Target::from_config(&cfg)];
+        app.targets = vec![crate::backend::target(&cfg)];
         let mut e = Election::new(0, "jobs".into(), Scheme::SqlLease);
         e.candidates = vec![crate::model::Candidate {
             id: "node-a".into(),

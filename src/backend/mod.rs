@@ -1,8 +1,22 @@
-//! Backends read elections where they live and report them as [`SourceEvent`]s over a
-//! channel. They run as tokio tasks, know the model, and never touch the UI.
+//! The stores: where elections live, and how electop reads and changes them. A store
+//! reads its elections as [`SourceEvent`]s over a channel (a tokio task per source), knows
+//! the model, and never touches the read model's views or the UI.
+//!
+//! Each store is a folder that implements [`Store`]: its follow task ([`Backend`]: connect,
+//! detect the layout, snapshot and follow, as an explicit connection state machine), the
+//! plans of its admin actions and their execution, and its participant for `electop node`.
+//! The decision "did the leader change, why, was it forced" and the history entry it makes
+//! are shared ([`forced`] and each tracker's use of it), not written per store.
+//!
+//! Adding a store (ZooKeeper, Redis are next):
+//! 1. a `SourceConfig` variant and its flags (`config`, `cli`);
+//! 2. a folder here with a type implementing [`Store`];
+//! 3. its line in [`store_of`] (and in [`store_for`], by its admin [`Target`]).
 
 pub mod etcd;
 pub mod forced;
+#[cfg(test)]
+mod plan_tests;
 pub mod sql;
 
 use std::future::Future;
@@ -12,8 +26,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::admin::{AdminRequest, Outcome, Plan, Target};
 use crate::config::SourceConfig;
-use crate::model::{SourceEvent, SourceId, SourceInfo};
+use crate::model::{Scheme, SourceEvent, SourceId, SourceInfo};
 
 /// Requests from the runtime to a backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +101,63 @@ pub trait Backend: Send {
     fn run(self: Box<Self>, io: BackendIo) -> BackendFuture;
 }
 
+/// One store: everything electop does with the sources kept in it.
+pub trait Store: Sync {
+    /// The task that connects to the `id`-th source, detects its layout, reads a snapshot
+    /// and follows it.
+    fn backend(
+        &self,
+        configs: &[SourceConfig],
+        id: SourceId,
+        opts: &BackendOptions,
+    ) -> Box<dyn Backend>;
+
+    /// The source's settings that decide what an action writes.
+    fn target(&self, cfg: &SourceConfig) -> Target;
+
+    /// What an admin action will do, as one typed plan, or why it cannot be done on what
+    /// was seen.
+    fn plan(&self, req: &AdminRequest) -> Result<Plan, String>;
+
+    /// Carries out the plan of `req` with compare-and-swap (read-only and the time limit are
+    /// [`execute`]'s).
+    fn execute<'a>(
+        &'a self,
+        cfg: &'a SourceConfig,
+        req: &'a AdminRequest,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Outcome>;
+
+    /// `electop node`: takes part in an election of `scheme` until stopped.
+    fn participate<'a>(
+        &'a self,
+        cfg: &'a SourceConfig,
+        scheme: Scheme,
+        args: &'a crate::node::Options,
+        run: &'a crate::node::Run,
+    ) -> LocalBoxFuture<'a, anyhow::Result<()>>;
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A participant runs on the command's own thread (`block_on`), so it need not be `Send`.
+pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// The store a source is kept in: the one registration line per store.
+pub fn store_of(cfg: &SourceConfig) -> &'static dyn Store {
+    match cfg {
+        SourceConfig::Etcd(_) => &etcd::Etcd,
+        SourceConfig::Sql(_) => &sql::Sql,
+    }
+}
+
+/// The store an admin target is in.
+fn store_for(target: &Target) -> &'static dyn Store {
+    match target {
+        Target::Etcd { .. } => &etcd::Etcd,
+        Target::Sql(_) => &sql::Sql,
+    }
+}
+
 /// The handle of the `id`-th source: its configured name, else `etcd1`, `sql1`...
 pub fn short_name(configs: &[SourceConfig], id: SourceId) -> String {
     crate::config::context::source_names(configs).swap_remove(id)
@@ -93,34 +165,33 @@ pub fn short_name(configs: &[SourceConfig], id: SourceId) -> String {
 
 /// The backend for the `id`-th configured source (the config checked its settings).
 pub fn build(configs: &[SourceConfig], id: SourceId, opts: &BackendOptions) -> Box<dyn Backend> {
-    let short = short_name(configs, id);
-    match &configs[id] {
-        SourceConfig::Etcd(cfg) => {
-            Box::new(etcd::EtcdBackend::new(id, short, cfg.clone(), opts.clone()))
-        }
-        SourceConfig::Sql(cfg) => Box::new(sql::SqlBackend::new(id, short, cfg, opts.clone())),
-    }
+    store_of(&configs[id]).backend(configs, id, opts)
+}
+
+/// The settings of a source that decide what an action writes.
+pub fn target(cfg: &SourceConfig) -> Target {
+    store_of(cfg).target(cfg)
+}
+
+/// The plan of `req` on its source, or why it cannot be done on what was seen.
+pub fn plan(req: &AdminRequest) -> Result<Plan, String> {
+    let plan = store_for(&req.target).plan(req)?;
+    Ok(Plan {
+        summary: crate::admin::summary(req),
+        ..plan
+    })
 }
 
 /// Runs an admin action against the source's store, refusing it on a read-only source.
-pub async fn execute(
-    source: &SourceConfig,
-    req: &crate::admin::AdminRequest,
-    timeout: Duration,
-) -> crate::admin::Outcome {
+pub async fn execute(source: &SourceConfig, req: &AdminRequest, timeout: Duration) -> Outcome {
     if source.read_only() {
-        return crate::admin::Outcome::Refused {
+        return Outcome::Refused {
             reason:
                 "this source is read-only (--read-only or read_only = true): admin actions are off"
                     .to_string(),
         };
     }
-    let act = async {
-        match source {
-            SourceConfig::Etcd(cfg) => etcd::admin::execute(cfg, req, timeout).await,
-            SourceConfig::Sql(cfg) => sql::admin::execute(cfg, req, timeout).await,
-        }
-    };
+    let act = store_of(source).execute(source, req, timeout);
     // Every step has its own deadline, but a store that hangs mid-way must not hold the
     // CLI, or a dashboard that waits for its actions before quitting, forever. Longer than
     // the steps' own (etcd: connect, txns 2x, revokes, read back), so it fires only when
@@ -128,12 +199,23 @@ pub async fn execute(
     let limit = timeout * 5;
     tokio::time::timeout(limit, act)
         .await
-        .unwrap_or_else(|_| crate::admin::Outcome::Failed {
+        .unwrap_or_else(|_| Outcome::Failed {
             error: format!(
                 "the store did not finish the action within {limit:?}: it may or may not \
                  have been applied; look before trying again"
             ),
         })
+}
+
+/// `electop node`: one participant of `scheme` on `source`, until SIGINT/SIGTERM.
+pub async fn participate(
+    args: &crate::node::Options,
+    scheme: Scheme,
+    source: &SourceConfig,
+) -> anyhow::Result<()> {
+    let run = crate::node::prepare(args, scheme)?;
+    let work = store_of(source).participate(source, scheme, args, &run);
+    crate::node::drive(&run, work).await
 }
 
 /// Reports a source as down (screen and event stream), then waits out the backoff. Returns

@@ -71,14 +71,14 @@ pub(super) async fn run(
         source_name: app.sources[source].info.name.clone(),
         kind,
         seen,
-        target: admin::Target::from_config(&sources[source]),
+        target: backend::target(&sources[source]),
     };
     let trail = admin::audit::Trail::default();
     let finish = |outcome: Outcome| finish(&trail, &req, outcome);
     if let Some(refusal) = refused(&req.seen, args, &sources[source]) {
         return finish(refusal);
     }
-    let plan = match admin::plan(&req) {
+    let plan = match backend::plan(&req) {
         Ok(p) => p,
         Err(reason) => return finish(Outcome::Refused { reason }),
     };

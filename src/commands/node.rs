@@ -39,6 +39,6 @@ pub(super) async fn node(
         retry: args.retry,
         create_table: args.create_table,
     };
-    crate::node::run(&options, scheme, source).await?;
+    crate::backend::participate(&options, scheme, &source).await?;
     Ok(ExitCode::SUCCESS)
 }

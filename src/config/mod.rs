@@ -25,7 +25,7 @@ pub use endpoint::{EndpointError, check_endpoint};
 pub use etcd::EtcdSource;
 pub use keys::{KeyOverrides, parse_key};
 pub use sql::{DbUrl, SqlChecked, SqlColumns, SqlConfigError, SqlSource, SqlSpec, read_password};
-pub use sql_names::{BadIdent, Dialect, Ident};
+pub use sql_names::{BadIdent, Columns, Dialect, Ident};
 pub use sql_tls::TlsConfigError;
 pub use ui::{HistoryConfig, UiConfig};
 

@@ -17,6 +17,17 @@ pub struct Ident {
     parts: Vec<String>,
 }
 
+/// The validated columns of an election table.
+#[derive(Clone, Debug)]
+pub struct Columns {
+    /// The election's name (`key` / `anchor`).
+    pub key: Ident,
+    /// The leader id (`leader_id` / `service_id`).
+    pub holder: Ident,
+    /// The deadline (`valid_until` / `last_seen_active`).
+    pub stamp: Ident,
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
     "`{0}` is not a usable SQL name: use letters, digits and _ (not first), at most 63 characters{1}"

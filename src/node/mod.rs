@@ -3,10 +3,6 @@
 //! leadership, and prints its belief whenever it changes. SIGINT/SIGTERM make it resign and
 //! exit at once; SIGKILL leaves it to the store's timeout.
 
-mod etcd_election;
-mod etcd_lease_key;
-mod lease;
-mod sql;
 pub mod term;
 
 use std::sync::Mutex;
@@ -17,7 +13,6 @@ use serde::Serialize;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::SourceConfig;
 use crate::model::{Scheme, time};
 
 /// Which election a participant joins, as whom, and how fast it renews.
@@ -249,12 +244,12 @@ pub struct Timing {
 
 /// How long a resign on the way out may take: a store that does not answer must not keep a
 /// stopped node alive.
-const RESIGN_LIMIT: Duration = Duration::from_secs(1);
+pub const RESIGN_LIMIT: Duration = Duration::from_secs(1);
 
 /// A store call that must answer within `limit`. A leader's calls are bounded by what is left
 /// of its lease or term, so one cut off from the store stops believing it leads by the time
 /// its lease could have run out.
-async fn within<T, E: Into<anyhow::Error>>(
+pub async fn within<T, E: Into<anyhow::Error>>(
     limit: Duration,
     what: &str,
     fut: impl std::future::Future<Output = std::result::Result<T, E>>,
@@ -285,70 +280,32 @@ impl Timing {
     pub fn defaults(scheme: Scheme) -> Timing {
         let s = Duration::from_secs;
         match scheme {
-            // Seed 001: keep-alive every 7 s on a 10 s lease.
+            // The Rust etcd election article: keep-alive every 7 s on a 10 s lease.
             Scheme::EtcdElection => Timing {
                 ttl: s(10),
                 renew: s(7),
                 retry: s(1),
             },
-            // Seed 000: a 10 s lease kept alive; re-election on the key's delete.
+            // "Adding leader election to your application using etcd": a 10 s lease kept
+            // alive; re-election on the key's delete.
             Scheme::EtcdLeaseKey | Scheme::Patroni => Timing {
                 ttl: s(10),
                 renew: Duration::from_millis(3_300),
                 retry: s(2),
             },
-            // Seed 003: term 8 s, renew 4 s, retry 2 s.
+            // gabihodoroaga/leaderelection: term 8 s, renew 4 s, retry 2 s.
             Scheme::SqlLease => Timing {
                 ttl: s(8),
                 renew: s(4),
                 retry: s(2),
             },
-            // Seed 004: every service once a second, deposed after 20 s.
+            // "Leader election using MySQL" (orchestrator): every service once a second,
+            // deposed after 20 s.
             Scheme::SqlHeartbeat => Timing {
                 ttl: s(20),
                 renew: s(1),
                 retry: s(1),
             },
-        }
-    }
-}
-
-/// How an etcd participant's session ended.
-enum Ended {
-    /// Asked to stop; it resigned.
-    Stopped,
-    /// Its lease expired or was revoked: start over with a new one.
-    LeaseLost,
-}
-
-/// Runs sessions until stopped: a new one (new lease) after a lease ends, another after a
-/// pause when the store cannot be reached. The lease outlives a lost connection: the next
-/// session takes it up again if it is still alive, so a short outage costs no leadership.
-async fn sessions(
-    t: Timing,
-    report: &Reporter,
-    stop: &CancellationToken,
-    mut session: impl AsyncFnMut(&Reporter, &mut Option<i64>) -> Result<Ended>,
-) -> Result<()> {
-    let mut lease = None;
-    loop {
-        match session(report, &mut lease).await {
-            Ok(Ended::Stopped) => return Ok(()),
-            Ok(Ended::LeaseLost) => {
-                lease = None;
-                // Revoked by an operator (a forced re-election) or expired: our key went with it.
-                report.depose("my lease ended (revoked or expired)");
-                report.say("my lease ended (expired or revoked): starting over with a new one")
-            }
-            Err(e) => {
-                report.believe(Belief::NoContact {
-                    error: format!("{e:#}"),
-                });
-                tokio::select! {
-                    _ = tokio::time::sleep(t.retry) => {}
-                    _ = stop.cancelled() => return Ok(()),
-                }
-            }
         }
     }
 }
@@ -370,7 +327,16 @@ fn stop_on_signals() -> Result<CancellationToken> {
     Ok(token)
 }
 
-pub async fn run(args: &Options, scheme: Scheme, source: SourceConfig) -> Result<()> {
+/// A participant about to run: its timing, what it says, and the stop signals.
+pub struct Run {
+    pub timing: Timing,
+    pub report: Reporter,
+    pub stop: CancellationToken,
+}
+
+/// Checks the timing of `scheme` with the flags' overrides and listens for SIGINT/SIGTERM.
+/// The store's participant then runs under [`drive`].
+pub fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
     let d = Timing::defaults(scheme);
     let mut timing = Timing {
         ttl: args.ttl.unwrap_or(d.ttl),
@@ -387,42 +353,24 @@ pub async fn run(args: &Options, scheme: Scheme, source: SourceConfig) -> Result
             timing.ttl
         );
     }
-    let stop = stop_on_signals()?;
-    let report = Reporter::new(&args.id, &args.election, args.json);
-    let work = async {
-        match (scheme, source) {
-            (Scheme::EtcdElection, SourceConfig::Etcd(cfg)) => {
-                etcd_election::run(&cfg, args, timing, &report, stop).await
-            }
-            (Scheme::EtcdLeaseKey, SourceConfig::Etcd(cfg)) => {
-                etcd_lease_key::run(&cfg, args, timing, &report, stop).await
-            }
-            (Scheme::SqlLease | Scheme::SqlHeartbeat, SourceConfig::Sql(cfg)) => {
-                sql::run(&cfg, args, timing, &report, stop).await
-            }
-            (Scheme::Patroni, _) => {
-                anyhow::bail!(
-                    "Patroni's members are Patroni itself: electop node does not join them"
-                )
-            }
-            (scheme, _) => anyhow::bail!(
-                "scheme {scheme} needs {}",
-                if scheme.is_sql() {
-                    "--sql URL"
-                } else {
-                    "--etcd HOST:PORT"
-                }
-            ),
-        }
-    };
+    Ok(Run {
+        timing,
+        report: Reporter::new(&args.id, &args.election, args.json),
+        stop: stop_on_signals()?,
+    })
+}
+
+/// Runs a store's participant (`work`) until it ends, with the term enforced beside it: a
+/// leader whose term ran out unconfirmed stops believing it leads.
+pub async fn drive(run: &Run, work: impl std::future::Future<Output = Result<()>>) -> Result<()> {
     let r = tokio::select! {
         r = work => r,
-        never = report.enforce_term() => match never {},
+        never = run.report.enforce_term() => match never {},
     };
     // Each scheme says so before it resigns; this covers a stop before it had anything to
     // resign (not connected yet, waiting to retry).
     if r.is_ok() {
-        report.believe(Belief::Stopped);
+        run.report.believe(Belief::Stopped);
     }
     r
 }

@@ -107,10 +107,7 @@ impl Sources {
 
     /// Each source's settings that decide what an action writes, for the dashboard's plans.
     pub fn targets(&self) -> Vec<crate::admin::Target> {
-        self.configs
-            .iter()
-            .map(crate::admin::Target::from_config)
-            .collect()
+        self.configs.iter().map(crate::backend::target).collect()
     }
 
     /// What the admin actions under way are (`reelect jobs`).

@@ -1,21 +1,15 @@
 //! What an action will do, as one typed plan: the store operations with their compares. Each
-//! scheme's file builds it from the election as seen and the source's settings; the
-//! confirmation (dashboard and CLI) renders it with [`Plan::writes`], and the backends execute
-//! the same steps, so what is shown is what is written.
+//! store builds it for its schemes from the election as seen and the source's settings
+//! (`backend::plan`); the confirmation (dashboard and CLI) renders it with [`Plan::writes`],
+//! and the store executes the same steps, so what is shown is what is written.
 
-mod etcd_election;
-mod etcd_lease_key;
-mod patroni;
 mod render;
-mod sql;
-mod sql_heartbeat;
-mod sql_lease;
 mod target;
 
 pub use target::{SqlTarget, Target};
 
 use super::{ActionKind, AdminRequest};
-use crate::model::{Candidate, Election, Scheme};
+use crate::model::{Candidate, Election};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -39,7 +33,7 @@ pub struct Key {
 }
 
 impl Key {
-    fn of(c: &Candidate) -> Key {
+    pub fn of(c: &Candidate) -> Key {
         Key {
             raw: c.raw_key.clone(),
             shown: c.key.clone(),
@@ -136,13 +130,26 @@ pub enum Readback {
     Row(String),
 }
 
-fn leader(e: &Election) -> Result<&Candidate, String> {
+/// Added to a third of the longest deposed TTL: Go's keep-alive loop ticks every 500 ms, the
+/// keep-alive takes a round trip, and the client must still act on the answer; measured, the
+/// deposed were told up to 0.5 s after a third of their TTL, so 1 s would leave too little.
+pub const HOLD_SLACK_SECS: i64 = 2;
+
+/// How long the deposed keys are held: past the keep-alive interval of the longest lease.
+pub fn hold_secs(granted_ttls: &[i64]) -> i64 {
+    let longest = granted_ttls.iter().copied().max().unwrap_or(0);
+    (longest + 2) / 3 + HOLD_SLACK_SECS
+}
+
+/// The election's leader, or why there is none to act on.
+pub fn leader(e: &Election) -> Result<&Candidate, String> {
     e.leader
         .as_ref()
         .ok_or_else(|| format!("election {} has no leader to act on", e.name))
 }
 
-fn summary(req: &AdminRequest) -> String {
+/// One line: the action on what.
+pub fn summary(req: &AdminRequest) -> String {
     let (e, store) = (&req.seen, &req.source_name);
     match &req.kind {
         ActionKind::ForceLeader { target } => {
@@ -152,25 +159,3 @@ fn summary(req: &AdminRequest) -> String {
         ActionKind::Resign => format!("resign the leader of {} ({store})", e.name),
     }
 }
-
-/// The plan of `req` on its source, or why it cannot be done on what was seen.
-pub fn plan(req: &AdminRequest) -> Result<Plan, String> {
-    let e = &req.seen;
-    let plan = match (e.scheme, &req.target) {
-        (Scheme::EtcdElection, Target::Etcd { .. }) => etcd_election::plan(e, &req.kind),
-        (Scheme::EtcdLeaseKey, Target::Etcd { prefix }) => {
-            etcd_lease_key::plan(e, &req.kind, prefix)
-        }
-        (Scheme::Patroni, Target::Etcd { .. }) => patroni::plan(e, &req.kind),
-        (Scheme::SqlLease, Target::Sql(t)) => sql_lease::plan(e, &req.kind, t),
-        (Scheme::SqlHeartbeat, Target::Sql(t)) => sql_heartbeat::plan(e, &req.kind, t),
-        (scheme, _) => Err(format!("{scheme} is not a scheme of this source")),
-    }?;
-    Ok(Plan {
-        summary: summary(req),
-        ..plan
-    })
-}
-
-#[cfg(test)]
-mod tests;

@@ -22,7 +22,7 @@ fn step(s: &Step) -> String {
             let how_long = match seen_ttls {
                 Some(ttls) if !ttls.is_empty() => format!(
                     "{} s: a third of the longest TTL, {} s, + 2 s",
-                    crate::backend::etcd::admin::depose::hold_secs(ttls),
+                    super::hold_secs(ttls),
                     ttls.iter().max().copied().unwrap_or(0)
                 ),
                 _ => "a third of the longest TTL + 2 s".to_string(),

@@ -1,10 +1,9 @@
 //! The settings of a source that decide what an action writes: the SQL table, columns and
-//! dialect, the etcd prefix. Read from the source's config; the dashboard gets them from the
-//! runtime, so the dialog names the columns that will be written.
+//! dialect, the etcd prefix. Each store reads them from the source's config
+//! (`backend::target`); the dashboard gets them from the runtime, so the dialog names the
+//! columns that will be written.
 
-use crate::backend::sql::dialect::{Dialect, Ident};
-use crate::backend::sql::{Columns, SqlSettings};
-use crate::config::SourceConfig;
+use crate::config::{Columns, Dialect, Ident};
 use crate::model::Scheme;
 
 #[derive(Clone, Debug)]
@@ -23,25 +22,6 @@ pub struct SqlTarget {
 }
 
 impl Target {
-    /// The source's settings; infallible because loading the config checked them (table
-    /// and column names included).
-    pub fn from_config(cfg: &SourceConfig) -> Target {
-        match cfg {
-            SourceConfig::Etcd(c) => Target::Etcd {
-                prefix: c.prefix.clone(),
-            },
-            SourceConfig::Sql(c) => {
-                let s = SqlSettings::new(c);
-                Target::Sql(SqlTarget {
-                    dialect: s.dialect,
-                    table: s.table.clone(),
-                    columns: s.scheme.columns().clone(),
-                    heartbeat_ms: s.scheme.term_ms(),
-                })
-            }
-        }
-    }
-
     /// A scheme's default settings, for a dashboard built without configs (the demo, tests):
     /// the runtime always passes the configured ones.
     pub fn defaults(scheme: Scheme) -> Target {

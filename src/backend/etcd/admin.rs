@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
 
-use crate::admin::{AdminRequest, Outcome, Plan, Readback, Step, changed_since, plan};
+use crate::admin::{AdminRequest, Outcome, Plan, Readback, Step, changed_since};
+use crate::backend::plan;
 use crate::config::EtcdSource;
 use crate::model::escape_bytes;
 

@@ -7,7 +7,8 @@ use std::time::Duration;
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 
 use super::{SqlSettings, check_schema, connect, describe};
-use crate::admin::{AdminRequest, Outcome, Statement, Step, changed_since, plan};
+use crate::admin::{AdminRequest, Outcome, Statement, Step, changed_since};
+use crate::backend::plan;
 use crate::config::SqlSource;
 
 pub async fn execute(cfg: &SqlSource, req: &AdminRequest, timeout: Duration) -> Outcome {

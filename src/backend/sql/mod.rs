@@ -12,8 +12,11 @@ mod follow;
 pub mod heartbeat;
 pub mod history;
 pub mod lease;
+mod participant;
+mod plan;
 mod poll;
 mod schema;
+mod store;
 mod tls;
 pub mod tracker;
 
@@ -29,16 +32,8 @@ use super::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::{DbUrl, SqlSource};
 use crate::model::{Scheme, SourceId, SourceInfo};
 
-/// The validated columns of an election table.
-#[derive(Clone, Debug)]
-pub struct Columns {
-    /// The election's name (`key` / `anchor`).
-    pub key: Ident,
-    /// The leader id (`leader_id` / `service_id`).
-    pub holder: Ident,
-    /// The deadline (`valid_until` / `last_seen_active`).
-    pub stamp: Ident,
-}
+pub use self::store::Sql;
+pub use crate::config::Columns;
 
 /// What differs between the two SQL schemes; each lives in its own file.
 pub trait SqlScheme: Send + Sync {

@@ -26,16 +26,7 @@ use std::time::Duration;
 
 use etcd_client::Client;
 
-/// Added to a third of the longest deposed TTL: Go's keep-alive loop ticks every 500 ms, the
-/// keep-alive takes a round trip, and the client must still act on the answer; measured, the
-/// deposed were told up to 0.5 s after a third of their TTL, so 1 s would leave too little.
-pub const HOLD_SLACK_SECS: i64 = 2;
-
-/// How long the deposed keys are held: past the keep-alive interval of the longest lease.
-pub fn hold_secs(granted_ttls: &[i64]) -> i64 {
-    let longest = granted_ttls.iter().copied().max().unwrap_or(0);
-    (longest + 2) / 3 + HOLD_SLACK_SECS
-}
+pub use crate::admin::hold_secs;
 
 /// A lease to hold the deposed keys on, lasting past the keep-alive interval of `leases` as
 /// they are now (their TTLs are read again: the plan was made from what was seen). `Ok(Err)`

@@ -11,13 +11,12 @@ use anyhow::{Context, Result};
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 use tokio_util::sync::CancellationToken;
 
-use super::Options;
-use super::{Belief, Reporter, Timing, term};
 use crate::backend::sql::{
     Schema, SqlSettings, check_schema, connect, create_table_if_missing, describe,
 };
 use crate::config::SqlSource;
 use crate::model::Scheme;
+use crate::node::{Belief, Options, Reporter, Timing, term};
 
 pub async fn run(
     cfg: &SqlSource,
@@ -94,7 +93,8 @@ async fn stopped(
     if let Some((pool, schema)) = conn
         && leader
     {
-        let done = tokio::time::timeout(super::RESIGN_LIMIT, resign(s, pool, schema, args)).await;
+        let done =
+            tokio::time::timeout(crate::node::RESIGN_LIMIT, resign(s, pool, schema, args)).await;
         report.say(if done.is_ok() {
             "resigned"
         } else {

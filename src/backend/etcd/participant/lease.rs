@@ -10,8 +10,8 @@ use etcd_client::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{RESIGN_LIMIT, Timing, term, within};
 use crate::config::EtcdSource;
+use crate::node::{RESIGN_LIMIT, Timing, term, within};
 
 pub struct Lease {
     pub id: i64,

@@ -1,9 +1,8 @@
 //! sql-heartbeat: the holder is alive while its last heartbeat is younger than the timeout;
 //! resigning backdates the heartbeat past it, a forced leader gets a fresh one.
 
-use super::sql::{self, Deadlines};
-use super::{Plan, SqlTarget};
-use crate::admin::ActionKind;
+use super::{self as sql, Deadlines};
+use crate::admin::{ActionKind, Plan, SqlTarget};
 use crate::model::Election;
 
 pub(super) fn plan(e: &Election, kind: &ActionKind, t: &SqlTarget) -> Result<Plan, String> {
@@ -14,7 +13,7 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, t: &SqlTarget) -> Result<Pla
         resign_ms: -(timeout + 1_000),
         force_ms: 0,
     };
-    let mut p = sql::plan(e, kind, t, deadlines)?;
+    let mut p = sql::statement_plan(e, kind, t, deadlines)?;
     p.notes.push(match kind {
         ActionKind::Reelect => "Every participant's next attempt races for the free row.".into(),
         ActionKind::Resign => format!(

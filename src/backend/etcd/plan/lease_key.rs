@@ -2,8 +2,7 @@
 //! register under their own leases. Deleting the key starts a race; force-leader puts it
 //! with the target's registry lease, so it lives as long as the target does.
 
-use super::{Check, Compare, Key, Op, Plan, Readback, Step, leader};
-use crate::admin::ActionKind;
+use crate::admin::{ActionKind, Check, Compare, Key, Op, Plan, Readback, Step, leader};
 use crate::model::{Election, escape_bytes};
 
 pub(super) fn plan(e: &Election, kind: &ActionKind, prefix: &str) -> Result<Plan, String> {

@@ -8,11 +8,12 @@ use anyhow::Result;
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
-use super::Options;
 use super::lease::{Lease, Wake, first_kv};
-use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
+use super::{Ended, sessions};
 use crate::config::EtcdSource;
 use crate::model::escape_bytes;
+use crate::node::Options;
+use crate::node::{Belief, RESIGN_LIMIT, Reporter, Timing, within};
 
 pub async fn run(
     cfg: &EtcdSource,
@@ -21,7 +22,7 @@ pub async fn run(
     report: &Reporter,
     stop: CancellationToken,
 ) -> Result<()> {
-    super::sessions(
+    sessions(
         t,
         report,
         &stop,

@@ -3,9 +3,22 @@
 //! the leader renews that every few seconds, and an action confirmed after a renewal must
 //! still apply to the leader that was shown (`election-models.md`).
 
-use super::{DEADLINE, Plan, Readback, SqlTarget, Statement, Step};
-use crate::admin::ActionKind;
-use crate::model::{Candidate, Election};
+mod heartbeat;
+mod lease;
+
+use crate::admin::AdminRequest;
+use crate::admin::{ActionKind, DEADLINE, Plan, Readback, SqlTarget, Statement, Step};
+use crate::model::{Candidate, Election, Scheme};
+
+/// The plan of `req` on a SQL source whose table and columns are `t`.
+pub(crate) fn plan_for(req: &AdminRequest, t: &SqlTarget) -> Result<Plan, String> {
+    let e = &req.seen;
+    match e.scheme {
+        Scheme::SqlLease => lease::plan(e, &req.kind, t),
+        Scheme::SqlHeartbeat => heartbeat::plan(e, &req.kind, t),
+        scheme => Err(format!("{scheme} is not a scheme of this source")),
+    }
+}
 
 /// Where the two SQL schemes differ: the deadlines they write.
 pub(super) struct Deadlines {
@@ -22,7 +35,7 @@ pub(super) fn holder(e: &Election) -> Result<&Candidate, String> {
         .ok_or_else(|| format!("election {} has no row holder to act on", e.name))
 }
 
-pub(super) fn plan(
+pub(super) fn statement_plan(
     e: &Election,
     kind: &ActionKind,
     t: &SqlTarget,

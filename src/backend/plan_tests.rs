@@ -1,5 +1,7 @@
 use super::*;
+use crate::admin::{ActionKind, Key, Readback};
 use crate::config::{SourceConfig, SqlColumns, SqlSource};
+use crate::model::{Candidate, Election};
 
 fn line(ids: &[&str]) -> Election {
     let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
@@ -111,7 +113,7 @@ fn custom_sql(url: &str, scheme: Scheme) -> Target {
         })
         .expect("valid settings"),
     );
-    Target::from_config(&cfg)
+    crate::backend::target(&cfg)
 }
 
 fn row(scheme: Scheme) -> Election {

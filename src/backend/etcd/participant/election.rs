@@ -14,11 +14,12 @@ use etcd_client::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::Options;
 use super::lease::{Lease, Wake, first_kv};
-use super::{Belief, Ended, RESIGN_LIMIT, Reporter, Timing, within};
+use super::{Ended, sessions};
 use crate::config::EtcdSource;
 use crate::model::escape_bytes;
+use crate::node::Options;
+use crate::node::{Belief, RESIGN_LIMIT, Reporter, Timing, within};
 
 pub async fn run(
     cfg: &EtcdSource,
@@ -28,7 +29,7 @@ pub async fn run(
     stop: CancellationToken,
 ) -> Result<()> {
     let dir = format!("{}{}/", cfg.prefix, args.election);
-    super::sessions(
+    sessions(
         t,
         report,
         &stop,

@@ -4,8 +4,7 @@
 //! promotes). electop never deletes Patroni's keys: Patroni would not notice a removed leader
 //! key before its next loop, and may take it straight back.
 
-use super::{Check, Compare, Key, Op, Plan, Readback, Step, leader};
-use crate::admin::ActionKind;
+use crate::admin::{ActionKind, Check, Compare, Key, Op, Plan, Readback, Step, leader};
 use crate::model::{Election, escape_bytes};
 
 /// The `failover` key's value for a switchover from `leader` to `member`, as Patroni's

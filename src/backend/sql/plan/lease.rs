@@ -1,9 +1,8 @@
 //! sql-lease (seed 003): the holder's term ends at its deadline; a forced leader gets a term
 //! as long as the one seen.
 
-use super::sql::{self, Deadlines};
-use super::{Plan, SqlTarget};
-use crate::admin::ActionKind;
+use super::{self as sql, Deadlines};
+use crate::admin::{ActionKind, Plan, SqlTarget};
 use crate::model::Election;
 
 /// A term for a forced leader when none was observed.
@@ -20,7 +19,7 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, t: &SqlTarget) -> Result<Pla
         resign_ms: 0,
         force_ms: term,
     };
-    let mut p = sql::plan(e, kind, t, deadlines)?;
+    let mut p = sql::statement_plan(e, kind, t, deadlines)?;
     p.notes.push(match kind {
         ActionKind::Reelect => "Every participant's next attempt races for the free row.".into(),
         ActionKind::Resign => format!(

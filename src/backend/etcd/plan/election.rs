@@ -2,8 +2,7 @@
 //! leader's key; a re-election or force-leader deposes sessions first (why:
 //! `backend::etcd::admin::depose`).
 
-use super::{Check, Compare, Key, Op, Plan, Readback, Step, leader};
-use crate::admin::ActionKind;
+use crate::admin::{ActionKind, Check, Compare, Key, Op, Plan, Readback, Step, leader};
 use crate::model::{Candidate, Election};
 
 /// What the etcd-election tests measured (tests/election_clients.rs, 16 runs per client and
