@@ -13,6 +13,7 @@
 //! 2. a folder here with a type implementing [`Store`];
 //! 3. its line in [`store_of`] (and in [`store_for`], by its admin [`Target`]).
 
+pub mod change;
 pub mod etcd;
 pub mod forced;
 #[cfg(test)]
@@ -55,6 +56,21 @@ pub struct BackendIo {
     pub events: mpsc::Sender<SourceEvent>,
     pub commands: mpsc::Receiver<Command>,
     pub cancel: CancellationToken,
+}
+
+/// Why a store's follow task stopped a step: the runtime went away (stop quietly), or the
+/// store failed (report it and reconnect). One for every store, with its own error type.
+#[derive(Debug)]
+pub enum Stop<E> {
+    /// Nobody listens any more.
+    Closed,
+    Failed(E),
+}
+
+impl<E> From<E> for Stop<E> {
+    fn from(e: E) -> Self {
+        Stop::Failed(e)
+    }
 }
 
 /// Settings every backend shares.

@@ -149,7 +149,7 @@ async fn step(
     link.times = cluster_times(&mut link).await;
     let err = match follow(backend, state, io, conn, link, backoff).await {
         Stop::Closed => return false,
-        Stop::Error(e) => e,
+        Stop::Failed(e) => e,
     };
     serving.store(usize::MAX, std::sync::atomic::Ordering::Relaxed);
     conn.on(Input::Failed(err.kind()));

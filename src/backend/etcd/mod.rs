@@ -38,20 +38,12 @@ use crate::model::{Scheme, SourceEvent, SourceId, SourceInfo};
 /// The runtime went away: stop quietly.
 pub(super) struct Closed;
 
-pub(super) enum Stop {
-    Closed,
-    Error(EtcdError),
-}
+/// Why an etcd step stopped.
+pub(super) type Stop = crate::backend::Stop<EtcdError>;
 
 impl From<Closed> for Stop {
     fn from(_: Closed) -> Self {
         Stop::Closed
-    }
-}
-
-impl From<EtcdError> for Stop {
-    fn from(e: EtcdError) -> Self {
-        Stop::Error(e)
     }
 }
 
@@ -208,7 +200,7 @@ async fn read_all(
                     continue;
                 }
                 Err(e) if e.kind() == error::ErrorKind::TooLarge => {
-                    return Err(Stop::Error(too_large(endpoint, prefix)));
+                    return Err(Stop::Failed(too_large(endpoint, prefix)));
                 }
                 r => r?,
             };

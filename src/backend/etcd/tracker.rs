@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Instant, SystemTime};
 
 use super::layout::{Kv, Layout, Mirror};
+use crate::backend::change::{self, LeaderChange};
 use crate::model::{
     Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, SourceId,
 };
@@ -365,13 +366,11 @@ impl Tracker {
                 replayed: seen.replayed,
                 detail: None,
             };
-            let departed =
-                |old: &Candidate| departure(before.get(&old.raw_key), fates, &self.ttls, seen);
             let change = leader_change(
                 old_leader.as_ref(),
                 election.leader.as_ref(),
                 scheme,
-                departed,
+                |old| departure(before.get(&old.raw_key), fates, &self.ttls, seen),
             );
             self.deposed
                 .extend(note_deposed(election, old_leader.as_ref(), fates));
@@ -379,12 +378,9 @@ impl Tracker {
                 let forced = (!seen.replayed)
                     .then(|| self.forced.take(&name, seen.now))
                     .flatten();
-                let at = (seen.at, rev);
-                let ((kind, from, to, cause), by) =
-                    record_change(election, change, forced, at, self.history_limit);
-                let mut ev = mk(kind, from, to, Some(cause));
-                ev.detail = by.map(|b| format!("forced by {b}"));
-                events.push(ev);
+                let at = (seen.at, Some(rev));
+                let recorded = change.record(election, forced, at, self.history_limit);
+                events.push(recorded.event(&self.source_name, &name, seen.replayed));
             }
             for (kind, from, to) in line_events(&old_line, &election.candidates) {
                 events.push(mk(kind, from, to, None));
@@ -742,65 +738,35 @@ fn attach_ttls(e: &mut Election, ttls: &Fast<i64, Deadline>) {
     }
 }
 
-type LeaderChange = (EventKind, Option<String>, Option<String>, Cause);
-
 /// One revision in the mirror: keys as they were before, leases no key holds any more, and
 /// the elections touched.
 type Mirrored = (HashMap<Vec<u8>, Kv>, Vec<i64>, BTreeSet<Vec<u8>>);
 
 /// What happened to the leadership between two states of an election; `departed` says why
-/// an old leader's key left.
+/// an old leader's key left. A new key (or the same key created again) is a new tenure; the
+/// same key with a new value is a proclamation (election API) or someone overwriting it.
 fn leader_change(
     old: Option<&Candidate>,
     new: Option<&Candidate>,
     scheme: crate::model::Scheme,
-    departed: impl Fn(&Candidate) -> Cause,
+    departed: impl FnOnce(&Candidate) -> Cause,
 ) -> Option<LeaderChange> {
-    let id = |c: &Candidate| Some(c.id.clone());
-    match (old, new) {
-        (None, Some(new)) => Some((EventKind::LeaderElected, None, id(new), Cause::Elected)),
-        (Some(old), None) => Some((EventKind::LeaderLost, id(old), None, departed(old))),
-        (Some(old), Some(new))
-            if old.raw_key != new.raw_key || old.create_revision != new.create_revision =>
-        {
-            Some((EventKind::LeaderChanged, id(old), id(new), departed(old)))
-        }
-        (Some(old), Some(new)) if old.id != new.id => {
-            // Same key, new value: a proclamation or someone overwriting the key.
-            let cause = if scheme == crate::model::Scheme::EtcdElection {
-                Cause::Proclaimed
-            } else {
-                Cause::TakenOver
-            };
-            Some((EventKind::LeaderChanged, id(old), id(new), cause))
-        }
-        _ => None,
-    }
-}
-
-/// Records a leader change in the election's history, with the cause and author of the admin
-/// action that made it, if one did. Returns the change as recorded and who forced it.
-fn record_change(
-    e: &mut Election,
-    (kind, from, to, cause): LeaderChange,
-    forced: Option<(Cause, String)>,
-    (at, rev): (Option<SystemTime>, i64),
-    limit: usize,
-) -> (LeaderChange, Option<String>) {
-    let (cause, by) = match forced {
-        Some((c, by)) => (c, Some(by)),
-        None => (cause, None),
+    let same_tenure = old
+        .zip(new)
+        .is_some_and(|(o, n)| o.raw_key == n.raw_key && o.create_revision == n.create_revision);
+    let in_place = if scheme == crate::model::Scheme::EtcdElection {
+        Cause::Proclaimed
+    } else {
+        Cause::TakenOver
     };
-    let entry = HistoryEntry {
-        at,
-        revision: Some(rev),
-        from: from.clone(),
-        to: to.clone(),
-        cause,
-        by: by.clone(),
-    };
-    e.record(entry, limit);
-    ((kind, from, to, cause), by)
+    let gone = || old.map_or(Cause::Unknown, departed);
+    change::decide(
+        old.map(|c| c.id.as_str()),
+        new.map(|c| c.id.as_str()),
+        same_tenure,
+        gone,
+        in_place,
+    )
 }
 
 /// A leader whose key left while its lease lives on may still believe it leads: it is

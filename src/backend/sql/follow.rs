@@ -15,17 +15,7 @@ use crate::backend::{BackendIo, Command};
 use crate::model::{ConnState, SourceEvent};
 
 /// Why a phase did not give its input.
-enum Stop {
-    /// Nobody listens any more.
-    Closed,
-    Failed(SqlError),
-}
-
-impl From<SqlError> for Stop {
-    fn from(e: SqlError) -> Stop {
-        Stop::Failed(e)
-    }
-}
+type Stop = crate::backend::Stop<SqlError>;
 
 pub(super) async fn run(b: SqlBackend, io: BackendIo) {
     let cancel = io.cancel.clone();

@@ -7,9 +7,9 @@ use std::time::{Instant, SystemTime};
 
 use compact_str::CompactString;
 
-use crate::model::{
-    Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, Scheme, SourceId,
-};
+use crate::backend::change::{self, LeaderChange};
+
+use crate::model::{Candidate, Cause, Deadline, Election, Event, HistoryEntry, Scheme, SourceId};
 
 /// One row as polled, its text as stored: it is escaped for display only when it changed,
 /// so an unchanged row (most rows of most polls) costs a comparison of what was read.
@@ -266,8 +266,8 @@ impl SqlTracker {
         let leader_before = e.leader.as_ref().map(|l| l.id.clone());
         e.leader = candidate.clone().filter(|_| new_leader.is_some());
         e.candidates = candidate.into_iter().collect();
-        if let Some((kind, from, to, cause)) = change {
-            self.record(&name, kind, (from, to), cause, poll, out);
+        if let Some(change) = change {
+            self.record(&name, change, poll, out);
         }
         // Cloned only when sent: an election carries its history.
         if let Some(e) = self.elections.get(&name)
@@ -307,8 +307,11 @@ impl SqlTracker {
             e.candidates.clear();
             match prev.row.leader().map(escape) {
                 Some(a) => {
-                    let lost = EventKind::LeaderLost;
-                    self.record(&key, lost, (Some(a), None), Cause::Deleted, poll, out);
+                    let gone = || Cause::Deleted;
+                    if let Some(lost) = change::decide(Some(&a), None, false, gone, Cause::Deleted)
+                    {
+                        self.record(&key, lost, poll, out);
+                    }
                 }
                 // An action aimed at a row that went with no leader is spent all the same:
                 // it must not name the cause of a later change.
@@ -322,33 +325,13 @@ impl SqlTracker {
 
     /// A leader change into the election's history, the events and what is persisted; an
     /// admin action of ours (or another electop's) recently aimed at it names the cause.
-    fn record(
-        &mut self,
-        name: &str,
-        kind: EventKind,
-        (from, to): (Option<String>, Option<String>),
-        cause: Cause,
-        poll: &Poll,
-        out: &mut Applied,
-    ) {
-        let (cause, by) = match self.forced.take(name, poll.now) {
-            Some((forced, by)) => (forced, Some(by)),
-            None => (cause, None),
-        };
-        let entry = HistoryEntry {
-            at: Some(poll.at),
-            revision: None,
-            from: from.clone(),
-            to: to.clone(),
-            cause,
-            by,
-        };
+    fn record(&mut self, name: &str, change: LeaderChange, poll: &Poll, out: &mut Applied) {
+        let forced = self.forced.take(name, poll.now);
         let limit = self.history_limit;
-        self.election(name).record(entry.clone(), limit);
-        let mut ev = event(&self.source_name, name, kind, from, to, cause, poll.at);
-        ev.detail = entry.by.as_ref().map(|b| format!("forced by {b}"));
-        out.recorded.push((name.to_string(), entry));
-        out.events.push(ev);
+        let recorded = change.record(self.election(name), forced, (Some(poll.at), None), limit);
+        out.events
+            .push(recorded.event(&self.source_name, name, false));
+        out.recorded.push((name.to_string(), recorded.entry));
     }
 }
 
@@ -361,63 +344,31 @@ struct Applied {
 }
 
 /// What a row's new leader means, from the leader before and after and whether the old
-/// term had run out.
+/// term had run out: the row is the one tenure, so a new holder took over, or followed an
+/// expired term.
 fn leader_change(
     old: &Option<String>,
     new: &Option<String>,
     expired: bool,
-) -> Option<(EventKind, Option<String>, Option<String>, Cause)> {
-    match (old, new) {
-        (None, Some(b)) => Some((
-            EventKind::LeaderElected,
-            None,
-            Some(b.clone()),
-            Cause::Elected,
-        )),
-        (Some(a), None) => Some((EventKind::LeaderLost, Some(a.clone()), None, Cause::Expired)),
-        (Some(a), Some(b)) if a != b => {
-            let cause = if expired {
-                Cause::Expired
-            } else {
-                Cause::TakenOver
-            };
-            Some((
-                EventKind::LeaderChanged,
-                Some(a.clone()),
-                Some(b.clone()),
-                cause,
-            ))
-        }
-        _ => None,
-    }
-}
-
-fn event(
-    source: &str,
-    election: &str,
-    kind: EventKind,
-    from: Option<String>,
-    to: Option<String>,
-    cause: Cause,
-    at: SystemTime,
-) -> Event {
-    Event {
-        at: Some(at),
-        source: source.to_string(),
-        election: Some(election.to_string()),
-        kind,
-        from,
-        to,
-        cause: Some(cause),
-        revision: None,
-        replayed: false,
-        detail: None,
-    }
+) -> Option<LeaderChange> {
+    let in_place = if expired {
+        Cause::Expired
+    } else {
+        Cause::TakenOver
+    };
+    change::decide(
+        old.as_deref(),
+        new.as_deref(),
+        true,
+        || Cause::Expired,
+        in_place,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::EventKind;
 
     fn row(key: &str, holder: &str, remaining: i64) -> Row {
         Row {
