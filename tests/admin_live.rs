@@ -17,7 +17,7 @@ use electop::config::SourceConfig;
 use etcd_client::PutOptions;
 use serde_json::Value;
 
-const T: Duration = Duration::from_secs(10);
+use common::T;
 /// etcd-election actions hold the deposed keys for a third of the lease TTL (60 s for
 /// etcdctl elect) plus 2 s, so the deposed are told before anyone else is elected.
 const HELD: Duration = Duration::from_secs(35);

@@ -5,12 +5,11 @@
 mod common;
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use common::electop::{command, spawn_lines, status_json};
 use common::sqlstore::Store;
 
-const T: Duration = Duration::from_secs(10);
+use common::T;
 
 /// Two SQLite files, `ops-db` named and the other unnamed (`sql2`), in contexts `ops`
 /// (both) and `solo` (the unnamed one alone, current).

@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -15,7 +14,7 @@ use common::tmux::Tmux;
 use common::{EtcdServer, electop};
 use serde_json::Value;
 
-const T: Duration = Duration::from_secs(15);
+use common::T;
 
 fn args(endpoints: &[String], prefix: &str) -> Vec<String> {
     vec![
@@ -52,15 +51,7 @@ fn etcdctl_watch(
         .spawn()
         .expect("etcdctl watch");
     let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, rx)
+    (child, common::lines::text_lines(out))
 }
 
 fn members(status: &Value) -> &Vec<Value> {
@@ -133,13 +124,8 @@ fn a_member_down_then_quorum_lost_then_restored() {
             &[1, 2],
             &["put", "/c/jobs", &id, &format!("--lease={lease}")],
         );
-        let deadline = Instant::now() + T;
-        while !ctl_lines
-            .recv_timeout(Duration::from_millis(100))
-            .is_ok_and(|l| l == id)
-        {
-            assert!(Instant::now() < deadline, "etcdctl watch never saw {id}");
-        }
+        let what = format!("etcdctl watch sees {id}");
+        common::wait_until(&what, T, || ctl_lines.try_iter().any(|l| l == id));
         watch.wait_for("the change", T, |v| {
             v["kind"] == "leader_changed" && v["to"] == id.as_str()
         });

@@ -12,7 +12,7 @@ use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use futures::StreamExt;
 use serde_json::Value;
 
-const T: Duration = Duration::from_secs(10);
+use common::T;
 
 fn home() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")

@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::certs::Certs;
@@ -160,23 +158,15 @@ fn admin_actions_and_participants_use_tls() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn electop node");
-    let (tx, rx) = mpsc::channel::<Value>();
     let stdout = node.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str(&line)
-                && tx.send(v).is_err()
-            {
-                break;
-            }
-        }
-    });
+    let rx = common::lines::read_lines(stdout, |l| serde_json::from_str::<Value>(&l.text).ok());
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut seen = Vec::new();
     while !seen.iter().any(|v: &Value| v["belief"] == "leader") {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(v) => seen.push(v),
+            Ok(Some(v)) => seen.push(v),
+            Ok(None) => {}
             Err(_) => panic!("node never led over mTLS: {seen:#?}"),
         }
     }

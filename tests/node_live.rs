@@ -17,10 +17,9 @@ mod deposed;
 
 use std::cell::Cell;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use common::POLL_INTERVAL;
@@ -34,7 +33,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 /// Deadline for what has no bound of its own (start-up, reconnecting, followers catching up).
-const T: Duration = Duration::from_secs(15);
+use common::T;
 /// Slack on every timing bound: process start, statements, etcd's lease expiry checks.
 const SLACK: Duration = Duration::from_millis(1500);
 /// How long a SIGTERMed node may take to resign and exit.
@@ -145,15 +144,7 @@ impl Scenario {
             .spawn()
             .expect("spawn electop node");
         let out = child.stdout.take().expect("piped stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send((Instant::now(), line)).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = common::lines::read_lines(out, |l| (l.at, l.text));
         Node {
             id: id.to_string(),
             election: self.election.clone(),
@@ -383,32 +374,25 @@ fn dump_all(nodes: &[Node]) -> String {
 /// Waits until one of `nodes` believes it leads; returns its index and the time from
 /// `since` until its line was read.
 fn wait_any_leader(nodes: &mut [Node], since: Instant, timeout: Duration) -> (usize, Duration) {
-    let deadline = Instant::now() + timeout;
-    loop {
+    common::wait_for("a node believes it leads", timeout, || {
         for n in nodes.iter_mut() {
             n.pump();
         }
         let leading: Vec<usize> = (0..nodes.len())
             .filter(|&i| nodes[i].believes("leader", None).is_some())
             .collect();
-        if let Some(&i) = leading.first() {
-            assert_eq!(
-                leading.len(),
-                1,
-                "two nodes believe they lead at once:\n{}",
-                dump_all(nodes)
-            );
-            let at = nodes[i].believes("leader", None).unwrap_or(since);
-            return (i, at.saturating_duration_since(since));
-        }
-        if Instant::now() >= deadline {
-            panic!(
-                "no node believes it leads within {timeout:?}:\n{}",
-                dump_all(nodes)
-            );
-        }
-        std::thread::sleep(POLL_INTERVAL);
-    }
+        let Some(&i) = leading.first() else {
+            return Err(dump_all(nodes));
+        };
+        assert_eq!(
+            leading.len(),
+            1,
+            "two nodes believe they lead at once:\n{}",
+            dump_all(nodes)
+        );
+        let at = nodes[i].believes("leader", None).unwrap_or(since);
+        Ok((i, at.saturating_duration_since(since)))
+    })
 }
 
 /// Three nodes elect one leader; SIGKILL of it fails over within the timeout; SIGTERM of
@@ -974,23 +958,15 @@ fn observe(nodes: &mut [Node], until: Instant) {
 
 /// Waits until a node other than `except` believes it leads; returns its index.
 fn wait_new_leader(nodes: &mut [Node], except: Option<usize>, timeout: Duration) -> usize {
-    let deadline = Instant::now() + timeout;
-    loop {
+    let what = format!("a new leader (the old one: {except:?})");
+    common::wait_for(&what, timeout, || {
         for n in nodes.iter_mut() {
             n.pump();
         }
-        if let Some(i) = (0..nodes.len())
+        (0..nodes.len())
             .find(|&i| Some(i) != except && nodes[i].believes("leader", None).is_some())
-        {
-            return i;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no new leader within {timeout:?} (the old one: {except:?}):\n{}",
-            dump_all(nodes)
-        );
-        std::thread::sleep(POLL_INTERVAL);
-    }
+            .ok_or_else(|| dump_all(nodes))
+    })
 }
 
 /// Three nodes, each through its own proxy. Each round delays every direction at random

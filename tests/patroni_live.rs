@@ -21,7 +21,10 @@ use electop::model::Election;
 use serde_json::Value;
 
 const SCOPE: &str = "pgdemo";
-const T: Duration = Duration::from_secs(30);
+use common::T;
+
+/// Patroni acts on its own loop (a 10 s TTL, a few seconds a loop): twice the usual wait.
+const PATRONI: u32 = 2;
 
 fn run(home: &Path, source: &[&str], action: &[&str]) -> Output {
     command(home)
@@ -74,19 +77,17 @@ fn mismatch(e: &Value, list: &[Listed]) -> Option<String> {
 }
 
 fn agrees(home: &Path, args: &[&str], cluster: &PatroniCluster) -> Value {
-    let deadline = Instant::now() + T;
-    loop {
+    common::wait_for("electop agrees with patronictl list", T * PATRONI, || {
         let list = cluster.list();
         let status = status_json(home, args);
         let e = election(&status, SCOPE).clone();
         match mismatch(&e, &list) {
-            None => return status,
-            Some(why) if Instant::now() >= deadline => {
-                panic!("electop disagrees with patronictl list: {why}\n{status:#}")
-            }
-            Some(_) => std::thread::sleep(Duration::from_millis(200)),
+            None => Ok(status),
+            Some(why) => Err(format!(
+                "electop disagrees with patronictl list: {why}\n{status:#}"
+            )),
         }
-    }
+    })
 }
 
 /// An RFC 3339 time, however many digits its fraction has.
@@ -134,7 +135,7 @@ impl Setup<'_> {
         to: Option<&str>,
     ) -> Value {
         let watch = self.watch.as_mut().expect("watch");
-        watch.wait_for(what, T, |v| is(v, kind, from, to))
+        watch.wait_for(what, T * PATRONI, |v| is(v, kind, from, to))
     }
 
     /// Drops the events seen so far: each phase waits for its own.
@@ -219,7 +220,7 @@ fn switchover_by_patronictl(s: &mut Setup) {
     let key = format!("/service/{SCOPE}/history");
     // n2 writes its history record once promoted, shortly after it took the leader key.
     let mut recorded = Value::Null;
-    common::wait_until("Patroni records n2's promotion", T, || {
+    common::wait_until("Patroni records n2's promotion", T * PATRONI, || {
         let text = s.etcd.etcdctl_stdout(&["get", &key, "--print-value-only"]);
         recorded = serde_json::from_str(text.trim()).unwrap_or(Value::Null);
         recorded[0][4] == "n2"
@@ -291,7 +292,7 @@ fn switchover_by_electop(s: &mut Setup) {
     );
     let request = format!(r#"/service/{SCOPE}/failover = {{"leader":"n2","member":"n1"}}"#);
     assert!(said.contains(&request), "{said}");
-    s.cluster.wait_list("n1 leading again", T, |l| {
+    s.cluster.wait_list("n1 leading again", T * PATRONI, |l| {
         l.iter()
             .any(|m| m.name == "n1" && m.role == "Leader" && m.state == "running")
     });
@@ -333,7 +334,7 @@ fn read_now(args: &[&str]) -> (Election, SourceConfig) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let app = rt.block_on(async {
         let s = electop::runtime::Sources::spawn(&sources, &opts).expect("spawn");
-        electop::runtime::collect_status(s, T)
+        electop::runtime::collect_status(s, T * PATRONI)
             .await
             .expect("status")
     });
@@ -354,5 +355,5 @@ fn act(seen: &Election, source: &SourceConfig, kind: ActionKind) -> Outcome {
         target: electop::backend::target(source),
     };
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(backend::execute(source, &req, T))
+    rt.block_on(backend::execute(source, &req, T * PATRONI))
 }

@@ -5,15 +5,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, SystemTime};
+use std::sync::mpsc::Receiver;
+use std::time::SystemTime;
 
 use common::sqlstore::Store;
 use electop::model::split_brain::{BeliefChange, SplitBrain, overlaps};
 
-const T: Duration = Duration::from_secs(15);
+use common::T;
 
 /// A running node and every line it printed, each with the wall time it arrived here.
 struct Node {
@@ -35,15 +34,7 @@ impl Node {
             .spawn()
             .expect("spawn electop node");
         let out = child.stdout.take().expect("piped stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send((SystemTime::now(), line)).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = common::lines::read_lines(out, |l| (l.wall, l.text));
         Node {
             id: id.to_string(),
             child,
@@ -98,20 +89,13 @@ impl Drop for Node {
 
 /// Waits until `f` finds something in the nodes' lines; panics with every line after `T`.
 fn wait_for<R>(nodes: &mut [Node], what: &str, mut f: impl FnMut(&[Node]) -> Option<R>) -> R {
-    let deadline = std::time::Instant::now() + T;
-    loop {
+    common::wait_for(what, T, || {
         nodes.iter_mut().for_each(Node::pump);
-        if let Some(r) = f(nodes) {
-            return r;
-        }
-        let dump: Vec<String> = nodes.iter().map(Node::dump).collect();
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out after {T:?} waiting until {what}\n{}",
+        f(nodes).ok_or_else(|| {
+            let dump: Vec<String> = nodes.iter().map(Node::dump).collect();
             dump.join("\n")
-        );
-        std::thread::sleep(common::POLL_INTERVAL);
-    }
+        })
+    })
 }
 
 #[test]

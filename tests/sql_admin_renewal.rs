@@ -14,7 +14,7 @@ use electop::backend::BackendOptions;
 use electop::config::{DbUrl, SourceConfig, SqlColumns, SqlSource, SqlSpec};
 use electop::model::{Election, Scheme};
 
-const T: Duration = Duration::from_secs(10);
+use common::T;
 /// The heartbeat timeout the heartbeat tables are read with.
 const TIMEOUT: Duration = Duration::from_secs(20);
 

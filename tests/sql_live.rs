@@ -11,7 +11,7 @@ use common::electop::{Watch, command, election, status_json};
 use common::sqlstore::Store;
 use serde_json::Value;
 
-const T: Duration = Duration::from_secs(15);
+use common::T;
 
 fn args<'a>(url: &'a str, scheme: &'a str, table: &'a str) -> Vec<&'a str> {
     vec![
@@ -507,18 +507,7 @@ fn format_characters_in_a_store_are_escaped() {
         .spawn()
         .expect("spawn electop watch");
     let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = common::lines::text_lines(stdout);
     let next_line = |what: &str| {
         lines
             .recv_timeout(T)

@@ -5,12 +5,11 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
-use std::time::Duration;
 
 use common::electop::{command, spawn_lines};
 use common::sqlstore::Store;
 
-const T: Duration = Duration::from_secs(10);
+use common::T;
 
 fn args(url: &str) -> Vec<String> {
     ["--sql", url, "--scheme", "sql-lease", "--poll", "100ms"]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::etcd::{EtcdServer, campaign_in_order};
 use common::tmux::Tmux;
 
-const T: Duration = Duration::from_secs(10);
+use common::T;
 
 /// `q` in the demo asks first (quitting stops the nodes); `y` confirms.
 fn quit_demo(tmux: &Tmux) {

@@ -95,9 +95,10 @@ impl Participant {
             id.to_string(),
             format!("{}/", election.trim_end_matches('/')),
         );
+        let lines = super::lines::text_lines(stdout);
         std::thread::spawn(move || match client {
-            Client::Etcdctl => read_etcdctl(stdout, &who, &prefix, &tx),
-            Client::Go | Client::Node => read_json(stdout, &tx),
+            Client::Etcdctl => read_etcdctl(lines, &who, &prefix, &tx),
+            Client::Go | Client::Node => read_json(lines, &tx),
         });
         let stderr = drain(child.stderr.take().expect("piped stderr"));
         Participant {
@@ -205,9 +206,8 @@ fn drain(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
 }
 
 /// Go and Node: one JSON belief per line.
-fn read_json(stdout: impl Read, tx: &Sender<Belief>) {
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
+fn read_json(lines: Receiver<String>, tx: &Sender<Belief>) {
+    for line in lines {
         match serde_json::from_str(&line) {
             Ok(b) => {
                 if tx.send(b).is_err() {
@@ -221,7 +221,7 @@ fn read_json(stdout: impl Read, tx: &Sender<Belief>) {
 
 /// `etcdctl elect`: follower from the start, leader once it prints its key and proposal,
 /// lost when it exits (it does on "session expired").
-fn read_etcdctl(stdout: impl Read, id: &str, prefix: &str, tx: &Sender<Belief>) {
+fn read_etcdctl(lines: Receiver<String>, id: &str, prefix: &str, tx: &Sender<Belief>) {
     let say = |belief: &str, detail: &str| {
         let b = Belief {
             t_ms: now_ms(),
@@ -235,8 +235,7 @@ fn read_etcdctl(stdout: impl Read, id: &str, prefix: &str, tx: &Sender<Belief>) 
         return;
     }
     let mut last = String::new();
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
+    for line in lines {
         if line == id && last.starts_with(prefix) && !say("leader", &format!("elected: {last}")) {
             return;
         }

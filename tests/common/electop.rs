@@ -1,6 +1,5 @@
 //! Running the real `electop` binary from tests.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -72,15 +71,7 @@ pub fn spawn_lines(cmd: &mut Command) -> (Child, mpsc::Receiver<String>) {
         .spawn()
         .expect("spawn electop");
     let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, lines)
+    (child, super::lines::text_lines(stdout))
 }
 
 /// `electop watch --json` running in the background, its lines collected.
@@ -100,16 +91,9 @@ impl Watch {
             .spawn()
             .expect("spawn electop watch");
         let out = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("watch printed non-JSON {line:?}: {e}"));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
+        let lines = super::lines::read_lines(out, |l| {
+            serde_json::from_str::<Value>(&l.text)
+                .unwrap_or_else(|e| panic!("watch printed non-JSON {:?}: {e}", l.text))
         });
         Watch {
             child,

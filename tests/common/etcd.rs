@@ -395,16 +395,8 @@ impl Campaigner {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn etcdctl elect");
-        let (tx, lines) = mpsc::channel();
         let stdout = child.stdout.take().expect("piped stdout");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = super::lines::text_lines(stdout);
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&stderr);
         let mut pipe = child.stderr.take().expect("piped stderr");

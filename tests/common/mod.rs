@@ -8,6 +8,7 @@ pub mod certs;
 pub mod electop;
 pub mod etcd;
 pub mod etcd_cluster;
+pub mod lines;
 pub mod mariadb;
 pub mod patroni;
 pub mod pki;
@@ -22,6 +23,11 @@ pub use etcd::{Campaigner, EtcdServer};
 use std::future::Future;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
+
+/// How long a test waits for something that should happen (a leader elected, a change
+/// seen, a server up) before it fails saying what it waited for. Generous: a deadline,
+/// not a measurement (figures belong in the benches).
+pub const T: Duration = Duration::from_secs(15);
 
 /// How often `wait_until` and friends poll.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -47,13 +53,24 @@ pub fn free_ports<const N: usize>() -> [u16; N] {
 /// Polls `f` every 20 ms until it returns true; panics mentioning `what` after
 /// `timeout`.
 pub fn wait_until<F: FnMut() -> bool>(what: &str, timeout: Duration, mut f: F) {
+    wait_for(
+        what,
+        timeout,
+        || if f() { Ok(()) } else { Err(String::new()) },
+    )
+}
+
+/// Polls `f` every 20 ms until it gives a value, and returns it; after `timeout` panics
+/// mentioning `what` and the last reason `f` gave for waiting on.
+pub fn wait_for<R>(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<R, String>) -> R {
     let deadline = Instant::now() + timeout;
     loop {
-        if f() {
-            return;
-        }
+        let why = match f() {
+            Ok(r) => return r,
+            Err(why) => why,
+        };
         if Instant::now() >= deadline {
-            panic!("timed out after {timeout:?} waiting until {what}");
+            panic!("timed out after {timeout:?} waiting until {what}\n{why}");
         }
         std::thread::sleep(POLL_INTERVAL);
     }
