@@ -1,0 +1,83 @@
+//! History from outside the live diff: changes marked as forced by an admin action, the
+//! replayed past merged in, and wall-clock times filled in for replayed revisions.
+
+use std::collections::HashMap;
+use std::time::{Instant, SystemTime};
+
+use super::*;
+
+impl Tracker {
+    /// An admin action changes `name` (or one of ours did not after all). Another electop's,
+    /// learnt after its change was recorded, relabels that entry: returns the election then.
+    pub fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<crate::backend::ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        let history = self
+            .elections
+            .values_mut()
+            .find(|e| e.name == name)
+            .map(|e| &mut e.history);
+        if self.forced.note(name, history, mark, now, wall) {
+            return self.elections.values().find(|e| e.name == name).cloned();
+        }
+        None
+    }
+
+    /// Puts history replayed from past revisions (by `replayed`, a tracker that replayed up to
+    /// the snapshot this one was loaded from) before what this one saw live since. Returns the
+    /// elections that gained history.
+    pub fn merge_history(&mut self, replayed: &Tracker) -> Vec<Election> {
+        let mut changed = Vec::new();
+        for (id, past) in &replayed.elections {
+            if past.history.is_empty() {
+                continue;
+            }
+            let Some(e) = self.elections.get_mut(id) else {
+                // Gone before the snapshot (no keys left): listed with its past.
+                self.deposed
+                    .extend(past.deposed.as_ref().and_then(|d| d.lease));
+                self.elections.insert(id.clone(), past.clone());
+                self.index(id);
+                changed.push(past.clone());
+                continue;
+            };
+            if e.deposed.is_none()
+                && let Some(d) = past.deposed.clone()
+                && !e.candidates.iter().any(|c| c.lease == d.lease)
+            {
+                self.deposed.extend(d.lease);
+                e.deposed = Some(d);
+            }
+            let live = std::mem::take(&mut e.history);
+            let mut merged: std::collections::VecDeque<HistoryEntry> = past.history.clone();
+            let before = live.len();
+            merged.extend(
+                live.into_iter()
+                    .filter(|h| !super::super::past::from_store(h)),
+            );
+            let dropped = (before + past.history.len() - merged.len()) as u64;
+            e.transitions = e.transitions.saturating_sub(dropped);
+            while merged.len() > self.history_limit.max(1) {
+                merged.pop_front();
+            }
+            e.history = merged;
+            e.transitions += past.transitions;
+            changed.push(e.clone());
+            self.index(id);
+        }
+        changed
+    }
+
+    /// Gives replayed changes the time some electop saw them live, where it was recorded.
+    pub fn fill_times(&mut self, times: &HashMap<i64, SystemTime>) {
+        for e in self.elections.values_mut() {
+            for h in e.history.iter_mut().filter(|h| h.at.is_none()) {
+                h.at = h.revision.and_then(|r| times.get(&r).copied());
+            }
+        }
+    }
+}
