@@ -79,7 +79,20 @@ impl Drop for AbortOnDrop {
     }
 }
 
-pub(super) async fn run(backend: EtcdBackend, mut io: BackendIo) {
+/// One etcd source's follow task: its settings, its channels, what survives a move to
+/// another member, and the connection's life cycle (`conn`, a state machine of pure
+/// transitions). The steps of following are its methods; a member in use is a [`Link`].
+pub(super) struct Session<'a> {
+    backend: &'a EtcdBackend,
+    io: BackendIo,
+    state: State,
+    conn: Conn,
+    /// Which member serves now, for the member probe's display.
+    serving: Serving,
+    backoff: Backoff,
+}
+
+pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
     let serving = members::serving();
     let _probe = AbortOnDrop(tokio::spawn(members::probe(
         backend.cfg.clone(),
@@ -89,77 +102,422 @@ pub(super) async fn run(backend: EtcdBackend, mut io: BackendIo) {
         io.events.clone(),
         io.cancel.child_token(),
     )));
-    let mut state = State {
-        followed: None,
-        replay: Replay::Done,
-        visible: Command::Visible {
-            names: Vec::new(),
-            selected: None,
-        },
-        shown_connected: false,
-        previewed: Default::default(),
-    };
-    let mut conn = Conn::new(backend.cfg.endpoints.len());
-    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
     let cancel = io.cancel.clone();
+    let mut session = Session {
+        backend: &backend,
+        io,
+        state: State {
+            followed: None,
+            replay: Replay::Done,
+            visible: Command::Visible {
+                names: Vec::new(),
+                selected: None,
+            },
+            shown_connected: false,
+            previewed: Default::default(),
+        },
+        conn: Conn::new(backend.cfg.endpoints.len()),
+        serving,
+        backoff: Backoff::new(Duration::from_millis(250), Duration::from_secs(5)),
+    };
     loop {
         let step = tokio::select! {
-            r = step(&backend, &mut state, &mut io, &mut conn, &serving, &mut backoff) => r,
+            r = session.step() => r,
             _ = cancel.cancelled() => false,
         };
         if !step {
             if backend.opts.one_shot {
-                std::mem::forget(state);
+                std::mem::forget(session.state);
             }
             return;
         }
     }
 }
 
-/// One turn of the life cycle. Returns false when the backend should stop.
-async fn step(
-    backend: &EtcdBackend,
-    state: &mut State,
-    io: &mut BackendIo,
-    conn: &mut Conn,
-    serving: &Serving,
-    backoff: &mut Backoff,
-) -> bool {
-    let from = conn.first_to_try();
-    let limit = backend.opts.request_timeout.min(Duration::from_secs(2));
-    let (client, member) = match super::connect::connect_any(&backend.cfg, from, limit).await {
-        Ok(found) => found,
-        Err(e) => {
-            conn.on(Input::NoMember(e.kind()));
-            return go_down(backend, state, io, conn, e, backoff).await;
+impl Session<'_> {
+    /// One turn of the life cycle. Returns false when the backend should stop.
+    async fn step(&mut self) -> bool {
+        let backend = self.backend;
+        let from = self.conn.first_to_try();
+        let limit = backend.opts.request_timeout.min(Duration::from_secs(2));
+        let (client, member) = match super::connect::connect_any(&backend.cfg, from, limit).await {
+            Ok(found) => found,
+            Err(e) => {
+                self.conn.on(Input::NoMember(e.kind()));
+                return self.go_down(e).await;
+            }
+        };
+        self.conn.on(Input::Connected { member });
+        self.serving
+            .store(member, std::sync::atomic::Ordering::Relaxed);
+        let mut link = Link {
+            client,
+            endpoint: backend
+                .cfg
+                .endpoints
+                .get(member)
+                .cloned()
+                .unwrap_or_default(),
+            times: None,
+        };
+        link.times = cluster_times(&mut link).await;
+        let err = match self.follow(link).await {
+            Stop::Closed => return false,
+            Stop::Failed(e) => e,
+        };
+        self.serving
+            .store(usize::MAX, std::sync::atomic::Ordering::Relaxed);
+        self.conn.on(Input::Failed(err.kind()));
+        match self.conn.phase {
+            Phase::Down { .. } => self.go_down(err).await,
+            _ => {
+                // Another member may serve: say so in the log, not as a disconnection.
+                warn!(source = %backend.info.name, %err, "member failed; trying the next one");
+                true
+            }
         }
-    };
-    conn.on(Input::Connected { member });
-    serving.store(member, std::sync::atomic::Ordering::Relaxed);
-    let mut link = Link {
-        client,
-        endpoint: backend
-            .cfg
-            .endpoints
-            .get(member)
-            .cloned()
-            .unwrap_or_default(),
-        times: None,
-    };
-    link.times = cluster_times(&mut link).await;
-    let err = match follow(backend, state, io, conn, link, backoff).await {
-        Stop::Closed => return false,
-        Stop::Failed(e) => e,
-    };
-    serving.store(usize::MAX, std::sync::atomic::Ordering::Relaxed);
-    conn.on(Input::Failed(err.kind()));
-    match conn.phase {
-        Phase::Down { .. } => go_down(backend, state, io, conn, err, backoff).await,
-        _ => {
-            // Another member may serve: say so in the log, not as a disconnection.
-            warn!(source = %backend.info.name, %err, "member failed; trying the next one");
-            true
+    }
+
+    /// The source is down: shown so, then the backoff waited out.
+    async fn go_down(&mut self, err: EtcdError) -> bool {
+        self.state.shown_connected = false;
+        let revision = self.state.followed.as_ref().map(|f| f.tracker.revision);
+        let lasting = err.is_lasting();
+        let go_on = crate::backend::down_and_wait(
+            &self.io,
+            &self.backend.info,
+            err.to_string(),
+            lasting,
+            revision,
+            &mut self.backoff,
+        )
+        .await;
+        self.conn.on(Input::Retry);
+        go_on
+    }
+
+    /// The scheme and prefixes to watch: known after the first snapshot; before it, one read
+    /// of the configured prefix decides the scheme.
+    async fn prefixes(&mut self, link: &mut Link) -> Result<FirstRead, Stop> {
+        let backend = self.backend;
+        if let Some(f) = &self.state.followed {
+            return Ok((f.prefixes.clone(), None, None));
         }
+        let probe = vec![backend.cfg.prefix.as_bytes().to_vec()];
+        let mut preview = early_layout(backend, &probe).map(|layout| {
+            let limit = backend.opts.history_limit;
+            let tracker = Tracker::new(backend.info.id, backend.info.name.clone(), layout, limit);
+            super::preview::Preview::new(&self.io, tracker, &mut self.state.previewed)
+        });
+        let (snap, rev) = read_all(
+            backend,
+            &link.endpoint,
+            &mut link.client,
+            &probe,
+            None,
+            preview.as_mut(),
+        )
+        .await?;
+        let verdict = super::detect::detect(&snap);
+        let scheme = backend.cfg.scheme.unwrap_or(verdict.scheme());
+        let notice =
+            super::detect::notice(backend, link, verdict, backend.cfg.scheme.is_none()).await;
+        if let Some(n) = &notice {
+            info!(scheme = %scheme, "{}", n.text());
+        }
+        let layout = backend.layout(scheme);
+        let prefixes = layout.prefixes();
+        let tracker = Tracker::new(
+            backend.info.id,
+            backend.info.name.clone(),
+            layout,
+            backend.opts.history_limit,
+        );
+        let mut info = backend.info.clone();
+        info.scheme = Some(scheme);
+        info.notice = notice;
+        send(&self.io, SourceEvent::Info(info)).await?;
+        if preview.is_none() && prefixes == probe {
+            drop(preview);
+            self.head_preview(scheme, &snap).await?;
+        }
+        let read = (prefixes == probe).then_some((snap, rev));
+        Ok((prefixes, Some(tracker), read))
+    }
+
+    /// A dashboard whose scheme was detected has nothing on screen until every key is derived
+    /// (half a second at 100,000 elections): its first keys' elections are shown at once.
+    async fn head_preview(
+        &mut self,
+        scheme: crate::model::Scheme,
+        snap: &Mirror,
+    ) -> Result<(), super::Closed> {
+        let backend = self.backend;
+        if backend.opts.all_leases || snap.len() <= super::FIRST_PAGE as usize {
+            return Ok(());
+        }
+        let layout = backend.layout(scheme);
+        let limit = backend.opts.history_limit;
+        let tracker = Tracker::new(backend.info.id, backend.info.name.clone(), layout, limit);
+        let mut preview =
+            super::preview::Preview::new(&self.io, tracker, &mut self.state.previewed);
+        preview.head(snap, super::FIRST_PAGE as usize).await
+    }
+
+    /// Follows the member of `link` until it fails or the runtime goes away.
+    async fn follow(&mut self, mut link: Link) -> Stop {
+        match self.follow_inner(&mut link).await {
+            Ok(never) => match never {},
+            Err(stop) => stop,
+        }
+    }
+
+    async fn follow_inner(&mut self, link: &mut Link) -> Result<Never, Stop> {
+        let backend = self.backend;
+        let source = backend.info.id;
+        let sent = (std::time::Instant::now(), std::time::SystemTime::now());
+        let (prefixes, fresh, first) = self.prefixes(link).await?;
+        let (snapshot, revision) = match first {
+            Some(read) => read,
+            None => {
+                read_all(
+                    backend,
+                    &link.endpoint,
+                    &mut link.client,
+                    &prefixes,
+                    None,
+                    None,
+                )
+                .await?
+            }
+        };
+        if !self.state.shown_connected {
+            let connected = SourceEvent::Conn {
+                source,
+                state: ConnState::Connected,
+            };
+            send(&self.io, connected).await?;
+            self.state.shown_connected = true;
+        }
+        info!(endpoint = %link.endpoint, revision, "etcd connected");
+        let contact = contact_at(source, sent);
+        if backend.opts.one_shot {
+            // `status` ends at the state's Synced, which `start` sends: its `as_of` is the read.
+            send(&self.io, contact.clone()).await?;
+        }
+        if let Some(tracker) = fresh {
+            let first = First {
+                tracker,
+                prefixes,
+                snapshot,
+                revision,
+            };
+            self.start(link, first).await?;
+        } else if let Some(f) = &self.state.followed {
+            let revision = f.tracker.revision.max(revision);
+            send(&self.io, SourceEvent::Revision { source, revision }).await?;
+        }
+        self.start_replay(link);
+        self.conn.on(Input::SnapshotRead {
+            replay: self.state.replay.active(),
+        });
+        if matches!(self.conn.phase, Phase::Live { .. }) {
+            self.backoff.reset();
+            // The snapshot was a quorum read: the state is current as of when it was asked.
+            send(&self.io, contact).await?;
+        }
+        if backend.opts.one_shot && !self.state.replay.active() {
+            // `status` has what it prints: no watch to open, only the end to wait for.
+            self.io.cancel.cancelled().await;
+            return Err(Stop::Closed);
+        }
+        loop {
+            let Some(f) = self.state.followed.as_ref() else {
+                return Err(Stop::Closed);
+            };
+            let mut stream = watch::open(backend, link, &f.prefixes, &f.resume).await?;
+            match watch::pump(
+                backend,
+                &mut self.state,
+                &mut self.io,
+                &mut self.conn,
+                link,
+                &mut stream,
+            )
+            .await?
+            {
+                Restart::Compacted(compact) => {
+                    self.compacted(link, compact).await?;
+                }
+            }
+            if matches!(self.conn.phase, Phase::Live { .. }) {
+                self.backoff.reset();
+            }
+        }
+    }
+
+    /// The first snapshot: shown at once; history before it (if wanted) replays in the
+    /// background and is merged in when done.
+    async fn start(&mut self, link: &mut Link, first: First) -> Result<(), Stop> {
+        let backend = self.backend;
+        let First {
+            tracker,
+            prefixes,
+            snapshot,
+            revision,
+        } = first;
+        let source = backend.info.id;
+        send(&self.io, SourceEvent::Revision { source, revision }).await?;
+        let want_history = backend.opts.history_limit > 0 && backend.opts.replay_history;
+        let past = want_history.then(|| Arc::new(snapshot.clone()));
+        // `status` and `watch` with nothing to replay read every lease before the state goes
+        // out, so it is sent once, with its countdowns, rather than twice. The leases are known
+        // from the keys: they are read while the tracker loads, on the other core.
+        let leases_first = past.is_none() && backend.opts.all_leases;
+        // `status` prints this state and stops: it hands the elections over rather than
+        // copying them, and follows no watch after (see `follow_inner`).
+        let once = backend.opts.one_shot && past.is_none();
+        let how = Load {
+            once,
+            leases: leases_first,
+        };
+        let (mut tracker, derived, batch) = self
+            .load_reading_leases(link, tracker, (snapshot, revision), how)
+            .await?;
+        let elections = match derived {
+            Some(mut elections) => {
+                tracker.attach_readings(&mut elections, batch.into_iter().flatten());
+                elections
+            }
+            None => {
+                let vanished = tracker.missing(std::mem::take(&mut self.state.previewed));
+                if !vanished.is_empty() {
+                    let elections = vanished;
+                    send(&self.io, SourceEvent::Elections { source, elections }).await?;
+                }
+                if let Some(batch) = batch {
+                    tracker.set_ttls_quietly(batch);
+                }
+                tracker.cloned_elections()
+            }
+        };
+        send(&self.io, SourceEvent::Elections { source, elections }).await?;
+        self.state.followed = Some(Followed {
+            tracker,
+            resume: Resume::new(prefixes.len(), revision + 1),
+            prefixes,
+        });
+        if let Some(snapshot) = past {
+            self.state.replay = Replay::Pending { snapshot, revision };
+        } else if let Some(f) = self.state.followed.as_mut() {
+            watch::synced(backend, link, &mut f.tracker, &self.io, !leases_first).await?;
+        }
+        Ok(())
+    }
+
+    /// What the tracker and the first lease readings are once the snapshot is loaded. `once`:
+    /// derived into a list and no more (`status`); `leases`: every lease read meanwhile, on the
+    /// async runtime while the derivation runs on a blocking thread, the leaders' first once
+    /// the elections are known.
+    async fn load_reading_leases(
+        &self,
+        link: &Link,
+        mut tracker: Tracker,
+        (snapshot, revision): (Mirror, i64),
+        Load { once, leases }: Load,
+    ) -> Result<Loaded, Closed> {
+        let (backend, io) = (self.backend, &self.io);
+        let queue = leases.then(|| leases::Queue::new(distinct_leases(&snapshot)));
+        let loading = tokio::task::spawn_blocking(move || {
+            let derived = match once {
+                true => Some(tracker.derive_once(&snapshot, revision)),
+                false => {
+                    tracker.load(snapshot, revision);
+                    None
+                }
+            };
+            (tracker, derived)
+        });
+        let read = async {
+            match &queue {
+                Some(q) => watch::read_every_lease(backend, link, q.clone(), io)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
+        };
+        let loaded = async {
+            let (tracker, derived) = match loading.await {
+                Ok(loaded) => loaded,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            };
+            if let Some(q) = &queue {
+                let leaders = match &derived {
+                    Some(elections) => leases::leaders(elections.iter()),
+                    None => leases::leaders(tracker.elections()),
+                };
+                q.put_first(&leaders);
+            }
+            (tracker, derived)
+        };
+        let (batch, (tracker, derived)) = tokio::join!(read, loaded);
+        Ok((tracker, derived, batch?))
+    }
+
+    /// Starts the pending history replay on the member in use.
+    fn start_replay(&mut self, link: &Link) {
+        let backend = self.backend;
+        let (Replay::Pending { snapshot, revision }, Some(f)) =
+            (&self.state.replay, &self.state.followed)
+        else {
+            return;
+        };
+        let (snapshot, revision) = (Arc::clone(snapshot), *revision);
+        let scheme = f.tracker.layout().scheme();
+        let past = Tracker::new(
+            backend.info.id,
+            backend.info.name.clone(),
+            backend.layout(scheme),
+            backend.opts.history_limit,
+        );
+        let (progress, _) = tokio::sync::watch::channel(0);
+        let task = tokio::spawn(super::history::replay(
+            link.client.clone(),
+            link.endpoint.clone(),
+            past,
+            Arc::clone(&snapshot),
+            revision,
+            progress,
+            link.times.clone(),
+        ));
+        self.state.replay = Replay::Running {
+            task,
+            snapshot,
+            revision,
+        };
+    }
+
+    /// The watch's start revision was compacted away.
+    async fn compacted(&mut self, link: &mut Link, compact: i64) -> Result<(), Stop> {
+        let backend = self.backend;
+        watch::compacted_notice(backend, &self.io, compact).await?;
+        let Some(f) = self.state.followed.as_mut() else {
+            return Err(Stop::Closed);
+        };
+        // Missed changes while away: jump to now and report the difference.
+        let (now_state, now_rev) = read_all(
+            backend,
+            &link.endpoint,
+            &mut link.client,
+            &f.prefixes,
+            None,
+            None,
+        )
+        .await?;
+        let changes = f.tracker.diff_to(&now_state, now_rev);
+        watch::apply(backend, link, &mut f.tracker, &self.io, changes).await?;
+        f.resume.reset(now_rev + 1);
+        Ok(())
     }
 }
 
@@ -172,32 +530,21 @@ async fn cluster_times(link: &mut Link) -> Option<std::path::PathBuf> {
     super::times::path(resp.header()?.cluster_id())
 }
 
-async fn go_down(
-    backend: &EtcdBackend,
-    state: &mut State,
-    io: &BackendIo,
-    conn: &mut Conn,
-    err: EtcdError,
-    backoff: &mut Backoff,
-) -> bool {
-    state.shown_connected = false;
-    let revision = state.followed.as_ref().map(|f| f.tracker.revision);
-    let lasting = err.is_lasting();
-    let go_on = crate::backend::down_and_wait(
-        io,
-        &backend.info,
-        err.to_string(),
-        lasting,
-        revision,
-        backoff,
-    )
-    .await;
-    conn.on(Input::Retry);
-    go_on
+/// A first snapshot read, for the tracker made with it to load: the prefixes it covers.
+struct First {
+    tracker: Tracker,
+    prefixes: Vec<Vec<u8>>,
+    snapshot: Mirror,
+    revision: i64,
 }
 
-/// The scheme and prefixes to watch: known after the first snapshot; before it, one read
-/// of the configured prefix decides the scheme.
+/// How a first snapshot is loaded: `once`, derived into a list and no more (`status`);
+/// `leases`, every lease read meanwhile.
+struct Load {
+    once: bool,
+    leases: bool,
+}
+
 /// What a first read found: the prefixes to watch, a new tracker, and the read itself when it
 /// already covers those prefixes (so a large prefix is not read twice).
 type FirstRead = (Vec<Vec<u8>>, Option<Tracker>, Option<(Mirror, i64)>);
@@ -214,168 +561,7 @@ fn early_layout(
     (layout.prefixes() == probe).then_some(layout)
 }
 
-async fn prefixes(
-    backend: &EtcdBackend,
-    state: &mut State,
-    io: &BackendIo,
-    link: &mut Link,
-) -> Result<FirstRead, Stop> {
-    if let Some(f) = &state.followed {
-        return Ok((f.prefixes.clone(), None, None));
-    }
-    let probe = vec![backend.cfg.prefix.as_bytes().to_vec()];
-    let mut preview = early_layout(backend, &probe).map(|layout| {
-        let limit = backend.opts.history_limit;
-        let tracker = Tracker::new(backend.info.id, backend.info.name.clone(), layout, limit);
-        super::preview::Preview::new(io, tracker, &mut state.previewed)
-    });
-    let (snap, rev) = read_all(
-        backend,
-        &link.endpoint,
-        &mut link.client,
-        &probe,
-        None,
-        preview.as_mut(),
-    )
-    .await?;
-    let verdict = super::detect::detect(&snap);
-    let scheme = backend.cfg.scheme.unwrap_or(verdict.scheme());
-    let notice = super::detect::notice(backend, link, verdict, backend.cfg.scheme.is_none()).await;
-    if let Some(n) = &notice {
-        info!(scheme = %scheme, "{}", n.text());
-    }
-    let layout = backend.layout(scheme);
-    let prefixes = layout.prefixes();
-    let tracker = Tracker::new(
-        backend.info.id,
-        backend.info.name.clone(),
-        layout,
-        backend.opts.history_limit,
-    );
-    let mut info = backend.info.clone();
-    info.scheme = Some(scheme);
-    info.notice = notice;
-    send(io, SourceEvent::Info(info)).await?;
-    if preview.is_none() && prefixes == probe {
-        drop(preview);
-        head_preview(backend, state, io, scheme, &snap).await?;
-    }
-    let read = (prefixes == probe).then_some((snap, rev));
-    Ok((prefixes, Some(tracker), read))
-}
-
-/// A dashboard whose scheme was detected has nothing on screen until every key is derived
-/// (half a second at 100,000 elections): its first keys' elections are shown at once.
-async fn head_preview(
-    backend: &EtcdBackend,
-    state: &mut State,
-    io: &BackendIo,
-    scheme: crate::model::Scheme,
-    snap: &Mirror,
-) -> Result<(), super::Closed> {
-    if backend.opts.all_leases || snap.len() <= super::FIRST_PAGE as usize {
-        return Ok(());
-    }
-    let layout = backend.layout(scheme);
-    let limit = backend.opts.history_limit;
-    let tracker = Tracker::new(backend.info.id, backend.info.name.clone(), layout, limit);
-    let mut preview = super::preview::Preview::new(io, tracker, &mut state.previewed);
-    preview.head(snap, super::FIRST_PAGE as usize).await
-}
-
-async fn follow(
-    backend: &EtcdBackend,
-    state: &mut State,
-    io: &mut BackendIo,
-    conn: &mut Conn,
-    mut link: Link,
-    backoff: &mut Backoff,
-) -> Stop {
-    match follow_inner(backend, state, io, conn, &mut link, backoff).await {
-        Ok(never) => match never {},
-        Err(stop) => stop,
-    }
-}
-
 pub(super) enum Never {}
-
-async fn follow_inner(
-    backend: &EtcdBackend,
-    state: &mut State,
-    io: &mut BackendIo,
-    conn: &mut Conn,
-    link: &mut Link,
-    backoff: &mut Backoff,
-) -> Result<Never, Stop> {
-    let source = backend.info.id;
-    let sent = (std::time::Instant::now(), std::time::SystemTime::now());
-    let (prefixes, fresh, first) = prefixes(backend, state, io, link).await?;
-    let (snapshot, revision) = match first {
-        Some(read) => read,
-        None => {
-            read_all(
-                backend,
-                &link.endpoint,
-                &mut link.client,
-                &prefixes,
-                None,
-                None,
-            )
-            .await?
-        }
-    };
-    if !state.shown_connected {
-        let connected = SourceEvent::Conn {
-            source,
-            state: ConnState::Connected,
-        };
-        send(io, connected).await?;
-        state.shown_connected = true;
-    }
-    info!(endpoint = %link.endpoint, revision, "etcd connected");
-    let contact = contact_at(source, sent);
-    if backend.opts.one_shot {
-        // `status` ends at the state's Synced, which `start` sends: its `as_of` is the read.
-        send(io, contact.clone()).await?;
-    }
-    if let Some(tracker) = fresh {
-        start(
-            backend, state, io, link, tracker, prefixes, snapshot, revision,
-        )
-        .await?;
-    } else if let Some(f) = &state.followed {
-        let revision = f.tracker.revision.max(revision);
-        send(io, SourceEvent::Revision { source, revision }).await?;
-    }
-    start_replay(backend, state, link);
-    conn.on(Input::SnapshotRead {
-        replay: state.replay.active(),
-    });
-    if matches!(conn.phase, Phase::Live { .. }) {
-        backoff.reset();
-        // The snapshot was a quorum read: the state is current as of when it was asked.
-        send(io, contact).await?;
-    }
-    if backend.opts.one_shot && !state.replay.active() {
-        // `status` has what it prints: no watch to open, only the end to wait for.
-        io.cancel.cancelled().await;
-        return Err(Stop::Closed);
-    }
-    loop {
-        let Some(f) = state.followed.as_ref() else {
-            return Err(Stop::Closed);
-        };
-        let mut stream = watch::open(backend, link, &f.prefixes, &f.resume).await?;
-        match watch::pump(backend, state, io, conn, link, &mut stream).await? {
-            Restart::Compacted(compact) => {
-                compacted(backend, state, io, link, compact).await?;
-            }
-        }
-        if matches!(conn.phase, Phase::Live { .. }) {
-            backoff.reset();
-        }
-    }
-}
 
 /// The source answered a quorum read asked at `sent`: what it showed was current then.
 fn contact_at(
@@ -390,124 +576,6 @@ fn contact_at(
     }
 }
 
-/// The first snapshot: shown at once; history before it (if wanted) replays in the
-/// background and is merged in when done.
-#[allow(clippy::too_many_arguments)]
-async fn start(
-    backend: &EtcdBackend,
-    state: &mut State,
-    io: &BackendIo,
-    link: &mut Link,
-    tracker: Tracker,
-    prefixes: Vec<Vec<u8>>,
-    snapshot: Mirror,
-    revision: i64,
-) -> Result<(), Stop> {
-    let source = backend.info.id;
-    send(io, SourceEvent::Revision { source, revision }).await?;
-    let want_history = backend.opts.history_limit > 0 && backend.opts.replay_history;
-    let past = want_history.then(|| Arc::new(snapshot.clone()));
-    // `status` and `watch` with nothing to replay read every lease before the state goes
-    // out, so it is sent once, with its countdowns, rather than twice. The leases are known
-    // from the keys: they are read while the tracker loads, on the other core.
-    let leases_first = past.is_none() && backend.opts.all_leases;
-    // `status` prints this state and stops: it hands the elections over rather than
-    // copying them, and follows no watch after (see `follow_inner`).
-    let once = backend.opts.one_shot && past.is_none();
-    let (mut tracker, derived, batch) = load_reading_leases(
-        backend,
-        link,
-        io,
-        tracker,
-        snapshot,
-        revision,
-        once,
-        leases_first,
-    )
-    .await?;
-    let elections = match derived {
-        Some(mut elections) => {
-            tracker.attach_readings(&mut elections, batch.into_iter().flatten());
-            elections
-        }
-        None => {
-            let vanished = tracker.missing(std::mem::take(&mut state.previewed));
-            if !vanished.is_empty() {
-                let elections = vanished;
-                send(io, SourceEvent::Elections { source, elections }).await?;
-            }
-            if let Some(batch) = batch {
-                tracker.set_ttls_quietly(batch);
-            }
-            tracker.cloned_elections()
-        }
-    };
-    send(io, SourceEvent::Elections { source, elections }).await?;
-    state.followed = Some(Followed {
-        tracker,
-        resume: Resume::new(prefixes.len(), revision + 1),
-        prefixes,
-    });
-    if let Some(snapshot) = past {
-        state.replay = Replay::Pending { snapshot, revision };
-    } else if let Some(f) = state.followed.as_mut() {
-        watch::synced(backend, link, &mut f.tracker, io, !leases_first).await?;
-    }
-    Ok(())
-}
-
-/// What the tracker and the first lease readings are once the snapshot is loaded. `once`:
-/// derived into a list and no more (`status`); `leases`: every lease read meanwhile, on the
-/// async runtime while the derivation runs on a blocking thread, the leaders' first once
-/// the elections are known.
-#[allow(clippy::too_many_arguments)]
-async fn load_reading_leases(
-    backend: &EtcdBackend,
-    link: &Link,
-    io: &BackendIo,
-    mut tracker: Tracker,
-    snapshot: Mirror,
-    revision: i64,
-    once: bool,
-    leases: bool,
-) -> Result<Loaded, Closed> {
-    let queue = leases.then(|| leases::Queue::new(distinct_leases(&snapshot)));
-    let loading = tokio::task::spawn_blocking(move || {
-        let derived = match once {
-            true => Some(tracker.derive_once(&snapshot, revision)),
-            false => {
-                tracker.load(snapshot, revision);
-                None
-            }
-        };
-        (tracker, derived)
-    });
-    let read = async {
-        match &queue {
-            Some(q) => watch::read_every_lease(backend, link, q.clone(), io)
-                .await
-                .map(Some),
-            None => Ok(None),
-        }
-    };
-    let loaded = async {
-        let (tracker, derived) = match loading.await {
-            Ok(loaded) => loaded,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        };
-        if let Some(q) = &queue {
-            let leaders = match &derived {
-                Some(elections) => leases::leaders(elections.iter()),
-                None => leases::leaders(tracker.elections()),
-            };
-            q.put_first(&leaders);
-        }
-        (tracker, derived)
-    };
-    let (batch, (tracker, derived)) = tokio::join!(read, loaded);
-    Ok((tracker, derived, batch?))
-}
-
 /// A loaded tracker, the elections it derived if derived once, the first lease readings.
 type Loaded = (Tracker, Option<Vec<Election>>, Option<Vec<leases::Reading>>);
 
@@ -520,62 +588,4 @@ fn distinct_leases(mirror: &Mirror) -> Vec<i64> {
         .filter(|l| *l != 0)
         .collect();
     set.into_iter().collect()
-}
-
-/// Starts the pending history replay on the member in use.
-fn start_replay(backend: &EtcdBackend, state: &mut State, link: &Link) {
-    let (Replay::Pending { snapshot, revision }, Some(f)) = (&state.replay, &state.followed) else {
-        return;
-    };
-    let (snapshot, revision) = (Arc::clone(snapshot), *revision);
-    let scheme = f.tracker.layout().scheme();
-    let past = Tracker::new(
-        backend.info.id,
-        backend.info.name.clone(),
-        backend.layout(scheme),
-        backend.opts.history_limit,
-    );
-    let (progress, _) = tokio::sync::watch::channel(0);
-    let task = tokio::spawn(super::history::replay(
-        link.client.clone(),
-        link.endpoint.clone(),
-        past,
-        Arc::clone(&snapshot),
-        revision,
-        progress,
-        link.times.clone(),
-    ));
-    state.replay = Replay::Running {
-        task,
-        snapshot,
-        revision,
-    };
-}
-
-/// The watch's start revision was compacted away.
-async fn compacted(
-    backend: &EtcdBackend,
-    state: &mut State,
-    io: &BackendIo,
-    link: &mut Link,
-    compact: i64,
-) -> Result<(), Stop> {
-    watch::compacted_notice(backend, io, compact).await?;
-    let Some(f) = state.followed.as_mut() else {
-        return Err(Stop::Closed);
-    };
-    // Missed changes while away: jump to now and report the difference.
-    let (now_state, now_rev) = read_all(
-        backend,
-        &link.endpoint,
-        &mut link.client,
-        &f.prefixes,
-        None,
-        None,
-    )
-    .await?;
-    let changes = f.tracker.diff_to(&now_state, now_rev);
-    watch::apply(backend, link, &mut f.tracker, io, changes).await?;
-    f.resume.reset(now_rev + 1);
-    Ok(())
 }

@@ -35,21 +35,18 @@ pub async fn replay(
     times: Option<std::path::PathBuf>,
 ) -> Result<Replayed, EtcdError> {
     let prefixes = tracker.layout().prefixes();
+    let past = Past {
+        client: &client,
+        endpoint: &endpoint,
+        prefixes: &prefixes,
+        snapshot: &snapshot,
+        target,
+        progress: &progress,
+    };
     let mut from = 1;
     let mut compacted = None;
     loop {
-        match follow(
-            &client,
-            &endpoint,
-            &mut tracker,
-            &prefixes,
-            from,
-            &snapshot,
-            target,
-            &progress,
-        )
-        .await?
-        {
+        match follow(&past, &mut tracker, from).await? {
             None => {
                 if let Some(path) = &times {
                     tracker.fill_times(&super::times::load(path, super::times::MAX_BYTES));
@@ -92,19 +89,32 @@ async fn read_at(
     Ok((mirror, revision))
 }
 
+/// What a replay reads from and up to: the member, the prefixes, and the snapshot (at
+/// revision `target`) it must reach, with where it has got to for the screen.
+struct Past<'a> {
+    client: &'a Client,
+    endpoint: &'a str,
+    prefixes: &'a [Vec<u8>],
+    snapshot: &'a Mirror,
+    target: i64,
+    progress: &'a Progress,
+}
+
 /// Follows one watch per prefix from `from` until the mirror is the snapshot or a change past
 /// `target` shows every earlier one was delivered. `Some(rev)`: compacted at `rev`.
-#[allow(clippy::too_many_arguments)]
 async fn follow(
-    client: &Client,
-    endpoint: &str,
+    past: &Past<'_>,
     tracker: &mut Tracker,
-    prefixes: &[Vec<u8>],
     from: i64,
-    snapshot: &Mirror,
-    target: i64,
-    progress: &Progress,
 ) -> Result<Option<i64>, EtcdError> {
+    let Past {
+        client,
+        endpoint,
+        prefixes,
+        snapshot,
+        target,
+        progress,
+    } = *past;
     let err = |e| EtcdError::from_client(endpoint, e);
     let mut watcher = client
         .watch_client()
