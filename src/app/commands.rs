@@ -1,8 +1,8 @@
 //! What the `/` and `:` bars, `Esc`, scrolling and the mouse do to the state.
 
-use super::prompt::{self, Command, Prompt, PromptKind};
+use super::prompt::{self, BarCommand, Prompt, PromptKind};
 use super::rows::{self, Filter, Sort, SortKey};
-use super::{Action, App, Flash, Focus, Screen, Target, dialog};
+use super::{Action, App, Flash, Focus, Hit, Screen, dialog};
 
 pub fn open(app: &mut App, kind: PromptKind) {
     // The filter bar starts from the filter in force, so it can be edited.
@@ -94,18 +94,18 @@ fn run(app: &mut App, text: &str) {
         }
     };
     match command {
-        Command::Sort(key) => sort_by(app, key),
-        Command::Events => app.screen = Screen::Events,
-        Command::Main => app.screen = Screen::Main,
-        Command::Members => app.show_members = true,
-        Command::Help => app.show_help = true,
-        Command::Quit => quit(app),
-        Command::Reelect => dialog::start(app, Action::Reelect),
-        Command::Resign => dialog::start(app, Action::Resign),
-        Command::ForceLeader(None) => dialog::start(app, Action::ForceLeader),
-        Command::ForceLeader(Some(id)) => dialog::force(app, id),
-        Command::Context(Some(name)) => super::contexts::request(app, &name),
-        Command::Context(None) => super::contexts::list(app),
+        BarCommand::Sort(key) => sort_by(app, key),
+        BarCommand::Events => app.screen = Screen::Events,
+        BarCommand::Main => app.screen = Screen::Main,
+        BarCommand::Members => app.show_members = true,
+        BarCommand::Help => app.show_help = true,
+        BarCommand::Quit => quit(app),
+        BarCommand::Reelect => dialog::start(app, Action::Reelect),
+        BarCommand::Resign => dialog::start(app, Action::Resign),
+        BarCommand::ForceLeader(None) => dialog::start(app, Action::ForceLeader),
+        BarCommand::ForceLeader(Some(id)) => dialog::force(app, id),
+        BarCommand::Context(Some(name)) => super::contexts::request(app, &name),
+        BarCommand::Context(None) => super::contexts::list(app),
     }
 }
 
@@ -193,8 +193,8 @@ pub fn scroll(app: &mut App, focus: Option<Focus>, delta: isize) -> bool {
 const DOUBLE_CLICK: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// A left click at `at`: a second on the same row soon after opens its detail, as Enter does.
-pub fn click_at(app: &mut App, target: Target, at: std::time::Instant) -> bool {
-    let double = matches!(target, Target::Row(_))
+pub fn click_at(app: &mut App, target: Hit, at: std::time::Instant) -> bool {
+    let double = matches!(target, Hit::Row(_))
         && app.last_click.is_some_and(|(t, then)| {
             t == target && at.saturating_duration_since(then) < DOUBLE_CLICK
         });
@@ -203,12 +203,12 @@ pub fn click_at(app: &mut App, target: Target, at: std::time::Instant) -> bool {
     dirty | (double && super::on_action(app, super::Action::Describe))
 }
 
-fn click(app: &mut App, target: Target) -> bool {
+fn click(app: &mut App, target: Hit) -> bool {
     if app.dialog.is_some() || app.prompt.is_some() {
         return false;
     }
     match target {
-        Target::Row(i) if i < app.rows.len() => {
+        Hit::Row(i) if i < app.rows.len() => {
             if app.selected != i {
                 app.line_scroll = 0;
                 app.history_scroll = 0;
@@ -216,20 +216,20 @@ fn click(app: &mut App, target: Target) -> bool {
             app.selected = i;
             app.focus = Focus::Elections;
         }
-        Target::Row(_) => app.focus = Focus::Elections,
-        Target::Pane(f) => app.focus = f,
-        Target::Events => return false,
+        Hit::Row(_) => app.focus = Focus::Elections,
+        Hit::Pane(f) => app.focus = f,
+        Hit::Events => return false,
     }
     true
 }
 
-pub fn wheel(app: &mut App, target: Target, delta: isize) -> bool {
+pub fn wheel(app: &mut App, target: Hit, delta: isize) -> bool {
     if app.dialog.is_some() {
         return false;
     }
     match target {
-        Target::Row(_) => scroll(app, Some(Focus::Elections), delta),
-        Target::Pane(f) => scroll(app, Some(f), delta),
-        Target::Events => scroll(app, None, delta),
+        Hit::Row(_) => scroll(app, Some(Focus::Elections), delta),
+        Hit::Pane(f) => scroll(app, Some(f), delta),
+        Hit::Events => scroll(app, None, delta),
     }
 }

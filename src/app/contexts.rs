@@ -95,7 +95,7 @@ mod tests {
     use std::time::{Instant, SystemTime};
 
     use super::*;
-    use crate::app::prompt::{self, Command};
+    use crate::app::prompt::{self, BarCommand};
     use crate::app::{Msg, update};
 
     fn app() -> App {
@@ -149,7 +149,7 @@ mod tests {
                 .text
                 .contains("no contexts configured")
         );
-        assert_eq!(prompt::parse("ctx"), Ok(Command::Context(None)));
+        assert_eq!(prompt::parse("ctx"), Ok(BarCommand::Context(None)));
     }
 
     #[test]

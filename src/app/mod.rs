@@ -19,7 +19,7 @@ pub use dialog::Dialog;
 pub use prompt::{Prompt, PromptKind};
 pub use rows::{Filter, RowInfo, Sort, SortKey};
 
-use crate::backend::Command;
+use crate::backend::Request;
 use crate::model::{Candidate, Election, SourceEvent, SourceId, SourceInfo};
 use crate::state::{Applied, ReadModel};
 
@@ -43,7 +43,7 @@ pub enum Screen {
 
 /// What a mouse event landed on, as the view laid it out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
+pub enum Hit {
     /// A row of the elections table, by its index in `App::rows`.
     Row(usize),
     Pane(Focus),
@@ -68,9 +68,9 @@ pub enum Msg {
     /// An admin action finished.
     AdminDone(crate::admin::Outcome),
     /// A left click, and when (two on the same row close together open its detail).
-    Click(Target, Instant),
+    Click(Hit, Instant),
     /// The mouse wheel, rows to scroll (negative: up).
-    Wheel(Target, isize),
+    Wheel(Hit, isize),
 }
 
 /// How long an action's outcome stays in the status line; it lives on in the events view.
@@ -142,7 +142,7 @@ pub struct App {
     /// What this update asks of the world outside, handed out by [`update`].
     effects: Vec<Effect>,
     /// The last left click, to tell a double click.
-    last_click: Option<(Target, Instant)>,
+    last_click: Option<(Hit, Instant)>,
     pub size: (u16, u16),
     /// The key tables in force (defaults and the user's overrides).
     pub keys: keys::KeyMap,
@@ -292,7 +292,7 @@ impl App {
         self.rows.iter().skip(start).take(rows.max(1))
     }
 
-    pub fn visible_requests(&self, rows: usize) -> Vec<(SourceId, Command)> {
+    pub fn visible_requests(&self, rows: usize) -> Vec<(SourceId, Request)> {
         let in_view: Vec<&(SourceId, String)> = self.rows_in_view(rows).map(|r| &r.key).collect();
         let selected = self.selected_key();
         (0..self.model.sources.len())
@@ -306,7 +306,7 @@ impl App {
                     .as_ref()
                     .filter(|(s, _)| *s == id)
                     .map(|(_, n)| n.clone());
-                (id, Command::Visible { names, selected })
+                (id, Request::Visible { names, selected })
             })
             .collect()
     }
@@ -646,7 +646,7 @@ mod tests {
         let mut app = app_with(30);
         update(&mut app, Msg::Action(Action::Bottom));
         let req = app.visible_requests(5);
-        let Command::Visible { names, selected } = &req[0].1 else {
+        let Request::Visible { names, selected } = &req[0].1 else {
             panic!("visible request")
         };
         assert_eq!(names.first().map(String::as_str), Some("e025"));

@@ -19,7 +19,7 @@ pub struct Prompt {
 
 /// A parsed `:` command.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Command {
+pub enum BarCommand {
     Sort(SortKey),
     Events,
     Main,
@@ -56,27 +56,27 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("quit", "", "quit"),
 ];
 
-pub fn parse(text: &str) -> Result<Command, String> {
+pub fn parse(text: &str) -> Result<BarCommand, String> {
     let mut words = text.split_whitespace();
     let Some(name) = words.next() else {
         return Err("type a command, Tab completes".to_string());
     };
     let arg = words.next().map(str::to_string);
     Ok(match (name, arg) {
-        ("sort", Some(k)) => Command::Sort(
+        ("sort", Some(k)) => BarCommand::Sort(
             SortKey::from_name(&k)
                 .ok_or_else(|| format!("sort by what? {}", sort_names().join(", ")))?,
         ),
         ("sort", None) => return Err(format!("sort by {}", sort_names().join("|"))),
-        ("events" | "ev", _) => Command::Events,
-        ("main" | "elections", _) => Command::Main,
-        ("members", _) => Command::Members,
-        ("help", _) => Command::Help,
-        ("q" | "quit" | "q!", _) => Command::Quit,
-        ("reelect", _) => Command::Reelect,
-        ("resign", _) => Command::Resign,
-        ("force-leader", id) => Command::ForceLeader(id),
-        ("ctx" | "context", n) => Command::Context(n),
+        ("events" | "ev", _) => BarCommand::Events,
+        ("main" | "elections", _) => BarCommand::Main,
+        ("members", _) => BarCommand::Members,
+        ("help", _) => BarCommand::Help,
+        ("q" | "quit" | "q!", _) => BarCommand::Quit,
+        ("reelect", _) => BarCommand::Reelect,
+        ("resign", _) => BarCommand::Resign,
+        ("force-leader", id) => BarCommand::ForceLeader(id),
+        ("ctx" | "context", n) => BarCommand::Context(n),
         (other, _) => return Err(format!("unknown command `{other}`; Tab lists them")),
     })
 }
@@ -177,15 +177,18 @@ mod tests {
 
     #[test]
     fn commands_parse_with_readable_errors() {
-        assert_eq!(parse("sort ttl"), Ok(Command::Sort(SortKey::Ttl)));
-        assert_eq!(parse(" q "), Ok(Command::Quit));
+        assert_eq!(parse("sort ttl"), Ok(BarCommand::Sort(SortKey::Ttl)));
+        assert_eq!(parse(" q "), Ok(BarCommand::Quit));
         assert_eq!(
             parse("force-leader n1"),
-            Ok(Command::ForceLeader(Some("n1".into())))
+            Ok(BarCommand::ForceLeader(Some("n1".into())))
         );
         assert!(parse("sort size").unwrap_err().contains("alarms, name"));
-        assert_eq!(parse("ctx"), Ok(Command::Context(None)));
-        assert_eq!(parse("ctx prod"), Ok(Command::Context(Some("prod".into()))));
+        assert_eq!(parse("ctx"), Ok(BarCommand::Context(None)));
+        assert_eq!(
+            parse("ctx prod"),
+            Ok(BarCommand::Context(Some("prod".into())))
+        );
         assert!(
             parse("explode")
                 .unwrap_err()

@@ -33,7 +33,7 @@ use crate::model::{Scheme, SourceEvent, SourceId, SourceInfo};
 
 /// Requests from the runtime to a backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Command {
+pub enum Request {
     /// What the screen shows: keep these elections' leader leases (and the first
     /// candidates of `selected`) fresh. Reads follow what is visible, not the election count.
     Visible {
@@ -54,7 +54,7 @@ pub use forced::{BY_US, ForcedMark, ForcedMarks};
 /// A backend's ends of the channels.
 pub struct BackendIo {
     pub events: mpsc::Sender<SourceEvent>,
-    pub commands: mpsc::Receiver<Command>,
+    pub commands: mpsc::Receiver<Request>,
     pub cancel: CancellationToken,
 }
 

@@ -71,7 +71,7 @@ pub(crate) fn on_mouse(app: &mut App, m: crossterm::event::MouseEvent) -> bool {
 /// its own layout, so a click, a double click and the wheel do the same there.
 pub(crate) fn dashboard_mouse(
     app: &mut App,
-    target: Option<app::Target>,
+    target: Option<app::Hit>,
     kind: crossterm::event::MouseEventKind,
 ) -> bool {
     use crossterm::event::{MouseButton, MouseEventKind};

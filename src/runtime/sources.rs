@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{self, BackendIo, BackendOptions, Command};
+use crate::backend::{self, BackendIo, BackendOptions, Request};
 use crate::config::SourceConfig;
 use crate::model::{SourceEvent, SourceInfo};
 
@@ -17,7 +17,7 @@ use crate::model::{SourceEvent, SourceInfo};
 pub struct Sources {
     pub infos: Vec<SourceInfo>,
     pub events: mpsc::Receiver<SourceEvent>,
-    commands: Vec<mpsc::Sender<Command>>,
+    commands: Vec<mpsc::Sender<Request>>,
     cancel: CancellationToken,
     tasks: JoinSet<()>,
     /// Admin actions under way, each with what it is (`reelect jobs`): quitting waits for them.
@@ -72,7 +72,7 @@ impl Sources {
     }
 
     /// A full command queue only means the backend is busy; the next request supersedes it.
-    pub fn send(&self, id: usize, cmd: Command) {
+    pub fn send(&self, id: usize, cmd: Request) {
         if let Some(tx) = self.commands.get(id) {
             let _ = tx.try_send(cmd);
         }
@@ -153,7 +153,7 @@ impl Sources {
 async fn follow_audit(
     path: std::path::PathBuf,
     names: Vec<String>,
-    commands: Vec<mpsc::Sender<Command>>,
+    commands: Vec<mpsc::Sender<Request>>,
     cancel: CancellationToken,
 ) {
     let mut tail = crate::admin::audit_tail::Tail::from_end(path);
@@ -178,7 +178,7 @@ async fn follow_audit(
                 before: done.before,
             };
             if let Some(tx) = commands.get(id) {
-                let _ = tx.try_send(Command::Forced {
+                let _ = tx.try_send(Request::Forced {
                     election: done.election,
                     mark: Some(mark),
                 });
@@ -193,10 +193,10 @@ async fn act(
     cfg: &SourceConfig,
     req: &crate::admin::AdminRequest,
     timeout: Duration,
-    backend_tx: Option<mpsc::Sender<Command>>,
+    backend_tx: Option<mpsc::Sender<Request>>,
 ) -> crate::admin::Outcome {
     use futures::FutureExt;
-    let mark = |mark| Command::Forced {
+    let mark = |mark| Request::Forced {
         election: req.seen.name.clone(),
         mark,
     };

@@ -14,7 +14,7 @@ use super::input::on_key;
 use super::pacing::{Pacer, sleep_until, tick_interval};
 use super::{Extension, Plain, Sources};
 use crate::app::{self, App, Msg};
-use crate::backend::Command;
+use crate::backend::Request;
 
 /// Runs the dashboard until quit. The panic hook (`crate::supervise`) restores the terminal
 /// before a panic of this loop is printed. `:ctx NAME` ends the loop with the old state;
@@ -118,7 +118,7 @@ async fn run_loop<E: Extension>(
     let mut dirty = true;
     // The dashboard asked to quit (or the bench's first frame was drawn).
     let mut quit = false;
-    let mut sent: Vec<Option<Command>> = vec![None; sources.infos.len()];
+    let mut sent: Vec<Option<Request>> = vec![None; sources.infos.len()];
     let mut next_tick: Option<tokio::time::Instant> = None;
     // When the frame cap lets the next frame be drawn; unlike a tick, waking for it forces
     // no frame: only what changed meanwhile decides.
@@ -275,7 +275,7 @@ fn draw<E: Extension>(
 
 /// Tells each source which elections are in view, when that changed since it was last told
 /// (`sent`), so it refreshes TTLs only for what is on screen.
-fn send_visible(app: &App, rows: usize, sources: &Sources, sent: &mut [Option<Command>]) {
+fn send_visible(app: &App, rows: usize, sources: &Sources, sent: &mut [Option<Request>]) {
     for (id, cmd) in app.visible_requests(rows) {
         if sent[id].as_ref() != Some(&cmd) {
             sources.send(id, cmd.clone());

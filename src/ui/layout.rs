@@ -4,7 +4,7 @@
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 
 use super::theme;
-use crate::app::{App, Focus, Screen, Target};
+use crate::app::{App, Focus, Hit, Screen};
 
 pub struct Areas {
     pub header: Rect,
@@ -58,12 +58,12 @@ pub fn table_offset(selected: usize, table: Rect) -> usize {
 
 /// What is at column `x`, row `y` of the dashboard as drawn for `app` on the whole terminal
 /// (overlays take no clicks).
-pub fn target_at(app: &App, x: u16, y: u16) -> Option<Target> {
+pub fn target_at(app: &App, x: u16, y: u16) -> Option<Hit> {
     target_in(app, Rect::new(0, 0, app.size.0, app.size.1), x, y)
 }
 
 /// The same for the dashboard drawn in `area` (the demo draws it beside its node panes).
-pub fn target_in(app: &App, area: Rect, x: u16, y: u16) -> Option<Target> {
+pub fn target_in(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
     if area.width < theme::MIN_WIDTH
         || area.height < theme::MIN_HEIGHT
         || app.show_help
@@ -76,7 +76,7 @@ pub fn target_in(app: &App, area: Rect, x: u16, y: u16) -> Option<Target> {
     let a = areas(area);
     let at = Position::new(x, y);
     if app.screen == Screen::Events {
-        return a.body.contains(at).then_some(Target::Events);
+        return a.body.contains(at).then_some(Hit::Events);
     }
     if a.table.contains(at) {
         // Inside the border, below the column headers.
@@ -84,14 +84,12 @@ pub fn target_in(app: &App, area: Rect, x: u16, y: u16) -> Option<Target> {
         let last = a.table.bottom().saturating_sub(1);
         if y >= first && y < last {
             let i = table_offset(app.selected, a.table) + (y - first) as usize;
-            return Some(Target::Row(i));
+            return Some(Hit::Row(i));
         }
-        return Some(Target::Pane(Focus::Elections));
+        return Some(Hit::Pane(Focus::Elections));
     }
     if a.candidates.contains(at) {
-        return Some(Target::Pane(Focus::Candidates));
+        return Some(Hit::Pane(Focus::Candidates));
     }
-    a.history
-        .contains(at)
-        .then_some(Target::Pane(Focus::History))
+    a.history.contains(at).then_some(Hit::Pane(Focus::History))
 }

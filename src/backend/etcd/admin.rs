@@ -26,7 +26,7 @@ pub async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Duration) ->
         };
     }
     // Members in order, so a dead first member does not fail the action.
-    let (mut client, endpoint) = match super::connect::connect_any(cfg, 0, timeout).await {
+    let (mut client, endpoint) = match super::dial::connect_any(cfg, 0, timeout).await {
         Ok((client, i)) => (client, cfg.endpoints.get(i).cloned().unwrap_or_default()),
         Err(e) => {
             return Outcome::Failed {

@@ -7,14 +7,14 @@ use std::time::Duration;
 use etcd_client::Client;
 use tracing::{info, warn};
 
-use super::conn::{Conn, Input, Phase, Resume};
 use super::layout::Mirror;
 use super::leases;
+use super::lifecycle::{Input, Lifecycle, Phase, Resume};
 use super::members::{self, Serving};
 use super::tracker::Tracker;
 use super::watch::{self, Restart};
 use super::{Closed, EtcdBackend, EtcdError, Stop, read_all, send};
-use crate::backend::{BackendIo, Backoff, Command};
+use crate::backend::{BackendIo, Backoff, Request};
 use crate::model::{ConnState, Election, SourceEvent};
 
 /// What survives a move to another member.
@@ -22,7 +22,7 @@ pub(super) struct State {
     pub followed: Option<Followed>,
     /// History still to replay (up to the first snapshot), or being replayed.
     pub replay: Replay,
-    pub visible: Command,
+    pub visible: Request,
     /// The screen shows the source as connected.
     shown_connected: bool,
     /// Elections shown while a first snapshot was read (see `preview`). Were that read to
@@ -86,7 +86,7 @@ pub(super) struct Session<'a> {
     backend: &'a EtcdBackend,
     io: BackendIo,
     state: State,
-    conn: Conn,
+    conn: Lifecycle,
     /// Which member serves now, for the member probe's display.
     serving: Serving,
     backoff: Backoff,
@@ -109,14 +109,14 @@ pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
         state: State {
             followed: None,
             replay: Replay::Done,
-            visible: Command::Visible {
+            visible: Request::Visible {
                 names: Vec::new(),
                 selected: None,
             },
             shown_connected: false,
             previewed: Default::default(),
         },
-        conn: Conn::new(backend.cfg.endpoints.len()),
+        conn: Lifecycle::new(backend.cfg.endpoints.len()),
         serving,
         backoff: Backoff::new(Duration::from_millis(250), Duration::from_secs(5)),
     };
@@ -140,7 +140,7 @@ impl Session<'_> {
         let backend = self.backend;
         let from = self.conn.first_to_try();
         let limit = backend.opts.request_timeout.min(Duration::from_secs(2));
-        let (client, member) = match super::connect::connect_any(&backend.cfg, from, limit).await {
+        let (client, member) = match super::dial::connect_any(&backend.cfg, from, limit).await {
             Ok(found) => found,
             Err(e) => {
                 self.conn.on(Input::NoMember(e.kind()));

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::EtcdBackend;
 use super::tracker::{LeaseFate, Tracker};
-use crate::backend::Command;
+use crate::backend::Request;
 use crate::model::Election;
 
 /// Candidates of the selected election whose leases are kept fresh.
@@ -31,16 +31,16 @@ pub(super) type Reading = (i64, Option<(i64, i64)>, Instant);
 pub(super) fn wanted_leases(
     backend: &EtcdBackend,
     tracker: &Tracker,
-    visible: &Command,
+    visible: &Request,
 ) -> Vec<i64> {
     if backend.opts.all_leases {
         return tracker.all_leases();
     }
     match visible {
-        Command::Visible { names, selected } => {
+        Request::Visible { names, selected } => {
             tracker.visible_leases(names, selected.as_deref(), SELECTED_LINE)
         }
-        Command::Forced { .. } => Vec::new(),
+        Request::Forced { .. } => Vec::new(),
     }
 }
 

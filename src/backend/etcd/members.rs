@@ -10,7 +10,7 @@ use etcd_client::Client;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::connect::connect_member;
+use super::dial::connect_member;
 use crate::config::EtcdSource;
 use crate::model::{Event, EventKind, MemberStatus, SourceEvent, SourceId};
 

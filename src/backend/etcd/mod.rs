@@ -5,9 +5,8 @@
 //! that one fails ([`conn`] holds the life cycle); [`members`] probes them all.
 
 pub mod admin;
-pub mod conn;
-pub mod connect;
 mod detect;
+pub mod dial;
 pub mod election;
 pub mod error;
 mod follow;
@@ -15,6 +14,7 @@ mod history;
 pub mod layout;
 pub mod lease_key;
 mod leases;
+pub mod lifecycle;
 pub mod members;
 mod participant;
 mod past;
@@ -64,7 +64,7 @@ impl EtcdBackend {
             id,
             name: format!("etcd {endpoints} {prefix}"),
             short,
-            label: match (prefix.is_empty(), connect::security_note(&cfg)) {
+            label: match (prefix.is_empty(), dial::security_note(&cfg)) {
                 (true, None) => "(all keys)".to_string(),
                 (true, Some(note)) => format!("(all keys) · {note}"),
                 (false, None) => prefix,

@@ -10,13 +10,13 @@ use std::time::{Duration, Instant, SystemTime};
 use etcd_client::{EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
 use tracing::{debug, warn};
 
-use super::conn::{Conn, Input, Phase, Resume};
 use super::follow::{Link, Replay, State};
 use super::layout::Kv;
 use super::leases::{self, LEASE_TICK, fates, wanted_leases};
+use super::lifecycle::{Input, Lifecycle, Phase, Resume};
 use super::tracker::{Change, Observed, Tracker};
 use super::{Closed, EtcdBackend, EtcdError, Stop, send, timed};
-use crate::backend::{BackendIo, Command};
+use crate::backend::{BackendIo, Request};
 use crate::model::{SourceEvent, SourceId};
 
 /// How often the member is asked for a quorum read (and the watch for its progress).
@@ -176,7 +176,7 @@ pub(super) async fn pump(
     backend: &EtcdBackend,
     state: &mut State,
     io: &mut BackendIo,
-    conn: &mut Conn,
+    conn: &mut Lifecycle,
     link: &mut Link,
     stream: &mut WatchStream,
 ) -> Result<Restart, Stop> {
@@ -252,10 +252,10 @@ async fn on_command(
     backend: &EtcdBackend,
     state: &mut State,
     io: &BackendIo,
-    cmd: Option<Command>,
+    cmd: Option<Request>,
 ) -> Result<(), Stop> {
     match cmd {
-        Some(Command::Forced { election, mark }) => {
+        Some(Request::Forced { election, mark }) => {
             let Some(f) = state.followed.as_mut() else {
                 return Ok(());
             };
@@ -379,7 +379,7 @@ async fn history_merged(
     backend: &EtcdBackend,
     state: &mut State,
     io: &BackendIo,
-    conn: &mut Conn,
+    conn: &mut Lifecycle,
     link: &mut Link,
     done: ReplayResult,
 ) -> Result<(), Stop> {

@@ -7,11 +7,11 @@ use sqlx::AnyPool;
 use tokio::time::{Interval, MissedTickBehavior};
 use tracing::{info, warn};
 
-use super::conn::{Conn, Input, Phase, Tell};
 use super::errors::SqlError;
+use super::lifecycle::{Input, Lifecycle, Phase, Tell};
 use super::tracker::{Poll, SqlTracker};
-use super::{SqlBackend, connect::open, history, poll::poll_once, schema::read_schema};
-use crate::backend::{BackendIo, Command};
+use super::{SqlBackend, dial::open, history, poll::poll_once, schema::read_schema};
+use crate::backend::{BackendIo, Request};
 use crate::model::{ConnState, SourceEvent};
 
 /// Why a phase did not give its input.
@@ -31,7 +31,7 @@ struct Follow<'a> {
     io: BackendIo,
     tracker: SqlTracker,
     writer: Option<history::Writer>,
-    conn: Conn,
+    conn: Lifecycle,
     pool: Option<AnyPool>,
     /// The poll and its clock, known once the deadline column's type is.
     poll: Option<(String, Interval)>,
@@ -64,7 +64,7 @@ impl<'a> Follow<'a> {
             io,
             tracker,
             writer,
-            conn: Conn::new(Duration::from_millis(500), Duration::from_secs(10)),
+            conn: Lifecycle::new(Duration::from_millis(500), Duration::from_secs(10)),
             pool: None,
             poll: None,
             error: None,
@@ -141,11 +141,11 @@ impl<'a> Follow<'a> {
                 _ = tick.tick() => break,
                 cmd = self.io.commands.recv() => match cmd {
                     None => return Err(Stop::Closed),
-                    Some(Command::Forced { election, mark }) => {
+                    Some(Request::Forced { election, mark }) => {
                         forced(&self.io, self.b, &mut self.tracker, &election, mark).await?
                     }
                     // Every row is read each poll anyway; visibility changes nothing here.
-                    Some(Command::Visible { .. }) => {}
+                    Some(Request::Visible { .. }) => {}
                 },
             }
         }

@@ -4,14 +4,14 @@
 //! sqlx's `Any` driver; their differences live in [`dialect`].
 
 pub mod admin;
-mod conn;
-mod connect;
+mod dial;
 pub mod dialect;
 mod errors;
 mod follow;
 pub mod heartbeat;
 pub mod history;
 pub mod lease;
+mod lifecycle;
 mod participant;
 mod plan;
 mod poll;
@@ -20,7 +20,7 @@ mod store;
 mod tls;
 pub mod tracker;
 
-pub(crate) use connect::{connect, create_table_if_missing};
+pub(crate) use dial::{connect, create_table_if_missing};
 pub(crate) use errors::describe;
 pub(crate) use schema::{Schema, check_schema};
 

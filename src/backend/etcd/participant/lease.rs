@@ -30,7 +30,7 @@ pub async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(
     let (mut client, _) = within(
         limit,
         "a connection",
-        crate::backend::etcd::connect::connect_any(cfg, 0, limit),
+        crate::backend::etcd::dial::connect_any(cfg, 0, limit),
     )
     .await
     .context("connecting to etcd")?;

@@ -53,7 +53,7 @@ impl TlsFailure {
 }
 
 /// How long to wait for the server's first bytes after a TLS handshake; see
-/// [`Conn::hear_first`].
+/// [`Stream::hear_first`].
 const FIRST_WORD: Duration = Duration::from_secs(1);
 
 /// Where to dial, and how.
@@ -65,7 +65,7 @@ pub struct Dial {
 }
 
 impl Dial {
-    pub async fn connect(self: Arc<Self>) -> io::Result<TokioIo<Conn>> {
+    pub async fn connect(self: Arc<Self>) -> io::Result<TokioIo<Stream>> {
         let tcp = TcpStream::connect((self.host.as_str(), self.port)).await?;
         // gRPC sends small frames that must not wait for Nagle.
         tcp.set_nodelay(true)?;
@@ -80,7 +80,7 @@ impl Dial {
                 Io::Tls(Box::new(stream))
             }
         };
-        let mut conn = Conn {
+        let mut conn = Stream {
             io,
             failure: self.failure.clone(),
             early: Vec::new(),
@@ -99,14 +99,14 @@ enum Io {
 
 /// A member connection that notes TLS failures (e.g. the alert a server sends after the
 /// handshake when it refuses the client certificate) as they pass.
-pub struct Conn {
+pub struct Stream {
     io: Io,
     failure: TlsFailure,
     /// Bytes read by `hear_first`, handed out before anything else.
     early: Vec<u8>,
 }
 
-impl Conn {
+impl Stream {
     /// In TLS 1.3 the server judges the client certificate after the client thinks the
     /// handshake is done, and a refusal is an alert on the next read. If HTTP/2 wrote first,
     /// the server would close with our bytes unread, its kernel would reset the connection
@@ -138,7 +138,7 @@ impl Conn {
     }
 }
 
-impl AsyncRead for Conn {
+impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -159,7 +159,7 @@ impl AsyncRead for Conn {
     }
 }
 
-impl AsyncWrite for Conn {
+impl AsyncWrite for Stream {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -47,7 +47,7 @@ pub enum Input {
 
 /// The phase plus what the transitions need to remember.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conn {
+pub struct Lifecycle {
     pub phase: Phase,
     members: usize,
     /// The member to try first next time: the one after the last that failed.
@@ -57,9 +57,9 @@ pub struct Conn {
     failed_in_row: usize,
 }
 
-impl Conn {
-    pub fn new(members: usize) -> Conn {
-        Conn {
+impl Lifecycle {
+    pub fn new(members: usize) -> Lifecycle {
+        Lifecycle {
             phase: Phase::Connecting { from: 0 },
             members: members.max(1),
             preferred: 0,
@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_full_life_cycle() {
-        let mut c = Conn::new(3);
+        let mut c = Lifecycle::new(3);
         c.on(Input::Connected { member: 1 });
         assert_eq!(c.phase, Phase::Snapshot { member: 1 });
         c.on(Input::SnapshotRead { replay: true });
@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn a_failed_first_snapshot_tries_the_next_member_not_down() {
-        let mut c = Conn::new(3);
+        let mut c = Lifecycle::new(3);
         c.on(Input::Connected { member: 0 });
         c.on(Input::Failed(ErrorKind::Transient));
         assert_eq!(c.phase, Phase::Connecting { from: 1 });
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_live_member_failing_moves_to_the_next_member() {
-        let mut c = Conn::new(3);
+        let mut c = Lifecycle::new(3);
         c.on(Input::Connected { member: 2 });
         c.on(Input::SnapshotRead { replay: false });
         c.on(Input::Failed(ErrorKind::Transient));
@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn every_member_failing_in_a_row_is_down_then_retried() {
-        let mut c = Conn::new(2);
+        let mut c = Lifecycle::new(2);
         for m in [0, 1] {
             c.on(Input::Connected { member: m });
             c.on(Input::Failed(ErrorKind::Transient));
@@ -226,10 +226,10 @@ mod tests {
 
     #[test]
     fn lasting_errors_stop_at_once_and_compaction_rereads() {
-        let mut c = Conn::new(3);
+        let mut c = Lifecycle::new(3);
         c.on(Input::NoMember(ErrorKind::Tls));
         assert_eq!(c.phase, Phase::Down { lasting: true });
-        let mut c = Conn::new(3);
+        let mut c = Lifecycle::new(3);
         c.on(Input::Connected { member: 0 });
         c.on(Input::SnapshotRead { replay: false });
         c.on(Input::Failed(ErrorKind::Compacted));
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn inputs_out_of_place_change_nothing() {
-        let mut c = Conn::new(1);
+        let mut c = Lifecycle::new(1);
         c.on(Input::CaughtUp);
         c.on(Input::Retry);
         assert_eq!(c.phase, Phase::Connecting { from: 0 });

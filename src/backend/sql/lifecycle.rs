@@ -41,15 +41,15 @@ pub enum Tell {
 
 /// The phase plus what the transitions need to remember.
 #[derive(Debug)]
-pub struct Conn {
+pub struct Lifecycle {
     pub phase: Phase,
     synced: bool,
     backoff: Backoff,
 }
 
-impl Conn {
-    pub fn new(min_wait: Duration, max_wait: Duration) -> Conn {
-        Conn {
+impl Lifecycle {
+    pub fn new(min_wait: Duration, max_wait: Duration) -> Lifecycle {
+        Lifecycle {
             phase: Phase::Connecting,
             synced: false,
             backoff: Backoff::new(min_wait, max_wait),
@@ -91,11 +91,11 @@ impl Conn {
 mod tests {
     use super::*;
 
-    fn conn() -> Conn {
-        Conn::new(Duration::from_millis(500), Duration::from_secs(10))
+    fn conn() -> Lifecycle {
+        Lifecycle::new(Duration::from_millis(500), Duration::from_secs(10))
     }
 
-    fn live() -> Conn {
+    fn live() -> Lifecycle {
         let mut c = conn();
         c.on(Input::Connected);
         assert_eq!(c.on(Input::SchemaChecked), Some(Tell::Connected));
