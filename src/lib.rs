@@ -5,6 +5,8 @@
 //! key actions through `update`; [`ui::view`] draws the state. Admin actions and lease
 //! refresh requests go back to the backends as [`backend::Command`]s.
 
+#![warn(unreachable_pub)]
+
 pub mod admin;
 pub mod app;
 pub mod backend;
@@ -12,13 +14,13 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 
-pub mod demo;
-pub mod logging;
+mod demo;
+mod logging;
 pub mod model;
-pub mod node;
-pub mod output;
-pub mod pem;
-pub mod presets;
+mod node;
+mod output;
+mod pem;
+mod presets;
 pub mod runtime;
 pub mod state;
 pub mod supervise;

@@ -9,13 +9,13 @@ use tracing_subscriber::EnvFilter;
 /// Log lines queued for the writer thread before new ones are dropped.
 const LINES_QUEUED: usize = 4_096;
 
-pub fn default_log_path() -> Option<PathBuf> {
+pub(crate) fn default_log_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "electop").map(|d| d.data_dir().join("electop.log"))
 }
 
 /// Starts logging to `path` (or the default). Keep the guard alive until exit so the last
 /// lines are flushed. `ELECTOP_LOG` sets the filter (default `info`).
-pub fn init(path: Option<&Path>) -> Result<Option<WorkerGuard>> {
+pub(crate) fn init(path: Option<&Path>) -> Result<Option<WorkerGuard>> {
     let Some(path) = path.map(Path::to_path_buf).or_else(default_log_path) else {
         return Ok(None);
     };

@@ -10,7 +10,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Every certificate in the PEM file at `path`; `flag` (`--cacert`, `--cert`) names the
 /// setting in messages.
-pub fn certificates(flag: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn certificates(flag: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let shown = path.display();
     let iter = CertificateDer::pem_file_iter(path).map_err(|e| unreadable(flag, path, e))?;
     let certs = iter
@@ -25,7 +25,7 @@ pub fn certificates(flag: &str, path: &Path) -> Result<Vec<CertificateDer<'stati
 }
 
 /// The first private key (PKCS#8, PKCS#1 or SEC1) in the PEM file at `path`.
-pub fn private_key(flag: &str, path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+pub(crate) fn private_key(flag: &str, path: &Path) -> Result<PrivateKeyDer<'static>, String> {
     let shown = path.display();
     match PrivateKeyDer::from_pem_file(path) {
         Ok(k) => Ok(k),
@@ -40,7 +40,7 @@ pub fn private_key(flag: &str, path: &Path) -> Result<PrivateKeyDer<'static>, St
 /// Checks a client certificate and key as a pair: both readable, and the key is the
 /// certificate's (a mismatch would otherwise only show as a refused handshake). `dashes` is
 /// "--" for flags, "" for config keys.
-pub fn check_identity(dashes: &str, cert: &Path, key: &Path) -> Result<(), String> {
+pub(crate) fn check_identity(dashes: &str, cert: &Path, key: &Path) -> Result<(), String> {
     let chain = certificates(&format!("{dashes}cert"), cert)?;
     let der = private_key(&format!("{dashes}key"), key)?;
     let provider = rustls::crypto::ring::default_provider();

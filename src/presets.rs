@@ -58,7 +58,7 @@ pub struct PresetSpec {
     pub idle_is_normal: bool,
 }
 
-pub const PRESETS: &[PresetSpec] = &[
+pub(crate) const PRESETS: &[PresetSpec] = &[
     PresetSpec {
         preset: Preset::Shedlock,
         name: "shedlock",
@@ -151,7 +151,7 @@ impl std::fmt::Display for Preset {
 
 /// The scheme of a SQL source from its preset and the scheme given (`flag` names where, for
 /// the message): the preset fixes it, so a different one is a mistake, not an override.
-pub fn sql_scheme(
+pub(crate) fn sql_scheme(
     preset: Option<Preset>,
     given: Option<Scheme>,
     flag: &str,
@@ -174,7 +174,7 @@ pub fn sql_scheme(
 }
 
 /// The SQL table presets, for the SQL sources' messages: `shedlock, oban, orchestrator`.
-pub fn names() -> String {
+pub(crate) fn names() -> String {
     PRESETS
         .iter()
         .filter(|p| matches!(p.layout, PresetLayout::Sql(_)))
@@ -184,7 +184,7 @@ pub fn names() -> String {
 }
 
 /// What `electop presets` prints: each preset, its scheme and where its elections are.
-pub fn listing() -> String {
+pub(crate) fn listing() -> String {
     let mut out = String::new();
     for p in PRESETS {
         // `as_str`: Scheme's Display ignores padding.

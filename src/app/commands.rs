@@ -4,7 +4,7 @@ use super::prompt::{self, BarCommand, Prompt, PromptKind};
 use super::rows::{self, Filter, Sort, SortKey};
 use super::{Action, App, Flash, Focus, Hit, Screen, dialog};
 
-pub fn open(app: &mut App, kind: PromptKind) {
+pub(super) fn open(app: &mut App, kind: PromptKind) {
     // The filter bar starts from the filter in force, so it can be edited.
     let text = match (kind, app.screen) {
         (PromptKind::Filter, Screen::Main) => app.filter.as_ref().map(|f| f.text.clone()),
@@ -19,7 +19,7 @@ pub fn open(app: &mut App, kind: PromptKind) {
 }
 
 /// A key action while the bar is open.
-pub fn on_prompt(app: &mut App, action: Action) {
+pub(super) fn on_prompt(app: &mut App, action: Action) {
     let Some(mut p) = app.prompt.take() else {
         return;
     };
@@ -110,7 +110,7 @@ fn run(app: &mut App, text: &str) {
 }
 
 /// Quits, or asks first when quitting stops something.
-pub fn quit(app: &mut App) {
+pub(super) fn quit(app: &mut App) {
     match app.around.quit_asks {
         Some(what) => app.dialog = Some(super::Dialog::ConfirmQuit { what, under: None }),
         None => app.effects.push(super::Effect::Quit),
@@ -118,7 +118,7 @@ pub fn quit(app: &mut App) {
 }
 
 /// Sorts by `key`; by the same key again, the other way round.
-pub fn sort_by(app: &mut App, key: SortKey) {
+pub(super) fn sort_by(app: &mut App, key: SortKey) {
     app.sort = Sort {
         key,
         reversed: app.sort.key == key && !app.sort.reversed,
@@ -128,7 +128,7 @@ pub fn sort_by(app: &mut App, key: SortKey) {
 
 /// `Esc`: closes the innermost thing open, else clears a filter, else does nothing (it never
 /// quits: `q` does). Returns whether anything changed.
-pub fn back(app: &mut App) -> bool {
+pub(super) fn back(app: &mut App) -> bool {
     if app.show_help {
         app.show_help = false;
     } else if app.show_members {
@@ -153,7 +153,7 @@ fn step(pos: usize, len: usize, delta: isize) -> usize {
 }
 
 /// Moves the selection or scrolls the pane `focus` (the focused one when `None`).
-pub fn scroll(app: &mut App, focus: Option<Focus>, delta: isize) -> bool {
+pub(super) fn scroll(app: &mut App, focus: Option<Focus>, delta: isize) -> bool {
     let before = (
         app.selected,
         app.line_scroll,
@@ -193,7 +193,7 @@ pub fn scroll(app: &mut App, focus: Option<Focus>, delta: isize) -> bool {
 const DOUBLE_CLICK: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// A left click at `at`: a second on the same row soon after opens its detail, as Enter does.
-pub fn click_at(app: &mut App, target: Hit, at: std::time::Instant) -> bool {
+pub(super) fn click_at(app: &mut App, target: Hit, at: std::time::Instant) -> bool {
     let double = matches!(target, Hit::Row(_))
         && app.last_click.is_some_and(|(t, then)| {
             t == target && at.saturating_duration_since(then) < DOUBLE_CLICK
@@ -223,7 +223,7 @@ fn click(app: &mut App, target: Hit) -> bool {
     true
 }
 
-pub fn wheel(app: &mut App, target: Hit, delta: isize) -> bool {
+pub(super) fn wheel(app: &mut App, target: Hit, delta: isize) -> bool {
     if app.dialog.is_some() {
         return false;
     }

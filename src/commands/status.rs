@@ -40,7 +40,7 @@ pub(super) async fn status(
 
 /// What reading a source found unsure (its layout, an empty prefix), on stderr: stdout
 /// stays the elections alone, for scripts.
-pub fn print_notices(app: &ReadModel) {
+pub(super) fn print_notices(app: &ReadModel) {
     for s in &app.sources {
         if let Some(n) = &s.info.notice {
             eprintln!("electop: {}: {}", s.info.short, n.text());
@@ -53,7 +53,7 @@ pub fn print_notices(app: &ReadModel) {
 
 /// `status` as asked: JSON, or the table (cut to the terminal's width only on a terminal).
 /// A closed pipe (`| head`) is not an error.
-pub fn print_status(app: &ReadModel, format: OutputFormat) -> Result<()> {
+pub(super) fn print_status(app: &ReadModel, format: OutputFormat) -> Result<()> {
     use std::io::IsTerminal;
     let text = match format {
         OutputFormat::Json => {

@@ -18,7 +18,7 @@ use crate::runtime::Extension;
 /// How often exited children are looked for.
 const REAP_EVERY: Duration = Duration::from_millis(250);
 
-pub struct DemoExt {
+pub(super) struct DemoExt {
     pub demo: Demo,
     pub sup: Supervisor,
     out: mpsc::Receiver<NodeOutput>,
@@ -27,7 +27,7 @@ pub struct DemoExt {
     forwarded: u64,
 }
 
-pub enum DemoInput {
+pub(super) enum DemoInput {
     /// A line a node printed.
     Line(NodeOutput),
     /// Time to look for children that exited.
@@ -35,7 +35,7 @@ pub enum DemoInput {
 }
 
 impl DemoExt {
-    pub fn new(demo: Demo, sup: Supervisor, out: mpsc::Receiver<NodeOutput>) -> Self {
+    pub(super) fn new(demo: Demo, sup: Supervisor, out: mpsc::Receiver<NodeOutput>) -> Self {
         let mut reap = tokio::time::interval(REAP_EVERY);
         reap.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         DemoExt {
@@ -129,7 +129,7 @@ impl Extension for DemoExt {
 
 /// The demo's new events into the dashboard's events view (`:events`), where they can be
 /// filtered and read at any size, beside the store's changes.
-pub fn forward_events(d: &Demo, app: &mut App, since: u64) {
+pub(super) fn forward_events(d: &Demo, app: &mut App, since: u64) {
     for e in d.events_since(since) {
         app.model.events.push(LogEntry {
             at: Some(e.at),
@@ -144,7 +144,7 @@ pub fn forward_events(d: &Demo, app: &mut App, since: u64) {
 }
 
 /// A demo key: pick a node, or kill, pause, resume or restart the one picked.
-pub fn on_demo_action(d: &mut Demo, app: &App, sup: &mut Supervisor, a: DemoAction) {
+pub(super) fn on_demo_action(d: &mut Demo, app: &App, sup: &mut Supervisor, a: DemoAction) {
     let now = Instant::now();
     let wall = SystemTime::now();
     let i = d.selected;

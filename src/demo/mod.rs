@@ -15,10 +15,10 @@ use anyhow::{Context, Result, bail};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use tokio::sync::mpsc;
 
-pub use ext::DemoExt;
-pub use state::{Demo, DemoAction, NodeView, Proc};
+
+pub(crate) use state::{Demo, DemoAction};
 use supervisor::Supervisor;
-pub use view::view;
+pub(crate) use view::view;
 
 use crate::backend::BackendOptions;
 use crate::config::{DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource, SqlSpec};
@@ -37,7 +37,7 @@ const ETCD_PREFIX: &str = "/electop-demo/";
 const ETCD_REGISTRY: &str = "/electop-demo-registry/";
 
 /// The demo's keys, for the help (the dashboard's come from its key table).
-pub const KEYS: &[(&str, &str)] = &[
+pub(crate) const KEYS: &[(&str, &str)] = &[
     ("1-9", "pick a node (or click it)"),
     ("x", "kill it (SIGKILL)"),
     ("p", "pause / resume (SIGSTOP)"),
@@ -46,7 +46,7 @@ pub const KEYS: &[(&str, &str)] = &[
 
 /// Where the demo's election lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Store {
+pub(crate) enum Store {
     /// An embedded SQLite file in a temporary directory: needs no server.
     Sqlite,
     Postgres,
@@ -56,7 +56,7 @@ pub enum Store {
 
 /// TLS files for an etcd the demo is given (not one it starts).
 #[derive(Clone, Debug, Default)]
-pub struct Tls {
+pub(crate) struct Tls {
     pub cacert: Option<std::path::PathBuf>,
     pub cert: Option<std::path::PathBuf>,
     pub key: Option<std::path::PathBuf>,
@@ -65,7 +65,7 @@ pub struct Tls {
 
 /// What the demo runs: the store, the nodes, and how fast they renew.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     pub store: Store,
     /// Start a throwaway local etcd (with [`Store::Etcd`]).
     pub spawn_etcd: bool,
@@ -86,7 +86,7 @@ pub struct Options {
 }
 
 /// The demo's own keys, before the dashboard's (only when no dialog is open).
-pub fn demo_action(key: KeyEvent) -> Option<DemoAction> {
+pub(crate) fn demo_action(key: KeyEvent) -> Option<DemoAction> {
     if key.kind == KeyEventKind::Release {
         return None;
     }
@@ -327,7 +327,7 @@ fn node_flags(
 }
 
 /// Runs the demo until quit. `timing`: `(tick, min_frame)` as for the dashboard.
-pub async fn run(
+pub(crate) async fn run(
     args: &Options,
     timing: (Duration, Duration),
     debug_panic: bool,

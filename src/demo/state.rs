@@ -14,7 +14,7 @@ const LOG_LINES: usize = 50;
 const EVENT_LINES: usize = 100;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Proc {
+pub(crate) enum Proc {
     Running,
     Paused,
     Killed,
@@ -22,7 +22,7 @@ pub enum Proc {
 }
 
 #[derive(Clone, Debug)]
-pub struct NodeView {
+pub(crate) struct NodeView {
     pub id: String,
     pub proc_: Proc,
     /// The node's own belief, as it last printed it.
@@ -33,7 +33,7 @@ pub struct NodeView {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DemoAction {
+pub(crate) enum DemoAction {
     Pick(usize),
     Kill,
     PauseResume,
@@ -43,7 +43,7 @@ pub enum DemoAction {
 /// The demo's part of the state; the dashboard's (`App`) is the loop's, passed in where a
 /// function reads it.
 #[derive(Clone, Debug)]
-pub struct Demo {
+pub(crate) struct Demo {
     pub nodes: Vec<NodeView>,
     pub selected: usize,
     /// The election the nodes take part in, as the dashboard names it.
@@ -64,7 +64,7 @@ pub struct Demo {
 
 /// A line of the demo's events.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DemoEvent {
+pub(crate) struct DemoEvent {
     pub at: SystemTime,
     pub text: String,
     /// `HH:MM:SS.d what happened`.
@@ -74,7 +74,7 @@ pub struct DemoEvent {
 }
 
 impl Demo {
-    pub fn new(ids: &[String], election: &str, store: &str) -> Self {
+    pub(crate) fn new(ids: &[String], election: &str, store: &str) -> Self {
         Demo {
             nodes: ids
                 .iter()
@@ -98,7 +98,7 @@ impl Demo {
     }
 
     /// Adds a line to the demo's events (and to its log, which outlives the screen).
-    pub fn note(&mut self, at: SystemTime, text: String) {
+    pub(crate) fn note(&mut self, at: SystemTime, text: String) {
         tracing::info!("demo: {text}");
         self.push_event(at, text, false);
     }
@@ -132,7 +132,7 @@ impl Demo {
     }
 
     /// On the way out: a split brain still going on is logged too, as it will never end here.
-    pub fn log_open_split_brains(&self, now: SystemTime) {
+    pub(crate) fn log_open_split_brains(&self, now: SystemTime) {
         for o in self.split.open() {
             tracing::warn!(
                 "demo: split brain: {} and {} still both believed they led at exit, for {} from {}",
@@ -145,7 +145,7 @@ impl Demo {
     }
 
     /// The node stopped believing anything (killed, exited): it no longer leads.
-    pub fn belief_ended(&mut self, node: usize, at: SystemTime) {
+    pub(crate) fn belief_ended(&mut self, node: usize, at: SystemTime) {
         if let Some(n) = self.nodes.get(node) {
             let node = n.id.clone();
             self.believe(BeliefChange {
@@ -157,7 +157,7 @@ impl Demo {
     }
 
     /// The split brain going on at `now`, if any: the longest, and how many more.
-    pub fn split_now(&self, now: SystemTime) -> Option<(&Overlap, usize)> {
+    pub(crate) fn split_now(&self, now: SystemTime) -> Option<(&Overlap, usize)> {
         let open = self.split.open();
         open.iter()
             .max_by_key(|o| o.duration(now))
@@ -165,7 +165,7 @@ impl Demo {
     }
 
     /// Whether `node` is one of those in a split brain now.
-    pub fn in_split(&self, node: &str) -> bool {
+    pub(crate) fn in_split(&self, node: &str) -> bool {
         self.split
             .open()
             .iter()
@@ -173,7 +173,7 @@ impl Demo {
     }
 
     /// The leader the dashboard shows for the demo's election.
-    pub fn leader_on_screen<'a>(&self, app: &'a App) -> Option<&'a str> {
+    pub(crate) fn leader_on_screen<'a>(&self, app: &'a App) -> Option<&'a str> {
         app.model
             .elections
             .values()
@@ -183,7 +183,7 @@ impl Demo {
     }
 
     /// A line a node printed: JSON beliefs become its belief; everything goes to its log.
-    pub fn node_line(&mut self, node: usize, text: &str) {
+    pub(crate) fn node_line(&mut self, node: usize, text: &str) {
         let Some(n) = self.nodes.get_mut(node) else {
             return;
         };
@@ -233,7 +233,7 @@ impl Demo {
 
     /// The nodes a leader can be forced to: those still running, or paused (they lead when
     /// resumed). A killed or exited node would be a leader nobody is.
-    pub fn live_ids(&self) -> Vec<String> {
+    pub(crate) fn live_ids(&self) -> Vec<String> {
         self.nodes
             .iter()
             .filter(|n| matches!(n.proc_, Proc::Running | Proc::Paused))
@@ -241,7 +241,7 @@ impl Demo {
             .collect()
     }
 
-    pub fn node_exited(&mut self, node: usize, code: Option<i32>, at: SystemTime) {
+    pub(crate) fn node_exited(&mut self, node: usize, code: Option<i32>, at: SystemTime) {
         self.belief_ended(node, at);
         if let Some(n) = self.nodes.get_mut(node) {
             if n.proc_ != Proc::Killed {
@@ -255,7 +255,7 @@ impl Demo {
     }
 
     /// Starts the failover clock when the leader on screen is the node being stopped.
-    pub fn stopping(&mut self, app: &App, node: usize, now: Instant) {
+    pub(crate) fn stopping(&mut self, app: &App, node: usize, now: Instant) {
         let id = self.nodes.get(node).map(|n| n.id.clone());
         if id.is_some() && self.leader_on_screen(app) == id.as_deref() {
             self.failing_over = id.map(|id| (now, id));
@@ -265,7 +265,7 @@ impl Demo {
 
     /// After the dashboard changed: a new leader on screen (at `app.model.now`) ends the failover
     /// clock.
-    pub fn check_failover(&mut self, app: &App) {
+    pub(crate) fn check_failover(&mut self, app: &App) {
         let Some((since, old)) = &self.failing_over else {
             return;
         };
@@ -286,7 +286,7 @@ impl Demo {
 
     /// The events noted since `since` (a count of `noted`), oldest first, for the
     /// dashboard's events view.
-    pub fn events_since(&self, since: u64) -> impl Iterator<Item = &DemoEvent> {
+    pub(crate) fn events_since(&self, since: u64) -> impl Iterator<Item = &DemoEvent> {
         let new = usize::try_from(self.noted.saturating_sub(since)).unwrap_or(usize::MAX);
         self.events
             .iter()
@@ -295,7 +295,7 @@ impl Demo {
 
     /// The dashboard's split brain alarm for the demo's election follows the nodes' beliefs
     /// (only they know what each believes). Returns whether it changed.
-    pub fn lend_split_brain(&self, app: &mut App) -> bool {
+    pub(crate) fn lend_split_brain(&self, app: &mut App) -> bool {
         let split: std::collections::BTreeSet<_> = self
             .split_now(app.model.wall)
             .map(|_| (0, self.election.clone()))
@@ -310,12 +310,12 @@ impl Demo {
 }
 
 /// `1.4s`: split brains are short, and tenths are what tell them apart.
-pub fn secs(d: Duration) -> String {
+pub(super) fn secs(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
 }
 
 /// `HH:MM:SS.d` in UTC, like the nodes' own timestamps.
-pub fn clock_tenths(t: SystemTime) -> String {
+pub(super) fn clock_tenths(t: SystemTime) -> String {
     let tenths = t
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.subsec_millis() / 100)

@@ -11,12 +11,12 @@ use tokio::sync::mpsc;
 
 /// A line a node printed.
 #[derive(Debug)]
-pub struct NodeOutput {
+pub(super) struct NodeOutput {
     pub node: usize,
     pub text: String,
 }
 
-pub struct Supervisor {
+pub(super) struct Supervisor {
     /// `electop` itself, to run `electop node`.
     exe: std::path::PathBuf,
     /// Source flags and `--scheme`, shared by every node.
@@ -29,7 +29,7 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    pub fn new(
+    pub(super) fn new(
         source_args: Vec<String>,
         node_args: Vec<String>,
         n: usize,
@@ -45,11 +45,11 @@ impl Supervisor {
         })
     }
 
-    pub fn pid(&self, node: usize) -> Option<u32> {
+    pub(super) fn pid(&self, node: usize) -> Option<u32> {
         self.children.get(node)?.as_ref()?.id()
     }
 
-    pub fn start(&mut self, node: usize) -> std::io::Result<()> {
+    pub(super) fn start(&mut self, node: usize) -> std::io::Result<()> {
         let mut cmd = Command::new(&self.exe);
         cmd.args(&self.source_args)
             .arg("node")
@@ -100,20 +100,20 @@ impl Supervisor {
         }
     }
 
-    pub fn kill(&mut self, node: usize) -> bool {
+    pub(super) fn kill(&mut self, node: usize) -> bool {
         self.signal(node, libc::SIGKILL)
     }
 
-    pub fn pause(&mut self, node: usize) -> bool {
+    pub(super) fn pause(&mut self, node: usize) -> bool {
         self.signal(node, libc::SIGSTOP)
     }
 
-    pub fn resume(&mut self, node: usize) -> bool {
+    pub(super) fn resume(&mut self, node: usize) -> bool {
         self.signal(node, libc::SIGCONT)
     }
 
     /// Reaps children that exited: `(node, exit code)`. Never waits.
-    pub fn reap(&mut self) -> Vec<(usize, Option<i32>)> {
+    pub(super) fn reap(&mut self) -> Vec<(usize, Option<i32>)> {
         let mut exited = Vec::new();
         for (node, slot) in self.children.iter_mut().enumerate() {
             if let Some(child) = slot
@@ -128,7 +128,7 @@ impl Supervisor {
 
     /// SIGTERM (and SIGCONT, in case it is paused) so each node resigns; SIGKILL whatever is
     /// still there after `grace`; wait for all of them.
-    pub async fn stop_all(&mut self, grace: Duration) {
+    pub(super) async fn stop_all(&mut self, grace: Duration) {
         for node in 0..self.children.len() {
             self.signal(node, libc::SIGTERM);
             self.signal(node, libc::SIGCONT);

@@ -26,7 +26,7 @@ const PANE_MIN_WIDTH: u16 = 24;
 const LINE_COL_WIDTH: u16 = 36;
 
 /// Where each part of the demo screen goes, computed the same way for drawing and clicks.
-pub struct DemoLayout {
+pub(super) struct DemoLayout {
     pub dash: Rect,
     /// Each node's pane, or its line in the compact block.
     pub nodes: Vec<Rect>,
@@ -47,7 +47,7 @@ fn regions(area: Rect) -> [Rect; 3] {
 }
 
 /// The demo's layout for `n` nodes, or the size it needs when `area` is too small.
-pub fn layout(area: Rect, n: usize) -> Result<DemoLayout, (u16, u16)> {
+pub(super) fn layout(area: Rect, n: usize) -> Result<DemoLayout, (u16, u16)> {
     let n = n.max(1) as u16;
     let [main, split, keys] = regions(area);
     let with = |(dash, nodes, block, events)| DemoLayout {
@@ -134,7 +134,7 @@ fn compact(main: Rect, n: u16) -> Option<Parts> {
 }
 
 /// Rows of the elections table as the demo draws it, for the lease refreshes.
-pub fn table_rows(d: &Demo, app: &App) -> usize {
+pub(super) fn table_rows(d: &Demo, app: &App) -> usize {
     let area = Rect::new(0, 0, app.size.0, app.size.1);
     match layout(area, d.nodes.len()) {
         Ok(l) => ui::table_rows(l.dash.height),
@@ -144,7 +144,7 @@ pub fn table_rows(d: &Demo, app: &App) -> usize {
 
 /// A click on a node pane picks that node, the wheel scrolls its lines; a click or the
 /// wheel on the dashboard's part is the dashboard's.
-pub fn on_mouse(d: &mut Demo, app: &mut App, m: crossterm::event::MouseEvent) -> bool {
+pub(super) fn on_mouse(d: &mut Demo, app: &mut App, m: crossterm::event::MouseEvent) -> bool {
     use crossterm::event::{MouseButton, MouseEventKind};
     let area = Rect::new(0, 0, app.size.0, app.size.1);
     let Ok(l) = layout(area, d.nodes.len()) else {
@@ -179,7 +179,7 @@ fn scroll(n: &mut NodeView, by: isize, shown: usize) -> bool {
     std::mem::replace(&mut n.scroll, to) != to
 }
 
-pub fn view(d: &Demo, app: &App, frame: &mut Frame) {
+pub(crate) fn view(d: &Demo, app: &App, frame: &mut Frame) {
     let area = frame.area();
     let l = match layout(area, d.nodes.len()) {
         Ok(l) => l,

@@ -3,7 +3,7 @@
 //! leadership, and prints its belief whenever it changes. SIGINT/SIGTERM make it resign and
 //! exit at once; SIGKILL leaves it to the store's timeout.
 
-pub mod term;
+pub(crate) mod term;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -85,7 +85,7 @@ struct Held {
 }
 
 /// What a leader whose term ran out before a renewal came back believes.
-pub const TERM_OVER: &str = "my term ran out before the store confirmed a renewal";
+pub(crate) const TERM_OVER: &str = "my term ran out before the store confirmed a renewal";
 
 impl Reporter {
     pub fn new(id: &str, election: &str, json: bool) -> Self {
@@ -244,12 +244,12 @@ pub struct Timing {
 
 /// How long a resign on the way out may take: a store that does not answer must not keep a
 /// stopped node alive.
-pub const RESIGN_LIMIT: Duration = Duration::from_secs(1);
+pub(crate) const RESIGN_LIMIT: Duration = Duration::from_secs(1);
 
 /// A store call that must answer within `limit`. A leader's calls are bounded by what is left
 /// of its lease or term, so one cut off from the store stops believing it leads by the time
 /// its lease could have run out.
-pub async fn within<T, E: Into<anyhow::Error>>(
+pub(crate) async fn within<T, E: Into<anyhow::Error>>(
     limit: Duration,
     what: &str,
     fut: impl std::future::Future<Output = std::result::Result<T, E>>,
@@ -336,7 +336,7 @@ pub struct Run {
 
 /// Checks the timing of `scheme` with the flags' overrides and listens for SIGINT/SIGTERM.
 /// The store's participant then runs under [`drive`].
-pub fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
+pub(crate) fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
     let d = Timing::defaults(scheme);
     let mut timing = Timing {
         ttl: args.ttl.unwrap_or(d.ttl),
@@ -362,7 +362,7 @@ pub fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
 
 /// Runs a store's participant (`work`) until it ends, with the term enforced beside it: a
 /// leader whose term ran out unconfirmed stops believing it leads.
-pub async fn drive(run: &Run, work: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+pub(crate) async fn drive(run: &Run, work: impl std::future::Future<Output = Result<()>>) -> Result<()> {
     let r = tokio::select! {
         r = work => r,
         never = run.report.enforce_term() => match never {},

@@ -13,21 +13,21 @@ const CLOCK_RATE: f64 = 0.02;
 const LATENCY: Duration = Duration::from_millis(10);
 
 /// What we take off a granted term before believing in it.
-pub fn safety_margin(granted: Duration) -> Duration {
+pub(crate) fn safety_margin(granted: Duration) -> Duration {
     granted.mul_f64(CLOCK_RATE) + LATENCY
 }
 
 /// The instant (on our clock) until which we may believe we hold a term of `granted` that
 /// the store gave in answer to a request we sent at `sent`. `None` when the margin eats the
 /// whole term: nothing can be believed.
-pub fn lead_until(sent: Instant, granted: Duration) -> Option<Instant> {
+pub(crate) fn lead_until(sent: Instant, granted: Duration) -> Option<Instant> {
     let safe = granted.checked_sub(safety_margin(granted))?;
     (!safe.is_zero()).then(|| sent + safe)
 }
 
 /// The store's answer in milliseconds (a remaining TTL or term), as a granted term: none
 /// when the store says it is already over.
-pub fn granted_ms(ms: i64) -> Option<Duration> {
+pub(crate) fn granted_ms(ms: i64) -> Option<Duration> {
     u64::try_from(ms)
         .ok()
         .filter(|ms| *ms > 0)

@@ -1,8 +1,8 @@
 //! What `status` and `watch` print, built from the same state the TUI draws: JSON here, the
 //! human tables and lines in their own modules.
 
-pub mod table;
-pub mod watch;
+pub(crate) mod table;
+pub(crate) mod watch;
 
 use std::time::Instant;
 
@@ -12,14 +12,14 @@ use crate::model::{Candidate, Cause, ConnState, Election, HistoryEntry, Scheme, 
 use crate::state::{Key, ReadModel, SourceView};
 
 #[derive(Serialize)]
-pub struct Status<'a> {
+pub(crate) struct Status<'a> {
     pub sources: Vec<SourceJson<'a>>,
     pub elections: Elections<'a>,
 }
 
 /// Every election, each made as it is written: at 100,000 elections, building them all
 /// first cost as much again as writing them.
-pub struct Elections<'a> {
+pub(crate) struct Elections<'a> {
     model: &'a ReadModel,
     now: Instant,
     /// Per source: what every one of its elections repeats, worked out once.
@@ -47,7 +47,7 @@ const SPLIT_FROM: usize = 20_000;
 /// `status` as one line of JSON, as `serde_json::to_writer` writes [`Status`], with the
 /// second half of the elections made on another thread meanwhile: at 100,000 elections
 /// the 55 MB of JSON were a fifth of `status`'s time.
-pub fn write_compact(
+pub(crate) fn write_compact(
     model: &ReadModel,
     now: Instant,
     out: &mut impl std::io::Write,
@@ -123,7 +123,7 @@ impl<'a> Elections<'a> {
 }
 
 #[derive(Serialize)]
-pub struct SourceJson<'a> {
+pub(crate) struct SourceJson<'a> {
     /// The handle for `SOURCE/NAME` in admin commands.
     pub id: &'a str,
     pub name: &'a str,
@@ -151,7 +151,7 @@ pub struct SourceJson<'a> {
 }
 
 #[derive(Serialize)]
-pub struct ElectionJson<'a> {
+pub(crate) struct ElectionJson<'a> {
     pub name: &'a str,
     pub scheme: Scheme,
     pub source: &'a str,
@@ -186,7 +186,7 @@ pub struct ElectionJson<'a> {
 }
 
 #[derive(Serialize)]
-pub struct HolderJson<'a> {
+pub(crate) struct HolderJson<'a> {
     pub id: &'a str,
     pub key: &'a str,
     /// etcd: the lease id (0: none). Absent for SQL rows.
@@ -204,7 +204,7 @@ pub struct HolderJson<'a> {
 }
 
 #[derive(Serialize)]
-pub struct HistoryJson<'a> {
+pub(crate) struct HistoryJson<'a> {
     /// RFC 3339; null for changes replayed from etcd's past revisions, which have no time.
     pub at: Option<String>,
     pub revision: Option<i64>,
@@ -244,7 +244,7 @@ fn history(h: &HistoryEntry) -> HistoryJson<'_> {
     }
 }
 
-pub fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJson<'a> {
+pub(crate) fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> ElectionJson<'a> {
     ElectionJson {
         stale: false,
         idle: false,
@@ -288,7 +288,7 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
     }
 }
 
-pub fn status(model: &ReadModel, now: Instant) -> Status<'_> {
+pub(crate) fn status(model: &ReadModel, now: Instant) -> Status<'_> {
     Status {
         sources: model.sources.iter().map(|s| source(s, now)).collect(),
         elections: Elections::new(model, now),

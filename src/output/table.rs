@@ -85,7 +85,7 @@ fn width(s: &str) -> usize {
 /// The table as text. `fit`: the terminal's width, which the ELECTION and LEADER columns
 /// shrink to meet; `None` (piped, or `-o wide`) never cuts.
 /// Elections in triage order, as the dashboard opens.
-pub fn render(model: &ReadModel, wide: bool, fit: Option<usize>) -> String {
+pub(crate) fn render(model: &ReadModel, wide: bool, fit: Option<usize>) -> String {
     let head: Cells = columns(wide).iter().map(|s| s.to_string()).collect();
     let mut rows: Vec<Cells> = vec![head];
     let listed = model.triage_order();

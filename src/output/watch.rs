@@ -11,7 +11,7 @@ use crate::model::{Event, EventKind, time as clock};
 
 /// The machine's offset from UTC at `t` (daylight saving included), from the C library, as
 /// `date` has it; UTC if it cannot tell.
-pub fn local_offset(t: SystemTime) -> UtcOffset {
+pub(crate) fn local_offset(t: SystemTime) -> UtcOffset {
     let secs = match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => d.as_secs() as libc::time_t,
         Err(_) => return UtcOffset::UTC,
@@ -28,7 +28,7 @@ pub fn local_offset(t: SystemTime) -> UtcOffset {
 
 /// The line for `e`. `source`: the source's short handle; `ttl_ms`: the new leader's time
 /// left, where known.
-pub fn line(e: &Event, source: &str, ttl_ms: Option<i64>, offset: UtcOffset) -> String {
+pub(crate) fn line(e: &Event, source: &str, ttl_ms: Option<i64>, offset: UtcOffset) -> String {
     let when = match e.at {
         Some(at) => clock::clock_ms(at, offset),
         None => "replayed    ".to_string(),

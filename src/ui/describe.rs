@@ -23,7 +23,7 @@ fn style(t: Tone) -> Style {
     }
 }
 
-pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
+pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(Clear, area);
     let inner_w = area.width.saturating_sub(2) as usize;
     let rows = area.height.saturating_sub(2) as usize;

@@ -10,7 +10,7 @@ use crate::app::{App, Focus};
 use crate::model::format;
 use crate::model::{Election, time, truncate_display};
 
-pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
+pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let Some(e) = app.selected_election() else {
         let p = Paragraph::new("No election selected.")
             .block(Block::default().borders(Borders::ALL).title(" Detail "));
@@ -268,7 +268,7 @@ const NAME_MIN: usize = 8;
 
 /// `11:05:25 node-z → node-a lease_revoked`: the names give way so the cause is never cut,
 /// and where they would become unreadable the cause takes the next line.
-pub fn history_lines(h: &crate::model::HistoryEntry, width: usize) -> Vec<Line<'static>> {
+pub(super) fn history_lines(h: &crate::model::HistoryEntry, width: usize) -> Vec<Line<'static>> {
     let when = match h.at {
         Some(at) => time::clock(at),
         None => format!("r{}", h.revision.unwrap_or(0)),

@@ -26,7 +26,7 @@ fn popup(area: Rect, width: u16, height: u16) -> Rect {
     p
 }
 
-pub fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
+pub(super) fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
     let width = area.width.saturating_sub(8).clamp(40, 100);
     let inner = width.saturating_sub(2) as usize;
     let (title, lines) = content(dialog, area, inner);

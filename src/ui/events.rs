@@ -11,7 +11,7 @@ use crate::app::App;
 use crate::app::log::{LogEntry, Tone};
 use crate::model::time;
 
-pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
+pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let total = app.visible_events().count();
     let title = format!(
         " Events · {} · newest first · / filter · Esc back ",

@@ -74,7 +74,7 @@ fn lines<'a>(
     (main, more)
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, read_only: bool, app: &App, screen: Screen) {
+pub(super) fn draw(frame: &mut Frame, area: Rect, read_only: bool, app: &App, screen: Screen) {
     let (main, more) = lines(&app.keys, app.around.extra_keys, read_only, screen);
     // One column when it fits, else two side by side.
     let two = main.len() + more.len() + 2 > area.height as usize && area.width >= 80;

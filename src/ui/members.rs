@@ -45,7 +45,7 @@ fn row(m: &MemberStatus) -> Row<'static> {
     ])
 }
 
-pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
+pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let popup = area.inner(ratatui::layout::Margin::new(2, 1));
     frame.render_widget(Clear, popup);
     let block = Block::default()

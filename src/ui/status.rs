@@ -11,7 +11,7 @@ use crate::app::{App, Prompt, PromptKind};
 use crate::model::ConnState;
 use crate::model::format;
 
-pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
+pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     if let Some(p) = &app.prompt {
         let ids = crate::app::prompt::completions(&p.text, &app.completion_args(&p.text));
         frame.render_widget(Paragraph::new(prompt_line(p, &ids)), area);

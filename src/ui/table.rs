@@ -184,7 +184,7 @@ fn cells(
 }
 
 /// `line` cut to `width` cells, with `…` where it was cut.
-pub fn fit(line: Line<'static>, width: usize) -> Line<'static> {
+pub(super) fn fit(line: Line<'static>, width: usize) -> Line<'static> {
     if line.width() <= width {
         return line;
     }
@@ -210,7 +210,7 @@ pub fn fit(line: Line<'static>, width: usize) -> Line<'static> {
     Line::from(spans).style(line.style)
 }
 
-pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
+pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let rows_fit = area.height.saturating_sub(3) as usize;
     let offset = super::layout::table_offset(app.selected, area);
     let source = source_shown(app, area.width);

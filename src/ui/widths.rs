@@ -6,7 +6,7 @@
 
 /// What one column wants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Col {
+pub(super) struct Col {
     /// Below this the column is not worth showing; it gets this much before anyone grows.
     pub min: u16,
     /// The widest visible cell (or header).
@@ -26,7 +26,7 @@ pub struct Col {
 
 impl Col {
     /// A column as wide as its content, between `min` and `max`.
-    pub fn content(min: u16, max: u16) -> Col {
+    pub(super) fn content(min: u16, max: u16) -> Col {
         Col {
             min,
             want: min,
@@ -38,30 +38,30 @@ impl Col {
     }
 
     /// A column of exactly `width` cells.
-    pub fn fixed(width: u16) -> Col {
+    pub(super) fn fixed(width: u16) -> Col {
         Col::content(width, width)
     }
 
     /// The column may be dropped (at `priority`, lowest first) when room is short.
-    pub fn droppable(mut self, priority: u8) -> Col {
+    pub(super) fn droppable(mut self, priority: u8) -> Col {
         self.drop = priority;
         self
     }
 
     /// The column is shown only while nothing else is cut.
-    pub fn spare(mut self) -> Col {
+    pub(super) fn spare(mut self) -> Col {
         self.spare = true;
         self
     }
 
     /// The column takes a share of the room nobody wants.
-    pub fn growing(mut self) -> Col {
+    pub(super) fn growing(mut self) -> Col {
         self.grow = true;
         self
     }
 
     /// Widens the want to fit a cell `width` wide.
-    pub fn fit(&mut self, width: usize) {
+    pub(super) fn fit(&mut self, width: usize) {
         let w = u16::try_from(width).unwrap_or(u16::MAX);
         self.want = self.want.max(w);
     }
@@ -76,7 +76,7 @@ impl Col {
 /// then each still wanting more gets one cell in turn, so the narrow ones are whole before
 /// the wide ones grow; what is left over after every column has what it wants is shared
 /// by the growing columns (or stays free at the right when there are none).
-pub fn allocate(cols: &[Col], total: u16, spacing: u16) -> Vec<u16> {
+pub(super) fn allocate(cols: &[Col], total: u16, spacing: u16) -> Vec<u16> {
     let mut shown: Vec<bool> = vec![true; cols.len()];
     let room = |shown: &[bool]| {
         let n = shown.iter().filter(|s| **s).count() as u16;

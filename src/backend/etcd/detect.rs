@@ -11,7 +11,7 @@ use crate::model::{Scheme, SourceNotice, escape_bytes};
 
 /// What the keys under a prefix look like.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Found {
+pub(super) struct Found {
     /// Keys named after their own lease: election API candidates.
     pub candidates: usize,
     /// Other keys on a lease: lease keys (or registry entries).
@@ -21,7 +21,7 @@ pub struct Found {
 }
 
 impl Found {
-    pub fn of(mirror: &Mirror) -> Found {
+    pub(super) fn of(mirror: &Mirror) -> Found {
         let mut f = Found::default();
         for kv in mirror.values() {
             match kind(&kv.key, kv.lease) {
@@ -51,7 +51,7 @@ fn kind(key: &[u8], lease: i64) -> Kind {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     Empty,
     Sure(Scheme),
     /// Both layouts' keys: shown as the election API, with a notice.
@@ -60,7 +60,7 @@ pub enum Verdict {
     NoneFits(Found),
 }
 
-pub fn detect(mirror: &Mirror) -> Verdict {
+pub(super) fn detect(mirror: &Mirror) -> Verdict {
     let f = Found::of(mirror);
     match f {
         _ if mirror.is_empty() => Verdict::Empty,
@@ -104,7 +104,7 @@ fn looks_like_patroni(mirror: &Mirror) -> bool {
 
 impl Verdict {
     /// The scheme to show the prefix with.
-    pub fn scheme(self) -> Scheme {
+    pub(super) fn scheme(self) -> Scheme {
         match self {
             // An empty prefix waits for election clients most often.
             Verdict::Empty => Scheme::EtcdElection,
@@ -118,7 +118,7 @@ impl Verdict {
     }
 
     /// What to tell the operator about a guessed layout, and the flag that settles it.
-    pub fn unsure(self, prefix: &[u8]) -> Option<String> {
+    pub(super) fn unsure(self, prefix: &[u8]) -> Option<String> {
         let under = shown_prefix(prefix);
         let settle =
             "set --scheme etcd-election or --scheme etcd-lease-key (scheme = in the config)";
@@ -152,7 +152,7 @@ fn shown_prefix(prefix: &[u8]) -> String {
 
 /// A prefix that holds elections, near the one asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Nearby {
+pub(super) struct Nearby {
     pub prefix: Vec<u8>,
     pub elections: usize,
 }
@@ -163,7 +163,7 @@ const SUGGESTED: usize = 3;
 /// The prefixes (each up to a `/` of a key) that hold election-like keys, nearest to `asked`
 /// by edit distance first (a typo, a slash too many or too few), then by how many elections
 /// they hold. `keys` are (key, lease) from anywhere in the keyspace.
-pub fn nearby(asked: &[u8], keys: &[(Vec<u8>, i64)]) -> Vec<Nearby> {
+pub(super) fn nearby(asked: &[u8], keys: &[(Vec<u8>, i64)]) -> Vec<Nearby> {
     use std::collections::{BTreeMap, BTreeSet};
     // prefix -> the elections under it: an election-API key counts for its directory, a
     // lease key for itself.
@@ -222,7 +222,7 @@ fn distance(a: &[u8], b: &[u8]) -> usize {
 
 /// `no keys under /election/; 3 elections under election/`. `looked` is false when the
 /// keyspace could not be read (a user allowed only this prefix).
-pub fn empty_notice(asked: &[u8], near: &[Nearby], looked: bool) -> String {
+pub(super) fn empty_notice(asked: &[u8], near: &[Nearby], looked: bool) -> String {
     if asked.is_empty() {
         return "etcd holds no keys at all".to_string();
     }

@@ -57,7 +57,7 @@ pub(super) enum Replay {
 }
 
 impl Replay {
-    pub fn active(&self) -> bool {
+    pub(super) fn active(&self) -> bool {
         !matches!(self, Replay::Done)
     }
 }

@@ -13,11 +13,11 @@ use super::leases::fates;
 use super::tracker::{Change, Observed, Tracker};
 
 /// How far a replay got, for the progress shown while it runs.
-pub type Progress = tokio::sync::watch::Sender<i64>;
+pub(super) type Progress = tokio::sync::watch::Sender<i64>;
 
 /// A finished replay: the tracker that replayed, and where history began when the oldest
 /// revisions were compacted away.
-pub struct Replayed {
+pub(super) struct Replayed {
     pub tracker: Tracker,
     pub compacted: Option<i64>,
 }
@@ -25,7 +25,7 @@ pub struct Replayed {
 /// Replays into `tracker` (empty, with the live tracker's layout) every change up to
 /// `target`, the snapshot's revision, then returns it. A compacted start begins at the
 /// compaction point, from the state read there.
-pub async fn replay(
+pub(super) async fn replay(
     client: Client,
     endpoint: String,
     mut tracker: Tracker,

@@ -96,11 +96,11 @@ pub(super) async fn read_many(client: &Client, leases: Vec<i64>) -> Vec<Reading>
 pub(super) struct Queue(Arc<Mutex<VecDeque<i64>>>);
 
 impl Queue {
-    pub fn new(leases: Vec<i64>) -> Queue {
+    pub(super) fn new(leases: Vec<i64>) -> Queue {
         Queue(Arc::new(Mutex::new(leases.into())))
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.lock().len()
     }
 
@@ -109,7 +109,7 @@ impl Queue {
     }
 
     /// Moves those of `first` still waiting ahead of the others, each part in its order.
-    pub fn put_first(&self, first: &HashSet<i64>) {
+    pub(super) fn put_first(&self, first: &HashSet<i64>) {
         let mut q = self.lock();
         let (mut ahead, behind): (VecDeque<i64>, VecDeque<i64>) =
             q.drain(..).partition(|l| first.contains(l));
@@ -188,7 +188,7 @@ pub(super) struct Reader {
 }
 
 impl Reader {
-    pub fn spawn(client: Client) -> Reader {
+    pub(super) fn spawn(client: Client) -> Reader {
         let (ask, mut asks) = mpsc::channel::<Vec<i64>>(1);
         let (tell, answers) = mpsc::channel(4);
         let task = tokio::spawn(async move {
@@ -208,7 +208,7 @@ impl Reader {
     }
 
     /// Offers leases to read; leases already being read are not asked twice.
-    pub fn offer(&mut self, leases: Vec<i64>) {
+    pub(super) fn offer(&mut self, leases: Vec<i64>) {
         let fresh: Vec<i64> = leases
             .into_iter()
             .filter(|l| !self.in_flight.contains(l))
@@ -222,7 +222,7 @@ impl Reader {
     }
 
     /// A batch came back: its leases may be asked again.
-    pub fn answered(&mut self) {
+    pub(super) fn answered(&mut self) {
         self.in_flight.clear();
     }
 }

@@ -12,7 +12,7 @@ use crate::model::{Election, HistoryEntry, MemberInfo, Note};
 const SAME_CHANGE: Duration = Duration::from_secs(30);
 
 /// Takes the store's descriptions and past changes that a layout derived for `e`.
-pub fn adopt(
+pub(super) fn adopt(
     e: &mut Election,
     members: Vec<MemberInfo>,
     notes: Vec<Note>,
@@ -27,7 +27,7 @@ pub fn adopt(
 /// Merges `past` (oldest first, each with a time) into `e.history`: a change electop saw
 /// too (same new leader, untimed or close in time) gains the store's time; one it did not
 /// see is put in time order. Merging the same records again changes nothing.
-pub fn merge(e: &mut Election, past: &[HistoryEntry], limit: usize) {
+pub(super) fn merge(e: &mut Election, past: &[HistoryEntry], limit: usize) {
     let mut pos = 0;
     for p in past {
         let Some(at) = p.at else { continue };
@@ -72,7 +72,7 @@ fn find_same(
 /// An entry taken from the store's own records (every change electop saw has a revision).
 /// The replayed history merged the same records when it reached the same keys, so the live
 /// tracker's copies are dropped when the two are joined.
-pub fn from_store(h: &HistoryEntry) -> bool {
+pub(super) fn from_store(h: &HistoryEntry) -> bool {
     h.revision.is_none()
 }
 

@@ -26,7 +26,7 @@ pub(super) struct Preview<'a> {
 }
 
 impl<'a> Preview<'a> {
-    pub fn new(io: &'a BackendIo, tracker: Tracker, sent: &'a mut BTreeSet<Vec<u8>>) -> Self {
+    pub(super) fn new(io: &'a BackendIo, tracker: Tracker, sent: &'a mut BTreeSet<Vec<u8>>) -> Self {
         Preview {
             io,
             tracker,
@@ -39,7 +39,7 @@ impl<'a> Preview<'a> {
     /// A page was read into `mirror`; `count` is the keys the range still held from this
     /// page on, and `more` whether another page follows. Shows the elections the page
     /// completed (the full snapshot shows the rest) and how far the read got.
-    pub async fn page(&mut self, mirror: &Mirror, count: i64, more: bool) -> Result<(), Closed> {
+    pub(super) async fn page(&mut self, mirror: &Mirror, count: i64, more: bool) -> Result<(), Closed> {
         let total = *self
             .total
             .get_or_insert(usize::try_from(count).unwrap_or(0).max(mirror.len()));
@@ -53,7 +53,7 @@ impl<'a> Preview<'a> {
     /// The whole snapshot is read, but its scheme was known only from every key (detected),
     /// so nothing is on screen yet: shows the elections of its first `keys` keys while the
     /// rest are derived.
-    pub async fn head(&mut self, mirror: &Mirror, keys: usize) -> Result<(), Closed> {
+    pub(super) async fn head(&mut self, mirror: &Mirror, keys: usize) -> Result<(), Closed> {
         let head: Mirror = mirror
             .iter()
             .take(keys)

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 /// The most of the file that is read, and what it is trimmed back to.
-pub const MAX_BYTES: u64 = 4 << 20;
+pub(super) const MAX_BYTES: u64 = 4 << 20;
 
 #[derive(Serialize, Deserialize)]
 struct Line {
@@ -21,7 +21,7 @@ struct Line {
 }
 
 /// `<data dir>/history/etcd-<cluster id>.jsonl`.
-pub fn path(cluster_id: u64) -> Option<PathBuf> {
+pub(super) fn path(cluster_id: u64) -> Option<PathBuf> {
     let dirs = directories::ProjectDirs::from("", "", "electop")?;
     Some(
         dirs.data_dir()
@@ -31,7 +31,7 @@ pub fn path(cluster_id: u64) -> Option<PathBuf> {
 }
 
 /// The times recorded for revisions, from the last `max` bytes of the file at most.
-pub fn load(path: &Path, max: u64) -> HashMap<i64, SystemTime> {
+pub(super) fn load(path: &Path, max: u64) -> HashMap<i64, SystemTime> {
     let mut out = HashMap::new();
     let Ok(mut f) = std::fs::File::open(path) else {
         return out;
@@ -53,7 +53,7 @@ pub fn load(path: &Path, max: u64) -> HashMap<i64, SystemTime> {
 
 /// Appends times seen live, in one write so lines from several electops never interleave;
 /// trims the file back to `max` once it is twice that.
-pub fn append(path: &Path, seen: &[(i64, SystemTime)], max: u64) -> std::io::Result<()> {
+pub(super) fn append(path: &Path, seen: &[(i64, SystemTime)], max: u64) -> std::io::Result<()> {
     if seen.is_empty() {
         return Ok(());
     }

@@ -8,7 +8,7 @@ use super::SqlSettings;
 
 /// How a failure should be handled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SqlErrorKind {
+pub(super) enum SqlErrorKind {
     /// The server or the network to it may come back: retry.
     Transient,
     /// The table, the columns, a permission or a setting is wrong: retrying will not help
@@ -22,14 +22,14 @@ pub enum SqlErrorKind {
 
 impl SqlErrorKind {
     /// Waiting will not make it go away.
-    pub fn is_lasting(self) -> bool {
+    pub(super) fn is_lasting(self) -> bool {
         self != SqlErrorKind::Transient
     }
 }
 
 /// A failure of a SQL source, already in the operator's words.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SqlError {
+pub(super) enum SqlError {
     /// The server did not take the connection (refused, reset, no route).
     #[error("{0}")]
     Unreachable(String),
@@ -63,7 +63,7 @@ pub enum SqlError {
 }
 
 impl SqlError {
-    pub fn kind(&self) -> SqlErrorKind {
+    pub(super) fn kind(&self) -> SqlErrorKind {
         use SqlError::*;
         match self {
             Unreachable(_)
@@ -80,7 +80,7 @@ impl SqlError {
     }
 
     /// A sqlx error, typed by its variant and the database's error code.
-    pub fn from_sqlx(e: &sqlx::Error, s: &SqlSettings, url: &str) -> SqlError {
+    pub(super) fn from_sqlx(e: &sqlx::Error, s: &SqlSettings, url: &str) -> SqlError {
         let where_ = s.url.redacted();
         if let Some(tls) = super::tls::describe(e, s.dialect, url, &where_) {
             return SqlError::Tls(scrub(&tls, url));

@@ -8,7 +8,7 @@ use super::super::Backoff;
 use super::errors::SqlErrorKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(super) enum Phase {
     /// Opening a pool.
     Connecting,
     /// Connected: checking the table, its columns and the deadline's type.
@@ -20,7 +20,7 @@ pub enum Phase {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Input {
+pub(super) enum Input {
     Connected,
     SchemaChecked,
     /// A poll was answered and its rows read.
@@ -32,7 +32,7 @@ pub enum Input {
 
 /// What the source tells the rest of electop on a transition, besides going down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tell {
+pub(super) enum Tell {
     /// The table is usable: the source is connected.
     Connected,
     /// The first poll since the source started: its elections are known.
@@ -41,14 +41,14 @@ pub enum Tell {
 
 /// The phase plus what the transitions need to remember.
 #[derive(Debug)]
-pub struct Lifecycle {
+pub(super) struct Lifecycle {
     pub phase: Phase,
     synced: bool,
     backoff: Backoff,
 }
 
 impl Lifecycle {
-    pub fn new(min_wait: Duration, max_wait: Duration) -> Lifecycle {
+    pub(super) fn new(min_wait: Duration, max_wait: Duration) -> Lifecycle {
         Lifecycle {
             phase: Phase::Connecting,
             synced: false,
@@ -57,11 +57,11 @@ impl Lifecycle {
     }
 
     /// The wait before the next retry grows with each failure in a row.
-    pub fn backoff(&mut self) -> &mut Backoff {
+    pub(super) fn backoff(&mut self) -> &mut Backoff {
         &mut self.backoff
     }
 
-    pub fn on(&mut self, input: Input) -> Option<Tell> {
+    pub(super) fn on(&mut self, input: Input) -> Option<Tell> {
         use Phase::*;
         let (next, tell) = match (self.phase, input) {
             (Connecting, Input::Connected) => (Schema, None),

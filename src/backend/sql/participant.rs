@@ -18,7 +18,7 @@ use crate::config::SqlSource;
 use crate::model::Scheme;
 use crate::node::{Belief, Options, Reporter, Timing, term};
 
-pub async fn run(
+pub(super) async fn run(
     cfg: &SqlSource,
     args: &Options,
     t: Timing,

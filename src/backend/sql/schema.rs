@@ -7,7 +7,7 @@ use super::SqlSettings;
 use super::errors::SqlError;
 
 /// Declared types of the columns that matter.
-pub struct Schema {
+pub(crate) struct Schema {
     pub stamp_type: String,
     pub key_type: String,
 }

@@ -26,12 +26,12 @@ use std::time::Duration;
 
 use etcd_client::Client;
 
-pub use crate::admin::hold_secs;
+pub(crate) use crate::admin::hold_secs;
 
 /// A lease to hold the deposed keys on, lasting past the keep-alive interval of `leases` as
 /// they are now (their TTLs are read again: the plan was made from what was seen). `Ok(Err)`
 /// names a lease that has ended since: the line is not as seen.
-pub async fn grant_hold(
+pub(crate) async fn grant_hold(
     client: &mut Client,
     leases: &[i64],
 ) -> Result<Result<(i64, i64), String>, etcd_client::Error> {
@@ -50,7 +50,7 @@ pub async fn grant_hold(
 /// Revokes every lease, each bounded by `timeout`; the errors, one per lease not revoked.
 /// Runs as its own task: once the keys are held, a revoke left undone leaves its owner
 /// believing it leads, so an outer deadline or a dropped caller must not cut it short.
-pub async fn revoke_all(client: &Client, leases: &[i64], timeout: Duration) -> Vec<String> {
+pub(crate) async fn revoke_all(client: &Client, leases: &[i64], timeout: Duration) -> Vec<String> {
     let (client, leases) = (client.clone(), leases.to_vec());
     let task = tokio::spawn(async move {
         let mut client = client;

@@ -7,7 +7,7 @@ use super::depose;
 use crate::admin::{Check, Compare, Op, Plan, Step};
 
 /// How far a plan got before its revokes (always its last steps).
-pub enum Walked {
+pub(super) enum Walked {
     /// Written. `hold` is the hold lease and its seconds when keys were held; `revoke` the
     /// leases still to revoke.
     Written {
@@ -18,7 +18,7 @@ pub enum Walked {
     Changed(String),
 }
 
-pub async fn walk(client: &mut Client, plan: &Plan) -> Result<Walked, etcd_client::Error> {
+pub(super) async fn walk(client: &mut Client, plan: &Plan) -> Result<Walked, etcd_client::Error> {
     let mut hold = None;
     let mut revoke = Vec::new();
     for step in &plan.steps {

@@ -14,7 +14,7 @@ use rustls::{
 use crate::config::EtcdSource;
 
 /// What a TLS connection to one member needs, and what its messages name.
-pub struct Tls {
+pub(super) struct Tls {
     pub config: Arc<ClientConfig>,
     pub name: ServerName<'static>,
     files: Files,
@@ -47,7 +47,7 @@ fn system_roots() -> Arc<RootCertStore> {
 impl Tls {
     /// Reads the files now (a renewed certificate is picked up on the next connect). The
     /// errors name the file, never its contents.
-    pub fn new(cfg: &EtcdSource, host: &str) -> Result<Tls, String> {
+    pub(super) fn new(cfg: &EtcdSource, host: &str) -> Result<Tls, String> {
         let name = ServerName::try_from(host.to_string())
             .map_err(|_| format!("`{host}` is neither a host name nor an IP address"))?;
         let builder = ClientConfig::builder_with_provider(provider())
@@ -97,7 +97,7 @@ impl Tls {
         })
     }
 
-    pub fn describe(&self, e: &rustls::Error, host: &str) -> String {
+    pub(super) fn describe(&self, e: &rustls::Error, host: &str) -> String {
         self.files.describe(e, host)
     }
 }
@@ -218,7 +218,7 @@ fn utc(t: UnixTime) -> String {
 /// `--insecure-skip-tls-verify`: any certificate is accepted, but the handshake signatures
 /// are still checked, so the connection is at least with the holder of that certificate.
 #[derive(Debug)]
-pub struct AcceptAny(pub Arc<CryptoProvider>);
+pub(super) struct AcceptAny(pub Arc<CryptoProvider>);
 
 impl AcceptAny {
     fn algorithms(&self) -> &WebPkiSupportedAlgorithms {
@@ -263,7 +263,7 @@ impl ServerCertVerifier for AcceptAny {
 
 /// Whether a TLS server answers at `host:port`: asked after a plain-text attempt failed, so
 /// the error can say "use https://" instead of a bare "connection closed".
-pub async fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> bool {
+pub(super) async fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> bool {
     let Ok(name) = ServerName::try_from(host.to_string()) else {
         return false;
     };
@@ -296,7 +296,7 @@ pub async fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> b
 /// Whether a plain-text HTTP/2 server answers at `host:port`: asked after a TLS handshake
 /// was cut short, so the error can say "use http://". Sends the client preface and an
 /// empty SETTINGS frame; an HTTP/2 server answers with its own SETTINGS frame.
-pub async fn speaks_plain_http2(host: &str, port: u16, within: std::time::Duration) -> bool {
+pub(super) async fn speaks_plain_http2(host: &str, port: u16, within: std::time::Duration) -> bool {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
     const SETTINGS: u8 = 0x4;

@@ -19,7 +19,7 @@ use super::tls::Tls;
 
 /// The first TLS failure seen on a member's connections.
 #[derive(Clone, Default)]
-pub struct TlsFailure {
+pub(super) struct TlsFailure {
     error: Arc<Mutex<Option<rustls::Error>>>,
     /// The server hung up in the middle of the handshake without a word of TLS.
     hung_up: Arc<AtomicBool>,
@@ -43,11 +43,11 @@ impl TlsFailure {
         }
     }
 
-    pub fn get(&self) -> Option<rustls::Error> {
+    pub(super) fn get(&self) -> Option<rustls::Error> {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    pub fn hung_up_in_handshake(&self) -> bool {
+    pub(super) fn hung_up_in_handshake(&self) -> bool {
         self.hung_up.load(Ordering::Relaxed)
     }
 }
@@ -57,7 +57,7 @@ impl TlsFailure {
 const FIRST_WORD: Duration = Duration::from_secs(1);
 
 /// Where to dial, and how.
-pub struct Dial {
+pub(super) struct Dial {
     pub host: String,
     pub port: u16,
     pub tls: Option<Tls>,
@@ -65,7 +65,7 @@ pub struct Dial {
 }
 
 impl Dial {
-    pub async fn connect(self: Arc<Self>) -> io::Result<TokioIo<Stream>> {
+    pub(super) async fn connect(self: Arc<Self>) -> io::Result<TokioIo<Stream>> {
         let tcp = TcpStream::connect((self.host.as_str(), self.port)).await?;
         // gRPC sends small frames that must not wait for Nagle.
         tcp.set_nodelay(true)?;
@@ -99,7 +99,7 @@ enum Io {
 
 /// A member connection that notes TLS failures (e.g. the alert a server sends after the
 /// handshake when it refuses the client certificate) as they pass.
-pub struct Stream {
+pub(super) struct Stream {
     io: Io,
     failure: TlsFailure,
     /// Bytes read by `hear_first`, handed out before anything else.

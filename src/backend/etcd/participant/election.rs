@@ -21,7 +21,7 @@ use crate::model::escape_bytes;
 use crate::node::Options;
 use crate::node::{Belief, RESIGN_LIMIT, Reporter, Timing, within};
 
-pub async fn run(
+pub(super) async fn run(
     cfg: &EtcdSource,
     args: &Options,
     t: Timing,

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::EtcdSource;
 use crate::node::{RESIGN_LIMIT, Timing, term, within};
 
-pub struct Lease {
+pub(super) struct Lease {
     pub id: i64,
     /// Until when the lease surely lives, counted from the request that last granted,
     /// found or renewed it ([`term::lead_until`]); a leader's belief ends then.
@@ -25,7 +25,7 @@ pub struct Lease {
 
 /// Connects and takes up the lease `kept` if it is still alive, or grants a new one of
 /// `t.ttl`; [`Lease::renew`] keeps it alive.
-pub async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(Client, Lease)> {
+pub(super) async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(Client, Lease)> {
     let limit = t.call_limit();
     let (mut client, _) = within(
         limit,
@@ -73,7 +73,7 @@ fn until(sent: Instant, ttl_secs: i64) -> Option<Instant> {
 
 impl Lease {
     /// One keep-alive. False when the lease is gone (expired or revoked).
-    pub async fn renew(&mut self) -> Result<bool> {
+    pub(super) async fn renew(&mut self) -> Result<bool> {
         let sent = Instant::now();
         within(self.limit, "a keep-alive", self.keeper.keep_alive()).await?;
         match within(self.limit, "a keep-alive", self.alive.message()).await? {
@@ -87,7 +87,7 @@ impl Lease {
 
     /// A transaction that writes with this lease, bounded: `None` when etcd says the lease
     /// is gone (start over with a new one), an error when etcd does not answer.
-    pub async fn txn(&self, client: &mut Client, txn: Txn) -> Result<Option<TxnResponse>> {
+    pub(super) async fn txn(&self, client: &mut Client, txn: Txn) -> Result<Option<TxnResponse>> {
         match tokio::time::timeout(self.limit, client.txn(txn)).await {
             Err(_) => anyhow::bail!("the store did not answer within {:?}", self.limit),
             Ok(Err(e)) if e.to_string().contains("lease not found") => Ok(None),
@@ -97,13 +97,13 @@ impl Lease {
     }
 
     /// Ends the lease on the way out, so nobody waits for its TTL; bounded.
-    pub async fn revoke(&self, client: &mut Client) {
+    pub(super) async fn revoke(&self, client: &mut Client) {
         let _ = tokio::time::timeout(RESIGN_LIMIT, client.lease_revoke(self.id)).await;
     }
 }
 
 /// What woke a participant up.
-pub enum Wake {
+pub(super) enum Wake {
     /// SIGINT/SIGTERM: resign and go.
     Stop,
     /// The lease is gone: start over.
@@ -114,7 +114,7 @@ pub enum Wake {
 
 /// Waits for the next thing to act on: a stop, the renew tick (renewing the lease), or a
 /// change on the watch.
-pub async fn next_wake(
+pub(super) async fn next_wake(
     stop: &CancellationToken,
     tick: &mut tokio::time::Interval,
     lease: &mut Lease,
@@ -131,7 +131,7 @@ pub async fn next_wake(
 }
 
 /// The first key-value a txn's range answers hold.
-pub fn first_kv(resp: &TxnResponse) -> Option<KeyValue> {
+pub(super) fn first_kv(resp: &TxnResponse) -> Option<KeyValue> {
     resp.op_responses().into_iter().find_map(|op| match op {
         TxnOpResponse::Get(g) => g.kvs().first().cloned(),
         _ => None,

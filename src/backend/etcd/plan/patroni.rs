@@ -9,7 +9,7 @@ use crate::model::{Election, escape_bytes};
 
 /// The `failover` key's value for a switchover from `leader` to `member`, as Patroni's
 /// `manual_failover` writes it (compact JSON).
-pub fn failover_value(leader: &str, member: &str) -> String {
+pub(super) fn failover_value(leader: &str, member: &str) -> String {
     serde_json::json!({ "leader": leader, "member": member }).to_string()
 }
 
