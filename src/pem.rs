@@ -10,7 +10,10 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Every certificate in the PEM file at `path`; `flag` (`--cacert`, `--cert`) names the
 /// setting in messages.
-pub(crate) fn certificates(flag: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn certificates(
+    flag: &str,
+    path: &Path,
+) -> Result<Vec<CertificateDer<'static>>, String> {
     let shown = path.display();
     let iter = CertificateDer::pem_file_iter(path).map_err(|e| unreadable(flag, path, e))?;
     let certs = iter

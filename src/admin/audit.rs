@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::{AdminRequest, Outcome};
 use crate::model::time;
 
-pub fn default_path() -> Option<PathBuf> {
+pub(crate) fn default_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "electop").map(|d| d.data_dir().join("audit.jsonl"))
 }
 
@@ -49,7 +49,7 @@ struct UsageLine<'a> {
 }
 
 /// One action's lines in the log at the default path (none when there is no data dir).
-pub struct Trail {
+pub(crate) struct Trail {
     path: Option<PathBuf>,
     id: String,
 }
@@ -66,7 +66,7 @@ impl Default for Trail {
 impl Trail {
     /// Records the attempt. An error means the action must not go ahead: it would not be
     /// on record.
-    pub fn attempt(&self, req: &AdminRequest) -> Result<(), String> {
+    pub(crate) fn attempt(&self, req: &AdminRequest) -> Result<(), String> {
         match &self.path {
             Some(p) => record_attempt(p, &self.id, req).map_err(|e| {
                 format!(
@@ -78,7 +78,7 @@ impl Trail {
         }
     }
 
-    pub fn outcome(&self, req: &AdminRequest, outcome: &Outcome) -> Result<(), String> {
+    pub(crate) fn outcome(&self, req: &AdminRequest, outcome: &Outcome) -> Result<(), String> {
         match &self.path {
             Some(p) => record(p, &self.id, req, outcome)
                 .map_err(|e| format!("cannot write the audit log {}: {e}", p.display())),
@@ -88,7 +88,7 @@ impl Trail {
 }
 
 /// A fresh id for one action's lines: unique per process and instant.
-pub fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -124,12 +124,17 @@ fn who() -> String {
 
 /// Appends an action's attempt, before the store is touched: a crash before its outcome
 /// leaves the attempt on record.
-pub fn record_attempt(path: &Path, id: &str, req: &AdminRequest) -> std::io::Result<()> {
+pub(crate) fn record_attempt(path: &Path, id: &str, req: &AdminRequest) -> std::io::Result<()> {
     append(path, &line(id, req, None, "attempt"))
 }
 
 /// Appends how the action `id` ended (or, without an attempt line, why it was not tried).
-pub fn record(path: &Path, id: &str, req: &AdminRequest, outcome: &Outcome) -> std::io::Result<()> {
+pub(crate) fn record(
+    path: &Path,
+    id: &str,
+    req: &AdminRequest,
+    outcome: &Outcome,
+) -> std::io::Result<()> {
     append(
         path,
         &line(id, req, Some(outcome.message()), outcome.label()),
@@ -139,7 +144,7 @@ pub fn record(path: &Path, id: &str, req: &AdminRequest, outcome: &Outcome) -> s
 /// Appends an admin command that was not understood (exit 2): `action` as typed, the
 /// election when it got that far, and what was wrong (no argument values: they may hold
 /// passwords).
-pub fn record_usage(
+pub(crate) fn record_usage(
     path: &Path,
     action: &str,
     election: Option<&str>,

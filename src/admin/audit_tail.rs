@@ -11,7 +11,7 @@ use crate::model::Cause;
 
 /// A finished action from the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Done {
+pub(crate) struct Done {
     /// The process that wrote it (the id's prefix).
     pub pid: Option<u32>,
     pub source: String,
@@ -33,7 +33,7 @@ struct Line {
 }
 
 /// A `done` line, or nothing (attempts, refusals, usage errors, anything unreadable).
-pub fn parse(line: &str) -> Option<Done> {
+pub(crate) fn parse(line: &str) -> Option<Done> {
     let l: Line = serde_json::from_str(line).ok()?;
     if l.outcome.as_deref() != Some("done") {
         return None;
@@ -55,7 +55,7 @@ pub fn parse(line: &str) -> Option<Done> {
 }
 
 /// Reads what was appended to the log since the last call.
-pub struct Tail {
+pub(crate) struct Tail {
     path: PathBuf,
     offset: u64,
     partial: String,
@@ -63,7 +63,7 @@ pub struct Tail {
 
 impl Tail {
     /// From the log's current end: only actions from now on matter.
-    pub fn from_end(path: PathBuf) -> Tail {
+    pub(crate) fn from_end(path: PathBuf) -> Tail {
         let offset = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         Tail {
             path,
@@ -72,7 +72,7 @@ impl Tail {
         }
     }
 
-    pub fn read_new(&mut self) -> Vec<Done> {
+    pub(crate) fn read_new(&mut self) -> Vec<Done> {
         let Ok(mut f) = std::fs::File::open(&self.path) else {
             return Vec::new();
         };

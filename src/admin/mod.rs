@@ -4,8 +4,8 @@
 //! the plan (what will be written, as typed steps) is here, per scheme; the backends execute
 //! its steps.
 
-pub mod audit;
-pub mod audit_tail;
+pub(crate) mod audit;
+pub(crate) mod audit_tail;
 mod plan;
 
 pub use plan::{

@@ -19,7 +19,7 @@ pub struct Describe {
 
 /// What a part of a line is, for the view to style.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tone {
+pub(crate) enum Tone {
     Label,
     Text,
     Leader,
@@ -29,12 +29,12 @@ pub enum Tone {
     Heading,
 }
 
-pub type DLine = Vec<(Tone, String)>;
+pub(crate) type DLine = Vec<(Tone, String)>;
 
 /// Width of the label column.
 const LABEL: usize = 12;
 /// Characters of a value shown at most: a 1 MiB value says its size and shows this much.
-pub const VALUE_SHOWN: usize = 4096;
+pub(crate) const VALUE_SHOWN: usize = 4096;
 
 fn field(label: &str, tone: Tone, text: String) -> DLine {
     vec![(Tone::Label, format!("{label:<LABEL$}")), (tone, text)]
@@ -62,18 +62,25 @@ fn heading(text: String) -> DLine {
 }
 
 /// Every line of the detail of `e`, at `width` columns.
-pub fn lines(app: &App, e: &Election, width: usize) -> Vec<DLine> {
+#[cfg(test)]
+pub(crate) fn lines(app: &App, e: &Election, width: usize) -> Vec<DLine> {
     window(app, e, width, 0, usize::MAX)
 }
 
 /// How many lines the detail of `e` has at `width` columns, without making them all.
-pub fn len(app: &App, e: &Election, width: usize) -> usize {
+pub(crate) fn len(app: &App, e: &Election, width: usize) -> usize {
     head(app, e, width).len() + 2 + e.candidates.len() + 1 + history(e).len()
 }
 
 /// `count` lines of the detail from line `start`: only the candidates in view are made, so
 /// a line of thousands costs a screenful per frame.
-pub fn window(app: &App, e: &Election, width: usize, start: usize, count: usize) -> Vec<DLine> {
+pub(crate) fn window(
+    app: &App,
+    e: &Election,
+    width: usize,
+    start: usize,
+    count: usize,
+) -> Vec<DLine> {
     let end = start.saturating_add(count);
     let mut out = Vec::new();
     let mut at = 0;
@@ -412,7 +419,7 @@ fn history(e: &Election) -> Vec<DLine> {
 }
 
 /// The election on show, if it is still known.
-pub fn election(app: &App) -> Option<&Election> {
+pub(crate) fn election(app: &App) -> Option<&Election> {
     app.describe
         .as_ref()
         .and_then(|d| app.model.elections.get(&d.key))
@@ -425,7 +432,7 @@ fn page(app: &App) -> usize {
 
 /// A key while the detail view is open: `Some(redraw)` when it was the view's, `None` for
 /// the dashboard's own handling (copy, help, quit, admin actions).
-pub fn on_action(app: &mut App, action: Action) -> Option<bool> {
+pub(crate) fn on_action(app: &mut App, action: Action) -> Option<bool> {
     let d = app.describe.as_ref()?;
     let len = election(app)
         .map(|e| len(app, e, (app.size.0 as usize).saturating_sub(2)))
@@ -474,7 +481,7 @@ pub fn on_action(app: &mut App, action: Action) -> Option<bool> {
 }
 
 /// Opens the detail of the selected election.
-pub fn open(app: &mut App) {
+pub(crate) fn open(app: &mut App) {
     if app.screen != super::Screen::Main {
         return;
     }
@@ -492,7 +499,7 @@ pub fn open(app: &mut App) {
 /// `y`: the leader's id; `Y`: its key. Of the election on show, else the selected one. The
 /// text is what the screen shows (escaped), never a raw byte that could drive the terminal
 /// it is pasted into.
-pub fn copy(app: &mut App, key: bool) {
+pub(crate) fn copy(app: &mut App, key: bool) {
     let e = election(app).or_else(|| app.selected_election());
     let Some(e) = e else {
         app.say(Flash::error("nothing to copy: no election selected"));

@@ -58,14 +58,14 @@ fn writable(app: &mut App) -> Option<crate::model::Election> {
 }
 
 /// `:force-leader ID`: straight to the confirmation.
-pub fn force(app: &mut App, target: String) {
+pub(crate) fn force(app: &mut App, target: String) {
     if writable(app).is_some() {
         confirm(app, ActionKind::ForceLeader { target });
     }
 }
 
 /// Starts an admin action on the selected election.
-pub fn start(app: &mut App, action: Action) {
+pub(crate) fn start(app: &mut App, action: Action) {
     let Some(e) = writable(app) else {
         return;
     };
@@ -144,7 +144,7 @@ fn confirm(app: &mut App, kind: ActionKind) {
 }
 
 /// A key action while a dialog is open.
-pub fn on_action(app: &mut App, action: Action) {
+pub(crate) fn on_action(app: &mut App, action: Action) {
     let Some(dialog) = app.dialog.take() else {
         return;
     };
@@ -247,7 +247,7 @@ fn on_quit(app: &mut App, dialog: Dialog) -> Option<Dialog> {
 }
 
 /// The store answered: the outcome flashes in the status line and stays in the events view.
-pub fn on_outcome(app: &mut App, outcome: Outcome) {
+pub(crate) fn on_outcome(app: &mut App, outcome: Outcome) {
     let running = match app.dialog.take() {
         // Asked whether to quit meanwhile: the question stays, the action is over.
         Some(Dialog::ConfirmQuit { what, under }) => {

@@ -40,7 +40,7 @@ fn moved(app: &App, rows: usize) -> bool {
 /// After a settle, with nothing else changed: whether what settled shows. It does when an
 /// election settled since the last frame is in view, selected or in the detail view, or
 /// when the rows in view, the selection or the counts moved. `rows`: the table's rows.
-pub fn rows_show(app: &App, rows: usize) -> bool {
+pub(crate) fn rows_show(app: &App, rows: usize) -> bool {
     let idx = &app.rows_index;
     if idx.settled_all {
         return true;
@@ -58,7 +58,7 @@ pub fn rows_show(app: &App, rows: usize) -> bool {
 }
 
 /// A frame was drawn: remembers what it showed, and that nothing settled is unshown.
-pub fn drawn(app: &mut App, rows: usize) {
+pub(crate) fn drawn(app: &mut App, rows: usize) {
     app.drawn = now_showing(app, rows);
     app.rows_index.settled.clear();
     app.rows_index.settled_all = false;

@@ -5,7 +5,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::Action;
 
-pub struct Binding {
+pub(crate) struct Binding {
     pub keys: &'static [(KeyCode, KeyModifiers)],
     /// How the keys are written in the help.
     pub label: &'static str,
@@ -16,7 +16,7 @@ pub struct Binding {
 const NONE: KeyModifiers = KeyModifiers::NONE;
 const SHIFT: KeyModifiers = KeyModifiers::SHIFT;
 
-pub const BINDINGS: &[Binding] = &[
+pub(crate) const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[(KeyCode::Up, NONE), (KeyCode::Char('k'), NONE)],
         label: "↑/k",
@@ -159,7 +159,7 @@ pub const BINDINGS: &[Binding] = &[
 ];
 
 /// Inside a dialog (pick a candidate, type an id, confirm).
-pub const DIALOG_BINDINGS: &[Binding] = &[
+pub(crate) const DIALOG_BINDINGS: &[Binding] = &[
     Binding {
         keys: &[(KeyCode::Up, NONE), (KeyCode::Char('k'), NONE)],
         label: "↑/k",
@@ -237,7 +237,7 @@ impl Default for KeyMap {
 
 /// The actions behind the names of the config's `[keys]` section
 /// ([`crate::config::keys::ACTIONS`]).
-pub const ACTION_NAMES: &[(&str, Action)] = &[
+pub(crate) const ACTION_NAMES: &[(&str, Action)] = &[
     ("up", Action::Up),
     ("down", Action::Down),
     ("page_up", Action::PageUp),
@@ -368,7 +368,7 @@ impl KeyMap {
 }
 
 /// The keys the events view answers; the rest belong to the elections.
-pub fn on_events_screen(action: Action) -> bool {
+pub(crate) fn on_events_screen(action: Action) -> bool {
     matches!(
         action,
         Action::Up
@@ -387,7 +387,7 @@ pub fn on_events_screen(action: Action) -> bool {
 }
 
 /// Keys of the `/` and `:` bars (fixed: they are text otherwise), for the help.
-pub const PROMPT_KEYS: &[(&str, &str)] = &[
+pub(crate) const PROMPT_KEYS: &[(&str, &str)] = &[
     ("Enter", "keep filter / run command"),
     ("Esc", "drop filter / command"),
     ("Tab", "complete the command"),
@@ -395,7 +395,7 @@ pub const PROMPT_KEYS: &[(&str, &str)] = &[
 ];
 
 /// What the mouse does, for the help.
-pub const MOUSE_KEYS: &[(&str, &str)] = &[
+pub(crate) const MOUSE_KEYS: &[(&str, &str)] = &[
     ("click", "select a row or a pane"),
     ("wheel", "scroll what is under it"),
     ("2×click", "detail of the row"),

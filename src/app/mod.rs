@@ -4,16 +4,17 @@
 mod action;
 mod commands;
 pub mod contexts;
-pub mod describe;
-pub mod dialog;
-pub mod frames;
-pub mod keys;
-pub mod prompt;
-pub mod rows;
+pub(crate) mod describe;
+pub(crate) mod dialog;
+pub(crate) mod frames;
+pub(crate) mod keys;
+pub(crate) mod prompt;
+pub(crate) mod rows;
 
 use std::time::{Instant, SystemTime};
 
-pub use crate::state::{STALE_MARGIN, SourceView, alarm, log};
+pub use crate::state::{STALE_MARGIN, SourceView};
+pub(crate) use crate::state::{alarm, log};
 pub use action::Action;
 pub use dialog::Dialog;
 pub use prompt::{Prompt, PromptKind};

@@ -19,7 +19,7 @@ pub struct Prompt {
 
 /// A parsed `:` command.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BarCommand {
+pub(crate) enum BarCommand {
     Sort(SortKey),
     Events,
     Main,
@@ -34,7 +34,7 @@ pub enum BarCommand {
 }
 
 /// Every command, with what it takes, for completion and the help.
-pub const COMMANDS: &[(&str, &str, &str)] = &[
+pub(crate) const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "sort",
         "alarms|name|leader|ttl|changes|rate|last",
@@ -56,7 +56,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("quit", "", "quit"),
 ];
 
-pub fn parse(text: &str) -> Result<BarCommand, String> {
+pub(crate) fn parse(text: &str) -> Result<BarCommand, String> {
     let mut words = text.split_whitespace();
     let Some(name) = words.next() else {
         return Err("type a command, Tab completes".to_string());
@@ -88,7 +88,7 @@ fn sort_names() -> Vec<&'static str> {
 /// What the text typed so far may become: whole command lines, for the bar to list. `ids` are
 /// the arguments the state knows ([`super::App::completion_args`]): the selected election's
 /// candidates for `force-leader`, the contexts for `ctx`.
-pub fn completions(text: &str, ids: &[String]) -> Vec<String> {
+pub(crate) fn completions(text: &str, ids: &[String]) -> Vec<String> {
     match text.split_once(' ') {
         None => COMMANDS
             .iter()
@@ -112,7 +112,7 @@ pub fn completions(text: &str, ids: &[String]) -> Vec<String> {
 
 /// Tab: the one completion (with a space when an argument follows), else the longest prefix
 /// the completions share.
-pub fn complete(text: &str, ids: &[String]) -> String {
+pub(crate) fn complete(text: &str, ids: &[String]) -> String {
     let options = completions(text, ids);
     match options.as_slice() {
         [] => text.to_string(),

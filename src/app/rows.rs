@@ -13,7 +13,7 @@ use super::{App, SourceView};
 use crate::model::Election;
 use crate::state::{HashMap, HashSet, Settled};
 
-pub use crate::state::Key;
+pub(crate) use crate::state::Key;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowInfo {
@@ -164,8 +164,6 @@ pub struct RowsIndex {
     /// Each election's alarms, rate, place in the order and whether it passes the filter,
     /// as of the last settle.
     cached: HashMap<Key, Cached>,
-    /// Every row must be redone (the sort or the filter changed).
-    full: bool,
     /// Settle only at frame time (the runtime's tick), not after every event: the runtime
     /// takes a burst of events in and draws once. Off, every update settles at once.
     pub defer: bool,
@@ -178,9 +176,9 @@ pub struct RowsIndex {
 }
 
 impl RowsIndex {
-    /// Changes are waiting for a settle (the model's, or the rows' own).
+    /// Changes are waiting for a settle (the rows follow the model's).
     pub fn pending(&self, model: &crate::state::ReadModel) -> bool {
-        self.full || model.pending()
+        model.pending()
     }
 }
 
@@ -202,11 +200,10 @@ pub struct Rank(i64, i64, i64, Option<String>);
 /// elections' alarms, then only their rows are redone and merged in one pass, or every row
 /// when the model redid everything or the sort or filter changed. The one caller of the
 /// dashboard's model settle, so no change escapes the rows.
-pub fn settle(app: &mut App) {
+pub(crate) fn settle(app: &mut App) {
     let settled = app.model.settle();
     let dirty = match settled {
         Settled::All => return redo_all(app),
-        Settled::Some(_) if app.rows_index.full => return redo_all(app),
         Settled::Some(keys) => keys,
     };
     if dirty.is_empty() {
@@ -247,7 +244,7 @@ pub fn settle(app: &mut App) {
 
 /// Recomputes every election's alarms and every row, and where the selection is (it
 /// follows its election).
-pub fn refresh(app: &mut App) {
+pub(crate) fn refresh(app: &mut App) {
     app.model.invalidate();
     app.model.settle();
     redo_all(app);
@@ -259,7 +256,6 @@ fn redo_all(app: &mut App) {
     let mut idx = std::mem::take(&mut app.rows_index);
     idx.cached.clear();
     idx.cached.reserve(app.model.elections.len());
-    idx.full = false;
     idx.settled_all = true;
     let mut rows = Vec::with_capacity(app.model.elections.len());
     for (key, e) in &app.model.elections {
@@ -274,11 +270,6 @@ fn redo_all(app: &mut App) {
     app.rows = rows;
     app.rows_index = idx;
     reselect(app, keep);
-}
-
-/// The sort or the filter changed: everything is redone at the next settle.
-pub fn invalidate(app: &mut App) {
-    app.rows_index.full = true;
 }
 
 fn row(key: &Key, c: &Cached) -> RowInfo {

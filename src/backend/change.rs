@@ -11,7 +11,7 @@ use crate::model::{Cause, Election, Event, EventKind, HistoryEntry};
 
 /// A leader change as the store shows it, before any admin action is taken into account.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderChange {
+pub(crate) struct LeaderChange {
     pub kind: EventKind,
     pub from: Option<String>,
     pub to: Option<String>,
@@ -22,7 +22,7 @@ pub struct LeaderChange {
 /// `same_tenure`: both hold the same tenure (key, row, node), so a different id there was
 /// written in place (`in_place` says why); `gone` says why the old leader's tenure ended,
 /// asked only when it did.
-pub fn decide(
+pub(crate) fn decide(
     old: Option<&str>,
     new: Option<&str>,
     same_tenure: bool,
@@ -48,7 +48,7 @@ pub fn decide(
 
 /// A leader change as recorded: the history entry, with the cause an admin action gave it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub kind: EventKind,
     pub entry: HistoryEntry,
 }
@@ -56,7 +56,7 @@ pub struct Recorded {
 impl LeaderChange {
     /// Records the change in `e`'s history (keeping `limit` entries). `forced`: the cause and
     /// author of the admin action that made it, which win over what the store suggests.
-    pub fn record(
+    pub(crate) fn record(
         self,
         e: &mut Election,
         forced: Option<(Cause, String)>,
@@ -85,7 +85,7 @@ impl LeaderChange {
 
 impl Recorded {
     /// The event every view shows for the change, under the source's name.
-    pub fn event(&self, source: &str, election: &str, replayed: bool) -> Event {
+    pub(crate) fn event(&self, source: &str, election: &str, replayed: bool) -> Event {
         let h = &self.entry;
         Event {
             at: h.at,

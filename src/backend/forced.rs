@@ -76,7 +76,11 @@ impl ForcedMarks {
 /// Relabels the newest entry of `history` as forced by `mark`, if it is the change that
 /// action made: recent, not already attributed, and away from the leader the action saw.
 /// Returns whether it did.
-pub fn relabel(history: &mut VecDeque<HistoryEntry>, mark: &ForcedMark, wall: SystemTime) -> bool {
+pub(crate) fn relabel(
+    history: &mut VecDeque<HistoryEntry>,
+    mark: &ForcedMark,
+    wall: SystemTime,
+) -> bool {
     let Some(last) = history.back_mut() else {
         return false;
     };
@@ -94,7 +98,7 @@ pub fn relabel(history: &mut VecDeque<HistoryEntry>, mark: &ForcedMark, wall: Sy
 }
 
 /// The event that tells a relabelled change (for `watch` and the events view).
-pub fn attributed(source: &str, e: &crate::model::Election) -> Option<crate::model::Event> {
+pub(crate) fn attributed(source: &str, e: &crate::model::Election) -> Option<crate::model::Event> {
     let h = e.history.back()?;
     let mut ev = crate::model::Event::about_source(
         source.to_string(),

@@ -13,9 +13,9 @@
 //! 2. a folder here with a type implementing [`Store`];
 //! 3. its line in [`store_of`] (and in [`store_for`], by its admin [`Target`]).
 
-pub mod change;
+pub(crate) mod change;
 pub mod etcd;
-pub mod forced;
+pub(crate) mod forced;
 #[cfg(test)]
 mod plan_tests;
 pub mod sql;

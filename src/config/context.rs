@@ -17,7 +17,7 @@ pub struct Context {
 
 /// The name every source is shown by: its `name`, else its kind and its rank among the
 /// sources of that kind (`etcd1`, `etcd2`, `sql1`...).
-pub fn source_names(sources: &[SourceConfig]) -> Vec<String> {
+pub(crate) fn source_names(sources: &[SourceConfig]) -> Vec<String> {
     let mut counts = [0usize; 2];
     sources
         .iter()
@@ -37,7 +37,7 @@ pub fn source_names(sources: &[SourceConfig]) -> Vec<String> {
 
 /// A name is shown in one cell and written before a `/` in `SOURCE/NAME`: no `/`, no
 /// blanks or control characters, not empty.
-pub fn check_name(what: &str, name: &str) -> Result<(), String> {
+pub(crate) fn check_name(what: &str, name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err(format!(
             "{what} has an empty `name`; give it a name, or leave `name` out"
@@ -57,7 +57,11 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
 
 /// Source names unique, contexts named uniquely, each naming known sources, at least one,
 /// and `current-context` one of them.
-pub fn check(names: &[String], contexts: &[Context], current: Option<&str>) -> Result<(), String> {
+pub(crate) fn check(
+    names: &[String],
+    contexts: &[Context],
+    current: Option<&str>,
+) -> Result<(), String> {
     for (i, n) in names.iter().enumerate() {
         if let Some(j) = names[..i].iter().position(|m| m == n) {
             return Err(format!(
@@ -125,7 +129,7 @@ fn list(names: &[String]) -> String {
 }
 
 /// Why `--context NAME` (or `:ctx NAME`) names no context.
-pub fn unknown(name: &str, contexts: &[Context]) -> String {
+pub(crate) fn unknown(name: &str, contexts: &[Context]) -> String {
     if contexts.is_empty() {
         return format!(
             "no contexts configured, so there is no context `{name}`: define [[context]] entries in the config file"
@@ -140,7 +144,7 @@ pub fn unknown(name: &str, contexts: &[Context]) -> String {
 
 /// `electop contexts`: each context with its sources, `*` on the one used without
 /// `--context`.
-pub fn listing(config: &super::Config) -> String {
+pub(crate) fn listing(config: &super::Config) -> String {
     if config.contexts.is_empty() {
         return "no contexts configured: add [[context]] entries (name, sources) to the config file\n"
             .to_string();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crossterm::event::{KeyCode, KeyModifiers};
 
 /// The names the `[keys]` section uses for dashboard actions.
-pub const ACTIONS: &[&str] = &[
+pub(crate) const ACTIONS: &[&str] = &[
     "up",
     "down",
     "page_up",

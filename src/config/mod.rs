@@ -4,12 +4,12 @@
 //! line, the backends and the key map take what it produced. Unknown keys are refused, so a
 //! typo is an error that names the key instead of a setting silently ignored.
 
-pub mod context;
+pub(crate) mod context;
 mod duration;
 mod endpoint;
 mod etcd;
-pub mod keys;
-pub mod sql;
+pub(crate) mod keys;
+pub(crate) mod sql;
 mod sql_names;
 pub(crate) mod sql_tls;
 mod ui;

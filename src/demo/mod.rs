@@ -15,7 +15,6 @@ use anyhow::{Context, Result, bail};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use tokio::sync::mpsc;
 
-
 pub(crate) use state::{Demo, DemoAction};
 use supervisor::Supervisor;
 pub(crate) use view::view;

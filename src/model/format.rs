@@ -5,15 +5,15 @@ use std::time::{Duration, SystemTime};
 use crate::model::{Candidate, Deadline, HistoryEntry};
 use std::time::Instant;
 
-pub use crate::model::time::duration_ms;
+pub(crate) use crate::model::time::duration_ms;
 
 /// `1 election`, `3 elections`.
-pub fn count(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Leader changes per minute: `30/m`; nothing for none.
-pub fn rate(per_min: f64) -> String {
+pub(crate) fn rate(per_min: f64) -> String {
     if per_min <= 0.0 {
         String::new()
     } else if per_min < 10.0 && per_min.fract() != 0.0 {
@@ -24,7 +24,7 @@ pub fn rate(per_min: f64) -> String {
 }
 
 /// A countdown bar of `width` cells followed by the time left.
-pub fn ttl_bar(d: &Deadline, now: Instant, width: usize) -> String {
+pub(crate) fn ttl_bar(d: &Deadline, now: Instant, width: usize) -> String {
     let ratio = d.ratio_at(now);
     let filled = (ratio * width as f64).round() as usize;
     let mut s = "█".repeat(filled.min(width));
@@ -35,7 +35,7 @@ pub fn ttl_bar(d: &Deadline, now: Instant, width: usize) -> String {
 }
 
 /// The TTL cell of a candidate: a bar, `∞ no lease` for a zombie, `…` before the first read.
-pub fn ttl_cell(c: &Candidate, now: Instant, width: usize) -> String {
+pub(crate) fn ttl_cell(c: &Candidate, now: Instant, width: usize) -> String {
     if c.zombie() {
         return "∞ no lease".to_string();
     }
@@ -46,7 +46,7 @@ pub fn ttl_cell(c: &Candidate, now: Instant, width: usize) -> String {
 }
 
 /// `5s ago`, `3m ago`; `rev 42` for a replayed change with no time.
-pub fn age(entry: &HistoryEntry, wall: SystemTime) -> String {
+pub(crate) fn age(entry: &HistoryEntry, wall: SystemTime) -> String {
     match entry.at {
         Some(at) => {
             let d = wall.duration_since(at).unwrap_or(Duration::ZERO);

@@ -5,9 +5,9 @@
 mod election;
 mod escape;
 mod event;
-pub mod format;
+pub(crate) mod format;
 pub mod split_brain;
-pub mod time;
+pub(crate) mod time;
 
 pub use election::{
     Candidate, Cause, Deadline, Election, HistoryEntry, MemberInfo, Note, Scheme, SourceId,

@@ -6,19 +6,22 @@ use serde::Serializer;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-pub fn rfc3339(t: SystemTime) -> String {
+pub(crate) fn rfc3339(t: SystemTime) -> String {
     OffsetDateTime::from(t)
         .format(&Rfc3339)
         .unwrap_or_else(|_| "?".to_string())
 }
 
 /// `HH:MM:SS` in UTC, for the history timeline.
-pub fn clock(t: SystemTime) -> String {
+pub(crate) fn clock(t: SystemTime) -> String {
     let dt = OffsetDateTime::from(t);
     format!("{:02}:{:02}:{:02}", dt.hour(), dt.minute(), dt.second())
 }
 
-pub fn serialize_opt<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn serialize_opt<S: Serializer>(
+    t: &Option<SystemTime>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match t {
         Some(t) => s.serialize_str(&rfc3339(*t)),
         None => s.serialize_none(),
@@ -26,7 +29,7 @@ pub fn serialize_opt<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::O
 }
 
 /// `12.3s`, `4m05s`, `2h10m`.
-pub fn duration_ms(ms: i64) -> String {
+pub(crate) fn duration_ms(ms: i64) -> String {
     let ms = ms.max(0);
     if ms < 60_000 {
         format!("{}.{}s", ms / 1000, (ms % 1000) / 100)
@@ -39,7 +42,7 @@ pub fn duration_ms(ms: i64) -> String {
 
 /// `HH:MM:SS.mmm` at `offset` from UTC: the screen passes UTC, like its other times; `watch`
 /// the local offset.
-pub fn clock_ms(t: SystemTime, offset: time::UtcOffset) -> String {
+pub(crate) fn clock_ms(t: SystemTime, offset: time::UtcOffset) -> String {
     let dt = OffsetDateTime::from(t).to_offset(offset);
     format!(
         "{:02}:{:02}:{:02}.{:03}",

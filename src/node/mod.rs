@@ -362,7 +362,10 @@ pub(crate) fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
 
 /// Runs a store's participant (`work`) until it ends, with the term enforced beside it: a
 /// leader whose term ran out unconfirmed stops believing it leads.
-pub(crate) async fn drive(run: &Run, work: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+pub(crate) async fn drive(
+    run: &Run,
+    work: impl std::future::Future<Output = Result<()>>,
+) -> Result<()> {
     let r = tokio::select! {
         r = work => r,
         never = run.report.enforce_term() => match never {},

@@ -31,7 +31,7 @@ impl ContextSwitch<'_> {
 
 /// Switches `sources` to the context `app` asked for and starts the state over for them;
 /// when the context's sources cannot be had, the old ones stay and the state says why.
-pub async fn switch(app: &mut App, sources: &mut Sources, ctx: Option<&ContextSwitch<'_>>) {
+pub(crate) async fn switch(app: &mut App, sources: &mut Sources, ctx: Option<&ContextSwitch<'_>>) {
     let Some(name) = app.contexts.switch_to.clone() else {
         return;
     };

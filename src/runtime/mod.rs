@@ -9,7 +9,7 @@
 //! - [`snapshot`]: every source read once into a [`crate::state::ReadModel`];
 //! - [`context_switch`]: `:ctx NAME`, new sources under the same loop.
 
-pub mod context_switch;
+pub(crate) mod context_switch;
 mod extension;
 mod input;
 mod pacing;

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use crate::model::{Election, HistoryEntry};
 
 /// The sliding window leader changes are counted over for the RATE column and flapping.
-pub const FLAP_WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const FLAP_WINDOW: Duration = Duration::from_secs(60);
 
 /// One thing wrong with an election, most severe first (the order rows are triaged in).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -112,7 +112,7 @@ impl Alarms {
 
 /// What the alarms of an election depend on beyond the election itself.
 #[derive(Clone, Copy, Debug)]
-pub struct Context {
+pub(crate) struct Context {
     pub stale: bool,
     pub split_brain: bool,
     /// Leader changes per minute over [`FLAP_WINDOW`].
@@ -125,7 +125,7 @@ pub struct Context {
 
 /// Where an election goes in triage order: the worst alarm first, then more alarms first;
 /// no alarm last. Ties are broken by name, then source.
-pub fn triage_rank(alarms: Alarms) -> (usize, i64) {
+pub(crate) fn triage_rank(alarms: Alarms) -> (usize, i64) {
     let worst = alarms
         .worst()
         .map(|w| w as usize)
@@ -133,7 +133,7 @@ pub fn triage_rank(alarms: Alarms) -> (usize, i64) {
     (worst, -(alarms.iter().count() as i64))
 }
 
-pub fn of(e: &Election, cx: &Context) -> Alarms {
+pub(crate) fn of(e: &Election, cx: &Context) -> Alarms {
     let mut a = Alarms::default();
     let checks = [
         (cx.split_brain, Alarm::SplitBrain),
@@ -153,7 +153,11 @@ pub fn of(e: &Election, cx: &Context) -> Alarms {
 
 /// Leader changes per minute over the `window` before `wall`. Only changes with a time count:
 /// ones replayed from etcd's past revisions have none and say nothing about the rate now.
-pub fn rate_per_min(history: &VecDeque<HistoryEntry>, wall: SystemTime, window: Duration) -> f64 {
+pub(crate) fn rate_per_min(
+    history: &VecDeque<HistoryEntry>,
+    wall: SystemTime,
+    window: Duration,
+) -> f64 {
     let since = wall.checked_sub(window).unwrap_or(SystemTime::UNIX_EPOCH);
     // Newest first, stopping at the first change older than the window: O(changes in it).
     let n = history

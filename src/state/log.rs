@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use crate::model::{Event, EventKind};
 
 /// Entries kept; enough for an incident, bounded for a dashboard left running for weeks.
-pub const KEPT: usize = 5000;
+pub(crate) const KEPT: usize = 5000;
 
 /// How an entry is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,7 +148,7 @@ impl EventLog {
 }
 
 /// How a source-wide event reads in the timeline.
-pub fn source_text(kind: EventKind) -> &'static str {
+pub(crate) fn source_text(kind: EventKind) -> &'static str {
     match kind {
         EventKind::LeaderElected => "leader elected",
         EventKind::LeaderChanged => "leader changed",

@@ -6,8 +6,8 @@
 //! `status`, `watch`, the admin verbs and a headless observer read it alone. Alarms are worked
 //! out here, once ([`triage`]), so every view shows the same ones.
 
-pub mod alarm;
-pub mod log;
+pub(crate) mod alarm;
+pub(crate) mod log;
 mod source;
 mod triage;
 

@@ -6,7 +6,7 @@ use ratatui::layout::{Constraint, Layout, Position, Rect};
 use super::theme;
 use crate::app::{App, Focus, Hit, Screen};
 
-pub struct Areas {
+pub(crate) struct Areas {
     pub header: Rect,
     /// Everything between the header and the status line (the events view uses all of it).
     pub body: Rect,
@@ -16,13 +16,13 @@ pub struct Areas {
     pub status: Rect,
 }
 
-pub fn split_heights(height: u16) -> (u16, u16) {
+pub(crate) fn split_heights(height: u16) -> (u16, u16) {
     let body = height.saturating_sub(2);
     let table = (body * 2 / 5).max(6);
     (table, body.saturating_sub(table))
 }
 
-pub fn areas(area: Rect) -> Areas {
+pub(crate) fn areas(area: Rect) -> Areas {
     let [header, body, status] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(0),
@@ -51,7 +51,7 @@ pub fn areas(area: Rect) -> Areas {
 }
 
 /// The first row the table shows, so the selected one is in view.
-pub fn table_offset(selected: usize, table: Rect) -> usize {
+pub(crate) fn table_offset(selected: usize, table: Rect) -> usize {
     let rows_fit = table.height.saturating_sub(3) as usize;
     selected.saturating_sub(rows_fit.saturating_sub(1))
 }

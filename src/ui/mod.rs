@@ -7,9 +7,9 @@ mod dialog;
 mod events;
 
 mod help;
-pub mod layout;
+pub(crate) mod layout;
 mod members;
-pub mod osc52;
+pub(crate) mod osc52;
 mod status;
 mod table;
 pub mod theme;

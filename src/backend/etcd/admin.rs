@@ -15,7 +15,7 @@ mod walk;
 
 use walk::Walked;
 
-pub async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Duration) -> Outcome {
+pub(crate) async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Duration) -> Outcome {
     let plan = match plan(req) {
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },

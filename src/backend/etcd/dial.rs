@@ -23,12 +23,12 @@ const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(1);
 const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What the source's label adds when its members are not authenticated.
-pub fn security_note(cfg: &EtcdSource) -> Option<&'static str> {
+pub(crate) fn security_note(cfg: &EtcdSource) -> Option<&'static str> {
     cfg.insecure_skip_tls_verify.then_some("TLS unverified")
 }
 
 /// A client bound to one member; `status` has already answered, so the member is up.
-pub async fn connect_member(
+pub(crate) async fn connect_member(
     cfg: &EtcdSource,
     endpoint: &str,
     timeout: Duration,
@@ -50,7 +50,7 @@ pub async fn connect_member(
 
 /// The first member that answers, trying them in order from `start`. A lasting error (TLS,
 /// credentials) is returned at once: another member will refuse the same way.
-pub async fn connect_any(
+pub(crate) async fn connect_any(
     cfg: &EtcdSource,
     start: usize,
     timeout: Duration,

@@ -5,7 +5,7 @@
 use super::layout::{Holders, Layout, Mirror, children, relative_name};
 use crate::model::Scheme;
 
-pub struct EtcdLeaseKey {
+pub(crate) struct EtcdLeaseKey {
     pub prefix: Vec<u8>,
     pub registry: Option<Vec<u8>>,
 }

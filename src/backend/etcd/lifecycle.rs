@@ -5,7 +5,7 @@
 use super::error::ErrorKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Trying the members in turn, starting with `from`.
     Connecting {
         from: usize,
@@ -29,7 +29,7 @@ pub enum Phase {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Input {
+pub(crate) enum Input {
     Connected {
         member: usize,
     },
@@ -47,7 +47,7 @@ pub enum Input {
 
 /// The phase plus what the transitions need to remember.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Lifecycle {
+pub(crate) struct Lifecycle {
     pub phase: Phase,
     members: usize,
     /// The member to try first next time: the one after the last that failed.
@@ -58,7 +58,7 @@ pub struct Lifecycle {
 }
 
 impl Lifecycle {
-    pub fn new(members: usize) -> Lifecycle {
+    pub(crate) fn new(members: usize) -> Lifecycle {
         Lifecycle {
             phase: Phase::Connecting { from: 0 },
             members: members.max(1),
@@ -68,7 +68,8 @@ impl Lifecycle {
     }
 
     /// The member in use, if connected.
-    pub fn member(&self) -> Option<usize> {
+    #[cfg(test)]
+    pub(crate) fn member(&self) -> Option<usize> {
         match self.phase {
             Phase::Snapshot { member } | Phase::Replaying { member } | Phase::Live { member } => {
                 Some(member)
@@ -78,14 +79,14 @@ impl Lifecycle {
     }
 
     /// The member a connection attempt starts with.
-    pub fn first_to_try(&self) -> usize {
+    pub(crate) fn first_to_try(&self) -> usize {
         match self.phase {
             Phase::Connecting { from } => from,
             _ => self.preferred,
         }
     }
 
-    pub fn on(&mut self, input: Input) {
+    pub(crate) fn on(&mut self, input: Input) {
         use Phase::*;
         let next = match (self.phase, input) {
             (Connecting { .. }, Input::Connected { member }) => Snapshot { member },
@@ -142,33 +143,34 @@ impl Lifecycle {
 /// Per watched prefix, the revision a (re)opened watch starts from. Built only together
 /// with the tracker, after a snapshot was read, so a watch never opens without one.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resume(Vec<i64>);
+pub(crate) struct Resume(Vec<i64>);
 
 impl Resume {
-    pub fn new(prefixes: usize, from: i64) -> Resume {
+    pub(crate) fn new(prefixes: usize, from: i64) -> Resume {
         Resume(vec![from; prefixes])
     }
 
-    pub fn get(&self, i: usize) -> i64 {
+    pub(crate) fn get(&self, i: usize) -> i64 {
         self.0.get(i).copied().unwrap_or(1)
     }
 
     /// A change up to `revision` of prefix `i` is in the state: resume after it.
-    pub fn applied(&mut self, i: usize, revision: i64) {
+    pub(crate) fn applied(&mut self, i: usize, revision: i64) {
         if let Some(r) = self.0.get_mut(i) {
             *r = (*r).max(revision + 1);
         }
     }
 
     /// Everything up to `revision` is in the state, whichever prefix it came from.
-    pub fn all_applied(&mut self, revision: i64) {
+    #[cfg(test)]
+    pub(crate) fn all_applied(&mut self, revision: i64) {
         for r in self.0.iter_mut() {
             *r = (*r).max(revision + 1);
         }
     }
 
     /// Start over from `revision` (after a compaction).
-    pub fn reset(&mut self, revision: i64) {
+    pub(crate) fn reset(&mut self, revision: i64) {
         for r in self.0.iter_mut() {
             *r = revision;
         }

@@ -20,13 +20,13 @@ const PROBE_EVERY: Duration = Duration::from_secs(2);
 const PROBE_LIMIT: Duration = Duration::from_millis(1500);
 
 /// Which member the connection reads through (`usize::MAX`: none), shared with the probe.
-pub type Serving = Arc<AtomicUsize>;
+pub(crate) type Serving = Arc<AtomicUsize>;
 
-pub fn serving() -> Serving {
+pub(crate) fn serving() -> Serving {
     Arc::new(AtomicUsize::new(usize::MAX))
 }
 
-pub async fn probe(
+pub(crate) async fn probe(
     cfg: EtcdSource,
     source: SourceId,
     source_name: String,

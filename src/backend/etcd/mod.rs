@@ -4,21 +4,21 @@
 //! down locally in between. It reads through one member at a time and moves to another when
 //! that one fails ([`conn`] holds the life cycle); [`members`] probes them all.
 
-pub mod admin;
+pub(crate) mod admin;
 mod detect;
-pub mod dial;
+pub(crate) mod dial;
 pub mod election;
-pub mod error;
+pub(crate) mod error;
 mod follow;
 mod history;
 pub mod layout;
-pub mod lease_key;
+pub(crate) mod lease_key;
 mod leases;
-pub mod lifecycle;
-pub mod members;
+pub(crate) mod lifecycle;
+pub(crate) mod members;
 mod participant;
 mod past;
-pub mod patroni;
+pub(crate) mod patroni;
 mod plan;
 mod preview;
 mod store;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::layout::{Holders, Kv, Layout, Mirror, children, relative_name};
 use crate::model::{Cause, HistoryEntry, MemberInfo, Note, Scheme, escape_bytes};
 
-pub struct Patroni {
+pub(crate) struct Patroni {
     /// The namespace (`/service/` by default), or one cluster's own directory.
     pub prefix: Vec<u8>,
 }

@@ -26,7 +26,11 @@ pub(super) struct Preview<'a> {
 }
 
 impl<'a> Preview<'a> {
-    pub(super) fn new(io: &'a BackendIo, tracker: Tracker, sent: &'a mut BTreeSet<Vec<u8>>) -> Self {
+    pub(super) fn new(
+        io: &'a BackendIo,
+        tracker: Tracker,
+        sent: &'a mut BTreeSet<Vec<u8>>,
+    ) -> Self {
         Preview {
             io,
             tracker,
@@ -39,7 +43,12 @@ impl<'a> Preview<'a> {
     /// A page was read into `mirror`; `count` is the keys the range still held from this
     /// page on, and `more` whether another page follows. Shows the elections the page
     /// completed (the full snapshot shows the rest) and how far the read got.
-    pub(super) async fn page(&mut self, mirror: &Mirror, count: i64, more: bool) -> Result<(), Closed> {
+    pub(super) async fn page(
+        &mut self,
+        mirror: &Mirror,
+        count: i64,
+        more: bool,
+    ) -> Result<(), Closed> {
         let total = *self
             .total
             .get_or_insert(usize::try_from(count).unwrap_or(0).max(mirror.len()));

@@ -68,7 +68,10 @@ pub(crate) fn sqlite_path(url: &str) -> String {
 
 /// Creates the election table as its article defines it when it is missing (and the SQLite
 /// file): for `electop node --create-table` and the demo.
-pub(crate) async fn create_table_if_missing(s: &SqlSettings, timeout: Duration) -> Result<(), String> {
+pub(crate) async fn create_table_if_missing(
+    s: &SqlSettings,
+    timeout: Duration,
+) -> Result<(), String> {
     if s.dialect == Dialect::Sqlite {
         let path = sqlite_path(&s.url.0);
         if !path.is_empty() && !std::path::Path::new(&path).exists() {

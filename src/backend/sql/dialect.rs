@@ -3,7 +3,7 @@
 //! the participants' statements. Identifiers are validated before they are quoted, and only
 //! validated identifiers and numbers are ever pasted into SQL (values are bound).
 
-pub use crate::config::{BadIdent, Dialect, Ident};
+pub(crate) use crate::config::{Dialect, Ident};
 
 impl Dialect {
     pub fn quote(self, id: &Ident) -> String {

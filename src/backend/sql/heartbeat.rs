@@ -6,7 +6,7 @@ use super::dialect::Dialect;
 use super::{Columns, SqlScheme};
 use crate::model::Scheme;
 
-pub struct SqlHeartbeat {
+pub(crate) struct SqlHeartbeat {
     pub columns: Columns,
     pub timeout_ms: i64,
 }

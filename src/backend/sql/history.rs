@@ -28,7 +28,7 @@ struct Line {
 }
 
 /// `<data dir>/history/<source>.jsonl`, the source name made file-safe.
-pub fn default_path(source_name: &str) -> Option<PathBuf> {
+pub(crate) fn default_path(source_name: &str) -> Option<PathBuf> {
     let dirs = directories::ProjectDirs::from("", "", "electop")?;
     let safe: String = source_name
         .chars()
@@ -48,7 +48,7 @@ pub fn default_path(source_name: &str) -> Option<PathBuf> {
 }
 
 /// Everything recorded so far, oldest first; unreadable lines are skipped (and logged).
-pub fn load(path: &Path) -> Vec<Recorded> {
+pub(crate) fn load(path: &Path) -> Vec<Recorded> {
     let Ok(file) = File::open(path) else {
         return Vec::new();
     };
@@ -75,14 +75,14 @@ pub fn load(path: &Path) -> Vec<Recorded> {
     out
 }
 
-pub struct Writer {
+pub(crate) struct Writer {
     file: File,
     _lock: File,
 }
 
 impl Writer {
     /// Opens `path` for appending, unless another electop holds it.
-    pub fn open(path: &Path) -> std::io::Result<Option<Writer>> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<Option<Writer>> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -98,7 +98,7 @@ impl Writer {
         Ok(Some(Writer { file, _lock: lock }))
     }
 
-    pub fn append(&mut self, recorded: &[Recorded]) -> std::io::Result<()> {
+    pub(crate) fn append(&mut self, recorded: &[Recorded]) -> std::io::Result<()> {
         let mut buf = Vec::new();
         for (election, h) in recorded {
             let line = Line {

@@ -5,7 +5,7 @@ use super::dialect::Dialect;
 use super::{Columns, SqlScheme};
 use crate::model::Scheme;
 
-pub struct SqlLease {
+pub(crate) struct SqlLease {
     pub columns: Columns,
 }
 

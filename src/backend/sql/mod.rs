@@ -5,12 +5,12 @@
 
 pub mod admin;
 mod dial;
-pub mod dialect;
+pub(crate) mod dialect;
 mod errors;
 mod follow;
-pub mod heartbeat;
-pub mod history;
-pub mod lease;
+pub(crate) mod heartbeat;
+pub(crate) mod history;
+pub(crate) mod lease;
 mod lifecycle;
 mod participant;
 mod plan;
@@ -18,7 +18,7 @@ mod poll;
 mod schema;
 mod store;
 mod tls;
-pub mod tracker;
+pub(crate) mod tracker;
 
 pub(crate) use dial::{connect, create_table_if_missing};
 pub(crate) use errors::describe;

@@ -14,7 +14,7 @@ use crate::model::{Candidate, Cause, Deadline, Election, Event, HistoryEntry, Sc
 /// One row as polled, its text as stored: it is escaped for display only when it changed,
 /// so an unchanged row (most rows of most polls) costs a comparison of what was read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Row {
+pub(crate) struct Row {
     pub key: String,
     pub holder: Option<String>,
     /// Time left of the holder's term, by the database's clock.
@@ -38,7 +38,7 @@ impl Row {
 
 /// One poll: the database's clock and every row.
 #[derive(Clone, Debug)]
-pub struct Poll {
+pub(crate) struct Poll {
     pub db_now_ms: i64,
     pub rows: Vec<Row>,
     pub at: SystemTime,
@@ -60,7 +60,7 @@ struct Seen {
     poll: u64,
 }
 
-pub struct SqlTracker {
+pub(crate) struct SqlTracker {
     source: SourceId,
     source_name: String,
     scheme: Scheme,
@@ -80,10 +80,10 @@ pub struct SqlTracker {
 }
 
 /// A leader change to persist: the election's name and the entry.
-pub type Recorded = (String, HistoryEntry);
+pub(crate) type Recorded = (String, HistoryEntry);
 
 impl SqlTracker {
-    pub fn new(
+    pub(crate) fn new(
         source: SourceId,
         source_name: String,
         scheme: Scheme,
@@ -106,7 +106,7 @@ impl SqlTracker {
     }
 
     /// History read back from disk, oldest first.
-    pub fn preload(&mut self, entries: Vec<Recorded>) {
+    pub(crate) fn preload(&mut self, entries: Vec<Recorded>) {
         for (name, entry) in entries {
             let e = self.election(&name);
             e.record(entry, usize::MAX);
@@ -121,7 +121,7 @@ impl SqlTracker {
 
     /// An admin action changes `name` (or one of ours did not after all). Another electop's,
     /// learnt after its change was recorded, relabels that entry: returns the election then.
-    pub fn forced(
+    pub(crate) fn forced(
         &mut self,
         name: &str,
         mark: Option<crate::backend::ForcedMark>,
@@ -148,7 +148,7 @@ impl SqlTracker {
 
     /// Starts a poll: rows [`SqlTracker::keep`] matches from here on count as seen in it, and
     /// only the others need to be read into [`Row`]s and applied.
-    pub fn start_poll(&mut self) {
+    pub(crate) fn start_poll(&mut self) {
         if !self.started {
             self.polls += 1;
             self.started = true;
@@ -159,7 +159,7 @@ impl SqlTracker {
     /// screen shows changed (its countdown runs from the deadline it has), so only its time
     /// left is noted. This is what most rows of most polls are; it is checked on the text as
     /// read, before anything is allocated or escaped. False for any other row.
-    pub fn keep(
+    pub(crate) fn keep(
         &mut self,
         key: &str,
         holder: Option<&str>,
@@ -196,7 +196,7 @@ impl SqlTracker {
 
     /// Applies a poll. Returns the elections that changed, what happened, and the leader
     /// changes to persist. The first poll only establishes the state.
-    pub fn apply(&mut self, mut poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
+    pub(crate) fn apply(&mut self, mut poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
         let mut out = Applied::default();
         self.start_poll();
         self.started = false;

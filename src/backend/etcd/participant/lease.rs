@@ -25,7 +25,11 @@ pub(super) struct Lease {
 
 /// Connects and takes up the lease `kept` if it is still alive, or grants a new one of
 /// `t.ttl`; [`Lease::renew`] keeps it alive.
-pub(super) async fn connect(cfg: &EtcdSource, t: Timing, kept: Option<i64>) -> Result<(Client, Lease)> {
+pub(super) async fn connect(
+    cfg: &EtcdSource,
+    t: Timing,
+    kept: Option<i64>,
+) -> Result<(Client, Lease)> {
     let limit = t.call_limit();
     let (mut client, _) = within(
         limit,
