@@ -6,9 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use crate::config::parse_duration;
-use crate::config::{
-    Config, DbUrl, EtcdSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec,
-};
+use crate::config::{Config, Flags, Selected, SourceConfig};
 use crate::model::Scheme;
 
 #[derive(Debug, Parser)]
@@ -347,171 +345,47 @@ pub struct AdminArgs {
 }
 
 impl SourceArgs {
-    /// The sources to show: from the flags when any is given, else from the config (its
-    /// context), else all of a local etcd.
+    /// The flags as given, for the config to merge.
+    pub fn flags(&self) -> Flags {
+        Flags {
+            context: self.context.clone(),
+            etcd: self.etcd.clone(),
+            prefix: self.prefix.clone(),
+            scheme: self.scheme.map(Scheme::from),
+            registry: self.registry.clone(),
+            sql: self.sql.clone(),
+            preset: self.preset,
+            table: self.table.clone(),
+            user: self.user.clone(),
+            password_env: self.password_env.clone(),
+            password_file: self.password_file.clone(),
+            heartbeat_timeout: self.heartbeat_timeout,
+            poll: self.poll,
+            read_only: self.read_only,
+            cacert: self.cacert.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+        }
+    }
+
+    /// The sources to show (merged in `config::Flags`).
     pub fn resolve(&self, config: &Config) -> Result<Vec<SourceConfig>, String> {
-        self.select(config).map(|s| s.sources)
+        self.flags().resolve(config)
     }
 
     /// [`Self::resolve`], with the context the sources came from.
     pub fn select(&self, config: &Config) -> Result<Selected, String> {
-        let flags_given = !self.etcd.is_empty()
-            || !self.prefix.is_empty()
-            || !self.sql.is_empty()
-            || self.preset.is_some_and(|p| p.etcd_namespace().is_some());
-        if flags_given && let Some(name) = &self.context {
-            return Err(format!(
-                "--context {name} reads the config file's sources, which --etcd/--prefix/--sql replace: give one or the other"
-            ));
-        }
-        let chosen = config.select(self.context.as_deref())?;
-        let sources = self.resolve_sources(&chosen.sources)?;
-        Ok(Selected {
-            context: chosen.context.filter(|_| !flags_given),
-            sources,
-        })
+        self.flags().select(config)
     }
 
-    /// The sources of context `name`, with the flags that apply to config sources
-    /// (`--read-only`, TLS) applied: what `:ctx NAME` switches to.
+    /// The sources of context `name`, as `:ctx NAME` switches to them.
     pub fn context_sources(
         &self,
         config: &Config,
         name: &str,
     ) -> Result<Vec<SourceConfig>, String> {
-        let chosen = config.select(Some(name))?;
-        self.resolve_sources(&chosen.sources)
-    }
-
-    fn resolve_sources(&self, configured: &[SourceConfig]) -> Result<Vec<SourceConfig>, String> {
-        let scheme = self.scheme.map(Scheme::from);
-        let sql_scheme = self.sql_scheme(scheme)?;
-        let etcd_scheme = scheme.filter(|s| !s.is_sql());
-        if sql_scheme.is_some()
-            && self.sql.is_empty()
-            && self.etcd.is_empty()
-            && configured.is_empty()
-        {
-            return Err(format!(
-                "--scheme {} needs --sql URL",
-                self.scheme.map(|s| Scheme::from(s).as_str()).unwrap_or("")
-            ));
-        }
-        let etcd_preset = self.preset.filter(|p| p.etcd_namespace().is_some());
-        let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty() || etcd_preset.is_some();
-        let flags_given = etcd_given || !self.sql.is_empty();
-        let mut sources = Vec::new();
-        if etcd_given || (!flags_given && configured.is_empty()) {
-            let endpoints = if self.etcd.is_empty() {
-                vec!["127.0.0.1:2379".to_string()]
-            } else {
-                self.etcd.clone()
-            };
-            let prefixes = if self.prefix.is_empty() {
-                vec![String::new()]
-            } else {
-                self.prefix.clone()
-            };
-            sources.extend(prefixes.into_iter().map(|prefix| {
-                SourceConfig::Etcd(EtcdSource {
-                    name: None,
-                    endpoints: endpoints.clone(),
-                    prefix,
-                    scheme: etcd_scheme,
-                    registry: self.registry.clone(),
-                    preset: etcd_preset,
-                    read_only: false,
-                    user: self.user.clone(),
-                    password_env: self.password_env.clone(),
-                    password_file: self.password_file.clone(),
-                    cacert: None,
-                    cert: None,
-                    key: None,
-                    insecure_skip_tls_verify: false,
-                })
-            }));
-        }
-        if let Some(scheme) = sql_scheme {
-            for url in &self.sql {
-                sources.push(SourceConfig::Sql(self.sql_source(url, scheme)?));
-            }
-        }
-        if !flags_given {
-            sources = if configured.is_empty() {
-                sources
-            } else {
-                configured.to_vec()
-            };
-        }
-        for s in sources.iter_mut() {
-            if self.read_only {
-                s.set_read_only();
-            }
-            if let SourceConfig::Etcd(e) = s {
-                self.apply_tls(e)?;
-                e.apply_preset()?;
-            }
-        }
-        Ok(sources)
-    }
-
-    fn sql_source(&self, url: &str, scheme: Scheme) -> Result<SqlSource, String> {
-        let mut spec = SqlSpec {
-            name: None,
-            url: DbUrl(url.to_string()),
-            password_env: self.password_env.clone(),
-            password_file: self.password_file.clone(),
-            scheme,
-            preset: self.preset,
-            table: self.table.clone(),
-            columns: SqlColumns::default(),
-            timeout: self.heartbeat_timeout,
-            poll: self.poll,
-            read_only: false,
-        };
-        spec.apply_preset()?;
-        SqlSource::new(spec).map_err(|e| format!("--sql: {e}"))
-    }
-
-    /// The scheme of the `--sql` sources: from `--preset` or `--scheme`, which must agree.
-    fn sql_scheme(&self, scheme: Option<Scheme>) -> Result<Option<Scheme>, String> {
-        let given = scheme.filter(|s| s.is_sql());
-        if let Some(p) = self.preset
-            && self.sql.is_empty()
-            && p.etcd_namespace().is_none()
-        {
-            return Err(format!("--preset {p} is a SQL table: give --sql URL"));
-        }
-        if self.sql.is_empty() {
-            return Ok(given);
-        }
-        if self.preset.is_none() && given.is_none() {
-            return Err(format!(
-                "--sql needs --scheme sql-lease or --scheme sql-heartbeat, or --preset ({})",
-                crate::presets::names()
-            ));
-        }
-        crate::presets::sql_scheme(self.preset, given, "--scheme")
-            .map(Some)
-            .map_err(|e| format!("--sql: {e}"))
-    }
-
-    /// The TLS flags, on every etcd source, config file's too: each flag given replaces
-    /// that setting (--cert and --key come as a pair, so a pair is never mixed).
-    fn apply_tls(&self, e: &mut EtcdSource) -> Result<(), String> {
-        let given = self.cacert.is_some() || self.cert.is_some() || self.insecure_skip_tls_verify;
-        if self.cacert.is_some() {
-            e.cacert = self.cacert.clone();
-        }
-        if self.cert.is_some() {
-            e.cert = self.cert.clone();
-            e.key = self.key.clone();
-        }
-        e.insecure_skip_tls_verify |= self.insecure_skip_tls_verify;
-        if given {
-            e.check_tls("--")?;
-        }
-        Ok(())
+        self.flags().context_sources(config, name)
     }
 }
 
