@@ -151,6 +151,20 @@ mod tests {
         );
     }
 
+    /// A mark lasts the whole of the longest hold (90 s) and not a moment more: on the paused
+    /// clock, right at the edge.
+    #[tokio::test(start_paused = true)]
+    async fn a_mark_outlives_the_longest_hold_and_then_expires() {
+        let now = || tokio::time::Instant::now().into_std();
+        let mut m = ForcedMarks::default();
+        for (after, kept) in [(WINDOW, true), (WINDOW + Duration::from_millis(1), false)] {
+            let t0 = now();
+            m.set("jobs".into(), Some(mark(Cause::ForcedReelection, None)), t0);
+            tokio::time::advance(after).await;
+            assert_eq!(m.take("jobs", now()).is_some(), kept, "after {after:?}");
+        }
+    }
+
     #[test]
     fn only_the_recent_unattributed_change_away_from_the_seen_leader_is_relabelled() {
         let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);

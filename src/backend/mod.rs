@@ -315,4 +315,58 @@ mod tests {
         b.reset();
         assert_eq!(b.next_delay().as_millis(), 500);
     }
+
+    fn io() -> (BackendIo, mpsc::Receiver<SourceEvent>) {
+        let (events, rx) = mpsc::channel(8);
+        let (_tx, commands) = mpsc::channel(1);
+        let cancel = CancellationToken::new();
+        let io = BackendIo {
+            events,
+            commands,
+            cancel,
+        };
+        (io, rx)
+    }
+
+    /// A source that went down is shown so at once, then retried after exactly the backoff,
+    /// the next time after twice as long; on the paused clock, without waiting.
+    #[tokio::test(start_paused = true)]
+    async fn down_is_said_at_once_and_the_retry_waits_out_the_backoff() {
+        let (io, mut rx) = io();
+        let info = SourceInfo::test_etcd();
+        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
+        for expect in [250, 500] {
+            let start = tokio::time::Instant::now();
+            let go_on = down_and_wait(&io, &info, "refused".into(), false, None, &mut backoff);
+            assert!(go_on.await);
+            assert_eq!(start.elapsed(), Duration::from_millis(expect));
+            let Some(SourceEvent::Conn { state, .. }) = rx.recv().await else {
+                panic!("the connection state first")
+            };
+            assert!(matches!(
+                state,
+                crate::model::ConnState::Down { lasting: false, .. }
+            ));
+            let Some(SourceEvent::Happened(e)) = rx.recv().await else {
+                panic!("then the event")
+            };
+            assert_eq!(e.kind, crate::model::EventKind::Disconnected);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancel_ends_the_wait_for_a_retry_at_once() {
+        let (io, _rx) = io();
+        let info = SourceInfo::test_etcd();
+        let mut backoff = Backoff::new(Duration::from_secs(5), Duration::from_secs(5));
+        let start = tokio::time::Instant::now();
+        let cancel = io.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            cancel.cancel();
+        });
+        let go_on = down_and_wait(&io, &info, "refused".into(), false, None, &mut backoff).await;
+        assert!(!go_on, "stop: cancelled");
+        assert_eq!(start.elapsed(), Duration::from_millis(10));
+    }
 }
