@@ -10,6 +10,7 @@ pub mod etcd;
 pub mod etcd_cluster;
 pub mod lines;
 pub mod mariadb;
+pub mod node;
 pub mod patroni;
 pub mod pki;
 pub mod postgres;

@@ -55,7 +55,7 @@ impl Node {
         while !self.seen[mark..].iter().any(|(_, v)| wanted(v)) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok((at, line)) => self.record(at, line),
+                Ok(line) => self.record(line),
                 Err(_) => return,
             }
         }
@@ -74,7 +74,7 @@ impl Node {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok((at, line)) => self.record(at, line),
+                Ok(line) => self.record(line),
                 Err(_) => return None,
             }
         }
