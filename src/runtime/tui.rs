@@ -144,23 +144,11 @@ async fn run_loop<E: Extension>(
             next_tick = tick_due(&app, ext, rows, tick).map(|i| tokio::time::Instant::now() + i);
         }
         tokio::select! {
-            ev = input.next() => match ev {
-                Some(Ok(TermEvent::Key(k))) => {
-                    dirty |= match ext.on_key(&mut app, k) {
-                        Some(changed) => changed,
-                        None => {
-                            let (changed, quits) = on_key(&mut app, sources, &admin_tx, k);
-                            quit |= quits;
-                            changed
-                        }
-                    };
+            ev = input.next() => match on_terminal(ev, &mut app, ext, sources, &admin_tx)? {
+                Some((redraw, quits)) => {
+                    dirty |= redraw;
+                    quit |= quits;
                 }
-                Some(Ok(TermEvent::Mouse(m))) => dirty |= ext.on_mouse(&mut app, m),
-                Some(Ok(TermEvent::Resize(width, height))) => {
-                    dirty |= app::update(&mut app, Msg::Resize { width, height }).redraw;
-                }
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(e).context("reading the terminal"),
                 None => return Ok((LoopEnd::Quit, app)),
             },
             ev = sources.events.recv(), if !sources_ended => match ev {
@@ -186,6 +174,32 @@ async fn run_loop<E: Extension>(
             _ = sleep_until(pace_wake), if pace_wake.is_some() => pace_wake = None,
         }
     }
+}
+
+/// A terminal event: whether the screen changed and whether to quit; `None` when the
+/// terminal is gone.
+fn on_terminal<E: Extension>(
+    ev: Option<std::io::Result<TermEvent>>,
+    app: &mut App,
+    ext: &mut E,
+    sources: &mut Sources,
+    admin_tx: &mpsc::Sender<crate::admin::Outcome>,
+) -> Result<Option<(bool, bool)>> {
+    let changed = match ev {
+        Some(Ok(TermEvent::Key(k))) => match ext.on_key(app, k) {
+            Some(changed) => (changed, false),
+            None => on_key(app, sources, admin_tx, k),
+        },
+        Some(Ok(TermEvent::Mouse(m))) => (ext.on_mouse(app, m), false),
+        Some(Ok(TermEvent::Resize(width, height))) => (
+            app::update(app, Msg::Resize { width, height }).redraw,
+            false,
+        ),
+        Some(Ok(_)) => (false, false),
+        Some(Err(e)) => return Err(e).context("reading the terminal"),
+        None => return Ok(None),
+    };
+    Ok(Some(changed))
 }
 
 /// What ends the loop right after a frame is drawn.

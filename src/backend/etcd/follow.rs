@@ -331,6 +331,13 @@ impl Session<'_> {
             self.io.cancel.cancelled().await;
             return Err(Stop::Closed);
         }
+        self.watch(link).await
+    }
+
+    /// Watches the member from where the state is, until the member fails; a compacted
+    /// start is caught up by a fresh read.
+    async fn watch(&mut self, link: &mut Link) -> Result<Never, Stop> {
+        let backend = self.backend;
         loop {
             let Some(f) = self.state.followed.as_ref() else {
                 return Err(Stop::Closed);
