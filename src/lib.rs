@@ -1,9 +1,13 @@
 //! electop: a terminal dashboard for leader elections.
 //!
-//! Data flows one way: a backend task per source reads the store and sends
-//! [`model::SourceEvent`]s; the runtime owns the [`app::App`] state and feeds it events and
-//! key actions through `update`; [`ui::view`] draws the state. Admin actions and lease
-//! refresh requests go back to the backends as [`backend::Command`]s.
+//! Data flows one way. A task per source ([`backend`], one folder per store behind
+//! [`backend::Store`]) reads the store and sends [`model::SourceEvent`]s; the read model
+//! ([`state::ReadModel`]) applies them and works out every election's alarms once. The
+//! dashboard keeps its interaction state beside its copy of the read model ([`app::App`]):
+//! `update` turns events and keys into a new state and the effects it wants, which the
+//! [`runtime`] carries out; [`ui::view`] draws. `status` and `watch` ([`commands`]) read the
+//! read model alone. `docs/ARCHITECTURE.md` is the map; `tests/architecture.rs` holds the
+//! layers to it.
 
 #![warn(unreachable_pub)]
 

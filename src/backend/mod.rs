@@ -6,12 +6,12 @@
 //! detect the layout, snapshot and follow, as an explicit connection state machine), the
 //! plans of its admin actions and their execution, and its participant for `electop node`.
 //! The decision "did the leader change, why, was it forced" and the history entry it makes
-//! are shared ([`forced`] and each tracker's use of it), not written per store.
+//! are shared (`change` and `forced`), not written per store.
 //!
 //! Adding a store (ZooKeeper, Redis are next):
 //! 1. a `SourceConfig` variant and its flags (`config`, `cli`);
 //! 2. a folder here with a type implementing [`Store`];
-//! 3. its line in [`store_of`] (and in [`store_for`], by its admin [`Target`]).
+//! 3. its line in [`store_of`] (and in `store_for`, by its admin [`Target`]).
 
 pub(crate) mod change;
 pub mod etcd;

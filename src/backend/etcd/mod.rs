@@ -2,7 +2,7 @@
 //! revision (or from the past, to replay history). Leader changes come from diffing each
 //! revision in [`tracker::Tracker`]; lease TTLs are read only for what is visible and counted
 //! down locally in between. It reads through one member at a time and moves to another when
-//! that one fails ([`conn`] holds the life cycle); [`members`] probes them all.
+//! that one fails ([`lifecycle`] holds the life cycle); [`members`] probes them all.
 
 pub(crate) mod admin;
 mod detect;
