@@ -6,7 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::model::{Cause, HistoryEntry};
+use crate::model::{Cause, Election, HistoryEntry};
 
 /// Who forced a change this electop made itself.
 pub const BY_US: &str = "this electop";
@@ -70,6 +70,29 @@ impl ForcedMarks {
         }
         self.set(name.to_string(), mark, now);
         false
+    }
+}
+
+impl ForcedMarks {
+    /// [`ForcedMarks::note`] on the election a tracker keeps under `name`, if any: the
+    /// election as relabelled, when it was, for the tracker to send.
+    pub fn note_on(
+        &mut self,
+        name: &str,
+        e: Option<&mut Election>,
+        mark: Option<ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        match e {
+            Some(e) => self
+                .note(name, Some(&mut e.history), mark, now, wall)
+                .then(|| e.clone()),
+            None => {
+                self.note(name, None, mark, now, wall);
+                None
+            }
+        }
     }
 }
 

@@ -128,11 +128,8 @@ impl SqlTracker {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Election> {
-        let history = self.elections.get_mut(name).map(|e| &mut e.history);
-        if self.forced.note(name, history, mark, now, wall) {
-            return self.elections.get(name).cloned();
-        }
-        None
+        self.forced
+            .note_on(name, self.elections.get_mut(name), mark, now, wall)
     }
 
     fn election(&mut self, name: &str) -> &mut Election {

@@ -16,15 +16,8 @@ impl Tracker {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Election> {
-        let history = self
-            .elections
-            .values_mut()
-            .find(|e| e.name == name)
-            .map(|e| &mut e.history);
-        if self.forced.note(name, history, mark, now, wall) {
-            return self.elections.values().find(|e| e.name == name).cloned();
-        }
-        None
+        let e = self.elections.values_mut().find(|e| e.name == name);
+        self.forced.note_on(name, e, mark, now, wall)
     }
 
     /// Puts history replayed from past revisions (by `replayed`, a tracker that replayed up to
