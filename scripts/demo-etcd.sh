@@ -166,7 +166,7 @@ billing_lease="$(grant 15)"
 "${ctl[@]}" put --lease="$billing_lease" /demo/leader/billing node-b >/dev/null
 "${ctl[@]}" lease keep-alive "$billing_lease" >"$tmp/keepalive-billing.out" 2>&1 &
 helpers+=("$!")
-# The candidate registry (seed 002): every live instance on its own kept-alive lease.
+# The candidate registry ("Leader Election using etcd from C#"): every live instance on its own kept-alive lease.
 for node in node-a node-b node-c; do
   lease="$(grant 15)"
   "${ctl[@]}" put --lease="$lease" "/demo/registry/billing/$node" "instance $node" >/dev/null

@@ -144,7 +144,13 @@ const STATUS_EXAMPLES: &str = "Examples:
   electop status                            aligned table (never cut when piped)
   electop status -o wide                    also the scheme and the leader's key
   electop status -o json | jq '.elections[] | select(.leader == null) | .name'
-  electop --sql sqlite://elections.db --scheme sql-lease status";
+  electop --sql sqlite://elections.db --scheme sql-lease status
+
+Exit codes: 0 every source was read; 3 some were, and each one that was not is named on
+stderr and in the output (table: `etcd1: DOWN: why`; JSON: sources[].state \"down\" and
+.error); 1 no source could be read (nothing on stdout); 2 a usage or config mistake.
+A refused connection is final at once; a store that does not answer is named after
+--timeout.";
 
 const WATCH_EXAMPLES: &str = "Examples:
   electop watch                             23:01:02.345 etcd1 jobs leader a → b (lease_expired) ttl 9.5s
@@ -205,7 +211,8 @@ impl From<SchemeArg> for Scheme {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print every election once and exit (1 if the store cannot be reached in time).
+    /// Print every election once and exit: 0 every source read, 3 some read (the others
+    /// named, with why), 1 none.
     #[command(after_help = STATUS_EXAMPLES)]
     Status {
         /// table: aligned, cut to fit only on a terminal; wide: more columns, never cut;
@@ -295,7 +302,7 @@ pub struct DemoArgs {
     /// How many participants.
     #[arg(long, default_value_t = 3)]
     pub nodes: usize,
-    /// The nodes' lease / term / timeout (default: the article's for the scheme).
+    /// The nodes' lease / term / timeout (default: the scheme's own, from its source article).
     #[arg(long, value_parser = parse_duration)]
     pub ttl: Option<Duration>,
     /// The nodes' renew interval.
@@ -317,13 +324,13 @@ pub struct NodeArgs {
     /// One JSON object per belief change.
     #[arg(long)]
     pub json: bool,
-    /// Lease TTL (etcd), term (sql-lease) or timeout (sql-heartbeat). Default: the article's.
+    /// Lease TTL (etcd), term (sql-lease) or timeout (sql-heartbeat). Default: the scheme's own (its source article's).
     #[arg(long, value_parser = parse_duration)]
     pub ttl: Option<Duration>,
-    /// How often the leader renews. Default: the article's.
+    /// How often the leader renews. Default: the scheme's own (its source article's).
     #[arg(long, value_parser = parse_duration)]
     pub renew: Option<Duration>,
-    /// How often a follower tries again. Default: the article's.
+    /// How often a follower tries again. Default: the scheme's own (its source article's).
     #[arg(long, value_parser = parse_duration)]
     pub retry: Option<Duration>,
     /// SQL: create the table if it does not exist (and the SQLite file).

@@ -458,7 +458,7 @@ async fn sql_actions(store: Store) {
         "free after reelect"
     );
 
-    // sql-heartbeat, with seed 004's statement.
+    // sql-heartbeat, with the MySQL election article's statement.
     assert!(store.heartbeat("service_election", 1, "svc-7", 20));
     run(&hb, &["force-leader", "1", "svc-12"]);
     assert!(

@@ -416,7 +416,7 @@ fn etcd_election_nodes_ride_out_an_etcd_outage() {
 }
 
 fn sql_lease(store: Store, name: &str) {
-    // The nodes create the table (seed 003's leaderlock) themselves.
+    // The nodes create the table (gabihodoroaga/leaderelection's leaderlock) themselves.
     let sc = sql_lease_scenario(
         &format!("sql-lease/{name}"),
         &store,
@@ -445,7 +445,7 @@ fn sql_lease_scenario(name: &str, store: &Store, flag: &str, value: &str) -> Sce
 }
 
 fn sql_heartbeat(store: Store, name: &str) {
-    // Seed 004's own table; the election is the anchor.
+    // the MySQL election article's own table; the election is the anchor.
     store.create_heartbeat_table("service_election");
     let sc = Scenario::new(
         &format!("sql-heartbeat/{name}"),

@@ -76,7 +76,7 @@ fn actions() -> [ActionKind; 3] {
 }
 
 /// The election acted on by action `i`: renewed first (`renewed`) or taken over first.
-/// Heartbeat anchors are numbers (seed 004's `tinyint`).
+/// Heartbeat anchors are numbers (the MySQL election article's `tinyint`).
 fn election_name(t: &Table, i: usize, renewed: bool) -> String {
     let n = i + if renewed { 1 } else { 4 };
     match t.scheme {

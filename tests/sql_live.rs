@@ -119,7 +119,7 @@ fn lease_scenario(store: Store) {
     assert_eq!(e["leader"], Value::Null);
 }
 
-/// sql-heartbeat end to end with seed 004's statement: the timeout from the configuration,
+/// sql-heartbeat end to end with the MySQL election article's statement: the timeout from the configuration,
 /// expiry when the leader stops beating, a takeover by the next service.
 fn heartbeat_scenario(store: Store) {
     store.create_heartbeat_table("service_election");

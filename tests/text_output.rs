@@ -174,3 +174,68 @@ fn status_json_piped_is_one_line() {
         assert_eq!(v["elections"][0]["leader"]["id"], "node-a", "{text}");
     }
 }
+
+/// One source down never hides the others: `status` prints what it could read, names the
+/// source it could not (stderr, and in the table and the JSON beside the others), exits 3,
+/// and a refused connection is final at once rather than waited on until `--timeout`.
+#[test]
+fn status_with_one_source_down_prints_the_others_and_names_it() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let endpoint = format!("127.0.0.1:{}", common::free_port());
+    for json in [false, true] {
+        let started = std::time::Instant::now();
+        let out = command(home.path())
+            .args(["--etcd", &endpoint])
+            .args(args(&store.url()))
+            .args(["status", "--timeout", "20s"])
+            .args(json.then_some("--json"))
+            .output()
+            .expect("electop status");
+        let took = started.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "some sources down: {err}\n{text}"
+        );
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "one line per down source: {err}"
+        );
+        assert!(err.contains(&endpoint), "names the endpoint: {err}");
+        assert!(
+            took < std::time::Duration::from_secs(10),
+            "a refused connection is not waited on until --timeout: {took:?}"
+        );
+        if json {
+            let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            let states: Vec<&str> = v["sources"]
+                .as_array()
+                .expect("sources")
+                .iter()
+                .map(|s| s["state"].as_str().unwrap_or("?"))
+                .collect();
+            assert_eq!(states, ["down", "connected"], "{v:#}");
+            let error = v["sources"][0]["error"].as_str().unwrap_or("");
+            assert!(error.contains(&endpoint), "{v:#}");
+            assert_eq!(
+                common::electop::election(&v, "jobs")["leader"]["id"],
+                "node-a"
+            );
+        } else {
+            assert!(
+                text.contains("node-a"),
+                "the SQLite election is shown:\n{text}"
+            );
+            assert!(
+                text.contains("etcd1: DOWN:"),
+                "the etcd source is named:\n{text}"
+            );
+        }
+    }
+}

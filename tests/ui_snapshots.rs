@@ -879,3 +879,28 @@ fn the_context_shows_in_the_header_and_each_row_names_its_source() {
         "{narrow}"
     );
 }
+
+/// A store that could not be read at start is DOWN in the header and the table's title,
+/// never shown as an empty store ("none found"), at 80x24 as at 120 columns.
+#[test]
+fn a_source_never_read_is_down_not_empty() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/e/")], now, wall());
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Conn {
+            source: 0,
+            state: ConnState::Down {
+                error: "etcd 127.0.0.1:1: connection refused".into(),
+                retry_at: now + Duration::from_secs(1),
+                lasting: false,
+            },
+        }),
+    );
+    for (w, h) in [(80, 24), (120, 35)] {
+        let text = format!("{}", render(&app, w, h).backend());
+        assert!(text.contains("DOWN — etcd1 not read"), "{w}x{h}:\n{text}");
+        assert!(text.contains("unknown: etcd1 DOWN"), "{w}x{h}:\n{text}");
+        assert!(!text.contains("none found"), "{w}x{h}:\n{text}");
+    }
+}

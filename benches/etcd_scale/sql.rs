@@ -20,7 +20,7 @@ fn sqlite(db: &Path, sql: &str) {
     );
 }
 
-/// Rows in seed 003's table, each held for an hour.
+/// Rows in gabihodoroaga/leaderelection's table, each held for an hour.
 fn create(db: &Path, rows: usize) {
     sqlite(
         db,

@@ -14,7 +14,12 @@ use crate::output;
 use crate::runtime::Sources;
 use crate::state::ReadModel;
 
-/// `electop status`: one snapshot of every source, printed; exit 1 if a store did not answer.
+/// Some sources were read and some not: what was read is printed, the rest named.
+pub(super) const EXIT_PARTIAL: u8 = 3;
+
+/// `electop status`: one snapshot of every source, printed. Every source that could not be
+/// read is named on stderr with why (and in the output beside the others); exit 0 when all
+/// were read, [`EXIT_PARTIAL`] when some were, 1 (and nothing on stdout) when none was.
 pub(super) async fn status(
     sources: &[SourceConfig],
     opts: &BackendOptions,
@@ -22,20 +27,23 @@ pub(super) async fn status(
     format: OutputFormat,
 ) -> Result<ExitCode> {
     let s = Sources::spawn(sources, opts)?;
-    match crate::runtime::collect_status(s, timeout).await {
-        Ok(app) => {
-            // An empty or unsure prefix still answers (exit 0), but says why.
-            print_notices(&app);
-            print_status(&app, format)?;
-            // The process ends now: freeing 100,000 elections would only delay it.
-            std::mem::forget(app);
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(why) => {
-            eprintln!("electop: {why}");
-            Ok(ExitCode::FAILURE)
-        }
+    let snap = crate::runtime::collect(s, timeout).await;
+    for (_, why) in &snap.unread {
+        eprintln!("electop: {why}");
     }
+    let app = snap.model;
+    if snap.unread.len() == app.sources.len() {
+        return Ok(ExitCode::FAILURE);
+    }
+    // An empty or unsure prefix still answers (exit 0), but says why.
+    print_notices(&app);
+    print_status(&app, format)?;
+    // The process ends now: freeing 100,000 elections would only delay it.
+    std::mem::forget(app);
+    Ok(match snap.unread.is_empty() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(EXIT_PARTIAL),
+    })
 }
 
 /// What reading a source found unsure (its layout, an empty prefix), on stderr: stdout

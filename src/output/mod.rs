@@ -129,6 +129,8 @@ pub(crate) struct SourceJson<'a> {
     pub name: &'a str,
     pub endpoints: &'a str,
     pub scheme: Option<Scheme>,
+    /// `connected`, `connecting` or `down` (then `error` says why).
+    pub state: &'static str,
     pub connected: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
@@ -276,6 +278,11 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
         name: &s.info.name,
         endpoints: &s.info.endpoints,
         scheme: s.info.scheme,
+        state: match s.conn {
+            ConnState::Connected => "connected",
+            ConnState::Connecting => "connecting",
+            ConnState::Down { .. } => "down",
+        },
         connected: s.conn == ConnState::Connected,
         error: match &s.conn {
             ConnState::Down { error, .. } => Some(error),

@@ -117,6 +117,12 @@ pub(crate) fn render(model: &ReadModel, wide: bool, fit: Option<usize>) -> Strin
     if listed.is_empty() {
         out.push_str("no elections found\n");
     }
+    // A source that could not be read is named, not left out as if it held nothing.
+    for s in &model.sources {
+        if let crate::model::ConnState::Down { error, .. } = &s.conn {
+            out.push_str(&format!("{}: DOWN: {error}\n", s.info.short));
+        }
+    }
     out
 }
 

@@ -1,66 +1,88 @@
 //! One snapshot of every source into the read model: what `status` and the admin verbs
-//! read before they print or act.
+//! read before they print or act. A source that cannot be read is named with why, and never
+//! hides the ones that can.
 
 use std::time::{Duration, Instant, SystemTime};
 
 use super::Sources;
-use crate::model::{ConnState, SourceEvent};
+use crate::model::{ConnState, SourceId};
 use crate::state::ReadModel;
 
-/// Collects events until every source has its snapshot and replay, or `timeout` passes.
-/// Returns the state, or the reason a source could not be read.
-pub async fn collect_status(mut sources: Sources, timeout: Duration) -> Result<ReadModel, String> {
+/// What one snapshot of every source found.
+pub struct Snapshot {
+    /// Every source, the ones read with their elections.
+    pub model: ReadModel,
+    /// The sources that could not be read, each with why, in source order.
+    pub unread: Vec<(SourceId, String)>,
+}
+
+/// Collects events until every source has its snapshot and replay or is down, or `timeout`
+/// passes. A source is down once every endpoint refused or failed (the store task says so
+/// after trying them all): a one-shot read does not wait out the timeout for it.
+pub async fn collect(mut sources: Sources, timeout: Duration) -> Snapshot {
     // The alarms are worked out once, at the end, not after every batch of elections.
-    let mut app = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let mut model = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
     let deadline = tokio::time::Instant::now() + timeout;
-    // The last error of each source: at the deadline it may be between retries ("connecting").
-    let mut last_error: Vec<Option<String>> = vec![None; app.sources.len()];
-    let result = loop {
-        // Clustered sources also wait for their first member probe, for the members list.
-        if app.all_synced()
-            && app
-                .sources
-                .iter()
-                .all(|s| !s.info.clustered || !s.members.is_empty())
-        {
-            break Ok(());
-        }
-        // A source that is plainly misconfigured will not answer by waiting longer.
-        if let Some(error) = app.sources.iter().find_map(|s| match &s.conn {
-            ConnState::Down {
-                error,
-                lasting: true,
-                ..
-            } if !s.synced => Some(error.clone()),
-            _ => None,
-        }) {
-            break Err(error);
+    loop {
+        if model.sources.iter().all(|s| done(s) || is_down(s)) {
+            break;
         }
         tokio::select! {
             ev = sources.events.recv() => match ev {
                 Some(ev) => {
-                    if let SourceEvent::Conn { source, state: ConnState::Down { error, .. } } = &ev
-                        && let Some(slot) = last_error.get_mut(*source)
-                    {
-                        *slot = Some(error.clone());
-                    }
-                    app.apply(ev);
+                    model.apply(ev);
                 }
-                None => break Err("every source stopped".to_string()),
+                None => break,
             },
-            _ = tokio::time::sleep_until(deadline) => {
-                let why = app.sources.iter().zip(&last_error).find_map(|(s, last)| match (&s.conn, last) {
-                    (_, _) if s.synced => None,
-                    (ConnState::Down { error, .. }, _) | (_, Some(error)) => Some(error.clone()),
-                    _ => Some(format!("{}: no answer within {:?}", s.info.name, timeout)),
-                });
-                break Err(why.unwrap_or_else(|| format!("no answer within {timeout:?}")));
-            }
+            _ = tokio::time::sleep_until(deadline) => break,
         }
-    };
+    }
     sources.shutdown().await;
+    let unread: Vec<(SourceId, String)> = model
+        .sources
+        .iter()
+        .filter(|s| !s.synced)
+        .map(|s| (s.info.id, why_unread(s, timeout)))
+        .collect();
+    // What every view reads: a source that did not answer is down, with why.
+    for (id, why) in &unread {
+        if let Some(s) = model.sources.get_mut(*id) {
+            s.conn = ConnState::Down {
+                error: why.clone(),
+                retry_at: Instant::now(),
+                lasting: false,
+            };
+        }
+    }
     // The clock as the state is printed, and the alarms and rates `status` prints.
-    app.tick(Instant::now(), SystemTime::now());
-    app.settle();
-    result.map(|()| app)
+    model.tick(Instant::now(), SystemTime::now());
+    model.settle();
+    Snapshot { model, unread }
+}
+
+/// [`collect`], for what needs every source read (the admin verbs): the first source that
+/// could not be read is the error.
+pub async fn collect_status(sources: Sources, timeout: Duration) -> Result<ReadModel, String> {
+    let snap = collect(sources, timeout).await;
+    match snap.unread.into_iter().next() {
+        Some((_, why)) => Err(why),
+        None => Ok(snap.model),
+    }
+}
+
+/// Read, with the members of a clustered store probed once (for the members list).
+fn done(s: &crate::state::SourceView) -> bool {
+    s.synced && (!s.info.clustered || !s.members.is_empty())
+}
+
+fn is_down(s: &crate::state::SourceView) -> bool {
+    !s.synced && matches!(s.conn, ConnState::Down { .. })
+}
+
+/// Why a source was not read: its store's own error, or that it did not answer in time.
+fn why_unread(s: &crate::state::SourceView, timeout: Duration) -> String {
+    match &s.conn {
+        ConnState::Down { error, .. } => error.clone(),
+        _ => format!("no answer from {} within {timeout:?}", s.info.name),
+    }
 }

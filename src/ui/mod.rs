@@ -86,8 +86,16 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
     if let Some(ctx) = &app.contexts.current {
         spans.push(Span::raw(format!("· ctx {ctx} ")));
     }
-    // Staleness first: it qualifies everything else on the screen.
+    // Staleness first: it qualifies everything else on the screen. A source never reached
+    // is down, not empty.
     for src in &app.model.sources {
+        let never_read = src.last_contact.is_none();
+        if never_read && matches!(src.conn, crate::model::ConnState::Down { .. }) {
+            spans.push(Span::styled(
+                format!("· DOWN — {} not read ", src.info.short),
+                theme::stale(),
+            ));
+        }
         if let Some(age) = src.stale_for(app.model.now) {
             spans.push(Span::styled(
                 format!(

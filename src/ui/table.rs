@@ -278,7 +278,17 @@ fn border(app: &App) -> Style {
 }
 
 fn title(app: &App) -> String {
-    if app.model.elections.is_empty() {
+    let down: Vec<&str> = app
+        .model
+        .sources
+        .iter()
+        .filter(|s| matches!(s.conn, crate::model::ConnState::Down { .. }))
+        .map(|s| s.info.short.as_str())
+        .collect();
+    if app.model.elections.is_empty() && !down.is_empty() {
+        // Not "none found": a store that cannot be read holds what it holds, unseen.
+        format!(" Elections (unknown: {} DOWN) ", down.join(", "))
+    } else if app.model.elections.is_empty() {
         " Elections (none found yet) ".to_string()
     } else if app.rows.is_empty() {
         format!(

@@ -1,6 +1,6 @@
 //! One face for the three SQL stores in tests: a throwaway SQLite file, PostgreSQL or
 //! MariaDB; tables as the articles define them; and participants that run the articles' own
-//! statements (seed 003's upsert, seed 004's insert-on-duplicate) or their equivalent in
+//! statements (gabihodoroaga/leaderelection's upsert, the MySQL election article's insert-on-duplicate) or their equivalent in
 //! each dialect. Statements go through each database's own CLI, never through electop.
 
 use std::path::PathBuf;
@@ -81,7 +81,7 @@ impl Store {
         }
     }
 
-    /// Seed 003's `leaderlock`: PostgreSQL as in the article (a UTC `timestamp`).
+    /// gabihodoroaga/leaderelection's `leaderlock`: PostgreSQL as in the article (a UTC `timestamp`).
     pub fn create_lease_table(&self, table: &str) {
         self.create_lease_table_private(table);
         self.grant(table);
@@ -115,7 +115,7 @@ impl Store {
         self.revoke(table);
     }
 
-    /// Seed 004's `service_election`: MySQL as in the article.
+    /// the MySQL election article's `service_election`: MySQL as in the article.
     pub fn create_heartbeat_table(&self, table: &str) {
         let sql = match self {
             Store::My(_) => format!(
@@ -133,7 +133,7 @@ impl Store {
         self.grant(table);
     }
 
-    /// One attempt of seed 003's leader: take or renew `key` for `term_s` seconds. True when
+    /// One attempt of gabihodoroaga/leaderelection's leader: take or renew `key` for `term_s` seconds. True when
     /// `id` holds it afterwards (read back: MySQL's affected rows cannot tell).
     pub fn lease_attempt(&self, table: &str, key: &str, id: &str, term_s: u32) -> bool {
         let sql = match self {
@@ -164,7 +164,7 @@ impl Store {
         )) == id
     }
 
-    /// One beat of seed 004's service: claim or keep `anchor` with a `timeout_s` timeout.
+    /// One beat of the MySQL election article's service: claim or keep `anchor` with a `timeout_s` timeout.
     /// True when `id` holds it afterwards.
     pub fn heartbeat(&self, table: &str, anchor: u32, id: &str, timeout_s: u32) -> bool {
         let sql = match self {

@@ -48,7 +48,7 @@ impl Dialect {
     /// computed by the database so only its clock counts. SQLite timestamps may be text
     /// (`datetime('now')`) or Unix seconds.
     ///
-    /// A PostgreSQL `timestamp without time zone` is read as UTC, the way seed 003 writes it
+    /// A PostgreSQL `timestamp without time zone` is read as UTC, the way gabihodoroaga/leaderelection writes it
     /// (`NOW() at time zone 'utc'`), so the server's and session's time zones do not matter.
     pub fn ms_until(self, col: &str, col_type: &str) -> String {
         match self {
@@ -121,7 +121,7 @@ impl Dialect {
         }
     }
 
-    /// Seed 003's acquire-or-renew for `sql-lease`, in this dialect: binds key then id; the
+    /// gabihodoroaga/leaderelection's acquire-or-renew for `sql-lease`, in this dialect: binds key then id; the
     /// row is taken when free (term over) or already ours. Read the row back to know who
     /// holds it (MySQL reports matched rows, not changed ones).
     pub fn lease_upsert(
@@ -152,7 +152,7 @@ impl Dialect {
         }
     }
 
-    /// Seed 004's periodic insert-on-duplicate for `sql-heartbeat`, in this dialect: binds
+    /// The MySQL election article's periodic insert-on-duplicate for `sql-heartbeat`, in this dialect: binds
     /// anchor then id. (PostgreSQL and SQLite evaluate SET against the old row, MySQL left to
     /// right, hence the repeated takeover test.)
     pub fn heartbeat_upsert(
@@ -184,8 +184,8 @@ impl Dialect {
         }
     }
 
-    /// A table for `scheme` as its article defines it (seed 003's `leaderlock` with a UTC
-    /// timestamp, seed 004's `service_election`).
+    /// A table for `scheme` as its article defines it (gabihodoroaga/leaderelection's `leaderlock` with a UTC
+    /// timestamp, the MySQL election article's `service_election`).
     pub fn create_table(self, t: &str, k: &str, l: &str, v: &str, heartbeat: bool) -> String {
         let key = if heartbeat {
             match self {

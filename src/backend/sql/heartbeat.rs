@@ -1,4 +1,4 @@
-//! `sql-heartbeat` (seed 004): `service_election(anchor, service_id, last_seen_active)`, one
+//! `sql-heartbeat` ("Leader election using MySQL"): `service_election(anchor, service_id, last_seen_active)`, one
 //! row per election; the leader is deposed once `last_seen_active` is older than a timeout
 //! that lives in the configuration, not the table.
 

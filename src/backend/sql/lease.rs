@@ -1,4 +1,4 @@
-//! `sql-lease` (seed 003): `leaderlock(key, leader_id, valid_until)`, one row per election;
+//! `sql-lease` (gabihodoroaga/leaderelection): `leaderlock(key, leader_id, valid_until)`, one row per election;
 //! the leader's term ends at `valid_until`.
 
 use super::dialect::Dialect;

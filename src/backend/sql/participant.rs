@@ -1,6 +1,6 @@
-//! SQL participants: `sql-lease` (seed 003: acquire with the upsert every retry interval;
+//! SQL participants: `sql-lease` (gabihodoroaga/leaderelection: acquire with the upsert every retry interval;
 //! once leader, renew every renew interval until a renewal fails) and `sql-heartbeat`
-//! (seed 004: the insert-on-duplicate once a second). A leader renews only a term still
+//! ("Leader election using MySQL": the insert-on-duplicate once a second). A leader renews only a term still
 //! running under its name, so it is deposed at its next renewal when an operator deleted,
 //! reassigned or ended its row. After each statement the row is read back: that, not the
 //! affected-row count, says who holds it (MySQL counts matched rows).
@@ -113,7 +113,7 @@ async fn open(s: &SqlSettings, args: &Options) -> Result<(AnyPool, Schema), Stri
     if schema.key_type.to_ascii_lowercase().contains("int") && args.election.parse::<i64>().is_err()
     {
         return Err(format!(
-            "column {} of {} is `{}`, so the election must be a number (seed 004's anchor is 1), not `{}`",
+            "column {} of {} is `{}`, so the election must be a number (\"Leader election using MySQL\" uses anchor 1), not `{}`",
             s.scheme.columns().key,
             s.table,
             schema.key_type,
@@ -162,7 +162,7 @@ async fn attempt(
     read_back(s, pool, schema, args).await
 }
 
-/// Seed 003's upsert / seed 004's insert-on-duplicate: binds key, then id.
+/// gabihodoroaga/leaderelection's upsert / the MySQL election article's insert-on-duplicate: binds key, then id.
 fn acquire(s: &SqlSettings, schema: &Schema, t: Timing) -> String {
     let d = s.dialect;
     let c = s.scheme.columns();

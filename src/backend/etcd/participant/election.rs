@@ -1,4 +1,4 @@
-//! An `etcd-election` participant (seed 001; the same keys as etcd's election API and
+//! An `etcd-election` participant (the Rust etcd election article; the same keys as etcd's election API and
 //! `etcdctl elect`): one key `<election>/<lease hex>` on its own lease; the lowest
 //! create_revision leads. Unlike Go's `concurrency.Election`, it watches the whole line, its
 //! own key included, and reads who is first in the same txn that checks its key is still the

@@ -1,4 +1,4 @@
-//! sql-lease (seed 003): the holder's term ends at its deadline; a forced leader gets a term
+//! sql-lease (gabihodoroaga/leaderelection): the holder's term ends at its deadline; a forced leader gets a term
 //! as long as the one seen.
 
 use super::{self as sql, Deadlines};
