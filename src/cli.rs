@@ -237,6 +237,10 @@ pub enum Command {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+        /// Only the changes: no line per election for how it stands when each source is
+        /// read (`kind: current`).
+        #[arg(long)]
+        changes_only: bool,
     },
     /// Make ID the leader of ELECTION (compare-and-swap against what is read first).
     #[command(after_help = FORCE_EXAMPLES)]

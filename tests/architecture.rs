@@ -26,8 +26,8 @@ const LAYERS: &[(&str, u8)] = &[
     // The dashboard's interaction state, then its drawing.
     ("app", 6),
     ("ui", 7),
-    // status and watch output, from the read model.
-    ("output", 7),
+    // status and watch output, from the read model alone.
+    ("output", 5),
     ("runtime", 8),
     ("demo", 9),
     ("cli", 9),

@@ -239,3 +239,58 @@ fn status_with_one_source_down_prints_the_others_and_names_it() {
         }
     }
 }
+
+/// `watch` starts with how each election stands (one `current` line each, before the
+/// `synced` marker), as text and as JSON; `--changes-only` leaves them out.
+#[test]
+fn watch_starts_with_the_current_state_unless_changes_only() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    assert!(store.lease_attempt("leaderlock", "cron", "node-c", 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let until_synced = |extra: &[&str]| {
+        let (mut child, lines) = spawn_lines(
+            command(home.path())
+                .args(args(&store.url()))
+                .arg("watch")
+                .args(extra),
+        );
+        let mut before = Vec::new();
+        loop {
+            let line = lines
+                .recv_timeout(T)
+                .unwrap_or_else(|_| panic!("no synced marker within {T:?}: {before:#?}"));
+            if line.contains("synced") {
+                break;
+            }
+            before.push(line);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        before
+    };
+    let text = until_synced(&[]);
+    let now: Vec<&String> = text.iter().filter(|l| l.contains(" now")).collect();
+    assert_eq!(now.len(), 2, "one line per election: {text:#?}");
+    assert!(now[0].contains("sql1 cron leader node-c now"), "{text:#?}");
+    assert!(now[1].contains("sql1 jobs leader node-a now"), "{text:#?}");
+
+    let json = until_synced(&["--json"]);
+    let current: Vec<serde_json::Value> = json
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "current")
+        .collect();
+    assert_eq!(current.len(), 2, "{json:#?}");
+    assert_eq!(
+        (current[1]["election"].as_str(), current[1]["to"].as_str()),
+        (Some("jobs"), Some("node-a"))
+    );
+
+    let changes_only = until_synced(&["--changes-only"]);
+    assert!(
+        !changes_only.iter().any(|l| l.contains(" now")),
+        "{changes_only:#?}"
+    );
+}

@@ -163,7 +163,10 @@ async fn on_sources(
             Ok(admin::run(&selected.sources, &election, kind, &admin, limit).await)
         }
         Some(Command::Node(args)) => node::node(cli.sources.scheme, &args, selected.sources).await,
-        Some(Command::Watch { json }) => watch::run(&selected.sources, opts, json).await,
+        Some(Command::Watch { json, changes_only }) => {
+            let how = watch::How { json, changes_only };
+            watch::run(&selected.sources, opts, how).await
+        }
         Some(
             Command::Demo(_) | Command::Completions { .. } | Command::Presets | Command::Contexts,
         ) => unreachable!("handled before the sources are chosen"),

@@ -11,20 +11,29 @@ use crate::output;
 use crate::runtime::Sources;
 use crate::state::ReadModel;
 
+/// How `watch` prints.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct How {
+    /// One JSON object per line.
+    pub json: bool,
+    /// No line per election for how it stands when its source is first read.
+    pub changes_only: bool,
+}
+
 pub(super) async fn run(
     sources: &[crate::config::SourceConfig],
     mut opts: crate::backend::BackendOptions,
-    json: bool,
+    how: How,
 ) -> Result<std::process::ExitCode> {
     opts.all_leases = true;
     let s = Sources::spawn(sources, &opts)?;
-    run_watch(s, json).await?;
+    run_watch(s, how).await?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-/// Prints each change as it happens until the input or the sources end. `json`: one object
-/// per line.
-async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
+/// Prints how each election stands once its source is read (unless `changes_only`), then
+/// each change as it happens, until the input or the sources end.
+async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Result<()> {
     let mut out = std::io::stdout();
     let names: Vec<String> = sources.infos.iter().map(|i| i.name.clone()).collect();
     // The same state the TUI keeps, so staleness is judged the same way.
@@ -40,8 +49,17 @@ async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
         tokio::select! {
             ev = sources.events.recv() => {
                 let Some(ev) = ev else { break };
-                lines.extend(watch_line(&names, &ev));
+                let line = watch_line(&names, &ev);
+                let synced = match ev {
+                    SourceEvent::Synced { source } if !changes_only => Some(source),
+                    _ => None,
+                };
                 app.apply(ev);
+                // How each election stands, then the marker that changes follow live.
+                if let Some(source) = synced {
+                    lines.extend(current(&app, source));
+                }
+                lines.extend(line);
             }
             _ = check.tick() => {}
             _ = &mut stop => break,
@@ -67,6 +85,31 @@ async fn run_watch(mut sources: Sources, json: bool) -> Result<()> {
     }
     sources.shutdown().await;
     Ok(())
+}
+
+/// Each election of `source` as it stands: one `current` line each, in name order.
+fn current(model: &ReadModel, source: crate::model::SourceId) -> Vec<Event> {
+    let Some(s) = model.sources.get(source) else {
+        return Vec::new();
+    };
+    let now = Some(SystemTime::now());
+    model
+        .elections
+        .range((source, String::new())..)
+        .take_while(|((id, _), _)| *id == source)
+        .map(|((_, name), e)| Event {
+            at: now,
+            source: s.info.name.clone(),
+            election: Some(name.clone()),
+            kind: EventKind::Current,
+            from: None,
+            to: e.leader.as_ref().map(|l| l.id.clone()),
+            cause: None,
+            revision: s.revision,
+            replayed: false,
+            detail: None,
+        })
+        .collect()
 }
 
 fn watch_line(names: &[String], ev: &SourceEvent) -> Option<Event> {

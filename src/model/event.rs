@@ -121,6 +121,9 @@ pub enum EventKind {
     /// A leader change already reported turned out to be an admin action of another
     /// electop (seen in the audit log): its cause, and by whom.
     Attributed,
+    /// An election as it stands when `watch` starts (`to`: its leader, if any), before the
+    /// changes that follow.
+    Current,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

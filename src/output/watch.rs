@@ -6,8 +6,8 @@ use std::time::SystemTime;
 
 use time::UtcOffset;
 
-use crate::app::log::source_text;
 use crate::model::{Event, EventKind, time as clock};
+use crate::state::log::source_text;
 
 /// The machine's offset from UTC at `t` (daylight saving included), from the C library, as
 /// `date` has it; UTC if it cannot tell.
@@ -39,6 +39,7 @@ pub(crate) fn line(e: &Event, source: &str, ttl_ms: Option<i64>, offset: UtcOffs
             format!("leader {} → {}", who(&e.from), who(&e.to))
         }
         EventKind::Attributed => format!("leader {} → {} was forced", who(&e.from), who(&e.to)),
+        EventKind::Current => format!("leader {} now", who(&e.to)),
         EventKind::CandidateJoined => {
             format!("candidate {} joined", who(&e.to.clone().or(e.from.clone())))
         }

@@ -81,6 +81,7 @@ impl EventLog {
                 format!("leader {} → {} was forced", who(&e.from), who(&e.to)),
                 Tone::Done,
             ),
+            EventKind::Current => (format!("leader {} now", who(&e.to)), Tone::Info),
             EventKind::CandidateJoined => (
                 format!("candidate {} joined", who(&e.to.clone().or(e.from.clone()))),
                 Tone::Info,
@@ -164,6 +165,7 @@ pub(crate) fn source_text(kind: EventKind) -> &'static str {
         EventKind::MemberDown => "member down",
         EventKind::MemberUp => "member up",
         EventKind::Attributed => "an earlier change was forced by an admin",
+        EventKind::Current => "as it stands",
     }
 }
 
