@@ -283,6 +283,10 @@ fn watch_starts_with_the_current_state_unless_changes_only() {
         .filter(|v| v["kind"] == "current")
         .collect();
     assert_eq!(current.len(), 2, "{json:#?}");
+    assert!(
+        current.iter().all(|v| v["source_id"] == "sql1"),
+        "the handle status and the table use: {json:#?}"
+    );
     assert_eq!(
         (current[1]["election"].as_str(), current[1]["to"].as_str()),
         (Some("jobs"), Some("node-a"))

@@ -147,12 +147,25 @@ fn stale_line(
     e
 }
 
+/// An event as `watch --json` prints it: with the source's handle beside its name, as
+/// `status` and the table name it.
+#[derive(serde::Serialize)]
+struct EventJson<'a> {
+    #[serde(flatten)]
+    event: &'a Event,
+    source_id: &'a str,
+}
+
 fn watch_text(app: &ReadModel, e: &Event, json: bool) -> Result<String> {
-    if json {
-        return Ok(serde_json::to_string(e)?);
-    }
     let source = app.sources.iter().find(|s| s.info.name == e.source);
     let short = source.map(|s| s.info.short.as_str()).unwrap_or(&e.source);
+    if json {
+        let event = EventJson {
+            event: e,
+            source_id: short,
+        };
+        return Ok(serde_json::to_string(&event)?);
+    }
     // The new leader's time left, if its lease has been read.
     let ttl = source
         .zip(e.election.as_ref())

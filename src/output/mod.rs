@@ -28,6 +28,7 @@ pub(crate) struct Elections<'a> {
 
 struct PerSource<'a> {
     name: &'a str,
+    short: &'a str,
     /// A stale source's countdowns are frozen at its last contact.
     at: Instant,
     stale: bool,
@@ -93,6 +94,7 @@ impl<'a> Elections<'a> {
             .iter()
             .map(|s| PerSource {
                 name: &s.info.name,
+                short: &s.info.short,
                 at: s.as_of(now),
                 stale: s.stale_for(now).is_some(),
                 as_of: s.last_contact.map(|(_, w)| time::rfc3339(w)),
@@ -111,6 +113,7 @@ impl<'a> Elections<'a> {
             return election(e, "", self.now);
         };
         let mut j = election(e, src.name, src.at);
+        j.source_id = src.short;
         j.stale = src.stale;
         j.idle = e.leader.is_none() && src.idle_is_normal;
         j.as_of = src.as_of.as_deref();
@@ -157,6 +160,8 @@ pub(crate) struct ElectionJson<'a> {
     pub name: &'a str,
     pub scheme: Scheme,
     pub source: &'a str,
+    /// The source's handle, as `sources[].id`, the table and `watch` name it (`etcd1`).
+    pub source_id: &'a str,
     pub leader: Option<HolderJson<'a>>,
     pub candidates: Vec<HolderJson<'a>>,
     pub ttl_ms: Option<i64>,
@@ -256,6 +261,7 @@ pub(crate) fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> El
         name: &e.name,
         scheme: e.scheme,
         source,
+        source_id: "",
         leader: e.leader.as_ref().map(|l| holder(l, now)),
         candidates: e.candidates.iter().map(|c| holder(c, now)).collect(),
         ttl_ms: e.ttl_ms_at(now),
