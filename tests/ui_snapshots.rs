@@ -402,6 +402,8 @@ fn contact(app: &mut App, source: usize, at: Instant) {
 fn a_stale_source_is_frozen_dimmed_and_named() {
     let now = Instant::now();
     let mut app = sample(now);
+    // The operator is on jobs (the top row): the selection follows it as rows move.
+    app.chosen = true;
     contact(&mut app, 0, now);
     contact(&mut app, 1, now + Duration::from_secs(9));
     app::update(

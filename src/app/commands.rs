@@ -171,6 +171,7 @@ pub(super) fn scroll(app: &mut App, focus: Option<Focus>, delta: isize) -> bool 
         match focus.unwrap_or(app.focus) {
             Focus::Elections => {
                 app.selected = step(app.selected, app.rows.len(), delta);
+                app.chosen = true;
                 if app.selected != before.0 {
                     app.line_scroll = 0;
                     app.history_scroll = 0;
@@ -214,6 +215,7 @@ fn click(app: &mut App, target: Hit) -> bool {
                 app.history_scroll = 0;
             }
             app.selected = i;
+            app.chosen = true;
             app.focus = Focus::Elections;
         }
         Hit::Row(_) => app.focus = Focus::Elections,

@@ -128,6 +128,9 @@ pub struct App {
     pub model: ReadModel,
     /// Index into `rows`.
     pub selected: usize,
+    /// The operator chose a row (a movement key, a click): the selection follows that
+    /// election as rows move. Until then it stays on the first row, whatever arrives.
+    pub chosen: bool,
     pub focus: Focus,
     /// First visible row of the candidates and history panes.
     pub line_scroll: usize,
@@ -184,6 +187,7 @@ impl App {
         App {
             model: ReadModel::new(sources, now, wall),
             selected: 0,
+            chosen: false,
             focus: Focus::Elections,
             line_scroll: 0,
             history_scroll: 0,

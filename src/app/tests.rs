@@ -307,3 +307,27 @@ fn a_sql_confirmation_names_the_configured_columns() {
         "{text}"
     );
 }
+
+/// Rows arriving above (another source's snapshot, an alarm sorting first) do not carry the
+/// selection down the table before the operator has chosen a row; once chosen, it follows.
+#[test]
+fn the_selection_stays_on_the_first_row_until_the_operator_chooses() {
+    let mut app = app_with(3);
+    assert_eq!(app.selected, 0);
+    let first = vec![Election::new(0, "a-first".into(), Scheme::EtcdElection)];
+    update(
+        &mut app,
+        Msg::Source(SourceEvent::Elections {
+            source: 0,
+            elections: first,
+        }),
+    );
+    assert_eq!(app.selected, 0, "still the top row");
+    assert_eq!(
+        app.selected_election().map(|e| e.name.as_str()),
+        app.rows.first().map(|r| r.key.1.as_str())
+    );
+    assert!(!app.chosen);
+    update(&mut app, Msg::Action(Action::Down));
+    assert!(app.chosen, "a movement key chooses");
+}

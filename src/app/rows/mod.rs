@@ -318,6 +318,10 @@ fn merge(old: Vec<RowInfo>, gone: &[usize], added: Vec<RowInfo>, sort: Sort) -> 
 
 /// The selection stays on its election wherever it moved; else on the same line.
 fn reselect(app: &mut App, keep: Option<Key>) {
+    if !app.chosen {
+        app.selected = 0;
+        return;
+    }
     let found = keep.and_then(|k| {
         let c = app.rows_index.cached.get(&k)?;
         app.rows

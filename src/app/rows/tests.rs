@@ -231,6 +231,7 @@ fn changes_settled_incrementally_give_the_order_a_full_sort_gives() {
             app.filter = reversed.then(|| Filter::parse("re:^e1|n2").expect("valid"));
             refresh(&mut app);
             app.selected = rng.below(app.rows.len() as u64) as usize;
+            app.chosen = true;
             let selected = app.selected_key();
             for round in 0..6 {
                 // A burst of 1 to 20 changes, then the frame's tick settles them.
