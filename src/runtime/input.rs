@@ -25,10 +25,28 @@ pub(crate) fn on_key(
         (None, None) => app.keys.action_for(key),
     };
     let Some(action) = action else {
-        return (false, false);
+        return (unbound(app, key), false);
     };
     let done = app::update(app, Msg::Action(action));
     (done.redraw, carry_out(done.effects, sources, admin_tx))
+}
+
+/// A key bound to nothing on the table says so, rather than doing nothing silently.
+/// Returns whether the screen changed.
+fn unbound(app: &mut App, key: crossterm::event::KeyEvent) -> bool {
+    use crossterm::event::{KeyCode, KeyEventKind, KeyModifiers};
+    let named = match key.code {
+        _ if key.kind == KeyEventKind::Release || app.dialog.is_some() || app.prompt.is_some() => {
+            return false;
+        }
+        KeyCode::Char(c) if key.modifiers.contains(KeyModifiers::CONTROL) => format!("Ctrl-{c}"),
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::F(n) => format!("F{n}"),
+        _ => return false,
+    };
+    let text = format!("{named} does nothing here: ? lists the keys");
+    app.say(app::Flash::info(&text));
+    true
 }
 
 /// Does what the dashboard asked: admin actions start in the background, text goes to the
@@ -157,5 +175,45 @@ mod tests {
         assert!(app.describe.is_some(), "two open the detail");
         on_mouse(&mut app, mouse(MouseEventKind::ScrollDown, 10));
         assert_eq!(app.describe.as_ref().map(|d| d.scroll), Some(3));
+    }
+
+    /// `d`, `l`, `Ctrl-R`: bound to nothing, each says so in the status line; inside the
+    /// `/` bar a key is text, not a mistake.
+    #[test]
+    fn a_key_bound_to_nothing_says_so() {
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let mut app = App::new(
+            vec![crate::model::SourceInfo::test_etcd()],
+            Instant::now(),
+            SystemTime::now(),
+        );
+        for (code, mods, said) in [
+            (
+                KeyCode::Char('d'),
+                KeyModifiers::NONE,
+                "d does nothing here",
+            ),
+            (
+                KeyCode::Char('r'),
+                KeyModifiers::CONTROL,
+                "Ctrl-r does nothing here",
+            ),
+        ] {
+            assert!(unbound(&mut app, KeyEvent::new(code, mods)));
+            let flash = app
+                .flash
+                .as_ref()
+                .map(|f| f.text.clone())
+                .unwrap_or_default();
+            assert!(
+                flash.contains(said) && flash.contains("? lists the keys"),
+                "{flash}"
+            );
+        }
+        app::update(&mut app, Msg::Action(app::Action::StartFilter));
+        app.flash = None;
+        let d = KeyEvent::new(KeyCode::Char('d'), KeyModifiers::NONE);
+        assert!(!unbound(&mut app, d));
+        assert!(app.flash.is_none());
     }
 }
