@@ -68,9 +68,36 @@ pub(crate) fn age(entry: &HistoryEntry, wall: SystemTime) -> String {
     }
 }
 
+/// A row's deadline as stored, readable: SQLite rows written as Unix seconds (or ms) show
+/// as a UTC time with the number beside it; anything else as it is.
+pub(crate) fn stamp(raw: &str) -> String {
+    let Ok(n) = raw.trim().parse::<i64>() else {
+        return raw.to_string();
+    };
+    // Seconds from 2001 to 2286, or milliseconds in the same span: a time, not a counter.
+    let secs = match n {
+        1_000_000_000..=9_999_999_999 => n,
+        1_000_000_000_000..=9_999_999_999_999 => n / 1000,
+        _ => return raw.to_string(),
+    };
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs as u64);
+    format!("{} ({raw})", super::time::rfc3339(at))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_stored_as_unix_seconds_reads_as_a_time() {
+        assert_eq!(stamp("1795478408"), "2026-11-24T00:00:08Z (1795478408)");
+        assert_eq!(
+            stamp("1795478408123"),
+            "2026-11-24T00:00:08Z (1795478408123)"
+        );
+        assert_eq!(stamp("2026-11-23 22:40:08"), "2026-11-23 22:40:08");
+        assert_eq!(stamp("42"), "42", "a small number is not a time");
+    }
 
     #[test]
     fn durations_read_naturally() {

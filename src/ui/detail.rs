@@ -109,7 +109,12 @@ fn key_line(e: &Election, room: usize) -> Line<'static> {
     let hold = match l.lease {
         Some(0) => "NO LEASE: never expires ".to_string(),
         Some(lease) => format!("lease {lease:x} "),
-        None => format!("until {} ", l.stamp.as_deref().unwrap_or("?")),
+        None => format!(
+            "until {} ",
+            l.stamp
+                .as_deref()
+                .map_or("?".into(), crate::model::format::stamp)
+        ),
     };
     let at = match l.lease {
         Some(_) => format!(

@@ -257,7 +257,9 @@ fn lease_and_ttl(app: &App, e: &Election, l: &Candidate) -> Vec<DLine> {
                 "key {} · holder {} · until {}",
                 l.key,
                 l.id,
-                l.stamp.as_deref().unwrap_or("?")
+                l.stamp
+                    .as_deref()
+                    .map_or("?".into(), crate::model::format::stamp)
             ),
         ));
     } else {
