@@ -248,6 +248,10 @@ pub enum Command {
         /// NAME, or SOURCE/NAME with several sources (SOURCE as in status: etcd1, sql1...).
         election: String,
         id: String,
+        /// Write ID even though it was never seen in the election (not leading, in line or
+        /// in its history): nobody may renew its term.
+        #[arg(long)]
+        allow_unseen: bool,
         #[command(flatten)]
         admin: AdminArgs,
     },

@@ -422,6 +422,19 @@ async fn sql_actions(store: Store) {
 
     // sql-lease: force a leader; its next renewal keeps it, the old one stays follower.
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 30));
+    // A SQL table has no line: node-b was never seen, so it takes --allow-unseen, and
+    // without it nothing is written (exit 2, saying why).
+    let out = admin(h.path(), &lease, &["force-leader", "jobs", "node-b"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("node-b was never seen in jobs") && err.contains("--allow-unseen"),
+        "{err}"
+    );
+    assert!(
+        store.lease_attempt("leaderlock", "jobs", "node-a", 30),
+        "nothing written: node-a still holds it"
+    );
     run(
         &lease,
         &[
@@ -430,6 +443,7 @@ async fn sql_actions(store: Store) {
             "node-b",
             "--expect-leader",
             "node-a",
+            "--allow-unseen",
         ],
     );
     assert!(
@@ -460,7 +474,7 @@ async fn sql_actions(store: Store) {
 
     // sql-heartbeat, with the MySQL election article's statement.
     assert!(store.heartbeat("service_election", 1, "svc-7", 20));
-    run(&hb, &["force-leader", "1", "svc-12"]);
+    run(&hb, &["force-leader", "1", "svc-12", "--allow-unseen"]);
     assert!(
         store.heartbeat("service_election", 1, "svc-12", 20),
         "the forced id keeps it"
@@ -544,7 +558,8 @@ async fn sql_actions(store: Store) {
     );
     let log = audit(h.path());
     let outcomes: Vec<&Value> = log.iter().filter(|l| l["outcome"] != "attempt").collect();
-    assert_eq!(outcomes.len(), 7, "every action through the CLI is audited");
+    // Seven actions, and the force-leader refused for an unseen id (a usage error).
+    assert_eq!(outcomes.len(), 8, "every action through the CLI is audited");
     for attempt in log.iter().filter(|l| l["outcome"] == "attempt") {
         assert!(
             outcomes.iter().any(|o| o["id"] == attempt["id"]),

@@ -85,6 +85,7 @@ fn select(app: &mut App, name: &str) {
         .iter()
         .position(|r| r.key.1 == name)
         .expect("the election is listed");
+    app.chosen = true;
 }
 
 fn render(app: &mut App, w: u16, h: u16) -> String {
@@ -385,6 +386,35 @@ fn typing_a_leader_where_there_is_no_line() {
     }
     let text = render(&mut app, 100, 30);
     assert!(text.contains("app-9"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+/// An id never seen in the election, typed where there is no line: asked on its own before
+/// the plan, whole and with its keys at 80x24.
+#[test]
+fn forcing_an_unseen_id_is_asked_first_at_80x24() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "leaderlock", Scheme::SqlLease)], now, wall());
+    let mut e = Election::new(0, "reportJob".into(), Scheme::SqlLease);
+    let c = candidate("app-3", "reportJob", None, 0, now);
+    e.leader = Some(c.clone());
+    e.candidates = vec![c];
+    load(&mut app, 0, vec![e]);
+    app::update(&mut app, Msg::Action(Action::ForceLeader));
+    for ch in "ghost".chars() {
+        app::update(&mut app, Msg::Action(Action::Type(ch)));
+    }
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let text = render(&mut app, 80, 24);
+    assert!(
+        matches!(app.dialog, Some(app::Dialog::Unseen { .. })),
+        "{text}"
+    );
+    assert!(text.contains("ghost was never seen in reportJob"), "{text}");
+    assert!(
+        text.contains("n/Esc: cancel"),
+        "the keys show at 80x24:\n{text}"
+    );
     insta::assert_snapshot!(text);
 }
 

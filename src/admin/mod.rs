@@ -17,6 +17,21 @@ use serde::Serialize;
 
 use crate::model::{Election, SourceId};
 
+/// Why forcing `target` as leader of `e` deserves a second thought: it was never seen there
+/// (not leading, in line, deposed or in its history), so no participant may renew its term
+/// and the election may have no real leader until the term ends. `known`: ids known to be
+/// participants from outside the store (the demo's nodes). `None`: nothing to warn of.
+pub fn unseen_leader(e: &Election, target: &str, known: &[String]) -> Option<String> {
+    if e.has_seen(target) || known.iter().any(|k| k == target) {
+        return None;
+    }
+    Some(format!(
+        "{target} was never seen in {}: no participant may renew its term, so {} may have \
+         no real leader until that term ends",
+        e.name, e.name
+    ))
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum ActionKind {

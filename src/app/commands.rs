@@ -85,7 +85,7 @@ fn set_filter(app: &mut App, f: Option<Filter>) {
     }
 }
 
-fn run(app: &mut App, text: &str) {
+pub(super) fn run(app: &mut App, text: &str) {
     let command = match prompt::parse(text) {
         Ok(c) => c,
         Err(e) => {

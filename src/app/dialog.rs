@@ -16,6 +16,13 @@ pub enum Dialog {
     },
     /// Type the new leader's id (schemes without a line).
     Type { input: String },
+    /// The id to force was never seen in the election: asked first, on its own, before
+    /// the plan (`warning` says why it matters).
+    Unseen {
+        request: Box<AdminRequest>,
+        plan: Plan,
+        warning: String,
+    },
     /// What will be written, to which store; waiting for yes or no.
     Confirm {
         request: Box<AdminRequest>,
@@ -126,11 +133,22 @@ fn confirm(app: &mut App, kind: ActionKind) {
         seen: e,
         target,
     };
+    let unseen = match &request.kind {
+        ActionKind::ForceLeader { target } => {
+            admin::unseen_leader(&request.seen, target, &app.around.known_ids)
+        }
+        _ => None,
+    };
     match crate::backend::plan(&request) {
         Ok(plan) => {
-            app.dialog = Some(Dialog::Confirm {
-                request: Box::new(request),
-                plan,
+            let request = Box::new(request);
+            app.dialog = Some(match unseen {
+                Some(warning) => Dialog::Unseen {
+                    request,
+                    plan,
+                    warning,
+                },
+                None => Dialog::Confirm { request, plan },
             })
         }
         Err(reason) => {
@@ -196,6 +214,10 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
                 },
             );
             app.dialog.take()
+        }
+        // Asked twice on purpose: the second question is the plan itself.
+        (Dialog::Unseen { request, plan, .. }, Action::Accept) => {
+            Some(Dialog::Confirm { request, plan })
         }
         // Election clients do not notice a resign; a re-election ends the session instead.
         (Dialog::Confirm { request, .. }, Action::Reelect)

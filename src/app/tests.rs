@@ -331,3 +331,67 @@ fn the_selection_stays_on_the_first_row_until_the_operator_chooses() {
     update(&mut app, Msg::Action(Action::Down));
     assert!(app.chosen, "a movement key chooses");
 }
+
+/// Forcing an id never seen in the election (not leading, in line or in its history) is
+/// asked on its own first, saying nobody may renew it; the plan comes second. An id seen
+/// there, or known as a participant (the demo's nodes), goes straight to the plan.
+#[test]
+fn forcing_an_id_never_seen_is_asked_twice() {
+    let mut app = app_with(0);
+    let mut e = Election::new(0, "jobs".into(), Scheme::SqlLease);
+    e.candidates = vec![crate::model::Candidate::plain("node-a", "jobs")];
+    e.leader = e.candidates.first().cloned();
+    // node-x led before node-a: seen.
+    e.record(
+        crate::model::HistoryEntry {
+            at: None,
+            revision: None,
+            from: Some("node-x".into()),
+            to: Some("node-a".into()),
+            cause: crate::model::Cause::Expired,
+            by: None,
+        },
+        10,
+    );
+    update(
+        &mut app,
+        Msg::Source(SourceEvent::Elections {
+            source: 0,
+            elections: vec![e],
+        }),
+    );
+    let force = |app: &mut App, id: &str| {
+        commands::run(app, &format!("force-leader {id}"));
+    };
+    force(&mut app, "ghost");
+    let Some(Dialog::Unseen { warning, .. }) = &app.dialog else {
+        panic!("asked about the unseen id first, got {:?}", app.dialog);
+    };
+    assert!(
+        warning.contains("ghost was never seen in jobs") && warning.contains("renew"),
+        "{warning}"
+    );
+    let first = update(&mut app, Msg::Action(Action::Accept));
+    assert!(first.effects.is_empty(), "nothing sent on the first yes");
+    assert!(
+        matches!(app.dialog, Some(Dialog::Confirm { .. })),
+        "then the plan"
+    );
+    let second = update(&mut app, Msg::Action(Action::Accept));
+    assert!(matches!(second.effects.as_slice(), [Effect::Admin(_)]));
+
+    app.dialog = None;
+    force(&mut app, "node-x");
+    assert!(
+        matches!(app.dialog, Some(Dialog::Confirm { .. })),
+        "seen in the history: the plan at once, got {:?}",
+        app.dialog
+    );
+    app.dialog = None;
+    app.around.known_ids = vec!["node-b".into()];
+    force(&mut app, "node-b");
+    assert!(
+        matches!(app.dialog, Some(Dialog::Confirm { .. })),
+        "a known participant"
+    );
+}

@@ -40,12 +40,31 @@ fn usage(action: &str, election: &str, msg: &str) -> ExitCode {
     fail(EXIT_USAGE, msg)
 }
 
+/// What shapes an admin verb beyond its flags: the history kept, and whether an id never
+/// seen in the election may be forced as its leader.
+pub(super) struct How {
+    pub limit: usize,
+    pub allow_unseen: bool,
+}
+
+impl How {
+    pub(super) fn plain(limit: usize) -> How {
+        How {
+            limit,
+            allow_unseen: false,
+        }
+    }
+}
+
 pub(super) async fn run(
     sources: &[SourceConfig],
     election: &str,
     kind: ActionKind,
     args: &AdminArgs,
-    history_limit: usize,
+    How {
+        limit: history_limit,
+        allow_unseen,
+    }: How,
 ) -> ExitCode {
     let opts = BackendOptions {
         history_limit,
@@ -82,6 +101,13 @@ pub(super) async fn run(
         Ok(p) => p,
         Err(reason) => return finish(Outcome::Refused { reason }),
     };
+    if let ActionKind::ForceLeader { target } = &req.kind
+        && let Some(warning) = admin::unseen_leader(&req.seen, target, &[])
+        && !allow_unseen
+    {
+        let why = format!("{warning}; check the id, or give --allow-unseen to write it anyway");
+        return usage(action, election, &why);
+    }
     if !args.yes {
         match confirmed(&plan) {
             Ok(true) => {}

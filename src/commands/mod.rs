@@ -149,18 +149,25 @@ async fn on_sources(
         Some(Command::ForceLeader {
             election,
             id,
+            allow_unseen,
             admin,
         }) => {
             let kind = ActionKind::ForceLeader { target: id };
-            Ok(admin::run(&selected.sources, &election, kind, &admin, limit).await)
+            let how = admin::How {
+                limit,
+                allow_unseen,
+            };
+            Ok(admin::run(&selected.sources, &election, kind, &admin, how).await)
         }
         Some(Command::Reelect { election, admin }) => {
             let kind = ActionKind::Reelect;
-            Ok(admin::run(&selected.sources, &election, kind, &admin, limit).await)
+            let how = admin::How::plain(limit);
+            Ok(admin::run(&selected.sources, &election, kind, &admin, how).await)
         }
         Some(Command::Resign { election, admin }) => {
             let kind = ActionKind::Resign;
-            Ok(admin::run(&selected.sources, &election, kind, &admin, limit).await)
+            let how = admin::How::plain(limit);
+            Ok(admin::run(&selected.sources, &election, kind, &admin, how).await)
         }
         Some(Command::Node(args)) => node::node(cli.sources.scheme, &args, selected.sources).await,
         Some(Command::Watch { json, changes_only }) => {

@@ -324,6 +324,18 @@ impl Election {
             .map(|d| d.remaining_ms_at(now))
     }
 
+    /// Whether `id` was ever seen in this election: leading, in line, deposed, or in its
+    /// history.
+    pub fn has_seen(&self, id: &str) -> bool {
+        let held = |c: &Candidate| c.id == id;
+        self.leader.iter().chain(&self.candidates).any(held)
+            || self.deposed.as_deref().is_some_and(held)
+            || self
+                .history
+                .iter()
+                .any(|h| h.from.as_deref() == Some(id) || h.to.as_deref() == Some(id))
+    }
+
     pub fn has_zombie(&self) -> bool {
         self.candidates.iter().any(Candidate::zombie)
             || self.leader.as_ref().is_some_and(Candidate::zombie)

@@ -68,6 +68,19 @@ fn content(dialog: &Dialog, area: Rect, inner: usize) -> (&'static str, Vec<Line
                 Line::from(Span::styled("Enter: continue   Esc: cancel", theme::dim())),
             ],
         ),
+        Dialog::Unseen { plan, warning, .. } => (
+            " Never seen ",
+            vec![
+                Line::from(Span::styled(plan.summary.clone(), theme::title())),
+                Line::from(""),
+                Line::from(Span::styled(warning.clone(), theme::warn())),
+                Line::from(""),
+                Line::from(Span::styled(
+                    "y/Enter: force it anyway (the plan comes next)   n/Esc: cancel",
+                    theme::dim(),
+                )),
+            ],
+        ),
         Dialog::Confirm { plan, request } => (" Confirm ", confirm_lines(plan, request)),
         Dialog::ConfirmQuit { what, under } => (" Quit? ", quit_lines(what, under.as_deref())),
         Dialog::Running { summary, .. } => (" Working ", vec![Line::from(format!("{summary}…"))]),
