@@ -283,3 +283,30 @@ async fn the_dashboard_shows_the_hint_until_elections_appear() {
     let screen = tmux.wait_screen("the new election", t, |s| s.contains("node-z"));
     assert!(!screen.contains("no keys under"), "hint gone:\n{screen}");
 }
+
+/// `--prefix /sv` where the keys are `/svc/...` stops inside a path segment: `status` still
+/// answers, and says which prefix was likely meant (stderr and `layout_notice`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prefix_that_is_not_a_path_boundary_is_warned_with_the_one_meant() {
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    node_etcd3_campaign(&mut client, "cron", "node-a").await;
+    let h = tempfile::tempdir().expect("tempdir");
+    let (json, err) =
+        status_and_stderr(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "elect"]);
+    assert!(
+        err.contains("--prefix elect is not a path boundary")
+            && err.contains("did you mean --prefix election/?"),
+        "{err}"
+    );
+    let notice = json["sources"][0]["layout_notice"].as_str().unwrap_or("");
+    assert!(
+        notice.contains("did you mean --prefix election/?"),
+        "{json:#}"
+    );
+    let (_, err) = status_and_stderr(
+        h.path(),
+        &["--etcd", &etcd.endpoint(), "--prefix", "election/"],
+    );
+    assert!(!err.contains("path boundary"), "{err}");
+}

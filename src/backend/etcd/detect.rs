@@ -304,10 +304,81 @@ pub(super) async fn notice(
     }
 }
 
+/// A prefix that stops inside a path segment (`/sv` where keys are `/svc/...`) names the
+/// elections from the middle of a segment (`c/cron`): said, with the prefix likely meant.
+pub(super) fn boundary(prefix: &[u8], keys: &Mirror) -> Option<String> {
+    if prefix.is_empty() || prefix.ends_with(b"/") {
+        return None;
+    }
+    // A key that is the prefix itself (a lease key named in full) is no path cut short.
+    if keys.contains_key(prefix) {
+        return None;
+    }
+    let mut rests = keys.keys().filter_map(|k| k.strip_prefix(prefix));
+    let first = rests.next()?;
+    let segment = |rest: &[u8]| -> Vec<u8> {
+        let end = rest.iter().position(|b| *b == b'/').unwrap_or(rest.len());
+        rest[..end].to_vec()
+    };
+    let common = segment(first);
+    let same = rests.all(|r| segment(r) == common);
+    let meant: Vec<u8> = if same {
+        [prefix, &common, b"/"].concat()
+    } else {
+        let cut = prefix.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
+        prefix[..cut].to_vec()
+    };
+    let shown = |b: &[u8]| crate::model::escape_bytes(b);
+    Some(format!(
+        "--prefix {} is not a path boundary: keys go on past it ({}), so elections are named \
+         from the middle of a segment; did you mean --prefix {}?",
+        shown(prefix),
+        shown(first.get(..first.len().min(24)).unwrap_or(first)),
+        if meant.is_empty() {
+            "/".to_string()
+        } else {
+            shown(&meant)
+        }
+    ))
+}
+
+/// The notice of a first read with the prefix's boundary warning, when there is one.
+pub(super) fn with_boundary(
+    notice: Option<SourceNotice>,
+    prefix: &[u8],
+    keys: &Mirror,
+) -> Option<SourceNotice> {
+    let Some(warning) = boundary(prefix, keys) else {
+        return notice;
+    };
+    Some(SourceNotice::Unsure(match notice {
+        Some(n) => format!("{warning}; {}", n.text()),
+        None => warning,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::backend::etcd::layout::Kv;
+
+    #[test]
+    fn a_prefix_inside_a_segment_is_said_with_the_one_meant() {
+        let keys = mirror(&[("/svc/cron/1", 1), ("/svc/jobs/2", 2)]);
+        let w = boundary(b"/sv", &keys).expect("a warning");
+        assert!(w.contains("--prefix /sv is not a path boundary"), "{w}");
+        assert!(w.ends_with("did you mean --prefix /svc/?"), "{w}");
+        assert_eq!(boundary(b"/svc/", &keys), None, "a boundary");
+        assert_eq!(boundary(b"", &keys), None);
+        let mixed = mirror(&[("/svc/a", 1), ("/svx/b", 2)]);
+        let w = boundary(b"/sv", &mixed).expect("a warning");
+        assert!(w.ends_with("did you mean --prefix /?"), "{w}");
+        assert_eq!(
+            boundary(b"/nothing", &keys),
+            None,
+            "nothing under it: the empty notice"
+        );
+    }
 
     fn mirror(keys: &[(&str, i64)]) -> Mirror {
         keys.iter()

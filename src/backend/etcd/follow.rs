@@ -222,6 +222,7 @@ impl Session<'_> {
         let scheme = backend.cfg.scheme.unwrap_or(verdict.scheme());
         let notice =
             super::detect::notice(backend, link, verdict, backend.cfg.scheme.is_none()).await;
+        let notice = super::detect::with_boundary(notice, backend.cfg.prefix.as_bytes(), &snap);
         if let Some(n) = &notice {
             info!(scheme = %scheme, "{}", n.text());
         }
