@@ -186,18 +186,10 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
             let selected = (selected + 1).min(options.len().saturating_sub(1));
             Some(Dialog::Pick { options, selected })
         }
-        (Dialog::Pick { options, selected }, Action::Accept) => match options.get(selected) {
-            Some(target) => {
-                confirm(
-                    app,
-                    ActionKind::ForceLeader {
-                        target: target.clone(),
-                    },
-                );
-                app.dialog.take()
-            }
-            None => None,
-        },
+        (Dialog::Pick { options, selected }, Action::Accept) => options
+            .get(selected)
+            .cloned()
+            .and_then(|target| force_confirm(app, target)),
         (Dialog::Type { mut input }, Action::Type(c)) => {
             input.push(c);
             Some(Dialog::Type { input })
@@ -207,13 +199,7 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
             Some(Dialog::Type { input })
         }
         (Dialog::Type { input }, Action::Accept) if !input.trim().is_empty() => {
-            confirm(
-                app,
-                ActionKind::ForceLeader {
-                    target: input.trim().to_string(),
-                },
-            );
-            app.dialog.take()
+            force_confirm(app, input.trim().to_string())
         }
         // Asked twice on purpose: the second question is the plan itself.
         (Dialog::Unseen { request, plan, .. }, Action::Accept) => {
@@ -243,6 +229,12 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
         }
         (d, _) => Some(d),
     };
+}
+
+/// The confirmation of forcing `target` (or why it cannot be done), as the next dialog.
+fn force_confirm(app: &mut App, target: String) -> Option<Dialog> {
+    confirm(app, ActionKind::ForceLeader { target });
+    app.dialog.take()
 }
 
 /// `q`/`Ctrl-C` with a dialog open. Where quitting stops something (the demo's nodes) it

@@ -1,4 +1,5 @@
-//! An `etcd-lease-key` participant (seeds 000 and 002): a lease kept alive, a registry entry
+//! An `etcd-lease-key` participant ("Adding leader election to your application using etcd",
+//! and "Leader Election using etcd from C#" for the registry): a lease kept alive, a registry entry
 //! `<registry><election>/<id>` on it (when a registry is configured), and the leader key
 //! taken with `Txn(If version == 0, Then Put(key, id, lease), Else Get(key))`. It watches the
 //! key: a delete starts a new race, a put says who leads (including an operator's choice).
