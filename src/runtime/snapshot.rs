@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use super::Sources;
-use crate::model::{ConnState, SourceId};
+use crate::model::{ConnState, SourceEvent, SourceId};
 use crate::state::ReadModel;
 
 /// What one snapshot of every source found.
@@ -16,13 +16,17 @@ pub struct Snapshot {
     pub unread: Vec<(SourceId, String)>,
 }
 
-/// Collects events until every source has its snapshot and replay or is down, or `timeout`
-/// passes. A source is down once every endpoint refused or failed (the store task says so
-/// after trying them all): a one-shot read does not wait out the timeout for it.
+/// Collects events until every source has its snapshot and replay or is down for good, or
+/// `timeout` passes. A store task reading once says a failure is lasting when waiting will
+/// not help or nothing listens there (a refused connection, every endpoint tried): that is
+/// not waited out. Any other failure is retried until the timeout, which may bring a
+/// clearer one (a TLS mismatch first seen as a reset connection).
 pub async fn collect(mut sources: Sources, timeout: Duration) -> Snapshot {
     // The alarms are worked out once, at the end, not after every batch of elections.
     let mut model = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
     let deadline = tokio::time::Instant::now() + timeout;
+    // The last error of each source: at the deadline it may be between retries.
+    let mut last_error: Vec<Option<String>> = vec![None; model.sources.len()];
     loop {
         if model.sources.iter().all(|s| done(s) || is_down(s)) {
             break;
@@ -30,6 +34,11 @@ pub async fn collect(mut sources: Sources, timeout: Duration) -> Snapshot {
         tokio::select! {
             ev = sources.events.recv() => match ev {
                 Some(ev) => {
+                    if let SourceEvent::Conn { source, state: ConnState::Down { error, .. } } = &ev
+                        && let Some(slot) = last_error.get_mut(*source)
+                    {
+                        *slot = Some(error.clone());
+                    }
                     model.apply(ev);
                 }
                 None => break,
@@ -42,7 +51,12 @@ pub async fn collect(mut sources: Sources, timeout: Duration) -> Snapshot {
         .sources
         .iter()
         .filter(|s| !s.synced)
-        .map(|s| (s.info.id, why_unread(s, timeout)))
+        .map(|s| {
+            (
+                s.info.id,
+                why_unread(s, last_error[s.info.id].as_deref(), timeout),
+            )
+        })
         .collect();
     // What every view reads: a source that did not answer is down, with why.
     for (id, why) in &unread {
@@ -76,13 +90,15 @@ fn done(s: &crate::state::SourceView) -> bool {
 }
 
 fn is_down(s: &crate::state::SourceView) -> bool {
-    !s.synced && matches!(s.conn, ConnState::Down { .. })
+    !s.synced && matches!(s.conn, ConnState::Down { lasting: true, .. })
 }
 
-/// Why a source was not read: its store's own error, or that it did not answer in time.
-fn why_unread(s: &crate::state::SourceView, timeout: Duration) -> String {
-    match &s.conn {
-        ConnState::Down { error, .. } => error.clone(),
+/// Why a source was not read: its store's own error (the last, if it is between retries),
+/// or that it did not answer in time.
+fn why_unread(s: &crate::state::SourceView, last: Option<&str>, timeout: Duration) -> String {
+    match (&s.conn, last) {
+        (ConnState::Down { error, .. }, _) => error.clone(),
+        (_, Some(error)) => error.to_string(),
         _ => format!("no answer from {} within {timeout:?}", s.info.name),
     }
 }

@@ -9,6 +9,9 @@ use std::time::Duration;
 pub enum ErrorKind {
     /// The member (or the network to it) may come back: retry, try another member.
     Transient,
+    /// Nothing listens at the member's address: retried like a transient failure, but a
+    /// one-shot read (`status`) takes it as final rather than waiting out its timeout.
+    Refused,
     /// Settings that cannot work (bad endpoint, missing password): waiting will not help.
     Lasting,
     /// Credentials refused.
@@ -50,6 +53,12 @@ impl EtcdError {
         }
     }
 
+    /// Final for a read that answers once (`status`): waiting will not help, or nothing
+    /// listens there now.
+    pub(crate) fn ends_one_shot(&self) -> bool {
+        self.is_lasting() || self.kind() == ErrorKind::Refused
+    }
+
     /// Waiting will not make it go away.
     pub fn is_lasting(&self) -> bool {
         matches!(
@@ -81,9 +90,12 @@ impl EtcdError {
         let kind = match &e {
             E::InvalidArgs(_) | E::InvalidUri(_) | E::InvalidMetadataValue(_) => ErrorKind::Lasting,
             E::GRpcStatus(s) => status_kind(s),
-            E::TransportError(_) | E::IoError(_) => {
-                tls_in_chain(inner(&e)).unwrap_or(ErrorKind::Transient)
-            }
+            E::TransportError(_) | E::IoError(_) => tls_in_chain(inner(&e)).unwrap_or_else(|| {
+                match io_in_chain(inner(&e)).map(std::io::Error::kind) {
+                    Some(std::io::ErrorKind::ConnectionRefused) => ErrorKind::Refused,
+                    _ => ErrorKind::Transient,
+                }
+            }),
             _ => ErrorKind::Transient,
         };
         EtcdError::Failed {

@@ -182,7 +182,11 @@ impl Session<'_> {
     async fn go_down(&mut self, err: EtcdError) -> bool {
         self.state.shown_connected = false;
         let revision = self.state.followed.as_ref().map(|f| f.tracker.revision);
-        let lasting = err.is_lasting();
+        // A one-shot read reports a refusal at once: nothing listens there now.
+        let lasting = match self.backend.opts.one_shot {
+            true => err.ends_one_shot(),
+            false => err.is_lasting(),
+        };
         let go_on = crate::backend::down_and_wait(
             &self.io,
             &self.backend.info,

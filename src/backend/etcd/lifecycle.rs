@@ -125,7 +125,7 @@ impl Lifecycle {
             }
             // The member is fine; the history we asked for is gone: read the state again.
             ErrorKind::Compacted => Phase::Snapshot { member },
-            ErrorKind::Transient => {
+            ErrorKind::Transient | ErrorKind::Refused => {
                 self.preferred = (member + 1) % self.members;
                 self.failed_in_row += 1;
                 if self.failed_in_row >= self.members {
@@ -203,6 +203,23 @@ mod tests {
         c.on(Input::Connected { member: 1 });
         c.on(Input::SnapshotRead { replay: false });
         assert_eq!(c.phase, Phase::Live { member: 1 });
+    }
+
+    /// A member that refused the connection is passed over like any failed one: the
+    /// source is down only when every member refused.
+    #[test]
+    fn a_refusing_member_passes_to_the_next_and_all_refusing_is_down() {
+        let mut c = Lifecycle::new(2);
+        c.on(Input::Connected { member: 0 });
+        c.on(Input::Failed(ErrorKind::Refused));
+        assert_eq!(c.phase, Phase::Connecting { from: 1 });
+        c.on(Input::Connected { member: 1 });
+        c.on(Input::Failed(ErrorKind::Refused));
+        assert_eq!(
+            c.phase,
+            Phase::Down { lasting: false },
+            "retried, not lasting"
+        );
     }
 
     #[test]

@@ -63,6 +63,12 @@ pub(super) enum SqlError {
 }
 
 impl SqlError {
+    /// Final for a read that answers once (`status`): waiting will not help, or the server
+    /// did not take the connection (refused, reset, no route).
+    pub(super) fn ends_one_shot(&self) -> bool {
+        matches!(self, SqlError::Unreachable(_)) || self.kind().is_lasting()
+    }
+
     pub(super) fn kind(&self) -> SqlErrorKind {
         use SqlError::*;
         match self {

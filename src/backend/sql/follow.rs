@@ -204,6 +204,10 @@ impl<'a> Follow<'a> {
     }
 
     async fn wait(&mut self, lasting: bool) -> Result<Input, Stop> {
+        // A one-shot read reports a server that did not take the connection at once.
+        let one_shot = self.b.opts.one_shot;
+        let lasting =
+            lasting || (one_shot && self.error.as_ref().is_some_and(SqlError::ends_one_shot));
         let error = self.error.take().map(|e| e.to_string()).unwrap_or_default();
         let backoff = self.conn.backoff();
         if crate::backend::down_and_wait(&self.io, &self.b.info, error, lasting, None, backoff)

@@ -130,7 +130,7 @@ impl SqlSettings {
 pub struct SqlBackend {
     info: SourceInfo,
     settings: SqlSettings,
-    opts: BackendOptions,
+    pub(super) opts: BackendOptions,
     history_path: Option<PathBuf>,
 }
 
