@@ -906,3 +906,46 @@ fn a_source_never_read_is_down_not_empty() {
         assert!(!text.contains("none found"), "{w}x{h}:\n{text}");
     }
 }
+
+/// After a confirmed re-election of an etcd election, its row says what is under way and
+/// counts down the hold (`⏳ node-b next in 22 s · re-election`), at 80x24 as wider, until the
+/// leader changes.
+#[test]
+fn a_reelection_under_way_counts_down_on_its_row() {
+    let now = Instant::now();
+    let mut app = sample(now);
+    app::update(&mut app, Msg::Action(Action::Reelect));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let u = app.under_way.values().next().expect("under way");
+    assert_eq!((u.what, u.next.as_deref()), ("re-election", Some("node-b")));
+    for (w, h) in [(80, 24), (120, 35)] {
+        let text = format!("{}", render(&app, w, h).backend());
+        assert!(text.contains("⏳ node-b next in 22 s"), "{w}x{h}:\n{text}");
+    }
+    let tick = |app: &mut App, secs: u64| {
+        app::update(
+            app,
+            Msg::Tick {
+                now: now + Duration::from_secs(secs),
+                wall: wall() + Duration::from_secs(secs),
+            },
+        );
+    };
+    tick(&mut app, 10);
+    let text = format!("{}", render(&app, 120, 35).backend());
+    assert!(text.contains("next in 12 s"), "counts down:\n{text}");
+    // node-b leads: the action took effect, the row is the store's again.
+    let mut jobs = app.model.elections[&(0, "jobs".to_string())].clone();
+    jobs.leader = jobs.candidates.get(1).cloned();
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Elections {
+            source: 0,
+            elections: vec![jobs],
+        }),
+    );
+    tick(&mut app, 11);
+    assert!(app.under_way.is_empty());
+    let text = format!("{}", render(&app, 120, 35).backend());
+    assert!(!text.contains("⏳"), "{text}");
+}

@@ -85,6 +85,20 @@ pub struct Prefs {
     pub flap_per_min: Option<u32>,
 }
 
+/// An admin action the store carries out by itself after it was confirmed: the deposed keys
+/// are held, and the next leader is elected when the hold ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnderWay {
+    /// `re-election`, `forced leader`.
+    pub what: &'static str,
+    /// Who leads next, when known.
+    pub next: Option<String>,
+    /// When the hold ends.
+    pub ends: Instant,
+    /// The leader it deposes: a change away from it means the action took effect.
+    pub leader_was: Option<String>,
+}
+
 /// What an extension around the dashboard (the demo, `runtime::Extension`) tells it; the
 /// plain dashboard leaves it empty.
 #[derive(Clone, Debug, Default)]
@@ -171,6 +185,9 @@ pub struct App {
     pub contexts: contexts::Contexts,
     /// The detail view (`Enter`), when open.
     pub describe: Option<describe::Describe>,
+    /// Admin actions of this dashboard still taking effect (an etcd-election hold): the row
+    /// says so, with its countdown, until the leader changes or the hold is over.
+    pub under_way: std::collections::BTreeMap<crate::state::Key, UnderWay>,
     /// What the last frame showed of the elections (`frames`).
     pub drawn: frames::Drawn,
 }
@@ -212,6 +229,7 @@ impl App {
             around: Around::default(),
             contexts: contexts::Contexts::default(),
             describe: None,
+            under_way: Default::default(),
             drawn: Default::default(),
         }
     }
@@ -265,7 +283,9 @@ impl App {
     /// Whether anything on screen moves with time (a countdown or a retry timer), so the
     /// runtime knows to keep ticking; with nothing moving it sleeps.
     pub fn needs_tick(&self, rows: usize) -> bool {
-        self.model.any_down() || self.countdown_on_screen(rows, FAST_COUNTDOWN_MS)
+        self.model.any_down()
+            || !self.under_way.is_empty()
+            || self.countdown_on_screen(rows, FAST_COUNTDOWN_MS)
     }
 
     /// Whether a countdown on screen has less than `under_ms` left (and more than nothing):
@@ -367,6 +387,7 @@ fn apply(app: &mut App, msg: Msg) -> bool {
             if app.model.prune() {
                 rows::settle(app);
             }
+            dialog::settle_under_way(app);
             true
         }
         Msg::Resize { width, height } => {

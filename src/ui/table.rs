@@ -33,10 +33,17 @@ fn scheme_short(s: Scheme) -> &'static str {
 
 /// The leader (or since when there is none), and a deposed leader that may still believe it
 /// leads beside it.
-fn leader_cell(e: &Election, stale: bool, idle_is_normal: bool) -> Line<'static> {
+fn leader_cell(
+    e: &Election,
+    stale: bool,
+    idle_is_normal: bool,
+    under_way: Option<(&crate::app::UnderWay, std::time::Instant)>,
+) -> Line<'static> {
     let lead_style = if stale { theme::dim() } else { theme::leader() };
     let id = |s: &str| truncate_display(s, CELL_MAX);
     let mut spans = match &e.leader {
+        // The action under way first: who leads next and when, then what it is (cut first).
+        Some(_) if under_way.is_some() => Vec::new(),
         Some(l) if stale => vec![
             Span::styled("last seen ", theme::stale()),
             Span::styled(id(&l.id), lead_style),
@@ -60,6 +67,18 @@ fn leader_cell(e: &Election, stale: bool, idle_is_normal: bool) -> Line<'static>
             format!(" ⚠ deposed {}", truncate_display(&d.id, 16)),
             theme::warn(),
         ));
+    }
+    if let Some((u, now)) = under_way {
+        let left = u.ends.saturating_duration_since(now).as_secs();
+        let text = match u.next.as_deref() {
+            Some(n) => format!(
+                "⏳ {} next in {left} s · {}",
+                truncate_display(n, 16),
+                u.what
+            ),
+            None => format!("⏳ {} in {left} s", u.what),
+        };
+        spans.insert(0, Span::styled(text, theme::warn()));
     }
     Line::from(spans)
 }
@@ -162,7 +181,16 @@ fn cells(
         Line::from(mark),
         Line::from(truncate_display(&name, CELL_MAX)),
         Line::from(scheme_short(e.scheme)),
-        leader_cell(e, stale, app.model.idle_is_normal(e.source)),
+        leader_cell(
+            e,
+            stale,
+            app.model.idle_is_normal(e.source),
+            // Looked up only while an action is under way: this runs for every row drawn.
+            (!app.under_way.is_empty())
+                .then(|| app.under_way.get(&(e.source, e.name.clone())))
+                .flatten()
+                .map(|u| (u, app.model.now)),
+        ),
         ttl,
         Line::from(e.transitions.to_string()),
         Line::from(format::rate(r.rate)),
