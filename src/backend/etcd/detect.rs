@@ -103,17 +103,20 @@ fn looks_like_patroni(mirror: &Mirror) -> bool {
 }
 
 impl Verdict {
-    /// The scheme to show the prefix with.
-    pub(super) fn scheme(self) -> Scheme {
+    /// The scheme every key is read by, where the keys show one: Patroni's, whose keys only
+    /// make sense together. Otherwise each key is read for itself.
+    pub(super) fn whole(self) -> Option<Scheme> {
+        (self == Verdict::Sure(Scheme::Patroni)).then_some(Scheme::Patroni)
+    }
+
+    /// The scheme to name the prefix by: the one its keys show, none where they show both.
+    pub(super) fn shown(self) -> Option<Scheme> {
         match self {
             // An empty prefix waits for election clients most often.
-            Verdict::Empty => Scheme::EtcdElection,
-            Verdict::Sure(s) => s,
-            // Any key named after its own lease means the election API is in use; other keys
-            // beside it are most likely election keys electop's own re-election holds on its
-            // hold lease for a moment.
-            Verdict::Mixed(_) => Scheme::EtcdElection,
-            Verdict::NoneFits(_) => Scheme::EtcdLeaseKey,
+            Verdict::Empty => Some(Scheme::EtcdElection),
+            Verdict::Sure(s) => Some(s),
+            Verdict::Mixed(_) => None,
+            Verdict::NoneFits(_) => Some(Scheme::EtcdLeaseKey),
         }
     }
 
@@ -123,20 +126,14 @@ impl Verdict {
         let settle =
             "set --scheme etcd-election or --scheme etcd-lease-key (scheme = in the config)";
         match self {
-            Verdict::Empty | Verdict::Sure(_) => None,
-            Verdict::Mixed(f) => Some(format!(
-                "layout unsure: {under} holds {} key(s) named after their own lease (etcd-election) \
-                 and {} other key(s) on a lease (etcd-lease-key); shown as {}; {settle}, or a narrower --prefix",
-                f.candidates,
-                f.lease_keys,
-                self.scheme()
-            )),
+            // Both layouts side by side are read key by key: nothing to settle.
+            Verdict::Empty | Verdict::Sure(_) | Verdict::Mixed(_) => None,
             Verdict::NoneFits(f) => Some(format!(
                 "layout unsure: none of the {} key(s) under {under} is on a lease, so none is a \
                  leader or candidate of etcd-election or etcd-lease-key; shown as {}; {settle} \
                  if that is right, or another --prefix",
                 f.unleased,
-                self.scheme()
+                Scheme::EtcdLeaseKey
             )),
         }
     }
@@ -411,7 +408,7 @@ mod tests {
     }
 
     #[test]
-    fn both_layouts_or_none_are_reported_with_the_flag_that_settles_it() {
+    fn both_layouts_are_read_key_by_key_and_no_lease_at_all_is_reported() {
         let both = mirror(&[("/x/jobs/1f", 0x1f), ("/x/jobs/20", 0x20), ("/x/leader", 9)]);
         let v = detect(&both);
         assert_eq!(
@@ -422,18 +419,14 @@ mod tests {
                 unleased: 0
             })
         );
-        assert_eq!(v.scheme(), Scheme::EtcdElection);
-        let msg = v.unsure(b"/x/").expect("unsure");
-        for want in [
-            "2 key(s)",
-            "1 other key(s)",
-            "shown as etcd-election",
-            "--scheme",
-        ] {
-            assert!(msg.contains(want), "{want}: {msg}");
-        }
+        assert_eq!((v.whole(), v.shown()), (None, None), "read key by key");
+        assert_eq!(v.unsure(b"/x/"), None, "nothing to settle");
+        assert_eq!(
+            Verdict::Sure(Scheme::Patroni).whole(),
+            Some(Scheme::Patroni)
+        );
         let none = detect(&mirror(&[("/cfg/a", 0), ("/cfg/b", 0)]));
-        assert_eq!(none.scheme(), Scheme::EtcdLeaseKey);
+        assert_eq!(none.shown(), Some(Scheme::EtcdLeaseKey));
         let msg = none.unsure(b"/cfg/").expect("unsure");
         assert!(
             msg.contains("none of the 2 key(s) under /cfg/ is on a lease"),

@@ -223,14 +223,17 @@ impl Session<'_> {
         )
         .await?;
         let verdict = super::detect::detect(&snap);
-        let scheme = backend.cfg.scheme.unwrap_or(verdict.scheme());
+        // Without a configured scheme each key is read for itself; only Patroni's keys are
+        // read as one layout, found from all of them.
+        let chosen = backend.cfg.scheme.or(verdict.whole());
+        let scheme = chosen.or(verdict.shown());
         let notice =
             super::detect::notice(backend, link, verdict, backend.cfg.scheme.is_none()).await;
         let notice = super::detect::with_boundary(notice, backend.cfg.prefix.as_bytes(), &snap);
         if let Some(n) = &notice {
-            info!(scheme = %scheme, "{}", n.text());
+            info!(scheme = ?scheme, "{}", n.text());
         }
-        let layout = backend.layout(scheme);
+        let layout = backend.layout(chosen);
         let prefixes = layout.prefixes();
         let tracker = Tracker::new(
             backend.info.id,
@@ -239,12 +242,12 @@ impl Session<'_> {
             backend.opts.history_limit,
         );
         let mut info = backend.info.clone();
-        info.scheme = Some(scheme);
+        info.scheme = scheme;
         info.notice = notice;
         send(&self.io, SourceEvent::Info(info)).await?;
         if preview.is_none() && prefixes == probe {
             drop(preview);
-            self.head_preview(scheme, &snap).await?;
+            self.head_preview(chosen, &snap).await?;
         }
         let read = (prefixes == probe).then_some((snap, rev));
         Ok((prefixes, Some(tracker), read))
@@ -254,7 +257,7 @@ impl Session<'_> {
     /// (half a second at 100,000 elections): its first keys' elections are shown at once.
     async fn head_preview(
         &mut self,
-        scheme: crate::model::Scheme,
+        scheme: Option<crate::model::Scheme>,
         snap: &Mirror,
     ) -> Result<(), super::Closed> {
         let backend = self.backend;
@@ -485,7 +488,8 @@ impl Session<'_> {
             return;
         };
         let (snapshot, revision) = (Arc::clone(snapshot), *revision);
-        let scheme = f.tracker.layout().scheme();
+        let layout = f.tracker.layout();
+        let scheme = (!layout.per_key()).then(|| layout.scheme());
         let past = Tracker::new(
             backend.info.id,
             backend.info.name.clone(),
@@ -569,7 +573,7 @@ fn early_layout(
     probe: &[Vec<u8>],
 ) -> Option<Box<dyn super::layout::Layout>> {
     let scheme = backend.cfg.scheme.filter(|_| !backend.opts.all_leases)?;
-    let layout = backend.layout(scheme);
+    let layout = backend.layout(Some(scheme));
     (layout.prefixes() == probe).then_some(layout)
 }
 

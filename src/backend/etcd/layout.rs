@@ -88,6 +88,14 @@ pub struct Holders {
 
 pub trait Layout: Send + Sync {
     fn scheme(&self) -> Scheme;
+    /// The scheme of one election: the layout's, unless it reads each key for itself.
+    fn scheme_of(&self, _election: &[u8]) -> Scheme {
+        self.scheme()
+    }
+    /// Guessed key by key ([`super::per_key::PerKey`]) rather than configured.
+    fn per_key(&self) -> bool {
+        false
+    }
     /// Key prefixes to read and watch.
     fn prefixes(&self) -> Vec<Vec<u8>>;
     /// The election a key belongs to (an opaque id), or `None` for unrelated keys.

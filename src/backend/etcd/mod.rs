@@ -18,6 +18,7 @@ pub(crate) mod lifecycle;
 pub(crate) mod members;
 mod participant;
 mod past;
+mod per_key;
 pub(crate) mod patroni;
 mod plan;
 mod preview;
@@ -85,15 +86,18 @@ impl EtcdBackend {
         }
     }
 
-    fn layout(&self, scheme: Scheme) -> Box<dyn Layout> {
+    /// The layout of `scheme`, or with none chosen (configured or found to be Patroni's),
+    /// each key read for itself.
+    fn layout(&self, scheme: Option<Scheme>) -> Box<dyn Layout> {
         let prefix = self.cfg.prefix.as_bytes().to_vec();
         match scheme {
-            Scheme::EtcdLeaseKey => Box::new(lease_key::EtcdLeaseKey {
+            Some(Scheme::EtcdLeaseKey) => Box::new(lease_key::EtcdLeaseKey {
                 prefix,
                 registry: self.cfg.registry.as_ref().map(|r| r.as_bytes().to_vec()),
             }),
-            Scheme::Patroni => Box::new(patroni::Patroni { prefix }),
-            _ => Box::new(election::EtcdElection { prefix }),
+            Some(Scheme::Patroni) => Box::new(patroni::Patroni { prefix }),
+            Some(_) => Box::new(election::EtcdElection { prefix }),
+            None => Box::new(per_key::PerKey::new(prefix)),
         }
     }
 }

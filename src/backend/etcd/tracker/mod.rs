@@ -133,7 +133,7 @@ impl Tracker {
             .map(|id| {
                 let holders = self.layout.derive(id, kvs);
                 let name = self.layout.display_name(id);
-                let mut e = Election::new(self.source, name, self.layout.scheme());
+                let mut e = Election::new(self.source, name, self.layout.scheme_of(id));
                 e.leader = holders.leader;
                 e.candidates = shrunk(holders.candidates);
                 let limit = self.history_limit;
@@ -150,7 +150,7 @@ impl Tracker {
             .filter(|id| !self.elections.contains_key(id))
             .map(|id| {
                 let name = self.layout.display_name(&id);
-                Election::new(self.source, name, self.layout.scheme())
+                Election::new(self.source, name, self.layout.scheme_of(&id))
             })
             .collect()
     }
@@ -175,7 +175,7 @@ impl Tracker {
             let holders = self.layout.derive(&id, &self.mirror);
             let e = self.elections.entry(id.clone()).or_insert_with(|| {
                 let name = self.layout.display_name(&id);
-                Election::new(self.source, name, self.layout.scheme())
+                Election::new(self.source, name, self.layout.scheme_of(&id))
             });
             adopt(e, holders, self.history_limit);
             self.index(&id);
@@ -192,7 +192,7 @@ impl Tracker {
             .iter()
             .map(|id| {
                 let name = self.layout.display_name(id);
-                let mut e = Election::new(self.source, name, self.layout.scheme());
+                let mut e = Election::new(self.source, name, self.layout.scheme_of(id));
                 adopt(&mut e, self.layout.derive(id, kvs), self.history_limit);
                 e
             })

@@ -68,7 +68,7 @@ impl Tracker {
         for id in ids.iter().cloned() {
             let holders = self.layout.derive(&id, &self.mirror);
             let name = self.layout.display_name(&id);
-            let (source, scheme) = (self.source, self.layout.scheme());
+            let (source, scheme) = (self.source, self.layout.scheme_of(&id));
             let election = self
                 .elections
                 .entry(id.clone())
