@@ -141,7 +141,9 @@ async fn an_election_beside_two_locks_is_three_elections_and_no_change_is_invent
     let in_line = || {
         let mut c = client.clone();
         async move {
-            let opts = etcd_client::GetOptions::new().with_prefix().with_count_only();
+            let opts = etcd_client::GetOptions::new()
+                .with_prefix()
+                .with_count_only();
             c.get("/svc/jobs/", Some(opts))
                 .await
                 .is_ok_and(|r| r.count() == 2)
@@ -185,9 +187,15 @@ async fn an_election_beside_two_locks_is_three_elections_and_no_change_is_invent
     }
     // The locks' leases run out (nobody keeps them alive): each lock is left without a holder.
     for (lock, holder) in [("lock/billing", "billing-a"), ("lock/reports", "reports-a")] {
-        watch.wait_for(&format!("{lock} losing {holder}"), Duration::from_secs(15), |v| {
-            v["election"] == lock && v["from"] == holder && v.get("to").is_none_or(Value::is_null)
-        });
+        watch.wait_for(
+            &format!("{lock} losing {holder}"),
+            Duration::from_secs(15),
+            |v| {
+                v["election"] == lock
+                    && v["from"] == holder
+                    && v.get("to").is_none_or(Value::is_null)
+            },
+        );
     }
     let invented: Vec<&Value> = watch
         .seen
@@ -195,13 +203,19 @@ async fn an_election_beside_two_locks_is_three_elections_and_no_change_is_invent
         .filter(|v| v["kind"] == "leader_changed" || v["kind"] == "leader_elected")
         .filter(|v| v["election"] != "jobs")
         .collect();
-    assert!(invented.is_empty(), "no change between locks: {invented:#?}");
+    assert!(
+        invented.is_empty(),
+        "no change between locks: {invented:#?}"
+    );
     let crossed = |v: &&Value| {
         (v["to"] == "reports-a" && v["election"] != "lock/reports")
             || (v["to"] == "billing-a" && v["election"] != "lock/billing")
     };
     let crossed: Vec<&Value> = watch.seen.iter().filter(crossed).collect();
-    assert!(crossed.is_empty(), "a holder in another's lock: {crossed:#?}");
+    assert!(
+        crossed.is_empty(),
+        "a holder in another's lock: {crossed:#?}"
+    );
     for p in jobs.iter_mut() {
         p.kill();
     }
@@ -363,6 +377,51 @@ async fn the_dashboard_shows_the_hint_until_elections_appear() {
         .expect("put");
     let screen = tmux.wait_screen("the new election", t, |s| s.contains("node-z"));
     assert!(!screen.contains("no keys under"), "hint gone:\n{screen}");
+}
+
+/// A warning shows whole in the events view (the status bar cuts it at the screen's edge)
+/// and leaves when its cause does: keys on no lease, then one on a lease.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_layout_warning_shows_whole_and_leaves_with_its_cause() {
+    let etcd = EtcdServer::start();
+    let mut client = etcd.client().await;
+    for k in ["/cfg/a", "/cfg/b"] {
+        client.put(k, "x", None).await.expect("put");
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let shell = format!(
+        "env XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} --etcd {ep} --prefix /cfg/; sleep 60",
+        h = home.path().display(),
+        bin = common::electop::bin(),
+        ep = etcd.endpoint(),
+    );
+    let tmux = common::tmux::Tmux::start(80, 24, &shell);
+    let t = Duration::from_secs(10);
+    tmux.wait_screen("the warning", t, |s| s.contains("layout unsure"));
+    tmux.send(&["v"]);
+    // The events view wraps it: read its lines as one text.
+    let joined = |s: &str| {
+        s.lines()
+            .map(|l| l.trim_matches(|c| c == '│' || c == ' '))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let whole = "etcd1: layout unsure: none of the 2 key(s) under /cfg/ is on a lease, so none \
+                 is a leader or candidate of etcd-election or etcd-lease-key";
+    tmux.wait_screen("the warning whole", t, |s| {
+        s.contains("Events") && joined(s).contains(whole) && joined(s).contains("another --prefix")
+    });
+    let lease = client.lease_grant(30, None).await.expect("grant").id();
+    client
+        .put(
+            "/cfg/leader",
+            "node-a",
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .expect("put");
+    let screen = tmux.wait_screen("the warning gone", t, |s| !s.contains("layout unsure"));
+    assert!(!screen.contains("none of the"), "{screen}");
 }
 
 /// `--prefix /sv` where the keys are `/svc/...` stops inside a path segment: `status` still

@@ -21,13 +21,15 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         .borders(Borders::ALL)
         .border_style(theme::focused_border())
         .title(title);
+    // What each source's status-bar notice says, whole: the bar cuts it at the screen's edge.
+    let mut lines = pinned(app);
     // Each entry takes at least a line: no more than a screenful is built.
-    let lines: Vec<Line> = app
-        .visible_events()
-        .skip(app.events_scroll)
-        .take(area.height as usize)
-        .map(line)
-        .collect();
+    lines.extend(
+        app.visible_events()
+            .skip(app.events_scroll)
+            .take(area.height as usize)
+            .map(line),
+    );
     let body = if lines.is_empty() {
         let none = if app.events_filter.is_some() {
             "no event matches the filter"
@@ -42,6 +44,28 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         Paragraph::new(body).wrap(Wrap { trim: false }).block(block),
         area,
     );
+}
+
+/// Each source's standing problems (down, and its notices), pinned above the events while they
+/// last: they leave when their cause does.
+fn pinned(app: &App) -> Vec<Line<'_>> {
+    let mut out = Vec::new();
+    for s in &app.model.sources {
+        if let crate::model::ConnState::Down { error, .. } = &s.conn {
+            out.push(Line::from(Span::styled(
+                format!("✖ {} DOWN: {error}", s.info.short),
+                theme::error(),
+            )));
+        }
+        let layout = s.info.notice.as_ref().map(|n| n.text());
+        for n in layout.into_iter().chain(s.notice.as_deref()) {
+            out.push(Line::from(Span::styled(
+                format!("⚠ {}: {n}", s.info.short),
+                theme::warn(),
+            )));
+        }
+    }
+    out
 }
 
 fn line(e: &LogEntry) -> Line<'_> {

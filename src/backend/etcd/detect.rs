@@ -354,6 +354,40 @@ pub(super) fn with_boundary(
     }))
 }
 
+/// How often a standing warning is checked against the keys, each check reading every key,
+/// once there are more than `RECHECK_FREELY` of them (below, at every change).
+const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+const RECHECK_FREELY: usize = 10_000;
+
+/// The source with the warning its keys call for now, where the one shown is a warning about
+/// the layout or the prefix, last checked long enough ago, and no longer what the keys say;
+/// `None` when nothing changes. An empty prefix's notice is not checked here: it leaves with
+/// the first election.
+pub(super) fn recheck(
+    shown: &mut (crate::model::SourceInfo, std::time::Instant),
+    prefix: &[u8],
+    guessed: bool,
+    keys: &Mirror,
+) -> Option<crate::model::SourceInfo> {
+    let (info, checked) = shown;
+    let dear = keys.len() > RECHECK_FREELY;
+    if !matches!(info.notice, Some(SourceNotice::Unsure(_))) || dear && checked.elapsed() < RECHECK
+    {
+        return None;
+    }
+    *checked = std::time::Instant::now();
+    let verdict = detect(keys);
+    let unsure = guessed
+        .then(|| verdict.unsure(prefix).map(SourceNotice::Unsure))
+        .flatten();
+    let now = with_boundary(unsure, prefix, keys);
+    if now == info.notice {
+        return None;
+    }
+    info.notice = now;
+    Some(info.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

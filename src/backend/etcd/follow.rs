@@ -29,6 +29,9 @@ pub(super) struct State {
     /// fail and the next one to miss some of them, those are sent again with no holders,
     /// rather than left on screen with a leader read at another revision.
     previewed: std::collections::BTreeSet<Vec<u8>>,
+    /// The source as last shown, with its notice, and when that notice was last checked
+    /// against the keys: a warning leaves when its cause does.
+    pub shown: Option<(crate::model::SourceInfo, std::time::Instant)>,
 }
 
 /// The tracker and where each prefix's watch resumes: made together, once a snapshot was
@@ -115,6 +118,7 @@ pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
             },
             shown_connected: false,
             previewed: Default::default(),
+            shown: None,
         },
         conn: Lifecycle::new(backend.cfg.endpoints.len()),
         serving,
@@ -244,6 +248,7 @@ impl Session<'_> {
         let mut info = backend.info.clone();
         info.scheme = scheme;
         info.notice = notice;
+        self.state.shown = Some((info.clone(), std::time::Instant::now()));
         send(&self.io, SourceEvent::Info(info)).await?;
         if preview.is_none() && prefixes == probe {
             drop(preview);

@@ -359,6 +359,13 @@ async fn on_message(
         if let Some(i) = ids.get(&resp.watch_id()) {
             f.resume.applied(*i, last);
         }
+        let guessed = backend.cfg.scheme.is_none();
+        let prefix = backend.cfg.prefix.as_bytes();
+        if let Some(shown) = state.shown.as_mut()
+            && let Some(info) = super::detect::recheck(shown, prefix, guessed, f.tracker.mirror())
+        {
+            send(io, SourceEvent::Info(info)).await?;
+        }
     }
     Ok(None)
 }

@@ -117,6 +117,11 @@ impl Tracker {
         self.elections.values()
     }
 
+    /// The keys as of the last applied revision.
+    pub fn mirror(&self) -> &Mirror {
+        &self.mirror
+    }
+
     /// Does the mirror hold exactly these keys (same revisions)?
     pub fn mirror_equals(&self, kvs: &Mirror) -> bool {
         &self.mirror == kvs
