@@ -233,6 +233,10 @@ pub struct Election {
     /// A leader deposed while its lease lives on (a resignation): election clients do not
     /// notice, so it may still believe it leads until that lease ends.
     pub deposed: Option<Box<Candidate>>,
+    /// A leader that removed its own key (it resigned, as `etcdctl elect` does on Ctrl-C)
+    /// while its lease lives on: it knows it left, so it is no alarm; shown in the detail
+    /// until the lease ends or it is back in line.
+    pub resigned: Option<Box<Candidate>>,
     /// What the store says of each candidate beyond its key (Patroni's member role, state,
     /// timeline, lag); empty for schemes that keep nothing more.
     pub members: Vec<MemberInfo>,
@@ -292,8 +296,21 @@ impl Election {
             transitions: 0,
             history: VecDeque::new(),
             deposed: None,
+            resigned: None,
             members: Vec::new(),
             notes: Vec::new(),
+        }
+    }
+
+    /// Another electop's admin action turned out to have removed the holder that looked
+    /// resigned: it did not remove its own key, so it may still believe it leads.
+    pub fn resigned_was_deposed(&mut self, before: Option<&str>) {
+        if self
+            .resigned
+            .as_ref()
+            .is_some_and(|r| before.is_none_or(|b| b == r.id))
+        {
+            self.deposed = self.resigned.take();
         }
     }
 
@@ -330,6 +347,7 @@ impl Election {
         let held = |c: &Candidate| c.id == id;
         self.leader.iter().chain(&self.candidates).any(held)
             || self.deposed.as_deref().is_some_and(held)
+            || self.resigned.as_deref().is_some_and(held)
             || self
                 .history
                 .iter()

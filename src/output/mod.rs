@@ -172,6 +172,9 @@ pub(crate) struct ElectionJson<'a> {
     /// A leader deposed with its lease alive: it may still believe it leads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deposed: Option<HolderJson<'a>>,
+    /// A leader that removed its own key while its lease lives on: no alarm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resigned: Option<HolderJson<'a>>,
     /// With no leader: since when (RFC 3339), when electop saw it happen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_leader_since: Option<String>,
@@ -269,6 +272,7 @@ pub(crate) fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> El
         zombie: e.has_zombie(),
         history: e.history.iter().map(history).collect(),
         deposed: e.deposed.as_ref().map(|d| holder(d, now)),
+        resigned: e.resigned.as_ref().map(|d| holder(d, now)),
         no_leader_since: e.no_leader_since().map(time::rfc3339),
         members: &e.members,
         notes: &e.notes,

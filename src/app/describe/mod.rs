@@ -133,22 +133,30 @@ fn head(app: &App, e: &Election, width: usize) -> Vec<DLine> {
     }
     out.push(alarms(app, e));
     out.extend(leader(app, e, width));
+    let lease_left = |d: &crate::model::Candidate| {
+        let lease = d.lease.map_or_else(|| "?".into(), |l| format!("{l:x}"));
+        let left = d.ttl.map_or_else(
+            || "?".into(),
+            |t| duration_ms(t.remaining_ms_at(app.model.as_of(e.source))),
+        );
+        format!("lease {lease}, {left} left")
+    };
     if let Some(d) = &e.deposed {
-        out.push(field(
-            "Deposed",
-            Tone::Warn,
-            format!(
-                "{} may still believe it leads (lease {}, {} left)",
-                d.id,
-                d.lease
-                    .map(|l| format!("{l:x}"))
-                    .unwrap_or_else(|| "?".into()),
-                d.ttl
-                    .map(|t| duration_ms(t.remaining_ms_at(app.model.as_of(e.source))))
-                    .unwrap_or_else(|| "?".into())
-            ),
-        ));
+        let text = format!(
+            "{} may still believe it leads (removed by an admin action; {})",
+            d.id,
+            lease_left(d)
+        );
+        out.push(field("Deposed", Tone::Warn, text));
         out.extend(wrapped("", Tone::Dim, &d.key, width));
+    }
+    if let Some(r) = &e.resigned {
+        let text = format!(
+            "{} removed its own key; its lease lives on ({})",
+            r.id,
+            lease_left(r)
+        );
+        out.push(field("Resigned", Tone::Dim, text));
     }
     for n in e.notes.iter().filter(|n| !n.text.is_empty()) {
         out.push(field("Note", Tone::Warn, format!("{}: {}", n.name, n.text)));

@@ -16,8 +16,14 @@ impl Tracker {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Election> {
+        let before = mark.as_ref().and_then(|m| m.before.clone());
         let e = self.elections.values_mut().find(|e| e.name == name);
-        self.forced.note_on(name, e, mark, now, wall)
+        self.forced.note_on(name, e, mark, now, wall)?;
+        // The change was another electop's: a holder that looked resigned was deposed.
+        let e = self.elections.values_mut().find(|e| e.name == name)?;
+        e.resigned_was_deposed(before.as_deref());
+        self.deposed.extend(e.deposed.as_ref().and_then(|d| d.lease));
+        Some(e.clone())
     }
 
     /// Puts history replayed from past revisions (by `replayed`, a tracker that replayed up to
@@ -44,6 +50,12 @@ impl Tracker {
             {
                 self.deposed.extend(d.lease);
                 e.deposed = Some(d);
+            }
+            if e.resigned.is_none()
+                && let Some(r) = past.resigned.clone()
+                && !e.candidates.iter().any(|c| c.lease == r.lease)
+            {
+                e.resigned = Some(r);
             }
             let live = std::mem::take(&mut e.history);
             let mut merged: std::collections::VecDeque<HistoryEntry> = past.history.clone();

@@ -23,6 +23,7 @@ impl Tracker {
                 e.leader
                     .iter()
                     .chain(e.deposed.as_deref())
+                    .chain(e.resigned.as_deref())
                     .filter_map(|l| l.lease),
             );
         }
@@ -141,10 +142,14 @@ impl Tracker {
                     .cloned()
                     .collect();
                 for id in ids {
-                    if let Some(e) = self.elections.get_mut(&id)
-                        && e.deposed.as_ref().is_some_and(|d| d.lease == Some(lease))
-                    {
+                    let Some(e) = self.elections.get_mut(&id) else {
+                        continue;
+                    };
+                    if e.deposed.as_ref().is_some_and(|d| d.lease == Some(lease)) {
                         e.deposed = None;
+                    }
+                    if e.resigned.as_ref().is_some_and(|d| d.lease == Some(lease)) {
+                        e.resigned = None;
                     }
                 }
                 self.deposed.remove(&lease);

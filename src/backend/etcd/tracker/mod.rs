@@ -304,6 +304,7 @@ impl Tracker {
             .iter()
             .chain(&e.candidates)
             .chain(e.deposed.as_deref())
+            .chain(e.resigned.as_deref())
             .filter_map(|c| c.lease)
             .filter(|l| *l != 0)
             .collect();
@@ -337,7 +338,7 @@ fn attach_ttls(e: &mut Election, ttls: &Fast<i64, Deadline>) {
     if let Some(l) = e.leader.as_mut() {
         l.ttl = lookup(l.lease);
     }
-    if let Some(d) = e.deposed.as_mut() {
+    for d in [e.deposed.as_mut(), e.resigned.as_mut()].into_iter().flatten() {
         d.ttl = lookup(d.lease);
     }
     for c in e.candidates.iter_mut() {

@@ -104,12 +104,14 @@ impl Tracker {
                 scheme,
                 |old| departure(before.get(&old.raw_key), fates, &self.ttls, seen),
             );
+            let forced = change
+                .as_ref()
+                .and_then(|_| (!seen.replayed).then(|| self.forced.take(&name, seen.now)))
+                .flatten();
+            let by_other = forced.is_some();
             self.deposed
-                .extend(note_deposed(election, old_leader.as_ref(), fates));
+                .extend(note_deposed(election, old_leader.as_ref(), fates, by_other));
             if let Some(change) = change {
-                let forced = (!seen.replayed)
-                    .then(|| self.forced.take(&name, seen.now))
-                    .flatten();
                 let at = (seen.at, Some(rev));
                 let recorded = change.record(election, forced, at, self.history_limit);
                 events.push(recorded.event(&self.source_name, &name, seen.replayed));
@@ -222,13 +224,17 @@ fn leader_change(
     )
 }
 
-/// A leader whose key left while its lease lives on may still believe it leads: it is
-/// deposed (returns its lease) until it is back in line on that lease. Replayed history reads
-/// lease fates now, so there "alive" means alive now too.
+/// A leader whose key left while its lease lives on. Removed by someone else (`by_other`: an
+/// admin action) it may still believe it leads: it is deposed (returns its lease, read
+/// eagerly since its end ends the alarm). Otherwise it removed its own key, knows it left, and
+/// is only shown as resigned. Either lasts until it is back in line on that lease. The store
+/// does not say who deleted a key: a delete by another tool (`etcdctl del`) reads as a resign.
+/// Replayed history reads lease fates now, so there "alive" means alive now too.
 fn note_deposed(
     e: &mut Election,
     old: Option<&Candidate>,
     fates: &HashMap<i64, LeaseFate>,
+    by_other: bool,
 ) -> Option<i64> {
     let mut lease = None;
     if let Some(old) = old
@@ -237,16 +243,25 @@ fn note_deposed(
             .lease
             .is_some_and(|l| l != 0 && fates.get(&l) == Some(&LeaseFate::Alive))
     {
-        lease = old.lease;
-        e.deposed = Some(Box::new(old.clone()));
+        if by_other {
+            lease = old.lease;
+            e.deposed = Some(Box::new(old.clone()));
+        } else {
+            e.resigned = Some(Box::new(old.clone()));
+        }
     }
-    let back_in_line = e.deposed.as_ref().is_some_and(|d| {
-        e.leader
-            .iter()
-            .chain(&e.candidates)
-            .any(|c| c.lease == d.lease)
-    });
-    if back_in_line {
+    let back = |d: &Option<Box<Candidate>>| {
+        d.as_ref().is_some_and(|d| {
+            e.leader
+                .iter()
+                .chain(&e.candidates)
+                .any(|c| c.lease == d.lease)
+        })
+    };
+    if back(&e.resigned) {
+        e.resigned = None;
+    }
+    if back(&e.deposed) {
         e.deposed = None;
         lease = None;
     }

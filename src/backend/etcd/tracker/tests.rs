@@ -248,15 +248,22 @@ fn a_ttl_reading_touches_only_the_elections_on_that_lease() {
 }
 
 #[test]
-fn a_leader_resigned_with_its_lease_alive_is_deposed_until_the_lease_ends() {
+fn a_leader_removed_by_an_admin_with_its_lease_alive_is_deposed_until_the_lease_ends() {
     let now = Instant::now();
     let mut t = election_tracker();
     let mut m = Mirror::new();
     m.insert(b"/e/jobs/a".to_vec(), kv("/e/jobs/a", "node-a", 1, 1, 0xa));
     m.insert(b"/e/jobs/b".to_vec(), kv("/e/jobs/b", "node-b", 2, 2, 0xb));
     t.load(m, 2);
+    let mark = crate::backend::ForcedMark {
+        cause: Cause::ForcedResign,
+        by: "ops".into(),
+        before: None,
+    };
+    t.forced.set("jobs".into(), Some(mark), now);
     let alive = HashMap::from([(0xa, LeaseFate::Alive)]);
     let (changed, _) = t.apply(vec![del("/e/jobs/a", 3)], &alive, live(now));
+    assert!(changed[0].resigned.is_none(), "it did not resign itself");
     let d = changed[0].deposed.as_ref().expect("deposed");
     assert_eq!((d.id.as_str(), d.lease), ("node-a", Some(0xa)));
     assert!(t.is_deposed_lease(0xa));
@@ -269,6 +276,41 @@ fn a_leader_resigned_with_its_lease_alive_is_deposed_until_the_lease_ends() {
     let gone = HashMap::from([(0xb, LeaseFate::Gone)]);
     let (changed, _) = t.apply(vec![del("/e/jobs/b", 4)], &gone, live(now));
     assert!(changed[0].deposed.is_none());
+}
+
+#[test]
+/// `etcdctl elect`'s Ctrl-C deletes its own key and leaves its lease to expire: that holder
+/// knows it left. It is shown as resigned, never as a deposed alarm, until the lease ends; if
+/// another electop's audit line then says an admin removed it, it was deposed after all.
+#[test]
+fn a_leader_that_removed_its_own_key_is_resigned_not_deposed() {
+    let now = Instant::now();
+    let mut t = election_tracker();
+    let mut m = Mirror::new();
+    m.insert(b"/e/jobs/a".to_vec(), kv("/e/jobs/a", "node-a", 1, 1, 0xa));
+    m.insert(b"/e/jobs/b".to_vec(), kv("/e/jobs/b", "node-b", 2, 2, 0xb));
+    t.load(m, 2);
+    let alive = HashMap::from([(0xa, LeaseFate::Alive)]);
+    let (changed, events) = t.apply(vec![del("/e/jobs/a", 3)], &alive, live(now));
+    assert!(changed[0].deposed.is_none(), "no alarm");
+    let r = changed[0].resigned.as_ref().expect("resigned");
+    assert_eq!((r.id.as_str(), r.lease), ("node-a", Some(0xa)));
+    assert!(!t.is_deposed_lease(0xa));
+    let change = events.iter().find(|e| e.from.as_deref() == Some("node-a"));
+    assert_eq!(change.and_then(|e| e.cause), Some(Cause::Resigned));
+    // Another electop's resign, learnt from the audit log after the change.
+    let mark = crate::backend::ForcedMark {
+        cause: Cause::ForcedResign,
+        by: "ops@h (another electop)".into(),
+        before: Some("node-a".into()),
+    };
+    let wall = changed[0].history.back().and_then(|h| h.at).expect("timed");
+    let e = t.forced("jobs", Some(mark), now, wall).expect("relabelled");
+    assert!(e.resigned.is_none());
+    assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("node-a"));
+    assert!(t.is_deposed_lease(0xa), "read eagerly now");
+    let after = t.set_ttl(0xa, None, now);
+    assert!(after[0].deposed.is_none() && after[0].resigned.is_none());
 }
 
 #[test]
