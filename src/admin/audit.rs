@@ -29,6 +29,10 @@ struct Line<'a> {
     action: &'a super::ActionKind,
     /// The leader as seen when the action was asked for.
     before: Option<&'a str>,
+    /// Its lease (etcd), so a later electop can tell whether the holder it removed may
+    /// still believe it leads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    before_lease: Option<i64>,
     /// What the store holds after (or the reason nothing changed); none on an attempt.
     after: Option<&'a str>,
     /// `attempt` before the store is touched, then how it ended.
@@ -168,6 +172,7 @@ fn line<'a>(
     after: Option<&'a str>,
     outcome: &'static str,
 ) -> Line<'a> {
+    let before = req.seen.leader.as_ref().or(req.seen.candidates.first());
     Line {
         at: time::rfc3339(SystemTime::now()),
         by: who(),
@@ -175,12 +180,8 @@ fn line<'a>(
         source: &req.source_name,
         election: &req.seen.name,
         action: &req.kind,
-        before: req
-            .seen
-            .leader
-            .as_ref()
-            .or(req.seen.candidates.first())
-            .map(|c| c.id.as_str()),
+        before: before.map(|c| c.id.as_str()),
+        before_lease: before.and_then(|c| c.lease).filter(|l| *l != 0),
         after,
         outcome,
     }

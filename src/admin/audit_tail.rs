@@ -19,6 +19,9 @@ pub(crate) struct Done {
     pub cause: Cause,
     pub by: String,
     pub before: Option<String>,
+    /// The removed leader's lease (etcd), where the line has it.
+    pub before_lease: Option<i64>,
+    pub at: Option<std::time::SystemTime>,
 }
 
 #[derive(Deserialize)]
@@ -28,8 +31,10 @@ struct Line {
     election: Option<String>,
     action: Option<String>,
     before: Option<String>,
+    before_lease: Option<i64>,
     outcome: Option<String>,
     by: Option<String>,
+    at: Option<String>,
 }
 
 /// A `done` line, or nothing (attempts, refusals, usage errors, anything unreadable).
@@ -51,7 +56,39 @@ pub(crate) fn parse(line: &str) -> Option<Done> {
         cause,
         by: l.by.unwrap_or_else(|| "another electop".into()),
         before: l.before,
+        before_lease: l.before_lease,
+        at: l.at.as_deref().and_then(crate::model::time::parse_rfc3339),
     })
+}
+
+/// How much of the log's end is read for the actions that still matter when electop starts
+/// (a holder an admin removed whose lease lives on): the newest actions, quickly, however
+/// long the log has grown.
+const RECENT_BYTES: u64 = 1 << 20;
+
+/// The finished actions on `source` in the last part of the log at `path`, oldest first.
+pub(crate) fn recent(path: &std::path::Path, source: &str) -> Vec<Done> {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = len.saturating_sub(RECENT_BYTES);
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(from)).is_err() || f.read_to_end(&mut buf).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&buf);
+    // Started mid-line: the first line is a fragment.
+    let whole = if from > 0 {
+        text.split_once('\n').map_or("", |(_, rest)| rest)
+    } else {
+        &text
+    };
+    whole
+        .lines()
+        .filter_map(parse)
+        .filter(|d| d.source == source)
+        .collect()
 }
 
 /// Reads what was appended to the log since the last call.
@@ -125,6 +162,8 @@ mod tests {
                 cause: Cause::ForcedResign,
                 by: "ops@h".into(),
                 before: Some("node-a".into()),
+                before_lease: None,
+                at: None,
             }]
         );
         assert!(t.read_new().is_empty(), "a half-written line waits");

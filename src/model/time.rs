@@ -12,6 +12,11 @@ pub(crate) fn rfc3339(t: SystemTime) -> String {
         .unwrap_or_else(|_| "?".to_string())
 }
 
+/// An RFC 3339 time as [`rfc3339`] writes it, back into a `SystemTime`.
+pub(crate) fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+    OffsetDateTime::parse(text, &Rfc3339).ok().map(SystemTime::from)
+}
+
 /// `HH:MM:SS` in UTC, for the history timeline.
 pub(crate) fn clock(t: SystemTime) -> String {
     let dt = OffsetDateTime::from(t);

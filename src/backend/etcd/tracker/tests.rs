@@ -278,7 +278,6 @@ fn a_leader_removed_by_an_admin_with_its_lease_alive_is_deposed_until_the_lease_
     assert!(changed[0].deposed.is_none());
 }
 
-#[test]
 /// `etcdctl elect`'s Ctrl-C deletes its own key and leaves its lease to expire: that holder
 /// knows it left. It is shown as resigned, never as a deposed alarm, until the lease ends; if
 /// another electop's audit line then says an admin removed it, it was deposed after all.
