@@ -99,6 +99,10 @@ pub struct SourceArgs {
     /// authenticated).
     #[arg(long, global = true)]
     pub insecure_skip_tls_verify: bool,
+    /// Not a flag: the tables found in the `--sql` databases' catalogs when neither
+    /// `--scheme` nor `--preset` names one (filled in by the commands at connect).
+    #[arg(skip)]
+    pub found: Vec<crate::config::FoundTable>,
 }
 
 // The TLS files are checked while parsing, so a bad one is a usage error (exit 2) that names
@@ -381,6 +385,7 @@ impl SourceArgs {
             cert: self.cert.clone(),
             key: self.key.clone(),
             insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            found: self.found.clone(),
         }
     }
 
