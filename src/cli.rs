@@ -50,13 +50,15 @@ pub struct SourceArgs {
     /// Key prefix the elections live under; repeat for several.
     #[arg(long, global = true, value_name = "P")]
     pub prefix: Vec<String>,
-    /// How the elections are stored; guessed from the keys when omitted.
+    /// How the elections are stored; guessed from the keys (etcd) or the catalog (SQL)
+    /// when omitted.
     #[arg(long, global = true, value_enum)]
     pub scheme: Option<SchemeArg>,
     /// etcd-lease-key: prefix of the candidate registry (`<registry><name>/<id>`).
     #[arg(long, global = true, value_name = "P")]
     pub registry: Option<String>,
     /// SQL database with election tables: postgres://, mysql:// or sqlite://PATH; repeatable.
+    /// Without --scheme or --preset, the tables electop knows are found in its catalog.
     #[arg(long, global = true, value_name = "URL")]
     pub sql: Vec<String>,
     /// A well-known project's layout (list them with `electop presets`): a SQL table, which
