@@ -50,13 +50,15 @@ pub struct SourceArgs {
     /// Key prefix the elections live under; repeat for several.
     #[arg(long, global = true, value_name = "P")]
     pub prefix: Vec<String>,
-    /// How the elections are stored; guessed from the keys when omitted.
+    /// How the elections are stored; guessed from the keys (etcd) or the catalog (SQL)
+    /// when omitted.
     #[arg(long, global = true, value_enum)]
     pub scheme: Option<SchemeArg>,
     /// etcd-lease-key: prefix of the candidate registry (`<registry><name>/<id>`).
     #[arg(long, global = true, value_name = "P")]
     pub registry: Option<String>,
     /// SQL database with election tables: postgres://, mysql:// or sqlite://PATH; repeatable.
+    /// Without --scheme or --preset, the tables electop knows are found in its catalog.
     #[arg(long, global = true, value_name = "URL")]
     pub sql: Vec<String>,
     /// A well-known project's layout (list them with `electop presets`): a SQL table, which
@@ -99,6 +101,10 @@ pub struct SourceArgs {
     /// authenticated).
     #[arg(long, global = true)]
     pub insecure_skip_tls_verify: bool,
+    /// Not a flag: the tables found in the `--sql` databases' catalogs when neither
+    /// `--scheme` nor `--preset` names one (filled in by the commands at connect).
+    #[arg(skip)]
+    pub found: Vec<crate::config::FoundTable>,
 }
 
 // The TLS files are checked while parsing, so a bad one is a usage error (exit 2) that names
@@ -381,6 +387,7 @@ impl SourceArgs {
             cert: self.cert.clone(),
             key: self.key.clone(),
             insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            found: self.found.clone(),
         }
     }
 

@@ -183,6 +183,68 @@ pub(crate) fn names() -> String {
         .join(", ")
 }
 
+/// A table electop knows by name, as `--sql URL` alone looks for it in the catalog: the
+/// two SQL schemes' default tables and the SQL presets' tables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnownTable {
+    pub scheme: Scheme,
+    /// The project whose table it is; `None` for a scheme's own default table.
+    pub preset: Option<Preset>,
+    pub table: String,
+    /// The election's name, the leader's id, the deadline (or last heartbeat).
+    pub columns: [String; 3],
+}
+
+impl KnownTable {
+    /// `leaderlock(key, leader_id, valid_until)`.
+    pub fn layout(&self) -> String {
+        format!("{}({})", self.table, self.columns.join(", "))
+    }
+
+    /// What it reads as: `sql-lease`, or `preset shedlock`.
+    pub fn what(&self) -> String {
+        match self.preset {
+            Some(p) => format!("preset {p}"),
+            None => self.scheme.to_string(),
+        }
+    }
+}
+
+/// The tables `--sql URL` alone looks for, in this order: the schemes' own, then the
+/// presets'. With `table` (`--table`), that table under either scheme's columns.
+pub(crate) fn known_tables(table: Option<&str>) -> Vec<KnownTable> {
+    let own = |scheme, t: &str, c: [&str; 3]| KnownTable {
+        scheme,
+        preset: None,
+        table: t.to_string(),
+        columns: c.map(str::to_string),
+    };
+    let lease = ["key", "leader_id", "valid_until"];
+    let heartbeat = ["anchor", "service_id", "last_seen_active"];
+    let mut out = vec![
+        own(Scheme::SqlLease, table.unwrap_or("leaderlock"), lease),
+        own(
+            Scheme::SqlHeartbeat,
+            table.unwrap_or("service_election"),
+            heartbeat,
+        ),
+    ];
+    if table.is_some() {
+        return out;
+    }
+    for p in PRESETS {
+        if let PresetLayout::Sql(t) = &p.layout {
+            out.push(KnownTable {
+                scheme: p.scheme,
+                preset: Some(p.preset),
+                table: t.table.to_string(),
+                columns: [t.key, t.leader, t.stamp].map(str::to_string),
+            });
+        }
+    }
+    out
+}
+
 /// What `electop presets` prints: each preset, its scheme and where its elections are.
 pub(crate) fn listing() -> String {
     let mut out = String::new();

@@ -690,7 +690,7 @@ fn the_command_bar_lists_and_completes() {
     typed(&mut app, Action::Type('l'), "");
     let text = format!("{}", render(&app, 100, 24).backend());
     assert!(
-        text.contains(":sort l▏") && text.contains("sort leader  sort last"),
+        text.contains(":sort l▏") && text.contains("sort leader  sort line  sort last"),
         "{text}"
     );
     insta::assert_snapshot!(render(&app, 100, 24).backend());

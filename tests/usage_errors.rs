@@ -92,13 +92,6 @@ fn bad_config_endpoints_fail_at_once() {
 #[test]
 fn other_flag_mistakes_exit_2() {
     assert_usage_error(
-        &["--sql", "sqlite:///x.db", "status"],
-        &[
-            "--sql needs --scheme",
-            "--preset (shedlock, oban, orchestrator)",
-        ],
-    );
-    assert_usage_error(
         &[
             "--sql",
             "sqlite:///x.db",

@@ -37,7 +37,7 @@ pub(crate) enum BarCommand {
 pub(crate) const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "sort",
-        "alarms|name|leader|ttl|changes|rate|last",
+        "alarms|name|leader|ttl|changes|line|rate|last",
         "sort the table (again: reverse)",
     ),
     ("events", "", "timeline of every change (v)"),
@@ -157,7 +157,10 @@ mod tests {
         assert_eq!(complete("ev", &[]), "events");
         assert_eq!(complete("so", &[]), "sort ");
         assert_eq!(complete("sort r", &[]), "sort rate");
-        assert_eq!(completions("sort l", &[]), ["sort leader", "sort last"]);
+        assert_eq!(
+            completions("sort l", &[]),
+            ["sort leader", "sort line", "sort last"]
+        );
         assert_eq!(
             complete("sort l", &[]),
             "sort l",

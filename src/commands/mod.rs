@@ -94,13 +94,21 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Contexts) => return Ok(contexts::listing(&config)),
         _ => {}
     }
+    let rt = tokio::runtime::Runtime::new()?;
+    let mut cli = cli;
+    let flags = cli.sources.flags();
+    if flags.sql_to_find() {
+        // `--sql URL` alone: the tables electop knows, from each database's catalog.
+        cli.sources.found = rt
+            .block_on(crate::backend::sql::find_tables(&flags))
+            .map_err(anyhow::Error::msg)?;
+    }
     let selected = cli.sources.select(&config).map_err(Usage)?;
     let opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
         retention: config.history.retention,
         ..BackendOptions::default()
     };
-    let rt = tokio::runtime::Runtime::new()?;
     let done = rt.block_on(on_sources(cli, &config, selected, opts, (tick, prefs)));
     // Every source was stopped; a snapshot still being derived on a blocking thread (a
     // quit during the first load of 100,000 elections) is not waited for.

@@ -8,7 +8,19 @@ use std::time::Duration;
 
 use super::{Config, DbUrl, EtcdSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec};
 use crate::model::Scheme;
-use crate::presets::Preset;
+use crate::presets::{KnownTable, Preset};
+
+/// A table electop knows, found in the catalog of a `--sql` database given without
+/// `--scheme` or `--preset` (looked up at connect, by the commands, before the sources are
+/// resolved).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundTable {
+    /// The `--sql` URL as given.
+    pub url: String,
+    pub known: KnownTable,
+    /// How many known tables that database holds, this one included.
+    pub of: Vec<String>,
+}
 
 /// The source flags as given (see `electop --help` for each).
 #[derive(Clone, Debug, Default)]
@@ -31,9 +43,18 @@ pub struct Flags {
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
     pub insecure_skip_tls_verify: bool,
+    /// What the catalogs of the `--sql` databases held, when neither `--scheme` nor
+    /// `--preset` says what to read there.
+    pub found: Vec<FoundTable>,
 }
 
 impl Flags {
+    /// `--sql` without `--scheme` (a SQL one) or `--preset`: the tables to read are looked
+    /// up in each database's catalog.
+    pub fn sql_to_find(&self) -> bool {
+        !self.sql.is_empty() && self.preset.is_none() && !self.scheme.is_some_and(|s| s.is_sql())
+    }
+
     /// The sources to show: from the flags when any is given, else from the config (its
     /// context), else all of a local etcd.
     pub fn resolve(&self, config: &Config) -> Result<Vec<SourceConfig>, String> {
@@ -122,6 +143,10 @@ impl Flags {
             for url in &self.sql {
                 sources.push(SourceConfig::Sql(self.sql_source(url, scheme)?));
             }
+        } else if self.sql_to_find() {
+            for url in &self.sql {
+                sources.extend(self.found_sources(url)?);
+            }
         }
         if !flags_given {
             sources = if configured.is_empty() {
@@ -142,15 +167,53 @@ impl Flags {
         Ok(sources)
     }
 
+    /// One source per table the catalog of `url` held, each saying where it was found.
+    fn found_sources(&self, url: &str) -> Result<Vec<SourceConfig>, String> {
+        let found: Vec<&FoundTable> = self.found.iter().filter(|f| f.url == url).collect();
+        if found.is_empty() {
+            return Err(format!(
+                "--sql {}: no election table was looked up there; give --scheme sql-lease or --scheme sql-heartbeat, or --preset ({})",
+                DbUrl(url.to_string()).redacted(),
+                crate::presets::names()
+            ));
+        }
+        let mut out = Vec::new();
+        for f in found {
+            let k = &f.known;
+            let table = Some(k.table.clone());
+            let mut src = self.sql_source_of(url, k.scheme, k.preset, table)?;
+            let mut text = format!("found {} ({}) in {}", k.table, k.what(), src.url.redacted());
+            if f.of.len() > 1 {
+                text.push_str(&format!(
+                    ", one source per table found there ({})",
+                    f.of.join(", ")
+                ));
+            }
+            src.set_found(text);
+            out.push(SourceConfig::Sql(src));
+        }
+        Ok(out)
+    }
+
     fn sql_source(&self, url: &str, scheme: Scheme) -> Result<SqlSource, String> {
+        self.sql_source_of(url, scheme, self.preset, self.table.clone())
+    }
+
+    fn sql_source_of(
+        &self,
+        url: &str,
+        scheme: Scheme,
+        preset: Option<Preset>,
+        table: Option<String>,
+    ) -> Result<SqlSource, String> {
         let mut spec = SqlSpec {
             name: None,
             url: DbUrl(url.to_string()),
             password_env: self.password_env.clone(),
             password_file: self.password_file.clone(),
             scheme,
-            preset: self.preset,
-            table: self.table.clone(),
+            preset,
+            table,
             columns: SqlColumns::default(),
             timeout: self.heartbeat_timeout,
             poll: self.poll,
@@ -172,11 +235,9 @@ impl Flags {
         if self.sql.is_empty() {
             return Ok(given);
         }
-        if self.preset.is_none() && given.is_none() {
-            return Err(format!(
-                "--sql needs --scheme sql-lease or --scheme sql-heartbeat, or --preset ({})",
-                crate::presets::names()
-            ));
+        if self.sql_to_find() {
+            // The tables come from each database's catalog (`found`).
+            return Ok(None);
         }
         crate::presets::sql_scheme(self.preset, given, "--scheme")
             .map(Some)

@@ -24,7 +24,7 @@ pub use context::Context;
 pub use duration::parse_duration;
 pub use endpoint::{EndpointError, check_endpoint};
 pub use etcd::EtcdSource;
-pub use flags::Flags;
+pub use flags::{Flags, FoundTable};
 pub use keys::{KeyOverrides, parse_key};
 pub use sql::{DbUrl, SqlChecked, SqlColumns, SqlConfigError, SqlSource, SqlSpec, read_password};
 pub use sql_names::{BadIdent, Columns, Dialect, Ident};

@@ -164,6 +164,9 @@ pub struct SqlChecked {
 pub struct SqlSource {
     spec: SqlSpec,
     checked: SqlChecked,
+    /// Where `--sql URL` alone found this table (`found leaderlock (sql-lease) in x.db`):
+    /// the source's notice.
+    found: Option<String>,
 }
 
 impl std::ops::Deref for SqlSource {
@@ -177,7 +180,11 @@ impl std::ops::Deref for SqlSource {
 impl SqlSource {
     pub fn new(spec: SqlSpec) -> Result<SqlSource, SqlConfigError> {
         let checked = check(&spec)?;
-        Ok(SqlSource { spec, checked })
+        Ok(SqlSource {
+            spec,
+            checked,
+            found: None,
+        })
     }
 
     pub fn checked(&self) -> &SqlChecked {
@@ -187,6 +194,15 @@ impl SqlSource {
     /// Admin actions off; nothing checked depends on it.
     pub fn set_read_only(&mut self) {
         self.spec.read_only = true;
+    }
+
+    /// What the catalog lookup of `--sql URL` alone found, said beside the source.
+    pub fn found(&self) -> Option<&str> {
+        self.found.as_deref()
+    }
+
+    pub(crate) fn set_found(&mut self, text: String) {
+        self.found = Some(text);
     }
 
     pub(crate) fn set_name(&mut self, name: String) {

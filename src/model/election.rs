@@ -314,6 +314,22 @@ impl Election {
         }
     }
 
+    /// How many candidates wait behind the leader (the line is leader first), or `None`
+    /// where the store keeps no line: a SQL row holds the leader alone, and a lease key with
+    /// nobody beside its leader may have no registry to list the others.
+    pub fn waiting(&self) -> Option<usize> {
+        let no_line = match self.scheme {
+            Scheme::SqlLease | Scheme::SqlHeartbeat => true,
+            Scheme::EtcdLeaseKey => self.candidates.len() <= 1,
+            Scheme::EtcdElection | Scheme::Patroni => false,
+        };
+        if no_line {
+            return None;
+        }
+        let leads = usize::from(self.leader.is_some() && !self.candidates.is_empty());
+        Some(self.candidates.len() - leads)
+    }
+
     pub fn member(&self, id: &str) -> Option<&MemberInfo> {
         self.members.iter().find(|m| m.id == id)
     }

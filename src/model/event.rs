@@ -36,12 +36,15 @@ pub enum SourceNotice {
     Unsure(String),
     /// Nothing there (yet), and where elections are instead; over once elections appear.
     Empty(String),
+    /// What electop looked up to find the source (`--sql URL` alone: the table found in the
+    /// catalog): information, not a warning.
+    Found(String),
 }
 
 impl SourceNotice {
     pub fn text(&self) -> &str {
         match self {
-            SourceNotice::Unsure(t) | SourceNotice::Empty(t) => t,
+            SourceNotice::Unsure(t) | SourceNotice::Empty(t) | SourceNotice::Found(t) => t,
         }
     }
 }

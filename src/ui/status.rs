@@ -104,7 +104,18 @@ fn problem_spans(app: &App) -> Vec<Span<'static>> {
                 theme::error(),
             ));
         }
-        let layout = s.info.notice.as_ref().map(|n| n.text());
+        if let Some(crate::model::SourceNotice::Found(t)) = &s.info.notice {
+            spans.push(Span::styled(
+                format!(" │ {}: {t}", s.info.short),
+                theme::dim(),
+            ));
+        }
+        let layout = s
+            .info
+            .notice
+            .as_ref()
+            .filter(|n| !matches!(n, crate::model::SourceNotice::Found(_)))
+            .map(|n| n.text());
         for n in layout.into_iter().chain(s.notice.as_deref()) {
             spans.push(Span::styled(
                 format!(" │ ⚠ {}: {n}", s.info.short),

@@ -1,7 +1,8 @@
 //! The elections table: one row per election, in the order and through the filter the
 //! state keeps, each alarmed row marked with its worst alarm's glyph. Columns are as wide
 //! as what the rows on screen hold (`super::widths`), so a long name takes room only while
-//! nothing else is cut.
+//! nothing else is cut; values that change with the clock take their widest usual form's
+//! room, so no column moves between frames. The title says when rows are out of view.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -124,13 +125,30 @@ fn columns(source: SourceShown) -> Vec<Column> {
             Some(SortKey::Leader),
             Col::content(8, 60).growing(),
         ),
-        c("TTL", Some(SortKey::Ttl), Col::content(4, BAR as u16 + 7)),
+        // Numbers and countdowns take the room of their widest usual form, so the columns
+        // stay put as values tick (a TTL from 10.0s to 9.9s, a count from 9 to 10).
+        c(
+            "TTL",
+            Some(SortKey::Ttl),
+            Col::content(4, BAR as u16 + 7).steady(BAR as u16 + 6),
+        ),
         c("CHG", Some(SortKey::Changes), Col::content(4, 10)),
-        c("RATE", Some(SortKey::Rate), Col::content(4, 7).droppable(2)),
+        // Candidates waiting behind the leader (the detail pane lists them): it makes room
+        // for a leader that one more cell would show whole.
+        c(
+            "LINE",
+            Some(SortKey::Line),
+            Col::content(4, 8).yields().droppable(2),
+        ),
+        c(
+            "RATE",
+            Some(SortKey::Rate),
+            Col::content(4, 7).steady(5).droppable(3),
+        ),
         c(
             "LAST",
             Some(SortKey::Last),
-            Col::content(5, 10).droppable(3),
+            Col::content(5, 10).steady(7).droppable(4),
         ),
     ];
     if source == SourceShown::Column {
@@ -193,6 +211,10 @@ fn cells(
         ),
         ttl,
         Line::from(e.transitions.to_string()),
+        match e.waiting() {
+            Some(n) => Line::from(n.to_string()),
+            None => Line::from(Span::styled("-", theme::dim())),
+        },
         Line::from(format::rate(r.rate)),
         Line::from(age),
     ];
@@ -264,6 +286,10 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         }
     }
     let specs: Vec<Col> = cols.iter().map(|c| c.col).collect();
+    let hidden = Hidden {
+        above: offset,
+        below: app.rows.len().saturating_sub(offset + visible.len()),
+    };
     // Inside the borders, less one cell so the last column does not touch the right one.
     let w = widths::allocate(&specs, area.width.saturating_sub(3), 1);
     // A dropped column is left out, not drawn 0 wide: its spacing would still be drawn.
@@ -292,7 +318,7 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(border(app))
-                .title(title(app)),
+                .title(title(app, hidden)),
         );
     frame.render_widget(table, area);
 }
@@ -305,7 +331,28 @@ fn border(app: &App) -> Style {
     }
 }
 
-fn title(app: &App) -> String {
+/// Rows that are there but not drawn: the title says so, with the way to scroll to them.
+#[derive(Clone, Copy)]
+struct Hidden {
+    above: usize,
+    below: usize,
+}
+
+impl Hidden {
+    /// ` · 2 above ↑ · 1 more below ↓`, or nothing when every row is drawn.
+    fn text(self) -> String {
+        let mut s = String::new();
+        if self.above > 0 {
+            s.push_str(&format!(" · {} above ↑", self.above));
+        }
+        if self.below > 0 {
+            s.push_str(&format!(" · {} more below ↓", self.below));
+        }
+        s
+    }
+}
+
+fn title(app: &App, hidden: Hidden) -> String {
     let down: Vec<&str> = app
         .model
         .sources
@@ -324,7 +371,12 @@ fn title(app: &App) -> String {
             app.model.elections.len()
         )
     } else {
-        format!(" Elections {}/{} ", app.selected + 1, app.rows.len())
+        format!(
+            " Elections {}/{}{} ",
+            app.selected + 1,
+            app.rows.len(),
+            hidden.text()
+        )
     }
 }
 

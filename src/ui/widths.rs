@@ -22,6 +22,9 @@ pub(super) struct Col {
     /// Shown only while every other column fits whole beside it: it says little the rest
     /// of the screen does not.
     pub spare: bool,
+    /// Gives its room up where that lets every other column be whole, and only there:
+    /// where the others would be cut anyway it stays, since going would not save them.
+    pub yields: bool,
 }
 
 impl Col {
@@ -34,6 +37,7 @@ impl Col {
             drop: 0,
             grow: false,
             spare: false,
+            yields: false,
         }
     }
 
@@ -54,9 +58,23 @@ impl Col {
         self
     }
 
+    /// The column goes where its room makes every other column whole.
+    pub(super) fn yields(mut self) -> Col {
+        self.yields = true;
+        self
+    }
+
     /// The column takes a share of the room nobody wants.
     pub(super) fn growing(mut self) -> Col {
         self.grow = true;
+        self
+    }
+
+    /// The column wants `width` cells whatever the rows on screen hold: the widest form its
+    /// values take as the clock runs (`9.9s` then `10.0s`, `9s ago` then `10s ago`), so it
+    /// does not shift the columns right of it between two frames.
+    pub(super) fn steady(mut self, width: u16) -> Col {
+        self.want = self.want.max(width);
         self
     }
 
@@ -72,7 +90,8 @@ impl Col {
 }
 
 /// Widths for `cols` in `total` cells with `spacing` between columns. A dropped column gets
-/// 0 (and its spacing is given back). Short of room, every column first gets its minimum,
+/// 0 (and its spacing is given back). Where not every column can have what it wants, the
+/// spare columns go, then each yielding one whose room makes the rest whole. Short of room, every column first gets its minimum,
 /// then each still wanting more gets one cell in turn, so the narrow ones are whole before
 /// the wide ones grow; what is left over after every column has what it wants is shared
 /// by the growing columns (or stays free at the right when there are none).
@@ -101,15 +120,25 @@ pub(super) fn allocate(cols: &[Col], total: u16, spacing: u16) -> Vec<u16> {
             None => break,
         }
     }
-    let goals: u32 = cols
-        .iter()
-        .zip(&shown)
-        .filter(|(_, s)| **s)
-        .map(|(c, _)| u32::from(c.goal()))
-        .sum();
-    if goals > u32::from(room(&shown)) {
+    let goals = |shown: &[bool]| -> u32 {
+        cols.iter()
+            .zip(shown)
+            .filter(|(_, s)| **s)
+            .map(|(c, _)| u32::from(c.goal()))
+            .sum()
+    };
+    if goals(&shown) > u32::from(room(&shown)) {
         for (s, c) in shown.iter_mut().zip(cols) {
             *s &= !c.spare;
+        }
+    }
+    for i in 0..cols.len() {
+        if shown[i] && cols[i].yields && goals(&shown) > u32::from(room(&shown)) {
+            let mut without = shown.clone();
+            without[i] = false;
+            if goals(&without) <= u32::from(room(&without)) {
+                shown = without;
+            }
         }
     }
     let mut left = u32::from(room(&shown));
@@ -168,7 +197,24 @@ mod tests {
             drop: 0,
             grow: false,
             spare: false,
+            yields: false,
         }
+    }
+
+    #[test]
+    fn a_yielding_column_goes_only_where_that_makes_the_rest_whole() {
+        let cols = [col(4, 20, 40), col(4, 4, 4).yields(), col(4, 10, 40)];
+        assert_eq!(allocate(&cols, 36, 1), [20, 4, 10], "everything fits");
+        assert_eq!(
+            allocate(&cols, 33, 1),
+            [20, 0, 10],
+            "its room makes the rest whole"
+        );
+        assert_eq!(
+            allocate(&cols, 25, 1),
+            [9, 4, 10],
+            "the rest is cut either way: it stays"
+        );
     }
 
     #[test]

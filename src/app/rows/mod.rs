@@ -35,18 +35,21 @@ pub enum SortKey {
     /// Shortest time left first: who is about to lose the lead.
     Ttl,
     Changes,
+    /// Longest line of candidates first: the elections many wait in.
+    Line,
     Rate,
     /// Most recent change first.
     Last,
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 7] = [
+    pub const ALL: [SortKey; 8] = [
         SortKey::Alarms,
         SortKey::Name,
         SortKey::Leader,
         SortKey::Ttl,
         SortKey::Changes,
+        SortKey::Line,
         SortKey::Rate,
         SortKey::Last,
     ];
@@ -58,6 +61,7 @@ impl SortKey {
             SortKey::Leader => "leader",
             SortKey::Ttl => "ttl",
             SortKey::Changes => "changes",
+            SortKey::Line => "line",
             SortKey::Rate => "rate",
             SortKey::Last => "last",
         }
@@ -364,6 +368,11 @@ fn rank(app: &App, base: Instant, e: &Election, alarms: Alarms, rate: f64) -> Ra
         ),
         SortKey::Ttl => ttl(app, base, e),
         SortKey::Changes => n(-(e.transitions as i64), 0, 0),
+        // Where the store keeps no line, after every line (even an empty one).
+        SortKey::Line => match e.waiting() {
+            Some(w) => n(0, -(w as i64), 0),
+            None => n(1, 0, 0),
+        },
         // Rates are never negative, and then their bits order as they do.
         SortKey::Rate => n(-(rate.to_bits() as i64), 0, 0),
         // Most recent first; a replayed change by its revision, after every timed one.

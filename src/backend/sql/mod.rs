@@ -6,6 +6,7 @@
 pub mod admin;
 mod dial;
 pub(crate) mod dialect;
+mod discover;
 mod errors;
 mod follow;
 pub(crate) mod heartbeat;
@@ -21,6 +22,7 @@ mod tls;
 pub(crate) mod tracker;
 
 pub(crate) use dial::{connect, create_table_if_missing};
+pub use discover::find_tables;
 pub(crate) use errors::describe;
 pub(crate) use schema::{Schema, check_schema};
 
@@ -30,7 +32,7 @@ use std::time::Duration;
 use self::dialect::{Dialect, Ident};
 use super::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::{DbUrl, SqlSource};
-use crate::model::{Scheme, SourceId, SourceInfo};
+use crate::model::{Scheme, SourceId, SourceInfo, SourceNotice};
 
 pub use self::store::Sql;
 pub use crate::config::Columns;
@@ -148,7 +150,7 @@ impl SqlBackend {
             read_only: cfg.read_only,
             clustered: false,
             idle_is_normal: cfg.preset.is_some_and(|p| p.spec().idle_is_normal),
-            notice: None,
+            notice: cfg.found().map(|t| SourceNotice::Found(t.to_string())),
         };
         SqlBackend {
             info,

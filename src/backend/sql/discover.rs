@@ -1,0 +1,160 @@
+//! `--sql URL` alone: which of the election tables electop knows (the schemes' own and the
+//! presets', `presets::known_tables`) the database holds, looked up once in its catalog at
+//! connect, each with its columns checked. What is found becomes one source per table; a
+//! database holding none is an error naming what was looked for and the flags that choose.
+
+use std::time::Duration;
+
+use sqlx::{AnyPool, AssertSqlSafe, Row as _};
+
+use super::{SqlSettings, dial};
+use crate::config::{DbUrl, Flags, FoundTable, Ident, SqlColumns, SqlSource, SqlSpec};
+use crate::model::Scheme;
+use crate::presets::KnownTable;
+
+/// How long connecting to a database to look at its catalog may take.
+const CONNECT: Duration = Duration::from_secs(10);
+
+/// The known tables in every `--sql` database of `flags`, in the order given.
+pub async fn find_tables(flags: &Flags) -> Result<Vec<FoundTable>, String> {
+    let mut out = Vec::new();
+    for url in &flags.sql {
+        out.extend(find_in(flags, url).await?);
+    }
+    Ok(out)
+}
+
+async fn find_in(flags: &Flags, url: &str) -> Result<Vec<FoundTable>, String> {
+    // Only the URL and the password are used to connect: any SQL scheme will do.
+    let probe = SqlSource::new(SqlSpec {
+        name: None,
+        url: DbUrl(url.to_string()),
+        password_env: flags.password_env.clone(),
+        password_file: flags.password_file.clone(),
+        scheme: Scheme::SqlLease,
+        preset: None,
+        table: None,
+        columns: SqlColumns::default(),
+        timeout: None,
+        poll: None,
+        read_only: true,
+    })
+    .map_err(|e| format!("--sql: {e}"))?;
+    let s = SqlSettings::new(&probe);
+    let where_ = s.url.redacted();
+    let pool = dial::connect(&s, CONNECT).await?;
+    let looked = crate::presets::known_tables(flags.table.as_deref());
+    let mut found = Vec::new();
+    let mut near = Vec::new();
+    for k in &looked {
+        match columns_of(&s, &pool, &k.table).await? {
+            None => {}
+            Some(cols) => match missing(k, &cols) {
+                None => found.push(k.clone()),
+                Some(col) => near.push(format!(
+                    "{} is there but has no column {col} (it has: {})",
+                    k.table,
+                    cols.join(", ")
+                )),
+            },
+        }
+    }
+    pool.close().await;
+    if found.is_empty() {
+        return Err(none_found(&where_, &looked, &near));
+    }
+    let of: Vec<String> = found.iter().map(|k| k.table.clone()).collect();
+    for k in &found {
+        tracing::info!(
+            "--sql {where_}: found {} ({}) of the tables electop knows",
+            k.layout(),
+            k.what()
+        );
+    }
+    Ok(found
+        .into_iter()
+        .map(|known| FoundTable {
+            url: url.to_string(),
+            known,
+            of: of.clone(),
+        })
+        .collect())
+}
+
+/// The column names of `table`, or `None` when there is no such table (or it shows no
+/// columns to this user).
+async fn columns_of(
+    s: &SqlSettings,
+    pool: &AnyPool,
+    table: &str,
+) -> Result<Option<Vec<String>>, String> {
+    let Ok(ident) = Ident::table(table) else {
+        return Ok(None);
+    };
+    let rows = sqlx::query(AssertSqlSafe(s.dialect.columns_query(&ident)))
+        .fetch_all(pool)
+        .await
+        .map_err(|e| super::describe(&e, s, &s.url.0))?;
+    let cols: Vec<String> = rows
+        .iter()
+        .filter_map(|r| r.try_get::<String, _>(0).ok())
+        .collect();
+    Ok((!cols.is_empty()).then_some(cols))
+}
+
+/// The first of `k`'s columns `cols` lacks.
+fn missing<'a>(k: &'a KnownTable, cols: &[String]) -> Option<&'a str> {
+    k.columns
+        .iter()
+        .find(|want| !cols.iter().any(|c| c.eq_ignore_ascii_case(want)))
+        .map(String::as_str)
+}
+
+/// No known table in `where_`: what was looked for, what came close, and the flags that
+/// name a table.
+fn none_found(where_: &str, looked: &[KnownTable], near: &[String]) -> String {
+    let list: Vec<String> = looked
+        .iter()
+        .map(|k| format!("{} for {}", k.layout(), k.what()))
+        .collect();
+    let mut text = format!(
+        "--sql {where_}: no election table electop knows is there; looked for {}",
+        list.join(", ")
+    );
+    if !near.is_empty() {
+        text.push_str(&format!("; {}", near.join("; ")));
+    }
+    text.push_str(&format!(
+        ". Say which table to read: --scheme sql-lease or --scheme sql-heartbeat (with --table NAME for another table name), or --preset ({})",
+        crate::presets::names()
+    ));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn none_found_names_every_table_its_columns_and_the_flags() {
+        let looked = crate::presets::known_tables(None);
+        let text = none_found(
+            "sqlite:x.db",
+            &looked,
+            &["leaderlock is there but has no column valid_until (it has: key)".into()],
+        );
+        for part in [
+            "leaderlock(key, leader_id, valid_until) for sql-lease",
+            "service_election(anchor, service_id, last_seen_active) for sql-heartbeat",
+            "shedlock(name, locked_by, lock_until) for preset shedlock",
+            "oban_peers(name, node, expires_at) for preset oban",
+            "active_node(anchor, hostname, last_seen_active) for preset orchestrator",
+            "no column valid_until",
+            "--scheme sql-lease",
+            "--table NAME",
+            "--preset (shedlock, oban, orchestrator)",
+        ] {
+            assert!(text.contains(part), "{part} missing from: {text}");
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! `--sql URL` alone, against a real SQLite file, PostgreSQL and MariaDB: electop looks in
+//! the database's catalog for the election tables it knows and reads what it finds, saying
+//! which; with none there it says what it looked for and which flags choose a table.
+
+mod common;
+
+use common::electop::{election, status};
+use common::sqlstore::Store;
+use serde_json::Value;
+
+fn my(store: &Store) -> bool {
+    matches!(store, Store::My(_))
+}
+
+/// A `shedlock` table as ShedLock's README creates it, holding one lock for 30 s.
+fn shedlock_with_a_lock(store: &Store) {
+    store.exec(if my(store) {
+        "CREATE TABLE shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP(3) NOT NULL, \
+         locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))"
+    } else {
+        "CREATE TABLE shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, \
+         locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))"
+    });
+    store.grant("shedlock");
+    store.exec(match store {
+        Store::My(_) => {
+            "INSERT INTO shedlock VALUES('reportJob', UTC_TIMESTAMP(3) + INTERVAL 30 SECOND, UTC_TIMESTAMP(3), 'host-a')"
+        }
+        Store::Pg(_) => {
+            "INSERT INTO shedlock VALUES('reportJob', timezone('utc', now()) + interval '30 seconds', timezone('utc', now()), 'host-a')"
+        }
+        Store::Sqlite { .. } => {
+            "INSERT INTO shedlock VALUES('reportJob', datetime('now', '+30 seconds'), datetime('now'), 'host-a')"
+        }
+    });
+}
+
+/// `--sql URL status --json`: stdout parsed when it succeeded, and stderr.
+fn find(store: &Store, home: &std::path::Path) -> (Option<Value>, String) {
+    let out = status(home, &["--sql", &store.url()]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let json = out
+        .status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).expect("status prints JSON"));
+    (json, err)
+}
+
+fn tables_are_found(store: Store) {
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+
+    // Nothing there: the error says what was looked for and how to choose.
+    let (json, err) = find(&store, home);
+    assert!(json.is_none(), "no table, no status: {err}");
+    for part in [
+        "no election table electop knows is there",
+        "leaderlock(key, leader_id, valid_until) for sql-lease",
+        "service_election(anchor, service_id, last_seen_active) for sql-heartbeat",
+        "shedlock(name, locked_by, lock_until) for preset shedlock",
+        "oban_peers(name, node, expires_at) for preset oban",
+        "active_node(anchor, hostname, last_seen_active) for preset orchestrator",
+        "--scheme sql-lease",
+        "--table NAME",
+        "--preset (shedlock, oban, orchestrator)",
+    ] {
+        assert!(err.contains(part), "{part} missing from: {err}");
+    }
+
+    // A preset's table: read as that preset, and said so.
+    shedlock_with_a_lock(&store);
+    let (json, err) = find(&store, home);
+    let s = json.unwrap_or_else(|| panic!("shedlock found: {err}"));
+    assert!(
+        err.contains("sql1: found shedlock (preset shedlock) in"),
+        "{err}"
+    );
+    assert_eq!(election(&s, "reportJob")["leader"]["id"], "host-a", "{s:#}");
+    assert_eq!(s["sources"][0]["idle_is_normal"], true, "the preset's idle");
+
+    // One scheme's own table.
+    store.exec("DROP TABLE shedlock");
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-1", 30));
+    let (json, err) = find(&store, home);
+    let s = json.unwrap_or_else(|| panic!("leaderlock found: {err}"));
+    assert!(
+        err.contains("sql1: found leaderlock (sql-lease) in"),
+        "{err}"
+    );
+    assert!(!err.contains("one source per table"), "{err}");
+    let jobs = election(&s, "jobs");
+    assert_eq!(
+        (jobs["scheme"].as_str(), jobs["leader"]["id"].as_str()),
+        (Some("sql-lease"), Some("node-1"))
+    );
+
+    // Both: one source each, each naming the other.
+    shedlock_with_a_lock(&store);
+    let (json, err) = find(&store, home);
+    let s = json.unwrap_or_else(|| panic!("both found: {err}"));
+    for part in [
+        "sql1: found leaderlock (sql-lease) in",
+        "sql2: found shedlock (preset shedlock) in",
+        "one source per table found there (leaderlock, shedlock)",
+    ] {
+        assert!(err.contains(part), "{part} missing from: {err}");
+    }
+    election(&s, "jobs");
+    election(&s, "reportJob");
+}
+
+#[test]
+fn found_in_sqlite() {
+    tables_are_found(Store::sqlite());
+}
+
+#[test]
+fn found_in_postgres() {
+    tables_are_found(Store::postgres());
+}
+
+#[test]
+fn found_in_mariadb() {
+    tables_are_found(Store::mariadb());
+}
+
+/// A table of another name is looked for under `--table`, with either scheme's columns.
+#[test]
+fn table_names_the_table_to_look_for() {
+    let store = Store::sqlite();
+    let home = tempfile::tempdir().expect("tempdir");
+    store.create_lease_table("locks");
+    assert!(store.lease_attempt("locks", "jobs", "node-1", 30));
+    let out = status(home.path(), &["--sql", &store.url(), "--table", "locks"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("found locks (sql-lease)"), "{err}");
+}
+
+/// A database that is not there is said to be missing, not refused for a missing flag.
+#[test]
+fn a_missing_file_is_named_as_missing() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let path = home.path().join("nowhere.db");
+    let url = format!("sqlite://{}", path.display());
+    let out = status(home.path(), &["--sql", &url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("nowhere.db does not exist"), "{err}");
+    assert!(!err.contains("--scheme"), "{err}");
+}
