@@ -120,6 +120,31 @@ pub(crate) fn relabel(
     }
 }
 
+/// Labels the replayed change an admin action made (`done`, from the audit log): the newest
+/// change away from the leader it saw, not attributed yet, at the action's time or up to
+/// [`WINDOW`] after it (an etcd-election hold), or with no time known. Returns whether it did.
+pub(crate) fn attribute_past(
+    history: &mut VecDeque<HistoryEntry>,
+    done: &crate::admin::audit_tail::Done,
+) -> bool {
+    let Some(at) = done.at else {
+        return false;
+    };
+    let near = |t: SystemTime| {
+        t.duration_since(at).is_ok_and(|d| d <= WINDOW)
+            || at.duration_since(t).is_ok_and(|d| d <= Duration::from_secs(2))
+    };
+    let entry = history.iter_mut().rev().find(|h| {
+        h.by.is_none() && done.before.is_some() && h.from == done.before && h.at.is_none_or(near)
+    });
+    let Some(h) = entry else {
+        return false;
+    };
+    h.cause = done.cause;
+    h.by = Some(done.by.clone());
+    true
+}
+
 /// The event that tells a relabelled change (for `watch` and the events view).
 pub(crate) fn attributed(source: &str, e: &crate::model::Election) -> Option<crate::model::Event> {
     let h = e.history.back()?;

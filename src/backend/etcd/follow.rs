@@ -404,7 +404,7 @@ impl Session<'_> {
         let (mut tracker, derived, batch) = self
             .load_reading_leases(link, tracker, (snapshot, revision), how)
             .await?;
-        let elections = match derived {
+        let mut elections = match derived {
             Some(mut elections) => {
                 tracker.attach_readings(&mut elections, batch.into_iter().flatten());
                 elections
@@ -421,6 +421,13 @@ impl Session<'_> {
                 tracker.cloned_elections()
             }
         };
+        let actions = super::audited::actions(backend);
+        for (name, holder) in super::audited::deposed(backend, link, &actions, &elections).await {
+            tracker.depose(&name, &holder);
+            if let Some(e) = elections.iter_mut().find(|e| e.name == name) {
+                e.deposed = Some(Box::new(holder));
+            }
+        }
         send(&self.io, SourceEvent::Elections { source, elections }).await?;
         self.state.followed = Some(Followed {
             tracker,

@@ -5,6 +5,7 @@
 //! that one fails ([`lifecycle`] holds the life cycle); [`members`] probes them all.
 
 pub(crate) mod admin;
+mod audited;
 mod detect;
 pub(crate) mod dial;
 pub mod election;

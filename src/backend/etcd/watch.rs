@@ -400,10 +400,11 @@ async fn history_merged(
         return Err(Stop::Closed);
     };
     match done {
-        Ok(Ok(past)) => {
+        Ok(Ok(mut past)) => {
             if let Some(compact) = past.compacted {
                 compacted_notice(backend, io, compact).await?;
             }
+            past.tracker.attribute(&super::audited::actions(backend));
             let elections = f.tracker.merge_history(&past.tracker);
             if !elections.is_empty() {
                 send(

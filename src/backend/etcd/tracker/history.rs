@@ -77,6 +77,38 @@ impl Tracker {
         changed
     }
 
+    /// A holder an admin action removed before this electop started (from the audit log),
+    /// whose lease lives on: deposed in election `name`, its lease read eagerly until it ends.
+    pub fn depose(&mut self, name: &str, holder: &Candidate) {
+        let ids: Vec<Vec<u8>> = self.by_name.get(name).cloned().unwrap_or_default();
+        for id in ids {
+            if let Some(e) = self.elections.get_mut(&id) {
+                e.deposed = Some(Box::new(holder.clone()));
+                e.resigned = None;
+                if let (Some(lease), Some(d)) = (holder.lease, holder.ttl) {
+                    self.ttls.insert(lease, d);
+                    self.deposed.insert(lease);
+                }
+                self.index(&id);
+            }
+        }
+    }
+
+    /// Replayed changes that admin actions made, as the audit log records them (`done`,
+    /// oldest first): labelled with the action's cause and author, as a watching electop
+    /// labelled them live. A holder that looked resigned was deposed.
+    pub(crate) fn attribute(&mut self, done: &[crate::admin::audit_tail::Done]) {
+        for d in done {
+            let Some(e) = self.elections.values_mut().find(|e| e.name == d.election) else {
+                continue;
+            };
+            if crate::backend::forced::attribute_past(&mut e.history, d) {
+                e.resigned_was_deposed(d.before.as_deref());
+                self.deposed.extend(e.deposed.as_ref().and_then(|c| c.lease));
+            }
+        }
+    }
+
     /// Gives replayed changes the time some electop saw them live, where it was recorded.
     pub fn fill_times(&mut self, times: &HashMap<i64, SystemTime>) {
         for e in self.elections.values_mut() {
