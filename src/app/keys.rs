@@ -158,19 +158,37 @@ pub(crate) const BINDINGS: &[Binding] = &[
     },
 ];
 
-/// Inside a dialog (pick a candidate, type an id, confirm).
+/// Inside a dialog (pick a candidate, type an id, confirm, the details of a confirmation).
 pub(crate) const DIALOG_BINDINGS: &[Binding] = &[
     Binding {
         keys: &[(KeyCode::Up, NONE), (KeyCode::Char('k'), NONE)],
         label: "↑/k",
         action: Action::Up,
-        help: "previous choice",
+        help: "previous choice / scroll up",
     },
     Binding {
         keys: &[(KeyCode::Down, NONE), (KeyCode::Char('j'), NONE)],
         label: "↓/j",
         action: Action::Down,
-        help: "next choice",
+        help: "next choice / scroll down",
+    },
+    Binding {
+        keys: &[(KeyCode::PageUp, NONE)],
+        label: "PgUp",
+        action: Action::PageUp,
+        help: "details: page up",
+    },
+    Binding {
+        keys: &[(KeyCode::PageDown, NONE)],
+        label: "PgDn",
+        action: Action::PageDown,
+        help: "details: page down",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('d'), NONE)],
+        label: "d",
+        action: Action::Details,
+        help: "details: the whole plan (again: back)",
     },
     Binding {
         keys: &[(KeyCode::Enter, NONE), (KeyCode::Char('y'), NONE)],
