@@ -14,7 +14,7 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, t: &SqlTarget) -> Result<Pla
         force_ms: 0,
     };
     let words = Words {
-        hold: format!("until its heartbeat is {} old", sql::secs(timeout)),
+        hold: format!("its heartbeats keep it ({} timeout)", sql::secs(timeout)),
         renew: "heartbeat",
     };
     let mut p = sql::statement_plan(e, kind, t, deadlines, &words)?;

@@ -20,7 +20,7 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, t: &SqlTarget) -> Result<Pla
         force_ms: term,
     };
     let words = Words {
-        hold: format!("for a {} term", sql::secs(term)),
+        hold: format!("a {} term its renewals extend", sql::secs(term)),
         renew: "renewal",
     };
     let mut p = sql::statement_plan(e, kind, t, deadlines, &words)?;

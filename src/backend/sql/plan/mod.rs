@@ -31,7 +31,7 @@ pub(super) struct Deadlines {
 /// How each scheme words its gist: how long a forced leader holds the row by the write
 /// alone, and what the holder's periodic write is called.
 pub(super) struct Words {
-    /// "for a 15 s term".
+    /// How the forced leader keeps the row: "a 15 s term its renewals extend".
     pub hold: String,
     /// "renewal", "heartbeat".
     pub renew: &'static str,
