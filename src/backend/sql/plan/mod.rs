@@ -66,10 +66,7 @@ fn gist(holder: &str, kind: &ActionKind, w: &Words) -> Gist {
             ..freed
         },
         ActionKind::ForceLeader { target } => Gist {
-            next: format!(
-                "{target} holds the row at once, {}; its {renew}s keep it.",
-                w.hold
-            ),
+            next: format!("{target} holds the row at once: {}.", w.hold),
             gap: "No gap: the row changes hands in one statement.".into(),
             deposed: Some(format!(
                 "{holder} may believe it still leads until its next {renew} fails."
