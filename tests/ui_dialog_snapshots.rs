@@ -456,3 +456,15 @@ fn the_other_dialogs_at_80x24() {
     );
     insta::assert_snapshot!("quit_while_running_80x24", text);
 }
+
+/// `r` in the details of a resign on an etcd-election answers its confirmation as there: it
+/// becomes a re-election, which ends the leader's session.
+#[test]
+fn r_in_the_details_of_a_resign_turns_it_into_a_reelection() {
+    let mut app = line_of(3, Instant::now());
+    act(&mut app, &[Resign, Action::Details, Reelect]);
+    let Some(Dialog::Confirm { request, .. }) = &app.dialog else {
+        panic!("a confirmation, not {:?}", app.dialog);
+    };
+    assert_eq!(request.kind, electop::admin::ActionKind::Reelect);
+}

@@ -172,17 +172,7 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
     app.dialog = match (dialog, action) {
         (d, Action::Quit) => on_quit(app, d),
         (d @ Dialog::Running { .. }, _) => Some(d),
-        (Dialog::Details { under, .. }, Action::Back | Action::Details) => Some(*under),
-        // Yes (and a resign's `r`) answer the confirmation under the details.
-        (Dialog::Details { under, .. }, a @ (Action::Accept | Action::Reelect)) => {
-            app.dialog = Some(*under);
-            on_action(app, a);
-            app.dialog.take()
-        }
-        (Dialog::Details { under, scroll }, a) => {
-            let scroll = super::details::scroll(app, &under, scroll, a).unwrap_or(scroll);
-            Some(Dialog::Details { under, scroll })
-        }
+        (Dialog::Details { under, scroll }, a) => on_details(app, under, scroll, a),
         (d @ (Dialog::Confirm { .. } | Dialog::Unseen { .. }), Action::Details) => {
             Some(Dialog::Details {
                 under: Box::new(d),
@@ -250,6 +240,23 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
         }
         (d, _) => Some(d),
     };
+}
+
+/// A key in the details of a confirmation: back to it, its answer, or a scroll.
+fn on_details(app: &mut App, under: Box<Dialog>, scroll: usize, action: Action) -> Option<Dialog> {
+    match action {
+        Action::Back | Action::Details => Some(*under),
+        // Yes (and a resign's `r`) answer the confirmation under the details.
+        Action::Accept | Action::Reelect => {
+            app.dialog = Some(*under);
+            on_action(app, action);
+            app.dialog.take()
+        }
+        a => {
+            let scroll = super::details::scroll(app, &under, scroll, a).unwrap_or(scroll);
+            Some(Dialog::Details { under, scroll })
+        }
+    }
 }
 
 /// An action whose plan holds the deposed keys (etcd-election) changes the leader only when
