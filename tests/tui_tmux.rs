@@ -319,8 +319,13 @@ fn reelect_from_the_dashboard_is_confirmed_done_and_labelled_forced() {
         s.contains("jobs") && s.contains("node-a")
     });
     tmux.send(&["R"]);
-    tmux.wait_screen("the confirmation", T, |s| {
-        s.contains("force a re-election of jobs") && s.contains("revoke lease")
+    tmux.wait_screen("the confirmation, with its keys", T, |s| {
+        s.contains("Force a re-election of jobs") && s.contains("y/Enter: do it")
+    });
+    // The whole plan is one key away, and yes still confirms from there.
+    tmux.send(&["d"]);
+    tmux.wait_screen("the whole plan", T, |s| {
+        s.contains("revoke lease") && s.contains("d/Esc: back")
     });
     tmux.send(&["y"]);
     tmux.wait_screen("the outcome in place", T, |s| {
@@ -374,7 +379,7 @@ fn quitting_waits_for_an_admin_action_in_flight() {
     proxy.delay_both(Duration::from_millis(100), Duration::from_millis(100));
     tmux.send(&["R"]);
     tmux.wait_screen("the confirmation", T, |s| {
-        s.contains("force a re-election of jobs")
+        s.contains("Force a re-election of jobs")
     });
     tmux.send(&["y"]);
     tmux.send(&["C-c"]);
@@ -529,7 +534,7 @@ fn demo_reelect_confirmed_after_a_renewal_is_done() {
         .to_string();
     tmux.send(&["R"]);
     tmux.wait_screen("the confirmation", T, |s| {
-        s.contains("force a re-election of demo")
+        s.contains("Force a re-election of demo")
     });
     let valid_until = || {
         let out = std::process::Command::new("sqlite3")
@@ -750,7 +755,7 @@ fn ctx_cannot_drop_an_admin_action_in_flight() {
     proxy.delay_both(Duration::from_millis(100), Duration::from_millis(100));
     tmux.send(&["R"]);
     tmux.wait_screen("the confirmation", T, |s| {
-        s.contains("force a re-election of jobs")
+        s.contains("Force a re-election of jobs")
     });
     tmux.send(&["y"]);
     let ctx = [

@@ -340,7 +340,7 @@ fn force_leader_confirmation() {
     app::update(&mut app, Msg::Action(Action::ForceLeader));
     app::update(&mut app, Msg::Action(Action::Accept));
     let text = render(&mut app, 100, 30);
-    assert!(text.contains("force node-b as leader of jobs"), "{text}");
+    assert!(text.contains("Force node-b to lead jobs"), "{text}");
     insta::assert_snapshot!(text);
 }
 
@@ -412,7 +412,7 @@ fn forcing_an_unseen_id_is_asked_first_at_80x24() {
     );
     assert!(text.contains("ghost was never seen in reportJob"), "{text}");
     assert!(
-        text.contains("n/Esc: cancel"),
+        text.contains("n/Esc: cancel · d: details"),
         "the keys show at 80x24:\n{text}"
     );
     insta::assert_snapshot!(text);

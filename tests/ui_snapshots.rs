@@ -350,7 +350,14 @@ fn force_leader_picks_from_the_line_then_confirms() {
     app::update(&mut app, Msg::Action(Action::Down));
     app::update(&mut app, Msg::Action(Action::Accept));
     let text = format!("{}", render(&app, 100, 30).backend());
-    assert!(text.contains("force node-c as leader of jobs"), "{text}");
+    assert!(text.contains("Force node-c to lead jobs"), "{text}");
+    assert!(
+        text.contains("node-c leads next; node-a and node-b leave the line."),
+        "{text}"
+    );
+    // The notes are in the details, one key away.
+    app::update(&mut app, Msg::Action(Action::Details));
+    let text = format!("{}", render(&app, 100, 30).backend());
     assert!(
         text.contains("Removes from the line: node-a, node-b"),
         "{text}"
@@ -846,8 +853,15 @@ fn patroni_members_and_notes_show_in_the_detail_and_force_leader_is_a_switchover
     let mut queued = sent(&app::update(&mut app, Msg::Action(Action::ForceLeader)));
     queued += sent(&app::update(&mut app, Msg::Action(Action::Accept)));
     let text = format!("{}", render(&app, 120, 30).backend());
-    assert!(text.contains("force n2 as leader of pgdemo"), "{text}");
+    assert!(text.contains("Force n2 to lead pgdemo"), "{text}");
+    assert!(
+        text.contains("n2 leads once Patroni has switched over"),
+        "{text}"
+    );
+    queued += sent(&app::update(&mut app, Msg::Action(Action::Details)));
+    let text = format!("{}", render(&app, 120, 30).backend());
     assert!(text.contains("A Patroni switchover"), "{text}");
+    queued += sent(&app::update(&mut app, Msg::Action(Action::Back)));
     queued += sent(&app::update(&mut app, Msg::Action(Action::Back)));
     queued += sent(&app::update(&mut app, Msg::Action(Action::Reelect)));
     let text = format!("{}", render(&app, 120, 30).backend());

@@ -30,6 +30,8 @@ pub enum Action {
     Resign,
     /// In a dialog: accept the highlighted choice, the typed id, or the confirmation.
     Accept,
+    /// In a confirmation: open or close the details, the whole plan (`d`).
+    Details,
     /// In a dialog: a typed character.
     Type(char),
     /// In a dialog: delete the last typed character.

@@ -23,11 +23,14 @@ pub enum Dialog {
         plan: Plan,
         warning: String,
     },
-    /// What will be written, to which store; waiting for yes or no.
+    /// What will happen, in short, to which store; waiting for yes or no.
     Confirm {
         request: Box<AdminRequest>,
         plan: Plan,
     },
+    /// The whole plan of the confirmation `under` (`d`), scrolled past `scroll` lines: yes
+    /// still confirms, `d` or Esc goes back to it.
+    Details { under: Box<Dialog>, scroll: usize },
     /// Quitting stops something (the demo's nodes): asked first. `under` is an action's
     /// `Running` dialog, kept so its outcome is still reported and shown again on "no".
     ConfirmQuit {
@@ -169,6 +172,13 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
     app.dialog = match (dialog, action) {
         (d, Action::Quit) => on_quit(app, d),
         (d @ Dialog::Running { .. }, _) => Some(d),
+        (Dialog::Details { under, scroll }, a) => on_details(app, under, scroll, a),
+        (d @ (Dialog::Confirm { .. } | Dialog::Unseen { .. }), Action::Details) => {
+            Some(Dialog::Details {
+                under: Box::new(d),
+                scroll: 0,
+            })
+        }
         (Dialog::ConfirmQuit { under, .. }, Action::Accept) => {
             app.effects.push(Effect::Quit);
             under.map(|d| *d)
@@ -230,6 +240,23 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
         }
         (d, _) => Some(d),
     };
+}
+
+/// A key in the details of a confirmation: back to it, its answer, or a scroll.
+fn on_details(app: &mut App, under: Box<Dialog>, scroll: usize, action: Action) -> Option<Dialog> {
+    match action {
+        Action::Back | Action::Details => Some(*under),
+        // Yes (and a resign's `r`) answer the confirmation under the details.
+        Action::Accept | Action::Reelect => {
+            app.dialog = Some(*under);
+            on_action(app, action);
+            app.dialog.take()
+        }
+        a => {
+            let scroll = super::details::scroll(app, &under, scroll, a).unwrap_or(scroll);
+            Some(Dialog::Details { under, scroll })
+        }
+    }
 }
 
 /// An action whose plan holds the deposed keys (etcd-election) changes the leader only when

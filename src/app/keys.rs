@@ -158,19 +158,33 @@ pub(crate) const BINDINGS: &[Binding] = &[
     },
 ];
 
-/// Inside a dialog (pick a candidate, type an id, confirm).
+/// Inside a dialog (pick a candidate, type an id, confirm, the details of a confirmation).
+/// A binding with no help is named by the row before it (its label says so), so the help
+/// keeps to one row per thing to do and fits 80x24.
 pub(crate) const DIALOG_BINDINGS: &[Binding] = &[
     Binding {
         keys: &[(KeyCode::Up, NONE), (KeyCode::Char('k'), NONE)],
-        label: "↑/k",
+        label: "↑/k ↓/j",
         action: Action::Up,
-        help: "previous choice",
+        help: "move; scroll the details",
     },
     Binding {
         keys: &[(KeyCode::Down, NONE), (KeyCode::Char('j'), NONE)],
         label: "↓/j",
         action: Action::Down,
-        help: "next choice",
+        help: "",
+    },
+    Binding {
+        keys: &[(KeyCode::PageUp, NONE)],
+        label: "PgUp/Dn",
+        action: Action::PageUp,
+        help: "page the details",
+    },
+    Binding {
+        keys: &[(KeyCode::PageDown, NONE)],
+        label: "PgDn",
+        action: Action::PageDown,
+        help: "",
     },
     Binding {
         keys: &[(KeyCode::Enter, NONE), (KeyCode::Char('y'), NONE)],
@@ -182,19 +196,25 @@ pub(crate) const DIALOG_BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Esc, NONE), (KeyCode::Char('n'), NONE)],
         label: "Esc/n",
         action: Action::Back,
-        help: "cancel",
+        help: "cancel / back (C-c: quit)",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('c'), KeyModifiers::CONTROL)],
+        label: "C-c",
+        action: Action::Quit,
+        help: "",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('d'), NONE)],
+        label: "d",
+        action: Action::Details,
+        help: "details: the whole plan",
     },
     Binding {
         keys: &[(KeyCode::Char('r'), NONE), (KeyCode::Char('R'), SHIFT)],
         label: "r",
         action: Action::Reelect,
         help: "re-election instead of resign",
-    },
-    Binding {
-        keys: &[(KeyCode::Char('c'), KeyModifiers::CONTROL)],
-        label: "C-c",
-        action: Action::Quit,
-        help: "quit",
     },
 ];
 
@@ -474,6 +494,33 @@ mod tests {
         );
         let e = over(&[("quit", "ctrl-")]).expect_err("bad key");
         assert!(e.contains("is not a key"), "{e}");
+    }
+
+    #[test]
+    fn d_in_a_dialog_opens_the_details_and_the_help_says_so() {
+        let map = KeyMap::default();
+        let d = KeyEvent::new(KeyCode::Char('d'), NONE);
+        assert_eq!(map.dialog_action_for(d, false), Some(Action::Details));
+        assert_eq!(map.dialog_action_for(d, true), Some(Action::Type('d')));
+        let page = KeyEvent::new(KeyCode::PageDown, NONE);
+        assert_eq!(map.dialog_action_for(page, false), Some(Action::PageDown));
+        assert!(
+            map.dialog()
+                .iter()
+                .any(|b| b.label == "d" && b.help.contains("the whole plan"))
+        );
+        // A binding left out of the help is named by the label of the row before it.
+        for pair in DIALOG_BINDINGS.windows(2) {
+            if pair[1].help.is_empty() {
+                // `PgUp/Dn` names `PgDn`.
+                let folded = pair[1].label.trim_start_matches("Pg");
+                assert!(
+                    pair[0].label.contains(folded) || pair[0].help.contains(pair[1].label),
+                    "{} is not named by the row before it",
+                    pair[1].label
+                );
+            }
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod action;
 mod commands;
 pub mod contexts;
 pub(crate) mod describe;
+pub(crate) mod details;
 pub(crate) mod dialog;
 pub(crate) mod frames;
 pub(crate) mod keys;
@@ -461,7 +462,9 @@ fn on_action(app: &mut App, action: Action) -> bool {
         Action::PageDown => return commands::scroll(app, None, PAGE as isize),
         Action::Top => return commands::scroll(app, None, -(isize::MAX / 2)),
         Action::Bottom => return commands::scroll(app, None, isize::MAX / 2),
-        Action::Accept | Action::Type(_) | Action::Erase | Action::Complete => return false,
+        Action::Accept | Action::Type(_) | Action::Erase | Action::Complete | Action::Details => {
+            return false;
+        }
     }
     true
 }

@@ -194,3 +194,54 @@ fn etcd_lease_key_force_leader_without_a_leader_puts_the_key_under_the_prefix() 
         })
     );
 }
+
+/// The confirmation's three lines come from the plan each store builds: who leads next,
+/// how long there is no leader, what the deposed may believe, from the election as seen.
+#[test]
+fn each_plan_says_in_three_lines_who_leads_how_long_without_and_what_the_deposed_believe() {
+    let mut e = line(&["node-a", "node-b", "node-c"]);
+    for c in &mut e.candidates {
+        c.ttl = Some(crate::model::Deadline {
+            granted_ms: 60_000,
+            remaining_ms: 40_000,
+            read_at: std::time::Instant::now(),
+        });
+    }
+    e.leader = e.candidates.first().cloned();
+    let etcd = Target::defaults(Scheme::EtcdElection);
+    let gist = |kind: ActionKind, e: &Election, t: &Target| {
+        let p = plan(&request(kind, e.clone(), t.clone())).expect("a plan");
+        assert!(p.gist.lines().len() <= 3, "{:?}", p.gist);
+        p.gist
+    };
+    let force = |t: &str| ActionKind::ForceLeader { target: t.into() };
+    // The hold of the plan is the gap: a third of the 60 s TTL + 2 s.
+    let g = gist(force("node-c"), &e, &etcd);
+    assert_eq!(
+        g.next,
+        "node-c leads next; node-a and node-b leave the line."
+    );
+    assert_eq!(
+        g.gap,
+        "No leader for 22 s, while the keys of node-a and node-b are held."
+    );
+    assert_eq!(
+        g.deposed.as_deref(),
+        Some("node-a may believe it still leads for up to 20 s, never beside node-c.")
+    );
+    let g = gist(ActionKind::Reelect, &e, &etcd);
+    assert!(g.next.starts_with("node-b leads next"), "{g:?}");
+    assert!(g.gap.starts_with("No leader for 22 s"), "{g:?}");
+    let g = gist(ActionKind::Resign, &e, &etcd);
+    assert!(g.gap.starts_with("No gap"), "{g:?}");
+    assert!(g.deposed.is_some_and(|d| d.contains("does not notice")));
+
+    let sql = custom_sql("postgres://db/x", Scheme::SqlLease);
+    let mut held = row(Scheme::SqlLease);
+    held.leader = held.candidates.first().cloned();
+    let g = gist(force("node-b"), &held, &sql);
+    assert!(g.next.starts_with("node-b holds the row at once"), "{g:?}");
+    let g = gist(ActionKind::Reelect, &held, &sql);
+    assert!(g.gap.starts_with("No leader until"), "{g:?}");
+    assert!(g.deposed.is_some_and(|d| d.contains("node-a may believe")));
+}

@@ -194,6 +194,9 @@ fn confirmed(plan: &admin::Plan) -> Result<bool, &'static str> {
     }
     let mut out = std::io::stderr();
     let _ = writeln!(out, "{}", plan.summary);
+    for g in plan.gist.lines() {
+        let _ = writeln!(out, "  {g}");
+    }
     for w in plan.writes() {
         let _ = writeln!(out, "  write: {w}");
     }

@@ -8,9 +8,11 @@ mod event;
 pub(crate) mod format;
 pub mod split_brain;
 pub(crate) mod time;
+mod wrap;
 
 pub use election::{
     Candidate, Cause, Deadline, Election, HistoryEntry, MemberInfo, Note, Scheme, SourceId,
 };
 pub use escape::{escape_bytes, truncate_display};
 pub use event::{ConnState, Event, EventKind, MemberStatus, SourceEvent, SourceInfo, SourceNotice};
+pub use wrap::{display_width, wrap_display};

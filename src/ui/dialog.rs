@@ -1,14 +1,29 @@
-//! The admin dialogs as a centred popup.
+//! The admin dialogs as a centred popup. Every line is wrapped here, never cut, and the keys
+//! always take the popup's last rows, whatever the length of what is above them: an operator
+//! must never have to guess how to answer.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::theme;
+use crate::admin::{self, ActionKind, AdminRequest, Plan};
 use crate::app::Dialog;
-use crate::model::truncate_display;
+use crate::app::details::{self, Tone};
+use crate::model::{Scheme, display_width, truncate_display, wrap_display};
+
+/// A dialog as drawn: its title, its lines (wrapped to the popup) and its keys.
+struct Popup {
+    title: String,
+    /// Said in the body instead when the border has no room for `title`.
+    short_title: &'static str,
+    body: Vec<Line<'static>>,
+    keys: Vec<Line<'static>>,
+    /// Takes the screen's height (the details), not just what its lines need.
+    tall: bool,
+}
 
 fn popup(area: Rect, width: u16, height: u16) -> Rect {
     let [_, mid, _] = Layout::vertical([
@@ -26,74 +41,142 @@ fn popup(area: Rect, width: u16, height: u16) -> Rect {
     p
 }
 
-pub(super) fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
-    let width = area.width.saturating_sub(8).clamp(40, 100);
-    let inner = width.saturating_sub(2) as usize;
-    let (title, lines) = content(dialog, area, inner);
-    // Height from the wrapped text, within the screen.
-    let rows: usize = lines
-        .iter()
-        .map(|l| l.width().max(1).div_ceil(inner.max(1)))
-        .sum();
-    let rect = popup(area, width, rows as u16 + 2);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme::warn())
-                .title(title),
-        ),
-        rect,
+/// `text` wrapped at `width` in `style`, its continuation lines indented as its first.
+fn para(out: &mut Vec<Line<'static>>, style: Style, text: &str, width: usize) {
+    let lead = text.len() - text.trim_start_matches(' ').len();
+    let indent = " ".repeat(lead);
+    out.extend(
+        wrap_display(text, width, &indent)
+            .into_iter()
+            .map(|l| Line::from(Span::styled(l, style))),
     );
 }
 
-/// The title and lines of `dialog`, for a popup `inner` columns wide within `area`.
-fn content(dialog: &Dialog, area: Rect, inner: usize) -> (&'static str, Vec<Line<'static>>) {
+fn keys_style() -> Style {
+    theme::dim().add_modifier(Modifier::BOLD)
+}
+
+pub(super) fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
+    let width = details::popup_width(area.width);
+    let inner = width.saturating_sub(2) as usize;
+    let mut p = content(dialog, area, inner);
+    // The title in the border when it fits, else at the top of the body: never cut.
+    let title = if display_width(&p.title) + 2 <= inner {
+        format!(" {} ", p.title)
+    } else {
+        let mut head = Vec::new();
+        para(&mut head, theme::title(), &p.title, inner);
+        head.append(&mut p.body);
+        p.body = head;
+        format!(" {} ", p.short_title)
+    };
+    let keys = p.keys.len();
+    let gap = usize::from(!p.body.is_empty() && keys > 0);
+    let wanted = if p.tall {
+        details::popup_height(area.height)
+    } else {
+        (p.body.len() + gap + keys + 2) as u16
+    };
+    let rect = popup(area, width, wanted);
+    let room = (rect.height as usize).saturating_sub(2 + keys);
+    let mut body = p.body;
+    if body.len() > room {
+        // Too little room for it all: say so where it stops, and where the rest is.
+        body.truncate(room.saturating_sub(1));
+        body.push(Line::from(Span::styled(
+            truncate_display("… more than fits: d shows the whole plan", inner),
+            theme::dim(),
+        )));
+    }
+    frame.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme::warn())
+        .title(Span::styled(title, theme::title()));
+    let inside = block.inner(rect);
+    frame.render_widget(block, rect);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(keys as u16)]).areas(inside);
+    frame.render_widget(Paragraph::new(body), top);
+    frame.render_widget(Paragraph::new(p.keys), bottom);
+}
+
+/// The popup of `dialog`, its lines `inner` columns wide within `area`.
+fn content(dialog: &Dialog, area: Rect, inner: usize) -> Popup {
+    let keys = |text: &str| {
+        let mut out = Vec::new();
+        para(&mut out, keys_style(), text, inner);
+        out
+    };
+    let plain = |title: &str, body: Vec<Line<'static>>, k: &str| Popup {
+        title: title.to_string(),
+        short_title: "",
+        body,
+        keys: keys(k),
+        tall: false,
+    };
     match dialog {
-        Dialog::Pick { options, selected } => (
-            " Force leader ",
+        Dialog::Pick { options, selected } => plain(
+            "Force leader",
             pick_lines(options, *selected, area, inner),
+            "↑/↓: move · Enter: choose · Esc: cancel",
         ),
-        Dialog::Type { input } => (
-            " Force leader ",
-            vec![
-                Line::from("This scheme has no line of candidates: type the new leader's id."),
-                Line::from(""),
-                Line::from(vec![
-                    Span::raw("id: "),
-                    Span::styled(format!("{input}▏"), theme::header()),
-                ]),
-                Line::from(""),
-                Line::from(Span::styled("Enter: continue   Esc: cancel", theme::dim())),
-            ],
+        Dialog::Type { input } => {
+            let mut body = Vec::new();
+            para(
+                &mut body,
+                Style::default(),
+                "This scheme has no line of candidates: type the new leader's id.",
+                inner,
+            );
+            body.push(Line::from(""));
+            body.push(Line::from(vec![
+                Span::raw("id: "),
+                Span::styled(format!("{input}▏"), theme::header()),
+            ]));
+            plain("Force leader", body, "Enter: continue · Esc: cancel")
+        }
+        Dialog::Unseen {
+            request, warning, ..
+        } => {
+            let mut body = Vec::new();
+            para(&mut body, theme::warn(), warning, inner);
+            Popup {
+                title: format!("Never seen · {}", admin::title(request)),
+                short_title: "Never seen",
+                body,
+                keys: keys("y/Enter: yes, then the plan · n/Esc: cancel · d: details"),
+                tall: false,
+            }
+        }
+        Dialog::Confirm { plan, request } => Popup {
+            title: admin::title(request),
+            short_title: "Confirm",
+            body: confirm_lines(plan, request, inner),
+            keys: keys(&confirm_keys(request)),
+            tall: false,
+        },
+        Dialog::Details { under, scroll } => details_popup(under, *scroll, area, inner),
+        Dialog::ConfirmQuit { what, under } => plain(
+            "Quit?",
+            quit_lines(what, under.as_deref(), inner),
+            "y/Enter: quit · n/Esc: stay",
         ),
-        Dialog::Unseen { plan, warning, .. } => (
-            " Never seen ",
-            vec![
-                Line::from(Span::styled(plan.summary.clone(), theme::title())),
-                Line::from(""),
-                Line::from(Span::styled(warning.clone(), theme::warn())),
-                Line::from(""),
-                Line::from(Span::styled(
-                    "y/Enter: force it anyway (the plan comes next)   n/Esc: cancel",
-                    theme::dim(),
-                )),
-            ],
-        ),
-        Dialog::Confirm { plan, request } => (" Confirm ", confirm_lines(plan, request)),
-        Dialog::ConfirmQuit { what, under } => (" Quit? ", quit_lines(what, under.as_deref())),
-        Dialog::Running { summary, .. } => (" Working ", vec![Line::from(format!("{summary}…"))]),
+        Dialog::Running { summary, .. } => {
+            let mut body = Vec::new();
+            para(&mut body, Style::default(), &format!("{summary}…"), inner);
+            Popup {
+                keys: Vec::new(),
+                ..plain("Working", body, "")
+            }
+        }
     }
 }
 
 /// The line of candidates, scrolled so the selected one shows.
 fn pick_lines(options: &[String], selected: usize, area: Rect, inner: usize) -> Vec<Line<'static>> {
-    let mut lines = vec![
-        Line::from("Who should lead? (Enter: choose, Esc: cancel)"),
-        Line::from(""),
-    ];
-    let rows = (area.height as usize).saturating_sub(8).max(3);
+    let mut lines = vec![Line::from("Who should lead?"), Line::from("")];
+    let rows = (area.height as usize).saturating_sub(9).max(3);
     let start = selected.saturating_sub(rows.saturating_sub(1));
     for (i, o) in options.iter().enumerate().skip(start).take(rows) {
         let text = format!(" {} ", truncate_display(o, inner.saturating_sub(4)));
@@ -112,61 +195,101 @@ fn pick_lines(options: &[String], selected: usize, area: Rect, inner: usize) -> 
     lines
 }
 
-/// What will be written, the plan's warnings, and the keys.
-fn confirm_lines(
-    plan: &crate::admin::Plan,
-    request: &crate::admin::AdminRequest,
-) -> Vec<Line<'static>> {
-    let mut lines = vec![
-        Line::from(Span::styled(plan.summary.clone(), theme::title())),
-        Line::from(""),
-    ];
-    lines.push(Line::from(Span::styled("Will write:", theme::header())));
-    lines.extend(
-        plan.writes()
-            .into_iter()
-            .map(|w| Line::from(format!("  {w}"))),
-    );
-    if !plan.notes.is_empty() {
-        lines.push(Line::from(""));
-        lines.extend(
-            plan.notes
-                .iter()
-                .map(|n| Line::from(Span::styled(format!("⚠ {n}"), theme::warn()))),
-        );
+/// Whether `r` turns this confirmation into a re-election: a resign that election clients
+/// would not notice.
+fn offers_reelection(request: &AdminRequest) -> bool {
+    request.kind == ActionKind::Resign && request.seen.scheme == Scheme::EtcdElection
+}
+
+fn confirm_keys(request: &AdminRequest) -> String {
+    let mut keys = "y/Enter: do it · n/Esc: cancel · d: details".to_string();
+    if offers_reelection(request) {
+        keys.push_str(" · r: re-election instead");
     }
-    if request.kind == crate::admin::ActionKind::Resign
-        && request.seen.scheme == crate::model::Scheme::EtcdElection
-    {
-        lines.push(Line::from(Span::styled(
-            "⚠ etcdctl elect and Go/Node election clients do not notice a resign: the deposed leader may go on believing it leads until its lease ends.   r: force a re-election instead (ends its session)",
-            theme::warn(),
-        )));
+    keys
+}
+
+/// What will happen, in the plan's three lines, and on which store.
+fn confirm_lines(plan: &Plan, request: &AdminRequest, inner: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let g = &plan.gist;
+    para(&mut lines, Style::default(), &g.next, inner);
+    para(&mut lines, Style::default(), &g.gap, inner);
+    if let Some(d) = &g.deposed {
+        para(&mut lines, theme::warn(), d, inner);
     }
     lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled(
-        "Nothing is written if the store changed since you looked.   y/Enter: do it   n/Esc: cancel",
-        theme::dim().add_modifier(Modifier::BOLD),
-    )));
+    para(
+        &mut lines,
+        theme::dim(),
+        &format!(
+            "Written to {} only if nothing changed since you looked.",
+            request.source_name
+        ),
+        inner,
+    );
     lines
 }
 
-/// What quitting stops, and the action still under way, which quitting waits for.
-fn quit_lines(what: &str, under: Option<&Dialog>) -> Vec<Line<'static>> {
-    let mut lines = vec![
-        Line::from(Span::styled(format!("Quitting {what}."), theme::title())),
-        Line::from(""),
-    ];
-    if let Some(Dialog::Running { summary, .. }) = under {
-        lines.push(Line::from(Span::styled(
-            format!("Still under way: {summary}; quitting waits for it to finish."),
-            theme::warn(),
-        )));
-        lines.push(Line::from(""));
+/// The details: the whole plan, from line `scroll`, as many lines as the popup holds.
+fn details_popup(under: &Dialog, scroll: usize, area: Rect, inner: usize) -> Popup {
+    let Some((request, plan, warning)) = details::parts(under) else {
+        return Popup {
+            title: "Details".into(),
+            short_title: "Details",
+            body: Vec::new(),
+            keys: Vec::new(),
+            tall: false,
+        };
+    };
+    let all = details::lines(request, plan, warning, inner);
+    let page = details::page(area.width, area.height);
+    let start = scroll.min(all.len().saturating_sub(page));
+    let end = (start + page).min(all.len());
+    let body = all[start..end]
+        .iter()
+        .map(|(tone, text)| {
+            let style = match tone {
+                Tone::Heading => theme::header(),
+                Tone::Text => Style::default(),
+                Tone::Warn => theme::warn(),
+                Tone::Dim => theme::dim(),
+            };
+            Line::from(Span::styled(text.clone(), style))
+        })
+        .collect();
+    let mut keys = Vec::new();
+    para(&mut keys, keys_style(), details::HINT, inner);
+    Popup {
+        title: format!(
+            "The whole plan · lines {}–{end} of {}",
+            start + 1,
+            all.len()
+        ),
+        short_title: "The whole plan",
+        body,
+        keys,
+        tall: true,
     }
-    lines.push(Line::from(Span::styled(
-        "y/Enter: quit   n/Esc: stay",
-        theme::dim().add_modifier(Modifier::BOLD),
-    )));
+}
+
+/// What quitting stops, and the action still under way, which quitting waits for.
+fn quit_lines(what: &str, under: Option<&Dialog>, inner: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    para(
+        &mut lines,
+        theme::title(),
+        &format!("Quitting {what}."),
+        inner,
+    );
+    if let Some(Dialog::Running { summary, .. }) = under {
+        lines.push(Line::from(""));
+        para(
+            &mut lines,
+            theme::warn(),
+            &format!("Still under way: {summary}; quitting waits for it to finish."),
+            inner,
+        );
+    }
     lines
 }

@@ -58,7 +58,13 @@ fn lines<'a>(
     more.extend(keys::MOUSE_KEYS.iter().map(|(k, h)| row(k, h, false)));
     if screen == Screen::Main {
         more.push(section("In dialogs"));
-        more.extend(keys.dialog().iter().map(bound));
+        // A binding without help is named by the row before it.
+        more.extend(
+            keys.dialog()
+                .iter()
+                .filter(|b| !b.help.is_empty())
+                .map(bound),
+        );
         // The alarm marks, three a line so the legend fits a column.
         for three in Alarm::ALL.chunks(3) {
             let legend: Vec<String> = three

@@ -15,6 +15,8 @@ use crate::model::{Candidate, Election};
 pub struct Plan {
     /// One line: the action on what.
     pub summary: String,
+    /// What will happen, in three short lines: what the confirmation shows first.
+    pub gist: Gist,
     /// The store operations, in order.
     pub steps: Vec<Step>,
     /// What the store does by itself afterwards (the hold expiring), not a write of ours.
@@ -23,6 +25,34 @@ pub struct Plan {
     pub notes: Vec<String>,
     /// What to read back to say what the store holds after the action (or why it refused).
     pub readback: Readback,
+}
+
+/// What an action will do, as the three facts an operator weighs before saying yes: who
+/// leads next, how long there is no leader, what the deposed may still believe. Each store's
+/// plan builder writes it beside the steps, from the same election as seen, so the short
+/// confirmation and the full plan (the details, the execution) never disagree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Gist {
+    /// Who leads next ("node-b leads next: it is next in line.").
+    pub next: String,
+    /// How long there is no leader ("No leader for 22 s, while node-a's key is held.").
+    pub gap: String,
+    /// What the deposed may still believe, where it may believe anything.
+    pub deposed: Option<String>,
+}
+
+impl Gist {
+    /// The lines, in order: at most three.
+    pub fn lines(&self) -> Vec<&str> {
+        [
+            Some(self.next.as_str()),
+            Some(self.gap.as_str()),
+            self.deposed.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 /// A key, as sent and as shown.
@@ -146,6 +176,19 @@ pub fn leader(e: &Election) -> Result<&Candidate, String> {
     e.leader
         .as_ref()
         .ok_or_else(|| format!("election {} has no leader to act on", e.name))
+}
+
+/// The confirmation's title: the action and the election (the store is said below it).
+pub fn title(req: &AdminRequest) -> String {
+    let e = &req.seen;
+    match &req.kind {
+        ActionKind::ForceLeader { target } => format!("Force {target} to lead {}", e.name),
+        ActionKind::Reelect => format!("Force a re-election of {}", e.name),
+        ActionKind::Resign => match &e.leader {
+            Some(l) => format!("Make {} resign as leader of {}", l.id, e.name),
+            None => format!("Make the leader of {} resign", e.name),
+        },
+    }
 }
 
 /// One line: the action on what.

@@ -9,6 +9,30 @@ impl Plan {
         lines.extend(self.then.as_ref().map(|t| format!("then {t}")));
         lines
     }
+
+    /// The same operations for the details view, each as lines: a transaction's compares one
+    /// to a line under `if`, its operations under `then`, so what every write is compared
+    /// on reads down the page.
+    pub fn writes_in_lines(&self) -> Vec<Vec<String>> {
+        let mut out: Vec<Vec<String>> = self
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Txn { compares, then } => {
+                    let mut lines = vec!["txn: if".to_string()];
+                    lines.extend(compares.iter().enumerate().map(|(i, c)| {
+                        format!("{}{}", if i == 0 { "  " } else { "  and " }, compare(c))
+                    }));
+                    lines.push("then".to_string());
+                    lines.extend(then.iter().map(|o| format!("  {}", op(o))));
+                    lines
+                }
+                other => vec![step(other)],
+            })
+            .collect();
+        out.extend(self.then.as_ref().map(|t| vec![format!("then {t}")]));
+        out
+    }
 }
 
 fn hex_list(leases: &[i64]) -> String {

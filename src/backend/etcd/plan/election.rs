@@ -2,7 +2,9 @@
 //! leader's key; a re-election or force-leader deposes sessions first (why:
 //! `backend::etcd::admin::depose`).
 
-use crate::admin::{ActionKind, Check, Compare, Key, Op, Plan, Readback, Step, leader};
+use crate::admin::{
+    ActionKind, Check, Compare, Gist, Key, Op, Plan, Readback, Step, hold_secs, leader,
+};
 use crate::model::{Candidate, Election};
 
 /// What the deposed may still believe, from their leases as seen: election clients learn
@@ -23,6 +25,61 @@ fn belief_note(deposed: &[Candidate]) -> String {
         None => "The deposed may believe they still lead until their next keep-alive (a third \
                  of their lease's TTL), never beside another leader."
             .to_string(),
+    }
+}
+
+/// The granted TTL of `c`'s lease as seen, in whole seconds.
+fn ttl_secs(c: &Candidate) -> Option<i64> {
+    c.ttl.map(|d| (d.granted_ms + 999) / 1000)
+}
+
+/// `ids` for a gist line, which must stay short: a long line is counted, not listed (the
+/// details list them all).
+fn few(ids: &[&str]) -> String {
+    match ids {
+        [] => "nobody".into(),
+        [one] => (*one).to_string(),
+        [a, b] => format!("{a} and {b}"),
+        [a, b, c] => format!("{a}, {b} and {c}"),
+        [a, rest @ ..] => format!("{a} and the {} after it", rest.len()),
+    }
+}
+
+/// The gist's gap of a deposing plan: no leader while the deposed keys are held (how long,
+/// from their TTLs as seen, as [`hold_secs`] counts the hold the plan grants).
+fn held_gap(deposed: &[Candidate]) -> String {
+    let whose = match deposed {
+        [one] => format!("{}'s key is", one.id),
+        many => {
+            let ids: Vec<&str> = many.iter().map(|c| c.id.as_str()).collect();
+            format!("the keys of {} are", few(&ids))
+        }
+    };
+    let ttls: Option<Vec<i64>> = deposed
+        .iter()
+        .filter(|c| c.lease.is_some_and(|l| l != 0))
+        .map(ttl_secs)
+        .collect();
+    match ttls {
+        Some(ttls) if !ttls.is_empty() => {
+            format!("No leader for {} s, while {whose} held.", hold_secs(&ttls))
+        }
+        _ => format!("No leader while {whose} held (a third of their TTL + 2 s)."),
+    }
+}
+
+/// The gist's belief of a deposed leader: until its next keep-alive, never beside `next`.
+fn believes(leader: &Candidate, next: &str) -> String {
+    match ttl_secs(leader) {
+        Some(secs) => format!(
+            "{} may believe it still leads for up to {} s, never beside {next}.",
+            leader.id,
+            (secs + 2) / 3
+        ),
+        None => format!(
+            "{} may believe it still leads until its next keep-alive, never beside {next}.",
+            leader.id
+        ),
     }
 }
 
@@ -49,6 +106,14 @@ pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
             ));
             let deposed = std::slice::from_ref(l);
             p.notes = vec![deposed_note(deposed), belief_note(deposed)];
+            p.gist = Gist {
+                next: match e.candidates.get(1) {
+                    Some(c) => format!("{} leads next: it is next in line.", c.id),
+                    None => "Nobody leads next: nobody else is in line.".into(),
+                },
+                gap: held_gap(deposed),
+                deposed: Some(believes(l, "another leader")),
+            };
             Ok(p)
         }
         ActionKind::ForceLeader { target } => {
@@ -71,6 +136,16 @@ pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
                 deposed_note(ahead),
                 belief_note(ahead),
             ];
+            let leave = if removed.len() == 1 {
+                "leaves"
+            } else {
+                "leave"
+            };
+            p.gist = Gist {
+                next: format!("{target} leads next; {} {leave} the line.", few(&removed)),
+                gap: held_gap(ahead),
+                deposed: Some(believes(e.leader.as_ref().unwrap_or(&ahead[0]), target)),
+            };
             Ok(p)
         }
     }
@@ -78,8 +153,29 @@ pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
 
 fn resign(e: &Election) -> Result<Plan, String> {
     let l = leader(e)?;
+    let next = e.candidates.iter().find(|c| c.raw_key != l.raw_key);
+    let gist = match next {
+        Some(n) => Gist {
+            next: format!("{} leads next, at once: it is next in line.", n.id),
+            gap: "No gap: the key is deleted in one write.".into(),
+            deposed: Some(format!(
+                "If {} is an election client it does not notice, and may go on leading beside \
+                 {}.",
+                l.id, n.id
+            )),
+        },
+        None => Gist {
+            next: "Nobody leads next: nobody else is in line.".into(),
+            gap: "No leader until someone campaigns.".into(),
+            deposed: Some(format!(
+                "If {} is an election client it does not notice, and may go on leading.",
+                l.id
+            )),
+        },
+    };
     Ok(Plan {
         summary: String::new(),
+        gist,
         steps: vec![Step::Txn {
             compares: vec![Compare {
                 key: Key::of(l),
@@ -148,6 +244,7 @@ fn depose(deposed: &[Candidate], target: Option<&Candidate>) -> Plan {
     }
     Plan {
         summary: String::new(),
+        gist: Gist::default(),
         steps,
         then: None,
         notes: Vec::new(),

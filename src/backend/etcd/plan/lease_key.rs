@@ -2,7 +2,7 @@
 //! register under their own leases. Deleting the key starts a race; force-leader puts it
 //! with the target's registry lease, so it lives as long as the target does.
 
-use crate::admin::{ActionKind, Check, Compare, Key, Op, Plan, Readback, Step, leader};
+use crate::admin::{ActionKind, Check, Compare, Gist, Key, Op, Plan, Readback, Step, leader};
 use crate::model::{Election, escape_bytes};
 
 pub(super) fn plan(e: &Election, kind: &ActionKind, prefix: &str) -> Result<Plan, String> {
@@ -37,8 +37,22 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, prefix: &str) -> Result<Plan
         None => Check::Absent,
     };
     let lease = entry.lease.unwrap_or(0);
+    let gist = Gist {
+        next: format!("{target} leads at once, on its registry lease {lease:x}."),
+        gap: match &e.leader {
+            Some(_) => "No gap: the leader key changes hands in one write.".into(),
+            None => "No gap: the absent leader key is put in one write.".into(),
+        },
+        deposed: e.leader.as_ref().map(|l| {
+            format!(
+                "{} may believe it still leads until it sees the key change.",
+                l.id
+            )
+        }),
+    };
     Ok(Plan {
         summary: String::new(),
+        gist,
         steps: vec![Step::Txn {
             compares: vec![
                 Compare {
@@ -80,6 +94,14 @@ fn delete(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
     }
     Ok(Plan {
         summary: String::new(),
+        gist: Gist {
+            next: format!("Whoever puts the key first leads; {} may win again.", l.id),
+            gap: "No leader until a candidate puts the key.".into(),
+            deposed: Some(format!(
+                "{} keeps its lease, and may believe it leads until it sees the key deleted.",
+                l.id
+            )),
+        },
         steps: vec![Step::Txn {
             compares,
             then: vec![Op::Delete(Key::of(l))],

@@ -4,7 +4,7 @@
 //! promotes). electop never deletes Patroni's keys: Patroni would not notice a removed leader
 //! key before its next loop, and may take it straight back.
 
-use crate::admin::{ActionKind, Check, Compare, Key, Op, Plan, Readback, Step, leader};
+use crate::admin::{ActionKind, Check, Compare, Gist, Key, Op, Plan, Readback, Step, leader};
 use crate::model::{Election, escape_bytes};
 
 /// The `failover` key's value for a switchover from `leader` to `member`, as Patroni's
@@ -79,6 +79,17 @@ pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
     ];
     Ok(Plan {
         summary: String::new(),
+        gist: Gist {
+            next: format!("{target} leads once Patroni has switched over (it may refuse)."),
+            gap: format!(
+                "No leader while {} demotes itself and {target} promotes.",
+                l.id
+            ),
+            deposed: Some(format!(
+                "{} demotes itself: Patroni's own switchover, nothing deleted.",
+                l.id
+            )),
+        },
         steps: vec![Step::Txn {
             compares,
             then: vec![Op::Put {

@@ -1,7 +1,7 @@
 //! sql-heartbeat: the holder is alive while its last heartbeat is younger than the timeout;
 //! resigning backdates the heartbeat past it, a forced leader gets a fresh one.
 
-use super::{self as sql, Deadlines};
+use super::{self as sql, Deadlines, Words};
 use crate::admin::{ActionKind, Plan, SqlTarget};
 use crate::model::Election;
 
@@ -13,7 +13,11 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, t: &SqlTarget) -> Result<Pla
         resign_ms: -(timeout + 1_000),
         force_ms: 0,
     };
-    let mut p = sql::statement_plan(e, kind, t, deadlines)?;
+    let words = Words {
+        hold: format!("its heartbeats keep it ({} timeout)", sql::secs(timeout)),
+        renew: "heartbeat",
+    };
+    let mut p = sql::statement_plan(e, kind, t, deadlines, &words)?;
     p.notes.push(match kind {
         ActionKind::Reelect => "Every participant's next attempt races for the free row.".into(),
         ActionKind::Resign => format!(

@@ -1,7 +1,7 @@
 //! sql-lease (gabihodoroaga/leaderelection): the holder's term ends at its deadline; a forced leader gets a term
 //! as long as the one seen.
 
-use super::{self as sql, Deadlines};
+use super::{self as sql, Deadlines, Words};
 use crate::admin::{ActionKind, Plan, SqlTarget};
 use crate::model::Election;
 
@@ -19,7 +19,11 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, t: &SqlTarget) -> Result<Pla
         resign_ms: 0,
         force_ms: term,
     };
-    let mut p = sql::statement_plan(e, kind, t, deadlines)?;
+    let words = Words {
+        hold: format!("a {} term its renewals extend", sql::secs(term)),
+        renew: "renewal",
+    };
+    let mut p = sql::statement_plan(e, kind, t, deadlines, &words)?;
     p.notes.push(match kind {
         ActionKind::Reelect => "Every participant's next attempt races for the free row.".into(),
         ActionKind::Resign => format!(

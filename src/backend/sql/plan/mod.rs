@@ -7,7 +7,7 @@ mod heartbeat;
 mod lease;
 
 use crate::admin::AdminRequest;
-use crate::admin::{ActionKind, DEADLINE, Plan, Readback, SqlTarget, Statement, Step};
+use crate::admin::{ActionKind, DEADLINE, Gist, Plan, Readback, SqlTarget, Statement, Step};
 use crate::model::{Candidate, Election, Scheme};
 
 /// The plan of `req` on a SQL source whose table and columns are `t`.
@@ -28,6 +28,53 @@ pub(super) struct Deadlines {
     pub force_ms: i64,
 }
 
+/// How each scheme words its gist: how long a forced leader holds the row by the write
+/// alone, and what the holder's periodic write is called.
+pub(super) struct Words {
+    /// How the forced leader keeps the row: "a 15 s term its renewals extend".
+    pub hold: String,
+    /// "renewal", "heartbeat".
+    pub renew: &'static str,
+}
+
+/// `ms` as seconds, for a gist ("15 s", "2.5 s").
+pub(super) fn secs(ms: i64) -> String {
+    if ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+/// The gist of a SQL action: the row is the leadership, taken by whoever writes it next.
+fn gist(holder: &str, kind: &ActionKind, w: &Words) -> Gist {
+    let renew = w.renew;
+    let freed = Gist {
+        next: String::new(),
+        gap: "No leader until the next attempt by anyone.".into(),
+        deposed: Some(format!(
+            "{holder} may believe it still leads until its next {renew}."
+        )),
+    };
+    match kind {
+        ActionKind::Reelect => Gist {
+            next: format!("Whoever tries first takes the row; {holder} may win again."),
+            ..freed
+        },
+        ActionKind::Resign => Gist {
+            next: format!("The next attempt by anyone takes the row; {holder} may win it back."),
+            ..freed
+        },
+        ActionKind::ForceLeader { target } => Gist {
+            next: format!("{target} holds the row at once: {}.", w.hold),
+            gap: "No gap: the row changes hands in one statement.".into(),
+            deposed: Some(format!(
+                "{holder} may believe it still leads until its next {renew} fails."
+            )),
+        },
+    }
+}
+
 /// The row holder (the leader, or the holder of an expired term).
 pub(super) fn holder(e: &Election) -> Result<&Candidate, String> {
     e.candidates
@@ -40,6 +87,7 @@ pub(super) fn statement_plan(
     kind: &ActionKind,
     t: &SqlTarget,
     deadlines: Deadlines,
+    words: &Words,
 ) -> Result<Plan, String> {
     let h = holder(e)?;
     let d = t.dialect;
@@ -92,6 +140,7 @@ pub(super) fn statement_plan(
     };
     Ok(Plan {
         summary: String::new(),
+        gist: gist(&h.id, kind, words),
         steps: vec![Step::Statement(Statement {
             sql,
             binds,
