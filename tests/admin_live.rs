@@ -109,26 +109,35 @@ fn etcd_election_resign_hands_over_to_the_next_etcdctl_campaigner() {
         a.is_running(),
         "etcdctl keeps running: it does not notice a resign"
     );
-    // electop says so: the deposed leader's lease lives on (seen in the replayed history).
-    let s = common::electop::status_history_json(h.path(), &src);
-    let e = election(&s, "jobs");
+    // electop says so, in plain `status` too (from the audit log: the holder it removed,
+    // whose lease lives on), and history names the change as the admin's resign.
+    let plain = common::electop::status_json(h.path(), &src);
+    let e = election(&plain, "jobs");
     assert_eq!(e["leader"]["id"], "node-b");
-    assert_eq!(e["deposed"]["id"], "node-a", "{e:#}");
+    assert_eq!(e["deposed"]["id"], "node-a", "plain status: {e:#}");
     assert!(
         e["deposed"]["ttl_ms"].as_i64().is_some_and(|t| t > 0),
         "{e:#}"
     );
+    assert!(
+        e["alarms"].to_string().contains("deposed"),
+        "the alarm, as the dashboard shows it: {e:#}"
+    );
+    let s = common::electop::status_history_json(h.path(), &src);
+    let e = election(&s, "jobs");
+    assert_eq!(e["deposed"]["id"], "node-a", "{e:#}");
+    assert!(e["resigned"].is_null(), "{e:#}");
     let last = e["history"].as_array().and_then(|h| h.last()).cloned();
-    assert_eq!(last.map(|l| l["cause"].clone()), Some("resigned".into()));
+    assert_eq!(
+        last.map(|l| l["cause"].clone()),
+        Some("forced_resign".into()),
+        "{e:#}"
+    );
     // Its session ends (its lease revoked): no longer deposed.
     let lease = e["deposed"]["lease"].as_i64().expect("lease");
     etcd.etcdctl(&["lease", "revoke", &format!("{lease:x}")]);
     common::wait_until("the deposed lease is gone", T, || {
-        election(
-            &common::electop::status_history_json(h.path(), &src),
-            "jobs",
-        )["deposed"]
-            .is_null()
+        election(&common::electop::status_json(h.path(), &src), "jobs")["deposed"].is_null()
     });
     let log = audit(h.path());
     assert_eq!(log.len(), 2, "the attempt, then the outcome: {log:?}");

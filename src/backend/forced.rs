@@ -132,7 +132,9 @@ pub(crate) fn attribute_past(
     };
     let near = |t: SystemTime| {
         t.duration_since(at).is_ok_and(|d| d <= WINDOW)
-            || at.duration_since(t).is_ok_and(|d| d <= Duration::from_secs(2))
+            || at
+                .duration_since(t)
+                .is_ok_and(|d| d <= Duration::from_secs(2))
     };
     let entry = history.iter_mut().rev().find(|h| {
         h.by.is_none() && done.before.is_some() && h.from == done.before && h.at.is_none_or(near)

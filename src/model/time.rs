@@ -14,7 +14,9 @@ pub(crate) fn rfc3339(t: SystemTime) -> String {
 
 /// An RFC 3339 time as [`rfc3339`] writes it, back into a `SystemTime`.
 pub(crate) fn parse_rfc3339(text: &str) -> Option<SystemTime> {
-    OffsetDateTime::parse(text, &Rfc3339).ok().map(SystemTime::from)
+    OffsetDateTime::parse(text, &Rfc3339)
+        .ok()
+        .map(SystemTime::from)
 }
 
 /// `HH:MM:SS` in UTC, for the history timeline.

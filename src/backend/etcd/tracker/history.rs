@@ -22,7 +22,8 @@ impl Tracker {
         // The change was another electop's: a holder that looked resigned was deposed.
         let e = self.elections.values_mut().find(|e| e.name == name)?;
         e.resigned_was_deposed(before.as_deref());
-        self.deposed.extend(e.deposed.as_ref().and_then(|d| d.lease));
+        self.deposed
+            .extend(e.deposed.as_ref().and_then(|d| d.lease));
         Some(e.clone())
     }
 
@@ -104,7 +105,8 @@ impl Tracker {
             };
             if crate::backend::forced::attribute_past(&mut e.history, d) {
                 e.resigned_was_deposed(d.before.as_deref());
-                self.deposed.extend(e.deposed.as_ref().and_then(|c| c.lease));
+                self.deposed
+                    .extend(e.deposed.as_ref().and_then(|c| c.lease));
             }
         }
     }

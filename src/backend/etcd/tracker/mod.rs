@@ -338,7 +338,10 @@ fn attach_ttls(e: &mut Election, ttls: &Fast<i64, Deadline>) {
     if let Some(l) = e.leader.as_mut() {
         l.ttl = lookup(l.lease);
     }
-    for d in [e.deposed.as_mut(), e.resigned.as_mut()].into_iter().flatten() {
+    for d in [e.deposed.as_mut(), e.resigned.as_mut()]
+        .into_iter()
+        .flatten()
+    {
         d.ttl = lookup(d.lease);
     }
     for c in e.candidates.iter_mut() {
