@@ -126,3 +126,76 @@ fn watch_lines_and_admin_verbs_use_the_configured_names() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("ops-db"), "{err}");
 }
+
+/// A context whose etcd refuses connections beside a healthy SQLite source: `status` prints
+/// the SQLite election and names the etcd as down (exit 3), `watch` does too, and the
+/// dashboard shows the etcd as DOWN in its header and its table, never as an empty store, at
+/// 80x24 and 120x35.
+#[test]
+fn a_context_with_one_source_down_shows_the_others_and_names_it() {
+    let (ops, _) = stores();
+    let home = tempfile::tempdir().expect("tempdir");
+    let endpoint = format!("127.0.0.1:{}", common::free_port());
+    let path = home.path().join("down.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "current-context = \"both\"\n\n\
+             [[source]]\nname = \"cluster\"\nkind = \"etcd\"\nendpoints = [\"{endpoint}\"]\nprefix = \"/e/\"\n\n\
+             [[source]]\nname = \"ops-db\"\nkind = \"sql\"\nurl = \"{}\"\nscheme = \"sql-lease\"\npoll = \"100ms\"\n\n\
+             [[context]]\nname = \"both\"\nsources = [\"cluster\", \"ops-db\"]\n",
+            ops.url()
+        ),
+    )
+    .expect("config");
+    let cfg = path.display().to_string();
+
+    let out = command(home.path())
+        .args(["--config", &cfg, "status"])
+        .output()
+        .expect("status");
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "some down: {err}\n{text}");
+    assert!(text.contains("node-a"), "the SQLite election:\n{text}");
+    assert!(text.contains("cluster: DOWN:"), "named:\n{text}");
+    assert!(err.contains(&endpoint), "{err}");
+
+    let mut cmd = command(home.path());
+    cmd.args(["--config", &cfg, "watch"]).stdin(Stdio::null());
+    let (mut child, lines) = spawn_lines(&mut cmd);
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + T;
+    while !(seen.iter().any(|l: &String| l.contains("node-a"))
+        && seen
+            .iter()
+            .any(|l| l.contains("cluster") && l.contains(&endpoint)))
+    {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(l) => seen.push(l),
+            Err(_) => panic!("watch named neither or not both: {seen:#?}"),
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+
+    for (w, h) in [(80, 24), (120, 35)] {
+        let shell = format!(
+            "env XDG_CONFIG_HOME={d}/config XDG_DATA_HOME={d}/data {bin} --config {cfg}; sleep 60",
+            d = home.path().display(),
+            bin = common::electop::bin(),
+        );
+        let tmux = common::tmux::Tmux::start(w, h, &shell);
+        let screen = tmux.wait_screen("the live source and the down one", T, |s| {
+            s.contains("node-a") && s.contains("DOWN")
+        });
+        assert!(
+            screen.contains("cluster DOWN: not shown"),
+            "the table names the down source at {w}x{h}:\n{screen}"
+        );
+        assert!(!screen.contains("0 elections"), "never empty:\n{screen}");
+    }
+}

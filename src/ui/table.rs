@@ -371,8 +371,13 @@ fn title(app: &App, hidden: Hidden) -> String {
             app.model.elections.len()
         )
     } else {
+        // The rows are some sources' only: the others' elections are unknown, not absent.
+        let unread = match down.is_empty() {
+            true => String::new(),
+            false => format!(" · {} DOWN: not shown", down.join(", ")),
+        };
         format!(
-            " Elections {}/{}{} ",
+            " Elections {}/{}{}{unread} ",
             app.selected + 1,
             app.rows.len(),
             hidden.text()
