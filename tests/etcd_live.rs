@@ -113,6 +113,19 @@ fn resignation_hands_over_and_is_seen_live() {
     assert_eq!(last["from"], "node-a");
     assert_eq!(last["to"], "node-b");
     assert_eq!(last["cause"], "resigned");
+    // etcdctl elect's Ctrl-C deleted its own key and left its lease to expire: it knows it
+    // left. Shown as resigned with its lingering lease, never as a deposed alarm.
+    assert!(e["deposed"].is_null(), "no false alarm: {e:#}");
+    assert_eq!(e["resigned"]["id"], "node-a", "{e:#}");
+    assert!(
+        e["resigned"]["ttl_ms"].as_i64().is_some_and(|t| t > 0),
+        "{e:#}"
+    );
+    assert!(!e["alarms"].to_string().contains("deposed"), "{e:#}");
+    let plain = common::electop::status_json(h.path(), &args);
+    let e = election(&plain, "jobs");
+    assert!(e["deposed"].is_null(), "plain status agrees: {e:#}");
+    assert!(!e["alarms"].to_string().contains("deposed"), "{e:#}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
