@@ -151,7 +151,7 @@ async fn an_election_beside_two_locks_is_three_elections_and_no_change_is_invent
     };
     common::wait_until_async("jobs-2 in line", common::T, in_line).await;
     for (lock, holder) in [("billing", "billing-a"), ("reports", "reports-a")] {
-        let lease = client.lease_grant(3, None).await.expect("grant").id();
+        let lease = client.lease_grant(10, None).await.expect("grant").id();
         client
             .put(
                 format!("/svc/lock/{lock}"),
@@ -184,6 +184,20 @@ async fn an_election_beside_two_locks_is_three_elections_and_no_change_is_invent
         assert_eq!(e["scheme"], "etcd-lease-key", "{e:#}");
         assert_eq!(e["leader"]["id"], holder);
         assert_eq!(ids(e), [holder], "nobody in line behind a lock's holder");
+    }
+    // The dashboard shows the same three, at 80x24 and 120x35.
+    for (w, hgt) in [(80, 24), (120, 35)] {
+        let shell = format!(
+            "env XDG_CONFIG_HOME={d}/config XDG_DATA_HOME={d}/data {bin} --etcd {ep} --prefix /svc/; sleep 60",
+            d = h.path().display(),
+            bin = common::electop::bin(),
+        );
+        let tmux = common::tmux::Tmux::start(w, hgt, &shell);
+        let screen = tmux.wait_screen("three elections", Duration::from_secs(10), |s| {
+            s.contains("lock/billing") && s.contains("lock/reports") && s.contains("jobs-1")
+        });
+        assert!(screen.contains("3 elections"), "{w}x{hgt}:\n{screen}");
+        assert!(!screen.contains("layout unsure"), "{screen}");
     }
     // The locks' leases run out (nobody keeps them alive): each lock is left without a holder.
     for (lock, holder) in [("lock/billing", "billing-a"), ("lock/reports", "reports-a")] {
