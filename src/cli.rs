@@ -146,6 +146,12 @@ const MAIN_EXAMPLES: &str = "Examples:
 
 In the dashboard: / filters, : runs a command (:sort, :events), ? lists every key.";
 
+const SERVE_EXAMPLES: &str = "Examples:
+  electop --etcd 127.0.0.1:2379 --prefix /svc/ serve
+  electop --context prod serve --listen 0.0.0.0:9477 --bearer-token-file /etc/electop/token
+  electop serve --on-change 'logger -t electop' --webhook http://127.0.0.1:8080/hook
+  curl -s 127.0.0.1:9477/metrics | promtool check metrics";
+
 const STATUS_EXAMPLES: &str = "Examples:
   electop status                            aligned table (never cut when piped)
   electop status -o wide                    also the scheme and the leader's key
@@ -215,6 +221,48 @@ impl From<SchemeArg> for Scheme {
     }
 }
 
+/// `electop serve`'s own flags.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen. Anything but loopback needs --bearer-token-file or
+    /// --basic-auth-file.
+    #[arg(long, default_value = "127.0.0.1:9477")]
+    pub listen: std::net::SocketAddr,
+    /// Require `Authorization: Bearer <the file's first line>`.
+    #[arg(long, value_name = "FILE")]
+    pub bearer_token_file: Option<PathBuf>,
+    /// Require HTTP basic auth with the file's first line, `user:password`.
+    #[arg(long, value_name = "FILE")]
+    pub basic_auth_file: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM), with --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Run CMD (with `sh -c`) for each leader change or alarm: the event as JSON on stdin and
+    /// in ELECTOP_KIND, ELECTOP_SOURCE, ELECTOP_ELECTION, ELECTOP_FROM, ELECTOP_TO,
+    /// ELECTOP_CAUSE, ELECTOP_AT. One at a time, in order.
+    #[arg(long, value_name = "CMD")]
+    pub on_change: Option<String>,
+    /// POST each event as JSON to URL (http://), with retries. May be given several times.
+    #[arg(long, value_name = "URL")]
+    pub webhook: Vec<String>,
+    /// How long a hook run or a webhook attempt may take before it is cut off.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub hook_timeout: Duration,
+    /// Log lines on stderr as text or as JSON objects.
+    #[arg(long, value_enum, default_value_t)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print every election once and exit: 0 every source read, 3 some read (the others
@@ -248,6 +296,11 @@ pub enum Command {
         #[arg(long)]
         changes_only: bool,
     },
+    /// Serve what the dashboard sees, headless: Prometheus metrics, readiness, the status
+    /// document and the event stream, and run hooks on each leader change. Stops cleanly on
+    /// SIGTERM or Ctrl-C.
+    #[command(after_help = SERVE_EXAMPLES)]
+    Serve(ServeArgs),
     /// Make ID the leader of ELECTION (compare-and-swap against what is read first).
     #[command(after_help = FORCE_EXAMPLES)]
     ForceLeader {

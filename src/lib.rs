@@ -26,6 +26,8 @@ mod output;
 mod pem;
 mod presets;
 pub mod runtime;
+mod serve;
+pub mod serve_hooks;
 pub mod state;
 pub mod supervise;
 pub mod ui;

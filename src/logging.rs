@@ -40,3 +40,18 @@ pub(crate) fn init(path: Option<&Path>) -> Result<Option<WorkerGuard>> {
         .init();
     Ok(Some(guard))
 }
+
+/// Logs to stderr, as text or one JSON object a line, for a service (`serve`): there is no
+/// screen to keep clean, and the journal or the container runtime keeps stderr.
+pub(crate) fn init_stderr(json: bool) -> Option<WorkerGuard> {
+    let filter = EnvFilter::try_from_env("ELECTOP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    if json {
+        builder.json().init();
+    } else {
+        builder.with_ansi(false).init();
+    }
+    None
+}

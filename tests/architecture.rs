@@ -29,6 +29,10 @@ const LAYERS: &[(&str, u8)] = &[
     // status and watch output, from the read model alone.
     ("output", 5),
     ("runtime", 8),
+    // What `serve` runs on each change, knowing only the events.
+    ("serve_hooks", 1),
+    // The headless observer: the read model, served.
+    ("serve", 9),
     ("demo", 9),
     ("cli", 9),
     ("commands", 10),

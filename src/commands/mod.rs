@@ -6,6 +6,7 @@
 //! | (none): the dashboard | [`dashboard`] |
 //! | `status` | [`status`] |
 //! | `watch` | [`watch`] |
+//! | `serve` | [`serve`] |
 //! | `force-leader`, `reelect`, `resign` | [`admin`] |
 //! | `node` | [`node`] |
 //! | `demo` | [`demo`] |
@@ -16,6 +17,7 @@ mod contexts;
 mod dashboard;
 mod demo;
 mod node;
+mod serve;
 mod status;
 mod watch;
 
@@ -85,7 +87,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         _ => {}
     }
     let config = Config::load(cli.config.as_deref())?;
-    let _log = crate::logging::init(cli.log_file.as_deref())?;
+    // `serve` runs as a service: its log is stderr's (the journal's, a container's).
+    let _log = match &cli.command {
+        Some(Command::Serve(args)) => {
+            crate::logging::init_stderr(args.log_format == crate::cli::LogFormat::Json)
+        }
+        _ => crate::logging::init(cli.log_file.as_deref())?,
+    };
     let tick = Duration::from_millis(config.ui.tick_ms.max(16));
     let prefs = prefs(&config)?;
     crate::ui::theme::set_color(crate::ui::theme::color_from_env());
@@ -178,6 +186,7 @@ async fn on_sources(
             Ok(admin::run(&selected.sources, &election, kind, &admin, how).await)
         }
         Some(Command::Node(args)) => node::node(cli.sources.scheme, &args, selected.sources).await,
+        Some(Command::Serve(args)) => serve::run(args, selected, opts).await,
         Some(Command::Watch { json, changes_only }) => {
             let how = watch::How { json, changes_only };
             watch::run(&selected.sources, opts, how).await

@@ -57,7 +57,7 @@ async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Res
                 app.apply(ev);
                 // How each election stands, then the marker that changes follow live.
                 if let Some(source) = synced {
-                    lines.extend(current(&app, source));
+                    lines.extend(output::watch::current(&app, source));
                 }
                 lines.extend(line);
             }
@@ -85,31 +85,6 @@ async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Res
     }
     sources.shutdown().await;
     Ok(())
-}
-
-/// Each election of `source` as it stands: one `current` line each, in name order.
-fn current(model: &ReadModel, source: crate::model::SourceId) -> Vec<Event> {
-    let Some(s) = model.sources.get(source) else {
-        return Vec::new();
-    };
-    let now = Some(SystemTime::now());
-    model
-        .elections
-        .range((source, String::new())..)
-        .take_while(|((id, _), _)| *id == source)
-        .map(|((_, name), e)| Event {
-            at: now,
-            source: s.info.name.clone(),
-            election: Some(name.clone()),
-            kind: EventKind::Current,
-            from: None,
-            to: e.leader.as_ref().map(|l| l.id.clone()),
-            cause: None,
-            revision: s.revision,
-            replayed: false,
-            detail: None,
-        })
-        .collect()
 }
 
 fn watch_line(names: &[String], ev: &SourceEvent) -> Option<Event> {
@@ -147,24 +122,11 @@ fn stale_line(
     e
 }
 
-/// An event as `watch --json` prints it: with the source's handle beside its name, as
-/// `status` and the table name it.
-#[derive(serde::Serialize)]
-struct EventJson<'a> {
-    #[serde(flatten)]
-    event: &'a Event,
-    source_id: &'a str,
-}
-
 fn watch_text(app: &ReadModel, e: &Event, json: bool) -> Result<String> {
     let source = app.sources.iter().find(|s| s.info.name == e.source);
     let short = source.map(|s| s.info.short.as_str()).unwrap_or(&e.source);
     if json {
-        let event = EventJson {
-            event: e,
-            source_id: short,
-        };
-        return Ok(serde_json::to_string(&event)?);
+        return Ok(output::watch::json(e, short)?);
     }
     // The new leader's time left, if its lease has been read.
     let ttl = source

@@ -26,6 +26,51 @@ pub(crate) fn local_offset(t: SystemTime) -> UtcOffset {
     UtcOffset::from_whole_seconds(tm.tm_gmtoff as i32).unwrap_or(UtcOffset::UTC)
 }
 
+/// An event as `watch --json` prints it: with the source's handle beside its name, as
+/// `status` and the table name it.
+#[derive(serde::Serialize)]
+struct EventJson<'a> {
+    #[serde(flatten)]
+    event: &'a Event,
+    source_id: &'a str,
+}
+
+/// `e` as one line of `watch --json` (and `serve`'s `/api/v1/events`).
+pub(crate) fn json(e: &Event, source_id: &str) -> serde_json::Result<String> {
+    serde_json::to_string(&EventJson {
+        event: e,
+        source_id,
+    })
+}
+
+/// Each election of `source` as it stands: one `current` line each, in name order.
+pub(crate) fn current(
+    model: &crate::state::ReadModel,
+    source: crate::model::SourceId,
+) -> Vec<Event> {
+    let Some(s) = model.sources.get(source) else {
+        return Vec::new();
+    };
+    let now = Some(SystemTime::now());
+    model
+        .elections
+        .range((source, String::new())..)
+        .take_while(|((id, _), _)| *id == source)
+        .map(|((_, name), e)| Event {
+            at: now,
+            source: s.info.name.clone(),
+            election: Some(name.clone()),
+            kind: EventKind::Current,
+            from: None,
+            to: e.leader.as_ref().map(|l| l.id.clone()),
+            cause: None,
+            revision: s.revision,
+            replayed: false,
+            detail: None,
+        })
+        .collect()
+}
+
 /// The line for `e`. `source`: the source's short handle; `ttl_ms`: the new leader's time
 /// left, where known.
 pub(crate) fn line(e: &Event, source: &str, ttl_ms: Option<i64>, offset: UtcOffset) -> String {

@@ -1,0 +1,140 @@
+//! What `electop serve` answers over HTTP: `/metrics`, `/healthz`, `/readyz`, and the
+//! `status --json` document and the `watch --json` stream under `/api/v1/`. Every handler
+//! reads the one observed state; none touches a store.
+
+use std::sync::{Arc, RwLock};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+use tokio::sync::broadcast;
+
+use super::auth::Auth;
+use super::observer::Observed;
+
+#[derive(Clone)]
+pub(crate) struct Served {
+    pub observed: Arc<RwLock<Observed>>,
+    pub registry: Arc<Registry>,
+    /// Each event as a `watch --json` line, for `/api/v1/events` readers.
+    pub events: broadcast::Sender<Arc<str>>,
+    pub auth: Arc<Auth>,
+}
+
+pub(crate) fn router(served: Served) -> Router {
+    let auth = Arc::clone(&served.auth);
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/api/v1/elections", get(elections))
+        .route("/api/v1/events", get(events))
+        .layer(middleware::from_fn(move |req: Request, next: Next| {
+            let auth = Arc::clone(&auth);
+            async move {
+                match auth.check(req.headers()) {
+                    Ok(()) => next.run(req).await,
+                    Err(challenge) => *challenge,
+                }
+            }
+        }))
+        .with_state(served)
+}
+
+fn read(o: &RwLock<Observed>) -> std::sync::RwLockReadGuard<'_, Observed> {
+    o.read().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn metrics(State(s): State<Served>, headers: HeaderMap) -> Response {
+    let openmetrics = headers
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    let content_type = if openmetrics {
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    } else {
+        "text/plain; version=0.0.4; charset=utf-8"
+    };
+    match super::metrics::encode(&s.registry, openmetrics) {
+        Ok(text) => ([(header::CONTENT_TYPE, content_type)], text).into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot encode the metrics\n",
+        )
+            .into_response(),
+    }
+}
+
+/// Ready once every source has been read through and any history replayed; otherwise 503
+/// naming the ones that are not.
+async fn readyz(State(s): State<Served>) -> Response {
+    let o = read(&s.observed);
+    let waiting: Vec<String> = o
+        .model
+        .sources
+        .iter()
+        .filter(|src| !src.synced)
+        .map(|src| match &src.conn {
+            crate::model::ConnState::Down { error, .. } => {
+                format!("{}: down: {error}", src.info.short)
+            }
+            _ => format!("{}: not read yet", src.info.short),
+        })
+        .collect();
+    if waiting.is_empty() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        let text = format!("not ready: {}\n", waiting.join("; "));
+        (StatusCode::SERVICE_UNAVAILABLE, text).into_response()
+    }
+}
+
+async fn elections(State(s): State<Served>) -> Response {
+    let mut out = Vec::with_capacity(64 * 1024);
+    let written = {
+        let o = read(&s.observed);
+        crate::output::write_compact(&o.model, o.model.now, &mut out)
+    };
+    match written {
+        Ok(()) => ([(header::CONTENT_TYPE, "application/json")], out).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+/// NDJSON, as `watch --json` prints it: a `current` line per election as it stands now,
+/// then every event as it happens. A reader too slow to keep up is told how many it missed
+/// and carries on.
+async fn events(State(s): State<Served>) -> Response {
+    // Subscribed before the current lines are made: nothing falls between them.
+    let rx = s.events.subscribe();
+    let mut first = String::new();
+    {
+        let o = read(&s.observed);
+        for (id, src) in o.model.sources.iter().enumerate() {
+            for e in crate::output::watch::current(&o.model, id) {
+                if let Ok(line) = crate::output::watch::json(&e, &src.info.short) {
+                    first.push_str(&line);
+                    first.push('\n');
+                }
+            }
+        }
+    }
+    let head = futures::stream::once(async move { Ok::<Bytes, std::io::Error>(first.into()) });
+    let tail = futures::stream::unfold(rx, |mut rx| async move {
+        let line = match rx.recv().await {
+            Ok(line) => format!("{line}\n"),
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                format!("{{\"kind\":\"lagged\",\"missed\":{n}}}\n")
+            }
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok::<Bytes, std::io::Error>(line.into()), rx))
+    });
+    let body = Body::from_stream(futures::StreamExt::chain(head, tail));
+    ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
+}

@@ -1,0 +1,185 @@
+//! `electop serve`: the observer that pages you. Headless, on the same sources as the
+//! dashboard, it keeps the one read model and serves it: Prometheus metrics, readiness, the
+//! `status --json` document and the `watch --json` stream, and runs hooks on each change.
+//! The loop below is the only writer of the observed state; HTTP handlers only read it.
+
+pub(crate) mod auth;
+mod http;
+mod metrics;
+mod observer;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use tokio::sync::broadcast;
+
+use crate::backend::BackendOptions;
+use crate::config::SourceConfig;
+use crate::model::{Event, EventKind};
+use crate::runtime::Sources;
+use crate::state::ReadModel;
+use observer::Observed;
+
+/// How `serve` listens and whom it answers.
+pub(crate) struct Options {
+    pub listen: SocketAddr,
+    /// The context the sources came from: a label on every series.
+    pub context: Option<String>,
+    pub auth: auth::Auth,
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    pub hooks: crate::serve_hooks::HookConfig,
+}
+
+/// How often the clock moves the model on (countdowns, staleness, time without a leader).
+const TICK: Duration = Duration::from_millis(500);
+/// `/api/v1/events` lines a slow reader may fall behind by before it is told it missed some.
+const EVENTS_BUFFERED: usize = 8_192;
+
+/// Serves until SIGTERM or Ctrl-C, then stops cleanly: the listener closes, queued hooks are
+/// given a moment to finish, every source is stopped.
+pub(crate) async fn run(
+    sources: &[SourceConfig],
+    mut opts: BackendOptions,
+    o: Options,
+) -> Result<()> {
+    // Every election's time left is a series: every lease is read, not only those on screen.
+    opts.all_leases = true;
+    let stats = Arc::new(crate::serve_hooks::HookStats::default());
+    let hooks = crate::serve_hooks::Hooks::start(o.hooks, Arc::clone(&stats))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let tcp = tokio::net::TcpListener::bind(o.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", o.listen))?;
+    let mut sources = Sources::spawn(sources, &opts)?;
+    let model = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
+    let observed = Arc::new(RwLock::new(Observed::new(model)));
+    let (events, _) = broadcast::channel(EVENTS_BUFFERED);
+    let counts: metrics::HookCounts = Box::new(move || stats.snapshot());
+    let served = http::Served {
+        observed: Arc::clone(&observed),
+        registry: Arc::new(metrics::registry(Arc::clone(&observed), counts, o.context)),
+        events: events.clone(),
+        auth: Arc::new(o.auth),
+    };
+    let app = http::router(served);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let shutdown = stop.clone().cancelled_owned();
+    let scheme = if o.tls.is_some() { "https" } else { "http" };
+    let addr = tcp.local_addr()?;
+    tracing::info!(%addr, "serving {scheme}://{addr}/metrics");
+    let server = match o.tls {
+        Some(acceptor) => {
+            let tls = auth::TlsListener { tcp, acceptor };
+            tokio::spawn(
+                axum::serve(tls, app)
+                    .with_graceful_shutdown(shutdown)
+                    .into_future(),
+            )
+        }
+        None => tokio::spawn(
+            axum::serve(tcp, app)
+                .with_graceful_shutdown(shutdown)
+                .into_future(),
+        ),
+    };
+    observe(&mut sources, &observed, &events, &hooks).await?;
+    tracing::info!("stopping");
+    stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+    hooks.drain(Duration::from_secs(5)).await;
+    sources.shutdown().await;
+    Ok(())
+}
+
+/// Applies every store event to the observed state and tells the readers of the event
+/// stream and the hooks, until a signal to stop.
+async fn observe(
+    sources: &mut Sources,
+    observed: &RwLock<Observed>,
+    events: &broadcast::Sender<Arc<str>>,
+    hooks: &crate::serve_hooks::Hooks,
+) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut tick = tokio::time::interval(TICK);
+    let mut was_stale: Vec<bool> = Vec::new();
+    loop {
+        let mut told: Vec<(Event, String)> = Vec::new();
+        tokio::select! {
+            ev = sources.events.recv() => {
+                let Some(ev) = ev else { return Ok(()) };
+                let mut o = observed.write().unwrap_or_else(|p| p.into_inner());
+                o.model.now = Instant::now();
+                o.model.wall = SystemTime::now();
+                told.extend(o.apply(ev).map(|e| with_source(&o.model, e)));
+            }
+            _ = tick.tick() => {
+                let mut o = observed.write().unwrap_or_else(|p| p.into_inner());
+                o.tick(Instant::now(), SystemTime::now());
+                told.extend(staleness(&o.model, &mut was_stale));
+            }
+            _ = term.recv() => return Ok(()),
+            _ = int.recv() => return Ok(()),
+        }
+        for (e, short) in told {
+            let Ok(line) = crate::output::watch::json(&e, &short) else {
+                continue;
+            };
+            if for_hooks(e.kind) {
+                hooks.send(&line);
+            }
+            // No reader is no error: the line is for whoever listens.
+            let _ = events.send(line.into());
+        }
+    }
+}
+
+/// The source handle an event is told under, as `watch --json` and `status` name it.
+fn with_source(model: &ReadModel, e: Event) -> (Event, String) {
+    let short = model
+        .sources
+        .iter()
+        .find(|s| s.info.name == e.source)
+        .map_or_else(|| e.source.clone(), |s| s.info.short.clone());
+    (e, short)
+}
+
+/// A source going stale or fresh again, as `watch` tells it.
+fn staleness(model: &ReadModel, was: &mut Vec<bool>) -> Vec<(Event, String)> {
+    was.resize(model.sources.len(), false);
+    let mut out = Vec::new();
+    for (i, s) in model.sources.iter().enumerate() {
+        let stale = s.stale_for(model.now);
+        if stale.is_some() == was[i] {
+            continue;
+        }
+        was[i] = stale.is_some();
+        let kind = if stale.is_some() {
+            EventKind::Stale
+        } else {
+            EventKind::Fresh
+        };
+        let mut e = Event::about_source(s.info.name.clone(), kind, s.revision, None);
+        e.detail = stale.map(|age| format!("no contact for {}s", age.as_secs()));
+        out.push((e, s.info.short.clone()));
+    }
+    out
+}
+
+/// What the change hooks hear: leader changes and a source lost, stale or back; not the
+/// line's comings and goings.
+fn for_hooks(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::LeaderElected
+            | EventKind::LeaderChanged
+            | EventKind::LeaderLost
+            | EventKind::Attributed
+            | EventKind::Disconnected
+            | EventKind::Stale
+            | EventKind::Fresh
+    )
+}

@@ -1,0 +1,240 @@
+//! The headless observer's state: the read model every view reads, and what only a
+//! long-running observer counts beside it (leader changes by cause, time without a leader,
+//! a source's errors), kept as Prometheus counters must be: they only grow while the
+//! process lives.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::model::{ConnState, Event, EventKind, SourceEvent, SourceId};
+use crate::state::{Key, ReadModel};
+
+/// What an election has counted since the observer started.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tally {
+    /// Live leader changes by cause (`elected`, `lease_expired`...).
+    pub changes: BTreeMap<&'static str, u64>,
+    /// Seconds seen without a leader, all told.
+    pub leaderless_s: f64,
+    /// When the current stretch without a leader began, as seen here.
+    pub leaderless_since: Option<Instant>,
+    /// When the last live change was seen.
+    pub last_change: Option<Instant>,
+}
+
+/// The read model and the observer's own counts, behind one lock: a scrape, an API read and
+/// the apply loop each take it briefly.
+pub(crate) struct Observed {
+    pub model: ReadModel,
+    pub tallies: HashMap<Key, Tally>,
+    /// Per source: how many times it went down, by whether the error lasts.
+    pub source_errors: Vec<BTreeMap<&'static str, u64>>,
+    last_tick: Instant,
+}
+
+impl Observed {
+    pub(crate) fn new(model: ReadModel) -> Self {
+        let n = model.sources.len();
+        Observed {
+            last_tick: model.now,
+            model,
+            tallies: HashMap::new(),
+            source_errors: vec![BTreeMap::new(); n],
+        }
+    }
+
+    /// Applies one store event to the model and counts what it says; returns the event as
+    /// `watch --json` tells it, when it is one.
+    pub(crate) fn apply(&mut self, ev: SourceEvent) -> Option<Event> {
+        let told = match &ev {
+            SourceEvent::Happened(e) => Some(e.clone()),
+            SourceEvent::Conn { source, state } => self.on_conn(*source, state),
+            SourceEvent::Synced { source } => Some(self.marker(*source, EventKind::Synced)),
+            _ => None,
+        };
+        if let Some(e) = &told {
+            self.count(e);
+        }
+        self.model.apply(ev);
+        told
+    }
+
+    fn on_conn(&mut self, source: SourceId, state: &ConnState) -> Option<Event> {
+        match state {
+            ConnState::Connected => Some(self.marker(source, EventKind::Connected)),
+            ConnState::Down { error, lasting, .. } => {
+                let was_down = self
+                    .model
+                    .sources
+                    .get(source)
+                    .is_some_and(|s| matches!(s.conn, ConnState::Down { .. }));
+                if !was_down && let Some(errors) = self.source_errors.get_mut(source) {
+                    let kind = if *lasting { "lasting" } else { "transient" };
+                    *errors.entry(kind).or_default() += 1;
+                }
+                let mut e = self.marker(source, EventKind::Disconnected);
+                e.detail = Some(error.clone());
+                (!was_down).then_some(e)
+            }
+            ConnState::Connecting => None,
+        }
+    }
+
+    fn marker(&self, source: SourceId, kind: EventKind) -> Event {
+        let name = self.model.sources.get(source).map(|s| s.info.name.clone());
+        Event::about_source(name.unwrap_or_default(), kind, None, None)
+    }
+
+    /// A live leader change counts for its election; replayed history does not (it was
+    /// before this observer, and would count again at every restart).
+    fn count(&mut self, e: &Event) {
+        let change = matches!(
+            e.kind,
+            EventKind::LeaderElected | EventKind::LeaderChanged | EventKind::LeaderLost
+        );
+        if !change || e.replayed {
+            return;
+        }
+        let Some(key) = self.key_of(e) else { return };
+        let now = self.model.now;
+        let t = self.tallies.entry(key).or_default();
+        let cause = e.cause.map_or("unknown", |c| c.as_str());
+        *t.changes.entry(cause).or_default() += 1;
+        t.last_change = Some(now);
+    }
+
+    /// The election an event is about, by its source's name.
+    pub(crate) fn key_of(&self, e: &Event) -> Option<Key> {
+        let source = self
+            .model
+            .sources
+            .iter()
+            .position(|s| s.info.name == e.source)?;
+        Some((source, e.election.clone()?))
+    }
+
+    /// Brings the clock to `now`: alarms settled, elections past their retention dropped,
+    /// time without a leader added up (only where the source is read and current: a stale
+    /// source's elections are not known to be leaderless).
+    pub(crate) fn tick(&mut self, now: Instant, wall: SystemTime) {
+        self.model.tick(now, wall);
+        self.model.prune();
+        self.model.settle();
+        let dt = now.saturating_duration_since(self.last_tick).as_secs_f64();
+        self.last_tick = now;
+        let stale = self.model.stale_sources();
+        for (key, e) in &self.model.elections {
+            let current = self.model.sources.get(key.0).is_some_and(|s| {
+                s.conn == ConnState::Connected && !stale.get(key.0).copied().unwrap_or(true)
+            });
+            let t = self.tallies.entry(key.clone()).or_default();
+            match (&e.leader, current) {
+                (None, true) => {
+                    t.leaderless_s += dt;
+                    t.leaderless_since.get_or_insert(now);
+                }
+                (Some(_), _) => t.leaderless_since = None,
+                (None, false) => {}
+            }
+        }
+        // Counts of elections gone from the model go with them: the series stay bounded.
+        let model = &self.model;
+        self.tallies.retain(|k, _| model.elections.contains_key(k));
+    }
+
+    /// How long the election has been without a leader now, as seen here.
+    pub(crate) fn leaderless_now(&self, key: &Key) -> Duration {
+        self.tallies
+            .get(key)
+            .and_then(|t| t.leaderless_since)
+            .map_or(Duration::ZERO, |at| {
+                self.model.now.saturating_duration_since(at)
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Candidate, Cause, Election, Scheme, SourceInfo};
+
+    fn observed() -> Observed {
+        let now = Instant::now();
+        let mut o = Observed::new(ReadModel::new(
+            vec![SourceInfo::test_etcd()],
+            now,
+            SystemTime::now(),
+        ));
+        o.apply(SourceEvent::Conn {
+            source: 0,
+            state: ConnState::Connected,
+        });
+        o.apply(SourceEvent::Contact {
+            source: 0,
+            at: now,
+            wall: SystemTime::now(),
+            next_within: Duration::from_secs(3600),
+        });
+        o
+    }
+
+    fn change(kind: EventKind, cause: Cause, replayed: bool) -> SourceEvent {
+        let mut e = Event::about_source("etcd x /e/".into(), kind, Some(7), None);
+        e.election = Some("jobs".into());
+        e.cause = Some(cause);
+        e.replayed = replayed;
+        SourceEvent::Happened(e)
+    }
+
+    #[test]
+    fn live_changes_count_by_cause_and_replayed_ones_do_not() {
+        let mut o = observed();
+        o.apply(change(EventKind::LeaderChanged, Cause::LeaseExpired, false));
+        o.apply(change(EventKind::LeaderChanged, Cause::LeaseExpired, false));
+        o.apply(change(EventKind::LeaderElected, Cause::Elected, true));
+        let t = &o.tallies[&(0, "jobs".to_string())];
+        assert_eq!(t.changes.get("lease_expired"), Some(&2));
+        assert_eq!(t.changes.get("elected"), None, "replayed");
+    }
+
+    #[test]
+    fn time_without_a_leader_adds_up_while_the_source_is_current() {
+        let mut o = observed();
+        let t0 = o.model.now;
+        let e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+        o.apply(SourceEvent::Elections {
+            source: 0,
+            elections: vec![e.clone()],
+        });
+        o.tick(t0 + Duration::from_secs(2), SystemTime::now());
+        o.tick(t0 + Duration::from_secs(5), SystemTime::now());
+        let key = (0, "jobs".to_string());
+        assert!((o.tallies[&key].leaderless_s - 5.0).abs() < 1e-6);
+        assert_eq!(o.leaderless_now(&key), Duration::from_secs(3));
+        let mut led = e;
+        led.leader = Some(Candidate::plain("node-a", "/e/jobs/1"));
+        o.apply(SourceEvent::Elections {
+            source: 0,
+            elections: vec![led],
+        });
+        o.tick(t0 + Duration::from_secs(9), SystemTime::now());
+        assert!((o.tallies[&key].leaderless_s - 5.0).abs() < 1e-6, "led now");
+        assert_eq!(o.leaderless_now(&key), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_source_going_down_counts_once_by_kind() {
+        let mut o = observed();
+        let down = |lasting| SourceEvent::Conn {
+            source: 0,
+            state: ConnState::Down {
+                error: "refused".into(),
+                retry_at: Instant::now(),
+                lasting,
+            },
+        };
+        assert!(o.apply(down(false)).is_some());
+        assert!(o.apply(down(false)).is_none(), "still down: not again");
+        assert_eq!(o.source_errors[0].get("transient"), Some(&1));
+    }
+}
