@@ -8,6 +8,7 @@ pub mod certs;
 pub mod electop;
 pub mod etcd;
 pub mod etcd_cluster;
+pub mod http;
 pub mod lines;
 pub mod mariadb;
 pub mod node;
