@@ -303,3 +303,44 @@ fn https_get(addr: &str, ca: &std::path::Path, path: &str) -> String {
     let out = p.wait_with_output().expect("s_client");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// SIGHUP reads the config file again: the sources it names now are served, on the same
+/// listener.
+#[test]
+fn sighup_serves_the_sources_the_config_names_now() {
+    let (one, two) = (Store::sqlite(), Store::sqlite());
+    for (s, name, id) in [(&one, "jobs", "node-a"), (&two, "billing", "node-b")] {
+        s.create_lease_table("leaderlock");
+        assert!(s.lease_attempt("leaderlock", name, id, 60));
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let cfg = home.path().join("electop.toml");
+    let write = |store: &Store| {
+        let text = format!(
+            "[[source]]\nname = \"db\"\nkind = \"sql\"\nurl = \"{}\"\nscheme = \"sql-lease\"\npoll = \"100ms\"\n",
+            store.url()
+        );
+        std::fs::write(&cfg, text).expect("config");
+    };
+    write(&one);
+    let cfg_arg = cfg.display().to_string();
+    let serve = Serve::start(home.path(), &["--config", &cfg_arg], &[]);
+    serve.ready();
+    assert!(serve.metrics().contains("holder=\"node-a\""));
+    write(&two);
+    std::process::Command::new("kill")
+        .args(["-HUP", &serve.child.id().to_string()])
+        .status()
+        .expect("kill");
+    let m = common::wait_for("the new source served", T, || {
+        let m = serve.metrics();
+        match m.contains("holder=\"node-b\"") {
+            true => Ok(m),
+            false => Err(m),
+        }
+    });
+    assert!(
+        !m.contains("holder=\"node-a\""),
+        "the old source is gone: {m}"
+    );
+}

@@ -186,7 +186,15 @@ async fn on_sources(
             Ok(admin::run(&selected.sources, &election, kind, &admin, how).await)
         }
         Some(Command::Node(args)) => node::node(cli.sources.scheme, &args, selected.sources).await,
-        Some(Command::Serve(args)) => serve::run(args, selected, opts).await,
+        Some(Command::Serve(args)) => {
+            // SIGHUP: the config file read again, the sources chosen as at the start.
+            let (path, flags) = (cli.config.clone(), cli.sources);
+            let reload: crate::serve::Reload = Box::new(move || {
+                let config = Config::load(path.as_deref()).map_err(|e| e.to_string())?;
+                Ok(flags.select(&config)?.sources)
+            });
+            serve::run(args, selected, opts, reload).await
+        }
         Some(Command::Watch { json, changes_only }) => {
             let how = watch::How { json, changes_only };
             watch::run(&selected.sources, opts, how).await

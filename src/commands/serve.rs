@@ -15,6 +15,7 @@ pub(super) async fn run(
     args: ServeArgs,
     selected: Selected,
     opts: BackendOptions,
+    reload: crate::serve::Reload,
 ) -> Result<ExitCode> {
     let a = auth::Auth::load(
         args.bearer_token_file.as_deref(),
@@ -39,6 +40,6 @@ pub(super) async fn run(
         tls,
         hooks,
     };
-    crate::serve::run(&selected.sources, opts, o).await?;
+    crate::serve::run(&selected.sources, opts, o, reload).await?;
     Ok(ExitCode::SUCCESS)
 }

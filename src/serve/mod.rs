@@ -37,12 +37,18 @@ const TICK: Duration = Duration::from_millis(500);
 /// `/api/v1/events` lines a slow reader may fall behind by before it is told it missed some.
 const EVENTS_BUFFERED: usize = 8_192;
 
+/// Where the sources come from again on SIGHUP: the config file re-read and the sources
+/// chosen anew, or why not (then the running ones are kept).
+pub(crate) type Reload = Box<dyn Fn() -> Result<Vec<SourceConfig>, String> + Send>;
+
 /// Serves until SIGTERM or Ctrl-C, then stops cleanly: the listener closes, queued hooks are
-/// given a moment to finish, every source is stopped.
+/// given a moment to finish, every source is stopped. SIGHUP re-reads the config: the
+/// sources restart with what it says now, the listener and hooks carry on.
 pub(crate) async fn run(
     sources: &[SourceConfig],
     mut opts: BackendOptions,
     o: Options,
+    reload: Reload,
 ) -> Result<()> {
     // Every election's time left is a series: every lease is read, not only those on screen.
     opts.all_leases = true;
@@ -52,9 +58,9 @@ pub(crate) async fn run(
     let tcp = tokio::net::TcpListener::bind(o.listen)
         .await
         .with_context(|| format!("cannot listen on {}", o.listen))?;
-    let mut sources = Sources::spawn(sources, &opts)?;
-    let model = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
-    let observed = Arc::new(RwLock::new(Observed::new(model)));
+    let mut configs = sources.to_vec();
+    let mut running = Sources::spawn(&configs, &opts)?;
+    let observed = Arc::new(RwLock::new(observed_of(&running)));
     let (events, _) = broadcast::channel(EVENTS_BUFFERED);
     let counts: metrics::HookCounts = Box::new(move || stats.snapshot());
     let served = http::Served {
@@ -84,33 +90,62 @@ pub(crate) async fn run(
                 .into_future(),
         ),
     };
-    observe(&mut sources, &observed, &events, &hooks).await?;
+    while let Ended::Reload = observe(&mut running, &observed, &events, &hooks).await? {
+        match reload() {
+            Ok(fresh) => {
+                tracing::info!(
+                    sources = fresh.len(),
+                    "SIGHUP: config read again; sources restart"
+                );
+                running.shutdown().await;
+                configs = fresh;
+                running = Sources::spawn(&configs, &opts)?;
+                *observed.write().unwrap_or_else(|p| p.into_inner()) = observed_of(&running);
+            }
+            Err(e) => tracing::error!("SIGHUP: {e}; the sources carry on as they were"),
+        }
+    }
     tracing::info!("stopping");
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
     hooks.drain(Duration::from_secs(5)).await;
-    sources.shutdown().await;
+    running.shutdown().await;
     Ok(())
 }
 
+fn observed_of(sources: &Sources) -> Observed {
+    Observed::new(ReadModel::new(
+        sources.infos.clone(),
+        Instant::now(),
+        SystemTime::now(),
+    ))
+}
+
+/// Why the observing stopped.
+enum Ended {
+    Stop,
+    Reload,
+}
+
 /// Applies every store event to the observed state and tells the readers of the event
-/// stream and the hooks, until a signal to stop.
+/// stream and the hooks, until a signal to stop or to reload.
 async fn observe(
     sources: &mut Sources,
     observed: &RwLock<Observed>,
     events: &broadcast::Sender<Arc<str>>,
     hooks: &crate::serve_hooks::Hooks,
-) -> Result<()> {
+) -> Result<Ended> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
     let mut tick = tokio::time::interval(TICK);
     let mut was_stale: Vec<bool> = Vec::new();
     loop {
         let mut told: Vec<(Event, String)> = Vec::new();
         tokio::select! {
             ev = sources.events.recv() => {
-                let Some(ev) = ev else { return Ok(()) };
+                let Some(ev) = ev else { return Ok(Ended::Stop) };
                 let mut o = observed.write().unwrap_or_else(|p| p.into_inner());
                 o.model.now = Instant::now();
                 o.model.wall = SystemTime::now();
@@ -121,8 +156,9 @@ async fn observe(
                 o.tick(Instant::now(), SystemTime::now());
                 told.extend(staleness(&o.model, &mut was_stale));
             }
-            _ = term.recv() => return Ok(()),
-            _ = int.recv() => return Ok(()),
+            _ = term.recv() => return Ok(Ended::Stop),
+            _ = int.recv() => return Ok(Ended::Stop),
+            _ = hup.recv() => return Ok(Ended::Reload),
         }
         for (e, short) in told {
             let Ok(line) = crate::output::watch::json(&e, &short) else {
