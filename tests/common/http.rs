@@ -1,0 +1,66 @@
+//! A plain HTTP/1.0 GET over `std::net::TcpStream`, for the test harnesses that talk to
+//! local HTTP servers (Prometheus, Alertmanager). HTTP/1.0 keeps it tiny: the server closes
+//! the connection after one response and never chunks it, so the body is the rest of the
+//! stream.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// How long one request may take to connect, send and read back.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A response: its status code and body (lossily decoded; these are JSON or text APIs).
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub body: String,
+}
+
+/// `GET path_and_query` from `addr` ("127.0.0.1:PORT"). Err names what failed (connect,
+/// write, read, a malformed status line), so a poller can show the last reason it waited.
+pub fn get(addr: &str, path_and_query: &str) -> Result<Response, String> {
+    let sock: SocketAddr = addr
+        .parse()
+        .map_err(|e| format!("bad address {addr:?}: {e}"))?;
+    let mut stream = TcpStream::connect_timeout(&sock, IO_TIMEOUT)
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    stream
+        .set_read_timeout(Some(IO_TIMEOUT))
+        .and_then(|()| stream.set_write_timeout(Some(IO_TIMEOUT)))
+        .map_err(|e| format!("set timeouts on {addr}: {e}"))?;
+    let request = format!(
+        "GET {path_and_query} HTTP/1.0\r\nHost: {addr}\r\nAccept: application/json\r\n\r\n"
+    );
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("send GET {path_and_query} to {addr}: {e}"))?;
+    let mut raw = Vec::new();
+    stream
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("read GET {path_and_query} from {addr}: {e}"))?;
+    parse(&raw).map_err(|e| format!("GET {path_and_query} from {addr}: {e}"))
+}
+
+/// Splits "HTTP/1.x CODE REASON\r\nheaders\r\n\r\nbody".
+fn parse(raw: &[u8]) -> Result<Response, String> {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no end of headers in {} bytes", raw.len()))?;
+    let status_line = head.lines().next().unwrap_or_default();
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("malformed status line {status_line:?}"))?;
+    Ok(Response {
+        status,
+        body: body.to_string(),
+    })
+}
+
+/// `s` escaped for a URL query value (PromQL has spaces, braces, quotes...).
+pub fn query_escape(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
