@@ -64,3 +64,38 @@ fn parse(raw: &[u8]) -> Result<Response, String> {
 pub fn query_escape(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
+
+/// Serves `body` as `text/plain` (the Prometheus exposition format, for one) to every request
+/// on a free loopback port, from a detached thread that lives as long as the test process.
+/// Returns "127.0.0.1:PORT". A stand-in exporter for tests of what scrapes it.
+pub fn serve_static(body: String) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local_addr").to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = answer(&mut stream, &body);
+        }
+    });
+    addr
+}
+
+/// Reads one request's head and writes `body` back, closing the connection.
+fn answer(stream: &mut TcpStream, body: &str) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes())
+}

@@ -3,6 +3,7 @@
 //! Not every test file uses every helper, hence the allows.
 #![allow(dead_code, unused_imports)]
 
+pub mod alert_rules;
 pub mod campaigners;
 pub mod certs;
 pub mod electop;
