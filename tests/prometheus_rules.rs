@@ -167,3 +167,23 @@ fn the_shortened_rules_fire_in_prometheus_and_reach_alertmanager_only_where_they
         "the runbook names the verb and the election: {runbook}"
     );
 }
+
+#[test]
+fn the_shipped_rules_use_only_the_metric_names_electop_serve_exposes() {
+    let text = std::fs::read_to_string(shipped_rules()).expect("read the rules");
+    let exprs = common::alert_rules::rule_exprs(&text);
+    assert_eq!(
+        exprs.len(),
+        alert_count(&text),
+        "one expr per alert: {exprs:#?}"
+    );
+    for expr in &exprs {
+        let names = common::metric_names::metric_names_in(expr);
+        assert!(!names.is_empty(), "no metric name found in {expr:?}");
+        let unknown = common::metric_names::unknown_metric_names(expr);
+        assert!(
+            unknown.is_empty(),
+            "{expr:?} uses {unknown:?}, which electop serve does not expose"
+        );
+    }
+}

@@ -46,3 +46,29 @@ pub fn with_for(text: &str, duration: &str) -> (String, usize) {
     }
     (out, count)
 }
+
+/// The `expr:` of every rule in a rules file, as written: a one-line `expr: X`, or a block
+/// (`expr: |`) of the more-indented lines below it.
+pub fn rule_exprs(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut exprs = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let Some(value) = body.strip_prefix("expr:") else {
+            continue;
+        };
+        let value = value.trim();
+        if !value.starts_with('|') && !value.starts_with('>') {
+            exprs.push(value.to_string());
+            continue;
+        }
+        let indent = line.len() - body.len();
+        let block: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > indent)
+            .map(|l| l.trim())
+            .collect();
+        exprs.push(block.join("\n").trim().to_string());
+    }
+    exprs
+}
