@@ -7,7 +7,10 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::metric_names::{metric_names_in, unknown_metric_names};
+use std::time::Duration;
+
+use common::metric_names::{SAMPLE_METRICS, metric_names_in, unknown_metric_names};
+use common::prometheus::Prometheus;
 use serde_json::Value;
 
 fn dashboard() -> Value {
@@ -155,10 +158,7 @@ fn every_dashboard_query_is_promql_that_prometheus_parses() {
     let dash = dashboard();
     let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
     for (i, (title, expr)) in panel_exprs(&dash).iter().enumerate() {
-        let expr = expr
-            .replace("$__rate_interval", "1m")
-            .replace("$instance", ".*")
-            .replace("$source", ".*");
+        let expr = at_all(expr);
         rules.push_str(&format!(
             "      # {title}\n      - record: dashboard_query_{i}\n        expr: {}\n",
             Value::from(expr)
@@ -177,6 +177,77 @@ fn every_dashboard_query_is_promql_that_prometheus_parses() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `expr` as Grafana sends it with every selector at "All" and a 1 min rate interval.
+fn at_all(expr: &str) -> String {
+    expr.replace("$__rate_interval", "1m")
+        .replace("$instance", ".*")
+        .replace("$source", ".*")
+}
+
+/// The instant query of the panel titled `title` (its first target).
+fn panel_query(dash: &Value, title: &str) -> String {
+    let (_, expr) = panel_exprs(dash)
+        .into_iter()
+        .find(|(t, _)| t == title)
+        .unwrap_or_else(|| panic!("no panel {title:?}"));
+    at_all(&expr)
+}
+
+#[test]
+fn the_dashboard_queries_answer_from_a_prometheus_scraping_electop_metrics() {
+    let dash = dashboard();
+    let exporter = common::http::serve_static(SAMPLE_METRICS.to_string());
+    let prometheus = Prometheus::start(std::slice::from_ref(&exporter), &[], None);
+    prometheus.wait_query(
+        "electop_build_info",
+        |r| r.as_array().is_some_and(|v| v.len() == 1),
+        Duration::from_secs(10),
+    );
+
+    // Who leads: web's node-b, one row; jobs (leaderless) and the idle lock have none.
+    let leaders = prometheus.query(&panel_query(&dash, "Leader per election"));
+    let rows = leaders.as_array().expect("a vector");
+    assert_eq!(rows.len(), 1, "{leaders}");
+    assert_eq!(rows[0]["metric"]["election"], "web", "{leaders}");
+    assert_eq!(rows[0]["metric"]["holder"], "node-b", "{leaders}");
+
+    // Without a leader: jobs only, the idle ShedLock-like lock is not counted.
+    let without = prometheus.query(&panel_query(&dash, "Elections without a leader"));
+    assert_eq!(without[0]["value"][1], "1", "{without}");
+    let deposed = prometheus.query(&panel_query(&dash, "Deposed holders"));
+    assert_eq!(deposed[0]["value"][1], "1", "{deposed}");
+
+    // Every other query runs (Prometheus answers it; an error would panic with its reason).
+    for (title, expr) in panel_exprs(&dash) {
+        let result = prometheus.query(&at_all(&expr));
+        assert!(result.is_array(), "{title}: {result}");
+    }
+    for var in dash["templating"]["list"].as_array().expect("templating") {
+        let definition = var["definition"].as_str().expect("definition");
+        let selector = definition
+            .strip_prefix("label_values(")
+            .and_then(|rest| rest.rsplit_once(',').map(|(metric, _)| at_all(metric)))
+            .unwrap_or_else(|| panic!("a label_values variable: {definition}"));
+        let found = prometheus.query(&selector);
+        assert!(
+            found.as_array().is_some_and(|v| !v.is_empty()),
+            "variable {}: {selector} finds series: {found}",
+            var["name"]
+        );
+    }
+}
+
+#[test]
+fn the_sample_metrics_use_only_electop_serve_names() {
+    for line in SAMPLE_METRICS.lines() {
+        let name = line.split(['{', ' ']).next().unwrap_or_default();
+        assert!(
+            common::metric_names::METRIC_NAMES.contains(&name),
+            "{name} in the sample is not an electop serve metric"
+        );
+    }
 }
 
 #[test]

@@ -98,7 +98,8 @@ fn a_rule_file_prometheus_rejects_fails_the_start_with_its_log() {
         "groups:\n  - name: bad\n    rules:\n      - alert: Bad\n        expr: sum(\n",
     )
     .expect("write rules");
-    let Err(panic) = std::panic::catch_unwind(|| Prometheus::start(&[], &[rules.clone()], None))
+    let Err(panic) =
+        std::panic::catch_unwind(|| Prometheus::start(&[], std::slice::from_ref(&rules), None))
     else {
         panic!("Prometheus must not start with a broken rule file");
     };

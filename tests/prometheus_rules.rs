@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use common::alert_rules::{rules_with_for, shipped_rule_tests, shipped_rules, with_for};
+use common::metric_names::SAMPLE_METRICS;
 use common::prometheus::{Alertmanager, Prometheus};
 
 /// `promtool ARGS`, run in `dir`; panics if it cannot be started.
@@ -100,30 +101,9 @@ fn every_shipped_alert_waits_and_the_shortened_copy_waits_one_second() {
     assert_success("promtool check rules on the shortened copy", &out);
 }
 
-/// electop serve's metrics for two sources: etcd1's `jobs` has no leader and a deposed holder
-/// whose lease lives, its `web` a leader renewing; sql1 is a ShedLock-like source whose lock
-/// is idle, which is normal for it.
-const METRICS: &str = "\
-electop_election_has_leader{source=\"etcd1\",election=\"jobs\",scheme=\"etcd-election\"} 0
-electop_election_deposed_holders{source=\"etcd1\",election=\"jobs\",scheme=\"etcd-election\"} 1
-electop_election_has_leader{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\"} 1
-electop_election_leader_info{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\",holder=\"node-b\"} 1
-electop_election_leader_ttl_seconds{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\"} 9
-electop_election_leader_term_seconds{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\"} 10
-electop_election_deposed_holders{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\"} 0
-electop_election_has_leader{source=\"sql1\",election=\"nightly-report\",scheme=\"sql-lease\"} 0
-electop_election_deposed_holders{source=\"sql1\",election=\"nightly-report\",scheme=\"sql-lease\"} 0
-electop_source_up{source=\"etcd1\",store=\"etcd\"} 1
-electop_source_idle_is_normal{source=\"etcd1\",store=\"etcd\"} 0
-electop_source_stale_seconds{source=\"etcd1\",store=\"etcd\"} 0
-electop_source_up{source=\"sql1\",store=\"sql\"} 1
-electop_source_idle_is_normal{source=\"sql1\",store=\"sql\"} 1
-electop_source_stale_seconds{source=\"sql1\",store=\"sql\"} 0
-";
-
 #[test]
 fn the_shortened_rules_fire_in_prometheus_and_reach_alertmanager_only_where_they_should() {
-    let exporter = common::http::serve_static(METRICS.to_string());
+    let exporter = common::http::serve_static(SAMPLE_METRICS.to_string());
     let dir = tempfile::tempdir().expect("temp dir");
     let rules = rules_with_for(dir.path(), "1s");
     let alertmanager = Alertmanager::start();

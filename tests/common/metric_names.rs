@@ -32,6 +32,31 @@ pub const METRIC_NAMES: &[&str] = &[
     "electop_build_info",
 ];
 
+/// What `electop serve` could expose for two sources (a stand-in until tests scrape the real
+/// one): etcd1's `jobs` has no leader and a deposed holder whose lease lives, its `web` a
+/// leader renewing; sql1 is a ShedLock-like source whose lock is idle, which is normal for
+/// it; a webhook has failed twice.
+pub const SAMPLE_METRICS: &str = "\
+electop_election_has_leader{source=\"etcd1\",election=\"jobs\",scheme=\"etcd-election\"} 0
+electop_election_deposed_holders{source=\"etcd1\",election=\"jobs\",scheme=\"etcd-election\"} 1
+electop_election_has_leader{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\"} 1
+electop_election_leader_info{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\",holder=\"node-b\"} 1
+electop_election_leader_ttl_seconds{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\"} 9
+electop_election_leader_term_seconds{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\"} 10
+electop_election_deposed_holders{source=\"etcd1\",election=\"web\",scheme=\"etcd-lease-key\"} 0
+electop_election_has_leader{source=\"sql1\",election=\"nightly-report\",scheme=\"sql-lease\"} 0
+electop_election_deposed_holders{source=\"sql1\",election=\"nightly-report\",scheme=\"sql-lease\"} 0
+electop_source_up{source=\"etcd1\",store=\"etcd\"} 1
+electop_source_idle_is_normal{source=\"etcd1\",store=\"etcd\"} 0
+electop_source_stale_seconds{source=\"etcd1\",store=\"etcd\"} 0
+electop_source_up{source=\"sql1\",store=\"sql\"} 1
+electop_source_idle_is_normal{source=\"sql1\",store=\"sql\"} 1
+electop_source_stale_seconds{source=\"sql1\",store=\"sql\"} 0
+electop_election_leader_changes_total{source=\"etcd1\",election=\"jobs\",scheme=\"etcd-election\",cause=\"lease_expired\"} 3
+electop_hook_runs_total{hook=\"webhook\",outcome=\"failed\"} 2
+electop_build_info{version=\"0.1.0\"} 1
+";
+
 /// PromQL's keywords that stand where a metric name could: not metric names.
 const KEYWORDS: &[&str] = &[
     "and", "or", "unless", "bool", "offset", "atan2", "inf", "nan",
