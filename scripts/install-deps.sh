@@ -3,14 +3,18 @@
 #
 # Idempotent and quick: a single dpkg-query when everything is present, and
 # silent in that case. Otherwise prints one line per package it installs.
-# Services that the packages would normally start (etcd, mariadb, postgresql)
-# are kept from starting with a temporary /usr/sbin/policy-rc.d.
+# Services that the packages would normally start (etcd, mariadb, postgresql,
+# prometheus, prometheus-alertmanager) are kept from starting with a temporary
+# /usr/sbin/policy-rc.d; the Prometheus ones are also left disabled at boot, since
+# the tests start their own on free ports and nothing should hold 9090/9093.
 # With arguments, only those packages (the demo asks for etcd only when it needs it).
 set -euo pipefail
 
 # golang-go and golang-etcd-server-dev build the Go election campaigner the tests start
 # (etcd 3.4's clientv3/concurrency, offline, from /usr/share/gocode).
-PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni)
+# prometheus (with promtool) and prometheus-alertmanager (with amtool) check the shipped
+# alert rules and scrape `electop serve` in the tests.
+PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni prometheus prometheus-alertmanager)
 if (($# > 0)); then
   PACKAGES=("$@")
 fi
@@ -77,6 +81,19 @@ if ! apt_install; then
     log "apt-get install failed for: ${missing[*]}"
     exit 1
   fi
+fi
+
+# policy-rc.d stops the services starting now; on a systemd host the packages still
+# enable them for the next boot. Only for what this run installed: a Prometheus the
+# machine already had is its owner's business.
+if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
+  for pkg in "${missing[@]}"; do
+    case "$pkg" in
+      prometheus | prometheus-alertmanager)
+        "${SUDO[@]}" systemctl disable --now "$pkg.service" >/dev/null 2>&1 || true
+        ;;
+    esac
+  done
 fi
 
 for pkg in "${missing[@]}"; do

@@ -38,12 +38,12 @@ impl Serve {
     fn ready(&self) {
         common::wait_until("serve ready", T, || {
             std::net::TcpStream::connect(&self.addr).is_ok()
-                && http::get(&self.addr, "/readyz", &[]).0 == 200
+                && http::request(&self.addr, "/readyz", &[]).0 == 200
         });
     }
 
     fn metrics(&self) -> String {
-        let (code, body) = http::get(&self.addr, "/metrics", &[]);
+        let (code, body) = http::request(&self.addr, "/metrics", &[]);
         assert_eq!(code, 200, "{body}");
         body
     }
@@ -156,14 +156,14 @@ fn metrics_api_and_events_follow_a_leader_change_and_sigterm_stops_it() {
     );
     assert!(age.is_some_and(|a| a < 10.0), "{age:?}");
 
-    let (code, body) = http::get(&serve.addr, "/api/v1/elections", &[]);
+    let (code, body) = http::request(&serve.addr, "/api/v1/elections", &[]);
     assert_eq!(code, 200);
     let doc: serde_json::Value = serde_json::from_str(&body).expect("the status document");
     assert_eq!(
         common::electop::election(&doc, "jobs")["leader"]["id"],
         "node-b"
     );
-    assert_eq!(http::get(&serve.addr, "/healthz", &[]).0, 200);
+    assert_eq!(http::request(&serve.addr, "/healthz", &[]).0, 200);
 
     let (took, status) = serve.terminate();
     assert!(status.success(), "SIGTERM is a clean stop: {status}");
@@ -217,12 +217,12 @@ fn off_loopback_it_asks_who_is_reading_and_never_shows_the_token() {
     common::wait_until("listening", T, || {
         std::net::TcpStream::connect(&serve.addr).is_ok()
     });
-    assert_eq!(http::get(&serve.addr, "/metrics", &[]).0, 401);
+    assert_eq!(http::request(&serve.addr, "/metrics", &[]).0, 401);
     assert_eq!(
-        http::get(&serve.addr, "/metrics", &["Authorization: Bearer wrong"]).0,
+        http::request(&serve.addr, "/metrics", &["Authorization: Bearer wrong"]).0,
         401
     );
-    let (code, body) = http::get(
+    let (code, body) = http::request(
         &serve.addr,
         "/metrics",
         &["Authorization: Bearer tok-3f9a1c"],
@@ -272,7 +272,7 @@ fn tls_serves_https_with_the_given_certificate() {
     });
     assert!(body.contains("holder=\"node-a\""), "{body}");
     // Plain HTTP to the TLS port gets no metrics.
-    let plain = std::panic::catch_unwind(|| http::get(&serve.addr, "/metrics", &[]));
+    let plain = std::panic::catch_unwind(|| http::request(&serve.addr, "/metrics", &[]));
     assert!(plain.is_err() || plain.as_ref().is_ok_and(|(c, _)| *c != 200));
 }
 

@@ -3,6 +3,7 @@
 //! Not every test file uses every helper, hence the allows.
 #![allow(dead_code, unused_imports)]
 
+pub mod alert_rules;
 pub mod campaigners;
 pub mod certs;
 pub mod electop;
@@ -11,11 +12,13 @@ pub mod etcd_cluster;
 pub mod http;
 pub mod lines;
 pub mod mariadb;
+pub mod metric_names;
 pub mod node;
 pub mod patroni;
 pub mod pki;
 pub mod postgres;
 pub mod process;
+pub mod prometheus;
 pub mod proxy;
 pub mod sqlstore;
 pub mod tmux;
