@@ -201,7 +201,8 @@ fn describe(e: &etcd_client::Error) -> String {
             K::ConnectionReset => "connection reset by the server",
             K::ConnectionAborted => "connection aborted",
             K::TimedOut => "connection timed out",
-            K::BrokenPipe => "connection closed by the server",
+            // Said when either end closes it: h2 tells its streams so whichever did.
+            K::BrokenPipe => "connection lost",
             K::AddrNotAvailable | K::NotFound => "address not available",
             _ => "",
         };
@@ -221,6 +222,11 @@ fn io_in_chain<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        // A stream cut by its connection's end (a keep-alive timeout among others): h2
+        // keeps the io error out of its source chain.
+        if let Some(io) = s.downcast_ref::<h2::Error>().and_then(h2::Error::get_io) {
             return Some(io);
         }
         src = s.source();
