@@ -3,6 +3,7 @@
 //! The channel under each client is built here (TCP, then rustls for TLS sources) so that a
 //! TLS failure is told in words and is a lasting error, not one retried as if transient.
 
+mod deadline;
 mod tls;
 mod transport;
 
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use etcd_client::Client;
 use tonic::transport::{Endpoint, Uri};
 
+pub(crate) use self::deadline::NoAnswer;
 use self::transport::{Dial, TlsFailure};
 use super::error::{ErrorKind, EtcdError};
 use crate::config::EtcdSource;
@@ -20,7 +22,7 @@ use crate::config::EtcdSource;
 /// HTTP/2 pings: a member that stops answering (hung, partitioned) is noticed within
 /// about three seconds even when no request is in flight.
 const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(1);
-const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What the source's label adds when its members are not authenticated.
 pub(crate) fn security_note(cfg: &EtcdSource) -> Option<&'static str> {
@@ -127,15 +129,15 @@ async fn open(
     };
     let endpoint = Endpoint::from_shared(format!("{scheme}://{host}:{}", dial.port))?
         .connect_timeout(timeout)
-        .timeout(timeout)
         .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
         .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
         .keep_alive_while_idle(true);
     let d = dial.clone();
     let connector = tower::service_fn(move |_: Uri| d.clone().connect());
     let channel = endpoint.connect_with_connector(connector).await?;
-    let mut client =
-        Client::from_channel(etcd_client::Channel::Tonic(channel), Some(options)).await?;
+    // Each request's deadline is ours, not tonic's: its error says how long it waited.
+    let channel = deadline::with_deadline(channel, timeout);
+    let mut client = Client::from_channel(channel, Some(options)).await?;
     client.status().await?;
     Ok(client)
 }

@@ -32,8 +32,11 @@ pub enum EtcdError {
         endpoint: String,
         message: String,
     },
-    #[error("etcd {endpoint}: no answer within {timeout:?}")]
+    #[error("no answer from {endpoint} within {timeout:?}")]
     Timeout { endpoint: String, timeout: Duration },
+    /// The connection's keep-alive pings went unanswered: the member is hung or cut off.
+    #[error("no answer from {endpoint} to keep-alive pings within {timeout:?}")]
+    PingTimeout { endpoint: String, timeout: Duration },
     #[error("etcd {endpoint}: history before revision {revision} was compacted")]
     Compacted { endpoint: String, revision: i64 },
     #[error("etcd {endpoint}: watch cancelled by the server: {reason}")]
@@ -48,6 +51,7 @@ impl EtcdError {
             EtcdError::Failed { kind, .. } => *kind,
             EtcdError::Compacted { .. } => ErrorKind::Compacted,
             EtcdError::Timeout { .. }
+            | EtcdError::PingTimeout { .. }
             | EtcdError::WatchCancelled { .. }
             | EtcdError::WatchEnded { .. } => ErrorKind::Transient,
         }
@@ -86,6 +90,9 @@ impl EtcdError {
     /// Classifies a client error by its type and its gRPC status code, never by its text.
     pub fn from_client(endpoint: &str, e: etcd_client::Error) -> EtcdError {
         use etcd_client::Error as E;
+        if let Some(unanswered) = no_answer(endpoint, inner(&e)) {
+            return unanswered;
+        }
         let message = describe(&e);
         let kind = match &e {
             E::InvalidArgs(_) | E::InvalidUri(_) | E::InvalidMetadataValue(_) => ErrorKind::Lasting,
@@ -104,6 +111,36 @@ impl EtcdError {
             message,
         }
     }
+}
+
+/// A request or the connection under it that got no answer in time, found by the type of
+/// its cause: our request deadline, tonic's (should one be set), or hyper's keep-alive.
+fn no_answer(endpoint: &str, e: &(dyn std::error::Error + 'static)) -> Option<EtcdError> {
+    let endpoint = endpoint.to_string();
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(n) = s.downcast_ref::<super::dial::NoAnswer>() {
+            let timeout = n.within;
+            return Some(EtcdError::Timeout { endpoint, timeout });
+        }
+        if s.is::<tonic::TimeoutExpired>() {
+            let message = "no answer within the request's deadline".to_string();
+            let kind = ErrorKind::Transient;
+            return Some(EtcdError::Failed {
+                kind,
+                endpoint,
+                message,
+            });
+        }
+        if s.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_timeout)
+        {
+            let timeout = super::dial::KEEP_ALIVE_TIMEOUT;
+            return Some(EtcdError::PingTimeout { endpoint, timeout });
+        }
+        src = s.source();
+    }
+    None
 }
 
 fn status_kind(s: &tonic::Status) -> ErrorKind {
@@ -164,7 +201,8 @@ fn describe(e: &etcd_client::Error) -> String {
             K::ConnectionReset => "connection reset by the server",
             K::ConnectionAborted => "connection aborted",
             K::TimedOut => "connection timed out",
-            K::BrokenPipe => "connection closed by the server",
+            // Said when either end closes it: h2 tells its streams so whichever did.
+            K::BrokenPipe => "connection lost",
             K::AddrNotAvailable | K::NotFound => "address not available",
             _ => "",
         };
@@ -184,6 +222,11 @@ fn io_in_chain<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        // A stream cut by its connection's end (a keep-alive timeout among others): h2
+        // keeps the io error out of its source chain.
+        if let Some(io) = s.downcast_ref::<h2::Error>().and_then(h2::Error::get_io) {
             return Some(io);
         }
         src = s.source();
@@ -232,5 +275,24 @@ mod tests {
             }
             .is_lasting()
         );
+    }
+
+    #[test]
+    fn a_request_without_an_answer_says_whose_and_how_long() {
+        let within = Duration::from_secs(2);
+        let ours =
+            tonic::Status::from_error(Box::new(crate::backend::etcd::dial::NoAnswer { within }));
+        let e = EtcdError::from_client("10.0.0.5:2379", etcd_client::Error::GRpcStatus(ours));
+        assert_eq!(e.to_string(), "no answer from 10.0.0.5:2379 within 2s");
+        assert_eq!(e.kind(), ErrorKind::Transient);
+        // tonic's own deadline, should one be set: its words are not shown.
+        let theirs = tonic::Status::from_error(Box::new(tonic::TimeoutExpired(())));
+        assert_eq!(theirs.code(), tonic::Code::Cancelled);
+        let e = EtcdError::from_client("a:1", etcd_client::Error::GRpcStatus(theirs));
+        assert_eq!(
+            e.to_string(),
+            "etcd a:1: no answer within the request's deadline"
+        );
+        assert!(!e.ends_one_shot());
     }
 }

@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, AssertSqlSafe};
+use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, Connection};
 
 use super::SqlSettings;
 use super::dialect::Dialect;
@@ -37,10 +37,24 @@ pub(crate) async fn open(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, 
             scrub(&e.to_string(), &url)
         ))
     })?;
+    // The pool retries a refused connection until its timeout, so a server that is not
+    // there would read as one that does not answer: one connection of our own first says
+    // which, and its session setup failing is reported as itself rather than retried.
+    let deadline = tokio::time::Instant::now() + timeout;
+    let timed_out = || SqlError::ConnectTimeout {
+        place: where_.clone(),
+        timeout,
+    };
+    match tokio::time::timeout_at(deadline, first_contact(&opts, s.dialect)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(SqlError::from_sqlx(&e, s, &url)),
+        Err(_) => return Err(timed_out()),
+    }
     let dialect = s.dialect;
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
     let pool = AnyPoolOptions::new()
         .max_connections(2)
-        .acquire_timeout(timeout)
+        .acquire_timeout(left)
         .after_connect(move |conn, _| {
             Box::pin(async move {
                 if let Some(sql) = dialect.session_setup() {
@@ -50,14 +64,23 @@ pub(crate) async fn open(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, 
             })
         })
         .connect_with(opts);
-    match tokio::time::timeout(timeout, pool).await {
+    match tokio::time::timeout_at(deadline, pool).await {
         Ok(Ok(pool)) => Ok(pool),
         Ok(Err(e)) => Err(SqlError::from_sqlx(&e, s, &url)),
-        Err(_) => Err(SqlError::ConnectTimeout {
-            place: where_,
-            timeout,
-        }),
+        Err(_) => Err(timed_out()),
     }
+}
+
+/// One connection, set up as the pool's will be, then closed: the server's first answer.
+async fn first_contact(opts: &AnyConnectOptions, dialect: Dialect) -> Result<(), sqlx::Error> {
+    let mut conn = AnyConnection::connect_with(opts).await?;
+    let setup = match dialect.session_setup() {
+        Some(sql) => sqlx::Executor::execute(&mut conn, sql).await.map(|_| ()),
+        None => Ok(()),
+    };
+    // Said goodbye to, so the server does not hold (or log) a dropped connection.
+    let _ = conn.close().await;
+    setup
 }
 
 pub(crate) fn sqlite_path(url: &str) -> String {

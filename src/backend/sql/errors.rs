@@ -97,7 +97,8 @@ impl SqlError {
                 from_database(&code, &scrub(db.message(), url), s)
             }
             sqlx::Error::Io(io) => SqlError::Unreachable(format!(
-                "cannot connect to {where_}: {io}; is the server running and reachable?"
+                "cannot connect to {where_}: {}; is the server running and reachable?",
+                io_words(io)
             )),
             sqlx::Error::PoolTimedOut => SqlError::Unreachable(format!(
                 "cannot connect to {where_}: timed out; is the server running and reachable?"
@@ -107,6 +108,16 @@ impl SqlError {
             }
             _ => SqlError::Database(format!("{where_}: {}", scrub(&e.to_string(), url))),
         }
+    }
+}
+
+/// What the network said, without the OS's error number.
+fn io_words(io: &std::io::Error) -> String {
+    use std::io::ErrorKind::*;
+    match io.kind() {
+        ConnectionRefused => "connection refused".into(),
+        ConnectionReset => "connection reset".into(),
+        _ => io.to_string(),
     }
 }
 
@@ -258,7 +269,12 @@ mod tests {
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         let down = SqlError::from_sqlx(&sqlx::Error::Io(refused), &settings(), URL);
         assert_eq!(down.kind(), Transient);
-        assert!(down.to_string().starts_with("cannot connect to "), "{down}");
+        assert_eq!(
+            down.to_string(),
+            "cannot connect to postgres://u@h/db: connection refused; \
+             is the server running and reachable?"
+        );
+        assert!(down.ends_one_shot(), "a refusal is final for status");
         let plain = sqlx::Error::Tls("server does not support TLS".into());
         let tls = SqlError::from_sqlx(&plain, &settings(), URL);
         assert_eq!(tls.kind(), Tls);

@@ -1,0 +1,145 @@
+//! Each store's failures in its own words, through the real binary: a database port with
+//! nothing listening is "connection refused" and ends `status` at once (not a timeout after
+//! `--timeout`); a frozen etcd (SIGSTOP: it takes the connection but never answers) is "no
+//! answer from HOST:PORT within N", never tonic's "Timeout expired (Cancelled)" or hyper's
+//! "http2 error".
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::electop::{Watch, command};
+use common::process::signal;
+use common::sqlstore::Store;
+use common::{EtcdServer, T, free_port};
+
+/// `status` against a database URL whose port has nothing listening: the exact line, at once.
+fn refused(scheme: &str) {
+    let port = free_port();
+    let url = format!("{scheme}://u@127.0.0.1:{port}/db");
+    let home = tempfile::tempdir().expect("tempdir");
+    let started = Instant::now();
+    let out = command(home.path())
+        .args(["--sql", &url, "--scheme", "sql-lease"])
+        .args(["status", "--timeout", "20s"])
+        .output()
+        .expect("electop status");
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "electop: cannot connect to {url}: connection refused; is the server running and reachable?"
+        )
+    );
+    // A refusal is final for a one-shot read: not waited out until --timeout.
+    assert!(took < Duration::from_secs(10), "{url}: took {took:?}");
+}
+
+#[test]
+fn a_refused_postgres_says_refused_at_once() {
+    refused("postgres");
+}
+
+#[test]
+fn a_refused_mariadb_says_refused_at_once() {
+    refused("mysql");
+}
+
+/// An etcd that is there but frozen, resumed (so it can be stopped) when the test ends.
+struct Frozen<'a>(&'a EtcdServer);
+
+impl<'a> Frozen<'a> {
+    fn new(etcd: &'a EtcdServer) -> Frozen<'a> {
+        signal("-STOP", &[etcd.server_pid()]);
+        Frozen(etcd)
+    }
+}
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        signal("-CONT", &[self.0.server_pid()]);
+    }
+}
+
+/// Words that are the client library's, not ours.
+fn library_words(text: &str) -> bool {
+    [
+        "Cancelled",
+        "Timeout expired",
+        "http2 error",
+        "h2 protocol",
+        "Unavailable",
+        "Unknown",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
+}
+
+#[test]
+fn status_against_a_frozen_etcd_says_no_answer_in_the_json_and_on_stderr() {
+    let etcd = EtcdServer::start();
+    etcd.etcdctl(&["put", "/f/jobs", "node-a"]);
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    let home = tempfile::tempdir().expect("tempdir");
+    let ep = etcd.endpoint();
+    let _frozen = Frozen::new(&etcd);
+    let out = command(home.path())
+        .args(["--etcd", &ep, "--prefix", "/f/"])
+        .args(["--sql", &store.url(), "--scheme", "sql-lease"])
+        .args(["status", "--json", "--timeout", "5s"])
+        .output()
+        .expect("electop status");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "one of two read: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let sources = v["sources"].as_array().expect("sources");
+    let down = sources
+        .iter()
+        .find(|s| s["error"].is_string())
+        .unwrap_or_else(|| panic!("no source with an error: {v:#}"));
+    // Each connection attempt waits up to 2 s (so another member could be tried); the
+    // connection's keep-alive pings may give up first.
+    let exact = [
+        format!("no answer from {ep} within 2s"),
+        format!("no answer from {ep} to keep-alive pings within 2s"),
+    ];
+    let said = down["error"].as_str().unwrap_or_default().to_string();
+    assert!(exact.contains(&said), "{v:#}");
+    assert!(stderr.contains(&said), "{stderr}");
+    assert!(!library_words(&stderr), "{stderr}");
+}
+
+#[test]
+fn watch_says_no_answer_when_a_followed_etcd_freezes() {
+    let etcd = EtcdServer::start();
+    etcd.etcdctl(&["put", "/f/jobs", "node-a"]);
+    let home = tempfile::tempdir().expect("tempdir");
+    let ep = etcd.endpoint();
+    let mut watch = Watch::start(home.path(), &["--etcd", &ep, "--prefix", "/f/"]);
+    watch.wait_synced(1);
+    let _frozen = Frozen::new(&etcd);
+    let said = |v: &serde_json::Value| v["detail"].as_str().unwrap_or("").to_string();
+    let no_answer = format!("no answer from {ep} ");
+    // Whichever gives up first is named: the connection's keep-alive pings, a request's
+    // deadline, or the reconnection's.
+    let exact = [
+        format!("no answer from {ep} to keep-alive pings within 2s"),
+        format!("no answer from {ep} within 2s"),
+        format!("no answer from {ep} within 1.5s"),
+        format!("no answer from {ep} within 5s"),
+        // The watch stream, cut when the keep-alive gave up on the connection.
+        format!("etcd {ep}: connection lost"),
+    ];
+    let first = watch.wait_for("disconnected", T, |v| v["kind"] == "disconnected");
+    assert!(exact.contains(&said(&first)), "{:#?}", watch.seen);
+    // Reconnecting, the member takes the connection and never answers.
+    watch.wait_for("a reconnection's timeout", T, |v| {
+        v["kind"] == "disconnected" && said(v) == format!("{no_answer}within 2s")
+    });
+    for v in &watch.seen {
+        assert!(!library_words(&v.to_string()), "{v}");
+    }
+}
