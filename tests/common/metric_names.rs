@@ -13,7 +13,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "electop_election_leader_term_seconds",
     "electop_election_leader_changes_total",
     "electop_election_last_change_age_seconds",
-    "electop_election_leaderless_seconds",
+    "electop_election_leaderless_current_seconds",
     "electop_election_leaderless_seconds_total",
     "electop_election_candidates_waiting",
     "electop_election_deposed_holders",
