@@ -26,6 +26,7 @@ mod output;
 mod pem;
 mod presets;
 pub mod runtime;
+pub mod serve_hooks;
 pub mod state;
 pub mod supervise;
 pub mod ui;
