@@ -353,3 +353,59 @@ async fn a_receiver_that_never_answers_or_refuses_is_counted_without_holding_up_
     assert_eq!(rejecting.bodies().len(), 3, "a 4xx is not retried");
     assert_eq!(stats.get("webhook", "ok"), 0);
 }
+
+/// The log lines written while a test runs on this thread.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("log").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+// One thread, so that the hooks' tasks log to this test's subscriber.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failing_hook_is_logged_with_why_and_never_with_its_secrets() {
+    let log = Log::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    let refusing = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        format!("http://{}/T0/s3cret", l.local_addr().expect("addr"))
+    };
+    let (hooks, stats) = start(HookConfig {
+        on_change: Some(
+            "TOKEN=hunter2; echo 'first'>&2; echo 'no route to pager' >&2; exit 3".into(),
+        ),
+        webhooks: vec![refusing],
+        retries: 0,
+        ..HookConfig::default()
+    });
+    hooks.send_event(&change(7), "etcd1");
+    hooks.drain(Duration::from_secs(30)).await;
+
+    let text = String::from_utf8(log.0.lock().expect("log").clone()).expect("utf-8");
+    assert_eq!(stats.get("on_change", "failed"), 1);
+    assert_eq!(stats.get("webhook", "failed"), 1);
+    assert!(
+        text.contains(
+            "on-change command failed for leader_changed etcd1/jobs: exited with 3: no route to pager"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("webhook http://127.0.0.1:"), "{text}");
+    assert!(text.contains("Connection refused"), "{text}");
+    assert!(
+        !text.contains("s3cret") && !text.contains("hunter2"),
+        "{text}"
+    );
+}

@@ -118,6 +118,9 @@ impl Webhook {
                 Attempt::Retry(outcome, why) => last = (outcome, why),
             }
         }
+        if retries == 0 {
+            return last;
+        }
         let tries = retries + 1;
         (last.0, format!("{} (after {tries} attempts)", last.1))
     }
