@@ -27,7 +27,7 @@ pub(super) async fn run(cmd: &str, p: &Payload, timeout: Duration) -> (Outcome, 
     command
         .arg("-c")
         .arg(cmd)
-        .envs(p.env.iter().map(|(k, v)| (*k, v.as_str())))
+        .envs(p.env().iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -41,7 +41,7 @@ pub(super) async fn run(cmd: &str, p: &Payload, timeout: Duration) -> (Outcome, 
     let mut group = GroupKill(child.id());
     let stderr = child.stderr.take().map(|s| tokio::spawn(last_line(s)));
     let mut stdin = child.stdin.take();
-    let line = format!("{}\n", p.json);
+    let line = format!("{}\n", p.json());
     let write = async {
         if let Some(s) = stdin.as_mut() {
             // A command that does not read its stdin closes it: not an error.

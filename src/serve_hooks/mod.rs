@@ -172,8 +172,9 @@ impl Hooks {
     ///
     /// It takes the `watch --json` line as a JSON value (build it with [`event_json`])
     /// rather than the [`Event`], because that line carries the source's handle
-    /// (`source_id`), which only the caller knows. A value's keys come out sorted; use
-    /// [`Hooks::send_event`] for `watch --json`'s own field order.
+    /// (`source_id`), which only the caller knows. A value's keys come out sorted, and
+    /// building it costs the caller a serialization; [`Hooks::send_event`] keeps
+    /// `watch --json`'s own field order and leaves the work to the hook tasks.
     pub fn send(&self, event_json: serde_json::Value) {
         if !self.lines.is_empty() {
             self.queue(Payload::from_value(event_json));
@@ -181,7 +182,8 @@ impl Hooks {
     }
 
     /// [`Hooks::send`] for an [`Event`] of the source whose handle is `source_id`: the JSON
-    /// is byte for byte the line `watch --json` prints.
+    /// is byte for byte the line `watch --json` prints. It only clones the event; the line
+    /// is made by the first hook task that delivers it.
     pub fn send_event(&self, event: &Event, source_id: &str) {
         if !self.lines.is_empty() {
             self.queue(Payload::from_event(event, source_id));

@@ -1,9 +1,11 @@
-//! An event made ready for the hooks once, when it is sent: the JSON line every hook gets and
-//! the environment the command gets, shared by all hooks (one `Arc`), not rebuilt per hook.
+//! An event made ready for the hooks: the JSON line every hook gets and the environment the
+//! command gets, made once and shared by all hooks (one `Arc`), not rebuilt per hook.
+
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::model::Event;
+use crate::model::{Event, time};
 
 /// The variables a `--on-change` command gets, like `etcdctl watch -- CMD` sets
 /// `ETCD_WATCH_*`, and the JSON field each comes from. `ELECTOP_SOURCE` is the source's short
@@ -19,41 +21,72 @@ const ENV: [(&str, &[&str]); 7] = [
     ("ELECTOP_AT", &["at"]),
 ];
 
+/// One event for the hooks. `send` runs on the observer's path, so it only stores what it
+/// was given; the JSON line and the variables are made once, by the first hook task to need
+/// them, and shared by the others.
 #[derive(Debug)]
 pub(super) struct Payload {
+    raw: Raw,
+    ready: OnceLock<Ready>,
+}
+
+#[derive(Debug)]
+enum Raw {
+    Value(Value),
+    Event { event: Event, source_id: String },
+}
+
+#[derive(Debug)]
+struct Ready {
     /// One line of JSON, no newline: the command's stdin (with a newline) and the POST body.
-    pub(super) json: String,
+    json: String,
     /// Every variable of [`ENV`], empty when the event has no such field.
-    pub(super) env: Vec<(&'static str, String)>,
+    env: Vec<(&'static str, String)>,
 }
 
 impl Payload {
     pub(super) fn from_value(v: Value) -> Payload {
-        let env = ENV
-            .iter()
-            .map(|(name, fields)| (*name, env_value(&v, fields)))
-            .collect();
         Payload {
-            json: v.to_string(),
-            env,
+            raw: Raw::Value(v),
+            ready: OnceLock::new(),
         }
     }
 
-    /// The line exactly as `watch --json` prints it, field order included.
     pub(super) fn from_event(event: &Event, source_id: &str) -> Payload {
-        let line = serde_json::to_string(&EventJson { event, source_id })
-            .unwrap_or_else(|_| String::from("{}"));
-        let v = serde_json::from_str(&line).unwrap_or(Value::Null);
         Payload {
-            json: line,
-            ..Payload::from_value(v)
+            raw: Raw::Event {
+                event: event.clone(),
+                source_id: source_id.to_string(),
+            },
+            ready: OnceLock::new(),
         }
+    }
+
+    pub(super) fn json(&self) -> &str {
+        &self.ready().json
+    }
+
+    pub(super) fn env(&self) -> &[(&'static str, String)] {
+        &self.ready().env
+    }
+
+    fn ready(&self) -> &Ready {
+        self.ready.get_or_init(|| match &self.raw {
+            Raw::Value(v) => Ready {
+                json: v.to_string(),
+                env: ENV
+                    .iter()
+                    .map(|(name, fields)| (*name, env_value(v, fields)))
+                    .collect(),
+            },
+            Raw::Event { event, source_id } => ready_event(event, source_id),
+        })
     }
 
     /// `leader_changed etcd1/jobs`: which event, for the logs.
     pub(super) fn describe(&self) -> String {
         let var = |name: &str| {
-            self.env
+            self.env()
                 .iter()
                 .find(|(n, _)| *n == name)
                 .map_or("", |(_, v)| v.as_str())
@@ -66,6 +99,32 @@ impl Payload {
         }
         text
     }
+}
+
+/// The line exactly as `watch --json` prints it, field order included, and the variables
+/// from the event's fields directly (parsing the line back would be wasted work).
+fn ready_event(event: &Event, source_id: &str) -> Ready {
+    let json = serde_json::to_string(&EventJson { event, source_id })
+        .unwrap_or_else(|_| String::from("{}"));
+    let text = |s: &Option<String>| s.as_deref().unwrap_or_default().replace('\0', "");
+    let kind = match serde_json::to_value(event.kind) {
+        Ok(Value::String(k)) => k,
+        _ => String::new(),
+    };
+    let values = [
+        kind,
+        source_id.replace('\0', ""),
+        text(&event.election),
+        text(&event.from),
+        text(&event.to),
+        event
+            .cause
+            .map(|c| c.as_str().to_string())
+            .unwrap_or_default(),
+        event.at.map(time::rfc3339).unwrap_or_default(),
+    ];
+    let env = ENV.iter().map(|(name, _)| *name).zip(values).collect();
+    Ready { json, env }
 }
 
 /// The first of `fields` present as a string or number. A NUL cannot be passed in an
@@ -118,7 +177,7 @@ mod tests {
     }
 
     fn env<'a>(p: &'a Payload, name: &str) -> &'a str {
-        p.env
+        p.env()
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, v)| v.as_str())
@@ -132,9 +191,9 @@ mod tests {
         // The event's own serialization, then `source_id`: what `watch --json` writes.
         let own = serde_json::to_string(&e).expect("event json");
         let expected = format!("{},\"source_id\":\"etcd1\"}}", own.trim_end_matches('}'));
-        assert_eq!(p.json, expected);
+        assert_eq!(p.json(), expected);
         assert_eq!(
-            serde_json::from_str::<Value>(&p.json).expect("json"),
+            serde_json::from_str::<Value>(p.json()).expect("json"),
             event_json(&e, "etcd1")
         );
     }
@@ -148,7 +207,7 @@ mod tests {
         assert_eq!(env(&p, "ELECTOP_FROM"), "node-a");
         assert_eq!(env(&p, "ELECTOP_TO"), "node-b");
         assert_eq!(env(&p, "ELECTOP_CAUSE"), "lease_expired");
-        assert!(env(&p, "ELECTOP_AT").starts_with("2026-"), "{:?}", p.env);
+        assert!(env(&p, "ELECTOP_AT").starts_with("2026-"), "{:?}", p.env());
 
         let mut lost = change();
         lost.kind = EventKind::LeaderLost;

@@ -110,7 +110,10 @@ mod tests {
         assert_eq!(q.push(p(4)), 1, "refused after close, and counted");
         let a = q.pop().await.expect("first");
         let b = q.pop().await.expect("second");
-        assert!(a.json.contains("2") && b.json.contains("3"), "{a:?} {b:?}");
+        assert!(
+            a.json().contains('2') && b.json().contains('3'),
+            "{a:?} {b:?}"
+        );
         assert!(q.pop().await.is_none(), "closed and empty ends the task");
     }
 }

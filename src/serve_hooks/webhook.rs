@@ -129,7 +129,7 @@ impl Webhook {
         let request = Request::post(self.uri.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(USER_AGENT, concat!("electop/", env!("CARGO_PKG_VERSION")))
-            .body(Full::new(Bytes::from(p.json.clone())));
+            .body(Full::new(Bytes::from(p.json().to_owned())));
         let request = match request {
             Ok(r) => r,
             Err(e) => return Attempt::GiveUp(format!("could not make the request: {e}")),
