@@ -12,6 +12,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("logging", 0),
     ("pem", 0),
     ("presets", 1),
+    // `electop serve`'s change hooks: they deliver events and know nothing of where from.
+    ("serve_hooks", 1),
     // Parses and merges flags with the file; a leaf for the rest.
     ("config", 2),
     // What an admin action is (the typed plan), and the audit trail.

@@ -165,7 +165,7 @@ async fn observe(
                 continue;
             };
             if for_hooks(e.kind) {
-                hooks.send(&line);
+                hooks.send_event(&e, &short);
             }
             // No reader is no error: the line is for whoever listens.
             let _ = events.send(line.into());
