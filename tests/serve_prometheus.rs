@@ -142,7 +142,8 @@ fn prometheus_sees_failover_no_leader_and_a_deposed_holder_and_hooks_hear_every_
     let rules_dir = tempfile::tempdir().expect("tempdir");
     let rules = rules_with_for(rules_dir.path(), "1s");
     let alertmanager = Alertmanager::start();
-    let prometheus = Prometheus::start(&[listen.clone()], &[rules], Some(&alertmanager));
+    let prometheus =
+        Prometheus::start(std::slice::from_ref(&listen), &[rules], Some(&alertmanager));
 
     common::wait_until("Prometheus sees both leaders", WAIT, || {
         holder(&prometheus, "jobs").as_deref() == Some("node-a")
