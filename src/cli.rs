@@ -246,11 +246,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "CMD")]
     pub on_change: Option<String>,
     /// POST each event as JSON to URL (http://), with retries. May be given several times.
+    /// Without --on-change/--webhook, the config's `[serve]` section says.
     #[arg(long, value_name = "URL")]
     pub webhook: Vec<String>,
-    /// How long a hook run or a webhook attempt may take before it is cut off.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub hook_timeout: Duration,
+    /// How long a hook run or a webhook attempt may take before it is cut off (default 10s,
+    /// or `[serve] hook_timeout`).
+    #[arg(long, value_parser = parse_duration)]
+    pub hook_timeout: Option<Duration>,
     /// Log lines on stderr as text or as JSON objects.
     #[arg(long, value_enum, default_value_t)]
     pub log_format: LogFormat,

@@ -1,7 +1,7 @@
 //! Drives a real, throwaway etcd (and a SQLite file) and prints what electop costs beside
 //! what etcdctl costs in the same run: `cargo bench --bench etcd_scale` (all of it, a few
 //! minutes), or `-- --sizes 1000,10000` for fewer elections, `--layouts el-own,lk-shared` for
-//! fewer layouts, `--skip-live`, `--skip-sql` for less, `--restart-etcd` to take the reads
+//! fewer layouts, `--skip-live`, `--skip-sql`, `--skip-serve` for less, `--restart-etcd` to take the reads
 //! again after restarting etcd (see `reads`); `ELECTOP_BENCH_BIN=path` times another build.
 //! Figures, never assertions;
 //! under `cargo test` it does nothing, so CI's timed tests never start it.
@@ -12,6 +12,7 @@ mod common;
 mod drive;
 mod load;
 mod procs;
+mod serve;
 mod sql;
 mod tui;
 mod watchers;
@@ -236,6 +237,9 @@ fn main() {
     }
     if !skip("sql") {
         sql::run(home.path());
+    }
+    if !skip("serve") {
+        serve::run(&rt, home.path());
     }
 }
 

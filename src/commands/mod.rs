@@ -193,7 +193,7 @@ async fn on_sources(
                 let config = Config::load(path.as_deref()).map_err(|e| e.to_string())?;
                 Ok(flags.select(&config)?.sources)
             });
-            serve::run(args, selected, opts, reload).await
+            serve::run(args, &config.serve, selected, opts, reload).await
         }
         Some(Command::Watch { json, changes_only }) => {
             let how = watch::How { json, changes_only };

@@ -13,6 +13,7 @@ use crate::serve::{Options, auth};
 
 pub(super) async fn run(
     args: ServeArgs,
+    serve: &crate::config::ServeConfig,
     selected: Selected,
     opts: BackendOptions,
     reload: crate::serve::Reload,
@@ -27,11 +28,21 @@ pub(super) async fn run(
         (Some(cert), Some(key)) => Some(auth::tls(cert, key).map_err(Usage)?),
         _ => None,
     };
+    // The flags, or where they say nothing, the config's `[serve]`.
+    let defaults = crate::serve_hooks::HookConfig::default();
+    let flagged = args.on_change.is_some() || !args.webhook.is_empty();
+    let (on_change, webhooks) = match flagged {
+        true => (args.on_change, args.webhook),
+        false => (serve.on_change.clone(), serve.webhooks.clone()),
+    };
     let hooks = crate::serve_hooks::HookConfig {
-        on_change: args.on_change,
-        webhooks: args.webhook,
-        timeout: args.hook_timeout,
-        ..crate::serve_hooks::HookConfig::default()
+        on_change,
+        webhooks,
+        timeout: args
+            .hook_timeout
+            .or(serve.hook_timeout)
+            .unwrap_or(defaults.timeout),
+        ..defaults
     };
     let o = Options {
         listen: args.listen,

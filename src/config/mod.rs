@@ -29,7 +29,7 @@ pub use keys::{KeyOverrides, parse_key};
 pub use sql::{DbUrl, SqlChecked, SqlColumns, SqlConfigError, SqlSource, SqlSpec, read_password};
 pub use sql_names::{BadIdent, Columns, Dialect, Ident};
 pub use sql_tls::TlsConfigError;
-pub use ui::{HistoryConfig, UiConfig};
+pub use ui::{HistoryConfig, ServeConfig, UiConfig};
 
 /// The config file, checked: every source's settings can work and has its name, every
 /// context names known sources.
@@ -39,6 +39,8 @@ pub struct Config {
     pub path: Option<PathBuf>,
     pub ui: UiConfig,
     pub history: HistoryConfig,
+    /// What `electop serve` runs on each change.
+    pub serve: ServeConfig,
     /// The elections to show, each named; `--etcd`/`--sql` on the command line replace these.
     pub sources: Vec<SourceConfig>,
     /// Key overrides, e.g. `reelect = "ctrl-r"`.
@@ -57,6 +59,8 @@ struct ConfigFile {
     ui: UiConfig,
     #[serde(default)]
     history: HistoryConfig,
+    #[serde(default)]
+    serve: ServeConfig,
     #[serde(default, rename = "source")]
     sources: Vec<SourceFile>,
     /// Action name = "key[,key...]".
@@ -219,6 +223,7 @@ impl Config {
             path: None,
             ui: file.ui,
             history: file.history,
+            serve: file.serve,
             sources,
             keys,
             contexts: file.contexts,

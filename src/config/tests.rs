@@ -9,6 +9,20 @@ fn the_shipped_example_parses() {
 }
 
 #[test]
+fn the_serve_section_sets_the_hooks() {
+    let text = "[serve]\non_change = \"logger -t electop\"\nwebhooks = [\"http://127.0.0.1:9/h\"]\nhook_timeout = \"3s\"\n";
+    let c = Config::parse(text, Path::new("c.toml")).expect("parses");
+    assert_eq!(c.serve.on_change.as_deref(), Some("logger -t electop"));
+    assert_eq!(c.serve.webhooks, ["http://127.0.0.1:9/h"]);
+    assert_eq!(
+        c.serve.hook_timeout,
+        Some(std::time::Duration::from_secs(3))
+    );
+    let bad = Config::parse("[serve]\nhook = \"x\"\n", Path::new("c.toml"));
+    assert!(bad.is_err_and(|e| e.to_string().contains("hook")));
+}
+
+#[test]
 fn unknown_keys_are_named() {
     let err = Config::parse("[ui]\ntick = 5\n", Path::new("x.toml")).expect_err("typo");
     let msg = err.to_string();

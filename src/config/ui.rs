@@ -52,3 +52,16 @@ impl Default for HistoryConfig {
         }
     }
 }
+
+/// `[serve]`: what `electop serve` runs on each change, when the flags do not say.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// `sh -c` command per leader change or alarm (`--on-change`).
+    pub on_change: Option<String>,
+    /// URLs each change is POSTed to (`--webhook`).
+    pub webhooks: Vec<String>,
+    /// How long a hook run or webhook attempt may take, e.g. "10s" (`--hook-timeout`).
+    #[serde(deserialize_with = "super::duration::duration_opt")]
+    pub hook_timeout: Option<std::time::Duration>,
+}
