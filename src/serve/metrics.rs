@@ -81,67 +81,83 @@ impl Collector for Electop {
             MetricType::Gauge,
         )?;
         let version: Labels = vec![("version", env!("CARGO_PKG_VERSION").into())];
-        gauge(m, &version, 1)
+        let mut m = m;
+        ConstGauge::new(1i64).encode(m.encode_family(&version)?)
     }
 }
 
-fn gauge(
-    mut m: prometheus_client::encoding::MetricEncoder,
-    labels: &Labels,
-    v: impl prometheus_client::encoding::EncodeGaugeValue + Copy + std::fmt::Debug,
-) -> Result<(), std::fmt::Error> {
-    ConstGauge::new(v).encode(m.encode_family(labels)?)
+/// A per-election gauge: its name, help, and value (none: no sample).
+type PerElection = (
+    &'static str,
+    &'static str,
+    fn(&Observed, &Key, &Election) -> Option<f64>,
+);
+
+const ELECTION_GAUGES: &[PerElection] = &[
+    (
+        "electop_election_has_leader",
+        "Whether the election has a leader (1) or not (0).",
+        |_, _, e| Some(flag(e.leader.is_some())),
+    ),
+    (
+        "electop_election_leader_ttl_seconds",
+        "Time left on the leader's lease or term.",
+        |o, k, e| {
+            let d = e.leader.as_ref()?.ttl?;
+            Some(d.remaining_ms_at(o.model.as_of(k.0)) as f64 / 1000.0)
+        },
+    ),
+    (
+        "electop_election_leader_term_seconds",
+        "The lease or term the leader was granted.",
+        |_, _, e| Some(e.leader.as_ref()?.ttl?.granted_ms as f64 / 1000.0),
+    ),
+    (
+        "electop_election_last_change_age_seconds",
+        "Seconds since the last leader change seen live.",
+        |o, k, _| {
+            let at = o.tallies.get(k)?.last_change?;
+            Some(o.model.now.saturating_duration_since(at).as_secs_f64())
+        },
+    ),
+    (
+        "electop_election_leaderless_current_seconds",
+        "How long the election has been without a leader now (0 while led).",
+        |o, k, _| Some(o.leaderless_now(k).as_secs_f64()),
+    ),
+    (
+        "electop_election_candidates_waiting",
+        "Candidates in line behind the leader.",
+        |_, _, e| e.waiting().map(|n| n as f64),
+    ),
+    (
+        "electop_election_deposed_holders",
+        "Holders removed by someone else whose lease or session lives on: they may still believe they lead.",
+        |_, _, e| Some(flag(e.deposed.is_some())),
+    ),
+    (
+        "electop_election_zombie",
+        "A key that never expires (no lease) blocks the election.",
+        |_, _, e| Some(flag(e.has_zombie())),
+    ),
+    (
+        "electop_election_flapping",
+        "The leader changes more often than the configured threshold.",
+        |o, k, _| {
+            Some(flag(
+                o.model
+                    .alarms(k)
+                    .is_some_and(|(a, _)| a.has(Alarm::Flapping)),
+            ))
+        },
+    ),
+];
+
+fn flag(b: bool) -> f64 {
+    f64::from(u8::from(b))
 }
 
-/// One family: its descriptor, then a sample per election that has one.
-fn family<T>(
-    enc: &mut DescriptorEncoder,
-    (name, help, kind): (&str, &str, MetricType),
-    rows: &[(Labels, &Key, &Election)],
-    value: impl Fn(&Key, &Election) -> Option<T>,
-) -> Result<(), std::fmt::Error>
-where
-    T: Sample,
-{
-    let mut m = enc.encode_descriptor(name, help, None, kind)?;
-    for (labels, key, e) in rows {
-        if let Some(v) = value(key, e) {
-            v.write(m.encode_family(labels)?)?;
-        }
-    }
-    Ok(())
-}
-
-/// A value a family's samples hold.
-trait Sample {
-    fn write(self, m: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error>;
-}
-
-impl Sample for f64 {
-    fn write(self, m: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error> {
-        ConstGauge::new(self).encode(m)
-    }
-}
-
-impl Sample for i64 {
-    fn write(self, m: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error> {
-        ConstGauge::new(self).encode(m)
-    }
-}
-
-/// A counter's value (a gauge is signed).
-struct Count(f64);
-
-impl Sample for Count {
-    fn write(self, m: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error> {
-        ConstCounter::new(self.0).encode(m)
-    }
-}
-
-fn flag(b: bool) -> i64 {
-    i64::from(b)
-}
-
+/// Every election's series: the gauges above, the holder's `_info`, and the counters.
 fn elections(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     let model = &o.model;
     let rows: Vec<(Labels, &Key, &Election)> = model
@@ -157,60 +173,31 @@ fn elections(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::
             (labels, key, e)
         })
         .collect();
-    let at = |key: &Key| model.as_of(key.0);
-    let alarmed = |key: &Key, a: Alarm| model.alarms(key).is_some_and(|(al, _)| al.has(a));
-    use MetricType::{Counter, Gauge};
-    family(
-        enc,
-        (
-            "electop_election_has_leader",
-            "Whether the election has a leader (1) or not (0).",
-            Gauge,
-        ),
-        &rows,
-        |_, e| Some(flag(e.leader.is_some())),
-    )?;
+    for (name, help, value) in ELECTION_GAUGES {
+        let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for (labels, key, e) in &rows {
+            if let Some(v) = value(o, key, e) {
+                ConstGauge::new(v).encode(m.encode_family(labels)?)?;
+            }
+        }
+    }
     let mut m = enc.encode_descriptor(
         "electop_election_leader_info",
         "The leader's id as the store holds it (1 while it leads; replaced when it changes).",
         None,
-        Gauge,
+        MetricType::Gauge,
     )?;
     for (labels, _, e) in &rows {
         if let Some(l) = &e.leader {
-            let mut with_holder = labels.clone();
-            with_holder.push(("holder", l.id.clone()));
+            let with_holder = with(labels, "holder", &l.id);
             ConstGauge::new(1i64).encode(m.encode_family(&with_holder)?)?;
         }
     }
-    family(
-        enc,
-        (
-            "electop_election_leader_ttl_seconds",
-            "Time left on the leader's lease or term.",
-            Gauge,
-        ),
-        &rows,
-        |k, e| {
-            let d = e.leader.as_ref()?.ttl?;
-            Some(d.remaining_ms_at(at(k)) as f64 / 1000.0)
-        },
-    )?;
-    family(
-        enc,
-        (
-            "electop_election_leader_term_seconds",
-            "The lease or term the leader was granted.",
-            Gauge,
-        ),
-        &rows,
-        |_, e| Some(e.leader.as_ref()?.ttl?.granted_ms as f64 / 1000.0),
-    )?;
     let mut m = enc.encode_descriptor(
         "electop_election_leader_changes",
         "Leader changes seen live since electop started, by cause.",
         None,
-        Counter,
+        MetricType::Counter,
     )?;
     for (labels, key, _) in &rows {
         for (cause, n) in o
@@ -220,149 +207,59 @@ fn elections(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::
             .into_iter()
             .flatten()
         {
-            let mut with_cause = labels.clone();
-            with_cause.push(("cause", (*cause).to_string()));
-            ConstCounter::new(*n).encode(m.encode_family(&with_cause)?)?;
+            ConstCounter::new(*n).encode(m.encode_family(&with(labels, "cause", cause))?)?;
         }
     }
-    family(
-        enc,
-        (
-            "electop_election_last_change_age_seconds",
-            "Seconds since the last leader change seen live.",
-            Gauge,
-        ),
-        &rows,
-        |k, _| {
-            let at = o.tallies.get(k)?.last_change?;
-            Some(model.now.saturating_duration_since(at).as_secs_f64())
-        },
+    let mut m = enc.encode_descriptor(
+        "electop_election_leaderless_seconds",
+        "All the time seen without a leader since electop started.",
+        None,
+        MetricType::Counter,
     )?;
-    family(
-        enc,
-        (
-            "electop_election_leaderless_current_seconds",
-            "How long the election has been without a leader now (0 while led).",
-            Gauge,
-        ),
-        &rows,
-        |k, _| Some(o.leaderless_now(k).as_secs_f64()),
-    )?;
-    family(
-        enc,
-        (
-            "electop_election_leaderless_seconds",
-            "All the time seen without a leader since electop started.",
-            Counter,
-        ),
-        &rows,
-        |k, _| Some(Count(o.tallies.get(k).map_or(0.0, |t| t.leaderless_s))),
-    )?;
-    family(
-        enc,
-        (
-            "electop_election_candidates_waiting",
-            "Candidates in line behind the leader.",
-            Gauge,
-        ),
-        &rows,
-        |_, e| e.waiting().map(|n| n as i64),
-    )?;
-    family(
-        enc,
-        (
-            "electop_election_deposed_holders",
-            "Holders removed by someone else whose lease or session lives on: they may still believe they lead.",
-            Gauge,
-        ),
-        &rows,
-        |_, e| Some(flag(e.deposed.is_some())),
-    )?;
-    family(
-        enc,
-        (
-            "electop_election_zombie",
-            "A key that never expires (no lease) blocks the election.",
-            Gauge,
-        ),
-        &rows,
-        |_, e| Some(flag(e.has_zombie())),
-    )?;
-    family(
-        enc,
-        (
-            "electop_election_flapping",
-            "The leader changes more often than the configured threshold.",
-            Gauge,
-        ),
-        &rows,
-        |k, _| Some(flag(alarmed(k, Alarm::Flapping))),
-    )
+    for (labels, key, _) in &rows {
+        let total = o.tallies.get(*key).map_or(0.0, |t| t.leaderless_s);
+        ConstCounter::new(total).encode(m.encode_family(labels)?)?;
+    }
+    Ok(())
 }
 
-fn sources(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    let now = o.model.now;
-    let rows: Vec<(Labels, &SourceView, usize)> = o
-        .model
-        .sources
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let store = if s.info.clustered { "etcd" } else { "sql" };
-            let labels = vec![
-                ("source", s.info.short.clone()),
-                ("store", store.to_string()),
-            ];
-            (labels, s, i)
-        })
-        .collect();
-    let each = |enc: &mut DescriptorEncoder,
-                (name, help): (&str, &str),
-                value: &dyn Fn(&SourceView) -> Option<f64>|
-     -> Result<(), std::fmt::Error> {
-        let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        for (labels, s, _) in &rows {
-            if let Some(v) = value(s) {
-                ConstGauge::new(v).encode(m.encode_family(labels)?)?;
-            }
-        }
-        Ok(())
-    };
-    each(
-        enc,
-        (
-            "electop_source_up",
-            "Whether the source is read and followed now.",
-        ),
-        &|s| {
-            Some(f64::from(u8::from(
+fn with(labels: &Labels, name: &'static str, value: &str) -> Labels {
+    let mut l = labels.clone();
+    l.push((name, value.to_string()));
+    l
+}
+
+/// A per-source gauge: its name, help and value (none: no sample).
+type PerSource = (
+    &'static str,
+    &'static str,
+    fn(&SourceView, std::time::Instant) -> Option<f64>,
+);
+
+const SOURCE_GAUGES: &[PerSource] = &[
+    (
+        "electop_source_up",
+        "Whether the source is read and followed now.",
+        |s, now| {
+            Some(flag(
                 s.conn == ConnState::Connected && s.stale_for(now).is_none(),
-            )))
+            ))
         },
-    )?;
-    each(
-        enc,
-        (
-            "electop_source_idle_is_normal",
-            "No leader is this source's resting state (a lock between runs).",
-        ),
-        &|s| Some(f64::from(u8::from(s.info.idle_is_normal))),
-    )?;
-    each(
-        enc,
-        (
-            "electop_source_stale_seconds",
-            "Seconds without contact beyond the source's interval (0 when current).",
-        ),
-        &|s| Some(s.stale_for(now).map_or(0.0, |d| d.as_secs_f64())),
-    )?;
-    each(
-        enc,
-        (
-            "electop_source_last_contact_timestamp_seconds",
-            "When the store last answered a read that proves the view current.",
-        ),
-        &|s| {
+    ),
+    (
+        "electop_source_idle_is_normal",
+        "No leader is this source's resting state (a lock between runs).",
+        |s, _| Some(flag(s.info.idle_is_normal)),
+    ),
+    (
+        "electop_source_stale_seconds",
+        "Seconds without contact beyond the source's interval (0 when current).",
+        |s, now| Some(s.stale_for(now).map_or(0.0, |d| d.as_secs_f64())),
+    ),
+    (
+        "electop_source_last_contact_timestamp_seconds",
+        "When the store last answered a read that proves the view current.",
+        |s, _| {
             let (_, wall) = s.last_contact?;
             Some(
                 wall.duration_since(SystemTime::UNIX_EPOCH)
@@ -370,31 +267,44 @@ fn sources(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Er
                     .as_secs_f64(),
             )
         },
-    )?;
-    each(
-        enc,
-        (
-            "electop_source_members_up",
-            "Members of the cluster that answer (etcd).",
-        ),
-        &|s| (!s.members.is_empty()).then(|| s.members.iter().filter(|m| m.up).count() as f64),
-    )?;
-    each(
-        enc,
-        ("electop_source_members", "Members of the cluster (etcd)."),
-        &|s| (!s.members.is_empty()).then_some(s.members.len() as f64),
-    )?;
+    ),
+    (
+        "electop_source_members_up",
+        "Members of the cluster that answer (etcd).",
+        |s, _| (!s.members.is_empty()).then(|| s.members.iter().filter(|m| m.up).count() as f64),
+    ),
+    (
+        "electop_source_members",
+        "Members of the cluster (etcd).",
+        |s, _| (!s.members.is_empty()).then_some(s.members.len() as f64),
+    ),
+];
+
+fn sources(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let labels = |s: &SourceView| -> Labels {
+        let store = if s.info.clustered { "etcd" } else { "sql" };
+        vec![
+            ("source", s.info.short.clone()),
+            ("store", store.to_string()),
+        ]
+    };
+    for (name, help, value) in SOURCE_GAUGES {
+        let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for s in &o.model.sources {
+            if let Some(v) = value(s, o.model.now) {
+                ConstGauge::new(v).encode(m.encode_family(&labels(s))?)?;
+            }
+        }
+    }
     let mut m = enc.encode_descriptor(
         "electop_source_errors",
         "Times the source went down, by whether its error lasts (a refused password) or not.",
         None,
         MetricType::Counter,
     )?;
-    for (labels, _, i) in &rows {
-        for (kind, n) in o.source_errors.get(*i).into_iter().flatten() {
-            let mut with_kind = labels.clone();
-            with_kind.push(("kind", (*kind).to_string()));
-            ConstCounter::new(*n).encode(m.encode_family(&with_kind)?)?;
+    for (i, s) in o.model.sources.iter().enumerate() {
+        for (kind, n) in o.source_errors.get(i).into_iter().flatten() {
+            ConstCounter::new(*n).encode(m.encode_family(&with(&labels(s), "kind", kind))?)?;
         }
     }
     Ok(())
