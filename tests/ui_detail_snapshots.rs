@@ -2,56 +2,15 @@
 //! view (`Enter`) of each kind of election, the copy flash, and every admin dialog; drawn
 //! from hand-built states with a fixed clock, as in `ui_snapshots.rs`.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use electop::app::{self, Action, App, Msg};
-use electop::model::{
-    Candidate, Cause, ConnState, Deadline, Election, HistoryEntry, Scheme, SourceEvent, SourceInfo,
-};
+use electop::model::{Cause, ConnState, Election, HistoryEntry, Scheme, SourceEvent};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-fn info(id: usize, prefix: &str, scheme: Scheme) -> SourceInfo {
-    let sql = scheme.is_sql();
-    SourceInfo {
-        id,
-        name: if sql {
-            format!("postgres 127.0.0.1:5432 {prefix}")
-        } else {
-            format!("etcd 127.0.0.1:2379 {prefix}")
-        },
-        label: prefix.to_string(),
-        short: format!("{}{}", if sql { "sql" } else { "etcd" }, id + 1),
-        endpoints: "127.0.0.1:2379".into(),
-        scheme: Some(scheme),
-        read_only: false,
-        clustered: false,
-        idle_is_normal: false,
-        notice: None,
-    }
-}
-
-fn wall() -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000)
-}
-
-fn candidate(id: &str, key: &str, lease: Option<i64>, rev: i64, now: Instant) -> Candidate {
-    Candidate {
-        id: id.to_string(),
-        raw_id: id.as_bytes().to_vec(),
-        key: key.to_string(),
-        raw_key: key.as_bytes().to_vec(),
-        lease,
-        create_revision: rev,
-        mod_revision: rev + 1,
-        stamp: None,
-        ttl: Some(Deadline {
-            granted_ms: 60_000,
-            remaining_ms: 42_300,
-            read_at: now,
-        }),
-    }
-}
+mod common;
+use common::ui::{candidate, info, wall};
 
 fn change(secs_ago: u64, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
     HistoryEntry {

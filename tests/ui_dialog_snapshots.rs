@@ -6,57 +6,20 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use electop::app::{self, Action, App, Dialog, Msg};
-use electop::model::{
-    Candidate, ConnState, Deadline, Election, MemberInfo, Scheme, SourceEvent, SourceInfo,
-};
+use electop::model::{ConnState, Deadline, Election, MemberInfo, Scheme, SourceEvent};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+
+mod common;
+use common::ui::candidate;
 
 /// The keys of a confirmation, on one row of the screen.
 const CONFIRM_KEYS: &str = "y/Enter: do it · n/Esc: cancel · d: details";
 
-fn info(prefix: &str, scheme: Scheme) -> SourceInfo {
-    let sql = scheme.is_sql();
-    SourceInfo {
-        id: 0,
-        name: if sql {
-            format!("postgres 127.0.0.1:5432 {prefix}")
-        } else {
-            format!("etcd 127.0.0.1:2379 {prefix}")
-        },
-        label: prefix.to_string(),
-        short: if sql { "sql1" } else { "etcd1" }.into(),
-        endpoints: "127.0.0.1:2379".into(),
-        scheme: Some(scheme),
-        read_only: false,
-        clustered: false,
-        idle_is_normal: false,
-        notice: None,
-    }
-}
-
-fn candidate(id: &str, key: &str, lease: Option<i64>, rev: i64, now: Instant) -> Candidate {
-    Candidate {
-        id: id.to_string(),
-        raw_id: id.as_bytes().to_vec(),
-        key: key.to_string(),
-        raw_key: key.as_bytes().to_vec(),
-        lease,
-        create_revision: rev,
-        mod_revision: rev + 1,
-        stamp: None,
-        ttl: Some(Deadline {
-            granted_ms: 60_000,
-            remaining_ms: 42_300,
-            read_at: now,
-        }),
-    }
-}
-
 /// A dashboard showing `e`, on a source of its scheme.
 fn showing(prefix: &str, e: Election, now: Instant) -> App {
     let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
-    let mut app = App::new(vec![info(prefix, e.scheme)], now, wall);
+    let mut app = App::new(vec![common::ui::info(0, prefix, e.scheme)], now, wall);
     let source = 0;
     let events = [
         SourceEvent::Elections {

@@ -22,6 +22,7 @@ pub mod prometheus;
 pub mod proxy;
 pub mod sqlstore;
 pub mod tmux;
+pub mod ui;
 
 pub use etcd::{Campaigner, EtcdServer};
 
