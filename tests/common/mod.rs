@@ -22,6 +22,9 @@ pub mod prometheus;
 pub mod proxy;
 pub mod sqlstore;
 pub mod tmux;
+pub mod zk_campaigners;
+pub mod zookeeper;
+pub mod zookeeper_ensemble;
 
 pub use etcd::{Campaigner, EtcdServer};
 
