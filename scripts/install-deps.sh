@@ -4,7 +4,7 @@
 # Idempotent and quick: a single dpkg-query when everything is present, and
 # silent in that case. Otherwise prints one line per package it installs.
 # Services that the packages would normally start (etcd, mariadb, postgresql,
-# prometheus, prometheus-alertmanager) are kept from starting with a temporary
+# prometheus, prometheus-alertmanager; zookeeper starts none) are kept from starting with a temporary
 # /usr/sbin/policy-rc.d; the Prometheus ones are also left disabled at boot, since
 # the tests start their own on free ports and nothing should hold 9090/9093.
 # With arguments, only those packages (the demo asks for etcd only when it needs it).
@@ -14,7 +14,11 @@ set -euo pipefail
 # (etcd 3.4's clientv3/concurrency, offline, from /usr/share/gocode).
 # prometheus (with promtool) and prometheus-alertmanager (with amtool) check the shipped
 # alert rules and scrape `electop serve` in the tests.
-PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni prometheus prometheus-alertmanager)
+# zookeeper (the server jars, started by the tests on free ports; Debian's `zookeeper` ships no
+# service, that is `zookeeperd`, which is not installed), libcurator-recipes-java (Apache
+# Curator's LeaderLatch/LeaderSelector) and openjdk-17-jdk-headless (javac) build and run the
+# Java election campaigner; python3-kazoo runs the kazoo one.
+PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni prometheus prometheus-alertmanager zookeeper libcurator-recipes-java openjdk-17-jdk-headless python3-kazoo)
 if (($# > 0)); then
   PACKAGES=("$@")
 fi
@@ -91,6 +95,10 @@ if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
     case "$pkg" in
       prometheus | prometheus-alertmanager)
         "${SUDO[@]}" systemctl disable --now "$pkg.service" >/dev/null 2>&1 || true
+        ;;
+      zookeeper)
+        # Only `zookeeperd` has a unit; should a later Debian move it here, keep it off.
+        "${SUDO[@]}" systemctl disable --now zookeeper.service >/dev/null 2>&1 || true
         ;;
     esac
   done

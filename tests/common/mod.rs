@@ -23,6 +23,9 @@ pub mod proxy;
 pub mod sqlstore;
 pub mod tmux;
 pub mod ui;
+pub mod zk_campaigners;
+pub mod zookeeper;
+pub mod zookeeper_ensemble;
 
 pub use etcd::{Campaigner, EtcdServer};
 
