@@ -76,6 +76,7 @@ fn value(p: &Prometheus, promql: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// A child killed when dropped, however the test ends.
 struct Serve(Child);
 
 impl Drop for Serve {
@@ -101,22 +102,24 @@ fn prometheus_sees_failover_no_leader_and_a_deposed_holder_and_hooks_hear_every_
     store.create_lease_table("leaderlock");
     let home = tempfile::tempdir().expect("tempdir");
     let sql = store.url();
-    let mut node = command(home.path())
-        .args(["--sql", &sql, "--scheme", "sql-lease"])
-        .args([
-            "node",
-            "--election",
-            "billing",
-            "--id",
-            "billing-1",
-            "--json",
-        ])
-        .args(["--ttl", "3000ms", "--renew", "1000ms", "--retry", "500ms"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("electop node");
+    let _node = Serve(
+        command(home.path())
+            .args(["--sql", &sql, "--scheme", "sql-lease"])
+            .args([
+                "node",
+                "--election",
+                "billing",
+                "--id",
+                "billing-1",
+                "--json",
+            ])
+            .args(["--ttl", "3000ms", "--renew", "1000ms", "--retry", "500ms"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("electop node"),
+    );
 
     let (hook_addr, posted) = receiver();
     let hook_log = home.path().join("hook.log");
@@ -244,8 +247,6 @@ fn prometheus_sees_failover_no_leader_and_a_deposed_holder_and_hooks_hear_every_
             .collect();
         changes_of(&ran) == want && changes_of(&posted.lock().expect("lock")) == want
     });
-    let _ = node.kill();
-    let _ = node.wait();
     c.kill();
     drop(serve);
 }

@@ -33,7 +33,7 @@ pub(crate) struct Options {
 }
 
 /// How often the clock moves the model on (countdowns, staleness, time without a leader).
-const TICK: Duration = Duration::from_millis(500);
+const TICK: Duration = Duration::from_secs(1);
 /// `/api/v1/events` lines a slow reader may fall behind by before it is told it missed some.
 const EVENTS_BUFFERED: usize = 8_192;
 

@@ -30,13 +30,19 @@ pub(crate) struct Observed {
     /// Per source: how many times it went down, by whether the error lasts.
     pub source_errors: Vec<BTreeMap<&'static str, u64>>,
     last_tick: Instant,
+    /// When counts of elections gone from the model are next looked for.
+    next_sweep: Instant,
 }
+
+/// How often counts are checked against the elections the model still has.
+const SWEEP: Duration = Duration::from_secs(60);
 
 impl Observed {
     pub(crate) fn new(model: ReadModel) -> Self {
         let n = model.sources.len();
         Observed {
             last_tick: model.now,
+            next_sweep: model.now + SWEEP,
             model,
             tallies: HashMap::new(),
             source_errors: vec![BTreeMap::new(); n],
@@ -124,22 +130,33 @@ impl Observed {
         self.last_tick = now;
         let stale = self.model.stale_sources();
         for (key, e) in &self.model.elections {
+            if e.leader.is_some() {
+                // Led: only a stretch without a leader to close; no entry made for it.
+                if let Some(t) = self.tallies.get_mut(key) {
+                    t.leaderless_since = None;
+                }
+                continue;
+            }
             let current = self.model.sources.get(key.0).is_some_and(|s| {
                 s.conn == ConnState::Connected && !stale.get(key.0).copied().unwrap_or(true)
             });
-            let t = self.tallies.entry(key.clone()).or_default();
-            match (&e.leader, current) {
-                (None, true) => {
-                    t.leaderless_s += dt;
-                    t.leaderless_since.get_or_insert(now);
-                }
-                (Some(_), _) => t.leaderless_since = None,
-                (None, false) => {}
+            if !current {
+                continue;
             }
+            let t = match self.tallies.get_mut(key) {
+                Some(t) => t,
+                None => self.tallies.entry(key.clone()).or_default(),
+            };
+            t.leaderless_s += dt;
+            t.leaderless_since.get_or_insert(now);
         }
-        // Counts of elections gone from the model go with them: the series stay bounded.
-        let model = &self.model;
-        self.tallies.retain(|k, _| model.elections.contains_key(k));
+        // Counts of elections gone from the model go with them, so the series stay bounded;
+        // looked for only when there may be some (a walk of every count otherwise).
+        if self.tallies.len() > self.model.elections.len() || now >= self.next_sweep {
+            let model = &self.model;
+            self.tallies.retain(|k, _| model.elections.contains_key(k));
+            self.next_sweep = now + SWEEP;
+        }
     }
 
     /// How long the election has been without a leader now, as seen here.
