@@ -101,36 +101,8 @@ fn latency(
     let theirs = Lines::start(etcd.etcdctl_command().args(["watch", "--prefix", &prefix]));
     std::thread::sleep(Duration::from_millis(500)); // etcdctl prints nothing when ready
     // New values: start after the ones the CPU runs wrote.
-    let first = 1_000_000;
-    let seqs: Vec<usize> = (first..first + 200).collect();
-    rt.block_on(async {
-        for s in &seqs {
-            let e = (s * 7919) % leases.len();
-            let opts = etcd_client::PutOptions::new().with_lease(leases[e]);
-            let mut c = client.clone();
-            c.put(format!("{prefix}e{e:06}"), drive::value(*s), Some(opts))
-                .await
-                .expect("put");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    });
-    std::thread::sleep(Duration::from_secs(1));
-    let needles: Vec<String> = seqs.iter().map(|s| drive::value(*s)).collect();
-    let (a, b) = (ours.times(&needles), theirs.times(&needles));
-    let extra: Vec<f64> = a
-        .iter()
-        .zip(&b)
-        .filter_map(|(x, y)| {
-            Some(
-                x.as_ref()?
-                    .saturating_duration_since(*y.as_ref()?)
-                    .as_secs_f64()
-                    * 1000.0,
-            )
-        })
-        .collect();
-    let missed = a.iter().filter(|x| x.is_none()).count();
-    let (p50, p99, max) = procs::percentiles(extra);
+    let (missed, (p50, p99, max)) =
+        crate::watchers::extra_delay(rt, client, (&prefix, leases), 1_000_000, (&ours, &theirs));
     println!(
         "\n## `watch --json` vs `etcdctl watch`, {N} elections with a lease each, 20 changes/s\n"
     );
@@ -138,7 +110,7 @@ fn latency(
     println!("|---|---|---|---|---|");
     println!(
         "| {} | {missed} | {p50:.2} ms | {p99:.2} ms | {max:.2} ms |",
-        seqs.len()
+        200
     );
 }
 

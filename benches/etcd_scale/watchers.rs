@@ -79,3 +79,48 @@ impl Drop for Lines {
         let _ = self.child.wait();
     }
 }
+
+/// 200 changes at 20/s onto the lease-key elections under `prefix` (each a new value from
+/// `first` on), and how much later each reached `ours` than `theirs`: how many were missed,
+/// and the extra delay's p50, p99 and max in ms.
+pub fn extra_delay(
+    rt: &tokio::runtime::Runtime,
+    client: &etcd_client::Client,
+    (prefix, leases): (&str, &[i64]),
+    first: usize,
+    (ours, theirs): (&Lines, &Lines),
+) -> (usize, (f64, f64, f64)) {
+    let seqs: Vec<usize> = (first..first + 200).collect();
+    rt.block_on(async {
+        for s in &seqs {
+            let e = (s * 7919) % leases.len();
+            let opts = etcd_client::PutOptions::new().with_lease(leases[e]);
+            let mut c = client.clone();
+            c.put(
+                format!("{prefix}e{e:06}"),
+                crate::drive::value(*s),
+                Some(opts),
+            )
+            .await
+            .expect("put");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let needles: Vec<String> = seqs.iter().map(|s| crate::drive::value(*s)).collect();
+    let (a, b) = (ours.times(&needles), theirs.times(&needles));
+    let extra: Vec<f64> = a
+        .iter()
+        .zip(&b)
+        .filter_map(|(x, y)| {
+            Some(
+                x.as_ref()?
+                    .saturating_duration_since(*y.as_ref()?)
+                    .as_secs_f64()
+                    * 1000.0,
+            )
+        })
+        .collect();
+    let missed = a.iter().filter(|x| x.is_none()).count();
+    (missed, crate::procs::percentiles(extra))
+}
