@@ -19,6 +19,7 @@ pub(crate) mod forced;
 #[cfg(test)]
 mod plan_tests;
 pub mod sql;
+pub mod zookeeper;
 
 use std::future::Future;
 use std::pin::Pin;
