@@ -128,6 +128,47 @@ fn check_path(what: &str, p: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Config, Flags, SourceConfig};
+
+    #[test]
+    fn a_config_source_is_checked_and_named_zk1() {
+        let text = "[[source]]\nkind = \"zookeeper\"\nendpoints = [\"zk1:2181\"]\n\
+                    chroot = \"/kafka\"\nprefix = \"/election/\"\n";
+        let c = Config::parse(text, std::path::Path::new("c.toml")).expect("parses");
+        let SourceConfig::Zookeeper(z) = &c.sources[0] else {
+            panic!("a zookeeper source: {:?}", c.sources)
+        };
+        assert_eq!(z.connect_string(), "zk1:2181/kafka");
+        assert_eq!(
+            (z.prefix.as_str(), z.name.as_deref()),
+            ("/election", Some("zk1"))
+        );
+        let bad = "[[source]]\nkind = \"zookeeper\"\nendpoints = [\"zk1\"]\n";
+        let err = Config::parse(bad, std::path::Path::new("c.toml")).expect_err("no port");
+        assert!(
+            err.to_string()
+                .contains("[[source]] #1: ZooKeeper member `zk1`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn zk_with_a_prefix_is_one_zookeeper_source_and_no_etcd() {
+        let flags = Flags {
+            zk: vec!["127.0.0.1:2181".into()],
+            prefix: vec!["/election".into()],
+            ..Flags::default()
+        };
+        let got = flags.resolve(&Config::default()).expect("resolves");
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(matches!(&got[0], SourceConfig::Zookeeper(z) if z.prefix == "/election"));
+        let both = Flags {
+            etcd: vec!["127.0.0.1:2379".into()],
+            ..flags
+        };
+        let got = both.resolve(&Config::default()).expect("resolves");
+        assert_eq!(got.len(), 2, "--prefix goes to both: {got:?}");
+    }
 
     #[test]
     fn a_connect_string_gives_members_and_chroot() {

@@ -188,7 +188,7 @@ impl Follow {
             return self.on_session(client, ev.session_state).await;
         }
         // A candidate's node came, went or changed: its parent is the election to re-read.
-        let Some(parent) = parent_of(&ev.path) else {
+        let Some(parent) = parent_of(&ev.path).filter(|p| within(&self.b.cfg.prefix, p)) else {
             return Ok(());
         };
         let children = self.reader(client).children(parent).await?;
@@ -256,6 +256,15 @@ fn parent_of(path: &str) -> Option<&str> {
     }
 }
 
+/// Whether `path` is `prefix` or below it: an event on the prefix itself must not make
+/// its parent, outside the source, be read as an election.
+fn within(prefix: &str, path: &str) -> bool {
+    prefix == "/"
+        || path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -264,5 +273,14 @@ mod tests {
         assert_eq!(super::parent_of("/a"), Some("/"));
         assert_eq!(super::parent_of("/"), None);
         assert_eq!(super::parent_of(""), None);
+    }
+
+    #[test]
+    fn only_parents_at_or_below_the_prefix_are_read() {
+        assert!(super::within("/election", "/election"));
+        assert!(super::within("/election", "/election/jobs"));
+        assert!(!super::within("/election", "/"), "the prefix's own parent");
+        assert!(!super::within("/election", "/elections"));
+        assert!(super::within("/", "/anything"));
     }
 }
