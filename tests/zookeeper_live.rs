@@ -76,6 +76,16 @@ impl Zk {
         s.write_all(b"ruok").is_ok() && s.read_to_string(&mut out).is_ok() && out == "imok"
     }
 
+    /// SIGSTOP (`true`) or SIGCONT: the server stops answering, or answers again.
+    fn freeze(&self, stop: bool) {
+        let sig = if stop { "-STOP" } else { "-CONT" };
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig}");
+    }
+
     fn endpoint(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
@@ -83,6 +93,7 @@ impl Zk {
 
 impl Drop for Zk {
     fn drop(&mut self) {
+        self.freeze(false);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -175,4 +186,35 @@ fn nothing_listening_is_said_plainly() {
         err.contains("no ZooKeeper member answered") || err.contains("no answer from ZooKeeper"),
         "{err}"
     );
+}
+
+/// A server that stops answering is reported down, in words, and once it answers again
+/// the source is connected and shows the same leader.
+#[test]
+fn a_frozen_server_is_reported_down_then_back() {
+    let Some(zk) = Zk::start() else {
+        eprintln!("zookeeper is not installed (apt-get install zookeeper): skipped");
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let ep = zk.endpoint();
+    let a = rt.block_on(join(&ep, "/election/jobs", "u1", "node-a"));
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = ["--zk", ep.as_str(), "--prefix", "/election"];
+    let mut w = Watch::start(home.path(), &args);
+    w.wait_synced(1);
+    zk.freeze(true);
+    let down = w.wait_for("the source down", T, |v| v["kind"] == "disconnected");
+    let said = down.to_string();
+    assert!(
+        said.contains("no answer from ZooKeeper") || said.contains("connection to ZooKeeper lost"),
+        "{down:#}"
+    );
+    zk.freeze(false);
+    // Only what comes after the thaw counts: the first connection is in `seen` too.
+    w.seen.clear();
+    w.wait_for("connected again", T * 2, |v| v["kind"] == "connected");
+    let s = status_json(home.path(), &args);
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a");
+    drop(a);
 }

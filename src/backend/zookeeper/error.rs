@@ -35,6 +35,11 @@ impl ZkError {
             E::SessionExpired => ZkError::SessionExpired,
             E::ConnectionLoss => ZkError::ConnectionLoss,
             E::NoAuth | E::AuthFailed => ZkError::NoAuth(path.to_string()),
+            // The client's own connect deadline (a member that accepts and then says
+            // nothing, like a frozen one) comes as a message, not a variant.
+            other if other.to_string().starts_with("no response from connection") => {
+                ZkError::Timeout(at.to_string(), wait)
+            }
             other => ZkError::Other(other.to_string()),
         }
     }
