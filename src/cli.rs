@@ -13,7 +13,7 @@ use crate::model::Scheme;
 #[command(
     name = "electop",
     version,
-    about = "A terminal dashboard for leader elections in etcd and SQL tables",
+    about = "A terminal dashboard for leader elections in etcd, ZooKeeper and SQL tables",
     after_help = MAIN_EXAMPLES
 )]
 pub struct Cli {

@@ -155,6 +155,23 @@ fn kazoo_nodes_show_leader_and_line_and_a_deleted_leader_is_followed() {
     assert_eq!(e["leader"]["id"], "node-a", "{e:#}");
     assert_eq!(ids(e), ["node-a", "node-b", "node-c"], "{e:#}");
 
+    // The table, as a person reads it: the election, its leader, two waiting.
+    let out = common::electop::command(home.path())
+        .args(args)
+        .args(["status", "-o", "wide"])
+        .output()
+        .expect("run electop status");
+    let table = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{table}");
+    let row = table
+        .lines()
+        .find(|l| l.contains("jobs"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("node-a") && row.contains("zookeeper"),
+        "{table}"
+    );
+
     let mut w = Watch::start(home.path(), &args);
     w.wait_synced(1);
     rt.block_on(c.client.delete(&a.path, None))
