@@ -13,7 +13,7 @@ use crate::model::Scheme;
 #[command(
     name = "electop",
     version,
-    about = "A terminal dashboard for leader elections in etcd and SQL tables",
+    about = "A terminal dashboard for leader elections in etcd, ZooKeeper and SQL tables",
     after_help = MAIN_EXAMPLES
 )]
 pub struct Cli {
@@ -47,6 +47,10 @@ pub struct SourceArgs {
     #[arg(long, global = true, value_delimiter = ',', value_name = "HOST:PORT",
           value_parser = crate::config::check_endpoint)]
     pub etcd: Vec<String>,
+    /// ZooKeeper ensemble, HOST:PORT[,HOST:PORT...][/chroot]; --prefix is the znode the
+    /// elections live under (default /). Repeatable. Replaces the config file's sources.
+    #[arg(long, global = true, value_name = "HOST:PORT[/CHROOT]")]
+    pub zk: Vec<String>,
     /// Key prefix the elections live under; repeat for several.
     #[arg(long, global = true, value_name = "P")]
     pub prefix: Vec<String>,
@@ -139,6 +143,7 @@ pub enum OutputFormat {
 const MAIN_EXAMPLES: &str = "Examples:
   electop                                   the dashboard on a local etcd (127.0.0.1:2379)
   electop --etcd 10.0.0.5:2379 --prefix /elections/
+  electop --zk zk1:2181,zk2:2181 --prefix /election
   electop --sql postgres://app@db/app --scheme sql-lease --password-env PGPASSWORD
   electop status                            every election once, as a table
   electop watch                             one line per leader change
@@ -426,6 +431,7 @@ impl SourceArgs {
         Flags {
             context: self.context.clone(),
             etcd: self.etcd.clone(),
+            zk: self.zk.clone(),
             prefix: self.prefix.clone(),
             scheme: self.scheme.map(Scheme::from),
             registry: self.registry.clone(),

@@ -8,7 +8,7 @@
 //! The decision "did the leader change, why, was it forced" and the history entry it makes
 //! are shared (`change` and `forced`), not written per store.
 //!
-//! Adding a store (ZooKeeper, Redis are next):
+//! Adding a store (Redis is next; ZooKeeper is the latest):
 //! 1. a `SourceConfig` variant and its flags (`config`, `cli`);
 //! 2. a folder here with a type implementing [`Store`];
 //! 3. its line in [`store_of`] (and in `store_for`, by its admin [`Target`]).
@@ -19,6 +19,7 @@ pub(crate) mod forced;
 #[cfg(test)]
 mod plan_tests;
 pub mod sql;
+pub mod zookeeper;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -163,6 +164,7 @@ pub fn store_of(cfg: &SourceConfig) -> &'static dyn Store {
     match cfg {
         SourceConfig::Etcd(_) => &etcd::Etcd,
         SourceConfig::Sql(_) => &sql::Sql,
+        SourceConfig::Zookeeper(_) => &zookeeper::Zookeeper,
     }
 }
 
@@ -171,6 +173,7 @@ fn store_for(target: &Target) -> &'static dyn Store {
     match target {
         Target::Etcd { .. } => &etcd::Etcd,
         Target::Sql(_) => &sql::Sql,
+        Target::Zookeeper { .. } => &zookeeper::Zookeeper,
     }
 }
 

@@ -1,5 +1,5 @@
 //! Named contexts, as in kubeconfig: `[[context]]` names a set of the file's `[[source]]`
-//! entries (by their `name`, or `etcd1`, `sql1`... for unnamed ones), `current-context`
+//! entries (by their `name`, or `etcd1`, `sql1`, `zk1`... for unnamed ones), `current-context`
 //! picks the one used when `--context` is not given (else the first context).
 
 use serde::Deserialize;
@@ -18,13 +18,14 @@ pub struct Context {
 /// The name every source is shown by: its `name`, else its kind and its rank among the
 /// sources of that kind (`etcd1`, `etcd2`, `sql1`...).
 pub(crate) fn source_names(sources: &[SourceConfig]) -> Vec<String> {
-    let mut counts = [0usize; 2];
+    let mut counts = [0usize; 3];
     sources
         .iter()
         .map(|s| {
             let (kind, slot) = match s {
                 SourceConfig::Etcd(_) => ("etcd", 0),
                 SourceConfig::Sql(_) => ("sql", 1),
+                SourceConfig::Zookeeper(_) => ("zk", 2),
             };
             counts[slot] += 1;
             match s.name() {

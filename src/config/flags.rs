@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Config, DbUrl, EtcdSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec};
+use super::{
+    Config, DbUrl, EtcdSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec, ZkSource,
+};
 use crate::model::Scheme;
 use crate::presets::{KnownTable, Preset};
 
@@ -27,6 +29,8 @@ pub struct FoundTable {
 pub struct Flags {
     pub context: Option<String>,
     pub etcd: Vec<String>,
+    /// ZooKeeper connect strings, `HOST:PORT[,HOST:PORT...][/chroot]`.
+    pub zk: Vec<String>,
     pub prefix: Vec<String>,
     pub scheme: Option<Scheme>,
     pub registry: Option<String>,
@@ -64,12 +68,13 @@ impl Flags {
     /// [`Self::resolve`], with the context the sources came from.
     pub fn select(&self, config: &Config) -> Result<Selected, String> {
         let flags_given = !self.etcd.is_empty()
+            || !self.zk.is_empty()
             || !self.prefix.is_empty()
             || !self.sql.is_empty()
             || self.preset.is_some_and(|p| p.etcd_namespace().is_some());
         if flags_given && let Some(name) = &self.context {
             return Err(format!(
-                "--context {name} reads the config file's sources, which --etcd/--prefix/--sql replace: give one or the other"
+                "--context {name} reads the config file's sources, which --etcd/--zk/--prefix/--sql replace: give one or the other"
             ));
         }
         let chosen = config.select(self.context.as_deref())?;
@@ -106,8 +111,11 @@ impl Flags {
             ));
         }
         let etcd_preset = self.preset.filter(|p| p.etcd_namespace().is_some());
-        let etcd_given = !self.etcd.is_empty() || !self.prefix.is_empty() || etcd_preset.is_some();
-        let flags_given = etcd_given || !self.sql.is_empty();
+        // --prefix goes with --zk when that is given without --etcd.
+        let prefix_is_etcd =
+            !self.prefix.is_empty() && (self.zk.is_empty() || !self.etcd.is_empty());
+        let etcd_given = !self.etcd.is_empty() || prefix_is_etcd || etcd_preset.is_some();
+        let flags_given = etcd_given || !self.sql.is_empty() || !self.zk.is_empty();
         let mut sources = Vec::new();
         if etcd_given || (!flags_given && configured.is_empty()) {
             let endpoints = if self.etcd.is_empty() {
@@ -139,6 +147,7 @@ impl Flags {
                 })
             }));
         }
+        sources.extend(self.zk_sources()?);
         if let Some(scheme) = sql_scheme {
             for url in &self.sql {
                 sources.push(SourceConfig::Sql(self.sql_source(url, scheme)?));
@@ -165,6 +174,24 @@ impl Flags {
             }
         }
         Ok(sources)
+    }
+
+    /// One source per `--zk` and `--prefix` (`/` without one).
+    fn zk_sources(&self) -> Result<Vec<SourceConfig>, String> {
+        let prefixes: Vec<Option<String>> = if self.prefix.is_empty() {
+            vec![None]
+        } else {
+            self.prefix.iter().cloned().map(Some).collect()
+        };
+        let mut out = Vec::new();
+        for connect in &self.zk {
+            for prefix in &prefixes {
+                let src = ZkSource::from_connect(connect, prefix.clone())
+                    .map_err(|e| format!("--zk {connect}: {e}"))?;
+                out.push(SourceConfig::Zookeeper(src));
+            }
+        }
+        Ok(out)
     }
 
     /// One source per table the catalog of `url` held, each saying where it was found.

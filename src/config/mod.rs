@@ -14,6 +14,7 @@ pub(crate) mod sql;
 mod sql_names;
 pub(crate) mod sql_tls;
 mod ui;
+mod zookeeper;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ pub use sql::{DbUrl, SqlChecked, SqlColumns, SqlConfigError, SqlSource, SqlSpec,
 pub use sql_names::{BadIdent, Columns, Dialect, Ident};
 pub use sql_tls::TlsConfigError;
 pub use ui::{HistoryConfig, ServeConfig, UiConfig};
+pub use zookeeper::ZkSource;
 
 /// The config file, checked: every source's settings can work and has its name, every
 /// context names known sources.
@@ -77,6 +79,7 @@ struct ConfigFile {
 enum SourceFile {
     Etcd(EtcdSource),
     Sql(sql::SqlSourceFile),
+    Zookeeper(ZkSource),
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -84,6 +87,7 @@ enum SourceFile {
 pub enum SourceConfig {
     Etcd(EtcdSource),
     Sql(SqlSource),
+    Zookeeper(ZkSource),
 }
 
 impl SourceConfig {
@@ -91,6 +95,7 @@ impl SourceConfig {
         match self {
             SourceConfig::Etcd(e) => e.read_only,
             SourceConfig::Sql(s) => s.read_only,
+            SourceConfig::Zookeeper(z) => z.read_only,
         }
     }
 
@@ -98,6 +103,7 @@ impl SourceConfig {
         match self {
             SourceConfig::Etcd(e) => e.read_only = true,
             SourceConfig::Sql(s) => s.set_read_only(),
+            SourceConfig::Zookeeper(z) => z.read_only = true,
         }
     }
 
@@ -107,6 +113,7 @@ impl SourceConfig {
         match self {
             SourceConfig::Etcd(e) => e.scheme,
             SourceConfig::Sql(s) => Some(s.scheme),
+            SourceConfig::Zookeeper(_) => Some(crate::model::Scheme::ZkRecipe),
         }
     }
 
@@ -115,6 +122,7 @@ impl SourceConfig {
         match self {
             SourceConfig::Etcd(e) => e.name.as_deref(),
             SourceConfig::Sql(s) => s.name.as_deref(),
+            SourceConfig::Zookeeper(z) => z.name.as_deref(),
         }
     }
 
@@ -122,6 +130,7 @@ impl SourceConfig {
         match self {
             SourceConfig::Etcd(e) => e.name = Some(name),
             SourceConfig::Sql(s) => s.set_name(name),
+            SourceConfig::Zookeeper(z) => z.name = Some(name),
         }
     }
 }
@@ -209,6 +218,10 @@ impl Config {
                     SourceConfig::Etcd(e)
                 }
                 SourceFile::Sql(q) => SourceConfig::Sql(q.into_source().map_err(at)?),
+                SourceFile::Zookeeper(mut z) => {
+                    z.check().map_err(at)?;
+                    SourceConfig::Zookeeper(z)
+                }
             });
             if let Some(name) = sources[i].name() {
                 context::check_name(&format!("[[source]] #{}", i + 1), name)?;

@@ -104,7 +104,7 @@ fn a_preset_sets_scheme_table_and_columns_unless_given() {
         let text = format!("[[source]]\nkind = \"sql\"\nurl = \"postgres://h/db\"\n{extra}");
         Config::parse(&text, Path::new("x.toml")).map(|mut c| match c.sources.remove(0) {
             SourceConfig::Sql(s) => s,
-            SourceConfig::Etcd(_) => panic!("sql"),
+            _ => panic!("sql"),
         })
     };
     let s = sql("preset = \"orchestrator\"\n").expect("valid");

@@ -21,6 +21,10 @@ pub enum Scheme {
     /// Patroni's keys in etcd: `<namespace><scope>/leader` on the leader's lease, members
     /// under `<scope>/members/`.
     Patroni,
+    /// A ZooKeeper recipe (Curator `LeaderLatch`/`LeaderSelector`, kazoo `Election`/`Lock`):
+    /// one ephemeral sequential znode per candidate, lowest sequence number leads.
+    #[serde(rename = "zookeeper")]
+    ZkRecipe,
 }
 
 impl Scheme {
@@ -31,6 +35,7 @@ impl Scheme {
             Scheme::SqlLease => "sql-lease",
             Scheme::SqlHeartbeat => "sql-heartbeat",
             Scheme::Patroni => "patroni",
+            Scheme::ZkRecipe => "zookeeper",
         }
     }
 }
@@ -321,7 +326,7 @@ impl Election {
         let no_line = match self.scheme {
             Scheme::SqlLease | Scheme::SqlHeartbeat => true,
             Scheme::EtcdLeaseKey => self.candidates.len() <= 1,
-            Scheme::EtcdElection | Scheme::Patroni => false,
+            Scheme::EtcdElection | Scheme::Patroni | Scheme::ZkRecipe => false,
         };
         if no_line {
             return None;

@@ -293,6 +293,13 @@ impl Timing {
                 renew: Duration::from_millis(3_300),
                 retry: s(2),
             },
+            // kazoo's default session: 10 s, heartbeats at a third of it (ZooKeeper's client
+            // pings every timeout / 3).
+            Scheme::ZkRecipe => Timing {
+                ttl: s(10),
+                renew: Duration::from_millis(3_300),
+                retry: s(1),
+            },
             // gabihodoroaga/leaderelection: term 8 s, renew 4 s, retry 2 s.
             Scheme::SqlLease => Timing {
                 ttl: s(8),

@@ -282,7 +282,11 @@ const SOURCE_GAUGES: &[PerSource] = &[
 
 fn sources(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     let labels = |s: &SourceView| -> Labels {
-        let store = if s.info.clustered { "etcd" } else { "sql" };
+        let store = match s.info.scheme {
+            Some(crate::model::Scheme::ZkRecipe) => "zookeeper",
+            _ if s.info.clustered => "etcd",
+            _ => "sql",
+        };
         vec![
             ("source", s.info.short.clone()),
             ("store", store.to_string()),

@@ -29,6 +29,7 @@ fn scheme_short(s: Scheme) -> &'static str {
         Scheme::SqlLease => "sql-lease",
         Scheme::SqlHeartbeat => "heartbeat",
         Scheme::Patroni => "patroni",
+        Scheme::ZkRecipe => "zookeeper",
     }
 }
 

@@ -1,5 +1,5 @@
 //! The settings of a source that decide what an action writes: the SQL table, columns and
-//! dialect, the etcd prefix. Each store reads them from the source's config
+//! dialect, the etcd prefix, the ZooKeeper prefix. Each store reads them from the source's config
 //! (`backend::target`); the dashboard gets them from the runtime, so the dialog names the
 //! columns that will be written.
 
@@ -8,8 +8,14 @@ use crate::model::Scheme;
 
 #[derive(Clone, Debug)]
 pub enum Target {
-    Etcd { prefix: String },
+    Etcd {
+        prefix: String,
+    },
     Sql(SqlTarget),
+    /// A ZooKeeper source: the znode its elections live under.
+    Zookeeper {
+        prefix: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -47,6 +53,9 @@ impl Target {
                 "last_seen_active",
                 Some(20_000),
             ),
+            Scheme::ZkRecipe => Target::Zookeeper {
+                prefix: "/".to_string(),
+            },
             _ => Target::Etcd {
                 prefix: String::new(),
             },

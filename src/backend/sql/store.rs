@@ -49,7 +49,7 @@ impl Store for Sql {
     fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
         match &req.target {
             Target::Sql(t) => plan::plan_for(req, t),
-            Target::Etcd { .. } => Err(format!(
+            Target::Etcd { .. } | Target::Zookeeper { .. } => Err(format!(
                 "{} is not a scheme of this source",
                 req.seen.scheme
             )),
@@ -65,7 +65,7 @@ impl Store for Sql {
         Box::pin(async move {
             match cfg {
                 SourceConfig::Sql(c) => admin::execute(c, req, timeout).await,
-                SourceConfig::Etcd(_) => Outcome::Refused {
+                SourceConfig::Etcd(_) | SourceConfig::Zookeeper(_) => Outcome::Refused {
                     reason: NOT_SQL.into(),
                 },
             }

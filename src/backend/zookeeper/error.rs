@@ -1,0 +1,46 @@
+//! What went wrong with a ZooKeeper source, in ZooKeeper's own words.
+
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ZkError {
+    #[error("no ZooKeeper member answered at {0} (connection refused, or nothing listening)")]
+    NoHosts(String),
+    #[error("no answer from ZooKeeper at {0} within {1:?}")]
+    Timeout(String, Duration),
+    #[error("session expired (ZooKeeper ended electop's session); starting a new one")]
+    SessionExpired,
+    #[error("connection to ZooKeeper lost; reconnecting")]
+    ConnectionLoss,
+    #[error("ZooKeeper refused electop's credentials (not authorized to read {0})")]
+    NoAuth(String),
+    #[error("more than {0} znodes under {1}; give a narrower --prefix")]
+    TooMany(usize, String),
+    #[error("ZooKeeper: {0}")]
+    Other(String),
+}
+
+impl ZkError {
+    /// A client error while talking to `at` (the connect string), for the path `path`.
+    pub(crate) fn from_client(
+        e: zookeeper_client::Error,
+        at: &str,
+        path: &str,
+        wait: Duration,
+    ) -> ZkError {
+        use zookeeper_client::Error as E;
+        match e {
+            E::NoHosts => ZkError::NoHosts(at.to_string()),
+            E::Timeout => ZkError::Timeout(at.to_string(), wait),
+            E::SessionExpired => ZkError::SessionExpired,
+            E::ConnectionLoss => ZkError::ConnectionLoss,
+            E::NoAuth | E::AuthFailed => ZkError::NoAuth(path.to_string()),
+            // The client's own connect deadline (a member that accepts and then says
+            // nothing, like a frozen one) comes as a message, not a variant.
+            other if other.to_string().starts_with("no response from connection") => {
+                ZkError::Timeout(at.to_string(), wait)
+            }
+            other => ZkError::Other(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Following a ZooKeeper source: connect, set a persistent recursive watch on the prefix,
+//! read the tree under it, then re-read an election's znode at each event below it. A lost
+//! connection is shown at once; back on the same session the whole tree is read again (the
+//! events of the gap are lost, ZOOKEEPER-4698); an expired session starts over.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use tracing::{info, warn};
+use zookeeper_client::{AddWatchMode, Client, EventType, SessionState, WatchedEvent};
+
+use super::ZkBackend;
+use super::error::ZkError;
+use super::read::Reader;
+use super::tracker::{Applied, ZkTracker};
+use crate::backend::{BackendIo, Backoff, down_and_wait};
+use crate::model::{ConnState, Event, EventKind, SourceEvent};
+
+type Stop = crate::backend::Stop<ZkError>;
+
+/// How often the store is asked for the prefix's stat, which proves what is shown is
+/// current (watch events come only when something changes).
+const CONTACT_EVERY: Duration = Duration::from_secs(1);
+/// electop's own session: short, so a vanished electop leaves no session behind for long;
+/// it holds no ephemeral node anyway.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(super) async fn run(b: ZkBackend, io: BackendIo) {
+    let cancel = io.cancel.clone();
+    let mut f = Follow {
+        tracker: ZkTracker::new(
+            b.info.id,
+            b.info.name.clone(),
+            b.cfg.prefix.clone(),
+            b.opts.history_limit,
+        ),
+        connect: b.cfg.connect_string(),
+        b,
+        io,
+        backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(10)),
+        loaded: false,
+    };
+    tokio::select! {
+        _ = f.drive() => {}
+        _ = cancel.cancelled() => {}
+    }
+}
+
+struct Follow {
+    b: ZkBackend,
+    io: BackendIo,
+    connect: String,
+    tracker: ZkTracker,
+    backoff: Backoff,
+    /// The first read is done: later reads report what changed.
+    loaded: bool,
+}
+
+impl Follow {
+    async fn drive(&mut self) {
+        loop {
+            let error = match self.session().await {
+                Err(Stop::Failed(e)) => e.to_string(),
+                Ok(()) | Err(Stop::Closed) => return,
+            };
+            let lasting = false;
+            if !down_and_wait(
+                &self.io,
+                &self.b.info,
+                error,
+                lasting,
+                None,
+                &mut self.backoff,
+            )
+            .await
+            {
+                return;
+            }
+        }
+    }
+
+    async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
+        self.io.events.send(event).await.map_err(|_| Stop::Closed)
+    }
+
+    fn reader<'a>(&'a self, client: &'a Client) -> Reader<'a> {
+        Reader {
+            client,
+            connect: &self.connect,
+            timeout: self.b.opts.request_timeout,
+        }
+    }
+
+    /// One session, from connecting until it fails.
+    async fn session(&mut self) -> Result<(), Stop> {
+        let source = self.b.info.id;
+        let state = ConnState::Connecting;
+        self.send(SourceEvent::Conn { source, state }).await?;
+        let client = self.dial().await?;
+        let prefix = self.b.cfg.prefix.clone();
+        // The watch before the read: a change between the two is then seen twice, never
+        // missed.
+        let mut watcher = match tokio::time::timeout(
+            self.b.opts.request_timeout,
+            client.watch(&prefix, AddWatchMode::PersistentRecursive),
+        )
+        .await
+        {
+            Err(_) => return Err(self.timeout().into()),
+            Ok(w) => w.map_err(|e| self.client_err(e, &prefix))?,
+        };
+        self.read_all(&client).await?;
+        self.backoff.reset();
+        let mut tick = tokio::time::interval(CONTACT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                ev = watcher.changed() => self.on_event(&client, ev).await?,
+                _ = tick.tick() => self.contact(&client).await?,
+                cmd = self.io.commands.recv() => if cmd.is_none() {
+                    return Err(Stop::Closed);
+                },
+            }
+        }
+    }
+
+    async fn dial(&self) -> Result<Client, ZkError> {
+        let wait = self.b.opts.request_timeout;
+        let connector = Client::connector()
+            .with_session_timeout(SESSION_TIMEOUT)
+            .with_connection_timeout(wait)
+            .with_fail_eagerly();
+        match tokio::time::timeout(wait, connector.connect(&self.connect)).await {
+            Err(_) => Err(self.timeout()),
+            Ok(Ok(c)) => {
+                info!(source = %self.b.info.name, session = %format!("0x{:x}", c.session_id().0), "zookeeper connected");
+                Ok(c)
+            }
+            Ok(Err(e)) => Err(self.client_err(e, "/")),
+        }
+    }
+
+    fn timeout(&self) -> ZkError {
+        ZkError::Timeout(self.connect.clone(), self.b.opts.request_timeout)
+    }
+
+    fn client_err(&self, e: zookeeper_client::Error, path: &str) -> ZkError {
+        ZkError::from_client(e, &self.connect, path, self.b.opts.request_timeout)
+    }
+
+    /// The whole tree: the first snapshot, or after a reconnect what changed meanwhile.
+    async fn read_all(&mut self, client: &Client) -> Result<(), Stop> {
+        let source = self.b.info.id;
+        let sent = (Instant::now(), SystemTime::now());
+        let nodes = self.reader(client).tree(&self.b.cfg.prefix).await?;
+        if self.loaded {
+            let applied = self.tracker.resync(&nodes, sent.1);
+            self.tell(applied).await?;
+        } else {
+            let elections = self.tracker.load(&nodes);
+            self.send(SourceEvent::Elections { source, elections })
+                .await?;
+        }
+        let state = ConnState::Connected;
+        self.send(SourceEvent::Conn { source, state }).await?;
+        self.send(contact(source, sent)).await?;
+        if !self.loaded {
+            self.loaded = true;
+            self.send(SourceEvent::Synced { source }).await?;
+        }
+        Ok(())
+    }
+
+    async fn tell(&self, applied: Applied) -> Result<(), Stop> {
+        let source = self.b.info.id;
+        if !applied.changed.is_empty() {
+            let elections = applied.changed;
+            self.send(SourceEvent::Elections { source, elections })
+                .await?;
+        }
+        for e in applied.events {
+            self.send(SourceEvent::Happened(e)).await?;
+        }
+        Ok(())
+    }
+
+    async fn on_event(&mut self, client: &Client, ev: WatchedEvent) -> Result<(), Stop> {
+        if ev.event_type == EventType::Session {
+            return self.on_session(client, ev.session_state).await;
+        }
+        // A candidate's node came, went or changed: its parent is the election to re-read.
+        let Some(parent) = parent_of(&ev.path).filter(|p| within(&self.b.cfg.prefix, p)) else {
+            return Ok(());
+        };
+        let children = self.reader(client).children(parent).await?;
+        let applied = self.tracker.apply(parent, &children, SystemTime::now());
+        self.tell(applied).await
+    }
+
+    async fn on_session(&mut self, client: &Client, state: SessionState) -> Result<(), Stop> {
+        let source = self.b.info.id;
+        match state {
+            SessionState::Disconnected => {
+                // Stale at once; the client itself moves to another member, or back.
+                let error = ZkError::ConnectionLoss.to_string();
+                warn!(source = %self.b.info.name, %error, "zookeeper disconnected");
+                let retry_at = Instant::now() + SESSION_TIMEOUT / 3;
+                let state = ConnState::Down {
+                    error: error.clone(),
+                    retry_at,
+                    lasting: false,
+                };
+                self.send(SourceEvent::Conn { source, state }).await?;
+                let name = self.b.info.name.clone();
+                let ev = Event::about_source(name, EventKind::Disconnected, None, Some(error));
+                self.send(SourceEvent::Happened(ev)).await
+            }
+            SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
+                self.read_all(client).await
+            }
+            SessionState::Expired => Err(ZkError::SessionExpired.into()),
+            SessionState::AuthFailed => Err(ZkError::NoAuth(self.b.cfg.prefix.clone()).into()),
+            SessionState::Closed => Err(ZkError::Other("the client was closed".into()).into()),
+        }
+    }
+
+    async fn contact(&self, client: &Client) -> Result<(), Stop> {
+        let sent = (Instant::now(), SystemTime::now());
+        let prefix = &self.b.cfg.prefix;
+        match tokio::time::timeout(self.b.opts.request_timeout, client.check_stat(prefix)).await {
+            Err(_) => Err(self.timeout().into()),
+            Ok(Ok(_)) => self.send(contact(self.b.info.id, sent)).await,
+            // The session event says so, and the client reconnects by itself.
+            Ok(Err(zookeeper_client::Error::ConnectionLoss)) => Ok(()),
+            Ok(Err(e)) => Err(self.client_err(e, prefix).into()),
+        }
+    }
+}
+
+/// The store answered as of `sent`; the next answer is due within [`CONTACT_EVERY`].
+fn contact(source: crate::model::SourceId, sent: (Instant, SystemTime)) -> SourceEvent {
+    SourceEvent::Contact {
+        source,
+        at: sent.0,
+        wall: sent.1,
+        next_within: CONTACT_EVERY,
+    }
+}
+
+/// The parent of a node path; `None` for the root.
+fn parent_of(path: &str) -> Option<&str> {
+    match path.rfind('/') {
+        None => None,
+        Some(0) if path.len() > 1 => Some("/"),
+        Some(0) => None,
+        Some(i) => Some(&path[..i]),
+    }
+}
+
+/// Whether `path` is `prefix` or below it: an event on the prefix itself must not make
+/// its parent, outside the source, be read as an election.
+fn within(prefix: &str, path: &str) -> bool {
+    prefix == "/"
+        || path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parents_of_event_paths() {
+        assert_eq!(super::parent_of("/a/b"), Some("/a"));
+        assert_eq!(super::parent_of("/a"), Some("/"));
+        assert_eq!(super::parent_of("/"), None);
+        assert_eq!(super::parent_of(""), None);
+    }
+
+    #[test]
+    fn only_parents_at_or_below_the_prefix_are_read() {
+        assert!(super::within("/election", "/election"));
+        assert!(super::within("/election", "/election/jobs"));
+        assert!(!super::within("/election", "/"), "the prefix's own parent");
+        assert!(!super::within("/election", "/elections"));
+        assert!(super::within("/", "/anything"));
+    }
+}

@@ -1,0 +1,110 @@
+//! Reading znodes: the whole tree under the prefix, or the children of one election.
+
+use std::time::Duration;
+
+use zookeeper_client::{Client, Error as E};
+
+use super::error::ZkError;
+use super::layout::Znode;
+
+/// How many znodes one source reads at most: beyond that, the prefix is too wide to be
+/// one place where elections live.
+pub(crate) const MAX_NODES: usize = 200_000;
+
+/// One client and what its errors are reported against.
+pub(crate) struct Reader<'a> {
+    pub client: &'a Client,
+    pub connect: &'a str,
+    pub timeout: Duration,
+}
+
+impl Reader<'_> {
+    fn err(&self, e: E, path: &str) -> ZkError {
+        ZkError::from_client(e, self.connect, path, self.timeout)
+    }
+
+    async fn bounded<T>(
+        &self,
+        path: &str,
+        f: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<Option<T>, ZkError> {
+        match tokio::time::timeout(self.timeout, f).await {
+            Err(_) => Err(ZkError::Timeout(self.connect.to_string(), self.timeout)),
+            Ok(Ok(v)) => Ok(Some(v)),
+            // Gone between listing and reading it: as if it had never been listed.
+            Ok(Err(E::NoNode)) => Ok(None),
+            Ok(Err(e)) => Err(self.err(e, path)),
+        }
+    }
+
+    /// The children of `parent` with their data and stat; empty when `parent` is gone.
+    /// Returns also which of them have children of their own.
+    async fn children_of(&self, parent: &str) -> Result<(Vec<Znode>, Vec<String>), ZkError> {
+        let Some(names) = self
+            .bounded(parent, self.client.list_children(parent))
+            .await?
+        else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let paths: Vec<String> = names.iter().map(|n| join(parent, n)).collect();
+        // One request per child, pipelined on the one connection.
+        let reads = paths
+            .iter()
+            .map(|p| self.bounded(p, self.client.get_data(p)));
+        let got = futures::future::join_all(reads).await;
+        let mut nodes = Vec::with_capacity(paths.len());
+        let mut deeper = Vec::new();
+        for (path, read) in paths.into_iter().zip(got) {
+            let Some((data, stat)) = read? else { continue };
+            if stat.ephemeral_owner == 0 && stat.num_children > 0 {
+                deeper.push(path.clone());
+            }
+            nodes.push(Znode {
+                path,
+                data,
+                czxid: stat.czxid,
+                mzxid: stat.mzxid,
+                ephemeral_owner: stat.ephemeral_owner,
+            });
+        }
+        Ok((nodes, deeper))
+    }
+
+    /// The children of one election's znode.
+    pub(crate) async fn children(&self, parent: &str) -> Result<Vec<Znode>, ZkError> {
+        Ok(self.children_of(parent).await?.0)
+    }
+
+    /// Every znode below `prefix` (not the prefix itself), at most [`MAX_NODES`].
+    pub(crate) async fn tree(&self, prefix: &str) -> Result<Vec<Znode>, ZkError> {
+        let mut out = Vec::new();
+        let mut todo = vec![prefix.to_string()];
+        while let Some(path) = todo.pop() {
+            let (nodes, deeper) = self.children_of(&path).await?;
+            out.extend(nodes);
+            if out.len() > MAX_NODES {
+                return Err(ZkError::TooMany(MAX_NODES, prefix.to_string()));
+            }
+            todo.extend(deeper);
+        }
+        Ok(out)
+    }
+}
+
+/// `parent/name`, with no doubled `/` below the root.
+pub(crate) fn join(parent: &str, name: &str) -> String {
+    if parent.ends_with('/') {
+        format!("{parent}{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn paths_join_without_a_double_slash() {
+        assert_eq!(super::join("/", "a"), "/a");
+        assert_eq!(super::join("/a", "b"), "/a/b");
+    }
+}

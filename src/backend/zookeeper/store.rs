@@ -1,0 +1,71 @@
+//! ZooKeeper as a [`Store`]: the follow task; admin actions and the participant are not
+//! built yet, and say so.
+
+use std::time::Duration;
+
+use super::ZkBackend;
+use crate::admin::{AdminRequest, Outcome, Plan, Target};
+use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store, short_name};
+use crate::config::SourceConfig;
+use crate::model::{Scheme, SourceId};
+use crate::node::{Options, Run};
+
+/// ZooKeeper ensembles, registered in `backend::store_of` for `SourceConfig::Zookeeper`.
+pub struct Zookeeper;
+
+/// Not a ZooKeeper source: `store_of` never hands one here.
+const NOT_ZK: &str = "not a ZooKeeper source";
+
+/// What an admin action or `electop node` answers until they are built.
+pub(crate) const NOT_YET: &str = "not yet available on ZooKeeper: electop only shows ZooKeeper \
+     elections for now (admin actions and `electop node` are still to come)";
+
+impl Store for Zookeeper {
+    fn backend(
+        &self,
+        configs: &[SourceConfig],
+        id: SourceId,
+        opts: &BackendOptions,
+    ) -> Box<dyn Backend> {
+        let SourceConfig::Zookeeper(cfg) = &configs[id] else {
+            unreachable!("{NOT_ZK}")
+        };
+        let short = short_name(configs, id);
+        Box::new(ZkBackend::new(id, short, cfg.clone(), opts.clone()))
+    }
+
+    fn target(&self, cfg: &SourceConfig) -> Target {
+        let prefix = match cfg {
+            SourceConfig::Zookeeper(c) => c.prefix.clone(),
+            _ => String::new(),
+        };
+        Target::Zookeeper { prefix }
+    }
+
+    fn plan(&self, _req: &AdminRequest) -> Result<Plan, String> {
+        Err(NOT_YET.to_string())
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _cfg: &'a SourceConfig,
+        _req: &'a AdminRequest,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            Outcome::Refused {
+                reason: NOT_YET.into(),
+            }
+        })
+    }
+
+    fn participate<'a>(
+        &'a self,
+        _cfg: &'a SourceConfig,
+        _scheme: Scheme,
+        _args: &'a Options,
+        _run: &'a Run,
+    ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move { anyhow::bail!("electop node: {NOT_YET}") })
+    }
+}

@@ -1,0 +1,237 @@
+//! electop against a real ZooKeeper (Debian's `zookeeper` package, started here with a
+//! throwaway data dir on a free port), with candidates written as kazoo writes them:
+//! ephemeral sequential `<uuid>__lock__<seq>` nodes whose data is the participant id.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::T;
+use common::electop::{Watch, election, status_json};
+use zookeeper_client::{Acls, Client, CreateMode};
+
+/// Debian's zookeeper.jar names its dependencies in its manifest.
+const CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar";
+
+/// A standalone ZooKeeper, killed on drop.
+struct Zk {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Zk {
+    /// `None` when ZooKeeper is not installed here: the test says so and passes nothing off.
+    fn start() -> Option<Zk> {
+        if !Path::new("/usr/share/java/zookeeper.jar").exists() {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = common::free_port();
+        let cfg = dir.path().join("zoo.cfg");
+        let data = dir.path().join("data");
+        std::fs::write(
+            &cfg,
+            format!(
+                "tickTime=200\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+                 minSessionTimeout=400\nmaxSessionTimeout=60000\nadmin.enableServer=false\n\
+                 4lw.commands.whitelist=ruok\n",
+                data.display()
+            ),
+        )
+        .expect("write zoo.cfg");
+        let child = Command::new("java")
+            .args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m"])
+            .args([
+                "-cp",
+                CLASSPATH,
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+            ])
+            .arg(&cfg)
+            .env_remove("CLASSPATH")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn java");
+        let zk = Zk {
+            child,
+            port,
+            _dir: dir,
+        };
+        common::wait_until("zookeeper answers ruok", Duration::from_secs(30), || {
+            zk.ruok()
+        });
+        Some(zk)
+    }
+
+    fn ruok(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let mut out = String::new();
+        s.write_all(b"ruok").is_ok() && s.read_to_string(&mut out).is_ok() && out == "imok"
+    }
+
+    /// SIGSTOP (`true`) or SIGCONT: the server stops answering, or answers again.
+    fn freeze(&self, stop: bool) {
+        let sig = if stop { "-STOP" } else { "-CONT" };
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig}");
+    }
+
+    fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Zk {
+    fn drop(&mut self) {
+        self.freeze(false);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One kazoo-style candidate: its own session, holding its ephemeral sequential node.
+struct Candidate {
+    client: Client,
+    path: String,
+}
+
+async fn join(endpoint: &str, election: &str, uuid: &str, id: &str) -> Candidate {
+    let client = Client::connect(endpoint).await.expect("connect");
+    let dir = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    client.mkdir(election, &dir).await.expect("mkdir");
+    let node = format!("{election}/{uuid}__lock__");
+    let mode = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    let (_, seq) = client
+        .create(&node, id.as_bytes(), &mode)
+        .await
+        .expect("create");
+    Candidate {
+        client,
+        path: format!("{node}{seq}"),
+    }
+}
+
+fn ids(e: &serde_json::Value) -> Vec<String> {
+    e["candidates"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| c["id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The leader and line from `status`, then the leader's node deleted: `watch` reports the
+/// next in line, within the deadline.
+#[test]
+fn kazoo_nodes_show_leader_and_line_and_a_deleted_leader_is_followed() {
+    let Some(zk) = Zk::start() else {
+        eprintln!("zookeeper is not installed (apt-get install zookeeper): skipped");
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let ep = zk.endpoint();
+    // The uuids sort the other way round from the sequence numbers: the line must not.
+    let a = rt.block_on(join(&ep, "/election/jobs", "ffff", "node-a"));
+    let b = rt.block_on(join(&ep, "/election/jobs", "0000", "node-b"));
+    let c = rt.block_on(join(&ep, "/election/jobs", "8888", "node-c"));
+
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = ["--zk", ep.as_str(), "--prefix", "/election"];
+    let s = status_json(home.path(), &args);
+    let e = election(&s, "jobs");
+    assert_eq!(e["scheme"], "zookeeper", "{e:#}");
+    assert_eq!(e["leader"]["id"], "node-a", "{e:#}");
+    assert_eq!(ids(e), ["node-a", "node-b", "node-c"], "{e:#}");
+
+    // The table, as a person reads it: the election, its leader, two waiting.
+    let out = common::electop::command(home.path())
+        .args(args)
+        .args(["status", "-o", "wide"])
+        .output()
+        .expect("run electop status");
+    let table = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{table}");
+    let row = table
+        .lines()
+        .find(|l| l.contains("jobs"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("node-a") && row.contains("zookeeper"),
+        "{table}"
+    );
+
+    let mut w = Watch::start(home.path(), &args);
+    w.wait_synced(1);
+    rt.block_on(c.client.delete(&a.path, None))
+        .expect("delete the leader's node");
+    let changed = w.wait_for("the next in line leads", T, |v| {
+        v["kind"] == "leader_changed" && v["election"] == "jobs"
+    });
+    assert_eq!(changed["from"], "node-a", "{changed:#}");
+    assert_eq!(changed["to"], "node-b", "{changed:#}");
+
+    let s = status_json(home.path(), &args);
+    assert_eq!(ids(election(&s, "jobs")), ["node-b", "node-c"]);
+    drop((a, b, c));
+}
+
+/// Nothing listening: `status` fails at once, in ZooKeeper's words.
+#[test]
+fn nothing_listening_is_said_plainly() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let port = common::free_port().to_string();
+    let ep = format!("127.0.0.1:{port}");
+    let out = common::electop::command(home.path())
+        .args(["--zk", ep.as_str(), "status", "--json", "--timeout", "3s"])
+        .output()
+        .expect("run electop");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no ZooKeeper member answered") || err.contains("no answer from ZooKeeper"),
+        "{err}"
+    );
+}
+
+/// A server that stops answering is reported down, in words, and once it answers again
+/// the source is connected and shows the same leader.
+#[test]
+fn a_frozen_server_is_reported_down_then_back() {
+    let Some(zk) = Zk::start() else {
+        eprintln!("zookeeper is not installed (apt-get install zookeeper): skipped");
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let ep = zk.endpoint();
+    let a = rt.block_on(join(&ep, "/election/jobs", "u1", "node-a"));
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = ["--zk", ep.as_str(), "--prefix", "/election"];
+    let mut w = Watch::start(home.path(), &args);
+    w.wait_synced(1);
+    zk.freeze(true);
+    let down = w.wait_for("the source down", T, |v| v["kind"] == "disconnected");
+    let said = down.to_string();
+    assert!(
+        said.contains("no answer from ZooKeeper") || said.contains("connection to ZooKeeper lost"),
+        "{down:#}"
+    );
+    zk.freeze(false);
+    // Only what comes after the thaw counts: the first connection is in `seen` too.
+    w.seen.clear();
+    w.wait_for("connected again", T * 2, |v| v["kind"] == "connected");
+    let s = status_json(home.path(), &args);
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a");
+    drop(a);
+}
