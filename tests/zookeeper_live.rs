@@ -69,9 +69,16 @@ impl Zk {
 
     fn ruok(&self) -> bool {
         use std::io::{Read, Write};
-        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.port));
+        let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300))
+        else {
             return false;
         };
+        // A JVM still starting may accept and not answer yet: ask again rather than wait.
+        let limit = Some(Duration::from_secs(1));
+        if s.set_read_timeout(limit).is_err() || s.set_write_timeout(limit).is_err() {
+            return false;
+        }
         let mut out = String::new();
         s.write_all(b"ruok").is_ok() && s.read_to_string(&mut out).is_ok() && out == "imok"
     }
@@ -106,7 +113,13 @@ struct Candidate {
 }
 
 async fn join(endpoint: &str, election: &str, uuid: &str, id: &str) -> Candidate {
-    let client = Client::connect(endpoint).await.expect("connect");
+    let connect = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(endpoint);
+    let client = tokio::time::timeout(T, connect)
+        .await
+        .expect("a candidate connects within the deadline")
+        .expect("connect");
     let dir = CreateMode::Persistent.with_acls(Acls::anyone_all());
     client.mkdir(election, &dir).await.expect("mkdir");
     let node = format!("{election}/{uuid}__lock__");
