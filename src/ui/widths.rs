@@ -89,27 +89,26 @@ impl Col {
     }
 }
 
-/// Widths for `cols` in `total` cells with `spacing` between columns. A dropped column gets
-/// 0 (and its spacing is given back). Where not every column can have what it wants, the
-/// spare columns go, then each yielding one whose room makes the rest whole. Short of room, every column first gets its minimum,
-/// then each still wanting more gets one cell in turn, so the narrow ones are whole before
-/// the wide ones grow; what is left over after every column has what it wants is shared
-/// by the growing columns (or stays free at the right when there are none).
-pub(super) fn allocate(cols: &[Col], total: u16, spacing: u16) -> Vec<u16> {
+/// The cells left for the shown columns once the spacing between them is taken.
+fn room(shown: &[bool], total: u16, spacing: u16) -> u16 {
+    let n = shown.iter().filter(|s| **s).count() as u16;
+    total.saturating_sub(spacing.saturating_mul(n.saturating_sub(1)))
+}
+
+/// Which columns are shown: the most expendable dropped until the minimums fit, then the
+/// spare ones and a yielding one where that lets the rest be whole.
+fn shown(cols: &[Col], total: u16, spacing: u16) -> Vec<bool> {
     let mut shown: Vec<bool> = vec![true; cols.len()];
-    let room = |shown: &[bool]| {
-        let n = shown.iter().filter(|s| **s).count() as u16;
-        total.saturating_sub(spacing.saturating_mul(n.saturating_sub(1)))
-    };
-    let mins = |shown: &[bool]| -> u32 {
+    let room = |shown: &[bool]| room(shown, total, spacing);
+    let sum = |shown: &[bool], of: fn(&Col) -> u16| -> u32 {
         cols.iter()
             .zip(shown)
             .filter(|(_, s)| **s)
-            .map(|(c, _)| u32::from(c.min))
+            .map(|(c, _)| u32::from(of(c)))
             .sum()
     };
     // Drop the most expendable columns until the minimums fit.
-    while mins(&shown) > u32::from(room(&shown)) {
+    while sum(&shown, |c| c.min) > u32::from(room(&shown)) {
         let victim = cols
             .iter()
             .enumerate()
@@ -120,13 +119,7 @@ pub(super) fn allocate(cols: &[Col], total: u16, spacing: u16) -> Vec<u16> {
             None => break,
         }
     }
-    let goals = |shown: &[bool]| -> u32 {
-        cols.iter()
-            .zip(shown)
-            .filter(|(_, s)| **s)
-            .map(|(c, _)| u32::from(c.goal()))
-            .sum()
-    };
+    let goals = |shown: &[bool]| sum(shown, Col::goal);
     if goals(&shown) > u32::from(room(&shown)) {
         for (s, c) in shown.iter_mut().zip(cols) {
             *s &= !c.spare;
@@ -141,6 +134,18 @@ pub(super) fn allocate(cols: &[Col], total: u16, spacing: u16) -> Vec<u16> {
             }
         }
     }
+    shown
+}
+
+/// Widths for `cols` in `total` cells with `spacing` between columns. A dropped column gets
+/// 0 (and its spacing is given back). Where not every column can have what it wants, the
+/// spare columns go, then each yielding one whose room makes the rest whole. Short of room, every column first gets its minimum,
+/// then each still wanting more gets one cell in turn, so the narrow ones are whole before
+/// the wide ones grow; what is left over after every column has what it wants is shared
+/// by the growing columns (or stays free at the right when there are none).
+pub(super) fn allocate(cols: &[Col], total: u16, spacing: u16) -> Vec<u16> {
+    let shown = shown(cols, total, spacing);
+    let room = |shown: &[bool]| room(shown, total, spacing);
     let mut left = u32::from(room(&shown));
     let mut widths: Vec<u16> = cols
         .iter()
