@@ -603,6 +603,20 @@ async fn a_prefix_over_the_response_limits_is_read_in_pages() {
         client.txn(Txn::new().and_then(ops)).await.expect("txn");
     }
     let h = home();
+    // 70 MB through one etcd: more than the default 5 s on a loaded two-core machine.
+    let read = |args: &[&str]| -> Value {
+        let out = common::electop::command(h.path())
+            .args(args)
+            .args(["status", "--json", "--timeout", "30s"])
+            .output()
+            .expect("electop status");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
     let args = [
         "--etcd",
         &etcd.endpoint(),
@@ -613,7 +627,7 @@ async fn a_prefix_over_the_response_limits_is_read_in_pages() {
         "--history-limit",
         "0",
     ];
-    let s = status_json(h.path(), &args);
+    let s = read(&args);
     let elections = s["elections"].as_array().expect("elections");
     assert_eq!(elections.len(), N, "every key, none lost");
     let last = election(&s, &format!("e{:05}", N - 1));
@@ -626,7 +640,7 @@ async fn a_prefix_over_the_response_limits_is_read_in_pages() {
             .await
             .expect("put");
     }
-    let s = status_json(h.path(), &args);
+    let s = read(&args);
     let elections = s["elections"].as_array().expect("elections");
     assert_eq!(
         elections.len(),
