@@ -100,7 +100,7 @@ impl Participant {
             Client::Etcdctl => read_etcdctl(lines, &who, &prefix, &tx),
             Client::Go | Client::Node => read_json(lines, &tx),
         });
-        let stderr = drain(child.stderr.take().expect("piped stderr"));
+        let stderr = super::lines::drain(child.stderr.take().expect("piped stderr"));
         Participant {
             client,
             id: id.to_string(),
@@ -184,25 +184,6 @@ fn command(client: Client, server: &EtcdServer, election: &str, id: &str, ttl: u
     };
     c.args(["--endpoints", &server.endpoint(), "--id", id, "--ttl", &ttl]);
     c
-}
-
-/// Collects a pipe's text as it comes, so errors can be shown while the process runs.
-fn drain(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let text = Arc::new(Mutex::new(String::new()));
-    let sink = Arc::clone(&text);
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let chunk = String::from_utf8_lossy(&buf[..n]);
-            sink.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push_str(&chunk);
-        }
-    });
-    text
 }
 
 /// Go and Node: one JSON belief per line.

@@ -397,20 +397,7 @@ impl Campaigner {
             .expect("spawn etcdctl elect");
         let stdout = child.stdout.take().expect("piped stdout");
         let lines = super::lines::text_lines(stdout);
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&stderr);
-        let mut pipe = child.stderr.take().expect("piped stderr");
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let stderr = super::lines::drain(child.stderr.take().expect("piped stderr"));
         Campaigner {
             child,
             election: election.to_string(),

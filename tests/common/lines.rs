@@ -39,3 +39,22 @@ pub fn read_lines<T: Send + 'static>(
 pub fn text_lines(out: impl Read + Send + 'static) -> Receiver<String> {
     read_lines(out, |l| l.text)
 }
+
+/// A pipe's text (a child's stderr), collected as it comes on a thread, so what a process
+/// said can be shown while it still runs.
+pub fn drain(mut pipe: impl Read + Send + 'static) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = std::sync::Arc::clone(&text);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    text
+}

@@ -89,7 +89,7 @@ impl ZkParticipant {
                 }
             }
         });
-        let stderr = drain(child.stderr.take().expect("piped stderr"));
+        let stderr = super::lines::drain(child.stderr.take().expect("piped stderr"));
         ZkParticipant {
             client,
             id: id.to_string(),
@@ -188,24 +188,6 @@ fn command(client: ZkClient) -> Command {
             c
         }
     }
-}
-
-/// Collects a pipe's text as it comes, so errors can be shown while the process runs.
-fn drain(mut pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<String>> {
-    let text = Arc::new(Mutex::new(String::new()));
-    let sink = Arc::clone(&text);
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    text
 }
 
 /// Compiles the Java campaigner once per test run into `target/tmp/campaigners/java/classes`
