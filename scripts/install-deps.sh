@@ -4,7 +4,7 @@
 # Idempotent and quick: a single dpkg-query when everything is present, and
 # silent in that case. Otherwise prints one line per package it installs.
 # Services that the packages would normally start (etcd, mariadb, postgresql,
-# prometheus, prometheus-alertmanager; zookeeper starts none) are kept from starting with a temporary
+# prometheus, prometheus-alertmanager, redis-server; zookeeper starts none) are kept from starting with a temporary
 # /usr/sbin/policy-rc.d; the Prometheus ones are also left disabled at boot, since
 # the tests start their own on free ports and nothing should hold 9090/9093.
 # With arguments, only those packages (the demo asks for etcd only when it needs it).
@@ -18,7 +18,9 @@ set -euo pipefail
 # service, that is `zookeeperd`, which is not installed), libcurator-recipes-java (Apache
 # Curator's LeaderLatch/LeaderSelector) and openjdk-17-jdk-headless (javac) build and run the
 # Java election campaigner; python3-kazoo runs the kazoo one.
-PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni prometheus prometheus-alertmanager zookeeper libcurator-recipes-java openjdk-17-jdk-headless python3-kazoo)
+# redis-server (started by the tests on free ports with their own config) and python3-redis
+# (redis-py's Lock, a real Redis lock holder).
+PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni prometheus prometheus-alertmanager zookeeper libcurator-recipes-java openjdk-17-jdk-headless python3-kazoo redis-server python3-redis)
 if (($# > 0)); then
   PACKAGES=("$@")
 fi
@@ -93,7 +95,7 @@ fi
 if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
   for pkg in "${missing[@]}"; do
     case "$pkg" in
-      prometheus | prometheus-alertmanager)
+      prometheus | prometheus-alertmanager | redis-server)
         "${SUDO[@]}" systemctl disable --now "$pkg.service" >/dev/null 2>&1 || true
         ;;
       zookeeper)

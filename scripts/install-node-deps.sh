@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs the npm packages of the Node election campaigner the tests start
-# (tests/campaigners/node: the `etcd3` package, pinned by its package-lock.json),
-# only when its node_modules is missing. Quick and silent when it is there.
+# (tests/campaigners/node: `etcd3` for etcd elections, `redlock` on `ioredis` for Redis
+# locks, pinned by its package-lock.json), only when one of them is missing. Quick and silent when it is there.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="$root/tests/campaigners/node"
 
-[[ -d $dir/node_modules/etcd3 ]] && exit 0
+[[ -d $dir/node_modules/etcd3 && -d $dir/node_modules/redlock && -d $dir/node_modules/ioredis ]] && exit 0
 
 log() { printf 'install-node-deps: %s\n' "$*" >&2; }
 
@@ -24,4 +24,4 @@ if ! (cd "$dir" && npm ci --no-audit --no-fund >"$out" 2>&1); then
   log "npm ci failed in $dir"
   exit 1
 fi
-echo "installed etcd3 (npm) for tests/campaigners/node"
+echo "installed etcd3, redlock and ioredis (npm) for tests/campaigners/node"
