@@ -53,9 +53,10 @@ pub struct SourceArgs {
     pub zk: Vec<String>,
     /// ZooKeeper digest authentication: env:VAR or file:PATH holding `user:password` (as
     /// zkCli's `addauth digest`), for nodes whose ACL grants digest users only.
-    #[arg(long, global = true, value_name = "env:VAR|file:PATH",
-          value_parser = crate::config::ZkAuth::parse)]
-    pub zk_auth: Option<crate::config::ZkAuth>,
+    // A String, checked by config: clap would repeat a bad value, which may be the
+    // credentials themselves.
+    #[arg(long, global = true, value_name = "env:VAR|file:PATH")]
+    pub zk_auth: Option<String>,
     /// Key prefix the elections live under; repeat for several.
     #[arg(long, global = true, value_name = "P")]
     pub prefix: Vec<String>,

@@ -33,7 +33,7 @@ pub struct Flags {
     /// ZooKeeper connect strings, `HOST:PORT[,HOST:PORT...][/chroot]`.
     pub zk: Vec<String>,
     /// Where the ZooKeeper digest credentials are (`--zk-auth`), for every ZooKeeper source.
-    pub zk_auth: Option<ZkAuth>,
+    pub zk_auth: Option<String>,
     pub prefix: Vec<String>,
     pub scheme: Option<Scheme>,
     pub registry: Option<String>,
@@ -176,7 +176,7 @@ impl Flags {
                 e.apply_preset()?;
             }
             if let (SourceConfig::Zookeeper(z), Some(auth)) = (&mut *s, &self.zk_auth) {
-                (z.auth_env, z.auth_file) = match auth {
+                (z.auth_env, z.auth_file) = match ZkAuth::parse(auth)? {
                     ZkAuth::Env(v) => (Some(v.clone()), None),
                     ZkAuth::File(f) => (None, Some(f.clone())),
                 };
