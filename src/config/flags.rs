@@ -25,6 +25,12 @@ pub struct FoundTable {
     pub of: Vec<String>,
 }
 
+/// Why the TLS flags do nothing for ZooKeeper (README, ZooKeeper: TLS).
+const ZK_NO_TLS: &str = "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's: electop \
+     does not speak TLS to ZooKeeper (its ZooKeeper client's TLS would bring a second TLS \
+     crypto library into the build); connect to ZooKeeper's plain clientPort, over a tunnel \
+     if the network needs one";
+
 /// The source flags as given (see `electop --help` for each).
 #[derive(Clone, Debug, Default)]
 pub struct Flags {
@@ -166,6 +172,16 @@ impl Flags {
             } else {
                 configured.to_vec()
             };
+        }
+        let tls = self.cacert.is_some() || self.cert.is_some() || self.insecure_skip_tls_verify;
+        let is_etcd = |s: &SourceConfig| matches!(s, SourceConfig::Etcd(_));
+        if tls
+            && !sources.iter().any(is_etcd)
+            && sources
+                .iter()
+                .any(|s| s.scheme().is_some_and(|x| x.is_zookeeper()))
+        {
+            return Err(ZK_NO_TLS.to_string());
         }
         for s in sources.iter_mut() {
             if self.read_only {

@@ -305,6 +305,17 @@ mod tests {
     }
 
     #[test]
+    fn tls_flags_with_only_zookeeper_sources_are_refused_not_ignored() {
+        let flags = Flags {
+            zk: vec!["127.0.0.1:2181".into()],
+            insecure_skip_tls_verify: true,
+            ..Flags::default()
+        };
+        let err = flags.resolve(&Config::default()).unwrap_err();
+        assert!(err.contains("does not speak TLS to ZooKeeper"), "{err}");
+    }
+
+    #[test]
     fn zk_auth_names_where_the_credentials_are_and_never_repeats_them() {
         assert_eq!(
             ZkAuth::parse("env:ZK_AUTH"),
