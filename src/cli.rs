@@ -51,6 +51,12 @@ pub struct SourceArgs {
     /// elections live under (default /). Repeatable. Replaces the config file's sources.
     #[arg(long, global = true, value_name = "HOST:PORT[/CHROOT]")]
     pub zk: Vec<String>,
+    /// ZooKeeper digest authentication: env:VAR or file:PATH holding `user:password` (as
+    /// zkCli's `addauth digest`), for nodes whose ACL grants digest users only.
+    // A String, checked by config: clap would repeat a bad value, which may be the
+    // credentials themselves.
+    #[arg(long, global = true, value_name = "env:VAR|file:PATH")]
+    pub zk_auth: Option<String>,
     /// Key prefix the elections live under; repeat for several.
     #[arg(long, global = true, value_name = "P")]
     pub prefix: Vec<String>,
@@ -66,8 +72,9 @@ pub struct SourceArgs {
     #[arg(long, global = true, value_name = "URL")]
     pub sql: Vec<String>,
     /// A well-known project's layout (list them with `electop presets`): a SQL table, which
-    /// sets the scheme, table and columns, or Patroni's keys in etcd (--prefix: the
-    /// namespace, default /service/).
+    /// sets the scheme, table and columns, Patroni's keys in etcd (--prefix: the
+    /// namespace, default /service/), or Kafka's controller or Hadoop HA's active node in
+    /// ZooKeeper (kafka-zk, hadoop-ha, with --zk).
     #[arg(long, global = true, value_enum, value_name = "NAME")]
     pub preset: Option<crate::presets::Preset>,
     /// SQL: the election table (default leaderlock / service_election).
@@ -198,7 +205,9 @@ const DEMO_EXAMPLES: &str = "Examples:
 const PRESETS_EXAMPLES: &str = "Examples:
   electop presets                           the presets and the table each reads
   electop --sql postgres://app@db/app --preset shedlock
-  electop --etcd db1:2379 --preset patroni";
+  electop --etcd db1:2379 --preset patroni
+  electop --zk zk1:2181/kafka --preset kafka-zk
+  electop --zk zk1:2181 --preset hadoop-ha";
 
 const CONTEXTS_EXAMPLES: &str = "Examples:
   electop --config ~/.config/electop/config.toml contexts
@@ -432,6 +441,7 @@ impl SourceArgs {
             context: self.context.clone(),
             etcd: self.etcd.clone(),
             zk: self.zk.clone(),
+            zk_auth: self.zk_auth.clone(),
             prefix: self.prefix.clone(),
             scheme: self.scheme.map(Scheme::from),
             registry: self.registry.clone(),

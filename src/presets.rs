@@ -21,6 +21,10 @@ pub enum Preset {
     Orchestrator,
     /// Patroni's keys in etcd (PostgreSQL HA, `etcd3:` DCS).
     Patroni,
+    /// Kafka's ZooKeeper-mode controller (`/controller`, `/controller_epoch`).
+    KafkaZk,
+    /// Hadoop HA's ActiveStandbyElector (`/hadoop-ha/<nameservice>/ActiveStandbyElectorLock`).
+    HadoopHa,
 }
 
 /// Where a preset's elections live and how they read.
@@ -30,6 +34,13 @@ pub enum PresetLayout {
     Sql(SqlTable),
     /// Keys in etcd under a namespace (the default prefix).
     Etcd { namespace: &'static str },
+    /// Znodes in ZooKeeper under a parent (the default prefix); one ephemeral znode holds
+    /// the leader.
+    Zookeeper {
+        parent: &'static str,
+        /// What the listing says of the znodes read.
+        layout: &'static str,
+    },
 }
 
 #[derive(Debug)]
@@ -112,6 +123,30 @@ pub(crate) const PRESETS: &[PresetSpec] = &[
         },
         idle_is_normal: false,
     },
+    PresetSpec {
+        preset: Preset::KafkaZk,
+        name: "kafka-zk",
+        about: "Kafka: the controller broker of a ZooKeeper-mode cluster",
+        scheme: Scheme::KafkaZk,
+        layout: PresetLayout::Zookeeper {
+            parent: "/",
+            layout: "the controller in /controller (JSON brokerid), its epoch in \
+                     /controller_epoch; a chroot as in Kafka's zookeeper.connect (--zk H:P/kafka)",
+        },
+        idle_is_normal: false,
+    },
+    PresetSpec {
+        preset: Preset::HadoopHa,
+        name: "hadoop-ha",
+        about: "Hadoop HA: the active NameNode (or ResourceManager) per nameservice",
+        scheme: Scheme::HadoopHa,
+        layout: PresetLayout::Zookeeper {
+            parent: "/hadoop-ha",
+            layout: "election <nameservice>/, active in ActiveStandbyElectorLock, the last \
+                     active in ActiveBreadCrumb (YARN: --prefix /yarn-leader-election)",
+        },
+        idle_is_normal: false,
+    },
 ];
 
 impl Preset {
@@ -126,9 +161,29 @@ impl Preset {
     pub fn sql_table(self) -> Result<&'static SqlTable, String> {
         match &self.spec().layout {
             PresetLayout::Sql(t) => Ok(t),
-            PresetLayout::Etcd { .. } => Err(format!(
-                "preset {self} is not a SQL table; it needs another kind of source"
+            _ => Err(format!(
+                "preset {self} is not a SQL table: {}",
+                self.needs()
             )),
+        }
+    }
+
+    /// The kind of source this preset reads, as the user gives it.
+    pub fn needs(self) -> &'static str {
+        match self.spec().layout {
+            PresetLayout::Sql(_) => "it reads a SQL table (--sql URL, kind = \"sql\")",
+            PresetLayout::Etcd { .. } => "it reads etcd keys (--etcd HOST:PORT, kind = \"etcd\")",
+            PresetLayout::Zookeeper { .. } => {
+                "it reads ZooKeeper znodes (--zk HOST:PORT[/chroot], kind = \"zookeeper\")"
+            }
+        }
+    }
+
+    /// The default prefix of a preset whose elections are in ZooKeeper; `None` otherwise.
+    pub fn zk_parent(self) -> Option<&'static str> {
+        match self.spec().layout {
+            PresetLayout::Zookeeper { parent, .. } => Some(parent),
+            _ => None,
         }
     }
 }
@@ -138,7 +193,7 @@ impl Preset {
     pub fn etcd_namespace(self) -> Option<&'static str> {
         match self.spec().layout {
             PresetLayout::Etcd { namespace } => Some(namespace),
-            PresetLayout::Sql(_) => None,
+            _ => None,
         }
     }
 }
@@ -276,6 +331,10 @@ pub(crate) fn listing() -> String {
                  <scope>/leader, members <scope>/members/<name>\n",
                 ""
             )),
+            PresetLayout::Zookeeper { parent, layout } => out.push_str(&format!(
+                "{:29}znodes under {parent} (--prefix to change): {layout}\n",
+                ""
+            )),
         }
         if p.idle_is_normal {
             out.push_str(&format!(
@@ -330,6 +389,9 @@ mod tests {
             "deposed 5s after it",
             "patroni       patroni        Patroni",
             "etcd keys under /service/",
+            "kafka-zk      kafka-zk       Kafka",
+            "hadoop-ha     hadoop-ha      Hadoop HA",
+            "znodes under /hadoop-ha",
             "shown as idle",
         ] {
             assert!(text.contains(t), "{t} missing from:\n{text}");

@@ -4,107 +4,12 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::T;
 use common::electop::{Watch, election, status_json};
+use common::zookeeper::ZkServer;
 use zookeeper_client::{Acls, Client, CreateMode};
-
-/// Debian's zookeeper.jar names its dependencies in its manifest.
-const CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar";
-
-/// A standalone ZooKeeper, killed on drop.
-struct Zk {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Zk {
-    /// `None` when ZooKeeper is not installed here: the test says so and passes nothing off.
-    fn start() -> Option<Zk> {
-        if !Path::new("/usr/share/java/zookeeper.jar").exists() {
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let port = common::free_port();
-        let cfg = dir.path().join("zoo.cfg");
-        let data = dir.path().join("data");
-        std::fs::write(
-            &cfg,
-            format!(
-                "tickTime=200\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
-                 minSessionTimeout=400\nmaxSessionTimeout=60000\nadmin.enableServer=false\n\
-                 4lw.commands.whitelist=ruok\n",
-                data.display()
-            ),
-        )
-        .expect("write zoo.cfg");
-        let child = Command::new("java")
-            .args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m"])
-            .args([
-                "-cp",
-                CLASSPATH,
-                "org.apache.zookeeper.server.ZooKeeperServerMain",
-            ])
-            .arg(&cfg)
-            .env_remove("CLASSPATH")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn java");
-        let zk = Zk {
-            child,
-            port,
-            _dir: dir,
-        };
-        common::wait_until("zookeeper answers ruok", Duration::from_secs(30), || {
-            zk.ruok()
-        });
-        Some(zk)
-    }
-
-    fn ruok(&self) -> bool {
-        use std::io::{Read, Write};
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.port));
-        let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300))
-        else {
-            return false;
-        };
-        // A JVM still starting may accept and not answer yet: ask again rather than wait.
-        let limit = Some(Duration::from_secs(1));
-        if s.set_read_timeout(limit).is_err() || s.set_write_timeout(limit).is_err() {
-            return false;
-        }
-        let mut out = String::new();
-        s.write_all(b"ruok").is_ok() && s.read_to_string(&mut out).is_ok() && out == "imok"
-    }
-
-    /// SIGSTOP (`true`) or SIGCONT: the server stops answering, or answers again.
-    fn freeze(&self, stop: bool) {
-        let sig = if stop { "-STOP" } else { "-CONT" };
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "kill {sig}");
-    }
-
-    fn endpoint(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Zk {
-    fn drop(&mut self) {
-        self.freeze(false);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// One kazoo-style candidate: its own session, holding its ephemeral sequential node.
 struct Candidate {
@@ -149,10 +54,7 @@ fn ids(e: &serde_json::Value) -> Vec<String> {
 /// next in line, within the deadline.
 #[test]
 fn kazoo_nodes_show_leader_and_line_and_a_deleted_leader_is_followed() {
-    let Some(zk) = Zk::start() else {
-        eprintln!("zookeeper is not installed (apt-get install zookeeper): skipped");
-        return;
-    };
+    let zk = ZkServer::start();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let ep = zk.endpoint();
     // The uuids sort the other way round from the sequence numbers: the line must not.
@@ -222,10 +124,7 @@ fn nothing_listening_is_said_plainly() {
 /// the source is connected and shows the same leader.
 #[test]
 fn a_frozen_server_is_reported_down_then_back() {
-    let Some(zk) = Zk::start() else {
-        eprintln!("zookeeper is not installed (apt-get install zookeeper): skipped");
-        return;
-    };
+    let zk = ZkServer::start();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let ep = zk.endpoint();
     let a = rt.block_on(join(&ep, "/election/jobs", "u1", "node-a"));

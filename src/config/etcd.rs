@@ -63,9 +63,9 @@ impl EtcdSource {
         let Some(preset) = self.preset else {
             return Ok(());
         };
-        let namespace = preset.etcd_namespace().ok_or_else(|| {
-            format!("preset {preset} is a SQL table: it needs a kind = \"sql\" source (--sql URL)")
-        })?;
+        let namespace = preset
+            .etcd_namespace()
+            .ok_or_else(|| format!("preset {preset} is not etcd keys: {}", preset.needs()))?;
         let scheme = preset.spec().scheme;
         match self.scheme {
             None => self.scheme = Some(scheme),

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::zookeeper::ZkAuth;
 use super::{
     Config, DbUrl, EtcdSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec, ZkSource,
 };
@@ -24,6 +25,12 @@ pub struct FoundTable {
     pub of: Vec<String>,
 }
 
+/// Why the TLS flags do nothing for ZooKeeper (README, ZooKeeper: TLS).
+const ZK_NO_TLS: &str = "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's: electop \
+     does not speak TLS to ZooKeeper (its ZooKeeper client's TLS would bring a second TLS \
+     crypto library into the build); connect to ZooKeeper's plain clientPort, over a tunnel \
+     if the network needs one";
+
 /// The source flags as given (see `electop --help` for each).
 #[derive(Clone, Debug, Default)]
 pub struct Flags {
@@ -31,6 +38,8 @@ pub struct Flags {
     pub etcd: Vec<String>,
     /// ZooKeeper connect strings, `HOST:PORT[,HOST:PORT...][/chroot]`.
     pub zk: Vec<String>,
+    /// Where the ZooKeeper digest credentials are (`--zk-auth`), for every ZooKeeper source.
+    pub zk_auth: Option<String>,
     pub prefix: Vec<String>,
     pub scheme: Option<Scheme>,
     pub registry: Option<String>,
@@ -164,6 +173,16 @@ impl Flags {
                 configured.to_vec()
             };
         }
+        let tls = self.cacert.is_some() || self.cert.is_some() || self.insecure_skip_tls_verify;
+        let is_etcd = |s: &SourceConfig| matches!(s, SourceConfig::Etcd(_));
+        if tls
+            && !sources.iter().any(is_etcd)
+            && sources
+                .iter()
+                .any(|s| s.scheme().is_some_and(|x| x.is_zookeeper()))
+        {
+            return Err(ZK_NO_TLS.to_string());
+        }
         for s in sources.iter_mut() {
             if self.read_only {
                 s.set_read_only();
@@ -172,12 +191,37 @@ impl Flags {
                 self.apply_tls(e)?;
                 e.apply_preset()?;
             }
+            if let (SourceConfig::Zookeeper(z), Some(auth)) = (&mut *s, &self.zk_auth) {
+                (z.auth_env, z.auth_file) = match ZkAuth::parse(auth)? {
+                    ZkAuth::Env(v) => (Some(v.clone()), None),
+                    ZkAuth::File(f) => (None, Some(f.clone())),
+                };
+            }
         }
         Ok(sources)
     }
 
-    /// One source per `--zk` and `--prefix` (`/` without one).
+    /// One source per `--zk` and `--prefix` (`/`, or the preset's parent, without one).
     fn zk_sources(&self) -> Result<Vec<SourceConfig>, String> {
+        let preset = self.preset.filter(|p| p.zk_parent().is_some());
+        if let Some(p) = preset
+            && self.zk.is_empty()
+        {
+            return Err(format!(
+                "--preset {p} needs --zk HOST:PORT[/chroot]: {}",
+                p.needs()
+            ));
+        }
+        if let Some(p) = self.preset.filter(|p| p.etcd_namespace().is_some())
+            && !self.zk.is_empty()
+            && self.etcd.is_empty()
+        {
+            return Err(format!(
+                "--preset {p} is not a ZooKeeper layout: {}; for --zk leave --preset out \
+                 (Curator and kazoo lines are found by themselves) or give kafka-zk or hadoop-ha",
+                p.needs()
+            ));
+        }
         let prefixes: Vec<Option<String>> = if self.prefix.is_empty() {
             vec![None]
         } else {
@@ -186,7 +230,7 @@ impl Flags {
         let mut out = Vec::new();
         for connect in &self.zk {
             for prefix in &prefixes {
-                let src = ZkSource::from_connect(connect, prefix.clone())
+                let src = ZkSource::from_connect(connect, prefix.clone(), preset)
                     .map_err(|e| format!("--zk {connect}: {e}"))?;
                 out.push(SourceConfig::Zookeeper(src));
             }
@@ -255,7 +299,7 @@ impl Flags {
         let given = scheme.filter(|s| s.is_sql());
         if let Some(p) = self.preset
             && self.sql.is_empty()
-            && p.etcd_namespace().is_none()
+            && p.sql_table().is_ok()
         {
             return Err(format!("--preset {p} is a SQL table: give --sql URL"));
         }

@@ -31,7 +31,7 @@ pub use sql::{DbUrl, SqlChecked, SqlColumns, SqlConfigError, SqlSource, SqlSpec,
 pub use sql_names::{BadIdent, Columns, Dialect, Ident};
 pub use sql_tls::TlsConfigError;
 pub use ui::{HistoryConfig, ServeConfig, UiConfig};
-pub use zookeeper::ZkSource;
+pub use zookeeper::{ZkAuth, ZkSource};
 
 /// The config file, checked: every source's settings can work and has its name, every
 /// context names known sources.
@@ -113,7 +113,7 @@ impl SourceConfig {
         match self {
             SourceConfig::Etcd(e) => e.scheme,
             SourceConfig::Sql(s) => Some(s.scheme),
-            SourceConfig::Zookeeper(_) => Some(crate::model::Scheme::ZkRecipe),
+            SourceConfig::Zookeeper(z) => Some(z.scheme()),
         }
     }
 

@@ -1,7 +1,11 @@
-//! ZooKeeper sources: the ensemble's members, an optional chroot, and the prefix the
-//! elections live under.
+//! ZooKeeper sources: the ensemble's members, an optional chroot, the prefix the
+//! elections live under, a preset's layout, and where digest credentials are read from.
+
+use std::path::PathBuf;
 
 use serde::Deserialize;
+
+use crate::presets::Preset;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -15,21 +19,57 @@ pub struct ZkSource {
     /// A chroot every path is below (`/kafka`), as in a connect string's `/chroot` tail.
     #[serde(default)]
     pub chroot: Option<String>,
-    /// The znode the elections live under; `/` when not given.
-    #[serde(default = "root")]
+    /// The znode the elections live under; the preset's parent, else `/`, when not given.
+    #[serde(default)]
     pub prefix: String,
+    /// A project whose single-holder layout this is (`kafka-zk`, `hadoop-ha`); recipes'
+    /// lines (Curator, kazoo) without one.
+    #[serde(default)]
+    pub preset: Option<Preset>,
     /// Refuse admin actions on this source.
     #[serde(default)]
     pub read_only: bool,
+    /// Digest authentication: `user:password` from this environment variable...
+    #[serde(default)]
+    pub auth_env: Option<String>,
+    /// ...or from the first line of this file.
+    #[serde(default)]
+    pub auth_file: Option<PathBuf>,
 }
 
-fn root() -> String {
-    "/".to_string()
+/// Where `--zk-auth` says the digest credentials are: `env:VAR` or `file:PATH`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ZkAuth {
+    Env(String),
+    File(PathBuf),
+}
+
+impl ZkAuth {
+    /// `env:VAR` or `file:PATH`. Anything else is refused without being repeated: it may be
+    /// the credentials themselves, which must not be on a command line (`ps` shows it).
+    pub fn parse(s: &str) -> Result<ZkAuth, String> {
+        if let Some(var) = s.strip_prefix("env:").filter(|v| !v.is_empty()) {
+            return Ok(ZkAuth::Env(var.to_string()));
+        }
+        if let Some(path) = s.strip_prefix("file:").filter(|v| !v.is_empty()) {
+            return Ok(ZkAuth::File(PathBuf::from(path)));
+        }
+        Err(
+            "--zk-auth takes env:VAR or file:PATH, naming where `user:password` is kept \
+             (never the credentials themselves: every user of this machine could read them \
+             in the process list)"
+                .to_string(),
+        )
+    }
 }
 
 impl ZkSource {
     /// A source from a `--zk HOST:PORT[,HOST:PORT...][/chroot]` connect string.
-    pub fn from_connect(connect: &str, prefix: Option<String>) -> Result<ZkSource, String> {
+    pub fn from_connect(
+        connect: &str,
+        prefix: Option<String>,
+        preset: Option<Preset>,
+    ) -> Result<ZkSource, String> {
         let (hosts, chroot) = match connect.find('/') {
             Some(i) => (&connect[..i], Some(connect[i..].to_string())),
             None => (connect, None),
@@ -38,8 +78,11 @@ impl ZkSource {
             name: None,
             endpoints: hosts.split(',').map(str::to_string).collect(),
             chroot,
-            prefix: prefix.unwrap_or_else(root),
+            prefix: prefix.unwrap_or_default(),
+            preset,
             read_only: false,
+            auth_env: None,
+            auth_file: None,
         };
         src.check()?;
         Ok(src)
@@ -60,11 +103,59 @@ impl ZkSource {
                 self.chroot = None;
             }
         }
+        if let Some(p) = self.preset {
+            let parent = p
+                .zk_parent()
+                .ok_or_else(|| format!("preset {p} is not a ZooKeeper layout: {}", p.needs()))?;
+            if self.prefix.is_empty() {
+                self.prefix = parent.to_string();
+            }
+        }
+        if self.prefix.is_empty() {
+            self.prefix = "/".to_string();
+        }
+        if self.auth_env.is_some() && self.auth_file.is_some() {
+            return Err("give auth_env or auth_file, not both".to_string());
+        }
         check_path("prefix", &self.prefix)?;
         if self.prefix.len() > 1 {
             self.prefix = self.prefix.trim_end_matches('/').to_string();
         }
         Ok(())
+    }
+
+    /// The digest credentials (`user:password`), read now from where they are kept; `None`
+    /// without any. Errors name the variable or file, never what it holds.
+    pub fn digest(&self) -> Result<Option<Vec<u8>>, String> {
+        let (text, from) = match (&self.auth_env, &self.auth_file) {
+            (Some(var), _) => (
+                std::env::var(var).map_err(|_| {
+                    format!("--zk-auth env:{var}: the environment variable is not set; export it")
+                })?,
+                format!("environment variable {var}"),
+            ),
+            (None, Some(path)) => (
+                std::fs::read_to_string(path).map_err(|e| {
+                    format!("--zk-auth file:{}: cannot read it: {e}", path.display())
+                })?,
+                format!("file {}", path.display()),
+            ),
+            (None, None) => return Ok(None),
+        };
+        let text = text.lines().next().unwrap_or("");
+        match text.split_once(':') {
+            Some((user, _)) if !user.is_empty() => Ok(Some(text.as_bytes().to_vec())),
+            _ => Err(format!(
+                "ZooKeeper digest credentials in {from} must read user:password (as in \
+                 zkCli's `addauth digest user:password`)"
+            )),
+        }
+    }
+
+    /// The scheme its elections read as: the preset's, else a recipe's line.
+    pub fn scheme(&self) -> crate::model::Scheme {
+        self.preset
+            .map_or(crate::model::Scheme::ZkRecipe, |p| p.spec().scheme)
     }
 
     /// The connect string the client is given: members, then the chroot.
@@ -172,18 +263,99 @@ mod tests {
 
     #[test]
     fn a_connect_string_gives_members_and_chroot() {
-        let s = ZkSource::from_connect("zk1:2181,zk2:2182/kafka", Some("/e/".into())).unwrap();
+        let s =
+            ZkSource::from_connect("zk1:2181,zk2:2182/kafka", Some("/e/".into()), None).unwrap();
         assert_eq!(s.endpoints, ["zk1:2181", "zk2:2182"]);
         assert_eq!(s.chroot.as_deref(), Some("/kafka"));
         assert_eq!(s.prefix, "/e");
         assert_eq!(s.connect_string(), "zk1:2181,zk2:2182/kafka");
-        let plain = ZkSource::from_connect("127.0.0.1:2181", None).unwrap();
+        let plain = ZkSource::from_connect("127.0.0.1:2181", None, None).unwrap();
         assert_eq!((plain.chroot, plain.prefix.as_str()), (None, "/"));
     }
 
     #[test]
+    fn a_preset_sets_the_prefix_unless_given_and_must_be_a_zookeeper_one() {
+        let with = |preset: &str, prefix: &str| {
+            let text = format!(
+                "[[source]]\nkind = \"zookeeper\"\nendpoints = [\"zk1:2181\"]\n\
+                 preset = \"{preset}\"\n{prefix}"
+            );
+            Config::parse(&text, std::path::Path::new("c.toml")).map(|c| c.sources)
+        };
+        let got = with("hadoop-ha", "").expect("valid");
+        assert!(
+            matches!(&got[0], SourceConfig::Zookeeper(z) if z.prefix == "/hadoop-ha"),
+            "{got:?}"
+        );
+        let got = with("hadoop-ha", "prefix = \"/yarn-leader-election\"\n").expect("valid");
+        assert!(
+            matches!(&got[0], SourceConfig::Zookeeper(z) if z.prefix == "/yarn-leader-election"),
+            "{got:?}"
+        );
+        let got = with("kafka-zk", "").expect("valid");
+        assert!(
+            matches!(&got[0], SourceConfig::Zookeeper(z) if z.prefix == "/"),
+            "{got:?}"
+        );
+        let err = with("shedlock", "").expect_err("a SQL preset").to_string();
+        assert!(
+            err.contains("preset shedlock is not a ZooKeeper layout") && err.contains("--sql"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn tls_flags_with_only_zookeeper_sources_are_refused_not_ignored() {
+        let flags = Flags {
+            zk: vec!["127.0.0.1:2181".into()],
+            insecure_skip_tls_verify: true,
+            ..Flags::default()
+        };
+        let err = flags.resolve(&Config::default()).unwrap_err();
+        assert!(err.contains("does not speak TLS to ZooKeeper"), "{err}");
+    }
+
+    #[test]
+    fn zk_auth_names_where_the_credentials_are_and_never_repeats_them() {
+        assert_eq!(
+            ZkAuth::parse("env:ZK_AUTH"),
+            Ok(ZkAuth::Env("ZK_AUTH".into()))
+        );
+        assert_eq!(
+            ZkAuth::parse("file:/etc/zk.auth"),
+            Ok(ZkAuth::File("/etc/zk.auth".into()))
+        );
+        let err = ZkAuth::parse("electop:s3cret-pw").unwrap_err();
+        assert!(!err.contains("s3cret"), "{err}");
+        assert!(err.contains("env:VAR or file:PATH"), "{err}");
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("auth");
+        let mut s = ZkSource::from_connect("zk1:2181", None, None).unwrap();
+        s.auth_file = Some(file.clone());
+        std::fs::write(&file, "electop:s3cret-pw\n").unwrap();
+        assert_eq!(
+            s.digest().unwrap().as_deref(),
+            Some(&b"electop:s3cret-pw"[..])
+        );
+        std::fs::write(&file, "s3cret-pw\n").unwrap();
+        let err = s.digest().unwrap_err();
+        assert!(
+            err.contains("must read user:password") && !err.contains("s3cret"),
+            "{err}"
+        );
+        s.auth_file = None;
+        s.auth_env = Some("ELECTOP_TEST_SURELY_UNSET".into());
+        let err = s.digest().unwrap_err();
+        assert!(
+            err.contains("--zk-auth env:ELECTOP_TEST_SURELY_UNSET"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn bad_members_and_paths_are_named() {
-        let err = |c: &str, p: &str| ZkSource::from_connect(c, Some(p.into())).unwrap_err();
+        let err = |c: &str, p: &str| ZkSource::from_connect(c, Some(p.into()), None).unwrap_err();
         assert!(
             err("zk1", "/").contains("`zk1` has no port"),
             "{}",

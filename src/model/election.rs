@@ -25,6 +25,12 @@ pub enum Scheme {
     /// one ephemeral sequential znode per candidate, lowest sequence number leads.
     #[serde(rename = "zookeeper")]
     ZkRecipe,
+    /// Kafka's ZooKeeper-mode controller: one ephemeral `/controller` znode holds the
+    /// controller's broker id; nobody waits in line.
+    KafkaZk,
+    /// Hadoop HA's `ActiveStandbyElector`: one ephemeral `ActiveStandbyElectorLock` per
+    /// nameservice holds the active NameNode; nobody waits in line.
+    HadoopHa,
 }
 
 impl Scheme {
@@ -36,7 +42,14 @@ impl Scheme {
             Scheme::SqlHeartbeat => "sql-heartbeat",
             Scheme::Patroni => "patroni",
             Scheme::ZkRecipe => "zookeeper",
+            Scheme::KafkaZk => "kafka-zk",
+            Scheme::HadoopHa => "hadoop-ha",
         }
+    }
+
+    /// Read from ZooKeeper (a recipe's line, or a single holder).
+    pub fn is_zookeeper(self) -> bool {
+        matches!(self, Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa)
     }
 }
 
@@ -324,7 +337,7 @@ impl Election {
     /// nobody beside its leader may have no registry to list the others.
     pub fn waiting(&self) -> Option<usize> {
         let no_line = match self.scheme {
-            Scheme::SqlLease | Scheme::SqlHeartbeat => true,
+            Scheme::SqlLease | Scheme::SqlHeartbeat | Scheme::KafkaZk | Scheme::HadoopHa => true,
             Scheme::EtcdLeaseKey => self.candidates.len() <= 1,
             Scheme::EtcdElection | Scheme::Patroni | Scheme::ZkRecipe => false,
         };

@@ -295,7 +295,7 @@ impl Timing {
             },
             // kazoo's default session: 10 s, heartbeats at a third of it (ZooKeeper's client
             // pings every timeout / 3).
-            Scheme::ZkRecipe => Timing {
+            Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa => Timing {
                 ttl: s(10),
                 renew: Duration::from_millis(3_300),
                 retry: s(1),

@@ -283,7 +283,7 @@ const SOURCE_GAUGES: &[PerSource] = &[
 fn sources(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     let labels = |s: &SourceView| -> Labels {
         let store = match s.info.scheme {
-            Some(crate::model::Scheme::ZkRecipe) => "zookeeper",
+            Some(s) if s.is_zookeeper() => "zookeeper",
             _ if s.info.clustered => "etcd",
             _ => "sql",
         };

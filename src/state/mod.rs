@@ -115,7 +115,8 @@ impl ReadModel {
                 let Some(s) = self.sources.get_mut(source) else {
                     return Applied::Nothing;
                 };
-                s.notice = Some(text);
+                // An empty notice withdraws the last one.
+                s.notice = (!text.is_empty()).then_some(text);
             }
             SourceEvent::Loading {
                 source,

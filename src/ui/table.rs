@@ -30,6 +30,8 @@ fn scheme_short(s: Scheme) -> &'static str {
         Scheme::SqlHeartbeat => "heartbeat",
         Scheme::Patroni => "patroni",
         Scheme::ZkRecipe => "zookeeper",
+        Scheme::KafkaZk => "kafka-zk",
+        Scheme::HadoopHa => "hadoop-ha",
     }
 }
 

@@ -53,7 +53,7 @@ impl Target {
                 "last_seen_active",
                 Some(20_000),
             ),
-            Scheme::ZkRecipe => Target::Zookeeper {
+            Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa => Target::Zookeeper {
                 prefix: "/".to_string(),
             },
             _ => Target::Etcd {

@@ -12,8 +12,24 @@ pub(crate) enum ZkError {
     SessionExpired,
     #[error("connection to ZooKeeper lost; reconnecting")]
     ConnectionLoss,
-    #[error("ZooKeeper refused electop's credentials (not authorized to read {0})")]
+    #[error(
+        "ZooKeeper refused to let electop read {0} (NoAuth: the node's ACL does not grant READ \
+         to electop's identity). Give --zk-auth env:VAR or file:PATH naming a user:password \
+         its digest ACL grants, or grant electop READ on it (zkCli: getAcl {0} shows who may)"
+    )]
     NoAuth(String),
+    #[error(
+        "chroot {0} does not exist on ZooKeeper at {1}: every path below it answers \"no node\". \
+         Check the /chroot part of --zk (zkCli: ls / lists what there is)"
+    )]
+    NoChroot(String, String),
+    #[error(
+        "not a ZooKeeper server at {0}: it did not answer ZooKeeper's handshake ({1}). Check \
+         the host:port is ZooKeeper's clientPort (2181 by default)"
+    )]
+    NotZooKeeper(String, String),
+    #[error("{0}")]
+    Credentials(String),
     #[error("more than {0} znodes under {1}; give a narrower --prefix")]
     TooMany(usize, String),
     #[error("ZooKeeper: {0}")]

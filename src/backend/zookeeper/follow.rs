@@ -8,10 +8,11 @@ use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
 use zookeeper_client::{AddWatchMode, Client, EventType, SessionState, WatchedEvent};
 
-use super::ZkBackend;
 use super::error::ZkError;
 use super::read::Reader;
+use super::single::Layout;
 use super::tracker::{Applied, ZkTracker};
+use super::{ZkBackend, inputs};
 use crate::backend::{BackendIo, Backoff, down_and_wait};
 use crate::model::{ConnState, Event, EventKind, SourceEvent};
 
@@ -32,12 +33,14 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
             b.info.name.clone(),
             b.cfg.prefix.clone(),
             b.opts.history_limit,
-        ),
+        )
+        .with_layout(Layout::of(b.cfg.preset)),
         connect: b.cfg.connect_string(),
         b,
         io,
         backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(10)),
         loaded: false,
+        missing: false,
     };
     tokio::select! {
         _ = f.drive() => {}
@@ -53,6 +56,8 @@ struct Follow {
     backoff: Backoff,
     /// The first read is done: later reads report what changed.
     loaded: bool,
+    /// The prefix was not there at the last look (said in the source's notice).
+    missing: bool,
 }
 
 impl Follow {
@@ -96,7 +101,7 @@ impl Follow {
         let state = ConnState::Connecting;
         self.send(SourceEvent::Conn { source, state }).await?;
         let client = self.dial().await?;
-        let prefix = self.b.cfg.prefix.clone();
+        let prefix = Layout::of(self.b.cfg.preset).watch_path(&self.b.cfg.prefix);
         // The watch before the read: a change between the two is then seen twice, never
         // missed.
         let mut watcher = match tokio::time::timeout(
@@ -125,11 +130,17 @@ impl Follow {
 
     async fn dial(&self) -> Result<Client, ZkError> {
         let wait = self.b.opts.request_timeout;
-        let connector = Client::connector()
+        let connector = inputs::connector(&self.b.cfg)?
             .with_session_timeout(SESSION_TIMEOUT)
             .with_connection_timeout(wait)
             .with_fail_eagerly();
-        match tokio::time::timeout(wait, connector.connect(&self.connect)).await {
+        let connect = tokio::time::timeout(wait, connector.connect(&self.connect));
+        // No handshake soon: a server of another kind says what it is when asked its way.
+        let result = tokio::select! {
+            r = connect => r,
+            not_zk = inputs::not_zookeeper(&self.b.cfg.endpoints) => return Err(not_zk),
+        };
+        match result {
             Err(_) => Err(self.timeout()),
             Ok(Ok(c)) => {
                 info!(source = %self.b.info.name, session = %format!("0x{:x}", c.session_id().0), "zookeeper connected");
@@ -151,7 +162,15 @@ impl Follow {
     async fn read_all(&mut self, client: &Client) -> Result<(), Stop> {
         let source = self.b.info.id;
         let sent = (Instant::now(), SystemTime::now());
-        let nodes = self.reader(client).tree(&self.b.cfg.prefix).await?;
+        let reader = self.reader(client);
+        let missing = inputs::missing_prefix(&reader, &self.b.cfg).await?;
+        let nodes = inputs::read(&reader, &self.b.cfg).await?;
+        let was_missing = std::mem::replace(&mut self.missing, missing.is_some());
+        if self.missing || was_missing {
+            // An empty notice takes the last one away.
+            let text = missing.unwrap_or_default();
+            self.send(SourceEvent::Notice { source, text }).await?;
+        }
         if self.loaded {
             let applied = self.tracker.resync(&nodes, sent.1);
             self.tell(applied).await?;
@@ -186,6 +205,10 @@ impl Follow {
     async fn on_event(&mut self, client: &Client, ev: WatchedEvent) -> Result<(), Stop> {
         if ev.event_type == EventType::Session {
             return self.on_session(client, ev.session_state).await;
+        }
+        if self.missing {
+            // Something came where nothing was: the prefix exists now, read it afresh.
+            return self.read_all(client).await;
         }
         // A candidate's node came, went or changed: its parent is the election to re-read.
         let Some(parent) = parent_of(&ev.path).filter(|p| within(&self.b.cfg.prefix, p)) else {

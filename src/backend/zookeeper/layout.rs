@@ -97,7 +97,7 @@ pub fn candidate(n: &Znode) -> Candidate {
             n.name().as_bytes().to_vec(),
         )
     } else {
-        (escape_bytes(&n.data), n.data.clone())
+        (super::single::shown(&n.data), n.data.clone())
     };
     Candidate {
         id,

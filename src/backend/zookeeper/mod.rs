@@ -3,8 +3,10 @@
 
 mod error;
 mod follow;
+mod inputs;
 pub mod layout;
 mod read;
+pub(crate) mod single;
 mod store;
 pub(crate) mod tracker;
 
@@ -12,7 +14,7 @@ pub use store::Zookeeper;
 
 use crate::backend::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::ZkSource;
-use crate::model::{Scheme, SourceId, SourceInfo};
+use crate::model::{SourceId, SourceInfo};
 
 /// The follow task of one ZooKeeper source.
 pub struct ZkBackend {
@@ -30,7 +32,7 @@ impl ZkBackend {
             label: cfg.prefix.clone(),
             short,
             endpoints: connect,
-            scheme: Some(Scheme::ZkRecipe),
+            scheme: Some(cfg.scheme()),
             read_only: cfg.read_only,
             // Not yet: a clustered source is complete only once its members are probed
             // (`srvr`/`mntr` per member is a later step), so `status` would wait for them.

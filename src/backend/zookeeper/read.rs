@@ -70,6 +70,12 @@ impl Reader<'_> {
         Ok((nodes, deeper))
     }
 
+    /// Whether `path` exists.
+    pub(crate) async fn exists(&self, path: &str) -> Result<bool, ZkError> {
+        let stat = self.bounded(path, self.client.check_stat(path)).await?;
+        Ok(stat.flatten().is_some())
+    }
+
     /// The children of one election's znode.
     pub(crate) async fn children(&self, parent: &str) -> Result<Vec<Znode>, ZkError> {
         Ok(self.children_of(parent).await?.0)

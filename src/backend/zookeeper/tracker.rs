@@ -5,9 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
-use super::layout::{self, Znode};
+use super::layout::Znode;
+use super::single::Layout;
 use crate::backend::change;
-use crate::model::{Candidate, Cause, Election, Event, Scheme, SourceId};
+use crate::model::{Candidate, Cause, Election, Event, SourceId};
 
 pub(crate) struct ZkTracker {
     source: SourceId,
@@ -18,6 +19,8 @@ pub(crate) struct ZkTracker {
     elections: BTreeMap<String, Election>,
     /// The znode path of each election, to re-read them all after a reconnect.
     parents: BTreeMap<String, String>,
+    /// Recipes' lines, or a preset's single holder.
+    layout: Layout,
 }
 
 /// What one read changed: the elections to send and the events they make.
@@ -36,7 +39,14 @@ impl ZkTracker {
             history_limit: limit.max(1),
             elections: BTreeMap::new(),
             parents: BTreeMap::new(),
+            layout: Layout::Recipes,
         }
+    }
+
+    /// Reads the elections as `layout` lays them out (a preset's), not as recipes' lines.
+    pub(crate) fn with_layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
     }
 
     /// Every election as it stands.
@@ -46,7 +56,7 @@ impl ZkTracker {
 
     /// The first read sets the scene: no history, no events.
     pub(crate) fn load(&mut self, nodes: &[Znode]) -> Vec<Election> {
-        for e in layout::elections(self.source, &self.prefix, nodes) {
+        for e in self.layout.elections(self.source, &self.prefix, nodes) {
             self.remember(&e, nodes);
             self.elections.insert(e.name.clone(), e);
         }
@@ -60,7 +70,7 @@ impl ZkTracker {
         parents.extend(
             nodes
                 .iter()
-                .filter(|n| layout::recipe(n).is_some())
+                .filter(|n| self.layout.holds(n))
                 .map(|n| n.parent().to_string()),
         );
         let mut out = Applied::default();
@@ -83,7 +93,9 @@ impl ZkTracker {
     }
 
     fn remember(&mut self, e: &Election, nodes: &[Znode]) {
-        if let Some(leader) = &e.leader
+        if let Some(parent) = self.layout.parent_of(&self.prefix, &e.name) {
+            self.parents.insert(e.name.clone(), parent);
+        } else if let Some(leader) = &e.leader
             && let Some(n) = nodes.iter().find(|n| n.path.as_bytes() == leader.raw_key)
         {
             self.parents.insert(e.name.clone(), n.parent().to_string());
@@ -91,8 +103,10 @@ impl ZkTracker {
     }
 
     fn apply_into(&mut self, parent: &str, children: &[Znode], at: SystemTime, out: &mut Applied) {
-        let name = layout::election_name(&self.prefix, parent);
-        let new = layout::election(self.source, &self.prefix, parent, children);
+        let name = self.layout.name(&self.prefix, parent);
+        let new = self
+            .layout
+            .election(self.source, &self.prefix, parent, children);
         let Some(old) = self.elections.get(&name) else {
             // Not known and still no candidate there: nothing to say.
             let Some(e) = new else { return };
@@ -106,11 +120,12 @@ impl ZkTracker {
         };
         let mut e = old.clone();
         let before = e.leader.take();
-        let fresh =
-            new.unwrap_or_else(|| Election::new(self.source, name.clone(), Scheme::ZkRecipe));
+        let scheme = self.layout.scheme();
+        let fresh = new.unwrap_or_else(|| Election::new(self.source, name.clone(), scheme));
         e.candidates = fresh.candidates;
         e.leader = fresh.leader;
-        if e.candidates == old.candidates && e.leader == old.leader {
+        e.notes = fresh.notes;
+        if e.candidates == old.candidates && e.leader == old.leader && e.notes == old.notes {
             return;
         }
         if e.leader.is_some() {
