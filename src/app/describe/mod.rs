@@ -142,10 +142,12 @@ fn head(app: &App, e: &Election, width: usize) -> Vec<DLine> {
         format!("lease {lease}, {left} left")
     };
     if let Some(d) = &e.deposed {
+        let hold = e
+            .deposed_session_text(false)
+            .unwrap_or_else(|| lease_left(d));
         let text = format!(
-            "{} may still believe it leads (removed by an admin action; {})",
-            d.id,
-            lease_left(d)
+            "{} may still believe it leads (removed by an admin action; {hold})",
+            d.id
         );
         out.push(field("Deposed", Tone::Warn, text));
         out.extend(wrapped("", Tone::Dim, &d.key, width));

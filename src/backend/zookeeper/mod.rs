@@ -1,10 +1,14 @@
 //! ZooKeeper: the recipes that elect a leader with ephemeral sequential znodes (Curator,
 //! kazoo), read once and then followed through a persistent recursive watch on the prefix.
 
+mod admin;
+mod deposed;
 mod error;
 mod follow;
 pub mod layout;
+mod plan;
 mod read;
+mod sessions;
 mod store;
 pub(crate) mod tracker;
 
