@@ -81,6 +81,10 @@ fn judge(f: &mut Followed, listing: &Listing, now: Instant) -> Option<SessionChe
         f.missing_since = None;
         return Some(SessionCheck::Alive);
     }
+    if listing.authoritative {
+        // The leader holds every session: not there, it has ended.
+        return None;
+    }
     // Without a listed timeout, ZooKeeper's largest default (20 ticks of 2 s).
     let timeout = |to: Option<u64>| to.map_or(Duration::from_secs(40), Duration::from_millis);
     if !listing.complete {
@@ -112,6 +116,7 @@ mod tests {
         Listing {
             sessions: sessions.iter().map(|(s, to)| (*s, Some(*to))).collect(),
             complete,
+            authoritative: false,
         }
     }
 
@@ -156,6 +161,18 @@ mod tests {
             d.apply(&partial, t0 + Duration::from_secs(60))[0].1,
             Some(SessionCheck::CannotTell)
         );
+    }
+
+    #[test]
+    fn missing_from_the_leaders_dump_is_gone_at_once() {
+        let mut d = DeposedSessions::default();
+        d.follow("jobs", 7, Some((Instant::now(), Some(3000))));
+        let dump = Listing {
+            sessions: [(8, None)].into_iter().collect(),
+            complete: true,
+            authoritative: true,
+        };
+        assert_eq!(d.apply(&dump, Instant::now())[0].1, None);
     }
 
     #[test]

@@ -4,9 +4,13 @@
 //! only for the caller's own session), so this is how electop tells how long a deposed
 //! holder may go on believing it leads.
 //!
-//! A session shows on the one member its client is connected to, so every member is asked.
-//! Where a member refuses `cons` (not in `4lw.commands.whitelist`) or does not answer, a
-//! session missing from the others may be on it: then electop cannot tell, and says so.
+//! Best is `dump` on the ensemble's leader (or a standalone server): its "SessionTracker
+//! dump" lists every session the ensemble holds, connected or between connections, so a
+//! session missing from it has ended. Where no member answers that, `cons` is asked of
+//! every member: a session shows on the one member its client is connected to, and one
+//! missing from all may only be moving to another member. Where a member refuses both (not
+//! in `4lw.commands.whitelist`) or does not answer, a session missing from the others may be
+//! on it: then electop cannot tell, and says so.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -20,19 +24,31 @@ pub(crate) struct Listing {
     pub sessions: HashMap<i64, Option<u64>>,
     /// Every member answered `cons`: a session not listed is connected to none of them.
     pub complete: bool,
+    /// The leader's `dump` answered: a session not listed has ended.
+    pub authoritative: bool,
 }
 
 /// An answer is at most this long: a member with many connections prints a line each.
 const MAX_ANSWER: u64 = 8 << 20;
 
-/// Asks every member in `members` (`host:port`) for `cons`, each within `timeout`.
+/// Asks every member in `members` (`host:port`) for `dump`, and where no leader answers it,
+/// for `cons`; each within `timeout`.
 pub(crate) async fn list(members: &[String], timeout: Duration) -> Listing {
-    let asks = members.iter().map(|m| ask(m, timeout));
-    let answers = futures::future::join_all(asks).await;
+    let dumps = members.iter().map(|m| ask(m, "dump", timeout));
+    let dumps = futures::future::join_all(dumps).await;
     let mut out = Listing {
         sessions: HashMap::new(),
         complete: !members.is_empty(),
+        authoritative: false,
     };
+    if let Some(all) = dumps.iter().find_map(|d| d.as_deref().and_then(parse_dump)) {
+        out.sessions = all.into_iter().map(|s| (s, None)).collect();
+        out.authoritative = true;
+        // The timeouts, where `cons` gives them, are only for the screen's sake: skip.
+        return out;
+    }
+    let asks = members.iter().map(|m| ask(m, "cons", timeout));
+    let answers = futures::future::join_all(asks).await;
     for answer in answers {
         match answer.as_deref().and_then(parse) {
             Some(listed) => out.sessions.extend(listed),
@@ -42,11 +58,12 @@ pub(crate) async fn list(members: &[String], timeout: Duration) -> Listing {
     out
 }
 
-/// `cons` sent to one member, its whole answer; `None` when it did not answer in time.
-async fn ask(member: &str, timeout: Duration) -> Option<String> {
+/// A four-letter word sent to one member, its whole answer; `None` when it did not answer
+/// in time.
+async fn ask(member: &str, word: &str, timeout: Duration) -> Option<String> {
     let talk = async {
         let mut s = tokio::net::TcpStream::connect(member).await.ok()?;
-        s.write_all(b"cons").await.ok()?;
+        s.write_all(word.as_bytes()).await.ok()?;
         let mut buf = Vec::new();
         s.take(MAX_ANSWER).read_to_end(&mut buf).await.ok()?;
         Some(String::from_utf8_lossy(&buf).into_owned())
@@ -80,6 +97,23 @@ pub(crate) fn parse(text: &str) -> Option<Vec<(i64, Option<u64>)>> {
     Some(sessions)
 }
 
+/// Every session in a `dump` answer's "SessionTracker dump" (the leader's or a standalone
+/// server's; a follower's has none): `None` when there is no such part.
+pub(crate) fn parse_dump(text: &str) -> Option<Vec<i64>> {
+    let (_, rest) = text.split_once("SessionTracker dump:")?;
+    let tracker = rest.split("ephemeral nodes dump:").next().unwrap_or(rest);
+    if !tracker.contains("Session Sets") {
+        return None;
+    }
+    let sessions = tracker
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("0x"))
+        .filter_map(|h| u64::from_str_radix(h, 16).ok())
+        .map(|s| s as i64)
+        .collect();
+    Some(sessions)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +136,29 @@ mod tests {
                 (0x1000_04b3_e8a0_001, Some(3000)),
                 (0x1000_04b3_e8a0_002, Some(10_000))
             ]
+        );
+    }
+
+    /// As ZooKeeper 3.8 standalone answers: one session connected, one between connections.
+    const DUMP: &str = "SessionTracker dump:\nSession Sets (3)/(2):\n\
+        1 expire at Wed Nov 25 01:57:05 UTC 2026:\n\t0x100009423950000\n\
+        0 expire at Wed Nov 25 01:57:06 UTC 2026:\n\
+        1 expire at Wed Nov 25 01:57:06 UTC 2026:\n\t0x100009423950001\n\
+        ephemeral nodes dump:\nSessions with Ephemerals (0):\nConnections dump:\n\
+        Connections Sets (2)/(2):\n1 expire at Wed Nov 25 01:57:10 UTC 2026:\n\
+        \tip: /127.0.0.1:38090 sessionId: 0x100009423950000\n";
+
+    #[test]
+    fn the_leaders_dump_lists_every_session() {
+        assert_eq!(
+            parse_dump(DUMP),
+            Some(vec![0x1000_0942_3950_000, 0x1000_0942_3950_001])
+        );
+        let follower = "ephemeral nodes dump:\nSessions with Ephemerals (0):\n";
+        assert_eq!(parse_dump(follower), None);
+        assert_eq!(
+            parse_dump("dump is not executed because it is not in the whitelist."),
+            None
         );
     }
 

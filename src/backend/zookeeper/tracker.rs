@@ -456,6 +456,7 @@ mod tests {
         let alive = Listing {
             sessions: [(0x10a, Some(400))].into_iter().collect(),
             complete: true,
+            authoritative: false,
         };
         let checked = t.sessions_listed(&alive, now);
         assert_eq!(
@@ -469,6 +470,7 @@ mod tests {
         let none = Listing {
             sessions: Default::default(),
             complete: true,
+            authoritative: false,
         };
         assert!(t.sessions_listed(&none, now).changed.is_empty(), "not yet");
         let later = now + std::time::Duration::from_secs(2);
