@@ -133,8 +133,8 @@ mod tests {
         assert_eq!(
             got,
             [
-                (0x1000_04b3_e8a0_001, Some(3000)),
-                (0x1000_04b3_e8a0_002, Some(10_000))
+                (0x0100_004b_3e8a_0001, Some(3000)),
+                (0x0100_004b_3e8a_0002, Some(10_000))
             ]
         );
     }
@@ -152,7 +152,7 @@ mod tests {
     fn the_leaders_dump_lists_every_session() {
         assert_eq!(
             parse_dump(DUMP),
-            Some(vec![0x1000_0942_3950_000, 0x1000_0942_3950_001])
+            Some(vec![0x0100_0094_2395_0000, 0x0100_0094_2395_0001])
         );
         let follower = "ephemeral nodes dump:\nSessions with Ephemerals (0):\n";
         assert_eq!(parse_dump(follower), None);
