@@ -415,3 +415,47 @@ fn quitting_asks_first_where_it_stops_something() {
     assert!(text.contains("stops every node"), "{text}");
     insta::assert_snapshot!(text);
 }
+
+/// ZooKeeper after a forced re-election: the deposed holder beside the new leader, with its
+/// session, in the table row and in the detail view.
+#[test]
+fn a_deposed_zookeeper_holder_is_shown_with_its_session() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/election", Scheme::ZkRecipe)], now, wall());
+    let mut e = Election::new(0, "jobs".into(), Scheme::ZkRecipe);
+    let node = |id: &str, seq: u32, session: &str| {
+        let key = format!("/election/jobs/_c_7f3e9a52-latch-{seq:010}");
+        let mut c = electop::model::Candidate::plain(id, &key);
+        c.create_revision = 0x1a + seq as i64;
+        c.mod_revision = c.create_revision;
+        c.stamp = Some(session.to_string());
+        c
+    };
+    e.candidates = vec![node("latch-2", 1, "0x1000004b3e8a0001")];
+    e.leader = e.candidates.first().cloned();
+    e.deposed = Some(Box::new(node("latch-1", 0, "0x1000004b3e8a0000")));
+    e.deposed_session = Some(electop::model::SessionCheck::Alive);
+    e.record(
+        change(2, Some("latch-1"), Some("latch-2"), Cause::ForcedReelection),
+        10,
+    );
+    load(&mut app, 0, vec![e]);
+    let table = render(&mut app, 120, 16);
+    assert!(
+        table.contains("⚠ deposed latch-1, session 0x1000004b3e8a0000 alive"),
+        "{table}"
+    );
+    insta::assert_snapshot!("zookeeper_deposed_row_120x16", table);
+    select(&mut app, "jobs");
+    app::update(&mut app, Msg::Action(Action::Describe));
+    let detail = render(&mut app, 100, 30);
+    assert!(
+        detail.contains("latch-1 may still believe it leads"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("session 0x1000004b3e8a0000 alive"),
+        "{detail}"
+    );
+    insta::assert_snapshot!("zookeeper_deposed_detail_100x30", detail);
+}

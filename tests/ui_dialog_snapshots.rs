@@ -431,3 +431,47 @@ fn r_in_the_details_of_a_resign_turns_it_into_a_reelection() {
     };
     assert_eq!(request.kind, electop::admin::ActionKind::Reelect);
 }
+
+/// A ZooKeeper election (Curator `LeaderLatch` nodes): `latch-1` leads, two wait.
+fn zookeeper(now: Instant) -> App {
+    let _ = now;
+    let mut e = Election::new(0, "jobs".into(), Scheme::ZkRecipe);
+    e.candidates = (0..3)
+        .map(|i| {
+            let key = format!(
+                "/election/jobs/_c_7f3e9a52-4c1a-4b0e-9a1c-1d2e3f4a5b6{i}-latch-000000000{i}"
+            );
+            let mut c = electop::model::Candidate::plain(&format!("latch-{}", i + 1), &key);
+            c.create_revision = 0x1a + i as i64;
+            c.mod_revision = 0x1a + i as i64;
+            c.stamp = Some(format!("0x1000004b3e8a000{i}"));
+            c
+        })
+        .collect();
+    e.leader = e.candidates.first().cloned();
+    showing("/election", e, now)
+}
+
+/// ZooKeeper: the confirmation says plainly that the deposed client does not notice and
+/// that ZooKeeper cannot end its session; the details show the one multi and its compares.
+#[test]
+fn zookeeper_confirmation_says_the_deposed_client_does_not_notice() {
+    let mut app = zookeeper(Instant::now());
+    act(&mut app, &[Reelect]);
+    let text = render(&mut app, 80, 24);
+    assert!(text.contains("Force a re-election of jobs"), "{text}");
+    assert!(text.contains("latch-1 does not notice"), "{text}");
+    assert!(row_with(&text, CONFIRM_KEYS).is_some(), "{text}");
+    insta::assert_snapshot!("confirm_zookeeper_reelect_80x24", text);
+    act(&mut app, &[Action::Details]);
+    let details = render(&mut app, 100, 40);
+    for said in [
+        "read, then one multi: if",
+        "czxid(/election/jobs/_c_7f3e9a52",
+        "delete /election/jobs/_c_7f3e9a52-4c1a-4b0e-9a1c-1d2e3f4a5b60-latch-0000000000",
+        "fires no notLeader",
+    ] {
+        assert!(details.contains(said), "{said}\n{details}");
+    }
+    insta::assert_snapshot!("details_zookeeper_reelect_100x40", details);
+}

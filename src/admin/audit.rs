@@ -33,6 +33,10 @@ struct Line<'a> {
     /// still believe it leads.
     #[serde(skip_serializing_if = "Option::is_none")]
     before_lease: Option<i64>,
+    /// Its session (ZooKeeper, `0x…`), for the same reason: a deposed client goes on
+    /// believing it leads while that session lives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    before_session: Option<&'a str>,
     /// What the store holds after (or the reason nothing changed); none on an attempt.
     after: Option<&'a str>,
     /// `attempt` before the store is touched, then how it ended.
@@ -182,6 +186,9 @@ fn line<'a>(
         action: &req.kind,
         before: before.map(|c| c.id.as_str()),
         before_lease: before.and_then(|c| c.lease).filter(|l| *l != 0),
+        before_session: before
+            .filter(|_| req.seen.scheme == crate::model::Scheme::ZkRecipe)
+            .and_then(|c| c.stamp.as_deref()),
         after,
         outcome,
     }

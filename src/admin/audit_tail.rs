@@ -21,6 +21,8 @@ pub(crate) struct Done {
     pub before: Option<String>,
     /// The removed leader's lease (etcd), where the line has it.
     pub before_lease: Option<i64>,
+    /// The removed leader's session (ZooKeeper, `0x…`), where the line has it.
+    pub before_session: Option<String>,
     pub at: Option<std::time::SystemTime>,
 }
 
@@ -32,6 +34,7 @@ struct Line {
     action: Option<String>,
     before: Option<String>,
     before_lease: Option<i64>,
+    before_session: Option<String>,
     outcome: Option<String>,
     by: Option<String>,
     at: Option<String>,
@@ -57,6 +60,7 @@ pub(crate) fn parse(line: &str) -> Option<Done> {
         by: l.by.unwrap_or_else(|| "another electop".into()),
         before: l.before,
         before_lease: l.before_lease,
+        before_session: l.before_session,
         at: l.at.as_deref().and_then(crate::model::time::parse_rfc3339),
     })
 }
@@ -163,6 +167,7 @@ mod tests {
                 by: "ops@h".into(),
                 before: Some("node-a".into()),
                 before_lease: None,
+                before_session: None,
                 at: None,
             }]
         );

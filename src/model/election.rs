@@ -251,6 +251,9 @@ pub struct Election {
     /// A leader deposed while its lease lives on (a resignation): election clients do not
     /// notice, so it may still believe it leads until that lease ends.
     pub deposed: Option<Box<Candidate>>,
+    /// ZooKeeper: what electop knows of the deposed holder's session (its id is the deposed
+    /// candidate's `stamp`), which has no lease to count down; `None` elsewhere.
+    pub deposed_session: Option<SessionCheck>,
     /// A leader that removed its own key (it resigned, as `etcdctl elect` does on Ctrl-C)
     /// while its lease lives on: it knows it left, so it is no alarm; shown in the detail
     /// until the lease ends or it is back in line.
@@ -260,6 +263,74 @@ pub struct Election {
     pub members: Vec<MemberInfo>,
     /// Other keys of the election worth showing (Patroni's `failover`, `sync`).
     pub notes: Vec<Note>,
+}
+
+/// What electop knows of a ZooKeeper session it cannot count down: a deposed holder's
+/// session lives until its client stops or loses touch, which only the servers know
+/// (their `cons` four-letter word lists the sessions connected to each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionCheck {
+    /// Not asked yet: the holder was deposed a moment ago.
+    Checking,
+    /// A member listed it as connected at the last check.
+    Alive,
+    /// Not every member lists its sessions (`cons` is not in `4lw.commands.whitelist`, or
+    /// a member did not answer), and none of those that did listed it.
+    CannotTell,
+}
+
+impl SessionCheck {
+    /// `session 0x… alive`, or what electop cannot say, for every view.
+    pub fn describe(self, session: &str) -> String {
+        match self {
+            SessionCheck::Checking => format!("session {session}, being checked"),
+            SessionCheck::Alive => format!("session {session} alive"),
+            SessionCheck::CannotTell => format!(
+                "session {session}: alive or not, electop cannot tell (allow `cons` in \
+                 4lw.commands.whitelist)"
+            ),
+        }
+    }
+}
+
+impl SessionCheck {
+    /// Short, for a table cell: `session 0x… alive`, `alive?` where electop cannot tell.
+    pub fn short(self, session: &str) -> String {
+        match self {
+            SessionCheck::Checking => format!("session {session}"),
+            SessionCheck::Alive => format!("session {session} alive"),
+            SessionCheck::CannotTell => format!("session {session} alive?"),
+        }
+    }
+}
+
+impl Election {
+    /// A ZooKeeper deposed holder's session in words, long (`short`: for a table cell).
+    pub fn deposed_session_text(&self, short: bool) -> Option<String> {
+        let check = self.deposed_session?;
+        let id = self.deposed.as_ref()?.stamp.as_deref().unwrap_or("?");
+        Some(if short {
+            check.short(id)
+        } else {
+            check.describe(id)
+        })
+    }
+
+    /// The deposed holder's hold on the store, in words: its ZooKeeper session as last
+    /// checked, or its lease and what is left of it.
+    pub fn deposed_hold(&self, at: Instant) -> Option<String> {
+        let d = self.deposed.as_deref()?;
+        if let Some(text) = self.deposed_session_text(false) {
+            return Some(text);
+        }
+        let lease = d.lease.map_or_else(|| "?".into(), |l| format!("{l:x}"));
+        let left = d.ttl.map_or_else(
+            || "?".into(),
+            |t| super::time::duration_ms(t.remaining_ms_at(at)),
+        );
+        Some(format!("lease {lease} alive, {left} left"))
+    }
 }
 
 /// One candidate as the store describes it (Patroni's `members/<name>` JSON).
@@ -314,6 +385,7 @@ impl Election {
             transitions: 0,
             history: VecDeque::new(),
             deposed: None,
+            deposed_session: None,
             resigned: None,
             members: Vec::new(),
             notes: Vec::new(),

@@ -11,7 +11,8 @@ pub(crate) mod time;
 mod wrap;
 
 pub use election::{
-    Candidate, Cause, Deadline, Election, HistoryEntry, MemberInfo, Note, Scheme, SourceId,
+    Candidate, Cause, Deadline, Election, HistoryEntry, MemberInfo, Note, Scheme, SessionCheck,
+    SourceId,
 };
 pub use escape::{escape_bytes, truncate_display};
 pub use event::{ConnState, Event, EventKind, MemberStatus, SourceEvent, SourceInfo, SourceNotice};

@@ -172,6 +172,9 @@ pub(crate) struct ElectionJson<'a> {
     /// A leader deposed with its lease alive: it may still believe it leads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deposed: Option<HolderJson<'a>>,
+    /// ZooKeeper: the deposed holder's session, and whether a member lists it alive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deposed_session: Option<SessionJson<'a>>,
     /// A leader that removed its own key while its lease lives on: no alarm.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resigned: Option<HolderJson<'a>>,
@@ -211,6 +214,16 @@ pub(crate) struct HolderJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<&'a str>,
     pub zombie: bool,
+}
+
+#[derive(Serialize)]
+pub(crate) struct SessionJson<'a> {
+    /// As ZooKeeper prints it: `0x…`.
+    pub id: &'a str,
+    /// `alive`, `cannot-tell` (a member does not list its sessions) or `checking`.
+    pub state: crate::model::SessionCheck,
+    /// The same in words, as the screen says it.
+    pub text: String,
 }
 
 #[derive(Serialize)]
@@ -272,6 +285,13 @@ pub(crate) fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> El
         zombie: e.has_zombie(),
         history: e.history.iter().map(history).collect(),
         deposed: e.deposed.as_ref().map(|d| holder(d, now)),
+        deposed_session: e.deposed_session.and_then(|state| {
+            Some(SessionJson {
+                id: e.deposed.as_ref()?.stamp.as_deref()?,
+                state,
+                text: e.deposed_session_text(false)?,
+            })
+        }),
         resigned: e.resigned.as_ref().map(|d| holder(d, now)),
         no_leader_since: e.no_leader_since().map(time::rfc3339),
         members: &e.members,

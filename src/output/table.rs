@@ -44,11 +44,15 @@ fn cells(model: &ReadModel, row: &Listed<'_>, wide: bool) -> Cells {
         .get(e.source)
         .map(|s| s.info.short.clone())
         .unwrap_or_default();
-    let leader = match (&e.leader, e.no_leader_since()) {
+    let mut leader = match (&e.leader, e.no_leader_since()) {
         (Some(l), _) => l.id.clone(),
         (None, Some(t)) => format!("none since {}", crate::model::time::clock(t)),
         (None, None) => "-".to_string(),
     };
+    // ZooKeeper's deposed holder has no lease in the TTL column: its session is said here.
+    if let (Some(d), Some(session)) = (&e.deposed, e.deposed_session_text(true)) {
+        leader.push_str(&format!(" (⚠ deposed {}, {session})", d.id));
+    }
     let last = e
         .last_change()
         .map(|h| format::age(h, model.wall))

@@ -66,7 +66,14 @@ pub(crate) fn current(
             cause: None,
             revision: s.revision,
             replayed: false,
-            detail: None,
+            // ZooKeeper: a deposed holder still acting, with its session.
+            detail: e.deposed.as_ref().and_then(|d| {
+                let session = e.deposed_session_text(false)?;
+                Some(format!(
+                    "⚠ deposed {} may still believe it leads, {session}",
+                    d.id
+                ))
+            }),
         })
         .collect()
 }

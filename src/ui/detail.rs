@@ -56,6 +56,17 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
 
     let room = (head.width as usize).saturating_sub(8);
     let second = match &e.deposed {
+        Some(d) if e.deposed_session.is_some() => Line::from(Span::styled(
+            truncate_display(
+                &format!(
+                    "⚠ deposed {} may still believe it leads ({})",
+                    d.id,
+                    e.deposed_session_text(false).unwrap_or_default()
+                ),
+                room,
+            ),
+            theme::warn(),
+        )),
         Some(d) => deposed_line(d, app.model.as_of(e.source), room),
         None => key_line(e, room),
     };

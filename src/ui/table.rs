@@ -67,8 +67,13 @@ fn leader_cell(
         )],
     };
     if let Some(d) = &e.deposed {
+        // ZooKeeper: the session that may still act, beside the holder.
+        let session = e
+            .deposed_session_text(true)
+            .map(|s| format!(", {s}"))
+            .unwrap_or_default();
         spans.push(Span::styled(
-            format!(" ⚠ deposed {}", truncate_display(&d.id, 16)),
+            format!(" ⚠ deposed {}{session}", truncate_display(&d.id, 16)),
             theme::warn(),
         ));
     }

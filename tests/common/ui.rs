@@ -8,16 +8,22 @@ use electop::model::{Candidate, Deadline, Scheme, SourceInfo};
 /// Source `id` (`etcd1`, `sql2`...) under `prefix`, on PostgreSQL for a SQL scheme.
 pub fn info(id: usize, prefix: &str, scheme: Scheme) -> SourceInfo {
     let sql = scheme.is_sql();
+    let (store, at) = match scheme {
+        Scheme::ZkRecipe => ("zk", "zookeeper 127.0.0.1:2181"),
+        _ if sql => ("sql", "postgres 127.0.0.1:5432"),
+        _ => ("etcd", "etcd 127.0.0.1:2379"),
+    };
     SourceInfo {
         id,
-        name: if sql {
-            format!("postgres 127.0.0.1:5432 {prefix}")
-        } else {
-            format!("etcd 127.0.0.1:2379 {prefix}")
-        },
+        name: format!("{at} {prefix}"),
         label: prefix.to_string(),
-        short: format!("{}{}", if sql { "sql" } else { "etcd" }, id + 1),
-        endpoints: "127.0.0.1:2379".into(),
+        short: format!("{store}{}", id + 1),
+        endpoints: if store == "zk" {
+            "127.0.0.1:2181"
+        } else {
+            "127.0.0.1:2379"
+        }
+        .into(),
         scheme: Some(scheme),
         read_only: false,
         clustered: false,

@@ -157,7 +157,7 @@ pub(super) fn write_config(dir: &Path, client_port: u16, servers: &[(u16, u16)])
         "tickTime={TICK_MS}\ninitLimit=50\nsyncLimit=10\ndataDir={}\n\
          clientPort={client_port}\nclientPortAddress=127.0.0.1\n\
          minSessionTimeout={}\nmaxSessionTimeout={MAX_SESSION_MS}\n\
-         4lw.commands.whitelist=srvr,mntr,ruok\nadmin.enableServer=false\n",
+         4lw.commands.whitelist=srvr,mntr,ruok,cons,dump\nadmin.enableServer=false\n",
         data.display(),
         2 * TICK_MS,
     );

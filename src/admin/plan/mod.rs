@@ -148,6 +148,19 @@ pub enum Step {
         owners: Vec<String>,
     },
     Statement(Statement),
+    /// One ZooKeeper `multi`: all of it or nothing. ZooKeeper cannot compare a node's czxid
+    /// or mzxid inside a multi, only its data version; so `compares` (czxid and mzxid of
+    /// each node, as seen) are checked in one read just before, and the multi then deletes
+    /// `delete` and checks `keep`, each at the data version that read found. The read and
+    /// the multi are not one atomic step: what the multi still catches is any node deleted
+    /// or written since the read; what it cannot is a node deleted and made again at the
+    /// same path in between, which a sequential name never is (its number comes from the
+    /// parent's child count, which only grows), only a node made by hand under that name.
+    ZkMulti {
+        compares: Vec<Compare>,
+        delete: Vec<Key>,
+        keep: Vec<Key>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,6 +171,8 @@ pub enum Readback {
     Key(Key),
     /// The SQL row of this election.
     Row(String),
+    /// Who leads the ZooKeeper election whose znode is this path.
+    Znode(String),
 }
 
 /// Added to a third of the longest deposed TTL: Go's keep-alive loop ticks every 500 ms, the

@@ -1,6 +1,6 @@
 //! The plan in words: what the confirmation (dashboard and CLI) lists under "will write".
 
-use super::{Check, Compare, DEADLINE, Op, Plan, Statement, Step};
+use super::{Check, Compare, DEADLINE, Key, Op, Plan, Statement, Step};
 
 impl Plan {
     /// One line per store operation, as it will be sent, then what the store does after.
@@ -25,6 +25,19 @@ impl Plan {
                     }));
                     lines.push("then".to_string());
                     lines.extend(then.iter().map(|o| format!("  {}", op(o))));
+                    lines
+                }
+                Step::ZkMulti {
+                    compares,
+                    delete,
+                    keep,
+                } => {
+                    let mut lines = vec!["read, then one multi: if".to_string()];
+                    lines.extend(compares.iter().enumerate().map(|(i, c)| {
+                        format!("{}{}", if i == 0 { "  " } else { "  and " }, zk_compare(c))
+                    }));
+                    lines.push("then, at the data versions read".to_string());
+                    lines.extend(zk_ops(delete, keep).into_iter().map(|o| format!("  {o}")));
                     lines
                 }
                 other => vec![step(other)],
@@ -71,7 +84,42 @@ fn step(s: &Step) -> String {
             owners.join(", ")
         ),
         Step::Statement(st) => statement(st),
+        Step::ZkMulti {
+            compares,
+            delete,
+            keep,
+        } => {
+            let checks: Vec<String> = compares.iter().map(zk_compare).collect();
+            format!(
+                "read, then one multi: if {} then, at the data versions read, {}",
+                checks.join(" and "),
+                zk_ops(delete, keep).join(", ")
+            )
+        }
     }
+}
+
+/// A compare of a ZooKeeper node, in ZooKeeper's words (zxids in hex, as its tools print
+/// them).
+fn zk_compare(c: &Compare) -> String {
+    let k = &c.key.shown;
+    match &c.check {
+        Check::CreateRevision(z) => format!("czxid({k}) == 0x{z:x}"),
+        Check::ModRevision(z) => format!("mzxid({k}) == 0x{z:x}"),
+        other => compare(&Compare {
+            key: c.key.clone(),
+            check: other.clone(),
+        }),
+    }
+}
+
+/// A multi's operations: each delete (and check) at the data version the read found.
+fn zk_ops(delete: &[Key], keep: &[Key]) -> Vec<String> {
+    let deletes = delete.iter().map(|k| format!("delete {}", k.shown));
+    let checks = keep
+        .iter()
+        .map(|k| format!("check {} is still there", k.shown));
+    deletes.chain(checks).collect()
 }
 
 fn compare(c: &Compare) -> String {

@@ -141,7 +141,18 @@ fn head(app: &App, e: &Election, width: usize) -> Vec<DLine> {
         );
         format!("lease {lease}, {left} left")
     };
-    if let Some(d) = &e.deposed {
+    if let Some(d) = &e.deposed
+        && let Some(session) = e.deposed_session_text(false)
+    {
+        // ZooKeeper: no lease to count down, its session (which may be long to say) instead.
+        let text = format!(
+            "{} may still believe it leads (removed by an admin action)",
+            d.id
+        );
+        out.push(field("Deposed", Tone::Warn, text));
+        out.extend(wrapped("", Tone::Warn, &session, width));
+        out.extend(wrapped("", Tone::Dim, &d.key, width));
+    } else if let Some(d) = &e.deposed {
         let text = format!(
             "{} may still believe it leads (removed by an admin action; {})",
             d.id,

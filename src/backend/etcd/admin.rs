@@ -20,7 +20,11 @@ pub(crate) async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Durat
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },
     };
-    if plan.steps.iter().any(|s| matches!(s, Step::Statement(_))) {
+    if plan
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Statement(_) | Step::ZkMulti { .. }))
+    {
         return Outcome::Refused {
             reason: format!("{} is not an etcd scheme", req.seen.scheme),
         };
@@ -137,7 +141,7 @@ async fn readback(client: &mut Client, what: &Readback) -> Result<String, etcd_c
     match what {
         Readback::Line(k) => line_now(client, &k.raw).await,
         Readback::Key(k) => key_now(client, &k.raw).await,
-        Readback::Row(name) => Ok(format!("row {name}")),
+        Readback::Row(name) | Readback::Znode(name) => Ok(format!("row {name}")),
     }
 }
 

@@ -10,10 +10,11 @@ use zookeeper_client::{AddWatchMode, Client, EventType, SessionState, WatchedEve
 
 use super::error::ZkError;
 use super::read::Reader;
+use super::sessions;
 use super::single::Layout;
 use super::tracker::{Applied, ZkTracker};
 use super::{ZkBackend, inputs};
-use crate::backend::{BackendIo, Backoff, down_and_wait};
+use crate::backend::{BackendIo, Backoff, ForcedMark, Request, down_and_wait};
 use crate::model::{ConnState, Event, EventKind, SourceEvent};
 
 type Stop = crate::backend::Stop<ZkError>;
@@ -120,9 +121,14 @@ impl Follow {
         loop {
             tokio::select! {
                 ev = watcher.changed() => self.on_event(&client, ev).await?,
-                _ = tick.tick() => self.contact(&client).await?,
-                cmd = self.io.commands.recv() => if cmd.is_none() {
-                    return Err(Stop::Closed);
+                _ = tick.tick() => {
+                    self.contact(&client).await?;
+                    self.check_deposed().await?;
+                }
+                cmd = self.io.commands.recv() => match cmd {
+                    None => return Err(Stop::Closed),
+                    Some(Request::Forced { election, mark }) => self.forced(&election, mark).await?,
+                    Some(Request::Visible { .. }) => {}
                 },
             }
         }
@@ -175,7 +181,9 @@ impl Follow {
             let applied = self.tracker.resync(&nodes, sent.1);
             self.tell(applied).await?;
         } else {
-            let elections = self.tracker.load(&nodes);
+            self.tracker.load(&nodes);
+            self.audited().await;
+            let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;
         }
@@ -187,6 +195,55 @@ impl Follow {
             self.send(SourceEvent::Synced { source }).await?;
         }
         Ok(())
+    }
+
+    /// The holders removed by the newest admin action on each election (from the audit
+    /// log), still deposed where a member lists their session.
+    async fn audited(&mut self) {
+        let Some(path) = crate::admin::audit::default_path() else {
+            return;
+        };
+        let actions = crate::admin::audit_tail::recent(&path, &self.b.info.name);
+        if actions.iter().all(|d| d.before_session.is_none()) {
+            return;
+        }
+        let listing = sessions::list(&self.b.cfg.endpoints, self.probe_timeout()).await;
+        self.tracker.audited(&actions, &listing, Instant::now());
+    }
+
+    /// `cons` is cheap but a member may be slow: a check must not hold up the follow for
+    /// long, and the next comes within a second anyway.
+    fn probe_timeout(&self) -> Duration {
+        self.b.opts.request_timeout.min(Duration::from_secs(2))
+    }
+
+    /// Asks the members whether the deposed holders' sessions live on, while there are any.
+    async fn check_deposed(&mut self) -> Result<(), Stop> {
+        if self.tracker.deposed.is_empty() {
+            return Ok(());
+        }
+        let listing = sessions::list(&self.b.cfg.endpoints, self.probe_timeout()).await;
+        let applied = self.tracker.sessions_listed(&listing, Instant::now());
+        self.tell(applied).await
+    }
+
+    /// An admin action on `election` (ours, or another electop's from the audit log).
+    async fn forced(&mut self, election: &str, mark: Option<ForcedMark>) -> Result<(), Stop> {
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let Some(e) = self.tracker.forced(election, mark, now, wall) else {
+            return Ok(());
+        };
+        let told = crate::backend::forced::attributed(&self.b.info.name, &e);
+        let source = self.b.info.id;
+        self.send(SourceEvent::Elections {
+            source,
+            elections: vec![e],
+        })
+        .await?;
+        match told {
+            Some(ev) => self.send(SourceEvent::Happened(ev)).await,
+            None => Ok(()),
+        }
     }
 
     async fn tell(&self, applied: Applied) -> Result<(), Stop> {

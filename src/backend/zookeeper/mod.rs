@@ -1,12 +1,16 @@
 //! ZooKeeper: the recipes that elect a leader with ephemeral sequential znodes (Curator,
 //! kazoo), read once and then followed through a persistent recursive watch on the prefix.
 
+mod admin;
+mod deposed;
 mod error;
 mod follow;
 mod inputs;
 pub mod layout;
+mod plan;
 mod read;
 pub(crate) mod single;
+mod sessions;
 mod store;
 pub(crate) mod tracker;
 

@@ -1,5 +1,5 @@
-//! ZooKeeper as a [`Store`]: the follow task; admin actions and the participant are not
-//! built yet, and say so.
+//! ZooKeeper as a [`Store`]: the follow task and the admin actions (`plan`, `admin`); the
+//! participant is not built yet, and says so.
 
 use std::time::Duration;
 
@@ -42,19 +42,22 @@ impl Store for Zookeeper {
         Target::Zookeeper { prefix }
     }
 
-    fn plan(&self, _req: &AdminRequest) -> Result<Plan, String> {
-        Err(NOT_YET.to_string())
+    fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
+        super::plan::plan(req)
     }
 
     fn execute<'a>(
         &'a self,
-        _cfg: &'a SourceConfig,
-        _req: &'a AdminRequest,
-        _timeout: Duration,
+        cfg: &'a SourceConfig,
+        req: &'a AdminRequest,
+        timeout: Duration,
     ) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            Outcome::Refused {
-                reason: NOT_YET.into(),
+            match cfg {
+                SourceConfig::Zookeeper(c) => super::admin::execute(c, req, timeout).await,
+                _ => Outcome::Refused {
+                    reason: NOT_ZK.into(),
+                },
             }
         })
     }

@@ -3,12 +3,15 @@
 //! task reads, this decides.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
+use super::deposed::DeposedSessions;
 use super::layout::Znode;
+use super::sessions::Listing;
 use super::single::Layout;
-use crate::backend::change;
-use crate::model::{Candidate, Cause, Election, Event, SourceId};
+use crate::admin::audit_tail::Done;
+use crate::backend::{ForcedMark, ForcedMarks, change};
+use crate::model::{Candidate, Cause, Election, Event, EventKind, SessionCheck, SourceId};
 
 pub(crate) struct ZkTracker {
     source: SourceId,
@@ -21,6 +24,13 @@ pub(crate) struct ZkTracker {
     parents: BTreeMap<String, String>,
     /// Recipes' lines, or a preset's single holder.
     layout: Layout,
+    /// Admin actions about to change an election (ours, or another electop's from the audit
+    /// log): the change they make is recorded as forced.
+    pub(crate) forced: ForcedMarks,
+    /// The sessions of holders an admin action removed, followed until they are gone.
+    pub(crate) deposed: DeposedSessions,
+    /// The leader each election lost last, for an action learnt after its change.
+    removed: BTreeMap<String, Candidate>,
 }
 
 /// What one read changed: the elections to send and the events they make.
@@ -40,6 +50,9 @@ impl ZkTracker {
             elections: BTreeMap::new(),
             parents: BTreeMap::new(),
             layout: Layout::Recipes,
+            forced: ForcedMarks::default(),
+            deposed: DeposedSessions::default(),
+            removed: BTreeMap::new(),
         }
     }
 
@@ -113,7 +126,7 @@ impl ZkTracker {
             // A new election: its first leader is elected now.
             self.remember(&e, children);
             let mut e = e;
-            self.record_change(&mut e, None, at, out);
+            self.record_change(&mut e, None, None, at, out);
             self.elections.insert(name, e.clone());
             out.changed.push(e);
             return;
@@ -131,7 +144,19 @@ impl ZkTracker {
         if e.leader.is_some() {
             self.remember(&e, children);
         }
-        self.record_change(&mut e, before.as_ref(), at, out);
+        self.back_in_line(&mut e);
+        // The leader's node went: an admin action's, if one said it was about to.
+        let removed = before
+            .as_ref()
+            .filter(|b| !e.candidates.iter().any(|c| c.raw_key == b.raw_key));
+        let forced = removed.and_then(|_| self.forced.take(&name, Instant::now()));
+        if let Some(r) = removed {
+            self.removed.insert(name.clone(), r.clone());
+            if forced.is_some() {
+                self.depose(&mut e, r);
+            }
+        }
+        self.record_change(&mut e, before.as_ref(), forced, at, out);
         self.elections.insert(name, e.clone());
         out.changed.push(e);
     }
@@ -142,6 +167,7 @@ impl ZkTracker {
         &self,
         e: &mut Election,
         before: Option<&Candidate>,
+        forced: Option<(Cause, String)>,
         at: SystemTime,
         out: &mut Applied,
     ) {
@@ -168,16 +194,152 @@ impl ZkTracker {
         let revision = after
             .map(|c| c.create_revision)
             .or(before.map(|c| c.mod_revision));
-        let recorded = change.record(e, None, (Some(at), revision), self.history_limit);
-        out.events
-            .push(recorded.event(&self.source_name, &e.name, false));
+        let forced_now = forced.is_some();
+        let recorded = change.record(e, forced, (Some(at), revision), self.history_limit);
+        let forced = forced_now;
+        let mut ev = recorded.event(&self.source_name, &e.name, false);
+        if let Some(d) = e.deposed.as_ref().filter(|_| forced) {
+            let session = d.stamp.as_deref().unwrap_or("?");
+            let deposed = format!(
+                "{} deposed: its client is not told and may go on leading while its session \
+                 {session} lives",
+                d.id
+            );
+            ev.detail = Some(match ev.detail.take() {
+                Some(by) => format!("{by}; {deposed}"),
+                None => deposed,
+            });
+        }
+        out.events.push(ev);
     }
+}
+
+/// Deposed holders: who an admin action removed while its session lives on.
+impl ZkTracker {
+    /// `c`, the leader an admin action removed, is deposed in `e`: its client may still
+    /// believe it leads while its session lives, which the next check of the members says.
+    fn depose(&mut self, e: &mut Election, c: &Candidate) {
+        let Some(session) = c.stamp.as_deref().and_then(session_id) else {
+            return;
+        };
+        if e.candidates.iter().any(|x| x.stamp == c.stamp) {
+            return;
+        }
+        e.deposed = Some(Box::new(c.clone()));
+        e.deposed_session = Some(SessionCheck::Checking);
+        self.deposed.follow(&e.name, session, None);
+    }
+
+    /// A deposed holder whose session holds a node in the election again is back in line:
+    /// it knows where it stands.
+    fn back_in_line(&mut self, e: &mut Election) {
+        let back = e
+            .deposed
+            .as_ref()
+            .is_some_and(|d| e.candidates.iter().any(|c| c.stamp == d.stamp));
+        if back {
+            e.deposed = None;
+            e.deposed_session = None;
+            self.deposed.forget(&e.name);
+        }
+    }
+
+    /// An admin action changes `name` (`None`: ours did not after all). One learnt after its
+    /// change was recorded (another electop's, from the audit log) relabels that change and
+    /// deposes the leader it removed: the election to send, when it did.
+    pub(crate) fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        let before = mark.as_ref().and_then(|m| m.before.clone());
+        let e = self.elections.get_mut(name);
+        let mut e = self.forced.note_on(name, e, mark, now, wall)?;
+        if let Some(r) = self.removed.get(name).cloned()
+            && before.as_deref() == Some(r.id.as_str())
+        {
+            self.depose(&mut e, &r);
+        }
+        self.elections.insert(name.to_string(), e.clone());
+        Some(e)
+    }
+
+    /// What the members said of the deposed sessions: the elections whose deposed holder
+    /// changed, and an event for each whose session is gone.
+    pub(crate) fn sessions_listed(&mut self, listing: &Listing, now: Instant) -> Applied {
+        let mut out = Applied::default();
+        for (name, check) in self.deposed.apply(listing, now) {
+            let Some(e) = self.elections.get_mut(&name) else {
+                continue;
+            };
+            if check.is_some() && e.deposed_session == check {
+                continue;
+            }
+            e.deposed_session = check;
+            if check.is_none()
+                && let Some(d) = e.deposed.take()
+            {
+                let session = d.stamp.as_deref().unwrap_or("?");
+                let why = format!("deposed {}: its session {session} is gone", d.id);
+                let mut ev = Event::about_source(
+                    self.source_name.clone(),
+                    EventKind::CandidateLeft,
+                    None,
+                    Some(why),
+                );
+                ev.election = Some(name.clone());
+                ev.from = Some(d.id.clone());
+                out.events.push(ev);
+            }
+            out.changed.push(e.clone());
+        }
+        out
+    }
+
+    /// At start, from the audit log: the holder the newest action on each election removed,
+    /// deposed still where a member lists its session (`listing`, one check of them all).
+    /// Where none does, it is not shown: nothing says that session still lives.
+    pub(crate) fn audited(&mut self, actions: &[Done], listing: &Listing, now: Instant) {
+        let newest: BTreeMap<&str, &Done> =
+            actions.iter().map(|d| (d.election.as_str(), d)).collect();
+        for (name, done) in newest {
+            let (Some(id), Some(hex)) = (&done.before, &done.before_session) else {
+                continue;
+            };
+            let Some(session) = session_id(hex) else {
+                continue;
+            };
+            let Some(to) = listing.sessions.get(&session) else {
+                continue;
+            };
+            let Some(e) = self.elections.get_mut(name) else {
+                continue;
+            };
+            let in_line = e.candidates.iter().any(|c| c.stamp.as_deref() == Some(hex));
+            if in_line || e.deposed.is_some() {
+                continue;
+            }
+            let mut holder = Candidate::plain(id, "");
+            holder.stamp = Some(hex.clone());
+            e.deposed = Some(Box::new(holder));
+            e.deposed_session = Some(SessionCheck::Alive);
+            self.deposed.follow(name, session, Some((now, *to)));
+        }
+    }
+}
+
+/// A session id as ZooKeeper prints it (`0x…`).
+fn session_id(hex: &str) -> Option<i64> {
+    u64::from_str_radix(hex.strip_prefix("0x")?, 16)
+        .ok()
+        .map(|s| s as i64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::EventKind;
 
     fn node(path: &str, data: &str, czxid: i64) -> Znode {
         Znode {
@@ -277,5 +439,82 @@ mod tests {
                 (EventKind::LeaderElected, None, Some("m1")),
             ]
         );
+    }
+
+    #[test]
+    fn a_leader_removed_by_an_admin_action_is_deposed_until_its_session_is_gone() {
+        let mut t = tracker();
+        let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
+        t.load(&[
+            node("/election/jobs/a__lock__0000000000", "n1", 10),
+            second.clone(),
+        ]);
+        let ours = ForcedMark {
+            cause: Cause::ForcedReelection,
+            by: crate::backend::BY_US.into(),
+            before: None,
+        };
+        t.forced.set("jobs".into(), Some(ours), Instant::now());
+        let got = t.apply("/election/jobs", &[second], SystemTime::now());
+        let e = &got.changed[0];
+        assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("n1"));
+        assert_eq!(e.deposed_session, Some(SessionCheck::Checking));
+        let h = e.history.back().expect("a change");
+        assert_eq!(h.cause, Cause::ForcedReelection);
+        let detail = got.events[0].detail.as_deref().unwrap_or("");
+        assert!(
+            detail.contains("n1 deposed") && detail.contains("0x10a"),
+            "{detail}"
+        );
+        // Listed alive by the member, then gone from every member past its timeout.
+        let now = Instant::now();
+        let alive = Listing {
+            sessions: [(0x10a, Some(400))].into_iter().collect(),
+            complete: true,
+            authoritative: false,
+        };
+        let checked = t.sessions_listed(&alive, now);
+        assert_eq!(
+            checked.changed[0].deposed_session,
+            Some(SessionCheck::Alive)
+        );
+        assert_eq!(
+            checked.changed[0].deposed_session_text(true).as_deref(),
+            Some("session 0x10a alive")
+        );
+        let none = Listing {
+            sessions: Default::default(),
+            complete: true,
+            authoritative: false,
+        };
+        assert!(t.sessions_listed(&none, now).changed.is_empty(), "not yet");
+        let later = now + std::time::Duration::from_secs(2);
+        let gone = t.sessions_listed(&none, later);
+        assert!(gone.changed[0].deposed.is_none());
+        assert_eq!(gone.events[0].kind, EventKind::CandidateLeft);
+        assert_eq!(gone.events[0].from.as_deref(), Some("n1"));
+    }
+
+    #[test]
+    fn a_leader_whose_node_goes_without_an_action_is_not_deposed() {
+        let mut t = tracker();
+        let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
+        t.load(&[
+            node("/election/jobs/a__lock__0000000000", "n1", 10),
+            second.clone(),
+        ]);
+        let got = t.apply("/election/jobs", &[second], SystemTime::now());
+        assert!(got.changed[0].deposed.is_none());
+        // Another electop's action, learnt after the change: relabelled and deposed.
+        let theirs = ForcedMark {
+            cause: Cause::ForcedResign,
+            by: "ops@h (another electop)".into(),
+            before: Some("n1".into()),
+        };
+        let e = t
+            .forced("jobs", Some(theirs), Instant::now(), SystemTime::now())
+            .expect("relabelled");
+        assert_eq!(e.history.back().map(|h| h.cause), Some(Cause::ForcedResign));
+        assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("n1"));
     }
 }
