@@ -4,6 +4,7 @@
 mod error;
 mod follow;
 pub mod layout;
+mod participant;
 mod read;
 mod store;
 pub(crate) mod tracker;

@@ -61,11 +61,23 @@ impl Store for Zookeeper {
 
     fn participate<'a>(
         &'a self,
-        _cfg: &'a SourceConfig,
-        _scheme: Scheme,
-        _args: &'a Options,
-        _run: &'a Run,
+        cfg: &'a SourceConfig,
+        scheme: Scheme,
+        args: &'a Options,
+        run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move { anyhow::bail!("electop node: {NOT_YET}") })
+        Box::pin(async move {
+            let SourceConfig::Zookeeper(c) = cfg else {
+                anyhow::bail!("{NOT_ZK}")
+            };
+            if scheme != Scheme::ZkRecipe {
+                anyhow::bail!(
+                    "--scheme {scheme} does not run on ZooKeeper: on --zk, electop node joins an \
+                     ephemeral sequential line (leave --scheme out)"
+                );
+            }
+            let stop = run.stop.clone();
+            super::participant::run(c, args, run.timing, &run.report, stop).await
+        })
     }
 }
