@@ -365,6 +365,8 @@ pub enum DemoStore {
     Postgres,
     /// MySQL/MariaDB at --sql URL.
     Mysql,
+    /// ZooKeeper at --zk HOST:PORT, or one started with --spawn-zookeeper.
+    Zookeeper,
 }
 
 #[derive(Debug, Args)]
@@ -375,6 +377,10 @@ pub struct DemoArgs {
     /// With --store etcd: start a throwaway local etcd (needs etcd-server installed).
     #[arg(long)]
     pub spawn_etcd: bool,
+    /// With --store zookeeper: start a throwaway local ZooKeeper (needs the zookeeper and
+    /// openjdk-17-jdk-headless packages).
+    #[arg(long)]
+    pub spawn_zookeeper: bool,
     /// How many participants.
     #[arg(long, default_value_t = 3)]
     pub nodes: usize,

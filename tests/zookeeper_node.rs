@@ -15,6 +15,7 @@ use common::T;
 use common::electop::{command, election, status_json};
 use common::node::{Node, dump_all};
 use common::process::signal;
+use common::tmux::Tmux;
 use common::zk_campaigners::{ZkClient, ZkParticipant};
 use common::zookeeper::ZkServer;
 use serde_json::Value;
@@ -316,4 +317,89 @@ fn zookeeper_nodes_elect_fail_over_and_notice_every_deposition() {
     operator_delete(&zk);
     frozen_leader(&zk);
     with_curator(&zk);
+}
+
+/// The processes whose command line holds `pattern`.
+fn running(pattern: &str) -> usize {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", "--", pattern])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// The demo on a ZooKeeper it starts itself, at 80x24: three node panes, one leader the
+/// others follow; killing it fails over on screen; on quit neither the nodes nor ZooKeeper
+/// are left running.
+#[test]
+fn demo_on_a_spawned_zookeeper_fails_over_and_cleans_up() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let h = home.path().display();
+    let shell = format!(
+        "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} \
+         demo --store zookeeper --spawn-zookeeper --ttl 2s; echo ELECTOP-EXITED $?; sleep 60",
+        bin = common::electop::bin(),
+    );
+    let tmux = Tmux::start(80, 24, &shell);
+    // A JVM starting on a busy machine, then the election.
+    let screen = tmux.wait_screen("a leader and two followers", 2 * T, |s| {
+        s.contains(" LEADER\n") && s.matches("follower of node-").count() == 2
+    });
+    let endpoint = screen
+        .split_whitespace()
+        .skip_while(|w| *w != "zookeeper")
+        .find(|w| w.starts_with("127.0.0.1:"))
+        .expect("the spawned ZooKeeper's endpoint on screen")
+        .to_string();
+    assert!(screen.contains("zookeeper on 127.0.0.1:"), "{screen}");
+    let leader = screen
+        .lines()
+        .find(|l| l.contains("node-") && l.trim_end().ends_with(" LEADER"))
+        .and_then(|l| l.split_whitespace().find(|w| w.starts_with("node-")))
+        .expect("the leader's pane")
+        .to_string();
+    assert!(
+        screen.matches(&format!("follower of {leader}")).count() == 2,
+        "both others follow {leader}:\n{screen}"
+    );
+    assert_eq!(running(&format!("--zk {endpoint}")), 3, "three nodes run");
+    // The demo's directory, from a node's log file flag: the server's zoo.cfg is there.
+    let out = std::process::Command::new("pgrep")
+        .args(["-af", "--", &format!("--zk {endpoint}")])
+        .output()
+        .expect("pgrep");
+    let zoo_cfg = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find_map(|w| w.strip_suffix("/nodes.log"))
+        .map(|dir| format!("ZooKeeperServerMain {dir}/zoo.cfg"))
+        .expect("the demo's directory in a node's flags");
+    assert_eq!(running(&zoo_cfg), 1, "the demo's ZooKeeper runs");
+
+    let digit = leader.trim_start_matches("node-").to_string();
+    tmux.send(&[&digit, "x"]);
+    // The dashboard sees the old node go; the new leader's pane says so when it knows.
+    let pane_leader = |s: &str| -> Option<String> {
+        s.lines()
+            .find(|l| l.trim_end().ends_with(" LEADER") && !l.contains("KILLED"))
+            .and_then(|l| l.split_whitespace().find(|w| w.starts_with("node-")))
+            .map(str::to_string)
+    };
+    let screen = tmux.wait_screen("the failover", T, |s| {
+        s.contains("KILLED")
+            && s.contains(&format!("failover {leader} →"))
+            && pane_leader(s).is_some()
+    });
+    assert!(screen.contains("split brains: 0"), "{screen}");
+    let next = pane_leader(&screen).expect("checked above");
+    assert_ne!(next, leader);
+    tmux.wait_screen("the last node follows the new leader", T, |s| {
+        s.contains(&format!("follower of {next}"))
+    });
+
+    tmux.send(&["q"]);
+    tmux.wait_screen("the question", T, |s| s.contains("Quit?"));
+    tmux.send(&["y"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+    assert_eq!(running(&format!("--zk {endpoint}")), 0, "no node left");
+    assert_eq!(running(&zoo_cfg), 0, "the demo's ZooKeeper is stopped");
 }
