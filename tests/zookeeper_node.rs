@@ -403,3 +403,70 @@ fn demo_on_a_spawned_zookeeper_fails_over_and_cleans_up() {
     assert_eq!(running(&format!("--zk {endpoint}")), 0, "no node left");
     assert_eq!(running(&zoo_cfg), 0, "the demo's ZooKeeper is stopped");
 }
+
+/// What `electop` printed on stderr for `args`, which must fail.
+fn fails(home: &std::path::Path, path_env: Option<&str>, args: &[&str]) -> String {
+    let mut cmd = command(home);
+    if let Some(p) = path_env {
+        cmd.env("PATH", p);
+    }
+    let out = cmd
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run electop");
+    assert!(!out.status.success(), "{args:?} must fail");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Bad input is refused before anything connects, saying what to do.
+#[test]
+fn bad_zookeeper_node_and_demo_input_says_what_to_do() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let h = home.path();
+    let no_java = fails(
+        h,
+        Some("/nonexistent"),
+        &["demo", "--store", "zookeeper", "--spawn-zookeeper"],
+    );
+    assert!(
+        no_java.contains("java is not installed") && no_java.contains("openjdk-17-jdk-headless"),
+        "{no_java}"
+    );
+    let no_zk = fails(h, None, &["demo", "--store", "zookeeper"]);
+    assert!(
+        no_zk.contains("--zk HOST:PORT") && no_zk.contains("--spawn-zookeeper"),
+        "{no_zk}"
+    );
+    let wrong_store = fails(h, None, &["demo", "--spawn-zookeeper"]);
+    assert!(
+        wrong_store.contains("add --store zookeeper"),
+        "{wrong_store}"
+    );
+    // Nothing listens there: these must fail before they try.
+    let zk = ["--zk", "127.0.0.1:9", "--prefix", "/election"];
+    let scheme = fails(
+        h,
+        None,
+        &[
+            &zk[..],
+            &[
+                "--scheme",
+                "etcd-election",
+                "node",
+                "--election",
+                "jobs",
+                "--id",
+                "a",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(scheme.contains("does not run on ZooKeeper"), "{scheme}");
+    let path = fails(
+        h,
+        None,
+        &[&zk[..], &["node", "--election", "a//b", "--id", "a"]].concat(),
+    );
+    assert!(path.contains("znode path below --prefix"), "{path}");
+}

@@ -253,35 +253,31 @@ impl<'a> Line<'a> {
     }
 
     /// Joins the line if we are not in it, looks at it, says what we now believe, and sets
-    /// the watches that tell us when that changes.
+    /// the watches that tell us when that changes. A node deleted under us is made again
+    /// at the end of the line, as often as it is deleted.
     async fn step(&mut self, watches: &mut JoinSet<WatchedEvent>) -> Result<()> {
-        let own = match self.own.clone() {
-            Some(own) => own,
-            None => self.join().await?,
-        };
-        match self.look(&own, watches).await? {
-            Seen::Gone => {
-                if self.led {
-                    let reason = NODE_DELETED.to_string();
-                    self.report.believe(Belief::Deposed { reason });
+        loop {
+            let own = match self.own.clone() {
+                Some(own) => own,
+                None => self.join().await?,
+            };
+            match self.look(&own, watches).await? {
+                Seen::Gone => {
+                    if self.led {
+                        let reason = NODE_DELETED.to_string();
+                        self.report.believe(Belief::Deposed { reason });
+                    }
+                    self.own = None;
+                    self.led = false;
+                    self.removed = true;
+                    watches.abort_all();
                 }
-                self.own = None;
-                self.led = false;
-                self.removed = true;
-                // Join again now, and look from there.
-                watches.abort_all();
-                let own = self.join().await?;
-                return match self.look(&own, watches).await? {
-                    Seen::Gone => bail!(
-                        "my node {} vanished as soon as it was made",
-                        self.path(&own)
-                    ),
-                    seen => Ok(self.believe(seen)),
-                };
+                seen => {
+                    self.believe(seen);
+                    return Ok(());
+                }
             }
-            seen => self.believe(seen),
         }
-        Ok(())
     }
 
     fn believe(&mut self, seen: Seen) {
@@ -502,7 +498,7 @@ mod tests {
             "/election/jobs"
         );
         for bad in ["", "/", "a//b", "a/../b", ".", "a\nb"] {
-            let err = election_path("/e", &bad).expect_err(&bad).to_string();
+            let err = election_path("/e", bad).expect_err(bad).to_string();
             assert!(err.contains("below --prefix"), "{err}");
         }
     }
