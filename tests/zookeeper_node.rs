@@ -306,6 +306,45 @@ fn with_curator(zk: &Zk) {
     c.wait_belief("leader", Some("node-c"), SESSION + SLACK + OVERRUN);
 }
 
+/// The server frozen past the session: the leader stops believing it leads by the end of
+/// its session (lost contact), and once the server is back one node leads, the other
+/// follows it, and status agrees; neither is left following a node of its own old session.
+fn frozen_server(zk: &Zk) {
+    let name = "outage";
+    let mut nodes = line_up(zk, name, &["node-a", "node-b"], &[]);
+    let mark = nodes[0].seen.len();
+    zk.server.freeze(true);
+    let frozen = Instant::now();
+    let bound = SESSION + SLACK;
+    let at = nodes[0].wait_belief_at("no-contact", None, bound + OVERRUN);
+    zk.server.freeze(false);
+    let took = at.saturating_duration_since(frozen);
+    println!(
+        "the leader stopped believing {} ms into the outage",
+        took.as_millis()
+    );
+    assert!(took <= bound, "{took:?}; {}", nodes[0].dump());
+    assert!(
+        !nodes[0].seen[mark..]
+            .iter()
+            .any(|(_, v)| v["belief"] == "leader"),
+        "{}",
+        nodes[0].dump()
+    );
+    let (leader, other) = common::wait_for("one leader after the outage", T, || {
+        for n in nodes.iter_mut() {
+            n.pump();
+        }
+        match (0..2).find(|&i| nodes[i].believes("leader", None).is_some()) {
+            Some(i) => Ok((i, 1 - i)),
+            None => Err(dump_all(&nodes)),
+        }
+    });
+    let leader_id = nodes[leader].id.clone();
+    nodes[other].wait_belief("follower", Some(&leader_id), T);
+    assert_eq!(zk.status(name).0, Some(leader_id));
+}
+
 #[test]
 fn zookeeper_nodes_elect_fail_over_and_notice_every_deposition() {
     let zk = Zk {
@@ -317,6 +356,7 @@ fn zookeeper_nodes_elect_fail_over_and_notice_every_deposition() {
     operator_delete(&zk);
     frozen_leader(&zk);
     with_curator(&zk);
+    frozen_server(&zk);
 }
 
 /// The processes whose command line holds `pattern`.

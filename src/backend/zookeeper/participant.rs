@@ -39,8 +39,10 @@ use crate::node::{Belief, Options, RESIGN_LIMIT, Reporter, Timing, term, within}
 
 /// What follows the uuid in Curator `LeaderLatch`'s node names.
 const LATCH: &str = "-latch-";
-/// What a leader whose session ended believes.
-const SESSION_EXPIRED: &str = "my session expired: ZooKeeper removed my node";
+/// What a leader whose session ended believes. The client also calls a session expired
+/// when no member answered within it, when the server may not have ended it yet: its node
+/// is then deleted by the next session (see [`Line::clear_leftovers`]).
+const SESSION_EXPIRED: &str = "my session expired: my node is gone or about to be deleted";
 /// What a leader whose node was deleted under its living session believes.
 const NODE_DELETED: &str =
     "my node was deleted while my session lives (an operator's resign or forced re-election)";
@@ -54,12 +56,17 @@ pub(super) async fn run(
     stop: CancellationToken,
 ) -> Result<()> {
     let dir = election_path(&cfg.prefix, &args.election)?;
+    // Names of our nodes from sessions that ended, which may still be in the line.
+    let mut leftovers = Vec::new();
     loop {
         let ended = match connect(cfg, t).await {
             Ok(client) => {
                 let mut line = Line::new(client, &dir, args, t, report);
+                line.leftovers = std::mem::take(&mut leftovers);
                 line.say_timeout();
-                line.run(&stop).await
+                let ended = line.run(&stop).await;
+                leftovers = line.left_behind();
+                ended
             }
             Err(e) => Ended::Failed(format!("{e:#}")),
         };
@@ -70,9 +77,7 @@ pub(super) async fn run(
                     let reason = SESSION_EXPIRED.to_string();
                     report.believe(Belief::Deposed { reason });
                 }
-                report.say(
-                    "my session expired and my node with it: starting over with a new session",
-                );
+                report.say("my session expired: starting over with a new session");
                 continue;
             }
             Ended::Failed(error) => report.believe(Belief::NoContact { error }),
@@ -150,6 +155,8 @@ struct Line<'a> {
     led: bool,
     /// Our node went while the session lived: the next join says so.
     removed: bool,
+    /// What our nodes of ended sessions are named up to their sequence (`_c_<uuid>-latch-`).
+    leftovers: Vec<String>,
 }
 
 impl<'a> Line<'a> {
@@ -171,7 +178,51 @@ impl<'a> Line<'a> {
             pending: None,
             led: false,
             removed: false,
+            leftovers: Vec::new(),
         }
+    }
+
+    /// The nodes this session may leave in the line once it has ended: its own, one whose
+    /// create was not answered, and leftovers it did not get to delete.
+    fn left_behind(&mut self) -> Vec<String> {
+        let mut left = std::mem::take(&mut self.leftovers);
+        if let Some(own) = self.own.take() {
+            left.push(own[..own.len().saturating_sub(10)].to_string());
+        }
+        if let Some(uuid) = self.pending.take() {
+            left.push(format!("_c_{uuid}{LATCH}"));
+        }
+        left
+    }
+
+    /// Deletes our nodes of sessions that ended. ZooKeeper would delete them when it ends
+    /// those sessions, but the client gives a session up as expired when no member answered
+    /// within it, which may be before the server does: such a node, ahead of ours, would
+    /// make us follow ourselves until then (Curator's `LeaderLatch` deletes its old node on
+    /// a lost session too).
+    async fn clear_leftovers(&mut self) -> Result<()> {
+        if self.leftovers.is_empty() {
+            return Ok(());
+        }
+        let names = match self.bounded(self.client.list_children(self.dir)).await {
+            Err(Some(E::NoNode)) => Vec::new(),
+            r => r.map_err(|e| self.fail(e, &format!("listing {}", self.dir)))?,
+        };
+        for name in names {
+            if !self.leftovers.iter().any(|l| name.starts_with(l.as_str())) {
+                continue;
+            }
+            let path = self.path(&name);
+            match self.bounded(self.client.delete(&path, None)).await {
+                Ok(()) => self.report.say(&format!(
+                    "deleted {path}, my node from a session that ended"
+                )),
+                Err(Some(E::NoNode)) => {}
+                Err(e) => return Err(self.fail(e, &format!("deleting my old node {path}"))),
+            }
+        }
+        self.leftovers.clear();
+        Ok(())
     }
 
     /// The session ZooKeeper granted, when it is not the one asked for: the server bounds
@@ -298,6 +349,7 @@ impl<'a> Line<'a> {
     /// Creates our node at the end of the line (the election's znode too, when missing),
     /// or finds the one a create whose answer was lost made.
     async fn join(&mut self) -> Result<String> {
+        self.clear_leftovers().await?;
         if let Some(uuid) = self.pending.take()
             && let Some(own) = self.find(&uuid).await?
         {
