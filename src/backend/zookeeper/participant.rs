@@ -260,32 +260,34 @@ impl<'a> Line<'a> {
                     true
                 }
             };
-            // Wait for what makes us look again.
+            // Wait for what makes us look again. While disconnected, nothing is asked: the
+            // client reconnects by itself and says so (or that the session ended).
+            let mut connected = true;
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return self.resign().await,
                     state = states.changed() => match state {
-                        SessionState::Disconnected => self.report.believe(Belief::NoContact {
-                            error: format!(
-                                "disconnected from ZooKeeper, reconnecting (my session and my node live on for up to {:?} after the last answer)",
-                                self.client.session_timeout()
-                            ),
-                        }),
+                        SessionState::Disconnected => {
+                            connected = false;
+                            self.report.believe(Belief::NoContact {
+                                error: format!(
+                                    "disconnected from ZooKeeper, reconnecting (my session and my node live on for up to {:?} after the last answer)",
+                                    self.client.session_timeout()
+                                ),
+                            });
+                        }
                         SessionState::SyncConnected | SessionState::ConnectedReadOnly => break,
                         _ => return self.terminal().unwrap_or(Ended::Failed("the ZooKeeper session ended".into())),
                     },
                     // A watched node changed, or the session ended (a watcher's last event,
                     // or its task failing: the crate panics on a watch after the session).
                     _ = watches.join_next(), if !watches.is_empty() => break,
-                    _ = tick.tick() => {
-                        if failed {
-                            break;
-                        }
-                        if self.led && !self.confirm().await {
+                    _ = tick.tick(), if connected => {
+                        if failed || (self.led && !self.confirm().await) {
                             break;
                         }
                     }
-                    _ = tokio::time::sleep(self.t.retry), if failed => break,
+                    _ = tokio::time::sleep(self.t.retry), if failed && connected => break,
                 }
             }
         }
