@@ -3,12 +3,15 @@
 # leader beside the dashboard. Keys: 1-3 pick a node, x kill it, p pause/resume, r restart,
 # F/R/S the admin actions, q quit. Extra arguments go to `electop demo` (see --help), e.g.
 #   scripts/demo.sh --store etcd --spawn-etcd
+#   scripts/demo.sh --store zookeeper --spawn-zookeeper
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-# The default demo needs no server (SQLite is built in); --store etcd --spawn-etcd needs etcd.
+# The default demo needs no server (SQLite is built in); --store etcd --spawn-etcd needs etcd,
+# --store zookeeper --spawn-zookeeper ZooKeeper's jars and java.
 case " $* " in
   *etcd*) scripts/install-deps.sh etcd-server etcd-client ;;
+  *zookeeper*) scripts/install-deps.sh zookeeper openjdk-17-jdk-headless ;;
 esac
 echo "demo: building electop (cargo build --release)" >&2
 cargo build --release --quiet

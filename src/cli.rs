@@ -195,11 +195,13 @@ const RESIGN_EXAMPLES: &str = "Examples:
 
 const NODE_EXAMPLES: &str = "Examples:
   electop --etcd 127.0.0.1:2379 --scheme etcd-election node --election /e/jobs --id node-1
-  electop --sql sqlite://e.db --scheme sql-lease node --election jobs --id node-1 --create-table";
+  electop --sql sqlite://e.db --scheme sql-lease node --election jobs --id node-1 --create-table
+  electop --zk 127.0.0.1:2181 --prefix /election node --election jobs --id node-1 --ttl 6s";
 
 const DEMO_EXAMPLES: &str = "Examples:
   electop demo                              on an embedded SQLite file
   electop demo --store etcd --spawn-etcd    on a throwaway local etcd
+  electop demo --store zookeeper --spawn-zookeeper   on a throwaway local ZooKeeper
   electop demo --ttl 2s --renew 500ms       faster failovers";
 
 const PRESETS_EXAMPLES: &str = "Examples:
@@ -372,6 +374,8 @@ pub enum DemoStore {
     Postgres,
     /// MySQL/MariaDB at --sql URL.
     Mysql,
+    /// ZooKeeper at --zk HOST:PORT, or one started with --spawn-zookeeper.
+    Zookeeper,
 }
 
 #[derive(Debug, Args)]
@@ -382,6 +386,10 @@ pub struct DemoArgs {
     /// With --store etcd: start a throwaway local etcd (needs etcd-server installed).
     #[arg(long)]
     pub spawn_etcd: bool,
+    /// With --store zookeeper: start a throwaway local ZooKeeper (needs the zookeeper and
+    /// openjdk-17-jdk-headless packages).
+    #[arg(long)]
+    pub spawn_zookeeper: bool,
     /// How many participants.
     #[arg(long, default_value_t = 3)]
     pub nodes: usize,
@@ -398,7 +406,8 @@ pub struct DemoArgs {
 
 #[derive(Debug, Args)]
 pub struct NodeArgs {
-    /// The election to take part in (etcd: the election's key prefix; SQL: the row's key).
+    /// The election to take part in (etcd: the election's key prefix; SQL: the row's key;
+    /// ZooKeeper: the election's znode below --prefix).
     #[arg(long)]
     pub election: String,
     /// This participant's id.
@@ -407,7 +416,7 @@ pub struct NodeArgs {
     /// One JSON object per belief change.
     #[arg(long)]
     pub json: bool,
-    /// Lease TTL (etcd), term (sql-lease) or timeout (sql-heartbeat). Default: the scheme's own (its source article's).
+    /// Lease TTL (etcd), term (sql-lease), timeout (sql-heartbeat) or session timeout (ZooKeeper). Default: the scheme's own (its source article's).
     #[arg(long, value_parser = parse_duration)]
     pub ttl: Option<Duration>,
     /// How often the leader renews. Default: the scheme's own (its source article's).

@@ -20,7 +20,7 @@ pub(super) fn run(
     // The demo makes its own source; --sql/--etcd/--scheme only choose the store.
     if let Some(ctx) = &cli.sources.context {
         return Err(Usage(format!(
-            "electop demo makes its own store and reads no config context (--context {ctx}): choose the store with --store, --etcd or --sql"
+            "electop demo makes its own store and reads no config context (--context {ctx}): choose the store with --store, --etcd, --zk or --sql"
         ))
         .into());
     }
@@ -41,8 +41,10 @@ fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
             DemoStore::Etcd => Store::Etcd,
             DemoStore::Postgres => Store::Postgres,
             DemoStore::Mysql => Store::Mysql,
+            DemoStore::Zookeeper => Store::Zookeeper,
         },
         spawn_etcd: args.spawn_etcd,
+        spawn_zookeeper: args.spawn_zookeeper,
         nodes: args.nodes,
         ttl: args.ttl,
         renew: args.renew,
@@ -50,6 +52,7 @@ fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
         scheme: src.scheme.map(crate::model::Scheme::from),
         etcd: src.etcd.first().cloned(),
         sql: src.sql.first().cloned(),
+        zk: src.zk.first().cloned(),
         table: src.table.clone(),
         password_env: src.password_env.clone(),
         password_file: src.password_file.clone(),

@@ -8,6 +8,7 @@ mod screen_tests;
 mod state;
 mod supervisor;
 mod view;
+mod zookeeper;
 
 use std::time::{Duration, Instant};
 
@@ -51,6 +52,7 @@ pub(crate) enum Store {
     Postgres,
     Mysql,
     Etcd,
+    Zookeeper,
 }
 
 /// TLS files for an etcd the demo is given (not one it starts).
@@ -68,6 +70,8 @@ pub(crate) struct Options {
     pub store: Store,
     /// Start a throwaway local etcd (with [`Store::Etcd`]).
     pub spawn_etcd: bool,
+    /// Start a throwaway local ZooKeeper (with [`Store::Zookeeper`]).
+    pub spawn_zookeeper: bool,
     pub nodes: usize,
     /// The nodes' lease / term / timeout, renew and retry intervals (default: the scheme's).
     pub ttl: Option<Duration>,
@@ -77,6 +81,8 @@ pub(crate) struct Options {
     /// The etcd endpoint or SQL URL of a store the demo does not start.
     pub etcd: Option<String>,
     pub sql: Option<String>,
+    /// The ZooKeeper connect string of one the demo does not start.
+    pub zk: Option<String>,
     pub table: Option<String>,
     pub password_env: Option<String>,
     pub password_file: Option<std::path::PathBuf>,
@@ -156,9 +162,15 @@ struct Setup {
     label: String,
 }
 
-fn setup(args: &Options, dir: &std::path::Path, etcd: Option<&str>) -> Result<Setup> {
+fn setup(
+    args: &Options,
+    dir: &std::path::Path,
+    etcd: Option<&str>,
+    zk: Option<&str>,
+) -> Result<Setup> {
     let scheme = args.scheme;
     match args.store {
+        Store::Zookeeper => zookeeper::setup(args, zk),
         Store::Sqlite => {
             let url = format!("sqlite://{}", dir.join("elections.db").display());
             sql_setup(args, url, sql_scheme(scheme)?)
@@ -341,7 +353,20 @@ pub(crate) async fn run(
     } else {
         None
     };
-    let setup = setup(args, dir.path(), etcd.as_ref().map(|e| e.endpoint.as_str()))?;
+    if args.spawn_zookeeper && args.store != Store::Zookeeper {
+        bail!("--spawn-zookeeper starts a ZooKeeper for --store zookeeper; add --store zookeeper");
+    }
+    let zk = if args.spawn_zookeeper {
+        Some(zookeeper::spawn(dir.path()).await?)
+    } else {
+        None
+    };
+    let setup = setup(
+        args,
+        dir.path(),
+        etcd.as_ref().map(|e| e.endpoint.as_str()),
+        zk.as_ref().map(|z| z.endpoint.as_str()),
+    )?;
     if let SourceConfig::Sql(cfg) = &setup.source {
         let settings = crate::backend::sql::SqlSettings::new(cfg);
         crate::backend::sql::create_table_if_missing(&settings, Duration::from_secs(5))
@@ -380,6 +405,9 @@ pub(crate) async fn run(
     ext.sup.stop_all(Duration::from_secs(3)).await;
     if let Some(mut e) = etcd {
         let _ = e.child.kill().await;
+    }
+    if let Some(mut z) = zk {
+        let _ = z.child.kill().await;
     }
     drop(dir);
     result

@@ -18,13 +18,15 @@ use crate::model::{Scheme, time};
 /// Which election a participant joins, as whom, and how fast it renews.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// The election (etcd: the election's key prefix; SQL: the row's key).
+    /// The election (etcd: the election's key prefix; SQL: the row's key; ZooKeeper: the
+    /// election's znode below the prefix).
     pub election: String,
     /// This participant's id.
     pub id: String,
     /// One JSON object per belief change, instead of a line of text.
     pub json: bool,
-    /// Lease TTL (etcd), term (sql-lease) or timeout (sql-heartbeat); `None`: the scheme's.
+    /// Lease TTL (etcd), term (sql-lease), timeout (sql-heartbeat) or session timeout
+    /// (ZooKeeper); `None`: the scheme's.
     pub ttl: Option<Duration>,
     /// How often the leader renews, and a follower tries again; `None`: the scheme's.
     pub renew: Option<Duration>,
@@ -345,12 +347,17 @@ pub struct Run {
 /// The store's participant then runs under [`drive`].
 pub(crate) fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
     let d = Timing::defaults(scheme);
+    let zk = scheme == Scheme::ZkRecipe;
+    let ttl = args.ttl.unwrap_or(d.ttl);
     let mut timing = Timing {
-        ttl: args.ttl.unwrap_or(d.ttl),
-        renew: args.renew.unwrap_or(d.renew),
+        ttl,
+        // A ZooKeeper leader confirms its session as often as the client pings: a third of
+        // the session timeout, whatever timeout was asked for.
+        renew: args.renew.unwrap_or(if zk { ttl / 3 } else { d.renew }),
         retry: args.retry.unwrap_or(d.retry),
     };
-    if !scheme.is_sql() {
+    // ZooKeeper's session timeouts are milliseconds, etcd's TTLs whole seconds.
+    if !scheme.is_sql() && !zk {
         timing = timing.whole_seconds();
     }
     if timing.renew >= timing.ttl {

@@ -7,6 +7,7 @@ mod error;
 mod follow;
 mod inputs;
 pub mod layout;
+mod participant;
 mod plan;
 mod read;
 pub(crate) mod single;

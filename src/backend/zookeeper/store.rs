@@ -1,5 +1,5 @@
-//! ZooKeeper as a [`Store`]: the follow task and the admin actions (`plan`, `admin`); the
-//! participant is not built yet, and says so.
+//! ZooKeeper as a [`Store`]: the follow task, the admin actions (`plan`, `admin`) and the
+//! participant of `electop node` (`participant`).
 
 use std::time::Duration;
 
@@ -15,10 +15,6 @@ pub struct Zookeeper;
 
 /// Not a ZooKeeper source: `store_of` never hands one here.
 const NOT_ZK: &str = "not a ZooKeeper source";
-
-/// What an admin action or `electop node` answers until they are built.
-pub(crate) const NOT_YET: &str = "not yet available on ZooKeeper: electop only shows ZooKeeper \
-     elections for now (admin actions and `electop node` are still to come)";
 
 impl Store for Zookeeper {
     fn backend(
@@ -64,11 +60,23 @@ impl Store for Zookeeper {
 
     fn participate<'a>(
         &'a self,
-        _cfg: &'a SourceConfig,
-        _scheme: Scheme,
-        _args: &'a Options,
-        _run: &'a Run,
+        cfg: &'a SourceConfig,
+        scheme: Scheme,
+        args: &'a Options,
+        run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move { anyhow::bail!("electop node: {NOT_YET}") })
+        Box::pin(async move {
+            let SourceConfig::Zookeeper(c) = cfg else {
+                anyhow::bail!("{NOT_ZK}")
+            };
+            if scheme != Scheme::ZkRecipe {
+                anyhow::bail!(
+                    "--scheme {scheme} does not run on ZooKeeper: on --zk, electop node joins an \
+                     ephemeral sequential line (leave --scheme out)"
+                );
+            }
+            let stop = run.stop.clone();
+            super::participant::run(c, args, run.timing, &run.report, stop).await
+        })
     }
 }
