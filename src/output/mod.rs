@@ -153,6 +153,19 @@ pub(crate) struct SourceJson<'a> {
     /// Each member of a clustered store, like `etcdctl endpoint status`.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub members: &'a [crate::model::MemberStatus],
+    /// ZooKeeper: electop's own session and the timeout the server granted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionJson<'a>>,
+    /// A store that keeps no history (ZooKeeper): leader changes are known from here on,
+    /// when electop connected (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_since: Option<String>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct SessionJson<'a> {
+    pub id: &'a str,
+    pub timeout_ms: u128,
 }
 
 #[derive(Serialize)]
@@ -284,6 +297,11 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
         stale: s.stale_for(now).is_some(),
         as_of: s.last_contact.map(|(_, wall)| time::rfc3339(wall)),
         members: &s.members,
+        session: s.session.as_ref().map(|(id, t)| SessionJson {
+            id,
+            timeout_ms: t.as_millis(),
+        }),
+        history_since: s.history_since.map(time::rfc3339),
         id: &s.info.short,
         name: &s.info.name,
         endpoints: &s.info.endpoints,

@@ -4,6 +4,7 @@
 mod error;
 mod follow;
 pub mod layout;
+pub(crate) mod members;
 mod read;
 mod store;
 pub(crate) mod tracker;
@@ -32,9 +33,9 @@ impl ZkBackend {
             endpoints: connect,
             scheme: Some(Scheme::ZkRecipe),
             read_only: cfg.read_only,
-            // Not yet: a clustered source is complete only once its members are probed
-            // (`srvr`/`mntr` per member is a later step), so `status` would wait for them.
-            clustered: false,
+            // Several members: each is probed (`srvr`/`mntr`) like etcd's, and `status`
+            // waits for the first round.
+            clustered: cfg.endpoints.len() > 1,
             idle_is_normal: false,
             notice: None,
         };
