@@ -1,5 +1,6 @@
 //! Each ensemble member's health, from ZooKeeper's four-letter words: `srvr` (mode, zxid,
-//! latency, version), or `mntr` where only that one is allowed. A member that refuses both
+//! latency, version), or `mntr` where only that one is allowed. ZooKeeper 3.5 and later
+//! always allow `srvr` whatever `4lw.commands.whitelist` says; a server that refuses both
 //! is up (it answered) with a note naming the setting that allows them. A dead member shows
 //! here and nowhere else: the client moves to another member and the source carries on.
 //!
@@ -17,13 +18,13 @@ use crate::model::{Event, EventKind, MemberStatus, SourceEvent, SourceId};
 /// How often every member is asked.
 const PROBE_EVERY: Duration = Duration::from_secs(2);
 /// A member slower than this to answer counts as down.
-pub(crate) const PROBE_LIMIT: Duration = Duration::from_millis(1500);
+pub const PROBE_LIMIT: Duration = Duration::from_millis(1500);
 /// A four-letter answer is a few lines; `cons` on a busy member a few per connection.
 const MAX_ANSWER: u64 = 4 << 20;
 
 /// Why a four-letter word got no answer to use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum WordError {
+pub enum WordError {
     #[error("not reachable: {0}")]
     Unreachable(String),
     #[error("no answer within {0:?}")]
@@ -42,11 +43,7 @@ pub(crate) enum WordError {
 
 /// Sends `word` (`srvr`, `mntr`, `cons`, `ruok`...) to `endpoint` (`host:port`) and reads
 /// the answer to its end, all within `limit`.
-pub(crate) async fn four_letter(
-    endpoint: &str,
-    word: &str,
-    limit: Duration,
-) -> Result<String, WordError> {
+pub async fn four_letter(endpoint: &str, word: &str, limit: Duration) -> Result<String, WordError> {
     let ask = async {
         let mut s = tokio::net::TcpStream::connect(endpoint)
             .await

@@ -4,7 +4,7 @@
 mod error;
 mod follow;
 pub mod layout;
-pub(crate) mod members;
+pub mod members;
 mod read;
 mod store;
 pub(crate) mod tracker;
@@ -33,9 +33,9 @@ impl ZkBackend {
             endpoints: connect,
             scheme: Some(Scheme::ZkRecipe),
             read_only: cfg.read_only,
-            // Several members: each is probed (`srvr`/`mntr`) like etcd's, and `status`
-            // waits for the first round.
-            clustered: cfg.endpoints.len() > 1,
+            // Each member is probed (`srvr`/`mntr`) like etcd's, a standalone server too (its
+            // mode and latency), and `status` waits for the first round.
+            clustered: true,
             idle_is_normal: false,
             notice: None,
         };
