@@ -192,8 +192,15 @@ fn members_health_a_member_down_an_expired_session_and_a_frozen_server() {
     let changed = w.wait("the kazoo failover", T, |v| {
         is_change(v, "kazoo", "k-a", "k-b")
     });
-    // Its session ended (killed) and held nothing else: gone, cause untold.
-    assert_eq!(changed["cause"], "node_gone", "{changed:#}");
+    // Its session ended (killed) and held nothing else: gone, cause untold; or, when
+    // electop read through the killed member and the change came in its re-read after
+    // moving, unknown (the gap was not seen).
+    let moved = w.seen.iter().any(|v| v["kind"] == "disconnected");
+    let cause = changed["cause"].as_str().unwrap_or_default();
+    assert!(
+        cause == "node_gone" || (moved && cause == "unknown"),
+        "{changed:#} (electop moved: {moved})"
+    );
     w.wait("k-a left the line", T, |v| {
         v["kind"] == "candidate_left" && v["election"] == "kazoo" && v["from"] == "k-a"
     });
