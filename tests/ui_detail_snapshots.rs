@@ -246,6 +246,57 @@ fn detail_of_a_sql_lease() {
     insta::assert_snapshot!(text);
 }
 
+/// A ZooKeeper election: the holder's session where a TTL would be, czxid/mzxid in
+/// ZooKeeper's hex, and since when history is known (ZooKeeper keeps none).
+#[test]
+fn detail_of_a_zookeeper_election() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/election", Scheme::ZkRecipe)], now, wall());
+    let mut e = Election::new(0, "jobs".into(), Scheme::ZkRecipe);
+    e.candidates = ["k-a", "k-b"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let key = format!("/election/jobs/u{i}__lock__000000000{i}");
+            let mut c = candidate(id, &key, None, 0x1_0000_0004 + i as i64, now);
+            c.ttl = None;
+            c.stamp = Some(format!("0x10000b2c5f0000{i}"));
+            c
+        })
+        .collect();
+    e.leader = e.candidates.first().cloned();
+    load(&mut app, 0, vec![e]);
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Session {
+            source: 0,
+            id: "0x10000b2c5f00009".into(),
+            timeout: Duration::from_secs(10),
+            history_since: wall() - Duration::from_secs(30),
+        }),
+    );
+    app::update(&mut app, Msg::Tick { now, wall: wall() });
+    select(&mut app, "jobs");
+    let detail = render(&mut app, 120, 24);
+    assert!(
+        detail.contains("session 0x10000b2c5f00000 czxid 0x100000004"),
+        "{detail}"
+    );
+    assert!(detail.contains("since"), "{detail}");
+    assert!(!detail.contains("until"), "no deadline invented: {detail}");
+    app::update(&mut app, Msg::Action(Action::Describe));
+    let text = render(&mut app, 120, 30);
+    assert!(
+        text.contains("czxid 0x100000004 · mzxid 0x100000005"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Revisions") && !text.contains("not read yet"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
 #[test]
 fn y_copies_the_leader_id_and_says_so() {
     let mut app = mixed(Instant::now());

@@ -456,6 +456,9 @@ fn members_overlay_shows_each_endpoint() {
         revision: up.then_some(21),
         db_size: up.then_some(20480),
         version: up.then(|| "3.4.23".into()),
+        mode: None,
+        latency: None,
+        note: None,
         checked_at: None,
     };
     let members = vec![

@@ -193,6 +193,10 @@ pub enum Cause {
     ForcedResign,
     /// Changes were missed (compacted history) and only the result is known.
     Unknown,
+    /// ZooKeeper: the leader's ephemeral node went, and its session holds nothing else
+    /// electop sees: the session ended (expired or closed) or the node was deleted, which
+    /// ZooKeeper's watch event does not tell apart.
+    NodeGone,
     /// A new primary was promoted, as the store's own history records it (Patroni's
     /// `history` key); how the old one left is not recorded there.
     Promoted,
@@ -214,6 +218,7 @@ impl Cause {
             Cause::ForcedReelection => "forced_reelection",
             Cause::ForcedResign => "forced_resign",
             Cause::Unknown => "unknown",
+            Cause::NodeGone => "node_gone",
             Cause::Promoted => "promoted",
         }
     }

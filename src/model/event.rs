@@ -223,6 +223,15 @@ pub enum SourceEvent {
         /// When the next contact is due; later than that (plus a margin) means stale.
         next_within: std::time::Duration,
     },
+    /// ZooKeeper: electop's own session (its id as `0x…` and the timeout the server
+    /// granted), and since when leader changes are seen: ZooKeeper keeps no history, so it
+    /// starts when electop first connects.
+    Session {
+        source: SourceId,
+        id: String,
+        timeout: std::time::Duration,
+        history_since: SystemTime,
+    },
     /// How each member of a clustered store answers, like `etcdctl endpoint status`.
     Members {
         source: SourceId,
@@ -253,6 +262,15 @@ pub struct MemberStatus {
     pub db_size: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// ZooKeeper: the member's mode as `srvr` says it (`leader`, `follower`, `standalone`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// ZooKeeper: request latency min/avg/max as the member counts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<String>,
+    /// What the probe could not learn and how to allow it (a four-letter word refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     #[serde(serialize_with = "super::time::serialize_opt")]
     pub checked_at: Option<SystemTime>,
 }

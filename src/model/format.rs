@@ -45,6 +45,21 @@ pub(crate) fn ttl_cell(c: &Candidate, now: Instant, width: usize) -> String {
     }
 }
 
+/// The TTL column of a candidate of `scheme`: ZooKeeper gives no per-node deadline, so
+/// there it is the holder's session (`0x…`), which lives until that client goes; nothing
+/// counted down that the store did not say.
+pub(crate) fn hold_cell(
+    scheme: super::Scheme,
+    c: &Candidate,
+    now: Instant,
+    width: usize,
+) -> String {
+    match (scheme, &c.stamp) {
+        (super::Scheme::ZkRecipe, Some(session)) => session.clone(),
+        _ => ttl_cell(c, now, width),
+    }
+}
+
 /// `5s ago`, `3m ago`; `rev 42` for a replayed change with no time.
 pub(crate) fn age(entry: &HistoryEntry, wall: SystemTime) -> String {
     match entry.at {

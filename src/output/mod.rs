@@ -153,6 +153,20 @@ pub(crate) struct SourceJson<'a> {
     /// Each member of a clustered store, like `etcdctl endpoint status`.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub members: &'a [crate::model::MemberStatus],
+    /// ZooKeeper: electop's own session and the timeout the server granted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<OwnSessionJson<'a>>,
+    /// A store that keeps no history (ZooKeeper): leader changes are known from here on,
+    /// when electop connected (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_since: Option<String>,
+}
+
+/// electop's own ZooKeeper session.
+#[derive(Serialize)]
+pub(crate) struct OwnSessionJson<'a> {
+    pub id: &'a str,
+    pub timeout_ms: u128,
 }
 
 #[derive(Serialize)]
@@ -216,6 +230,7 @@ pub(crate) struct HolderJson<'a> {
     pub zombie: bool,
 }
 
+/// A deposed holder's ZooKeeper session, as electop last checked it.
 #[derive(Serialize)]
 pub(crate) struct SessionJson<'a> {
     /// As ZooKeeper prints it: `0x…`.
@@ -304,6 +319,11 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
         stale: s.stale_for(now).is_some(),
         as_of: s.last_contact.map(|(_, wall)| time::rfc3339(wall)),
         members: &s.members,
+        session: s.session.as_ref().map(|(id, t)| OwnSessionJson {
+            id,
+            timeout_ms: t.as_millis(),
+        }),
+        history_since: s.history_since.map(time::rfc3339),
         id: &s.info.short,
         name: &s.info.name,
         endpoints: &s.info.endpoints,

@@ -32,6 +32,10 @@ fn ttl(model: &ReadModel, e: &Election) -> String {
     let at = model.as_of(e.source);
     match (&e.leader, e.ttl_ms_at(at)) {
         (Some(l), _) if l.zombie() => "no lease".to_string(),
+        // ZooKeeper: no deadline per node; the holder's session instead.
+        (Some(l), _) if e.scheme == crate::model::Scheme::ZkRecipe => {
+            l.stamp.clone().unwrap_or_else(|| "-".into())
+        }
         (_, Some(ms)) => format::duration_ms(ms),
         _ => "-".to_string(),
     }
@@ -126,8 +130,45 @@ pub(crate) fn render(model: &ReadModel, wide: bool, fit: Option<usize>) -> Strin
         if let crate::model::ConnState::Down { error, .. } = &s.conn {
             out.push_str(&format!("{}: DOWN: {error}\n", s.info.short));
         }
+        if s.info.scheme == Some(crate::model::Scheme::ZkRecipe) {
+            zk_lines(s, &mut out);
+        }
     }
     out
+}
+
+/// ZooKeeper: each member as it answers, and since when history is known (it keeps none).
+fn zk_lines(s: &crate::state::SourceView, out: &mut String) {
+    let short = &s.info.short;
+    if !s.members.is_empty() {
+        let up = s.members.iter().filter(|m| m.up).count();
+        out.push_str(&format!("{short}: {up}/{} members up\n", s.members.len()));
+    }
+    for m in &s.members {
+        let state = match (&m.error, &m.mode) {
+            (Some(e), _) => format!("DOWN: {e}"),
+            (None, Some(mode)) => {
+                let zxid = m.revision.map(|z| format!(" zxid 0x{:x}", z as u64));
+                let latency = m.latency.as_ref().map(|l| format!(" latency {l}"));
+                format!(
+                    "{mode}{}{}",
+                    zxid.unwrap_or_default(),
+                    latency.unwrap_or_default()
+                )
+            }
+            (None, None) => "up".to_string(),
+        };
+        out.push_str(&format!("{short}: member {} {state}\n", m.endpoint));
+        if let Some(n) = &m.note {
+            out.push_str(&format!("{short}: member {} {n}\n", m.endpoint));
+        }
+    }
+    if let Some(t) = s.history_since {
+        out.push_str(&format!(
+            "{short}: history since {}, when electop connected (ZooKeeper keeps none)\n",
+            crate::model::time::clock(t)
+        ));
+    }
 }
 
 /// Narrows ELECTION and LEADER (the long ones), never below 12, until the line fits.

@@ -270,12 +270,12 @@ const SOURCE_GAUGES: &[PerSource] = &[
     ),
     (
         "electop_source_members_up",
-        "Members of the cluster that answer (etcd).",
+        "Members of the cluster that answer (etcd, ZooKeeper).",
         |s, _| (!s.members.is_empty()).then(|| s.members.iter().filter(|m| m.up).count() as f64),
     ),
     (
         "electop_source_members",
-        "Members of the cluster (etcd).",
+        "Members of the cluster (etcd, ZooKeeper).",
         |s, _| (!s.members.is_empty()).then_some(s.members.len() as f64),
     ),
 ];

@@ -139,6 +139,19 @@ impl ReadModel {
                 wall,
                 next_within,
             } => return self.on_contact(source, (at, wall), next_within),
+            SourceEvent::Session {
+                source,
+                id,
+                timeout,
+                history_since,
+            } => {
+                if let Some(s) = self.sources.get_mut(source) {
+                    s.session = Some((id, timeout));
+                    // The first connection: a new session later does not forget what the
+                    // one before saw.
+                    s.history_since.get_or_insert(history_since);
+                }
+            }
             SourceEvent::Members { source, members } => {
                 if let Some(s) = self.sources.get_mut(source) {
                     s.members = members;

@@ -22,6 +22,10 @@ pub struct SourceView {
     pub members: Vec<MemberStatus>,
     /// The first snapshot is being read: keys read and keys in all (until connected).
     pub loading: Option<(usize, usize)>,
+    /// ZooKeeper: electop's own session id (`0x…`) and its negotiated timeout.
+    pub session: Option<(String, Duration)>,
+    /// A store that keeps no history (ZooKeeper): leader changes are seen from here on.
+    pub history_since: Option<SystemTime>,
 }
 
 /// No contact for this much longer than the source's own contact interval and its rows are
@@ -41,6 +45,8 @@ impl SourceView {
             contact_every: Duration::from_millis(500),
             members: Vec::new(),
             loading: None,
+            session: None,
+            history_since: None,
         }
     }
 

@@ -117,6 +117,20 @@ fn key_line(e: &Election, room: usize) -> Line<'static> {
     let Some(l) = &e.leader else {
         return Line::from("");
     };
+    if e.scheme == crate::model::Scheme::ZkRecipe {
+        // ZooKeeper's own words: the session holding the node, the zxids of its creation
+        // and last change.
+        return Line::from(Span::styled(
+            format!(
+                "session {} czxid 0x{:x} mzxid 0x{:x} node {}",
+                l.stamp.as_deref().unwrap_or("?"),
+                l.create_revision as u64,
+                l.mod_revision as u64,
+                truncate_display(&l.key, room)
+            ),
+            theme::dim(),
+        ));
+    }
     let hold = match l.lease {
         Some(0) => "NO LEASE: never expires ".to_string(),
         Some(lease) => format!("lease {lease:x} "),
@@ -184,6 +198,14 @@ fn line_table(app: &App, e: &Election, frame: &mut Frame, line: Rect) {
     } else {
         format!("ID · {total} in line")
     };
+    // ZooKeeper: no lease and no deadline per node; the holder's session stands in the
+    // TTL column (what the store says), the lease column is not drawn.
+    let zk = e.scheme == crate::model::Scheme::ZkRecipe;
+    let (lease_head, ttl_head) = if zk {
+        ("", "SESSION")
+    } else {
+        ("LEASE", "TTL")
+    };
     let table = Table::new(
         rows,
         [
@@ -192,15 +214,15 @@ fn line_table(app: &App, e: &Election, frame: &mut Frame, line: Rect) {
             Constraint::Fill(1),
             // The lease column only where it leaves the id room to be read; Patroni's
             // members' own account says more than their lease ids, so it takes the room.
-            Constraint::Length(if line.width >= 64 && e.members.is_empty() {
+            Constraint::Length(if line.width >= 64 && e.members.is_empty() && !zk {
                 16
             } else {
                 0
             }),
-            Constraint::Length(12),
+            Constraint::Length(if zk { 18 } else { 12 }),
         ],
     )
-    .header(Row::new(["#", title.as_str(), "LEASE", "TTL"]).style(theme::header()))
+    .header(Row::new(["#", title.as_str(), lease_head, ttl_head]).style(theme::header()))
     .column_spacing(1);
     frame.render_widget(table, line);
 }
@@ -240,17 +262,31 @@ fn candidate_row(
             Some(l) => format!("{l:x}"),
             None => String::new(),
         }),
-        Cell::from(Span::styled(format::ttl_cell(c, at, 5), ttl_style)),
+        Cell::from(Span::styled(
+            format::hold_cell(e.scheme, c, at, 5),
+            ttl_style,
+        )),
     ])
 }
 
 fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
+    // A store that keeps no history (ZooKeeper): what is here was seen since electop connected.
+    let since = app
+        .model
+        .sources
+        .get(e.source)
+        .and_then(|s| s.history_since)
+        .map(time::clock);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border(app, Focus::History))
         .title(format!(
-            " History · {} ",
-            format::count(e.transitions as usize, "change", "changes")
+            " History · {}{} ",
+            format::count(e.transitions as usize, "change", "changes"),
+            since
+                .as_ref()
+                .map(|t| format!(" since {t}"))
+                .unwrap_or_default()
         ));
     let rows_fit = area.height.saturating_sub(2) as usize;
     let width = area.width.saturating_sub(2) as usize;
@@ -263,10 +299,13 @@ fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         .flat_map(|h| history_lines(h, width))
         .collect();
     let body = if lines.is_empty() {
-        vec![Line::from(Span::styled(
-            "no leader changes seen",
-            theme::dim(),
-        ))]
+        let text = match &since {
+            Some(t) => format!(
+                "no leader changes since {t}, when electop connected (ZooKeeper keeps no history)"
+            ),
+            None => "no leader changes seen".to_string(),
+        };
+        vec![Line::from(Span::styled(text, theme::dim()))]
     } else {
         lines
     };

@@ -8,6 +8,7 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap}
 
 use super::theme;
 use crate::app::App;
+use crate::model::format;
 use crate::model::{MemberStatus, escape_bytes, truncate_display};
 
 fn size(bytes: i64) -> String {
@@ -24,10 +25,17 @@ fn row(m: &MemberStatus) -> Row<'static> {
     } else {
         Span::styled("DOWN", theme::error())
     };
-    let role = match m.is_leader {
-        Some(true) => "leader",
-        Some(false) => "follower",
-        None => "",
+    // ZooKeeper says its mode (`standalone` too); etcd, whether it leads raft.
+    let role = match (&m.mode, m.is_leader) {
+        (Some(mode), _) => mode.clone(),
+        (None, Some(true)) => "leader".into(),
+        (None, Some(false)) => "follower".into(),
+        (None, None) => String::new(),
+    };
+    // ZooKeeper's zxid as its own tools print it, in hex.
+    let revision = match (&m.mode, m.revision) {
+        (Some(_), Some(z)) => Some(format!("0x{:x}", z as u64)),
+        (_, r) => r.map(|r| r.to_string()),
     };
     let opt = |v: Option<String>| v.unwrap_or_default();
     Row::new(vec![
@@ -39,9 +47,9 @@ fn row(m: &MemberStatus) -> Row<'static> {
         Cell::from(state),
         Cell::from(role),
         Cell::from(opt(m.raft_term.map(|t| t.to_string()))),
-        Cell::from(opt(m.revision.map(|r| r.to_string()))),
-        Cell::from(opt(m.db_size.map(size))),
-        Cell::from(opt(m.id.clone())),
+        Cell::from(opt(revision)),
+        Cell::from(opt(m.db_size.map(size).or(m.latency.clone()))),
+        Cell::from(opt(m.id.clone().or(m.version.clone()))),
     ])
 }
 
@@ -56,8 +64,18 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let mut rows = Vec::new();
     let mut errors = Vec::new();
     for s in app.model.sources.iter().filter(|s| s.info.clustered) {
+        let session = s
+            .session
+            .as_ref()
+            .map(|(id, t)| {
+                format!(
+                    " · electop's session {id}, timeout {}",
+                    format::duration_ms(t.as_millis() as i64)
+                )
+            })
+            .unwrap_or_default();
         rows.push(Row::new(vec![Cell::from(Span::styled(
-            format!("{} {}", s.info.short, s.info.label),
+            format!("{} {}{session}", s.info.short, s.info.label),
             theme::title(),
         ))]));
         if s.members.is_empty() {
@@ -74,6 +92,12 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
                     theme::error(),
                 )));
             }
+            if let Some(n) = &m.note {
+                errors.push(Line::from(Span::styled(
+                    format!("{}: {}", m.endpoint, truncate_display(n, 300)),
+                    theme::warn(),
+                )));
+            }
         }
     }
     if rows.is_empty() {
@@ -87,16 +111,16 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         ratatui::layout::Layout::vertical([Constraint::Length(height), Constraint::Min(0)])
             .areas(inner);
     let header = Row::new([
-        "ENDPOINT", "STATUS", "RAFT", "TERM", "REVISION", "DB SIZE", "ID",
+        "ENDPOINT", "STATUS", "ROLE", "TERM", "REV/ZXID", "SIZE/LAT", "ID/VER",
     ])
     .style(theme::header());
     let widths = [
         Constraint::Fill(3),
         Constraint::Length(6),
-        Constraint::Length(8),
+        Constraint::Length(10),
         Constraint::Length(5),
-        Constraint::Length(9),
-        Constraint::Length(8),
+        Constraint::Length(11),
+        Constraint::Length(12),
         Constraint::Length(16),
     ];
     frame.render_widget(

@@ -184,7 +184,7 @@ fn cells(
                 (Some(d), _) => theme::ttl(d.ratio_at(at)),
                 (None, _) => theme::dim(),
             };
-            Line::from(Span::styled(format::ttl_cell(l, at, BAR), style))
+            Line::from(Span::styled(format::hold_cell(e.scheme, l, at, BAR), style))
         }
         None => Line::from(""),
     };

@@ -69,7 +69,7 @@ pub(crate) fn lines(app: &App, e: &Election, width: usize) -> Vec<DLine> {
 
 /// How many lines the detail of `e` has at `width` columns, without making them all.
 pub(crate) fn len(app: &App, e: &Election, width: usize) -> usize {
-    head(app, e, width).len() + 2 + e.candidates.len() + 1 + history(e).len()
+    head(app, e, width).len() + 2 + e.candidates.len() + 1 + history(app, e).len()
 }
 
 /// `count` lines of the detail from line `start`: only the candidates in view are made, so
@@ -103,7 +103,7 @@ pub(crate) fn window(
     out.extend((from..to).map(|i| line.row(e, i - at)));
     at += n;
     let mut tail = vec![Vec::new()];
-    tail.extend(history(e));
+    tail.extend(history(app, e));
     section(tail, &mut at, &mut out);
     out
 }
@@ -255,6 +255,10 @@ fn lease_and_ttl(app: &App, e: &Election, l: &Candidate) -> Vec<DLine> {
         )),
         None => {}
     }
+    if e.scheme == crate::model::Scheme::ZkRecipe {
+        out.extend(zk_holder(l));
+        return out;
+    }
     out.push(match &l.ttl {
         Some(d) => field(
             "TTL",
@@ -291,11 +295,36 @@ fn lease_and_ttl(app: &App, e: &Election, l: &Candidate) -> Vec<DLine> {
     out
 }
 
+/// ZooKeeper's own account of the leader's node: the session holding it (no deadline per
+/// node: it lives as long as that session) and the zxids of its creation and last change.
+fn zk_holder(l: &Candidate) -> Vec<DLine> {
+    vec![
+        field(
+            "Session",
+            Tone::Text,
+            format!(
+                "{} (ephemeralOwner) · no deadline per node: it lives as long as this session",
+                l.stamp.as_deref().unwrap_or("?")
+            ),
+        ),
+        field(
+            "Zxids",
+            Tone::Text,
+            format!(
+                "czxid 0x{:x} · mzxid 0x{:x}",
+                l.create_revision as u64, l.mod_revision as u64
+            ),
+        ),
+    ]
+}
+
 /// The widths of the line of candidates, shared by its header and each row.
 struct CandidateColumns {
     rank_w: usize,
     id_w: usize,
     revs_w: usize,
+    /// The lease (etcd) or session (ZooKeeper, `0x` and 16 digits) column.
+    lease_w: usize,
     at: std::time::Instant,
 }
 
@@ -314,27 +343,40 @@ impl CandidateColumns {
             rank_w: e.candidates.len().max(1).to_string().len() + 1,
             id_w,
             // SQL rows have a deadline column where etcd keys have revisions.
-            revs_w: if e.scheme.is_sql() { 23 } else { 13 },
+            revs_w: match () {
+                _ if e.scheme.is_sql() => 23,
+                _ if e.scheme == crate::model::Scheme::ZkRecipe => 27,
+                _ => 13,
+            },
+            lease_w: if e.scheme == crate::model::Scheme::ZkRecipe {
+                18
+            } else {
+                16
+            },
             at: app.model.as_of(e.source),
         }
     }
 
     fn header(&self, e: &Election) -> Vec<DLine> {
         let n = e.candidates.len();
-        let order = if e.scheme.is_sql() {
-            ""
-        } else {
-            ", lowest create revision first"
+        let zk = e.scheme == crate::model::Scheme::ZkRecipe;
+        let order = match () {
+            _ if e.scheme.is_sql() => "",
+            _ if zk => ", lowest sequence number first",
+            _ => ", lowest create revision first",
         };
-        let revs = if e.scheme.is_sql() {
-            "UNTIL"
-        } else {
-            "CREATE/MOD"
+        let revs = match () {
+            _ if e.scheme.is_sql() => "UNTIL",
+            _ if zk => "CZXID/MZXID",
+            _ => "CREATE/MOD",
         };
+        // ZooKeeper: the holder's session where a lease would be.
+        let lease_head = if zk { "SESSION" } else { "LEASE" };
         let CandidateColumns {
             rank_w,
             id_w,
             revs_w,
+            lease_w,
             ..
         } = *self;
         vec![
@@ -342,8 +384,8 @@ impl CandidateColumns {
             vec![(
                 Tone::Dim,
                 format!(
-                    "{:>rank_w$}  {:<id_w$}  {:<16}  {:<8}  {revs:<revs_w$}  KEY",
-                    "#", "ID", "LEASE", "TTL"
+                    "{:>rank_w$}  {:<id_w$}  {:<lease_w$}  {:<8}  {revs:<revs_w$}  KEY",
+                    "#", "ID", lease_head, "TTL"
                 ),
             )],
         ]
@@ -356,22 +398,29 @@ impl CandidateColumns {
             return Vec::new();
         };
         let leads = i == 0 && e.leader.is_some();
+        let zk = e.scheme == crate::model::Scheme::ZkRecipe;
         let lease = match c.lease {
             Some(0) => "none".to_string(),
             Some(l) => format!("{l:x}"),
+            None if zk => c.stamp.clone().unwrap_or_default(),
             None => String::new(),
         };
         let ttl = match (&c.ttl, c.zombie()) {
             (_, true) => "∞".to_string(),
             (Some(d), _) => duration_ms(d.remaining_ms_at(self.at)),
+            // No deadline per node: nothing to count down.
+            (None, _) if zk => "-".to_string(),
             (None, _) => "…".to_string(),
         };
-        let revs = if e.scheme.is_sql() {
-            c.stamp.clone().unwrap_or_default()
-        } else {
-            format!("{}/{}", c.create_revision, c.mod_revision)
+        let revs = match () {
+            _ if e.scheme.is_sql() => c.stamp.clone().unwrap_or_default(),
+            _ if zk => format!(
+                "0x{:x}/0x{:x}",
+                c.create_revision as u64, c.mod_revision as u64
+            ),
+            _ => format!("{}/{}", c.create_revision, c.mod_revision),
         };
-        let (rank_w, id_w, revs_w) = (self.rank_w, self.id_w, self.revs_w);
+        let (rank_w, id_w, revs_w, lease_w) = (self.rank_w, self.id_w, self.revs_w, self.lease_w);
         let id = crate::model::truncate_display(&c.id, id_w);
         let member = e
             .member(&c.id)
@@ -394,7 +443,7 @@ impl CandidateColumns {
             (
                 Tone::Dim,
                 format!(
-                    "  {lease:<16}  {ttl:<8}  {revs:<revs_w$}  {}{member}",
+                    "  {lease:<lease_w$}  {ttl:<8}  {revs:<revs_w$}  {}{member}",
                     c.key
                 ),
             ),
@@ -402,9 +451,17 @@ impl CandidateColumns {
     }
 }
 
-fn history(e: &Election) -> Vec<DLine> {
+fn history(app: &App, e: &Election) -> Vec<DLine> {
+    // A store that keeps no history (ZooKeeper): seen since electop connected.
+    let since = app
+        .model
+        .sources
+        .get(e.source)
+        .and_then(|s| s.history_since)
+        .map(|t| format!(" since {}, when electop connected", clock(t)))
+        .unwrap_or_default();
     let mut out = vec![heading(format!(
-        "History · {} seen, newest first ({} kept)",
+        "History · {} seen{since}, newest first ({} kept)",
         if e.transitions == 1 {
             "1 change".to_string()
         } else {
@@ -417,7 +474,13 @@ fn history(e: &Election) -> Vec<DLine> {
             Some(at) => clock(at),
             None => "replayed".into(),
         };
-        let rev = h.revision.map(|r| format!(" rev {r}")).unwrap_or_default();
+        let rev = match h.revision {
+            Some(z) if e.scheme == crate::model::Scheme::ZkRecipe => {
+                format!(" zxid 0x{:x}", z as u64)
+            }
+            Some(r) => format!(" rev {r}"),
+            None => String::new(),
+        };
         let by =
             h.by.as_ref()
                 .map(|b| format!(" by {b}"))

@@ -107,6 +107,9 @@ async fn probe_one(cfg: &EtcdSource, endpoint: &str, cached: &mut Option<Client>
         revision: None,
         db_size: None,
         version: None,
+        mode: None,
+        latency: None,
+        note: None,
         checked_at: Some(SystemTime::now()),
     };
     if cached.is_none() {
@@ -160,6 +163,9 @@ mod tests {
             revision: None,
             db_size: None,
             version: None,
+            mode: None,
+            latency: None,
+            note: None,
             checked_at: None,
         }
     }

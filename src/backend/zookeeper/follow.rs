@@ -28,6 +28,18 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(super) async fn run(b: ZkBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
+    // The members' health, probed beside the connection (which goes to any one of them).
+    let probing = cancel.child_token();
+    let _stop_probe = probing.clone().drop_guard();
+    if b.info.clustered {
+        tokio::spawn(super::members::probe(
+            b.cfg.endpoints.clone(),
+            b.info.id,
+            b.info.name.clone(),
+            io.events.clone(),
+            probing,
+        ));
+    }
     let mut f = Follow {
         tracker: ZkTracker::new(
             b.info.id,
@@ -42,6 +54,7 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
         backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(10)),
         loaded: false,
         missing: false,
+        first_connected: None,
     };
     tokio::select! {
         _ = f.drive() => {}
@@ -59,6 +72,8 @@ struct Follow {
     loaded: bool,
     /// The prefix was not there at the last look (said in the source's notice).
     missing: bool,
+    /// When electop first connected: ZooKeeper keeps no history, so it starts there.
+    first_connected: Option<SystemTime>,
 }
 
 impl Follow {
@@ -102,6 +117,14 @@ impl Follow {
         let state = ConnState::Connecting;
         self.send(SourceEvent::Conn { source, state }).await?;
         let client = self.dial().await?;
+        let history_since = *self.first_connected.get_or_insert_with(SystemTime::now);
+        self.send(SourceEvent::Session {
+            source,
+            id: super::layout::session_hex(client.session_id().0),
+            timeout: client.session_timeout(),
+            history_since,
+        })
+        .await?;
         let prefix = Layout::of(self.b.cfg.preset).watch_path(&self.b.cfg.prefix);
         // The watch before the read: a change between the two is then seen twice, never
         // missed.
@@ -272,8 +295,39 @@ impl Follow {
             return Ok(());
         };
         let children = self.reader(client).children(parent).await?;
-        let applied = self.tracker.apply(parent, &children, SystemTime::now());
+        let held = self.still_held(client, parent, &children).await?;
+        let applied = self
+            .tracker
+            .apply(parent, &children, SystemTime::now(), &held);
         self.tell(applied).await
+    }
+
+    /// When the leader's node went: its session, if a node it held elsewhere is still there
+    /// (so the session lives and the node was deleted). Read after the event, so a session
+    /// close that took all its nodes at once is already applied.
+    async fn still_held(
+        &self,
+        client: &Client,
+        parent: &str,
+        children: &[super::layout::Znode],
+    ) -> Result<std::collections::HashSet<i64>, Stop> {
+        let mut held = std::collections::HashSet::new();
+        let Some((session, others)) = self.tracker.leaving_session(parent, children) else {
+            return Ok(held);
+        };
+        for path in others.iter().take(8) {
+            let stat = tokio::time::timeout(self.b.opts.request_timeout, client.check_stat(path));
+            match stat.await {
+                Err(_) => return Err(self.timeout().into()),
+                Ok(Ok(Some(s))) if s.ephemeral_owner == session => {
+                    held.insert(session);
+                    break;
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(self.client_err(e, path).into()),
+            }
+        }
+        Ok(held)
     }
 
     async fn on_session(&mut self, client: &Client, state: SessionState) -> Result<(), Stop> {

@@ -7,11 +7,12 @@ mod error;
 mod follow;
 mod inputs;
 pub mod layout;
+pub mod members;
 mod participant;
 mod plan;
 mod read;
-pub(crate) mod single;
 mod sessions;
+pub(crate) mod single;
 mod store;
 pub(crate) mod tracker;
 
@@ -39,9 +40,9 @@ impl ZkBackend {
             endpoints: connect,
             scheme: Some(cfg.scheme()),
             read_only: cfg.read_only,
-            // Not yet: a clustered source is complete only once its members are probed
-            // (`srvr`/`mntr` per member is a later step), so `status` would wait for them.
-            clustered: false,
+            // Each member is probed (`srvr`/`mntr`) like etcd's, a standalone server too (its
+            // mode and latency), and `status` waits for the first round.
+            clustered: true,
             idle_is_normal: false,
             notice: None,
         };

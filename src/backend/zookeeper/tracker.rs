@@ -2,7 +2,7 @@
 //! reads of an election's znode, decided by the shared [`change`] rule. Pure: the follow
 //! task reads, this decides.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Instant, SystemTime};
 
 use super::deposed::DeposedSessions;
@@ -77,7 +77,8 @@ impl ZkTracker {
     }
 
     /// A full re-read (after a reconnect: watch events during the gap are lost, ZOOKEEPER-4698):
-    /// every election known or found is compared, so what changed meanwhile is reported.
+    /// every election known or found is compared, so what changed meanwhile is reported,
+    /// elections in the zxid order of their changes (as the watch would have told them).
     pub(crate) fn resync(&mut self, nodes: &[Znode], at: SystemTime) -> Applied {
         let mut parents: BTreeSet<String> = self.parents.values().cloned().collect();
         parents.extend(
@@ -86,23 +87,66 @@ impl ZkTracker {
                 .filter(|n| self.layout.holds(n))
                 .map(|n| n.parent().to_string()),
         );
+        let held: HashSet<i64> = nodes.iter().map(|n| n.ephemeral_owner).collect();
         let mut out = Applied::default();
+        let mut groups: Vec<(Option<i64>, Vec<Event>)> = Vec::new();
         for parent in parents {
             let children: Vec<Znode> = nodes
                 .iter()
                 .filter(|n| n.parent() == parent)
                 .cloned()
                 .collect();
-            self.apply_into(&parent, &children, at, &mut out);
+            let mut one = Applied::default();
+            self.apply_into(&parent, &children, (at, Seen::Resync(&held)), &mut one);
+            out.changed.append(&mut one.changed);
+            // The latest zxid seen in an election's change bounds it from below (a deletion's
+            // own zxid is not read, only the zxids of the nodes involved).
+            let zxid = one.events.iter().filter_map(|e| e.revision).max();
+            groups.push((zxid, one.events));
         }
+        // Stable: elections whose changes carry no zxid keep their path order, last.
+        groups.sort_by_key(|(zxid, _)| zxid.unwrap_or(i64::MAX));
+        out.events = groups.into_iter().flat_map(|(_, e)| e).collect();
         out
     }
 
-    /// The children of `parent` as just read (empty when it is gone).
-    pub(crate) fn apply(&mut self, parent: &str, children: &[Znode], at: SystemTime) -> Applied {
+    /// The children of `parent` as just read (empty when it is gone). `held`: sessions
+    /// known to hold a node now (see [`Self::leaving_session`]).
+    pub(crate) fn apply(
+        &mut self,
+        parent: &str,
+        children: &[Znode],
+        at: SystemTime,
+        held: &HashSet<i64>,
+    ) -> Applied {
         let mut out = Applied::default();
-        self.apply_into(parent, children, at, &mut out);
+        self.apply_into(parent, children, (at, Seen::Live(held)), &mut out);
         out
+    }
+
+    /// When the leader's node of `parent` is not among `children`: its session, and the
+    /// other nodes electop saw that session hold. Whether one of those is still there (read
+    /// after the event, so after any session close that took them all) tells a deleted
+    /// node from an ended session.
+    pub(crate) fn leaving_session(
+        &self,
+        parent: &str,
+        children: &[Znode],
+    ) -> Option<(i64, Vec<String>)> {
+        let name = self.layout.name(&self.prefix, parent);
+        let leader = self.elections.get(&name)?.leader.as_ref()?;
+        if children.iter().any(|n| n.path.as_bytes() == leader.raw_key) {
+            return None;
+        }
+        let session = session_of(leader)?;
+        let others = self
+            .elections
+            .values()
+            .flat_map(|e| &e.candidates)
+            .filter(|c| session_of(c) == Some(session) && c.raw_key != leader.raw_key)
+            .map(|c| String::from_utf8_lossy(&c.raw_key).into_owned())
+            .collect();
+        Some((session, others))
     }
 
     fn remember(&mut self, e: &Election, nodes: &[Znode]) {
@@ -115,7 +159,13 @@ impl ZkTracker {
         }
     }
 
-    fn apply_into(&mut self, parent: &str, children: &[Znode], at: SystemTime, out: &mut Applied) {
+    fn apply_into(
+        &mut self,
+        parent: &str,
+        children: &[Znode],
+        (at, seen): (SystemTime, Seen<'_>),
+        out: &mut Applied,
+    ) {
         let name = self.layout.name(&self.prefix, parent);
         let new = self
             .layout
@@ -126,13 +176,16 @@ impl ZkTracker {
             // A new election: its first leader is elected now.
             self.remember(&e, children);
             let mut e = e;
-            self.record_change(&mut e, None, None, at, out);
+            self.record_change(&mut e, (None, Cause::Unknown), None, at, out);
+            out.events
+                .extend(line_events(&self.source_name, &e, &[], at));
             self.elections.insert(name, e.clone());
             out.changed.push(e);
             return;
         };
         let mut e = old.clone();
         let before = e.leader.take();
+        let old_line = std::mem::take(&mut e.candidates);
         let scheme = self.layout.scheme();
         let fresh = new.unwrap_or_else(|| Election::new(self.source, name.clone(), scheme));
         e.candidates = fresh.candidates;
@@ -156,7 +209,10 @@ impl ZkTracker {
                 self.depose(&mut e, r);
             }
         }
-        self.record_change(&mut e, before.as_ref(), forced, at, out);
+        let gone = self.departure(before.as_ref(), seen);
+        self.record_change(&mut e, (before.as_ref(), gone), forced, at, out);
+        out.events
+            .extend(line_events(&self.source_name, &e, &old_line, at));
         self.elections.insert(name, e.clone());
         out.changed.push(e);
     }
@@ -166,7 +222,7 @@ impl ZkTracker {
     fn record_change(
         &self,
         e: &mut Election,
-        before: Option<&Candidate>,
+        (before, gone): (Option<&Candidate>, Cause),
         forced: Option<(Cause, String)>,
         at: SystemTime,
         out: &mut Applied,
@@ -177,15 +233,11 @@ impl ZkTracker {
             (Some(b), Some(a)) => b.raw_key == a.raw_key && b.create_revision == a.create_revision,
             _ => false,
         };
-        // The old leader's node is gone: its session ended or someone deleted it, which
-        // one ZooKeeper does not say here (telling them apart by whether that session
-        // lives on is the next step, with the deposed holder).
-        let gone = || Cause::Unknown;
         let Some(change) = change::decide(
             before.map(|c| c.id.as_str()),
             after.map(|c| c.id.as_str()),
             same_tenure,
-            gone,
+            || gone,
             // The holder rewrote its own node's data.
             Cause::Proclaimed,
         ) else {
@@ -211,6 +263,24 @@ impl ZkTracker {
             });
         }
         out.events.push(ev);
+    }
+}
+
+impl ZkTracker {
+    /// Why the old leader's node went. ZooKeeper's watch event does not say whether its
+    /// session ended or someone deleted it; but a session that still holds another node
+    /// is alive, so that node was deleted (a resignation, as etcd calls a delete with the
+    /// lease alive). Otherwise: gone, cause untold live, and unknown after a gap (other
+    /// changes may have come and gone unseen).
+    fn departure(&self, old: Option<&Candidate>, seen: Seen<'_>) -> Cause {
+        let Some(session) = old.and_then(session_of) else {
+            return Cause::Unknown;
+        };
+        match seen {
+            Seen::Live(held) | Seen::Resync(held) if held.contains(&session) => Cause::Resigned,
+            Seen::Live(_) => Cause::NodeGone,
+            Seen::Resync(_) => Cause::Unknown,
+        }
     }
 }
 
@@ -337,184 +407,50 @@ fn session_id(hex: &str) -> Option<i64> {
         .map(|s| s as i64)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn node(path: &str, data: &str, czxid: i64) -> Znode {
-        Znode {
-            path: path.into(),
-            data: data.as_bytes().to_vec(),
-            czxid,
-            mzxid: czxid,
-            ephemeral_owner: 0x100 + czxid,
-        }
-    }
-
-    fn tracker() -> ZkTracker {
-        ZkTracker::new(0, "zk1".into(), "/election".into(), 10)
-    }
-
-    fn kinds(a: &Applied) -> Vec<(EventKind, Option<&str>, Option<&str>)> {
-        a.events
-            .iter()
-            .map(|e| (e.kind, e.from.as_deref(), e.to.as_deref()))
-            .collect()
-    }
-
-    #[test]
-    fn the_first_read_reports_no_change() {
-        let mut t = tracker();
-        let got = t.load(&[
-            node("/election/jobs/a__lock__0000000000", "n1", 10),
-            node("/election/jobs/b__lock__0000000001", "n2", 11),
-        ]);
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].transitions, 0);
-        assert_eq!(got[0].leader.as_ref().map(|l| l.id.as_str()), Some("n1"));
-    }
-
-    #[test]
-    fn the_next_in_line_leads_when_the_leader_node_goes() {
-        let mut t = tracker();
-        let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
-        t.load(&[
-            node("/election/jobs/a__lock__0000000000", "n1", 10),
-            second.clone(),
-        ]);
-        let got = t.apply(
-            "/election/jobs",
-            std::slice::from_ref(&second),
-            SystemTime::now(),
-        );
-        assert_eq!(
-            kinds(&got),
-            [(EventKind::LeaderChanged, Some("n1"), Some("n2"))]
-        );
-        assert_eq!(got.events[0].revision, Some(11));
-        assert_eq!(got.changed[0].candidates.len(), 1);
-        let again = t.apply("/election/jobs", &[second], SystemTime::now());
-        assert!(
-            again.changed.is_empty() && again.events.is_empty(),
-            "nothing new"
-        );
-        let gone = t.apply("/election/jobs", &[], SystemTime::now());
-        assert_eq!(kinds(&gone), [(EventKind::LeaderLost, Some("n2"), None)]);
-        assert!(gone.changed[0].is_empty(), "listed, empty");
-    }
-
-    #[test]
-    fn a_new_waiter_changes_the_line_but_not_the_leader() {
-        let mut t = tracker();
-        let first = node("/election/jobs/a__lock__0000000000", "n1", 10);
-        t.load(std::slice::from_ref(&first));
-        let got = t.apply(
-            "/election/jobs",
-            &[first, node("/election/jobs/c__lock__0000000002", "n3", 12)],
-            SystemTime::now(),
-        );
-        assert!(got.events.is_empty());
-        assert_eq!(got.changed[0].candidates.len(), 2);
-    }
-
-    #[test]
-    fn a_new_election_elects_and_a_resync_finds_what_changed_meanwhile() {
-        let mut t = tracker();
-        let got = t.apply(
-            "/election/new",
-            &[node("/election/new/x__lock__0000000000", "n9", 20)],
-            SystemTime::now(),
-        );
-        assert_eq!(kinds(&got), [(EventKind::LeaderElected, None, Some("n9"))]);
-        // While away, that election emptied and another appeared.
-        let back = t.resync(
-            &[node("/election/other/_c_u-latch-0000000003", "m1", 30)],
-            SystemTime::now(),
-        );
-        // In znode path order: /election/new, then /election/other.
-        assert_eq!(
-            kinds(&back),
-            [
-                (EventKind::LeaderLost, Some("n9"), None),
-                (EventKind::LeaderElected, None, Some("m1")),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_leader_removed_by_an_admin_action_is_deposed_until_its_session_is_gone() {
-        let mut t = tracker();
-        let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
-        t.load(&[
-            node("/election/jobs/a__lock__0000000000", "n1", 10),
-            second.clone(),
-        ]);
-        let ours = ForcedMark {
-            cause: Cause::ForcedReelection,
-            by: crate::backend::BY_US.into(),
-            before: None,
-        };
-        t.forced.set("jobs".into(), Some(ours), Instant::now());
-        let got = t.apply("/election/jobs", &[second], SystemTime::now());
-        let e = &got.changed[0];
-        assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("n1"));
-        assert_eq!(e.deposed_session, Some(SessionCheck::Checking));
-        let h = e.history.back().expect("a change");
-        assert_eq!(h.cause, Cause::ForcedReelection);
-        let detail = got.events[0].detail.as_deref().unwrap_or("");
-        assert!(
-            detail.contains("n1 deposed") && detail.contains("0x10a"),
-            "{detail}"
-        );
-        // Listed alive by the member, then gone from every member past its timeout.
-        let now = Instant::now();
-        let alive = Listing {
-            sessions: [(0x10a, Some(400))].into_iter().collect(),
-            complete: true,
-            authoritative: false,
-        };
-        let checked = t.sessions_listed(&alive, now);
-        assert_eq!(
-            checked.changed[0].deposed_session,
-            Some(SessionCheck::Alive)
-        );
-        assert_eq!(
-            checked.changed[0].deposed_session_text(true).as_deref(),
-            Some("session 0x10a alive")
-        );
-        let none = Listing {
-            sessions: Default::default(),
-            complete: true,
-            authoritative: false,
-        };
-        assert!(t.sessions_listed(&none, now).changed.is_empty(), "not yet");
-        let later = now + std::time::Duration::from_secs(2);
-        let gone = t.sessions_listed(&none, later);
-        assert!(gone.changed[0].deposed.is_none());
-        assert_eq!(gone.events[0].kind, EventKind::CandidateLeft);
-        assert_eq!(gone.events[0].from.as_deref(), Some("n1"));
-    }
-
-    #[test]
-    fn a_leader_whose_node_goes_without_an_action_is_not_deposed() {
-        let mut t = tracker();
-        let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
-        t.load(&[
-            node("/election/jobs/a__lock__0000000000", "n1", 10),
-            second.clone(),
-        ]);
-        let got = t.apply("/election/jobs", &[second], SystemTime::now());
-        assert!(got.changed[0].deposed.is_none());
-        // Another electop's action, learnt after the change: relabelled and deposed.
-        let theirs = ForcedMark {
-            cause: Cause::ForcedResign,
-            by: "ops@h (another electop)".into(),
-            before: Some("n1".into()),
-        };
-        let e = t
-            .forced("jobs", Some(theirs), Instant::now(), SystemTime::now())
-            .expect("relabelled");
-        assert_eq!(e.history.back().map(|h| h.cause), Some(Cause::ForcedResign));
-        assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("n1"));
-    }
+/// How a read came: from a watch event, or from a full re-read after a gap; each with the
+/// sessions known to hold a node as of that read.
+#[derive(Clone, Copy)]
+enum Seen<'a> {
+    Live(&'a HashSet<i64>),
+    Resync(&'a HashSet<i64>),
 }
+
+/// The session holding a candidate's node, from its `0x…` stamp.
+fn session_of(c: &Candidate) -> Option<i64> {
+    session_id(c.stamp.as_deref()?)
+}
+
+/// Candidates whose node joined or left the line (by node path), as events.
+fn line_events(source: &str, e: &Election, old: &[Candidate], at: SystemTime) -> Vec<Event> {
+    let has = |line: &[Candidate], key: &[u8]| line.iter().any(|c| c.raw_key == key);
+    let event = |kind, c: &Candidate, joined: bool| Event {
+        at: Some(at),
+        source: source.to_string(),
+        election: Some(e.name.clone()),
+        kind,
+        from: (!joined).then(|| c.id.clone()),
+        to: joined.then(|| c.id.clone()),
+        cause: None,
+        // The zxid that created the node (when it left, its last change).
+        revision: Some(if joined {
+            c.create_revision
+        } else {
+            c.mod_revision
+        }),
+        replayed: false,
+        detail: c.stamp.as_ref().map(|s| format!("session {s}")),
+    };
+    let joined = e
+        .candidates
+        .iter()
+        .filter(|c| !has(old, &c.raw_key))
+        .map(|c| event(EventKind::CandidateJoined, c, true));
+    let left = old
+        .iter()
+        .filter(|c| !has(&e.candidates, &c.raw_key))
+        .map(|c| event(EventKind::CandidateLeft, c, false));
+    joined.chain(left).collect()
+}
+
+#[cfg(test)]
+mod tests;

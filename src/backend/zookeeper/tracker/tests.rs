@@ -1,0 +1,268 @@
+//! The tracker's decisions, on znodes as a read gives them.
+
+use super::*;
+
+fn node(path: &str, data: &str, czxid: i64) -> Znode {
+    Znode {
+        path: path.into(),
+        data: data.as_bytes().to_vec(),
+        czxid,
+        mzxid: czxid,
+        ephemeral_owner: 0x100 + czxid,
+    }
+}
+
+fn none() -> HashSet<i64> {
+    HashSet::new()
+}
+
+/// Leader changes only (the line's joins and leaves are checked on their own).
+fn leaders(a: &Applied) -> Vec<(EventKind, Option<&str>, Option<&str>)> {
+    kinds(a)
+        .into_iter()
+        .filter(|(k, _, _)| !matches!(k, EventKind::CandidateJoined | EventKind::CandidateLeft))
+        .collect()
+}
+
+fn tracker() -> ZkTracker {
+    ZkTracker::new(0, "zk1".into(), "/election".into(), 10)
+}
+
+fn kinds(a: &Applied) -> Vec<(EventKind, Option<&str>, Option<&str>)> {
+    a.events
+        .iter()
+        .map(|e| (e.kind, e.from.as_deref(), e.to.as_deref()))
+        .collect()
+}
+
+#[test]
+fn the_first_read_reports_no_change() {
+    let mut t = tracker();
+    let got = t.load(&[
+        node("/election/jobs/a__lock__0000000000", "n1", 10),
+        node("/election/jobs/b__lock__0000000001", "n2", 11),
+    ]);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].transitions, 0);
+    assert_eq!(got[0].leader.as_ref().map(|l| l.id.as_str()), Some("n1"));
+}
+
+fn causes(a: &Applied) -> Vec<Option<Cause>> {
+    a.events
+        .iter()
+        .filter(|e| e.cause.is_some())
+        .map(|e| e.cause)
+        .collect()
+}
+
+#[test]
+fn the_next_in_line_leads_when_the_leader_node_goes() {
+    let mut t = tracker();
+    let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
+    t.load(&[
+        node("/election/jobs/a__lock__0000000000", "n1", 10),
+        second.clone(),
+    ]);
+    let got = t.apply(
+        "/election/jobs",
+        std::slice::from_ref(&second),
+        SystemTime::now(),
+        &none(),
+    );
+    assert_eq!(
+        kinds(&got),
+        [
+            (EventKind::LeaderChanged, Some("n1"), Some("n2")),
+            (EventKind::CandidateLeft, Some("n1"), None),
+        ]
+    );
+    // Its session holds nothing else: gone, and ZooKeeper does not say why.
+    assert_eq!(causes(&got), [Some(Cause::NodeGone)]);
+    assert_eq!(got.events[0].revision, Some(11));
+    assert_eq!(got.events[1].detail.as_deref(), Some("session 0x10a"));
+    assert_eq!(got.changed[0].candidates.len(), 1);
+    let again = t.apply("/election/jobs", &[second], SystemTime::now(), &none());
+    assert!(
+        again.changed.is_empty() && again.events.is_empty(),
+        "nothing new"
+    );
+    let gone = t.apply("/election/jobs", &[], SystemTime::now(), &none());
+    assert_eq!(leaders(&gone), [(EventKind::LeaderLost, Some("n2"), None)]);
+    assert!(gone.changed[0].is_empty(), "listed, empty");
+}
+
+/// A session still holding a node elsewhere is alive: its leader node was deleted,
+/// which is a resignation (as etcd calls a delete with the lease alive).
+#[test]
+fn a_leader_node_deleted_while_its_session_lives_is_resigned() {
+    let mut t = tracker();
+    let mut elsewhere = node("/election/other/x__lock__0000000000", "n1", 12);
+    let leader = node("/election/jobs/a__lock__0000000000", "n1", 10);
+    elsewhere.ephemeral_owner = leader.ephemeral_owner;
+    let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
+    t.load(&[leader.clone(), second.clone(), elsewhere.clone()]);
+    let children = std::slice::from_ref(&second);
+    let (session, others) = t
+        .leaving_session("/election/jobs", children)
+        .expect("the leader's node went");
+    assert_eq!(session, leader.ephemeral_owner);
+    assert_eq!(others, [elsewhere.path.clone()]);
+    let held = HashSet::from([session]);
+    let got = t.apply("/election/jobs", children, SystemTime::now(), &held);
+    assert_eq!(causes(&got), [Some(Cause::Resigned)]);
+    assert!(t.leaving_session("/election/jobs", children).is_none());
+}
+
+#[test]
+fn a_new_waiter_changes_the_line_but_not_the_leader() {
+    let mut t = tracker();
+    let first = node("/election/jobs/a__lock__0000000000", "n1", 10);
+    t.load(std::slice::from_ref(&first));
+    let got = t.apply(
+        "/election/jobs",
+        &[first, node("/election/jobs/c__lock__0000000002", "n3", 12)],
+        SystemTime::now(),
+        &none(),
+    );
+    assert_eq!(
+        kinds(&got),
+        [(EventKind::CandidateJoined, None, Some("n3"))]
+    );
+    assert_eq!(got.events[0].revision, Some(12), "the zxid that created it");
+    assert_eq!(got.changed[0].candidates.len(), 2);
+}
+
+#[test]
+fn a_new_election_elects_and_a_resync_finds_what_changed_meanwhile() {
+    let mut t = tracker();
+    let got = t.apply(
+        "/election/new",
+        &[node("/election/new/x__lock__0000000000", "n9", 20)],
+        SystemTime::now(),
+        &none(),
+    );
+    assert_eq!(
+        kinds(&got),
+        [
+            (EventKind::LeaderElected, None, Some("n9")),
+            (EventKind::CandidateJoined, None, Some("n9")),
+        ]
+    );
+    // While away, that election emptied and another appeared.
+    let back = t.resync(
+        &[node("/election/other/_c_u-latch-0000000003", "m1", 30)],
+        SystemTime::now(),
+    );
+    // In zxid order: n9's node (zxid 20) before m1's (30).
+    assert_eq!(
+        leaders(&back),
+        [
+            (EventKind::LeaderLost, Some("n9"), None),
+            (EventKind::LeaderElected, None, Some("m1")),
+        ]
+    );
+    // Changes of the gap went unseen: only the result is known.
+    assert_eq!(causes(&back), [Some(Cause::Unknown), Some(Cause::Elected)]);
+}
+
+/// Changes found by a re-read are told in the order ZooKeeper made them (zxid), not in
+/// the order of the elections' paths.
+#[test]
+fn a_resync_reports_elections_in_zxid_order() {
+    let mut t = tracker();
+    t.load(&[
+        node("/election/a/x__lock__0000000000", "a1", 10),
+        node("/election/b/x__lock__0000000000", "b1", 11),
+    ]);
+    let back = t.resync(
+        &[
+            node("/election/a/y__lock__0000000001", "a2", 40),
+            node("/election/b/y__lock__0000000001", "b2", 30),
+        ],
+        SystemTime::now(),
+    );
+    assert_eq!(
+        leaders(&back),
+        [
+            (EventKind::LeaderChanged, Some("b1"), Some("b2")),
+            (EventKind::LeaderChanged, Some("a1"), Some("a2")),
+        ]
+    );
+}
+
+#[test]
+fn a_leader_removed_by_an_admin_action_is_deposed_until_its_session_is_gone() {
+    let mut t = tracker();
+    let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
+    t.load(&[
+        node("/election/jobs/a__lock__0000000000", "n1", 10),
+        second.clone(),
+    ]);
+    let ours = ForcedMark {
+        cause: Cause::ForcedReelection,
+        by: crate::backend::BY_US.into(),
+        before: None,
+    };
+    t.forced.set("jobs".into(), Some(ours), Instant::now());
+    let got = t.apply("/election/jobs", &[second], SystemTime::now(), &none());
+    let e = &got.changed[0];
+    assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("n1"));
+    assert_eq!(e.deposed_session, Some(SessionCheck::Checking));
+    let h = e.history.back().expect("a change");
+    assert_eq!(h.cause, Cause::ForcedReelection);
+    let detail = got.events[0].detail.as_deref().unwrap_or("");
+    assert!(
+        detail.contains("n1 deposed") && detail.contains("0x10a"),
+        "{detail}"
+    );
+    // Listed alive by the member, then gone from every member past its timeout.
+    let now = Instant::now();
+    let alive = Listing {
+        sessions: [(0x10a, Some(400))].into_iter().collect(),
+        complete: true,
+        authoritative: false,
+    };
+    let checked = t.sessions_listed(&alive, now);
+    assert_eq!(
+        checked.changed[0].deposed_session,
+        Some(SessionCheck::Alive)
+    );
+    assert_eq!(
+        checked.changed[0].deposed_session_text(true).as_deref(),
+        Some("session 0x10a alive")
+    );
+    let none = Listing {
+        sessions: Default::default(),
+        complete: true,
+        authoritative: false,
+    };
+    assert!(t.sessions_listed(&none, now).changed.is_empty(), "not yet");
+    let later = now + std::time::Duration::from_secs(2);
+    let gone = t.sessions_listed(&none, later);
+    assert!(gone.changed[0].deposed.is_none());
+    assert_eq!(gone.events[0].kind, EventKind::CandidateLeft);
+    assert_eq!(gone.events[0].from.as_deref(), Some("n1"));
+}
+
+#[test]
+fn a_leader_whose_node_goes_without_an_action_is_not_deposed() {
+    let mut t = tracker();
+    let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
+    t.load(&[
+        node("/election/jobs/a__lock__0000000000", "n1", 10),
+        second.clone(),
+    ]);
+    let got = t.apply("/election/jobs", &[second], SystemTime::now(), &none());
+    assert!(got.changed[0].deposed.is_none());
+    // Another electop's action, learnt after the change: relabelled and deposed.
+    let theirs = ForcedMark {
+        cause: Cause::ForcedResign,
+        by: "ops@h (another electop)".into(),
+        before: Some("n1".into()),
+    };
+    let e = t
+        .forced("jobs", Some(theirs), Instant::now(), SystemTime::now())
+        .expect("relabelled");
+    assert_eq!(e.history.back().map(|h| h.cause), Some(Cause::ForcedResign));
+    assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("n1"));
+}
