@@ -277,16 +277,24 @@ fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         .get(e.source)
         .and_then(|s| s.history_since)
         .map(time::clock);
+    // The last stretch no electop watched, from its own record of earlier runs.
+    let gap = app
+        .model
+        .sources
+        .get(e.source)
+        .and_then(|s| s.history_gaps.last())
+        .map(|g| format!(" · {}", g.describe()));
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border(app, Focus::History))
         .title(format!(
-            " History · {}{} ",
+            " History · {}{}{} ",
             format::count(e.transitions as usize, "change", "changes"),
             since
                 .as_ref()
                 .map(|t| format!(" since {t}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            gap.unwrap_or_default()
         ));
     let rows_fit = area.height.saturating_sub(2) as usize;
     let width = area.width.saturating_sub(2) as usize;
