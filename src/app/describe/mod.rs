@@ -461,7 +461,11 @@ fn since_line(s: &crate::state::SourceView) -> String {
         return format!(" since {}, when electop connected", clock(t));
     }
     let gaps: Vec<String> = s.history_gaps.iter().map(|g| g.describe()).collect();
-    format!(" since {}, electop's own record ({})", clock(t), gaps.join(", "))
+    format!(
+        " since {}, electop's own record ({})",
+        clock(t),
+        gaps.join(", ")
+    )
 }
 
 fn history(app: &App, e: &Election) -> Vec<DLine> {

@@ -65,10 +65,6 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
         _ = f.drive() => {}
         _ = cancel.cancelled() => {}
     }
-    // A clean stop says when: the next run's gap then starts here, not at the last change.
-    if let Some(r) = f.record.as_mut() {
-        r.append(&Rec::Stopped(SystemTime::now()));
-    }
 }
 
 struct Follow {

@@ -27,7 +27,10 @@ const RUNS_KEPT: usize = 16;
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Rec {
     /// A leader change as the tracker recorded it.
-    Change { election: String, entry: HistoryEntry },
+    Change {
+        election: String,
+        entry: HistoryEntry,
+    },
     /// An electop connected (its first session) and watched from here.
     Connected(SystemTime),
     /// That electop stopped watching (a clean stop; a killed one leaves no line).
@@ -262,6 +265,8 @@ pub(crate) struct Record {
     elections: BTreeSet<String>,
     /// Why the file could not be read or written, said once.
     pub(crate) failed: Option<String>,
+    /// This run's `Connected` line is in: its stop is said when the record is dropped.
+    started: bool,
 }
 
 impl Record {
@@ -278,6 +283,7 @@ impl Record {
             lines: 0,
             elections: BTreeSet::new(),
             failed: None,
+            started: false,
         }
     }
 
@@ -298,6 +304,7 @@ impl Record {
         self.lines = total;
         self.note(&recs);
         let p = past(&recs);
+        self.started = true;
         if recs.len() < total {
             self.rewrite(&recs);
         } else {
@@ -362,6 +369,16 @@ impl Record {
         if self.failed.is_none() {
             warn!(error = %why, "electop's ZooKeeper history record");
             self.failed = Some(why);
+        }
+    }
+}
+
+/// A clean stop (the follow task dropped as electop exits) says when: the next run's gap
+/// then starts here, not at this run's last change. A killed electop says nothing.
+impl Drop for Record {
+    fn drop(&mut self) {
+        if self.started {
+            self.append(&Rec::Stopped(SystemTime::now()));
         }
     }
 }

@@ -44,7 +44,10 @@ fn lines_round_trip_and_torn_lines_are_skipped() {
     );
     assert_eq!(decode(r#"{"at":"2023-11-14T22:13:22Z","elect"#), None);
     assert_eq!(decode(r#"{"at":"yesterday","run":"connected"}"#), None);
-    assert_eq!(decode(r#"{"at":"2023-11-14T22:13:22Z","run":"paused"}"#), None);
+    assert_eq!(
+        decode(r#"{"at":"2023-11-14T22:13:22Z","run":"paused"}"#),
+        None
+    );
 }
 
 #[test]
@@ -100,7 +103,11 @@ fn the_same_change_recorded_twice_is_one_with_its_best_cause() {
     let jobs = &p.changes["jobs"];
     assert_eq!(jobs.len(), 2);
     assert_eq!(jobs[0].at, Some(t(8)), "first seen");
-    assert_eq!(jobs[0].cause, Cause::NodeGone, "the cause that was seen wins");
+    assert_eq!(
+        jobs[0].cause,
+        Cause::NodeGone,
+        "the cause that was seen wins"
+    );
 }
 
 #[test]
@@ -131,7 +138,10 @@ fn gaps_between_runs_say_whether_the_stop_was_recorded() {
             },
         ]
     );
-    assert_eq!(p.gaps[0].describe(), "not watched from 22:13:40 to 22:14:20");
+    assert_eq!(
+        p.gaps[0].describe(),
+        "not watched from 22:13:40 to 22:14:20"
+    );
     assert_eq!(p.gaps[1].describe(), "no record from 22:14:30 to 22:15:00");
     assert_eq!(p.changes["jobs"].len(), 2);
     assert_eq!(past(&[Rec::Connected(t(0))]).gaps, []);
@@ -140,7 +150,10 @@ fn gaps_between_runs_say_whether_the_stop_was_recorded() {
 #[test]
 fn file_names_are_safe_and_tell_sources_apart() {
     let a = file_name("zk1:2181,zk2:2181/app /election ");
-    assert!(a.starts_with("zookeeper-history-zk1_2181_zk2_2181_app__election_-"), "{a}");
+    assert!(
+        a.starts_with("zookeeper-history-zk1_2181_zk2_2181_app__election_-"),
+        "{a}"
+    );
     assert!(a.ends_with(".jsonl"));
     assert!(!a.contains('/'));
     assert_ne!(a, file_name("zk1:2181,zk2:2181/app /election_"));
@@ -159,7 +172,10 @@ fn a_run_appends_and_the_next_reads_it_back_bounded() {
     r.append(&Rec::Stopped(t(50)));
     assert!(r.failed.is_none());
     let lines = std::fs::read_to_string(&path).unwrap().lines().count();
-    assert!(lines <= r.bound(), "rewritten past the bound: {lines} lines");
+    assert!(
+        lines <= r.bound(),
+        "rewritten past the bound: {lines} lines"
+    );
     let mut next = Record::at(path.clone(), 2);
     let p = next.start(t(60));
     let revs: Vec<_> = p.changes["jobs"].iter().map(|h| h.revision).collect();
@@ -176,7 +192,10 @@ fn a_record_that_cannot_be_written_says_why_once_and_goes_on() {
     let p = r.start(t(0));
     assert_eq!(p.since, Some(t(0)), "history still starts at the connect");
     let why = r.failed.clone().expect("failed");
-    assert!(why.starts_with("cannot ") && why.contains("h.jsonl"), "{why}");
+    assert!(
+        why.starts_with("cannot ") && why.contains("h.jsonl"),
+        "{why}"
+    );
     r.append(&change("jobs", 1, 1, None, Some("a")));
     assert_eq!(r.failed, Some(why));
 }
