@@ -117,13 +117,15 @@ pub(crate) fn decode(text: &str) -> Option<Rec> {
     }
 }
 
+/// A change's identity: its election, zxid, and the leaders before and after.
+type ChangeKey = (String, Option<i64>, Option<String>, Option<String>);
+
 /// Each change once: two electops watching at once both record it, and an admin action
 /// learnt after the change relabels it (a later line). The first sighting's time is kept,
 /// with the last cause that is not `unknown` and the last author.
 fn dedupe(recs: Vec<Rec>) -> Vec<Rec> {
     let mut out: Vec<Rec> = Vec::with_capacity(recs.len());
-    let mut seen: HashMap<(String, Option<i64>, Option<String>, Option<String>), usize> =
-        HashMap::new();
+    let mut seen: HashMap<ChangeKey, usize> = HashMap::new();
     for r in recs {
         let Rec::Change { election, entry } = &r else {
             out.push(r);
