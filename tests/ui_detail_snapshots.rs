@@ -273,6 +273,7 @@ fn detail_of_a_zookeeper_election() {
             id: "0x10000b2c5f00009".into(),
             timeout: Duration::from_secs(10),
             history_since: wall() - Duration::from_secs(30),
+            gaps: Vec::new(),
         }),
     );
     app::update(&mut app, Msg::Tick { now, wall: wall() });

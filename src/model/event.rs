@@ -231,12 +231,41 @@ pub enum SourceEvent {
         id: String,
         timeout: std::time::Duration,
         history_since: SystemTime,
+        /// The stretches no electop watched, from electop's own record of earlier runs.
+        gaps: Vec<HistoryGap>,
     },
     /// How each member of a clustered store answers, like `etcdctl endpoint status`.
     Members {
         source: SourceId,
         members: Vec<MemberStatus>,
     },
+}
+
+/// A stretch between two runs of electop on a store that keeps no history (ZooKeeper):
+/// changes in it were not seen as they came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HistoryGap {
+    /// The last time electop's record shows it watching.
+    pub from: SystemTime,
+    /// When the next electop connected.
+    pub to: SystemTime,
+    /// The electop before stopped cleanly and said when; otherwise it was killed or lost
+    /// some time after `from`, and the record cannot say when.
+    pub stop_recorded: bool,
+}
+
+impl HistoryGap {
+    /// `not watched from 14:05:00 to 14:09:12`, or where the stop was not recorded, `no
+    /// record from …`: electop may have watched a while after its last line.
+    pub fn describe(&self) -> String {
+        let clock = super::time::clock;
+        let what = if self.stop_recorded {
+            "not watched"
+        } else {
+            "no record"
+        };
+        format!("{what} from {} to {}", clock(self.from), clock(self.to))
+    }
 }
 
 /// One member of a clustered store, as last probed.

@@ -15,5 +15,7 @@ pub use election::{
     SourceId,
 };
 pub use escape::{escape_bytes, truncate_display};
-pub use event::{ConnState, Event, EventKind, MemberStatus, SourceEvent, SourceInfo, SourceNotice};
+pub use event::{
+    ConnState, Event, EventKind, HistoryGap, MemberStatus, SourceEvent, SourceInfo, SourceNotice,
+};
 pub use wrap::{display_width, wrap_display};

@@ -160,6 +160,19 @@ pub(crate) struct SourceJson<'a> {
     /// when electop connected (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history_since: Option<String>,
+    /// ZooKeeper: the stretches between electop's runs that no electop watched, from its
+    /// own record.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history_gaps: Vec<HistoryGapJson>,
+}
+
+/// A stretch no electop watched: `stop_recorded` false when the electop before left no
+/// stop line (killed), so it may have watched a while after `from`.
+#[derive(Serialize)]
+pub(crate) struct HistoryGapJson {
+    pub from: String,
+    pub to: String,
+    pub stop_recorded: bool,
 }
 
 /// electop's own ZooKeeper session.
@@ -324,6 +337,15 @@ fn source(s: &SourceView, now: Instant) -> SourceJson<'_> {
             timeout_ms: t.as_millis(),
         }),
         history_since: s.history_since.map(time::rfc3339),
+        history_gaps: s
+            .history_gaps
+            .iter()
+            .map(|g| HistoryGapJson {
+                from: time::rfc3339(g.from),
+                to: time::rfc3339(g.to),
+                stop_recorded: g.stop_recorded,
+            })
+            .collect(),
         id: &s.info.short,
         name: &s.info.name,
         endpoints: &s.info.endpoints,

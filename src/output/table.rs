@@ -163,11 +163,21 @@ fn zk_lines(s: &crate::state::SourceView, out: &mut String) {
             out.push_str(&format!("{short}: member {} {n}\n", m.endpoint));
         }
     }
-    if let Some(t) = s.history_since {
+    if let Some(t) = s.history_since
+        && s.history_gaps.is_empty()
+    {
         out.push_str(&format!(
             "{short}: history since {}, when electop connected (ZooKeeper keeps none)\n",
             crate::model::time::clock(t)
         ));
+    } else if let Some(t) = s.history_since {
+        out.push_str(&format!(
+            "{short}: history since {}, from electop's own record (ZooKeeper keeps none)\n",
+            crate::model::time::clock(t)
+        ));
+        for g in &s.history_gaps {
+            out.push_str(&format!("{short}: history {}\n", g.describe()));
+        }
     }
 }
 

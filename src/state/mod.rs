@@ -144,11 +144,15 @@ impl ReadModel {
                 id,
                 timeout,
                 history_since,
+                gaps,
             } => {
                 if let Some(s) = self.sources.get_mut(source) {
                     s.session = Some((id, timeout));
                     // The first connection: a new session later does not forget what the
                     // one before saw.
+                    if s.history_since.is_none() {
+                        s.history_gaps = gaps;
+                    }
                     s.history_since.get_or_insert(history_since);
                 }
             }

@@ -26,6 +26,8 @@ pub struct SourceView {
     pub session: Option<(String, Duration)>,
     /// A store that keeps no history (ZooKeeper): leader changes are seen from here on.
     pub history_since: Option<SystemTime>,
+    /// The stretches no electop watched before this run, from electop's own record.
+    pub history_gaps: Vec<crate::model::HistoryGap>,
 }
 
 /// No contact for this much longer than the source's own contact interval and its rows are
@@ -47,6 +49,7 @@ impl SourceView {
             loading: None,
             session: None,
             history_since: None,
+            history_gaps: Vec::new(),
         }
     }
 

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 use super::theme;
 use crate::app::{App, Focus};
 use crate::model::format;
-use crate::model::{Election, time, truncate_display};
+use crate::model::{Election, HistoryEntry, HistoryGap, time, truncate_display};
 
 pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let Some(e) = app.selected_election() else {
@@ -277,6 +277,12 @@ fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         .get(e.source)
         .and_then(|s| s.history_since)
         .map(time::clock);
+    // The stretches no electop watched, from its own record of earlier runs: in the list.
+    let gaps = app
+        .model
+        .sources
+        .get(e.source)
+        .map_or(&[][..], |s| &s.history_gaps[..]);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border(app, Focus::History))
@@ -290,13 +296,16 @@ fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         ));
     let rows_fit = area.height.saturating_sub(2) as usize;
     let width = area.width.saturating_sub(2) as usize;
-    let lines: Vec<Line> = e
-        .history
-        .iter()
-        .rev()
+    let lines: Vec<Line> = with_gaps(e, gaps)
         .skip(app.history_scroll)
         .take(rows_fit)
-        .flat_map(|h| history_lines(h, width))
+        .flat_map(|item| match item {
+            Ok(h) => history_lines(h, width),
+            Err(g) => vec![Line::from(Span::styled(
+                truncate_display(&format!("  ┄ {}", g.describe()), width),
+                theme::dim(),
+            ))],
+        })
         .collect();
     let body = if lines.is_empty() {
         let text = match &since {
@@ -316,6 +325,24 @@ fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
             .wrap(ratatui::widgets::Wrap { trim: false }),
         area,
     );
+}
+
+/// The history newest first, each gap (`Err`) where it falls among the changes: a change
+/// after it was seen by a later run, one before it by an earlier.
+fn with_gaps<'a>(
+    e: &'a Election,
+    gaps: &'a [HistoryGap],
+) -> impl Iterator<Item = Result<&'a HistoryEntry, &'a HistoryGap>> {
+    let mut gaps = gaps.iter().rev().peekable();
+    let mut out = Vec::new();
+    for h in e.history.iter().rev() {
+        while let Some(g) = gaps.next_if(|g| h.at.is_some_and(|at| at < g.to)) {
+            out.push(Err(g));
+        }
+        out.push(Ok(h));
+    }
+    out.extend(gaps.map(Err));
+    out.into_iter()
 }
 
 /// Names are cut no shorter than this; below it the cause goes to a line of its own.

@@ -451,14 +451,30 @@ impl CandidateColumns {
     }
 }
 
+/// Since when changes are known: when electop connected, or where its own record of
+/// earlier runs starts, with the stretches no electop watched.
+fn since_line(s: &crate::state::SourceView) -> String {
+    let Some(t) = s.history_since else {
+        return String::new();
+    };
+    if s.history_gaps.is_empty() {
+        return format!(" since {}, when electop connected", clock(t));
+    }
+    let gaps: Vec<String> = s.history_gaps.iter().map(|g| g.describe()).collect();
+    format!(
+        " since {}, electop's own record ({})",
+        clock(t),
+        gaps.join(", ")
+    )
+}
+
 fn history(app: &App, e: &Election) -> Vec<DLine> {
     // A store that keeps no history (ZooKeeper): seen since electop connected.
     let since = app
         .model
         .sources
         .get(e.source)
-        .and_then(|s| s.history_since)
-        .map(|t| format!(" since {}, when electop connected", clock(t)))
+        .map(since_line)
         .unwrap_or_default();
     let mut out = vec![heading(format!(
         "History · {} seen{since}, newest first ({} kept)",

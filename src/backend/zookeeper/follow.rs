@@ -10,6 +10,7 @@ use zookeeper_client::{AddWatchMode, Client, EventType, SessionState, WatchedEve
 
 use super::error::ZkError;
 use super::read::Reader;
+use super::record::{Past, Rec, Record};
 use super::sessions;
 use super::single::Layout;
 use super::tracker::{Applied, ZkTracker};
@@ -53,8 +54,12 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
         io,
         backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(10)),
         loaded: false,
-        missing: false,
+        missing: None,
         first_connected: None,
+        record: None,
+        past: None,
+        gaps: Vec::new(),
+        record_told: false,
     };
     tokio::select! {
         _ = f.drive() => {}
@@ -70,10 +75,18 @@ struct Follow {
     backoff: Backoff,
     /// The first read is done: later reads report what changed.
     loaded: bool,
-    /// The prefix was not there at the last look (said in the source's notice).
-    missing: bool,
-    /// When electop first connected: ZooKeeper keeps no history, so it starts there.
+    /// The prefix was not there at the last look: the source's notice says so.
+    missing: Option<String>,
+    /// Where history starts: electop's own record of earlier runs, else its first connect.
     first_connected: Option<SystemTime>,
+    /// electop's own record of this source's leader changes, across runs.
+    record: Option<Record>,
+    /// What the record held at the start, until the first read puts it back.
+    past: Option<Past>,
+    /// The stretches the record shows no electop watched.
+    gaps: Vec<crate::model::HistoryGap>,
+    /// The record's failure is in the notice.
+    record_told: bool,
 }
 
 impl Follow {
@@ -117,12 +130,16 @@ impl Follow {
         let state = ConnState::Connecting;
         self.send(SourceEvent::Conn { source, state }).await?;
         let client = self.dial().await?;
-        let history_since = *self.first_connected.get_or_insert_with(SystemTime::now);
+        let history_since = match self.first_connected {
+            Some(t) => t,
+            None => self.start_record(),
+        };
         self.send(SourceEvent::Session {
             source,
             id: super::layout::session_hex(client.session_id().0),
             timeout: client.session_timeout(),
             history_since,
+            gaps: self.gaps.clone(),
         })
         .await?;
         let prefix = Layout::of(self.b.cfg.preset).watch_path(&self.b.cfg.prefix);
@@ -194,21 +211,24 @@ impl Follow {
         let reader = self.reader(client);
         let missing = inputs::missing_prefix(&reader, &self.b.cfg).await?;
         let nodes = inputs::read(&reader, &self.b.cfg).await?;
-        let was_missing = std::mem::replace(&mut self.missing, missing.is_some());
-        if self.missing || was_missing {
-            // An empty notice takes the last one away.
-            let text = missing.unwrap_or_default();
-            self.send(SourceEvent::Notice { source, text }).await?;
+        let was_missing = std::mem::replace(&mut self.missing, missing).is_some();
+        if self.missing.is_some() || was_missing {
+            self.send_notice().await?;
         }
         if self.loaded {
             let applied = self.tracker.resync(&nodes, sent.1);
             self.tell(applied).await?;
         } else {
             self.tracker.load(&nodes);
+            let restored = match self.past.take() {
+                Some(p) => self.tracker.restore(&p.changes, sent.1),
+                None => Applied::default(),
+            };
             self.audited().await;
             let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;
+            self.tell(restored).await?;
         }
         let state = ConnState::Connected;
         self.send(SourceEvent::Conn { source, state }).await?;
@@ -257,6 +277,12 @@ impl Follow {
             return Ok(());
         };
         let told = crate::backend::forced::attributed(&self.b.info.name, &e);
+        // The change relabelled as forced: the record's later line wins.
+        if let (Some(r), Some(h)) = (self.record.as_mut(), e.history.back()) {
+            let election = e.name.clone();
+            let entry = h.clone();
+            r.append(&Rec::Change { election, entry });
+        }
         let source = self.b.info.id;
         self.send(SourceEvent::Elections {
             source,
@@ -269,7 +295,8 @@ impl Follow {
         }
     }
 
-    async fn tell(&self, applied: Applied) -> Result<(), Stop> {
+    async fn tell(&mut self, applied: Applied) -> Result<(), Stop> {
+        self.keep(&applied).await?;
         let source = self.b.info.id;
         if !applied.changed.is_empty() {
             let elections = applied.changed;
@@ -282,11 +309,75 @@ impl Follow {
         Ok(())
     }
 
+    /// Opens electop's own record at the first connect: history starts where it does.
+    fn start_record(&mut self) -> SystemTime {
+        let now = SystemTime::now();
+        let key = format!(
+            "{} {} {}",
+            self.connect,
+            self.b.cfg.prefix,
+            self.b.cfg.preset.map(|p| p.to_string()).unwrap_or_default()
+        );
+        self.record = Record::open(&key, self.b.opts.history_limit);
+        let past = self.record.as_mut().map(|r| r.start(now));
+        let since = past.as_ref().and_then(|p| p.since).unwrap_or(now);
+        if let Some(p) = past {
+            self.gaps = p.gaps.clone();
+            self.past = Some(p);
+        }
+        self.first_connected = Some(since);
+        since
+    }
+
+    /// Each leader change `applied` records goes into electop's own record.
+    async fn keep(&mut self, applied: &Applied) -> Result<(), Stop> {
+        let Some(r) = self.record.as_mut() else {
+            return Ok(());
+        };
+        for ev in &applied.events {
+            let change = matches!(
+                ev.kind,
+                EventKind::LeaderElected | EventKind::LeaderChanged | EventKind::LeaderLost
+            );
+            let Some(name) = ev.election.as_ref().filter(|_| change) else {
+                continue;
+            };
+            let entry = applied
+                .changed
+                .iter()
+                .find(|e| &e.name == name)
+                .and_then(|e| e.history.back());
+            if let Some(entry) = entry {
+                let (election, entry) = (name.clone(), entry.clone());
+                r.append(&Rec::Change { election, entry });
+            }
+        }
+        if r.failed.is_some() && !self.record_told {
+            self.send_notice().await?;
+        }
+        Ok(())
+    }
+
+    /// The source's notice: a missing prefix, a record that cannot be kept; empty takes the
+    /// last one away.
+    async fn send_notice(&mut self) -> Result<(), Stop> {
+        let failed = self.record.as_ref().and_then(|r| r.failed.as_ref());
+        self.record_told = failed.is_some();
+        let failed = failed.map(|f| format!("history is not kept across runs: {f}"));
+        let text = [self.missing.clone(), failed]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ");
+        let source = self.b.info.id;
+        self.send(SourceEvent::Notice { source, text }).await
+    }
+
     async fn on_event(&mut self, client: &Client, ev: WatchedEvent) -> Result<(), Stop> {
         if ev.event_type == EventType::Session {
             return self.on_session(client, ev.session_state).await;
         }
-        if self.missing {
+        if self.missing.is_some() {
             // Something came where nothing was: the prefix exists now, read it afresh.
             return self.read_all(client).await;
         }

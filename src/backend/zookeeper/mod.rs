@@ -11,6 +11,7 @@ pub mod members;
 mod participant;
 mod plan;
 mod read;
+mod record;
 mod sessions;
 pub(crate) mod single;
 mod store;

@@ -452,5 +452,7 @@ fn line_events(source: &str, e: &Election, old: &[Candidate], at: SystemTime) ->
     joined.chain(left).collect()
 }
 
+mod restore;
+
 #[cfg(test)]
 mod tests;

@@ -266,3 +266,48 @@ fn a_leader_whose_node_goes_without_an_action_is_not_deposed() {
     assert_eq!(e.history.back().map(|h| h.cause), Some(Cause::ForcedResign));
     assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("n1"));
 }
+
+fn entry(at: u64, zxid: i64, from: Option<&str>, to: Option<&str>) -> crate::model::HistoryEntry {
+    crate::model::HistoryEntry {
+        at: Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(at)),
+        revision: Some(zxid),
+        from: from.map(str::to_string),
+        to: to.map(str::to_string),
+        cause: Cause::NodeGone,
+        by: None,
+    }
+}
+
+#[test]
+fn the_record_of_earlier_runs_is_the_history_and_a_change_since_is_seen_now() {
+    let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000);
+    let past = BTreeMap::from([
+        // The record ends with n1 leading from node zxid 10, as it still does: no change.
+        ("jobs".to_string(), vec![entry(5, 10, None, Some("n1"))]),
+        // It ended with n1 leading cron from zxid 20; n1 leads now from another node.
+        ("cron".to_string(), vec![entry(6, 20, None, Some("n1"))]),
+        // Gone while no electop watched.
+        ("old".to_string(), vec![entry(7, 30, None, Some("x"))]),
+    ]);
+    let mut t = tracker();
+    t.load(&[
+        node("/election/jobs/a__lock__0000000000", "n1", 10),
+        node("/election/cron/a__lock__0000000000", "n1", 40),
+    ]);
+    let got = t.restore(&past, now);
+    let e = |name: &str| t.elections.get(name).expect(name).clone();
+    assert_eq!(e("jobs").history.len(), 1);
+    assert_eq!(e("jobs").transitions, 1);
+    assert_eq!(e("cron").history.len(), 2);
+    assert_eq!(e("cron").history[1].cause, Cause::Unknown);
+    assert_eq!(e("cron").history[1].at, Some(now), "seen at this read");
+    assert!(e("old").leader.is_none());
+    assert_eq!(
+        leaders(&got),
+        [
+            (EventKind::LeaderChanged, Some("n1"), Some("n1")),
+            (EventKind::LeaderLost, Some("x"), None),
+        ]
+    );
+    assert!(causes(&got).iter().all(|c| *c == Some(Cause::Unknown)));
+}
