@@ -31,6 +31,9 @@ pub enum Scheme {
     /// Hadoop HA's `ActiveStandbyElector`: one ephemeral `ActiveStandbyElectorLock` per
     /// nameservice holds the active NameNode; nobody waits in line.
     HadoopHa,
+    /// A Redis key set with `SET key token NX PX ms` (redis-py `Lock`, Node `redlock`): the
+    /// value is the holder's token, `PTTL` its time left; nobody waits in line.
+    RedisLock,
 }
 
 impl Scheme {
@@ -44,6 +47,7 @@ impl Scheme {
             Scheme::ZkRecipe => "zookeeper",
             Scheme::KafkaZk => "kafka-zk",
             Scheme::HadoopHa => "hadoop-ha",
+            Scheme::RedisLock => "redis-lock",
         }
     }
 
@@ -414,7 +418,11 @@ impl Election {
     /// nobody beside its leader may have no registry to list the others.
     pub fn waiting(&self) -> Option<usize> {
         let no_line = match self.scheme {
-            Scheme::SqlLease | Scheme::SqlHeartbeat | Scheme::KafkaZk | Scheme::HadoopHa => true,
+            Scheme::SqlLease
+            | Scheme::SqlHeartbeat
+            | Scheme::KafkaZk
+            | Scheme::HadoopHa
+            | Scheme::RedisLock => true,
             Scheme::EtcdLeaseKey => self.candidates.len() <= 1,
             Scheme::EtcdElection | Scheme::Patroni | Scheme::ZkRecipe => false,
         };
