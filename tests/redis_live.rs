@@ -49,7 +49,7 @@ fn failover(server: &RedisServer, client: LockClient, key: &str, notice: &str) {
         v["election"] == key && v["to"] == token.as_str()
     });
     let s = status_json(home.path(), &strs(&a));
-    assert_eq!(s["sources"][0]["notice"], notice, "{s:#}");
+    assert_eq!(s["sources"][0]["layout_notice"], notice, "{s:#}");
     assert_eq!(s["sources"][0]["scheme"], "redis-lock");
     let e = election(&s, key);
     assert_eq!(
@@ -129,7 +129,7 @@ fn released_overwritten_and_unexpiring_keys() {
     server.cli(&["SET", "other:x", "not-ours", "PX", "60000"]);
     w.wait_for("forever elected", T, |v| v["election"] == "lock:forever");
     let s = status_json(home.path(), &strs(&a));
-    assert_eq!(s["sources"][0]["notice"], "live: keyspace events");
+    assert_eq!(s["sources"][0]["layout_notice"], "live: keyspace events");
     let f = election(&s, "lock:forever");
     assert_eq!(
         f["notes"][0]["text"], "no expiry: held until deleted",
@@ -258,4 +258,82 @@ fn a_refused_port_and_a_frozen_server_are_said() {
     w.wait_for("fresh again", T * 2, |v| {
         v["kind"] == "fresh" || v["kind"] == "connected"
     });
+}
+
+/// An ACL user who may not run `CONFIG`: electop cannot tell whether keyspace events are
+/// on, says so, and polls. Admin actions and `electop node` say they are not available on
+/// Redis yet, and write nothing.
+#[test]
+fn an_acl_user_without_config_is_polled_and_admin_is_not_yet_available() {
+    let server = RedisServer::start("KEA", None);
+    let out = server.cli(&[
+        "ACL",
+        "SETUSER",
+        "reader",
+        "on",
+        ">reader-pw",
+        "~*",
+        "&*",
+        "+@all",
+        "-config",
+    ]);
+    assert_eq!(out.trim(), "OK", "{out}");
+    server.cli(&["SET", "acl:jobs", "tok-acl", "PX", "60000"]);
+    let home = tempfile::tempdir().expect("tempdir");
+    let url = format!("redis://reader@127.0.0.1:{}/0", server.port());
+    let a = [
+        "--redis",
+        url.as_str(),
+        "--prefix",
+        "acl:",
+        "--password-env",
+        "RPW",
+    ];
+    let out = command(home.path())
+        .env("RPW", "reader-pw")
+        .args(a)
+        .args(["status", "--output", "json"])
+        .output()
+        .expect("run electop");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let notice = s["sources"][0]["layout_notice"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        notice.starts_with("polled every 1 s: CONFIG GET notify-keyspace-events was refused"),
+        "{notice}"
+    );
+    assert_eq!(election(&s, "acl:jobs")["leader"]["id"], "tok-acl");
+
+    let a = ["--redis", url.as_str(), "--prefix", "acl:"];
+    for act in [
+        vec!["reelect", "acl:jobs", "-y"],
+        vec!["resign", "acl:jobs", "-y"],
+    ] {
+        let out = command(home.path())
+            .args(a)
+            .args(&act)
+            .output()
+            .expect("run electop");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("not yet available on Redis"), "{err}");
+    }
+    assert_eq!(
+        server.cli(&["GET", "acl:jobs"]).trim(),
+        "tok-acl",
+        "nothing written"
+    );
+    let out = command(home.path())
+        .args(a)
+        .args(["node", "--election", "acl:jobs", "--id", "n1"])
+        .output()
+        .expect("run electop node");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not run on Redis yet"), "{err}");
 }

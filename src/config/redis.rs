@@ -156,6 +156,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_config_file_source_is_checked_and_named_redis1() {
+        let text = "[[source]]\nkind = \"redis\"\nurl = \"redis://127.0.0.1:6379/1\"\n\
+                    prefix = \"leader:\"\npassword_env = \"REDIS_PW\"\n\n\
+                    [[context]]\nname = \"cache\"\nsources = [\"redis1\"]\n";
+        let c = crate::config::Config::parse(text, std::path::Path::new("c.toml")).expect("ok");
+        let crate::config::SourceConfig::Redis(r) = &c.sources[0] else {
+            panic!("a redis source: {c:?}")
+        };
+        assert_eq!(
+            (r.prefix.as_str(), r.name.as_deref()),
+            ("leader:*", Some("redis1"))
+        );
+        assert_eq!(c.select(Some("cache")).expect("context").sources.len(), 1);
+        let bad = "[[source]]\nkind = \"redis\"\nurl = \"rediss://h:1\"\n";
+        let e = crate::config::Config::parse(bad, std::path::Path::new("c.toml"))
+            .expect_err("TLS not yet");
+        assert!(
+            e.to_string().contains("[[source]] #1") && e.to_string().contains("rediss://"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn urls_patterns_and_passwords() {
         let s = RedisSource::from_url(
             "redis://app:s3cret@127.0.0.1:6400/2",

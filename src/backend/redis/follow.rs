@@ -15,7 +15,7 @@ use super::error::RedisError;
 use super::read::{MAX_KEYS, Mode, Server};
 use super::tracker::{Applied, Gone, RedisTracker};
 use crate::backend::{BackendIo, Backoff, Request, down_and_wait};
-use crate::model::{ConnState, SourceEvent};
+use crate::model::{ConnState, SourceEvent, SourceNotice};
 
 type Stop = crate::backend::Stop<RedisError>;
 
@@ -46,7 +46,7 @@ struct Follow {
     backoff: Backoff,
     /// The first read is done: later reads report what changed.
     loaded: bool,
-    /// The notice last sent (how the source is followed).
+    /// The warning last sent (keys left unread); empty: none.
     notice: String,
 }
 
@@ -152,13 +152,21 @@ impl Follow {
         let sent = (Instant::now(), SystemTime::now());
         let (keys, more) = server.scan(conn, &self.b.cfg.prefix).await?;
         let reads = server.read(conn, &keys).await?;
-        let mut notice = mode.notice();
-        if more {
-            notice.push_str(&format!(
-                "; only the first {MAX_KEYS} keys matching {} are read: narrow --prefix",
-                self.b.cfg.prefix
-            ));
+        // How the source is followed: information, shown dim like what electop found.
+        let found = Some(SourceNotice::Found(mode.notice()));
+        if self.b.info.notice != found {
+            self.b.info.notice = found;
+            self.send(SourceEvent::Info(self.b.info.clone())).await?;
         }
+        // Keys left unread: a warning, until the pattern matches fewer.
+        let notice = if more {
+            format!(
+                "only the first {MAX_KEYS} keys matching {} are read: narrow --prefix",
+                self.b.cfg.prefix
+            )
+        } else {
+            String::new()
+        };
         if notice != self.notice {
             self.notice = notice.clone();
             self.send(SourceEvent::Notice {
