@@ -261,10 +261,9 @@ fn a_refused_port_and_a_frozen_server_are_said() {
 }
 
 /// An ACL user who may not run `CONFIG`: electop cannot tell whether keyspace events are
-/// on, says so, and polls. Admin actions and `electop node` say they are not available on
-/// Redis yet, and write nothing.
+/// on, says so, and polls. `electop node` says it does not run on Redis yet.
 #[test]
-fn an_acl_user_without_config_is_polled_and_admin_is_not_yet_available() {
+fn an_acl_user_without_config_is_polled() {
     let server = RedisServer::start("KEA", None);
     let out = server.cli(&[
         "ACL",
@@ -311,24 +310,6 @@ fn an_acl_user_without_config_is_polled_and_admin_is_not_yet_available() {
     assert_eq!(election(&s, "acl:jobs")["leader"]["id"], "tok-acl");
 
     let a = ["--redis", url.as_str(), "--prefix", "acl:"];
-    for act in [
-        vec!["reelect", "acl:jobs", "-y"],
-        vec!["resign", "acl:jobs", "-y"],
-    ] {
-        let out = command(home.path())
-            .args(a)
-            .args(&act)
-            .output()
-            .expect("run electop");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{err}");
-        assert!(err.contains("not yet available on Redis"), "{err}");
-    }
-    assert_eq!(
-        server.cli(&["GET", "acl:jobs"]).trim(),
-        "tok-acl",
-        "nothing written"
-    );
     let out = command(home.path())
         .args(a)
         .args(["node", "--election", "acl:jobs", "--id", "n1"])
@@ -336,4 +317,100 @@ fn an_acl_user_without_config_is_polled_and_admin_is_not_yet_available() {
         .expect("run electop node");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("does not run on Redis yet"), "{err}");
+}
+
+fn run(home: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let out = command(home).args(args).output().expect("run electop");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// `reelect` deletes the key only while it holds the token shown (one Lua script), is
+/// recorded as forced, and audited; the redis-py holder learns it lost the lock at its next
+/// renewal, and a holder takes it again. `force-leader` is unavailable with the reason;
+/// `--read-only` refuses and writes nothing.
+#[test]
+fn reelect_deletes_the_lock_compared_on_its_token() {
+    let server = RedisServer::start("KEA", None);
+    let home = tempfile::tempdir().expect("tempdir");
+    let key = "adm:jobs";
+    let a = args(&server, "adm:");
+    let mut w = Watch::start(home.path(), &strs(&a));
+    w.wait_synced(1);
+    let mut holders = vec![Holder::start(
+        LockClient::RedisPy,
+        server.port(),
+        None,
+        key,
+        "a",
+        6000,
+    )];
+    let (_, token) = wait_leader(&mut holders, T);
+    w.wait_for("elected", T, |v| v["to"] == token.as_str());
+
+    let mut cmd = strs(&a);
+    cmd.extend(["--read-only", "reelect", key, "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(!ok && text.contains("read-only"), "{text}");
+    assert_eq!(server.cli(&["GET", key]).trim(), token, "nothing written");
+
+    let mut cmd = strs(&a);
+    cmd.extend(["force-leader", key, "someone", "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(
+        !ok && text.contains("force-leader is unavailable on Redis"),
+        "{text}"
+    );
+
+    let mut cmd = strs(&a);
+    cmd.extend(["reelect", key, "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains(&format!("if GET {key} == {token} then DEL {key}")),
+        "{text}"
+    );
+    // This watch is another electop: the change is attributed from the audit log.
+    let forced = w.wait_for("the re-election attributed", T, |v| {
+        v["from"] == token.as_str() && v["cause"] == "forced_reelection"
+    });
+    let detail = forced["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("another electop"), "{forced:#}");
+    // The holder is told nothing; its next renewal fails, and it takes the lock again.
+    let deadline = Instant::now() + T;
+    while !holders[0].beliefs.iter().any(|b| b.belief == "lost") {
+        holders[0].leading();
+        assert!(Instant::now() < deadline, "the holder never noticed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let again = w.wait_for("a new holder", T, |v| {
+        v["to"].as_str().is_some_and(|t| t != token)
+    });
+    assert_eq!(again["election"], key);
+    let audit = walk_text(home.path());
+    assert!(
+        audit.contains("reelect") && audit.contains(&token),
+        "no audit entry:\n{audit}"
+    );
+}
+
+/// Every file under `dir`, as text.
+fn walk_text(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(p) = todo.pop() {
+        if p.is_dir() {
+            todo.extend(
+                std::fs::read_dir(&p)
+                    .expect("read dir")
+                    .map(|e| e.expect("entry").path()),
+            );
+        } else {
+            out.push_str(&String::from_utf8_lossy(
+                &std::fs::read(&p).unwrap_or_default(),
+            ));
+        }
+    }
+    out
 }

@@ -14,7 +14,7 @@ use super::RedisBackend;
 use super::error::RedisError;
 use super::read::{MAX_KEYS, Mode, Server};
 use super::tracker::{Applied, Gone, RedisTracker};
-use crate::backend::{BackendIo, Backoff, Request, down_and_wait};
+use crate::backend::{BackendIo, Backoff, ForcedMark, Request, down_and_wait};
 use crate::model::{ConnState, SourceEvent, SourceNotice};
 
 type Stop = crate::backend::Stop<RedisError>;
@@ -120,8 +120,8 @@ impl Follow {
                 },
                 cmd = self.io.commands.recv() => match cmd {
                     None => return Err(Stop::Closed),
-                    // Admin actions are not available on Redis yet: nothing is forced.
-                    Some(Request::Forced { .. } | Request::Visible { .. }) => {}
+                    Some(Request::Forced { election, mark }) => self.forced(&election, mark).await?,
+                    Some(Request::Visible { .. }) => {}
                 },
             }
         }
@@ -216,6 +216,25 @@ impl Follow {
         };
         let applied = self.tracker.apply(read, gone, SystemTime::now());
         self.tell(applied).await
+    }
+
+    /// An admin action on `election` (ours, or another electop's from the audit log).
+    async fn forced(&mut self, election: &str, mark: Option<ForcedMark>) -> Result<(), Stop> {
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let Some(e) = self.tracker.forced(election, mark, now, wall) else {
+            return Ok(());
+        };
+        let told = crate::backend::forced::attributed(&self.b.info.name, &e);
+        let source = self.b.info.id;
+        self.send(SourceEvent::Elections {
+            source,
+            elections: vec![e],
+        })
+        .await?;
+        match told {
+            Some(ev) => self.send(SourceEvent::Happened(ev)).await,
+            None => Ok(()),
+        }
     }
 
     async fn tell(&self, applied: Applied) -> Result<(), Stop> {

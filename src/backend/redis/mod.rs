@@ -2,8 +2,10 @@
 //! instance), matched by a key pattern, read with `GET` + `PTTL`, then followed through
 //! keyspace notifications where the server has them on, else polled every second.
 
+mod admin;
 mod error;
 mod follow;
+mod plan;
 mod read;
 mod store;
 pub(crate) mod tracker;

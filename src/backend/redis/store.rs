@@ -1,5 +1,5 @@
-//! Redis as a [`Store`]: the follow task. Admin actions and `electop node` are not
-//! available on Redis yet, and say so.
+//! Redis as a [`Store`]: the follow task and the admin actions (`plan`, `admin`);
+//! `electop node` is not available on Redis yet, and says so.
 
 use std::time::Duration;
 
@@ -12,10 +12,6 @@ use crate::node::{Options, Run};
 
 /// Redis servers, registered in `backend::store_of` for `SourceConfig::Redis`.
 pub struct Redis;
-
-/// Said by every admin action on a Redis source.
-pub(crate) const NO_ADMIN: &str = "admin actions are not yet available on Redis: electop \
-     shows the lock keys, their tokens and time left, but does not change them yet";
 
 impl Store for Redis {
     fn backend(
@@ -39,19 +35,22 @@ impl Store for Redis {
         Target::Redis { pattern }
     }
 
-    fn plan(&self, _req: &AdminRequest) -> Result<Plan, String> {
-        Err(NO_ADMIN.to_string())
+    fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
+        super::plan::plan(req)
     }
 
     fn execute<'a>(
         &'a self,
-        _cfg: &'a SourceConfig,
-        _req: &'a AdminRequest,
-        _timeout: Duration,
+        cfg: &'a SourceConfig,
+        req: &'a AdminRequest,
+        timeout: Duration,
     ) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            Outcome::Refused {
-                reason: NO_ADMIN.into(),
+            match cfg {
+                SourceConfig::Redis(c) => super::admin::execute(c, req, timeout).await,
+                _ => Outcome::Refused {
+                    reason: "not a Redis source".into(),
+                },
             }
         })
     }

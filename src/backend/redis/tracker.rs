@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
-use crate::backend::change;
+use crate::backend::{ForcedMark, ForcedMarks, change};
 use crate::model::{
     Candidate, Cause, Deadline, Election, Event, Note, Scheme, SourceId, escape_bytes,
     truncate_display,
@@ -56,6 +56,9 @@ pub(crate) struct RedisTracker {
     /// By raw key; a key that went stays, without a leader (the read model drops it after
     /// its retention).
     elections: BTreeMap<Vec<u8>, Election>,
+    /// Admin actions about to change an election (ours, or another electop's from the audit
+    /// log): the change they make is recorded as forced.
+    forced: ForcedMarks,
 }
 
 impl RedisTracker {
@@ -65,6 +68,7 @@ impl RedisTracker {
             source_name,
             history_limit: history_limit.max(1),
             elections: BTreeMap::new(),
+            forced: ForcedMarks::default(),
         }
     }
 
@@ -173,8 +177,26 @@ impl RedisTracker {
         out.changed.push(e);
     }
 
+    /// An admin action changes `name` (`None`: ours did not after all). One learnt after its
+    /// change was recorded relabels that change: the election to send, when it did.
+    pub(crate) fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        let key = self
+            .elections
+            .iter()
+            .find(|(_, e)| e.name == name)
+            .map(|(k, _)| k.clone());
+        let e = key.and_then(|k| self.elections.get_mut(&k));
+        self.forced.note_on(name, e, mark, now, wall)
+    }
+
     fn record(
-        &self,
+        &mut self,
         e: &mut Election,
         before: Option<&Candidate>,
         (same_tenure, gone): (bool, Cause),
@@ -191,7 +213,9 @@ impl RedisTracker {
         ) else {
             return;
         };
-        let recorded = change.record(e, None, (Some(at), None), self.history_limit);
+        // The holder went or was replaced: an admin action's, if one said it was about to.
+        let forced = before.and_then(|_| self.forced.take(&e.name, Instant::now()));
+        let recorded = change.record(e, forced, (Some(at), None), self.history_limit);
         out.events
             .push(recorded.event(&self.source_name, &e.name, false));
     }
