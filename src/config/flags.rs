@@ -87,7 +87,7 @@ impl Flags {
             || self.preset.is_some_and(|p| p.etcd_namespace().is_some());
         if flags_given && let Some(name) = &self.context {
             return Err(format!(
-                "--context {name} reads the config file's sources, which --etcd/--zk/--prefix/--sql replace: give one or the other"
+                "--context {name} reads the config file's sources, which --etcd/--zk/--redis/--prefix/--sql replace: give one or the other"
             ));
         }
         let chosen = config.select(self.context.as_deref())?;
