@@ -333,6 +333,14 @@ impl Election {
         if let Some(text) = self.deposed_session_text(false) {
             return Some(text);
         }
+        if d.lease.is_none() && self.scheme == Scheme::RedisLock {
+            // A Redis token: no lease, the key's countdown when it was deleted.
+            let left = d.ttl.map_or_else(
+                || "no expiry".into(),
+                |t| super::time::duration_ms(t.remaining_ms_at(at)),
+            );
+            return Some(format!("its key's PTTL had {left} left"));
+        }
         let lease = d.lease.map_or_else(|| "?".into(), |l| format!("{l:x}"));
         let left = d.ttl.map_or_else(
             || "?".into(),

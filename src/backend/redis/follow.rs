@@ -110,14 +110,21 @@ impl Follow {
                     None => return Err(RedisError::Lost(server.addr.clone()).into()),
                     Some((key, event)) => self.on_event(&server, &mut conn, key, &event).await?,
                 },
-                _ = tick.tick() => match mode {
+                _ = tick.tick() => {
+                    let settled = self.tracker.settle(Instant::now());
+                    if !settled.is_empty() {
+                        let elections = settled;
+                        self.send(SourceEvent::Elections { source, elections }).await?;
+                    }
+                    match mode {
                     Mode::Events => {
                         let sent = (Instant::now(), SystemTime::now());
                         server.ping(&mut conn).await?;
                         self.send(contact(source, sent)).await?;
                     }
                     Mode::Poll(_) => self.read_all(&server, &mut conn, &mode).await?,
-                },
+                    }
+                }
                 cmd = self.io.commands.recv() => match cmd {
                     None => return Err(Stop::Closed),
                     Some(Request::Forced { election, mark }) => self.forced(&election, mark).await?,

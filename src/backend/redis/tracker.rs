@@ -59,6 +59,8 @@ pub(crate) struct RedisTracker {
     /// Admin actions about to change an election (ours, or another electop's from the audit
     /// log): the change they make is recorded as forced.
     forced: ForcedMarks,
+    /// The holder each election lost last, for an action learnt after its change.
+    removed: BTreeMap<String, Candidate>,
 }
 
 impl RedisTracker {
@@ -69,6 +71,7 @@ impl RedisTracker {
             history_limit: history_limit.max(1),
             elections: BTreeMap::new(),
             forced: ForcedMarks::default(),
+            removed: BTreeMap::new(),
         }
     }
 
@@ -192,7 +195,27 @@ impl RedisTracker {
             .find(|(_, e)| e.name == name)
             .map(|(k, _)| k.clone());
         let e = key.and_then(|k| self.elections.get_mut(&k));
-        self.forced.note_on(name, e, mark, now, wall)
+        let mut e = self.forced.note_on(name, e, mark, now, wall)?;
+        // Relabelled as forced: the holder it removed is deposed.
+        if let Some(r) = self.removed.get(name) {
+            depose(&mut e, r, now);
+            let key = r.raw_key.clone();
+            self.elections.insert(key, e.clone());
+        }
+        Some(e)
+    }
+
+    /// Deposed holders whose key's time ran out since: they know, or should, that the lock
+    /// is gone. The elections to send.
+    pub(crate) fn settle(&mut self, now: Instant) -> Vec<Election> {
+        let mut out = Vec::new();
+        for e in self.elections.values_mut() {
+            if e.deposed.as_ref().is_some_and(|d| !alive(d, now)) {
+                e.deposed = None;
+                out.push(e.clone());
+            }
+        }
+        out
     }
 
     fn record(
@@ -214,11 +237,39 @@ impl RedisTracker {
             return;
         };
         // The holder went or was replaced: an admin action's, if one said it was about to.
-        let forced = before.and_then(|_| self.forced.take(&e.name, Instant::now()));
+        let now = Instant::now();
+        let forced = before.and_then(|_| self.forced.take(&e.name, now));
+        if let Some(b) = before {
+            self.removed.insert(e.name.clone(), b.clone());
+            if forced.is_some() {
+                depose(e, b, now);
+            }
+        }
+        // A deposed holder that took the lock again knows where it stands.
+        if e.deposed
+            .as_ref()
+            .zip(e.leader.as_ref())
+            .is_some_and(|(d, a)| d.raw_id == a.raw_id)
+        {
+            e.deposed = None;
+        }
         let recorded = change.record(e, forced, (Some(at), None), self.history_limit);
         out.events
             .push(recorded.event(&self.source_name, &e.name, false));
     }
+}
+
+/// `c`, the holder an admin action removed, is deposed in `e` while its key's time would
+/// have run: it is not told, and learns only when its next renewal fails.
+fn depose(e: &mut Election, c: &Candidate, now: Instant) {
+    if alive(c, now) && e.leader.as_ref().is_none_or(|l| l.raw_id != c.raw_id) {
+        e.deposed = Some(Box::new(c.clone()));
+    }
+}
+
+/// Whether `c`'s key would still be held by its countdown (one without expiry: always).
+fn alive(c: &Candidate, now: Instant) -> bool {
+    c.ttl.is_none_or(|t| t.remaining_ms_at(now) > 0)
 }
 
 /// `e`'s holder from a read of its key: the token, and the countdown from `PTTL` (kept
@@ -394,5 +445,57 @@ mod tests {
             causes.contains(&(Some("forever".into()), Some(Cause::Deleted))),
             "{causes:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod deposed_tests {
+    use super::*;
+    use crate::model::EventKind;
+    use std::time::Duration;
+
+    fn mark() -> ForcedMark {
+        ForcedMark {
+            cause: Cause::ForcedReelection,
+            by: "this electop".into(),
+            before: Some("a".into()),
+        }
+    }
+
+    /// Our re-election: the removed holder is deposed while its key's time would have run,
+    /// then settled; one that takes the lock again is no longer deposed.
+    #[test]
+    fn a_forced_removal_deposes_the_holder_until_its_time_runs_out() {
+        let t0 = Instant::now();
+        let wall = SystemTime::now();
+        let mut t = RedisTracker::new(0, "redis x".into(), 10);
+        let read = |v: Option<&str>| Read {
+            key: b"k".to_vec(),
+            held: v.map(|v| (v.as_bytes().to_vec(), 3_000)),
+            at: t0,
+        };
+        t.load(&[read(Some("a"))]);
+        assert!(
+            t.forced("k", Some(mark()), t0, wall).is_none(),
+            "nothing changed yet"
+        );
+        let a = t.apply(&read(None), Gone::Deleted, wall);
+        assert_eq!(a.events[0].cause, Some(Cause::ForcedReelection));
+        assert_eq!(a.events[0].kind, EventKind::LeaderLost);
+        let e = &a.changed[0];
+        assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("a"));
+        assert!(e.deposed_hold(t0).is_some_and(|h| h.contains("PTTL had")));
+        assert!(
+            t.settle(t0 + Duration::from_secs(1)).is_empty(),
+            "still within its time"
+        );
+        let settled = t.settle(t0 + Duration::from_secs(4));
+        assert!(settled.len() == 1 && settled[0].deposed.is_none());
+        // Deposed again, then it takes the lock again: it knows.
+        t.apply(&read(Some("a")), Gone::Unseen, wall);
+        t.forced("k", Some(mark()), Instant::now(), wall);
+        t.apply(&read(None), Gone::Deleted, wall);
+        let a = t.apply(&read(Some("a")), Gone::Unseen, wall);
+        assert!(a.changed[0].deposed.is_none());
     }
 }
