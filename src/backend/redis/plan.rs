@@ -27,9 +27,8 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
     let leader = crate::admin::leader(e)?;
     let key = Key::of(leader);
     let mut notes = vec![format!(
-        "{} is not told: it learns it lost the lock when its next renewal (compared on its \
-         token) fails, within a third of its TTL for redis-py Lock and redlock renewing as \
-         their examples do.",
+        "{} is not told: it learns it lost the lock only when its next renewal (redis-py \
+         reacquire or extend, redlock extend, each compared on its token) fails.",
         leader.id
     )];
     if req.kind == ActionKind::Resign {
