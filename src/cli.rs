@@ -57,6 +57,11 @@ pub struct SourceArgs {
     // credentials themselves.
     #[arg(long, global = true, value_name = "env:VAR|file:PATH")]
     pub zk_auth: Option<String>,
+    /// Redis server, redis://[user@]host:port[/db], its password from --password-env/-file;
+    /// --prefix is the lock keys' pattern (leader:*). Repeatable. Replaces the config
+    /// file's sources.
+    #[arg(long, global = true, value_name = "URL")]
+    pub redis: Vec<String>,
     /// Key prefix the elections live under; repeat for several.
     #[arg(long, global = true, value_name = "P")]
     pub prefix: Vec<String>,
@@ -451,6 +456,7 @@ impl SourceArgs {
             etcd: self.etcd.clone(),
             zk: self.zk.clone(),
             zk_auth: self.zk_auth.clone(),
+            redis: self.redis.clone(),
             prefix: self.prefix.clone(),
             scheme: self.scheme.map(Scheme::from),
             registry: self.registry.clone(),

@@ -475,3 +475,41 @@ fn zookeeper_confirmation_says_the_deposed_client_does_not_notice() {
     }
     insta::assert_snapshot!("details_zookeeper_reelect_100x40", details);
 }
+
+/// Redis: the confirmation says who leads next (whoever takes the lock) and that the holder
+/// is not told; the details show the one compare-then-delete script on the token shown.
+#[test]
+fn redis_confirmation_deletes_the_key_only_while_it_holds_the_token() {
+    let mut e = Election::new(0, "leader:jobs".into(), Scheme::RedisLock);
+    let mut c = electop::model::Candidate::plain("b242b2bae87111f18ecc02fc00000001", "leader:jobs");
+    c.ttl = Some(Deadline {
+        granted_ms: 10_000,
+        remaining_ms: 7_400,
+        read_at: Instant::now(),
+    });
+    e.candidates = vec![c];
+    e.leader = e.candidates.first().cloned();
+    let mut app = showing("leader:*", e, Instant::now());
+    // As the Redis store names its source.
+    let mut info = common::ui::info(0, "leader:*", Scheme::RedisLock);
+    info.name = "redis 127.0.0.1:6379/0 leader:*".into();
+    info.short = "redis1".into();
+    info.endpoints = "127.0.0.1:6379/0".into();
+    app::update(&mut app, Msg::Source(SourceEvent::Info(info)));
+    act(&mut app, &[Reelect]);
+    let text = render(&mut app, 80, 24);
+    assert!(
+        text.contains("Force a re-election of leader:jobs"),
+        "{text}"
+    );
+    assert!(text.contains("Redis keeps no line"), "{text}");
+    assert!(row_with(&text, CONFIRM_KEYS).is_some(), "{text}");
+    insta::assert_snapshot!("confirm_redis_reelect_80x24", text);
+    act(&mut app, &[Action::Details]);
+    let details = render(&mut app, 100, 40);
+    assert!(
+        details.contains("if GET leader:jobs == b242b2bae87111f18ecc02fc00000001 then"),
+        "{details}"
+    );
+    insta::assert_snapshot!("details_redis_reelect_100x40", details);
+}

@@ -242,3 +242,53 @@ fn sorting_by_line_puts_the_longest_first_and_no_line_last() {
         "a lease key alone may have no registry: no line, after a line of one"
     );
 }
+
+/// A Redis source: each lock key a row, its token the leader with the TTL from PTTL, no
+/// line to count; a key without expiry has no TTL; the notice says how it is followed.
+#[test]
+fn a_redis_source_shows_tokens_their_ttl_and_how_it_is_followed() {
+    let now = Instant::now();
+    let s = Scheme::RedisLock;
+    // As the Redis store reads them: a token in a key, no lease, no revisions.
+    let redis = |name: &str, token: &str, ttl: Option<i64>, ago: u64| {
+        let mut e = election(name, s, &[token], ttl.unwrap_or(0), ago, now);
+        for c in e.candidates.iter_mut() {
+            c.lease = None;
+            c.key = name.to_string();
+            if ttl.is_none() {
+                c.ttl = None;
+            }
+        }
+        e.leader = e.candidates.first().cloned();
+        e
+    };
+    let held = redis(
+        "leader:jobs",
+        "b242b2bae87111f18ecc02fc00000001",
+        Some(7_400),
+        5,
+    );
+    let forever = redis("leader:cron", "3d65ee20b2bc6cc1", None, 60);
+    let mut app = app_with(s, vec![held, forever], now);
+    let mut i = info(0, s);
+    i.notice = Some(electop::model::SourceNotice::Found(
+        "polled every 1 s: notify-keyspace-events is off".into(),
+    ));
+    app::update(&mut app, Msg::Source(SourceEvent::Info(i)));
+    app::update(&mut app, Msg::Action(Action::SortBy(app::SortKey::Name)));
+    let t = render(&app, 100, 16);
+    let all = format!("{}", t.backend());
+    let row = |name: &str| -> Vec<String> {
+        let l = (3..8)
+            .map(|y| line(&t, y))
+            .find(|l| l.contains(name))
+            .unwrap_or_default();
+        l.split_whitespace().map(str::to_string).collect()
+    };
+    assert!(
+        row("leader:jobs").iter().any(|c| c == "7.4s"),
+        "PTTL as the TTL: {all}"
+    );
+    assert!(all.contains("notify-keyspace-events is off"), "{all}");
+    insta::assert_snapshot!(t.backend());
+}

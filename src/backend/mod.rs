@@ -8,7 +8,7 @@
 //! The decision "did the leader change, why, was it forced" and the history entry it makes
 //! are shared (`change` and `forced`), not written per store.
 //!
-//! Adding a store (Redis is next; ZooKeeper is the latest):
+//! Adding a store (Redis is the latest):
 //! 1. a `SourceConfig` variant and its flags (`config`, `cli`);
 //! 2. a folder here with a type implementing [`Store`];
 //! 3. its line in [`store_of`] (and in `store_for`, by its admin [`Target`]).
@@ -18,6 +18,7 @@ pub mod etcd;
 pub(crate) mod forced;
 #[cfg(test)]
 mod plan_tests;
+pub mod redis;
 pub mod sql;
 pub mod zookeeper;
 
@@ -165,6 +166,7 @@ pub fn store_of(cfg: &SourceConfig) -> &'static dyn Store {
         SourceConfig::Etcd(_) => &etcd::Etcd,
         SourceConfig::Sql(_) => &sql::Sql,
         SourceConfig::Zookeeper(_) => &zookeeper::Zookeeper,
+        SourceConfig::Redis(_) => &redis::Redis,
     }
 }
 
@@ -174,6 +176,7 @@ fn store_for(target: &Target) -> &'static dyn Store {
         Target::Etcd { .. } => &etcd::Etcd,
         Target::Sql(_) => &sql::Sql,
         Target::Zookeeper { .. } => &zookeeper::Zookeeper,
+        Target::Redis { .. } => &redis::Redis,
     }
 }
 

@@ -18,7 +18,7 @@ pub struct Context {
 /// The name every source is shown by: its `name`, else its kind and its rank among the
 /// sources of that kind (`etcd1`, `etcd2`, `sql1`...).
 pub(crate) fn source_names(sources: &[SourceConfig]) -> Vec<String> {
-    let mut counts = [0usize; 3];
+    let mut counts = [0usize; 4];
     sources
         .iter()
         .map(|s| {
@@ -26,6 +26,7 @@ pub(crate) fn source_names(sources: &[SourceConfig]) -> Vec<String> {
                 SourceConfig::Etcd(_) => ("etcd", 0),
                 SourceConfig::Sql(_) => ("sql", 1),
                 SourceConfig::Zookeeper(_) => ("zk", 2),
+                SourceConfig::Redis(_) => ("redis", 3),
             };
             counts[slot] += 1;
             match s.name() {

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use super::zookeeper::ZkAuth;
 use super::{
-    Config, DbUrl, EtcdSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec, ZkSource,
+    Config, DbUrl, EtcdSource, RedisSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec,
+    ZkSource,
 };
 use crate::model::Scheme;
 use crate::presets::{KnownTable, Preset};
@@ -40,6 +41,8 @@ pub struct Flags {
     pub zk: Vec<String>,
     /// Where the ZooKeeper digest credentials are (`--zk-auth`), for every ZooKeeper source.
     pub zk_auth: Option<String>,
+    /// Redis servers, `redis://[user@]host:port[/db]`; `--prefix` is their key pattern.
+    pub redis: Vec<String>,
     pub prefix: Vec<String>,
     pub scheme: Option<Scheme>,
     pub registry: Option<String>,
@@ -78,12 +81,13 @@ impl Flags {
     pub fn select(&self, config: &Config) -> Result<Selected, String> {
         let flags_given = !self.etcd.is_empty()
             || !self.zk.is_empty()
+            || !self.redis.is_empty()
             || !self.prefix.is_empty()
             || !self.sql.is_empty()
             || self.preset.is_some_and(|p| p.etcd_namespace().is_some());
         if flags_given && let Some(name) = &self.context {
             return Err(format!(
-                "--context {name} reads the config file's sources, which --etcd/--zk/--prefix/--sql replace: give one or the other"
+                "--context {name} reads the config file's sources, which --etcd/--zk/--redis/--prefix/--sql replace: give one or the other"
             ));
         }
         let chosen = config.select(self.context.as_deref())?;
@@ -120,11 +124,12 @@ impl Flags {
             ));
         }
         let etcd_preset = self.preset.filter(|p| p.etcd_namespace().is_some());
-        // --prefix goes with --zk when that is given without --etcd.
-        let prefix_is_etcd =
-            !self.prefix.is_empty() && (self.zk.is_empty() || !self.etcd.is_empty());
+        // --prefix goes with --zk (or --redis) when that is given without --etcd.
+        let prefix_is_etcd = !self.prefix.is_empty()
+            && ((self.zk.is_empty() && self.redis.is_empty()) || !self.etcd.is_empty());
         let etcd_given = !self.etcd.is_empty() || prefix_is_etcd || etcd_preset.is_some();
-        let flags_given = etcd_given || !self.sql.is_empty() || !self.zk.is_empty();
+        let flags_given =
+            etcd_given || !self.sql.is_empty() || !self.zk.is_empty() || !self.redis.is_empty();
         let mut sources = Vec::new();
         if etcd_given || (!flags_given && configured.is_empty()) {
             let endpoints = if self.etcd.is_empty() {
@@ -157,6 +162,7 @@ impl Flags {
             }));
         }
         sources.extend(self.zk_sources()?);
+        sources.extend(self.redis_sources()?);
         if let Some(scheme) = sql_scheme {
             for url in &self.sql {
                 sources.push(SourceConfig::Sql(self.sql_source(url, scheme)?));
@@ -233,6 +239,27 @@ impl Flags {
                 let src = ZkSource::from_connect(connect, prefix.clone(), preset)
                     .map_err(|e| format!("--zk {connect}: {e}"))?;
                 out.push(SourceConfig::Zookeeper(src));
+            }
+        }
+        Ok(out)
+    }
+
+    /// One source per `--redis` and `--prefix` (every key without one), the password from
+    /// --password-env/-file.
+    fn redis_sources(&self) -> Result<Vec<SourceConfig>, String> {
+        let mut out = Vec::new();
+        for url in &self.redis {
+            let prefixes: Vec<Option<String>> = if self.prefix.is_empty() {
+                vec![None]
+            } else {
+                self.prefix.iter().cloned().map(Some).collect()
+            };
+            for prefix in prefixes {
+                let mut src = RedisSource::from_url(url, prefix)?;
+                src.password_env = self.password_env.clone();
+                src.password_file = self.password_file.clone();
+                src.check()?;
+                out.push(SourceConfig::Redis(src));
             }
         }
         Ok(out)

@@ -10,6 +10,7 @@ mod endpoint;
 mod etcd;
 mod flags;
 pub(crate) mod keys;
+mod redis;
 pub(crate) mod sql;
 mod sql_names;
 pub(crate) mod sql_tls;
@@ -27,6 +28,7 @@ pub use endpoint::{EndpointError, check_endpoint};
 pub use etcd::EtcdSource;
 pub use flags::{Flags, FoundTable};
 pub use keys::{KeyOverrides, parse_key};
+pub use redis::{RedisSource, RedisTarget};
 pub use sql::{DbUrl, SqlChecked, SqlColumns, SqlConfigError, SqlSource, SqlSpec, read_password};
 pub use sql_names::{BadIdent, Columns, Dialect, Ident};
 pub use sql_tls::TlsConfigError;
@@ -80,6 +82,7 @@ enum SourceFile {
     Etcd(EtcdSource),
     Sql(sql::SqlSourceFile),
     Zookeeper(ZkSource),
+    Redis(RedisSource),
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -88,6 +91,7 @@ pub enum SourceConfig {
     Etcd(EtcdSource),
     Sql(SqlSource),
     Zookeeper(ZkSource),
+    Redis(RedisSource),
 }
 
 impl SourceConfig {
@@ -96,6 +100,7 @@ impl SourceConfig {
             SourceConfig::Etcd(e) => e.read_only,
             SourceConfig::Sql(s) => s.read_only,
             SourceConfig::Zookeeper(z) => z.read_only,
+            SourceConfig::Redis(r) => r.read_only,
         }
     }
 
@@ -104,6 +109,7 @@ impl SourceConfig {
             SourceConfig::Etcd(e) => e.read_only = true,
             SourceConfig::Sql(s) => s.set_read_only(),
             SourceConfig::Zookeeper(z) => z.read_only = true,
+            SourceConfig::Redis(r) => r.read_only = true,
         }
     }
 
@@ -114,6 +120,7 @@ impl SourceConfig {
             SourceConfig::Etcd(e) => e.scheme,
             SourceConfig::Sql(s) => Some(s.scheme),
             SourceConfig::Zookeeper(z) => Some(z.scheme()),
+            SourceConfig::Redis(_) => Some(crate::model::Scheme::RedisLock),
         }
     }
 
@@ -123,6 +130,7 @@ impl SourceConfig {
             SourceConfig::Etcd(e) => e.name.as_deref(),
             SourceConfig::Sql(s) => s.name.as_deref(),
             SourceConfig::Zookeeper(z) => z.name.as_deref(),
+            SourceConfig::Redis(r) => r.name.as_deref(),
         }
     }
 
@@ -131,6 +139,7 @@ impl SourceConfig {
             SourceConfig::Etcd(e) => e.name = Some(name),
             SourceConfig::Sql(s) => s.set_name(name),
             SourceConfig::Zookeeper(z) => z.name = Some(name),
+            SourceConfig::Redis(r) => r.name = Some(name),
         }
     }
 }
@@ -221,6 +230,10 @@ impl Config {
                 SourceFile::Zookeeper(mut z) => {
                     z.check().map_err(at)?;
                     SourceConfig::Zookeeper(z)
+                }
+                SourceFile::Redis(mut r) => {
+                    r.check().map_err(at)?;
+                    SourceConfig::Redis(r)
                 }
             });
             if let Some(name) = sources[i].name() {

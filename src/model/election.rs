@@ -31,6 +31,9 @@ pub enum Scheme {
     /// Hadoop HA's `ActiveStandbyElector`: one ephemeral `ActiveStandbyElectorLock` per
     /// nameservice holds the active NameNode; nobody waits in line.
     HadoopHa,
+    /// A Redis key set with `SET key token NX PX ms` (redis-py `Lock`, Node `redlock`): the
+    /// value is the holder's token, `PTTL` its time left; nobody waits in line.
+    RedisLock,
 }
 
 impl Scheme {
@@ -44,6 +47,7 @@ impl Scheme {
             Scheme::ZkRecipe => "zookeeper",
             Scheme::KafkaZk => "kafka-zk",
             Scheme::HadoopHa => "hadoop-ha",
+            Scheme::RedisLock => "redis-lock",
         }
     }
 
@@ -329,6 +333,14 @@ impl Election {
         if let Some(text) = self.deposed_session_text(false) {
             return Some(text);
         }
+        if d.lease.is_none() && self.scheme == Scheme::RedisLock {
+            // A Redis token: no lease, the key's countdown when it was deleted.
+            let left = d.ttl.map_or_else(
+                || "no expiry".into(),
+                |t| super::time::duration_ms(t.remaining_ms_at(at)),
+            );
+            return Some(format!("its key's PTTL had {left} left"));
+        }
         let lease = d.lease.map_or_else(|| "?".into(), |l| format!("{l:x}"));
         let left = d.ttl.map_or_else(
             || "?".into(),
@@ -414,7 +426,11 @@ impl Election {
     /// nobody beside its leader may have no registry to list the others.
     pub fn waiting(&self) -> Option<usize> {
         let no_line = match self.scheme {
-            Scheme::SqlLease | Scheme::SqlHeartbeat | Scheme::KafkaZk | Scheme::HadoopHa => true,
+            Scheme::SqlLease
+            | Scheme::SqlHeartbeat
+            | Scheme::KafkaZk
+            | Scheme::HadoopHa
+            | Scheme::RedisLock => true,
             Scheme::EtcdLeaseKey => self.candidates.len() <= 1,
             Scheme::EtcdElection | Scheme::Patroni | Scheme::ZkRecipe => false,
         };

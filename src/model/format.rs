@@ -56,6 +56,8 @@ pub(crate) fn hold_cell(
 ) -> String {
     match (scheme, &c.stamp) {
         (super::Scheme::ZkRecipe, Some(session)) => session.clone(),
+        // A Redis key without expiry: not "not read yet", never.
+        (super::Scheme::RedisLock, _) if c.ttl.is_none() => "no expiry".to_string(),
         _ => ttl_cell(c, now, width),
     }
 }

@@ -131,6 +131,15 @@ fn key_line(e: &Election, room: usize) -> Line<'static> {
             theme::dim(),
         ));
     }
+    if e.scheme == crate::model::Scheme::RedisLock {
+        // A token in a key: its time left is the TTL column; without one it never expires.
+        let (hold, style) = match l.ttl {
+            Some(_) => ("held until its PTTL ends", theme::dim()),
+            None => ("NO EXPIRY: held until deleted", theme::warn()),
+        };
+        let key = truncate_display(&l.key, room);
+        return Line::from(Span::styled(format!("{hold} · key {key}"), style));
+    }
     let hold = match l.lease {
         Some(0) => "NO LEASE: never expires ".to_string(),
         Some(lease) => format!("lease {lease:x} "),

@@ -32,6 +32,7 @@ fn scheme_short(s: Scheme) -> &'static str {
         Scheme::ZkRecipe => "zookeeper",
         Scheme::KafkaZk => "kafka-zk",
         Scheme::HadoopHa => "hadoop-ha",
+        Scheme::RedisLock => "redis",
     }
 }
 

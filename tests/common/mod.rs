@@ -20,6 +20,7 @@ pub mod postgres;
 pub mod process;
 pub mod prometheus;
 pub mod proxy;
+pub mod redis;
 pub mod sqlstore;
 pub mod tmux;
 pub mod ui;

@@ -161,6 +161,13 @@ pub enum Step {
         delete: Vec<Key>,
         keep: Vec<Key>,
     },
+    /// One Lua script, atomic on the Redis server: delete `key` if its value is still the
+    /// token seen (`value` as sent, `shown` as shown), else nothing.
+    RedisDelIfValue {
+        key: Key,
+        value: Vec<u8>,
+        shown: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -84,6 +84,10 @@ fn step(s: &Step) -> String {
             owners.join(", ")
         ),
         Step::Statement(st) => statement(st),
+        Step::RedisDelIfValue { key, shown, .. } => format!(
+            "one Lua script (atomic): if GET {k} == {shown} then DEL {k}, else nothing",
+            k = key.shown
+        ),
         Step::ZkMulti {
             compares,
             delete,

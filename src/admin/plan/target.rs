@@ -16,6 +16,10 @@ pub enum Target {
     Zookeeper {
         prefix: String,
     },
+    /// A Redis source: the pattern its lock keys match.
+    Redis {
+        pattern: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +59,9 @@ impl Target {
             ),
             Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa => Target::Zookeeper {
                 prefix: "/".to_string(),
+            },
+            Scheme::RedisLock => Target::Redis {
+                pattern: "*".to_string(),
             },
             _ => Target::Etcd {
                 prefix: String::new(),

@@ -33,7 +33,9 @@ impl Store for Etcd {
     fn target(&self, cfg: &SourceConfig) -> Target {
         let prefix = match cfg {
             SourceConfig::Etcd(c) => c.prefix.clone(),
-            SourceConfig::Sql(_) | SourceConfig::Zookeeper(_) => String::new(),
+            SourceConfig::Sql(_) | SourceConfig::Zookeeper(_) | SourceConfig::Redis(_) => {
+                String::new()
+            }
         };
         Target::Etcd { prefix }
     }
@@ -41,7 +43,7 @@ impl Store for Etcd {
     fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
         match &req.target {
             Target::Etcd { prefix } => plan::plan(req, prefix),
-            Target::Sql(_) | Target::Zookeeper { .. } => Err(format!(
+            Target::Sql(_) | Target::Zookeeper { .. } | Target::Redis { .. } => Err(format!(
                 "{} is not a scheme of this source",
                 req.seen.scheme
             )),
@@ -57,9 +59,11 @@ impl Store for Etcd {
         Box::pin(async move {
             match cfg {
                 SourceConfig::Etcd(c) => admin::execute(c, req, timeout).await,
-                SourceConfig::Sql(_) | SourceConfig::Zookeeper(_) => Outcome::Refused {
-                    reason: NOT_ETCD.into(),
-                },
+                SourceConfig::Sql(_) | SourceConfig::Zookeeper(_) | SourceConfig::Redis(_) => {
+                    Outcome::Refused {
+                        reason: NOT_ETCD.into(),
+                    }
+                }
             }
         })
     }

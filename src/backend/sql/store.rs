@@ -49,7 +49,7 @@ impl Store for Sql {
     fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
         match &req.target {
             Target::Sql(t) => plan::plan_for(req, t),
-            Target::Etcd { .. } | Target::Zookeeper { .. } => Err(format!(
+            Target::Etcd { .. } | Target::Zookeeper { .. } | Target::Redis { .. } => Err(format!(
                 "{} is not a scheme of this source",
                 req.seen.scheme
             )),
@@ -65,9 +65,11 @@ impl Store for Sql {
         Box::pin(async move {
             match cfg {
                 SourceConfig::Sql(c) => admin::execute(c, req, timeout).await,
-                SourceConfig::Etcd(_) | SourceConfig::Zookeeper(_) => Outcome::Refused {
-                    reason: NOT_SQL.into(),
-                },
+                SourceConfig::Etcd(_) | SourceConfig::Zookeeper(_) | SourceConfig::Redis(_) => {
+                    Outcome::Refused {
+                        reason: NOT_SQL.into(),
+                    }
+                }
             }
         })
     }

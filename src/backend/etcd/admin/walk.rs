@@ -39,7 +39,7 @@ pub(super) async fn walk(client: &mut Client, plan: &Plan) -> Result<Walked, etc
             }
             Step::Revoke { leases, .. } => revoke.extend(leases),
             // Refused before the walk (`execute`).
-            Step::Statement(_) | Step::ZkMulti { .. } => {}
+            Step::Statement(_) | Step::ZkMulti { .. } | Step::RedisDelIfValue { .. } => {}
         }
     }
     Ok(Walked::Written { hold, revoke })

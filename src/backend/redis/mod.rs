@@ -1,0 +1,54 @@
+//! Redis: lock keys set with `SET key token NX PX ms` (redis-py `Lock`, Node `redlock` on one
+//! instance), matched by a key pattern, read with `GET` + `PTTL`, then followed through
+//! keyspace notifications where the server has them on, else polled every second.
+
+mod admin;
+mod error;
+mod follow;
+mod plan;
+mod read;
+mod store;
+pub(crate) mod tracker;
+
+pub use store::Redis;
+
+use crate::backend::{Backend, BackendFuture, BackendIo, BackendOptions};
+use crate::config::RedisSource;
+use crate::model::{Scheme, SourceId, SourceInfo};
+
+/// The follow task of one Redis source.
+pub struct RedisBackend {
+    info: SourceInfo,
+    cfg: RedisSource,
+    opts: BackendOptions,
+}
+
+impl RedisBackend {
+    pub fn new(id: SourceId, short: String, cfg: RedisSource, opts: BackendOptions) -> Self {
+        let address = cfg.address();
+        let info = SourceInfo {
+            id,
+            // Without user or password: the address and the pattern.
+            name: format!("redis {address} {}", cfg.prefix),
+            label: cfg.prefix.clone(),
+            short,
+            endpoints: address,
+            scheme: Some(Scheme::RedisLock),
+            read_only: cfg.read_only,
+            clustered: false,
+            idle_is_normal: false,
+            notice: None,
+        };
+        RedisBackend { info, cfg, opts }
+    }
+}
+
+impl Backend for RedisBackend {
+    fn info(&self) -> SourceInfo {
+        self.info.clone()
+    }
+
+    fn run(self: Box<Self>, io: BackendIo) -> BackendFuture {
+        Box::pin(follow::run(*self, io))
+    }
+}

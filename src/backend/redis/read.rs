@@ -1,0 +1,248 @@
+//! Talking to one Redis server: connecting (the password from where the config says, never
+//! shown), asking whether keyspace events are on, a bounded `SCAN` of the lock keys, and
+//! `GET` + `PTTL` of each, pipelined.
+
+use std::time::{Duration, Instant};
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, Value};
+
+use super::error::RedisError;
+use super::tracker::Read;
+use crate::config::RedisSource;
+
+/// Keys asked per `SCAN` call, and per pipeline of reads.
+const BATCH: usize = 1_000;
+/// At most this many keys are read: a pattern that matches a whole cache is a typo.
+pub(crate) const MAX_KEYS: usize = 100_000;
+
+/// How electop learns of changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `notify-keyspace-events` has K and the classes a lock's life touches.
+    Events,
+    /// Otherwise: a re-read every second; why, in words.
+    Poll(String),
+}
+
+impl Mode {
+    /// The source's notice: which way it is followed.
+    pub(crate) fn notice(&self) -> String {
+        match self {
+            Mode::Events => "live: keyspace events".to_string(),
+            Mode::Poll(why) => format!("polled every 1 s: {why}"),
+        }
+    }
+}
+
+/// One server, as the config gives it.
+pub(crate) struct Server {
+    pub client: Client,
+    /// `host:port/db`, for messages.
+    pub addr: String,
+    pub db: i64,
+    pub timeout: Duration,
+}
+
+impl Server {
+    pub(crate) fn new(cfg: &RedisSource, timeout: Duration) -> Result<Server, RedisError> {
+        let t = cfg.target().map_err(RedisError::Config)?;
+        let password = cfg.password().map_err(RedisError::Config)?;
+        let addr = cfg.address();
+        let info = format!("redis://{}:{}/{}", host_in_url(&t.host), t.port, t.db)
+            .into_connection_info()
+            .map_err(|e| RedisError::from_client(&e, &addr))?;
+        let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
+        if let Some(user) = &t.user {
+            settings = settings.set_username(user);
+        }
+        if let Some(pw) = &password {
+            settings = settings.set_password(pw);
+        }
+        let client = Client::open(info.set_redis_settings(settings))
+            .map_err(|e| RedisError::from_client(&e, &addr))?;
+        Ok(Server {
+            client,
+            addr,
+            db: t.db,
+            timeout,
+        })
+    }
+
+    pub(crate) fn err(&self, e: &redis::RedisError) -> RedisError {
+        RedisError::from_client(e, &self.addr)
+    }
+
+    fn timed_out(&self) -> RedisError {
+        RedisError::Timeout(self.addr.clone(), self.timeout)
+    }
+
+    /// Runs `f` within the request timeout.
+    pub(crate) async fn within<T>(
+        &self,
+        f: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, RedisError> {
+        match tokio::time::timeout(self.timeout, f).await {
+            Err(_) => Err(self.timed_out()),
+            Ok(r) => r.map_err(|e| self.err(&e)),
+        }
+    }
+
+    pub(crate) async fn connect(&self) -> Result<MultiplexedConnection, RedisError> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout));
+        self.within(
+            self.client
+                .get_multiplexed_async_connection_with_config(&config),
+        )
+        .await
+    }
+
+    pub(crate) async fn ping(&self, conn: &mut MultiplexedConnection) -> Result<(), RedisError> {
+        self.within(redis::cmd("PING").query_async::<Value>(conn))
+            .await
+            .map(drop)
+    }
+
+    /// Keyspace events, when the server has them on for what a lock's life does: set,
+    /// expiry changes and deletes (g), `SET` ($), expiry (x) and eviction (e).
+    pub(crate) async fn mode(&self, conn: &mut MultiplexedConnection) -> Mode {
+        let mut ask = redis::cmd("CONFIG");
+        ask.arg("GET").arg("notify-keyspace-events");
+        let asked = ask.query_async::<Vec<String>>(conn);
+        match tokio::time::timeout(self.timeout, asked).await {
+            Err(_) => Mode::Poll("CONFIG GET notify-keyspace-events did not answer".into()),
+            Ok(Err(e)) => Mode::Poll(format!(
+                "CONFIG GET notify-keyspace-events was refused ({}), so electop cannot tell \
+                 whether keyspace events are on",
+                e.detail().unwrap_or(e.code().unwrap_or("error"))
+            )),
+            Ok(Ok(v)) => events_mode(v.get(1).map(String::as_str).unwrap_or("")),
+        }
+    }
+
+    /// The string keys matching `pattern`, at most [`MAX_KEYS`] (`true`: there were more).
+    pub(crate) async fn scan(
+        &self,
+        conn: &mut MultiplexedConnection,
+        pattern: &str,
+    ) -> Result<(Vec<Vec<u8>>, bool), RedisError> {
+        let mut keys = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, batch): (u64, Vec<Vec<u8>>) = self
+                .within(
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(pattern)
+                        .arg("COUNT")
+                        .arg(BATCH)
+                        .arg("TYPE")
+                        .arg("string")
+                        .query_async(conn),
+                )
+                .await?;
+            keys.extend(batch);
+            if keys.len() > MAX_KEYS {
+                keys.sort();
+                keys.dedup();
+                keys.truncate(MAX_KEYS);
+                return Ok((keys, true));
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        // SCAN may return a key more than once.
+        keys.sort();
+        keys.dedup();
+        Ok((keys, false))
+    }
+
+    /// `GET` and `PTTL` of each key, pipelined; a key gone or not a string reads as gone.
+    pub(crate) async fn read(
+        &self,
+        conn: &mut MultiplexedConnection,
+        keys: &[Vec<u8>],
+    ) -> Result<Vec<Read>, RedisError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(BATCH) {
+            let at = Instant::now();
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for k in chunk {
+                pipe.cmd("GET").arg(k).cmd("PTTL").arg(k);
+            }
+            let values: Vec<Value> = self.within(pipe.query_async(conn)).await?;
+            for (k, pair) in chunk.iter().zip(values.chunks(2)) {
+                let held = match pair {
+                    [Value::BulkString(v), Value::Int(pttl)] if *pttl != -2 => {
+                        Some((v.clone(), *pttl))
+                    }
+                    _ => None,
+                };
+                out.push(Read {
+                    key: k.clone(),
+                    held,
+                    at,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `[::1]` in a URL for an IPv6 host.
+fn host_in_url(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+/// The mode `notify-keyspace-events` (as `CONFIG GET` gives it) allows.
+fn events_mode(flags: &str) -> Mode {
+    let all = flags.contains('A');
+    let has = |c: char| flags.contains(c) || (all && c != 'K');
+    let missing: String = ['K', 'g', '$', 'x', 'e']
+        .into_iter()
+        .filter(|c| !has(*c))
+        .collect();
+    if missing.is_empty() {
+        return Mode::Events;
+    }
+    if flags.is_empty() {
+        return Mode::Poll("notify-keyspace-events is off".into());
+    }
+    Mode::Poll(format!(
+        "notify-keyspace-events is \"{flags}\", without {missing} (needs K, g, $, x and e, \
+         e.g. \"Kg$xe\")"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyspace_events_are_used_only_with_every_class_a_lock_needs() {
+        assert_eq!(events_mode("AK"), Mode::Events);
+        assert_eq!(events_mode("gxeK$"), Mode::Events);
+        assert_eq!(
+            events_mode(""),
+            Mode::Poll("notify-keyspace-events is off".into())
+        );
+        let Mode::Poll(why) = events_mode("AE") else {
+            panic!("no K")
+        };
+        assert!(why.contains("without K"), "{why}");
+        let Mode::Poll(why) = events_mode("gK$") else {
+            panic!("no x, e")
+        };
+        assert!(why.contains("without xe"), "{why}");
+    }
+}

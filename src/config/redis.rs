@@ -1,0 +1,219 @@
+//! Redis sources: one server (`redis://[user[:password]@]host:port[/db]`), the key pattern
+//! the lock keys match, and where the password is read from (`password_env`/`password_file`,
+//! as for SQL). The password is never shown: the source's label is built without it.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSource {
+    /// What the source is called on screen and in `SOURCE/NAME`; `redis1`, `redis2`...
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `redis://[user[:password]@]host[:port][/db]`.
+    pub url: super::DbUrl,
+    /// The pattern the lock keys match, as `SCAN MATCH` takes it (`leader:*`); a prefix
+    /// without a wildcard gets `*` added. Every key when not given.
+    #[serde(default)]
+    pub prefix: String,
+    /// Refuse admin actions on this source.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Read the password from this environment variable instead of the URL...
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// ...or from the first line of this file.
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+}
+
+/// Where a checked source connects to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisTarget {
+    pub host: String,
+    pub port: u16,
+    pub db: i64,
+    pub user: Option<String>,
+    /// The password the URL itself holds (discouraged: `ps` shows it).
+    pub url_password: Option<String>,
+}
+
+impl RedisSource {
+    /// A source from `--redis URL` and a `--prefix`.
+    pub fn from_url(url: &str, prefix: Option<String>) -> Result<RedisSource, String> {
+        let mut src = RedisSource {
+            name: None,
+            url: super::DbUrl(url.to_string()),
+            prefix: prefix.unwrap_or_default(),
+            read_only: false,
+            password_env: None,
+            password_file: None,
+        };
+        src.check()?;
+        Ok(src)
+    }
+
+    /// Checks the URL and normalizes the pattern, before anything is dialled.
+    pub fn check(&mut self) -> Result<(), String> {
+        self.target()?;
+        if self.password_env.is_some() && self.password_file.is_some() {
+            return Err("give password_env or password_file, not both".to_string());
+        }
+        self.prefix = pattern_of(&self.prefix)?;
+        Ok(())
+    }
+
+    /// The server, database and user of the URL. Errors show the URL without its password.
+    pub fn target(&self) -> Result<RedisTarget, String> {
+        let shown = self.url.redacted();
+        let u = url::Url::parse(&self.url.0).map_err(|e| {
+            format!("--redis {shown}: not a URL ({e}); write redis://host:port[/db]")
+        })?;
+        match u.scheme() {
+            "redis" => {}
+            "rediss" => {
+                return Err(format!(
+                    "--redis {shown}: rediss:// (TLS) is not supported yet; connect to the \
+                     server's plain port, over a tunnel if the network needs one"
+                ));
+            }
+            other => {
+                return Err(format!(
+                    "--redis {shown}: `{other}://` is not a Redis URL; write redis://host:port[/db]"
+                ));
+            }
+        }
+        let host = u
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("--redis {shown}: no host; write redis://host:port[/db]"))?;
+        let db = match u.path().trim_start_matches('/') {
+            "" => 0,
+            d => d.parse::<i64>().ok().filter(|d| *d >= 0).ok_or_else(|| {
+                format!(
+                    "--redis {shown}: the database `/{d}` is not a number (redis://host:port/0)"
+                )
+            })?,
+        };
+        if u.query().is_some() || u.fragment().is_some() {
+            return Err(format!(
+                "--redis {shown}: nothing may follow the database number"
+            ));
+        }
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        Ok(RedisTarget {
+            host: host.trim_matches(['[', ']']).to_string(),
+            port: u.port().unwrap_or(6379),
+            db,
+            user: Some(u.username()).filter(|s| !s.is_empty()).map(decode),
+            url_password: u.password().map(decode),
+        })
+    }
+
+    /// The password, from the variable or file named, else from the URL; `None` without.
+    /// Errors name where it looked, never the password.
+    pub fn password(&self) -> Result<Option<String>, String> {
+        let given =
+            super::read_password(self.password_env.as_deref(), self.password_file.as_deref())?;
+        Ok(given.or(self.target()?.url_password))
+    }
+
+    /// `127.0.0.1:6379/0`: where it is, without user or password.
+    pub fn address(&self) -> String {
+        match self.target() {
+            Ok(t) if t.host.contains(':') => format!("[{}]:{}/{}", t.host, t.port, t.db),
+            Ok(t) => format!("{}:{}/{}", t.host, t.port, t.db),
+            Err(_) => self.url.redacted(),
+        }
+    }
+}
+
+/// The `SCAN MATCH` pattern of a `--prefix`: as given when it holds a wildcard, else the
+/// prefix followed by `*`; every key (`*`) when empty.
+fn pattern_of(prefix: &str) -> Result<String, String> {
+    if prefix.chars().any(char::is_control) {
+        return Err(format!(
+            "the key pattern `{}` holds control characters",
+            crate::model::escape_bytes(prefix.as_bytes())
+        ));
+    }
+    let wild = prefix.contains(['*', '?', '[']);
+    Ok(if wild {
+        prefix.to_string()
+    } else {
+        format!("{prefix}*")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_file_source_is_checked_and_named_redis1() {
+        let text = "[[source]]\nkind = \"redis\"\nurl = \"redis://127.0.0.1:6379/1\"\n\
+                    prefix = \"leader:\"\npassword_env = \"REDIS_PW\"\n\n\
+                    [[context]]\nname = \"cache\"\nsources = [\"redis1\"]\n";
+        let c = crate::config::Config::parse(text, std::path::Path::new("c.toml")).expect("ok");
+        let crate::config::SourceConfig::Redis(r) = &c.sources[0] else {
+            panic!("a redis source: {c:?}")
+        };
+        assert_eq!(
+            (r.prefix.as_str(), r.name.as_deref()),
+            ("leader:*", Some("redis1"))
+        );
+        assert_eq!(c.select(Some("cache")).expect("context").sources.len(), 1);
+        let bad = "[[source]]\nkind = \"redis\"\nurl = \"rediss://h:1\"\n";
+        let e = crate::config::Config::parse(bad, std::path::Path::new("c.toml"))
+            .expect_err("TLS not yet");
+        assert!(
+            e.to_string().contains("[[source]] #1") && e.to_string().contains("rediss://"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn urls_patterns_and_passwords() {
+        let s = RedisSource::from_url(
+            "redis://app:s3cret@127.0.0.1:6400/2",
+            Some("leader:".into()),
+        )
+        .expect("valid");
+        assert_eq!(s.prefix, "leader:*");
+        assert_eq!(s.address(), "127.0.0.1:6400/2");
+        let t = s.target().expect("valid");
+        assert_eq!((t.user.as_deref(), t.db), (Some("app"), 2));
+        assert_eq!(
+            s.password().expect("from the URL").as_deref(),
+            Some("s3cret")
+        );
+        assert!(!format!("{s:?}").contains("s3cret"), "Debug hides it");
+        let s =
+            RedisSource::from_url("redis://localhost", Some("lock:*:owner".into())).expect("ok");
+        assert_eq!(
+            (s.prefix.as_str(), s.address().as_str()),
+            ("lock:*:owner", "localhost:6379/0")
+        );
+        assert_eq!(
+            RedisSource::from_url("redis://h:1", None)
+                .expect("ok")
+                .prefix,
+            "*"
+        );
+        for (bad, says) in [
+            ("rediss://u:pw@h:1", "not supported yet"),
+            ("http://h:1", "not a Redis URL"),
+            ("redis://h:1/x", "not a number"),
+            ("redis://:pw@h:1/0?x=1", "nothing may follow"),
+        ] {
+            let e = RedisSource::from_url(bad, None).expect_err(bad);
+            assert!(e.contains(says) && !e.contains("pw"), "{bad}: {e}");
+        }
+    }
+}
