@@ -7,6 +7,7 @@ pub(crate) mod auth;
 mod http;
 mod metrics;
 mod observer;
+mod series;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -65,7 +66,11 @@ pub(crate) async fn run(
     let counts: metrics::HookCounts = Box::new(move || stats.snapshot());
     let served = http::Served {
         observed: Arc::clone(&observed),
-        registry: Arc::new(metrics::registry(Arc::clone(&observed), counts, o.context)),
+        metrics: Arc::new(metrics::Metrics::new(
+            Arc::clone(&observed),
+            counts,
+            o.context,
+        )),
         events: events.clone(),
         auth: Arc::new(o.auth),
     };
