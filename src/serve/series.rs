@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -19,10 +20,10 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use super::observer::Observed;
+use super::observer::{Observed, Tally};
 use crate::model::Election;
+use crate::state::Key;
 use crate::state::alarm::Alarm;
-use crate::state::{HashMap, Key};
 
 /// The two text formats a scrape may ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,53 +41,60 @@ pub(crate) enum Num {
     U(u64),
 }
 
+/// What an election's numbers are worked out from at a scrape.
+pub(crate) struct Row<'a> {
+    e: &'a Election,
+    tally: Option<&'a Tally>,
+    flapping: bool,
+    /// The instant its source's countdowns stand at (frozen at the last contact when stale).
+    as_of: Instant,
+    now: Instant,
+}
+
 /// A per-election gauge: its name, help and value (none: no sample).
-type PerElection = (
-    &'static str,
-    &'static str,
-    fn(&Observed, &Key, &Election) -> Option<f64>,
-);
+type PerElection = (&'static str, &'static str, fn(&Row<'_>) -> Option<f64>);
 
 pub(crate) const ELECTION_GAUGES: &[PerElection] = &[
     (
         "electop_election_has_leader",
         "Whether the election has a leader (1) or not (0).",
-        |_, _, e| Some(flag(e.leader.is_some())),
+        |r| Some(flag(r.e.leader.is_some())),
     ),
     (
         "electop_election_leader_ttl_seconds",
         "Time left on the leader's lease or term.",
-        |o, k, e| {
-            let d = e.leader.as_ref()?.ttl?;
-            Some(d.remaining_ms_at(o.model.as_of(k.0)) as f64 / 1000.0)
+        |r| {
+            let d = r.e.leader.as_ref()?.ttl?;
+            Some(d.remaining_ms_at(r.as_of) as f64 / 1000.0)
         },
     ),
     (
         "electop_election_leader_term_seconds",
         "The lease or term the leader was granted.",
-        |_, _, e| Some(e.leader.as_ref()?.ttl?.granted_ms as f64 / 1000.0),
+        |r| Some(r.e.leader.as_ref()?.ttl?.granted_ms as f64 / 1000.0),
     ),
     (
         "electop_election_last_change_age_seconds",
         "Seconds since the last leader change seen live.",
-        |o, k, _| {
-            let at = o.tallies.get(k)?.last_change?;
-            Some(o.model.now.saturating_duration_since(at).as_secs_f64())
+        |r| {
+            let at = r.tally?.last_change?;
+            Some(r.now.saturating_duration_since(at).as_secs_f64())
         },
     ),
     (
         "electop_election_leaderless_current_seconds",
         "How long the election has been without a leader now (no sample while led).",
-        |o, k, e| {
-            e.leader
-                .is_none()
-                .then(|| o.leaderless_now(k).as_secs_f64())
+        |r| {
+            r.e.leader.is_none().then(|| {
+                let since = r.tally.and_then(|t| t.leaderless_since);
+                since.map_or(0.0, |at| r.now.saturating_duration_since(at).as_secs_f64())
+            })
         },
     ),
     (
         "electop_election_candidates_waiting",
         "Candidates in line behind the leader.",
-        |_, _, e| e.waiting().map(|n| n as f64),
+        |r| r.e.waiting().map(|n| n as f64),
     ),
     // The alarms below have a sample (1) only while raised: at 10,000 elections the zeros
     // were a third of a scrape. The shipped rules (`== 1`, `> 0`) and dashboard (`or
@@ -95,22 +103,17 @@ pub(crate) const ELECTION_GAUGES: &[PerElection] = &[
     (
         "electop_election_deposed_holders",
         "Holders removed by someone else whose lease or session lives on: they may still believe they lead (1; no sample when none).",
-        |_, _, e| e.deposed.is_some().then_some(1.0),
+        |r| r.e.deposed.is_some().then_some(1.0),
     ),
     (
         "electop_election_zombie",
         "A key that never expires (no lease) blocks the election (1; no sample when none).",
-        |_, _, e| e.has_zombie().then_some(1.0),
+        |r| r.e.has_zombie().then_some(1.0),
     ),
     (
         "electop_election_flapping",
         "The leader changes more often than the configured threshold (1; no sample when not).",
-        |o, k, _| {
-            o.model
-                .alarms(k)
-                .is_some_and(|(a, _)| a.has(Alarm::Flapping))
-                .then_some(1.0)
-        },
+        |r| r.flapping.then_some(1.0),
     ),
 ];
 
@@ -155,7 +158,8 @@ struct Labels {
 pub(crate) struct Series {
     /// Heads by format, in the order the families are written.
     heads: Option<[Vec<Head>; 2]>,
-    labels: HashMap<Key, Labels>,
+    /// Each election's labels, in the model's order (its elections are a sorted map).
+    labels: Vec<(Key, Labels)>,
     /// Writes one sample with the labels in `slot` (and the registry's `context`).
     probe: Registry,
     slot: Arc<Mutex<Vec<(&'static str, String)>>>,
@@ -173,7 +177,7 @@ impl Series {
         probe.register_collector(Box::new(Probe(Arc::clone(&slot))));
         Series {
             heads: None,
-            labels: HashMap::default(),
+            labels: Vec::new(),
             probe,
             slot,
             last_len: 0,
@@ -186,17 +190,31 @@ impl Series {
         if self.heads.is_none() {
             self.heads = Some([heads(Format::Text), heads(Format::OpenMetrics)]);
         }
-        for (key, e) in &o.model.elections {
-            self.refresh(o, key, e);
-        }
-        // Every election of the model has its labels now: any more are of elections gone.
-        if self.labels.len() > o.model.elections.len() {
-            self.labels.retain(|k, _| o.model.elections.contains_key(k));
-        }
-        let mut rows: Vec<(&Key, &Election, &Labels)> = Vec::with_capacity(o.model.elections.len());
-        for (key, e) in &o.model.elections {
-            rows.push((key, e, &self.labels[key]));
-        }
+        self.refresh(o);
+        let flapping = o.model.alarm_counts()[Alarm::Flapping as usize] > 0;
+        let as_of: Vec<Instant> = (0..o.model.sources.len())
+            .map(|s| o.model.as_of(s))
+            .collect();
+        // What each election's numbers need, looked up once rather than once a family.
+        let rows: Vec<(Row<'_>, &Labels)> = o
+            .model
+            .elections
+            .iter()
+            .zip(&self.labels)
+            .map(|((key, e), (_, l))| {
+                let row = Row {
+                    e,
+                    tally: o.tallies.get(key),
+                    flapping: flapping
+                        && o.model
+                            .alarms(key)
+                            .is_some_and(|(a, _)| a.has(Alarm::Flapping)),
+                    as_of: as_of.get(key.0).copied().unwrap_or(o.model.now),
+                    now: o.model.now,
+                };
+                (row, l)
+            })
+            .collect();
         let heads = &self.heads.as_ref().expect("made above")[format as usize];
         let mut heads = heads.iter();
         let mut n = itoa::Buffer::new();
@@ -214,29 +232,23 @@ impl Series {
         for (_, _, value) in ELECTION_GAUGES {
             let head = heads.next().expect("a head per family");
             out.push_str(&head.lines);
-            for (key, e, l) in &rows {
-                if let Some(v) = value(o, key, e) {
+            for (row, l) in &rows {
+                if let Some(v) = value(row) {
                     sample(out, head, &l.base, Num::F(v));
                 }
             }
         }
         let head = heads.next().expect("info");
         out.push_str(&head.lines);
-        for (_, e, l) in &rows {
-            if let (Some(_), Some((_, with_holder))) = (&e.leader, &l.holder) {
+        for (row, l) in &rows {
+            if let (Some(_), Some((_, with_holder))) = (&row.e.leader, &l.holder) {
                 sample(out, head, with_holder, Num::U(1));
             }
         }
         let head = heads.next().expect("changes");
         out.push_str(&head.lines);
-        for (key, _, l) in &rows {
-            for (cause, n) in o
-                .tallies
-                .get(*key)
-                .map(|t| &t.changes)
-                .into_iter()
-                .flatten()
-            {
+        for (row, l) in &rows {
+            for (cause, n) in row.tally.map(|t| &t.changes).into_iter().flatten() {
                 if let Some((_, labels)) = l.causes.iter().find(|(c, _)| c == cause) {
                     sample(out, head, labels, Num::U(*n));
                 }
@@ -244,46 +256,50 @@ impl Series {
         }
         let head = heads.next().expect("leaderless");
         out.push_str(&head.lines);
-        for (key, _, l) in &rows {
-            let total = o.tallies.get(*key).map_or(0.0, |t| t.leaderless_s);
+        for (row, l) in &rows {
+            let total = row.tally.map_or(0.0, |t| t.leaderless_s);
             sample(out, head, &l.base, Num::F(total));
         }
     }
 
-    /// Makes the labels an election lacks: all of them when it is new, the `_info` ones
-    /// when its holder changed, one per cause first counted.
-    fn refresh(&mut self, o: &Observed, key: &Key, e: &Election) {
-        if !self.labels.contains_key(key) {
-            let base = self.base_labels(o, key, e);
-            self.labels.insert(
-                key.clone(),
-                Labels {
-                    base,
-                    holder: None,
-                    causes: Vec::new(),
-                },
-            );
-        }
-        let l = self.labels.get_mut(key).expect("inserted above");
-        match &e.leader {
-            Some(leader) if l.holder.as_ref().is_none_or(|(id, _)| **id != *leader.id) => {
-                let with_holder = with_label(&l.base, "holder", &leader.id);
-                l.holder = Some((leader.id.as_str().into(), with_holder));
+    /// Brings the kept labels to the model's elections, in its order: a walk of both, which
+    /// keeps what it finds, makes the labels of an election new here, drops those of one
+    /// gone; the `_info` labels made again where the holder changed, one set per cause
+    /// first counted.
+    fn refresh(&mut self, o: &Observed) {
+        let mut old = std::mem::take(&mut self.labels).into_iter().peekable();
+        let mut kept = Vec::with_capacity(o.model.elections.len());
+        for (key, e) in &o.model.elections {
+            while old.next_if(|(k, _)| k < key).is_some() {}
+            let (key, mut l) = match old.next_if(|(k, _)| k == key) {
+                Some(known) => known,
+                None => {
+                    let base = self.base_labels(o, key, e);
+                    let l = Labels {
+                        base,
+                        holder: None,
+                        causes: Vec::new(),
+                    };
+                    (key.clone(), l)
+                }
+            };
+            match &e.leader {
+                Some(leader) if l.holder.as_ref().is_none_or(|(id, _)| **id != *leader.id) => {
+                    let with_holder = with_label(&l.base, "holder", &leader.id);
+                    l.holder = Some((leader.id.as_str().into(), with_holder));
+                }
+                Some(_) => {}
+                None => l.holder = None,
             }
-            Some(_) => {}
-            None => l.holder = None,
-        }
-        for cause in o
-            .tallies
-            .get(key)
-            .map(|t| t.changes.keys())
-            .into_iter()
-            .flatten()
-        {
-            if !l.causes.iter().any(|(c, _)| c == cause) {
-                l.causes.push((cause, with_label(&l.base, "cause", cause)));
+            let causes = o.tallies.get(&key).map(|t| t.changes.keys());
+            for cause in causes.into_iter().flatten() {
+                if !l.causes.iter().any(|(c, _)| c == cause) {
+                    l.causes.push((cause, with_label(&l.base, "cause", cause)));
+                }
             }
+            kept.push((key, l));
         }
+        self.labels = kept;
     }
 
     /// The election's labels as `prometheus-client` writes them.

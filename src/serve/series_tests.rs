@@ -42,10 +42,21 @@ fn set(o: &mut Observed, elections: Vec<Election>) {
     });
 }
 
-/// Leaders, one without, a holder whose id needs escaping, a zombie key, counts by cause
-/// and time without a leader.
+/// Leaders, one without, a holder whose id needs escaping, a zombie key, one flapping,
+/// counts by cause and time without a leader.
 fn varied() -> Observed {
     let mut o = observed();
+    let mut flappy = led("flappy", "node-f", Scheme::EtcdLeaseKey);
+    for _ in 0..6 {
+        flappy.history.push_back(crate::model::HistoryEntry {
+            at: Some(o.model.wall),
+            revision: None,
+            from: Some("a".into()),
+            to: Some("b".into()),
+            cause: crate::model::Cause::TakenOver,
+            by: None,
+        });
+    }
     let mut zombie = led("lock", "old-node", Scheme::EtcdLeaseKey);
     for c in zombie.candidates.iter_mut().chain(zombie.leader.as_mut()) {
         c.lease = Some(0);
@@ -61,8 +72,11 @@ fn varied() -> Observed {
             led("web", "say \"hi\"\\ now\nand then", Scheme::EtcdLeaseKey),
             Election::new(0, "idle\"one".into(), Scheme::EtcdElection),
             zombie,
+            flappy,
         ],
     );
+    o.model.settle();
+    assert_eq!(o.model.alarm_counts()[Alarm::Flapping as usize], 1);
     let mut t = Tally::default();
     t.changes.insert("lease_expired", 3);
     t.changes.insert("elected", 1);
@@ -76,6 +90,20 @@ fn write(s: &mut Series, o: &Observed, format: Format) -> String {
     let mut out = String::new();
     s.write(o, format, &mut out);
     out
+}
+
+/// What a scrape works an election's numbers out from, looked up plainly.
+fn row<'a>(o: &'a Observed, key: &Key, e: &'a Election) -> Row<'a> {
+    Row {
+        e,
+        tally: o.tallies.get(key),
+        flapping: o
+            .model
+            .alarms(key)
+            .is_some_and(|(a, _)| a.has(Alarm::Flapping)),
+        as_of: o.model.as_of(key.0),
+        now: o.model.now,
+    }
 }
 
 /// The election series as `prometheus-client`'s own collector writes them: what electop
@@ -105,7 +133,7 @@ impl Collector for Reference {
         for (name, help, value) in ELECTION_GAUGES {
             let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for (key, e) in &o.model.elections {
-                if let Some(v) = value(o, key, e) {
+                if let Some(v) = value(&row(o, key, e)) {
                     ConstGauge::new(v).encode(m.encode_family(&labels(key, e))?)?;
                 }
             }
@@ -182,13 +210,13 @@ fn only_new_elections_have_their_labels_made() {
     let mut o = varied();
     let mut s = Series::new(None);
     write(&mut s, &o, Format::Text);
-    assert_eq!(s.made, 4);
+    assert_eq!(s.made, 5);
     // A change to an election already known (its ttl, its line) makes nothing again.
     let mut jobs = led("jobs", "node-a", Scheme::EtcdElection);
     jobs.candidates.clear();
     set(&mut o, vec![jobs]);
     let text = write(&mut s, &o, Format::Text);
-    assert_eq!(s.made, 4, "unchanged labels kept");
+    assert_eq!(s.made, 5, "unchanged labels kept");
     let waiting = "electop_election_candidates_waiting{source=\"etcd1\",election=\"jobs\",scheme=\"etcd-election\"}";
     assert!(
         text.contains(&format!("{waiting} 0.0\n")),
@@ -196,7 +224,7 @@ fn only_new_elections_have_their_labels_made() {
     );
     set(&mut o, vec![led("new", "node-z", Scheme::EtcdElection)]);
     let text = write(&mut s, &o, Format::OpenMetrics);
-    assert_eq!(s.made, 5, "one new election, one label set made");
+    assert_eq!(s.made, 6, "one new election, one label set made");
     assert_eq!(text, reference(&o, None, Format::OpenMetrics));
 }
 
@@ -233,7 +261,7 @@ fn an_election_gone_from_the_model_loses_its_lines_and_labels() {
     o.model.elections.remove(&(0, "web".to_string()));
     let text = write(&mut s, &o, Format::Text);
     assert!(!text.contains("election=\"web\""), "{text}");
-    assert_eq!(s.labels.len(), 3, "its labels forgotten");
+    assert_eq!(s.labels.len(), 4, "its labels forgotten");
     assert_eq!(text, reference(&o, None, Format::Text));
 }
 
@@ -256,5 +284,5 @@ fn numbers_move_with_the_clock_without_new_labels() {
     o.model.now += Duration::from_secs(2);
     let later = ttl(&write(&mut s, &o, Format::Text));
     assert!(first - later > 1.9, "{first} then {later}");
-    assert_eq!(s.made, 4);
+    assert_eq!(s.made, 5);
 }
