@@ -197,13 +197,19 @@ impl Observed {
     }
 
     /// How long the election has been without a leader now, as seen here.
+    #[cfg(test)]
     pub(crate) fn leaderless_now(&self, key: &Key) -> Duration {
         self.tallies
             .get(key)
-            .and_then(|t| t.leaderless_since)
-            .map_or(Duration::ZERO, |at| {
-                self.model.now.saturating_duration_since(at)
-            })
+            .map_or(Duration::ZERO, |t| t.leaderless_at(self.model.now))
+    }
+}
+
+impl Tally {
+    /// How long the current stretch without a leader has lasted at `now` (zero: led).
+    pub(crate) fn leaderless_at(&self, now: Instant) -> Duration {
+        self.leaderless_since
+            .map_or(Duration::ZERO, |at| now.saturating_duration_since(at))
     }
 }
 

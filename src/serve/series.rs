@@ -86,8 +86,8 @@ pub(crate) const ELECTION_GAUGES: &[PerElection] = &[
         "How long the election has been without a leader now (no sample while led).",
         |r| {
             r.e.leader.is_none().then(|| {
-                let since = r.tally.and_then(|t| t.leaderless_since);
-                since.map_or(0.0, |at| r.now.saturating_duration_since(at).as_secs_f64())
+                r.tally
+                    .map_or(0.0, |t| t.leaderless_at(r.now).as_secs_f64())
             })
         },
     ),

@@ -192,6 +192,8 @@ fn kept_labels_write_what_prometheus_client_writes_in_both_formats() {
         ],
         "an alarm only where raised"
     );
+    let flapping = "electop_election_flapping{source=\"etcd1\",election=\"flappy\",scheme=\"etcd-lease-key\"} 1.0\n";
+    assert!(text.contains(flapping), "{text}");
     for context in [None, Some("prod \"eu\"")] {
         let mut s = Series::new(context.map(String::from));
         for format in [Format::Text, Format::OpenMetrics] {
