@@ -169,7 +169,7 @@ async fn observe(
                 o.tick(Instant::now(), SystemTime::now());
                 told.extend(staleness(&o.model, &mut was_stale));
                 ticks += 1;
-                if ticks % GIVE_BACK_EVERY == 0 {
+                if ticks.is_multiple_of(GIVE_BACK_EVERY) {
                     drop(o);
                     give_back();
                 }
