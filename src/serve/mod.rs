@@ -207,7 +207,7 @@ const GIVE_BACK_EVERY: u64 = 30;
 /// Gives the memory the allocator holds free back to the system. glibc keeps what is freed
 /// for reuse: the first load's passing copies of every election, and each scrape's buffer
 /// (megabytes at 10,000 elections, freed on whichever thread sent it), so the resident size
-/// stayed at its highest water mark. A trim takes a few milliseconds every half minute.
+/// stayed at its highest water mark.
 fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists, under its locks.
