@@ -165,8 +165,10 @@ pub(crate) struct Series {
     slot: Arc<Mutex<Vec<(&'static str, String)>>>,
     /// How large the last scrape was: the next one's buffer is made that size at once.
     pub(crate) last_len: usize,
-    /// Label sets made so far (for tests: an unchanged election is not made again).
+    /// Label sets made so far, and `_info` ones (for tests: an unchanged election's are not
+    /// made again).
     pub(crate) made: u64,
+    pub(crate) holders_made: u64,
 }
 
 impl Series {
@@ -182,6 +184,7 @@ impl Series {
             slot,
             last_len: 0,
             made: 0,
+            holders_made: 0,
         }
     }
 
@@ -287,6 +290,7 @@ impl Series {
                 Some(leader) if l.holder.as_ref().is_none_or(|(id, _)| **id != *leader.id) => {
                     let with_holder = with_label(&l.base, "holder", &leader.id);
                     l.holder = Some((leader.id.as_str().into(), with_holder));
+                    self.holders_made += 1;
                 }
                 Some(_) => {}
                 None => l.holder = None,

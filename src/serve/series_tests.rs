@@ -217,8 +217,13 @@ fn only_new_elections_have_their_labels_made() {
     let mut jobs = led("jobs", "node-a", Scheme::EtcdElection);
     jobs.candidates.clear();
     set(&mut o, vec![jobs]);
+    let holders = s.holders_made;
     let text = write(&mut s, &o, Format::Text);
     assert_eq!(s.made, 5, "unchanged labels kept");
+    assert_eq!(
+        s.holders_made, holders,
+        "the same holder: its _info labels kept"
+    );
     let waiting = "electop_election_candidates_waiting{source=\"etcd1\",election=\"jobs\",scheme=\"etcd-election\"}";
     assert!(
         text.contains(&format!("{waiting} 0.0\n")),
@@ -244,7 +249,13 @@ fn a_new_holder_replaces_the_info_series() {
     };
     assert_eq!(info(&before, "node-a"), 1);
     set(&mut o, vec![led("jobs", "node-b", Scheme::EtcdElection)]);
+    let holders = s.holders_made;
     let after = write(&mut s, &o, Format::Text);
+    assert_eq!(
+        s.holders_made,
+        holders + 1,
+        "one election's _info labels made again"
+    );
     assert_eq!(info(&after, "node-a"), 0, "the old holder's series is gone");
     assert_eq!(info(&after, "node-b"), 1);
     let jobs_infos = after
