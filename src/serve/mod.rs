@@ -171,7 +171,8 @@ async fn observe(
                 ticks += 1;
                 if ticks.is_multiple_of(GIVE_BACK_EVERY) {
                     drop(o);
-                    give_back();
+                    // Off the loop: a trim of a large heap must not hold events up.
+                    tokio::task::spawn_blocking(give_back);
                 }
             }
             _ = term.recv() => return Ok(Ended::Stop),
