@@ -13,7 +13,12 @@ use crate::watchers::Lines;
 use crate::{drive, electop, procs, source_args};
 
 const N: usize = 10_000;
+/// Each run at 1,000 changes/s.
 const WINDOW: Duration = Duration::from_secs(5);
+/// Each idle window: long enough that the clock's 10 ms ticks of CPU time are 0.05%.
+const IDLE: Duration = Duration::from_secs(20);
+/// Runs of each, for a median: the machine is shared.
+const RUNS: usize = 3;
 const SCRAPES: u32 = 20;
 
 struct Serve(Child);
@@ -58,49 +63,191 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path) {
     println!("\n## `electop serve`, {N} lease-key elections with a lease each\n");
     println!("| what | time per scrape (median of {SCRAPES}) | CPU per scrape | bytes |");
     println!("|---|---|---|---|");
-    let (time, cpu, bytes) = scrapes(&addr, || procs::cpu(pid));
-    println!(
-        "| electop serve `/metrics` | {:.1} ms | {:.1} ms | {bytes} |",
-        time * 1e3,
-        cpu * 1e3
-    );
+    let perf = Perf::start(pid, "scrape");
+    for (what, accept) in [
+        ("text", &[][..]),
+        (
+            "OpenMetrics",
+            &["Accept: application/openmetrics-text; version=1.0.0"][..],
+        ),
+    ] {
+        let (time, cpu, bytes) = scrapes(&addr, accept, || procs::cpu(pid));
+        println!(
+            "| electop serve `/metrics` ({what}) | {:.1} ms | {:.1} ms | {bytes} |",
+            time * 1e3,
+            cpu * 1e3
+        );
+    }
+    drop(perf);
+    if let Ok(dir) = std::env::var("ELECTOP_BENCH_PERF") {
+        let (_, body) = http::request(&addr, "/metrics", &[]);
+        std::fs::write(format!("{dir}/scrape.txt"), body).expect("keep a scrape");
+    }
     let etcd_pid = etcd.server_pid();
     let etcd_addr = etcd.endpoint();
-    let (time, cpu, bytes) = scrapes(&etcd_addr, || procs::cpu(etcd_pid));
+    let (time, cpu, bytes) = scrapes(&etcd_addr, &[], || procs::cpu(etcd_pid));
     println!(
         "| etcd's own `/metrics` (beside it) | {:.1} ms | {:.1} ms | {bytes} |",
         time * 1e3,
         cpu * 1e3
     );
-    let idle = procs::cpu_percent(pid, WINDOW);
-    let c0 = procs::cpu(pid);
-    let w0 = Instant::now();
-    let made = rt.block_on(drive::run(
-        &client,
-        &prefix,
-        &leases,
-        1000,
-        WINDOW.as_secs_f64(),
-    ));
-    let busy = (procs::cpu(pid) - c0).as_secs_f64() * 100.0 / w0.elapsed().as_secs_f64();
-    let rate = made as f64 / w0.elapsed().as_secs_f64();
-    println!("\n| process | idle CPU | CPU at 1,000/s | RSS |");
-    println!("|---|---|---|---|");
+    let perf = Perf::start(pid, "idle");
+    let idle: Vec<f64> = (0..RUNS).map(|_| procs::cpu_percent(pid, IDLE)).collect();
+    drop(perf);
+    let perf = Perf::start(pid, "busy");
+    let busy: Vec<(f64, f64)> = (0..RUNS)
+        .map(|_| {
+            let c0 = procs::cpu(pid);
+            let w0 = Instant::now();
+            let made = rt.block_on(drive::run(
+                &client,
+                &prefix,
+                &leases,
+                1000,
+                WINDOW.as_secs_f64(),
+            ));
+            let secs = w0.elapsed().as_secs_f64();
+            (
+                (procs::cpu(pid) - c0).as_secs_f64() * 100.0 / secs,
+                made as f64 / secs,
+            )
+        })
+        .collect();
+    drop(perf);
     println!(
-        "| electop serve | {idle:.2}% | {busy:.1}% ({rate:.0}/s reached) | {:.0} MiB |",
+        "\n| process | idle CPU (median of {RUNS} × {}s) | CPU at 1,000/s (median of {RUNS} × {}s) | RSS |",
+        IDLE.as_secs(),
+        WINDOW.as_secs()
+    );
+    println!("|---|---|---|---|");
+    let rates: Vec<f64> = busy.iter().map(|b| b.1).collect();
+    println!(
+        "| electop serve | {:.2}% ({}) | {:.1}% ({}; {:.0}/s reached) | {:.0} MiB |",
+        median(&idle),
+        list(&idle, 2),
+        median(&busy.iter().map(|b| b.0).collect::<Vec<_>>()),
+        list(&busy.iter().map(|b| b.0).collect::<Vec<_>>(), 1),
+        median(&rates),
         procs::rss_mib(pid)
     );
     latency(rt, &etcd, &client, &addr, &prefix, &leases);
+    if let Some(minutes) = env_num("ELECTOP_BENCH_SOAK_MIN") {
+        let rate = env_num("ELECTOP_BENCH_SOAK_RATE").unwrap_or(100.0) as usize;
+        soak(
+            rt,
+            (&client, &prefix, &leases),
+            (pid, &addr),
+            minutes as u32,
+            rate,
+        );
+    }
+}
+
+fn env_num(name: &str) -> Option<f64> {
+    std::env::var(name).ok()?.parse().ok()
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn list(v: &[f64], digits: usize) -> String {
+    let s: Vec<String> = v.iter().map(|x| format!("{x:.digits$}")).collect();
+    s.join(", ")
+}
+
+/// `perf record` on the serve process while a phase runs, when `ELECTOP_BENCH_PERF` names a
+/// directory (a profile per phase, `<dir>/<phase>.data`); stopped when dropped.
+struct Perf(Option<Child>);
+
+impl Perf {
+    fn start(pid: u32, phase: &str) -> Perf {
+        let Ok(dir) = std::env::var("ELECTOP_BENCH_PERF") else {
+            return Perf(None);
+        };
+        let out = format!("{dir}/{phase}.data");
+        let child = Command::new("perf")
+            .args([
+                "record",
+                "-F",
+                "999",
+                "-g",
+                "-p",
+                &pid.to_string(),
+                "-o",
+                &out,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok();
+        std::thread::sleep(Duration::from_millis(300));
+        Perf(child)
+    }
+}
+
+impl Drop for Perf {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            // SAFETY: signals our own child, by its id.
+            unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Changes at `rate` a second for `minutes`, with a scrape every 15 s as Prometheus would
+/// make: each minute, the CPU used over it and the RSS at its end; then the slope of each.
+fn soak(
+    rt: &tokio::runtime::Runtime,
+    (client, prefix, leases): (&etcd_client::Client, &str, &[i64]),
+    (pid, addr): (u32, &str),
+    minutes: u32,
+    rate: usize,
+) {
+    println!("\n## soak: {rate} changes/s for {minutes} min, a scrape every 15 s\n");
+    println!("| minute | CPU | RSS MiB | scrape bytes |");
+    println!("|---|---|---|---|");
+    let mut samples = Vec::new();
+    for m in 1..=minutes {
+        let (c0, w0) = (procs::cpu(pid), Instant::now());
+        let mut bytes = 0;
+        for _ in 0..4 {
+            rt.block_on(drive::run(client, prefix, leases, rate, 15.0));
+            let (code, body) = http::request(addr, "/metrics", &[]);
+            assert_eq!(code, 200, "soak scrape");
+            bytes = body.len();
+        }
+        let cpu = (procs::cpu(pid) - c0).as_secs_f64() * 100.0 / w0.elapsed().as_secs_f64();
+        let rss = procs::rss_mib(pid);
+        println!("| {m} | {cpu:.2}% | {rss:.1} | {bytes} |");
+        samples.push((f64::from(m), cpu, rss));
+    }
+    let slope = |f: fn(&(f64, f64, f64)) -> f64| {
+        let n = samples.len() as f64;
+        let mx = samples.iter().map(|s| s.0).sum::<f64>() / n;
+        let my = samples.iter().map(f).sum::<f64>() / n;
+        let sxy: f64 = samples.iter().map(|s| (s.0 - mx) * (f(s) - my)).sum();
+        let sxx: f64 = samples.iter().map(|s| (s.0 - mx).powi(2)).sum();
+        sxy / sxx.max(1e-9)
+    };
+    println!(
+        "\nslope over {minutes} min: CPU {:+.3} points/min, RSS {:+.3} MiB/min",
+        slope(|s| s.1),
+        slope(|s| s.2)
+    );
 }
 
 /// Median wall time and mean CPU (by `cpu`) of a scrape, and its size.
-fn scrapes(addr: &str, cpu: impl Fn() -> Duration) -> (f64, f64, usize) {
+fn scrapes(addr: &str, accept: &[&str], cpu: impl Fn() -> Duration) -> (f64, f64, usize) {
     let mut times = Vec::new();
     let mut bytes = 0;
     let c0 = cpu();
     for _ in 0..SCRAPES {
         let t = Instant::now();
-        let (code, body) = http::request(addr, "/metrics", &[]);
+        let (code, body) = http::request(addr, "/metrics", accept);
         assert_eq!(code, 200, "scrape {addr}");
         times.push(t.elapsed().as_secs_f64());
         bytes = body.len();

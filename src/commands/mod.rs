@@ -189,6 +189,10 @@ async fn on_sources(
         Some(Command::Serve(args)) => {
             // SIGHUP: the config file read again, the sources chosen as at the start.
             let (path, flags) = (cli.config.clone(), cli.sources);
+            let mut opts = opts;
+            if cli.history_limit.is_none() {
+                opts.history_limit = opts.history_limit.min(crate::serve::HISTORY);
+            }
             let reload: crate::serve::Reload = Box::new(move || {
                 let config = Config::load(path.as_deref()).map_err(|e| e.to_string())?;
                 Ok(flags.select(&config)?.sources)

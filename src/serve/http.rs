@@ -11,7 +11,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use prometheus_client::registry::Registry;
 use tokio::sync::broadcast;
 
 use super::auth::Auth;
@@ -20,7 +19,7 @@ use super::observer::Observed;
 #[derive(Clone)]
 pub(crate) struct Served {
     pub observed: Arc<RwLock<Observed>>,
-    pub registry: Arc<Registry>,
+    pub metrics: Arc<super::metrics::Metrics>,
     /// Each event as a `watch --json` line, for `/api/v1/events` readers.
     pub events: broadcast::Sender<Arc<str>>,
     pub auth: Arc<Auth>,
@@ -60,7 +59,7 @@ async fn metrics(State(s): State<Served>, headers: HeaderMap) -> Response {
     } else {
         "text/plain; version=0.0.4; charset=utf-8"
     };
-    match super::metrics::encode(&s.registry, openmetrics) {
+    match s.metrics.encode(openmetrics) {
         Ok(text) => ([(header::CONTENT_TYPE, content_type)], text).into_response(),
         Err(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -1,9 +1,11 @@
-//! `/metrics`: what the read model holds, as Prometheus series, made at each scrape by a
-//! `prometheus-client` collector rather than kept in registered metrics: the elections come
-//! and go, and the holder of each lives only on its `_info` series, which a new holder
-//! replaces rather than adds to, so the series stay bounded by the elections.
+//! `/metrics`: what the read model holds, as Prometheus series, made at each scrape rather
+//! than kept in registered metrics: the elections come and go, and the holder of each lives
+//! only on its `_info` series, which a new holder replaces rather than adds to, so the series
+//! stay bounded by the elections. The elections' series are written by [`Series`], which
+//! keeps what `prometheus-client` made for each election; the sources', the hooks' and the
+//! build's by a `prometheus-client` collector.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
 use prometheus_client::collector::Collector;
@@ -14,35 +16,67 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use super::observer::Observed;
-use crate::model::{ConnState, Election};
-use crate::state::alarm::Alarm;
-use crate::state::{Key, SourceView};
+use super::series::{Format, Series, flag};
+use crate::model::ConnState;
+use crate::state::SourceView;
 
 type Labels = Vec<(&'static str, String)>;
 
-/// The registry `/metrics` encodes: electop's collector, with `context` on every series
-/// when a context was chosen, so several observers scraped by one Prometheus stay apart.
-pub(crate) fn registry(
+/// What `/metrics` encodes: the elections' series, then the registry's, with `context` on
+/// every series when a context was chosen, so several observers scraped by one Prometheus
+/// stay apart.
+pub(crate) struct Metrics {
     observed: Arc<RwLock<Observed>>,
-    hooks: HookCounts,
-    context: Option<String>,
-) -> Registry {
-    let labels = context.map(|c| (std::borrow::Cow::Borrowed("context"), c.into()));
-    let mut r = Registry::with_labels(labels.into_iter());
-    r.register_collector(Box::new(Electop { observed, hooks }));
-    r
+    registry: Registry,
+    /// Scrapes take turns: each brings the kept labels up to date.
+    series: Mutex<Series>,
 }
 
-/// Writes the registry in the format asked for: OpenMetrics when the scraper accepts it
-/// (Prometheus does), else the classic text format (`promtool check metrics`, curl).
-pub(crate) fn encode(registry: &Registry, openmetrics: bool) -> Result<String, std::fmt::Error> {
-    let mut out = String::with_capacity(64 * 1024);
-    if openmetrics {
-        prometheus_client::encoding::text::encode(&mut out, registry)?;
-    } else {
-        prometheus_client::encoding::prometheus_text::encode(&mut out, registry)?;
+impl Metrics {
+    pub(crate) fn new(
+        observed: Arc<RwLock<Observed>>,
+        hooks: HookCounts,
+        context: Option<String>,
+    ) -> Metrics {
+        let labels = context
+            .clone()
+            .map(|c| (std::borrow::Cow::Borrowed("context"), c.into()));
+        let mut registry = Registry::with_labels(labels.into_iter());
+        registry.register_collector(Box::new(Electop {
+            observed: Arc::clone(&observed),
+            hooks,
+        }));
+        Metrics {
+            observed,
+            registry,
+            series: Mutex::new(Series::new(context)),
+        }
     }
-    Ok(out)
+
+    /// Writes every series in the format asked for: OpenMetrics when the scraper accepts it
+    /// (Prometheus does), else the classic text format (`promtool check metrics`, curl).
+    pub(crate) fn encode(&self, openmetrics: bool) -> Result<String, std::fmt::Error> {
+        let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = String::with_capacity(series.last_len + 64 * 1024);
+        let format = if openmetrics {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        };
+        {
+            let o = self.observed.read().unwrap_or_else(|p| p.into_inner());
+            series.write(&o, format, &mut out);
+        }
+        // The collector takes the read lock again: not while this one is held, which a
+        // waiting writer would deadlock.
+        if openmetrics {
+            prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        } else {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
+        }
+        series.last_len = out.len();
+        Ok(out)
+    }
 }
 
 /// The change hooks' runs as `(hook, outcome, count)`, read at each scrape.
@@ -61,9 +95,10 @@ impl std::fmt::Debug for Electop {
 
 impl Collector for Electop {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let o = self.observed.read().unwrap_or_else(|p| p.into_inner());
-        elections(&o, &mut enc)?;
-        sources(&o, &mut enc)?;
+        {
+            let o = self.observed.read().unwrap_or_else(|p| p.into_inner());
+            sources(&o, &mut enc)?;
+        }
         let mut m = enc.encode_descriptor(
             "electop_hook_runs",
             "Change hooks run, by hook and outcome (ok, failed, timeout, dropped).",
@@ -84,143 +119,6 @@ impl Collector for Electop {
         let mut m = m;
         ConstGauge::new(1i64).encode(m.encode_family(&version)?)
     }
-}
-
-/// A per-election gauge: its name, help, and value (none: no sample).
-type PerElection = (
-    &'static str,
-    &'static str,
-    fn(&Observed, &Key, &Election) -> Option<f64>,
-);
-
-const ELECTION_GAUGES: &[PerElection] = &[
-    (
-        "electop_election_has_leader",
-        "Whether the election has a leader (1) or not (0).",
-        |_, _, e| Some(flag(e.leader.is_some())),
-    ),
-    (
-        "electop_election_leader_ttl_seconds",
-        "Time left on the leader's lease or term.",
-        |o, k, e| {
-            let d = e.leader.as_ref()?.ttl?;
-            Some(d.remaining_ms_at(o.model.as_of(k.0)) as f64 / 1000.0)
-        },
-    ),
-    (
-        "electop_election_leader_term_seconds",
-        "The lease or term the leader was granted.",
-        |_, _, e| Some(e.leader.as_ref()?.ttl?.granted_ms as f64 / 1000.0),
-    ),
-    (
-        "electop_election_last_change_age_seconds",
-        "Seconds since the last leader change seen live.",
-        |o, k, _| {
-            let at = o.tallies.get(k)?.last_change?;
-            Some(o.model.now.saturating_duration_since(at).as_secs_f64())
-        },
-    ),
-    (
-        "electop_election_leaderless_current_seconds",
-        "How long the election has been without a leader now (0 while led).",
-        |o, k, _| Some(o.leaderless_now(k).as_secs_f64()),
-    ),
-    (
-        "electop_election_candidates_waiting",
-        "Candidates in line behind the leader.",
-        |_, _, e| e.waiting().map(|n| n as f64),
-    ),
-    (
-        "electop_election_deposed_holders",
-        "Holders removed by someone else whose lease or session lives on: they may still believe they lead.",
-        |_, _, e| Some(flag(e.deposed.is_some())),
-    ),
-    (
-        "electop_election_zombie",
-        "A key that never expires (no lease) blocks the election.",
-        |_, _, e| Some(flag(e.has_zombie())),
-    ),
-    (
-        "electop_election_flapping",
-        "The leader changes more often than the configured threshold.",
-        |o, k, _| {
-            Some(flag(
-                o.model
-                    .alarms(k)
-                    .is_some_and(|(a, _)| a.has(Alarm::Flapping)),
-            ))
-        },
-    ),
-];
-
-fn flag(b: bool) -> f64 {
-    f64::from(u8::from(b))
-}
-
-/// Every election's series: the gauges above, the holder's `_info`, and the counters.
-fn elections(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    let model = &o.model;
-    let rows: Vec<(Labels, &Key, &Election)> = model
-        .elections
-        .iter()
-        .map(|(key, e)| {
-            let source = model.sources.get(key.0).map(|s| s.info.short.clone());
-            let labels = vec![
-                ("source", source.unwrap_or_default()),
-                ("election", e.name.clone()),
-                ("scheme", e.scheme.as_str().to_string()),
-            ];
-            (labels, key, e)
-        })
-        .collect();
-    for (name, help, value) in ELECTION_GAUGES {
-        let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        for (labels, key, e) in &rows {
-            if let Some(v) = value(o, key, e) {
-                ConstGauge::new(v).encode(m.encode_family(labels)?)?;
-            }
-        }
-    }
-    let mut m = enc.encode_descriptor(
-        "electop_election_leader_info",
-        "The leader's id as the store holds it (1 while it leads; replaced when it changes).",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (labels, _, e) in &rows {
-        if let Some(l) = &e.leader {
-            let with_holder = with(labels, "holder", &l.id);
-            ConstGauge::new(1i64).encode(m.encode_family(&with_holder)?)?;
-        }
-    }
-    let mut m = enc.encode_descriptor(
-        "electop_election_leader_changes",
-        "Leader changes seen live since electop started, by cause.",
-        None,
-        MetricType::Counter,
-    )?;
-    for (labels, key, _) in &rows {
-        for (cause, n) in o
-            .tallies
-            .get(*key)
-            .map(|t| &t.changes)
-            .into_iter()
-            .flatten()
-        {
-            ConstCounter::new(*n).encode(m.encode_family(&with(labels, "cause", cause))?)?;
-        }
-    }
-    let mut m = enc.encode_descriptor(
-        "electop_election_leaderless_seconds",
-        "All the time seen without a leader since electop started.",
-        None,
-        MetricType::Counter,
-    )?;
-    for (labels, key, _) in &rows {
-        let total = o.tallies.get(*key).map_or(0.0, |t| t.leaderless_s);
-        ConstCounter::new(total).encode(m.encode_family(labels)?)?;
-    }
-    Ok(())
 }
 
 fn with(labels: &Labels, name: &'static str, value: &str) -> Labels {

@@ -189,6 +189,7 @@ pub(super) async fn pump(
     let mut beat: Option<Beat> = None;
     let mut live = Liveness::default();
     let mut reader = leases::Reader::spawn(link.client.clone());
+    let mut quiet = leases::Quiet::default();
     // A one-key read: cheap whatever the prefix holds (an empty key is not a valid read).
     let beat_key = match backend.cfg.prefix.as_bytes() {
         [] => b"\0".to_vec(),
@@ -208,9 +209,13 @@ pub(super) async fn pump(
             cmd = io.commands.recv() => on_command(backend, state, io, cmd).await?,
             _ = lease_tick.tick() => {
                 if let Some(f) = state.followed.as_ref() {
-                    let wanted = wanted_leases(backend, &f.tracker, &state.visible);
-                    let eager = !backend.opts.all_leases;
-                    reader.offer(leases::due(&f.tracker, wanted, Instant::now(), eager));
+                    let (eager, now) = (!backend.opts.all_leases, Instant::now());
+                    if eager || !quiet.holds(&f.tracker, now) {
+                        let wanted = wanted_leases(backend, &f.tracker, &state.visible);
+                        let due = leases::due(&f.tracker, wanted, now, eager);
+                        quiet.scanned(&f.tracker, !due.is_empty());
+                        reader.offer(due);
+                    }
                 }
             }
             Some(batch) = reader.answers.recv() => {

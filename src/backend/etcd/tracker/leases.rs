@@ -53,6 +53,28 @@ impl Tracker {
         self.deposed.contains(&lease)
     }
 
+    /// See `lease_epoch`: the same number, nothing but the clock can have made a lease due.
+    pub fn lease_epoch(&self) -> u64 {
+        self.lease_epoch
+    }
+
+    /// Some deposed leader's lease is read eagerly (every few hundred ms).
+    pub fn any_deposed(&self) -> bool {
+        !self.deposed.is_empty()
+    }
+
+    /// The first instant a lease read so far counts down to within `closing_ms` of its end
+    /// (and is at least `min_age_ms` old): none when none was read.
+    pub fn next_closing(&self, closing_ms: i64, min_age_ms: i64) -> Option<Instant> {
+        self.ttls
+            .values()
+            .map(|d| {
+                let wait = (d.remaining_ms - closing_ms).max(min_age_ms).max(0);
+                d.read_at + std::time::Duration::from_millis(wait as u64)
+            })
+            .min()
+    }
+
     /// When `lease` was last read, if ever.
     pub fn ttl(&self, lease: i64) -> Option<Deadline> {
         self.ttls.get(&lease).copied()
@@ -112,6 +134,7 @@ impl Tracker {
         reading: Option<(i64, i64)>,
         now: Instant,
     ) -> bool {
+        self.lease_epoch += 1;
         match reading {
             Some((ttl, granted)) if ttl >= 0 => {
                 let prev = self.ttls.get(&lease).copied();

@@ -78,6 +78,9 @@ pub struct Tracker {
     by_name: Fast<String, Vec<Vec<u8>>>,
     /// Leases of deposed leaders: read eagerly, since their end ends an alarm.
     deposed: std::collections::HashSet<i64>,
+    /// Moves when a lease may have become due for a read other than by the clock (a lease
+    /// never read appeared, a reading came): see `leases::Quiet`.
+    lease_epoch: u64,
     /// Last revision applied to the mirror.
     pub revision: i64,
     /// Elections our own admin actions are changing.
@@ -104,6 +107,7 @@ impl Tracker {
             leases_of: Fast::default(),
             by_name: Fast::default(),
             deposed: Default::default(),
+            lease_epoch: 0,
             revision: 0,
             forced: Default::default(),
         }
@@ -312,6 +316,9 @@ impl Tracker {
         leases.dedup();
         for l in &leases {
             self.by_lease.entry(*l).or_default().insert(id.to_vec());
+            if !self.ttls.contains_key(l) {
+                self.lease_epoch += 1;
+            }
         }
         if !leases.is_empty() {
             self.leases_of.insert(id.to_vec(), leases);

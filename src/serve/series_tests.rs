@@ -1,0 +1,301 @@
+use std::time::{Duration, Instant, SystemTime};
+
+use prometheus_client::metrics::counter::ConstCounter;
+
+use super::*;
+use crate::model::{Candidate, ConnState, Deadline, Scheme, SourceEvent, SourceInfo};
+use crate::serve::observer::Tally;
+use crate::state::ReadModel;
+
+fn observed() -> Observed {
+    let now = Instant::now();
+    let mut o = Observed::new(ReadModel::new(
+        vec![SourceInfo::test_etcd()],
+        now,
+        SystemTime::now(),
+    ));
+    o.apply(SourceEvent::Conn {
+        source: 0,
+        state: ConnState::Connected,
+    });
+    o
+}
+
+fn led(name: &str, holder: &str, scheme: Scheme) -> Election {
+    let mut e = Election::new(0, name.into(), scheme);
+    let mut c = Candidate::plain(holder, &format!("/e/{name}"));
+    c.lease = Some(7);
+    c.ttl = Some(Deadline {
+        granted_ms: 10_000,
+        remaining_ms: 6_500,
+        read_at: Instant::now(),
+    });
+    e.candidates = vec![c.clone()];
+    e.leader = Some(c);
+    e
+}
+
+fn set(o: &mut Observed, elections: Vec<Election>) {
+    o.apply(SourceEvent::Elections {
+        source: 0,
+        elections,
+    });
+}
+
+/// Leaders, one without, a holder whose id needs escaping, a zombie key, one flapping,
+/// counts by cause and time without a leader.
+fn varied() -> Observed {
+    let mut o = observed();
+    let mut flappy = led("flappy", "node-f", Scheme::EtcdLeaseKey);
+    for _ in 0..6 {
+        flappy.history.push_back(crate::model::HistoryEntry {
+            at: Some(o.model.wall),
+            revision: None,
+            from: Some("a".into()),
+            to: Some("b".into()),
+            cause: crate::model::Cause::TakenOver,
+            by: None,
+        });
+    }
+    let mut zombie = led("lock", "old-node", Scheme::EtcdLeaseKey);
+    for c in zombie.candidates.iter_mut().chain(zombie.leader.as_mut()) {
+        c.lease = Some(0);
+    }
+    let mut waiting = led("jobs", "node-a", Scheme::EtcdElection);
+    waiting
+        .candidates
+        .push(Candidate::plain("node-b", "/e/jobs/2"));
+    set(
+        &mut o,
+        vec![
+            waiting,
+            led("web", "say \"hi\"\\ now\nand then", Scheme::EtcdLeaseKey),
+            Election::new(0, "idle\"one".into(), Scheme::EtcdElection),
+            zombie,
+            flappy,
+        ],
+    );
+    o.model.settle();
+    assert_eq!(o.model.alarm_counts()[Alarm::Flapping as usize], 1);
+    let mut t = Tally::default();
+    t.changes.insert("lease_expired", 3);
+    t.changes.insert("elected", 1);
+    t.leaderless_s = 2.5;
+    t.last_change = Some(o.model.now);
+    o.tallies.insert((0, "jobs".into()), t);
+    o
+}
+
+fn write(s: &mut Series, o: &Observed, format: Format) -> String {
+    let mut out = String::new();
+    s.write(o, format, &mut out);
+    out
+}
+
+/// What a scrape works an election's numbers out from, looked up plainly.
+fn row<'a>(o: &'a Observed, key: &Key, e: &'a Election) -> Row<'a> {
+    Row {
+        e,
+        tally: o.tallies.get(key),
+        flapping: o
+            .model
+            .alarms(key)
+            .is_some_and(|(a, _)| a.has(Alarm::Flapping)),
+        as_of: o.model.as_of(key.0),
+        now: o.model.now,
+    }
+}
+
+/// The election series as `prometheus-client`'s own collector writes them: what electop
+/// wrote before it kept labels.
+struct Reference(&'static Observed);
+
+impl std::fmt::Debug for Reference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reference")
+    }
+}
+
+impl Collector for Reference {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let o = self.0;
+        let labels = |key: &Key, e: &Election| -> Vec<(&'static str, String)> {
+            vec![
+                ("source", o.model.sources[key.0].info.short.clone()),
+                ("election", e.name.clone()),
+                ("scheme", e.scheme.as_str().to_string()),
+            ]
+        };
+        let with = |mut l: Vec<(&'static str, String)>, k: &'static str, v: &str| {
+            l.push((k, v.to_string()));
+            l
+        };
+        for (name, help, value) in ELECTION_GAUGES {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (key, e) in &o.model.elections {
+                if let Some(v) = value(&row(o, key, e)) {
+                    ConstGauge::new(v).encode(m.encode_family(&labels(key, e))?)?;
+                }
+            }
+        }
+        let mut m = enc.encode_descriptor(INFO.0, INFO.1, None, MetricType::Gauge)?;
+        for (key, e) in &o.model.elections {
+            if let Some(l) = &e.leader {
+                let l = with(labels(key, e), "holder", &l.id);
+                ConstGauge::new(1i64).encode(m.encode_family(&l)?)?;
+            }
+        }
+        let mut m = enc.encode_descriptor(CHANGES.0, CHANGES.1, None, MetricType::Counter)?;
+        for (key, e) in &o.model.elections {
+            for (cause, n) in o.tallies.get(key).map(|t| &t.changes).into_iter().flatten() {
+                let l = with(labels(key, e), "cause", cause);
+                ConstCounter::new(*n).encode(m.encode_family(&l)?)?;
+            }
+        }
+        let mut m = enc.encode_descriptor(LEADERLESS.0, LEADERLESS.1, None, MetricType::Counter)?;
+        for (key, e) in &o.model.elections {
+            let total = o.tallies.get(key).map_or(0.0, |t| t.leaderless_s);
+            ConstCounter::new(total).encode(m.encode_family(&labels(key, e))?)?;
+        }
+        Ok(())
+    }
+}
+
+fn reference(o: &Observed, context: Option<&str>, format: Format) -> String {
+    // The collector must be 'static to register: the model is cloned into a leaked box,
+    // which a test can afford.
+    let o: &'static Observed = Box::leak(Box::new(o.clone()));
+    let labels = context.map(|c| (Cow::Borrowed("context"), Cow::Owned(c.to_string())));
+    let mut r = Registry::with_labels(labels.into_iter());
+    r.register_collector(Box::new(Reference(o)));
+    let mut out = String::new();
+    match format {
+        Format::Text => prometheus_client::encoding::prometheus_text::encode(&mut out, &r),
+        Format::OpenMetrics => prometheus_client::encoding::text::encode_registry(&mut out, &r),
+    }
+    .expect("encode");
+    out
+}
+
+#[test]
+fn kept_labels_write_what_prometheus_client_writes_in_both_formats() {
+    let o = varied();
+    let text = write(&mut Series::new(None), &o, Format::Text);
+    let alarms: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("electop_election_zombie"))
+        .collect();
+    assert_eq!(
+        alarms,
+        [
+            "electop_election_zombie{source=\"etcd1\",election=\"lock\",scheme=\"etcd-lease-key\"} 1.0"
+        ],
+        "an alarm only where raised"
+    );
+    let flapping = "electop_election_flapping{source=\"etcd1\",election=\"flappy\",scheme=\"etcd-lease-key\"} 1.0\n";
+    assert!(text.contains(flapping), "{text}");
+    for context in [None, Some("prod \"eu\"")] {
+        let mut s = Series::new(context.map(String::from));
+        for format in [Format::Text, Format::OpenMetrics] {
+            let ours = write(&mut s, &o, format);
+            assert_eq!(
+                ours,
+                reference(&o, context, format),
+                "{format:?} {context:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn only_new_elections_have_their_labels_made() {
+    let mut o = varied();
+    let mut s = Series::new(None);
+    write(&mut s, &o, Format::Text);
+    assert_eq!(s.made, 5);
+    // A change to an election already known (its ttl, its line) makes nothing again.
+    let mut jobs = led("jobs", "node-a", Scheme::EtcdElection);
+    jobs.candidates.clear();
+    set(&mut o, vec![jobs]);
+    let holders = s.holders_made;
+    let text = write(&mut s, &o, Format::Text);
+    assert_eq!(s.made, 5, "unchanged labels kept");
+    assert_eq!(
+        s.holders_made, holders,
+        "the same holder: its _info labels kept"
+    );
+    let waiting = "electop_election_candidates_waiting{source=\"etcd1\",election=\"jobs\",scheme=\"etcd-election\"}";
+    assert!(
+        text.contains(&format!("{waiting} 0.0\n")),
+        "the new count:\n{text}"
+    );
+    set(&mut o, vec![led("new", "node-z", Scheme::EtcdElection)]);
+    let text = write(&mut s, &o, Format::OpenMetrics);
+    assert_eq!(s.made, 6, "one new election, one label set made");
+    assert_eq!(text, reference(&o, None, Format::OpenMetrics));
+}
+
+#[test]
+fn a_new_holder_replaces_the_info_series() {
+    let mut o = varied();
+    let mut s = Series::new(None);
+    let before = write(&mut s, &o, Format::Text);
+    let info = |text: &str, holder: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("electop_election_leader_info{"))
+            .filter(|l| l.contains("election=\"jobs\""))
+            .filter(|l| l.contains(&format!("holder=\"{holder}\"")))
+            .count()
+    };
+    assert_eq!(info(&before, "node-a"), 1);
+    set(&mut o, vec![led("jobs", "node-b", Scheme::EtcdElection)]);
+    let holders = s.holders_made;
+    let after = write(&mut s, &o, Format::Text);
+    assert_eq!(
+        s.holders_made,
+        holders + 1,
+        "one election's _info labels made again"
+    );
+    assert_eq!(info(&after, "node-a"), 0, "the old holder's series is gone");
+    assert_eq!(info(&after, "node-b"), 1);
+    let jobs_infos = after
+        .lines()
+        .filter(|l| l.starts_with("electop_election_leader_info{") && l.contains("\"jobs\""))
+        .count();
+    assert_eq!(jobs_infos, 1, "one _info series per election:\n{after}");
+    assert_eq!(after, reference(&o, None, Format::Text));
+}
+
+#[test]
+fn an_election_gone_from_the_model_loses_its_lines_and_labels() {
+    let mut o = varied();
+    let mut s = Series::new(None);
+    assert!(write(&mut s, &o, Format::Text).contains("election=\"web\""));
+    o.model.elections.remove(&(0, "web".to_string()));
+    let text = write(&mut s, &o, Format::Text);
+    assert!(!text.contains("election=\"web\""), "{text}");
+    assert_eq!(s.labels.len(), 4, "its labels forgotten");
+    assert_eq!(text, reference(&o, None, Format::Text));
+}
+
+#[test]
+fn numbers_move_with_the_clock_without_new_labels() {
+    let mut o = varied();
+    let mut s = Series::new(None);
+    let ttl = |text: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("electop_election_leader_ttl_seconds{") && l.contains("web"))
+            .expect("a ttl line");
+        line.rsplit_once(' ')
+            .expect("a value")
+            .1
+            .parse()
+            .expect("a number")
+    };
+    let first = ttl(&write(&mut s, &o, Format::Text));
+    o.model.now += Duration::from_secs(2);
+    let later = ttl(&write(&mut s, &o, Format::Text));
+    assert!(first - later > 1.9, "{first} then {later}");
+    assert_eq!(s.made, 5);
+}
