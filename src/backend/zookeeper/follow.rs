@@ -32,7 +32,10 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
     let probing = cancel.child_token();
     let _stop_probe = probing.clone().drop_guard();
     if b.info.clustered {
+        // A bad TLS setting is said by the connection; the probe then asks in plain text.
+        let tls = super::tls::client_config(&b.cfg).ok().flatten();
         tokio::spawn(super::members::probe(
+            tls,
             b.cfg.endpoints.clone(),
             b.info.id,
             b.info.name.clone(),
@@ -159,23 +162,20 @@ impl Follow {
 
     async fn dial(&self) -> Result<Client, ZkError> {
         let wait = self.b.opts.request_timeout;
-        let connector = inputs::connector(&self.b.cfg)?
-            .with_session_timeout(SESSION_TIMEOUT)
-            .with_connection_timeout(wait)
-            .with_fail_eagerly();
-        let connect = tokio::time::timeout(wait, connector.connect(&self.connect));
+        let dialer = super::dial::dialer(&self.b.cfg)?.timeouts(SESSION_TIMEOUT, wait);
+        let connect = tokio::time::timeout(wait, dialer.connect(&self.connect));
         // No handshake soon: a server of another kind says what it is when asked its way.
         let result = tokio::select! {
             r = connect => r,
             not_zk = inputs::not_zookeeper(&self.b.cfg.endpoints) => return Err(not_zk),
         };
         match result {
-            Err(_) => Err(self.timeout()),
+            Err(_) => Err(super::dial::failed(&self.b.cfg, None, wait).await),
             Ok(Ok(c)) => {
                 info!(source = %self.b.info.name, session = %format!("0x{:x}", c.session_id().0), "zookeeper connected");
                 Ok(c)
             }
-            Ok(Err(e)) => Err(self.client_err(e, "/")),
+            Ok(Err(e)) => Err(super::dial::failed(&self.b.cfg, Some(e), wait).await),
         }
     }
 

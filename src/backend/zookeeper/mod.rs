@@ -3,6 +3,7 @@
 
 mod admin;
 mod deposed;
+pub(crate) mod dial;
 mod error;
 mod follow;
 mod inputs;
@@ -14,6 +15,7 @@ mod read;
 mod sessions;
 pub(crate) mod single;
 mod store;
+mod tls;
 pub(crate) mod tracker;
 
 pub use store::Zookeeper;

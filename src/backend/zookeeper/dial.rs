@@ -1,0 +1,75 @@
+//! Every ZooKeeper session electop opens (the follow task, an admin action, `electop node`
+//! and the demo's) is built here from the source: its digest credentials and its TLS
+//! settings, so no dialer can forget one.
+
+use std::time::Duration;
+
+use zookeeper_client::{Client, Connector};
+
+use super::error::ZkError;
+use crate::config::ZkSource;
+
+/// A connector carrying the source's credentials and TLS options, read now (at each
+/// connect, so a rotated file is picked up); they go nowhere else.
+pub(crate) struct Dialer {
+    connector: Connector,
+    tls: bool,
+}
+
+pub(crate) fn dialer(cfg: &ZkSource) -> Result<Dialer, ZkError> {
+    let mut connector = Client::connector();
+    if let Some(creds) = cfg.digest().map_err(ZkError::Credentials)? {
+        connector = connector.with_auth("digest", &creds);
+    }
+    let tls = super::tls::options(cfg)?;
+    let secure = tls.is_some();
+    if let Some(o) = tls {
+        connector = connector.with_tls(o);
+    }
+    Ok(Dialer {
+        connector,
+        tls: secure,
+    })
+}
+
+impl Dialer {
+    /// The session's timeouts; `fail_eagerly`: one round of the members, not round and round.
+    pub(crate) fn timeouts(mut self, session: Duration, connection: Duration) -> Self {
+        self.connector = self
+            .connector
+            .with_session_timeout(session)
+            .with_connection_timeout(connection)
+            .with_fail_eagerly();
+        self
+    }
+
+    /// Connects to `at` (the source's connect string), in TLS when the source has TLS
+    /// settings.
+    pub(crate) async fn connect(self, at: &str) -> Result<Client, zookeeper_client::Error> {
+        if self.tls {
+            self.connector.secure_connect(at).await
+        } else {
+            self.connector.connect(at).await
+        }
+    }
+}
+
+/// A failed connect to `cfg`'s members as a [`ZkError`]: the client's error, or, where that
+/// only says no member answered, what electop's own handshake found (an untrusted
+/// certificate, a plain port given TLS, a TLS port given none).
+pub(crate) async fn failed(
+    cfg: &ZkSource,
+    e: Option<zookeeper_client::Error>,
+    wait: Duration,
+) -> ZkError {
+    use zookeeper_client::Error as E;
+    let at = cfg.connect_string();
+    let unclear = matches!(&e, None | Some(E::NoHosts | E::Timeout | E::ConnectionLoss));
+    if unclear && let Some(why) = super::tls::diagnose(cfg, wait).await {
+        return why;
+    }
+    match e {
+        None => ZkError::Timeout(at, wait),
+        Some(e) => ZkError::from_client(e, &at, "/", wait),
+    }
+}
