@@ -101,11 +101,7 @@ pub(crate) async fn execute(cfg: &ZkSource, req: &AdminRequest, timeout: Duratio
 /// member answers, rather than trying the members round and round.
 async fn dial(cfg: &ZkSource, timeout: Duration) -> Result<Client, ZkError> {
     let dialer = super::dial::dialer(cfg)?.timeouts(SESSION, timeout);
-    match tokio::time::timeout(timeout, dialer.connect(&cfg.connect_string())).await {
-        Err(_) => Err(super::dial::failed(cfg, None, timeout).await),
-        Ok(Ok(c)) => Ok(c),
-        Ok(Err(e)) => Err(super::dial::failed(cfg, Some(e), timeout).await),
-    }
+    dialer.connect(cfg, timeout).await
 }
 
 async fn bounded<T>(

@@ -43,25 +43,44 @@ impl Dialer {
         self
     }
 
-    /// Connects to `at` (the source's connect string), in TLS when the source has TLS
-    /// settings.
-    pub(crate) async fn connect(self, at: &str) -> Result<Client, zookeeper_client::Error> {
-        if self.tls {
-            self.connector.secure_connect(at).await
-        } else {
-            self.connector.connect(at).await
+    /// Connects to the source's members within `wait`, in TLS when the source has TLS
+    /// settings. A connect not done in a moment is looked into by a handshake of electop's
+    /// own, so a TLS mistake is said at once: the client would retry it until `wait`.
+    pub(crate) async fn connect(self, cfg: &ZkSource, wait: Duration) -> Result<Client, ZkError> {
+        let at = cfg.connect_string();
+        let connect = async {
+            if self.tls {
+                self.connector.secure_connect(&at).await
+            } else {
+                self.connector.connect(&at).await
+            }
+        };
+        let found = async {
+            tokio::time::sleep(LOOK_AFTER).await;
+            match super::tls::diagnose(cfg, wait).await {
+                Some(e) => e,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = tokio::time::timeout(wait, connect) => match r {
+                Ok(Ok(c)) => Ok(c),
+                Ok(Err(e)) => Err(failed(cfg, Some(e), wait).await),
+                Err(_) => Err(failed(cfg, None, wait).await),
+            },
+            e = found => Err(e),
         }
     }
 }
 
+/// How long a connect may take before electop looks into why: a session is usually there
+/// in a few milliseconds.
+const LOOK_AFTER: Duration = Duration::from_millis(300);
+
 /// A failed connect to `cfg`'s members as a [`ZkError`]: the client's error, or, where that
 /// only says no member answered, what electop's own handshake found (an untrusted
 /// certificate, a plain port given TLS, a TLS port given none).
-pub(crate) async fn failed(
-    cfg: &ZkSource,
-    e: Option<zookeeper_client::Error>,
-    wait: Duration,
-) -> ZkError {
+async fn failed(cfg: &ZkSource, e: Option<zookeeper_client::Error>, wait: Duration) -> ZkError {
     use zookeeper_client::Error as E;
     let at = cfg.connect_string();
     let unclear = matches!(&e, None | Some(E::NoHosts | E::Timeout | E::ConnectionLoss));

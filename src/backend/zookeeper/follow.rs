@@ -82,11 +82,11 @@ struct Follow {
 impl Follow {
     async fn drive(&mut self) {
         loop {
-            let error = match self.session().await {
-                Err(Stop::Failed(e)) => e.to_string(),
+            let (error, lasting) = match self.session().await {
+                // A TLS mistake stays until the settings change: `status` need not wait.
+                Err(Stop::Failed(e)) => (e.to_string(), matches!(e, ZkError::Tls(_))),
                 Ok(()) | Err(Stop::Closed) => return,
             };
-            let lasting = false;
             if !down_and_wait(
                 &self.io,
                 &self.b.info,
@@ -163,20 +163,13 @@ impl Follow {
     async fn dial(&self) -> Result<Client, ZkError> {
         let wait = self.b.opts.request_timeout;
         let dialer = super::dial::dialer(&self.b.cfg)?.timeouts(SESSION_TIMEOUT, wait);
-        let connect = tokio::time::timeout(wait, dialer.connect(&self.connect));
         // No handshake soon: a server of another kind says what it is when asked its way.
-        let result = tokio::select! {
-            r = connect => r,
+        let client = tokio::select! {
+            r = dialer.connect(&self.b.cfg, wait) => r?,
             not_zk = inputs::not_zookeeper(&self.b.cfg.endpoints) => return Err(not_zk),
         };
-        match result {
-            Err(_) => Err(super::dial::failed(&self.b.cfg, None, wait).await),
-            Ok(Ok(c)) => {
-                info!(source = %self.b.info.name, session = %format!("0x{:x}", c.session_id().0), "zookeeper connected");
-                Ok(c)
-            }
-            Ok(Err(e)) => Err(super::dial::failed(&self.b.cfg, Some(e), wait).await),
-        }
+        info!(source = %self.b.info.name, session = %format!("0x{:x}", client.session_id().0), "zookeeper connected");
+        Ok(client)
     }
 
     fn timeout(&self) -> ZkError {

@@ -112,12 +112,10 @@ async fn connect(cfg: &ZkSource, t: Timing) -> Result<Client> {
     let limit = t.call_limit();
     let at = cfg.connect_string();
     let dialer = super::dial::dialer(cfg)?.timeouts(t.ttl, limit);
-    match tokio::time::timeout(limit, dialer.connect(&at)).await {
-        Ok(Ok(c)) => Ok::<_, anyhow::Error>(c),
-        Ok(Err(e)) => Err(super::dial::failed(cfg, Some(e), limit).await.into()),
-        Err(_) => Err(super::dial::failed(cfg, None, limit).await.into()),
-    }
-    .with_context(|| format!("connecting to ZooKeeper at {at}"))
+    dialer
+        .connect(cfg, limit)
+        .await
+        .with_context(|| format!("connecting to ZooKeeper at {at}"))
 }
 
 /// How one session ended.
