@@ -57,7 +57,7 @@ impl Dialer {
         };
         let found = async {
             tokio::time::sleep(LOOK_AFTER).await;
-            match super::tls::diagnose(cfg, wait).await {
+            match super::tls::diagnose(cfg, LOOK_LIMIT.min(wait)).await {
                 Some(e) => e,
                 None => std::future::pending().await,
             }
@@ -76,6 +76,9 @@ impl Dialer {
 /// How long a connect may take before electop looks into why: a session is usually there
 /// in a few milliseconds.
 const LOOK_AFTER: Duration = Duration::from_millis(300);
+/// How long that look may take: a member that does not answer it (frozen, overloaded) is
+/// not TLS's doing, and the error must not wait on it.
+const LOOK_LIMIT: Duration = Duration::from_secs(1);
 
 /// A failed connect to `cfg`'s members as a [`ZkError`]: the client's error, or, where that
 /// only says no member answered, what electop's own handshake found (an untrusted
@@ -84,7 +87,10 @@ async fn failed(cfg: &ZkSource, e: Option<zookeeper_client::Error>, wait: Durati
     use zookeeper_client::Error as E;
     let at = cfg.connect_string();
     let unclear = matches!(&e, None | Some(E::NoHosts | E::Timeout | E::ConnectionLoss));
-    if unclear && let Some(why) = super::tls::diagnose(cfg, wait).await {
+    let limit = LOOK_LIMIT.min(wait);
+    if unclear
+        && let Ok(Some(why)) = tokio::time::timeout(limit, super::tls::diagnose(cfg, limit)).await
+    {
         return why;
     }
     match e {

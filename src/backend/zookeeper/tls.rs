@@ -130,18 +130,17 @@ async fn tls_fails(
     let err = match tokio::time::timeout(within, hs).await {
         Ok(Ok(_)) => return None,
         Ok(Err(e)) => e,
-        Err(_) => {
-            return Some(format!(
-                "ZooKeeper at {ep} did not answer the TLS handshake within {within:?}: is it the \
-                 secureClientPort?"
-            ));
-        }
+        // A frozen or overloaded member: not TLS's doing, and not lasting.
+        Err(_) => return None,
     };
     let tls = err
         .get_ref()
         .and_then(|i| i.downcast_ref::<rustls::Error>());
     Some(match tls {
         Some(e) => describe(cfg, e, ep, host),
+        // A reset or the like may be a member restarting; closed at the hello is a plain
+        // port (ZooKeeper reads the hello as a length far too large and hangs up).
+        None if err.kind() != std::io::ErrorKind::UnexpectedEof => return None,
         None => format!(
             "ZooKeeper at {ep} did not speak TLS: it closed the connection at the TLS handshake \
              ({err}). Is {ep} ZooKeeper's plain clientPort? With --zk-cacert give its \
