@@ -1,7 +1,8 @@
 //! electop against a real ZooKeeper serving a `secureClientPort` (Netty, PEM stores, client
 //! certificates required), with certificates made in the test. One server for the binary:
 //! its plain `clientPort` is where the test's own client writes kazoo-style candidates, and
-//! electop reads them over TLS. Each way TLS can go wrong is said in words, and nothing a
+//! electop reads them over TLS, re-elects over TLS (an admin action's own session) and takes
+//! part over TLS (`electop node`). Each way TLS can go wrong is said in words, and nothing a
 //! key file holds reaches the output.
 
 mod common;
@@ -131,6 +132,40 @@ fn status_reads_over_tls_and_every_tls_mistake_is_said_in_words() {
     let member = &s["sources"][0]["members"][0];
     assert_eq!(member["mode"], "standalone", "srvr over TLS: {member:#}");
     assert_eq!(member["up"], true, "{member:#}");
+
+    // An admin action dials its own session with the same settings: the leader's node
+    // goes in one multi over TLS, and node-b leads.
+    let out = command(home.path())
+        .args(&good)
+        .args([
+            "reelect",
+            "jobs",
+            "--expect-leader",
+            "node-a",
+            "--yes",
+            "--timeout",
+            "10s",
+        ])
+        .output()
+        .expect("run electop reelect");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.contains("leader now node-b"),
+        "reelect over TLS: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // `electop node` takes part over TLS: it joins a line of its own and leads it.
+    let stderr = home.path().join("node.stderr");
+    let mut cmd = command(home.path());
+    cmd.args(&good)
+        .args(["node", "--election", "tls-node", "--id", "n1", "--json"])
+        .args(["--ttl", "2s"]);
+    let mut node = common::node::Node::spawn(&mut cmd, "n1", "tls-node", stderr);
+    node.wait_belief("leader", Some("n1"), T);
+    let s = status_json(home.path(), &strs(&good));
+    assert_eq!(election(&s, "tls-node")["leader"]["id"], "n1", "{s:#}");
+    node.sigkill();
 
     // The wrong CA: the server's certificate is not trusted.
     let wrong_ca = source(&certs, &secure, Some("other-ca.pem"), Some("client"));
