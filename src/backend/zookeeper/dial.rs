@@ -44,18 +44,24 @@ impl Dialer {
     }
 
     /// Connects to the source's members within `wait`, in TLS when the source has TLS
-    /// settings. A connect not done in a moment is looked into by a handshake of electop's
-    /// own, so a TLS mistake is said at once: the client would retry it until `wait`.
+    /// settings. A TLS connect not done in a moment is looked into by a handshake of
+    /// electop's own, so a TLS mistake is said at once: the client retries a failed
+    /// handshake until `wait`.
     pub(crate) async fn connect(self, cfg: &ZkSource, wait: Duration) -> Result<Client, ZkError> {
         let at = cfg.connect_string();
+        let tls = self.tls;
         let connect = async {
-            if self.tls {
+            if tls {
                 self.connector.secure_connect(&at).await
             } else {
                 self.connector.connect(&at).await
             }
         };
         let found = async {
+            if !tls {
+                // A plain client at a TLS port is closed on at once: `failed` looks then.
+                return std::future::pending().await;
+            }
             tokio::time::sleep(LOOK_AFTER).await;
             match super::tls::diagnose(cfg, LOOK_LIMIT.min(wait)).await {
                 Some(e) => e,
@@ -86,7 +92,8 @@ const LOOK_LIMIT: Duration = Duration::from_secs(1);
 async fn failed(cfg: &ZkSource, e: Option<zookeeper_client::Error>, wait: Duration) -> ZkError {
     use zookeeper_client::Error as E;
     let at = cfg.connect_string();
-    let unclear = matches!(&e, None | Some(E::NoHosts | E::Timeout | E::ConnectionLoss));
+    // A TLS mistake is a connection closed at once, never a member that says nothing.
+    let unclear = matches!(&e, Some(E::NoHosts | E::ConnectionLoss));
     let limit = LOOK_LIMIT.min(wait);
     if unclear
         && let Ok(Some(why)) = tokio::time::timeout(limit, super::tls::diagnose(cfg, limit)).await

@@ -1,5 +1,5 @@
-//! What a ZooKeeper source was given, checked against the server: whether the chroot and the prefix exist, and what is read under the
-//! prefix for its layout.
+//! What a ZooKeeper source was given, checked against the server: whether the chroot and
+//! the prefix exist, and what is read under the prefix for its layout.
 
 use super::error::ZkError;
 use super::layout::Znode;
