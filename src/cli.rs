@@ -62,6 +62,16 @@ pub struct SourceArgs {
     /// file's sources.
     #[arg(long, global = true, value_name = "URL")]
     pub redis: Vec<String>,
+    /// ZooKeeper TLS: the CA certificate (PEM) that signs the members' certificates; given,
+    /// every --zk member is dialled in TLS (give the secureClientPort).
+    #[arg(long, global = true, value_name = "FILE", value_parser = |s: &str| pem_file("--zk-cacert", s))]
+    pub zk_cacert: Option<PathBuf>,
+    /// ZooKeeper TLS: a client certificate (PEM), for ssl.clientAuth=need; needs --zk-key.
+    #[arg(long, global = true, value_name = "FILE", requires = "zk_key", value_parser = |s: &str| pem_file("--zk-cert", s))]
+    pub zk_cert: Option<PathBuf>,
+    /// ZooKeeper TLS: the client certificate's private key (PEM).
+    #[arg(long, global = true, value_name = "FILE", requires = "zk_cert", value_parser = key_file_for("--zk-key"))]
+    pub zk_key: Option<PathBuf>,
     /// Key prefix the elections live under; repeat for several.
     #[arg(long, global = true, value_name = "P")]
     pub prefix: Vec<String>,
@@ -138,9 +148,21 @@ fn cert_file(s: &str) -> Result<PathBuf, String> {
 }
 
 fn key_file(s: &str) -> Result<PathBuf, String> {
+    key_file_for("--key")(s)
+}
+
+fn pem_file(flag: &str, s: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(s);
-    crate::pem::private_key("--key", &path)?;
+    crate::pem::certificates(flag, &path)?;
     Ok(path)
+}
+
+fn key_file_for(flag: &'static str) -> impl Fn(&str) -> Result<PathBuf, String> + Clone {
+    move |s| {
+        let path = PathBuf::from(s);
+        crate::pem::private_key(flag, &path)?;
+        Ok(path)
+    }
 }
 
 /// How `status` prints.
@@ -457,6 +479,9 @@ impl SourceArgs {
             zk: self.zk.clone(),
             zk_auth: self.zk_auth.clone(),
             redis: self.redis.clone(),
+            zk_cacert: self.zk_cacert.clone(),
+            zk_cert: self.zk_cert.clone(),
+            zk_key: self.zk_key.clone(),
             prefix: self.prefix.clone(),
             scheme: self.scheme.map(Scheme::from),
             registry: self.registry.clone(),

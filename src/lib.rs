@@ -17,6 +17,7 @@ pub mod backend;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod crypto;
 
 mod demo;
 mod logging;

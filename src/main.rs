@@ -10,6 +10,7 @@ use electop::{commands, supervise};
 
 fn main() -> ExitCode {
     supervise::install_panic_hook();
+    electop::crypto::install_default_provider();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -11,6 +11,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("model", 0),
     ("logging", 0),
     ("pem", 0),
+    // The one rustls crypto provider (ring), installed as the process default.
+    ("crypto", 0),
     ("presets", 1),
     // `electop serve`'s change hooks: they deliver events and know nothing of where from.
     ("serve_hooks", 1),

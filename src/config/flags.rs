@@ -26,11 +26,10 @@ pub struct FoundTable {
     pub of: Vec<String>,
 }
 
-/// Why the TLS flags do nothing for ZooKeeper (README, ZooKeeper: TLS).
-const ZK_NO_TLS: &str = "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's: electop \
-     does not speak TLS to ZooKeeper (its ZooKeeper client's TLS would bring a second TLS \
-     crypto library into the build); connect to ZooKeeper's plain clientPort, over a tunnel \
-     if the network needs one";
+/// The etcd TLS flags given where only ZooKeeper is read (README, ZooKeeper: TLS).
+const ZK_NOT_ETCD_TLS: &str = "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's; \
+     for TLS to ZooKeeper's secureClientPort give --zk-cacert (and --zk-cert/--zk-key for a \
+     client certificate)";
 
 /// The source flags as given (see `electop --help` for each).
 #[derive(Clone, Debug, Default)]
@@ -43,6 +42,10 @@ pub struct Flags {
     pub zk_auth: Option<String>,
     /// Redis servers, `redis://[user@]host:port[/db]`; `--prefix` is their key pattern.
     pub redis: Vec<String>,
+    /// TLS to ZooKeeper (`--zk-cacert`, `--zk-cert`, `--zk-key`), for every ZooKeeper source.
+    pub zk_cacert: Option<PathBuf>,
+    pub zk_cert: Option<PathBuf>,
+    pub zk_key: Option<PathBuf>,
     pub prefix: Vec<String>,
     pub scheme: Option<Scheme>,
     pub registry: Option<String>,
@@ -187,7 +190,19 @@ impl Flags {
                 .iter()
                 .any(|s| s.scheme().is_some_and(|x| x.is_zookeeper()))
         {
-            return Err(ZK_NO_TLS.to_string());
+            return Err(ZK_NOT_ETCD_TLS.to_string());
+        }
+        let zk_tls = self.zk_cacert.is_some() || self.zk_cert.is_some();
+        if zk_tls
+            && !sources
+                .iter()
+                .any(|s| matches!(s, SourceConfig::Zookeeper(_)))
+        {
+            return Err(
+                "--zk-cacert/--zk-cert/--zk-key are for ZooKeeper sources, and none is \
+                 read: give --zk HOST:PORT, or use --cacert/--cert/--key for etcd"
+                    .to_string(),
+            );
         }
         for s in sources.iter_mut() {
             if self.read_only {
@@ -196,6 +211,9 @@ impl Flags {
             if let SourceConfig::Etcd(e) = s {
                 self.apply_tls(e)?;
                 e.apply_preset()?;
+            }
+            if let SourceConfig::Zookeeper(z) = s {
+                self.apply_zk_tls(z)?;
             }
             if let (SourceConfig::Zookeeper(z), Some(auth)) = (&mut *s, &self.zk_auth) {
                 (z.auth_env, z.auth_file) = match ZkAuth::parse(auth)? {
@@ -340,6 +358,22 @@ impl Flags {
         crate::presets::sql_scheme(self.preset, given, "--scheme")
             .map(Some)
             .map_err(|e| format!("--sql: {e}"))
+    }
+
+    /// The ZooKeeper TLS flags, on every ZooKeeper source, config file's too (as
+    /// [`Self::apply_tls`] for etcd).
+    fn apply_zk_tls(&self, z: &mut ZkSource) -> Result<(), String> {
+        if self.zk_cacert.is_some() {
+            z.cacert = self.zk_cacert.clone();
+        }
+        if self.zk_cert.is_some() || self.zk_key.is_some() {
+            z.cert = self.zk_cert.clone();
+            z.key = self.zk_key.clone();
+        }
+        if self.zk_cacert.is_some() || self.zk_cert.is_some() || self.zk_key.is_some() {
+            z.check_tls("--zk-")?;
+        }
+        Ok(())
     }
 
     /// The TLS flags, on every etcd source, config file's too: each flag given replaces

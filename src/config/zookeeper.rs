@@ -35,6 +35,17 @@ pub struct ZkSource {
     /// ...or from the first line of this file.
     #[serde(default)]
     pub auth_file: Option<PathBuf>,
+    /// TLS to ZooKeeper's `secureClientPort`: the CA certificate(s), PEM, that sign the
+    /// members' certificates. Given, every member is dialled in TLS (there is no URL scheme
+    /// for it in a connect string).
+    #[serde(default)]
+    pub cacert: Option<PathBuf>,
+    /// TLS: a client certificate, PEM, for `ssl.clientAuth=need`; needs `key`.
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// TLS: the client certificate's private key, PEM (read at connect, never shown).
+    #[serde(default)]
+    pub key: Option<PathBuf>,
 }
 
 /// Where `--zk-auth` says the digest credentials are: `env:VAR` or `file:PATH`.
@@ -83,6 +94,9 @@ impl ZkSource {
             read_only: false,
             auth_env: None,
             auth_file: None,
+            cacert: None,
+            cert: None,
+            key: None,
         };
         src.check()?;
         Ok(src)
@@ -118,10 +132,47 @@ impl ZkSource {
             return Err("give auth_env or auth_file, not both".to_string());
         }
         check_path("prefix", &self.prefix)?;
+        self.check_tls("")?;
         if self.prefix.len() > 1 {
             self.prefix = self.prefix.trim_end_matches('/').to_string();
         }
         Ok(())
+    }
+
+    /// Whether the members are dialled in TLS (`cacert` given).
+    pub fn tls(&self) -> bool {
+        self.cacert.is_some()
+    }
+
+    /// The TLS settings can work: files readable PEM, cert and key a matching pair, and a
+    /// CA to check the members against. `dashes` is "--zk-" for flags, "" for config keys,
+    /// so the message names what the user wrote.
+    pub fn check_tls(&self, dashes: &str) -> Result<(), String> {
+        match (&self.cert, &self.key) {
+            (Some(cert), None) => {
+                return Err(format!(
+                    "{dashes}cert {} needs {dashes}key: the client certificate's private key",
+                    cert.display()
+                ));
+            }
+            (None, Some(key)) => {
+                return Err(format!(
+                    "{dashes}key {} needs {dashes}cert: the client certificate it belongs to",
+                    key.display()
+                ));
+            }
+            (Some(cert), Some(key)) => crate::pem::check_identity(dashes, cert, key)?,
+            (None, None) => {}
+        }
+        match &self.cacert {
+            Some(ca) => crate::pem::certificates(&format!("{dashes}cacert"), ca).map(|_| ()),
+            None if self.cert.is_some() => Err(format!(
+                "{dashes}cert without {dashes}cacert: TLS to ZooKeeper needs the CA that signs \
+                 the members' certificates (ZooKeeper's ssl.keyStore is usually signed by a \
+                 private CA); give {dashes}cacert FILE"
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The digest credentials (`user:password`), read now from where they are kept; `None`
@@ -312,7 +363,47 @@ mod tests {
             ..Flags::default()
         };
         let err = flags.resolve(&Config::default()).unwrap_err();
-        assert!(err.contains("does not speak TLS to ZooKeeper"), "{err}");
+        assert!(
+            err.contains("are etcd's") && err.contains("--zk-cacert"),
+            "{err}"
+        );
+        let etcd_only = Flags {
+            etcd: vec!["127.0.0.1:2379".into()],
+            zk_cacert: Some("/nonexistent/ca.pem".into()),
+            ..Flags::default()
+        };
+        let err = etcd_only.resolve(&Config::default()).unwrap_err();
+        assert!(err.contains("are for ZooKeeper sources"), "{err}");
+    }
+
+    #[test]
+    fn zk_tls_flags_reach_every_zookeeper_source_and_are_checked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, "not a certificate\n").expect("write");
+        let flags = Flags {
+            zk: vec!["127.0.0.1:2281".into()],
+            zk_cacert: Some(ca.clone()),
+            ..Flags::default()
+        };
+        let err = flags.resolve(&Config::default()).unwrap_err();
+        assert!(err.starts_with("--zk-cacert "), "{err}");
+        let key_only = Flags {
+            zk: vec!["127.0.0.1:2281".into()],
+            zk_key: Some(dir.path().join("k.pem")),
+            ..Flags::default()
+        };
+        let err = key_only.resolve(&Config::default()).unwrap_err();
+        assert!(
+            err.contains("--zk-key") && err.contains("needs --zk-cert"),
+            "{err}"
+        );
+        let text = format!(
+            "[[source]]\nkind = \"zookeeper\"\nendpoints = [\"zk1:2281\"]\ncacert = \"{}\"\n",
+            ca.display()
+        );
+        let err = Config::parse(&text, std::path::Path::new("c.toml")).expect_err("bad PEM");
+        assert!(err.to_string().contains("cacert "), "{err}");
     }
 
     #[test]

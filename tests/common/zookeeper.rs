@@ -19,7 +19,10 @@ use super::{POLL_INTERVAL, free_ports};
 
 /// The server's classpath: Debian's zookeeper.jar names its dependencies (netty, jute,
 /// slf4j-api, jline...) in its manifest; slf4j-simple makes it log to stderr (our log file).
-pub const SERVER_CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar";
+/// netty-codec and netty-resolver are missing from that manifest, and Netty's TLS handler
+/// (`secureClientPort`, [`ZkServer::start_tls`]) needs them.
+pub const SERVER_CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar:\
+     /usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar";
 /// The CLI's classpath: the same jar, with its logging off (its stdout is what we parse).
 pub const CLI_CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar";
 /// JVM flags for every ZooKeeper-side process: small heap and quick start-up, since tests
@@ -40,6 +43,16 @@ pub struct ZkServer {
     child: Option<Child>,
     dir: TempDir,
     client_port: u16,
+    /// The `secureClientPort` of a server started by [`ZkServer::start_tls`].
+    secure_port: Option<u16>,
+}
+
+/// What a TLS server is given: its certificate and key (PEM) and the CA it trusts for
+/// client certificates, with `ssl.clientAuth=need`.
+pub struct ZkTls<'a> {
+    pub cert: &'a Path,
+    pub key: &'a Path,
+    pub ca: &'a Path,
 }
 
 pub(super) enum NotReady {
@@ -51,6 +64,17 @@ impl ZkServer {
     /// Starts ZooKeeper and waits (up to 30 s) until `ruok` answers `imok`. Panics with the
     /// tail of its log if it does not.
     pub fn start() -> ZkServer {
+        Self::start_with(None)
+    }
+
+    /// A server with a `secureClientPort` (Netty, PEM key and trust stores, client
+    /// certificates required) beside its plain `clientPort`, which the test's own clients
+    /// and `wait_ready` use.
+    pub fn start_tls(tls: &ZkTls<'_>) -> ZkServer {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&ZkTls<'_>>) -> ZkServer {
         let dir = tempfile::Builder::new()
             .prefix("electop-zk-")
             .tempdir()
@@ -58,8 +82,12 @@ impl ZkServer {
         // A free port is only free "a moment ago": on a clash pick again.
         const ATTEMPTS: u32 = 3;
         for attempt in 1..=ATTEMPTS {
-            let [client_port] = free_ports::<1>();
+            let [client_port, secure] = free_ports::<2>();
             write_config(dir.path(), client_port, &[]);
+            let secure_port = tls.map(|t| {
+                write_tls_config(dir.path(), secure, t);
+                secure
+            });
             let log = dir.path().join("zookeeper.log");
             let mut child = spawn_java(
                 &log,
@@ -73,6 +101,7 @@ impl ZkServer {
                         child: Some(child),
                         dir,
                         client_port,
+                        secure_port,
                     };
                 }
                 Err(NotReady::Exited(_))
@@ -93,6 +122,12 @@ impl ZkServer {
 
     pub fn client_port(&self) -> u16 {
         self.client_port
+    }
+
+    /// "127.0.0.1:PORT" of the `secureClientPort` ([`ZkServer::start_tls`] only).
+    pub fn secure_endpoint(&self) -> String {
+        let port = self.secure_port.expect("a server started with start_tls");
+        format!("127.0.0.1:{port}")
     }
 
     /// The server's process id (0 once stopped).
@@ -165,6 +200,29 @@ pub(super) fn write_config(dir: &Path, client_port: u16, servers: &[(u16, u16)])
         cfg.push_str(&format!("server.{}=127.0.0.1:{peer}:{election}\n", i + 1));
     }
     std::fs::write(dir.join("zoo.cfg"), cfg).expect("write zoo.cfg");
+}
+
+/// Appends a `secureClientPort` to `dir/zoo.cfg`: Netty (the NIO factory has no TLS), the
+/// key store a PEM file of the key and certificate, the trust store the CA's PEM.
+fn write_tls_config(dir: &Path, secure_port: u16, tls: &ZkTls<'_>) {
+    let read =
+        |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let keystore = dir.join("keystore.pem");
+    std::fs::write(&keystore, read(tls.key) + &read(tls.cert)).expect("write keystore.pem");
+    let cfg = format!(
+        "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+         secureClientPort={secure_port}\nsecureClientPortAddress=127.0.0.1\n\
+         ssl.keyStore.location={}\nssl.keyStore.type=PEM\n\
+         ssl.trustStore.location={}\nssl.trustStore.type=PEM\nssl.clientAuth=need\n",
+        keystore.display(),
+        tls.ca.display()
+    );
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(dir.join("zoo.cfg"))
+        .expect("open zoo.cfg");
+    f.write_all(cfg.as_bytes())
+        .expect("append TLS settings to zoo.cfg");
 }
 
 /// `java <main> <cfg>` with the server classpath, stdout and stderr appended to `log` after

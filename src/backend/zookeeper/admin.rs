@@ -39,7 +39,7 @@ pub(crate) async fn execute(cfg: &ZkSource, req: &AdminRequest, timeout: Duratio
     let failed = |e: ZkError| Outcome::Failed {
         error: e.to_string(),
     };
-    let client = match dial(&connect, timeout).await {
+    let client = match dial(cfg, timeout).await {
         Ok(c) => c,
         Err(e) => return failed(e),
     };
@@ -97,18 +97,11 @@ pub(crate) async fn execute(cfg: &ZkSource, req: &AdminRequest, timeout: Duratio
     }
 }
 
-/// A session for one action. Fails at once when no member answers, rather than trying the
-/// members round and round.
-async fn dial(connect: &str, timeout: Duration) -> Result<Client, ZkError> {
-    let connector = Client::connector()
-        .with_session_timeout(SESSION)
-        .with_connection_timeout(timeout)
-        .with_fail_eagerly();
-    match tokio::time::timeout(timeout, connector.connect(connect)).await {
-        Err(_) => Err(ZkError::Timeout(connect.to_string(), timeout)),
-        Ok(Ok(c)) => Ok(c),
-        Ok(Err(e)) => Err(ZkError::from_client(e, connect, "/", timeout)),
-    }
+/// A session for one action, with the source's credentials and TLS. Fails at once when no
+/// member answers, rather than trying the members round and round.
+async fn dial(cfg: &ZkSource, timeout: Duration) -> Result<Client, ZkError> {
+    let dialer = super::dial::dialer(cfg)?.timeouts(SESSION, timeout);
+    dialer.connect(cfg, timeout).await
 }
 
 async fn bounded<T>(

@@ -30,6 +30,9 @@ pub(crate) enum ZkError {
     NotZooKeeper(String, String),
     #[error("{0}")]
     Credentials(String),
+    /// A TLS failure found by electop's own handshake (`tls::diagnose`), in words.
+    #[error("{0}")]
+    Tls(String),
     #[error("more than {0} znodes under {1}; give a narrower --prefix")]
     TooMany(usize, String),
     #[error("ZooKeeper: {0}")]

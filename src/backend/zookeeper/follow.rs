@@ -33,7 +33,10 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
     let probing = cancel.child_token();
     let _stop_probe = probing.clone().drop_guard();
     if b.info.clustered {
+        // A bad TLS setting is said by the connection; the probe then asks in plain text.
+        let tls = super::tls::client_config(&b.cfg).ok().flatten();
         tokio::spawn(super::members::probe(
+            tls,
             b.cfg.endpoints.clone(),
             b.info.id,
             b.info.name.clone(),
@@ -92,11 +95,11 @@ struct Follow {
 impl Follow {
     async fn drive(&mut self) {
         loop {
-            let error = match self.session().await {
-                Err(Stop::Failed(e)) => e.to_string(),
+            let (error, lasting) = match self.session().await {
+                // A TLS mistake stays until the settings change: `status` need not wait.
+                Err(Stop::Failed(e)) => (e.to_string(), matches!(e, ZkError::Tls(_))),
                 Ok(()) | Err(Stop::Closed) => return,
             };
-            let lasting = false;
             if !down_and_wait(
                 &self.io,
                 &self.b.info,
@@ -176,24 +179,14 @@ impl Follow {
 
     async fn dial(&self) -> Result<Client, ZkError> {
         let wait = self.b.opts.request_timeout;
-        let connector = inputs::connector(&self.b.cfg)?
-            .with_session_timeout(SESSION_TIMEOUT)
-            .with_connection_timeout(wait)
-            .with_fail_eagerly();
-        let connect = tokio::time::timeout(wait, connector.connect(&self.connect));
+        let dialer = super::dial::dialer(&self.b.cfg)?.timeouts(SESSION_TIMEOUT, wait);
         // No handshake soon: a server of another kind says what it is when asked its way.
-        let result = tokio::select! {
-            r = connect => r,
+        let client = tokio::select! {
+            r = dialer.connect(&self.b.cfg, wait) => r?,
             not_zk = inputs::not_zookeeper(&self.b.cfg.endpoints) => return Err(not_zk),
         };
-        match result {
-            Err(_) => Err(self.timeout()),
-            Ok(Ok(c)) => {
-                info!(source = %self.b.info.name, session = %format!("0x{:x}", c.session_id().0), "zookeeper connected");
-                Ok(c)
-            }
-            Ok(Err(e)) => Err(self.client_err(e, "/")),
-        }
+        info!(source = %self.b.info.name, session = %format!("0x{:x}", client.session_id().0), "zookeeper connected");
+        Ok(client)
     }
 
     fn timeout(&self) -> ZkError {

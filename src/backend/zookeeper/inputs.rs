@@ -1,24 +1,11 @@
-//! What a ZooKeeper source was given, checked against the server: the digest credentials
-//! for the connection, whether the chroot and the prefix exist, and what is read under the
-//! prefix for its layout.
-
-use zookeeper_client::{Client, Connector};
+//! What a ZooKeeper source was given, checked against the server: whether the chroot and
+//! the prefix exist, and what is read under the prefix for its layout.
 
 use super::error::ZkError;
 use super::layout::Znode;
 use super::read::Reader;
 use super::single::Layout;
 use crate::config::ZkSource;
-
-/// A connector carrying the source's digest credentials, if it has any. They are read here,
-/// at each connect, so a rotated file is picked up; they go nowhere else.
-pub(super) fn connector(cfg: &ZkSource) -> Result<Connector, ZkError> {
-    let connector = Client::connector();
-    match cfg.digest().map_err(ZkError::Credentials)? {
-        Some(creds) => Ok(connector.with_auth("digest", &creds)),
-        None => Ok(connector),
-    }
-}
 
 /// `None` when the prefix exists; else what the source's notice says (it is watched, so
 /// what is created there is shown). A chroot that does not exist is an error: ZooKeeper

@@ -4,9 +4,13 @@
 //! is up (it answered) with a note naming the setting that allows them. A dead member shows
 //! here and nowhere else: the client moves to another member and the source carries on.
 //!
+//! With TLS settings the words are asked inside TLS, on the port electop dials (a
+//! secureClientPort answers them there, as ZooKeeper's `FourLetterWordMain -secure` does).
+//!
 //! [`four_letter`] runs one word against one member and is shared with whoever needs
 //! another word (`cons` for the sessions connected to a member).
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -44,25 +48,58 @@ pub enum WordError {
 /// Sends `word` (`srvr`, `mntr`, `cons`, `ruok`...) to `endpoint` (`host:port`) and reads
 /// the answer to its end, all within `limit`.
 pub async fn four_letter(endpoint: &str, word: &str, limit: Duration) -> Result<String, WordError> {
+    four_letter_over(None, endpoint, word, limit).await
+}
+
+/// [`four_letter`], in TLS with `tls` when given: a member whose only client port is its
+/// secureClientPort answers the words there, inside TLS.
+pub(crate) async fn four_letter_over(
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    endpoint: &str,
+    word: &str,
+    limit: Duration,
+) -> Result<String, WordError> {
+    let unreachable = |e: std::io::Error| WordError::Unreachable(e.to_string());
     let ask = async {
-        let mut s = tokio::net::TcpStream::connect(endpoint)
+        let s = tokio::net::TcpStream::connect(endpoint)
             .await
-            .map_err(|e| WordError::Unreachable(e.to_string()))?;
-        s.write_all(word.as_bytes())
-            .await
-            .map_err(|e| WordError::Unreachable(e.to_string()))?;
-        let mut out = Vec::new();
-        s.take(MAX_ANSWER)
-            .read_to_end(&mut out)
-            .await
-            .map_err(|e| WordError::Unreachable(e.to_string()))?;
-        Ok(String::from_utf8_lossy(&out).into_owned())
+            .map_err(unreachable)?;
+        match tls {
+            None => exchange(s, word).await.map_err(unreachable),
+            Some(config) => {
+                let host = endpoint.rsplit_once(':').map_or(endpoint, |(h, _)| h);
+                let name = rustls::pki_types::ServerName::try_from(host.to_string())
+                    .map_err(|e| WordError::Unreachable(e.to_string()))?;
+                let s = tokio_rustls::TlsConnector::from(config.clone())
+                    .connect(name, s)
+                    .await
+                    .map_err(|e| WordError::Unreachable(format!("TLS: {e}")))?;
+                exchange(s, word).await.map_err(unreachable)
+            }
+        }
     };
     let text = tokio::time::timeout(limit, ask)
         .await
         .map_err(|_| WordError::Timeout(limit))??;
     refused(word, &text)?;
     Ok(text)
+}
+
+/// Writes the word and reads the answer to its end. ZooKeeper closes a TLS connection
+/// after the answer without TLS's close_notify, which rustls reports as an unexpected end:
+/// what came before it is the whole answer.
+async fn exchange<S>(mut s: S, word: &str) -> std::io::Result<String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    s.write_all(word.as_bytes()).await?;
+    let mut out = Vec::new();
+    match s.take(MAX_ANSWER).read_to_end(&mut out).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !out.is_empty() => {}
+        Err(e) => return Err(e),
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// The answers a server gives instead of the word's own.
@@ -142,7 +179,11 @@ fn short_version(v: &str) -> String {
 }
 
 /// Asks one member `srvr`, or `mntr` where `srvr` is refused.
-pub(crate) async fn probe_one(endpoint: &str, limit: Duration) -> MemberStatus {
+pub(crate) async fn probe_one(
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    endpoint: &str,
+    limit: Duration,
+) -> MemberStatus {
     let mut m = MemberStatus {
         endpoint: endpoint.to_string(),
         up: false,
@@ -159,9 +200,10 @@ pub(crate) async fn probe_one(endpoint: &str, limit: Duration) -> MemberStatus {
         note: None,
         checked_at: Some(SystemTime::now()),
     };
-    let said = match four_letter(endpoint, "srvr", limit).await {
+    let said = match four_letter_over(tls, endpoint, "srvr", limit).await {
         Ok(t) => Ok(parse_srvr(&t)),
-        Err(WordError::NotAllowed(_)) => match four_letter(endpoint, "mntr", limit).await {
+        Err(WordError::NotAllowed(_)) => match four_letter_over(tls, endpoint, "mntr", limit).await
+        {
             Ok(t) => Ok(parse_mntr(&t)),
             Err(WordError::NotAllowed(_)) => {
                 // It answered, so it runs; what it is, it will not say.
@@ -199,6 +241,7 @@ pub(crate) async fn probe_one(endpoint: &str, limit: Duration) -> MemberStatus {
 /// Probes every member every [`PROBE_EVERY`] until cancelled, sending their health and an
 /// event for each member that went down or came back.
 pub(crate) async fn probe(
+    tls: Option<Arc<rustls::ClientConfig>>,
     endpoints: Vec<String>,
     source: SourceId,
     source_name: String,
@@ -213,7 +256,9 @@ pub(crate) async fn probe(
             _ = tick.tick() => {}
             _ = cancel.cancelled() => return,
         }
-        let rounds = endpoints.iter().map(|ep| probe_one(ep, PROBE_LIMIT));
+        let rounds = endpoints
+            .iter()
+            .map(|ep| probe_one(tls.as_ref(), ep, PROBE_LIMIT));
         let members = futures::future::join_all(rounds).await;
         for m in changes(before.as_deref(), &members) {
             let kind = if m.up {
@@ -334,7 +379,7 @@ mod tests {
         drop(l);
         let got = four_letter(&ep, "srvr", Duration::from_secs(1)).await;
         assert!(matches!(got, Err(WordError::Unreachable(_))), "{got:?}");
-        let m = probe_one(&ep, Duration::from_secs(1)).await;
+        let m = probe_one(None, &ep, Duration::from_secs(1)).await;
         assert!(!m.up && m.error.is_some(), "{m:?}");
     }
 }

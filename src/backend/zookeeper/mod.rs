@@ -3,6 +3,7 @@
 
 mod admin;
 mod deposed;
+pub(crate) mod dial;
 mod error;
 mod follow;
 mod inputs;
@@ -15,6 +16,7 @@ mod record;
 mod sessions;
 pub(crate) mod single;
 mod store;
+mod tls;
 pub(crate) mod tracker;
 
 pub use store::Zookeeper;

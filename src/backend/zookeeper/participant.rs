@@ -35,7 +35,7 @@ use zookeeper_client::{Acls, Client, CreateMode, Error as E, SessionState, Watch
 
 use super::layout::{self, Znode};
 use crate::config::ZkSource;
-use crate::node::{Belief, Options, RESIGN_LIMIT, Reporter, Timing, term, within};
+use crate::node::{Belief, Options, RESIGN_LIMIT, Reporter, Timing, term};
 
 /// What follows the uuid in Curator `LeaderLatch`'s node names.
 const LATCH: &str = "-latch-";
@@ -106,15 +106,14 @@ fn election_path(prefix: &str, election: &str) -> Result<String> {
     Ok(format!("{}/{rel}", prefix.trim_end_matches('/')))
 }
 
-/// A session that asks for `t.ttl` (ZooKeeper may grant another, within its bounds).
+/// A session that asks for `t.ttl` (ZooKeeper may grant another, within its bounds), with
+/// the source's credentials and TLS.
 async fn connect(cfg: &ZkSource, t: Timing) -> Result<Client> {
     let limit = t.call_limit();
     let at = cfg.connect_string();
-    let connector = Client::connector()
-        .with_session_timeout(t.ttl)
-        .with_connection_timeout(limit)
-        .with_fail_eagerly();
-    within(limit, "a connection", connector.connect(&at))
+    let dialer = super::dial::dialer(cfg)?.timeouts(t.ttl, limit);
+    dialer
+        .connect(cfg, limit)
         .await
         .with_context(|| format!("connecting to ZooKeeper at {at}"))
 }

@@ -1,0 +1,107 @@
+//! Every ZooKeeper session electop opens (the follow task, an admin action, `electop node`
+//! and the demo's) is built here from the source: its digest credentials and its TLS
+//! settings, so no dialer can forget one.
+
+use std::time::Duration;
+
+use zookeeper_client::{Client, Connector};
+
+use super::error::ZkError;
+use crate::config::ZkSource;
+
+/// A connector carrying the source's credentials and TLS options, read now (at each
+/// connect, so a rotated file is picked up); they go nowhere else.
+pub(crate) struct Dialer {
+    connector: Connector,
+    tls: bool,
+}
+
+pub(crate) fn dialer(cfg: &ZkSource) -> Result<Dialer, ZkError> {
+    let mut connector = Client::connector();
+    if let Some(creds) = cfg.digest().map_err(ZkError::Credentials)? {
+        connector = connector.with_auth("digest", &creds);
+    }
+    let tls = super::tls::options(cfg)?;
+    let secure = tls.is_some();
+    if let Some(o) = tls {
+        connector = connector.with_tls(o);
+    }
+    Ok(Dialer {
+        connector,
+        tls: secure,
+    })
+}
+
+impl Dialer {
+    /// The session's timeouts; `fail_eagerly`: one round of the members, not round and round.
+    pub(crate) fn timeouts(mut self, session: Duration, connection: Duration) -> Self {
+        self.connector = self
+            .connector
+            .with_session_timeout(session)
+            .with_connection_timeout(connection)
+            .with_fail_eagerly();
+        self
+    }
+
+    /// Connects to the source's members within `wait`, in TLS when the source has TLS
+    /// settings. A TLS connect not done in a moment is looked into by a handshake of
+    /// electop's own, so a TLS mistake is said at once: the client retries a failed
+    /// handshake until `wait`.
+    pub(crate) async fn connect(self, cfg: &ZkSource, wait: Duration) -> Result<Client, ZkError> {
+        let at = cfg.connect_string();
+        let tls = self.tls;
+        let connect = async {
+            if tls {
+                self.connector.secure_connect(&at).await
+            } else {
+                self.connector.connect(&at).await
+            }
+        };
+        let found = async {
+            if !tls {
+                // A plain client at a TLS port is closed on at once: `failed` looks then.
+                return std::future::pending().await;
+            }
+            tokio::time::sleep(LOOK_AFTER).await;
+            match super::tls::diagnose(cfg, LOOK_LIMIT.min(wait)).await {
+                Some(e) => e,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = tokio::time::timeout(wait, connect) => match r {
+                Ok(Ok(c)) => Ok(c),
+                Ok(Err(e)) => Err(failed(cfg, Some(e), wait).await),
+                Err(_) => Err(failed(cfg, None, wait).await),
+            },
+            e = found => Err(e),
+        }
+    }
+}
+
+/// How long a connect may take before electop looks into why: a session is usually there
+/// in a few milliseconds.
+const LOOK_AFTER: Duration = Duration::from_millis(300);
+/// How long that look may take: a member that does not answer it (frozen, overloaded) is
+/// not TLS's doing, and the error must not wait on it.
+const LOOK_LIMIT: Duration = Duration::from_secs(1);
+
+/// A failed connect to `cfg`'s members as a [`ZkError`]: the client's error, or, where that
+/// only says no member answered, what electop's own handshake found (an untrusted
+/// certificate, a plain port given TLS, a TLS port given none).
+async fn failed(cfg: &ZkSource, e: Option<zookeeper_client::Error>, wait: Duration) -> ZkError {
+    use zookeeper_client::Error as E;
+    let at = cfg.connect_string();
+    // A TLS mistake is a connection closed at once, never a member that says nothing.
+    let unclear = matches!(&e, Some(E::NoHosts | E::ConnectionLoss));
+    let limit = LOOK_LIMIT.min(wait);
+    if unclear
+        && let Ok(Some(why)) = tokio::time::timeout(limit, super::tls::diagnose(cfg, limit)).await
+    {
+        return why;
+    }
+    match e {
+        None => ZkError::Timeout(at, wait),
+        Some(e) => ZkError::from_client(e, &at, "/", wait),
+    }
+}
