@@ -66,17 +66,20 @@ fn reads(rt: &tokio::runtime::Runtime, home: &Path, zk: &ZkServer, n: usize) {
         .to_vec();
     let (mut cold, mut warm, mut jvm) = (Vec::new(), Vec::new(), Vec::new());
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());
-    // In turns, so both see the machine as it is.
+    // In turns, so both see the machine as it is. A 60 s timeout: on a busy shared machine
+    // 10,000 elections take longer than the default 5 s to read, for the Java client too.
     for _ in 0..RUNS {
         let (c, w, j) = reads::floor(&zk.endpoint(), &prefix);
         cold.push(c);
         warm.push(w);
         jvm.push(j);
-        let (d, c) = reads::wall_and_cpu(
-            electop(home)
-                .args(&args)
-                .args(["status", "--output", "json"]),
-        );
+        let (d, c) = reads::wall_and_cpu(electop(home).args(&args).args([
+            "status",
+            "--output",
+            "json",
+            "--timeout",
+            "60s",
+        ]));
         wall.push(d);
         cpu.push(c);
     }

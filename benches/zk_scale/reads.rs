@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::common::zookeeper::{CLI_CLASSPATH, JVM_FLAGS};
+use crate::common::zookeeper::CLI_CLASSPATH;
 
 /// Compiles `Floor.java` once per run into the bench's temp dir; returns the class dir.
 fn classes() -> &'static Path {
@@ -38,8 +38,10 @@ fn classes() -> &'static Path {
 /// (connect + reads each), and the process's wall time with the JVM's start.
 pub fn floor(endpoint: &str, prefix: &str) -> (f64, f64, Duration) {
     let t = Instant::now();
+    // The JVM's full JIT (not the tests' quick-start flags): the floor is the Java client
+    // at its best.
     let out = Command::new("java")
-        .args(JVM_FLAGS)
+        .arg("-Xmx512m")
         .arg("-cp")
         .arg(format!("{}:{CLI_CLASSPATH}", classes().display()))
         .args(["Floor", endpoint, prefix])
