@@ -399,7 +399,7 @@ impl Follow {
         let Some((session, others)) = self.tracker.leaving_session(parent, children) else {
             return Ok(held);
         };
-        for path in others.iter().take(8) {
+        for path in &others {
             let stat = tokio::time::timeout(self.b.opts.request_timeout, client.check_stat(path));
             match stat.await {
                 Err(_) => return Err(self.timeout().into()),

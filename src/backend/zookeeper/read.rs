@@ -11,6 +11,10 @@ use super::layout::Znode;
 /// one place where elections live.
 pub(crate) const MAX_NODES: usize = 200_000;
 
+/// Parents whose children are being read at once by [`Reader::tree`], each a
+/// `getChildren` then a `getData` per child, all pipelined on the one connection.
+const PARENTS_IN_FLIGHT: usize = 64;
+
 /// One client and what its errors are reported against.
 pub(crate) struct Reader<'a> {
     pub client: &'a Client,
@@ -82,18 +86,31 @@ impl Reader<'_> {
     }
 
     /// Every znode below `prefix` (not the prefix itself), at most [`MAX_NODES`].
+    ///
+    /// Many parents are listed at once: one after the other, each election cost two round
+    /// trips in turn, 10,000 elections 20,000 (zk_scale on a busy machine: 20.8 s, 3.2x
+    /// ZooKeeper's Java client making the same reads all asynchronously; 1.2x now).
     pub(crate) async fn tree(&self, prefix: &str) -> Result<Vec<Znode>, ZkError> {
+        use futures::StreamExt;
         let mut out = Vec::new();
         let mut todo = vec![prefix.to_string()];
-        while let Some(path) = todo.pop() {
-            let (nodes, deeper) = self.children_of(&path).await?;
+        let mut running = futures::stream::FuturesUnordered::new();
+        loop {
+            while running.len() < PARENTS_IN_FLIGHT
+                && let Some(path) = todo.pop()
+            {
+                running.push(async move { self.children_of(&path).await });
+            }
+            let Some(read) = running.next().await else {
+                return Ok(out);
+            };
+            let (nodes, deeper) = read?;
             out.extend(nodes);
             if out.len() > MAX_NODES {
                 return Err(ZkError::TooMany(MAX_NODES, prefix.to_string()));
             }
             todo.extend(deeper);
         }
-        Ok(out)
     }
 }
 

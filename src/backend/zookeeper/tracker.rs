@@ -40,6 +40,10 @@ pub(crate) struct Applied {
     pub events: Vec<Event>,
 }
 
+/// How many other nodes of a leaving leader's session are looked at to tell a deleted node
+/// (the session lives on) from an ended session.
+const HELD_NODES_CHECKED: usize = 8;
+
 impl ZkTracker {
     pub(crate) fn new(source: SourceId, name: String, prefix: String, limit: usize) -> Self {
         ZkTracker {
@@ -144,6 +148,9 @@ impl ZkTracker {
             .values()
             .flat_map(|e| &e.candidates)
             .filter(|c| session_of(c) == Some(session) && c.raw_key != leader.raw_key)
+            // A few are enough to tell (the caller checks each in turn); one session may
+            // hold every node of 10,000 elections, and this runs at each leader change.
+            .take(HELD_NODES_CHECKED)
             .map(|c| String::from_utf8_lossy(&c.raw_key).into_owned())
             .collect();
         Some((session, others))
