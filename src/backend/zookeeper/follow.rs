@@ -70,6 +70,13 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
     }
 }
 
+/// Whether a watch event was the session coming back (to the same member or another).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reconnected {
+    Yes,
+    No,
+}
+
 struct Follow {
     b: ZkBackend,
     io: BackendIo,
@@ -148,22 +155,24 @@ impl Follow {
         let prefix = Layout::of(self.b.cfg.preset).watch_path(&self.b.cfg.prefix);
         // The watch before the read: a change between the two is then seen twice, never
         // missed.
-        let mut watcher = match tokio::time::timeout(
-            self.b.opts.request_timeout,
-            client.watch(&prefix, AddWatchMode::PersistentRecursive),
-        )
-        .await
-        {
-            Err(_) => return Err(self.timeout().into()),
-            Ok(w) => w.map_err(|e| self.client_err(e, &prefix))?,
-        };
+        let mut watcher = self.watch(&client, &prefix).await?;
         self.read_all(&client).await?;
         self.backoff.reset();
         let mut tick = tokio::time::interval(CONTACT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                ev = watcher.changed() => self.on_event(&client, ev).await?,
+                ev = watcher.changed() => {
+                    if self.on_event(&client, ev).await? == Reconnected::Yes {
+                        // zookeeper-client 0.11.2 sends persistent watches again after a
+                        // reconnect in a `SetWatches` without them (its `resend_watches`
+                        // never raises the index past the one-shot kinds), so the server
+                        // forgets ours: add it again, then read what changed meanwhile.
+                        // Added before the old one is dropped, so the client keeps the path.
+                        watcher = self.watch(&client, &prefix).await?;
+                        self.read_all(&client).await?;
+                    }
+                }
                 _ = tick.tick() => {
                     self.contact(&client).await?;
                     self.check_deposed().await?;
@@ -174,6 +183,19 @@ impl Follow {
                     Some(Request::Visible { .. }) => {}
                 },
             }
+        }
+    }
+
+    /// The persistent recursive watch on the prefix (one `AddWatch` to the server).
+    async fn watch(
+        &self,
+        client: &Client,
+        prefix: &str,
+    ) -> Result<zookeeper_client::PersistentWatcher, Stop> {
+        let add = client.watch(prefix, AddWatchMode::PersistentRecursive);
+        match tokio::time::timeout(self.b.opts.request_timeout, add).await {
+            Err(_) => Err(self.timeout().into()),
+            Ok(w) => Ok(w.map_err(|e| self.client_err(e, prefix))?),
         }
     }
 
@@ -366,24 +388,26 @@ impl Follow {
         self.send(SourceEvent::Notice { source, text }).await
     }
 
-    async fn on_event(&mut self, client: &Client, ev: WatchedEvent) -> Result<(), Stop> {
+    async fn on_event(&mut self, client: &Client, ev: WatchedEvent) -> Result<Reconnected, Stop> {
         if ev.event_type == EventType::Session {
-            return self.on_session(client, ev.session_state).await;
+            return self.on_session(ev.session_state).await;
         }
         if self.missing.is_some() {
             // Something came where nothing was: the prefix exists now, read it afresh.
-            return self.read_all(client).await;
+            self.read_all(client).await?;
+            return Ok(Reconnected::No);
         }
         // A candidate's node came, went or changed: its parent is the election to re-read.
         let Some(parent) = parent_of(&ev.path).filter(|p| within(&self.b.cfg.prefix, p)) else {
-            return Ok(());
+            return Ok(Reconnected::No);
         };
         let children = self.reader(client).children(parent).await?;
         let held = self.still_held(client, parent, &children).await?;
         let applied = self
             .tracker
             .apply(parent, &children, SystemTime::now(), &held);
-        self.tell(applied).await
+        self.tell(applied).await?;
+        Ok(Reconnected::No)
     }
 
     /// When the leader's node went: its session, if a node it held elsewhere is still there
@@ -414,7 +438,7 @@ impl Follow {
         Ok(held)
     }
 
-    async fn on_session(&mut self, client: &Client, state: SessionState) -> Result<(), Stop> {
+    async fn on_session(&mut self, state: SessionState) -> Result<Reconnected, Stop> {
         let source = self.b.info.id;
         match state {
             SessionState::Disconnected => {
@@ -430,11 +454,11 @@ impl Follow {
                 self.send(SourceEvent::Conn { source, state }).await?;
                 let name = self.b.info.name.clone();
                 let ev = Event::about_source(name, EventKind::Disconnected, None, Some(error));
-                self.send(SourceEvent::Happened(ev)).await
+                self.send(SourceEvent::Happened(ev)).await?;
+                Ok(Reconnected::No)
             }
-            SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
-                self.read_all(client).await
-            }
+            // The caller watches again and reads what changed meanwhile.
+            SessionState::SyncConnected | SessionState::ConnectedReadOnly => Ok(Reconnected::Yes),
             SessionState::Expired => Err(ZkError::SessionExpired.into()),
             SessionState::AuthFailed => Err(ZkError::NoAuth(self.b.cfg.prefix.clone()).into()),
             SessionState::Closed => Err(ZkError::Other("the client was closed".into()).into()),
