@@ -40,6 +40,27 @@ pub(crate) fn private_key(flag: &str, path: &Path) -> Result<PrivateKeyDer<'stat
     }
 }
 
+/// A client certificate and its key, given together (`dashes` names them as the user wrote
+/// them: "--", "--zk-", or "" for config keys), readable and a matching pair.
+pub(crate) fn check_pair(
+    dashes: &str,
+    cert: Option<&Path>,
+    key: Option<&Path>,
+) -> Result<(), String> {
+    match (cert, key) {
+        (Some(cert), None) => Err(format!(
+            "{dashes}cert {} needs {dashes}key: the client certificate's private key",
+            cert.display()
+        )),
+        (None, Some(key)) => Err(format!(
+            "{dashes}key {} needs {dashes}cert: the client certificate it belongs to",
+            key.display()
+        )),
+        (Some(cert), Some(key)) => check_identity(dashes, cert, key),
+        (None, None) => Ok(()),
+    }
+}
+
 /// Checks a client certificate and key as a pair: both readable, and the key is the
 /// certificate's (a mismatch would otherwise only show as a refused handshake). `dashes` is
 /// "--" for flags, "" for config keys.

@@ -102,22 +102,7 @@ impl EtcdSource {
     /// matching, no plain `http://` endpoint beside them. `dashes` is "--" when the settings
     /// came from flags, "" from the config file, so the message names what the user wrote.
     pub fn check_tls(&self, dashes: &str) -> Result<(), String> {
-        match (&self.cert, &self.key) {
-            (Some(cert), None) => {
-                return Err(format!(
-                    "{dashes}cert {} needs {dashes}key: the client certificate's private key",
-                    cert.display()
-                ));
-            }
-            (None, Some(key)) => {
-                return Err(format!(
-                    "{dashes}key {} needs {dashes}cert: the client certificate it belongs to",
-                    key.display()
-                ));
-            }
-            (Some(cert), Some(key)) => crate::pem::check_identity(dashes, cert, key)?,
-            (None, None) => {}
-        }
+        crate::pem::check_pair(dashes, self.cert.as_deref(), self.key.as_deref())?;
         if let Some(ca) = &self.cacert {
             crate::pem::certificates(&format!("{dashes}cacert"), ca)?;
         }

@@ -148,22 +148,7 @@ impl ZkSource {
     /// CA to check the members against. `dashes` is "--zk-" for flags, "" for config keys,
     /// so the message names what the user wrote.
     pub fn check_tls(&self, dashes: &str) -> Result<(), String> {
-        match (&self.cert, &self.key) {
-            (Some(cert), None) => {
-                return Err(format!(
-                    "{dashes}cert {} needs {dashes}key: the client certificate's private key",
-                    cert.display()
-                ));
-            }
-            (None, Some(key)) => {
-                return Err(format!(
-                    "{dashes}key {} needs {dashes}cert: the client certificate it belongs to",
-                    key.display()
-                ));
-            }
-            (Some(cert), Some(key)) => crate::pem::check_identity(dashes, cert, key)?,
-            (None, None) => {}
-        }
+        crate::pem::check_pair(dashes, self.cert.as_deref(), self.key.as_deref())?;
         match &self.cacert {
             Some(ca) => crate::pem::certificates(&format!("{dashes}cacert"), ca).map(|_| ()),
             None if self.cert.is_some() => Err(format!(
