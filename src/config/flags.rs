@@ -135,34 +135,7 @@ impl Flags {
             etcd_given || !self.sql.is_empty() || !self.zk.is_empty() || !self.redis.is_empty();
         let mut sources = Vec::new();
         if etcd_given || (!flags_given && configured.is_empty()) {
-            let endpoints = if self.etcd.is_empty() {
-                vec!["127.0.0.1:2379".to_string()]
-            } else {
-                self.etcd.clone()
-            };
-            let prefixes = if self.prefix.is_empty() {
-                vec![String::new()]
-            } else {
-                self.prefix.clone()
-            };
-            sources.extend(prefixes.into_iter().map(|prefix| {
-                SourceConfig::Etcd(EtcdSource {
-                    name: None,
-                    endpoints: endpoints.clone(),
-                    prefix,
-                    scheme: etcd_scheme,
-                    registry: self.registry.clone(),
-                    preset: etcd_preset,
-                    read_only: false,
-                    user: self.user.clone(),
-                    password_env: self.password_env.clone(),
-                    password_file: self.password_file.clone(),
-                    cacert: None,
-                    cert: None,
-                    key: None,
-                    insecure_skip_tls_verify: false,
-                })
-            }));
+            sources.extend(self.etcd_sources(etcd_scheme, etcd_preset));
         }
         sources.extend(self.zk_sources()?);
         sources.extend(self.redis_sources()?);
@@ -182,6 +155,52 @@ impl Flags {
                 configured.to_vec()
             };
         }
+        self.check_tls_for(&sources)?;
+        for s in sources.iter_mut() {
+            self.apply_to(s)?;
+        }
+        Ok(sources)
+    }
+
+    /// One etcd source per `--prefix` (the whole keyspace without one), on `--etcd` or the
+    /// local default.
+    fn etcd_sources(&self, scheme: Option<Scheme>, preset: Option<Preset>) -> Vec<SourceConfig> {
+        let endpoints = if self.etcd.is_empty() {
+            vec!["127.0.0.1:2379".to_string()]
+        } else {
+            self.etcd.clone()
+        };
+        let prefixes = if self.prefix.is_empty() {
+            vec![String::new()]
+        } else {
+            self.prefix.clone()
+        };
+        prefixes
+            .into_iter()
+            .map(|prefix| {
+                SourceConfig::Etcd(EtcdSource {
+                    name: None,
+                    endpoints: endpoints.clone(),
+                    prefix,
+                    scheme,
+                    registry: self.registry.clone(),
+                    preset,
+                    read_only: false,
+                    user: self.user.clone(),
+                    password_env: self.password_env.clone(),
+                    password_file: self.password_file.clone(),
+                    cacert: None,
+                    cert: None,
+                    key: None,
+                    insecure_skip_tls_verify: false,
+                })
+            })
+            .collect()
+    }
+
+    /// The TLS flags name a kind of source that is read: etcd's are not taken for
+    /// ZooKeeper's, nor the other way round.
+    fn check_tls_for(&self, sources: &[SourceConfig]) -> Result<(), String> {
         let tls = self.cacert.is_some() || self.cert.is_some() || self.insecure_skip_tls_verify;
         let is_etcd = |s: &SourceConfig| matches!(s, SourceConfig::Etcd(_));
         if tls
@@ -204,25 +223,28 @@ impl Flags {
                     .to_string(),
             );
         }
-        for s in sources.iter_mut() {
-            if self.read_only {
-                s.set_read_only();
-            }
-            if let SourceConfig::Etcd(e) = s {
-                self.apply_tls(e)?;
-                e.apply_preset()?;
-            }
-            if let SourceConfig::Zookeeper(z) = s {
-                self.apply_zk_tls(z)?;
-            }
-            if let (SourceConfig::Zookeeper(z), Some(auth)) = (&mut *s, &self.zk_auth) {
-                (z.auth_env, z.auth_file) = match ZkAuth::parse(auth)? {
-                    ZkAuth::Env(v) => (Some(v.clone()), None),
-                    ZkAuth::File(f) => (None, Some(f.clone())),
-                };
-            }
+        Ok(())
+    }
+
+    /// The flags every source of its kind takes: `--read-only`, TLS, presets, `--zk-auth`.
+    fn apply_to(&self, s: &mut SourceConfig) -> Result<(), String> {
+        if self.read_only {
+            s.set_read_only();
         }
-        Ok(sources)
+        if let SourceConfig::Etcd(e) = s {
+            self.apply_tls(e)?;
+            e.apply_preset()?;
+        }
+        if let SourceConfig::Zookeeper(z) = s {
+            self.apply_zk_tls(z)?;
+        }
+        if let (SourceConfig::Zookeeper(z), Some(auth)) = (&mut *s, &self.zk_auth) {
+            (z.auth_env, z.auth_file) = match ZkAuth::parse(auth)? {
+                ZkAuth::Env(v) => (Some(v.clone()), None),
+                ZkAuth::File(f) => (None, Some(f.clone())),
+            };
+        }
+        Ok(())
     }
 
     /// One source per `--zk` and `--prefix` (`/`, or the preset's parent, without one).
