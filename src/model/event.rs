@@ -303,3 +303,60 @@ pub struct MemberStatus {
     #[serde(serialize_with = "super::time::serialize_opt")]
     pub checked_at: Option<SystemTime>,
 }
+
+impl MemberStatus {
+    /// Not probed yet: down, nothing known.
+    pub fn unprobed(endpoint: &str) -> MemberStatus {
+        MemberStatus {
+            endpoint: endpoint.to_string(),
+            up: false,
+            serving: false,
+            error: None,
+            id: None,
+            is_leader: None,
+            raft_term: None,
+            revision: None,
+            db_size: None,
+            version: None,
+            mode: None,
+            latency: None,
+            note: None,
+            checked_at: None,
+        }
+    }
+
+    /// Members whose health changed since the last round (`before`: who was up); on the
+    /// first round, those down. Every clustered store reports member up/down by this.
+    pub fn changes<'a>(before: Option<&[bool]>, now: &'a [MemberStatus]) -> Vec<&'a MemberStatus> {
+        now.iter()
+            .enumerate()
+            .filter(|(i, m)| match before {
+                Some(b) => b.get(*i).is_some_and(|was| *was != m.up),
+                None => !m.up,
+            })
+            .map(|(_, m)| m)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod member_tests {
+    use super::MemberStatus;
+
+    fn member(up: bool) -> MemberStatus {
+        MemberStatus {
+            up,
+            ..MemberStatus::unprobed("e")
+        }
+    }
+
+    #[test]
+    fn only_changes_are_reported_and_first_the_down_ones() {
+        let now = [member(true), member(false)];
+        assert_eq!(MemberStatus::changes(None, &now).len(), 1);
+        assert!(MemberStatus::changes(Some(&[true, false]), &now).is_empty());
+        let flipped = MemberStatus::changes(Some(&[false, false]), &now);
+        assert_eq!(flipped.len(), 1);
+        assert!(flipped[0].up);
+    }
+}

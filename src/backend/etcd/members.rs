@@ -53,7 +53,7 @@ pub(crate) async fn probe(
             m.serving = i == using;
         }
         let up: Vec<bool> = members.iter().map(|m| m.up).collect();
-        for m in changes(before.as_deref(), &members) {
+        for m in MemberStatus::changes(before.as_deref(), &members) {
             let kind = if m.up {
                 EventKind::MemberUp
             } else {
@@ -83,34 +83,10 @@ pub(crate) async fn probe(
     }
 }
 
-/// Members whose health changed since the last round; on the first round, those down.
-fn changes<'a>(before: Option<&[bool]>, now: &'a [MemberStatus]) -> Vec<&'a MemberStatus> {
-    now.iter()
-        .enumerate()
-        .filter(|(i, m)| match before {
-            Some(b) => b.get(*i).is_some_and(|was| *was != m.up),
-            None => !m.up,
-        })
-        .map(|(_, m)| m)
-        .collect()
-}
-
 async fn probe_one(cfg: &EtcdSource, endpoint: &str, cached: &mut Option<Client>) -> MemberStatus {
     let mut m = MemberStatus {
-        endpoint: endpoint.to_string(),
-        up: false,
-        serving: false,
-        error: None,
-        id: None,
-        is_leader: None,
-        raft_term: None,
-        revision: None,
-        db_size: None,
-        version: None,
-        mode: None,
-        latency: None,
-        note: None,
         checked_at: Some(SystemTime::now()),
+        ..MemberStatus::unprobed(endpoint)
     };
     if cached.is_none() {
         match connect_member(cfg, endpoint, PROBE_LIMIT).await {
@@ -145,38 +121,4 @@ async fn probe_one(cfg: &EtcdSource, endpoint: &str, cached: &mut Option<Client>
         }
     }
     m
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn member(up: bool) -> MemberStatus {
-        MemberStatus {
-            endpoint: "e".into(),
-            up,
-            serving: false,
-            error: None,
-            id: None,
-            is_leader: None,
-            raft_term: None,
-            revision: None,
-            db_size: None,
-            version: None,
-            mode: None,
-            latency: None,
-            note: None,
-            checked_at: None,
-        }
-    }
-
-    #[test]
-    fn only_changes_are_reported_and_first_the_down_ones() {
-        let now = [member(true), member(false)];
-        assert_eq!(changes(None, &now).len(), 1);
-        assert!(changes(Some(&[true, false]), &now).is_empty());
-        let flipped = changes(Some(&[false, false]), &now);
-        assert_eq!(flipped.len(), 1);
-        assert!(flipped[0].up);
-    }
 }

@@ -185,20 +185,8 @@ pub(crate) async fn probe_one(
     limit: Duration,
 ) -> MemberStatus {
     let mut m = MemberStatus {
-        endpoint: endpoint.to_string(),
-        up: false,
-        serving: false,
-        error: None,
-        id: None,
-        is_leader: None,
-        raft_term: None,
-        revision: None,
-        db_size: None,
-        version: None,
-        mode: None,
-        latency: None,
-        note: None,
         checked_at: Some(SystemTime::now()),
+        ..MemberStatus::unprobed(endpoint)
     };
     let said = match four_letter_over(tls, endpoint, "srvr", limit).await {
         Ok(t) => Ok(parse_srvr(&t)),
@@ -260,7 +248,7 @@ pub(crate) async fn probe(
             .iter()
             .map(|ep| probe_one(tls.as_ref(), ep, PROBE_LIMIT));
         let members = futures::future::join_all(rounds).await;
-        for m in changes(before.as_deref(), &members) {
+        for m in MemberStatus::changes(before.as_deref(), &members) {
             let kind = if m.up {
                 EventKind::MemberUp
             } else {
@@ -284,18 +272,6 @@ pub(crate) async fn probe(
             return;
         }
     }
-}
-
-/// Members whose health changed since the last round; on the first round, those down.
-fn changes<'a>(before: Option<&[bool]>, now: &'a [MemberStatus]) -> Vec<&'a MemberStatus> {
-    now.iter()
-        .enumerate()
-        .filter(|(i, m)| match before {
-            Some(b) => b.get(*i).is_some_and(|was| *was != m.up),
-            None => !m.up,
-        })
-        .map(|(_, m)| m)
-        .collect()
 }
 
 #[cfg(test)]
@@ -340,35 +316,6 @@ mod tests {
         assert_eq!(refused("srvr", idle), Err(WordError::NotServing));
         assert_eq!(refused("srvr", ""), Err(WordError::Empty));
         assert_eq!(refused("srvr", SRVR), Ok(()));
-    }
-
-    fn member(up: bool) -> MemberStatus {
-        MemberStatus {
-            endpoint: "e".into(),
-            up,
-            serving: false,
-            error: None,
-            id: None,
-            is_leader: None,
-            raft_term: None,
-            revision: None,
-            db_size: None,
-            version: None,
-            mode: None,
-            latency: None,
-            note: None,
-            checked_at: None,
-        }
-    }
-
-    #[test]
-    fn only_changes_are_reported_and_first_the_down_ones() {
-        let now = [member(true), member(false)];
-        assert_eq!(changes(None, &now).len(), 1);
-        assert!(changes(Some(&[true, false]), &now).is_empty());
-        let flipped = changes(Some(&[false, false]), &now);
-        assert_eq!(flipped.len(), 1);
-        assert!(flipped[0].up);
     }
 
     /// Nothing listening: said as unreachable, quickly, not as a timeout.
