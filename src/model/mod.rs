@@ -11,8 +11,8 @@ pub(crate) mod time;
 mod wrap;
 
 pub use election::{
-    Candidate, Cause, Deadline, Election, HistoryEntry, MemberInfo, Note, Scheme, SessionCheck,
-    SourceId,
+    Candidate, Cause, Deadline, Election, History, HistoryEntry, MemberInfo, Note, Scheme,
+    SessionCheck, SourceId,
 };
 pub use escape::{escape_bytes, truncate_display};
 pub use event::{

@@ -59,10 +59,11 @@ impl Tracker {
                 e.resigned = Some(r);
             }
             let live = std::mem::take(&mut e.history);
-            let mut merged: std::collections::VecDeque<HistoryEntry> = past.history.clone();
+            let mut merged: std::collections::VecDeque<HistoryEntry> = (*past.history).clone();
             let before = live.len();
             merged.extend(
-                live.into_iter()
+                live.into_entries()
+                    .into_iter()
                     .filter(|h| !super::super::past::from_store(h)),
             );
             let dropped = (before + past.history.len() - merged.len()) as u64;
@@ -70,7 +71,7 @@ impl Tracker {
             while merged.len() > self.history_limit.max(1) {
                 merged.pop_front();
             }
-            e.history = merged;
+            e.history = merged.into();
             e.transitions += past.transitions;
             changed.push(e.clone());
             self.index(id);
