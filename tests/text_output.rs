@@ -298,3 +298,42 @@ fn watch_starts_with_the_current_state_unless_changes_only() {
         "{changes_only:#?}"
     );
 }
+
+/// SIGTERM ends `watch` as Ctrl-C does: it stops cleanly with status 0 (so its sources shut
+/// down and say until when they watched), instead of dying by the signal.
+#[test]
+fn watch_ends_cleanly_on_sigterm() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
+    let home = tempfile::tempdir().expect("tempdir");
+    let (mut child, lines) = spawn_lines(
+        command(home.path())
+            .args(args(&store.url()))
+            .args(["watch", "--changes-only"]),
+    );
+    loop {
+        let line = lines
+            .recv_timeout(T)
+            .unwrap_or_else(|_| panic!("no synced marker within {T:?}"));
+        if line.contains("synced") {
+            break;
+        }
+    }
+    common::process::signal("-TERM", &[child.id()]);
+    let deadline = std::time::Instant::now() + T;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the watch") {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "watch still running {T:?} after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(
+        status.success(),
+        "ended by the signal, not cleanly: {status:?}"
+    );
+}

@@ -42,6 +42,9 @@ async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Res
     let mut app = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
     let mut was_stale = vec![false; names.len()];
     let mut check = tokio::time::interval(Duration::from_millis(250));
+    // SIGTERM (a service manager, `timeout`, a supervisor) ends a watch as Ctrl-C does:
+    // the sources shut down cleanly, so ZooKeeper's record says until when it watched.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let stop = tokio::signal::ctrl_c();
     tokio::pin!(stop);
     loop {
@@ -63,6 +66,7 @@ async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Res
             }
             _ = check.tick() => {}
             _ = &mut stop => break,
+            _ = term.recv() => break,
         }
         app.now = Instant::now();
         for (id, s) in app.sources.iter().enumerate() {
