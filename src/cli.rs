@@ -25,7 +25,9 @@ pub struct Cli {
     /// Where the log goes. Default: the platform data dir's electop/electop.log.
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
-    /// Leader changes kept per election (0: no history replay).
+    /// Leader changes kept per election (0: no history replay). Default: the config's
+    /// history.limit (200) for the dashboard and status; 8 for serve and watch, which show
+    /// no history.
     #[arg(long, global = true, value_name = "N")]
     pub history_limit: Option<usize>,
     /// Panic right after the first frame: lets the tests check that the terminal is

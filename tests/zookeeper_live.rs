@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::T;
-use common::electop::{Watch, election, status_json};
+use common::electop::{Watch, election, status_history_json, status_json};
 use common::zookeeper::ZkServer;
 use zookeeper_client::{Acls, Client, CreateMode};
 
@@ -100,6 +100,49 @@ fn kazoo_nodes_show_leader_and_line_and_a_deleted_leader_is_followed() {
     let s = status_json(home.path(), &args);
     assert_eq!(ids(election(&s, "jobs")), ["node-b", "node-c"]);
     drop((a, b, c));
+}
+
+/// electop's own record of a ZooKeeper source is shared by every run: a `watch` (which keeps
+/// only 8 changes per election in memory) starting on it must not cut it, so a later
+/// `status --history` still has all ten changes the first watch saw.
+#[test]
+fn a_watch_does_not_cut_the_record_the_dashboard_reads_back() {
+    let zk = ZkServer::start();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let ep = zk.endpoint();
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = ["--zk", ep.as_str(), "--prefix", "/record"];
+    let mut held = vec![rt.block_on(join(&ep, "/record/jobs", "a", "n0"))];
+    let mut w = Watch::start(home.path(), &args);
+    w.wait_synced(1);
+    for i in 1..=10 {
+        let next = rt.block_on(join(&ep, "/record/jobs", "a", &format!("n{i}")));
+        let leader = held.last().expect("a leader").path.clone();
+        rt.block_on(next.client.delete(&leader, None))
+            .expect("delete the leader's node");
+        let to = format!("n{i}");
+        w.wait_for(&format!("the change to {to}"), T, |v| {
+            v["kind"] == "leader_changed" && v["to"] == to.as_str()
+        });
+        held.push(next);
+    }
+    drop(w);
+    // A second run opens the record (and, before the fix, rewrote it with its own bound).
+    let mut again = Watch::start(home.path(), &args);
+    again.wait_synced(1);
+    drop(again);
+
+    let s = status_history_json(home.path(), &args);
+    let history = election(&s, "jobs")["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let to: Vec<&str> = history.iter().filter_map(|h| h["to"].as_str()).collect();
+    for i in 1..=10 {
+        let id = format!("n{i}");
+        assert!(to.contains(&id.as_str()), "{id} missing from {to:?}");
+    }
+    drop(held);
 }
 
 /// Nothing listening: `status` fails at once, in ZooKeeper's words.

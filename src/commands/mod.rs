@@ -200,6 +200,11 @@ async fn on_sources(
             serve::run(args, &config.serve, selected, opts, reload).await
         }
         Some(Command::Watch { json, changes_only }) => {
+            // watch prints changes as they come and never shows a history: keep only what
+            // the read model's alarms use, as serve does, so a long watch does not grow.
+            if cli.history_limit.is_none() {
+                opts.history_limit = opts.history_limit.min(crate::serve::HISTORY);
+            }
             let how = watch::How { json, changes_only };
             watch::run(&selected.sources, opts, how).await
         }

@@ -33,11 +33,11 @@ pub(crate) struct Options {
     pub hooks: crate::serve_hooks::HookConfig,
 }
 
-/// Leader changes kept per election unless `--history-limit` says otherwise: enough for
-/// flapping (more than 4 in the last minute) and the last changes in `/api/v1/elections`.
-/// A kept change costs about 350 bytes (an entry and its two holder names, held by the
-/// store's tracker and again by the read model), so the dashboard's 200 would take a serve
-/// of 10,000 busy elections towards 700 MiB; 8 bound it near 28 MiB.
+/// Leader changes kept per election (by `serve` and `watch`) unless `--history-limit` says
+/// otherwise: enough for flapping (more than 4 in the last minute) and the last changes in
+/// `/api/v1/elections`. A kept change costs about 175 bytes (an entry and its two holder
+/// names, shared by the store's tracker and the read model), so the dashboard's 200 would
+/// take a serve of 10,000 busy elections towards 350 MiB; 8 bound it near 14 MiB.
 pub(crate) const HISTORY: usize = 8;
 
 /// How often the clock moves the model on (countdowns, staleness, time without a leader).

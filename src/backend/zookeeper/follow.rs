@@ -333,7 +333,10 @@ impl Follow {
             self.b.cfg.prefix,
             self.b.cfg.preset.map(|p| p.to_string()).unwrap_or_default()
         );
-        self.record = Record::open(&key, self.b.opts.history_limit);
+        // The file is shared by every run on this source: a serve or watch, which keep few
+        // changes in memory, must not cut what the next dashboard reads back.
+        let kept = self.b.opts.history_limit.max(super::record::KEPT_AT_LEAST);
+        self.record = Record::open(&key, kept);
         let past = self.record.as_mut().map(|r| r.start(now));
         let since = past.as_ref().and_then(|p| p.since).unwrap_or(now);
         if let Some(p) = past {

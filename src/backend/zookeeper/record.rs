@@ -19,6 +19,10 @@ use tracing::warn;
 use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Cause, HistoryEntry, HistoryGap};
 
+/// Changes kept per election in the file whatever the run's own bound (the dashboard's
+/// default): `serve` and `watch` keep 8 in memory but share the file with the dashboard.
+pub(crate) const KEPT_AT_LEAST: usize = 200;
+
 /// Run markers kept when no change is older: enough to say the last gaps, not a diary of
 /// every `status` ever run.
 const RUNS_KEPT: usize = 16;
