@@ -295,28 +295,38 @@ impl Record {
 
     /// Reads the record (bounded), and marks this run as connected at `now`.
     pub(crate) fn start(&mut self, now: SystemTime) -> Past {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => {
-                self.fail(format!("cannot read {}: {e}", self.path.display()));
-                String::new()
+        let path = self.path.clone();
+        let read = exclusive(&path, || {
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => {
+                    self.fail(format!("cannot read {}: {e}", path.display()));
+                    String::new()
+                }
+            };
+            let mut recs: Vec<Rec> = text.lines().filter_map(decode).collect();
+            let total = recs.len();
+            recs.push(Rec::Connected(now));
+            let recs = compact(recs, self.limit);
+            self.lines = total;
+            self.note(&recs);
+            if recs.len() < total {
+                self.rewrite(&recs);
+            } else if self.failed.is_none() {
+                match append_line(&path, &encode(&Rec::Connected(now))) {
+                    Ok(()) => self.lines += 1,
+                    Err(e) => self.fail(format!("cannot write {}: {e}", path.display())),
+                }
             }
-        };
-        let mut recs: Vec<Rec> = text.lines().filter_map(decode).collect();
-        let total = recs.len();
-        recs.push(Rec::Connected(now));
-        let recs = compact(recs, self.limit);
-        self.lines = total;
-        self.note(&recs);
-        let p = past(&recs);
+            Ok(recs)
+        });
         self.started = true;
-        if recs.len() < total {
-            self.rewrite(&recs);
-        } else {
-            self.append(&Rec::Connected(now));
-        }
-        p
+        let recs = read.unwrap_or_else(|e| {
+            self.fail(format!("cannot lock {}: {e}", self.path.display()));
+            Vec::new()
+        });
+        past(&recs)
     }
 
     pub(crate) fn append(&mut self, r: &Rec) {
@@ -324,7 +334,7 @@ impl Record {
             return;
         }
         self.note(std::slice::from_ref(r));
-        if let Err(e) = append_line(&self.path, &encode(r)) {
+        if let Err(e) = exclusive(&self.path, || append_line(&self.path, &encode(r))) {
             return self.fail(format!("cannot write {}: {e}", self.path.display()));
         }
         self.lines += 1;
@@ -349,12 +359,15 @@ impl Record {
     }
 
     fn reread_and_rewrite(&mut self) {
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) => {
-                let recs = compact(text.lines().filter_map(decode).collect(), self.limit);
-                self.rewrite(&recs);
-            }
-            Err(e) => self.fail(format!("cannot read {}: {e}", self.path.display())),
+        let path = self.path.clone();
+        let reread = exclusive(&path, || {
+            let text = std::fs::read_to_string(&path)?;
+            let recs = compact(text.lines().filter_map(decode).collect(), self.limit);
+            self.rewrite(&recs);
+            Ok(())
+        });
+        if let Err(e) = reread {
+            self.fail(format!("cannot read {}: {e}", self.path.display()));
         }
     }
 
@@ -394,6 +407,32 @@ fn create_dir(path: &Path) -> std::io::Result<()> {
         Some(dir) => std::fs::create_dir_all(dir),
         None => Ok(()),
     }
+}
+
+/// Runs `f` holding an exclusive lock on the record (`flock` on a `.lock` file beside it):
+/// two electops on the same source share the file, and a line one appends between the
+/// other's reading and renaming for a rewrite would be lost with the old file.
+fn exclusive<T>(path: &Path, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    use std::os::fd::AsRawFd;
+    let lock = create_dir(path).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path.with_extension("jsonl.lock"))
+    });
+    // A directory where no lock can be made cannot take the record either: `f` finds that
+    // out and says it, so go on without the lock.
+    let Ok(lock) = lock else { return f() };
+    // SAFETY: flock on a file descriptor this function owns for the call; closing the
+    // file when it drops releases the lock. Not held across an await: the record is
+    // written from the follow task between reads, and each hold is one small file write.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let done = f();
+    drop(lock);
+    done
 }
 
 /// One line appended, as the audit log does (not synced: a change lost in a crash is not

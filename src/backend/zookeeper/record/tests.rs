@@ -199,3 +199,42 @@ fn a_record_that_cannot_be_written_says_why_once_and_goes_on() {
     r.append(&change("jobs", 1, 1, None, Some("a")));
     assert_eq!(r.failed, Some(why));
 }
+
+/// Two electops on one source share the file: while one keeps rewriting it (as it does
+/// past its bound), every line the other appends is still there afterwards.
+#[test]
+fn a_rewrite_by_one_run_loses_no_line_another_appends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("record.jsonl");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rewriter = {
+        let (path, done) = (path.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut other = Record::at(path, 10_000);
+            let mut rewrites = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                other.reread_and_rewrite();
+                rewrites += 1;
+            }
+            rewrites
+        })
+    };
+    let mut one = Record::at(path.clone(), 10_000);
+    const N: i64 = 2_000;
+    for i in 0..N {
+        one.append(&change(&format!("e{i}"), i as u64, i, None, Some("a")));
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rewrites = rewriter.join().expect("rewriter");
+    assert!(
+        rewrites > 1,
+        "the other run rewrote the file while this one appended"
+    );
+    let text = std::fs::read_to_string(&path).expect("read the record");
+    let changes = text
+        .lines()
+        .filter_map(decode)
+        .filter(|r| matches!(r, Rec::Change { .. }))
+        .count();
+    assert_eq!(changes, N as usize, "lines lost to a rewrite");
+}
