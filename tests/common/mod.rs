@@ -12,6 +12,7 @@ pub mod etcd_cluster;
 pub mod http;
 pub mod lines;
 pub mod mariadb;
+pub mod mysql_lock;
 pub mod metric_names;
 pub mod node;
 pub mod patroni;
