@@ -1,0 +1,202 @@
+//! `--scheme mysql-lock` against a real MariaDB (one server for the whole binary) with real
+//! sessions taking `GET_LOCK`: the holder and the line as the server itself lists them, a
+//! killed holder's successor shown as leader within a poll, re-election by `KILL` compared
+//! on the holder still holding, and what electop says when the server lists no locks.
+
+mod common;
+
+use std::sync::{LazyLock, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use common::T;
+use common::electop::{Watch, command, election, status_json};
+use common::mariadb::MariaDb;
+use common::mysql_lock::{LockSession, TryLoop};
+use serde_json::Value;
+
+/// The server, with the `metadata_lock_info` plugin loaded (tests that need it gone take
+/// the write side of [`PLUGIN`]).
+static DB: LazyLock<Mutex<MariaDb>> = LazyLock::new(|| {
+    let db = MariaDb::start();
+    db.sql("INSTALL SONAME 'metadata_lock_info';");
+    Mutex::new(db)
+});
+static PLUGIN: RwLock<()> = RwLock::new(());
+
+fn url() -> String {
+    DB.lock().unwrap_or_else(|e| e.into_inner()).url()
+}
+
+fn with_db<R>(f: impl FnOnce(&MariaDb) -> R) -> R {
+    f(&DB.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn args(url: &str) -> Vec<String> {
+    ["--sql", url, "--scheme", "mysql-lock", "--poll", "100ms"]
+        .map(String::from)
+        .to_vec()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// How a connection shows as a leader or in the line.
+fn shown(id: u64) -> String {
+    format!("conn:{id}")
+}
+
+/// The ids of an election's line, in order.
+fn line(e: &Value) -> Vec<String> {
+    e["candidates"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter(|c| c["role"] != "leader")
+                .filter_map(|c| c["id"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The holder and the line electop shows match what the server says: `IS_USED_LOCK` for
+/// the holder, PROCESSLIST for who waits (longest first); a try-loop session is in no line.
+#[test]
+fn the_holder_and_the_line_are_the_servers() {
+    let _p = PLUGIN.read().unwrap_or_else(|e| e.into_inner());
+    let (mut a, mut b, mut c, try_loop) = with_db(|db| {
+        let mut a = LockSession::open(db);
+        assert!(a.get_lock("line.jobs", 0));
+        let mut b = LockSession::open(db);
+        b.queue("line.jobs", 30);
+        std::thread::sleep(Duration::from_millis(50));
+        let mut c = LockSession::open(db);
+        c.queue("line.jobs", 30);
+        let t = TryLoop::start(db, "line.jobs", Duration::from_millis(100));
+        (a, b, c, t)
+    });
+    let home = tempfile::tempdir().expect("tempdir");
+    let a_args = args(&url());
+    let s = status_json(home.path(), &strs(&a_args));
+    let e = election(&s, "line.jobs");
+    assert_eq!(e["scheme"], "mysql-lock", "{e:#}");
+    let server_holder = with_db(|db| db.sql("SELECT IS_USED_LOCK('line.jobs');"));
+    assert_eq!(server_holder, a.id.to_string());
+    assert_eq!(e["leader"]["id"], shown(a.id), "{e:#}");
+    let waiting = with_db(|db| {
+        db.sql(
+            "SELECT ID FROM information_schema.PROCESSLIST \
+             WHERE STATE = 'User lock' ORDER BY TIME_MS DESC;",
+        )
+    });
+    assert_eq!(waiting, format!("{}\n{}", b.id, c.id));
+    assert_eq!(line(e), [shown(b.id), shown(c.id)], "{e:#}");
+    assert!(!line(e).contains(&shown(try_loop.id())), "a try-loop never waits");
+    let text = serde_json::to_string(e).expect("json");
+    assert!(text.contains("tester"), "the holder's account: {e:#}");
+    assert!(text.contains("127.0.0.1"), "the holder's address: {e:#}");
+
+    // The holder's client dies: the first in line is leader within a poll.
+    let mut w = Watch::start(home.path(), &strs(&a_args));
+    w.wait_synced(1);
+    drop(std::mem::replace(&mut a, with_db(LockSession::open)));
+    assert_eq!(b.granted(T), Some(true), "the server granted b");
+    let v = w.wait_for("b leads", T, |v| {
+        v["election"] == "line.jobs" && v["to"] == shown(b.id).as_str()
+    });
+    assert_eq!(v["from"], shown_before(&w, "line.jobs"), "{v:#}");
+    assert!(b.release("line.jobs"));
+    assert_eq!(c.granted(T), Some(true));
+    w.wait_for("c leads", T, |v| {
+        v["election"] == "line.jobs" && v["to"] == shown(c.id).as_str()
+    });
+    assert!(c.release("line.jobs"));
+    let deadline = Instant::now() + T;
+    while !try_loop.holding() {
+        assert!(Instant::now() < deadline, "the try-loop never got the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    w.wait_for("the try-loop leads", T, |v| {
+        v["election"] == "line.jobs" && v["to"] == shown(try_loop.id()).as_str()
+    });
+}
+
+/// The `from` of the first leader change seen in `election` (the old holder).
+fn shown_before(w: &Watch, election: &str) -> Value {
+    w.seen
+        .iter()
+        .find(|v| v["election"] == election && !v["from"].is_null())
+        .map(|v| v["from"].clone())
+        .unwrap_or(Value::Null)
+}
+
+fn run(home: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let out = command(home).args(args).output().expect("run electop");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// `reelect -y` kills the holder's connection, compared on its still holding the lock; the
+/// session waiting first takes over.
+#[test]
+fn reelect_kills_the_holder_compared_on_the_lock() {
+    let _p = PLUGIN.read().unwrap_or_else(|e| e.into_inner());
+    let (mut a, mut b) = with_db(|db| {
+        let mut a = LockSession::open(db);
+        assert!(a.get_lock("adm.jobs", 0));
+        let mut b = LockSession::open(db);
+        b.queue("adm.jobs", 30);
+        (a, b)
+    });
+    let home = tempfile::tempdir().expect("tempdir");
+    let a_args = args(&url());
+    let mut w = Watch::start(home.path(), &strs(&a_args));
+    w.wait_for("a leads", T, |v| {
+        v["election"] == "adm.jobs" && v["to"] == shown(a.id).as_str()
+    });
+    let mut cmd = strs(&a_args);
+    cmd.extend(["reelect", "adm.jobs", "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(ok, "{text}");
+    assert!(text.contains(&format!("KILL CONNECTION {}", a.id)), "{text}");
+    assert_eq!(b.granted(T), Some(true), "the line moved on");
+    let v = w.wait_for("b leads", T, |v| {
+        v["election"] == "adm.jobs" && v["to"] == shown(b.id).as_str()
+    });
+    assert_eq!(v["cause"], "forced_reelection", "{v:#}");
+    let deadline = Instant::now() + T;
+    while a.is_open() {
+        if a.answer(Duration::from_millis(50)).is_some() {
+            continue;
+        }
+        a.send("SELECT 1;");
+        assert!(Instant::now() < deadline, "the killed client still answers");
+    }
+}
+
+/// Without the plugin (and no names configured) the error names both fixes; with a name
+/// configured, `IS_USED_LOCK` finds its holder.
+#[test]
+fn a_server_without_the_plugin_says_what_to_do() {
+    let _p = PLUGIN.write().unwrap_or_else(|e| e.into_inner());
+    with_db(|db| db.sql("UNINSTALL SONAME 'metadata_lock_info';"));
+    let home = tempfile::tempdir().expect("tempdir");
+    let a_args = args(&url());
+    let out = command(home.path())
+        .args(strs(&a_args))
+        .args(["status", "--json", "--timeout", "8s"])
+        .output()
+        .expect("run electop");
+    with_db(|db| db.sql("INSTALL SONAME 'metadata_lock_info';"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("INSTALL SONAME 'metadata_lock_info'"),
+        "names the plugin: {err}"
+    );
+    assert!(!err.contains("s3cret-pw"), "{err}");
+}
