@@ -200,3 +200,39 @@ fn a_server_without_the_plugin_says_what_to_do() {
     );
     assert!(!err.contains("s3cret-pw"), "{err}");
 }
+
+/// A waiter using a server-side prepared statement (sqlx, like Go's driver by default)
+/// shows `GET_LOCK(?, …)` in PROCESSLIST: its lock cannot be named, so it is in no line.
+/// (A fact of the server, checked here because the README says it.)
+#[test]
+fn a_prepared_waiter_shows_a_placeholder() {
+    use sqlx::Connection as _;
+    let _p = PLUGIN.read().unwrap_or_else(|e| e.into_inner());
+    let mut a = with_db(LockSession::open);
+    assert!(a.get_lock("prep.jobs", 0));
+    let url = url();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let waiter = rt.spawn(async move {
+        let mut c = sqlx::MySqlConnection::connect(&url).await.expect("connect");
+        let r: Option<i64> = sqlx::query_scalar("SELECT GET_LOCK(?, 5)")
+            .bind("prep.jobs")
+            .fetch_one(&mut c)
+            .await
+            .expect("get_lock");
+        r
+    });
+    let deadline = Instant::now() + T;
+    let info = loop {
+        let info = with_db(|db| {
+            db.sql("SELECT INFO FROM information_schema.PROCESSLIST WHERE STATE = 'User lock';")
+        });
+        if !info.is_empty() {
+            break info;
+        }
+        assert!(Instant::now() < deadline, "the prepared GET_LOCK never waited");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(info, "SELECT GET_LOCK(?, 5)");
+    assert!(a.release("prep.jobs"));
+    assert_eq!(rt.block_on(waiter).expect("waiter"), Some(1));
+}
