@@ -147,8 +147,10 @@ fn end_session(s: &super::EndSession) -> String {
             id = s.id,
             started = s.started
         ),
+        // MySQL keeps no connection start: `started` is the lock it holds or waits for.
         _ => format!(
-            "KILL {id} only if connection {id} is still the one that started at {started}",
+            "KILL CONNECTION {id} in one statement only if connection {id} still holds or \
+             waits for {started}",
             id = s.id,
             started = s.started
         ),

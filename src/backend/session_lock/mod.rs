@@ -48,6 +48,8 @@ pub struct Session {
     /// A waiting session: when it began to wait, where the server says (PostgreSQL 14+
     /// `pg_locks.waitstart`).
     pub waiting_since: Option<SystemTime>,
+    /// Whose session: says what the id is (a pid, a connection id).
+    pub flavor: Flavor,
 }
 
 impl Session {
@@ -59,11 +61,12 @@ impl Session {
         }
     }
 
-    /// What the line and the leader column show: `app:pid`, or `pid:N` without a name.
+    /// What the line and the leader column show: `app:pid`, or `pid:N` without a name
+    /// (`conn:N` for a MySQL connection).
     pub fn shown(&self) -> String {
         match self.application.as_deref().filter(|a| !a.is_empty()) {
             Some(app) => format!("{app}:{}", self.id),
-            None => format!("pid:{}", self.id),
+            None => format!("{}:{}", self.flavor.id_word(), self.id),
         }
     }
 }
@@ -108,6 +111,14 @@ impl Flavor {
         match self {
             Flavor::Postgres => Scheme::PgAdvisory,
             Flavor::Mysql => Scheme::MysqlLock,
+        }
+    }
+
+    /// What a session's id is called: `pid` (PostgreSQL backend), `conn` (MySQL connection).
+    pub fn id_word(self) -> &'static str {
+        match self {
+            Flavor::Postgres => "pid",
+            Flavor::Mysql => "conn",
         }
     }
 
@@ -240,6 +251,10 @@ pub(crate) async fn resolve(
     s: &SqlSettings,
     naming: &LockNaming,
 ) -> Result<naming::Resolved, SqlError> {
+    if flavor == Flavor::Mysql {
+        // A GET_LOCK name is its own key: no hashing.
+        return Ok(mysql::resolve(naming));
+    }
     let (mut by_key, ask) = naming.local();
     if flavor == Flavor::Postgres && !ask.is_empty() {
         by_key.extend(postgres::hashtext(pool, s, &ask).await?);

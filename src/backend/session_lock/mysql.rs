@@ -20,16 +20,18 @@
 //! prepared statement) cannot be placed in any line.
 //!
 //! No server keeps a connection's start time, so [`Session::start`] here is the name of the
-//! lock the session holds: ending it compares `IS_USED_LOCK(name) = id` and runs `KILL` in
-//! the same statement (connection ids are not reused before 2^32 connections).
+//! lock the session holds or waits for: ending it compares that the connection still holds
+//! it (`IS_USED_LOCK(name) = id`) or still waits in `GET_LOCK`, and runs `KILL` in the same
+//! statement (connection ids are not reused before 2^32 connections). A connection
+//! PROCESSLIST does not show this account (no `PROCESS`) has no start: it is never ended.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 
-use super::naming::Resolved;
-use super::{LockRead, Session, SessionRef};
+use super::naming::{LockNaming, Resolved};
+use super::{Flavor, LockRead, Session, SessionRef};
 use crate::backend::sql::{SqlError, SqlSettings};
 
 /// Where this server's user locks can be read.
@@ -45,16 +47,12 @@ enum Source {
 struct Offers {
     perf_schema: bool,
     lock_info: bool,
-    /// `PROCESS`: the sessions of other accounts are listed.
-    process: bool,
 }
 
 const OFFERS: &str = "SELECT \
     (SELECT COUNT(*) FROM information_schema.PLUGINS \
        WHERE PLUGIN_NAME = 'METADATA_LOCK_INFO' AND PLUGIN_STATUS = 'ACTIVE'), \
-    CAST(@@performance_schema AS SIGNED), \
-    (SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES \
-       WHERE PRIVILEGE_TYPE IN ('PROCESS', 'SUPER'))";
+    CAST(@@performance_schema AS SIGNED)";
 
 /// Whether performance_schema records metadata locks (MariaDB leaves the instrument off).
 const PERF_INSTRUMENT: &str = "SELECT COUNT(*) FROM performance_schema.setup_instruments \
@@ -112,7 +110,6 @@ async fn offers(pool: &AnyPool, s: &SqlSettings) -> Result<Offers, SqlError> {
     let mut o = Offers {
         lock_info: row.try_get::<i64, _>(0).unwrap_or(0) > 0,
         perf_schema: false,
-        process: row.try_get::<i64, _>(2).unwrap_or(0) > 0,
     };
     if row.try_get::<i64, _>(1).unwrap_or(0) == 1 {
         // Refused (no SELECT on performance_schema) reads as not offered.
@@ -162,10 +159,10 @@ pub(super) async fn read(
         for r in rows {
             let key: String = r.try_get(0).unwrap_or_default();
             let granted = r.try_get::<i64, _>(1).unwrap_or(0) == 1;
-            let ses = session(r.try_get(2).unwrap_or(0), &r, 3, 4);
+            let ses = session(r.try_get(2).unwrap_or(0), &r, 3, 4, &key);
             let lock = entry(&mut locks, &key, naming);
             if granted {
-                lock.holder = Some(holding(ses, &key));
+                lock.holder = Some(ses);
             } else {
                 let ms: i64 = r.try_get(5).unwrap_or(0);
                 lock.waiting.push(Session {
@@ -179,8 +176,8 @@ pub(super) async fn read(
     if src == Source::LockInfo {
         for r in fetch(pool, s, INFO_HOLDERS).await? {
             let key: String = r.try_get(0).unwrap_or_default();
-            let ses = session(r.try_get(1).unwrap_or(0), &r, 2, 3);
-            entry(&mut locks, &key, naming).holder = Some(holding(ses, &key));
+            let ses = session(r.try_get(1).unwrap_or(0), &r, 2, 3, &key);
+            entry(&mut locks, &key, naming).holder = Some(ses);
         }
     } else {
         for key in &names {
@@ -190,8 +187,8 @@ pub(super) async fn read(
                 .await
                 .map_err(|e| err(s, &e))?;
             if let Ok(id) = r.try_get::<i64, _>(0) {
-                let ses = session(id, &r, 1, 2);
-                entry(&mut locks, key, naming).holder = Some(holding(ses, key));
+                let ses = session(id, &r, 1, 2, key);
+                entry(&mut locks, key, naming).holder = Some(ses);
             }
         }
     }
@@ -206,11 +203,10 @@ pub(super) async fn read(
         let ms: i64 = r.try_get(3).unwrap_or(0);
         let ses = Session {
             waiting_since: now.checked_sub(millis(ms)),
-            ..session(r.try_get(0).unwrap_or(0), &r, 1, 2)
+            ..session(r.try_get(0).unwrap_or(0), &r, 1, 2, &key)
         };
         entry(&mut locks, &key, naming).waiting.push(ses);
     }
-    let _ = o.process;
     Ok(locks.into_values().collect())
 }
 
@@ -239,26 +235,31 @@ fn entry<'a>(
     })
 }
 
-/// A connection as PROCESSLIST (or performance_schema.threads) shows it; user and host are
-/// `None` where this account may not see it.
-fn session(id: i64, r: &sqlx::any::AnyRow, user: usize, host: usize) -> Session {
+/// A connection holding or waiting for `key`, as PROCESSLIST (or performance_schema.threads)
+/// shows it. Its identity for [`end_session`] is the lock (`start`); a connection this
+/// account may not see (no user: not listed to it) has none, so it is never ended.
+fn session(id: i64, r: &sqlx::any::AnyRow, user: usize, host: usize, key: &str) -> Session {
+    let user = r.try_get::<Option<String>, _>(user).ok().flatten();
     Session {
         id,
-        start: None,
+        start: user.as_ref().map(|_| key.to_string()),
         started: None,
-        user: r.try_get::<Option<String>, _>(user).ok().flatten(),
+        user,
         application: None,
         client: r.try_get::<Option<String>, _>(host).ok().flatten(),
         waiting_since: None,
+        flavor: Flavor::Mysql,
     }
 }
 
-/// The holder: its identity for [`end_session`] is the lock it holds.
-fn holding(ses: Session, key: &str) -> Session {
-    Session {
-        start: Some(key.to_string()),
-        ..ses
+/// The names to show: `[source.locks] keys` (name -> shown name) and `names` (each its own),
+/// which are also the names `IS_USED_LOCK` is asked about when nothing lists every lock.
+pub(super) fn resolve(naming: &LockNaming) -> Resolved {
+    let mut by_key = naming.keys.clone();
+    for n in &naming.names {
+        by_key.insert(n.clone(), n.clone());
     }
+    Resolved::new(by_key)
 }
 
 /// The lock name a waiting statement asks for, when it is written out as a string literal:
@@ -298,23 +299,26 @@ fn unescape(c: char) -> char {
     }
 }
 
-/// Which of `sessions` are still connected. PROCESSLIST lists other accounts' connections
-/// only with PROCESS; without it, a connection it does not list is taken as alive (not
-/// known to be gone), so a holder's end is never claimed without seeing it.
+/// Which of `sessions` are still connected. A session with a start was listed to this
+/// account (its own, or any with `PROCESS`), so PROCESSLIST (or performance_schema.threads)
+/// not listing it any more means it is gone. One without a start was never listed: it is
+/// taken as alive, so its end is never claimed without being seen.
 pub(super) async fn alive(
     pool: &AnyPool,
     s: &SqlSettings,
     sessions: &[SessionRef],
 ) -> Result<HashSet<SessionRef>, SqlError> {
-    let o = offers(pool, s).await?;
-    if !o.process {
-        return Ok(sessions.iter().cloned().collect());
-    }
     let ids: Vec<String> = sessions.iter().map(|r| r.id.to_string()).collect();
-    let sql = format!(
-        "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST WHERE ID IN ({})",
-        ids.join(",")
+    let ids = ids.join(",");
+    let mut sql = format!(
+        "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST WHERE ID IN ({ids})"
     );
+    if offers(pool, s).await?.perf_schema {
+        sql = format!(
+            "{sql} UNION SELECT CAST(PROCESSLIST_ID AS SIGNED) FROM performance_schema.threads \
+             WHERE PROCESSLIST_ID IN ({ids})"
+        );
+    }
     let rows = sqlx::query(AssertSqlSafe(sql))
         .fetch_all(pool)
         .await
@@ -322,28 +326,31 @@ pub(super) async fn alive(
     let live: HashSet<i64> = rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
     Ok(sessions
         .iter()
-        .filter(|r| live.contains(&r.id))
+        .filter(|r| r.start.is_none() || live.contains(&r.id))
         .cloned()
         .collect())
 }
 
-/// The statement that ends connection `id` only if it holds `name` now: the check and the
-/// `KILL` run in one compound statement on the server, so no other connection can be hit
-/// (ids are not reused) and the holder cannot change between what was compared and what
-/// is ended except by releasing in that instant. The name goes in as hex, so no quoting or
-/// SQL mode matters.
+/// The statement that ends connection `id` only if it holds `name` now, or still waits in
+/// `GET_LOCK` (one in line): the check and the `KILL` run in one compound statement on the
+/// server, so no other connection can be hit (ids are not reused) and what was compared
+/// cannot change before the `KILL` except by the holder releasing in that instant. The name
+/// goes in as hex, so no quoting or SQL mode matters.
 pub(super) fn end_sql(id: i64, name: &str) -> String {
     let hex: String = name.bytes().map(|b| format!("{b:02X}")).collect();
     format!(
         "BEGIN NOT ATOMIC \
-           IF IS_USED_LOCK(CONVERT(X'{hex}' USING utf8mb4)) = {id} THEN \
+           IF IS_USED_LOCK(CONVERT(X'{hex}' USING utf8mb4)) = {id} \
+              OR EXISTS (SELECT 1 FROM information_schema.PROCESSLIST \
+                         WHERE ID = {id} AND STATE = 'User lock') THEN \
              SET @electop_ended = 1; KILL CONNECTION {id}; \
            ELSE SET @electop_ended = 0; END IF; \
          END"
     )
 }
 
-/// Ends connection `id` if it still holds the lock `start` names (see [`end_sql`]).
+/// Ends connection `id` if it still holds (or waits for) the lock `start` names (see
+/// [`end_sql`]).
 pub(super) async fn end_session(
     pool: &AnyPool,
     s: &SqlSettings,
@@ -400,7 +407,6 @@ mod tests {
         let o = |perf_schema, lock_info| Offers {
             perf_schema,
             lock_info,
-            process: false,
         };
         assert_eq!(source(&o(true, true), &[]), Some(Source::PerfSchema));
         assert_eq!(source(&o(false, true), &[]), Some(Source::LockInfo));

@@ -43,6 +43,11 @@ impl Resolved {
         Resolved { by_key }
     }
 
+    /// The keys given a name (MySQL: the lock names `IS_USED_LOCK` is asked about).
+    pub(crate) fn keys(&self) -> Vec<String> {
+        self.by_key.keys().cloned().collect()
+    }
+
     /// The election's name for `key`: its configured name, else the key itself.
     pub(crate) fn name(&self, key: &str) -> String {
         match self.by_key.get(key) {

@@ -99,12 +99,17 @@ fn end_step(e: &Election, c: &Candidate, dialect: Dialect) -> Result<Step, Strin
     let id: i64 = String::from_utf8_lossy(&c.raw_id)
         .parse()
         .map_err(|_| format!("{} has no session id electop can end", c.id))?;
-    let start = c.stamp.clone().ok_or_else(|| {
-        format!(
+    let start = c.stamp.clone().ok_or_else(|| match dialect {
+        Dialect::Postgres => format!(
             "{}'s session is hidden from this user (its start cannot be compared, so electop \
              will not end it): GRANT pg_read_all_stats TO the user electop connects as",
             c.id
-        )
+        ),
+        _ => format!(
+            "{}'s connection is hidden from this user (PROCESSLIST does not list it, so \
+             electop will not end it): GRANT PROCESS ON *.* TO the user electop connects as",
+            c.id
+        ),
     })?;
     let member = e.members.iter().find(|m| m.id == c.id);
     let role = member

@@ -93,6 +93,7 @@ pub(super) async fn read(
             application: row.try_get("app").map_err(get)?,
             client: row.try_get("client").map_err(get)?,
             waiting_since: time_of(wait.as_deref()),
+            flavor: super::Flavor::Postgres,
         };
         if out.last().is_none_or(|l| l.key != key) {
             out.push(LockRead {

@@ -269,7 +269,7 @@ fn member(s: &Session, role: &str, what: String) -> MemberInfo {
     parts.extend(s.user.as_ref().map(|u| format!("user {u}")));
     parts.extend(s.client.as_ref().map(|c| format!("from {c}")));
     parts.extend(s.started.map(|t| format!("session started {}", wall(t))));
-    parts.push(format!("pid {}", s.id));
+    parts.push(format!("{} {}", s.flavor.id_word(), s.id));
     MemberInfo {
         id: s.shown(),
         role: Some(role.to_string()),
@@ -308,6 +308,7 @@ mod tests {
             application: Some(app.into()),
             client: Some("127.0.0.1:5000".into()),
             waiting_since: None,
+            flavor: super::super::Flavor::Postgres,
         }
     }
 
