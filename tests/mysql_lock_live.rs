@@ -19,12 +19,33 @@ use serde_json::Value;
 static DB: LazyLock<Mutex<MariaDb>> = LazyLock::new(|| {
     let db = MariaDb::start();
     db.sql("INSTALL SONAME 'metadata_lock_info';");
+    // Accounts with the privileges the README names: none beyond the database, PROCESS
+    // only, and PROCESS with CONNECTION ADMIN.
+    for (user, grant) in [
+        ("plain", None),
+        ("peek", Some("PROCESS")),
+        ("ops", Some("PROCESS, CONNECTION ADMIN")),
+    ] {
+        db.sql(&format!(
+            "CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{user}'; \
+             GRANT ALL ON electop.* TO '{user}'@'127.0.0.1';"
+        ));
+        if let Some(g) = grant {
+            db.sql(&format!("GRANT {g} ON *.* TO '{user}'@'127.0.0.1';"));
+        }
+    }
     Mutex::new(db)
 });
 static PLUGIN: RwLock<()> = RwLock::new(());
 
 fn url() -> String {
     DB.lock().unwrap_or_else(|e| e.into_inner()).url()
+}
+
+/// The URL as one of the accounts made above.
+fn url_as(user: &str) -> String {
+    let port = DB.lock().unwrap_or_else(|e| e.into_inner()).port();
+    format!("mysql://{user}:pw-{user}@127.0.0.1:{port}/electop")
 }
 
 fn with_db<R>(f: impl FnOnce(&MariaDb) -> R) -> R {
@@ -219,7 +240,6 @@ fn a_server_without_the_plugin_says_what_to_do() {
         .args(["status", "--json", "--timeout", "8s"])
         .output()
         .expect("run electop");
-    with_db(|db| db.sql("INSTALL SONAME 'metadata_lock_info';"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
@@ -227,6 +247,103 @@ fn a_server_without_the_plugin_says_what_to_do() {
         "names the plugin: {err}"
     );
     assert!(!err.contains("s3cret-pw"), "{err}");
+
+    // The names given in the config: IS_USED_LOCK finds the holder, PROCESSLIST the line;
+    // a lock not named is not seen.
+    let (mut a, mut b, mut other) = with_db(|db| {
+        let mut a = LockSession::open(db);
+        assert!(a.get_lock("named.jobs", 0));
+        let mut b = LockSession::open(db);
+        b.queue("named.jobs", 30);
+        in_line(db, "named.jobs", &[b.id]);
+        let mut other = LockSession::open(db);
+        assert!(other.get_lock("unnamed.jobs", 0));
+        (a, b, other)
+    });
+    let config = home.path().join("electop.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[source]]\nkind = \"sql\"\nurl = \"{}\"\nscheme = \"mysql-lock\"\n\
+             poll = \"100ms\"\n\n[source.locks]\nnames = [\"named.jobs\"]\n",
+            url()
+        ),
+    )
+    .expect("write config");
+    let c = ["--config", config.to_str().expect("utf-8")];
+    let s = status_json(home.path(), &c);
+    with_db(|db| db.sql("INSTALL SONAME 'metadata_lock_info';"));
+    let e = election(&s, "named.jobs");
+    assert_eq!(e["leader"]["id"], shown(a.id), "{e:#}");
+    assert_eq!(line(e), [shown(b.id)], "{e:#}");
+    let names: Vec<&str> = s["elections"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(!names.contains(&"unnamed.jobs"), "{names:?}");
+    assert!(a.release("named.jobs"));
+    assert_eq!(b.granted(T), Some(true));
+    assert!(b.release("named.jobs"));
+    assert!(other.release("unnamed.jobs"));
+}
+
+/// What each privilege allows: an account without PROCESS sees another account's holder
+/// without details (a note says the grant) and will not end it; with PROCESS it sees it
+/// but the server refuses the KILL (said with CONNECTION ADMIN); with both it ends it.
+/// `force-leader` ends everyone ahead of the chosen session, each compared.
+#[test]
+fn privileges_decide_what_is_seen_and_ended() {
+    let _p = PLUGIN.read().unwrap_or_else(|e| e.into_inner());
+    let (mut a, mut b, mut c) = with_db(|db| {
+        let mut a = LockSession::open(db);
+        assert!(a.get_lock("priv.jobs", 0));
+        let mut b = LockSession::open(db);
+        b.queue("priv.jobs", 30);
+        in_line(db, "priv.jobs", &[b.id]);
+        let mut c = LockSession::open(db);
+        c.queue("priv.jobs", 30);
+        in_line(db, "priv.jobs", &[b.id, c.id]);
+        (a, b, c)
+    });
+    let home = tempfile::tempdir().expect("tempdir");
+
+    let plain = args(&url_as("plain"));
+    let s = status_json(home.path(), &strs(&plain));
+    let e = election(&s, "priv.jobs");
+    assert_eq!(e["leader"]["id"], shown(a.id), "the holder, from the plugin: {e:#}");
+    assert_eq!(line(e), Vec::<String>::new(), "PROCESSLIST hides the line: {e:#}");
+    let note = e["notes"][0]["text"].as_str().unwrap_or_default();
+    assert!(note.contains("GRANT PROCESS"), "{e:#}");
+    let mut cmd = strs(&plain);
+    cmd.extend(["reelect", "priv.jobs", "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(!ok && text.contains("GRANT PROCESS"), "{text}");
+    assert!(with_db(|db| connected(db, a.id)), "nothing ended");
+
+    let peek = args(&url_as("peek"));
+    let s = status_json(home.path(), &strs(&peek));
+    let e = election(&s, "priv.jobs");
+    assert_eq!(line(e), [shown(b.id), shown(c.id)], "{e:#}");
+    let mut cmd = strs(&peek);
+    cmd.extend(["reelect", "priv.jobs", "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(!ok && text.contains("GRANT CONNECTION ADMIN"), "{text}");
+    assert!(!text.contains("pw-peek"), "{text}");
+    assert!(with_db(|db| connected(db, a.id)), "nothing ended");
+
+    let ops = args(&url_as("ops"));
+    let mut cmd = strs(&ops);
+    let target = shown(c.id);
+    cmd.extend(["force-leader", "priv.jobs", &target, "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(ok, "{text}");
+    assert_eq!(c.granted(T), Some(true), "c holds it: {text}");
+    with_db(|db| {
+        assert!(!connected(db, a.id) && !connected(db, b.id), "a and b ended");
+        assert_eq!(db.sql("SELECT IS_USED_LOCK('priv.jobs');"), c.id.to_string());
+    });
+    assert!(c.release("priv.jobs"));
+    drop((a.answer(Duration::ZERO), b.answer(Duration::ZERO)));
 }
 
 /// A waiter using a server-side prepared statement (sqlx, like Go's driver by default)

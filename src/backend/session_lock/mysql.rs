@@ -362,12 +362,35 @@ pub(super) async fn end_session(
     sqlx::raw_sql(AssertSqlSafe(end_sql(id, start)))
         .execute(&mut *conn)
         .await
-        .map_err(|e| err(s, &e))?;
+        .map_err(|e| match mysql_number(&e) {
+            Some(KILL_DENIED) => SqlError::Permission(kill_denied(s, id)),
+            _ => err(s, &e),
+        })?;
     let row = sqlx::query("SELECT CAST(@electop_ended AS SIGNED)")
         .fetch_one(&mut *conn)
         .await
         .map_err(|e| err(s, &e))?;
     Ok(row.try_get::<i64, _>(0).unwrap_or(0) == 1)
+}
+
+/// MariaDB/MySQL `ER_KILL_DENIED_ERROR`: "You are not owner of thread N".
+const KILL_DENIED: u16 = 1095;
+
+fn mysql_number(e: &sqlx::Error) -> Option<u16> {
+    let db = e.as_database_error()?;
+    Some(db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?.number())
+}
+
+fn kill_denied(s: &SqlSettings, id: i64) -> String {
+    let user = url::Url::parse(&s.url.0)
+        .map(|u| u.username().to_string())
+        .unwrap_or_default();
+    format!(
+        "{}: the server refused to end connection {id}, which another account opened: \
+         ending it takes CONNECTION ADMIN (MariaDB 10.5.2+, MySQL 8) or SUPER: GRANT \
+         CONNECTION ADMIN ON *.* TO {user}",
+        s.url.redacted()
+    )
 }
 
 #[cfg(test)]
