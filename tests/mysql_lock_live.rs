@@ -381,3 +381,119 @@ fn a_prepared_waiter_shows_a_placeholder() {
     assert!(a.release("prep.jobs"));
     assert_eq!(rt.block_on(waiter).expect("waiter"), Some(1));
 }
+
+/// `electop serve` on `args`, stopped when dropped.
+struct Serve {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Serve {
+    fn start(home: &std::path::Path, args: &[&str]) -> Serve {
+        let addr = format!("127.0.0.1:{}", common::free_port());
+        let child = command(home)
+            .args(args)
+            .args(["serve", "--listen", &addr])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn electop serve");
+        let s = Serve { child, addr };
+        common::wait_until("serve ready", T, || {
+            std::net::TcpStream::connect(&s.addr).is_ok()
+                && common::http::request(&s.addr, "/readyz", &[]).0 == 200
+        });
+        s
+    }
+
+    /// Waits until a `/metrics` line starting with `prefix` contains `has`; the body.
+    fn wait_line(&self, prefix: &str, has: &str) -> String {
+        let deadline = Instant::now() + T;
+        loop {
+            let (code, body) = common::http::request(&self.addr, "/metrics", &[]);
+            assert_eq!(code, 200, "{body}");
+            if body.lines().any(|l| l.starts_with(prefix) && l.contains(has)) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {prefix}…{has} within {T:?}:\n{body}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The status table, the dashboard (the real binary under tmux) and `serve`'s metrics
+/// show the same holder, and all follow a killed holder to its successor; a lock released
+/// with nobody waiting is an election without a leader in the metrics.
+#[test]
+fn every_view_shows_the_holder_and_follows_it() {
+    let _p = PLUGIN.read().unwrap_or_else(|e| e.into_inner());
+    let (a, mut b) = with_db(|db| {
+        let mut a = LockSession::open(db);
+        assert!(a.get_lock("views.jobs", 0));
+        let mut b = LockSession::open(db);
+        b.queue("views.jobs", 30);
+        in_line(db, "views.jobs", &[b.id]);
+        (a, b)
+    });
+    let home = tempfile::tempdir().expect("tempdir");
+    let a_args = args(&url());
+    let out = command(home.path())
+        .args(strs(&a_args))
+        .arg("status")
+        .output()
+        .expect("run electop status");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.contains("views.jobs"))
+        .unwrap_or_else(|| panic!("no row for views.jobs:\n{table}"));
+    assert!(row.contains(&shown(a.id)), "{table}");
+
+    let serve = Serve::start(home.path(), &strs(&a_args));
+    serve.wait_line("electop_election_leader_info{", &shown(a.id));
+    let shell = format!(
+        "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} {args}; \
+         echo ELECTOP-EXITED $?; sleep 60",
+        h = home.path().display(),
+        bin = common::electop::bin(),
+        args = a_args.join(" "),
+    );
+    let tmux = common::tmux::Tmux::start(100, 24, &shell);
+    tmux.wait_screen("the holder", T, |s| {
+        s.contains("views.jobs") && s.contains(&shown(a.id))
+    });
+
+    drop(a);
+    assert_eq!(b.granted(T), Some(true));
+    tmux.wait_screen("the successor", T, |s| {
+        s.lines()
+            .any(|l| l.contains("views.jobs") && l.contains(&shown(b.id)))
+    });
+    serve.wait_line("electop_election_leader_info{", &shown(b.id));
+    serve.wait_line(
+        "electop_election_leader_changes_total{",
+        "election=\"views.jobs\",scheme=\"mysql-lock\",cause=\"session_ended\"} 1",
+    );
+    assert!(b.release("views.jobs"));
+    let m = serve.wait_line(
+        "electop_election_has_leader{",
+        "election=\"views.jobs\",scheme=\"mysql-lock\"} 0",
+    );
+    assert!(
+        m.contains("election=\"views.jobs\",scheme=\"mysql-lock\",cause=\"resigned\"} 1"),
+        "{m}"
+    );
+    assert!(!m.contains("s3cret-pw"), "{m}");
+}
