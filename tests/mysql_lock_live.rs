@@ -108,7 +108,10 @@ fn the_holder_and_the_line_are_the_servers() {
     assert_eq!(e["leader"]["id"], shown(a.id), "{e:#}");
     assert_eq!(with_db(|db| waiting(db, "line.jobs")), [b.id, c.id]);
     assert_eq!(line(e), [shown(b.id), shown(c.id)], "{e:#}");
-    assert!(!line(e).contains(&shown(try_loop.id())), "a try-loop never waits");
+    assert!(
+        !line(e).contains(&shown(try_loop.id())),
+        "a try-loop never waits"
+    );
     let text = serde_json::to_string(e).expect("json");
     assert!(text.contains("tester"), "the holder's account: {e:#}");
     assert!(text.contains("127.0.0.1"), "the holder's address: {e:#}");
@@ -211,7 +214,10 @@ fn reelect_kills_the_holder_compared_on_the_lock() {
     cmd.extend(["reelect", "adm.jobs", "-y"]);
     let (ok, text) = run(home.path(), &cmd);
     assert!(ok, "{text}");
-    assert!(text.contains(&format!("KILL CONNECTION {}", a.id)), "{text}");
+    assert!(
+        text.contains(&format!("KILL CONNECTION {}", a.id)),
+        "{text}"
+    );
     assert_eq!(b.granted(T), Some(true), "the line moved on");
     let v = w.wait_for("b leads", T, |v| {
         v["election"] == "adm.jobs" && v["to"] == shown(b.id).as_str()
@@ -223,7 +229,10 @@ fn reelect_kills_the_holder_compared_on_the_lock() {
         v["election"] == "adm.jobs" && v["cause"] == "forced_reelection"
     });
     assert_eq!(v["to"], shown(b.id), "{v:#}");
-    assert!(!with_db(|db| connected(db, a.id)), "a's connection was killed");
+    assert!(
+        !with_db(|db| connected(db, a.id)),
+        "a's connection was killed"
+    );
     drop(a);
 }
 
@@ -310,8 +319,16 @@ fn privileges_decide_what_is_seen_and_ended() {
     let plain = args(&url_as("plain"));
     let s = status_json(home.path(), &strs(&plain));
     let e = election(&s, "priv.jobs");
-    assert_eq!(e["leader"]["id"], shown(a.id), "the holder, from the plugin: {e:#}");
-    assert_eq!(line(e), Vec::<String>::new(), "PROCESSLIST hides the line: {e:#}");
+    assert_eq!(
+        e["leader"]["id"],
+        shown(a.id),
+        "the holder, from the plugin: {e:#}"
+    );
+    assert_eq!(
+        line(e),
+        Vec::<String>::new(),
+        "PROCESSLIST hides the line: {e:#}"
+    );
     let note = e["notes"][0]["text"].as_str().unwrap_or_default();
     assert!(note.contains("GRANT PROCESS"), "{e:#}");
     let mut cmd = strs(&plain);
@@ -339,8 +356,14 @@ fn privileges_decide_what_is_seen_and_ended() {
     assert!(ok, "{text}");
     assert_eq!(c.granted(T), Some(true), "c holds it: {text}");
     with_db(|db| {
-        assert!(!connected(db, a.id) && !connected(db, b.id), "a and b ended");
-        assert_eq!(db.sql("SELECT IS_USED_LOCK('priv.jobs');"), c.id.to_string());
+        assert!(
+            !connected(db, a.id) && !connected(db, b.id),
+            "a and b ended"
+        );
+        assert_eq!(
+            db.sql("SELECT IS_USED_LOCK('priv.jobs');"),
+            c.id.to_string()
+        );
     });
     assert!(c.release("priv.jobs"));
     drop((a.answer(Duration::ZERO), b.answer(Duration::ZERO)));
@@ -374,7 +397,10 @@ fn a_prepared_waiter_shows_a_placeholder() {
         if !info.is_empty() {
             break info;
         }
-        assert!(Instant::now() < deadline, "the prepared GET_LOCK never waited");
+        assert!(
+            Instant::now() < deadline,
+            "the prepared GET_LOCK never waited"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(info, "SELECT GET_LOCK(?, 5)");
@@ -413,7 +439,10 @@ impl Serve {
         loop {
             let (code, body) = common::http::request(&self.addr, "/metrics", &[]);
             assert_eq!(code, 200, "{body}");
-            if body.lines().any(|l| l.starts_with(prefix) && l.contains(has)) {
+            if body
+                .lines()
+                .any(|l| l.starts_with(prefix) && l.contains(has))
+            {
                 return body;
             }
             assert!(

@@ -215,7 +215,10 @@ async fn fetch(
     s: &SqlSettings,
     sql: &'static str,
 ) -> Result<Vec<sqlx::any::AnyRow>, SqlError> {
-    sqlx::query(sql).fetch_all(pool).await.map_err(|e| err(s, &e))
+    sqlx::query(sql)
+        .fetch_all(pool)
+        .await
+        .map_err(|e| err(s, &e))
 }
 
 fn millis(ms: i64) -> Duration {
@@ -257,7 +260,7 @@ fn session(id: i64, r: &sqlx::any::AnyRow, user: usize, host: usize, key: &str) 
 pub(super) fn resolve(naming: &LockNaming) -> Resolved {
     let mut by_key = naming.keys.clone();
     for n in &naming.names {
-        by_key.insert(n.clone(), n.clone());
+        by_key.entry(n.clone()).or_insert_with(|| n.clone());
     }
     Resolved::new(by_key)
 }
@@ -378,7 +381,10 @@ const KILL_DENIED: u16 = 1095;
 
 fn mysql_number(e: &sqlx::Error) -> Option<u16> {
     let db = e.as_database_error()?;
-    Some(db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?.number())
+    Some(
+        db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?
+            .number(),
+    )
 }
 
 fn kill_denied(s: &SqlSettings, id: i64) -> String {
@@ -420,9 +426,25 @@ mod tests {
     #[test]
     fn the_end_statement_compares_the_holder_and_quotes_nothing() {
         let sql = end_sql(42, "a'); KILL 1; --");
-        assert!(sql.contains("IS_USED_LOCK(CONVERT(X'61273B204B494C4C20313B202D2D' USING utf8mb4)) = 42"));
+        assert!(sql.contains(
+            "IS_USED_LOCK(CONVERT(X'6127293B204B494C4C20313B202D2D' USING utf8mb4)) = 42"
+        ));
         assert!(sql.contains("KILL CONNECTION 42;"));
         assert!(!sql.contains("KILL 1"));
+    }
+
+    #[test]
+    fn names_are_their_own_keys_and_may_be_shown_otherwise() {
+        let n = LockNaming {
+            keys: [("leader.jobs".to_string(), "jobs".to_string())].into(),
+            names: vec!["leader.jobs".into(), "leader.mail".into()],
+            hash: Default::default(),
+        };
+        let r = resolve(&n);
+        assert_eq!(r.keys(), ["leader.jobs", "leader.mail"]);
+        assert_eq!(r.name("leader.jobs"), "jobs");
+        assert_eq!(r.name("leader.mail"), "leader.mail");
+        assert_eq!(r.name("other"), "other");
     }
 
     #[test]
