@@ -358,7 +358,11 @@ fn admin_through_the_binary(pg: &Postgres) {
     );
     let (ok, text) = run(&["--read-only", "reelect", "303", "-y"]);
     assert!(!ok && text.contains("read-only"), "{text}");
-    assert_eq!(pg_locks(pg, key)[0], (clients[3].pid, true), "nothing ended");
+    assert_eq!(
+        pg_locks(pg, key)[0],
+        (clients[3].pid, true),
+        "nothing ended"
+    );
 }
 
 /// A user without pg_read_all_stats sees other users' sessions without their details: said
@@ -367,21 +371,16 @@ fn hidden_sessions_are_said_with_the_fix(pg: &Postgres) {
     let home = tempfile::tempdir().expect("tempdir");
     let holder = Client::python(pg, "hidden-a", "404", "block");
     holder.expect("leader", T);
-    let url = format!("postgres://peeker:peek-pw@127.0.0.1:{}/{DATABASE}", pg.port());
-    let a: Vec<String> = vec![
-        "--sql".into(),
-        url,
-        "--scheme".into(),
-        "pg-advisory".into(),
-    ];
+    let url = format!(
+        "postgres://peeker:peek-pw@127.0.0.1:{}/{DATABASE}",
+        pg.port()
+    );
+    let a: Vec<String> = vec!["--sql".into(), url, "--scheme".into(), "pg-advisory".into()];
     let s = status_json(home.path(), &strs(&a));
     let e = election(&s, "404");
     assert_eq!(e["leader"]["id"], holder.id().as_str(), "{e:#}");
     let note = e["notes"][0]["text"].as_str().unwrap_or_default();
-    assert!(
-        note.contains("GRANT pg_read_all_stats TO peeker"),
-        "{e:#}"
-    );
+    assert!(note.contains("GRANT pg_read_all_stats TO peeker"), "{e:#}");
     let out = command(home.path())
         .args(strs(&a))
         .args(["reelect", "404", "-y"])
@@ -424,9 +423,18 @@ fn a_dead_server_is_said_in_words() {
         "{text}"
     );
     let out = command(home.path())
-        .args(["--sql", "mysql://u@127.0.0.1/x", "--scheme", "pg-advisory", "status"])
+        .args([
+            "--sql",
+            "mysql://u@127.0.0.1/x",
+            "--scheme",
+            "pg-advisory",
+            "status",
+        ])
         .output()
         .expect("run electop");
     let text = String::from_utf8_lossy(&out.stderr);
-    assert!(text.contains("pg-advisory needs a postgres:// URL"), "{text}");
+    assert!(
+        text.contains("pg-advisory needs a postgres:// URL"),
+        "{text}"
+    );
 }

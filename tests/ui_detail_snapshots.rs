@@ -515,9 +515,17 @@ fn a_deposed_zookeeper_holder_is_shown_with_its_session() {
 /// A PostgreSQL advisory lock: the holder session and two waiting, in grant order, each
 /// with what pg_stat_activity says of it; nothing counted down.
 fn advisory_line(now: Instant) -> App {
-    let mut app = App::new(vec![info(0, "advisory locks", Scheme::PgAdvisory)], now, wall());
+    let mut app = App::new(
+        vec![info(0, "advisory locks", Scheme::PgAdvisory)],
+        now,
+        wall(),
+    );
     let mut e = Election::new(0, "nightly-report".into(), Scheme::PgAdvisory);
-    let sessions = [("svc-a", 4242, "holder"), ("svc-b", 4250, "waiting #1"), ("svc-c", 4261, "waiting #2")];
+    let sessions = [
+        ("svc-a", 4242, "holder"),
+        ("svc-b", 4250, "waiting #1"),
+        ("svc-c", 4261, "waiting #2"),
+    ];
     for (i, (app_name, pid, role)) in sessions.iter().enumerate() {
         let id = format!("{app_name}:{pid}");
         let mut c = candidate(&id, "-1508477614", None, 0, now);
@@ -557,7 +565,10 @@ fn detail_of_a_pg_advisory_lock() {
     app::update(&mut app, Msg::Action(Action::Describe));
     let text = render(&mut app, 120, 30);
     assert!(text.contains("in the order the server grants"), "{text}");
-    assert!(text.contains("held since 2026-11-25 04:00:00 UTC or earlier"), "{text}");
+    assert!(
+        text.contains("held since 2026-11-25 04:00:00 UTC or earlier"),
+        "{text}"
+    );
     insta::assert_snapshot!(text);
 }
 

@@ -71,7 +71,11 @@ impl Flags {
     /// `--sql` without `--scheme` (a SQL one) or `--preset`: the tables to read are looked
     /// up in each database's catalog.
     pub fn sql_to_find(&self) -> bool {
-        !self.sql.is_empty() && self.preset.is_none() && !self.scheme.is_some_and(|s| s.is_sql() || s.is_session_lock())
+        !self.sql.is_empty()
+            && self.preset.is_none()
+            && !self
+                .scheme
+                .is_some_and(|s| s.is_sql() || s.is_session_lock())
     }
 
     /// The sources to show: from the flags when any is given, else from the config (its

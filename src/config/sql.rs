@@ -85,7 +85,9 @@ pub struct SqlColumns {
 pub enum SqlConfigError {
     #[error("database URL `{0}` must start with postgres://, mysql:// or sqlite://")]
     Url(String),
-    #[error("scheme `{0}` is not a SQL scheme; use sql-lease, sql-heartbeat, pg-advisory or mysql-lock")]
+    #[error(
+        "scheme `{0}` is not a SQL scheme; use sql-lease, sql-heartbeat, pg-advisory or mysql-lock"
+    )]
     Scheme(Scheme),
     #[error(transparent)]
     Ident(#[from] BadIdent),

@@ -31,11 +31,8 @@ pub(crate) async fn execute(cfg: &SqlSource, req: &AdminRequest, timeout: Durati
                 reason: format!("{} is not a session-lock scheme", req.seen.scheme),
             };
         };
-        let ended = tokio::time::timeout(
-            timeout,
-            end_session(flavor, &pool, &s, end.id, &end.start),
-        )
-        .await;
+        let ended =
+            tokio::time::timeout(timeout, end_session(flavor, &pool, &s, end.id, &end.start)).await;
         let ended = match ended {
             Ok(Ok(ended)) => ended,
             Ok(Err(e)) => return partial(&done, e.to_string()),
@@ -100,7 +97,10 @@ async fn holder_now(
             Err(e) => return format!("it could not be read back: {e}"),
         };
         let lock = locks.into_iter().find(|l| l.name == name);
-        let holder = lock.as_ref().and_then(|l| l.holder.as_ref()).map(|h| h.shown());
+        let holder = lock
+            .as_ref()
+            .and_then(|l| l.holder.as_ref())
+            .map(|h| h.shown());
         let settled = holder.as_ref().is_none_or(|h| !ended.contains(h));
         if settled || Instant::now() >= until {
             return match holder {

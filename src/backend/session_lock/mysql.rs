@@ -11,8 +11,7 @@ use crate::backend::sql::{SqlError, SqlSettings};
 
 fn not_built() -> SqlError {
     SqlError::Settings(
-        "scheme mysql-lock is not built yet in this electop; use pg-advisory on PostgreSQL"
-            .into(),
+        "scheme mysql-lock is not built yet in this electop; use pg-advisory on PostgreSQL".into(),
     )
 }
 

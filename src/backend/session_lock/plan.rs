@@ -72,8 +72,7 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
         summary: String::new(),
         gist: Gist {
             next,
-            gap: "No leader only while the server ends the session and grants the lock."
-                .into(),
+            gap: "No leader only while the server ends the session and grants the lock.".into(),
             deposed: Some(format!(
                 "{} may act as leader until it next uses its connection.",
                 names.first().copied().unwrap_or("The holder")
@@ -201,7 +200,10 @@ mod tests {
         let by_pid = ActionKind::ForceLeader { target: "2".into() };
         assert_eq!(plan(&req(by_pid)).expect("a plan").steps.len(), 1);
         let e = plan(&req(ActionKind::Resign)).expect_err("unavailable");
-        assert!(e.contains("resign is unavailable") && e.contains("pg_advisory_unlock"), "{e}");
+        assert!(
+            e.contains("resign is unavailable") && e.contains("pg_advisory_unlock"),
+            "{e}"
+        );
         let nobody = ActionKind::ForceLeader { target: "z".into() };
         assert!(plan(&req(nobody)).expect_err("no").contains("not in line"));
         let mut hidden = req(ActionKind::Reelect);

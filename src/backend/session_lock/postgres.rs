@@ -15,7 +15,8 @@ use super::{LockRead, Session, SessionRef};
 use crate::backend::sql::{SqlError, SqlSettings};
 
 /// An int4 kept in an oid, back to its sign.
-const INT4: &str = "(CASE WHEN {c}::bigint >= 2147483648 THEN {c}::bigint - 4294967296 ELSE {c}::bigint END)";
+const INT4: &str =
+    "(CASE WHEN {c}::bigint >= 2147483648 THEN {c}::bigint - 4294967296 ELSE {c}::bigint END)";
 
 fn int4(col: &str) -> String {
     INT4.replace("{c}", col)

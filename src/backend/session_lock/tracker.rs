@@ -236,11 +236,7 @@ fn fill(e: &mut Election, r: &LockRead, since: Option<SystemTime>, hint: &str) {
         members.push(member(w, &format!("waiting #{}", i + 1), waits));
     }
     e.members = members;
-    let hidden = r
-        .holder
-        .iter()
-        .chain(&r.waiting)
-        .any(|s| s.start.is_none());
+    let hidden = r.holder.iter().chain(&r.waiting).any(|s| s.start.is_none());
     e.notes = if hidden {
         vec![Note {
             name: "privilege".into(),
@@ -331,11 +327,12 @@ mod tests {
     #[test]
     fn holder_leads_the_waiting_follow_in_grant_order() {
         let mut t = tracker();
-        let (a, b, c) = (session(1, "10", "a"), session(2, "20", "b"), session(3, "30", "c"));
-        t.load(
-            &[lock("42", Some(a), vec![b, c])],
-            SystemTime::UNIX_EPOCH,
+        let (a, b, c) = (
+            session(1, "10", "a"),
+            session(2, "20", "b"),
+            session(3, "30", "c"),
         );
+        t.load(&[lock("42", Some(a), vec![b, c])], SystemTime::UNIX_EPOCH);
         let e = &t.elections()[0];
         assert_eq!(e.leader.as_ref().map(|c| c.id.as_str()), Some("a:1"));
         let line: Vec<_> = e.candidates.iter().map(|c| c.id.as_str()).collect();
@@ -343,7 +340,10 @@ mod tests {
         assert_eq!(e.waiting(), Some(2));
         assert_eq!(e.members[1].role.as_deref(), Some("waiting #1"));
         let held = e.members[0].state.clone().unwrap_or_default();
-        assert!(held.contains("held since 1970-01-01 00:00:00 UTC or earlier"), "{held}");
+        assert!(
+            held.contains("held since 1970-01-01 00:00:00 UTC or earlier"),
+            "{held}"
+        );
     }
 
     #[test]
@@ -372,7 +372,11 @@ mod tests {
         assert_eq!(kinds(&x), [(EventKind::LeaderLost, Some(Cause::Resigned))]);
         assert!(x.changed[0].leader.is_none());
         // pid 2 again, another session (another start): elected, a new term.
-        t.apply(&[lock("42", Some(b.clone()), vec![])], &HashSet::new(), wall);
+        t.apply(
+            &[lock("42", Some(b.clone()), vec![])],
+            &HashSet::new(),
+            wall,
+        );
         let reused = session(2, "99", "b");
         let x = t.apply(&[lock("42", Some(reused), vec![])], &HashSet::new(), wall);
         assert_eq!(
@@ -405,7 +409,11 @@ mod tests {
         };
         assert!(t.forced("9", Some(mark), Instant::now(), wall).is_none());
         let x = t.apply(&[], &HashSet::new(), wall);
-        let causes: Vec<_> = x.events.iter().map(|e| (e.election.clone(), e.cause)).collect();
+        let causes: Vec<_> = x
+            .events
+            .iter()
+            .map(|e| (e.election.clone(), e.cause))
+            .collect();
         assert!(
             causes.contains(&(Some("9".into()), Some(Cause::ForcedReelection))),
             "{causes:?}"

@@ -22,8 +22,8 @@ mod tls;
 pub(crate) mod tracker;
 
 pub(crate) use dial::{connect, create_table_if_missing, open};
-pub(crate) use errors::SqlError;
 pub use discover::find_tables;
+pub(crate) use errors::SqlError;
 pub(crate) use errors::describe;
 pub(crate) use schema::{Schema, check_schema};
 
