@@ -236,6 +236,13 @@ fn leader_line_and_details(pg: &Postgres) {
     let waiter = e["members"][1]["state"].as_str().unwrap_or_default();
     assert!(waiter.starts_with("waiting since "), "{waiter}");
     assert!(e["notes"].is_null(), "tester sees every session: {e:#}");
+    let start = pg.psql(&format!(
+        "SELECT (extract(epoch from backend_start) * 1000000)::bigint FROM pg_stat_activity \
+         WHERE pid = {}",
+        first.pid
+    ));
+    assert_eq!(e["leader"]["session_start"], start.trim(), "{e:#}");
+    assert!(e["leader"]["deadline"].is_null(), "no deadline: {e:#}");
     let s = status_json(home.path(), &strs(&a));
     let two = election(&s, "3:4");
     assert_eq!(two["leader"]["id"], two_key.id().as_str(), "{two:#}");
@@ -394,6 +401,134 @@ fn hidden_sessions_are_said_with_the_fix(pg: &Postgres) {
     assert_eq!(pg_locks(pg, 404), [(holder.pid, true)]);
 }
 
+/// `electop serve` against the same server.
+struct Serve {
+    child: Child,
+    addr: String,
+}
+
+impl Serve {
+    fn start(home: &std::path::Path, a: &[String]) -> Serve {
+        let addr = format!("127.0.0.1:{}", common::free_port());
+        let child = command(home)
+            .args(strs(a))
+            .args(["serve", "--listen", &addr])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn electop serve");
+        Serve { child, addr }
+    }
+
+    fn sample(&self, series: &str) -> Option<f64> {
+        std::net::TcpStream::connect(&self.addr).ok()?;
+        let (code, body) = common::http::request(&self.addr, "/metrics", &[]);
+        if code != 200 {
+            return None;
+        }
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+    }
+
+    /// Waits until `series` reads `want`.
+    fn wait(&self, series: &str, want: f64) {
+        common::wait_until(&format!("{series} = {want}"), T, || {
+            self.sample(series) == Some(want)
+        });
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// SIGSTOP (`true`) or SIGCONT the server: the postmaster and every backend it forked.
+fn freeze(pg: &Postgres, stop: bool) {
+    let Some(pid) = pg.pid() else { return };
+    let children = Command::new("pgrep")
+        .args(["-P", &pid.to_string()])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let mut pids: Vec<String> = children.split_whitespace().map(str::to_string).collect();
+    pids.push(pid.to_string());
+    let sig = if stop { "-STOP" } else { "-CONT" };
+    let ok = Command::new("kill")
+        .arg(sig)
+        .args(&pids)
+        .status()
+        .expect("kill");
+    assert!(ok.success(), "kill {sig} {pids:?}");
+}
+
+/// The same lock in `status`'s table, in serve's metrics, with the same alarms: the leader's
+/// session ended with nobody in line is no leader; a frozen server makes the source stale
+/// (not its last leader shown as live), said in words.
+fn every_view_and_its_alarms(pg: &Postgres) {
+    let home = tempfile::tempdir().expect("tempdir");
+    let a = args(pg);
+    let holder = Client::psql(pg, "report", "505");
+    holder.expect("leader", T);
+    wait_line(home.path(), &a, "505", &[holder.id()]);
+    let out = command(home.path())
+        .args(strs(&a))
+        .arg("status")
+        .output()
+        .expect("status");
+    let table = String::from_utf8_lossy(&out.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.contains("505"))
+        .unwrap_or_else(|| panic!("no row for 505 in\n{table}"));
+    assert!(row.contains(&holder.id()), "{table}");
+
+    let serve = Serve::start(home.path(), &a);
+    let labels = r#"{source="sql1",election="505",scheme="pg-advisory"}"#;
+    serve.wait(&format!("electop_election_has_leader{labels}"), 1.0);
+    let info = format!(
+        r#"electop_election_leader_info{{source="sql1",election="505",scheme="pg-advisory",holder="{}"}}"#,
+        holder.id()
+    );
+    assert_eq!(serve.sample(&info), Some(1.0));
+    pg.psql(&format!("SELECT pg_terminate_backend({})", holder.pid));
+    serve.wait(&format!("electop_election_has_leader{labels}"), 0.0);
+    // A lock nobody holds or waits for is gone from pg_locks: a fresh `status` no longer
+    // lists it, but a dashboard that saw it held says it has no leader, with the alarm.
+    common::wait_for("the no-leader alarm", T, || {
+        let (_, body) = common::http::request(&serve.addr, "/api/v1/elections", &[]);
+        let s: Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+        let alarms = election(&s, "505")["alarms"].clone();
+        match alarms.as_array() {
+            Some(a) if a.iter().any(|x| x == "no-leader") => Ok(()),
+            _ => Err(format!("{s:#}")),
+        }
+    });
+
+    freeze(pg, true);
+    let stale = common::wait_for("the source stale", T, || {
+        match serve.sample(r#"electop_source_up{source="sql1",store="sql"}"#) {
+            Some(v) if v == 0.0 => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    freeze(pg, false);
+    let () = stale;
+    let out = command(home.path())
+        .args(strs(&a))
+        .args(["status", "--timeout", "10s"])
+        .output()
+        .expect("status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn pg_advisory_locks_on_a_real_postgres() {
     let pg = Postgres::start();
@@ -402,6 +537,7 @@ fn pg_advisory_locks_on_a_real_postgres() {
     terminated_holder_is_followed_within_a_poll(&pg);
     admin_through_the_binary(&pg);
     hidden_sessions_are_said_with_the_fix(&pg);
+    every_view_and_its_alarms(&pg);
 }
 
 #[test]
