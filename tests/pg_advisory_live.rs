@@ -446,6 +446,14 @@ impl Drop for Serve {
     }
 }
 
+struct Thaw<'a>(&'a Postgres);
+
+impl Drop for Thaw<'_> {
+    fn drop(&mut self) {
+        freeze(self.0, false);
+    }
+}
+
 /// SIGSTOP (`true`) or SIGCONT the server: the postmaster and every backend it forked.
 fn freeze(pg: &Postgres, stop: bool) {
     let Some(pid) = pg.pid() else { return };
@@ -509,14 +517,13 @@ fn every_view_and_its_alarms(pg: &Postgres) {
     });
 
     freeze(pg, true);
-    let stale = common::wait_for("the source stale", T, || {
-        match serve.sample(r#"electop_source_up{source="sql1",store="sql"}"#) {
-            Some(v) if v == 0.0 => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    });
-    freeze(pg, false);
-    let () = stale;
+    {
+        // Thawed however the wait ends, so a failure leaves no frozen server behind.
+        let _thaw = Thaw(pg);
+        common::wait_until("the source down and stale", T, || {
+            serve.sample(r#"electop_source_up{source="sql1",store="sql"}"#) == Some(0.0)
+        });
+    }
     let out = command(home.path())
         .args(strs(&a))
         .args(["status", "--timeout", "10s"])
