@@ -174,7 +174,7 @@ pub struct SqlSource {
     /// the source's notice.
     found: Option<String>,
     /// pg-advisory / mysql-lock: names for the locks (`[source.locks]`).
-    locks: crate::backend::session_lock::LockNaming,
+    locks: super::LockNaming,
 }
 
 impl std::ops::Deref for SqlSource {
@@ -197,11 +197,11 @@ impl SqlSource {
     }
 
     /// The names given to a session-lock source's locks.
-    pub fn locks(&self) -> &crate::backend::session_lock::LockNaming {
+    pub fn locks(&self) -> &super::LockNaming {
         &self.locks
     }
 
-    pub(crate) fn set_locks(&mut self, locks: crate::backend::session_lock::LockNaming) {
+    pub(crate) fn set_locks(&mut self, locks: super::LockNaming) {
         self.locks = locks;
     }
 
@@ -326,7 +326,7 @@ pub(crate) struct SqlSourceFile {
     read_only: bool,
     /// pg-advisory / mysql-lock: names for the locks, by key or hashed from a name.
     #[serde(default)]
-    locks: Option<crate::backend::session_lock::LockNaming>,
+    locks: Option<super::LockNaming>,
 }
 
 impl SqlSourceFile {

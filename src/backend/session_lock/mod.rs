@@ -16,7 +16,7 @@ mod postgres;
 mod store;
 pub(crate) mod tracker;
 
-pub use naming::{LockHash, LockNaming};
+pub use crate::config::{LockHash, LockNaming};
 pub use store::SessionLocks;
 
 use std::collections::HashSet;

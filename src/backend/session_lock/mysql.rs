@@ -30,7 +30,8 @@ use std::time::{Duration, SystemTime};
 
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 
-use super::naming::{LockNaming, Resolved};
+use super::LockNaming;
+use super::naming::Resolved;
 use super::{Flavor, LockRead, Session, SessionRef};
 use crate::backend::sql::{SqlError, SqlSettings};
 

@@ -43,7 +43,11 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
                 return Err(format!("{target} already holds {}", e.name));
             }
             let who = &e.candidates[at].id;
-            let next = format!("{who} leads next: every session ahead of it is ended.");
+            let ahead: Vec<&str> = e.candidates[..at].iter().map(|c| c.id.as_str()).collect();
+            let next = format!(
+                "{who} leads next: the session(s) ahead of it are ended: {}.",
+                ahead.join(", ")
+            );
             (e.candidates[..at].iter().collect(), next)
         }
     };
