@@ -112,6 +112,14 @@ fn the_holder_and_the_line_are_the_servers() {
         !line(e).contains(&shown(try_loop.id())),
         "a try-loop never waits"
     );
+    assert!(
+        e["leader"]["session_start"].is_null(),
+        "no start exists: {e:#}"
+    );
+    assert!(
+        e["leader"]["deadline"].is_null(),
+        "no deadline either: {e:#}"
+    );
     let text = serde_json::to_string(e).expect("json");
     assert!(text.contains("tester"), "the holder's account: {e:#}");
     assert!(text.contains("127.0.0.1"), "the holder's address: {e:#}");

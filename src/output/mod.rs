@@ -237,8 +237,9 @@ pub(crate) struct HolderJson<'a> {
     pub create_revision: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mod_revision: Option<i64>,
-    /// pg-advisory / mysql-lock: the holder session's start as the server's compare takes
-    /// it (PostgreSQL: backend_start in microseconds since the Unix epoch).
+    /// pg-advisory: the holder session's start as the server's compare takes it
+    /// (backend_start in microseconds since the Unix epoch). mysql-lock has none: no server
+    /// records when a connection started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_start: Option<&'a str>,
     /// SQL: the deadline column as the database holds it.
@@ -285,7 +286,11 @@ fn holder(c: &Candidate, now: Instant, scheme: crate::model::Scheme) -> HolderJs
         },
         create_revision: c.lease.map(|_| c.create_revision),
         mod_revision: c.lease.map(|_| c.mod_revision),
-        session_start: c.stamp.as_deref().filter(|_| session),
+        // mysql-lock's stamp is the lock's name (what its KILL compares), not a start.
+        session_start: c
+            .stamp
+            .as_deref()
+            .filter(|_| scheme == crate::model::Scheme::PgAdvisory),
         deadline: c.stamp.as_deref().filter(|_| !session),
         zombie: c.zombie(),
     }
