@@ -252,6 +252,10 @@ pub enum SchemeArg {
     SqlLease,
     SqlHeartbeat,
     Patroni,
+    /// PostgreSQL advisory locks (with --sql postgres://...): no table needed.
+    PgAdvisory,
+    /// MySQL/MariaDB GET_LOCK (with --sql mysql://...): no table needed.
+    MysqlLock,
 }
 
 impl From<SchemeArg> for Scheme {
@@ -262,6 +266,8 @@ impl From<SchemeArg> for Scheme {
             SchemeArg::SqlLease => Scheme::SqlLease,
             SchemeArg::SqlHeartbeat => Scheme::SqlHeartbeat,
             SchemeArg::Patroni => Scheme::Patroni,
+            SchemeArg::PgAdvisory => Scheme::PgAdvisory,
+            SchemeArg::MysqlLock => Scheme::MysqlLock,
         }
     }
 }

@@ -511,3 +511,91 @@ fn a_deposed_zookeeper_holder_is_shown_with_its_session() {
     );
     insta::assert_snapshot!("zookeeper_deposed_detail_100x30", detail);
 }
+
+/// A PostgreSQL advisory lock: the holder session and two waiting, in grant order, each
+/// with what pg_stat_activity says of it; nothing counted down.
+fn advisory_line(now: Instant) -> App {
+    let mut app = App::new(
+        vec![info(0, "advisory locks", Scheme::PgAdvisory)],
+        now,
+        wall(),
+    );
+    let mut e = Election::new(0, "nightly-report".into(), Scheme::PgAdvisory);
+    let sessions = [
+        ("svc-a", 4242, "holder"),
+        ("svc-b", 4250, "waiting #1"),
+        ("svc-c", 4261, "waiting #2"),
+    ];
+    for (i, (app_name, pid, role)) in sessions.iter().enumerate() {
+        let id = format!("{app_name}:{pid}");
+        let mut c = candidate(&id, "-1508477614", None, 0, now);
+        c.raw_id = pid.to_string().into_bytes();
+        c.ttl = None;
+        c.create_revision = 0;
+        c.mod_revision = 0;
+        c.stamp = Some(format!("17640000{i}0000000"));
+        e.candidates.push(c);
+        let what = if i == 0 {
+            "held since 2026-11-25 04:00:00 UTC or earlier".to_string()
+        } else {
+            format!("waiting since 2026-11-25 04:0{i}:00 UTC")
+        };
+        e.members.push(electop::model::MemberInfo {
+            id,
+            role: Some(role.to_string()),
+            state: Some(format!(
+                "{what}, user worker, from 10.0.0.{}:5123{i}, session started 2026-11-25 03:5{i}:00 UTC, pid {pid}",
+                i + 5
+            )),
+            timeline: None,
+            lag_bytes: None,
+            nofailover: false,
+        });
+    }
+    e.leader = e.candidates.first().cloned();
+    load(&mut app, 0, vec![e]);
+    app
+}
+
+#[test]
+fn detail_of_a_pg_advisory_lock() {
+    let now = Instant::now();
+    let mut app = advisory_line(now);
+    app::update(&mut app, Msg::Tick { now, wall: wall() });
+    app::update(&mut app, Msg::Action(Action::Describe));
+    let text = render(&mut app, 120, 30);
+    assert!(text.contains("in the order the server grants"), "{text}");
+    assert!(
+        text.contains("held since 2026-11-25 04:00:00 UTC or earlier"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn pg_advisory_reelect_confirmation_and_resign_refused() {
+    let mut app = advisory_line(Instant::now());
+    app::update(&mut app, Msg::Action(Action::Reelect));
+    let text = render(&mut app, 120, 30);
+    assert!(text.contains("svc-b:4250 leads next"), "{text}");
+    insta::assert_snapshot!("pg_advisory_reelect_confirmation", text);
+    let mut app = advisory_line(Instant::now());
+    app::update(&mut app, Msg::Action(Action::Resign));
+    let text = render(&mut app, 120, 30);
+    assert!(text.contains("resign is unavailable"), "{text}");
+    insta::assert_snapshot!("pg_advisory_resign_refused", text);
+}
+
+#[test]
+fn pg_advisory_force_leader_lists_every_session_it_ends() {
+    let mut app = advisory_line(Instant::now());
+    app::update(&mut app, Msg::Action(Action::ForceLeader));
+    app::update(&mut app, Msg::Action(Action::Down));
+    app::update(&mut app, Msg::Action(Action::Accept));
+    let text = render(&mut app, 120, 30);
+    assert!(
+        text.contains("svc-a:4242, svc-b:4250"),
+        "both sessions ahead are named: {text}"
+    );
+    insta::assert_snapshot!(text);
+}

@@ -9,8 +9,8 @@ pub(crate) mod audit_tail;
 mod plan;
 
 pub use plan::{
-    Check, Compare, DEADLINE, Gist, HOLD_SLACK_SECS, Key, Op, Plan, Readback, SqlTarget, Statement,
-    Step, Target, hold_secs, leader, summary, title,
+    Check, Compare, DEADLINE, EndSession, Gist, HOLD_SLACK_SECS, Key, Op, Plan, Readback,
+    SqlTarget, Statement, Step, Target, hold_secs, leader, summary, title,
 };
 
 use serde::Serialize;

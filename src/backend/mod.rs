@@ -19,6 +19,7 @@ pub(crate) mod forced;
 #[cfg(test)]
 mod plan_tests;
 pub mod redis;
+pub mod session_lock;
 pub mod sql;
 pub mod zookeeper;
 
@@ -164,6 +165,7 @@ pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 pub fn store_of(cfg: &SourceConfig) -> &'static dyn Store {
     match cfg {
         SourceConfig::Etcd(_) => &etcd::Etcd,
+        SourceConfig::Sql(s) if s.scheme.is_session_lock() => &session_lock::SessionLocks,
         SourceConfig::Sql(_) => &sql::Sql,
         SourceConfig::Zookeeper(_) => &zookeeper::Zookeeper,
         SourceConfig::Redis(_) => &redis::Redis,
@@ -177,6 +179,7 @@ fn store_for(target: &Target) -> &'static dyn Store {
         Target::Sql(_) => &sql::Sql,
         Target::Zookeeper { .. } => &zookeeper::Zookeeper,
         Target::Redis { .. } => &redis::Redis,
+        Target::SessionLock { .. } => &session_lock::SessionLocks,
     }
 }
 

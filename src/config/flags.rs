@@ -71,7 +71,11 @@ impl Flags {
     /// `--sql` without `--scheme` (a SQL one) or `--preset`: the tables to read are looked
     /// up in each database's catalog.
     pub fn sql_to_find(&self) -> bool {
-        !self.sql.is_empty() && self.preset.is_none() && !self.scheme.is_some_and(|s| s.is_sql())
+        !self.sql.is_empty()
+            && self.preset.is_none()
+            && !self
+                .scheme
+                .is_some_and(|s| s.is_sql() || s.is_session_lock())
     }
 
     /// The sources to show: from the flags when any is given, else from the config (its
@@ -115,7 +119,7 @@ impl Flags {
     fn resolve_sources(&self, configured: &[SourceConfig]) -> Result<Vec<SourceConfig>, String> {
         let scheme = self.scheme;
         let sql_scheme = self.sql_scheme(scheme)?;
-        let etcd_scheme = scheme.filter(|s| !s.is_sql());
+        let etcd_scheme = scheme.filter(|s| !s.is_sql() && !s.is_session_lock());
         if sql_scheme.is_some()
             && self.sql.is_empty()
             && self.etcd.is_empty()
@@ -363,7 +367,7 @@ impl Flags {
 
     /// The scheme of the `--sql` sources: from `--preset` or `--scheme`, which must agree.
     fn sql_scheme(&self, scheme: Option<Scheme>) -> Result<Option<Scheme>, String> {
-        let given = scheme.filter(|s| s.is_sql());
+        let given = scheme.filter(|s| s.is_sql() || s.is_session_lock());
         if let Some(p) = self.preset
             && self.sql.is_empty()
             && p.sql_table().is_ok()

@@ -85,12 +85,18 @@ pub struct SqlColumns {
 pub enum SqlConfigError {
     #[error("database URL `{0}` must start with postgres://, mysql:// or sqlite://")]
     Url(String),
-    #[error("scheme `{0}` is not a SQL scheme; use sql-lease or sql-heartbeat")]
+    #[error(
+        "scheme `{0}` is not a SQL scheme; use sql-lease, sql-heartbeat, pg-advisory or mysql-lock"
+    )]
     Scheme(Scheme),
     #[error(transparent)]
     Ident(#[from] BadIdent),
     #[error(transparent)]
     Tls(#[from] TlsConfigError),
+    #[error(
+        "scheme `{0}` reads a server's own locks: pg-advisory needs a postgres:// URL, mysql-lock a mysql:// one"
+    )]
+    LockDialect(Scheme),
     #[error("the heartbeat timeout must be more than 0")]
     Timeout,
     #[error(
@@ -167,6 +173,8 @@ pub struct SqlSource {
     /// Where `--sql URL` alone found this table (`found leaderlock (sql-lease) in x.db`):
     /// the source's notice.
     found: Option<String>,
+    /// pg-advisory / mysql-lock: names for the locks (`[source.locks]`).
+    locks: super::LockNaming,
 }
 
 impl std::ops::Deref for SqlSource {
@@ -184,7 +192,17 @@ impl SqlSource {
             spec,
             checked,
             found: None,
+            locks: Default::default(),
         })
+    }
+
+    /// The names given to a session-lock source's locks.
+    pub fn locks(&self) -> &super::LockNaming {
+        &self.locks
+    }
+
+    pub(crate) fn set_locks(&mut self, locks: super::LockNaming) {
+        self.locks = locks;
     }
 
     pub fn checked(&self) -> &SqlChecked {
@@ -234,6 +252,17 @@ fn check(cfg: &SqlSpec) -> Result<SqlChecked, SqlConfigError> {
             "service_id",
             "last_seen_active",
         ),
+        // No table: the server's own locks. The names stay unused, valid defaults.
+        Scheme::PgAdvisory | Scheme::MysqlLock => {
+            let wants = match cfg.scheme {
+                Scheme::PgAdvisory => Dialect::Postgres,
+                _ => Dialect::MySql,
+            };
+            if dialect != wants {
+                return Err(SqlConfigError::LockDialect(cfg.scheme));
+            }
+            ("leaderlock", "key", "leader_id", "valid_until")
+        }
         other => return Err(SqlConfigError::Scheme(other)),
     };
     let heartbeat_timeout = match cfg.scheme {
@@ -295,6 +324,9 @@ pub(crate) struct SqlSourceFile {
     poll: Option<std::time::Duration>,
     #[serde(default)]
     read_only: bool,
+    /// pg-advisory / mysql-lock: names for the locks, by key or hashed from a name.
+    #[serde(default)]
+    locks: Option<super::LockNaming>,
 }
 
 impl SqlSourceFile {
@@ -314,7 +346,17 @@ impl SqlSourceFile {
             read_only: self.read_only,
         };
         spec.apply_preset()?;
-        SqlSource::new(spec).map_err(|e| e.to_string())
+        let mut src = SqlSource::new(spec).map_err(|e| e.to_string())?;
+        if let Some(locks) = self.locks {
+            if !src.scheme.is_session_lock() {
+                return Err(format!(
+                    "`locks` names the locks of pg-advisory or mysql-lock, not of {}",
+                    src.scheme
+                ));
+            }
+            src.set_locks(locks);
+        }
+        Ok(src)
     }
 }
 

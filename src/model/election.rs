@@ -34,6 +34,12 @@ pub enum Scheme {
     /// A Redis key set with `SET key token NX PX ms` (redis-py `Lock`, Node `redlock`): the
     /// value is the holder's token, `PTTL` its time left; nobody waits in line.
     RedisLock,
+    /// PostgreSQL advisory locks (`pg_advisory_lock`, `pg_try_advisory_lock`): every lock
+    /// key is an election, the session holding it leads, the sessions waiting are the line.
+    PgAdvisory,
+    /// MySQL/MariaDB `GET_LOCK(name)`: every lock name is an election, the connection
+    /// holding it leads.
+    MysqlLock,
 }
 
 impl Scheme {
@@ -48,6 +54,8 @@ impl Scheme {
             Scheme::KafkaZk => "kafka-zk",
             Scheme::HadoopHa => "hadoop-ha",
             Scheme::RedisLock => "redis-lock",
+            Scheme::PgAdvisory => "pg-advisory",
+            Scheme::MysqlLock => "mysql-lock",
         }
     }
 
@@ -60,6 +68,11 @@ impl Scheme {
 impl Scheme {
     pub fn is_sql(self) -> bool {
         matches!(self, Scheme::SqlLease | Scheme::SqlHeartbeat)
+    }
+
+    /// A lock held by a SQL server's session (no table): read from a `--sql` source.
+    pub fn is_session_lock(self) -> bool {
+        matches!(self, Scheme::PgAdvisory | Scheme::MysqlLock)
     }
 }
 
@@ -204,6 +217,9 @@ pub enum Cause {
     /// A new primary was promoted, as the store's own history records it (Patroni's
     /// `history` key); how the old one left is not recorded there.
     Promoted,
+    /// A SQL session lock's holder session ended (closed, terminated or lost), which
+    /// released its locks.
+    SessionEnded,
 }
 
 impl Cause {
@@ -224,6 +240,7 @@ impl Cause {
             Cause::Unknown => "unknown",
             Cause::NodeGone => "node_gone",
             Cause::Promoted => "promoted",
+            Cause::SessionEnded => "session_ended",
         }
     }
 }
@@ -473,6 +490,7 @@ impl Election {
             | Scheme::KafkaZk
             | Scheme::HadoopHa
             | Scheme::RedisLock => true,
+            Scheme::PgAdvisory | Scheme::MysqlLock => false,
             Scheme::EtcdLeaseKey => self.candidates.len() <= 1,
             Scheme::EtcdElection | Scheme::Patroni | Scheme::ZkRecipe => false,
         };

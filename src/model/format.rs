@@ -58,6 +58,8 @@ pub(crate) fn hold_cell(
         (super::Scheme::ZkRecipe, Some(session)) => session.clone(),
         // A Redis key without expiry: not "not read yet", never.
         (super::Scheme::RedisLock, _) if c.ttl.is_none() => "no expiry".to_string(),
+        // Held while its session lasts: nothing to count down.
+        (super::Scheme::PgAdvisory | super::Scheme::MysqlLock, _) => "session".to_string(),
         _ => ttl_cell(c, now, width),
     }
 }

@@ -298,7 +298,12 @@ impl Timing {
             // kazoo's default session: 10 s, heartbeats at a third of it (ZooKeeper's client
             // pings every timeout / 3).
             // redis-py's `Lock(timeout=10)` shape; Redis has no participant yet.
-            Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa | Scheme::RedisLock => Timing {
+            Scheme::ZkRecipe
+            | Scheme::KafkaZk
+            | Scheme::HadoopHa
+            | Scheme::RedisLock
+            | Scheme::PgAdvisory
+            | Scheme::MysqlLock => Timing {
                 ttl: s(10),
                 renew: Duration::from_millis(3_300),
                 retry: s(1),

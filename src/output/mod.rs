@@ -237,6 +237,11 @@ pub(crate) struct HolderJson<'a> {
     pub create_revision: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mod_revision: Option<i64>,
+    /// pg-advisory: the holder session's start as the server's compare takes it
+    /// (backend_start in microseconds since the Unix epoch). mysql-lock has none: no server
+    /// records when a connection started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_start: Option<&'a str>,
     /// SQL: the deadline column as the database holds it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<&'a str>,
@@ -267,7 +272,9 @@ pub(crate) struct HistoryJson<'a> {
     pub by: Option<&'a str>,
 }
 
-fn holder(c: &Candidate, now: Instant) -> HolderJson<'_> {
+fn holder(c: &Candidate, now: Instant, scheme: crate::model::Scheme) -> HolderJson<'_> {
+    // A session lock's stamp is its session's start, not a deadline.
+    let session = scheme.is_session_lock();
     HolderJson {
         id: &c.id,
         key: &c.key,
@@ -279,7 +286,12 @@ fn holder(c: &Candidate, now: Instant) -> HolderJson<'_> {
         },
         create_revision: c.lease.map(|_| c.create_revision),
         mod_revision: c.lease.map(|_| c.mod_revision),
-        deadline: c.stamp.as_deref(),
+        // mysql-lock's stamp is the lock's name (what its KILL compares), not a start.
+        session_start: c
+            .stamp
+            .as_deref()
+            .filter(|_| scheme == crate::model::Scheme::PgAdvisory),
+        deadline: c.stamp.as_deref().filter(|_| !session),
         zombie: c.zombie(),
     }
 }
@@ -306,13 +318,17 @@ pub(crate) fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> El
         scheme: e.scheme,
         source,
         source_id: "",
-        leader: e.leader.as_ref().map(|l| holder(l, now)),
-        candidates: e.candidates.iter().map(|c| holder(c, now)).collect(),
+        leader: e.leader.as_ref().map(|l| holder(l, now, e.scheme)),
+        candidates: e
+            .candidates
+            .iter()
+            .map(|c| holder(c, now, e.scheme))
+            .collect(),
         ttl_ms: e.ttl_ms_at(now),
         transitions: e.transitions,
         zombie: e.has_zombie(),
         history: e.history.iter().map(history).collect(),
-        deposed: e.deposed.as_ref().map(|d| holder(d, now)),
+        deposed: e.deposed.as_ref().map(|d| holder(d, now, e.scheme)),
         deposed_session: e.deposed_session.and_then(|state| {
             Some(SessionJson {
                 id: e.deposed.as_ref()?.stamp.as_deref()?,
@@ -320,7 +336,7 @@ pub(crate) fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> El
                 text: e.deposed_session_text(false)?,
             })
         }),
-        resigned: e.resigned.as_ref().map(|d| holder(d, now)),
+        resigned: e.resigned.as_ref().map(|d| holder(d, now, e.scheme)),
         no_leader_since: e.no_leader_since().map(time::rfc3339),
         members: &e.members,
         notes: &e.notes,

@@ -131,6 +131,15 @@ fn key_line(e: &Election, room: usize) -> Line<'static> {
             theme::dim(),
         ));
     }
+    if e.scheme.is_session_lock() {
+        // Held while its session lasts: the session, not a deadline.
+        let key = truncate_display(&l.key, room);
+        let pid = String::from_utf8_lossy(&l.raw_id);
+        return Line::from(Span::styled(
+            format!("held by session {pid} while it lasts · lock {key}"),
+            theme::dim(),
+        ));
+    }
     if e.scheme == crate::model::Scheme::RedisLock {
         // A token in a key: its time left is the TTL column; without one it never expires.
         let (hold, style) = match l.ttl {

@@ -33,6 +33,8 @@ fn scheme_short(s: Scheme) -> &'static str {
         Scheme::KafkaZk => "kafka-zk",
         Scheme::HadoopHa => "hadoop-ha",
         Scheme::RedisLock => "redis",
+        Scheme::PgAdvisory => "pg-advisory",
+        Scheme::MysqlLock => "mysql-lock",
     }
 }
 

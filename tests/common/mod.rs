@@ -13,6 +13,7 @@ pub mod http;
 pub mod lines;
 pub mod mariadb;
 pub mod metric_names;
+pub mod mysql_lock;
 pub mod node;
 pub mod patroni;
 pub mod pki;

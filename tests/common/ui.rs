@@ -7,7 +7,7 @@ use electop::model::{Candidate, Deadline, Scheme, SourceInfo};
 
 /// Source `id` (`etcd1`, `sql2`...) under `prefix`, on PostgreSQL for a SQL scheme.
 pub fn info(id: usize, prefix: &str, scheme: Scheme) -> SourceInfo {
-    let sql = scheme.is_sql();
+    let sql = scheme.is_sql() || scheme.is_session_lock();
     let (store, at) = match scheme {
         Scheme::ZkRecipe => ("zk", "zookeeper 127.0.0.1:2181"),
         _ if sql => ("sql", "postgres 127.0.0.1:5432"),

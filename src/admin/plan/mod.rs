@@ -8,6 +8,8 @@ mod target;
 
 pub use target::{SqlTarget, Target};
 
+use crate::config::Dialect;
+
 use super::{ActionKind, AdminRequest};
 use crate::model::{Candidate, Election};
 
@@ -168,6 +170,25 @@ pub enum Step {
         value: Vec<u8>,
         shown: String,
     },
+    /// End a SQL server session (which frees every lock it holds), in one statement that
+    /// compares its id and its start, so a reused id is never hit.
+    EndSession(EndSession),
+}
+
+/// A session to end, as seen: `pg_terminate_backend` / `KILL`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndSession {
+    pub dialect: crate::config::Dialect,
+    /// PostgreSQL's pid, MySQL's connection id.
+    pub id: i64,
+    /// The session's start as the server's compare takes it (opaque: see
+    /// `backend::session_lock::Session::start`).
+    pub start: String,
+    /// The start for people (`2024-05-01 10:00:01 UTC`).
+    pub started: String,
+    /// Who it is on screen (`worker:4242`) and what it is doing (`holder of 42`).
+    pub who: String,
+    pub role: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,6 +201,8 @@ pub enum Readback {
     Row(String),
     /// Who leads the ZooKeeper election whose znode is this path.
     Znode(String),
+    /// Who holds the SQL session lock with this key now.
+    Lock(String),
 }
 
 /// Added to a third of the longest deposed TTL: Go's keep-alive loop ticks every 500 ms, the

@@ -88,6 +88,7 @@ fn step(s: &Step) -> String {
             "one Lua script (atomic): if GET {k} == {shown} then DEL {k}, else nothing",
             k = key.shown
         ),
+        Step::EndSession(s) => end_session(s),
         Step::ZkMulti {
             compares,
             delete,
@@ -135,6 +136,26 @@ fn compare(c: &Compare) -> String {
         Check::Lease(l) => format!("lease({k}) == {l:x}"),
         Check::Absent => format!("{k} is absent"),
     }
+}
+
+/// Ending a session, compared on its id and its start in the same statement.
+fn end_session(s: &super::EndSession) -> String {
+    let how = match s.dialect {
+        super::Dialect::Postgres => format!(
+            "pg_terminate_backend({id}) in one statement only if pid {id} is still the \
+             session whose backend_start is {started}",
+            id = s.id,
+            started = s.started
+        ),
+        // MySQL keeps no connection start: `started` is the lock it holds or waits for.
+        _ => format!(
+            "KILL CONNECTION {id} in one statement only if connection {id} still holds or \
+             waits for {started}",
+            id = s.id,
+            started = s.started
+        ),
+    };
+    format!("end the session of {} ({}): {how}", s.who, s.role)
 }
 
 fn op(o: &Op) -> String {

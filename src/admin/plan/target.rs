@@ -20,6 +20,11 @@ pub enum Target {
     Redis {
         pattern: String,
     },
+    /// Locks held by a SQL server's sessions (`pg-advisory`, `mysql-lock`): actions end
+    /// sessions, in the server's own words.
+    SessionLock {
+        dialect: Dialect,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -62,6 +67,12 @@ impl Target {
             },
             Scheme::RedisLock => Target::Redis {
                 pattern: "*".to_string(),
+            },
+            Scheme::PgAdvisory => Target::SessionLock {
+                dialect: Dialect::Postgres,
+            },
+            Scheme::MysqlLock => Target::SessionLock {
+                dialect: Dialect::MySql,
             },
             _ => Target::Etcd {
                 prefix: String::new(),

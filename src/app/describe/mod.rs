@@ -213,7 +213,10 @@ fn leader(app: &App, e: &Election, width: usize) -> Vec<DLine> {
         crate::model::truncate_display(&l.id, width.saturating_sub(LABEL).max(8)),
     )];
     out.extend(wrapped("Key", Tone::Text, &l.key, width));
-    out.extend(value(l, width));
+    // A session lock's holder is a session, not a value written anywhere.
+    if !e.scheme.is_session_lock() {
+        out.extend(value(l, width));
+    }
     out.extend(lease_and_ttl(app, e, l));
     out
 }
@@ -257,6 +260,16 @@ fn lease_and_ttl(app: &App, e: &Election, l: &Candidate) -> Vec<DLine> {
     }
     if e.scheme == crate::model::Scheme::ZkRecipe {
         out.extend(zk_holder(l));
+        return out;
+    }
+    if e.scheme.is_session_lock() {
+        // No term to count down: the lock is held while its session lasts.
+        let told = e.member(&l.id).and_then(|m| m.state.clone());
+        out.push(field(
+            "Session",
+            Tone::Text,
+            told.unwrap_or_else(|| "held while its session lasts".into()),
+        ));
         return out;
     }
     out.push(match &l.ttl {
@@ -345,6 +358,7 @@ impl CandidateColumns {
             // SQL rows have a deadline column where etcd keys have revisions.
             revs_w: match () {
                 _ if e.scheme.is_sql() => 23,
+                _ if e.scheme.is_session_lock() => 0,
                 _ if e.scheme == crate::model::Scheme::ZkRecipe => 27,
                 _ => 13,
             },
@@ -362,11 +376,13 @@ impl CandidateColumns {
         let zk = e.scheme == crate::model::Scheme::ZkRecipe;
         let order = match () {
             _ if e.scheme.is_sql() => "",
+            _ if e.scheme.is_session_lock() => ", in the order the server grants",
             _ if zk => ", lowest sequence number first",
             _ => ", lowest create revision first",
         };
         let revs = match () {
             _ if e.scheme.is_sql() => "UNTIL",
+            _ if e.scheme.is_session_lock() => "",
             _ if zk => "CZXID/MZXID",
             _ => "CREATE/MOD",
         };
@@ -408,12 +424,13 @@ impl CandidateColumns {
         let ttl = match (&c.ttl, c.zombie()) {
             (_, true) => "∞".to_string(),
             (Some(d), _) => duration_ms(d.remaining_ms_at(self.at)),
-            // No deadline per node: nothing to count down.
-            (None, _) if zk => "-".to_string(),
+            // No deadline per node (or session lock): nothing to count down.
+            (None, _) if zk || e.scheme.is_session_lock() => "-".to_string(),
             (None, _) => "…".to_string(),
         };
         let revs = match () {
             _ if e.scheme.is_sql() => c.stamp.clone().unwrap_or_default(),
+            _ if e.scheme.is_session_lock() => String::new(),
             _ if zk => format!(
                 "0x{:x}/0x{:x}",
                 c.create_revision as u64, c.mod_revision as u64

@@ -141,7 +141,9 @@ async fn readback(client: &mut Client, what: &Readback) -> Result<String, etcd_c
     match what {
         Readback::Line(k) => line_now(client, &k.raw).await,
         Readback::Key(k) => key_now(client, &k.raw).await,
-        Readback::Row(name) | Readback::Znode(name) => Ok(format!("row {name}")),
+        Readback::Row(name) | Readback::Znode(name) | Readback::Lock(name) => {
+            Ok(format!("row {name}"))
+        }
     }
 }
 

@@ -43,7 +43,10 @@ impl Store for Etcd {
     fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
         match &req.target {
             Target::Etcd { prefix } => plan::plan(req, prefix),
-            Target::Sql(_) | Target::Zookeeper { .. } | Target::Redis { .. } => Err(format!(
+            Target::Sql(_)
+            | Target::Zookeeper { .. }
+            | Target::Redis { .. }
+            | Target::SessionLock { .. } => Err(format!(
                 "{} is not a scheme of this source",
                 req.seen.scheme
             )),

@@ -8,7 +8,7 @@ use super::SqlSettings;
 
 /// How a failure should be handled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum SqlErrorKind {
+pub(crate) enum SqlErrorKind {
     /// The server or the network to it may come back: retry.
     Transient,
     /// The table, the columns, a permission or a setting is wrong: retrying will not help
@@ -22,14 +22,14 @@ pub(super) enum SqlErrorKind {
 
 impl SqlErrorKind {
     /// Waiting will not make it go away.
-    pub(super) fn is_lasting(self) -> bool {
+    pub(crate) fn is_lasting(self) -> bool {
         self != SqlErrorKind::Transient
     }
 }
 
 /// A failure of a SQL source, already in the operator's words.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(super) enum SqlError {
+pub(crate) enum SqlError {
     /// The server did not take the connection (refused, reset, no route).
     #[error("{0}")]
     Unreachable(String),
@@ -65,11 +65,11 @@ pub(super) enum SqlError {
 impl SqlError {
     /// Final for a read that answers once (`status`): waiting will not help, or the server
     /// did not take the connection (refused, reset, no route).
-    pub(super) fn ends_one_shot(&self) -> bool {
+    pub(crate) fn ends_one_shot(&self) -> bool {
         matches!(self, SqlError::Unreachable(_)) || self.kind().is_lasting()
     }
 
-    pub(super) fn kind(&self) -> SqlErrorKind {
+    pub(crate) fn kind(&self) -> SqlErrorKind {
         use SqlError::*;
         match self {
             Unreachable(_)
@@ -86,7 +86,7 @@ impl SqlError {
     }
 
     /// A sqlx error, typed by its variant and the database's error code.
-    pub(super) fn from_sqlx(e: &sqlx::Error, s: &SqlSettings, url: &str) -> SqlError {
+    pub(crate) fn from_sqlx(e: &sqlx::Error, s: &SqlSettings, url: &str) -> SqlError {
         let where_ = s.url.redacted();
         if let Some(tls) = super::tls::describe(e, s.dialect, url, &where_) {
             return SqlError::Tls(scrub(&tls, url));

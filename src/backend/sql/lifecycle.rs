@@ -8,7 +8,7 @@ use super::super::Backoff;
 use super::errors::SqlErrorKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Phase {
+pub(crate) enum Phase {
     /// Opening a pool.
     Connecting,
     /// Connected: checking the table, its columns and the deadline's type.
@@ -20,7 +20,7 @@ pub(super) enum Phase {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Input {
+pub(crate) enum Input {
     Connected,
     SchemaChecked,
     /// A poll was answered and its rows read.
@@ -32,7 +32,7 @@ pub(super) enum Input {
 
 /// What the source tells the rest of electop on a transition, besides going down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Tell {
+pub(crate) enum Tell {
     /// The table is usable: the source is connected.
     Connected,
     /// The first poll since the source started: its elections are known.
@@ -41,14 +41,14 @@ pub(super) enum Tell {
 
 /// The phase plus what the transitions need to remember.
 #[derive(Debug)]
-pub(super) struct Lifecycle {
+pub(crate) struct Lifecycle {
     pub phase: Phase,
     synced: bool,
     backoff: Backoff,
 }
 
 impl Lifecycle {
-    pub(super) fn new(min_wait: Duration, max_wait: Duration) -> Lifecycle {
+    pub(crate) fn new(min_wait: Duration, max_wait: Duration) -> Lifecycle {
         Lifecycle {
             phase: Phase::Connecting,
             synced: false,
@@ -57,11 +57,11 @@ impl Lifecycle {
     }
 
     /// The wait before the next retry grows with each failure in a row.
-    pub(super) fn backoff(&mut self) -> &mut Backoff {
+    pub(crate) fn backoff(&mut self) -> &mut Backoff {
         &mut self.backoff
     }
 
-    pub(super) fn on(&mut self, input: Input) -> Option<Tell> {
+    pub(crate) fn on(&mut self, input: Input) -> Option<Tell> {
         use Phase::*;
         let (next, tell) = match (self.phase, input) {
             (Connecting, Input::Connected) => (Schema, None),

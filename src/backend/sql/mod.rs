@@ -7,12 +7,12 @@ pub mod admin;
 mod dial;
 pub(crate) mod dialect;
 mod discover;
-mod errors;
+pub(crate) mod errors;
 mod follow;
 pub(crate) mod heartbeat;
 pub(crate) mod history;
 pub(crate) mod lease;
-mod lifecycle;
+pub(crate) mod lifecycle;
 mod participant;
 mod plan;
 mod poll;
@@ -21,8 +21,9 @@ mod store;
 mod tls;
 pub(crate) mod tracker;
 
-pub(crate) use dial::{connect, create_table_if_missing};
+pub(crate) use dial::{connect, create_table_if_missing, open};
 pub use discover::find_tables;
+pub(crate) use errors::SqlError;
 pub(crate) use errors::describe;
 pub(crate) use schema::{Schema, check_schema};
 

@@ -49,7 +49,10 @@ impl Store for Sql {
     fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
         match &req.target {
             Target::Sql(t) => plan::plan_for(req, t),
-            Target::Etcd { .. } | Target::Zookeeper { .. } | Target::Redis { .. } => Err(format!(
+            Target::Etcd { .. }
+            | Target::Zookeeper { .. }
+            | Target::Redis { .. }
+            | Target::SessionLock { .. } => Err(format!(
                 "{} is not a scheme of this source",
                 req.seen.scheme
             )),

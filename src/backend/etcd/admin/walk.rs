@@ -39,7 +39,10 @@ pub(super) async fn walk(client: &mut Client, plan: &Plan) -> Result<Walked, etc
             }
             Step::Revoke { leases, .. } => revoke.extend(leases),
             // Refused before the walk (`execute`).
-            Step::Statement(_) | Step::ZkMulti { .. } | Step::RedisDelIfValue { .. } => {}
+            Step::Statement(_)
+            | Step::ZkMulti { .. }
+            | Step::RedisDelIfValue { .. }
+            | Step::EndSession(_) => {}
         }
     }
     Ok(Walked::Written { hold, revoke })

@@ -1,0 +1,72 @@
+//! Session locks as a [`Store`]: the follow task, the admin actions (`plan`, `admin`);
+//! `electop node` does not hold a session lock yet, and says so.
+
+use std::time::Duration;
+
+use super::SessionLockBackend;
+use crate::admin::{AdminRequest, Outcome, Plan, Target};
+use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store, short_name};
+use crate::config::SourceConfig;
+use crate::model::{Scheme, SourceId};
+use crate::node::{Options, Run};
+
+/// PostgreSQL advisory locks and MySQL `GET_LOCK`, registered in `backend::store_of` for a
+/// `SourceConfig::Sql` whose scheme is a session lock.
+pub struct SessionLocks;
+
+impl Store for SessionLocks {
+    fn backend(
+        &self,
+        configs: &[SourceConfig],
+        id: SourceId,
+        opts: &BackendOptions,
+    ) -> Box<dyn Backend> {
+        let SourceConfig::Sql(cfg) = &configs[id] else {
+            unreachable!("not a SQL source")
+        };
+        let short = short_name(configs, id);
+        Box::new(SessionLockBackend::new(id, short, cfg, opts.clone()))
+    }
+
+    fn target(&self, cfg: &SourceConfig) -> Target {
+        let scheme = cfg.scheme().unwrap_or(Scheme::PgAdvisory);
+        Target::SessionLock {
+            dialect: super::dialect(super::Flavor::of(scheme)),
+        }
+    }
+
+    fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
+        super::plan::plan(req)
+    }
+
+    fn execute<'a>(
+        &'a self,
+        cfg: &'a SourceConfig,
+        req: &'a AdminRequest,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            match cfg {
+                SourceConfig::Sql(c) => super::admin::execute(c, req, timeout).await,
+                _ => Outcome::Refused {
+                    reason: "not a SQL source".into(),
+                },
+            }
+        })
+    }
+
+    fn participate<'a>(
+        &'a self,
+        _cfg: &'a SourceConfig,
+        scheme: Scheme,
+        _args: &'a Options,
+        _run: &'a Run,
+    ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            anyhow::bail!(
+                "electop node does not hold a {scheme} lock yet; take the lock with your \
+                 client (pg_advisory_lock, GET_LOCK) and watch it with electop"
+            )
+        })
+    }
+}
