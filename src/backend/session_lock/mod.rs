@@ -246,3 +246,8 @@ pub(crate) async fn resolve(
     }
     Ok(naming::Resolved::new(by_key))
 }
+
+/// The query a pg-advisory poll sends, for the benchmark to time beside `psql`.
+pub fn postgres_poll_query() -> String {
+    postgres::poll_query()
+}
