@@ -11,6 +11,7 @@ mod admin;
 mod follow;
 mod mysql;
 mod naming;
+mod participant;
 mod plan;
 mod postgres;
 mod store;
