@@ -569,7 +569,7 @@ fn nodes_hold_the_lock_and_notice_a_reelection(pg: &Postgres) {
     let leader = e["leader"]["id"].as_str().unwrap_or_default().to_string();
     assert!(leader.starts_with("node-1:"), "{e:#}");
     common::wait_until("node-2 in line", T, || {
-        line(&election(&status_json(home.path(), &strs(&a)), "606")).len() == 2
+        line(election(&status_json(home.path(), &strs(&a)), "606")).len() == 2
     });
     let out = command(home.path())
         .args(strs(&a))
