@@ -536,6 +536,66 @@ fn every_view_and_its_alarms(pg: &Postgres) {
     );
 }
 
+/// `electop node --scheme pg-advisory`: two nodes in line on one lock; the first leads,
+/// shown as `id:pid`; `reelect` ends its session: it says `deposed:` when it next checks
+/// its session, and the second leads, as electop and pg_locks say.
+fn nodes_hold_the_lock_and_notice_a_reelection(pg: &Postgres) {
+    let home = tempfile::tempdir().expect("tempdir");
+    let a = args(pg);
+    let node = |id: &str| {
+        let mut cmd = command(home.path());
+        cmd.args(strs(&a))
+            .args(["node", "--election", "606", "--id", id, "--renew", "300ms"]);
+        common::electop::spawn_lines(&mut cmd)
+    };
+    let wait_line = |rx: &Receiver<String>, what: &str| {
+        let until = Instant::now() + T;
+        let mut seen = Vec::new();
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) if l.contains(what) => return l,
+                Ok(l) => seen.push(l),
+                Err(_) => panic!("no {what:?} within {T:?}; saw {seen:?}"),
+            }
+        }
+    };
+    let (mut n1, l1) = node("node-1");
+    wait_line(&l1, "leader");
+    let (mut n2, l2) = node("node-2");
+    wait_line(&l2, "follower");
+    let s = status_json(home.path(), &strs(&a));
+    let e = election(&s, "606");
+    let leader = e["leader"]["id"].as_str().unwrap_or_default().to_string();
+    assert!(leader.starts_with("node-1:"), "{e:#}");
+    common::wait_until("node-2 in line", T, || {
+        line(election(&status_json(home.path(), &strs(&a)), "606")).len() == 2
+    });
+    let out = command(home.path())
+        .args(strs(&a))
+        .args(["reelect", "606", "-y"])
+        .output()
+        .expect("reelect");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deposed = wait_line(&l1, "deposed");
+    wait_line(&l2, "leader");
+    assert!(deposed.contains("session"), "{deposed}");
+    let s = status_json(home.path(), &strs(&a));
+    let now = election(&s, "606")["leader"]["id"].clone();
+    assert!(
+        now.as_str().is_some_and(|l| l.starts_with("node-2:")),
+        "{now}"
+    );
+    for n in [&mut n1, &mut n2] {
+        let _ = n.kill();
+        let _ = n.wait();
+    }
+}
+
 #[test]
 fn pg_advisory_locks_on_a_real_postgres() {
     let pg = Postgres::start();
@@ -545,6 +605,7 @@ fn pg_advisory_locks_on_a_real_postgres() {
     admin_through_the_binary(&pg);
     hidden_sessions_are_said_with_the_fix(&pg);
     every_view_and_its_alarms(&pg);
+    nodes_hold_the_lock_and_notice_a_reelection(&pg);
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod admin;
 mod follow;
 mod mysql;
 mod naming;
+mod participant;
 mod plan;
 mod postgres;
 mod store;
@@ -260,4 +261,9 @@ pub(crate) async fn resolve(
         by_key.extend(postgres::hashtext(pool, s, &ask).await?);
     }
     Ok(naming::Resolved::new(by_key))
+}
+
+/// The query a pg-advisory poll sends, for the benchmark to time beside `psql`.
+pub fn postgres_poll_query() -> String {
+    postgres::poll_query()
 }

@@ -1,5 +1,5 @@
-//! Session locks as a [`Store`]: the follow task, the admin actions (`plan`, `admin`);
-//! `electop node` does not hold a session lock yet, and says so.
+//! Session locks as a [`Store`]: the follow task, the admin actions (`plan`, `admin`) and
+//! `electop node` (PostgreSQL; mysql-lock says it is not built yet).
 
 use std::time::Duration;
 
@@ -57,16 +57,22 @@ impl Store for SessionLocks {
 
     fn participate<'a>(
         &'a self,
-        _cfg: &'a SourceConfig,
+        cfg: &'a SourceConfig,
         scheme: Scheme,
-        _args: &'a Options,
-        _run: &'a Run,
+        args: &'a Options,
+        run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
-            anyhow::bail!(
-                "electop node does not hold a {scheme} lock yet; take the lock with your \
-                 client (pg_advisory_lock, GET_LOCK) and watch it with electop"
-            )
+            match (scheme, cfg) {
+                (Scheme::PgAdvisory, SourceConfig::Sql(c)) => {
+                    super::participant::run(c, args, run.timing, &run.report, run.stop.clone())
+                        .await
+                }
+                _ => anyhow::bail!(
+                    "electop node does not hold a {scheme} lock yet; take the lock with your \
+                     client (GET_LOCK) and watch it with electop"
+                ),
+            }
         })
     }
 }
