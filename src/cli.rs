@@ -223,7 +223,8 @@ const RESIGN_EXAMPLES: &str = "Examples:
 const NODE_EXAMPLES: &str = "Examples:
   electop --etcd 127.0.0.1:2379 --scheme etcd-election node --election /e/jobs --id node-1
   electop --sql sqlite://e.db --scheme sql-lease node --election jobs --id node-1 --create-table
-  electop --zk 127.0.0.1:2181 --prefix /election node --election jobs --id node-1 --ttl 6s";
+  electop --zk 127.0.0.1:2181 --prefix /election node --election jobs --id node-1 --ttl 6s
+  electop --redis redis://127.0.0.1:6379 --prefix 'locks:*' node --election locks:jobs --id node-1";
 
 const DEMO_EXAMPLES: &str = "Examples:
   electop demo                              on an embedded SQLite file
@@ -434,7 +435,7 @@ pub struct DemoArgs {
 #[derive(Debug, Args)]
 pub struct NodeArgs {
     /// The election to take part in (etcd: the election's key prefix; SQL: the row's key;
-    /// ZooKeeper: the election's znode below --prefix).
+    /// ZooKeeper: the election's znode below --prefix; Redis: the lock key).
     #[arg(long)]
     pub election: String,
     /// This participant's id.
@@ -443,7 +444,7 @@ pub struct NodeArgs {
     /// One JSON object per belief change.
     #[arg(long)]
     pub json: bool,
-    /// Lease TTL (etcd), term (sql-lease), timeout (sql-heartbeat) or session timeout (ZooKeeper). Default: the scheme's own (its source article's).
+    /// Lease TTL (etcd), term (sql-lease), timeout (sql-heartbeat), session timeout (ZooKeeper) or lock TTL (Redis). Default: the scheme's own (its source article's).
     #[arg(long, value_parser = parse_duration)]
     pub ttl: Option<Duration>,
     /// How often the leader renews. Default: the scheme's own (its source article's).
