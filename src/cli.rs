@@ -230,6 +230,7 @@ const DEMO_EXAMPLES: &str = "Examples:
   electop demo                              on an embedded SQLite file
   electop demo --store etcd --spawn-etcd    on a throwaway local etcd
   electop demo --store zookeeper --spawn-zookeeper   on a throwaway local ZooKeeper
+  electop demo --store redis --spawn-redis  on a throwaway local redis-server
   electop demo --ttl 2s --renew 500ms       faster failovers";
 
 const PRESETS_EXAMPLES: &str = "Examples:
@@ -404,6 +405,8 @@ pub enum DemoStore {
     Mysql,
     /// ZooKeeper at --zk HOST:PORT, or one started with --spawn-zookeeper.
     Zookeeper,
+    /// Redis at --redis URL, or one started with --spawn-redis.
+    Redis,
 }
 
 #[derive(Debug, Args)]
@@ -418,6 +421,9 @@ pub struct DemoArgs {
     /// openjdk-17-jdk-headless packages).
     #[arg(long)]
     pub spawn_zookeeper: bool,
+    /// With --store redis: start a throwaway local redis-server (needs redis-server).
+    #[arg(long)]
+    pub spawn_redis: bool,
     /// How many participants.
     #[arg(long, default_value_t = 3)]
     pub nodes: usize,
