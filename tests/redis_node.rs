@@ -143,7 +143,10 @@ fn lifecycle(r: &Redis) {
         .believes("leader", None)
         .expect("leads")
         .saturating_duration_since(killed);
-    println!("failover after SIGKILL: {} ms (TTL {TTL:?})", took.as_millis());
+    println!(
+        "failover after SIGKILL: {} ms (TTL {TTL:?})",
+        took.as_millis()
+    );
     assert!(took <= TTL + SLACK, "failover took {took:?}");
     let last = 3 - next;
     let next_id = nodes[next].id.clone();
@@ -295,9 +298,17 @@ fn with_redis_py(r: &Redis) {
         ttl_ms,
     )];
     std::thread::sleep(TTL * 2);
-    assert_eq!(py2[0].leading(), None, "redis-py waits while node-b holds it");
+    assert_eq!(
+        py2[0].leading(),
+        None,
+        "redis-py waits while node-b holds it"
+    );
     b.pump();
-    assert!(b.believes("leader", Some("node-b")).is_some(), "{}", b.dump());
+    assert!(
+        b.believes("leader", Some("node-b")).is_some(),
+        "{}",
+        b.dump()
+    );
     // The node releases on SIGTERM: redis-py takes it at its next try.
     b.sigterm(Duration::from_secs(2));
     let (_, token) = common::redis::wait_leader(&mut py2, T);
@@ -431,11 +442,20 @@ fn bad_redis_node_and_demo_input_says_what_to_do() {
     assert!(wrong_store.contains("add --store redis"), "{wrong_store}");
     // Nothing listens there: these must fail before they try.
     let src = ["--redis", "redis://127.0.0.1:9", "--prefix", "locks:*"];
-    let outside = fails(h, &[&src[..], &["node", "--election", "jobs", "--id", "a"]].concat());
+    let outside = fails(
+        h,
+        &[&src[..], &["node", "--election", "jobs", "--id", "a"]].concat(),
+    );
     assert!(
         outside.contains("--election jobs does not match --prefix locks:*"),
         "{outside}"
     );
-    let bad_key = fails(h, &[&src[..], &["node", "--election", "", "--id", "a"]].concat());
-    assert!(bad_key.contains("the election is the lock key"), "{bad_key}");
+    let bad_key = fails(
+        h,
+        &[&src[..], &["node", "--election", "", "--id", "a"]].concat(),
+    );
+    assert!(
+        bad_key.contains("the election is the lock key"),
+        "{bad_key}"
+    );
 }

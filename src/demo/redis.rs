@@ -56,9 +56,9 @@ pub(super) async fn spawn(dir: &Path) -> Result<SpawnedRedis> {
             Ok(())
         });
     }
-    let mut child = cmd.spawn().context(
-        "cannot start redis-server (is it installed? apt-get install redis-server)",
-    )?;
+    let mut child = cmd
+        .spawn()
+        .context("cannot start redis-server (is it installed? apt-get install redis-server)")?;
     let deadline = Instant::now() + READY_WITHIN;
     while !answers(port).await {
         if let Some(status) = child.try_wait()? {
@@ -109,7 +109,9 @@ pub(super) fn setup(src: &Options, spawned: Option<&str>) -> Result<Setup> {
     let url = spawned
         .map(str::to_string)
         .or_else(|| src.redis.clone())
-        .context("--store redis needs --redis redis://HOST:PORT, or --spawn-redis to start a local one")?;
+        .context(
+            "--store redis needs --redis redis://HOST:PORT, or --spawn-redis to start a local one",
+        )?;
     let mut cfg = RedisSource::from_url(&url, Some(PATTERN.into())).map_err(anyhow::Error::msg)?;
     cfg.read_only = src.read_only;
     let mut node_source_args = vec![

@@ -116,7 +116,9 @@ fn glob(pat: &[u8], s: &[u8]) -> bool {
                 _ => (false, set),
             };
             let Some(c) = s.first() else { return false };
-            let within = set.windows(3).any(|w| w[1] == b'-' && (w[0]..=w[2]).contains(c))
+            let within = set
+                .windows(3)
+                .any(|w| w[1] == b'-' && (w[0]..=w[2]).contains(c))
                 || set.contains(c);
             within != negate && glob(after, &s[1..])
         }
@@ -133,10 +135,7 @@ enum Seen {
     /// The key holds our token, for `granted` ms from (at the latest) `sent`.
     Ours { sent: Instant, granted: i64 },
     /// It holds another token (`None`: nothing), with `pttl` ms left.
-    Other {
-        holder: Option<Vec<u8>>,
-        pttl: i64,
-    },
+    Other { holder: Option<Vec<u8>>, pttl: i64 },
 }
 
 struct Lock {
@@ -164,7 +163,11 @@ impl Lock {
         let sent = Instant::now();
         let reply: Vec<Value> = if self.led.is_some() {
             let mut eval = redis::cmd("EVAL");
-            eval.arg(RENEW).arg(1).arg(&self.key).arg(&self.token).arg(ms);
+            eval.arg(RENEW)
+                .arg(1)
+                .arg(&self.key)
+                .arg(&self.token)
+                .arg(ms);
             self.server.within(eval.query_async(conn)).await?
         } else {
             let mut pipe = redis::pipe();
@@ -181,7 +184,12 @@ impl Lock {
                 .arg(&self.key);
             self.server.within(pipe.query_async(conn)).await?
         };
-        Ok(parse(&reply, self.token.as_bytes(), sent, self.led.is_some()))
+        Ok(parse(
+            &reply,
+            self.token.as_bytes(),
+            sent,
+            self.led.is_some(),
+        ))
     }
 
     /// Says what the round means, and keeps what we now hold. Errors only when waiting
@@ -302,8 +310,12 @@ fn deposed_reason(holder: Option<&[u8]>, until: Option<Instant>, now: Instant) -
     let by = holder.map(token::holder);
     match (expired, by) {
         (false, None) => DELETED.to_string(),
-        (false, Some(h)) => format!("my key holds {h}'s token now (deleted and taken, or written over)"),
-        (true, None) => "my key expired before I renewed it (I was paused or cut off past my TTL)".to_string(),
+        (false, Some(h)) => {
+            format!("my key holds {h}'s token now (deleted and taken, or written over)")
+        }
+        (true, None) => {
+            "my key expired before I renewed it (I was paused or cut off past my TTL)".to_string()
+        }
         (true, Some(h)) => format!(
             "my key expired before I renewed it (I was paused or cut off past my TTL) and {h} holds it now"
         ),
@@ -354,7 +366,12 @@ mod tests {
             "already ours (a reply lost before)"
         );
         assert_eq!(
-            parse(&[Value::Nil, theirs.clone(), Value::Int(-1)], b"tok", now, false),
+            parse(
+                &[Value::Nil, theirs.clone(), Value::Int(-1)],
+                b"tok",
+                now,
+                false
+            ),
             Seen::Other {
                 holder: Some(b"other".to_vec()),
                 pttl: -1
@@ -365,7 +382,12 @@ mod tests {
             ours(3_000)
         );
         assert_eq!(
-            parse(&[Value::Int(0), Value::Nil, Value::Int(-2)], b"tok", now, true),
+            parse(
+                &[Value::Int(0), Value::Nil, Value::Int(-2)],
+                b"tok",
+                now,
+                true
+            ),
             Seen::Other {
                 holder: None,
                 pttl: -2
@@ -384,6 +406,9 @@ mod tests {
         assert!(taken.contains("node-2's token"), "{taken}");
         assert!(deposed_reason(None, over, now).contains("expired"));
         let r = deposed_reason(Some(tok.as_bytes()), over, now);
-        assert!(r.contains("expired") && r.contains("node-2 holds it"), "{r}");
+        assert!(
+            r.contains("expired") && r.contains("node-2 holds it"),
+            "{r}"
+        );
     }
 }
