@@ -225,12 +225,14 @@ const RESIGN_EXAMPLES: &str = "Examples:
 const NODE_EXAMPLES: &str = "Examples:
   electop --etcd 127.0.0.1:2379 --scheme etcd-election node --election /e/jobs --id node-1
   electop --sql sqlite://e.db --scheme sql-lease node --election jobs --id node-1 --create-table
-  electop --zk 127.0.0.1:2181 --prefix /election node --election jobs --id node-1 --ttl 6s";
+  electop --zk 127.0.0.1:2181 --prefix /election node --election jobs --id node-1 --ttl 6s
+  electop --redis redis://127.0.0.1:6379 --prefix 'locks:*' node --election locks:jobs --id node-1";
 
 const DEMO_EXAMPLES: &str = "Examples:
   electop demo                              on an embedded SQLite file
   electop demo --store etcd --spawn-etcd    on a throwaway local etcd
   electop demo --store zookeeper --spawn-zookeeper   on a throwaway local ZooKeeper
+  electop demo --store redis --spawn-redis  on a throwaway local redis-server
   electop demo --ttl 2s --renew 500ms       faster failovers";
 
 const PRESETS_EXAMPLES: &str = "Examples:
@@ -411,6 +413,8 @@ pub enum DemoStore {
     Mysql,
     /// ZooKeeper at --zk HOST:PORT, or one started with --spawn-zookeeper.
     Zookeeper,
+    /// Redis at --redis URL, or one started with --spawn-redis.
+    Redis,
 }
 
 #[derive(Debug, Args)]
@@ -425,6 +429,9 @@ pub struct DemoArgs {
     /// openjdk-17-jdk-headless packages).
     #[arg(long)]
     pub spawn_zookeeper: bool,
+    /// With --store redis: start a throwaway local redis-server (needs redis-server).
+    #[arg(long)]
+    pub spawn_redis: bool,
     /// How many participants.
     #[arg(long, default_value_t = 3)]
     pub nodes: usize,
@@ -442,7 +449,7 @@ pub struct DemoArgs {
 #[derive(Debug, Args)]
 pub struct NodeArgs {
     /// The election to take part in (etcd: the election's key prefix; SQL: the row's key;
-    /// ZooKeeper: the election's znode below --prefix).
+    /// ZooKeeper: the election's znode below --prefix; Redis: the lock key).
     #[arg(long)]
     pub election: String,
     /// This participant's id.
@@ -451,7 +458,7 @@ pub struct NodeArgs {
     /// One JSON object per belief change.
     #[arg(long)]
     pub json: bool,
-    /// Lease TTL (etcd), term (sql-lease), timeout (sql-heartbeat) or session timeout (ZooKeeper). Default: the scheme's own (its source article's).
+    /// Lease TTL (etcd), term (sql-lease), timeout (sql-heartbeat), session timeout (ZooKeeper) or lock TTL (Redis). Default: the scheme's own (its source article's).
     #[arg(long, value_parser = parse_duration)]
     pub ttl: Option<Duration>,
     /// How often the leader renews. Default: the scheme's own (its source article's).

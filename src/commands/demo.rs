@@ -20,7 +20,7 @@ pub(super) fn run(
     // The demo makes its own source; --sql/--etcd/--scheme only choose the store.
     if let Some(ctx) = &cli.sources.context {
         return Err(Usage(format!(
-            "electop demo makes its own store and reads no config context (--context {ctx}): choose the store with --store, --etcd, --zk or --sql"
+            "electop demo makes its own store and reads no config context (--context {ctx}): choose the store with --store, --etcd, --zk, --redis or --sql"
         ))
         .into());
     }
@@ -42,9 +42,11 @@ fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
             DemoStore::Postgres => Store::Postgres,
             DemoStore::Mysql => Store::Mysql,
             DemoStore::Zookeeper => Store::Zookeeper,
+            DemoStore::Redis => Store::Redis,
         },
         spawn_etcd: args.spawn_etcd,
         spawn_zookeeper: args.spawn_zookeeper,
+        spawn_redis: args.spawn_redis,
         nodes: args.nodes,
         ttl: args.ttl,
         renew: args.renew,
@@ -53,6 +55,7 @@ fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
         etcd: src.etcd.first().cloned(),
         sql: src.sql.first().cloned(),
         zk: src.zk.first().cloned(),
+        redis: src.redis.first().cloned(),
         table: src.table.clone(),
         password_env: src.password_env.clone(),
         password_file: src.password_file.clone(),

@@ -3,6 +3,7 @@
 //! embedded SQLite file in a temporary directory and needs no server.
 
 mod ext;
+mod redis;
 #[cfg(test)]
 mod screen_tests;
 mod state;
@@ -30,6 +31,8 @@ use crate::runtime::Sources;
 fn election_for(source: &SourceConfig) -> &'static str {
     match source {
         SourceConfig::Sql(q) if q.scheme == Scheme::SqlHeartbeat => "1",
+        // The lock key, which the dashboard's pattern matches.
+        SourceConfig::Redis(_) => redis::KEY,
         _ => "demo",
     }
 }
@@ -53,6 +56,7 @@ pub(crate) enum Store {
     Mysql,
     Etcd,
     Zookeeper,
+    Redis,
 }
 
 /// TLS files for an etcd the demo is given (not one it starts).
@@ -72,6 +76,8 @@ pub(crate) struct Options {
     pub spawn_etcd: bool,
     /// Start a throwaway local ZooKeeper (with [`Store::Zookeeper`]).
     pub spawn_zookeeper: bool,
+    /// Start a throwaway local redis-server (with [`Store::Redis`]).
+    pub spawn_redis: bool,
     pub nodes: usize,
     /// The nodes' lease / term / timeout, renew and retry intervals (default: the scheme's).
     pub ttl: Option<Duration>,
@@ -83,6 +89,8 @@ pub(crate) struct Options {
     pub sql: Option<String>,
     /// The ZooKeeper connect string of one the demo does not start.
     pub zk: Option<String>,
+    /// The Redis URL of one the demo does not start.
+    pub redis: Option<String>,
     pub table: Option<String>,
     pub password_env: Option<String>,
     pub password_file: Option<std::path::PathBuf>,
@@ -155,6 +163,14 @@ async fn spawn_etcd(dir: &std::path::Path) -> Result<SpawnedEtcd> {
     Ok(SpawnedEtcd { child, endpoint })
 }
 
+/// The servers the demo started: etcd, ZooKeeper, Redis.
+#[derive(Default)]
+struct Spawned<'a> {
+    etcd: Option<&'a str>,
+    zk: Option<&'a str>,
+    redis: Option<&'a str>,
+}
+
 /// The store the demo runs on: the dashboard's source and the nodes' flags.
 struct Setup {
     source: SourceConfig,
@@ -162,15 +178,12 @@ struct Setup {
     label: String,
 }
 
-fn setup(
-    args: &Options,
-    dir: &std::path::Path,
-    etcd: Option<&str>,
-    zk: Option<&str>,
-) -> Result<Setup> {
+fn setup(args: &Options, dir: &std::path::Path, spawned: Spawned) -> Result<Setup> {
+    let Spawned { etcd, zk, redis } = spawned;
     let scheme = args.scheme;
     match args.store {
         Store::Zookeeper => zookeeper::setup(args, zk),
+        Store::Redis => redis::setup(args, redis),
         Store::Sqlite => {
             let url = format!("sqlite://{}", dir.join("elections.db").display());
             sql_setup(args, url, sql_scheme(scheme)?)
@@ -361,12 +374,20 @@ pub(crate) async fn run(
     } else {
         None
     };
-    let setup = setup(
-        args,
-        dir.path(),
-        etcd.as_ref().map(|e| e.endpoint.as_str()),
-        zk.as_ref().map(|z| z.endpoint.as_str()),
-    )?;
+    if args.spawn_redis && args.store != Store::Redis {
+        bail!("--spawn-redis starts a redis-server for --store redis; add --store redis");
+    }
+    let redis = if args.spawn_redis {
+        Some(redis::spawn(dir.path()).await?)
+    } else {
+        None
+    };
+    let spawned = Spawned {
+        etcd: etcd.as_ref().map(|e| e.endpoint.as_str()),
+        zk: zk.as_ref().map(|z| z.endpoint.as_str()),
+        redis: redis.as_ref().map(|r| r.url.as_str()),
+    };
+    let setup = setup(args, dir.path(), spawned)?;
     if let SourceConfig::Sql(cfg) = &setup.source {
         let settings = crate::backend::sql::SqlSettings::new(cfg);
         crate::backend::sql::create_table_if_missing(&settings, Duration::from_secs(5))
@@ -408,6 +429,9 @@ pub(crate) async fn run(
     }
     if let Some(mut z) = zk {
         let _ = z.child.kill().await;
+    }
+    if let Some(mut r) = redis {
+        let _ = r.child.kill().await;
     }
     drop(dir);
     result

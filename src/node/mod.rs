@@ -19,7 +19,7 @@ use crate::model::{Scheme, time};
 #[derive(Clone, Debug)]
 pub struct Options {
     /// The election (etcd: the election's key prefix; SQL: the row's key; ZooKeeper: the
-    /// election's znode below the prefix).
+    /// election's znode below the prefix; Redis: the lock key).
     pub election: String,
     /// This participant's id.
     pub id: String,
@@ -297,16 +297,24 @@ impl Timing {
             },
             // kazoo's default session: 10 s, heartbeats at a third of it (ZooKeeper's client
             // pings every timeout / 3).
-            // redis-py's `Lock(timeout=10)` shape; Redis has no participant yet.
+            // Session locks (PostgreSQL advisory, GET_LOCK) are held as long as the session
+            // lives; the same pace of checks as a ZooKeeper session.
             Scheme::ZkRecipe
             | Scheme::KafkaZk
             | Scheme::HadoopHa
-            | Scheme::RedisLock
             | Scheme::PgAdvisory
             | Scheme::MysqlLock => Timing {
                 ttl: s(10),
                 renew: Duration::from_millis(3_300),
                 retry: s(1),
+            },
+            // redis-py's `Lock` has no TTL of its own (`timeout=None`), nor redlock one: a
+            // 10 s lock renewed every third (redis-py `reacquire`), and a follower's `SET NX`
+            // every 200 ms, redlock's `retryDelay`.
+            Scheme::RedisLock => Timing {
+                ttl: s(10),
+                renew: Duration::from_millis(3_333),
+                retry: Duration::from_millis(200),
             },
             // gabihodoroaga/leaderelection: term 8 s, renew 4 s, retry 2 s.
             Scheme::SqlLease => Timing {
@@ -354,16 +362,20 @@ pub struct Run {
 pub(crate) fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
     let d = Timing::defaults(scheme);
     let zk = scheme == Scheme::ZkRecipe;
+    // A Redis leader renews every third of its TTL, as redis-py users and redlock's
+    // examples do, whatever TTL was asked for.
+    let thirds = zk || scheme == Scheme::RedisLock;
     let ttl = args.ttl.unwrap_or(d.ttl);
     let mut timing = Timing {
         ttl,
         // A ZooKeeper leader confirms its session as often as the client pings: a third of
         // the session timeout, whatever timeout was asked for.
-        renew: args.renew.unwrap_or(if zk { ttl / 3 } else { d.renew }),
+        renew: args.renew.unwrap_or(if thirds { ttl / 3 } else { d.renew }),
         retry: args.retry.unwrap_or(d.retry),
     };
-    // ZooKeeper's session timeouts are milliseconds, etcd's TTLs whole seconds.
-    if !scheme.is_sql() && !zk {
+    // ZooKeeper's session timeouts and Redis's PX are milliseconds, etcd's TTLs whole
+    // seconds.
+    if !scheme.is_sql() && !thirds {
         timing = timing.whole_seconds();
     }
     if timing.renew >= timing.ttl {

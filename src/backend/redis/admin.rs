@@ -10,7 +10,7 @@ use crate::config::RedisSource;
 use crate::model::{escape_bytes, truncate_display};
 
 /// The holder's own release, as redis-py and redlock write it.
-const DEL_IF_VALUE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+pub(super) const DEL_IF_VALUE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      return redis.call('DEL', KEYS[1]) else return 0 end";
 
 pub(crate) async fn execute(cfg: &RedisSource, req: &AdminRequest, timeout: Duration) -> Outcome {

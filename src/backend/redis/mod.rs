@@ -5,9 +5,11 @@
 mod admin;
 mod error;
 mod follow;
+mod participant;
 mod plan;
 mod read;
 mod store;
+mod token;
 pub(crate) mod tracker;
 
 pub use store::Redis;

@@ -51,7 +51,11 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
         steps: vec![Step::RedisDelIfValue {
             key: key.clone(),
             value: leader.raw_id.clone(),
-            shown: leader.id.clone(),
+            // The token compared, not the holder's name (an electop node's id).
+            shown: crate::model::truncate_display(
+                &crate::model::escape_bytes(&leader.raw_id),
+                super::token::SHOWN_MAX,
+            ),
         }],
         then: None,
         notes,

@@ -1,5 +1,5 @@
-//! Redis as a [`Store`]: the follow task and the admin actions (`plan`, `admin`);
-//! `electop node` is not available on Redis yet, and says so.
+//! Redis as a [`Store`]: the follow task, the admin actions (`plan`, `admin`) and
+//! `electop node` (`participant`).
 
 use std::time::Duration;
 
@@ -57,16 +57,23 @@ impl Store for Redis {
 
     fn participate<'a>(
         &'a self,
-        _cfg: &'a SourceConfig,
-        _scheme: Scheme,
-        _args: &'a Options,
-        _run: &'a Run,
+        cfg: &'a SourceConfig,
+        scheme: Scheme,
+        args: &'a Options,
+        run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
-            anyhow::bail!(
-                "electop node does not run on Redis yet; hold a Redis lock with your client \
-                 (redis-py Lock, Node redlock) and watch it with electop"
-            )
+            let SourceConfig::Redis(c) = cfg else {
+                anyhow::bail!("not a Redis source")
+            };
+            if scheme != Scheme::RedisLock {
+                anyhow::bail!(
+                    "--scheme {scheme} does not run on Redis: on --redis, electop node takes a \
+                     lock key with SET NX PX (leave --scheme out)"
+                );
+            }
+            let stop = run.stop.clone();
+            super::participant::run(c, args, run.timing, &run.report, stop).await
         })
     }
 }

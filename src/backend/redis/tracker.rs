@@ -9,12 +9,8 @@ use std::time::{Instant, SystemTime};
 use crate::backend::{ForcedMark, ForcedMarks, change};
 use crate::model::{
     Candidate, Cause, Deadline, Election, Event, Note, Scheme, SourceId, escape_bytes,
-    truncate_display,
 };
 
-/// A token longer than this is cut on screen (its bytes are kept whole for the admin
-/// actions' compare).
-const TOKEN_MAX: usize = 256;
 /// A `PTTL` reading within this of the running countdown keeps the countdown, so it ticks
 /// smoothly; further off, the key was renewed (or shortened) and the reading is taken.
 const AGREE_MS: i64 = 250;
@@ -174,7 +170,12 @@ impl RedisTracker {
         };
         // Another token in the same key with no removal told or due in between: written
         // over (a `SET` without `NX`); after an expiry or a release, a new tenure.
-        let same_tenure = matches!(gone, Gone::Unseen) && !ran_out;
+        // The same id under another token is another run of that holder: a new tenure.
+        let rerun = before
+            .as_ref()
+            .zip(e.leader.as_ref())
+            .is_some_and(|(b, a)| b.id == a.id && b.raw_id != a.raw_id);
+        let same_tenure = matches!(gone, Gone::Unseen) && !ran_out && !rerun;
         self.record(&mut e, before.as_ref(), (same_tenure, cause), at, out);
         self.elections.insert(r.key.clone(), e.clone());
         out.changed.push(e);
@@ -298,7 +299,8 @@ fn set_holder(
         }
     });
     let mut c = Candidate::plain("", "");
-    c.id = truncate_display(&escape_bytes(value), TOKEN_MAX);
+    // An `electop node`'s token shows as its id (see `token`); any other, whole.
+    c.id = super::token::holder(value);
     c.raw_id = value.clone();
     c.key = escape_bytes(key);
     c.raw_key = key.to_vec();
@@ -319,6 +321,7 @@ fn set_holder(
 
 #[cfg(test)]
 mod tests {
+    use super::super::token::SHOWN_MAX as TOKEN_MAX;
     use super::*;
     use crate::model::EventKind;
     use std::time::Duration;
