@@ -197,6 +197,11 @@ impl Follow {
             self.tell(applied).await?;
         } else {
             self.tracker.load(&reads);
+            if let Some(path) = crate::admin::audit::default_path() {
+                let actions = crate::admin::audit_tail::recent(&path, &self.b.info.name);
+                self.tracker
+                    .audited(&actions, Instant::now(), SystemTime::now());
+            }
             let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;
