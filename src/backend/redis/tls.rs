@@ -129,7 +129,7 @@ impl Tls {
                 Ok(Ok(s)) => Ok(s),
                 Ok(Err(e)) => Err(RedisError::Tls(self.describe(&e, addr))),
             },
-            () = plain => Err(RedisError::Tls(not_tls(addr))),
+            () = plain => Err(RedisError::Tls(not_tls(addr, true))),
         }
     }
 
@@ -179,7 +179,7 @@ impl Tls {
             Some(E::InvalidMessage(_) | E::InappropriateMessage { .. }) | None
                 if tls.is_some() || err.kind() == std::io::ErrorKind::UnexpectedEof =>
             {
-                not_tls(addr)
+                not_tls(addr, false)
             }
             Some(other) => format!("redis {addr}: TLS: {other}"),
             None => format!("redis {addr}: TLS: {err}"),
@@ -190,10 +190,16 @@ impl Tls {
 /// How long a TLS hello goes unanswered before a plain `PING` is tried beside it.
 const PLAIN_PROBE_AFTER: Duration = Duration::from_millis(300);
 
-fn not_tls(addr: &str) -> String {
+/// `answered`: a plain `PING` was answered there, so it is certainly a plain port.
+fn not_tls(addr: &str, answered: bool) -> String {
+    let why = if answered {
+        "it is the server's plain port (it answered a plain PING):"
+    } else {
+        "is it the server's plain port?"
+    };
     format!(
-        "redis {addr} did not speak TLS: it is the server's plain port (it answered a plain \
-         PING); rediss:// needs its tls-port, and for the plain port write redis://"
+        "redis {addr} did not speak TLS: {why} rediss:// needs its tls-port, and for the \
+         plain port write redis://"
     )
 }
 
