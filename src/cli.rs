@@ -59,11 +59,21 @@ pub struct SourceArgs {
     // credentials themselves.
     #[arg(long, global = true, value_name = "env:VAR|file:PATH")]
     pub zk_auth: Option<String>,
-    /// Redis server, redis://[user@]host:port[/db], its password from --password-env/-file;
-    /// --prefix is the lock keys' pattern (leader:*). Repeatable. Replaces the config
-    /// file's sources.
+    /// Redis server, redis://[user@]host:port[/db] (rediss:// for TLS), its password from
+    /// --password-env/-file; --prefix is the lock keys' pattern (leader:*). Repeatable.
+    /// Replaces the config file's sources.
     #[arg(long, global = true, value_name = "URL")]
     pub redis: Vec<String>,
+    /// Redis TLS (rediss://): the CA certificate (PEM) that signs the server's
+    /// tls-cert-file (default: the system's roots).
+    #[arg(long, global = true, value_name = "FILE", value_parser = |s: &str| pem_file("--redis-cacert", s))]
+    pub redis_cacert: Option<PathBuf>,
+    /// Redis TLS: a client certificate (PEM), for tls-auth-clients yes; needs --redis-key.
+    #[arg(long, global = true, value_name = "FILE", requires = "redis_key", value_parser = |s: &str| pem_file("--redis-cert", s))]
+    pub redis_cert: Option<PathBuf>,
+    /// Redis TLS: the client certificate's private key (PEM).
+    #[arg(long, global = true, value_name = "FILE", requires = "redis_cert", value_parser = key_file_for("--redis-key"))]
+    pub redis_key: Option<PathBuf>,
     /// ZooKeeper TLS: the CA certificate (PEM) that signs the members' certificates; given,
     /// every --zk member is dialled in TLS (give the secureClientPort).
     #[arg(long, global = true, value_name = "FILE", value_parser = |s: &str| pem_file("--zk-cacert", s))]
@@ -494,6 +504,9 @@ impl SourceArgs {
             zk: self.zk.clone(),
             zk_auth: self.zk_auth.clone(),
             redis: self.redis.clone(),
+            redis_cacert: self.redis_cacert.clone(),
+            redis_cert: self.redis_cert.clone(),
+            redis_key: self.redis_key.clone(),
             zk_cacert: self.zk_cacert.clone(),
             zk_cert: self.zk_cert.clone(),
             zk_key: self.zk_key.clone(),

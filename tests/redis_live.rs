@@ -417,3 +417,48 @@ fn walk_text(dir: &std::path::Path) -> String {
     }
     out
 }
+
+/// Another electop's `reelect`, learnt from the audit log at start: a later electop shows
+/// the removed holder deposed (it still believes it leads) until the countdown its key had
+/// would have ended, then no more.
+#[test]
+fn a_later_electop_shows_the_deposed_holder_from_the_audit_log() {
+    let server = RedisServer::start("KEA", None);
+    let home = tempfile::tempdir().expect("tempdir");
+    let key = "dep:jobs";
+    server.cli(&["SET", key, "tok-old", "PX", "5000"]);
+    let a = args(&server, "dep:");
+    let mut cmd = strs(&a);
+    cmd.extend(["reelect", key, "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(ok, "{text}");
+    let reelected = Instant::now();
+    assert_eq!(server.cli(&["EXISTS", key]).trim(), "0");
+
+    let s = status_json(home.path(), &strs(&a));
+    let e = election(&s, key);
+    assert_eq!(e["deposed"]["id"], "tok-old", "{e:#}");
+    let left = e["deposed"]["ttl_ms"].as_i64().expect("its countdown");
+    let shown_at = reelected.elapsed();
+    assert!(left > 0 && left <= 5000, "{left}");
+    assert!(e["leader"].is_null(), "{e:#}");
+
+    // A new holder does not end it; the old countdown does.
+    server.cli(&["SET", key, "tok-new", "PX", "60000"]);
+    let s = status_json(home.path(), &strs(&a));
+    let e = election(&s, key);
+    assert_eq!(
+        (e["leader"]["id"].as_str(), e["deposed"]["id"].as_str()),
+        (Some("tok-new"), Some("tok-old")),
+        "{e:#}"
+    );
+    common::wait_until("the deposed mark ended", T, || {
+        let s = status_json(home.path(), &strs(&a));
+        election(&s, key)["deposed"].is_null()
+    });
+    let ended = reelected.elapsed();
+    assert!(
+        ended + Duration::from_millis(300) >= shown_at + Duration::from_millis(left as u64),
+        "ended {ended:?} after the reelect; {left} ms were left at {shown_at:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! `electop serve` on the real binary against a real SQLite table: what `/metrics`,
 //! `/readyz`, `/api/v1/elections` and `/api/v1/events` say before and after a leader
-//! change, the metrics as `promtool` checks them, whom it answers (loopback, a token, TLS),
+//! change (and Redis lock keys' leader, TTL and deposed-holder series), the metrics as
+//! `promtool` checks them, whom it answers (loopback, a token, TLS),
 //! and a clean stop on SIGTERM.
 
 mod common;
@@ -342,5 +343,71 @@ fn sighup_serves_the_sources_the_config_names_now() {
     assert!(
         !m.contains("holder=\"node-a\""),
         "the old source is gone: {m}"
+    );
+}
+
+/// `electop serve --redis`: a lock key's leader, its TTL from `PTTL` and its holder's
+/// token; another electop's `reelect` raises the deposed-holder gauge while the removed
+/// holder's countdown runs (it is not told, and may still believe it leads), and the gauge
+/// goes when that countdown would have ended.
+#[test]
+fn redis_lock_keys_leader_ttl_and_deposed_holder_series() {
+    let server = common::redis::RedisServer::start("KEA", None);
+    server.cli(&["SET", "svc:jobs", "tok-a", "PX", "6000"]);
+    let home = tempfile::tempdir().expect("tempdir");
+    let url = server.url();
+    let args = ["--redis", url.as_str(), "--prefix", "svc:"];
+    let serve = Serve::start(home.path(), &args, &[]);
+    serve.ready();
+
+    let labels = r#"{source="redis1",election="svc:jobs",scheme="redis-lock"}"#;
+    let m = serve.metrics();
+    assert_eq!(
+        sample(&m, &format!("electop_election_has_leader{labels}")),
+        Some(1.0),
+        "{m}"
+    );
+    let ttl = sample(&m, &format!("electop_election_leader_ttl_seconds{labels}"))
+        .expect("a TTL from PTTL");
+    assert!(ttl > 0.0 && ttl <= 6.0, "{ttl}");
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("electop_election_leader_info{")
+                && l.contains(r#"election="svc:jobs""#)
+                && l.contains(r#"holder="tok-a""#)),
+        "{m}"
+    );
+    let deposed = format!("electop_election_deposed_holders{labels}");
+    assert_eq!(sample(&m, &deposed), None, "none deposed yet");
+
+    let left = Duration::from_millis(server.pttl("svc:jobs") as u64);
+    let out = command(home.path())
+        .args(args)
+        .args(["reelect", "svc:jobs", "-y"])
+        .output()
+        .expect("run electop reelect");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reelected = Instant::now();
+    common::wait_until("the deposed gauge raised", T, || {
+        sample(&serve.metrics(), &deposed) == Some(1.0)
+    });
+    let m = serve.metrics();
+    assert_eq!(
+        sample(&m, &format!("electop_election_has_leader{labels}")),
+        Some(0.0),
+        "{m}"
+    );
+    common::wait_until("the deposed gauge cleared", T, || {
+        sample(&serve.metrics(), &deposed).is_none()
+    });
+    // Not before the countdown the key had just before the reelect.
+    let cleared = reelected.elapsed();
+    assert!(
+        cleared + Duration::from_millis(300) >= left,
+        "cleared {cleared:?} after the reelect, with {left:?} left"
     );
 }

@@ -37,6 +37,10 @@ struct Line<'a> {
     /// believing it leads while that session lives.
     #[serde(skip_serializing_if = "Option::is_none")]
     before_session: Option<&'a str>,
+    /// Its lock key's time left (Redis, ms, as of `at`), for the same reason: a deposed
+    /// holder goes on believing it leads until its countdown would have ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    before_ttl_ms: Option<i64>,
     /// What the store holds after (or the reason nothing changed); none on an attempt.
     after: Option<&'a str>,
     /// `attempt` before the store is touched, then how it ended.
@@ -189,6 +193,10 @@ fn line<'a>(
         before_session: before
             .filter(|_| req.seen.scheme == crate::model::Scheme::ZkRecipe)
             .and_then(|c| c.stamp.as_deref()),
+        before_ttl_ms: before
+            .filter(|_| req.seen.scheme == crate::model::Scheme::RedisLock)
+            .and_then(|c| c.ttl)
+            .map(|t| t.remaining_ms_at(std::time::Instant::now())),
         after,
         outcome,
     }

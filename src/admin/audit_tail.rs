@@ -23,6 +23,9 @@ pub(crate) struct Done {
     pub before_lease: Option<i64>,
     /// The removed leader's session (ZooKeeper, `0x…`), where the line has it.
     pub before_session: Option<String>,
+    /// The removed holder's lock key's time left as of `at` (Redis, ms), where the line has
+    /// it.
+    pub before_ttl_ms: Option<i64>,
     pub at: Option<std::time::SystemTime>,
 }
 
@@ -35,6 +38,7 @@ struct Line {
     before: Option<String>,
     before_lease: Option<i64>,
     before_session: Option<String>,
+    before_ttl_ms: Option<i64>,
     outcome: Option<String>,
     by: Option<String>,
     at: Option<String>,
@@ -61,6 +65,7 @@ pub(crate) fn parse(line: &str) -> Option<Done> {
         before: l.before,
         before_lease: l.before_lease,
         before_session: l.before_session,
+        before_ttl_ms: l.before_ttl_ms,
         at: l.at.as_deref().and_then(crate::model::time::parse_rfc3339),
     })
 }
@@ -168,6 +173,7 @@ mod tests {
                 before: Some("node-a".into()),
                 before_lease: None,
                 before_session: None,
+                before_ttl_ms: None,
                 at: None,
             }]
         );

@@ -42,6 +42,11 @@ pub struct Flags {
     pub zk_auth: Option<String>,
     /// Redis servers, `redis://[user@]host:port[/db]`; `--prefix` is their key pattern.
     pub redis: Vec<String>,
+    /// TLS to Redis (`--redis-cacert`, `--redis-cert`, `--redis-key`), for every
+    /// `rediss://` source.
+    pub redis_cacert: Option<PathBuf>,
+    pub redis_cert: Option<PathBuf>,
+    pub redis_key: Option<PathBuf>,
     /// TLS to ZooKeeper (`--zk-cacert`, `--zk-cert`, `--zk-key`), for every ZooKeeper source.
     pub zk_cacert: Option<PathBuf>,
     pub zk_cert: Option<PathBuf>,
@@ -215,6 +220,24 @@ impl Flags {
         {
             return Err(ZK_NOT_ETCD_TLS.to_string());
         }
+        let is_redis = |s: &SourceConfig| matches!(s, SourceConfig::Redis(_));
+        if tls && !sources.iter().any(is_etcd) && sources.iter().any(is_redis) {
+            return Err(
+                "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's; for a Redis \
+                 tls-port write rediss://host:port and give --redis-cacert (and \
+                 --redis-cert/--redis-key for a client certificate)"
+                    .to_string(),
+            );
+        }
+        if (self.redis_cacert.is_some() || self.redis_cert.is_some())
+            && !sources.iter().any(is_redis)
+        {
+            return Err(
+                "--redis-cacert/--redis-cert/--redis-key are for Redis sources, and none is \
+                 read: give --redis rediss://host:port"
+                    .to_string(),
+            );
+        }
         let zk_tls = self.zk_cacert.is_some() || self.zk_cert.is_some();
         if zk_tls
             && !sources
@@ -241,6 +264,9 @@ impl Flags {
         }
         if let SourceConfig::Zookeeper(z) = s {
             self.apply_zk_tls(z)?;
+        }
+        if let SourceConfig::Redis(r) = s {
+            self.apply_redis_tls(r)?;
         }
         if let (SourceConfig::Zookeeper(z), Some(auth)) = (&mut *s, &self.zk_auth) {
             (z.auth_env, z.auth_file) = match ZkAuth::parse(auth)? {
@@ -398,6 +424,21 @@ impl Flags {
         }
         if self.zk_cacert.is_some() || self.zk_cert.is_some() || self.zk_key.is_some() {
             z.check_tls("--zk-")?;
+        }
+        Ok(())
+    }
+
+    /// The Redis TLS flags, on every Redis source, config file's too.
+    fn apply_redis_tls(&self, r: &mut RedisSource) -> Result<(), String> {
+        if self.redis_cacert.is_some() {
+            r.cacert = self.redis_cacert.clone();
+        }
+        if self.redis_cert.is_some() || self.redis_key.is_some() {
+            r.cert = self.redis_cert.clone();
+            r.key = self.redis_key.clone();
+        }
+        if self.redis_cacert.is_some() || self.redis_cert.is_some() || self.redis_key.is_some() {
+            r.check_tls("--redis-")?;
         }
         Ok(())
     }

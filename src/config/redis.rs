@@ -1,6 +1,7 @@
-//! Redis sources: one server (`redis://[user[:password]@]host:port[/db]`), the key pattern
-//! the lock keys match, and where the password is read from (`password_env`/`password_file`,
-//! as for SQL). The password is never shown: the source's label is built without it.
+//! Redis sources: one server (`redis://[user[:password]@]host:port[/db]`, `rediss://` for
+//! TLS with the CA and client certificate files beside), the key pattern the lock keys
+//! match, and where the password is read from (`password_env`/`password_file`, as for SQL).
+//! The password is never shown: the source's label is built without it.
 
 use std::path::PathBuf;
 
@@ -27,6 +28,15 @@ pub struct RedisSource {
     /// ...or from the first line of this file.
     #[serde(default)]
     pub password_file: Option<PathBuf>,
+    /// `rediss://` only: the CA certificate (PEM) that signs the server's (the system's
+    /// roots without it).
+    #[serde(default)]
+    pub cacert: Option<PathBuf>,
+    /// `rediss://` only: a client certificate (PEM), for `tls-auth-clients yes`; with `key`.
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    #[serde(default)]
+    pub key: Option<PathBuf>,
 }
 
 /// Where a checked source connects to.
@@ -38,6 +48,8 @@ pub struct RedisTarget {
     pub user: Option<String>,
     /// The password the URL itself holds (discouraged: `ps` shows it).
     pub url_password: Option<String>,
+    /// `rediss://`: TLS.
+    pub tls: bool,
 }
 
 impl RedisSource {
@@ -50,6 +62,9 @@ impl RedisSource {
             read_only: false,
             password_env: None,
             password_file: None,
+            cacert: None,
+            cert: None,
+            key: None,
         };
         src.check()?;
         Ok(src)
@@ -62,29 +77,58 @@ impl RedisSource {
             return Err("give password_env or password_file, not both".to_string());
         }
         self.prefix = pattern_of(&self.prefix)?;
+        self.check_tls("")
+    }
+
+    /// The TLS files can work: readable PEM, cert and key a matching pair, and given only
+    /// with `rediss://`. `dashes` is "--redis-" for flags, "" for config keys, so the
+    /// message names what the user wrote.
+    pub fn check_tls(&self, dashes: &str) -> Result<(), String> {
+        crate::pem::check_pair(dashes, self.cert.as_deref(), self.key.as_deref())?;
+        if let Some(ca) = &self.cacert {
+            crate::pem::certificates(&format!("{dashes}cacert"), ca)?;
+        }
+        let files = self.cacert.is_some() || self.cert.is_some();
+        if files && !self.target()?.tls {
+            return Err(format!(
+                "{dashes}cacert/{dashes}cert/{dashes}key are for TLS, and {} is redis:// \
+                 (plain): write rediss://host:port for the server's tls-port",
+                self.url.redacted()
+            ));
+        }
         Ok(())
     }
 
     /// The server, database and user of the URL. Errors show the URL without its password.
     pub fn target(&self) -> Result<RedisTarget, String> {
         let shown = self.url.redacted();
+        if several_hosts(&self.url.0) {
+            return Err(format!(
+                "--redis {shown}: one server per --redis: electop follows the lock keys of \
+                 one server; repeat --redis for each (a lock taken with Redlock on several \
+                 masters shows as one election per server)"
+            ));
+        }
         let u = url::Url::parse(&self.url.0).map_err(|e| {
             format!("--redis {shown}: not a URL ({e}); write redis://host:port[/db]")
         })?;
-        match u.scheme() {
-            "redis" => {}
-            "rediss" => {
+        let tls = match u.scheme() {
+            "redis" => false,
+            "rediss" => true,
+            "redis+sentinel" | "rediss+sentinel" => {
                 return Err(format!(
-                    "--redis {shown}: rediss:// (TLS) is not supported yet; connect to the \
-                     server's plain port, over a tunnel if the network needs one"
+                    "--redis {shown}: Redis Sentinel is not supported: a sentinel holds no lock \
+                 keys; give the master it names (redis-cli -p 26379 SENTINEL \
+                 get-master-addr-by-name NAME) as redis://host:port"
                 ));
             }
             other => {
                 return Err(format!(
-                    "--redis {shown}: `{other}://` is not a Redis URL; write redis://host:port[/db]"
+                    "--redis {shown}: `{other}://` is not a Redis URL; write redis://host:port[/db] \
+                     (rediss:// for TLS)"
                 ));
             }
-        }
+        };
         let host = u
             .host_str()
             .filter(|h| !h.is_empty())
@@ -113,6 +157,7 @@ impl RedisSource {
             db,
             user: Some(u.username()).filter(|s| !s.is_empty()).map(decode),
             url_password: u.password().map(decode),
+            tls,
         })
     }
 
@@ -132,6 +177,14 @@ impl RedisSource {
             Err(_) => self.url.redacted(),
         }
     }
+}
+
+/// `redis://h1:1,h2:2`: several servers in one URL (as Sentinel and cluster clients write
+/// them).
+fn several_hosts(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or("");
+    authority.rsplit('@').next().unwrap_or("").contains(',')
 }
 
 /// The `SCAN MATCH` pattern of a `--prefix`: as given when it holds a wildcard, else the
@@ -169,11 +222,11 @@ mod tests {
             ("leader:*", Some("redis1"))
         );
         assert_eq!(c.select(Some("cache")).expect("context").sources.len(), 1);
-        let bad = "[[source]]\nkind = \"redis\"\nurl = \"rediss://h:1\"\n";
+        let bad = "[[source]]\nkind = \"redis\"\nurl = \"redis://h:1\"\ncacert = \"ca.pem\"\n";
         let e = crate::config::Config::parse(bad, std::path::Path::new("c.toml"))
-            .expect_err("TLS not yet");
+            .expect_err("a CA for a plain URL");
         assert!(
-            e.to_string().contains("[[source]] #1") && e.to_string().contains("rediss://"),
+            e.to_string().contains("[[source]] #1") && e.to_string().contains("ca.pem"),
             "{e}"
         );
     }
@@ -200,6 +253,8 @@ mod tests {
             (s.prefix.as_str(), s.address().as_str()),
             ("lock:*:owner", "localhost:6379/0")
         );
+        let t = RedisSource::from_url("rediss://h:1", None).expect("TLS");
+        assert!(t.target().expect("valid").tls);
         assert_eq!(
             RedisSource::from_url("redis://h:1", None)
                 .expect("ok")
@@ -207,7 +262,11 @@ mod tests {
             "*"
         );
         for (bad, says) in [
-            ("rediss://u:pw@h:1", "not supported yet"),
+            (
+                "redis+sentinel://u:pw@h:26379/mymaster",
+                "Sentinel is not supported",
+            ),
+            ("redis://u:pw@h1:1,h2:2/0", "one server per --redis"),
             ("http://h:1", "not a Redis URL"),
             ("redis://h:1/x", "not a number"),
             ("redis://:pw@h:1/0?x=1", "nothing may follow"),

@@ -20,12 +20,49 @@ pub struct RedisServer {
     dir: TempDir,
     port: u16,
     password: Option<String>,
+    /// The `tls-port`, when started with TLS.
+    tls_port: Option<u16>,
+}
+
+/// A `tls-port` beside the plain one: the server's certificate and key, the CA that signs
+/// client certificates, and whether a client must present one (`tls-auth-clients`).
+pub struct TlsPort<'a> {
+    pub cert: &'a Path,
+    pub key: &'a Path,
+    pub ca: &'a Path,
+    pub auth_clients: bool,
 }
 
 impl RedisServer {
     /// Starts redis-server with `notify-keyspace-events` set to `events` ("" is off) and,
     /// with `password`, `requirepass`. Waits until it answers PING.
     pub fn start(events: &str, password: Option<&str>) -> RedisServer {
+        Self::start_with(events, password, None, "", false)
+    }
+
+    /// [`Self::start`] with more lines of config (`cluster-enabled yes`).
+    pub fn start_conf(events: &str, extra: &str) -> RedisServer {
+        Self::start_with(events, None, None, extra, false)
+    }
+
+    /// A Redis Sentinel (`redis-server --sentinel`) watching a master that is not there.
+    pub fn start_sentinel() -> RedisServer {
+        let monitor = "sentinel monitor mymaster 127.0.0.1 1 1\n";
+        Self::start_with("", None, None, monitor, true)
+    }
+
+    /// [`Self::start`], with a `tls-port` too (the plain port stays, for `redis-cli`).
+    pub fn start_tls(events: &str, tls: TlsPort) -> RedisServer {
+        Self::start_with(events, None, Some(tls), "", false)
+    }
+
+    fn start_with(
+        events: &str,
+        password: Option<&str>,
+        tls: Option<TlsPort>,
+        extra: &str,
+        sentinel: bool,
+    ) -> RedisServer {
         let dir = tempfile::Builder::new()
             .prefix("electop-redis-")
             .tempdir()
@@ -42,6 +79,19 @@ impl RedisServer {
             if let Some(pw) = password {
                 text.push_str(&format!("requirepass {pw}\n"));
             }
+            text.push_str(extra);
+            let tls_port = tls.as_ref().map(|t| {
+                let p = free_port();
+                text.push_str(&format!(
+                    "tls-port {p}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n\
+                     tls-auth-clients {}\n",
+                    t.cert.display(),
+                    t.key.display(),
+                    t.ca.display(),
+                    if t.auth_clients { "yes" } else { "no" }
+                ));
+                p
+            });
             std::fs::write(&conf, text).expect("write redis.conf");
             let log = dir.path().join("redis.log");
             let mut marker = std::fs::OpenOptions::new()
@@ -53,6 +103,7 @@ impl RedisServer {
                 .expect("write the start marker");
             let mut child = Command::new("redis-server")
                 .arg(&conf)
+                .args(sentinel.then_some("--sentinel"))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -72,6 +123,7 @@ impl RedisServer {
                         dir,
                         port,
                         password: password.map(str::to_string),
+                        tls_port,
                     };
                 }
                 if Instant::now() > deadline {
@@ -94,6 +146,16 @@ impl RedisServer {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// `rediss://127.0.0.1:TLSPORT/0`, when started with TLS.
+    pub fn tls_url(&self) -> String {
+        let p = self.tls_port.expect("started with start_tls");
+        format!("rediss://127.0.0.1:{p}/0")
+    }
+
+    pub fn tls_port(&self) -> u16 {
+        self.tls_port.expect("started with start_tls")
     }
 
     pub fn pid(&self) -> u32 {

@@ -15,6 +15,20 @@ pub(crate) enum RedisError {
         "redis {0}: authentication failed ({1}); check the user and --password-env/--password-file"
     )]
     Auth(String, String),
+    /// A TLS problem, in words naming the setting to change (`tls.rs`).
+    #[error("{0}")]
+    Tls(String),
+    /// The ACL user may not run a command electop needs.
+    #[error(
+        "redis {0}: the user may not run {1} ({2}); electop needs, on the lock keys: \
+         +ping +scan +get +pttl +psubscribe (and +config|get to use keyspace events; +eval \
+         +del for reelect), e.g. ACL SETUSER <user> +ping +@read +psubscribe +config|get \
+         ~<pattern> &__keyspace@<db>__:<pattern>"
+    )]
+    NoPerm(String, String, String),
+    /// A server electop does not read as one source (a cluster node, a sentinel).
+    #[error("redis {0}: {1}")]
+    Unsupported(String, String),
     #[error("redis {0}: the connection was lost")]
     Lost(String),
     #[error("redis {0}: {1}")]
@@ -36,6 +50,15 @@ impl RedisError {
         {
             return RedisError::Auth(addr, text);
         }
+        if e.to_string().contains("executing the script can't run") {
+            let detail = e.detail().unwrap_or("").to_string();
+            let what = "a command of the script (GET, DEL)".to_string();
+            return RedisError::NoPerm(addr, what, detail);
+        }
+        if code == "NOPERM" {
+            let detail = e.detail().unwrap_or("NOPERM").to_string();
+            return RedisError::NoPerm(addr, command_in(&detail), format!("NOPERM {detail}"));
+        }
         if e.is_connection_dropped() || e.is_io_error() {
             return RedisError::Lost(addr);
         }
@@ -44,6 +67,23 @@ impl RedisError {
 
     /// Will not go away by waiting (a refused password).
     pub(crate) fn lasting(&self) -> bool {
-        matches!(self, RedisError::Auth(..) | RedisError::Config(_))
+        matches!(
+            self,
+            RedisError::Auth(..)
+                | RedisError::Config(_)
+                | RedisError::Tls(_)
+                | RedisError::NoPerm(..)
+                | RedisError::Unsupported(..)
+        )
     }
+}
+
+/// The command a `NOPERM` names (`... permissions to run the 'pttl' command`), upper case;
+/// "a command" when it names none.
+pub(crate) fn command_in(detail: &str) -> String {
+    detail
+        .split('\'')
+        .nth(1)
+        .map(str::to_uppercase)
+        .unwrap_or_else(|| "a command".to_string())
 }

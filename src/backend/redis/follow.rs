@@ -94,9 +94,17 @@ impl Follow {
         let server = Server::new(&self.b.cfg, self.b.opts.request_timeout)?;
         let mut conn = server.connect().await?;
         info!(source = %self.b.info.name, "redis connected");
-        let mode = server.mode(&mut conn).await;
+        let mut mode = server.mode(&mut conn).await;
         let mut events = match mode {
-            Mode::Events => Some(self.subscribe(&server).await?),
+            Mode::Events => match self.subscribe(&server).await {
+                Ok(ev) => Some(ev),
+                // The user may not subscribe: polled, and the notice says why.
+                Err(RedisError::NoPerm(_, _, why)) => {
+                    mode = Mode::Poll(format!("PSUBSCRIBE to keyspace events was refused ({why})"));
+                    None
+                }
+                Err(e) => return Err(e.into()),
+            },
             Mode::Poll(_) => None,
         };
         self.read_all(&server, &mut conn, &mode).await?;
@@ -135,7 +143,7 @@ impl Follow {
     }
 
     async fn subscribe(&self, server: &Server) -> Result<Events, RedisError> {
-        let mut pubsub = server.within(server.client.get_async_pubsub()).await?;
+        let mut pubsub = server.pubsub().await?;
         let channel_prefix = format!("__keyspace@{}__:", server.db).into_bytes();
         let mut pattern = channel_prefix.clone();
         pattern.extend_from_slice(self.b.cfg.prefix.as_bytes());
@@ -189,6 +197,11 @@ impl Follow {
             self.tell(applied).await?;
         } else {
             self.tracker.load(&reads);
+            if let Some(path) = crate::admin::audit::default_path() {
+                let actions = crate::admin::audit_tail::recent(&path, &self.b.info.name);
+                self.tracker
+                    .audited(&actions, Instant::now(), SystemTime::now());
+            }
             let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;

@@ -1,6 +1,7 @@
 //! Redis: lock keys set with `SET key token NX PX ms` (redis-py `Lock`, Node `redlock` on one
 //! instance), matched by a key pattern, read with `GET` + `PTTL`, then followed through
-//! keyspace notifications where the server has them on, else polled every second.
+//! keyspace notifications where the server has them on, else polled every second. One
+//! server per source, plain or TLS (`rediss://`); a cluster node or a sentinel is refused.
 
 mod admin;
 mod error;
@@ -10,6 +11,7 @@ mod plan;
 mod read;
 mod store;
 mod token;
+mod tls;
 pub(crate) mod tracker;
 
 pub use store::Redis;

@@ -4,10 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, Value};
+use redis::aio::{MultiplexedConnection, PubSub};
+use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, RedisConnectionInfo, Value};
 
 use super::error::RedisError;
+use super::tls::Tls;
 use super::tracker::Read;
 use crate::config::RedisSource;
 
@@ -42,6 +43,13 @@ pub(crate) struct Server {
     pub addr: String,
     pub db: i64,
     pub timeout: Duration,
+    /// `host:port`, as dialled.
+    endpoint: String,
+    host: String,
+    /// `rediss://`: the handshake electop makes itself.
+    tls: Option<Tls>,
+    /// The user, password and database each connection starts with.
+    settings: RedisConnectionInfo,
 }
 
 impl Server {
@@ -59,13 +67,19 @@ impl Server {
         if let Some(pw) = &password {
             settings = settings.set_password(pw);
         }
-        let client = Client::open(info.set_redis_settings(settings))
-            .map_err(|e| RedisError::from_client(&e, &addr))?;
+        let tls = Tls::new(cfg, &t.host)?;
+        let endpoint = format!("{}:{}", host_in_url(&t.host), t.port);
+        let info = info.set_redis_settings(settings.clone());
+        let client = Client::open(info).map_err(|e| RedisError::from_client(&e, &addr))?;
         Ok(Server {
             client,
             addr,
             db: t.db,
             timeout,
+            endpoint,
+            host: t.host,
+            tls,
+            settings,
         })
     }
 
@@ -88,15 +102,99 @@ impl Server {
         }
     }
 
+    /// A connection that answered `PING`, to a server electop reads as one source.
     pub(crate) async fn connect(&self) -> Result<MultiplexedConnection, RedisError> {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout));
-        self.within(
-            self.client
-                .get_multiplexed_async_connection_with_config(&config),
-        )
-        .await
+        let mut conn = match &self.tls {
+            Some(tls) => {
+                let stream = tls.dial(&self.endpoint, &self.addr, self.timeout).await?;
+                let (conn, driver) = self
+                    .within(MultiplexedConnection::new_with_config(
+                        &self.settings,
+                        stream,
+                        config,
+                    ))
+                    .await?;
+                tokio::spawn(driver);
+                conn
+            }
+            None => {
+                let dialled = self
+                    .client
+                    .get_multiplexed_async_connection_with_config(&config);
+                match self.within(dialled).await {
+                    Ok(c) => c,
+                    Err(e) => return Err(self.plain_failed(e).await),
+                }
+            }
+        };
+        if let Err(e) = self.ping(&mut conn).await {
+            return Err(self.plain_failed(e).await);
+        }
+        self.one_server(&mut conn).await?;
+        Ok(conn)
+    }
+
+    /// A plain connection dropped at once: a `tls-port` answers a plain client so, which
+    /// is said as such.
+    async fn plain_failed(&self, e: RedisError) -> RedisError {
+        let dropped = matches!(e, RedisError::Lost(_));
+        if self.tls.is_none()
+            && dropped
+            && super::tls::speaks_tls(&self.endpoint, &self.host, self.timeout).await
+        {
+            return RedisError::Tls(format!(
+                "redis {} speaks TLS (a tls-port), and the URL is redis:// (plain): write \
+                 rediss://{}, with --redis-cacert FILE when a private CA signs its \
+                 certificate; or give the server's plain port",
+                self.addr, self.endpoint
+            ));
+        }
+        e
+    }
+
+    /// A cluster node or a sentinel is refused, with the reason (`INFO server`'s
+    /// `redis_mode`); a user who may not run `INFO` is taken at its word.
+    async fn one_server(&self, conn: &mut MultiplexedConnection) -> Result<(), RedisError> {
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        let Ok(Ok(text)) =
+            tokio::time::timeout(self.timeout, info.query_async::<String>(conn)).await
+        else {
+            return Ok(());
+        };
+        let mode = text
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_mode:"))
+            .unwrap_or("standalone")
+            .trim();
+        let why = match mode {
+            "cluster" => {
+                "a Redis Cluster node (redis_mode:cluster), and electop does not follow a \
+                 cluster: the lock keys a pattern matches are spread over the shards' slots, \
+                 and one node holds only some of them, so a source on it would show part of \
+                 the elections as if it were all; Redis Cluster is not supported"
+            }
+            "sentinel" => {
+                "a Redis Sentinel (redis_mode:sentinel), which holds no lock keys: give the \
+                 master it names (SENTINEL get-master-addr-by-name NAME) as redis://host:port"
+            }
+            _ => return Ok(()),
+        };
+        Err(RedisError::Unsupported(self.addr.clone(), why.to_string()))
+    }
+
+    /// A connection for the keyspace-event subscription.
+    pub(crate) async fn pubsub(&self) -> Result<PubSub, RedisError> {
+        match &self.tls {
+            Some(tls) => {
+                let stream = tls.dial(&self.endpoint, &self.addr, self.timeout).await?;
+                self.within(PubSub::new(&self.settings, stream)).await
+            }
+            None => self.within(self.client.get_async_pubsub()).await,
+        }
     }
 
     pub(crate) async fn ping(&self, conn: &mut MultiplexedConnection) -> Result<(), RedisError> {
@@ -178,6 +276,7 @@ impl Server {
             }
             let values: Vec<Value> = self.within(pipe.query_async(conn)).await?;
             for (k, pair) in chunk.iter().zip(values.chunks(2)) {
+                refused(pair, &self.addr)?;
                 let held = match pair {
                     [Value::BulkString(v), Value::Int(pttl)] if *pttl != -2 => {
                         Some((v.clone(), *pttl))
@@ -193,6 +292,24 @@ impl Server {
         }
         Ok(out)
     }
+}
+
+/// A command of the pipeline the ACL user may not run: an error, not a key read as gone.
+fn refused(pair: &[Value], addr: &str) -> Result<(), RedisError> {
+    for v in pair {
+        if let Value::ServerError(e) = v
+            && e.code() == "NOPERM"
+        {
+            let detail = e.details().unwrap_or("NOPERM").to_string();
+            let command = super::error::command_in(&detail);
+            return Err(RedisError::NoPerm(
+                addr.to_string(),
+                command,
+                format!("NOPERM {detail}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `[::1]` in a URL for an IPv6 host.

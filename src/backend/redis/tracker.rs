@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
+use crate::admin::audit_tail::Done;
 use crate::backend::{ForcedMark, ForcedMarks, change};
 use crate::model::{
     Candidate, Cause, Deadline, Election, Event, Note, Scheme, SourceId, escape_bytes,
@@ -204,6 +205,44 @@ impl RedisTracker {
             self.elections.insert(key, e.clone());
         }
         Some(e)
+    }
+
+    /// At start, from the audit log: the holder the newest action on each election removed,
+    /// deposed while its key's countdown as of that action would still run (it is not
+    /// told, and believes it leads until its next renewal fails). An election whose key is
+    /// gone is shown, without a leader, for as long.
+    pub(crate) fn audited(&mut self, actions: &[Done], now: Instant, wall: SystemTime) {
+        let newest: BTreeMap<&str, &Done> =
+            actions.iter().map(|d| (d.election.as_str(), d)).collect();
+        for (name, done) in newest {
+            let (Some(id), Some(ttl), Some(at)) = (&done.before, done.before_ttl_ms, done.at)
+            else {
+                continue;
+            };
+            let since = wall.duration_since(at).unwrap_or_default().as_millis() as i64;
+            let left = ttl - since;
+            // A name shown escaped is not the key's bytes: its election is not made up.
+            if left <= 0 || name.contains('\\') {
+                continue;
+            }
+            let raw_key = name.as_bytes().to_vec();
+            let e = self
+                .elections
+                .entry(raw_key.clone())
+                .or_insert_with(|| Election::new(self.source, name.to_string(), Scheme::RedisLock));
+            if e.leader.as_ref().is_some_and(|l| l.id == *id) || e.deposed.is_some() {
+                continue;
+            }
+            let mut holder = Candidate::plain(id, name);
+            holder.raw_id = id.as_bytes().to_vec();
+            holder.raw_key = raw_key;
+            holder.ttl = Some(Deadline {
+                granted_ms: ttl,
+                remaining_ms: left,
+                read_at: now,
+            });
+            e.deposed = Some(Box::new(holder));
+        }
     }
 
     /// Deposed holders whose key's time ran out since: they know, or should, that the lock
@@ -500,5 +539,55 @@ mod deposed_tests {
         t.apply(&read(None), Gone::Deleted, wall);
         let a = t.apply(&read(Some("a")), Gone::Unseen, wall);
         assert!(a.changed[0].deposed.is_none());
+    }
+
+    /// Another electop's re-election, from the audit log at start: the removed holder is
+    /// deposed for what was left of its countdown (the election made up when its key is
+    /// gone); an action whose countdown has ended, or a name shown escaped, is not.
+    #[test]
+    fn the_audit_log_deposes_the_holder_another_electop_removed() {
+        let t0 = Instant::now();
+        let wall = SystemTime::now();
+        let done = |election: &str, ttl: i64, ago_ms: u64| Done {
+            pid: Some(1),
+            source: "redis x".into(),
+            election: election.into(),
+            cause: Cause::ForcedReelection,
+            by: "someone".into(),
+            before: Some("old".into()),
+            before_lease: None,
+            before_session: None,
+            before_ttl_ms: Some(ttl),
+            at: Some(wall - Duration::from_millis(ago_ms)),
+        };
+        let mut t = RedisTracker::new(0, "redis x".into(), 10);
+        t.load(&[Read {
+            key: b"held".to_vec(),
+            held: Some((b"new".to_vec(), 9_000)),
+            at: t0,
+        }]);
+        t.audited(
+            &[
+                done("held", 5_000, 1_000),
+                done("gone", 5_000, 2_000),
+                done("over", 1_000, 2_000),
+                done("bin\\xff", 5_000, 0),
+            ],
+            t0,
+            wall,
+        );
+        let es = t.elections();
+        let find = |n: &str| es.iter().find(|e| e.name == n);
+        let held = find("held").expect("held");
+        let d = held.deposed.as_ref().expect("deposed");
+        assert_eq!(
+            (d.id.as_str(), d.ttl.map(|t| t.remaining_ms)),
+            ("old", Some(4_000))
+        );
+        assert_eq!(held.leader.as_ref().map(|l| l.id.as_str()), Some("new"));
+        let gone = find("gone").expect("made up");
+        assert!(gone.leader.is_none() && gone.deposed.is_some());
+        assert!(find("over").is_none() && find("bin\\xff").is_none());
+        assert_eq!(t.settle(t0 + Duration::from_millis(4_001)).len(), 2);
     }
 }
