@@ -225,7 +225,11 @@ impl Follow {
         let sent = (Instant::now(), SystemTime::now());
         let reader = self.reader(client);
         let missing = inputs::missing_prefix(&reader, &self.b.cfg).await?;
-        let nodes = inputs::read(&reader, &self.b.cfg).await?;
+        let nodes = if self.loaded || missing.is_some() {
+            inputs::read(&reader, &self.b.cfg, &mut ()).await?
+        } else {
+            self.first_read(&reader).await?
+        };
         let was_missing = std::mem::replace(&mut self.missing, missing).is_some();
         if self.missing.is_some() || was_missing {
             self.send_notice().await?;
@@ -253,6 +257,24 @@ impl Follow {
             self.send(SourceEvent::Synced { source }).await?;
         }
         Ok(())
+    }
+
+    /// The first read, shown as it goes: the server counts the znodes first (a prefix over
+    /// the bound is said before reading it), then each election read is sent at once.
+    async fn first_read(&self, reader: &Reader<'_>) -> Result<Vec<super::layout::Znode>, Stop> {
+        let cfg = &self.b.cfg;
+        let layout = Layout::of(cfg.preset);
+        if !layout.deep() {
+            return Ok(inputs::read(reader, cfg, &mut ()).await?);
+        }
+        let total = reader.descendants(&cfg.prefix).await?;
+        if total.is_some_and(|n| n > super::read::MAX_NODES) {
+            let bound = super::read::MAX_NODES;
+            return Err(ZkError::TooMany(bound, cfg.prefix.clone()).into());
+        }
+        let at = (self.b.info.id, cfg.prefix.as_str(), layout);
+        let mut preview = super::preview::Preview::start(&self.io.events, at, total).await;
+        Ok(inputs::read(reader, cfg, &mut preview).await?)
     }
 
     /// The holders removed by the newest admin action on each election (from the audit
