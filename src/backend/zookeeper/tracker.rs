@@ -139,9 +139,29 @@ impl ZkTracker {
         parent: &str,
         children: &[Znode],
     ) -> Option<(i64, Vec<String>)> {
+        self.leader_session(parent, |leader| {
+            !children.iter().any(|n| n.path.as_bytes() == leader.raw_key)
+        })
+    }
+
+    /// [`Self::leaving_session`] when the node `deleted` is the leader's of `parent`: known
+    /// from the watch event alone, so the check can go beside the election's re-read.
+    pub(crate) fn deleted_leader_session(
+        &self,
+        parent: &str,
+        deleted: &str,
+    ) -> Option<(i64, Vec<String>)> {
+        self.leader_session(parent, |leader| leader.raw_key == deleted.as_bytes())
+    }
+
+    fn leader_session(
+        &self,
+        parent: &str,
+        gone: impl Fn(&Candidate) -> bool,
+    ) -> Option<(i64, Vec<String>)> {
         let name = self.layout.name(&self.prefix, parent);
         let leader = self.elections.get(&name)?.leader.as_ref()?;
-        if children.iter().any(|n| n.path.as_bytes() == leader.raw_key) {
+        if !gone(leader) {
             return None;
         }
         let session = session_of(leader)?;
