@@ -219,6 +219,30 @@ fn the_first_read_is_shown_as_it_goes_and_tells_no_change() {
                 _ => {}
             }
         }
+        // The leader's node deleted while its session lives on (it holds the others):
+        // resigned, from the check made beside the election's re-read.
+        let path = format!("/many/e000/{}", {
+            let names = client.list_children("/many/e000").await.expect("list");
+            names.into_iter().next().expect("the leader's node")
+        });
+        client.delete(&path, None).await.expect("delete");
+        let lost = loop {
+            let ev = tokio::time::timeout_at(deadline, s.events.recv())
+                .await
+                .expect("the loss within the deadline")
+                .expect("source alive");
+            if let SourceEvent::Happened(e) = ev
+                && e.kind == electop::model::EventKind::LeaderLost
+            {
+                break e;
+            }
+        };
+        assert_eq!(lost.election.as_deref(), Some("e000"));
+        assert_eq!(
+            lost.cause,
+            Some(electop::model::Cause::Resigned),
+            "{lost:?}"
+        );
         s.shutdown().await;
         (loading, batches, told)
     });
