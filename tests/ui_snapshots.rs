@@ -237,6 +237,7 @@ fn a_snapshot_being_read_says_how_far_until_connected() {
         source: 0,
         read,
         total: 100_000,
+        what: "keys",
     };
     app::update(&mut app, Msg::Source(loading(12_000)));
     let text = format!("{}", render(&app, 120, 24).backend());
@@ -251,6 +252,67 @@ fn a_snapshot_being_read_says_how_far_until_connected() {
     app::update(&mut app, Msg::Source(connected));
     let text = format!("{}", render(&app, 120, 24).backend());
     assert!(!text.contains("loading snapshot"), "{text}");
+}
+
+/// A ZooKeeper source's first read, 10,000 elections: what was read so far is listed at
+/// once, the count is qualified by how far the read got, and nothing says "connected".
+#[test]
+fn elections_read_so_far_are_shown_while_the_first_read_goes_on() {
+    let now = Instant::now();
+    let mut zk = info(0, "/b");
+    zk.name = "zookeeper 127.0.0.1:2181 /b".into();
+    zk.short = "zk1".into();
+    zk.scheme = Some(Scheme::ZkRecipe);
+    let mut app = App::new(vec![zk], now, wall());
+    let elections = (0..3)
+        .map(|i| {
+            let mut e = Election::new(0, format!("e{i:06}"), Scheme::ZkRecipe);
+            e.candidates = (0..3)
+                .map(|c| {
+                    let path = format!("/b/e{i:06}/_c_{c}-latch-{c:010}");
+                    Candidate {
+                        key: path.clone(),
+                        raw_key: path.into_bytes(),
+                        lease: None,
+                        stamp: Some("0x1000a2b3c4d0000".into()),
+                        ..candidate(&format!("node-{i}-{c}"), 0, 10 + c, None, now)
+                    }
+                })
+                .collect();
+            e.leader = e.candidates.first().cloned();
+            e
+        })
+        .collect();
+    let events = [
+        SourceEvent::Loading {
+            source: 0,
+            read: 0,
+            total: 40_000,
+            what: "znodes",
+        },
+        SourceEvent::Elections {
+            source: 0,
+            elections,
+        },
+        SourceEvent::Loading {
+            source: 0,
+            read: 10_012,
+            total: 40_000,
+            what: "znodes",
+        },
+    ];
+    for ev in events {
+        app::update(&mut app, Msg::Source(ev));
+    }
+    app::update(&mut app, Msg::Tick { now, wall: wall() });
+    let text = format!("{}", render(&app, 120, 16).backend());
+    assert!(
+        text.contains("3 elections · loading snapshot: 10,012 of 40,000 znodes"),
+        "{text}"
+    );
+    let header = text.lines().next().unwrap_or_default();
+    assert!(!header.contains("no leader"), "{header}");
+    insta::assert_snapshot!(text);
 }
 
 #[test]

@@ -190,3 +190,127 @@ fn a_frozen_server_is_reported_down_then_back() {
     assert_eq!(election(&s, "jobs")["leader"]["id"], "node-a");
     drop(a);
 }
+
+/// The first read of 300 elections is shown as it goes: the server's count of znodes at
+/// once, elections before the source is connected, each with the leader the full read
+/// then gives it, and no leader change told for what was only being read.
+#[test]
+fn the_first_read_is_shown_as_it_goes_and_tells_no_change() {
+    use electop::model::{ConnState, SourceEvent};
+    const N: usize = 300;
+    let zk = ZkServer::start();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let ep = zk.endpoint();
+    let client = rt.block_on(async {
+        let connect = Client::connector()
+            .with_session_timeout(Duration::from_secs(10))
+            .connect(&ep);
+        tokio::time::timeout(T, connect)
+            .await
+            .expect("connects within the deadline")
+            .expect("connect")
+    });
+    let dir = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let node = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    rt.block_on(client.mkdir("/many", &dir)).expect("mkdir");
+    rt.block_on(futures::future::join_all((0..N).map(|i| {
+        let (client, dir, node) = (&client, &dir, &node);
+        async move {
+            let election = format!("/many/e{i:03}");
+            client.create(&election, b"", dir).await.expect("election");
+            let id = format!("node-{i}");
+            let path = format!("{election}/u{i}__lock__");
+            client
+                .create(&path, id.as_bytes(), node)
+                .await
+                .expect("node");
+        }
+    })));
+
+    let args = ["electop", "--zk", ep.as_str(), "--prefix", "/many"];
+    let cli = <electop::cli::Cli as clap::Parser>::parse_from(args);
+    let sources = cli
+        .sources
+        .resolve(&electop::config::Config::default())
+        .expect("sources");
+    let opts = electop::backend::BackendOptions::default();
+    let (loading, batches, told) = rt.block_on(async {
+        let mut s = electop::runtime::Sources::spawn(&sources, &opts).expect("spawn");
+        let (mut loading, mut batches, mut told) = (vec![], vec![], vec![]);
+        let deadline = tokio::time::Instant::now() + T;
+        loop {
+            let ev = tokio::time::timeout_at(deadline, s.events.recv())
+                .await
+                .expect("synced within the deadline")
+                .expect("source alive");
+            match ev {
+                SourceEvent::Loading {
+                    read, total, what, ..
+                } => loading.push((read, total, what)),
+                SourceEvent::Conn {
+                    state: ConnState::Connected,
+                    ..
+                } => break,
+                SourceEvent::Elections { elections, .. } => {
+                    let shown: Vec<(String, Option<String>)> = elections
+                        .into_iter()
+                        .map(|e| (e.name, e.leader.map(|l| l.id)))
+                        .collect();
+                    batches.push(shown);
+                }
+                SourceEvent::Happened(e) => told.push(e.kind),
+                _ => {}
+            }
+        }
+        // The leader's node deleted while its session lives on (it holds the others):
+        // resigned, from the check made beside the election's re-read.
+        let path = format!("/many/e000/{}", {
+            let names = client.list_children("/many/e000").await.expect("list");
+            names.into_iter().next().expect("the leader's node")
+        });
+        client.delete(&path, None).await.expect("delete");
+        let lost = loop {
+            let ev = tokio::time::timeout_at(deadline, s.events.recv())
+                .await
+                .expect("the loss within the deadline")
+                .expect("source alive");
+            if let SourceEvent::Happened(e) = ev
+                && e.kind == electop::model::EventKind::LeaderLost
+            {
+                break e;
+            }
+        };
+        assert_eq!(lost.election.as_deref(), Some("e000"));
+        assert_eq!(
+            lost.cause,
+            Some(electop::model::Cause::Resigned),
+            "{lost:?}"
+        );
+        s.shutdown().await;
+        (loading, batches, told)
+    });
+    // The prefix's 300 elections and a candidate in each, counted before the read.
+    assert_eq!(loading.first(), Some(&(0, 2 * N, "znodes")), "{loading:?}");
+    // The elections read so far, then the whole read (sent just before it is connected).
+    let (whole, early) = batches.split_last().expect("the whole read");
+    assert_eq!(whole.len(), N);
+    assert!(!early.is_empty(), "no election shown before the read ended");
+    let whole: std::collections::BTreeMap<_, _> = whole.iter().cloned().collect();
+    for (name, leader) in early.iter().flatten() {
+        assert_eq!(
+            whole.get(name),
+            Some(leader),
+            "{name} as the whole read has it"
+        );
+        let i: usize = name[1..].parse().expect("e<i>");
+        assert_eq!(leader.as_deref(), Some(format!("node-{i}").as_str()));
+    }
+    assert!(
+        !told.iter().any(|k| matches!(
+            k,
+            electop::model::EventKind::LeaderElected | electop::model::EventKind::LeaderChanged
+        )),
+        "a read is no change: {told:?}"
+    );
+    drop(client);
+}

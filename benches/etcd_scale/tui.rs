@@ -47,10 +47,16 @@ pub fn start(home: &Path, args: &[String]) -> Tui {
 /// Time from starting the dashboard to its first frame showing elections (the process
 /// exits right after drawing it), timed inside the terminal.
 pub fn first_frame(home: &Path, args: &[String]) -> Duration {
+    first_frame_until(home, args, "exit")
+}
+
+/// [`first_frame`] until the frame `mode` names (`ELECTOP_BENCH_FIRST_FRAME`): `exit`, the
+/// first that shows elections; `whole`, the first with every source read through.
+pub fn first_frame_until(home: &Path, args: &[String], mode: &str) -> Duration {
     let out = home.join("first-frame.ns");
     let _ = std::fs::remove_file(&out);
     let cmd = format!(
-        "sh -c 's=$(date +%s%N); env {} ELECTOP_BENCH_FIRST_FRAME=exit {} {}; echo $(( $(date +%s%N) - s )) > {}'",
+        "sh -c 's=$(date +%s%N); env {} ELECTOP_BENCH_FIRST_FRAME={mode} {} {}; echo $(( $(date +%s%N) - s )) > {}'",
         env(home),
         crate::bin(),
         args.join(" "),

@@ -31,21 +31,33 @@ impl Lines {
 
     /// Waits (up to `timeout`) for a line containing every one of `needles`; when it came.
     pub fn wait(&self, needles: &[&str], timeout: Duration) -> Option<Instant> {
+        self.wait_from(0, needles, timeout)
+    }
+
+    /// How many lines came so far: [`Self::wait_from`] looks at the lines after.
+    pub fn mark(&self) -> usize {
+        self.seen.lock().expect("lines").len()
+    }
+
+    /// [`Self::wait`] among the lines after `mark`: the 10,000 lines of how each election
+    /// stood are not searched again at each look, under the lock the reader needs.
+    pub fn wait_from(&self, mark: usize, needles: &[&str], timeout: Duration) -> Option<Instant> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(t) = self.when(needles) {
+            if let Some(t) = self.when(mark, needles) {
                 return Some(t);
             }
             if Instant::now() > deadline {
                 return None;
             }
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 
-    fn when(&self, needles: &[&str]) -> Option<Instant> {
+    fn when(&self, mark: usize, needles: &[&str]) -> Option<Instant> {
         let seen = self.seen.lock().expect("lines");
         seen.iter()
+            .skip(mark)
             .find(|(_, l)| needles.iter().all(|n| l.contains(n)))
             .map(|(t, _)| *t)
     }

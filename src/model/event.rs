@@ -203,12 +203,15 @@ pub enum SourceEvent {
         source: SourceId,
         text: String,
     },
-    /// The first snapshot is being read: `read` of `total` keys so far. The elections sent
-    /// meanwhile are what was read; the source is current only once connected.
+    /// The first snapshot is being read: `read` of `total` keys so far (`total` 0: not
+    /// known). The elections sent meanwhile are what was read; the source is current only
+    /// once connected.
     Loading {
         source: SourceId,
         read: usize,
         total: usize,
+        /// What is counted, plural: "keys" (etcd), "znodes" (ZooKeeper).
+        what: &'static str,
     },
     /// The initial snapshot and history replay are done: the state is complete.
     Synced {

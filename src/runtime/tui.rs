@@ -207,15 +207,26 @@ struct AfterFrame {
     /// `--debug-panic`: panic after the first frame, to test the terminal's restoring.
     debug_panic: bool,
     /// `ELECTOP_BENCH_FIRST_FRAME=exit`: quit after the first frame that shows elections,
-    /// so the etcd_scale benchmark can time the first frame from outside.
-    exit_on_first: bool,
+    /// so the etcd_scale benchmark can time the first frame from outside; `=whole`: after
+    /// the first frame with every source read through (zk_scale's whole first read).
+    exit_on_first: Option<FirstFrame>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FirstFrame {
+    Any,
+    Whole,
 }
 
 impl AfterFrame {
     fn new(debug_panic: bool) -> AfterFrame {
         AfterFrame {
             debug_panic,
-            exit_on_first: std::env::var("ELECTOP_BENCH_FIRST_FRAME").as_deref() == Ok("exit"),
+            exit_on_first: match std::env::var("ELECTOP_BENCH_FIRST_FRAME").as_deref() {
+                Ok("exit") => Some(FirstFrame::Any),
+                Ok("whole") => Some(FirstFrame::Whole),
+                _ => None,
+            },
         }
     }
 
@@ -225,7 +236,11 @@ impl AfterFrame {
             panic!("--debug-panic: panicking after the first frame as asked");
         }
         // Through the usual end, so the terminal and the sources are left as on `q`.
-        self.exit_on_first && !app.model.elections.is_empty()
+        match self.exit_on_first {
+            None => false,
+            Some(FirstFrame::Any) => !app.model.elections.is_empty(),
+            Some(FirstFrame::Whole) => !app.model.elections.is_empty() && app.model.all_synced(),
+        }
     }
 }
 

@@ -122,11 +122,12 @@ impl ReadModel {
                 source,
                 read,
                 total,
+                what,
             } => {
                 let Some(s) = self.sources.get_mut(source) else {
                     return Applied::Nothing;
                 };
-                s.loading = Some((read, total));
+                s.loading = Some((read, total, what));
             }
             SourceEvent::Synced { source } => {
                 if let Some(s) = self.sources.get_mut(source) {

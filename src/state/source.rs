@@ -20,8 +20,9 @@ pub struct SourceView {
     pub contact_every: Duration,
     /// Each member of a clustered store, as last probed.
     pub members: Vec<MemberStatus>,
-    /// The first snapshot is being read: keys read and keys in all (until connected).
-    pub loading: Option<(usize, usize)>,
+    /// The first snapshot is being read: keys read, keys in all (0: not known) and what a
+    /// key is called there (until connected).
+    pub loading: Option<(usize, usize, &'static str)>,
     /// ZooKeeper: electop's own session id (`0x…`) and its negotiated timeout.
     pub session: Option<(String, Duration)>,
     /// A store that keeps no history (ZooKeeper): leader changes are seen from here on.

@@ -112,6 +112,10 @@ fn header(app: &App, frame: &mut Frame, area: Rect) {
         "· {} ",
         format::count(app.model.elections.len(), "election", "elections")
     )));
+    // Right after the count, which it qualifies: these are the elections read so far.
+    if let Some(text) = loading(app) {
+        spans.push(Span::styled(text, theme::warn()));
+    }
     let rest = tail(app);
     let width = |s: &[Span]| s.iter().map(Span::width).sum::<usize>();
     let full = alarm_spans(app, false);
@@ -170,9 +174,6 @@ fn filter_span(app: &App) -> Option<Span<'static>> {
 
 fn tail(app: &App) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
-    if let Some(text) = loading(app) {
-        spans.push(Span::styled(text, theme::warn()));
-    }
     if app.model.replaying() {
         spans.push(Span::styled("· replaying history… ", theme::warn()));
     }
@@ -184,19 +185,28 @@ fn tail(app: &App) -> Vec<Span<'static>> {
 }
 
 /// "loading snapshot: 12,000 of 100,000 keys" while first snapshots are read (summed over
-/// the sources still reading).
+/// the sources still reading, by what they count; "12,000 znodes so far" where a total is
+/// not known).
 fn loading(app: &App) -> Option<String> {
-    let (read, total) = app
-        .model
-        .sources
-        .iter()
-        .filter_map(|s| s.loading)
-        .reduce(|(r, t), (r2, t2)| (r + r2, t + t2))?;
-    Some(format!(
-        "· loading snapshot: {} of {} keys ",
-        thousands(read),
-        thousands(total)
-    ))
+    let mut by_what: Vec<(&str, usize, Option<usize>)> = Vec::new();
+    for (read, total, what) in app.model.sources.iter().filter_map(|s| s.loading) {
+        let total = (total > 0).then_some(total);
+        match by_what.iter_mut().find(|(w, _, _)| *w == what) {
+            Some((_, r, t)) => {
+                *r += read;
+                *t = t.zip(total).map(|(a, b)| a + b);
+            }
+            None => by_what.push((what, read, total)),
+        }
+    }
+    let parts: Vec<String> = by_what
+        .into_iter()
+        .map(|(what, read, total)| match total {
+            Some(t) => format!("{} of {} {what}", thousands(read), thousands(t)),
+            None => format!("{} {what} so far", thousands(read)),
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("· loading snapshot: {} ", parts.join(", ")))
 }
 
 fn thousands(n: usize) -> String {

@@ -80,6 +80,7 @@ impl<'a> Preview<'a> {
                 source,
                 read,
                 total,
+                what: "keys",
             },
         )
         .await

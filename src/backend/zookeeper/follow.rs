@@ -225,7 +225,11 @@ impl Follow {
         let sent = (Instant::now(), SystemTime::now());
         let reader = self.reader(client);
         let missing = inputs::missing_prefix(&reader, &self.b.cfg).await?;
-        let nodes = inputs::read(&reader, &self.b.cfg).await?;
+        let nodes = if self.loaded || missing.is_some() {
+            inputs::read(&reader, &self.b.cfg, &mut ()).await?
+        } else {
+            self.first_read(&reader).await?
+        };
         let was_missing = std::mem::replace(&mut self.missing, missing).is_some();
         if self.missing.is_some() || was_missing {
             self.send_notice().await?;
@@ -253,6 +257,24 @@ impl Follow {
             self.send(SourceEvent::Synced { source }).await?;
         }
         Ok(())
+    }
+
+    /// The first read, shown as it goes: the server counts the znodes first (a prefix over
+    /// the bound is said before reading it), then each election read is sent at once.
+    async fn first_read(&self, reader: &Reader<'_>) -> Result<Vec<super::layout::Znode>, Stop> {
+        let cfg = &self.b.cfg;
+        let layout = Layout::of(cfg.preset);
+        if !layout.deep() {
+            return Ok(inputs::read(reader, cfg, &mut ()).await?);
+        }
+        let total = reader.descendants(&cfg.prefix).await?;
+        if total.is_some_and(|n| n > super::read::MAX_NODES) {
+            let bound = super::read::MAX_NODES;
+            return Err(ZkError::TooMany(bound, cfg.prefix.clone()).into());
+        }
+        let at = (self.b.info.id, cfg.prefix.as_str(), layout);
+        let mut preview = super::preview::Preview::start(&self.io.events, at, total).await;
+        Ok(inputs::read(reader, cfg, &mut preview).await?)
     }
 
     /// The holders removed by the newest admin action on each election (from the audit
@@ -404,8 +426,29 @@ impl Follow {
         let Some(parent) = parent_of(&ev.path).filter(|p| within(&self.b.cfg.prefix, p)) else {
             return Ok(Reconnected::No);
         };
-        let children = self.reader(client).children(parent).await?;
-        let held = self.still_held(client, parent, &children).await?;
+        let deleted = (ev.event_type == EventType::NodeDeleted)
+            .then(|| self.tracker.deleted_leader_session(parent, &ev.path))
+            .flatten();
+        let (children, held) = match deleted {
+            // The leader's own node went: whether its session lives is asked beside the
+            // re-read, not after it, a round trip less before the change is shown. Still
+            // asked after the event, so a session close that took all its nodes at once is
+            // already applied.
+            Some(leaving) => {
+                let read = self.reader(client);
+                let (children, held) =
+                    tokio::join!(read.children(parent), self.still_held(client, leaving));
+                (children?, held?)
+            }
+            None => {
+                let children = self.reader(client).children(parent).await?;
+                let held = match self.tracker.leaving_session(parent, &children) {
+                    Some(leaving) => self.still_held(client, leaving).await?,
+                    None => Default::default(),
+                };
+                (children, held)
+            }
+        };
         let applied = self
             .tracker
             .apply(parent, &children, SystemTime::now(), &held);
@@ -413,19 +456,16 @@ impl Follow {
         Ok(Reconnected::No)
     }
 
-    /// When the leader's node went: its session, if a node it held elsewhere is still there
-    /// (so the session lives and the node was deleted). Read after the event, so a session
-    /// close that took all its nodes at once is already applied.
+    /// When the leader's node went (`leaving`: its session and other nodes it held): its
+    /// session, if one of those is still there (so the session lives and the node was
+    /// deleted). Read after the event, so a session close that took all its nodes at once
+    /// is already applied.
     async fn still_held(
         &self,
         client: &Client,
-        parent: &str,
-        children: &[super::layout::Znode],
+        (session, others): (i64, Vec<String>),
     ) -> Result<std::collections::HashSet<i64>, Stop> {
         let mut held = std::collections::HashSet::new();
-        let Some((session, others)) = self.tracker.leaving_session(parent, children) else {
-            return Ok(held);
-        };
         for path in &others {
             let stat = tokio::time::timeout(self.b.opts.request_timeout, client.check_stat(path));
             match stat.await {

@@ -3,7 +3,7 @@
 
 use super::error::ZkError;
 use super::layout::Znode;
-use super::read::Reader;
+use super::read::{Reader, Seen};
 use super::single::Layout;
 use crate::config::ZkSource;
 
@@ -31,9 +31,14 @@ pub(super) async fn missing_prefix(
 }
 
 /// What the layout reads under the prefix: the whole tree, or (Kafka) its children only.
-pub(super) async fn read(reader: &Reader<'_>, cfg: &ZkSource) -> Result<Vec<Znode>, ZkError> {
+/// `seen` is told what the tree read gets as it goes.
+pub(super) async fn read(
+    reader: &Reader<'_>,
+    cfg: &ZkSource,
+    seen: &mut impl Seen,
+) -> Result<Vec<Znode>, ZkError> {
     if Layout::of(cfg.preset).deep() {
-        reader.tree(&cfg.prefix).await
+        reader.tree(&cfg.prefix, seen).await
     } else {
         reader.children(&cfg.prefix).await
     }

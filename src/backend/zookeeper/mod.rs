@@ -11,6 +11,7 @@ pub mod layout;
 pub mod members;
 mod participant;
 mod plan;
+mod preview;
 mod read;
 mod record;
 mod sessions;

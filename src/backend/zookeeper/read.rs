@@ -15,6 +15,16 @@ pub(crate) const MAX_NODES: usize = 200_000;
 /// `getChildren` then a `getData` per child, all pipelined on the one connection.
 const PARENTS_IN_FLIGHT: usize = 64;
 
+/// Told each parent's children as the tree read gets them (see `preview`).
+pub(crate) trait Seen {
+    async fn parent(&mut self, parent: &str, children: &[Znode]);
+}
+
+/// A read nobody watches (a re-read after a reconnect: the screen has it all already).
+impl Seen for () {
+    async fn parent(&mut self, _: &str, _: &[Znode]) {}
+}
+
 /// One client and what its errors are reported against.
 pub(crate) struct Reader<'a> {
     pub client: &'a Client,
@@ -80,6 +90,18 @@ impl Reader<'_> {
         Ok(stat.flatten().is_some())
     }
 
+    /// How many znodes are below `path`, as the server counts them (one request, ZooKeeper
+    /// 3.6 on); `None` where it cannot say (an older server, or `path` is gone).
+    pub(crate) async fn descendants(&self, path: &str) -> Result<Option<usize>, ZkError> {
+        let count = self.client.count_descendants_number(path);
+        match tokio::time::timeout(self.timeout, count).await {
+            Err(_) => Err(ZkError::Timeout(self.connect.to_string(), self.timeout)),
+            Ok(Ok(n)) => Ok(Some(n)),
+            Ok(Err(E::ConnectionLoss)) => Err(self.err(E::ConnectionLoss, path)),
+            Ok(Err(_)) => Ok(None),
+        }
+    }
+
     /// The children of one election's znode.
     pub(crate) async fn children(&self, parent: &str) -> Result<Vec<Znode>, ZkError> {
         Ok(self.children_of(parent).await?.0)
@@ -90,7 +112,12 @@ impl Reader<'_> {
     /// Many parents are listed at once: one after the other, each election cost two round
     /// trips in turn, 10,000 elections 20,000 (zk_scale on a busy machine: 20.8 s, 3.2x
     /// ZooKeeper's Java client making the same reads all asynchronously; 1.2x now).
-    pub(crate) async fn tree(&self, prefix: &str) -> Result<Vec<Znode>, ZkError> {
+    /// `seen` is told each parent's children as they come.
+    pub(crate) async fn tree(
+        &self,
+        prefix: &str,
+        seen: &mut impl Seen,
+    ) -> Result<Vec<Znode>, ZkError> {
         use futures::StreamExt;
         let mut out = Vec::new();
         let mut todo = vec![prefix.to_string()];
@@ -99,12 +126,16 @@ impl Reader<'_> {
             while running.len() < PARENTS_IN_FLIGHT
                 && let Some(path) = todo.pop()
             {
-                running.push(async move { self.children_of(&path).await });
+                running.push(async move {
+                    let read = self.children_of(&path).await;
+                    (path, read)
+                });
             }
-            let Some(read) = running.next().await else {
+            let Some((path, read)) = running.next().await else {
                 return Ok(out);
             };
             let (nodes, deeper) = read?;
+            seen.parent(&path, &nodes).await;
             out.extend(nodes);
             if out.len() > MAX_NODES {
                 return Err(ZkError::TooMany(MAX_NODES, prefix.to_string()));

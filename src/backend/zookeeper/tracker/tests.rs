@@ -190,6 +190,52 @@ fn a_resync_reports_elections_in_zxid_order() {
     );
 }
 
+/// A resync over many elections whose nodes come in no particular order (a read gives
+/// them parent by parent, as they arrive): each election is judged on its own nodes only,
+/// an unchanged one says nothing, and one whose nodes all went is known to have lost its
+/// leader.
+#[test]
+fn a_resync_of_many_elections_judges_each_on_its_own_nodes() {
+    const N: i64 = 300;
+    let path = |e: i64, c: i64| format!("/election/e{e:04}/x__lock__{c:010}");
+    let first = |e: i64| node(&path(e, 0), &format!("{e}-0"), 10 + e);
+    let second = |e: i64| node(&path(e, 1), &format!("{e}-1"), 10_000 + e);
+    let mut t = tracker();
+    // Every election's first candidates, then every second one: no election's nodes
+    // are next to each other.
+    let all: Vec<Znode> = (0..N).map(first).chain((0..N).map(second)).collect();
+    assert_eq!(t.load(&all).len(), N as usize);
+    // Meanwhile every third election lost its leader, and the last lost everyone.
+    let now: Vec<Znode> = (0..N - 1)
+        .rev()
+        .filter(|e| e % 3 != 0)
+        .map(first)
+        .chain((0..N - 1).map(second))
+        .collect();
+    let back = t.resync(&now, SystemTime::now());
+    let changed: Vec<(String, Option<String>, usize)> = back
+        .changed
+        .iter()
+        .map(|e| {
+            let leader = e.leader.as_ref().map(|l| l.id.clone());
+            (e.name.clone(), leader, e.candidates.len())
+        })
+        .collect();
+    let mut want: Vec<(String, Option<String>, usize)> = (0..N - 1)
+        .filter(|e| e % 3 == 0)
+        .map(|e| (format!("e{e:04}"), Some(format!("{e}-1")), 1))
+        .collect();
+    want.push((format!("e{:04}", N - 1), None, 0));
+    let mut got = changed;
+    got.sort();
+    assert_eq!(got, want);
+    let lost = leaders(&back)
+        .iter()
+        .filter(|(k, _, _)| *k == EventKind::LeaderLost)
+        .count();
+    assert_eq!(lost, 1, "only the emptied election has no leader");
+}
+
 #[test]
 fn a_leader_removed_by_an_admin_action_is_deposed_until_its_session_is_gone() {
     let mut t = tracker();
