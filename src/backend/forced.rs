@@ -96,27 +96,34 @@ impl ForcedMarks {
     }
 }
 
-/// Relabels the newest entry of `history` as forced by `mark`, if it is the change that
-/// action made: recent, not already attributed, and away from the leader the action saw.
+/// Relabels the change an action made, learnt after it was recorded: the newest recent
+/// entry of `history` away from the leader the action saw and not attributed yet. Not only
+/// the newest entry: where followers take over fast (a Redis `SET NX` retry, a ZooKeeper
+/// line) the loss is followed by the successor's election before the audit log is read.
 /// Returns whether it did.
 pub(crate) fn relabel(
     history: &mut VecDeque<HistoryEntry>,
     mark: &ForcedMark,
     wall: SystemTime,
 ) -> bool {
-    let Some(last) = history.back_mut() else {
+    if mark.before.is_none() {
         return false;
+    }
+    let recent = |h: &HistoryEntry| {
+        h.at.is_some_and(|at| wall.duration_since(at).unwrap_or_default() <= RELABEL_WINDOW)
     };
-    let recent = last
-        .at
-        .is_some_and(|at| wall.duration_since(at).unwrap_or_default() <= RELABEL_WINDOW);
-    let same = mark.before.is_some() && last.from == mark.before;
-    if recent && same && last.by.is_none() {
-        last.cause = mark.cause;
-        last.by = Some(mark.by.clone());
-        true
-    } else {
-        false
+    let made = history
+        .iter_mut()
+        .rev()
+        .take_while(|h| recent(h))
+        .find(|h| h.from == mark.before);
+    match made {
+        Some(h) if h.by.is_none() => {
+            h.cause = mark.cause;
+            h.by = Some(mark.by.clone());
+            true
+        }
+        _ => false,
     }
 }
 
@@ -249,5 +256,38 @@ mod tests {
             &mark(Cause::ForcedResign, Some("node-a")),
             wall
         ));
+    }
+
+    /// A fast follower's election comes after the loss the action made, before the audit
+    /// log is read: the loss is still the one relabelled, not the election after it.
+    #[test]
+    fn the_loss_is_relabelled_when_the_successors_election_came_first() {
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let entry = |from: Option<&str>, to: Option<&str>, cause, ms_ago| HistoryEntry {
+            at: Some(wall - Duration::from_millis(ms_ago)),
+            revision: None,
+            from: from.map(str::to_string),
+            to: to.map(str::to_string),
+            cause,
+            by: None,
+        };
+        let mut h = VecDeque::from([
+            entry(None, Some("node-a"), Cause::Elected, 30_000),
+            entry(Some("node-a"), None, Cause::Resigned, 400),
+            entry(None, Some("node-b"), Cause::Elected, 200),
+        ]);
+        assert!(relabel(
+            &mut h,
+            &mark(Cause::ForcedReelection, Some("node-a")),
+            wall
+        ));
+        assert_eq!(h[1].cause, Cause::ForcedReelection);
+        assert_eq!(h[1].by.as_deref(), Some("ops@host"));
+        assert_eq!((h[2].cause, h[2].by.as_deref()), (Cause::Elected, None));
+        assert_eq!(
+            h[0].cause,
+            Cause::Elected,
+            "the first election is not the action's"
+        );
     }
 }

@@ -10,8 +10,8 @@ mod participant;
 mod plan;
 mod read;
 mod store;
-mod token;
 mod tls;
+mod token;
 pub(crate) mod tracker;
 
 pub use store::Redis;
