@@ -2,6 +2,8 @@
 //! sessions taking `GET_LOCK`: the holder and the line as the server itself lists them, a
 //! killed holder's successor shown as leader within a poll, re-election by `KILL` compared
 //! on the holder still holding, and what electop says when the server lists no locks.
+//! `electop node --scheme mysql-lock`: three nodes in line, deposed by `reelect`, released
+//! on SIGTERM, and an unreachable server said in words.
 
 mod common;
 
@@ -12,6 +14,7 @@ use common::T;
 use common::electop::{Watch, command, election, status_json};
 use common::mariadb::MariaDb;
 use common::mysql_lock::{LockSession, TryLoop};
+use common::node::{Node, dump_all};
 use serde_json::Value;
 
 /// The server, with the `metadata_lock_info` plugin loaded (tests that need it gone take
@@ -533,4 +536,127 @@ fn every_view_shows_the_holder_and_follows_it() {
         "{m}"
     );
     assert!(!m.contains("s3cret-pw"), "{m}");
+}
+
+/// `electop node --scheme mysql-lock --json` as `id` on lock `name`.
+fn node(home: &std::path::Path, name: &str, id: &str) -> Node {
+    let mut cmd = command(home);
+    cmd.args(args(&url()))
+        .args(["node", "--election", name, "--id", id, "--json"])
+        .args(["--renew", "300ms"]);
+    Node::spawn(&mut cmd, id, name, home.join(format!("{id}.stderr")))
+}
+
+/// The connection a node says it holds or waits on (`conn:N`), once it said `nth` (from 1).
+fn conn_of(n: &mut Node, nth: usize) -> String {
+    let deadline = Instant::now() + T;
+    loop {
+        n.pump();
+        let said = n
+            .events()
+            .filter_map(|e| e.strip_prefix("my connection is "))
+            .nth(nth - 1)
+            .map(String::from);
+        if let Some(c) = said {
+            return c;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no connection said; {}",
+            n.dump()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn holder(name: &str) -> String {
+    shown(
+        with_db(|db| db.sql(&format!("SELECT IS_USED_LOCK('{name}');")))
+            .parse()
+            .unwrap_or(0),
+    )
+}
+
+fn status_of(home: &std::path::Path, name: &str) -> Value {
+    let a = args(&url());
+    election(&status_json(home, &strs(&a)), name).clone()
+}
+
+/// Three nodes on one lock: the first leads (IS_USED_LOCK is its connection), the others
+/// wait in GET_LOCK, in the line electop shows. `reelect -y` kills the leader's connection:
+/// it says `deposed:`, the next in line leads, and status agrees; SIGTERM releases the lock
+/// at once to the last.
+#[test]
+fn nodes_stand_in_line_and_notice_a_reelection() {
+    let _p = PLUGIN.read().unwrap_or_else(|e| e.into_inner());
+    let home = tempfile::tempdir().expect("tempdir");
+    let name = "node.jobs";
+    let mut nodes = vec![node(home.path(), name, "n1")];
+    nodes[0].wait_belief("leader", None, T);
+    for id in ["n2", "n3"] {
+        nodes.push(node(home.path(), name, id));
+        let n = nodes.last_mut().expect("just pushed");
+        n.wait_belief("follower", None, T);
+        let c = conn_of(n, 1);
+        let id: u64 = c.trim_start_matches("conn:").parse().expect("an id");
+        let waits = |db: &MariaDb| waiting(db, name).contains(&id);
+        common::wait_until("the node waits in GET_LOCK", T, || with_db(waits));
+    }
+    let conns: Vec<String> = nodes.iter_mut().map(|n| conn_of(n, 1)).collect();
+    assert_eq!(holder(name), conns[0], "{}", dump_all(&nodes));
+    common::wait_until("status shows the three", T, || {
+        let e = status_of(home.path(), name);
+        e["leader"]["id"] == conns[0].as_str() && line(&e) == conns[1..]
+    });
+
+    let mut cmd = args(&url());
+    cmd.extend(["reelect", name, "-y"].map(String::from));
+    let (ok, text) = run(home.path(), &strs(&cmd));
+    assert!(ok, "{text}");
+    assert!(
+        text.contains(&format!("KILL CONNECTION {}", &conns[0][5..])),
+        "{text}"
+    );
+    nodes[0].wait_belief("deposed", None, T);
+    nodes[1].wait_belief("leader", None, T);
+    let deposed = nodes[0]
+        .beliefs()
+        .find(|v| v["belief"] == "deposed")
+        .cloned();
+    let reason = deposed.map(|v| v["reason"].to_string()).unwrap_or_default();
+    assert!(reason.contains("connection"), "{reason}");
+    assert_eq!(holder(name), conns[1], "{}", dump_all(&nodes));
+    // The deposed node connects again and waits behind the third.
+    let again = conn_of(&mut nodes[0], 2);
+    assert_ne!(again, conns[0]);
+    common::wait_until("status agrees with the nodes", T, || {
+        let e = status_of(home.path(), name);
+        e["leader"]["id"] == conns[1].as_str() && line(&e) == [conns[2].clone(), again.clone()]
+    });
+
+    let (status, _) = nodes[1].sigterm(Duration::from_secs(3));
+    assert!(status.success(), "{}", nodes[1].dump());
+    nodes[1].wait_belief("stopped", None, T);
+    nodes[2].wait_belief("leader", None, T);
+    assert_eq!(holder(name), conns[2], "{}", dump_all(&nodes));
+}
+
+/// A node whose server is not there says so, and what to check.
+#[test]
+fn a_node_says_when_the_server_is_unreachable() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let port = common::free_port();
+    let url = format!("mysql://u:pw@127.0.0.1:{port}/electop");
+    let mut cmd = command(home.path());
+    cmd.args(args(&url))
+        .args(["node", "--election", "x", "--id", "lost", "--json"]);
+    let mut n = Node::spawn(&mut cmd, "lost", "x", home.path().join("lost.stderr"));
+    n.wait_belief("no-contact", None, T);
+    let (_, v) = n.current().expect("a belief");
+    let error = v["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        error.contains("connection refused") && error.contains("is the server running"),
+        "{error}"
+    );
+    assert!(!error.contains("pw"), "no password: {error}");
 }

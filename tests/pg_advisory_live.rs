@@ -606,6 +606,55 @@ fn pg_advisory_locks_on_a_real_postgres() {
     hidden_sessions_are_said_with_the_fix(&pg);
     every_view_and_its_alarms(&pg);
     nodes_hold_the_lock_and_notice_a_reelection(&pg);
+    demo_on_advisory_locks_fails_over(&pg);
+}
+
+/// The leader's node name in the demo's panes.
+fn pane_leader(s: &str) -> Option<String> {
+    s.lines()
+        .find(|l| l.trim_end().ends_with(" LEADER") && !l.contains("KILLED"))
+        .and_then(|l| l.split_whitespace().find(|w| w.starts_with("node-")))
+        .map(str::to_string)
+}
+
+/// `electop demo --store postgres --scheme pg-advisory` at 80x24: three nodes, one leads,
+/// the dashboard's row names the same node; killing it (`x`) puts another in the lead.
+fn demo_on_advisory_locks_fails_over(pg: &Postgres) {
+    let home = tempfile::tempdir().expect("tempdir");
+    let h = home.path().display();
+    let shell = format!(
+        "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} \
+         demo --store postgres --sql '{url}' --scheme pg-advisory; echo ELECTOP-EXITED $?; \
+         sleep 60",
+        bin = common::electop::bin(),
+        url = pg.url(),
+    );
+    let tmux = common::tmux::Tmux::start(80, 24, &shell);
+    let screen = tmux.wait_screen("a leader and two in line", T, |s| {
+        s.contains(" LEADER\n") && s.matches("follower").count() >= 2
+    });
+    let leader = pane_leader(&screen).expect("the leader's pane");
+    assert_eq!(screen.matches(" LEADER\n").count(), 1, "{screen}");
+    // The dashboard's row: the key, then the leader as `id:pid`.
+    tmux.wait_screen("the dashboard names the same leader", T, |s| {
+        s.lines()
+            .any(|l| l.contains(" 42 ") && l.contains(&format!("{leader}:")))
+    });
+
+    let digit = leader.trim_start_matches("node-").to_string();
+    tmux.send(&[&digit, "x"]);
+    let screen = tmux.wait_screen("the failover", T, |s| {
+        s.contains("KILLED") && pane_leader(s).is_some_and(|l| l != leader)
+    });
+    let next = pane_leader(&screen).expect("checked above");
+    tmux.wait_screen("the dashboard follows", T, |s| {
+        s.lines()
+            .any(|l| l.contains(" 42 ") && l.contains(&format!("{next}:")))
+    });
+    tmux.send(&["q"]);
+    tmux.wait_screen("the question", T, |s| s.contains("Quit?"));
+    tmux.send(&["y"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
 }
 
 #[test]

@@ -31,6 +31,9 @@ use crate::runtime::Sources;
 fn election_for(source: &SourceConfig) -> &'static str {
     match source {
         SourceConfig::Sql(q) if q.scheme == Scheme::SqlHeartbeat => "1",
+        // A PostgreSQL advisory lock is keyed by a number, which the dashboard shows.
+        SourceConfig::Sql(q) if q.scheme == Scheme::PgAdvisory => "42",
+        SourceConfig::Sql(q) if q.scheme == Scheme::MysqlLock => "electop-demo",
         // The lock key, which the dashboard's pattern matches.
         SourceConfig::Redis(_) => redis::KEY,
         _ => "demo",
@@ -186,14 +189,14 @@ fn setup(args: &Options, dir: &std::path::Path, spawned: Spawned) -> Result<Setu
         Store::Redis => redis::setup(args, redis),
         Store::Sqlite => {
             let url = format!("sqlite://{}", dir.join("elections.db").display());
-            sql_setup(args, url, sql_scheme(scheme)?)
+            sql_setup(args, url, sql_scheme(args.store, scheme)?)
         }
         Store::Postgres | Store::Mysql => {
             let url = args
                 .sql
                 .clone()
                 .context("--store postgres|mysql needs --sql URL")?;
-            sql_setup(args, url, sql_scheme(scheme)?)
+            sql_setup(args, url, sql_scheme(args.store, scheme)?)
         }
         Store::Etcd => {
             let scheme = match scheme {
@@ -208,13 +211,34 @@ fn setup(args: &Options, dir: &std::path::Path, spawned: Spawned) -> Result<Setu
     }
 }
 
-/// The SQL scheme asked for, sql-lease by default.
-fn sql_scheme(asked: Option<Scheme>) -> Result<Scheme> {
+/// The SQL scheme asked for, sql-lease by default; a session lock only on its server.
+fn sql_scheme(store: Store, asked: Option<Scheme>) -> Result<Scheme> {
+    match (store, asked) {
+        (Store::Postgres, Some(s @ Scheme::PgAdvisory))
+        | (Store::Mysql, Some(s @ Scheme::MysqlLock)) => Ok(s),
+        (_, Some(s)) if s.is_session_lock() => {
+            bail!(
+                "--scheme {s} runs on --store {}",
+                if s == Scheme::PgAdvisory {
+                    "postgres"
+                } else {
+                    "mysql"
+                }
+            )
+        }
+        (_, asked) => plain_sql_scheme(asked),
+    }
+}
+
+fn plain_sql_scheme(asked: Option<Scheme>) -> Result<Scheme> {
     match asked {
         Some(s) if s.is_sql() => Ok(s),
         None => Ok(Scheme::SqlLease),
         Some(s) => {
-            bail!("--scheme {s} does not run on a SQL store; use sql-lease or sql-heartbeat")
+            bail!(
+                "--scheme {s} does not run on a SQL store; use sql-lease or sql-heartbeat \
+                 (pg-advisory with --store postgres, mysql-lock with --store mysql)"
+            )
         }
     }
 }
@@ -222,6 +246,9 @@ fn sql_scheme(asked: Option<Scheme>) -> Result<Scheme> {
 /// The demo on the SQL store at `url`, with the table and password flags given.
 fn sql_setup(args: &Options, url: String, scheme: Scheme) -> Result<Setup> {
     let src = args;
+    if scheme.is_session_lock() && src.table.is_some() {
+        bail!("--scheme {scheme} takes no table: the lock is the server's; leave --table out");
+    }
     let mut node_source_args = vec![
         "--sql".into(),
         url.clone(),
@@ -237,20 +264,28 @@ fn sql_setup(args: &Options, url: String, scheme: Scheme) -> Result<Setup> {
     if let Some(f) = &src.password_file {
         node_source_args.extend(["--password-file".into(), f.display().to_string()]);
     }
+    let mut cfg = SqlSource::new(SqlSpec {
+        name: None,
+        url: DbUrl(url.clone()),
+        password_env: src.password_env.clone(),
+        password_file: src.password_file.clone(),
+        scheme,
+        preset: None,
+        table: src.table.clone(),
+        columns: SqlColumns::default(),
+        timeout: args.ttl.filter(|_| scheme == Scheme::SqlHeartbeat),
+        poll: Some(Duration::from_millis(200)),
+        read_only: src.read_only,
+    })?;
+    if scheme == Scheme::MysqlLock {
+        // Named, so IS_USED_LOCK finds the holder on a server that lists no user locks.
+        cfg.set_locks(crate::config::LockNaming {
+            names: vec!["electop-demo".into()],
+            ..Default::default()
+        });
+    }
     Ok(Setup {
-        source: SourceConfig::Sql(SqlSource::new(SqlSpec {
-            name: None,
-            url: DbUrl(url.clone()),
-            password_env: src.password_env.clone(),
-            password_file: src.password_file.clone(),
-            scheme,
-            preset: None,
-            table: src.table.clone(),
-            columns: SqlColumns::default(),
-            timeout: args.ttl.filter(|_| scheme == Scheme::SqlHeartbeat),
-            poll: Some(Duration::from_millis(200)),
-            read_only: src.read_only,
-        })?),
+        source: SourceConfig::Sql(cfg),
         node_source_args,
         label: format!("{scheme} on {}", DbUrl(url).redacted()),
     })
@@ -335,7 +370,7 @@ fn node_flags(
     ];
     source_args.extend(setup.node_source_args.clone());
     let mut node_args = vec!["--election".to_string(), election.to_string()];
-    if matches!(setup.source, SourceConfig::Sql(_)) {
+    if matches!(&setup.source, SourceConfig::Sql(q) if !q.scheme.is_session_lock()) {
         node_args.push("--create-table".into());
     }
     for (flag, v) in [
@@ -388,7 +423,9 @@ pub(crate) async fn run(
         redis: redis.as_ref().map(|r| r.url.as_str()),
     };
     let setup = setup(args, dir.path(), spawned)?;
-    if let SourceConfig::Sql(cfg) = &setup.source {
+    if let SourceConfig::Sql(cfg) = &setup.source
+        && !cfg.scheme.is_session_lock()
+    {
         let settings = crate::backend::sql::SqlSettings::new(cfg);
         crate::backend::sql::create_table_if_missing(&settings, Duration::from_secs(5))
             .await

@@ -1,5 +1,5 @@
 //! Session locks as a [`Store`]: the follow task, the admin actions (`plan`, `admin`) and
-//! `electop node` (PostgreSQL; mysql-lock says it is not built yet).
+//! `electop node` (both servers: [`super::participant`]).
 
 use std::time::Duration;
 
@@ -64,14 +64,11 @@ impl Store for SessionLocks {
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
             match (scheme, cfg) {
-                (Scheme::PgAdvisory, SourceConfig::Sql(c)) => {
+                (Scheme::PgAdvisory | Scheme::MysqlLock, SourceConfig::Sql(c)) => {
                     super::participant::run(c, args, run.timing, &run.report, run.stop.clone())
                         .await
                 }
-                _ => anyhow::bail!(
-                    "electop node does not hold a {scheme} lock yet; take the lock with your \
-                     client (GET_LOCK) and watch it with electop"
-                ),
+                _ => anyhow::bail!("electop node cannot hold a {scheme} lock on this source"),
             }
         })
     }
