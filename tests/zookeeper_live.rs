@@ -234,9 +234,11 @@ fn the_first_read_is_shown_as_it_goes_and_tells_no_change() {
         .resolve(&electop::config::Config::default())
         .expect("sources");
     let opts = electop::backend::BackendOptions::default();
-    let (loading, batches, told) = rt.block_on(async {
+    let (loading, batches, told, read_at_first) = rt.block_on(async {
         let mut s = electop::runtime::Sources::spawn(&sources, &opts).expect("spawn");
         let (mut loading, mut batches, mut told) = (vec![], vec![], vec![]);
+        // How far the read had got when the first election was sent.
+        let mut read_at_first = None;
         let deadline = tokio::time::Instant::now() + T;
         loop {
             let ev = tokio::time::timeout_at(deadline, s.events.recv())
@@ -252,6 +254,9 @@ fn the_first_read_is_shown_as_it_goes_and_tells_no_change() {
                     ..
                 } => break,
                 SourceEvent::Elections { elections, .. } => {
+                    if batches.is_empty() {
+                        read_at_first = loading.last().map(|l: &(usize, usize, _)| l.0);
+                    }
                     let shown: Vec<(String, Option<String>)> = elections
                         .into_iter()
                         .map(|e| (e.name, e.leader.map(|l| l.id)))
@@ -287,10 +292,14 @@ fn the_first_read_is_shown_as_it_goes_and_tells_no_change() {
             "{lost:?}"
         );
         s.shutdown().await;
-        (loading, batches, told)
+        (loading, batches, told, read_at_first)
     });
     // The prefix's 300 elections and a candidate in each, counted before the read.
     assert_eq!(loading.first(), Some(&(0, 2 * N, "znodes")), "{loading:?}");
+    // The prefix's children are read in chunks and each chunk's elections at once: the
+    // first election is shown before all 300 election znodes are read.
+    let first = read_at_first.expect("a count before the first election");
+    assert!(first < N, "first election shown after {first} znodes read");
     // The elections read so far, then the whole read (sent just before it is connected).
     let (whole, early) = batches.split_last().expect("the whole read");
     assert_eq!(whole.len(), N);

@@ -19,6 +19,7 @@ pub(crate) mod single;
 mod store;
 mod tls;
 pub(crate) mod tracker;
+mod tree;
 
 pub use store::Zookeeper;
 

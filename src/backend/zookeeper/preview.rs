@@ -88,8 +88,11 @@ impl<'a> Preview<'a> {
 }
 
 impl Seen for Preview<'_> {
+    fn znodes(&mut self, n: usize) {
+        self.read += n;
+    }
+
     async fn parent(&mut self, parent: &str, children: &[Znode]) {
-        self.read += children.len();
         let e = self
             .layout
             .election(self.source, self.prefix, parent, children);
@@ -139,9 +142,11 @@ mod tests {
             })
         ));
         // The prefix's own children: elections' znodes, no election of their own.
+        p.znodes(2);
         p.parent("/e", &[node("/e/a", "", 1), node("/e/b", "", 2)])
             .await;
         assert!(rx.try_recv().is_err(), "nothing to show yet");
+        p.znodes(1);
         p.parent("/e/a", &[node("/e/a/x__lock__0000000000", "n1", 3)])
             .await;
         assert!(matches!(
@@ -154,6 +159,7 @@ mod tests {
         ));
         assert_eq!(names(rx.try_recv().ok()), ["a"]);
         // The next waits for its batch.
+        p.znodes(1);
         p.parent("/e/b", &[node("/e/b/x__lock__0000000000", "n2", 4)])
             .await;
         assert!(rx.try_recv().is_err(), "batched");
@@ -171,6 +177,7 @@ mod tests {
         let (tx, mut rx) = tokio::sync::mpsc::channel(16);
         let mut p = Preview::start(&tx, (0, "/e", Layout::Recipes), None).await;
         rx.try_recv().ok();
+        p.znodes(1);
         p.parent("/e/a", &[node("/e/a/x__lock__0000000000", "n1", 3)])
             .await;
         assert!(matches!(

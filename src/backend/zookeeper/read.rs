@@ -11,17 +11,17 @@ use super::layout::Znode;
 /// one place where elections live.
 pub(crate) const MAX_NODES: usize = 200_000;
 
-/// Parents whose children are being read at once by [`Reader::tree`], each a
-/// `getChildren` then a `getData` per child, all pipelined on the one connection.
-const PARENTS_IN_FLIGHT: usize = 64;
-
-/// Told each parent's children as the tree read gets them (see `preview`).
+/// Told how the tree read goes as it gets answers (see `preview`).
 pub(crate) trait Seen {
+    /// `n` more znodes read (a parent's children may come in several chunks).
+    fn znodes(&mut self, n: usize);
+    /// All of `parent`'s children, read.
     async fn parent(&mut self, parent: &str, children: &[Znode]);
 }
 
 /// A read nobody watches (a re-read after a reconnect: the screen has it all already).
 impl Seen for () {
+    fn znodes(&mut self, _: usize) {}
     async fn parent(&mut self, _: &str, _: &[Znode]) {}
 }
 
@@ -51,16 +51,24 @@ impl Reader<'_> {
         }
     }
 
-    /// The children of `parent` with their data and stat; empty when `parent` is gone.
-    /// Returns also which of them have children of their own.
-    async fn children_of(&self, parent: &str) -> Result<(Vec<Znode>, Vec<String>), ZkError> {
-        let Some(names) = self
+    /// The paths of `parent`'s children; empty when `parent` is gone.
+    pub(super) async fn list(&self, parent: &str) -> Result<Vec<String>, ZkError> {
+        let names = self
             .bounded(parent, self.client.list_children(parent))
-            .await?
-        else {
-            return Ok((Vec::new(), Vec::new()));
-        };
-        let paths: Vec<String> = names.iter().map(|n| join(parent, n)).collect();
+            .await?;
+        Ok(names
+            .unwrap_or_default()
+            .iter()
+            .map(|n| join(parent, n))
+            .collect())
+    }
+
+    /// The znodes at `paths` with their data and stat (those gone since listed left out),
+    /// and which of them have children of their own.
+    pub(super) async fn data(
+        &self,
+        paths: Vec<String>,
+    ) -> Result<(Vec<Znode>, Vec<String>), ZkError> {
         // One request per child, pipelined on the one connection.
         let reads = paths
             .iter()
@@ -104,44 +112,22 @@ impl Reader<'_> {
 
     /// The children of one election's znode.
     pub(crate) async fn children(&self, parent: &str) -> Result<Vec<Znode>, ZkError> {
-        Ok(self.children_of(parent).await?.0)
+        Ok(self.data(self.list(parent).await?).await?.0)
     }
 
     /// Every znode below `prefix` (not the prefix itself), at most [`MAX_NODES`].
     ///
     /// Many parents are listed at once: one after the other, each election cost two round
     /// trips in turn, 10,000 elections 20,000 (zk_scale on a busy machine: 20.8 s, 3.2x
-    /// ZooKeeper's Java client making the same reads all asynchronously; 1.2x now).
-    /// `seen` is told each parent's children as they come.
+    /// ZooKeeper's Java client making the same reads all asynchronously; 1.2x then). A
+    /// parent with many children is read in chunks, descending as each answers (`tree`).
+    /// `seen` is told how far the read got, and each parent's children once all are read.
     pub(crate) async fn tree(
         &self,
         prefix: &str,
         seen: &mut impl Seen,
     ) -> Result<Vec<Znode>, ZkError> {
-        use futures::StreamExt;
-        let mut out = Vec::new();
-        let mut todo = vec![prefix.to_string()];
-        let mut running = futures::stream::FuturesUnordered::new();
-        loop {
-            while running.len() < PARENTS_IN_FLIGHT
-                && let Some(path) = todo.pop()
-            {
-                running.push(async move {
-                    let read = self.children_of(&path).await;
-                    (path, read)
-                });
-            }
-            let Some((path, read)) = running.next().await else {
-                return Ok(out);
-            };
-            let (nodes, deeper) = read?;
-            seen.parent(&path, &nodes).await;
-            out.extend(nodes);
-            if out.len() > MAX_NODES {
-                return Err(ZkError::TooMany(MAX_NODES, prefix.to_string()));
-            }
-            todo.extend(deeper);
-        }
+        super::tree::tree(self, prefix, seen).await
     }
 }
 
