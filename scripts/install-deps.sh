@@ -20,9 +20,13 @@ set -euo pipefail
 # Java election campaigner; python3-kazoo runs the kazoo one.
 # redis-server (started by the tests on free ports with their own config) and python3-redis
 # (redis-py's Lock, a real Redis lock holder).
+# python3-etcd: Patroni's etcd3 store needs it, and patroni's package depends on python3-etcd
+# OR python3-kazoo OR ...: installed with python3-kazoo in one apt-get, apt takes kazoo as
+# the choice and Patroni then finds no etcd ("Available implementations: exhibitor,
+# kubernetes, zookeeper"), so it is named here.
 # python3-psycopg2: tests/campaigners/pg/advisory.py, a Python service holding a PostgreSQL
 # advisory lock (pg_advisory_lock / pg_try_advisory_lock) as applications do.
-PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni prometheus prometheus-alertmanager zookeeper libcurator-recipes-java openjdk-17-jdk-headless python3-kazoo redis-server python3-redis python3-psycopg2)
+PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni python3-etcd prometheus prometheus-alertmanager zookeeper libcurator-recipes-java openjdk-17-jdk-headless python3-kazoo redis-server python3-redis python3-psycopg2)
 if (($# > 0)); then
   PACKAGES=("$@")
 fi
