@@ -228,8 +228,12 @@ fn dashboard_follows_a_killed_leader(ep: &str) {
     // Larger, the next run: the detail shows the holder's session, czxid and node; the
     // change the first run saw, and the time between the runs that none watched.
     let big = dashboard(home.path(), (120, 35), &args);
+    // The leader's row in the line too: a capture can land while a frame is half written
+    // (the panel's header drawn, its rows not yet).
     let screen = big.wait_screen("the detail", T, |s| {
-        s.contains("czxid") && s.contains("not watched from")
+        s.contains("czxid")
+            && s.contains("not watched from")
+            && s.lines().any(|l| l.contains("★1") && l.contains("0x"))
     });
     eprintln!("120x35 detail:\n{screen}");
     let session = format!("session {}", line_session(&screen));
