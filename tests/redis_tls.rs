@@ -84,6 +84,10 @@ fn tls_works_and_each_mistake_names_the_fix() {
     });
     drop(w);
 
+    // The demo on this server: the dashboard and its three nodes all use rediss:// and the CA.
+    let demo = ["--store", "redis", "--redis", &url, "--redis-cacert", &ca];
+    common::tmux::demo_elects_and_quits(home.path(), &demo.map(String::from));
+
     let other_ca = certs.arg("other-ca.pem");
     let plain_as_tls = format!("rediss://127.0.0.1:{}/0", server.port());
     let tls_as_plain = format!("redis://127.0.0.1:{}/0", server.tls_port());

@@ -167,6 +167,15 @@ fn status_reads_over_tls_and_every_tls_mistake_is_said_in_words() {
     assert_eq!(election(&s, "tls-node")["leader"]["id"], "n1", "{s:#}");
     node.sigkill();
 
+    // The demo on this ZooKeeper: the dashboard and its three nodes all use the TLS flags.
+    let mut demo = vec!["--store".to_string(), "zookeeper".into()];
+    demo.extend(
+        good.iter()
+            .filter(|a| *a != "--prefix" && *a != "/election")
+            .cloned(),
+    );
+    common::tmux::demo_elects_and_quits(home.path(), &demo);
+
     // The wrong CA: the server's certificate is not trusted.
     let wrong_ca = source(&certs, &secure, Some("other-ca.pem"), Some("client"));
     let err = refused(home.path(), &wrong_ca, "certificate not trusted");

@@ -65,6 +65,19 @@ fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
             key: src.key.clone(),
             insecure_skip_tls_verify: src.insecure_skip_tls_verify,
         },
+        zk_auth: src.zk_auth.clone(),
+        zk_tls: Tls {
+            cacert: src.zk_cacert.clone(),
+            cert: src.zk_cert.clone(),
+            key: src.zk_key.clone(),
+            insecure_skip_tls_verify: false,
+        },
+        redis_tls: Tls {
+            cacert: src.redis_cacert.clone(),
+            cert: src.redis_cert.clone(),
+            key: src.redis_key.clone(),
+            insecure_skip_tls_verify: false,
+        },
         read_only: src.read_only,
     }
 }

@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::zookeeper::ZkAuth;
 use super::{
     Config, DbUrl, EtcdSource, RedisSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec,
     ZkSource,
@@ -269,10 +268,7 @@ impl Flags {
             self.apply_redis_tls(r)?;
         }
         if let (SourceConfig::Zookeeper(z), Some(auth)) = (&mut *s, &self.zk_auth) {
-            (z.auth_env, z.auth_file) = match ZkAuth::parse(auth)? {
-                ZkAuth::Env(v) => (Some(v.clone()), None),
-                ZkAuth::File(f) => (None, Some(f.clone())),
-            };
+            z.set_auth(auth)?;
         }
         Ok(())
     }

@@ -144,6 +144,15 @@ impl ZkSource {
         self.cacert.is_some()
     }
 
+    /// Where `--zk-auth` (`env:VAR` or `file:PATH`) says the digest credentials are kept.
+    pub fn set_auth(&mut self, flag: &str) -> Result<(), String> {
+        (self.auth_env, self.auth_file) = match ZkAuth::parse(flag)? {
+            ZkAuth::Env(v) => (Some(v), None),
+            ZkAuth::File(f) => (None, Some(f)),
+        };
+        Ok(())
+    }
+
     /// The TLS settings can work: files readable PEM, cert and key a matching pair, and a
     /// CA to check the members against. `dashes` is "--zk-" for flags, "" for config keys,
     /// so the message names what the user wrote.

@@ -98,6 +98,11 @@ pub(crate) struct Options {
     pub password_env: Option<String>,
     pub password_file: Option<std::path::PathBuf>,
     pub tls: Tls,
+    /// `--zk-auth` and the `--zk-` TLS files, for a ZooKeeper the demo does not start.
+    pub zk_auth: Option<String>,
+    pub zk_tls: Tls,
+    /// The `--redis-` TLS files, for a Redis the demo does not start.
+    pub redis_tls: Tls,
     pub read_only: bool,
 }
 
@@ -315,7 +320,7 @@ fn etcd_setup(src: &Options, scheme: Scheme, spawned: Option<&str>) -> Result<Se
     } else {
         Some(&src.tls)
     };
-    node_source_args.extend(tls.map(tls_args).unwrap_or_default());
+    node_source_args.extend(tls.map(|t| tls_args("--", t)).unwrap_or_default());
     Ok(Setup {
         source: SourceConfig::Etcd(EtcdSource {
             name: None,
@@ -338,16 +343,17 @@ fn etcd_setup(src: &Options, scheme: Scheme, spawned: Option<&str>) -> Result<Se
     })
 }
 
-/// The TLS flags again, for the participants the demo starts.
-fn tls_args(src: &Tls) -> Vec<String> {
+/// The TLS flags again (`--cacert`, or `--zk-cacert` with `prefix` `--zk-`...), for the
+/// participants the demo starts.
+fn tls_args(prefix: &str, src: &Tls) -> Vec<String> {
     let mut a = Vec::new();
     for (flag, path) in [
-        ("--cacert", &src.cacert),
-        ("--cert", &src.cert),
-        ("--key", &src.key),
+        ("cacert", &src.cacert),
+        ("cert", &src.cert),
+        ("key", &src.key),
     ] {
         if let Some(p) = path {
-            a.extend([flag.to_string(), p.display().to_string()]);
+            a.extend([format!("{prefix}{flag}"), p.display().to_string()]);
         }
     }
     if src.insecure_skip_tls_verify {

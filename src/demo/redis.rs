@@ -123,7 +123,14 @@ pub(super) fn setup(src: &Options, spawned: Option<&str>) -> Result<Setup> {
     if spawned.is_none() {
         cfg.password_env = src.password_env.clone();
         cfg.password_file = src.password_file.clone();
+        (cfg.cacert, cfg.cert, cfg.key) = (
+            src.redis_tls.cacert.clone(),
+            src.redis_tls.cert.clone(),
+            src.redis_tls.key.clone(),
+        );
         cfg.check().map_err(anyhow::Error::msg)?;
+        cfg.check_tls("--redis-").map_err(anyhow::Error::msg)?;
+        node_source_args.extend(super::tls_args("--redis-", &src.redis_tls));
         if let Some(v) = &src.password_env {
             node_source_args.extend(["--password-env".into(), v.clone()]);
         }

@@ -145,12 +145,27 @@ pub(super) fn setup(src: &Options, spawned: Option<&str>) -> Result<Setup> {
     let mut cfg =
         ZkSource::from_connect(&connect, Some(PREFIX.into()), None).map_err(anyhow::Error::msg)?;
     cfg.read_only = src.read_only;
-    let node_source_args = vec![
+    let mut node_source_args = vec![
         "--zk".into(),
         connect.clone(),
         "--prefix".into(),
         PREFIX.into(),
     ];
+    if spawned.is_none() {
+        // A ZooKeeper the demo is given may want digest auth or TLS: the dashboard and
+        // every node use what the flags say, as `electop --zk` and `electop node` would.
+        if let Some(auth) = &src.zk_auth {
+            cfg.set_auth(auth).map_err(anyhow::Error::msg)?;
+            node_source_args.extend(["--zk-auth".into(), auth.clone()]);
+        }
+        (cfg.cacert, cfg.cert, cfg.key) = (
+            src.zk_tls.cacert.clone(),
+            src.zk_tls.cert.clone(),
+            src.zk_tls.key.clone(),
+        );
+        cfg.check_tls("--zk-").map_err(anyhow::Error::msg)?;
+        node_source_args.extend(super::tls_args("--zk-", &src.zk_tls));
+    }
     Ok(Setup {
         source: SourceConfig::Zookeeper(cfg),
         node_source_args,

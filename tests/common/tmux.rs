@@ -96,3 +96,36 @@ impl Drop for Tmux {
         let _ = self.cmd().arg("kill-server").status();
     }
 }
+
+/// `electop demo FLAGS --ttl 2s` at 80x24 with `home`'s config and data: three node panes
+/// come up with one leader the other two follow, so the dashboard and every node reached
+/// the store with the flags given; then `q`, `y` quits with 0. The leader's pane name.
+#[allow(dead_code)] // Not every test binary runs a demo on a store it was given.
+pub fn demo_elects_and_quits(home: &std::path::Path, flags: &[String]) -> String {
+    let h = home.display();
+    let shell = format!(
+        "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} demo {flags} \
+         --ttl 2s; echo ELECTOP-EXITED $?; sleep 60",
+        bin = super::electop::bin(),
+        flags = flags.join(" "),
+    );
+    let tmux = Tmux::start(80, 24, &shell);
+    let screen = tmux.wait_screen("a leader and two followers", 2 * super::T, |s| {
+        s.contains(" LEADER\n") && s.matches("follower of node-").count() == 2
+    });
+    let leader = screen
+        .lines()
+        .find(|l| l.contains("node-") && l.trim_end().ends_with(" LEADER"))
+        .and_then(|l| l.split_whitespace().find(|w| w.starts_with("node-")))
+        .expect("the leader's pane")
+        .to_string();
+    assert!(
+        screen.matches(&format!("follower of {leader}")).count() == 2,
+        "both others follow {leader}:\n{screen}"
+    );
+    tmux.send(&["q"]);
+    tmux.wait_screen("the question", super::T, |s| s.contains("Quit?"));
+    tmux.send(&["y"]);
+    tmux.wait_screen("exit 0", super::T, |s| s.contains("ELECTOP-EXITED 0"));
+    leader
+}
