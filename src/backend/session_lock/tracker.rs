@@ -25,6 +25,9 @@ struct Tracked {
     /// When electop first saw that holder hold it: servers do not record when a lock was
     /// granted, so this is all that is known ("since then or earlier").
     since: Option<SystemTime>,
+    /// The lock as last read: a poll that reads it the same changes nothing, and at 1,000
+    /// locks rebuilding and comparing each election every poll was most of a poll's CPU.
+    read: LockRead,
 }
 
 pub(crate) struct SessionLockTracker {
@@ -75,6 +78,7 @@ impl SessionLockTracker {
                     election: e,
                     holder: r.holder.as_ref().map(Session::identity),
                     since,
+                    read: r.clone(),
                 },
             );
         }
@@ -131,6 +135,9 @@ impl SessionLockTracker {
         at: SystemTime,
         out: &mut Applied,
     ) {
+        if self.locks.get(&r.key).is_some_and(|t| t.read == *r) {
+            return;
+        }
         let new_holder = r.holder.as_ref().map(Session::identity);
         let (mut e, old_holder, old_since) = match self.locks.get(&r.key) {
             Some(t) => (t.election.clone(), t.holder.clone(), t.since),
@@ -183,6 +190,7 @@ impl SessionLockTracker {
                 election: e.clone(),
                 holder: new_holder,
                 since,
+                read: r.clone(),
             },
         );
         if !same || decided_changed(&before, &e) {
