@@ -458,6 +458,10 @@ pub struct DemoArgs {
 
 #[derive(Debug, Args)]
 pub struct NodeArgs {
+    /// The store the election is in, named as `demo --store` names it: checked against the
+    /// source flags (--etcd, --sql, --zk, --redis), which say where it is.
+    #[arg(long, value_enum)]
+    pub store: Option<DemoStore>,
     /// The election to take part in (etcd: the election's key prefix; SQL: the row's key;
     /// ZooKeeper: the election's znode below --prefix; Redis: the lock key).
     #[arg(long)]

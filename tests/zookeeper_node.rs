@@ -51,7 +51,8 @@ impl Zk {
         let stderr = self.home.path().join(format!("{id}.{n}.stderr"));
         let mut cmd = command(self.home.path());
         cmd.args(self.source())
-            .args(["node", "--election", election, "--id", id, "--json"])
+            .args(["node", "--store", "zookeeper"])
+            .args(["--election", election, "--id", id, "--json"])
             .args(["--retry", &format!("{}ms", RETRY.as_millis())])
             .args(extra);
         if !extra.contains(&"--ttl") {
@@ -509,4 +510,25 @@ fn bad_zookeeper_node_and_demo_input_says_what_to_do() {
         &[&zk[..], &["node", "--election", "a//b", "--id", "a"]].concat(),
     );
     assert!(path.contains("znode path below --prefix"), "{path}");
+    // `--store`, as the demo names stores, must agree with where the flags point.
+    let store = fails(
+        h,
+        None,
+        &[
+            "--etcd",
+            "127.0.0.1:9",
+            "node",
+            "--store",
+            "zookeeper",
+            "--election",
+            "jobs",
+            "--id",
+            "a",
+        ],
+    );
+    assert!(
+        store.contains("--store zookeeper needs --zk HOST:PORT")
+            && store.contains("--etcd gives etcd"),
+        "{store}"
+    );
 }

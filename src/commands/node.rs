@@ -3,10 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use clap::ValueEnum;
 
 use super::Usage;
-use crate::cli::{NodeArgs, SchemeArg};
-use crate::config::SourceConfig;
+use crate::cli::{DemoStore, NodeArgs, SchemeArg};
+use crate::config::{Dialect, SourceConfig};
 
 /// `electop node`: one participant, in one election in one store.
 pub(super) async fn node(
@@ -20,9 +21,12 @@ pub(super) async fn node(
             s.len()
         ))
     })?;
+    if let Some(store) = args.store {
+        check_store(store, &source)?;
+    }
     // A preset (or the config's source) already says which scheme its store uses.
     let scheme = scheme.map(crate::model::Scheme::from).or(source.scheme()).ok_or_else(|| {
-        Usage("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease or sql-heartbeat) or a SQL --preset".into())
+        Usage("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease, sql-heartbeat, pg-advisory or mysql-lock) or a SQL --preset".into())
     })?;
     if scheme == crate::model::Scheme::Patroni {
         return Err(Usage(
@@ -41,4 +45,36 @@ pub(super) async fn node(
     };
     crate::backend::participate(&options, scheme, &source).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--store` names the store the source flags point at: `--store zookeeper` with `--etcd`
+/// is a mistake worth stopping at before anything joins an election.
+fn check_store(store: DemoStore, source: &SourceConfig) -> Result<(), Usage> {
+    let (is, flag) = match source {
+        SourceConfig::Etcd(_) => (DemoStore::Etcd, "--etcd"),
+        SourceConfig::Zookeeper(_) => (DemoStore::Zookeeper, "--zk"),
+        SourceConfig::Redis(_) => (DemoStore::Redis, "--redis"),
+        SourceConfig::Sql(s) => match s.checked().dialect {
+            Dialect::Sqlite => (DemoStore::Sqlite, "--sql"),
+            Dialect::Postgres => (DemoStore::Postgres, "--sql"),
+            Dialect::MySql => (DemoStore::Mysql, "--sql"),
+        },
+    };
+    if is == store {
+        return Ok(());
+    }
+    let wanted = match store {
+        DemoStore::Etcd => "--etcd HOST:PORT",
+        DemoStore::Zookeeper => "--zk HOST:PORT",
+        DemoStore::Redis => "--redis redis://HOST:PORT",
+        DemoStore::Sqlite => "--sql sqlite:///PATH",
+        DemoStore::Postgres => "--sql postgres://...",
+        DemoStore::Mysql => "--sql mysql://...",
+    };
+    let name = |s: DemoStore| s.to_possible_value().map(|v| v.get_name().to_string());
+    Err(Usage(format!(
+        "--store {} needs {wanted}, and {flag} gives {}; give the one or the other",
+        name(store).unwrap_or_default(),
+        name(is).unwrap_or_default(),
+    )))
 }
