@@ -179,6 +179,61 @@ struct Spawned<'a> {
     redis: Option<&'a str>,
 }
 
+/// The stores `--spawn-etcd`, `--spawn-zookeeper` and `--spawn-redis` started, stopped
+/// when the demo ends.
+struct Throwaway {
+    etcd: Option<SpawnedEtcd>,
+    zk: Option<zookeeper::SpawnedZk>,
+    redis: Option<redis::SpawnedRedis>,
+}
+
+impl Throwaway {
+    /// Checks the `--spawn-*` flags go with `--store` before starting anything.
+    async fn start(args: &Options, dir: &std::path::Path) -> Result<Throwaway> {
+        if args.spawn_zookeeper && args.store != Store::Zookeeper {
+            bail!(
+                "--spawn-zookeeper starts a ZooKeeper for --store zookeeper; add --store zookeeper"
+            );
+        }
+        if args.spawn_redis && args.store != Store::Redis {
+            bail!("--spawn-redis starts a redis-server for --store redis; add --store redis");
+        }
+        Ok(Throwaway {
+            etcd: match args.spawn_etcd {
+                true => Some(spawn_etcd(dir).await?),
+                false => None,
+            },
+            zk: match args.spawn_zookeeper {
+                true => Some(zookeeper::spawn(dir).await?),
+                false => None,
+            },
+            redis: match args.spawn_redis {
+                true => Some(redis::spawn(dir).await?),
+                false => None,
+            },
+        })
+    }
+
+    fn spawned(&self) -> Spawned<'_> {
+        Spawned {
+            etcd: self.etcd.as_ref().map(|e| e.endpoint.as_str()),
+            zk: self.zk.as_ref().map(|z| z.endpoint.as_str()),
+            redis: self.redis.as_ref().map(|r| r.url.as_str()),
+        }
+    }
+
+    async fn stop(self) {
+        let children = [
+            self.etcd.map(|e| e.child),
+            self.zk.map(|z| z.child),
+            self.redis.map(|r| r.child),
+        ];
+        for mut child in children.into_iter().flatten() {
+            let _ = child.kill().await;
+        }
+    }
+}
+
 /// The store the demo runs on: the dashboard's source and the nodes' flags.
 struct Setup {
     source: SourceConfig,
@@ -402,33 +457,8 @@ pub(crate) async fn run(
         bail!("--nodes must be 1 to 9 (one key each)");
     }
     let dir = tempfile::Builder::new().prefix("electop-demo-").tempdir()?;
-    let etcd = if args.spawn_etcd {
-        Some(spawn_etcd(dir.path()).await?)
-    } else {
-        None
-    };
-    if args.spawn_zookeeper && args.store != Store::Zookeeper {
-        bail!("--spawn-zookeeper starts a ZooKeeper for --store zookeeper; add --store zookeeper");
-    }
-    let zk = if args.spawn_zookeeper {
-        Some(zookeeper::spawn(dir.path()).await?)
-    } else {
-        None
-    };
-    if args.spawn_redis && args.store != Store::Redis {
-        bail!("--spawn-redis starts a redis-server for --store redis; add --store redis");
-    }
-    let redis = if args.spawn_redis {
-        Some(redis::spawn(dir.path()).await?)
-    } else {
-        None
-    };
-    let spawned = Spawned {
-        etcd: etcd.as_ref().map(|e| e.endpoint.as_str()),
-        zk: zk.as_ref().map(|z| z.endpoint.as_str()),
-        redis: redis.as_ref().map(|r| r.url.as_str()),
-    };
-    let setup = setup(args, dir.path(), spawned)?;
+    let stores = Throwaway::start(args, dir.path()).await?;
+    let setup = setup(args, dir.path(), stores.spawned())?;
     if let SourceConfig::Sql(cfg) = &setup.source
         && !cfg.scheme.is_session_lock()
     {
@@ -467,15 +497,7 @@ pub(crate) async fn run(
     sources.shutdown().await;
     // Quitting stopped the nodes already; after an error this is what stops them.
     ext.sup.stop_all(Duration::from_secs(3)).await;
-    if let Some(mut e) = etcd {
-        let _ = e.child.kill().await;
-    }
-    if let Some(mut z) = zk {
-        let _ = z.child.kill().await;
-    }
-    if let Some(mut r) = redis {
-        let _ = r.child.kill().await;
-    }
+    stores.stop().await;
     drop(dir);
     result
 }
