@@ -148,8 +148,9 @@ fn screen(home: &Path, server: &RedisServer, args: &[String], deleted: &Deleted,
     let painted = Painted::start(&t.tmux, home);
     t.tmux
         .wait_screen("the first key", Duration::from_secs(60), |s| {
-            s.contains(&token(0))
+            s.contains(&token(0)) && !s.contains("loading snapshot")
         });
+    std::thread::sleep(Duration::from_secs(2));
     painted.wait_flowing(Duration::from_secs(10));
     let mut seen = painted::Seen::default();
     for i in 0..20 {
@@ -157,7 +158,7 @@ fn screen(home: &Path, server: &RedisServer, args: &[String], deleted: &Deleted,
         let next = format!("✖ {} no leader", i + 1);
         let sent = Instant::now();
         server.cli(&["DEL", &k]);
-        let shown = painted::poll(&t.tmux, sent, &next);
+        let shown = painted::poll(&t.tmux, sent, |l| l.contains(&next));
         let at = deleted_at(deleted, &k);
         seen.add(&painted, shown, at);
         std::thread::sleep(Duration::from_millis(200));

@@ -211,8 +211,12 @@ fn screen(
     let t = tui::start(home, args);
     let painted = Painted::start(&t.tmux, home);
     let leader = format!("node-0-{first}");
-    t.tmux
-        .wait_screen(&leader, Duration::from_secs(60), |s| s.contains(&leader));
+    // Read through: until then the dashboard shows what it read so far and tells no change.
+    t.tmux.wait_screen(&leader, Duration::from_secs(60), |s| {
+        s.contains(&leader) && !s.contains("loading snapshot")
+    });
+    // History and the members' first probe, as for idle.
+    std::thread::sleep(Duration::from_secs(2));
     painted.wait_flowing(Duration::from_secs(10));
     let mut seen = painted::Seen::default();
     for e in 0..20 {
@@ -223,7 +227,9 @@ fn screen(
         let node = rt.block_on(load::leader(loader, prefix, e));
         let sent = Instant::now();
         rt.block_on(loader.delete(&node, None)).expect("delete");
-        let shown = painted::poll(&t.tmux, sent, &next);
+        // The election's own row: the candidates' panel lists the next leader already.
+        let row = load::election(e);
+        let shown = painted::poll(&t.tmux, sent, |l| l.contains(&row) && l.contains(&next));
         let at = deleted_at(deleted, &node);
         seen.add(&painted, shown, at);
         std::thread::sleep(Duration::from_millis(200));

@@ -37,6 +37,8 @@ pub struct Frame {
     /// How many frames arrived between the last capture that did not show the change and
     /// the one that did: 1 when the attribution is certain.
     pub candidates: usize,
+    /// None did: the relay brought the frame only after the capture saw it.
+    pub late: bool,
 }
 
 impl Painted {
@@ -80,27 +82,42 @@ impl Painted {
 
     /// The frame that made a capture true: `before` is when the last capture that did not
     /// show the change began (or when the change was made), `after` when the one that did
-    /// ended. tmux read the change's frame between the two samples, so it is a frame that
-    /// ended after `before` and began by `after`; its time is its last read's. Should two
-    /// frames fall in the window (a frame for time alone, every 500 ms, beside the
-    /// change's), the later is taken: an upper bound, counted in `candidates`. `None` if no
-    /// frame arrived in the window within 100 ms (tmux's relay slower than a capture).
+    /// ended. tmux read the change's frame between the two samples and relays it after
+    /// reading it, so the frame ended after `before`; it began by `after` unless the relay
+    /// lagged behind the capture (a loaded machine). Of the frames in that window, the
+    /// last is taken: should a frame for time alone (every 500 ms) have come beside the
+    /// change's, that is an upper bound, counted in `candidates`. With none in it, the
+    /// first frame after `after`, within 100 ms (the relay's lag included), `late`.
     pub fn frame(&self, before: Instant, after: Instant) -> Option<Frame> {
         let deadline = Instant::now() + Duration::from_millis(100);
         loop {
             // A frame begun by `after` is over only once its gap has passed.
             let settled = Instant::now() > after + FRAME_GAP;
-            let window: Vec<Instant> = self
+            let frames: Vec<(Instant, Instant)> = self
                 .frames()
                 .into_iter()
-                .filter(|(begun, ended)| *ended > before && *begun <= after)
-                .map(|(_, ended)| ended)
+                .filter(|(_, ended)| *ended > before)
                 .collect();
-            if settled && let Some(at) = window.last() {
-                let candidates = window.len();
+            let window = frames.iter().filter(|(begun, _)| *begun <= after);
+            let candidates = window.clone().count();
+            if settled && let Some((_, at)) = window.last() {
+                let (at, late) = (*at, false);
                 return Some(Frame {
-                    at: *at,
+                    at,
                     candidates,
+                    late,
+                });
+            }
+            // Only once that frame is over too.
+            if candidates == 0
+                && let Some((_, at)) = frames.first()
+                && Instant::now() > *at + FRAME_GAP
+            {
+                let (at, late) = (*at, true);
+                return Some(Frame {
+                    at,
+                    candidates,
+                    late,
                 });
             }
             if Instant::now() > deadline {
@@ -194,20 +211,20 @@ pub struct Shown {
     after: Instant,
 }
 
-/// Captures `tmux` as fast as it goes until the screen contains `needle`; `sent`: when the
-/// change was made (nothing can show it before).
-pub fn poll(tmux: &Tmux, sent: Instant, needle: &str) -> Shown {
+/// Captures `tmux` as fast as it goes until a line of the screen satisfies `shows`;
+/// `sent`: when the change was made (nothing can show it before).
+pub fn poll(tmux: &Tmux, sent: Instant, shows: impl Fn(&str) -> bool) -> Shown {
     let mut before = sent;
     loop {
         let begun = Instant::now();
         let screen = tmux.capture();
         let after = Instant::now();
-        if screen.contains(needle) {
+        if screen.lines().any(&shows) {
             return Shown { before, after };
         }
         assert!(
             sent.elapsed() < Duration::from_secs(10),
-            "no {needle} on screen"
+            "the change never showed; last screen:\n{screen}"
         );
         before = begun;
     }
@@ -221,6 +238,8 @@ pub struct Seen {
     framed: Vec<f64>,
     /// Changes whose window held more than one frame (the later was taken).
     ambiguous: usize,
+    /// Changes whose frame the relay brought only after the capture that saw it.
+    late: usize,
     /// Changes with no frame found in their window.
     unframed: usize,
 }
@@ -235,13 +254,25 @@ fn ms_since(t: Instant, from: Instant) -> f64 {
 impl Seen {
     /// A change whose reference event arrived `at`, shown as `shown` says.
     pub fn add(&mut self, painted: &Painted, shown: Shown, at: Instant) {
-        self.captured.push(ms_since(shown.after, at));
+        let captured = ms_since(shown.after, at);
+        self.captured.push(captured);
+        // Each change on stderr too, to tell a slow frame from a slow capture.
         match painted.frame(shown.before, shown.after) {
             Some(f) => {
-                self.framed.push(ms_since(f.at, at));
+                let framed = ms_since(f.at, at);
+                eprintln!(
+                    "on screen: capture {captured:.2} ms, frame {framed:.2} ms ({} in the window{})",
+                    f.candidates,
+                    if f.late { ", relayed late" } else { "" }
+                );
+                self.framed.push(framed);
                 self.ambiguous += usize::from(f.candidates > 1);
+                self.late += usize::from(f.late);
             }
-            None => self.unframed += 1,
+            None => {
+                eprintln!("on screen: capture {captured:.2} ms, no frame in the window");
+                self.unframed += 1;
+            }
         }
     }
 
@@ -260,8 +291,8 @@ impl Seen {
         );
         row(
             &format!(
-                "the screen: the frame that showed it, its last byte out of tmux (`pipe-pane`); {} of the {what} with two frames between captures (the later taken)",
-                self.ambiguous
+                "the screen: the frame that showed it, its last byte out of tmux (`pipe-pane`); {} of the {what} with two frames between captures (the later taken), {} relayed after the capture",
+                self.ambiguous, self.late
             ),
             self.framed,
             self.unframed,
