@@ -98,9 +98,9 @@ impl Painted {
                 .into_iter()
                 .filter(|(_, ended)| *ended > before)
                 .collect();
-            let window = frames.iter().filter(|(begun, _)| *begun <= after);
+            let mut window = frames.iter().filter(|(begun, _)| *begun <= after);
             let candidates = window.clone().count();
-            if settled && let Some((_, at)) = window.last() {
+            if settled && let Some((_, at)) = window.next_back() {
                 let (at, late) = (*at, false);
                 return Some(Frame {
                     at,
