@@ -44,7 +44,10 @@ pub struct Frame {
 impl Painted {
     /// Starts copying `tmux`'s pane output (session `main`) through a FIFO in `dir`.
     pub fn start(tmux: &Tmux, dir: &Path) -> Painted {
-        let fifo = dir.join(format!("pane-{}.fifo", std::process::id()));
+        // A name of its own: a pipe that ended removes its FIFO only after this one is made.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let fifo = dir.join(format!("pane-{}-{n}.fifo", std::process::id()));
         let _ = std::fs::remove_file(&fifo);
         let ok = std::process::Command::new("mkfifo")
             .arg(&fifo)
@@ -174,15 +177,13 @@ pub fn marker_main() -> bool {
     if std::env::var_os(MARKER_ENV).is_none() {
         return false;
     }
-    // Until the bench has its pipe in place (it waits for the first bytes).
+    // The ones written before the bench's pipe is in place are lost, and not counted.
     let mut out = std::io::stdout().lock();
-    for i in 0..MARKERS * 10 {
-        if i % 10 == 0 {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock");
-            let _ = write!(out, "\r<M{}>", now.as_nanos());
-            let _ = out.flush();
-        }
-        std::thread::sleep(Duration::from_millis(2));
+    for _ in 0..MARKERS {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock");
+        let _ = write!(out, "\r<M{}>", now.as_nanos());
+        let _ = out.flush();
+        std::thread::sleep(Duration::from_millis(20));
     }
     true
 }
