@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::redis::RedisServer;
 use crate::lines::Lines;
+use crate::painted::{self, Painted};
 use crate::{electop, key, procs, token, tui};
 
 /// Releases at a steady rate: 200 at 20 a second.
@@ -48,23 +49,17 @@ fn reference(rt: &tokio::runtime::Runtime, url: &str, pattern: &str) -> Deleted 
     deleted
 }
 
+const RELEASE_TABLE: &str = "\n## A release (the lock key deleted), after the `del` keyspace event a subscription in the bench received\n\n| seen by | releases | missed | p50 | p99 | max |\n|---|---|---|---|---|---|";
+
 pub fn run(home: &Path, server: &RedisServer, args: &[String], n: usize) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    println!("\n## Idle, {n} lock keys, nothing changing (% of one core over {IDLE:?})\n");
-    println!("| process | idle CPU | RSS |");
-    println!("|---|---|---|");
-    let t = tui::start(home, args);
-    t.tmux
-        .wait_screen("the elections", Duration::from_secs(60), |s| {
-            s.contains(&format!("{n} elections"))
-        });
-    std::thread::sleep(Duration::from_secs(2));
-    idle_row("TUI 200x50", t.pid);
-    drop(t);
-    let ours = watch(home, args);
-    std::thread::sleep(Duration::from_secs(2));
-    idle_row("watch --json", ours.pid());
-
+    if crate::screen_only() {
+        let deleted = reference(&rt, &server.url(), &args[3]);
+        println!("{RELEASE_TABLE}");
+        screen(home, server, args, &deleted, n);
+        return;
+    }
+    let ours = idle(home, args, n);
     let deleted = reference(&rt, &server.url(), &args[3]);
     let (mut delays, mut missed) = (Vec::new(), Vec::new());
     // The last keys: the first page's are kept for the screen.
@@ -91,16 +86,31 @@ pub fn run(home: &Path, server: &RedisServer, args: &[String], n: usize) {
     }
     let count = delays.len() + missed.len();
     let (p50, p99, max) = procs::percentiles(delays);
-    println!(
-        "\n## A release (the lock key deleted), after the `del` keyspace event a subscription in the bench received\n"
-    );
-    println!("| seen by | releases | missed | p50 | p99 | max |");
-    println!("|---|---|---|---|---|---|");
+    println!("{RELEASE_TABLE}");
     println!(
         "| `watch --json` (leader lost), 20/s | {count} | {} | {p50:.2} ms | {p99:.2} ms | {max:.2} ms |",
         missed.len()
     );
     screen(home, server, args, &deleted, n);
+}
+
+/// The dashboard's and `watch --json`'s idle CPU; the `watch`, still running.
+fn idle(home: &Path, args: &[String], n: usize) -> Lines {
+    println!("\n## Idle, {n} lock keys, nothing changing (% of one core over {IDLE:?})\n");
+    println!("| process | idle CPU | RSS |");
+    println!("|---|---|---|");
+    let t = tui::start(home, args);
+    t.tmux
+        .wait_screen("the elections", Duration::from_secs(60), |s| {
+            s.contains(&format!("{n} elections"))
+        });
+    std::thread::sleep(Duration::from_secs(2));
+    idle_row("TUI 200x50", t.pid);
+    drop(t);
+    let ours = watch(home, args);
+    std::thread::sleep(Duration::from_secs(2));
+    idle_row("watch --json", ours.pid());
+    ours
 }
 
 fn watch(home: &Path, args: &[String]) -> Lines {
@@ -130,36 +140,29 @@ fn deleted_at(deleted: &Deleted, k: &str) -> Instant {
 }
 
 /// 20 keys of the first page released one at a time: when the header counts one more
-/// election without a leader in tmux, polled as fast as `capture-pane` goes (a few ms a
-/// capture, which bounds the resolution).
+/// election without a leader, by `capture-pane` polled as fast as it goes (a few ms a
+/// capture, which bounds the resolution) and by the arrival of the frame that showed it
+/// ([`Painted::frame`]).
 fn screen(home: &Path, server: &RedisServer, args: &[String], deleted: &Deleted, n: usize) {
     let t = tui::start(home, args);
+    let painted = Painted::start(&t.tmux, home);
     t.tmux
         .wait_screen("the first key", Duration::from_secs(60), |s| {
-            s.contains(&token(0))
+            s.contains(&token(0)) && !s.contains("loading snapshot")
         });
-    let mut delays = Vec::new();
+    std::thread::sleep(Duration::from_secs(2));
+    painted.wait_flowing(Duration::from_secs(10));
+    let mut seen = painted::Seen::default();
     for i in 0..20 {
         let k = key(n, i);
         let next = format!("✖ {} no leader", i + 1);
+        let sent = Instant::now();
         server.cli(&["DEL", &k]);
-        let start = Instant::now();
-        let seen = loop {
-            if t.tmux.capture().contains(&next) {
-                break Instant::now();
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "no `{next}` on screen"
-            );
-        };
+        let shown = painted::poll(&t.tmux, sent, |l| l.contains(&next));
         let at = deleted_at(deleted, &k);
-        delays.push(seen.saturating_duration_since(at).as_secs_f64() * 1000.0);
+        seen.add(&painted, shown, at);
         std::thread::sleep(Duration::from_millis(200));
     }
-    let count = delays.len();
-    let (p50, p99, max) = procs::percentiles(delays);
-    println!(
-        "| the screen (tmux capture, polled) | {count} | 0 | {p50:.2} ms | {p99:.2} ms | {max:.2} ms |"
-    );
+    drop(t);
+    seen.rows(home, "releases");
 }

@@ -1,8 +1,9 @@
 //! Drives a real, throwaway redis-server and prints what electop costs beside what
 //! `redis-cli` costs for the same reads, in the same run: `cargo bench --bench
 //! redis_scale` (10,000 lock keys set with `SET key token PX ms`), or `-- --sizes
-//! 1000,10000` for other sizes, `--skip-live` for the reads alone; `ELECTOP_BENCH_BIN=path`
-//! times another build. Figures, never assertions; under `cargo test` it does nothing.
+//! 1000,10000` for other sizes, `--skip-live` for the reads alone, `--screen-only` for the
+//! releases on screen alone; `ELECTOP_BENCH_BIN=path` times another build. Figures, never
+//! assertions; under `cargo test` it does nothing.
 
 #[path = "../../tests/common/mod.rs"]
 #[allow(dead_code, unused_imports, clippy::all)]
@@ -11,6 +12,8 @@ mod common;
 #[allow(dead_code)]
 mod lines;
 mod live;
+#[path = "../zk_scale/painted.rs"]
+mod painted;
 #[path = "../etcd_scale/procs.rs"]
 #[allow(dead_code)]
 mod procs;
@@ -104,6 +107,48 @@ fn floor(port: u16, pattern: &str, reads: &[u8]) -> (Duration, Duration) {
     (scan, pipe(port, reads))
 }
 
+/// redis-cli's floor and `status` in turns, then the first frame: one row of the table.
+fn timed_reads(home: &Path, server: &RedisServer, args: &[String], n: usize) {
+    let (port, pattern) = (server.port(), &args[3]);
+    let get = (0..n).flat_map(|i| {
+        [
+            vec!["GET".to_string(), key(n, i)],
+            vec!["PTTL".to_string(), key(n, i)],
+        ]
+    });
+    let get = resp(get);
+    let (mut scan, mut pttl, mut wall, mut cpu) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..RUNS {
+        let (s, p) = floor(port, pattern, &get);
+        scan.push(s);
+        pttl.push(p);
+        let (d, c) = reads::wall_and_cpu(electop(home).args(args).args([
+            "status",
+            "--output",
+            "json",
+            "--timeout",
+            "60s",
+        ]));
+        wall.push(d);
+        cpu.push(c);
+    }
+    let (scan, pttl) = (reads::median(&mut scan), reads::median(&mut pttl));
+    let (wall, cpu) = (reads::median(&mut wall), reads::median(&mut cpu));
+    let first = procs::median(RUNS, || tui::first_frame(home, args));
+    let cli = scan + pttl;
+    println!(
+        "| {n} | {:.1} ms (scan {:.1} ms + GET/PTTL pipe {:.1} ms) | {:.1} ms ({:.2}x) | {:.1} ms | {:.1} ms |",
+        ms(cli),
+        ms(scan),
+        ms(pttl),
+        ms(wall),
+        ms(wall) / ms(cli),
+        ms(cpu),
+        ms(first),
+    );
+}
+
+/// `n` lock keys set, then their reads timed and the live costs.
 fn reads(home: &Path, server: &RedisServer, n: usize) {
     let port = server.port();
     let set = (0..n).map(|i| {
@@ -118,49 +163,22 @@ fn reads(home: &Path, server: &RedisServer, n: usize) {
     let t = Instant::now();
     pipe(port, &resp(set));
     eprintln!("set {n} lock keys in {:?}", t.elapsed());
-    let get = (0..n).flat_map(|i| {
-        [
-            vec!["GET".to_string(), key(n, i)],
-            vec!["PTTL".to_string(), key(n, i)],
-        ]
-    });
-    let get = resp(get);
     let pattern = format!("lock:n{n}:*");
     let args: Vec<String> = ["--redis", &server.url(), "--prefix", &pattern]
         .map(String::from)
         .to_vec();
-    let (mut scan, mut pttl, mut wall, mut cpu) = (vec![], vec![], vec![], vec![]);
-    for _ in 0..RUNS {
-        let (s, p) = floor(port, &pattern, &get);
-        scan.push(s);
-        pttl.push(p);
-        let (d, c) = reads::wall_and_cpu(electop(home).args(&args).args([
-            "status",
-            "--output",
-            "json",
-            "--timeout",
-            "60s",
-        ]));
-        wall.push(d);
-        cpu.push(c);
+    if !screen_only() {
+        timed_reads(home, server, &args, n);
     }
-    let (scan, pttl) = (reads::median(&mut scan), reads::median(&mut pttl));
-    let (wall, cpu) = (reads::median(&mut wall), reads::median(&mut cpu));
-    let first = procs::median(RUNS, || tui::first_frame(home, &args));
-    let cli = scan + pttl;
-    println!(
-        "| {n} | {:.1} ms (scan {:.1} ms + GET/PTTL pipe {:.1} ms) | {:.1} ms ({:.2}x) | {:.1} ms | {:.1} ms |",
-        ms(cli),
-        ms(scan),
-        ms(pttl),
-        ms(wall),
-        ms(wall) / ms(cli),
-        ms(cpu),
-        ms(first),
-    );
     if !std::env::args().any(|a| a == "--skip-live") && n == *sizes().last().expect("a size") {
         live::run(home, server, &args, n);
     }
+}
+
+/// `--screen-only`: the keys set, then only the releases on screen (the reads' figures,
+/// idle and `watch --json` left out).
+pub fn screen_only() -> bool {
+    std::env::args().any(|a| a == "--screen-only")
 }
 
 fn sizes() -> Vec<usize> {
@@ -173,6 +191,9 @@ fn sizes() -> Vec<usize> {
 }
 
 fn main() {
+    if painted::marker_main() {
+        return;
+    }
     if !std::env::args().any(|a| a == "--bench") {
         println!("redis_scale: run it with `cargo bench --bench redis_scale`");
         return;

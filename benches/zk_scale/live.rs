@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use zookeeper_client::{AddWatchMode, Client, EventType};
 
 use crate::lines::Lines;
+use crate::painted::{self, Painted};
 use crate::{electop, load, procs, tui};
 
 /// Deletions at a steady rate: 200 at 20 a second.
@@ -72,25 +73,18 @@ async fn reference(endpoint: &str, prefix: &str) -> (Client, Deleted) {
     (client, deleted)
 }
 
+const FAILOVER_TABLE: &str = "\n## Failover after the leader's node is deleted (after the `NodeDeleted` a ZooKeeper watch in the bench received)\n\n| seen by | failovers | missed | p50 | p99 | max |\n|---|---|---|---|---|---|";
+
 pub fn run(rt: &tokio::runtime::Runtime, home: &Path, loader: &Client, args: &[String], n: usize) {
     let endpoint = args[1].clone();
     let prefix = args[3].clone();
-    println!("\n## Idle, {n} elections, nothing changing (% of one core over {IDLE:?})\n");
-    println!("| process | idle CPU | RSS |");
-    println!("|---|---|---|");
-    let t = tui::start(home, args);
-    t.tmux
-        .wait_screen("the elections", Duration::from_secs(60), |s| {
-            s.contains(&format!("{n} elections"))
-        });
-    // The first second's work (history, the members' first probe) is not idling.
-    std::thread::sleep(Duration::from_secs(2));
-    idle_row("TUI 200x50", t.pid);
-    drop(t);
-    let ours = watch(home, args);
-    std::thread::sleep(Duration::from_secs(2));
-    idle_row("watch --json", ours.pid());
-
+    if crate::screen_only() {
+        let (_client, deleted) = rt.block_on(reference(&endpoint, &prefix));
+        println!("{FAILOVER_TABLE}");
+        screen(rt, home, loader, args, (&deleted, 0));
+        return;
+    }
+    let ours = idle(home, args, n);
     let (_client, deleted) = rt.block_on(reference(&endpoint, &prefix));
     let (mut delays, mut notified, mut floor) = (Vec::new(), Vec::new(), Vec::new());
     let mut missed = Vec::new();
@@ -124,11 +118,7 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path, loader: &Client, args: &[S
         eprintln!("no leader_changed for {m} and {} more", missed.len() - 1);
     }
     let (p50, p99, max) = procs::percentiles(delays);
-    println!(
-        "\n## Failover after the leader's node is deleted (after the `NodeDeleted` a ZooKeeper watch in the bench received)\n"
-    );
-    println!("| seen by | failovers | missed | p50 | p99 | max |");
-    println!("|---|---|---|---|---|---|");
+    println!("{FAILOVER_TABLE}");
     let count = DELETIONS.min(n);
     let (n50, n99, nmax) = procs::percentiles(notified);
     println!(
@@ -143,7 +133,28 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path, loader: &Client, args: &[S
         DELETIONS.min(n),
         missed.len()
     );
-    screen(rt, home, loader, args, &deleted);
+    // The first 200 elections' first candidates went above: the second ones lead.
+    screen(rt, home, loader, args, (&deleted, 1));
+}
+
+/// The dashboard's and `watch --json`'s idle CPU; the `watch`, still running.
+fn idle(home: &Path, args: &[String], n: usize) -> Lines {
+    println!("\n## Idle, {n} elections, nothing changing (% of one core over {IDLE:?})\n");
+    println!("| process | idle CPU | RSS |");
+    println!("|---|---|---|");
+    let t = tui::start(home, args);
+    t.tmux
+        .wait_screen("the elections", Duration::from_secs(60), |s| {
+            s.contains(&format!("{n} elections"))
+        });
+    // The first second's work (history, the members' first probe) is not idling.
+    std::thread::sleep(Duration::from_secs(2));
+    idle_row("TUI 200x50", t.pid);
+    drop(t);
+    let ours = watch(home, args);
+    std::thread::sleep(Duration::from_secs(2));
+    idle_row("watch --json", ours.pid());
+    ours
 }
 
 fn watch(home: &Path, args: &[String]) -> Lines {
@@ -185,47 +196,44 @@ fn deleted_at(deleted: &Deleted, node: &str) -> Instant {
     }
 }
 
-/// The second candidate of each of the first 20 elections (on the screen's first page)
-/// deleted, one at a time: when the third shows as leader in tmux, polled as fast as
-/// `capture-pane` goes (a few ms a capture, which bounds the resolution).
+/// The leader of each of the first 20 elections (on the screen's first page), candidate
+/// `first`, deleted one at a time: when the next shows as leader, by `capture-pane` polled as fast
+/// as it goes (a few ms a capture, which bounds the resolution) and by the arrival of the
+/// frame that showed it ([`Painted::frame`]).
 fn screen(
     rt: &tokio::runtime::Runtime,
     home: &Path,
     loader: &Client,
     args: &[String],
-    deleted: &Deleted,
+    (deleted, first): (&Deleted, usize),
 ) {
     let prefix = &args[3];
     let t = tui::start(home, args);
-    t.tmux
-        .wait_screen("node-0-1", Duration::from_secs(60), |s| {
-            s.contains("node-0-1")
-        });
-    let mut delays = Vec::new();
+    let painted = Painted::start(&t.tmux, home);
+    let leader = format!("node-0-{first}");
+    // Read through: until then the dashboard shows what it read so far and tells no change.
+    t.tmux.wait_screen(&leader, Duration::from_secs(60), |s| {
+        s.contains(&leader) && !s.contains("loading snapshot")
+    });
+    // History and the members' first probe, as for idle.
+    std::thread::sleep(Duration::from_secs(2));
+    painted.wait_flowing(Duration::from_secs(10));
+    let mut seen = painted::Seen::default();
     for e in 0..20 {
-        let next = format!("node-{e}-2");
-        if !t.tmux.capture().contains(&format!("node-{e}-1")) {
+        let next = format!("node-{e}-{}", first + 1);
+        if !t.tmux.capture().contains(&format!("node-{e}-{first}")) {
             continue; // not on the first page
         }
         let node = rt.block_on(load::leader(loader, prefix, e));
+        let sent = Instant::now();
         rt.block_on(loader.delete(&node, None)).expect("delete");
-        let start = Instant::now();
-        let seen = loop {
-            if t.tmux.capture().contains(&next) {
-                break Instant::now();
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "no {next} on screen"
-            );
-        };
+        // The election's own row: the candidates' panel lists the next leader already.
+        let row = load::election(e);
+        let shown = painted::poll(&t.tmux, sent, |l| l.contains(&row) && l.contains(&next));
         let at = deleted_at(deleted, &node);
-        delays.push(seen.saturating_duration_since(at).as_secs_f64() * 1000.0);
+        seen.add(&painted, shown, at);
         std::thread::sleep(Duration::from_millis(200));
     }
-    let count = delays.len();
-    let (p50, p99, max) = procs::percentiles(delays);
-    println!(
-        "| the screen (tmux capture, polled) | {count} | 0 | {p50:.2} ms | {p99:.2} ms | {max:.2} ms |"
-    );
+    drop(t);
+    seen.rows(home, "failovers");
 }

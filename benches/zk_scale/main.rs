@@ -1,9 +1,9 @@
 //! Drives a real, throwaway ZooKeeper and prints what electop costs beside what ZooKeeper's
 //! own Java client costs for the same reads, in the same run: `cargo bench --bench
 //! zk_scale` (10,000 Curator `LeaderLatch` elections of three candidates), or
-//! `-- --sizes 1000,10000` for other sizes, `--skip-live` for the reads alone;
-//! `ELECTOP_BENCH_BIN=path` times another build. Figures, never assertions; under
-//! `cargo test` it does nothing.
+//! `-- --sizes 1000,10000` for other sizes, `--skip-live` for the reads alone,
+//! `--screen-only` for the failovers on screen alone; `ELECTOP_BENCH_BIN=path` times another
+//! build. Figures, never assertions; under `cargo test` it does nothing.
 
 #[path = "../../tests/common/mod.rs"]
 #[allow(dead_code, unused_imports, clippy::all)]
@@ -11,6 +11,7 @@ mod common;
 mod lines;
 mod live;
 mod load;
+mod painted;
 #[path = "../etcd_scale/procs.rs"]
 #[allow(dead_code)]
 mod procs;
@@ -53,27 +54,19 @@ fn median_f64(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// `status`, the Java floor and the first frame for `n` elections under their own prefix.
-fn reads(rt: &tokio::runtime::Runtime, home: &Path, zk: &ZkServer, n: usize) {
-    let loader = rt.block_on(load::connect(&zk.endpoint()));
-    let prefix = format!("/b/n{n}");
-    let t = std::time::Instant::now();
-    rt.block_on(load::load(&loader, &prefix, n));
-    eprintln!("loaded {n} elections in {:?}", t.elapsed());
-    procs::wait_idle(zk.pid(), Duration::from_secs(60));
-    let args: Vec<String> = ["--zk", &zk.endpoint(), "--prefix", &prefix]
-        .map(String::from)
-        .to_vec();
+/// `status` and the Java floor in turns, then the first frames: one row of the table.
+fn timed_reads(home: &Path, zk: &ZkServer, args: &[String], n: usize) {
+    let prefix = &args[3];
     let (mut cold, mut warm, mut jvm) = (Vec::new(), Vec::new(), Vec::new());
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());
     // In turns, so both see the machine as it is. A 60 s timeout: on a busy shared machine
     // 10,000 elections take longer than the default 5 s to read, for the Java client too.
     for _ in 0..RUNS {
-        let (c, w, j) = reads::floor(&zk.endpoint(), &prefix);
+        let (c, w, j) = reads::floor(&zk.endpoint(), prefix);
         cold.push(c);
         warm.push(w);
         jvm.push(j);
-        let (d, c) = reads::wall_and_cpu(electop(home).args(&args).args([
+        let (d, c) = reads::wall_and_cpu(electop(home).args(args).args([
             "status",
             "--output",
             "json",
@@ -86,14 +79,14 @@ fn reads(rt: &tokio::runtime::Runtime, home: &Path, zk: &ZkServer, n: usize) {
     let (cold, warm) = (median_f64(cold), median_f64(warm));
     let (wall, cpu) = (reads::median(&mut wall), reads::median(&mut cpu));
     let jvm = reads::median(&mut jvm);
-    let first = procs::median(RUNS, || tui::first_frame(home, &args));
+    let first = procs::median(RUNS, || tui::first_frame(home, args));
     // An electop from before `whole` existed never quits on it.
     let whole = match std::env::var("ELECTOP_BENCH_BIN") {
         Ok(_) => "-".to_string(),
         Err(_) => format!(
             "{:.1} ms",
             ms(procs::median(RUNS, || {
-                tui::first_frame_until(home, &args, "whole")
+                tui::first_frame_until(home, args, "whole")
             }))
         ),
     };
@@ -106,11 +99,33 @@ fn reads(rt: &tokio::runtime::Runtime, home: &Path, zk: &ZkServer, n: usize) {
         ms(cpu),
         ms(first),
     );
+}
+
+/// `n` elections loaded under their own prefix, then their reads timed and the live costs.
+fn reads(rt: &tokio::runtime::Runtime, home: &Path, zk: &ZkServer, n: usize) {
+    let loader = rt.block_on(load::connect(&zk.endpoint()));
+    let prefix = format!("/b/n{n}");
+    let t = std::time::Instant::now();
+    rt.block_on(load::load(&loader, &prefix, n));
+    eprintln!("loaded {n} elections in {:?}", t.elapsed());
+    procs::wait_idle(zk.pid(), Duration::from_secs(60));
+    let args: Vec<String> = ["--zk", &zk.endpoint(), "--prefix", &prefix]
+        .map(String::from)
+        .to_vec();
+    if !screen_only() {
+        timed_reads(home, zk, &args, n);
+    }
     if !std::env::args().any(|a| a == "--skip-live") && n == *sizes().last().expect("a size") {
         live::run(rt, home, &loader, &args, n);
     }
     // The loader's session ends here, and its ephemeral nodes with it.
     drop(loader);
+}
+
+/// `--screen-only`: the load, then only the changes on screen (the reads' figures, idle
+/// and `watch --json` left out).
+pub fn screen_only() -> bool {
+    std::env::args().any(|a| a == "--screen-only")
 }
 
 fn sizes() -> Vec<usize> {
@@ -123,6 +138,9 @@ fn sizes() -> Vec<usize> {
 }
 
 fn main() {
+    if painted::marker_main() {
+        return;
+    }
     if !std::env::args().any(|a| a == "--bench") {
         println!("zk_scale: run it with `cargo bench --bench zk_scale`");
         return;

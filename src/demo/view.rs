@@ -137,8 +137,8 @@ fn compact(main: Rect, n: u16) -> Option<Parts> {
 pub(super) fn table_rows(d: &Demo, app: &App) -> usize {
     let area = Rect::new(0, 0, app.size.0, app.size.1);
     match layout(area, d.nodes.len()) {
-        Ok(l) => ui::table_rows(l.dash.height),
-        Err(_) => ui::table_rows(app.size.1),
+        Ok(l) => ui::table_rows(l.dash.width, l.dash.height),
+        Err(_) => ui::table_rows(app.size.0, app.size.1),
     }
 }
 

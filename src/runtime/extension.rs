@@ -49,7 +49,7 @@ pub trait Extension {
 
     /// Rows of the elections table as drawn: the lease refreshes follow the rows in view.
     fn table_rows(&self, app: &App) -> usize {
-        ui::table_rows(app.size.1)
+        ui::table_rows(app.size.0, app.size.1)
     }
 
     /// How often the extension's panes move with time alone (`None`: they do not).

@@ -93,7 +93,7 @@ mod tests {
                 height: 12,
             },
         );
-        let rows = ui::table_rows(app.size.1);
+        let rows = ui::table_rows(app.size.0, app.size.1);
         let lead = |name: String, left_ms: i64| {
             let mut e = Election::new(0, name, Scheme::EtcdLeaseKey);
             e.leader = Some(Candidate {

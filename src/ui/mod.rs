@@ -25,11 +25,13 @@ use crate::app::alarm::Alarm;
 use crate::app::{App, Screen};
 pub use layout::{target_at, target_in};
 
-/// Rows of the elections table that fit in a terminal of this size (for lease refreshes
-/// and paging).
-pub fn table_rows(height: u16) -> usize {
-    let (table, _) = layout::split_heights(height);
-    table.saturating_sub(3) as usize
+/// Rows of the elections table that fit in a terminal of this size (for lease refreshes,
+/// paging, and whether a change is in view and needs a frame). The table's area as drawn:
+/// on a wide terminal it takes the whole height beside the detail, not the share it has
+/// above the detail on a narrow one, so the width matters.
+pub fn table_rows(width: u16, height: u16) -> usize {
+    let table = layout::areas(Rect::new(0, 0, width, height)).table;
+    table.height.saturating_sub(3) as usize
 }
 
 pub fn view(app: &App, frame: &mut Frame) {
