@@ -12,8 +12,8 @@ pub struct UiConfig {
     /// An election whose leader changed more than this many times in the last minute is
     /// flagged as flapping.
     pub flap_per_min: u32,
-    /// At most this many frames a second, however fast the stores change: changes arriving
-    /// in between are drawn together.
+    /// At most this many frames a second on average, however fast the stores change:
+    /// changes arriving in between are drawn together (see `runtime::pacing::Pacer`).
     pub max_fps: u32,
 }
 

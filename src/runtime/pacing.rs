@@ -28,18 +28,25 @@ pub(super) fn tick_interval(app: &App, rows: usize, fast: Duration) -> Option<Du
     }
 }
 
-/// Redraws are paced: changes arriving within a frame's time are drawn together, at most
-/// one frame per `min_frame`.
+/// Redraws are paced: on average at most one frame per `min_frame`, however fast the
+/// stores change, with changes arriving meanwhile drawn together. A change after a quiet
+/// spell is drawn at once, though: up to [`BURST`] frames may come back to back (a
+/// countdown's tick a moment before a failover must not hold the failover back by a whole
+/// frame's time). This is the generic cell rate algorithm: `due` is when the next frame
+/// would be due were frames drawn evenly.
 pub(super) struct Pacer {
     min_frame: Duration,
-    last: Option<tokio::time::Instant>,
+    due: Option<tokio::time::Instant>,
 }
+
+/// Frames that may be drawn back to back after a quiet spell.
+const BURST: u32 = 3;
 
 impl Pacer {
     pub(super) fn new(min_frame: Duration) -> Pacer {
         Pacer {
             min_frame,
-            last: None,
+            due: None,
         }
     }
 
@@ -50,13 +57,15 @@ impl Pacer {
         now: tokio::time::Instant,
         wake: &mut Option<tokio::time::Instant>,
     ) -> bool {
-        match self.last.map(|t| t + self.min_frame) {
-            Some(due) if now < due => {
-                *wake = Some(wake.map_or(due, |w| w.min(due)));
+        let slack = self.min_frame * (BURST - 1);
+        match self.due {
+            Some(due) if now + slack < due => {
+                let at = due - slack;
+                *wake = Some(wake.map_or(at, |w| w.min(at)));
                 false
             }
             _ => {
-                self.last = Some(now);
+                self.due = Some(self.due.map_or(now, |d| d.max(now)) + self.min_frame);
                 true
             }
         }
@@ -135,27 +144,38 @@ mod tests {
 
     #[test]
     fn frames_are_paced_and_a_change_too_soon_waits_for_the_next() {
-        let mut p = Pacer::new(Duration::from_millis(33));
+        let ms = Duration::from_millis;
+        let mut p = Pacer::new(ms(33));
         let t0 = tokio::time::Instant::now();
         let mut wake = None;
-        assert!(
-            p.draw_now(t0, &mut wake),
-            "the first change is drawn at once"
-        );
-        let soon = t0 + Duration::from_millis(10);
+        // After a quiet spell, three changes in a row are each drawn at once.
+        for at in [0, 5, 10] {
+            assert!(
+                p.draw_now(t0 + ms(at), &mut wake),
+                "drawn at once at {at} ms"
+            );
+        }
+        assert_eq!(wake, None);
+        // The fourth waits: three frames in 10 ms used the spell up.
+        let soon = t0 + ms(15);
         assert!(!p.draw_now(soon, &mut wake), "too soon");
-        assert_eq!(
-            wake,
-            Some(t0 + Duration::from_millis(33)),
-            "woken for the next frame"
-        );
+        assert_eq!(wake, Some(t0 + ms(33)), "woken for the next frame");
         let mut later_wake = Some(t0 + Duration::from_secs(1));
         assert!(!p.draw_now(soon, &mut later_wake));
-        assert_eq!(
-            later_wake,
-            Some(t0 + Duration::from_millis(33)),
-            "brought forward"
+        assert_eq!(later_wake, Some(t0 + ms(33)), "brought forward");
+        assert!(p.draw_now(t0 + ms(33), &mut wake));
+        // Under constant change, frames come one per 33 ms at most.
+        let mut drawn = 0;
+        for at in (34..1034).step_by(1) {
+            drawn += u32::from(p.draw_now(t0 + ms(at), &mut None));
+        }
+        assert!((29..=31).contains(&drawn), "{drawn} frames in a second");
+        // A quiet spell (a tick's frame, then nothing for 100 ms) refills the burst.
+        let quiet = t0 + ms(1200);
+        assert!(p.draw_now(quiet, &mut None), "the tick's frame");
+        assert!(
+            p.draw_now(quiet + ms(2), &mut None),
+            "the change right after it"
         );
-        assert!(p.draw_now(t0 + Duration::from_millis(40), &mut wake));
     }
 }
