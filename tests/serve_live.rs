@@ -195,6 +195,80 @@ fn promtool_accepts(metrics: &str) {
     );
 }
 
+/// `/metrics` as Prometheus asks for it (`Accept-Encoding: gzip`, OpenMetrics or text):
+/// a gzip body that decodes to what the same scrape is without it; identity when not asked.
+#[test]
+fn a_scrape_asking_for_gzip_gets_the_same_series_gzipped() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    for (name, holder) in [("jobs", "node-a"), ("mail", "node-b"), ("db", "node-d")] {
+        assert!(store.lease_attempt("leaderlock", name, holder, 60));
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let args = sql_args(&store);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(home.path(), &args, &[]);
+    serve.ready();
+    store.exec("UPDATE leaderlock SET leader_id = 'node-c' WHERE key = 'jobs'");
+    common::wait_until("the change counted", T, || {
+        serve
+            .metrics()
+            .contains("electop_election_leader_changes_total{")
+    });
+    let om = "Accept: application/openmetrics-text; version=1.0.0";
+    for accept in [None, Some(om)] {
+        let plain: Vec<&str> = accept.into_iter().collect();
+        let (code, head, text) = http::request_raw(&serve.addr, "/metrics", &plain);
+        assert_eq!(code, 200, "{head}");
+        assert!(!head.to_lowercase().contains("content-encoding"), "{head}");
+        let text = String::from_utf8(text).expect("identity is text");
+        let zipped: Vec<&str> = plain
+            .iter()
+            .copied()
+            .chain(["Accept-Encoding: gzip"])
+            .collect();
+        let (code, head, body) = http::request_raw(&serve.addr, "/metrics", &zipped);
+        assert_eq!(code, 200, "{head}");
+        let head = head.to_lowercase();
+        assert!(head.contains("content-encoding: gzip"), "{head}");
+        assert!(head.contains("vary: accept-encoding"), "{head}");
+        assert!(body.len() < text.len(), "{} of {}", body.len(), text.len());
+        let mut decoded = String::new();
+        use std::io::Read;
+        flate2::read::GzDecoder::new(&body[..])
+            .read_to_string(&mut decoded)
+            .expect("a gzip body");
+        assert_same_scrape(&text, &decoded);
+        if accept.is_none() {
+            promtool_accepts(&decoded);
+        }
+    }
+    // Refused by q=0: the text as it is.
+    let (_, head, body) =
+        http::request_raw(&serve.addr, "/metrics", &["Accept-Encoding: gzip;q=0"]);
+    assert!(!head.to_lowercase().contains("content-encoding"), "{head}");
+    assert!(String::from_utf8(body).is_ok_and(|t| t.contains("electop_source_up")));
+}
+
+/// Two scrapes a moment apart: the same lines in the same order, and the same numbers but
+/// for those the clock moves (seconds, timestamps).
+fn assert_same_scrape(a: &str, b: &str) {
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    assert_eq!(a.len(), b.len(), "{a:#?}\n{b:#?}");
+    for (x, y) in a.iter().zip(&b) {
+        match (x.rsplit_once(' '), y.rsplit_once(' ')) {
+            (Some((sx, _)), Some((sy, _))) if !x.starts_with('#') && sx.contains("_seconds") => {
+                assert_eq!(sx, sy)
+            }
+            _ => assert_eq!(x, y),
+        }
+    }
+    assert!(
+        a.iter()
+            .any(|l| l.starts_with("electop_election_leader_changes_total{"))
+    );
+}
+
 #[test]
 fn off_loopback_it_asks_who_is_reading_and_never_shows_the_token() {
     let store = Store::sqlite();

@@ -102,6 +102,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Contexts) => return Ok(contexts::listing(&config)),
         _ => {}
     }
+    if matches!(cli.command, Some(Command::Serve(_))) {
+        // Before the runtime's threads: see why there.
+        crate::serve::tune_allocator();
+    }
     let rt = tokio::runtime::Runtime::new()?;
     let mut cli = cli;
     let flags = cli.sources.flags();

@@ -217,6 +217,29 @@ fn give_back() {
     }
 }
 
+/// Arenas glibc may make: serve's allocations come from tokio's workers and blocking
+/// threads, each of which would otherwise get an arena of its own (up to eight a core), and
+/// each arena keeps what was freed in it for its own thread's reuse.
+const ARENAS: i32 = 2;
+/// Allocations from this size on get pages of their own, given back to the system when
+/// freed: a scrape's buffers (megabytes at 10,000 elections) and the passing copies of every
+/// election. glibc otherwise raises this threshold to the largest block freed, so after the
+/// first scrape each one came from the heap and stayed resident after it.
+const OWN_PAGES_FROM: i32 = 256 * 1024;
+
+/// Sets how glibc keeps memory for a long-running serve, before its threads start. At 10,000
+/// elections and 1,000 changes/s the default arenas and moving mmap threshold held 111-121
+/// MiB; see docs/PERFORMANCE.md for the figures with these.
+pub(crate) fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets the allocator's parameters; called before other threads
+    // allocate.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, ARENAS);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_PAGES_FROM);
+    }
+}
+
 /// A source going stale or fresh again, as `watch` tells it.
 fn staleness(model: &ReadModel, was: &mut Vec<bool>) -> Vec<(Event, String)> {
     was.resize(model.sources.len(), false);

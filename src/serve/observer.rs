@@ -13,13 +13,56 @@ use crate::state::{HashMap, HashSet, Key, ReadModel, Settled};
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Tally {
     /// Live leader changes by cause (`elected`, `lease_expired`...).
-    pub changes: BTreeMap<&'static str, u64>,
+    pub changes: Causes,
     /// Seconds seen without a leader, all told.
     pub leaderless_s: f64,
     /// When the current stretch without a leader began, as seen here.
     pub leaderless_since: Option<Instant>,
     /// When the last live change was seen.
     pub last_change: Option<Instant>,
+}
+
+/// Counts by cause, sorted by cause as a `BTreeMap` would iterate them: an election has
+/// one or two causes, and a map's first node is 280 bytes, 2.8 MB at 10,000 elections.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Causes(Vec<(&'static str, u64)>);
+
+impl Causes {
+    pub(crate) fn add(&mut self, cause: &'static str) {
+        self.insert_with(cause, |n| n + 1);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn insert(&mut self, cause: &'static str, count: u64) {
+        self.insert_with(cause, |_| count);
+    }
+
+    fn insert_with(&mut self, cause: &'static str, f: impl FnOnce(u64) -> u64) {
+        match self.0.binary_search_by(|(c, _)| c.cmp(&cause)) {
+            Ok(i) => self.0[i].1 = f(self.0[i].1),
+            Err(i) => self.0.insert(i, (cause, f(0))),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn get(&self, cause: &str) -> Option<&u64> {
+        self.0.iter().find(|(c, _)| *c == cause).map(|(_, n)| n)
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &&'static str> {
+        self.0.iter().map(|(c, _)| c)
+    }
+}
+
+impl<'a> IntoIterator for &'a Causes {
+    type Item = (&'a &'static str, &'a u64);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (&'static str, u64)>,
+        fn(&'a (&'static str, u64)) -> (&'a &'static str, &'a u64),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(c, n)| (c, n))
+    }
 }
 
 /// The read model and the observer's own counts, behind one lock: a scrape, an API read and
@@ -109,7 +152,7 @@ impl Observed {
         let now = self.model.now;
         let t = self.tallies.entry(key).or_default();
         let cause = e.cause.map_or("unknown", |c| c.as_str());
-        *t.changes.entry(cause).or_default() += 1;
+        t.changes.add(cause);
         t.last_change = Some(now);
     }
 

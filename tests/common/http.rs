@@ -111,6 +111,21 @@ pub fn request(addr: &str, path: &str, headers: &[&str]) -> (u16, String) {
     (status_of(head), body.to_string())
 }
 
+/// Status code, header lines and body bytes of `GET path` on `addr`, with extra header lines:
+/// for a body that need not be text (gzip).
+pub fn request_raw(addr: &str, path: &str, headers: &[&str]) -> (u16, String, Vec<u8>) {
+    let mut s = send(addr, path, headers);
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).expect("read response");
+    let end = all
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(all.len());
+    let head = String::from_utf8_lossy(&all[..end]).into_owned();
+    let body = all.get(end + 4..).unwrap_or_default().to_vec();
+    (status_of(&head), head, body)
+}
+
 fn send(addr: &str, path: &str, headers: &[&str]) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     s.set_read_timeout(Some(Duration::from_secs(15))).ok();
