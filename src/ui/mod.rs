@@ -10,6 +10,8 @@ mod help;
 pub(crate) mod layout;
 mod members;
 pub(crate) mod osc52;
+#[cfg(test)]
+mod rows_in_view_tests;
 mod status;
 mod table;
 pub mod theme;
