@@ -5,6 +5,7 @@
 //! keeps what `prometheus-client` made for each election; the sources', the hooks' and the
 //! build's by a `prometheus-client` collector.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
@@ -16,7 +17,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use super::observer::Observed;
-use super::series::{Format, Series, flag};
+use super::series::{CHUNK, Format, Series, flag};
 use crate::model::ConnState;
 use crate::state::SourceView;
 
@@ -30,6 +31,8 @@ pub(crate) struct Metrics {
     registry: Registry,
     /// Scrapes take turns: each brings the kept labels up to date.
     series: Mutex<Series>,
+    /// How large the last gzipped scrape was: the next one's buffer is made that size.
+    last_gzip_len: AtomicUsize,
 }
 
 impl Metrics {
@@ -50,14 +53,62 @@ impl Metrics {
             observed,
             registry,
             series: Mutex::new(Series::new(context)),
+            last_gzip_len: AtomicUsize::new(0),
         }
     }
 
     /// Writes every series in the format asked for: OpenMetrics when the scraper accepts it
     /// (Prometheus does), else the classic text format (`promtool check metrics`, curl).
     pub(crate) fn encode(&self, openmetrics: bool) -> Result<String, std::fmt::Error> {
+        let last = self
+            .series
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last_len;
+        let mut out = String::with_capacity(last + 64 * 1024);
+        self.write(openmetrics, &mut out, &mut |_| {})?;
+        self.series
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last_len = out.len();
+        Ok(out)
+    }
+
+    /// [`Self::encode`] gzipped at `level`, compressed a [`CHUNK`] at a time as it is
+    /// written: the text is never whole in memory, and the one buffer it passes through is
+    /// small enough to be reused from scrape to scrape.
+    pub(crate) fn encode_gzip(&self, openmetrics: bool, level: u32) -> std::io::Result<Vec<u8>> {
+        use std::io::Write;
+        let last = self.last_gzip_len.load(Ordering::Relaxed);
+        let body = Vec::with_capacity(last + last / 4 + 1024);
+        let mut z = flate2::write::GzEncoder::new(body, flate2::Compression::new(level));
+        let mut failed = None;
+        let mut out = String::with_capacity(CHUNK + 16 * 1024);
+        let mut spill = |text: &mut String| {
+            if let Err(e) = z.write_all(text.as_bytes()) {
+                failed.get_or_insert(e);
+            }
+            text.clear();
+        };
+        self.write(openmetrics, &mut out, &mut spill)
+            .map_err(|_| std::io::Error::other("cannot encode the metrics"))?;
+        spill(&mut out);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let body = z.finish()?;
+        self.last_gzip_len.store(body.len(), Ordering::Relaxed);
+        Ok(body)
+    }
+
+    /// The elections' series, then the registry's (each handed to `spill` as `out` fills).
+    fn write(
+        &self,
+        openmetrics: bool,
+        out: &mut String,
+        spill: &mut dyn FnMut(&mut String),
+    ) -> Result<(), std::fmt::Error> {
         let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
-        let mut out = String::with_capacity(series.last_len + 64 * 1024);
         let format = if openmetrics {
             Format::OpenMetrics
         } else {
@@ -65,17 +116,15 @@ impl Metrics {
         };
         {
             let o = self.observed.read().unwrap_or_else(|p| p.into_inner());
-            series.write(&o, format, &mut out);
+            series.write(&o, format, out, spill);
         }
         // The collector takes the read lock again: not while this one is held, which a
         // waiting writer would deadlock.
         if openmetrics {
-            prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+            prometheus_client::encoding::text::encode(out, &self.registry)
         } else {
-            prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
+            prometheus_client::encoding::prometheus_text::encode(out, &self.registry)
         }
-        series.last_len = out.len();
-        Ok(out)
     }
 }
 

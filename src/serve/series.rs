@@ -171,6 +171,38 @@ pub(crate) struct Series {
     pub(crate) holders_made: u64,
 }
 
+/// How much text a scrape holds before handing it on: small enough that its buffer is
+/// reused from scrape to scrape rather than made anew (a whole scrape, 5-8 MB at 10,000
+/// elections, had its pages faulted in at every scrape), large enough that the compressor
+/// is called rarely.
+pub(crate) const CHUNK: usize = 64 * 1024;
+
+/// The text being written and where it goes once it holds a [`CHUNK`].
+struct Writer<'a> {
+    out: &'a mut String,
+    spill: &'a mut dyn FnMut(&mut String),
+    n: itoa::Buffer,
+    f: dtoa::Buffer,
+}
+
+impl Writer<'_> {
+    /// One sample: the family's name, the kept labels and the number.
+    fn sample(&mut self, head: &Head, labels: &str, v: Num) {
+        let out = &mut *self.out;
+        out.push_str(&head.sample);
+        out.push_str(labels);
+        out.push(' ');
+        out.push_str(match v {
+            Num::F(x) => self.f.format(x),
+            Num::U(x) => self.n.format(x),
+        });
+        out.push('\n');
+        if out.len() >= CHUNK {
+            (self.spill)(out);
+        }
+    }
+}
+
 impl Series {
     pub(crate) fn new(context: Option<String>) -> Series {
         let slot = Arc::new(Mutex::new(Vec::new()));
@@ -188,8 +220,16 @@ impl Series {
         }
     }
 
-    /// Writes every election's series in `format` onto `out`.
-    pub(crate) fn write(&mut self, o: &Observed, format: Format, out: &mut String) {
+    /// Writes every election's series in `format` onto `out`, handing it to `spill` each
+    /// time it holds [`CHUNK`] bytes or more (a gzip scrape compresses it then and empties
+    /// it, so the text is never whole in memory; a plain one passes a `spill` that keeps it).
+    pub(crate) fn write(
+        &mut self,
+        o: &Observed,
+        format: Format,
+        out: &mut String,
+        spill: &mut dyn FnMut(&mut String),
+    ) {
         if self.heads.is_none() {
             self.heads = Some([heads(Format::Text), heads(Format::OpenMetrics)]);
         }
@@ -220,48 +260,42 @@ impl Series {
             .collect();
         let heads = &self.heads.as_ref().expect("made above")[format as usize];
         let mut heads = heads.iter();
-        let mut n = itoa::Buffer::new();
-        let mut f = dtoa::Buffer::new();
-        let mut sample = |out: &mut String, head: &Head, labels: &str, v: Num| {
-            out.push_str(&head.sample);
-            out.push_str(labels);
-            out.push(' ');
-            out.push_str(match v {
-                Num::F(x) => f.format(x),
-                Num::U(x) => n.format(x),
-            });
-            out.push('\n');
+        let mut w = Writer {
+            out,
+            spill,
+            n: itoa::Buffer::new(),
+            f: dtoa::Buffer::new(),
         };
         for (_, _, value) in ELECTION_GAUGES {
             let head = heads.next().expect("a head per family");
-            out.push_str(&head.lines);
+            w.out.push_str(&head.lines);
             for (row, l) in &rows {
                 if let Some(v) = value(row) {
-                    sample(out, head, &l.base, Num::F(v));
+                    w.sample(head, &l.base, Num::F(v));
                 }
             }
         }
         let head = heads.next().expect("info");
-        out.push_str(&head.lines);
+        w.out.push_str(&head.lines);
         for (row, l) in &rows {
             if let (Some(_), Some((_, with_holder))) = (&row.e.leader, &l.holder) {
-                sample(out, head, with_holder, Num::U(1));
+                w.sample(head, with_holder, Num::U(1));
             }
         }
         let head = heads.next().expect("changes");
-        out.push_str(&head.lines);
+        w.out.push_str(&head.lines);
         for (row, l) in &rows {
             for (cause, n) in row.tally.map(|t| &t.changes).into_iter().flatten() {
                 if let Some((_, labels)) = l.causes.iter().find(|(c, _)| c == cause) {
-                    sample(out, head, labels, Num::U(*n));
+                    w.sample(head, labels, Num::U(*n));
                 }
             }
         }
         let head = heads.next().expect("leaderless");
-        out.push_str(&head.lines);
+        w.out.push_str(&head.lines);
         for (row, l) in &rows {
             let total = row.tally.map_or(0.0, |t| t.leaderless_s);
-            sample(out, head, &l.base, Num::F(total));
+            w.sample(head, &l.base, Num::F(total));
         }
     }
 
