@@ -382,10 +382,7 @@ fn demo_on_a_spawned_zookeeper_fails_over_and_cleans_up() {
         bin = common::electop::bin(),
     );
     let tmux = Tmux::start(80, 24, &shell);
-    // A JVM starting on a busy machine, then the election.
-    let screen = tmux.wait_screen("a leader and two followers", 2 * T, |s| {
-        s.contains(" LEADER\n") && s.matches("follower of node-").count() == 2
-    });
+    let (screen, leader) = common::tmux::demo_elected(&tmux);
     let endpoint = screen
         .split_whitespace()
         .skip_while(|w| *w != "zookeeper")
@@ -393,16 +390,6 @@ fn demo_on_a_spawned_zookeeper_fails_over_and_cleans_up() {
         .expect("the spawned ZooKeeper's endpoint on screen")
         .to_string();
     assert!(screen.contains("zookeeper on 127.0.0.1:"), "{screen}");
-    let leader = screen
-        .lines()
-        .find(|l| l.contains("node-") && l.trim_end().ends_with(" LEADER"))
-        .and_then(|l| l.split_whitespace().find(|w| w.starts_with("node-")))
-        .expect("the leader's pane")
-        .to_string();
-    assert!(
-        screen.matches(&format!("follower of {leader}")).count() == 2,
-        "both others follow {leader}:\n{screen}"
-    );
     assert_eq!(running(&format!("--zk {endpoint}")), 3, "three nodes run");
     // The demo's directory, from a node's log file flag: the server's zoo.cfg is there.
     let out = std::process::Command::new("pgrep")

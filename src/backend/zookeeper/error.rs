@@ -59,7 +59,39 @@ impl ZkError {
             other if other.to_string().starts_with("no response from connection") => {
                 ZkError::Timeout(at.to_string(), wait)
             }
+            // A connection the server closed (an expired session's, when electop was frozen
+            // past it) comes as the socket's own error: told as the loss it is.
+            other if broken_connection(&other.to_string()) => ZkError::ConnectionLoss,
             other => ZkError::Other(other.to_string()),
         }
+    }
+}
+
+/// Whether a client error is the socket going (as the OS words it), not ZooKeeper's answer.
+fn broken_connection(text: &str) -> bool {
+    [
+        "Broken pipe",
+        "Connection reset",
+        "Connection aborted",
+        "early eof",
+    ]
+    .iter()
+    .any(|words| text.contains(words))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_socket_is_told_as_a_lost_connection_and_other_words_stay_as_they_are() {
+        assert!(broken_connection("Broken pipe (os error 32)"));
+        assert!(broken_connection("Connection reset by peer (os error 104)"));
+        assert!(!broken_connection("node not exists"));
+        assert!(!broken_connection("unexpected error: bad frame"));
+        assert_eq!(
+            ZkError::ConnectionLoss.to_string(),
+            "connection to ZooKeeper lost; reconnecting"
+        );
     }
 }
