@@ -60,17 +60,10 @@ impl Metrics {
     /// Writes every series in the format asked for: OpenMetrics when the scraper accepts it
     /// (Prometheus does), else the classic text format (`promtool check metrics`, curl).
     pub(crate) fn encode(&self, openmetrics: bool) -> Result<String, std::fmt::Error> {
-        let last = self
-            .series
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .last_len;
-        let mut out = String::with_capacity(last + 64 * 1024);
-        self.write(openmetrics, &mut out, &mut |_| {})?;
-        self.series
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .last_len = out.len();
+        let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = String::with_capacity(series.last_len + 64 * 1024);
+        self.write(&mut series, openmetrics, &mut out, &mut |_| {})?;
+        series.last_len = out.len();
         Ok(out)
     }
 
@@ -90,8 +83,10 @@ impl Metrics {
             }
             text.clear();
         };
-        self.write(openmetrics, &mut out, &mut spill)
+        let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
+        self.write(&mut series, openmetrics, &mut out, &mut spill)
             .map_err(|_| std::io::Error::other("cannot encode the metrics"))?;
+        drop(series);
         spill(&mut out);
         if let Some(e) = failed {
             return Err(e);
@@ -101,14 +96,15 @@ impl Metrics {
         Ok(body)
     }
 
-    /// The elections' series, then the registry's (each handed to `spill` as `out` fills).
+    /// The elections' series, then the registry's (each handed to `spill` as `out` fills),
+    /// with `series` locked by the caller for the whole scrape: scrapes take turns.
     fn write(
         &self,
+        series: &mut Series,
         openmetrics: bool,
         out: &mut String,
         spill: &mut dyn FnMut(&mut String),
     ) -> Result<(), std::fmt::Error> {
-        let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
         let format = if openmetrics {
             Format::OpenMetrics
         } else {
