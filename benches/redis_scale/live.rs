@@ -139,10 +139,10 @@ fn deleted_at(deleted: &Deleted, k: &str) -> Instant {
     }
 }
 
-/// 20 keys of the first page released one at a time: when the header counts one more
-/// election without a leader, by `capture-pane` polled as fast as it goes (a few ms a
-/// capture, which bounds the resolution) and by the arrival of the frame that showed it
-/// ([`Painted::frame`]).
+/// 40 keys of the first page released one at a time: when the header counts one more
+/// election without a leader, by `capture-pane` and by the arrival of the frame that
+/// showed it ([`Painted::frame`]); the captures made each way of [`painted::CAPTURES`] in
+/// turns.
 fn screen(home: &Path, server: &RedisServer, args: &[String], deleted: &Deleted, n: usize) {
     let t = tui::start(home, args);
     let painted = Painted::start(&t.tmux, home);
@@ -152,17 +152,21 @@ fn screen(home: &Path, server: &RedisServer, args: &[String], deleted: &Deleted,
         });
     std::thread::sleep(Duration::from_secs(2));
     painted.wait_flowing(Duration::from_secs(10));
-    let mut seen = painted::Seen::default();
-    for i in 0..20 {
+    let mut seen: [painted::Seen; 2] = Default::default();
+    for i in 0..40 {
         let k = key(n, i);
         let next = format!("✖ {} no leader", i + 1);
+        let (quiet, _) = painted::CAPTURES[i % 2];
         let sent = Instant::now();
         server.cli(&["DEL", &k]);
-        let shown = painted::poll(&t.tmux, sent, |l| l.contains(&next));
+        let shown = painted::poll(&t.tmux, sent, quiet, |l| l.contains(&next));
         let at = deleted_at(deleted, &k);
-        seen.add(&painted, shown, at);
+        seen[i % 2].add(&painted, shown, at);
         std::thread::sleep(Duration::from_millis(200));
     }
     drop(t);
-    seen.rows(home, "releases");
+    for (s, (_, how)) in seen.into_iter().zip(painted::CAPTURES) {
+        s.rows("releases", how);
+    }
+    painted::relay_row(home);
 }

@@ -196,10 +196,10 @@ fn deleted_at(deleted: &Deleted, node: &str) -> Instant {
     }
 }
 
-/// The leader of each of the first 20 elections (on the screen's first page), candidate
-/// `first`, deleted one at a time: when the next shows as leader, by `capture-pane` polled as fast
-/// as it goes (a few ms a capture, which bounds the resolution) and by the arrival of the
-/// frame that showed it ([`Painted::frame`]).
+/// The leader of each of the first 40 elections (on the screen's first page), candidate
+/// `first`, deleted one at a time: when the next shows as leader, by `capture-pane` and by
+/// the arrival of the frame that showed it ([`Painted::frame`]); the captures made each
+/// way of [`painted::CAPTURES`] in turns.
 fn screen(
     rt: &tokio::runtime::Runtime,
     home: &Path,
@@ -218,22 +218,28 @@ fn screen(
     // History and the members' first probe, as for idle.
     std::thread::sleep(Duration::from_secs(2));
     painted.wait_flowing(Duration::from_secs(10));
-    let mut seen = painted::Seen::default();
-    for e in 0..20 {
+    let mut seen: [painted::Seen; 2] = Default::default();
+    for e in 0..40 {
         let next = format!("node-{e}-{}", first + 1);
         if !t.tmux.capture().contains(&format!("node-{e}-{first}")) {
             continue; // not on the first page
         }
         let node = rt.block_on(load::leader(loader, prefix, e));
+        let (quiet, _) = painted::CAPTURES[e % 2];
         let sent = Instant::now();
         rt.block_on(loader.delete(&node, None)).expect("delete");
         // The election's own row: the candidates' panel lists the next leader already.
         let row = load::election(e);
-        let shown = painted::poll(&t.tmux, sent, |l| l.contains(&row) && l.contains(&next));
+        let shown = painted::poll(&t.tmux, sent, quiet, |l| {
+            l.contains(&row) && l.contains(&next)
+        });
         let at = deleted_at(deleted, &node);
-        seen.add(&painted, shown, at);
+        seen[e % 2].add(&painted, shown, at);
         std::thread::sleep(Duration::from_millis(200));
     }
     drop(t);
-    seen.rows(home, "failovers");
+    for (s, (_, how)) in seen.into_iter().zip(painted::CAPTURES) {
+        s.rows("failovers", how);
+    }
+    painted::relay_row(home);
 }
