@@ -53,7 +53,7 @@ pub(crate) type Reload = Box<dyn Fn() -> Result<Vec<SourceConfig>, String> + Sen
 /// given a moment to finish, every source is stopped. SIGHUP re-reads the config: the
 /// sources restart with what it says now, the listener and hooks carry on.
 pub(crate) async fn run(
-    sources: &[SourceConfig],
+    sources: Vec<SourceConfig>,
     mut opts: BackendOptions,
     o: Options,
     reload: Reload,
@@ -66,7 +66,7 @@ pub(crate) async fn run(
     let tcp = tokio::net::TcpListener::bind(o.listen)
         .await
         .with_context(|| format!("cannot listen on {}", o.listen))?;
-    let mut configs = sources.to_vec();
+    let mut configs = sources;
     let mut running = Sources::spawn(&configs, &opts)?;
     let observed = Arc::new(RwLock::new(observed_of(&running)));
     let (events, _) = broadcast::channel(EVENTS_BUFFERED);

@@ -149,3 +149,83 @@ fn a_revision_already_known_changes_nothing() {
     assert_eq!(m.apply(unknown), Applied::Source);
     assert!(!m.all_synced(), "an unknown source changes no known one");
 }
+
+/// `n` changes of `name`, the oldest `oldest` before `wall`, the newest `newest` before.
+fn changed(name: &str, wall: SystemTime, (oldest, newest): (u64, u64), n: u64) -> Election {
+    let mut e = election(name, Some("a"));
+    for i in 0..n {
+        let ago = oldest - (oldest - newest) * i / (n - 1).max(1);
+        e.record(
+            crate::model::HistoryEntry {
+                at: Some(wall - Duration::from_secs(ago)),
+                revision: None,
+                from: Some("b".into()),
+                to: Some("a".into()),
+                cause: crate::model::Cause::TakenOver,
+                by: None,
+            },
+            50,
+        );
+    }
+    e
+}
+
+fn flapping(m: &ReadModel, name: &str) -> bool {
+    m.alarms(&(0, name.into()))
+        .is_some_and(|(a, _)| a.has(Alarm::Flapping))
+}
+
+/// A rate moves when the oldest change in the window leaves it; only then is the election
+/// looked at again, not every second while it has changes in the window.
+#[test]
+fn a_rate_is_redone_when_its_oldest_change_leaves_the_window_and_not_before() {
+    let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+    let mut m = ReadModel::new(vec![SourceInfo::test_etcd()], now(), wall);
+    // 5 changes in the last minute (over the 4 of flapping), the oldest 50 s ago; and one
+    // whose 5 are all within the last 20 s.
+    m.apply(SourceEvent::Elections {
+        source: 0,
+        elections: vec![
+            changed("early", wall, (50, 10), 5),
+            changed("late", wall, (20, 1), 5),
+        ],
+    });
+    m.settle();
+    assert!(flapping(&m, "early") && flapping(&m, "late"));
+    let at = |s: u64| wall + Duration::from_millis(s * 1000 + 500);
+    for s in 1..10 {
+        m.tick(now(), at(s));
+        assert_eq!(
+            m.settle(),
+            Settled::Some(vec![]),
+            "second {s}: nothing left"
+        );
+    }
+    // 50 s + 60 s - 50 s: the oldest of "early" leaves in second 10.
+    m.tick(now(), at(10));
+    assert_eq!(m.settle(), Settled::Some(vec![(0, "early".into())]));
+    assert!(!flapping(&m, "early"), "4 left in the window: not over 4");
+    assert!(flapping(&m, "late"));
+
+    // A change since makes "late" looked at as it is now (its oldest still leaves in second
+    // 40); "early"'s next oldest leave in seconds 20, 30 and 40.
+    m.apply(SourceEvent::Elections {
+        source: 0,
+        elections: vec![changed("late", wall, (20, 1), 6)],
+    });
+    m.settle();
+    for s in 11..=40 {
+        m.tick(now(), at(s));
+        let want: Vec<Key> = match s {
+            20 | 30 => vec![(0, "early".into())],
+            40 => vec![(0, "early".into()), (0, "late".into())],
+            _ => vec![],
+        };
+        let Settled::Some(mut got) = m.settle() else {
+            panic!("second {s}: all redone")
+        };
+        got.sort();
+        assert_eq!(got, want, "second {s}");
+    }
+    assert!(flapping(&m, "late"), "5 of its 6 in the window still");
+}
