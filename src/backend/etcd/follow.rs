@@ -72,7 +72,7 @@ pub(super) struct Link {
     pub client: Client,
     pub endpoint: String,
     /// Where the times of changes seen live are kept for this cluster.
-    pub times: Option<std::path::PathBuf>,
+    pub times: Option<super::times::TimesFile>,
 }
 
 /// Aborts the member probe when the backend stops.
@@ -445,7 +445,7 @@ impl Session<'_> {
             Arc::clone(&snapshot),
             revision,
             progress,
-            link.times.clone(),
+            link.times.as_ref().map(|t| t.path().to_path_buf()),
         ));
         self.state.replay = Replay::Running {
             task,
@@ -479,12 +479,12 @@ impl Session<'_> {
 }
 
 /// The times file of the cluster this member belongs to (from a response header).
-async fn cluster_times(link: &mut Link) -> Option<std::path::PathBuf> {
+async fn cluster_times(link: &mut Link) -> Option<super::times::TimesFile> {
     let resp = tokio::time::timeout(Duration::from_secs(2), link.client.status())
         .await
         .ok()?
         .ok()?;
-    super::times::path(resp.header()?.cluster_id())
+    super::times::path(resp.header()?.cluster_id()).map(super::times::TimesFile::new)
 }
 
 /// A first snapshot read, for the tracker made with it to load: the prefixes it covers.

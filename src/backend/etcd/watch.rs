@@ -532,15 +532,16 @@ pub(super) async fn synced(
 /// Applies live changes at once; the fates of deleted keys' leases are read first, and a
 /// fate that cannot be read leaves the cause to the countdown rather than losing the change.
 /// Keeps when each leader change was seen live, for dashboards started later.
-fn record_times(path: &std::path::Path, events: &[crate::model::Event]) {
+fn record_times(file: &super::times::TimesFile, events: &[crate::model::Event]) {
     use crate::model::EventKind::{LeaderChanged, LeaderElected, LeaderLost};
     let seen: Vec<(i64, SystemTime)> = events
         .iter()
         .filter(|e| matches!(e.kind, LeaderElected | LeaderChanged | LeaderLost))
         .filter_map(|e| Some((e.revision?, e.at?)))
         .collect();
-    if let Err(e) = super::times::append(path, &seen, super::times::MAX_BYTES) {
-        tracing::warn!(%e, path = %path.display(), "cannot record when changes were seen");
+    if let Err(e) = file.append(&seen, super::times::MAX_BYTES) {
+        let path = file.path().display();
+        tracing::warn!(%e, %path, "cannot record when changes were seen");
     }
 }
 
@@ -561,8 +562,8 @@ pub(super) async fn apply(
         replayed: false,
     };
     let (elections, events) = tracker.apply(changes, &f, seen);
-    if let Some(path) = link.times.as_deref() {
-        record_times(path, &events);
+    if let Some(file) = link.times.as_ref() {
+        record_times(file, &events);
     }
     let source = backend.info.id;
     if !elections.is_empty() {
