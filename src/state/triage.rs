@@ -173,10 +173,12 @@ pub(super) fn next_second(m: &mut ReadModel) {
 }
 
 impl Triage {
-    /// Looks at election `key`'s rate again in second `at`.
+    /// Looks at election `key`'s rate again in second `at`. Already due then (a change that
+    /// left its oldest in place): its entry in `due` stands, and is not made twice.
     fn follow(&mut self, key: Key, at: u64) {
-        self.recent.insert(key.clone(), at);
-        self.due.entry(at).or_default().push(key);
+        if self.recent.insert(key.clone(), at) != Some(at) {
+            self.due.entry(at).or_default().push(key);
+        }
     }
 }
 
