@@ -37,15 +37,24 @@ impl Layout {
     }
 }
 
-/// Leases long enough to outlive the run.
-const TTL: i64 = 3600;
+/// Leases long enough to outlive the run: an hour, or with a soak
+/// (`ELECTOP_BENCH_SOAK_MIN`) an hour past its end. An hour's leases ended a 95-minute soak
+/// at its 58th minute: their keys went with them, and the driver's puts on them failed.
+fn ttl() -> i64 {
+    let soak = std::env::var("ELECTOP_BENCH_SOAK_MIN")
+        .ok()
+        .and_then(|m| m.parse::<i64>().ok())
+        .unwrap_or(0);
+    3600 + soak * 60
+}
 const IN_FLIGHT: usize = 32;
 
 pub async fn grant(client: &Client, n: usize) -> Vec<i64> {
+    let ttl = ttl();
     futures::stream::iter(0..n)
         .map(|_| {
             let mut c = client.clone();
-            async move { c.lease_grant(TTL, None).await.expect("lease grant").id() }
+            async move { c.lease_grant(ttl, None).await.expect("lease grant").id() }
         })
         .buffer_unordered(IN_FLIGHT)
         .collect()
