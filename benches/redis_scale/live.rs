@@ -8,15 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::redis::RedisServer;
-use crate::lines::Lines;
 use crate::painted::{self, Painted};
-use crate::{electop, key, procs, token, tui};
+use crate::{key, procs, token, tui};
 
 /// Releases at a steady rate: 200 at 20 a second.
 const RELEASES: usize = 200;
 const EVERY: Duration = Duration::from_millis(50);
-/// How long "idle" is measured.
-const IDLE: Duration = Duration::from_secs(20);
 
 /// When the bench's own subscription saw each key deleted.
 type Deleted = Arc<Mutex<HashMap<String, Instant>>>;
@@ -59,7 +56,7 @@ pub fn run(home: &Path, server: &RedisServer, args: &[String], n: usize) {
         screen(home, server, args, &deleted, n);
         return;
     }
-    let ours = idle(home, args, n);
+    let ours = crate::idle::idle(home, args, n, "lock keys");
     let deleted = reference(&rt, &server.url(), &args[3]);
     let (mut delays, mut missed) = (Vec::new(), Vec::new());
     // The last keys: the first page's are kept for the screen.
@@ -92,38 +89,6 @@ pub fn run(home: &Path, server: &RedisServer, args: &[String], n: usize) {
         missed.len()
     );
     screen(home, server, args, &deleted, n);
-}
-
-/// The dashboard's and `watch --json`'s idle CPU; the `watch`, still running.
-fn idle(home: &Path, args: &[String], n: usize) -> Lines {
-    println!("\n## Idle, {n} lock keys, nothing changing (% of one core over {IDLE:?})\n");
-    println!("| process | idle CPU | RSS |");
-    println!("|---|---|---|");
-    let t = tui::start(home, args);
-    t.tmux
-        .wait_screen("the elections", Duration::from_secs(60), |s| {
-            s.contains(&format!("{n} elections"))
-        });
-    std::thread::sleep(Duration::from_secs(2));
-    idle_row("TUI 200x50", t.pid);
-    drop(t);
-    let ours = watch(home, args);
-    std::thread::sleep(Duration::from_secs(2));
-    idle_row("watch --json", ours.pid());
-    ours
-}
-
-fn watch(home: &Path, args: &[String]) -> Lines {
-    let mut w = electop(home);
-    let ours = Lines::start(w.args(args).args(["watch", "--json"]));
-    ours.wait(&["\"synced\""], Duration::from_secs(60))
-        .unwrap_or_else(|| panic!("watch not synced: {:?}", ours.all()));
-    ours
-}
-
-fn idle_row(what: &str, pid: u32) {
-    let idle = procs::cpu_percent(pid, IDLE);
-    println!("| {what} | {idle:.2}% | {:.0} MiB |", procs::rss_mib(pid));
 }
 
 /// When the reference subscription saw `k` go (waiting a little: it may come after

@@ -8,6 +8,8 @@
 #[path = "../../tests/common/mod.rs"]
 #[allow(dead_code, unused_imports, clippy::all)]
 mod common;
+#[path = "../zk_scale/idle.rs"]
+mod idle;
 #[path = "../zk_scale/lines.rs"]
 #[allow(dead_code)]
 mod lines;

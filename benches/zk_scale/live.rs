@@ -9,15 +9,12 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client::{AddWatchMode, Client, EventType};
 
-use crate::lines::Lines;
 use crate::painted::{self, Painted};
-use crate::{electop, load, procs, tui};
+use crate::{load, procs, tui};
 
 /// Deletions at a steady rate: 200 at 20 a second.
 const DELETIONS: usize = 200;
 const EVERY: Duration = Duration::from_millis(50);
-/// How long "idle" is measured.
-const IDLE: Duration = Duration::from_secs(20);
 
 /// When the bench's own watch saw each node deleted, and when it had re-read that node's
 /// election after it (by node path).
@@ -84,7 +81,7 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path, loader: &Client, args: &[S
         screen(rt, home, loader, args, (&deleted, 0));
         return;
     }
-    let ours = idle(home, args, n);
+    let ours = crate::idle::idle(home, args, n, "elections");
     let (_client, deleted) = rt.block_on(reference(&endpoint, &prefix));
     let (mut delays, mut notified, mut floor) = (Vec::new(), Vec::new(), Vec::new());
     let mut missed = Vec::new();
@@ -135,39 +132,6 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path, loader: &Client, args: &[S
     );
     // The first 200 elections' first candidates went above: the second ones lead.
     screen(rt, home, loader, args, (&deleted, 1));
-}
-
-/// The dashboard's and `watch --json`'s idle CPU; the `watch`, still running.
-fn idle(home: &Path, args: &[String], n: usize) -> Lines {
-    println!("\n## Idle, {n} elections, nothing changing (% of one core over {IDLE:?})\n");
-    println!("| process | idle CPU | RSS |");
-    println!("|---|---|---|");
-    let t = tui::start(home, args);
-    t.tmux
-        .wait_screen("the elections", Duration::from_secs(60), |s| {
-            s.contains(&format!("{n} elections"))
-        });
-    // The first second's work (history, the members' first probe) is not idling.
-    std::thread::sleep(Duration::from_secs(2));
-    idle_row("TUI 200x50", t.pid);
-    drop(t);
-    let ours = watch(home, args);
-    std::thread::sleep(Duration::from_secs(2));
-    idle_row("watch --json", ours.pid());
-    ours
-}
-
-fn watch(home: &Path, args: &[String]) -> Lines {
-    let mut w = electop(home);
-    let ours = Lines::start(w.args(args).args(["watch", "--json"]));
-    ours.wait(&["\"synced\""], Duration::from_secs(60))
-        .unwrap_or_else(|| panic!("watch not synced: {:?}", ours.all()));
-    ours
-}
-
-fn idle_row(what: &str, pid: u32) {
-    let idle = procs::cpu_percent(pid, IDLE);
-    println!("| {what} | {idle:.2}% | {:.0} MiB |", procs::rss_mib(pid));
 }
 
 /// When the reference had re-read `node`'s election after it went (waiting a little).

@@ -8,6 +8,7 @@
 #[path = "../../tests/common/mod.rs"]
 #[allow(dead_code, unused_imports, clippy::all)]
 mod common;
+mod idle;
 mod lines;
 mod live;
 mod load;
