@@ -41,18 +41,25 @@ static DB: LazyLock<Mutex<MariaDb>> = LazyLock::new(|| {
 });
 static PLUGIN: RwLock<()> = RwLock::new(());
 
+/// The server, stopped when the binary exits (a `static` is never dropped).
+fn db() -> &'static Mutex<MariaDb> {
+    let db: &'static Mutex<MariaDb> = &DB;
+    MariaDb::stop_at_exit(db);
+    db
+}
+
 fn url() -> String {
-    DB.lock().unwrap_or_else(|e| e.into_inner()).url()
+    db().lock().unwrap_or_else(|e| e.into_inner()).url()
 }
 
 /// The URL as one of the accounts made above.
 fn url_as(user: &str) -> String {
-    let port = DB.lock().unwrap_or_else(|e| e.into_inner()).port();
+    let port = db().lock().unwrap_or_else(|e| e.into_inner()).port();
     format!("mysql://{user}:pw-{user}@127.0.0.1:{port}/electop")
 }
 
 fn with_db<R>(f: impl FnOnce(&MariaDb) -> R) -> R {
-    f(&DB.lock().unwrap_or_else(|e| e.into_inner()))
+    f(&db().lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 fn args(url: &str) -> Vec<String> {

@@ -283,6 +283,30 @@ impl MariaDb {
         }
     }
 
+    /// For a server kept in a `static`, which is never dropped: killed and its
+    /// data dir removed when the test binary exits, as dropping it would.
+    pub fn stop_at_exit(db: &'static std::sync::Mutex<MariaDb>) {
+        static KEPT: std::sync::OnceLock<&'static std::sync::Mutex<MariaDb>> =
+            std::sync::OnceLock::new();
+        extern "C" fn at_exit() {
+            if let Some(db) = KEPT.get() {
+                // Held by a thread still running at exit: left as it was.
+                let mut db = match db.try_lock() {
+                    Ok(db) => db,
+                    Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(std::sync::TryLockError::WouldBlock) => return,
+                };
+                db.kill();
+                let _ = std::fs::remove_dir_all(db.dir.path());
+            }
+        }
+        if KEPT.set(db).is_ok() {
+            // SAFETY: registers a plain function with no arguments; libtest ends the
+            // process with `exit`, which runs it once.
+            unsafe { libc::atexit(at_exit) };
+        }
+    }
+
     /// Crash: SIGKILL (the next start runs InnoDB crash recovery). No-op if
     /// stopped.
     pub fn kill(&mut self) {
