@@ -151,22 +151,26 @@ pub(crate) fn of(e: &Election, cx: &Context) -> Alarms {
     a
 }
 
-/// Leader changes per minute over the `window` before `wall`. Only changes with a time count:
-/// ones replayed from etcd's past revisions have none and say nothing about the rate now.
-pub(crate) fn rate_per_min(
+/// Leader changes per minute over the `window` before `wall`, and when the oldest change it
+/// counted was seen (the rate next moves at that plus the window). Only changes with a time
+/// count: ones replayed from etcd's past revisions have none and say nothing about the rate
+/// now.
+pub(crate) fn rate_and_oldest(
     history: &VecDeque<HistoryEntry>,
     wall: SystemTime,
     window: Duration,
-) -> f64 {
+) -> (f64, Option<SystemTime>) {
     let since = wall.checked_sub(window).unwrap_or(SystemTime::UNIX_EPOCH);
     // Newest first, stopping at the first change older than the window: O(changes in it).
-    let n = history
-        .iter()
-        .rev()
-        .filter_map(|h| h.at)
-        .take_while(|at| *at > since)
-        .count();
-    n as f64 * 60.0 / window.as_secs_f64().max(1.0)
+    let (mut n, mut oldest) = (0usize, None);
+    for at in history.iter().rev().filter_map(|h| h.at) {
+        if at <= since {
+            break;
+        }
+        n += 1;
+        oldest = Some(at);
+    }
+    (n as f64 * 60.0 / window.as_secs_f64().max(1.0), oldest)
 }
 
 #[cfg(test)]
@@ -196,20 +200,20 @@ mod tests {
             .map(|i| change(Some(t0() + Duration::from_secs(2 * i))))
             .collect();
         let end = t0() + Duration::from_secs(99);
-        assert_eq!(rate_per_min(&h, end, FLAP_WINDOW), 30.0);
+        assert_eq!(rate_and_oldest(&h, end, FLAP_WINDOW).0, 30.0);
         // A minute after the last change, none is in the window any more.
         let later = t0() + Duration::from_secs(98 + 60);
-        assert_eq!(rate_per_min(&h, later, FLAP_WINDOW), 0.0);
+        assert_eq!(rate_and_oldest(&h, later, FLAP_WINDOW).0, 0.0);
         // Halfway: the changes of the last 30 s of flapping are left.
         let half = t0() + Duration::from_secs(98 + 30);
-        assert_eq!(rate_per_min(&h, half, FLAP_WINDOW), 15.0);
+        assert_eq!(rate_and_oldest(&h, half, FLAP_WINDOW).0, 15.0);
     }
 
     #[test]
     fn replayed_changes_without_time_do_not_count() {
         let mut h: VecDeque<HistoryEntry> = (0..10).map(|_| change(None)).collect();
         h.push_back(change(Some(t0())));
-        assert_eq!(rate_per_min(&h, t0(), FLAP_WINDOW), 1.0);
+        assert_eq!(rate_and_oldest(&h, t0(), FLAP_WINDOW).0, 1.0);
     }
 
     #[test]

@@ -153,14 +153,14 @@ pub(super) fn next_second(m: &mut ReadModel) {
                 t.recent.remove(&key);
                 continue;
             };
-            let rate = alarm::rate_per_min(&e.history, m.wall, alarm::FLAP_WINDOW);
+            let (rate, next) = window(e, m.wall);
             if t.cached.get(&key).is_none_or(|c| c.1 != rate) {
                 t.recent.remove(&key);
                 moved.push(key);
                 continue;
             }
             // Not yet (the second began before the change left): the next one.
-            match next_move(e, m.wall) {
+            match next {
                 Some(next) => t.follow(key, next.max(t.second + 1)),
                 None => {
                     t.recent.remove(&key);
@@ -182,18 +182,12 @@ impl Triage {
     }
 }
 
-/// The second in which `e`'s rate of changes next moves: when its oldest change inside the
-/// flapping window leaves it; `None` with none inside.
-fn next_move(e: &Election, wall: SystemTime) -> Option<u64> {
-    let since = wall.checked_sub(alarm::FLAP_WINDOW)?;
-    let oldest = e
-        .history
-        .iter()
-        .rev()
-        .filter_map(|h| h.at)
-        .take_while(|at| *at > since)
-        .last()?;
-    Some(second(oldest + alarm::FLAP_WINDOW))
+/// `e`'s leader changes a minute, and the second in which that next moves: when its oldest
+/// change inside the flapping window leaves it (`None` with none inside). One walk of the
+/// history for both.
+fn window(e: &Election, wall: SystemTime) -> (f64, Option<u64>) {
+    let (rate, oldest) = alarm::rate_and_oldest(&e.history, wall, alarm::FLAP_WINDOW);
+    (rate, oldest.map(|at| second(at + alarm::FLAP_WINDOW)))
 }
 
 fn count(counts: &mut [usize; Alarm::ALL.len()], alarms: Alarms, add: bool) {
@@ -204,8 +198,8 @@ fn count(counts: &mut [usize; Alarm::ALL.len()], alarms: Alarms, add: bool) {
 }
 
 fn compute(m: &ReadModel, t: &mut Triage, key: &Key, e: &Election) -> (Alarms, f64) {
-    let rate = alarm::rate_per_min(&e.history, m.wall, alarm::FLAP_WINDOW);
-    if let Some(at) = next_move(e, m.wall) {
+    let (rate, next) = window(e, m.wall);
+    if let Some(at) = next {
         t.follow(key.clone(), at);
     }
     if e.is_empty() {
