@@ -16,6 +16,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
+use super::gzip::Gzip;
 use super::observer::Observed;
 use super::series::{CHUNK, Format, Series, flag};
 use crate::model::ConnState;
@@ -33,6 +34,8 @@ pub(crate) struct Metrics {
     series: Mutex<Series>,
     /// How large the last gzipped scrape was: the next one's buffer is made that size.
     last_gzip_len: AtomicUsize,
+    /// The compressor, kept for the next gzipped scrape.
+    gzip: Mutex<Gzip>,
 }
 
 impl Metrics {
@@ -54,6 +57,7 @@ impl Metrics {
             registry,
             series: Mutex::new(Series::new(context)),
             last_gzip_len: AtomicUsize::new(0),
+            gzip: Mutex::new(Gzip::new(1)),
         }
     }
 
@@ -69,16 +73,15 @@ impl Metrics {
 
     /// [`Self::encode`] gzipped at `level`, compressed a [`CHUNK`] at a time as it is
     /// written: the text is never whole in memory, and the one buffer it passes through is
-    /// small enough to be reused from scrape to scrape.
+    /// small enough to be reused from scrape to scrape, as is the compressor.
     pub(crate) fn encode_gzip(&self, openmetrics: bool, level: u32) -> std::io::Result<Vec<u8>> {
-        use std::io::Write;
+        let mut gzip = self.gzip.lock().unwrap_or_else(|p| p.into_inner());
         let last = self.last_gzip_len.load(Ordering::Relaxed);
-        let body = Vec::with_capacity(last + last / 4 + 1024);
-        let mut z = flate2::write::GzEncoder::new(body, flate2::Compression::new(level));
+        gzip.start(level, last + last / 4 + 1024);
         let mut failed = None;
         let mut out = String::with_capacity(CHUNK + 16 * 1024);
         let mut spill = |text: &mut String| {
-            if let Err(e) = z.write_all(text.as_bytes()) {
+            if let Err(e) = gzip.write(text.as_bytes()) {
                 failed.get_or_insert(e);
             }
             text.clear();
@@ -91,7 +94,7 @@ impl Metrics {
         if let Some(e) = failed {
             return Err(e);
         }
-        let body = z.finish()?;
+        let body = gzip.finish()?;
         self.last_gzip_len.store(body.len(), Ordering::Relaxed);
         Ok(body)
     }

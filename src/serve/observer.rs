@@ -49,6 +49,10 @@ impl Causes {
         self.0.iter().find(|(c, _)| *c == cause).map(|(_, n)| n)
     }
 
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
     pub(crate) fn keys(&self) -> impl Iterator<Item = &&'static str> {
         self.0.iter().map(|(c, _)| c)
     }

@@ -154,6 +154,51 @@ struct Labels {
     causes: Vec<(&'static str, Box<str>)>,
 }
 
+impl Labels {
+    /// Has a label set per cause the election's changes are counted under, in the counts'
+    /// order, so a scrape writes them side by side without looking any up.
+    fn follow_causes(&mut self, t: &Tally) {
+        // The causes are `&'static str`s from one table: the same cause is the same pointer,
+        // and the text is compared only when it is not.
+        let same = |a: &str, b: &str| std::ptr::eq(a, b) || a == b;
+        let mut wanted = t.changes.keys();
+        let in_order = self.causes.len() == t.changes.len()
+            && self
+                .causes
+                .iter()
+                .all(|(c, _)| wanted.next().is_some_and(|w| same(c, w)));
+        if in_order {
+            return;
+        }
+        let mut made = std::mem::take(&mut self.causes);
+        for cause in t.changes.keys() {
+            let label = match made.iter().position(|(c, _)| same(c, cause)) {
+                Some(i) => made.swap_remove(i).1,
+                None => with_label(&self.base, "cause", cause),
+            };
+            self.causes.push((cause, label));
+        }
+    }
+}
+
+/// An election's numbers at a scrape: each gauge's sample (none: no sample), then what the
+/// `_info` and counter families need.
+struct Numbers<'a> {
+    gauges: [Option<f64>; ELECTION_GAUGES.len()],
+    led: bool,
+    tally: Option<&'a Tally>,
+}
+
+impl<'a> Numbers<'a> {
+    fn of(row: &Row<'a>) -> Numbers<'a> {
+        Numbers {
+            gauges: std::array::from_fn(|g| (ELECTION_GAUGES[g].2)(row)),
+            led: row.e.leader.is_some(),
+            tally: row.tally,
+        }
+    }
+}
+
 /// What a scrape keeps for the next: the families' heads and each election's labels.
 pub(crate) struct Series {
     /// Heads by format, in the order the families are written.
@@ -192,10 +237,18 @@ impl Writer<'_> {
         out.push_str(&head.sample);
         out.push_str(labels);
         out.push(' ');
-        out.push_str(match v {
-            Num::F(x) => self.f.format(x),
-            Num::U(x) => self.n.format(x),
-        });
+        match v {
+            // A whole number (a flag, a count, a term of whole seconds: most samples) as
+            // `dtoa` writes it, `1.0`, for a sixth of its cost.
+            Num::F(x)
+                if x.fract() == 0.0 && x.abs() < 1e15 && !(x == 0.0 && x.is_sign_negative()) =>
+            {
+                out.push_str(self.n.format(x as i64));
+                out.push_str(".0");
+            }
+            Num::F(x) => out.push_str(self.f.format(x)),
+            Num::U(x) => out.push_str(self.n.format(x)),
+        }
         out.push('\n');
         if out.len() >= CHUNK {
             (self.spill)(out);
@@ -233,21 +286,22 @@ impl Series {
         if self.heads.is_none() {
             self.heads = Some([heads(Format::Text), heads(Format::OpenMetrics)]);
         }
-        self.refresh(o);
+        let tallies = self.refresh(o);
         let flapping = o.model.alarm_counts()[Alarm::Flapping as usize] > 0;
         let as_of: Vec<Instant> = (0..o.model.sources.len())
             .map(|s| o.model.as_of(s))
             .collect();
-        // What each election's numbers need, looked up once rather than once a family.
-        let rows: Vec<(Row<'_>, &Labels)> = o
+        // Each election's numbers, worked out once rather than once a family: a family's
+        // pass then reads them in order instead of going back to every election's data.
+        let rows: Vec<Numbers<'_>> = o
             .model
             .elections
             .iter()
-            .zip(&self.labels)
-            .map(|((key, e), (_, l))| {
+            .zip(tallies)
+            .map(|((key, e), tally)| {
                 let row = Row {
                     e,
-                    tally: o.tallies.get(key),
+                    tally,
                     flapping: flapping
                         && o.model
                             .alarms(key)
@@ -255,7 +309,7 @@ impl Series {
                     as_of: as_of.get(key.0).copied().unwrap_or(o.model.now),
                     now: o.model.now,
                 };
-                (row, l)
+                Numbers::of(&row)
             })
             .collect();
         let heads = &self.heads.as_ref().expect("made above")[format as usize];
@@ -266,34 +320,34 @@ impl Series {
             n: itoa::Buffer::new(),
             f: dtoa::Buffer::new(),
         };
-        for (_, _, value) in ELECTION_GAUGES {
+        for g in 0..ELECTION_GAUGES.len() {
             let head = heads.next().expect("a head per family");
             w.out.push_str(&head.lines);
-            for (row, l) in &rows {
-                if let Some(v) = value(row) {
+            for (row, (_, l)) in rows.iter().zip(&self.labels) {
+                if let Some(v) = row.gauges[g] {
                     w.sample(head, &l.base, Num::F(v));
                 }
             }
         }
         let head = heads.next().expect("info");
         w.out.push_str(&head.lines);
-        for (row, l) in &rows {
-            if let (Some(_), Some((_, with_holder))) = (&row.e.leader, &l.holder) {
+        for (row, (_, l)) in rows.iter().zip(&self.labels) {
+            if let (true, Some((_, with_holder))) = (row.led, &l.holder) {
                 w.sample(head, with_holder, Num::U(1));
             }
         }
         let head = heads.next().expect("changes");
         w.out.push_str(&head.lines);
-        for (row, l) in &rows {
-            for (cause, n) in row.tally.map(|t| &t.changes).into_iter().flatten() {
-                if let Some((_, labels)) = l.causes.iter().find(|(c, _)| c == cause) {
-                    w.sample(head, labels, Num::U(*n));
-                }
+        for (row, (_, l)) in rows.iter().zip(&self.labels) {
+            // The kept cause labels are in the tally's order (refresh saw to it).
+            let counts = row.tally.map(|t| &t.changes).into_iter().flatten();
+            for ((_, n), (_, labels)) in counts.zip(&l.causes) {
+                w.sample(head, labels, Num::U(*n));
             }
         }
         let head = heads.next().expect("leaderless");
         w.out.push_str(&head.lines);
-        for (row, l) in &rows {
+        for (row, (_, l)) in rows.iter().zip(&self.labels) {
             let total = row.tally.map_or(0.0, |t| t.leaderless_s);
             w.sample(head, &l.base, Num::F(total));
         }
@@ -301,14 +355,22 @@ impl Series {
 
     /// Brings the kept labels to the model's elections, in its order: a walk of both, which
     /// keeps what it finds, makes the labels of an election new here, drops those of one
-    /// gone; the `_info` labels made again where the holder changed, one set per cause
-    /// first counted.
-    fn refresh(&mut self, o: &Observed) {
+    /// gone; the `_info` labels made again where the holder changed, the cause labels kept
+    /// in the order of the election's counts. Returns each election's counts, found once.
+    fn refresh<'o>(&mut self, o: &'o Observed) -> Vec<Option<&'o Tally>> {
+        use std::cmp::Ordering::{Equal, Less};
         let mut old = std::mem::take(&mut self.labels).into_iter().peekable();
         let mut kept = Vec::with_capacity(o.model.elections.len());
+        let mut tallies = Vec::with_capacity(o.model.elections.len());
         for (key, e) in &o.model.elections {
-            while old.next_if(|(k, _)| k < key).is_some() {}
-            let (key, mut l) = match old.next_if(|(k, _)| k == key) {
+            let known = loop {
+                match old.peek().map(|(k, _)| k.cmp(key)) {
+                    Some(Less) => drop(old.next()),
+                    Some(Equal) => break old.next(),
+                    _ => break None,
+                }
+            };
+            let (key, mut l) = match known {
                 Some(known) => known,
                 None => {
                     let base = self.base_labels(o, key, e);
@@ -329,15 +391,15 @@ impl Series {
                 Some(_) => {}
                 None => l.holder = None,
             }
-            let causes = o.tallies.get(&key).map(|t| t.changes.keys());
-            for cause in causes.into_iter().flatten() {
-                if !l.causes.iter().any(|(c, _)| c == cause) {
-                    l.causes.push((cause, with_label(&l.base, "cause", cause)));
-                }
+            let tally = o.tallies.get(&key);
+            if let Some(t) = tally {
+                l.follow_causes(t);
             }
+            tallies.push(tally);
             kept.push((key, l));
         }
         self.labels = kept;
+        tallies
     }
 
     /// The election's labels as `prometheus-client` writes them.

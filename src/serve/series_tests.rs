@@ -300,6 +300,42 @@ fn numbers_move_with_the_clock_without_new_labels() {
     assert_eq!(s.made, 5);
 }
 
+/// A sample's number is written as `dtoa` writes it, whole or not.
+#[test]
+fn numbers_are_written_as_dtoa_writes_them() {
+    let mut out = String::new();
+    let mut spill = |_: &mut String| {};
+    let mut w = Writer {
+        out: &mut out,
+        spill: &mut spill,
+        n: itoa::Buffer::new(),
+        f: dtoa::Buffer::new(),
+    };
+    let head = Head::default();
+    let xs = [
+        0.0,
+        -0.0,
+        1.0,
+        -3.0,
+        10.0,
+        6.5,
+        0.001,
+        1e15 - 1.0,
+        1e15,
+        -1e15 + 1.0,
+        1e16,
+        123456.789,
+        f64::NAN,
+        f64::INFINITY,
+    ];
+    for x in xs {
+        w.out.clear();
+        w.sample(&head, "", Num::F(x));
+        let want = format!(" {}\n", dtoa::Buffer::new().format(x));
+        assert_eq!(w.out.as_str(), want, "{x}");
+    }
+}
+
 /// A gzipped scrape, compressed a chunk at a time as it is written, is the text scrape
 /// exactly, in both formats: with enough elections that the text is handed on many times.
 #[test]
