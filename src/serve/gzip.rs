@@ -3,8 +3,17 @@
 //! and is made anew (its tables allocated) for each body; a scrape at 10,000 elections hands
 //! it about 170 chunks. This one compresses into a scratch buffer that is already
 //! initialised, and resets the compressor instead of making another.
+//!
+//! It also keeps each family of series it was handed whole, compressed on its own, with
+//! what its text was made from: the next scrape whose family would be made from the same
+//! (the same elections, labels and numbers) sends the kept bytes instead of writing and
+//! compressing the text again. A family is a run of deflate blocks that refers to nothing
+//! before it and ends on a byte boundary, so the runs can be laid side by side in one
+//! stream, and the gzip CRC of the whole is put together from theirs.
 
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
+
+use super::sink::{Fingerprint, Sink};
 
 /// What a gzip body is made with, kept between bodies.
 pub(crate) struct Gzip {
@@ -14,6 +23,21 @@ pub(crate) struct Gzip {
     /// Where the compressor writes before its output is appended to the body.
     scratch: Box<[u8]>,
     body: Vec<u8>,
+    /// The compressor holds text not yet flushed to a byte boundary.
+    open: bool,
+    /// Each family's compressed run from the last scrape it was written in, by family.
+    kept: Vec<Option<Kept>>,
+    /// The family being written to be kept: where its run began in the body, its CRC.
+    keeping: Option<(usize, Crc)>,
+    /// Families sent as kept, all told.
+    pub(crate) reused: u64,
+}
+
+/// A family's compressed run and what its text was made from.
+struct Kept {
+    from: Fingerprint,
+    deflated: Vec<u8>,
+    crc: Crc,
 }
 
 const SCRATCH: usize = 64 * 1024;
@@ -27,6 +51,10 @@ impl Gzip {
             crc: Crc::new(),
             scratch: vec![0; SCRATCH].into_boxed_slice(),
             body: Vec::new(),
+            open: false,
+            kept: Vec::new(),
+            keeping: None,
+            reused: 0,
         }
     }
 
@@ -37,6 +65,8 @@ impl Gzip {
         }
         self.z.reset();
         self.crc.reset();
+        self.open = false;
+        self.keeping = None;
         self.body = Vec::with_capacity(capacity.max(64));
         // Magic, deflate, no flags, no modification time, how hard it was compressed
         // (4: fastest, 2: hardest), operating system unknown.
@@ -52,7 +82,22 @@ impl Gzip {
     /// Compresses `input` onto the body.
     pub(crate) fn write(&mut self, input: &[u8]) -> std::io::Result<()> {
         self.crc.update(input);
+        if let Some((_, crc)) = &mut self.keeping {
+            crc.update(input);
+        }
+        self.open |= !input.is_empty();
         self.run(input, FlushCompress::None)
+    }
+
+    /// Ends what was compressed so far on a byte boundary, and starts the compressor
+    /// afresh: what comes next refers to nothing before it.
+    fn cut(&mut self) -> std::io::Result<()> {
+        if self.open {
+            self.run(&[], FlushCompress::Sync)?;
+            self.z.reset();
+            self.open = false;
+        }
+        Ok(())
     }
 
     /// Ends the body (the rest of the deflate stream, then its CRC and length) and hands it
@@ -65,6 +110,8 @@ impl Gzip {
         Ok(body)
     }
 
+    /// Compresses `input` with `flush`, until all of it is taken (and, to finish or flush,
+    /// until the compressor has nothing more to give).
     fn run(&mut self, mut input: &[u8], flush: FlushCompress) -> std::io::Result<()> {
         loop {
             let (was_in, was_out) = (self.z.total_in(), self.z.total_out());
@@ -78,7 +125,9 @@ impl Gzip {
             input = &input[read..];
             let done = match flush {
                 FlushCompress::Finish => status == Status::StreamEnd,
-                _ => input.is_empty(),
+                FlushCompress::None => input.is_empty(),
+                // A flush is done when it left room to spare: the compressor had no more.
+                _ => input.is_empty() && wrote < self.scratch.len(),
             };
             if done {
                 return Ok(());
@@ -87,6 +136,78 @@ impl Gzip {
                 return Err(std::io::Error::other("the compressor made no progress"));
             }
         }
+    }
+}
+
+/// Where a gzipped scrape's text goes: compressed as it comes, each family that can be
+/// kept compressed on its own, and sent from what was kept when it would be the same.
+pub(crate) struct GzipSink<'a> {
+    pub(crate) gzip: &'a mut Gzip,
+    pub(crate) failed: Option<std::io::Error>,
+}
+
+impl GzipSink<'_> {
+    fn attempt(&mut self, r: std::io::Result<()>) {
+        if let Err(e) = r {
+            self.failed.get_or_insert(e);
+        }
+    }
+}
+
+impl Sink for GzipSink<'_> {
+    fn take(&mut self, text: &mut String) {
+        let r = self.gzip.write(text.as_bytes());
+        self.attempt(r);
+        text.clear();
+    }
+
+    fn keeps(&self) -> bool {
+        true
+    }
+
+    fn reuse(&mut self, family: usize, from: &Fingerprint) -> bool {
+        let g = &mut *self.gzip;
+        let Some(Some(kept)) = g.kept.get(family) else {
+            return false;
+        };
+        if kept.from != *from {
+            return false;
+        }
+        let r = g.cut();
+        let g = &mut *self.gzip;
+        if let Some(kept) = g.kept.get(family).and_then(Option::as_ref) {
+            g.body.extend_from_slice(&kept.deflated);
+            g.crc.combine(&kept.crc);
+            g.reused += 1;
+        }
+        self.attempt(r);
+        true
+    }
+
+    fn begin(&mut self, _family: usize, keep: bool) {
+        if keep {
+            let r = self.gzip.cut();
+            self.attempt(r);
+            self.gzip.keeping = Some((self.gzip.body.len(), Crc::new()));
+        }
+    }
+
+    fn end(&mut self, family: usize, from: Option<Fingerprint>) {
+        let g = &mut *self.gzip;
+        let (Some(from), Some((start, crc))) = (from, g.keeping.take()) else {
+            return;
+        };
+        let r = g.cut();
+        self.attempt(r);
+        let g = &mut *self.gzip;
+        if g.kept.len() <= family {
+            g.kept.resize_with(family + 1, || None);
+        }
+        g.kept[family] = Some(Kept {
+            from,
+            deflated: g.body[start..].to_vec(),
+            crc,
+        });
     }
 }
 

@@ -16,9 +16,10 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use super::gzip::Gzip;
+use super::gzip::{Gzip, GzipSink};
 use super::observer::Observed;
-use super::series::{CHUNK, Format, Series, flag};
+use super::series::{Format, Series, flag};
+use super::sink::{CHUNK, Sink, Whole};
 use crate::model::ConnState;
 use crate::state::SourceView;
 
@@ -66,7 +67,7 @@ impl Metrics {
     pub(crate) fn encode(&self, openmetrics: bool) -> Result<String, std::fmt::Error> {
         let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = String::with_capacity(series.last_len + 64 * 1024);
-        self.write(&mut series, openmetrics, &mut out, &mut |_| {})?;
+        self.write(&mut series, openmetrics, &mut out, &mut Whole)?;
         series.last_len = out.len();
         Ok(out)
     }
@@ -78,20 +79,17 @@ impl Metrics {
         let mut gzip = self.gzip.lock().unwrap_or_else(|p| p.into_inner());
         let last = self.last_gzip_len.load(Ordering::Relaxed);
         gzip.start(level, last + last / 4 + 1024);
-        let mut failed = None;
         let mut out = String::with_capacity(CHUNK + 16 * 1024);
-        let mut spill = |text: &mut String| {
-            if let Err(e) = gzip.write(text.as_bytes()) {
-                failed.get_or_insert(e);
-            }
-            text.clear();
+        let mut sink = GzipSink {
+            gzip: &mut gzip,
+            failed: None,
         };
         let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
-        self.write(&mut series, openmetrics, &mut out, &mut spill)
+        self.write(&mut series, openmetrics, &mut out, &mut sink)
             .map_err(|_| std::io::Error::other("cannot encode the metrics"))?;
         drop(series);
-        spill(&mut out);
-        if let Some(e) = failed {
+        sink.take(&mut out);
+        if let Some(e) = sink.failed {
             return Err(e);
         }
         let body = gzip.finish()?;
@@ -99,14 +97,20 @@ impl Metrics {
         Ok(body)
     }
 
-    /// The elections' series, then the registry's (each handed to `spill` as `out` fills),
+    /// Families a gzipped scrape sent as kept from the one before, all told.
+    #[cfg(test)]
+    pub(crate) fn families_reused(&self) -> u64 {
+        self.gzip.lock().unwrap_or_else(|p| p.into_inner()).reused
+    }
+
+    /// The elections' series, then the registry's (each handed to `sink` as `out` fills),
     /// with `series` locked by the caller for the whole scrape: scrapes take turns.
     fn write(
         &self,
         series: &mut Series,
         openmetrics: bool,
         out: &mut String,
-        spill: &mut dyn FnMut(&mut String),
+        sink: &mut dyn Sink,
     ) -> Result<(), std::fmt::Error> {
         let format = if openmetrics {
             Format::OpenMetrics
@@ -115,7 +119,7 @@ impl Metrics {
         };
         {
             let o = self.observed.read().unwrap_or_else(|p| p.into_inner());
-            series.write(&o, format, out, spill);
+            series.write(&o, format, out, sink);
         }
         // The collector takes the read lock again: not while this one is held, which a
         // waiting writer would deadlock.

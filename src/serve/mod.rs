@@ -9,6 +9,7 @@ mod http;
 mod metrics;
 mod observer;
 mod series;
+mod sink;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};

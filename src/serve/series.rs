@@ -21,6 +21,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use super::observer::{Observed, Tally};
+use super::sink::{Fingerprint, Num, Sink, Writer};
 use crate::model::Election;
 use crate::state::Key;
 use crate::state::alarm::Alarm;
@@ -32,13 +33,6 @@ pub(crate) enum Format {
     Text,
     /// OpenMetrics 1.0, which Prometheus asks for.
     OpenMetrics,
-}
-
-/// A sample's number, as `prometheus-client` writes each kind.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Num {
-    F(f64),
-    U(u64),
 }
 
 /// What an election's numbers are worked out from at a scrape.
@@ -131,6 +125,25 @@ const LEADERLESS: (&str, &str) = (
     "All the time seen without a leader since electop started.",
 );
 
+/// Where the families after the gauges are written, in the order of [`heads`].
+const INFO_AT: usize = ELECTION_GAUGES.len();
+const CHANGES_AT: usize = INFO_AT + 1;
+const LEADERLESS_AT: usize = INFO_AT + 2;
+
+/// Gauges whose numbers move with the clock alone: their text differs at every scrape, so
+/// none is kept for the next.
+const MOVE_WITH_THE_CLOCK: &[&str] = &[
+    "electop_election_leader_ttl_seconds",
+    "electop_election_last_change_age_seconds",
+    "electop_election_leaderless_current_seconds",
+];
+
+fn moves_with_the_clock(family: usize) -> bool {
+    ELECTION_GAUGES
+        .get(family)
+        .is_some_and(|(name, _, _)| MOVE_WITH_THE_CLOCK.contains(name))
+}
+
 pub(crate) fn flag(b: bool) -> f64 {
     f64::from(u8::from(b))
 }
@@ -156,8 +169,9 @@ struct Labels {
 
 impl Labels {
     /// Has a label set per cause the election's changes are counted under, in the counts'
-    /// order, so a scrape writes them side by side without looking any up.
-    fn follow_causes(&mut self, t: &Tally) {
+    /// order, so a scrape writes them side by side without looking any up. Whether they
+    /// were made again.
+    fn follow_causes(&mut self, t: &Tally) -> bool {
         // The causes are `&'static str`s from one table: the same cause is the same pointer,
         // and the text is compared only when it is not.
         let same = |a: &str, b: &str| std::ptr::eq(a, b) || a == b;
@@ -168,7 +182,7 @@ impl Labels {
                 .iter()
                 .all(|(c, _)| wanted.next().is_some_and(|w| same(c, w)));
         if in_order {
-            return;
+            return false;
         }
         let mut made = std::mem::take(&mut self.causes);
         for cause in t.changes.keys() {
@@ -178,6 +192,7 @@ impl Labels {
             };
             self.causes.push((cause, label));
         }
+        true
     }
 }
 
@@ -208,52 +223,16 @@ pub(crate) struct Series {
     /// Writes one sample with the labels in `slot` (and the registry's `context`).
     probe: Registry,
     slot: Arc<Mutex<Vec<(&'static str, String)>>>,
+    /// Counts moved each time label sets are made again: any election's base labels (an
+    /// election came or went), holder labels, cause labels. A family's fingerprint holds
+    /// the counts of the label sets it writes.
+    made_again: [u64; 3],
     /// How large the last scrape was: the next one's buffer is made that size at once.
     pub(crate) last_len: usize,
     /// Label sets made so far, and `_info` ones (for tests: an unchanged election's are not
     /// made again).
     pub(crate) made: u64,
     pub(crate) holders_made: u64,
-}
-
-/// How much text a scrape holds before handing it on: small enough that its buffer is
-/// reused from scrape to scrape rather than made anew (a whole scrape, 5-8 MB at 10,000
-/// elections, had its pages faulted in at every scrape), large enough that the compressor
-/// is called rarely.
-pub(crate) const CHUNK: usize = 64 * 1024;
-
-/// The text being written and where it goes once it holds a [`CHUNK`].
-struct Writer<'a> {
-    out: &'a mut String,
-    spill: &'a mut dyn FnMut(&mut String),
-    n: itoa::Buffer,
-    f: dtoa::Buffer,
-}
-
-impl Writer<'_> {
-    /// One sample: the family's name, the kept labels and the number.
-    fn sample(&mut self, head: &Head, labels: &str, v: Num) {
-        let out = &mut *self.out;
-        out.push_str(&head.sample);
-        out.push_str(labels);
-        out.push(' ');
-        match v {
-            // A whole number (a flag, a count, a term of whole seconds: most samples) as
-            // `dtoa` writes it, `1.0`, for a sixth of its cost.
-            Num::F(x)
-                if x.fract() == 0.0 && x.abs() < 1e15 && !(x == 0.0 && x.is_sign_negative()) =>
-            {
-                out.push_str(self.n.format(x as i64));
-                out.push_str(".0");
-            }
-            Num::F(x) => out.push_str(self.f.format(x)),
-            Num::U(x) => out.push_str(self.n.format(x)),
-        }
-        out.push('\n');
-        if out.len() >= CHUNK {
-            (self.spill)(out);
-        }
-    }
 }
 
 impl Series {
@@ -267,34 +246,70 @@ impl Series {
             labels: Vec::new(),
             probe,
             slot,
+            made_again: [0; 3],
             last_len: 0,
             made: 0,
             holders_made: 0,
         }
     }
 
-    /// Writes every election's series in `format` onto `out`, handing it to `spill` each
-    /// time it holds [`CHUNK`] bytes or more (a gzip scrape compresses it then and empties
-    /// it, so the text is never whole in memory; a plain one passes a `spill` that keeps it).
+    /// Writes every election's series in `format` onto `out`, handing it to `sink` each
+    /// time it holds [`CHUNK`](super::sink::CHUNK) bytes or more and at each family's end
+    /// (a gzip scrape compresses it then and empties it, so the text is never whole in
+    /// memory; a plain one leaves it). A family the sink kept from the last scrape, made
+    /// from the same, is sent from there and not written.
     pub(crate) fn write(
         &mut self,
         o: &Observed,
         format: Format,
         out: &mut String,
-        spill: &mut dyn FnMut(&mut String),
+        sink: &mut dyn Sink,
     ) {
         if self.heads.is_none() {
             self.heads = Some([heads(Format::Text), heads(Format::OpenMetrics)]);
         }
+        let rows = self.rows(o);
+        let heads = &self.heads.as_ref().expect("made above")[format as usize];
+        let mut w = Writer {
+            out,
+            sink,
+            n: itoa::Buffer::new(),
+            f: dtoa::Buffer::new(),
+        };
+        for (family, head) in heads.iter().enumerate() {
+            let kept = (w.sink.keeps() && !moves_with_the_clock(family)).then(|| {
+                let mut samples = Vec::with_capacity(rows.len());
+                self.each(family, &rows, &mut |i, _, v| samples.push((i, v.bits())));
+                Fingerprint {
+                    format,
+                    labels: self.labels_of(family),
+                    samples,
+                }
+            });
+            // The family starts its own run in the sink.
+            w.flush();
+            if kept.as_ref().is_some_and(|k| w.sink.reuse(family, k)) {
+                continue;
+            }
+            w.sink.begin(family, kept.is_some());
+            w.out.push_str(&head.lines);
+            self.each(family, &rows, &mut |_, labels, v| {
+                w.sample(&head.sample, labels, v)
+            });
+            w.flush();
+            w.sink.end(family, kept);
+        }
+    }
+
+    /// Each election's numbers, worked out once rather than once a family: a family's pass
+    /// then reads them in order instead of going back to every election's data.
+    fn rows<'o>(&mut self, o: &'o Observed) -> Vec<Numbers<'o>> {
         let tallies = self.refresh(o);
         let flapping = o.model.alarm_counts()[Alarm::Flapping as usize] > 0;
         let as_of: Vec<Instant> = (0..o.model.sources.len())
             .map(|s| o.model.as_of(s))
             .collect();
-        // Each election's numbers, worked out once rather than once a family: a family's
-        // pass then reads them in order instead of going back to every election's data.
-        let rows: Vec<Numbers<'_>> = o
-            .model
+        o.model
             .elections
             .iter()
             .zip(tallies)
@@ -311,45 +326,53 @@ impl Series {
                 };
                 Numbers::of(&row)
             })
-            .collect();
-        let heads = &self.heads.as_ref().expect("made above")[format as usize];
-        let mut heads = heads.iter();
-        let mut w = Writer {
-            out,
-            spill,
-            n: itoa::Buffer::new(),
-            f: dtoa::Buffer::new(),
-        };
-        for g in 0..ELECTION_GAUGES.len() {
-            let head = heads.next().expect("a head per family");
-            w.out.push_str(&head.lines);
-            for (row, (_, l)) in rows.iter().zip(&self.labels) {
-                if let Some(v) = row.gauges[g] {
-                    w.sample(head, &l.base, Num::F(v));
+            .collect()
+    }
+
+    /// Calls `f` with each sample of family `family`: the election's place in the model's
+    /// order, the labels and the number.
+    fn each(&self, family: usize, rows: &[Numbers<'_>], f: &mut dyn FnMut(u32, &str, Num)) {
+        let all = rows.iter().zip(&self.labels).zip(0u32..);
+        match family {
+            INFO_AT => {
+                for ((row, (_, l)), i) in all {
+                    if let (true, Some((_, with_holder))) = (row.led, &l.holder) {
+                        f(i, with_holder, Num::U(1));
+                    }
+                }
+            }
+            CHANGES_AT => {
+                for ((row, (_, l)), i) in all {
+                    // The kept cause labels are in the tally's order (refresh saw to it).
+                    let counts = row.tally.map(|t| &t.changes).into_iter().flatten();
+                    for ((_, n), (_, labels)) in counts.zip(&l.causes) {
+                        f(i, labels, Num::U(*n));
+                    }
+                }
+            }
+            LEADERLESS_AT => {
+                for ((row, (_, l)), i) in all {
+                    let total = row.tally.map_or(0.0, |t| t.leaderless_s);
+                    f(i, &l.base, Num::F(total));
+                }
+            }
+            gauge => {
+                for ((row, (_, l)), i) in all {
+                    if let Some(v) = row.gauges.get(gauge).copied().flatten() {
+                        f(i, &l.base, Num::F(v));
+                    }
                 }
             }
         }
-        let head = heads.next().expect("info");
-        w.out.push_str(&head.lines);
-        for (row, (_, l)) in rows.iter().zip(&self.labels) {
-            if let (true, Some((_, with_holder))) = (row.led, &l.holder) {
-                w.sample(head, with_holder, Num::U(1));
-            }
-        }
-        let head = heads.next().expect("changes");
-        w.out.push_str(&head.lines);
-        for (row, (_, l)) in rows.iter().zip(&self.labels) {
-            // The kept cause labels are in the tally's order (refresh saw to it).
-            let counts = row.tally.map(|t| &t.changes).into_iter().flatten();
-            for ((_, n), (_, labels)) in counts.zip(&l.causes) {
-                w.sample(head, labels, Num::U(*n));
-            }
-        }
-        let head = heads.next().expect("leaderless");
-        w.out.push_str(&head.lines);
-        for (row, (_, l)) in rows.iter().zip(&self.labels) {
-            let total = row.tally.map_or(0.0, |t| t.leaderless_s);
-            w.sample(head, &l.base, Num::F(total));
+    }
+
+    /// The counts of the label sets family `family` writes (see `made_again`).
+    fn labels_of(&self, family: usize) -> (u64, u64) {
+        let [base, holders, causes] = self.made_again;
+        match family {
+            INFO_AT => (base, holders),
+            CHANGES_AT => (base, causes),
+            _ => (base, 0),
         }
     }
 
@@ -365,7 +388,10 @@ impl Series {
         for (key, e) in &o.model.elections {
             let known = loop {
                 match old.peek().map(|(k, _)| k.cmp(key)) {
-                    Some(Less) => drop(old.next()),
+                    Some(Less) => {
+                        drop(old.next());
+                        self.made_again[0] += 1;
+                    }
                     Some(Equal) => break old.next(),
                     _ => break None,
                 }
@@ -373,6 +399,7 @@ impl Series {
             let (key, mut l) = match known {
                 Some(known) => known,
                 None => {
+                    self.made_again[0] += 1;
                     let base = self.base_labels(o, key, e);
                     let l = Labels {
                         base,
@@ -387,16 +414,20 @@ impl Series {
                     let with_holder = with_label(&l.base, "holder", &leader.id);
                     l.holder = Some((leader.id.as_str().into(), with_holder));
                     self.holders_made += 1;
+                    self.made_again[1] += 1;
                 }
                 Some(_) => {}
                 None => l.holder = None,
             }
             let tally = o.tallies.get(&key);
-            if let Some(t) = tally {
-                l.follow_causes(t);
+            if tally.is_some_and(|t| l.follow_causes(t)) {
+                self.made_again[2] += 1;
             }
             tallies.push(tally);
             kept.push((key, l));
+        }
+        if old.next().is_some() {
+            self.made_again[0] += 1;
         }
         self.labels = kept;
         tallies

@@ -88,7 +88,7 @@ fn varied() -> Observed {
 
 fn write(s: &mut Series, o: &Observed, format: Format) -> String {
     let mut out = String::new();
-    s.write(o, format, &mut out, &mut |_| {});
+    s.write(o, format, &mut out, &mut crate::serve::sink::Whole);
     out
 }
 
@@ -304,14 +304,12 @@ fn numbers_move_with_the_clock_without_new_labels() {
 #[test]
 fn numbers_are_written_as_dtoa_writes_them() {
     let mut out = String::new();
-    let mut spill = |_: &mut String| {};
     let mut w = Writer {
         out: &mut out,
-        spill: &mut spill,
+        sink: &mut crate::serve::sink::Whole,
         n: itoa::Buffer::new(),
         f: dtoa::Buffer::new(),
     };
-    let head = Head::default();
     let xs = [
         0.0,
         -0.0,
@@ -330,7 +328,7 @@ fn numbers_are_written_as_dtoa_writes_them() {
     ];
     for x in xs {
         w.out.clear();
-        w.sample(&head, "", Num::F(x));
+        w.sample("", "", Num::F(x));
         let want = format!(" {}\n", dtoa::Buffer::new().format(x));
         assert_eq!(w.out.as_str(), want, "{x}");
     }
@@ -357,7 +355,11 @@ fn a_gzipped_scrape_decodes_to_the_text_scrape_however_it_was_cut() {
     let m = crate::serve::metrics::Metrics::new(Arc::new(RwLock::new(o)), Box::new(Vec::new), None);
     for openmetrics in [false, true] {
         let text = m.encode(openmetrics).expect("the text");
-        assert!(text.len() > 8 * CHUNK, "{} bytes", text.len());
+        assert!(
+            text.len() > 8 * crate::serve::sink::CHUNK,
+            "{} bytes",
+            text.len()
+        );
         for _ in 0..2 {
             let z = m.encode_gzip(openmetrics, 1).expect("gzip");
             assert!(z.len() < text.len() / 5, "{} of {}", z.len(), text.len());
@@ -371,4 +373,103 @@ fn a_gzipped_scrape_decodes_to_the_text_scrape_however_it_was_cut() {
             );
         }
     }
+}
+
+/// A gzipped scrape sends the families kept from the one before when their text would be
+/// made from the same, and writes the others: after each change below, the gzip body is
+/// still exactly the text scrape, and only the families the change touched were written.
+#[test]
+fn a_kept_family_is_sent_only_while_its_text_would_be_the_same() {
+    use std::io::Read;
+    use std::sync::{Arc, RwLock};
+
+    let mut elections: Vec<Election> = (0..3000)
+        .map(|i| {
+            led(
+                &format!("e{i:05}"),
+                &format!("node-{i}"),
+                Scheme::EtcdLeaseKey,
+            )
+        })
+        .collect();
+    let mut o = observed();
+    set(&mut o, elections.clone());
+    let shared = Arc::new(RwLock::new(o));
+    let m = crate::serve::metrics::Metrics::new(Arc::clone(&shared), Box::new(Vec::new), None);
+    let families = ELECTION_GAUGES.len() as u64 + 3;
+    let mut reused = 0;
+    let mut scrape = |what: &str, openmetrics: bool| -> u64 {
+        let z = m.encode_gzip(openmetrics, 1).expect("gzip");
+        let mut back = String::new();
+        flate2::read::GzDecoder::new(&z[..])
+            .read_to_string(&mut back)
+            .expect("a gzip stream");
+        let text = m.encode(openmetrics).expect("the text");
+        assert!(back == text, "{what}: the gzip body is not the text");
+        let now = m.families_reused();
+        std::mem::replace(&mut reused, now).abs_diff(now)
+    };
+    let change = |f: &mut dyn FnMut(&mut Observed)| {
+        let mut o = shared.write().expect("the lock");
+        o.model.now += Duration::from_secs(2);
+        f(&mut o);
+        o.model.settle();
+    };
+
+    assert_eq!(scrape("the first", true), 0);
+    change(&mut |_| {});
+    assert_eq!(
+        scrape("nothing changed", true),
+        families - 3,
+        "all but the clock's"
+    );
+
+    elections[5] = led("e00005", "node-new", Scheme::EtcdLeaseKey);
+    change(&mut |o| set(o, elections.clone()));
+    assert_eq!(
+        scrape("a new holder", true),
+        families - 4,
+        "and the _info family"
+    );
+
+    change(&mut |o| {
+        let mut t = Tally::default();
+        t.changes.insert("elected", 1);
+        o.tallies.insert((0, "e00007".into()), t);
+    });
+    assert_eq!(
+        scrape("a first change counted", true),
+        families - 4,
+        "and the counts"
+    );
+
+    change(&mut |o| {
+        let t = o.tallies.get_mut(&(0, "e00007".into())).expect("counted");
+        t.changes.insert("elected", 2);
+        t.leaderless_s = 1.5;
+    });
+    assert_eq!(
+        scrape("counts moved", true),
+        families - 5,
+        "the counts and totals"
+    );
+
+    elections[9].leader = None;
+    change(&mut |o| set(o, elections.clone()));
+    assert!(scrape("a leader gone", true) < families - 3);
+
+    change(&mut |o| drop(o.model.elections.remove(&(0, "e00011".to_string()))));
+    assert_eq!(
+        scrape("an election gone", true),
+        0,
+        "every election moved up one"
+    );
+
+    elections.push(led("e99999", "node-last", Scheme::EtcdLeaseKey));
+    change(&mut |o| set(o, elections.clone()));
+    assert_eq!(scrape("an election new", true), 0);
+
+    assert_eq!(scrape("the other format", false), 0);
+    change(&mut |_| {});
+    assert_eq!(scrape("the other format again", false), families - 3);
 }
