@@ -334,6 +334,19 @@ fn numbers_are_written_as_dtoa_writes_them() {
     }
 }
 
+/// `n` elections, each led by its own node.
+fn many(n: usize) -> Vec<Election> {
+    (0..n)
+        .map(|i| {
+            led(
+                &format!("e{i:05}"),
+                &format!("node-{i}"),
+                Scheme::EtcdLeaseKey,
+            )
+        })
+        .collect()
+}
+
 /// A gzipped scrape, compressed a chunk at a time as it is written, is the text scrape
 /// exactly, in both formats: with enough elections that the text is handed on many times.
 #[test]
@@ -342,15 +355,7 @@ fn a_gzipped_scrape_decodes_to_the_text_scrape_however_it_was_cut() {
     use std::sync::{Arc, RwLock};
 
     let mut o = observed();
-    let elections = (0..3000)
-        .map(|i| {
-            led(
-                &format!("e{i:05}"),
-                &format!("node-{i}"),
-                Scheme::EtcdLeaseKey,
-            )
-        })
-        .collect();
+    let elections = many(3000);
     set(&mut o, elections);
     let m = crate::serve::metrics::Metrics::new(Arc::new(RwLock::new(o)), Box::new(Vec::new), None);
     for openmetrics in [false, true] {
@@ -383,15 +388,7 @@ fn a_kept_family_is_sent_only_while_its_text_would_be_the_same() {
     use std::io::Read;
     use std::sync::{Arc, RwLock};
 
-    let mut elections: Vec<Election> = (0..3000)
-        .map(|i| {
-            led(
-                &format!("e{i:05}"),
-                &format!("node-{i}"),
-                Scheme::EtcdLeaseKey,
-            )
-        })
-        .collect();
+    let mut elections: Vec<Election> = many(3000);
     let mut o = observed();
     set(&mut o, elections.clone());
     let shared = Arc::new(RwLock::new(o));
