@@ -548,9 +548,23 @@ impl Election {
 
     pub fn record(&mut self, entry: HistoryEntry, limit: usize) {
         self.transitions += 1;
+        let limit = limit.max(1);
+        if std::sync::Arc::get_mut(&mut self.history.0).is_none() {
+            // Shared with another copy (the read model's, at every change a tracker sees):
+            // copy only the entries that stay, into room for the new one. Copying all and
+            // then pushing grew the copy at once (it is made exactly as long) and cloned an
+            // entry only to drop it.
+            let stays = self.history.len().min(limit - 1);
+            let skip = self.history.len() - stays;
+            let mut copy = VecDeque::with_capacity(stays + 1);
+            copy.extend(self.history.iter().skip(skip).cloned());
+            copy.push_back(entry);
+            self.history = History::from(copy);
+            return;
+        }
         let history = &mut *self.history;
         history.push_back(entry);
-        while history.len() > limit.max(1) {
+        while history.len() > limit {
             history.pop_front();
         }
     }
@@ -633,5 +647,21 @@ mod tests {
         assert_eq!(shown.history.len(), 1);
         assert_eq!(shown.history[0].by, None);
         assert_eq!(tracker.history.len(), 2);
+
+        // Full and shared: the copy keeps the newest, the other keeps what it had.
+        let mut full = Election::new(0, "y".into(), Scheme::EtcdElection);
+        for i in 0..3 {
+            full.record(entry(i), 3);
+        }
+        let shown = full.clone();
+        full.record(entry(3), 3);
+        let revisions =
+            |e: &Election| -> Vec<i64> { e.history.iter().filter_map(|h| h.revision).collect() };
+        assert_eq!(revisions(&full), [1, 2, 3]);
+        assert_eq!(revisions(&shown), [0, 1, 2]);
+        let shown = full.clone();
+        full.record(entry(4), 1);
+        assert_eq!(revisions(&full), [4]);
+        assert_eq!(revisions(&shown), [1, 2, 3]);
     }
 }
