@@ -84,18 +84,13 @@ impl ReadModel {
     /// Applies one event from a store.
     pub fn apply(&mut self, ev: SourceEvent) -> Applied {
         match ev {
-            SourceEvent::Info(info) => {
-                if let Some(s) = self.sources.get_mut(info.id) {
-                    s.info = info;
-                }
-            }
             SourceEvent::Conn { source, state } => {
                 if let Some(s) = self.sources.get_mut(source) {
                     s.conn = state;
                     s.loading = None;
                 }
                 self.triage.invalidate();
-                return Applied::Conn;
+                Applied::Conn
             }
             SourceEvent::Revision { source, revision } => {
                 let Some(s) = self.sources.get_mut(source) else {
@@ -105,63 +100,59 @@ impl ReadModel {
                     return Applied::Nothing;
                 }
                 s.revision = Some(revision);
-                return Applied::Revision;
+                Applied::Revision
             }
-            SourceEvent::Elections { source, elections } => {
-                return self.on_elections(source, elections);
-            }
-            SourceEvent::Happened(event) => return self.on_happened(event),
-            SourceEvent::Notice { source, text } => {
-                let Some(s) = self.sources.get_mut(source) else {
-                    return Applied::Nothing;
-                };
-                // An empty notice withdraws the last one.
-                s.notice = (!text.is_empty()).then_some(text);
-            }
-            SourceEvent::Loading {
-                source,
-                read,
-                total,
-                what,
-            } => {
-                let Some(s) = self.sources.get_mut(source) else {
-                    return Applied::Nothing;
-                };
-                s.loading = Some((read, total, what));
-            }
-            SourceEvent::Synced { source } => {
-                if let Some(s) = self.sources.get_mut(source) {
-                    s.synced = true;
-                }
-            }
+            SourceEvent::Elections { source, elections } => self.on_elections(source, elections),
+            SourceEvent::Happened(event) => self.on_happened(event),
             SourceEvent::Contact {
                 source,
                 at,
                 wall,
                 next_within,
-            } => return self.on_contact(source, (at, wall), next_within),
+            } => self.on_contact(source, (at, wall), next_within),
+            other => self.on_source(other),
+        }
+    }
+
+    /// An event that sets only what is known of its source: no election, no alarm moves.
+    fn on_source(&mut self, ev: SourceEvent) -> Applied {
+        let id = match &ev {
+            SourceEvent::Info(info) => info.id,
+            SourceEvent::Notice { source, .. }
+            | SourceEvent::Loading { source, .. }
+            | SourceEvent::Synced { source }
+            | SourceEvent::Session { source, .. }
+            | SourceEvent::Members { source, .. } => *source,
+            _ => return Applied::Nothing,
+        };
+        let Some(s) = self.sources.get_mut(id) else {
+            return Applied::Nothing;
+        };
+        match ev {
+            SourceEvent::Info(info) => s.info = info,
+            // An empty notice withdraws the last one.
+            SourceEvent::Notice { text, .. } => s.notice = (!text.is_empty()).then_some(text),
+            SourceEvent::Loading {
+                read, total, what, ..
+            } => s.loading = Some((read, total, what)),
+            SourceEvent::Synced { .. } => s.synced = true,
             SourceEvent::Session {
-                source,
                 id,
                 timeout,
                 history_since,
                 gaps,
+                ..
             } => {
-                if let Some(s) = self.sources.get_mut(source) {
-                    s.session = Some((id, timeout));
-                    // The first connection: a new session later does not forget what the
-                    // one before saw.
-                    if s.history_since.is_none() {
-                        s.history_gaps = gaps;
-                    }
-                    s.history_since.get_or_insert(history_since);
+                s.session = Some((id, timeout));
+                // The first connection: a new session later does not forget what the one
+                // before saw.
+                if s.history_since.is_none() {
+                    s.history_gaps = gaps;
                 }
+                s.history_since.get_or_insert(history_since);
             }
-            SourceEvent::Members { source, members } => {
-                if let Some(s) = self.sources.get_mut(source) {
-                    s.members = members;
-                }
-            }
+            SourceEvent::Members { members, .. } => s.members = members,
+            _ => return Applied::Nothing,
         }
         Applied::Source
     }

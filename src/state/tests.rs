@@ -146,7 +146,7 @@ fn a_revision_already_known_changes_nothing() {
     assert_eq!(m.apply(rev(7)), Applied::Revision);
     assert_eq!(m.apply(rev(7)), Applied::Nothing);
     let unknown = SourceEvent::Synced { source: 9 };
-    assert_eq!(m.apply(unknown), Applied::Source);
+    assert_eq!(m.apply(unknown), Applied::Nothing);
     assert!(!m.all_synced(), "an unknown source changes no known one");
 }
 
