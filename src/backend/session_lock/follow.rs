@@ -5,12 +5,12 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use sqlx::AnyPool;
-use tokio::time::MissedTickBehavior;
+use tokio::time::{Interval, MissedTickBehavior};
 
 use super::naming::Resolved;
 use super::tracker::SessionLockTracker;
 use super::{SessionLockBackend, alive, check, read, resolve};
-use crate::backend::sql::lifecycle::{Input, Lifecycle, Phase, Tell};
+use crate::backend::sql::lifecycle::{Input, Lifecycle, Steps, Tell, announce, drive, wait_down};
 use crate::backend::sql::{SqlError, open};
 use crate::backend::{BackendIo, Request};
 use crate::model::{ConnState, SourceEvent};
@@ -40,9 +40,11 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         pool: None,
         naming: Resolved::default(),
         error: None,
+        tick: tokio::time::interval(b.settings.poll),
     };
+    f.tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     tokio::select! {
-        _ = f.drive() => {}
+        _ = drive(&mut f) => {}
         _ = cancel.cancelled() => {}
     }
 }
@@ -57,47 +59,13 @@ struct Follow<'a> {
     pool: Option<AnyPool>,
     naming: Resolved,
     error: Option<SqlError>,
+    /// When the locks are next read.
+    tick: Interval,
 }
 
-impl Follow<'_> {
-    async fn drive(&mut self) {
-        let mut tick = tokio::time::interval(self.b.settings.poll);
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        loop {
-            let step = match self.conn.phase {
-                Phase::Connecting => self.connect().await,
-                Phase::Schema => self.check().await,
-                Phase::Live => self.poll(&mut tick).await,
-                Phase::Down { lasting } => self.wait(lasting).await,
-            };
-            let input = match step {
-                Ok(input) => input,
-                Err(Stop::Closed) => return,
-                Err(Stop::Failed(e)) => self.failed(e).await,
-            };
-            let told = match self.conn.on(input) {
-                Some(tell) => self.tell(tell).await,
-                None => Ok(()),
-            };
-            if told.is_err() {
-                return;
-            }
-        }
-    }
-
-    async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
-        self.io.events.send(event).await.map_err(|_| Stop::Closed)
-    }
-
-    async fn tell(&self, tell: Tell) -> Result<(), Stop> {
-        let source = self.b.info.id;
-        match tell {
-            Tell::Connected => {
-                let state = ConnState::Connected;
-                self.send(SourceEvent::Conn { source, state }).await
-            }
-            Tell::Synced => self.send(SourceEvent::Synced { source }).await,
-        }
+impl Steps for Follow<'_> {
+    fn lifecycle(&mut self) -> &mut Lifecycle {
+        &mut self.conn
     }
 
     async fn connect(&mut self) -> Result<Input, Stop> {
@@ -122,10 +90,10 @@ impl Follow<'_> {
         Ok(Input::SchemaChecked)
     }
 
-    async fn poll(&mut self, tick: &mut tokio::time::Interval) -> Result<Input, Stop> {
+    async fn poll(&mut self) -> Result<Input, Stop> {
         loop {
             tokio::select! {
-                _ = tick.tick() => break,
+                _ = self.tick.tick() => break,
                 cmd = self.io.commands.recv() => match cmd {
                     None => return Err(Stop::Closed),
                     Some(Request::Forced { election, mark }) => {
@@ -183,6 +151,32 @@ impl Follow<'_> {
         Ok(Input::Polled)
     }
 
+    async fn wait(&mut self, lasting: bool) -> Result<Input, Stop> {
+        let error = self.error.take();
+        let modes = (lasting, self.b.opts.one_shot);
+        wait_down(&self.io, &self.b.info, &mut self.conn, error, modes).await
+    }
+
+    async fn failed(&mut self, e: SqlError) -> Input {
+        if let Some(pool) = self.pool.take() {
+            pool.close().await;
+        }
+        let kind = e.kind();
+        self.error = Some(e);
+        Input::Failed(kind)
+    }
+
+    async fn tell(&self, tell: Tell) -> Result<(), Stop> {
+        announce(&self.io, self.b.info.id, tell).await?;
+        Ok(())
+    }
+}
+
+impl Follow<'_> {
+    async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
+        self.io.events.send(event).await.map_err(|_| Stop::Closed)
+    }
+
     fn timed_out(&self) -> Stop {
         Stop::Failed(SqlError::PollTimeout {
             place: self.b.settings.url.redacted(),
@@ -195,29 +189,5 @@ impl Follow<'_> {
             "{}: the connection was lost between steps",
             self.b.settings.url.redacted()
         )))
-    }
-
-    async fn failed(&mut self, e: SqlError) -> Input {
-        if let Some(pool) = self.pool.take() {
-            pool.close().await;
-        }
-        let kind = e.kind();
-        self.error = Some(e);
-        Input::Failed(kind)
-    }
-
-    async fn wait(&mut self, lasting: bool) -> Result<Input, Stop> {
-        let one_shot = self.b.opts.one_shot;
-        let lasting =
-            lasting || (one_shot && self.error.as_ref().is_some_and(SqlError::ends_one_shot));
-        let error = self.error.take().map(|e| e.to_string()).unwrap_or_default();
-        let backoff = self.conn.backoff();
-        if crate::backend::down_and_wait(&self.io, &self.b.info, error, lasting, None, backoff)
-            .await
-        {
-            Ok(Input::Retry)
-        } else {
-            Err(Stop::Closed)
-        }
     }
 }

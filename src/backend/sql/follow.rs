@@ -8,7 +8,7 @@ use tokio::time::{Interval, MissedTickBehavior};
 use tracing::{info, warn};
 
 use super::errors::SqlError;
-use super::lifecycle::{Input, Lifecycle, Phase, Tell};
+use super::lifecycle::{Input, Lifecycle, Steps, Tell, announce, drive, wait_down};
 use super::tracker::{Poll, SqlTracker};
 use super::{SqlBackend, dial::open, history, poll::poll_once, schema::read_schema};
 use crate::backend::{BackendIo, Request};
@@ -21,7 +21,7 @@ pub(super) async fn run(b: SqlBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
     let mut f = Follow::new(&b, io);
     tokio::select! {
-        _ = f.drive() => {}
+        _ = drive(&mut f) => {}
         _ = cancel.cancelled() => {}
     }
 }
@@ -39,76 +39,9 @@ struct Follow<'a> {
     error: Option<SqlError>,
 }
 
-impl<'a> Follow<'a> {
-    fn new(b: &'a SqlBackend, io: BackendIo) -> Follow<'a> {
-        let mut tracker = SqlTracker::new(
-            b.info.id,
-            b.info.name.clone(),
-            b.settings.scheme.scheme(),
-            b.settings.scheme.term_ms(),
-            b.opts.history_limit.max(1),
-        );
-        let mut writer = None;
-        if let Some(path) = &b.history_path {
-            tracker.preload(history::load(path));
-            match history::Writer::open(path) {
-                Ok(Some(w)) => writer = Some(w),
-                Ok(None) => {
-                    info!(path = %path.display(), "another electop records this source's history")
-                }
-                Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
-            }
-        }
-        Follow {
-            b,
-            io,
-            tracker,
-            writer,
-            conn: Lifecycle::new(Duration::from_millis(500), Duration::from_secs(10)),
-            pool: None,
-            poll: None,
-            error: None,
-        }
-    }
-
-    async fn drive(&mut self) {
-        loop {
-            let step = match self.conn.phase {
-                Phase::Connecting => self.connect().await,
-                Phase::Schema => self.check_schema().await,
-                Phase::Live => self.poll().await,
-                Phase::Down { lasting } => self.wait(lasting).await,
-            };
-            let input = match step {
-                Ok(input) => input,
-                Err(Stop::Closed) => return,
-                Err(Stop::Failed(e)) => self.failed(e).await,
-            };
-            let told = match self.conn.on(input) {
-                Some(tell) => self.tell(tell).await,
-                None => Ok(()),
-            };
-            if told.is_err() {
-                return;
-            }
-        }
-    }
-
-    async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
-        self.io.events.send(event).await.map_err(|_| Stop::Closed)
-    }
-
-    async fn tell(&self, tell: Tell) -> Result<(), Stop> {
-        let source = self.b.info.id;
-        match tell {
-            Tell::Connected => {
-                let state = ConnState::Connected;
-                self.send(SourceEvent::Conn { source, state }).await?;
-                info!(source = %self.b.info.name, "sql connected");
-                Ok(())
-            }
-            Tell::Synced => self.send(SourceEvent::Synced { source }).await,
-        }
+impl Steps for Follow<'_> {
+    fn lifecycle(&mut self) -> &mut Lifecycle {
+        &mut self.conn
     }
 
     async fn connect(&mut self) -> Result<Input, Stop> {
@@ -119,7 +52,7 @@ impl<'a> Follow<'a> {
         Ok(Input::Connected)
     }
 
-    async fn check_schema(&mut self) -> Result<Input, Stop> {
+    async fn check(&mut self) -> Result<Input, Stop> {
         let Some(pool) = &self.pool else {
             return Err(self.lost());
         };
@@ -157,6 +90,67 @@ impl<'a> Follow<'a> {
         Ok(Input::Polled)
     }
 
+    async fn wait(&mut self, lasting: bool) -> Result<Input, Stop> {
+        let error = self.error.take();
+        let modes = (lasting, self.b.opts.one_shot);
+        wait_down(&self.io, &self.b.info, &mut self.conn, error, modes).await
+    }
+
+    async fn failed(&mut self, e: SqlError) -> Input {
+        if let Some(pool) = self.pool.take() {
+            pool.close().await;
+        }
+        self.poll = None;
+        let kind = e.kind();
+        self.error = Some(e);
+        Input::Failed(kind)
+    }
+
+    async fn tell(&self, tell: Tell) -> Result<(), Stop> {
+        announce(&self.io, self.b.info.id, tell).await?;
+        if tell == Tell::Connected {
+            info!(source = %self.b.info.name, "sql connected");
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Follow<'a> {
+    fn new(b: &'a SqlBackend, io: BackendIo) -> Follow<'a> {
+        let mut tracker = SqlTracker::new(
+            b.info.id,
+            b.info.name.clone(),
+            b.settings.scheme.scheme(),
+            b.settings.scheme.term_ms(),
+            b.opts.history_limit.max(1),
+        );
+        let mut writer = None;
+        if let Some(path) = &b.history_path {
+            tracker.preload(history::load(path));
+            match history::Writer::open(path) {
+                Ok(Some(w)) => writer = Some(w),
+                Ok(None) => {
+                    info!(path = %path.display(), "another electop records this source's history")
+                }
+                Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
+            }
+        }
+        Follow {
+            b,
+            io,
+            tracker,
+            writer,
+            conn: Lifecycle::new(Duration::from_millis(500), Duration::from_secs(10)),
+            pool: None,
+            poll: None,
+            error: None,
+        }
+    }
+
+    async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
+        self.io.events.send(event).await.map_err(|_| Stop::Closed)
+    }
+
     /// Sends what a poll changed, then the contact that marks the source fresh.
     async fn deliver(&mut self, poll: Poll, sent: (Instant, SystemTime)) -> Result<(), Stop> {
         let source = self.b.info.id;
@@ -191,32 +185,6 @@ impl<'a> Follow<'a> {
         Stop::Failed(SqlError::Unavailable(format!(
             "{place}: the connection was lost between steps"
         )))
-    }
-
-    async fn failed(&mut self, e: SqlError) -> Input {
-        if let Some(pool) = self.pool.take() {
-            pool.close().await;
-        }
-        self.poll = None;
-        let kind = e.kind();
-        self.error = Some(e);
-        Input::Failed(kind)
-    }
-
-    async fn wait(&mut self, lasting: bool) -> Result<Input, Stop> {
-        // A one-shot read reports a server that did not take the connection at once.
-        let one_shot = self.b.opts.one_shot;
-        let lasting =
-            lasting || (one_shot && self.error.as_ref().is_some_and(SqlError::ends_one_shot));
-        let error = self.error.take().map(|e| e.to_string()).unwrap_or_default();
-        let backoff = self.conn.backoff();
-        if crate::backend::down_and_wait(&self.io, &self.b.info, error, lasting, None, backoff)
-            .await
-        {
-            Ok(Input::Retry)
-        } else {
-            Err(Stop::Closed)
-        }
     }
 }
 
