@@ -43,23 +43,8 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path) {
         Leases::PerCandidate,
     ));
     let addr = format!("127.0.0.1:{}", crate::common::free_port());
-    let args = source_args(&etcd, name, Layout::LeaseKey);
-    let serve = Serve(
-        electop(home)
-            .args(&args)
-            .args(["serve", "--listen", &addr])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("electop serve"),
-    );
+    let serve = start(home, &etcd, name, &addr);
     let pid = serve.0.id();
-    let t0 = Instant::now();
-    while http::get(&addr, "/readyz").map_or(true, |r| r.status != 200) {
-        assert!(t0.elapsed() < Duration::from_secs(120), "serve never ready");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    procs::wait_idle(pid, Duration::from_secs(30));
     println!("\n## `electop serve`, {N} lease-key elections with a lease each\n");
     let perf = Perf::start(pid, "scrape");
     scrape_table(&addr, pid);
@@ -68,15 +53,60 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path) {
         let (_, body) = http::request(&addr, "/metrics", &[]);
         std::fs::write(format!("{dir}/scrape.txt"), body).expect("keep a scrape");
     }
+    etcd_scrapes(&etcd);
+    idle_and_busy(rt, pid, (&client, &prefix, &leases));
+    latency(rt, &etcd, &client, &addr, &prefix, &leases);
+    if let Some(minutes) = env_num("ELECTOP_BENCH_SOAK_MIN") {
+        let rate = env_num("ELECTOP_BENCH_SOAK_RATE").unwrap_or(100.0) as usize;
+        soak(
+            rt,
+            (&client, &prefix, &leases),
+            (pid, &addr),
+            minutes as u32,
+            rate,
+        );
+    }
+}
+
+/// `electop serve` on the loaded elections, ready (every source synced) and settled.
+fn start(home: &Path, etcd: &EtcdServer, name: &str, addr: &str) -> Serve {
+    let args = source_args(etcd, name, Layout::LeaseKey);
+    let serve = Serve(
+        electop(home)
+            .args(&args)
+            .args(["serve", "--listen", addr])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("electop serve"),
+    );
+    let t0 = Instant::now();
+    while http::get(addr, "/readyz").map_or(true, |r| r.status != 200) {
+        assert!(t0.elapsed() < Duration::from_secs(120), "serve never ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    procs::wait_idle(serve.0.id(), Duration::from_secs(30));
+    serve
+}
+
+/// etcd's own `/metrics`, scraped the same way, beside electop's.
+fn etcd_scrapes(etcd: &EtcdServer) {
     let etcd_pid = etcd.server_pid();
-    let etcd_addr = etcd.endpoint();
-    let (time, cpu, bytes) = scrapes(&etcd_addr, &[], || procs::cpu(etcd_pid));
+    let (time, cpu, bytes) = scrapes(&etcd.endpoint(), &[], || procs::cpu(etcd_pid));
     println!("\n| beside it | time per scrape | CPU per scrape | bytes |\n|---|---|---|---|");
     println!(
         "| etcd's own `/metrics` | {:.1} ms | {:.1} ms | {bytes} |",
         time * 1e3,
         cpu * 1e3
     );
+}
+
+/// serve's CPU idle, then in windows of 1,000 changes/s, and its RSS after.
+fn idle_and_busy(
+    rt: &tokio::runtime::Runtime,
+    pid: u32,
+    (client, prefix, leases): (&etcd_client::Client, &str, &[i64]),
+) {
     let perf = Perf::start(pid, "idle");
     let idle: Vec<f64> = (0..RUNS).map(|_| procs::cpu_percent(pid, IDLE)).collect();
     drop(perf);
@@ -86,9 +116,9 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path) {
             let c0 = procs::cpu(pid);
             let w0 = Instant::now();
             let made = rt.block_on(drive::run(
-                &client,
-                &prefix,
-                &leases,
+                client,
+                prefix,
+                leases,
                 1000,
                 WINDOW.as_secs_f64(),
             ));
@@ -106,27 +136,17 @@ pub fn run(rt: &tokio::runtime::Runtime, home: &Path) {
         WINDOW.as_secs()
     );
     println!("|---|---|---|---|");
+    let cpu: Vec<f64> = busy.iter().map(|b| b.0).collect();
     let rates: Vec<f64> = busy.iter().map(|b| b.1).collect();
     println!(
         "| electop serve | {:.2}% ({}) | {:.1}% ({}; {:.0}/s reached) | {:.0} MiB |",
         median(&idle),
         list(&idle, 2),
-        median(&busy.iter().map(|b| b.0).collect::<Vec<_>>()),
-        list(&busy.iter().map(|b| b.0).collect::<Vec<_>>(), 1),
+        median(&cpu),
+        list(&cpu, 1),
         median(&rates),
         procs::rss_mib(pid)
     );
-    latency(rt, &etcd, &client, &addr, &prefix, &leases);
-    if let Some(minutes) = env_num("ELECTOP_BENCH_SOAK_MIN") {
-        let rate = env_num("ELECTOP_BENCH_SOAK_RATE").unwrap_or(100.0) as usize;
-        soak(
-            rt,
-            (&client, &prefix, &leases),
-            (pid, &addr),
-            minutes as u32,
-            rate,
-        );
-    }
 }
 
 fn env_num(name: &str) -> Option<f64> {
