@@ -199,6 +199,10 @@ impl Sink for GzipSink<'_> {
         };
         let r = g.cut();
         self.attempt(r);
+        // A run the compressor failed in is not kept: the body it was for is refused.
+        if self.failed.is_some() {
+            return;
+        }
         let g = &mut *self.gzip;
         if g.kept.len() <= family {
             g.kept.resize_with(family + 1, || None);
