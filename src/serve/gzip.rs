@@ -29,6 +29,8 @@ pub(crate) struct Gzip {
     kept: Vec<Option<Kept>>,
     /// The family being written to be kept: where its run began in the body, its CRC.
     keeping: Option<(usize, Crc)>,
+    /// How long the last body was: the next one is given room for it at once.
+    last_len: usize,
     /// Families sent as kept, all told.
     pub(crate) reused: u64,
 }
@@ -54,12 +56,13 @@ impl Gzip {
             open: false,
             kept: Vec::new(),
             keeping: None,
+            last_len: 0,
             reused: 0,
         }
     }
 
-    /// Starts a body at `level`, with room for `capacity` bytes of it.
-    pub(crate) fn start(&mut self, level: u32, capacity: usize) {
+    /// Starts a body at `level`, with room for a little more than the last one.
+    pub(crate) fn start(&mut self, level: u32) {
         if level != self.level {
             *self = Gzip::new(level);
         }
@@ -67,7 +70,7 @@ impl Gzip {
         self.crc.reset();
         self.open = false;
         self.keeping = None;
-        self.body = Vec::with_capacity(capacity.max(64));
+        self.body = Vec::with_capacity(self.last_len + self.last_len / 4 + 1024);
         // Magic, deflate, no flags, no modification time, how hard it was compressed
         // (4: fastest, 2: hardest), operating system unknown.
         let xfl = match level {
@@ -107,7 +110,13 @@ impl Gzip {
         let mut body = std::mem::take(&mut self.body);
         body.extend_from_slice(&self.crc.sum().to_le_bytes());
         body.extend_from_slice(&self.crc.amount().to_le_bytes());
+        self.last_len = body.len();
         Ok(body)
+    }
+
+    /// Family `family`'s run kept from the last scrape it was written in.
+    fn kept(&self, family: usize) -> Option<&Kept> {
+        self.kept.get(family).and_then(Option::as_ref)
     }
 
     /// Compresses `input` with `flush`, until all of it is taken (and, to finish or flush,
@@ -167,15 +176,12 @@ impl Sink for GzipSink<'_> {
 
     fn reuse(&mut self, family: usize, from: &Fingerprint) -> bool {
         let g = &mut *self.gzip;
-        let Some(Some(kept)) = g.kept.get(family) else {
-            return false;
-        };
-        if kept.from != *from {
+        if g.kept(family).is_none_or(|k| k.from != *from) {
             return false;
         }
         let r = g.cut();
-        let g = &mut *self.gzip;
-        if let Some(kept) = g.kept.get(family).and_then(Option::as_ref) {
+        // Field by field: the run is read while the body and CRC grow.
+        if let Some(Some(kept)) = g.kept.get(family) {
             g.body.extend_from_slice(&kept.deflated);
             g.crc.combine(&kept.crc);
             g.reused += 1;
@@ -238,7 +244,7 @@ mod tests {
             .collect();
         let mut g = Gzip::new(1);
         for (level, piece) in [(1, 1000), (1, 65_536), (6, 300_000), (1, text.len())] {
-            g.start(level, 16);
+            g.start(level);
             for part in text.chunks(piece) {
                 g.write(part).expect("compressed");
             }
@@ -246,7 +252,7 @@ mod tests {
             assert!(z.len() < text.len() / 4, "{} of {}", z.len(), text.len());
             assert_eq!(gunzip(&z), text, "level {level}, pieces of {piece}");
         }
-        g.start(1, 0);
+        g.start(1);
         assert_eq!(gunzip(&g.finish().expect("finished")), b"");
     }
 }

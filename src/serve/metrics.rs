@@ -5,7 +5,6 @@
 //! keeps what `prometheus-client` made for each election; the sources', the hooks' and the
 //! build's by a `prometheus-client` collector.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
@@ -33,8 +32,6 @@ pub(crate) struct Metrics {
     registry: Registry,
     /// Scrapes take turns: each brings the kept labels up to date.
     series: Mutex<Series>,
-    /// How large the last gzipped scrape was: the next one's buffer is made that size.
-    last_gzip_len: AtomicUsize,
     /// The compressor, kept for the next gzipped scrape.
     gzip: Mutex<Gzip>,
 }
@@ -57,7 +54,6 @@ impl Metrics {
             observed,
             registry,
             series: Mutex::new(Series::new(context)),
-            last_gzip_len: AtomicUsize::new(0),
             gzip: Mutex::new(Gzip::new(1)),
         }
     }
@@ -77,8 +73,7 @@ impl Metrics {
     /// small enough to be reused from scrape to scrape, as is the compressor.
     pub(crate) fn encode_gzip(&self, openmetrics: bool, level: u32) -> std::io::Result<Vec<u8>> {
         let mut gzip = self.gzip.lock().unwrap_or_else(|p| p.into_inner());
-        let last = self.last_gzip_len.load(Ordering::Relaxed);
-        gzip.start(level, last + last / 4 + 1024);
+        gzip.start(level);
         let mut out = String::with_capacity(CHUNK + 16 * 1024);
         let mut sink = GzipSink {
             gzip: &mut gzip,
@@ -92,9 +87,7 @@ impl Metrics {
         if let Some(e) = sink.failed {
             return Err(e);
         }
-        let body = gzip.finish()?;
-        self.last_gzip_len.store(body.len(), Ordering::Relaxed);
-        Ok(body)
+        gzip.finish()
     }
 
     /// Families a gzipped scrape sent as kept from the one before, all told.
