@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Full local/CI check: system deps, formatting, lints, then every test target.
-# The integration tests start their own throwaway etcd servers.
+# The whole check, as CI runs it: system packages, formatting, lints, then every test target.
+# The integration tests start their own throwaway servers (etcd, PostgreSQL, MariaDB,
+# ZooKeeper, Redis, Prometheus) on free loopback ports.
+#
+# Each run gets a new HOME, XDG dirs and TMPDIR under one run directory, so no test reads
+# what an earlier run or the user left behind. Every process the tests start inherits
+# ELECTOP_TEST_RUN; at the end any still running is named, stopped, and fails the run.
+# The last line is the summary: tests passed, failed and skipped, and the wall time; a
+# failing run prints, before it, each failed test and where its logs were kept.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+started="$(date +%s)"
 
 step() { printf '==> %s\n' "$*"; }
 
@@ -14,13 +22,30 @@ scripts/install-deps.sh
 step "scripts/install-node-deps.sh"
 scripts/install-node-deps.sh
 
+# The toolchain stays where it is; everything else a test could write to is the run's own.
+export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
+export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
+# Short, under /tmp: servers put unix sockets in their data dirs (a path's limit is 107 bytes).
+run="$(mktemp -d /tmp/electop-test.XXXXXX)"
+export ELECTOP_TEST_RUN="${run##*/}"
+export ELECTOP_TEST_KEPT="$run/kept.txt"
+mkdir -p "$run/home" "$run/tmp"
+export HOME="$run/home" TMPDIR="$run/tmp"
+export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share"
+export XDG_STATE_HOME="$HOME/.local/state" XDG_CACHE_HOME="$HOME/.cache"
+unset XDG_RUNTIME_DIR
+export TMUX_TMPDIR="$run"
+tests_log="$run/cargo-test.log"
+
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 
-step "cargo test --all-targets"
-cargo test --all-targets
+step "cargo test --all-targets --no-fail-fast (run directory $run)"
+status=0
+cargo test --all-targets --no-fail-fast 2>&1 | tee "$tests_log" || status=$?
 
-step "all checks passed"
+exec /usr/bin/python3 "$root/scripts/test-report.py" \
+  --log "$tests_log" --run "$run" --status "$status" --started "$started"

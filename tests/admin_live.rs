@@ -95,7 +95,7 @@ fn sources(args: &[&str]) -> Vec<SourceConfig> {
 fn etcd_election_resign_hands_over_to_the_next_etcdctl_campaigner() {
     let etcd = EtcdServer::start();
     let [mut a, mut b] = campaign_in_order(&etcd, "/adm/jobs", ["node-a", "node-b"]);
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let src = ["--etcd", &etcd.endpoint(), "--prefix", "/adm/"];
     let out = admin(
         h.path(),
@@ -164,7 +164,7 @@ fn etcd_election_resign_hands_over_to_the_next_etcdctl_campaigner() {
 fn etcd_election_reelect_ends_the_session_so_etcdctl_notices() {
     let etcd = EtcdServer::start();
     let [mut a, mut b] = campaign_in_order(&etcd, "/adm/jobs", ["node-a", "node-b"]);
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let src = ["--etcd", &etcd.endpoint(), "--prefix", "/adm/"];
     let out = admin(h.path(), &src, &["reelect", "jobs"]);
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
@@ -183,7 +183,7 @@ fn etcd_election_force_leader_removes_those_ahead() {
     let etcd = EtcdServer::start();
     let [mut a, mut b, mut c] =
         campaign_in_order(&etcd, "/adm/jobs", ["node-a", "node-b", "node-c"]);
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let src = ["--etcd", &etcd.endpoint(), "--prefix", "/adm/"];
     let out = admin(h.path(), &src, &["force-leader", "jobs", "node-c"]);
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
@@ -204,7 +204,7 @@ fn etcd_election_force_leader_removes_those_ahead() {
 fn refusals_write_nothing() {
     let etcd = EtcdServer::start();
     let [_a, _b] = campaign_in_order(&etcd, "/adm/jobs", ["node-a", "node-b"]);
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let src = ["--etcd", &etcd.endpoint(), "--prefix", "/adm/"];
     let before = etcd.candidates("/adm/jobs");
     let out = admin(
@@ -341,7 +341,7 @@ async fn etcd_lease_key_actions_with_a_registry() {
         )
         .await
         .expect("put");
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let src = [
         "--etcd",
         &etcd.endpoint(),
@@ -409,7 +409,7 @@ async fn sql_actions(store: Store) {
     store.create_lease_table("leaderlock");
     store.create_heartbeat_table("service_election");
     let url = store.url();
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let lease = ["--sql", &url, "--scheme", "sql-lease"];
     let hb = [
         "--sql",
@@ -597,7 +597,7 @@ fn several_sources_name_elections_source_slash_name() {
     let etcd = EtcdServer::start();
     let _one = campaign_in_order(&etcd, "/s1/jobs", ["node-a", "node-b"]);
     let _two = campaign_in_order(&etcd, "/s2/jobs", ["node-c", "node-d"]);
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let src = [
         "--etcd",
         &etcd.endpoint(),
@@ -633,10 +633,10 @@ fn several_sources_name_elections_source_slash_name() {
 fn on_a_terminal_the_cli_asks_first() {
     let etcd = EtcdServer::start();
     let _line = campaign_in_order(&etcd, "/tty/jobs", ["node-a", "node-b"]);
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
+    let home = h.path().display();
     let cmd = format!(
-        "env XDG_DATA_HOME={}/data {} --etcd {} --prefix /tty/ resign jobs; echo ELECTOP-EXITED $?; sleep 60",
-        h.path().display(),
+        "env XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data {} --etcd {} --prefix /tty/ resign jobs; echo ELECTOP-EXITED $?; sleep 60",
         common::electop::bin(),
         etcd.endpoint()
     );
@@ -659,7 +659,7 @@ fn on_a_terminal_the_cli_asks_first() {
 /// values typed (a URL may hold a password).
 #[test]
 fn usage_errors_are_audited_without_values() {
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let src = [
         "--sql",
         "postgres://u:hunter2@127.0.0.1:1/db",
@@ -712,7 +712,7 @@ fn reelect_through_a_slow_proxy(
 ) -> (
     Store,
     common::proxy::Proxy,
-    tempfile::TempDir,
+    common::scratch::Scratch,
     std::process::Child,
 ) {
     let store = Store::postgres();
@@ -728,7 +728,7 @@ fn reelect_through_a_slow_proxy(
         .url()
         .replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
     assert_ne!(url, store.url());
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let child = command(h.path())
         .args(["--sql", &url, "--scheme", "sql-lease"])
         .args(["reelect", "jobs", "--yes", "--timeout", timeout])
@@ -806,7 +806,7 @@ fn another_electops_actions_are_recorded_as_forced_by_it() {
         .expect("lease id")
         .to_string();
     etcd.etcdctl(&["put", "/who/jobs", "node-a", &format!("--lease={lease}")]);
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let src = [
         "--etcd",
         &etcd.endpoint(),

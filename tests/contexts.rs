@@ -43,7 +43,7 @@ fn stores() -> (Store, Store) {
 #[test]
 fn status_reads_the_chosen_context_under_the_configured_names() {
     let (ops, other) = stores();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let cfg = config(home.path(), &ops, &other);
 
     let solo = status_json(home.path(), &["--config", &cfg]);
@@ -89,7 +89,7 @@ fn status_reads_the_chosen_context_under_the_configured_names() {
 #[test]
 fn watch_lines_and_admin_verbs_use_the_configured_names() {
     let (ops, other) = stores();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let cfg = config(home.path(), &ops, &other);
     let (mut child, lines) =
         spawn_lines(command(home.path()).args(["--config", &cfg, "--context", "ops", "watch"]));
@@ -134,7 +134,7 @@ fn watch_lines_and_admin_verbs_use_the_configured_names() {
 #[test]
 fn a_context_with_one_source_down_shows_the_others_and_names_it() {
     let (ops, _) = stores();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let endpoint = format!("127.0.0.1:{}", common::free_port());
     let path = home.path().join("down.toml");
     std::fs::write(

@@ -78,7 +78,7 @@ fn reelect(etcd: &EtcdServer, client: Client) {
     let name = format!("re-{}", tag(client));
     let el = format!("election/{name}");
     let mut line = line_up(client, etcd, &el, &["node-a", "node-b"], TTL);
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let t0 = now_ms();
     admin(etcd, h.path(), &["reelect", &name]);
     let wait = notice_timeout(client);
@@ -112,7 +112,7 @@ fn force_leader(etcd: &EtcdServer, client: Client) {
 
 /// Forces the third of `line` (node-a, node-b, node-c) to lead.
 fn force_leader_on(etcd: &EtcdServer, name: &str, mut line: Vec<Participant>, c: &str) {
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let t0 = now_ms();
     admin(etcd, h.path(), &["force-leader", name, "node-c"]);
     // The longest keep-alive interval in the line bounds how long its hold lasts.
@@ -171,7 +171,7 @@ fn resign(etcd: &EtcdServer, client: Client) {
     let el = format!("election/{name}");
     let mut line = line_up(client, etcd, &el, &["node-a", "node-b"], TTL);
     let lease = leader_lease(etcd, &format!("{el}/"));
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     admin(
         etcd,
         h.path(),

@@ -79,7 +79,7 @@ fn a_member_down_then_quorum_lost_then_restored() {
     c.wait_healthy(&[1, 2]);
 
     // The first endpoint is dead: every status still works and says which member is down.
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a = args(&eps, "/c/");
     for _ in 0..20 {
         let s = status_json(home.path(), &strs(&a));
@@ -105,7 +105,7 @@ fn a_member_down_then_quorum_lost_then_restored() {
     // Leader changes while the member is down: the watch, the TUI and etcdctl all see each.
     let mut watch = Watch::start(home.path(), &strs(&a));
     watch.wait_synced(1);
-    let tui_home = tempfile::tempdir().expect("tempdir");
+    let tui_home = common::scratch::tempdir();
     let tmux = Tmux::start(
         120,
         30,
@@ -190,7 +190,7 @@ fn a_member_down_then_quorum_lost_then_restored() {
 fn a_frozen_etcd_is_stale_within_3s_and_live_after() {
     let etcd = EtcdServer::start();
     etcd.etcdctl(&["put", "/f/jobs", "node-a"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a = args(&[etcd.endpoint()], "/f/");
     let mut watch = Watch::start(home.path(), &strs(&a));
     watch.wait_synced(1);

@@ -65,7 +65,7 @@ async fn node_etcd3_elections_are_detected_and_a_wrong_prefix_says_where_they_ar
         node_etcd3_campaign(&mut client, "jobs", id).await;
     }
     node_etcd3_campaign(&mut client, "web", "web-1").await;
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let ep = etcd.endpoint();
 
     let (s, err) = status_and_stderr(h.path(), &["--etcd", &ep, "--prefix", "election/"]);
@@ -161,7 +161,7 @@ async fn an_election_beside_two_locks_is_three_elections_and_no_change_is_invent
             .await
             .expect("put");
     }
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let ep = etcd.endpoint();
     let args = ["--etcd", ep.as_str(), "--prefix", "/svc/"];
     let mut watch = common::electop::Watch::start(h.path(), &args);
@@ -332,7 +332,7 @@ fn real_node_etcd3_campaigners_are_detected_and_notice_a_reelection() {
         "the package names keys after the lease in decimal: {keys:?}"
     );
 
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let src = ["--etcd", ep.as_str(), "--prefix", "election/"];
     let (s, err) = status_and_stderr(h.path(), &src);
     let e = election(&s, "jobs");
@@ -367,7 +367,7 @@ async fn the_dashboard_shows_the_hint_until_elections_appear() {
     let etcd = EtcdServer::start();
     let mut client = etcd.client().await;
     node_etcd3_campaign(&mut client, "jobs", "node-a").await;
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let shell = format!(
         "env XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} --etcd {ep} --prefix /election/; sleep 60",
         h = home.path().display(),
@@ -402,7 +402,7 @@ async fn a_layout_warning_shows_whole_and_leaves_with_its_cause() {
     for k in ["/cfg/a", "/cfg/b"] {
         client.put(k, "x", None).await.expect("put");
     }
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let shell = format!(
         "env XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} --etcd {ep} --prefix /cfg/; sleep 60",
         h = home.path().display(),
@@ -445,7 +445,7 @@ async fn a_prefix_that_is_not_a_path_boundary_is_warned_with_the_one_meant() {
     let etcd = EtcdServer::start();
     let mut client = etcd.client().await;
     node_etcd3_campaign(&mut client, "cron", "node-a").await;
-    let h = tempfile::tempdir().expect("tempdir");
+    let h = common::scratch::tempdir();
     let (json, err) =
         status_and_stderr(h.path(), &["--etcd", &etcd.endpoint(), "--prefix", "elect"]);
     assert!(

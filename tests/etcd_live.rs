@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use common::T;
 
-fn home() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
+fn home() -> common::scratch::Scratch {
+    common::scratch::tempdir()
 }
 
 fn ids(e: &Value) -> Vec<String> {

@@ -16,8 +16,8 @@ use serde_json::Value;
 /// A lasting error must come well before `status`'s 5 s timeout.
 const QUICK: Duration = Duration::from_secs(3);
 
-fn home() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
+fn home() -> common::scratch::Scratch {
+    common::scratch::tempdir()
 }
 
 /// Lease-key elections under /lk/ at `endpoint`, with `--cacert CA` and `--cert NAME.pem

@@ -164,7 +164,7 @@ fn every_dashboard_query_is_promql_that_prometheus_parses() {
             Value::from(expr)
         ));
     }
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::scratch::tempdir();
     std::fs::write(dir.path().join("dashboard.yml"), &rules).expect("write rules");
     let out = Command::new("promtool")
         .args(["check", "rules", "dashboard.yml"])

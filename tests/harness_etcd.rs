@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Campaigner, EtcdServer, wait_until, wait_until_async};
+use common::{Campaigner, EtcdServer, T, wait_until, wait_until_async};
 
 #[tokio::test]
 async fn start_put_get_with_etcdctl_and_client() {
@@ -98,20 +98,14 @@ fn campaigners_take_turns() {
     let election = "/harness/election/scheduler";
 
     let mut a = Campaigner::start(&etcd, election, "node-a");
-    assert!(
-        a.wait_elected(Duration::from_secs(5)),
-        "node-a elected: {}",
-        a.stderr()
-    );
+    assert!(a.wait_elected(T), "node-a elected: {}", a.stderr());
     let key = a.key().expect("leader key").to_string();
     assert!(key.starts_with(&format!("{election}/")), "leader key {key}");
 
     let mut b = Campaigner::start(&etcd, election, "node-b");
-    wait_until(
-        "node-b is queued behind node-a",
-        Duration::from_secs(5),
-        || etcd.candidates(election) == ["node-a", "node-b"],
-    );
+    wait_until("node-b is queued behind node-a", T, || {
+        etcd.candidates(election) == ["node-a", "node-b"]
+    });
     assert!(
         !b.wait_elected(Duration::from_millis(300)),
         "node-b must wait"
@@ -123,20 +117,26 @@ fn campaigners_take_turns() {
 
     let status = a.resign();
     assert!(status.success(), "leader resigns cleanly: {status}");
-    assert!(
-        b.wait_elected(Duration::from_secs(5)),
-        "node-b elected: {}",
-        b.stderr()
-    );
+    assert!(b.wait_elected(T), "node-b elected: {}", b.stderr());
     assert_eq!(etcd.candidates(election), ["node-b"]);
 
-    // A candidate still waiting in line exits 1 on SIGINT, and its key goes too.
+    // A candidate still waiting in line exits 1 on SIGINT, and its key goes too. etcdctl
+    // deletes its key on SIGINT only once it knows it wrote it: it is watching the key ahead
+    // of it by then. Interrupted while the write's answer is still on its way, it exits with
+    // the key left to its lease (60 s). So the signal waits for that watch.
+    let watching = etcd.watchers();
     let mut c = Campaigner::start(&etcd, election, "node-c");
-    wait_until("node-c is queued", Duration::from_secs(5), || {
+    wait_until("node-c is queued", T, || {
         etcd.candidates(election).len() == 2
     });
+    wait_until("node-c watches the key ahead of it", T, || {
+        etcd.watchers() > watching
+    });
     assert_eq!(c.resign().code(), Some(1));
-    assert!(c.stderr().contains("context canceled"), "{}", c.stderr());
+    // Its stderr is read on a thread of its own: waited for, not looked at once.
+    wait_until("etcdctl's error reaches the test", T, || {
+        c.stderr().contains("context canceled")
+    });
     assert_eq!(etcd.candidates(election), ["node-b"]);
 
     // SIGKILL does not resign: the key outlives the process (lease TTL 60 s).

@@ -108,7 +108,7 @@ fn the_holder_and_the_line_are_the_servers() {
         let t = TryLoop::start(db, "line.jobs", Duration::from_millis(100));
         (a, b, c, t)
     });
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a_args = args(&url());
     let s = status_json(home.path(), &strs(&a_args));
     let e = election(&s, "line.jobs");
@@ -222,7 +222,7 @@ fn reelect_kills_the_holder_compared_on_the_lock() {
         b.queue("adm.jobs", 30);
         (a, b)
     });
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a_args = args(&url());
     let mut w = Watch::start(home.path(), &strs(&a_args));
     w.wait_for("a leads", T, |v| {
@@ -260,7 +260,7 @@ fn reelect_kills_the_holder_compared_on_the_lock() {
 fn a_server_without_the_plugin_says_what_to_do() {
     let _p = PLUGIN.write().unwrap_or_else(|e| e.into_inner());
     with_db(|db| db.sql("UNINSTALL SONAME 'metadata_lock_info';"));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a_args = args(&url());
     let out = command(home.path())
         .args(strs(&a_args))
@@ -332,7 +332,7 @@ fn privileges_decide_what_is_seen_and_ended() {
         in_line(db, "priv.jobs", &[b.id, c.id]);
         (a, b, c)
     });
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
 
     let plain = args(&url_as("plain"));
     let s = status_json(home.path(), &strs(&plain));
@@ -497,7 +497,7 @@ fn every_view_shows_the_holder_and_follows_it() {
         in_line(db, "views.jobs", &[b.id]);
         (a, b)
     });
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a_args = args(&url());
     let out = command(home.path())
         .args(strs(&a_args))
@@ -600,7 +600,7 @@ fn status_of(home: &std::path::Path, name: &str) -> Value {
 #[test]
 fn nodes_stand_in_line_and_notice_a_reelection() {
     let _p = PLUGIN.read().unwrap_or_else(|e| e.into_inner());
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let name = "node.jobs";
     let mut nodes = vec![node(home.path(), name, "n1")];
     nodes[0].wait_belief("leader", None, T);
@@ -655,7 +655,7 @@ fn nodes_stand_in_line_and_notice_a_reelection() {
 /// A node whose server is not there says so, and what to check.
 #[test]
 fn a_node_says_when_the_server_is_unreachable() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let port = common::free_port();
     let url = format!("mysql://u:pw@127.0.0.1:{port}/electop");
     let mut cmd = command(home.path());

@@ -24,9 +24,9 @@ use common::electop::{command, election, status_json};
 use common::etcd::EtcdServer;
 use common::node::{Node, dump_all, is_belief};
 use common::proxy::Proxy;
+use common::scratch::Scratch;
 use common::sqlstore::Store;
 use serde_json::Value;
-use tempfile::TempDir;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -69,7 +69,7 @@ impl Timing {
 /// One election in one store, and how to run participants, status and admin actions on it.
 struct Scenario {
     label: String,
-    home: TempDir,
+    home: Scratch,
     /// Source flags, `--scheme` included; the same for node, status and force-leader.
     source: Vec<String>,
     election: String,
@@ -89,7 +89,7 @@ impl Scenario {
     ) -> Scenario {
         Scenario {
             label: label.to_string(),
-            home: tempfile::tempdir().expect("tempdir"),
+            home: common::scratch::tempdir(),
             source,
             election: election.to_string(),
             timing,

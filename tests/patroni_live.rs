@@ -152,7 +152,7 @@ fn a_patroni_cluster_is_read_natively_and_switched_over_through_patroni() {
         SCOPE,
         &[("n1", false), ("n2", false), ("n3", true)],
     );
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = ["--etcd", &etcd.endpoint(), "--preset", "patroni"].map(String::from);
     let mut s = Setup {
         etcd: &etcd,

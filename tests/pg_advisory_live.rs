@@ -195,7 +195,7 @@ fn setup(pg: &Postgres) {
 /// session's details as pg_locks and pg_stat_activity say; a psql session on the two-key
 /// form; names from the config (a key given, a name hashed with hashtext).
 fn leader_line_and_details(pg: &Postgres) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a = args(pg);
     let key = 101;
     let first = Client::python(pg, "svc-a", "101", "block");
@@ -280,7 +280,7 @@ fn leader_line_and_details(pg: &Postgres) {
 /// shown as leader within a poll, as it believes too; the ended holder learns it only when
 /// it next uses its connection.
 fn terminated_holder_is_followed_within_a_poll(pg: &Postgres) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a = args(pg);
     let holder = Client::python(pg, "job-a", "202", "block");
     holder.expect("leader", T);
@@ -310,7 +310,7 @@ fn terminated_holder_is_followed_within_a_poll(pg: &Postgres) {
 /// pg_locks); `force-leader X -y` ends everyone ahead of X; resign is refused with why;
 /// --read-only refuses all.
 fn admin_through_the_binary(pg: &Postgres) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a = args(pg);
     let key = 303;
     let clients: Vec<Client> = ["w-a", "w-b", "w-c", "w-d", "w-e"]
@@ -375,7 +375,7 @@ fn admin_through_the_binary(pg: &Postgres) {
 /// A user without pg_read_all_stats sees other users' sessions without their details: said
 /// with the GRANT that fixes it, and electop will not end a session it cannot compare.
 fn hidden_sessions_are_said_with_the_fix(pg: &Postgres) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let holder = Client::python(pg, "hidden-a", "404", "block");
     holder.expect("leader", T);
     let url = format!(
@@ -477,7 +477,7 @@ fn freeze(pg: &Postgres, stop: bool) {
 /// session ended with nobody in line is no leader; a frozen server makes the source stale
 /// (not its last leader shown as live), said in words.
 fn every_view_and_its_alarms(pg: &Postgres) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a = args(pg);
     let holder = Client::psql(pg, "report", "505");
     holder.expect("leader", T);
@@ -540,7 +540,7 @@ fn every_view_and_its_alarms(pg: &Postgres) {
 /// shown as `id:pid`; `reelect` ends its session: it says `deposed:` when it next checks
 /// its session, and the second leads, as electop and pg_locks say.
 fn nodes_hold_the_lock_and_notice_a_reelection(pg: &Postgres) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a = args(pg);
     let node = |id: &str| {
         let mut cmd = command(home.path());
@@ -620,7 +620,7 @@ fn pane_leader(s: &str) -> Option<String> {
 /// `electop demo --store postgres --scheme pg-advisory` at 80x24: three nodes, one leads,
 /// the dashboard's row names the same node; killing it (`x`) puts another in the lead.
 fn demo_on_advisory_locks_fails_over(pg: &Postgres) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let h = home.path().display();
     let shell = format!(
         "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} \
@@ -659,7 +659,7 @@ fn demo_on_advisory_locks_fails_over(pg: &Postgres) {
 
 #[test]
 fn a_dead_server_is_said_in_words() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let port = common::free_port();
     let url = format!("postgres://tester:x@127.0.0.1:{port}/{DATABASE}");
     let out = command(home.path())

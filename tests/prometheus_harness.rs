@@ -24,7 +24,7 @@ groups:
 #[test]
 fn prometheus_scrapes_queries_and_sends_alerts_to_alertmanager() {
     let started = Instant::now();
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::scratch::tempdir();
     let rules = dir.path().join("always.yml");
     std::fs::write(&rules, ALWAYS_FIRING).expect("write rules");
 
@@ -91,7 +91,7 @@ fn prometheus_scrapes_queries_and_sends_alerts_to_alertmanager() {
 
 #[test]
 fn a_rule_file_prometheus_rejects_fails_the_start_with_its_log() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::scratch::tempdir();
     let rules = dir.path().join("bad.yml");
     std::fs::write(
         &rules,

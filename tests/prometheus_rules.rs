@@ -82,7 +82,7 @@ fn every_shipped_alert_waits_and_the_shortened_copy_waits_one_second() {
         "every alert has a `for:`:\n{text}"
     );
 
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::scratch::tempdir();
     let short = rules_with_for(dir.path(), "1s");
     let copied = std::fs::read_to_string(&short).expect("read the copy");
     let durations: Vec<&str> = copied
@@ -104,7 +104,7 @@ fn every_shipped_alert_waits_and_the_shortened_copy_waits_one_second() {
 #[test]
 fn the_shortened_rules_fire_in_prometheus_and_reach_alertmanager_only_where_they_should() {
     let exporter = common::http::serve_static(SAMPLE_METRICS.to_string());
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::scratch::tempdir();
     let rules = rules_with_for(dir.path(), "1s");
     let alertmanager = Alertmanager::start();
     let prometheus = Prometheus::start(&[exporter], &[rules], Some(&alertmanager));

@@ -36,7 +36,7 @@ fn strs(v: &[String]) -> Vec<&str> {
 /// down from `PTTL`; killed, it stays shown until the key expires, then the leader is lost
 /// (expired) and the other holder takes the lock, as it believes too.
 fn failover(server: &RedisServer, client: LockClient, key: &str, notice: &str) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a = args(server, &format!("{key}*"));
     let mut w = Watch::start(home.path(), &strs(&a));
     w.wait_synced(1);
@@ -120,7 +120,7 @@ fn node_redlock_holders_polled_when_keyspace_events_are_off() {
 #[test]
 fn released_overwritten_and_unexpiring_keys() {
     let server = RedisServer::start("Kg$xe", None);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let a = args(&server, "lock:");
     let mut w = Watch::start(home.path(), &strs(&a));
     w.wait_synced(1);
@@ -166,7 +166,7 @@ fn released_overwritten_and_unexpiring_keys() {
 fn a_password_from_a_file_works_and_is_never_shown() {
     const SECRET: &str = "s3cret-Pw-9f2a";
     let server = RedisServer::start("KEA", Some(SECRET));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let pw = home.path().join("redis.pw");
     std::fs::write(&pw, format!("{SECRET}\n")).expect("write the password file");
     server.cli(&["SET", "auth:jobs", "tok-auth", "PX", "60000"]);
@@ -230,7 +230,7 @@ fn a_password_from_a_file_works_and_is_never_shown() {
 /// seconds, fresh again once thawed.
 #[test]
 fn a_refused_port_and_a_frozen_server_are_said() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let port = common::free_port();
     let url = format!("redis://127.0.0.1:{port}");
     let out = command(home.path())
@@ -278,7 +278,7 @@ fn an_acl_user_without_config_is_polled() {
     ]);
     assert_eq!(out.trim(), "OK", "{out}");
     server.cli(&["SET", "acl:jobs", "tok-acl", "PX", "60000"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = format!("redis://reader@127.0.0.1:{}/0", server.port());
     let a = [
         "--redis",
@@ -336,7 +336,7 @@ fn run(home: &std::path::Path, args: &[&str]) -> (bool, String) {
 #[test]
 fn reelect_deletes_the_lock_compared_on_its_token() {
     let server = RedisServer::start("KEA", None);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let key = "adm:jobs";
     let a = args(&server, "adm:");
     let mut w = Watch::start(home.path(), &strs(&a));
@@ -424,7 +424,7 @@ fn walk_text(dir: &std::path::Path) -> String {
 #[test]
 fn a_later_electop_shows_the_deposed_holder_from_the_audit_log() {
     let server = RedisServer::start("KEA", None);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let key = "dep:jobs";
     server.cli(&["SET", key, "tok-old", "PX", "5000"]);
     let a = args(&server, "dep:");

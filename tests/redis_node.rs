@@ -16,8 +16,8 @@ use common::electop::{Watch, command, election, status_json};
 use common::node::{Node, dump_all};
 use common::process::signal;
 use common::redis::{Holder, LockClient, RedisServer};
+use common::scratch::Scratch;
 use common::tmux::Tmux;
-use tempfile::TempDir;
 
 const PATTERN: &str = "locks:*";
 /// The nodes' lock TTL (`--ttl`); they renew every third of it (the default).
@@ -30,7 +30,7 @@ const OVERRUN: Duration = Duration::from_secs(5);
 
 struct Redis {
     server: RedisServer,
-    home: TempDir,
+    home: Scratch,
     started: Cell<usize>,
 }
 
@@ -319,7 +319,7 @@ fn with_redis_py(r: &Redis) {
 fn redis_nodes_elect_fail_over_and_notice_every_deposition() {
     let r = Redis {
         server: RedisServer::start("KEA", None),
-        home: tempfile::tempdir().expect("tempdir"),
+        home: common::scratch::tempdir(),
         started: Cell::new(0),
     };
     lifecycle(&r);
@@ -350,7 +350,7 @@ fn pane_leader(s: &str) -> Option<String> {
 /// the nodes nor redis-server are left running.
 #[test]
 fn demo_on_a_spawned_redis_fails_over_and_cleans_up() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let h = home.path().display();
     let shell = format!(
         "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} \
@@ -431,7 +431,7 @@ fn fails(home: &std::path::Path, args: &[&str]) -> String {
 /// Bad input is refused before anything connects, saying what to do.
 #[test]
 fn bad_redis_node_and_demo_input_says_what_to_do() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let h = home.path();
     let no_url = fails(h, &["demo", "--store", "redis"]);
     assert!(

@@ -66,7 +66,7 @@ fn tls_works_and_each_mistake_names_the_fix() {
     let certs = Certs::generate();
     let server = tls_server(&certs, false);
     server.cli(&["SET", "tls:jobs", "tok-tls", "PX", "60000"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = server.tls_url();
     let ca = certs.arg("ca.pem");
     let a = ["--redis", &url, "--prefix", "tls:", "--redis-cacert", &ca];
@@ -126,7 +126,7 @@ fn a_client_certificate_needed_given_and_refused() {
     let certs = Certs::generate();
     let server = tls_server(&certs, true);
     server.cli(&["SET", "mtls:jobs", "tok-m", "PX", "60000"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = server.tls_url();
     let ca = certs.arg("ca.pem");
     let base = [
@@ -190,7 +190,7 @@ fn an_acl_user_with_what_electop_needs_and_each_missing_permission_named() {
         assert_eq!(out.trim(), "OK", "{user}: {out}");
     }
     server.cli(&["SET", "acl:jobs", "tok-acl", "PX", "60000"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = |u: &str| format!("redis://{u}@127.0.0.1:{}/0", server.port());
     let run = |user: &str, extra: &[&str]| {
         let u = url(user);
@@ -250,7 +250,7 @@ fn an_acl_user_with_what_electop_needs_and_each_missing_permission_named() {
 /// A Redis Cluster node and a Sentinel are refused, each with the reason.
 #[test]
 fn a_cluster_node_and_a_sentinel_are_refused_with_the_reason() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let cluster = RedisServer::start_conf("KEA", "cluster-enabled yes\n");
     let (ok, text) = status(home.path(), &["--redis", &cluster.url()]);
     assert!(!ok, "{text}");

@@ -2,6 +2,8 @@
 //! change of a driven sequence arrives, in order, none lost; a hook that hangs is cut off and
 //! counted, and never holds up `send`.
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -58,7 +60,7 @@ fn quoted(p: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_gets_every_change_in_order_on_stdin_and_in_its_environment() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch::tempdir();
     let (stdin_log, env_log) = (dir.path().join("stdin.log"), dir.path().join("env.log"));
     let cmd = format!(
         "cat >> {}; printf '%s %s %s %s\\n' \"$ELECTOP_KIND\" \"$ELECTOP_SOURCE\" \
@@ -113,7 +115,7 @@ async fn eventually(what: &str, within: Duration, mut ok: impl FnMut() -> bool) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_command_is_cut_off_with_what_it_started_and_the_next_changes_still_run() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch::tempdir();
     let (log, pids) = (dir.path().join("stdin.log"), dir.path().join("pids"));
     // The change to `node-2` hangs in a child of the shell, as `sh -c 'curl …'` would.
     let cmd = format!(
@@ -154,7 +156,7 @@ async fn a_hanging_command_is_cut_off_with_what_it_started_and_the_next_changes_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_returns_at_once_while_the_command_hangs_and_every_event_is_counted() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch::tempdir();
     let pids = dir.path().join("pids");
     let (hooks, stats) = start(HookConfig {
         on_change: Some(format!("sleep 60 & echo $! >> {}; wait", quoted(&pids))),

@@ -90,7 +90,7 @@ fn metrics_api_and_events_follow_a_leader_change_and_sigterm_stops_it() {
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = sql_args(&store);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut serve = Serve::start(home.path(), &args, &[]);
@@ -204,7 +204,7 @@ fn a_scrape_asking_for_gzip_gets_the_same_series_gzipped() {
     for (name, holder) in [("jobs", "node-a"), ("mail", "node-b"), ("db", "node-d")] {
         assert!(store.lease_attempt("leaderlock", name, holder, 60));
     }
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = sql_args(&store);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let serve = Serve::start(home.path(), &args, &[]);
@@ -273,7 +273,7 @@ fn assert_same_scrape(a: &str, b: &str) {
 fn off_loopback_it_asks_who_is_reading_and_never_shows_the_token() {
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = sql_args(&store);
     let out = command(home.path())
         .args(&args)
@@ -323,7 +323,7 @@ fn tls_serves_https_with_the_given_certificate() {
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
     let ca = common::pki::Ca::new("electop serve test CA");
     let server = ca.issue_server("serve", &["IP:127.0.0.1"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = sql_args(&store);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (cert, key) = (
@@ -388,7 +388,7 @@ fn sighup_serves_the_sources_the_config_names_now() {
         s.create_lease_table("leaderlock");
         assert!(s.lease_attempt("leaderlock", name, id, 60));
     }
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let cfg = home.path().join("electop.toml");
     let write = |store: &Store| {
         let text = format!(
@@ -428,7 +428,7 @@ fn sighup_serves_the_sources_the_config_names_now() {
 fn redis_lock_keys_leader_ttl_and_deposed_holder_series() {
     let server = common::redis::RedisServer::start("KEA", None);
     server.cli(&["SET", "svc:jobs", "tok-a", "PX", "6000"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = server.url();
     let args = ["--redis", url.as_str(), "--prefix", "svc:"];
     let serve = Serve::start(home.path(), &args, &[]);

@@ -100,7 +100,7 @@ fn prometheus_sees_failover_no_leader_and_a_deposed_holder_and_hooks_hear_every_
 
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let sql = store.url();
     let _node = Serve(
         command(home.path())
@@ -130,19 +130,22 @@ fn prometheus_sees_failover_no_leader_and_a_deposed_holder_and_hooks_hear_every_
     );
     let listen = format!("127.0.0.1:{}", common::free_port());
     let ep = etcd.endpoint();
+    // serve logs to stderr: kept in the test's home, which a failure keeps.
+    let serve_log = std::fs::File::create(home.path().join("serve.log")).expect("serve.log");
     let serve = Serve(
         command(home.path())
             .args(["--etcd", &ep, "--prefix", "/svc/"])
             .args(["--sql", &sql, "--scheme", "sql-lease"])
             .args(["serve", "--listen", &listen, "--on-change", &on_change])
             .args(["--webhook", &format!("http://{hook_addr}/hook")])
+            .env("ELECTOP_LOG", "debug")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(serve_log)
             .spawn()
             .expect("electop serve"),
     );
-    let rules_dir = tempfile::tempdir().expect("tempdir");
+    let rules_dir = common::scratch::tempdir();
     let rules = rules_with_for(rules_dir.path(), "1s");
     let alertmanager = Alertmanager::start();
     let prometheus =
@@ -187,11 +190,28 @@ fn prometheus_sees_failover_no_leader_and_a_deposed_holder_and_hooks_hear_every_
         })
     });
 
-    common::wait_until("the time without a leader counted", WAIT, || {
-        value(
+    common::wait_for("the time without a leader counted", WAIT, || {
+        let total = value(
             &prometheus,
             "electop_election_leaderless_seconds_total{election=\"jobs\"}",
-        ) > 1.0
+        );
+        let scraped = value(&prometheus, "up");
+        let told = common::http::get(&listen, "/metrics")
+            .map(|r| {
+                r.body
+                    .lines()
+                    .filter(|l| l.contains("jobs") && l.contains("leaderless"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_else(|e| e);
+        if total > 1.0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "Prometheus has {total} (up {scraped}); serve says now:\n{told}"
+            ))
+        }
     });
     // An operator resigns node-c: Go's campaigner does not notice and keeps its session, so
     // it may still believe it leads: the split-brain rule fires.

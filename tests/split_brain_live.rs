@@ -53,7 +53,7 @@ fn wait_for<R>(nodes: &mut [Node], what: &str, mut f: impl FnMut(&[Node]) -> Opt
 #[test]
 fn a_paused_leader_and_its_successor_overlap_until_it_notices() {
     let store = Store::sqlite();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let mut nodes: Vec<Node> = ["node-1", "node-2", "node-3"]
         .iter()
         .map(|id| start(home.path(), &store.url(), id))

@@ -47,7 +47,7 @@ fn find(store: &Store, home: &std::path::Path) -> (Option<Value>, String) {
 }
 
 fn tables_are_found(store: Store) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let home = home.path();
 
     // Nothing there: the error says what was looked for and how to choose.
@@ -129,7 +129,7 @@ fn found_in_mariadb() {
 #[test]
 fn table_names_the_table_to_look_for() {
     let store = Store::sqlite();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     store.create_lease_table("locks");
     assert!(store.lease_attempt("locks", "jobs", "node-1", 30));
     let out = status(home.path(), &["--sql", &store.url(), "--table", "locks"]);
@@ -141,7 +141,7 @@ fn table_names_the_table_to_look_for() {
 /// A database that is not there is said to be missing, not refused for a missing flag.
 #[test]
 fn a_missing_file_is_named_as_missing() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let path = home.path().join("nowhere.db");
     let url = format!("sqlite://{}", path.display());
     let out = status(home.path(), &["--sql", &url]);

@@ -50,7 +50,7 @@ fn lease_scenario(store: Store) {
         !store.lease_attempt("leaderlock", "jobs", "node-b", 3),
         "held: node-b stays follower"
     );
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = store.url();
     let a = args(&url, "sql-lease", "leaderlock");
 
@@ -125,7 +125,7 @@ fn heartbeat_scenario(store: Store) {
     store.create_heartbeat_table("service_election");
     assert!(store.heartbeat("service_election", 1, "my_service_number_7", 2));
     assert!(!store.heartbeat("service_election", 1, "my_service_number_12", 2));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = store.url();
     let mut a = args(&url, "sql-heartbeat", "service_election");
     a.extend(["--heartbeat-timeout", "2s"]);
@@ -156,7 +156,7 @@ fn heartbeat_scenario(store: Store) {
 
 /// Each way a source can be wrong gets an error naming what to fix.
 fn error_scenario(store: Store) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = store.url();
     let started = std::time::Instant::now();
     let err = status_err(home.path(), &args(&url, "sql-lease", "nosuchtable"));
@@ -213,7 +213,7 @@ fn error_scenario(store: Store) {
 fn down_and_back_scenario(mut store: Store) {
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = store.url();
     let a = args(&url, "sql-lease", "leaderlock");
     let mut w = Watch::start(home.path(), &a);
@@ -264,7 +264,7 @@ fn sqlite_heartbeat() {
 #[test]
 fn sqlite_errors() {
     error_scenario(Store::sqlite());
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let err = status_err(
         home.path(),
         &args("sqlite:///nonexistent/dir/x.db", "sql-lease", "leaderlock"),
@@ -333,7 +333,7 @@ fn deadlines_ignore_time_zones() {
     // A DATETIME holds the writer's wall-clock time (NOW() in the server's zone).
     my.create_lease_table("leaderlock");
     assert!(my.lease_attempt("leaderlock", "jobs", "node-m", 30));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     for (url, scheme, table, name, max) in [
         (pg.url(), "sql-lease", "leaderlock", "jobs", 30_000),
         (my.url(), "sql-heartbeat", "service_election", "1", 20_000),
@@ -374,7 +374,7 @@ fn config_mixes_sources_and_passwords_stay_hidden() {
     let Store::Pg(pg) = &store else {
         unreachable!()
     };
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let pw_file = home.path().join("pw");
     std::fs::write(&pw_file, "s3cret-pw\n").expect("pw file");
     let cfg = home.path().join("electop.toml");
@@ -476,7 +476,7 @@ fn format_characters_in_a_store_are_escaped() {
     let name = "jobs\u{202e}\u{200b}nimda";
     let id = "n-a\u{2066}\u{feff}";
     assert!(store.lease_attempt("leaderlock", name, id, 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let url = store.url();
     let a = args(&url, "sql-lease", "leaderlock");
     let out = command(home.path())
@@ -572,7 +572,7 @@ fn postgres_over_tls() {
         format!("postgres://tester:s3cret-pw@{host}:{port}/electop?{query}")
     };
     let ca_file = ca.cert.display().to_string();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
 
     let full = url(
         "localhost",
@@ -665,7 +665,7 @@ fn mariadb_over_tls() {
     };
     // Only a TLS session can log in now: success below means the connection is TLS.
     store.exec("ALTER USER 'tester'@'127.0.0.1' REQUIRE SSL");
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let verify_ca = url(
         port,
         &format!("ssl-mode=VERIFY_CA&ssl-ca={}", ca.cert.display()),

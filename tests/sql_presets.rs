@@ -299,7 +299,7 @@ fn orchestrator(store: &Store, home: &std::path::Path) {
 }
 
 fn all_presets(store: Store) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     shedlock(&store, home.path());
     oban(&store, home.path());
     orchestrator(&store, home.path());
@@ -317,7 +317,7 @@ fn presets_on_mariadb() {
 
 #[test]
 fn presets_are_listed_with_their_layout() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let out = command(home.path())
         .arg("presets")
         .output()

@@ -17,7 +17,7 @@ use common::{EtcdServer, T, free_port};
 fn refused(scheme: &str) {
     let port = free_port();
     let url = format!("{scheme}://u@127.0.0.1:{port}/db");
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let started = Instant::now();
     let out = command(home.path())
         .args(["--sql", &url, "--scheme", "sql-lease"])
@@ -83,7 +83,7 @@ fn status_against_a_frozen_etcd_says_no_answer_in_the_json_and_on_stderr() {
     etcd.etcdctl(&["put", "/f/jobs", "node-a"]);
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let ep = etcd.endpoint();
     let _frozen = Frozen::new(&etcd);
     let out = command(home.path())
@@ -116,7 +116,7 @@ fn status_against_a_frozen_etcd_says_no_answer_in_the_json_and_on_stderr() {
 fn watch_says_no_answer_when_a_followed_etcd_freezes() {
     let etcd = EtcdServer::start();
     etcd.etcdctl(&["put", "/f/jobs", "node-a"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let ep = etcd.endpoint();
     let mut watch = Watch::start(home.path(), &["--etcd", &ep, "--prefix", "/f/"]);
     watch.wait_synced(1);

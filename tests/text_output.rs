@@ -25,7 +25,7 @@ fn status_prints_an_aligned_table_that_is_never_cut_when_piped() {
     let long = format!("an-election-with-a-very-long-name-{}", "z".repeat(60));
     assert!(store.lease_attempt("leaderlock", &long, "node-with-a-long-identity-42", 60));
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let out = command(home.path())
         .args(args(&store.url()))
         .arg("status")
@@ -92,7 +92,7 @@ fn a_closed_pipe_ends_status_quietly() {
          WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1999) \
          SELECT printf('e%04d', i), 'n', strftime('%Y-%m-%d %H:%M:%f', 'now', '+60 seconds') FROM n",
     );
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let mut child = command(home.path())
         .args(args(&store.url()))
         .arg("status")
@@ -123,7 +123,7 @@ fn watch_prints_one_readable_line_per_change() {
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let (mut child, lines) =
         spawn_lines(command(home.path()).args(args(&store.url())).arg("watch"));
     let next = |what: &str| {
@@ -158,7 +158,7 @@ fn status_json_piped_is_one_line() {
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     for flag in [&["--json"][..], &["-o", "json"]] {
         let out = command(home.path())
             .args(args(&store.url()))
@@ -183,7 +183,7 @@ fn status_with_one_source_down_prints_the_others_and_names_it() {
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let endpoint = format!("127.0.0.1:{}", common::free_port());
     for json in [false, true] {
         let started = std::time::Instant::now();
@@ -248,7 +248,7 @@ fn watch_starts_with_the_current_state_unless_changes_only() {
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
     assert!(store.lease_attempt("leaderlock", "cron", "node-c", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let until_synced = |extra: &[&str]| {
         let (mut child, lines) = spawn_lines(
             command(home.path())
@@ -306,7 +306,7 @@ fn watch_ends_cleanly_on_sigterm() {
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let (mut child, lines) = spawn_lines(
         command(home.path())
             .args(args(&store.url()))

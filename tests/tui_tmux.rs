@@ -32,7 +32,7 @@ fn dashboard_follows_a_failover_and_quits_cleanly() {
     let etcd = EtcdServer::start();
     let [mut a, mut b] = campaign_in_order(&etcd, "/tui/jobs", ["node-a", "node-b"]);
 
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let tmux = Tmux::start(
         100,
         30,
@@ -80,7 +80,7 @@ fn dashboard_follows_a_failover_and_quits_cleanly() {
 
 #[test]
 fn a_tiny_terminal_gets_a_message_and_still_quits() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let port = common::free_port();
     let tmux = Tmux::start(
         40,
@@ -95,7 +95,7 @@ fn a_tiny_terminal_gets_a_message_and_still_quits() {
 
 #[test]
 fn an_unreachable_store_is_shown_with_its_retry() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let port = common::free_port();
     let tmux = Tmux::start(
         120,
@@ -115,7 +115,7 @@ fn an_unreachable_store_is_shown_with_its_retry() {
 
 #[test]
 fn a_panic_restores_the_terminal() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let port = common::free_port();
     let tmux = Tmux::start(
         100,
@@ -148,7 +148,7 @@ fn sql_elections_show_on_the_dashboard() {
     let store = common::sqlstore::Store::sqlite();
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = format!("--sql {} --scheme sql-lease --poll 100ms", store.url());
     let tmux = Tmux::start(100, 30, &shell(home.path(), &args));
     let screen = tmux.wait_screen("the SQL election", T, |s| {
@@ -167,7 +167,7 @@ fn sql_elections_show_on_the_dashboard() {
 /// on screen, quit, and find no child process left.
 #[test]
 fn demo_fails_over_when_the_leader_is_killed_and_leaves_nothing_running() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let tmux = Tmux::start(
         160,
         40,
@@ -224,7 +224,7 @@ fn demo_fails_over_when_the_leader_is_killed_and_leaves_nothing_running() {
 /// quit neither the nodes nor etcd are left running.
 #[test]
 fn demo_on_a_spawned_etcd_cleans_up_after_itself() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let tmux = Tmux::start(
         160,
         40,
@@ -271,7 +271,7 @@ fn demo_on_a_spawned_etcd_cleans_up_after_itself() {
 #[test]
 fn demo_on_postgres_with_heartbeats() {
     let pg = common::postgres::Postgres::start();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = format!(
         "demo --store postgres --sql {} --scheme sql-heartbeat --ttl 2s --renew 300ms --retry 300ms",
         pg.url()
@@ -306,7 +306,7 @@ fn demo_on_postgres_with_heartbeats() {
 fn reelect_from_the_dashboard_is_confirmed_done_and_labelled_forced() {
     let etcd = EtcdServer::start();
     let [mut a, mut b] = campaign_in_order(&etcd, "/tuiadm/jobs", ["node-a", "node-b"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let tmux = Tmux::start(
         120,
         30,
@@ -369,7 +369,7 @@ fn quitting_waits_for_an_admin_action_in_flight() {
     let url = store
         .url()
         .replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = format!("--sql {url} --scheme sql-lease --poll 200ms");
     let tmux = Tmux::start(120, 30, &shell(home.path(), &args));
     tmux.wait_screen("the election", T, |s| {
@@ -411,7 +411,7 @@ fn quitting_waits_for_an_admin_action_in_flight() {
 fn a_panicking_backend_task_shows_and_exits_non_zero() {
     let store = common::sqlstore::Store::sqlite();
     store.create_lease_table("leaderlock");
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = format!("--sql {} --scheme sql-lease", store.url());
     let tmux = Tmux::start(
         160,
@@ -452,7 +452,7 @@ fn secs_after(screen: &str, marker: &str) -> Option<f64> {
 /// the overlap is counted, timed and recorded in the events and in the log.
 #[test]
 fn demo_flags_a_split_brain_while_a_paused_leader_still_believes_it_leads() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let tmux = Tmux::start(
         160,
         40,
@@ -516,7 +516,7 @@ fn demo_flags_a_split_brain_while_a_paused_leader_still_believes_it_leads() {
 /// then confirm. A renewal is not a change: the re-election is done, not refused.
 #[test]
 fn demo_reelect_confirmed_after_a_renewal_is_done() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let tmux = Tmux::start(
         160,
         40,
@@ -583,7 +583,7 @@ fn filter_sort_events_and_a_click_on_the_dashboard() {
     ] {
         assert!(store.lease_attempt("leaderlock", election, id, 60));
     }
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = format!("--sql {} --scheme sql-lease --poll 100ms", store.url());
     let tmux = Tmux::start(120, 30, &shell(home.path(), &args));
     tmux.wait_screen("three elections", T, |s| {
@@ -653,7 +653,7 @@ fn ctx_switches_live_between_an_etcd_and_a_sqlite_context() {
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "billing", "node-s", 60));
 
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let cfg = home.path().join("contexts.toml");
     std::fs::write(
         &cfg,
@@ -733,7 +733,7 @@ fn ctx_cannot_drop_an_admin_action_in_flight() {
     let local = common::sqlstore::Store::sqlite();
     local.create_lease_table("leaderlock");
     assert!(local.lease_attempt("leaderlock", "billing", "node-s", 60));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let cfg = home.path().join("contexts.toml");
     std::fs::write(
         &cfg,
@@ -789,7 +789,7 @@ fn ctx_cannot_drop_an_admin_action_in_flight() {
 /// a node's line picks it, so `x` kills that one; quitting leaves no node running.
 #[test]
 fn demo_at_80x24_offers_the_nodes_to_force_and_a_click_picks_a_node() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let tmux = Tmux::start(
         80,
         24,
@@ -925,7 +925,7 @@ fn wait_buffer(tmux: &Tmux, want: &str) {
 fn enter_opens_the_detail_and_y_copies_the_leader_through_osc52() {
     let etcd = EtcdServer::start();
     let [_a, _b] = campaign_in_order(&etcd, "/tui/jobs", ["node-a", "node-b"]);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let tmux = Tmux::start(
         100,
         30,

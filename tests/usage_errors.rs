@@ -23,7 +23,7 @@ fn run(home: &std::path::Path, args: &[&str]) -> (Output, Duration) {
 }
 
 fn assert_usage_error(args: &[&str], wants: &[&str]) {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let (out, took) = run(home.path(), args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
@@ -73,7 +73,7 @@ fn bad_etcd_flags_fail_at_once_in_every_subcommand() {
 
 #[test]
 fn bad_config_endpoints_fail_at_once() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let cfg = home.path().join("electop.toml");
     std::fs::write(
         &cfg,
@@ -150,7 +150,7 @@ fn other_flag_mistakes_exit_2() {
 /// subcommand that reads sources; with flag sources beside it, the clash is named.
 #[test]
 fn an_unknown_context_fails_at_once_listing_the_known_ones() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let cfg = home.path().join("electop.toml");
     std::fs::write(
         &cfg,
@@ -200,7 +200,7 @@ fn a_missing_config_file_is_named_once_with_the_fix() {
             &args,
             &["/nonexistent/electop.toml", "check the --config path"],
         );
-        let home = tempfile::tempdir().expect("tempdir");
+        let home = common::scratch::tempdir();
         let (out, _) = run(home.path(), &args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.matches("No such file").count(), 1, "{err}");

@@ -137,7 +137,7 @@ fn line_of(home: &Path, ep: &str, client: ZkClient) -> Vec<ZkParticipant> {
 
 /// One action on a line of real clients, from the CLI to the deposed session's end.
 fn deposing(ep: &str, client: ZkClient, action: Action) {
-    let home = tempfile::tempdir().expect("home");
+    let home = common::scratch::tempdir();
     let home = home.path();
     let name = short(client);
     let mut line = line_of(home, ep, client);
@@ -369,7 +369,7 @@ async fn refusals(ep: &str) {
     );
 
     // Read-only and --expect-leader: refused by the CLI, audited, nothing written.
-    let home = tempfile::tempdir().expect("home");
+    let home = common::scratch::tempdir();
     let ro = command(home.path())
         .args(args(ep))
         .args(["--read-only", "reelect", "cas", "--yes"])

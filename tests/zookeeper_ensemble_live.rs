@@ -111,7 +111,7 @@ fn members_health_a_member_down_an_expired_session_and_a_frozen_server() {
     let mut cb = start(ZkClient::CuratorLatch, "/election/latch", "c-b");
     leads(&mut cb, "follower");
 
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = ["--zk", connect.as_str(), "--prefix", "/election"];
 
     // Health: every member up, in its own mode, one leader; electop's session and since
@@ -284,7 +284,7 @@ fn members_health_a_member_down_an_expired_session_and_a_frozen_server() {
 fn a_restrictive_whitelist_still_gives_health_and_a_refusal_names_the_setting() {
     use common::zookeeper::{JVM_FLAGS, SERVER_CLASSPATH, four_letter};
     use electop::backend::zookeeper::members::{self, WordError};
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch::tempdir();
     let port = common::free_port();
     let cfg = dir.path().join("zoo.cfg");
     std::fs::write(
@@ -320,7 +320,7 @@ fn a_restrictive_whitelist_still_gives_health_and_a_refusal_names_the_setting() 
         let said = got.unwrap_err().to_string();
         assert!(said.contains("4lw.commands.whitelist"), "{said}");
     }
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let s = status_json(home.path(), &["--zk", ep.as_str()]);
     let m = &members(&s)[0];
     assert_eq!(

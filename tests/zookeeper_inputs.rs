@@ -109,7 +109,7 @@ fn kafka_controller(zk: &ZkServer, rt: &Runtime) -> Client {
         c
     };
     let broker1 = elect(1, "1", 0);
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let zk_kafka = format!("{ep}/kafka");
     let args = ["--zk", zk_kafka.as_str(), "--preset", "kafka-zk"];
     let s = status_json(home.path(), &args);
@@ -173,7 +173,7 @@ fn hadoop_active_namenode(zk: &ZkServer, rt: &Runtime) {
             .await
             .expect("breadcrumb");
     });
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = ["--zk", ep.as_str(), "--preset", "hadoop-ha"];
     let s = status_json(home.path(), &args);
     let e = election(&s, "ns1");
@@ -229,7 +229,7 @@ fn digest_acl(zk: &ZkServer, rt: &Runtime) {
             .expect("create");
         ((), n)
     });
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = ["--zk", ep.as_str(), "--prefix", "/secure"];
     let denied = command(home.path())
         .args(args)
@@ -292,7 +292,7 @@ fn digest_acl(zk: &ZkServer, rt: &Runtime) {
 /// there later is followed.
 fn missing_prefix_is_watched(zk: &ZkServer, rt: &Runtime) {
     let ep = zk.endpoint();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = ["--zk", ep.as_str(), "--prefix", "/not/yet"];
     let s = status_json(home.path(), &args);
     let notice = s["sources"][0]["notice"].as_str().unwrap_or_default();
@@ -326,7 +326,7 @@ fn missing_prefix_is_watched(zk: &ZkServer, rt: &Runtime) {
 fn chroot_typo_is_named(zk: &ZkServer) {
     let typo = format!("{}/chrot", zk.endpoint());
     let good = format!("{}/kafka", zk.endpoint());
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let out = command(home.path())
         .args(["--zk", &typo, "--zk", &good, "--preset", "kafka-zk"])
         .args(["status", "--json", "--timeout", "5s"])
@@ -356,7 +356,7 @@ fn odd_values_are_escaped_and_cut(zk: &ZkServer, rt: &Runtime) {
             .await
             .expect("create");
     });
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = ["--zk", ep.as_str(), "--prefix", "/odd"];
     let s = status_json(home.path(), &args);
     assert_eq!(
@@ -387,7 +387,7 @@ fn a_server_that_is_not_zookeeper_is_named() {
     let etcd = common::EtcdServer::start();
     let ep = etcd.endpoint();
     let hostport = ep.trim_start_matches("http://").to_string();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let out = command(home.path())
         .args(["--zk", &hostport, "--etcd", &ep])
         .args(["status", "--json", "--timeout", "5s"])
@@ -420,7 +420,7 @@ fn a_server_that_is_not_zookeeper_is_named() {
 /// errors that name the kind each needs.
 #[test]
 fn presets_on_the_wrong_kind_of_source_are_refused() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let cases: [(&[&str], &str); 4] = [
         (
             &["--etcd", "127.0.0.1:1", "--preset", "kafka-zk"],

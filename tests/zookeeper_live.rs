@@ -62,7 +62,7 @@ fn kazoo_nodes_show_leader_and_line_and_a_deleted_leader_is_followed() {
     let b = rt.block_on(join(&ep, "/election/jobs", "0000", "node-b"));
     let c = rt.block_on(join(&ep, "/election/jobs", "8888", "node-c"));
 
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = ["--zk", ep.as_str(), "--prefix", "/election"];
     let s = status_json(home.path(), &args);
     let e = election(&s, "jobs");
@@ -110,7 +110,7 @@ fn a_watch_does_not_cut_the_record_the_dashboard_reads_back() {
     let zk = ZkServer::start();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let ep = zk.endpoint();
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = ["--zk", ep.as_str(), "--prefix", "/record"];
     let mut held = vec![rt.block_on(join(&ep, "/record/jobs", "a", "n0"))];
     let mut w = Watch::start(home.path(), &args);
@@ -148,7 +148,7 @@ fn a_watch_does_not_cut_the_record_the_dashboard_reads_back() {
 /// Nothing listening: `status` fails at once, in ZooKeeper's words.
 #[test]
 fn nothing_listening_is_said_plainly() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let port = common::free_port().to_string();
     let ep = format!("127.0.0.1:{port}");
     let out = common::electop::command(home.path())
@@ -171,7 +171,7 @@ fn a_frozen_server_is_reported_down_then_back() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let ep = zk.endpoint();
     let a = rt.block_on(join(&ep, "/election/jobs", "u1", "node-a"));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let args = ["--zk", ep.as_str(), "--prefix", "/election"];
     let mut w = Watch::start(home.path(), &args);
     w.wait_synced(1);

@@ -15,11 +15,11 @@ use common::T;
 use common::electop::{command, election, status_json};
 use common::node::{Node, dump_all};
 use common::process::signal;
+use common::scratch::Scratch;
 use common::tmux::Tmux;
 use common::zk_campaigners::{ZkClient, ZkParticipant};
 use common::zookeeper::ZkServer;
 use serde_json::Value;
-use tempfile::TempDir;
 
 const PREFIX: &str = "/election";
 /// The nodes' session timeout (`--ttl`); they confirm it every third (the default renew).
@@ -32,7 +32,7 @@ const OVERRUN: Duration = Duration::from_secs(5);
 
 struct Zk {
     server: ZkServer,
-    home: TempDir,
+    home: Scratch,
     started: Cell<usize>,
 }
 
@@ -350,7 +350,7 @@ fn frozen_server(zk: &Zk) {
 fn zookeeper_nodes_elect_fail_over_and_notice_every_deposition() {
     let zk = Zk {
         server: ZkServer::start(),
-        home: tempfile::tempdir().expect("tempdir"),
+        home: common::scratch::tempdir(),
         started: Cell::new(0),
     };
     lifecycle(&zk);
@@ -374,7 +374,7 @@ fn running(pattern: &str) -> usize {
 /// are left running.
 #[test]
 fn demo_on_a_spawned_zookeeper_fails_over_and_cleans_up() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let h = home.path().display();
     let shell = format!(
         "env RUST_BACKTRACE=0 XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} \
@@ -450,7 +450,7 @@ fn fails(home: &std::path::Path, path_env: Option<&str>, args: &[&str]) -> Strin
 /// Bad input is refused before anything connects, saying what to do.
 #[test]
 fn bad_zookeeper_node_and_demo_input_says_what_to_do() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let h = home.path();
     let no_java = fails(
         h,

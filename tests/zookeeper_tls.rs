@@ -113,7 +113,7 @@ fn status_reads_over_tls_and_every_tls_mistake_is_said_in_words() {
         "/election/jobs",
         &["node-a", "node-b", "node-c"],
     ));
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = common::scratch::tempdir();
     let secure = zk.secure_endpoint();
 
     // Over TLS, with the client certificate ZooKeeper requires: the line as written, and

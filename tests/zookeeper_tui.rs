@@ -50,7 +50,7 @@ fn status(home: &Path, ep: &str, prefix: &str) -> Value {
 
 /// Polls a status of a throwaway home until `pred` holds for election `name`.
 fn wait_election(ep: &str, prefix: &str, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let peek = tempfile::tempdir().expect("home");
+    let peek = common::scratch::tempdir();
     let deadline = Instant::now() + SESSION_GONE;
     loop {
         let s = status(peek.path(), ep, prefix);
@@ -91,7 +91,7 @@ fn time(v: &Value) -> String {
 
 fn history_across_runs(ep: &str) {
     let (prefix, name) = ("/hist", "jobs");
-    let home = tempfile::tempdir().expect("home");
+    let home = common::scratch::tempdir();
     let args = zk_args(ep, prefix);
     // The first run: `watch` sees the election start and a failover.
     let mut w = Watch::start(home.path(), &args);
@@ -193,7 +193,7 @@ fn dashboard_follows_a_killed_leader(ep: &str) {
         name,
         &["tui-a", "tui-b", "tui-c"],
     );
-    let home = tempfile::tempdir().expect("home");
+    let home = common::scratch::tempdir();
     let args = format!("--zk {ep} --prefix {prefix}");
     let tmux = dashboard(home.path(), (80, 24), &args);
     let screen = tmux.wait_screen("the election", T, |s| {
@@ -333,7 +333,7 @@ fn serve_exports_the_election_and_the_deposed_holder(ep: &str) {
         name,
         &["srv-a", "srv-b"],
     );
-    let home = tempfile::tempdir().expect("home");
+    let home = common::scratch::tempdir();
     let args = zk_args(ep, prefix);
     let serve = Serve::start(home.path(), &args);
     let m = serve.wait_metric("electop_election_has_leader{", 1.0, T);

@@ -4,18 +4,18 @@
 
 use std::path::PathBuf;
 
+use super::scratch::Scratch;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
     ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
 };
-use tempfile::TempDir;
 use time::{Duration, OffsetDateTime};
 
 /// The files, by name: `ca.pem`, `other-ca.pem`, and `NAME.pem` + `NAME-key.pem` for
 /// `server` (127.0.0.1 and localhost), `client`, `other-client` (signed by the other CA),
 /// `wrong-name` (etcd.example only) and `expired` (127.0.0.1, expired 2020-01-02).
 pub struct Certs {
-    dir: TempDir,
+    dir: Scratch,
 }
 
 fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
@@ -35,10 +35,7 @@ fn named(cn: &str) -> DistinguishedName {
 
 impl Certs {
     pub fn generate() -> Certs {
-        let dir = tempfile::Builder::new()
-            .prefix("electop-certs-")
-            .tempdir()
-            .expect("temp dir for certificates");
+        let dir = super::scratch::with_prefix("electop-certs-");
         let certs = Certs { dir };
         let main = ca("electop test CA");
         let other = ca("electop other CA");

@@ -10,11 +10,14 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_electop")
 }
 
-/// A command with a private log file and config dir, so tests never read the user's.
+/// A command with a private log file and config dir, so tests never read the user's nor
+/// each other's: every XDG directory electop could look in is under `home`.
 pub fn command(home: &std::path::Path) -> Command {
     let mut c = Command::new(bin());
     c.env("XDG_CONFIG_HOME", home.join("config"))
         .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
         .env("HOME", home);
     c
 }

@@ -13,7 +13,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
+use super::scratch::Scratch;
 
 use super::process::{kill_and_reap, log_tail, port_clash, terminate};
 use super::{POLL_INTERVAL, free_ports};
@@ -27,7 +27,7 @@ pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 /// A running single-member etcd on 127.0.0.1 with a temporary data dir.
 pub struct EtcdServer {
     child: Option<Child>,
-    dir: TempDir,
+    dir: Scratch,
     client_port: u16,
     peer_port: u16,
 }
@@ -47,10 +47,7 @@ impl EtcdServer {
     /// Starts etcd and waits (up to 10 s) until `etcdctl endpoint health`
     /// succeeds. Panics with the tail of the etcd log if it does not.
     pub fn start() -> EtcdServer {
-        let dir = tempfile::Builder::new()
-            .prefix("electop-etcd-")
-            .tempdir()
-            .expect("create temp dir for etcd");
+        let dir = super::scratch::with_prefix("electop-etcd-");
         // Free ports are only free "a moment ago": if another test grabbed one
         // in between, etcd exits with "address already in use"; pick again.
         const ATTEMPTS: u32 = 3;
@@ -219,6 +216,20 @@ impl EtcdServer {
             .into_iter()
             .map(|(_, value)| value)
             .collect()
+    }
+
+    /// How many watchers etcd serves now (its `etcd_debugging_mvcc_watcher_total` gauge):
+    /// a client's watch is registered here before it acts on what the watch tells.
+    pub fn watchers(&self) -> u64 {
+        let addr = format!("127.0.0.1:{}", self.client_port);
+        let metrics = super::http::get(&addr, "/metrics").unwrap_or_else(|e| panic!("{e}"));
+        metrics
+            .body
+            .lines()
+            .find_map(|l| l.strip_prefix("etcd_debugging_mvcc_watcher_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map(|v| v as u64)
+            .unwrap_or_else(|| panic!("no watcher gauge in etcd's /metrics"))
     }
 
     /// An etcd-client connected to this server.
@@ -553,10 +564,7 @@ impl TlsEtcd {
             format!("--cert={}", c.arg("client.pem")),
             format!("--key={}", c.arg("client-key.pem")),
         ];
-        let dir = tempfile::Builder::new()
-            .prefix("electop-etcd-tls-")
-            .tempdir()
-            .expect("create temp dir for etcd");
+        let dir = super::scratch::with_prefix("electop-etcd-tls-");
         for attempt in 1..=3 {
             let [client_port, peer_port] = free_ports::<2>();
             let mut child = spawn_etcd(dir.path(), client_port, peer_port, "https", &serve);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
+use super::scratch::Scratch;
 
 use super::etcd::{SPAWN_FAILED, etcd_command, healthy};
 use super::process::{kill_and_reap, log_tail, signal};
@@ -16,7 +16,7 @@ use super::{POLL_INTERVAL, free_ports};
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub struct EtcdCluster {
-    dir: TempDir,
+    dir: Scratch,
     members: Vec<Member>,
     initial_cluster: String,
 }
@@ -31,10 +31,7 @@ struct Member {
 impl EtcdCluster {
     /// Starts `n` members and waits (with a deadline) until the cluster is healthy.
     pub fn start(n: usize) -> EtcdCluster {
-        let dir = tempfile::Builder::new()
-            .prefix("electop-etcd-cluster-")
-            .tempdir()
-            .expect("temp dir");
+        let dir = super::scratch::with_prefix("electop-etcd-cluster-");
         let ports = free_ports::<6>();
         let members: Vec<Member> = (0..n.min(3))
             .map(|i| Member {

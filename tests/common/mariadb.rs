@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
+use super::scratch::Scratch;
 
 use super::process::{kill_and_reap, log_tail, port_clash, terminate};
 use super::{POLL_INTERVAL, free_port};
@@ -94,7 +94,7 @@ GRANT ALL PRIVILEGES ON electop.* TO 'tester'@'127.0.0.1', 'tester'@'localhost';
 /// A running MariaDB on 127.0.0.1 with a temporary data dir.
 pub struct MariaDb {
     child: Option<Child>,
-    dir: TempDir,
+    dir: Scratch,
     port: u16,
     time_zone: Option<String>,
     /// Serve TLS with DIR/server.crt and DIR/server.key.
@@ -133,10 +133,7 @@ impl MariaDb {
     }
 
     fn start_inner(time_zone: Option<String>, tls: Option<(&Path, &Path)>) -> MariaDb {
-        let dir = tempfile::Builder::new()
-            .prefix("electop-mariadb-")
-            .tempdir()
-            .expect("create temp dir for mariadb");
+        let dir = super::scratch::with_prefix("electop-mariadb-");
         install_db(dir.path());
         if let Some((cert, key)) = tls {
             for (from, name) in [(cert, "server.crt"), (key, "server.key")] {

@@ -22,6 +22,7 @@ pub mod process;
 pub mod prometheus;
 pub mod proxy;
 pub mod redis;
+pub mod scratch;
 pub mod sqlstore;
 pub mod tmux;
 pub mod ui;

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use super::scratch::Scratch;
 use serde_json::Value;
-use tempfile::TempDir;
 
 use super::POLL_INTERVAL;
 use super::postgres::{PG_BIN, log_tail, run_as, server_owner};
@@ -49,7 +49,7 @@ struct Member {
 }
 
 pub struct PatroniCluster {
-    dir: TempDir,
+    dir: Scratch,
     scope: String,
     etcd: String,
     owner: Option<(u32, u32)>,
@@ -62,10 +62,7 @@ impl PatroniCluster {
     /// until `patronictl list` shows every member running with one leader.
     pub fn start(etcd: &str, scope: &str, members: &[(&str, bool)]) -> PatroniCluster {
         let owner = server_owner();
-        let dir = tempfile::Builder::new()
-            .prefix("electop-patroni-")
-            .tempdir()
-            .expect("create temp dir for patroni");
+        let dir = super::scratch::with_prefix("electop-patroni-");
         let mut cluster = PatroniCluster {
             dir,
             scope: scope.to_string(),

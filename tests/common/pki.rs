@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tempfile::TempDir;
+use super::scratch::Scratch;
 
 /// A certificate authority: its certificate (what a client trusts) and its key.
 pub struct Ca {
-    dir: TempDir,
+    dir: Scratch,
     /// The CA certificate, PEM.
     pub cert: PathBuf,
     key: PathBuf,
@@ -40,10 +40,7 @@ const EC_KEY: [&str; 4] = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime
 impl Ca {
     /// A new CA named `name` (its subject's CN).
     pub fn new(name: &str) -> Ca {
-        let dir = tempfile::Builder::new()
-            .prefix("electop-pki-")
-            .tempdir()
-            .expect("temp dir for certificates");
+        let dir = super::scratch::with_prefix("electop-pki-");
         let subject = format!("/CN={name}");
         let mut args = vec!["req", "-x509"];
         args.extend(EC_KEY);

@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
+use super::scratch::Scratch;
 
 pub use super::process::log_tail;
 use super::process::{port_clash, signal, wait_exit};
@@ -87,7 +87,7 @@ ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON SEQUENC
 /// A running PostgreSQL 15 on 127.0.0.1 with a temporary cluster.
 pub struct Postgres {
     child: Option<Child>,
-    dir: TempDir,
+    dir: Scratch,
     port: u16,
     time_zone: Option<String>,
     /// Serve TLS with DIR/server.crt and DIR/server.key.
@@ -126,10 +126,7 @@ impl Postgres {
 
     fn start_inner(time_zone: Option<String>, tls: Option<(&Path, &Path)>) -> Postgres {
         let owner = server_owner();
-        let dir = tempfile::Builder::new()
-            .prefix("electop-pg-")
-            .tempdir()
-            .expect("create temp dir for postgres");
+        let dir = super::scratch::with_prefix("electop-pg-");
         if let Some((uid, gid)) = owner {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))
                 .unwrap_or_else(|e| panic!("chown {} to postgres: {e}", dir.path().display()));

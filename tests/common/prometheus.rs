@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use super::scratch::Scratch;
 use serde_json::Value;
-use tempfile::TempDir;
 
 use super::http;
 use super::process::{kill_and_reap, log_tail, port_clash, terminate};
@@ -37,7 +37,7 @@ const ATTEMPTS: u32 = 3;
 struct Daemon {
     name: &'static str,
     child: Option<Child>,
-    dir: TempDir,
+    dir: Scratch,
     port: u16,
 }
 
@@ -55,10 +55,7 @@ impl Daemon {
         config: &str,
         args: impl Fn(&Path, u16) -> Vec<String>,
     ) -> Daemon {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("electop-{name}-"))
-            .tempdir()
-            .unwrap_or_else(|e| panic!("create temp dir for {name}: {e}"));
+        let dir = super::scratch::with_prefix(&format!("electop-{name}-"));
         let config_path = dir.path().join("config.yml");
         std::fs::write(&config_path, config)
             .unwrap_or_else(|e| panic!("write {}: {e}", config_path.display()));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
+use super::scratch::Scratch;
 
 use super::process::{kill_and_reap, log_tail, port_clash, signal};
 use super::{POLL_INTERVAL, free_port};
@@ -17,7 +17,7 @@ const START_MARKER: &str = "--- electop test harness: starting redis";
 
 pub struct RedisServer {
     child: Option<Child>,
-    dir: TempDir,
+    dir: Scratch,
     port: u16,
     password: Option<String>,
     /// The `tls-port`, when started with TLS.
@@ -63,10 +63,7 @@ impl RedisServer {
         extra: &str,
         sentinel: bool,
     ) -> RedisServer {
-        let dir = tempfile::Builder::new()
-            .prefix("electop-redis-")
-            .tempdir()
-            .expect("create temp dir for redis");
+        let dir = super::scratch::with_prefix("electop-redis-");
         for attempt in 1..=3 {
             let port = free_port();
             let conf = dir.path().join("redis.conf");

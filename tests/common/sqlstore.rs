@@ -11,7 +11,7 @@ use super::postgres::Postgres;
 
 pub enum Store {
     Sqlite {
-        _dir: tempfile::TempDir,
+        _dir: super::scratch::Scratch,
         path: PathBuf,
     },
     Pg(Postgres),
@@ -20,7 +20,7 @@ pub enum Store {
 
 impl Store {
     pub fn sqlite() -> Store {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = super::scratch::tempdir();
         let path = dir.path().join("elections.db");
         let s = Store::Sqlite { _dir: dir, path };
         s.exec("PRAGMA journal_mode = WAL;");

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
+use super::scratch::Scratch;
 
 use super::process::{kill_and_reap, log_tail, port_clash, signal};
 use super::{POLL_INTERVAL, free_ports};
@@ -41,7 +41,7 @@ pub(super) const SPAWN_FAILED: &str =
 /// A running standalone ZooKeeper on 127.0.0.1 with a temporary data dir.
 pub struct ZkServer {
     child: Option<Child>,
-    dir: TempDir,
+    dir: Scratch,
     client_port: u16,
     /// The `secureClientPort` of a server started by [`ZkServer::start_tls`].
     secure_port: Option<u16>,
@@ -75,10 +75,7 @@ impl ZkServer {
     }
 
     fn start_with(tls: Option<&ZkTls<'_>>) -> ZkServer {
-        let dir = tempfile::Builder::new()
-            .prefix("electop-zk-")
-            .tempdir()
-            .expect("create temp dir for zookeeper");
+        let dir = super::scratch::with_prefix("electop-zk-");
         // A free port is only free "a moment ago": on a clash pick again.
         const ATTEMPTS: u32 = 3;
         for attempt in 1..=ATTEMPTS {

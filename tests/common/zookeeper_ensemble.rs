@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
+use super::scratch::Scratch;
 
 use super::POLL_INTERVAL;
 use super::free_ports;
@@ -18,7 +18,7 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(40);
 const START_MARKER: &str = "--- electop test harness: starting zookeeper member";
 
 pub struct ZkEnsemble {
-    dir: TempDir,
+    dir: Scratch,
     members: Vec<Member>,
 }
 
@@ -36,10 +36,7 @@ impl ZkEnsemble {
             (2..=3).contains(&n),
             "ZkEnsemble::start takes 2 or 3 members"
         );
-        let dir = tempfile::Builder::new()
-            .prefix("electop-zk-ensemble-")
-            .tempdir()
-            .expect("temp dir");
+        let dir = super::scratch::with_prefix("electop-zk-ensemble-");
         let ports = free_ports::<9>();
         let quorum: Vec<(u16, u16)> = (0..n)
             .map(|i| (ports[3 * i + 1], ports[3 * i + 2]))
