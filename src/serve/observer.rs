@@ -18,6 +18,8 @@ pub(crate) struct Tally {
     pub leaderless_s: f64,
     /// When the current stretch without a leader began, as seen here.
     pub leaderless_since: Option<Instant>,
+    /// How far the current stretch has been added to `leaderless_s`.
+    counted_to: Option<Instant>,
     /// When the last live change was seen.
     pub last_change: Option<Instant>,
 }
@@ -154,10 +156,19 @@ impl Observed {
         }
         let Some(key) = self.key_of(e) else { return };
         let now = self.model.now;
-        let t = self.tallies.entry(key).or_default();
+        let t = self.tallies.entry(key.clone()).or_default();
         let cause = e.cause.map_or("unknown", |c| c.as_str());
         t.changes.add(cause);
         t.last_change = Some(now);
+        // A stretch without a leader starts and ends at the change that says so, not at the
+        // tick after it: a stretch shorter than a tick counted a whole tick or none.
+        if e.kind == EventKind::LeaderLost {
+            t.open_stretch(now, now);
+            self.leaderless.insert(key);
+        } else {
+            t.close_stretch(now);
+            self.leaderless.remove(&key);
+        }
     }
 
     /// The election an event is about, by its source's name.
@@ -179,23 +190,22 @@ impl Observed {
         self.model.tick(now, wall);
         self.model.prune();
         let settled = self.model.settle();
-        self.follow_leaders(settled);
-        let dt = now.saturating_duration_since(self.last_tick).as_secs_f64();
+        self.follow_leaders(settled, now);
         self.last_tick = now;
         let stale = self.model.stale_sources();
         for key in &self.leaderless {
             let current = self.model.sources.get(key.0).is_some_and(|s| {
                 s.conn == ConnState::Connected && !stale.get(key.0).copied().unwrap_or(true)
             });
-            if !current {
+            let Some(t) = self.tallies.get_mut(key) else {
                 continue;
-            }
-            let t = match self.tallies.get_mut(key) {
-                Some(t) => t,
-                None => self.tallies.entry(key.clone()).or_default(),
             };
-            t.leaderless_s += dt;
-            t.leaderless_since.get_or_insert(now);
+            // A stale source's time is not known to be without a leader: passed over.
+            if current {
+                t.add_to(now);
+            } else {
+                t.counted_to = Some(now);
+            }
         }
         // Counts of elections gone from the model go with them, so the series stay bounded;
         // looked for only when there may be some (a walk of every count otherwise).
@@ -207,9 +217,12 @@ impl Observed {
     }
 
     /// Which elections are without a leader, after a settle: those it redid looked at again
-    /// (all when it redid all); a stretch without a leader ends where one came.
-    fn follow_leaders(&mut self, settled: Settled) {
-        let keys = match settled {
+    /// (all when it redid all). A stretch no change event opened or closed (a snapshot, a
+    /// source's first read) is known only to a tick: it is counted from the last tick, and
+    /// to the last tick when it ended.
+    fn follow_leaders(&mut self, settled: Settled, now: Instant) {
+        let since = self.last_tick;
+        let keys: Vec<Key> = match settled {
             Settled::All => {
                 let elections = &self.model.elections;
                 self.leaderless = elections
@@ -219,27 +232,29 @@ impl Observed {
                     .collect();
                 for (key, t) in self.tallies.iter_mut() {
                     if !self.leaderless.contains(key) {
-                        t.leaderless_since = None;
+                        t.close_stretch(since);
                     }
                 }
-                return;
+                self.leaderless.iter().cloned().collect()
             }
             Settled::Some(keys) => keys,
         };
         for key in keys {
-            if self
+            let leaderless = self
                 .model
                 .elections
                 .get(&key)
-                .is_some_and(|e| e.leader.is_none())
-            {
+                .is_some_and(|e| e.leader.is_none());
+            if leaderless {
+                let t = self.tallies.entry(key.clone()).or_default();
+                t.open_stretch(now, since);
                 self.leaderless.insert(key);
-                continue;
+            } else {
+                if let Some(t) = self.tallies.get_mut(&key) {
+                    t.close_stretch(since);
+                }
+                self.leaderless.remove(&key);
             }
-            if let Some(t) = self.tallies.get_mut(&key) {
-                t.leaderless_since = None;
-            }
-            self.leaderless.remove(&key);
         }
     }
 
@@ -253,6 +268,28 @@ impl Observed {
 }
 
 impl Tally {
+    /// A stretch without a leader seen at `now`, counted from `from`; one already open goes on.
+    fn open_stretch(&mut self, now: Instant, from: Instant) {
+        if self.counted_to.is_none() {
+            self.leaderless_since = Some(now);
+            self.counted_to = Some(from);
+        }
+    }
+
+    /// Adds the open stretch's time up to `now`.
+    fn add_to(&mut self, now: Instant) {
+        if let Some(from) = self.counted_to.replace(now) {
+            self.leaderless_s += now.saturating_duration_since(from).as_secs_f64();
+        }
+    }
+
+    /// A leader came at `now`: the open stretch is counted to there and ends.
+    fn close_stretch(&mut self, now: Instant) {
+        self.add_to(now);
+        self.counted_to = None;
+        self.leaderless_since = None;
+    }
+
     /// How long the current stretch without a leader has lasted at `now` (zero: led).
     pub(crate) fn leaderless_at(&self, now: Instant) -> Duration {
         self.leaderless_since
@@ -326,6 +363,32 @@ mod tests {
         });
         o.tick(t0 + Duration::from_secs(9), SystemTime::now());
         assert!((o.tallies[&key].leaderless_s - 5.0).abs() < 1e-6, "led now");
+        assert_eq!(o.leaderless_now(&key), Duration::ZERO);
+    }
+
+    /// A stretch the store's changes bound is counted from the one to the other, however
+    /// the ticks fall: 1.5 s between two ticks is 1.5 s, not one tick or none.
+    #[test]
+    fn a_stretch_between_two_changes_counts_its_own_length() {
+        let mut o = observed();
+        let t0 = o.model.now;
+        let key = (0, "jobs".to_string());
+        let mut led = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+        led.leader = Some(Candidate::plain("node-a", "/e/jobs/1"));
+        o.apply(SourceEvent::Elections {
+            source: 0,
+            elections: vec![led],
+        });
+        o.tick(t0 + Duration::from_secs(1), SystemTime::now());
+        o.model.now = t0 + Duration::from_millis(1200);
+        o.apply(change(EventKind::LeaderLost, Cause::LeaseExpired, false));
+        o.tick(t0 + Duration::from_secs(2), SystemTime::now());
+        assert_eq!(o.leaderless_now(&key), Duration::from_millis(800));
+        o.model.now = t0 + Duration::from_millis(2700);
+        o.apply(change(EventKind::LeaderElected, Cause::Elected, false));
+        o.tick(t0 + Duration::from_secs(3), SystemTime::now());
+        o.tick(t0 + Duration::from_secs(4), SystemTime::now());
+        assert!((o.tallies[&key].leaderless_s - 1.5).abs() < 1e-6);
         assert_eq!(o.leaderless_now(&key), Duration::ZERO);
     }
 
