@@ -30,6 +30,8 @@ run="$(mktemp -d /tmp/electop-test.XXXXXX)"
 export ELECTOP_TEST_RUN="${run##*/}"
 export ELECTOP_TEST_KEPT="$run/kept.txt"
 mkdir -p "$run/home" "$run/tmp"
+# Servers that run as their own user (PostgreSQL as postgres) need to reach their data dirs.
+chmod 755 "$run" "$run/tmp"
 export HOME="$run/home" TMPDIR="$run/tmp"
 export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share"
 export XDG_STATE_HOME="$HOME/.local/state" XDG_CACHE_HOME="$HOME/.cache"
