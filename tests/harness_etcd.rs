@@ -123,14 +123,15 @@ fn campaigners_take_turns() {
     // A candidate still waiting in line exits 1 on SIGINT, and its key goes too. etcdctl
     // deletes its key on SIGINT only once it knows it wrote it: it is watching the key ahead
     // of it by then. Interrupted while the write's answer is still on its way, it exits with
-    // the key left to its lease (60 s). So the signal waits for that watch.
-    let watching = etcd.watchers();
+    // the key left to its lease (60 s). So the signal waits for that watch (node-b's own
+    // wait in line watched too, and its watch goes some time after it leads).
+    wait_until("node-b's watch is gone", T, || etcd.watchers() == 0);
     let mut c = Campaigner::start(&etcd, election, "node-c");
     wait_until("node-c is queued", T, || {
         etcd.candidates(election).len() == 2
     });
     wait_until("node-c watches the key ahead of it", T, || {
-        etcd.watchers() > watching
+        etcd.watchers() == 1
     });
     assert_eq!(c.resign().code(), Some(1));
     // Its stderr is read on a thread of its own: waited for, not looked at once.
