@@ -21,6 +21,9 @@ RESULT = re.compile(
     r"^test result: (\w+)\. (\d+) passed; (\d+) failed; (\d+) ignored; \d+ measured; (\d+) filtered out"
 )
 FAILED = re.compile(r"^test (\S+) \.\.\. FAILED")
+# cargo names each target that failed, at once and again at the end: "to rerun pass
+# `--test NAME`", and under "error: N targets failed:" a line "`--bench NAME`".
+TARGET_FAILED = re.compile(r"`--(?:test|bench|bin|example) ([^`\s]+)`|`--(lib)`")
 GRACE = 5.0
 
 
@@ -31,32 +34,37 @@ def crate_of(binary_path):
 
 
 def parse(log):
+    """Sums the result lines; lists the failed tests, and the binaries cargo says failed
+    that printed no result (killed, aborted; a harness-less bench prints none when it passes)."""
     passed = failed = skipped = 0
     failures = []  # (crate, test or None)
+    without_result = []
+    failed_targets = set()
     current = None
-    has_result = True
     with open(log, errors="replace") as f:
         for line in f:
+            for m in TARGET_FAILED.finditer(line):
+                failed_targets.add((m.group(1) or "electop").replace("-", "_"))
             m = RUNNING.match(line)
             if m:
-                if current and not has_result:
-                    failures.append((current, None))
-                    failed += 1
-                current, has_result = crate_of(m.group(2)), False
+                current = crate_of(m.group(2))
+                without_result.append(current)
                 continue
             m = FAILED.match(line)
             if m and current:
                 failures.append((current, m.group(1)))
                 continue
             m = RESULT.match(line)
-            if m:
-                has_result = True
+            if m and current:
+                if without_result and without_result[-1] == current:
+                    without_result.pop()
                 passed += int(m.group(2))
                 failed += int(m.group(3))
                 skipped += int(m.group(4)) + int(m.group(5))
-    if current and not has_result:
-        failures.append((current, None))
-        failed += 1
+    for crate in without_result:
+        if crate in failed_targets:
+            failures.append((crate, None))
+            failed += 1
     return passed, failed, skipped, failures
 
 
