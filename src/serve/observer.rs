@@ -222,7 +222,7 @@ impl Observed {
     /// to the last tick when it ended.
     fn follow_leaders(&mut self, settled: Settled, now: Instant) {
         let since = self.last_tick;
-        let keys: Vec<Key> = match settled {
+        let keys = match settled {
             Settled::All => {
                 let elections = &self.model.elections;
                 self.leaderless = elections
@@ -235,7 +235,11 @@ impl Observed {
                         t.close_stretch(since);
                     }
                 }
-                self.leaderless.iter().cloned().collect()
+                for key in &self.leaderless {
+                    let t = self.tallies.entry(key.clone()).or_default();
+                    t.open_stretch(now, since);
+                }
+                return;
             }
             Settled::Some(keys) => keys,
         };
