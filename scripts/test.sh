@@ -25,6 +25,14 @@ scripts/install-node-deps.sh
 # The toolchain stays where it is; everything else a test could write to is the run's own.
 export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
 export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
+
+step "cargo fmt --all -- --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+# Made only now: a run that stops at fmt or clippy leaves nothing in /tmp.
 # Short, under /tmp: servers put unix sockets in their data dirs (a path's limit is 107 bytes).
 run="$(mktemp -d /tmp/electop-test.XXXXXX)"
 export ELECTOP_TEST_RUN="${run##*/}"
@@ -38,12 +46,6 @@ export XDG_STATE_HOME="$HOME/.local/state" XDG_CACHE_HOME="$HOME/.cache"
 unset XDG_RUNTIME_DIR
 export TMUX_TMPDIR="$run"
 tests_log="$run/cargo-test.log"
-
-step "cargo fmt --all -- --check"
-cargo fmt --all -- --check
-
-step "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets -- -D warnings
 
 step "cargo test --all-targets --no-fail-fast (run directory $run)"
 status=0
