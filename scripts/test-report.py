@@ -133,8 +133,7 @@ def main():
 
     passed, failed, skipped, failures = parse(a.log)
     ok = a.status == 0 and failed == 0 and not failures and not leftovers
-    if a.status != 0 and not failures and passed == 0:
-        failures.append(("cargo test", None))
+    cargo_alone = not ok and not failures and not leftovers
     kept = kept_dirs(a.run)
     if not ok:
         print("\n==> what failed")
@@ -149,6 +148,8 @@ def main():
             if "::" not in test:
                 for path in paths:
                     print(f"    kept by {test} (made outside a test's thread): {path}")
+        if cargo_alone:
+            print(f"FAILED cargo test exited {a.status} without naming a failed test (a build error?)")
         if leftovers:
             print(f"FAILED {len(leftovers)} processes left running (listed above)")
         print(f"    all of cargo test's output: {a.log}")

@@ -156,18 +156,22 @@ impl Observed {
         }
         let Some(key) = self.key_of(e) else { return };
         let now = self.model.now;
-        let t = self.tallies.entry(key.clone()).or_default();
+        // A stretch without a leader starts and ends at the change that says so, not at the
+        // tick after it: a stretch shorter than a tick counted a whole tick or none.
+        let lost = e.kind == EventKind::LeaderLost;
+        if lost {
+            self.leaderless.insert(key.clone());
+        } else {
+            self.leaderless.remove(&key);
+        }
+        let t = self.tallies.entry(key).or_default();
         let cause = e.cause.map_or("unknown", |c| c.as_str());
         t.changes.add(cause);
         t.last_change = Some(now);
-        // A stretch without a leader starts and ends at the change that says so, not at the
-        // tick after it: a stretch shorter than a tick counted a whole tick or none.
-        if e.kind == EventKind::LeaderLost {
+        if lost {
             t.open_stretch(now, now);
-            self.leaderless.insert(key);
         } else {
             t.close_stretch(now);
-            self.leaderless.remove(&key);
         }
     }
 
