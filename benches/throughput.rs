@@ -72,6 +72,7 @@ fn main() {
 
     // Drawing: a full dashboard at 200x50.
     let info = SourceInfo {
+        store: electop::model::StoreKind::Etcd,
         id: 0,
         name: "bench".into(),
         label: "/b/".into(),
@@ -179,6 +180,7 @@ fn scale(n: usize, rounds: usize) {
     let now = Instant::now();
     let wall = SystemTime::now();
     let info = SourceInfo {
+        store: electop::model::StoreKind::Etcd,
         id: 0,
         name: "bench".into(),
         label: "t".into(),

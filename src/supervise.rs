@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::BackendFuture;
-use crate::model::{ConnState, Event, EventKind, SourceEvent, SourceInfo};
+use crate::model::{ConnState, SourceEvent, SourceInfo};
 
 /// The exit code after a panic: Rust's own for a panicking main.
 pub const PANIC_EXIT: u8 = 101;
@@ -161,14 +161,12 @@ pub async fn backend(
         retry_at: Instant::now(),
         lasting: true,
     };
-    let event = Event::about_source(info.name, EventKind::Disconnected, None, Some(error));
     let _ = events
         .send(SourceEvent::Conn {
             source: info.id,
             state,
         })
         .await;
-    let _ = events.send(SourceEvent::Happened(event)).await;
 }
 
 #[cfg(test)]
@@ -184,6 +182,7 @@ mod tests {
     impl Backend for Broken {
         fn info(&self) -> SourceInfo {
             SourceInfo {
+                store: crate::model::StoreKind::Etcd,
                 id: 3,
                 name: "broken".into(),
                 label: String::new(),
@@ -256,9 +255,10 @@ mod tests {
             error.contains("panicked") && error.contains("on purpose") && error.contains("a bug"),
             "{error}"
         );
-        assert!(
-            matches!(&events[1], SourceEvent::Happened(e) if e.kind == EventKind::Disconnected),
-            "{events:?}"
+        assert_eq!(
+            events.len(),
+            1,
+            "the state alone: the model says `disconnected`"
         );
         assert!(panicked(), "the panic is on record for the exit code");
     }

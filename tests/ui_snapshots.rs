@@ -13,6 +13,7 @@ use ratatui::backend::TestBackend;
 
 fn info(id: usize, prefix: &str) -> SourceInfo {
     SourceInfo {
+        store: electop::model::StoreKind::Etcd,
         id,
         name: format!("etcd 127.0.0.1:2379 {prefix}"),
         label: prefix.to_string(),

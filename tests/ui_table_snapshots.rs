@@ -13,6 +13,7 @@ use ratatui::backend::TestBackend;
 
 fn info(id: usize, scheme: Scheme) -> SourceInfo {
     SourceInfo {
+        store: scheme.store(),
         id,
         name: format!("source {id}"),
         label: "/e/".into(),

@@ -82,15 +82,7 @@ pub(crate) fn start(app: &mut App, action: Action) {
     match action {
         Action::ForceLeader => {
             let leader = e.leader.as_ref().map(|l| l.id.clone());
-            let has_line = matches!(
-                e.scheme,
-                Scheme::EtcdElection
-                    | Scheme::EtcdLeaseKey
-                    | Scheme::Patroni
-                    | Scheme::ZkRecipe
-                    | Scheme::PgAdvisory
-                    | Scheme::MysqlLock
-            ) && e.candidates.len() > 1;
+            let has_line = e.scheme.has_line(e.candidates.len()) && e.candidates.len() > 1;
             // Without a line, the ids known from elsewhere (the demo's nodes) are offered.
             let known: Vec<String> = if has_line {
                 e.candidates.iter().map(|c| c.id.clone()).collect()

@@ -243,39 +243,28 @@ pub async fn participate(
     crate::node::drive(&run, work).await
 }
 
-/// Reports a source as down (screen and event stream), then waits out the backoff. Returns
-/// false when the backend should stop: cancelled, or nobody listens any more.
+/// Reports a source as down, then waits out the backoff. Returns false when the backend
+/// should stop: cancelled, or nobody listens any more. Readers hear `disconnected` once per
+/// outage: the read model says it when the connection state changes, not at every retry.
 pub async fn down_and_wait(
     io: &BackendIo,
     info: &SourceInfo,
     error: String,
     lasting: bool,
-    revision: Option<i64>,
     backoff: &mut Backoff,
 ) -> bool {
     let delay = backoff.next_delay();
     tracing::warn!(source = %info.name, %error, ?delay, "source down");
     let state = crate::model::ConnState::Down {
-        error: error.clone(),
+        error,
         retry_at: std::time::Instant::now() + delay,
         lasting,
     };
-    let event = crate::model::Event::about_source(
-        info.name.clone(),
-        crate::model::EventKind::Disconnected,
-        revision,
-        Some(error),
-    );
-    if io
-        .events
-        .send(SourceEvent::Conn {
-            source: info.id,
-            state,
-        })
-        .await
-        .is_err()
-        || io.events.send(SourceEvent::Happened(event)).await.is_err()
-    {
+    let down = SourceEvent::Conn {
+        source: info.id,
+        state,
+    };
+    if io.events.send(down).await.is_err() {
         return false;
     }
     tokio::select! {
@@ -337,7 +326,7 @@ mod tests {
         (io, rx)
     }
 
-    /// A source that went down is shown so at once, then retried after exactly the backoff,
+    /// A source that went down is shown so at once (its state only), then retried after exactly the backoff,
     /// the next time after twice as long; on the paused clock, without waiting.
     #[tokio::test(start_paused = true)]
     async fn down_is_said_at_once_and_the_retry_waits_out_the_backoff() {
@@ -346,20 +335,17 @@ mod tests {
         let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
         for expect in [250, 500] {
             let start = tokio::time::Instant::now();
-            let go_on = down_and_wait(&io, &info, "refused".into(), false, None, &mut backoff);
+            let go_on = down_and_wait(&io, &info, "refused".into(), false, &mut backoff);
             assert!(go_on.await);
             assert_eq!(start.elapsed(), Duration::from_millis(expect));
             let Some(SourceEvent::Conn { state, .. }) = rx.recv().await else {
-                panic!("the connection state first")
+                panic!("the connection state")
             };
             assert!(matches!(
                 state,
                 crate::model::ConnState::Down { lasting: false, .. }
             ));
-            let Some(SourceEvent::Happened(e)) = rx.recv().await else {
-                panic!("then the event")
-            };
-            assert_eq!(e.kind, crate::model::EventKind::Disconnected);
+            assert!(rx.try_recv().is_err(), "nothing more: the model says it");
         }
     }
 
@@ -374,7 +360,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
             cancel.cancel();
         });
-        let go_on = down_and_wait(&io, &info, "refused".into(), false, None, &mut backoff).await;
+        let go_on = down_and_wait(&io, &info, "refused".into(), false, &mut backoff).await;
         assert!(!go_on, "stop: cancelled");
         assert_eq!(start.elapsed(), Duration::from_millis(10));
     }

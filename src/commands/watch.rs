@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
-use crate::model::{ConnState, Event, EventKind, SourceEvent};
+use crate::model::{Event, EventKind, SourceEvent};
 use crate::output;
 use crate::runtime::Sources;
 use crate::state::ReadModel;
@@ -40,7 +40,6 @@ async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Res
     // Alarms are never printed here: changes only mark them (bounded by the elections),
     // never settle them, so a change is printed without working anything out.
     let mut app = ReadModel::new(sources.infos.clone(), Instant::now(), SystemTime::now());
-    let mut was_stale = vec![false; names.len()];
     let mut check = tokio::time::interval(Duration::from_millis(250));
     // SIGTERM (a service manager, `timeout`, a supervisor) ends a watch as Ctrl-C does:
     // the sources shut down cleanly, so ZooKeeper's record says until when it watched.
@@ -52,7 +51,7 @@ async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Res
         tokio::select! {
             ev = sources.events.recv() => {
                 let Some(ev) = ev else { break };
-                let line = watch_line(&names, &ev);
+                let line = watch_line(&app, &names, &ev);
                 let synced = match ev {
                     SourceEvent::Synced { source } if !changes_only => Some(source),
                     _ => None,
@@ -69,13 +68,7 @@ async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Res
             _ = term.recv() => break,
         }
         app.now = Instant::now();
-        for (id, s) in app.sources.iter().enumerate() {
-            let stale = s.stale_for(app.now);
-            if stale.is_some() != was_stale[id] {
-                was_stale[id] = stale.is_some();
-                lines.push(stale_line(&names, id, s, stale));
-            }
-        }
+        lines.extend(app.staleness_markers());
         for e in lines {
             // A closed stdout (e.g. `| head`) ends the watch quietly.
             if writeln!(out, "{}", watch_text(&app, &e, json)?)
@@ -91,39 +84,15 @@ async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Res
     Ok(())
 }
 
-fn watch_line(names: &[String], ev: &SourceEvent) -> Option<Event> {
+/// The line an event makes, judged by the model before it is applied: a connection is
+/// told once per change, not once per retry or poll.
+fn watch_line(app: &ReadModel, names: &[String], ev: &SourceEvent) -> Option<Event> {
     match ev {
         SourceEvent::Happened(e) => Some(e.clone()),
-        SourceEvent::Conn {
-            source,
-            state: ConnState::Connected,
-        } => Some(marker(names, *source, EventKind::Connected)),
+        SourceEvent::Conn { source, state } => app.conn_marker(*source, state),
         SourceEvent::Synced { source } => Some(marker(names, *source, EventKind::Synced)),
         _ => None,
     }
-}
-
-fn stale_line(
-    names: &[String],
-    id: usize,
-    s: &crate::state::SourceView,
-    stale: Option<Duration>,
-) -> Event {
-    let kind = if stale.is_some() {
-        EventKind::Stale
-    } else {
-        EventKind::Fresh
-    };
-    let mut e = marker(names, id, kind);
-    e.detail = match (stale, s.last_contact) {
-        (Some(age), Some((_, wall))) => Some(format!(
-            "no contact for {}s; state as of {}",
-            age.as_secs(),
-            crate::model::time::rfc3339(wall)
-        )),
-        _ => None,
-    };
-    e
 }
 
 fn watch_text(app: &ReadModel, e: &Event, json: bool) -> Result<String> {

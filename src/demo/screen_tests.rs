@@ -32,6 +32,7 @@ fn belief(node: &str, secs: f64, belief: &str, extra: &str) -> String {
 /// The dashboard's state as the demo's SQLite source shows it, `leader` leading `demo`.
 fn dashboard(w: u16, h: u16, t0: Instant, leader: &str) -> App {
     let info = SourceInfo {
+        store: crate::model::StoreKind::Sql,
         id: 0,
         name: "sqlite:///tmp/demo/elections.db leaderlock".into(),
         label: "sqlite leaderlock".into(),

@@ -3,84 +3,10 @@ use std::time::{Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+pub use super::scheme::Scheme;
+
 /// Index of a configured source (one etcd prefix or one SQL table) in the order given.
 pub type SourceId = usize;
-
-/// How an election is laid out in its store (`../shared/design/election-models.md`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scheme {
-    /// etcd's election API: one key per candidate, lowest create_revision leads.
-    EtcdElection,
-    /// One key per election holding the leader id, attached to the leader's lease.
-    EtcdLeaseKey,
-    /// A `leaderlock(key, leader_id, valid_until)` row per election.
-    SqlLease,
-    /// A `service_election(anchor, service_id, last_seen_active)` row per election.
-    SqlHeartbeat,
-    /// Patroni's keys in etcd: `<namespace><scope>/leader` on the leader's lease, members
-    /// under `<scope>/members/`.
-    Patroni,
-    /// A ZooKeeper recipe (Curator `LeaderLatch`/`LeaderSelector`, kazoo `Election`/`Lock`):
-    /// one ephemeral sequential znode per candidate, lowest sequence number leads.
-    #[serde(rename = "zookeeper")]
-    ZkRecipe,
-    /// Kafka's ZooKeeper-mode controller: one ephemeral `/controller` znode holds the
-    /// controller's broker id; nobody waits in line.
-    KafkaZk,
-    /// Hadoop HA's `ActiveStandbyElector`: one ephemeral `ActiveStandbyElectorLock` per
-    /// nameservice holds the active NameNode; nobody waits in line.
-    HadoopHa,
-    /// A Redis key set with `SET key token NX PX ms` (redis-py `Lock`, Node `redlock`): the
-    /// value is the holder's token, `PTTL` its time left; nobody waits in line.
-    RedisLock,
-    /// PostgreSQL advisory locks (`pg_advisory_lock`, `pg_try_advisory_lock`): every lock
-    /// key is an election, the session holding it leads, the sessions waiting are the line.
-    PgAdvisory,
-    /// MySQL/MariaDB `GET_LOCK(name)`: every lock name is an election, the connection
-    /// holding it leads.
-    MysqlLock,
-}
-
-impl Scheme {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scheme::EtcdElection => "etcd-election",
-            Scheme::EtcdLeaseKey => "etcd-lease-key",
-            Scheme::SqlLease => "sql-lease",
-            Scheme::SqlHeartbeat => "sql-heartbeat",
-            Scheme::Patroni => "patroni",
-            Scheme::ZkRecipe => "zookeeper",
-            Scheme::KafkaZk => "kafka-zk",
-            Scheme::HadoopHa => "hadoop-ha",
-            Scheme::RedisLock => "redis-lock",
-            Scheme::PgAdvisory => "pg-advisory",
-            Scheme::MysqlLock => "mysql-lock",
-        }
-    }
-
-    /// Read from ZooKeeper (a recipe's line, or a single holder).
-    pub fn is_zookeeper(self) -> bool {
-        matches!(self, Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa)
-    }
-}
-
-impl Scheme {
-    pub fn is_sql(self) -> bool {
-        matches!(self, Scheme::SqlLease | Scheme::SqlHeartbeat)
-    }
-
-    /// A lock held by a SQL server's session (no table): read from a `--sql` source.
-    pub fn is_session_lock(self) -> bool {
-        matches!(self, Scheme::PgAdvisory | Scheme::MysqlLock)
-    }
-}
-
-impl std::fmt::Display for Scheme {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A remaining time-to-live as read from the store, counted down locally until the next read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -484,17 +410,7 @@ impl Election {
     /// where the store keeps no line: a SQL row holds the leader alone, and a lease key with
     /// nobody beside its leader may have no registry to list the others.
     pub fn waiting(&self) -> Option<usize> {
-        let no_line = match self.scheme {
-            Scheme::SqlLease
-            | Scheme::SqlHeartbeat
-            | Scheme::KafkaZk
-            | Scheme::HadoopHa
-            | Scheme::RedisLock => true,
-            Scheme::PgAdvisory | Scheme::MysqlLock => false,
-            Scheme::EtcdLeaseKey => self.candidates.len() <= 1,
-            Scheme::EtcdElection | Scheme::Patroni | Scheme::ZkRecipe => false,
-        };
-        if no_line {
+        if !self.scheme.has_line(self.candidates.len()) {
             return None;
         }
         let leads = usize::from(self.leader.is_some() && !self.candidates.is_empty());

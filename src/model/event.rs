@@ -16,6 +16,8 @@ pub struct SourceInfo {
     /// Short handle for `SOURCE/NAME` on the command line: `etcd1`, `sql2`...
     pub short: String,
     pub endpoints: String,
+    /// The store it is read from (known before its scheme is detected).
+    pub store: super::StoreKind,
     /// `None` until autodetection has looked at the store.
     pub scheme: Option<Scheme>,
     pub read_only: bool,
@@ -59,6 +61,7 @@ impl SourceInfo {
             label: "/e/".into(),
             short: "etcd1".into(),
             endpoints: "x".into(),
+            store: super::StoreKind::Etcd,
             scheme: Some(Scheme::EtcdElection),
             read_only: false,
             clustered: false,
@@ -75,6 +78,7 @@ impl SourceInfo {
             label: "sqlite".into(),
             short: "sql1".into(),
             endpoints: "x".into(),
+            store: super::StoreKind::Sql,
             scheme: Some(Scheme::SqlLease),
             read_only: false,
             clustered: false,

@@ -6,6 +6,7 @@ mod election;
 mod escape;
 mod event;
 pub(crate) mod format;
+mod scheme;
 pub mod split_brain;
 pub(crate) mod time;
 mod wrap;
@@ -18,4 +19,5 @@ pub use escape::{escape_bytes, truncate_display};
 pub use event::{
     ConnState, Event, EventKind, HistoryGap, MemberStatus, SourceEvent, SourceInfo, SourceNotice,
 };
+pub use scheme::{Facts, Held, Line, StoreKind};
 pub use wrap::{display_width, wrap_display};

@@ -279,57 +279,11 @@ impl Timing {
         self
     }
 
+    /// The scheme's defaults, from the one table of scheme facts (where each comes from is
+    /// said there).
     pub fn defaults(scheme: Scheme) -> Timing {
-        let s = Duration::from_secs;
-        match scheme {
-            // The Rust etcd election article: keep-alive every 7 s on a 10 s lease.
-            Scheme::EtcdElection => Timing {
-                ttl: s(10),
-                renew: s(7),
-                retry: s(1),
-            },
-            // "Adding leader election to your application using etcd": a 10 s lease kept
-            // alive; re-election on the key's delete.
-            Scheme::EtcdLeaseKey | Scheme::Patroni => Timing {
-                ttl: s(10),
-                renew: Duration::from_millis(3_300),
-                retry: s(2),
-            },
-            // kazoo's default session: 10 s, heartbeats at a third of it (ZooKeeper's client
-            // pings every timeout / 3).
-            // Session locks (PostgreSQL advisory, GET_LOCK) are held as long as the session
-            // lives; the same pace of checks as a ZooKeeper session.
-            Scheme::ZkRecipe
-            | Scheme::KafkaZk
-            | Scheme::HadoopHa
-            | Scheme::PgAdvisory
-            | Scheme::MysqlLock => Timing {
-                ttl: s(10),
-                renew: Duration::from_millis(3_300),
-                retry: s(1),
-            },
-            // redis-py's `Lock` has no TTL of its own (`timeout=None`), nor redlock one: a
-            // 10 s lock renewed every third (redis-py `reacquire`), and a follower's `SET NX`
-            // every 200 ms, redlock's `retryDelay`.
-            Scheme::RedisLock => Timing {
-                ttl: s(10),
-                renew: Duration::from_millis(3_333),
-                retry: Duration::from_millis(200),
-            },
-            // gabihodoroaga/leaderelection: term 8 s, renew 4 s, retry 2 s.
-            Scheme::SqlLease => Timing {
-                ttl: s(8),
-                renew: s(4),
-                retry: s(2),
-            },
-            // "Leader election using MySQL" (orchestrator): every service once a second,
-            // deposed after 20 s.
-            Scheme::SqlHeartbeat => Timing {
-                ttl: s(20),
-                renew: s(1),
-                retry: s(1),
-            },
-        }
+        let (ttl, renew, retry) = scheme.timing();
+        Timing { ttl, renew, retry }
     }
 }
 

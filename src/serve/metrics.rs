@@ -225,14 +225,9 @@ const SOURCE_GAUGES: &[PerSource] = &[
 
 fn sources(o: &Observed, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     let labels = |s: &SourceView| -> Labels {
-        let store = match s.info.scheme {
-            Some(s) if s.is_zookeeper() => "zookeeper",
-            _ if s.info.clustered => "etcd",
-            _ => "sql",
-        };
         vec![
             ("source", s.info.short.clone()),
-            ("store", store.to_string()),
+            ("store", s.info.store.label().to_string()),
         ]
     };
     for (name, help, value) in SOURCE_GAUGES {

@@ -154,7 +154,6 @@ async fn observe(
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
     let mut tick = tokio::time::interval(TICK);
-    let mut was_stale: Vec<bool> = Vec::new();
     let mut ticks: u64 = 0;
     loop {
         let mut told: Vec<(Event, String)> = Vec::new();
@@ -169,7 +168,8 @@ async fn observe(
             _ = tick.tick() => {
                 let mut o = observed.write().unwrap_or_else(|p| p.into_inner());
                 o.tick(Instant::now(), SystemTime::now());
-                told.extend(staleness(&o.model, &mut was_stale));
+                let markers = o.model.staleness_markers();
+                told.extend(markers.into_iter().map(|e| with_source(&o.model, e)));
                 ticks += 1;
                 if ticks.is_multiple_of(GIVE_BACK_EVERY) {
                     drop(o);
@@ -240,28 +240,6 @@ pub(crate) fn tune_allocator() {
         libc::mallopt(libc::M_ARENA_MAX, ARENAS);
         libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_PAGES_FROM);
     }
-}
-
-/// A source going stale or fresh again, as `watch` tells it.
-fn staleness(model: &ReadModel, was: &mut Vec<bool>) -> Vec<(Event, String)> {
-    was.resize(model.sources.len(), false);
-    let mut out = Vec::new();
-    for (i, s) in model.sources.iter().enumerate() {
-        let stale = s.stale_for(model.now);
-        if stale.is_some() == was[i] {
-            continue;
-        }
-        was[i] = stale.is_some();
-        let kind = if stale.is_some() {
-            EventKind::Stale
-        } else {
-            EventKind::Fresh
-        };
-        let mut e = Event::about_source(s.info.name.clone(), kind, s.revision, None);
-        e.detail = stale.map(|age| format!("no contact for {}s", age.as_secs()));
-        out.push((e, s.info.short.clone()));
-    }
-    out
 }
 
 /// What the change hooks hear: leader changes and a source lost, stale or back; not the

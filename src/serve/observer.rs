@@ -119,24 +119,14 @@ impl Observed {
     }
 
     fn on_conn(&mut self, source: SourceId, state: &ConnState) -> Option<Event> {
-        match state {
-            ConnState::Connected => Some(self.marker(source, EventKind::Connected)),
-            ConnState::Down { error, lasting, .. } => {
-                let was_down = self
-                    .model
-                    .sources
-                    .get(source)
-                    .is_some_and(|s| matches!(s.conn, ConnState::Down { .. }));
-                if !was_down && let Some(errors) = self.source_errors.get_mut(source) {
-                    let kind = if *lasting { "lasting" } else { "transient" };
-                    *errors.entry(kind).or_default() += 1;
-                }
-                let mut e = self.marker(source, EventKind::Disconnected);
-                e.detail = Some(error.clone());
-                (!was_down).then_some(e)
-            }
-            ConnState::Connecting => None,
+        let e = self.model.conn_marker(source, state)?;
+        if let (ConnState::Down { lasting, .. }, Some(errors)) =
+            (state, self.source_errors.get_mut(source))
+        {
+            let kind = if *lasting { "lasting" } else { "transient" };
+            *errors.entry(kind).or_default() += 1;
         }
+        Some(e)
     }
 
     fn marker(&self, source: SourceId, kind: EventKind) -> Event {

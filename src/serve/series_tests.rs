@@ -470,3 +470,32 @@ fn a_kept_family_is_sent_only_while_its_text_would_be_the_same() {
     change(&mut |_| {});
     assert_eq!(scrape("the other format again", false), families - 3);
 }
+
+/// Each source's `store` label is the store it is read from, from the scheme facts' one
+/// list: a Redis source is never labelled `sql`, whatever else it shares with one.
+#[test]
+fn a_sources_store_label_is_its_own_store() {
+    let now = Instant::now();
+    let mut redis = SourceInfo::test_sqlite();
+    (redis.id, redis.short, redis.store) = (1, "redis1".into(), crate::model::StoreKind::Redis);
+    redis.scheme = Some(Scheme::RedisLock);
+    let mut zk = SourceInfo::test_sqlite();
+    (zk.id, zk.short, zk.store) = (2, "zk1".into(), crate::model::StoreKind::Zookeeper);
+    zk.scheme = None;
+    let model = ReadModel::new(
+        vec![SourceInfo::test_etcd(), redis, zk],
+        now,
+        SystemTime::now(),
+    );
+    let observed = std::sync::Arc::new(std::sync::RwLock::new(Observed::new(model)));
+    let metrics = crate::serve::metrics::Metrics::new(observed, Box::new(Vec::new), None);
+    let text = metrics.encode(false).expect("encoded");
+    for (source, store) in [("etcd1", "etcd"), ("redis1", "redis"), ("zk1", "zookeeper")] {
+        let label = format!("source=\"{source}\",store=\"{store}\"");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("electop_source_up") && l.contains(&label)),
+            "{label}\n{text}"
+        );
+    }
+}

@@ -14,10 +14,10 @@ mod triage;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime};
 
-pub use source::{STALE_MARGIN, SourceView};
+pub use source::{Link, STALE_MARGIN, SourceView};
 pub use triage::{Settled, second};
 
-use crate::model::{ConnState, Election, EventKind, SourceEvent, SourceId, SourceInfo};
+use crate::model::{ConnState, Election, Event, EventKind, SourceEvent, SourceId, SourceInfo};
 use alarm::{Alarm, Alarms};
 
 /// An election's identity: its source and its name there.
@@ -85,7 +85,19 @@ impl ReadModel {
     pub fn apply(&mut self, ev: SourceEvent) -> Applied {
         match ev {
             SourceEvent::Conn { source, state } => {
+                // The timeline keeps outages and recoveries; the first connection is where
+                // it starts, not news (`watch` still says it).
+                let first = self
+                    .sources
+                    .get(source)
+                    .is_some_and(|s| s.link == Link::Unknown);
+                if let Some(marker) = self.conn_marker(source, &state)
+                    && !(first && marker.kind == EventKind::Connected)
+                {
+                    self.on_happened(marker);
+                }
                 if let Some(s) = self.sources.get_mut(source) {
+                    s.link = s.link.next(&state).0;
                     s.conn = state;
                     s.loading = None;
                 }
@@ -112,6 +124,58 @@ impl ReadModel {
             } => self.on_contact(source, (at, wall), next_within),
             other => self.on_source(other),
         }
+    }
+
+    /// What readers hear of a connection state before it is applied: `connected` or
+    /// `disconnected` when it changes what they were last told, once per outage (the one
+    /// decision behind the dashboard's log, `watch` and `serve`).
+    pub fn conn_marker(&self, source: SourceId, state: &ConnState) -> Option<Event> {
+        let s = self.sources.get(source)?;
+        let kind = s.link.next(state).1?;
+        let detail = match state {
+            ConnState::Down { error, .. } => Some(error.clone()),
+            _ => None,
+        };
+        Some(Event::about_source(
+            s.info.name.clone(),
+            kind,
+            s.revision,
+            detail,
+        ))
+    }
+
+    /// The sources that went stale or fresh again since readers were last told, as the
+    /// events `watch` and `serve` tell: once per change, each source on its own.
+    pub fn staleness_markers(&mut self) -> Vec<Event> {
+        let now = self.now;
+        let mut out = Vec::new();
+        for s in &mut self.sources {
+            let stale = s.stale_for(now);
+            if stale.is_some() == s.told_stale {
+                continue;
+            }
+            s.told_stale = stale.is_some();
+            let kind = if stale.is_some() {
+                EventKind::Stale
+            } else {
+                EventKind::Fresh
+            };
+            let detail = match (stale, s.last_contact) {
+                (Some(age), Some((_, wall))) => Some(format!(
+                    "no contact for {}s; state as of {}",
+                    age.as_secs(),
+                    crate::model::time::rfc3339(wall)
+                )),
+                _ => None,
+            };
+            out.push(Event::about_source(
+                s.info.name.clone(),
+                kind,
+                s.revision,
+                detail,
+            ));
+        }
+        out
     }
 
     /// An event that sets only what is known of its source: no election, no alarm moves.

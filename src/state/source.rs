@@ -2,7 +2,31 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::model::{ConnState, MemberStatus, SourceInfo};
+use crate::model::{ConnState, EventKind, MemberStatus, SourceInfo};
+
+/// The source's connection as its readers were last told: `connected` and `disconnected`
+/// are said once per change of it, never once per retry, poll or reconnect attempt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Link {
+    /// Nothing said yet.
+    #[default]
+    Unknown,
+    Up,
+    Down,
+}
+
+impl Link {
+    /// The link after `state`, and the marker it makes readers hear, if any.
+    pub fn next(self, state: &ConnState) -> (Link, Option<EventKind>) {
+        match (self, state) {
+            (Link::Up, ConnState::Connected) | (Link::Down, ConnState::Down { .. }) => (self, None),
+            (_, ConnState::Connected) => (Link::Up, Some(EventKind::Connected)),
+            (_, ConnState::Down { .. }) => (Link::Down, Some(EventKind::Disconnected)),
+            // Trying again says nothing new: still down, or not yet up.
+            (_, ConnState::Connecting) => (self, None),
+        }
+    }
+}
 
 /// A source as every view shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +53,10 @@ pub struct SourceView {
     pub history_since: Option<SystemTime>,
     /// The stretches no electop watched before this run, from electop's own record.
     pub history_gaps: Vec<crate::model::HistoryGap>,
+    /// The connection as readers were last told it.
+    pub link: Link,
+    /// Readers were last told the source is stale.
+    pub told_stale: bool,
 }
 
 /// No contact for this much longer than the source's own contact interval and its rows are
@@ -51,6 +79,8 @@ impl SourceView {
             session: None,
             history_since: None,
             history_gaps: Vec::new(),
+            link: Link::Unknown,
+            told_stale: false,
         }
     }
 
@@ -69,5 +99,59 @@ impl SourceView {
             (Some(_), Some((at, _))) => at,
             _ => now,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn down() -> ConnState {
+        ConnState::Down {
+            error: "refused".into(),
+            retry_at: Instant::now(),
+            lasting: false,
+        }
+    }
+
+    /// One outage is one `disconnected` and one `connected`, however many retries and polls
+    /// lie between.
+    #[test]
+    fn an_outage_is_said_once_however_often_it_is_retried() {
+        let states = [
+            ConnState::Connecting,
+            ConnState::Connected,
+            ConnState::Connected,
+            down(),
+            ConnState::Connecting,
+            down(),
+            ConnState::Connecting,
+            down(),
+            ConnState::Connected,
+            ConnState::Connected,
+        ];
+        let mut link = Link::Unknown;
+        let mut said = Vec::new();
+        for s in &states {
+            let (next, marker) = link.next(s);
+            link = next;
+            said.extend(marker);
+        }
+        assert_eq!(
+            said,
+            [
+                EventKind::Connected,
+                EventKind::Disconnected,
+                EventKind::Connected
+            ]
+        );
+    }
+
+    #[test]
+    fn a_source_never_reached_is_said_down_once() {
+        let (link, m) = Link::Unknown.next(&down());
+        assert_eq!((link, m), (Link::Down, Some(EventKind::Disconnected)));
+        assert_eq!(link.next(&ConnState::Connecting), (Link::Down, None));
+        assert_eq!(link.next(&down()), (Link::Down, None));
     }
 }

@@ -229,3 +229,79 @@ fn a_rate_is_redone_when_its_oldest_change_leaves_the_window_and_not_before() {
     }
     assert!(flapping(&m, "late"), "5 of its 6 in the window still");
 }
+
+fn down(error: &str) -> SourceEvent {
+    SourceEvent::Conn {
+        source: 0,
+        state: ConnState::Down {
+            error: error.into(),
+            retry_at: now(),
+            lasting: false,
+        },
+    }
+}
+
+/// Every view hears an outage once, however many retries a store makes: `watch` and `serve`
+/// ask `conn_marker` before applying, the timeline keeps what apply decided.
+#[tokio::test(start_paused = true)]
+async fn an_outage_with_its_retries_is_one_disconnected_and_one_connected() {
+    let mut m = model();
+    let connected = SourceEvent::Conn {
+        source: 0,
+        state: ConnState::Connected,
+    };
+    let mut heard = Vec::new();
+    for ev in [
+        connected.clone(),
+        connected.clone(),
+        down("refused"),
+        SourceEvent::Conn {
+            source: 0,
+            state: ConnState::Connecting,
+        },
+        down("refused again"),
+        connected.clone(),
+        connected,
+    ] {
+        if let SourceEvent::Conn { source, state } = &ev {
+            heard.extend(m.conn_marker(*source, state).map(|e| (e.kind, e.detail)));
+        }
+        m.apply(ev);
+    }
+    assert_eq!(
+        heard,
+        [
+            (EventKind::Connected, None),
+            (EventKind::Disconnected, Some("refused".to_string())),
+            (EventKind::Connected, None),
+        ]
+    );
+    let logged: Vec<&str> = m.events.entries.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(
+        logged,
+        ["disconnected", "connected"],
+        "the first connect is no news"
+    );
+}
+
+/// A source goes stale and fresh once each, told per source: another's silence is not its.
+#[tokio::test(start_paused = true)]
+async fn staleness_is_told_once_per_change_and_per_source() {
+    let mut infos = vec![SourceInfo::test_etcd(), SourceInfo::test_sqlite()];
+    infos[1].id = 1;
+    let mut m = ReadModel::new(infos, now(), SystemTime::now());
+    contact(&mut m);
+    assert!(m.staleness_markers().is_empty(), "fresh from the start");
+    tokio::time::advance(Duration::from_secs(3)).await;
+    m.now = now();
+    let told: Vec<_> = m.staleness_markers().into_iter().map(|e| e.kind).collect();
+    assert_eq!(
+        told,
+        [EventKind::Stale],
+        "only the source that was reached goes stale"
+    );
+    assert!(m.staleness_markers().is_empty(), "said once");
+    contact(&mut m);
+    let told: Vec<_> = m.staleness_markers().into_iter().map(|e| e.kind).collect();
+    assert_eq!(told, [EventKind::Fresh]);
+}

@@ -23,19 +23,7 @@ const CELL_MAX: usize = 200;
 const BAR: usize = 6;
 
 fn scheme_short(s: Scheme) -> &'static str {
-    match s {
-        Scheme::EtcdElection => "election",
-        Scheme::EtcdLeaseKey => "lease-key",
-        Scheme::SqlLease => "sql-lease",
-        Scheme::SqlHeartbeat => "heartbeat",
-        Scheme::Patroni => "patroni",
-        Scheme::ZkRecipe => "zookeeper",
-        Scheme::KafkaZk => "kafka-zk",
-        Scheme::HadoopHa => "hadoop-ha",
-        Scheme::RedisLock => "redis",
-        Scheme::PgAdvisory => "pg-advisory",
-        Scheme::MysqlLock => "mysql-lock",
-    }
+    s.facts().short
 }
 
 /// The leader (or since when there is none), and a deposed leader that may still believe it

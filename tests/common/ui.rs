@@ -14,6 +14,7 @@ pub fn info(id: usize, prefix: &str, scheme: Scheme) -> SourceInfo {
         _ => ("etcd", "etcd 127.0.0.1:2379"),
     };
     SourceInfo {
+        store: scheme.store(),
         id,
         name: format!("{at} {prefix}"),
         label: prefix.to_string(),

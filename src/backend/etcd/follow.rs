@@ -187,7 +187,6 @@ impl Session<'_> {
     /// The source is down: shown so, then the backoff waited out.
     async fn go_down(&mut self, err: EtcdError) -> bool {
         self.state.shown_connected = false;
-        let revision = self.state.followed.as_ref().map(|f| f.tracker.revision);
         // A one-shot read reports a refusal at once: nothing listens there now.
         let lasting = match self.backend.opts.one_shot {
             true => err.ends_one_shot(),
@@ -198,7 +197,6 @@ impl Session<'_> {
             &self.backend.info,
             err.to_string(),
             lasting,
-            revision,
             &mut self.backoff,
         )
         .await;

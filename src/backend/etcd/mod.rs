@@ -63,6 +63,7 @@ impl EtcdBackend {
         let endpoints = cfg.endpoints.join(",");
         let prefix = crate::model::escape_bytes(cfg.prefix.as_bytes());
         let info = SourceInfo {
+            store: crate::model::StoreKind::Etcd,
             id,
             name: format!("etcd {endpoints} {prefix}"),
             short,

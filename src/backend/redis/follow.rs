@@ -67,15 +67,8 @@ impl Follow {
             };
             let lasting = error.lasting();
             let (io, info) = (&self.io, &self.b.info);
-            let go_on = down_and_wait(
-                io,
-                info,
-                error.to_string(),
-                lasting,
-                None,
-                &mut self.backoff,
-            )
-            .await;
+            let go_on =
+                down_and_wait(io, info, error.to_string(), lasting, &mut self.backoff).await;
             if !go_on {
                 return;
             }

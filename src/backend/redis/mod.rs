@@ -31,6 +31,7 @@ impl RedisBackend {
     pub fn new(id: SourceId, short: String, cfg: RedisSource, opts: BackendOptions) -> Self {
         let address = cfg.address();
         let info = SourceInfo {
+            store: crate::model::StoreKind::Redis,
             id,
             // Without user or password: the address and the pattern.
             name: format!("redis {address} {}", cfg.prefix),

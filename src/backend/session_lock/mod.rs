@@ -205,6 +205,7 @@ impl SessionLockBackend {
             Flavor::Mysql => "GET_LOCK locks",
         };
         let info = SourceInfo {
+            store: crate::model::StoreKind::Sql,
             id,
             label: format!("{} {what}", settings.dialect.name()),
             endpoints: where_.clone(),

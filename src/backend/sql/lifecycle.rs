@@ -142,7 +142,7 @@ pub(crate) async fn wait_down(
 ) -> Result<Input, Stop> {
     let lasting = lasting || (one_shot && error.as_ref().is_some_and(SqlError::ends_one_shot));
     let error = error.map(|e| e.to_string()).unwrap_or_default();
-    if crate::backend::down_and_wait(io, info, error, lasting, None, conn.backoff()).await {
+    if crate::backend::down_and_wait(io, info, error, lasting, conn.backoff()).await {
         Ok(Input::Retry)
     } else {
         Err(Stop::Closed)

@@ -142,6 +142,7 @@ impl SqlBackend {
         let settings = SqlSettings::new(cfg);
         let name = settings.source_name();
         let info = SourceInfo {
+            store: crate::model::StoreKind::Sql,
             id,
             label: format!("{} {}", settings.dialect.name(), settings.table),
             endpoints: settings.url.redacted(),

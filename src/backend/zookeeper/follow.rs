@@ -16,7 +16,7 @@ use super::single::Layout;
 use super::tracker::{Applied, ZkTracker};
 use super::{ZkBackend, inputs};
 use crate::backend::{BackendIo, Backoff, ForcedMark, Request, down_and_wait};
-use crate::model::{ConnState, Event, EventKind, SourceEvent};
+use crate::model::{ConnState, EventKind, SourceEvent};
 
 type Stop = crate::backend::Stop<ZkError>;
 
@@ -107,16 +107,7 @@ impl Follow {
                 Err(Stop::Failed(e)) => (e.to_string(), matches!(e, ZkError::Tls(_))),
                 Ok(()) | Err(Stop::Closed) => return,
             };
-            if !down_and_wait(
-                &self.io,
-                &self.b.info,
-                error,
-                lasting,
-                None,
-                &mut self.backoff,
-            )
-            .await
-            {
+            if !down_and_wait(&self.io, &self.b.info, error, lasting, &mut self.backoff).await {
                 return;
             }
         }
@@ -495,9 +486,6 @@ impl Follow {
                     lasting: false,
                 };
                 self.send(SourceEvent::Conn { source, state }).await?;
-                let name = self.b.info.name.clone();
-                let ev = Event::about_source(name, EventKind::Disconnected, None, Some(error));
-                self.send(SourceEvent::Happened(ev)).await?;
                 Ok(Reconnected::No)
             }
             // The caller watches again and reads what changed meanwhile.

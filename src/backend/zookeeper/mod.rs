@@ -38,6 +38,7 @@ impl ZkBackend {
     pub fn new(id: SourceId, short: String, cfg: ZkSource, opts: BackendOptions) -> Self {
         let connect = cfg.connect_string();
         let info = SourceInfo {
+            store: crate::model::StoreKind::Zookeeper,
             id,
             name: format!("zookeeper {connect} {}", cfg.prefix),
             label: cfg.prefix.clone(),

@@ -1,0 +1,311 @@
+//! What electop knows of each scheme, in one table every layer reads: its name, the store
+//! it lives in, whether it keeps a line of candidates, what holds the leadership, and a
+//! participant's timing. A new scheme is one variant and one row here; nothing else in
+//! model, ui, app, serve or node matches on it for these facts.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How an election is laid out in its store (`../shared/design/election-models.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheme {
+    /// etcd's election API: one key per candidate, lowest create_revision leads.
+    EtcdElection,
+    /// One key per election holding the leader id, attached to the leader's lease.
+    EtcdLeaseKey,
+    /// A `leaderlock(key, leader_id, valid_until)` row per election.
+    SqlLease,
+    /// A `service_election(anchor, service_id, last_seen_active)` row per election.
+    SqlHeartbeat,
+    /// Patroni's keys in etcd: `<namespace><scope>/leader` on the leader's lease, members
+    /// under `<scope>/members/`.
+    Patroni,
+    /// A ZooKeeper recipe (Curator `LeaderLatch`/`LeaderSelector`, kazoo `Election`/`Lock`):
+    /// one ephemeral sequential znode per candidate, lowest sequence number leads.
+    #[serde(rename = "zookeeper")]
+    ZkRecipe,
+    /// Kafka's ZooKeeper-mode controller: one ephemeral `/controller` znode holds the
+    /// controller's broker id; nobody waits in line.
+    KafkaZk,
+    /// Hadoop HA's `ActiveStandbyElector`: one ephemeral `ActiveStandbyElectorLock` per
+    /// nameservice holds the active NameNode; nobody waits in line.
+    HadoopHa,
+    /// A Redis key set with `SET key token NX PX ms` (redis-py `Lock`, Node `redlock`): the
+    /// value is the holder's token, `PTTL` its time left; nobody waits in line.
+    RedisLock,
+    /// PostgreSQL advisory locks (`pg_advisory_lock`, `pg_try_advisory_lock`): every lock
+    /// key is an election, the session holding it leads, the sessions waiting are the line.
+    PgAdvisory,
+    /// MySQL/MariaDB `GET_LOCK(name)`: every lock name is an election, the connection
+    /// holding it leads.
+    MysqlLock,
+}
+
+/// The store a scheme's elections live in, as `/metrics` and `status --json` label it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreKind {
+    Etcd,
+    /// SQL tables, and the session locks of a SQL server (read from a `--sql` source).
+    Sql,
+    Zookeeper,
+    Redis,
+}
+
+impl StoreKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            StoreKind::Etcd => "etcd",
+            StoreKind::Sql => "sql",
+            StoreKind::Zookeeper => "zookeeper",
+            StoreKind::Redis => "redis",
+        }
+    }
+}
+
+/// Whether the store keeps the candidates waiting behind the leader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// Every candidate is in the store, in order (etcd election keys, znodes, lock waiters).
+    Always,
+    /// Only when several are seen: a lease key may have a registry of the others beside it.
+    WhenSeveral,
+    /// The store holds the leader alone (a row, a lock key, a single znode).
+    Never,
+}
+
+/// What keeps a leader in office, and so what its remaining time means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// A lease or TTL the holder renews (etcd lease, SQL deadline column, Redis `PTTL`).
+    Term,
+    /// As long as its session or connection lives (a znode's session, a session lock).
+    Session,
+}
+
+/// One row of the table.
+#[derive(Debug)]
+pub struct Facts {
+    /// The name on the command line, in config files and in JSON.
+    pub name: &'static str,
+    /// The name in the dashboard's narrow scheme column.
+    pub short: &'static str,
+    pub store: StoreKind,
+    pub line: Line,
+    pub held: Held,
+    /// An `electop node` participant's defaults: term, renewal, retry (milliseconds).
+    pub timing_ms: (u64, u64, u64),
+}
+
+const fn row(
+    name: &'static str,
+    short: &'static str,
+    store: StoreKind,
+    line: Line,
+    held: Held,
+    timing_ms: (u64, u64, u64),
+) -> Facts {
+    Facts {
+        name,
+        short,
+        store,
+        line,
+        held,
+        timing_ms,
+    }
+}
+
+use Held::{Session, Term};
+use Line::{Always, Never, WhenSeveral};
+use StoreKind::{Etcd, Redis, Sql, Zookeeper};
+
+/// The timings' sources: the Rust etcd election article (keep-alive every 7 s on a 10 s
+/// lease); "Adding leader election to your application using etcd" (a 10 s lease kept alive,
+/// re-election on the key's delete); kazoo's default 10 s session with heartbeats at a third,
+/// the same pace for session locks; redis-py's `Lock` renewed every third of 10 s and
+/// redlock's 200 ms `retryDelay`; gabihodoroaga/leaderelection (term 8 s, renew 4 s, retry
+/// 2 s); "Leader election using MySQL" (orchestrator: every second, deposed after 20 s).
+const FACTS: [Facts; 11] = [
+    row(
+        "etcd-election",
+        "election",
+        Etcd,
+        Always,
+        Term,
+        (10_000, 7_000, 1_000),
+    ),
+    row(
+        "etcd-lease-key",
+        "lease-key",
+        Etcd,
+        WhenSeveral,
+        Term,
+        (10_000, 3_300, 2_000),
+    ),
+    row(
+        "sql-lease",
+        "sql-lease",
+        Sql,
+        Never,
+        Term,
+        (8_000, 4_000, 2_000),
+    ),
+    row(
+        "sql-heartbeat",
+        "heartbeat",
+        Sql,
+        Never,
+        Term,
+        (20_000, 1_000, 1_000),
+    ),
+    row(
+        "patroni",
+        "patroni",
+        Etcd,
+        Always,
+        Term,
+        (10_000, 3_300, 2_000),
+    ),
+    row(
+        "zookeeper",
+        "zookeeper",
+        Zookeeper,
+        Always,
+        Session,
+        (10_000, 3_300, 1_000),
+    ),
+    row(
+        "kafka-zk",
+        "kafka-zk",
+        Zookeeper,
+        Never,
+        Session,
+        (10_000, 3_300, 1_000),
+    ),
+    row(
+        "hadoop-ha",
+        "hadoop-ha",
+        Zookeeper,
+        Never,
+        Session,
+        (10_000, 3_300, 1_000),
+    ),
+    row(
+        "redis-lock",
+        "redis",
+        Redis,
+        Never,
+        Term,
+        (10_000, 3_333, 200),
+    ),
+    row(
+        "pg-advisory",
+        "pg-advisory",
+        Sql,
+        Always,
+        Session,
+        (10_000, 3_300, 1_000),
+    ),
+    row(
+        "mysql-lock",
+        "mysql-lock",
+        Sql,
+        Always,
+        Session,
+        (10_000, 3_300, 1_000),
+    ),
+];
+
+impl Scheme {
+    /// Every scheme, in the table's order.
+    pub const ALL: [Scheme; 11] = [
+        Scheme::EtcdElection,
+        Scheme::EtcdLeaseKey,
+        Scheme::SqlLease,
+        Scheme::SqlHeartbeat,
+        Scheme::Patroni,
+        Scheme::ZkRecipe,
+        Scheme::KafkaZk,
+        Scheme::HadoopHa,
+        Scheme::RedisLock,
+        Scheme::PgAdvisory,
+        Scheme::MysqlLock,
+    ];
+
+    /// This scheme's row of the table.
+    pub fn facts(self) -> &'static Facts {
+        &FACTS[self as usize]
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.facts().name
+    }
+
+    pub fn store(self) -> StoreKind {
+        self.facts().store
+    }
+
+    /// Read from ZooKeeper (a recipe's line, or a single holder).
+    pub fn is_zookeeper(self) -> bool {
+        self.store() == StoreKind::Zookeeper
+    }
+
+    /// Rows of a SQL table (lease or heartbeat).
+    pub fn is_sql(self) -> bool {
+        self.store() == StoreKind::Sql && self.facts().held == Held::Term
+    }
+
+    /// A lock held by a SQL server's session (no table): read from a `--sql` source.
+    pub fn is_session_lock(self) -> bool {
+        self.store() == StoreKind::Sql && self.facts().held == Held::Session
+    }
+
+    /// Whether the store shows a line of candidates, given how many are seen.
+    pub fn has_line(self, candidates: usize) -> bool {
+        match self.facts().line {
+            Line::Always => true,
+            Line::WhenSeveral => candidates > 1,
+            Line::Never => false,
+        }
+    }
+
+    /// A participant's defaults: term, renewal, retry.
+    pub fn timing(self) -> (Duration, Duration, Duration) {
+        let (t, r, q) = self.facts().timing_ms;
+        let ms = Duration::from_millis;
+        (ms(t), ms(r), ms(q))
+    }
+}
+
+impl std::fmt::Display for Scheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table is in the enum's order, and each name reads back as its scheme.
+    #[test]
+    fn every_scheme_has_its_own_row_and_its_name_round_trips() {
+        for s in Scheme::ALL {
+            assert_eq!(Scheme::ALL[s as usize], s);
+            let json = format!("\"{}\"", s.as_str());
+            let back: Scheme = serde_json::from_str(&json).expect("a scheme name");
+            assert_eq!(back, s);
+        }
+    }
+
+    #[test]
+    fn the_kinds_of_sql_scheme_are_told_apart() {
+        assert!(Scheme::SqlLease.is_sql() && !Scheme::SqlLease.is_session_lock());
+        assert!(Scheme::PgAdvisory.is_session_lock() && !Scheme::PgAdvisory.is_sql());
+        assert_eq!(Scheme::RedisLock.store().label(), "redis");
+        assert!(!Scheme::RedisLock.has_line(3));
+        assert!(Scheme::EtcdLeaseKey.has_line(2) && !Scheme::EtcdLeaseKey.has_line(1));
+    }
+}
