@@ -15,10 +15,9 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use super::gzip::{Gzip, GzipSink};
 use super::observer::Observed;
 use super::series::{Format, Series, flag};
-use super::sink::{CHUNK, Sink, Whole};
+use super::sink::{CHUNK, Gzip, Sink, Whole};
 use crate::model::ConnState;
 use crate::state::SourceView;
 
@@ -32,8 +31,6 @@ pub(crate) struct Metrics {
     registry: Registry,
     /// Scrapes take turns: each brings the kept labels up to date.
     series: Mutex<Series>,
-    /// The compressor, kept for the next gzipped scrape.
-    gzip: Mutex<Gzip>,
 }
 
 impl Metrics {
@@ -54,7 +51,6 @@ impl Metrics {
             observed,
             registry,
             series: Mutex::new(Series::new(context)),
-            gzip: Mutex::new(Gzip::new(1)),
         }
     }
 
@@ -69,31 +65,17 @@ impl Metrics {
     }
 
     /// [`Self::encode`] gzipped at `level`, compressed a [`CHUNK`] at a time as it is
-    /// written: the text is never whole in memory, and the one buffer it passes through is
-    /// small enough to be reused from scrape to scrape, as is the compressor.
+    /// written: the text is never whole in memory.
     pub(crate) fn encode_gzip(&self, openmetrics: bool, level: u32) -> std::io::Result<Vec<u8>> {
-        let mut gzip = self.gzip.lock().unwrap_or_else(|p| p.into_inner());
-        gzip.start(level);
-        let mut out = String::with_capacity(CHUNK + 16 * 1024);
-        let mut sink = GzipSink {
-            gzip: &mut gzip,
-            failed: None,
-        };
         let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sink = Gzip::new(level, series.last_gzip_len);
+        let mut out = String::with_capacity(CHUNK + 16 * 1024);
         self.write(&mut series, openmetrics, &mut out, &mut sink)
             .map_err(|_| std::io::Error::other("cannot encode the metrics"))?;
-        drop(series);
         sink.take(&mut out);
-        if let Some(e) = sink.failed {
-            return Err(e);
-        }
-        gzip.finish()
-    }
-
-    /// Families a gzipped scrape sent as kept from the one before, all told.
-    #[cfg(test)]
-    pub(crate) fn families_reused(&self) -> u64 {
-        self.gzip.lock().unwrap_or_else(|p| p.into_inner()).reused
+        let body = sink.finish()?;
+        series.last_gzip_len = body.len();
+        Ok(body)
     }
 
     /// The elections' series, then the registry's (each handed to `sink` as `out` fills),

@@ -4,7 +4,6 @@
 //! The loop below is the only writer of the observed state; HTTP handlers only read it.
 
 pub(crate) mod auth;
-mod gzip;
 mod http;
 mod metrics;
 mod observer;

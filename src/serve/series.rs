@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use super::observer::{Observed, Tally};
-use super::sink::{Fingerprint, Num, Sink, Writer};
+use super::sink::{Num, Sink, Writer};
 use crate::model::Election;
 use crate::state::Key;
 use crate::state::alarm::Alarm;
@@ -130,20 +130,6 @@ const INFO_AT: usize = ELECTION_GAUGES.len();
 const CHANGES_AT: usize = INFO_AT + 1;
 const LEADERLESS_AT: usize = INFO_AT + 2;
 
-/// Gauges whose numbers move with the clock alone: their text differs at every scrape, so
-/// none is kept for the next.
-const MOVE_WITH_THE_CLOCK: &[&str] = &[
-    "electop_election_leader_ttl_seconds",
-    "electop_election_last_change_age_seconds",
-    "electop_election_leaderless_current_seconds",
-];
-
-fn moves_with_the_clock(family: usize) -> bool {
-    ELECTION_GAUGES
-        .get(family)
-        .is_some_and(|(name, _, _)| MOVE_WITH_THE_CLOCK.contains(name))
-}
-
 pub(crate) fn flag(b: bool) -> f64 {
     f64::from(u8::from(b))
 }
@@ -169,9 +155,8 @@ struct Labels {
 
 impl Labels {
     /// Has a label set per cause the election's changes are counted under, in the counts'
-    /// order, so a scrape writes them side by side without looking any up. Whether they
-    /// were made again.
-    fn follow_causes(&mut self, t: &Tally) -> bool {
+    /// order, so a scrape writes them side by side without looking any up.
+    fn follow_causes(&mut self, t: &Tally) {
         // The causes are `&'static str`s from one table: the same cause is the same pointer,
         // and the text is compared only when it is not.
         let same = |a: &str, b: &str| std::ptr::eq(a, b) || a == b;
@@ -182,7 +167,7 @@ impl Labels {
                 .iter()
                 .all(|(c, _)| wanted.next().is_some_and(|w| same(c, w)));
         if in_order {
-            return false;
+            return;
         }
         let mut made = std::mem::take(&mut self.causes);
         for cause in t.changes.keys() {
@@ -192,7 +177,6 @@ impl Labels {
             };
             self.causes.push((cause, label));
         }
-        true
     }
 }
 
@@ -223,12 +207,10 @@ pub(crate) struct Series {
     /// Writes one sample with the labels in `slot` (and the registry's `context`).
     probe: Registry,
     slot: Arc<Mutex<Vec<(&'static str, String)>>>,
-    /// Counts moved each time label sets are made again: any election's base labels (an
-    /// election came or went), holder labels, cause labels. A family's fingerprint holds
-    /// the counts of the label sets it writes.
-    made_again: [u64; 3],
-    /// How large the last scrape was: the next one's buffer is made that size at once.
+    /// How large the last scrape was, and the last gzipped one: the next one's buffer is
+    /// made that size at once.
     pub(crate) last_len: usize,
+    pub(crate) last_gzip_len: usize,
     /// Label sets made so far, and `_info` ones (for tests: an unchanged election's are not
     /// made again).
     pub(crate) made: u64,
@@ -246,8 +228,8 @@ impl Series {
             labels: Vec::new(),
             probe,
             slot,
-            made_again: [0; 3],
             last_len: 0,
+            last_gzip_len: 0,
             made: 0,
             holders_made: 0,
         }
@@ -256,8 +238,7 @@ impl Series {
     /// Writes every election's series in `format` onto `out`, handing it to `sink` each
     /// time it holds [`CHUNK`](super::sink::CHUNK) bytes or more and at each family's end
     /// (a gzip scrape compresses it then and empties it, so the text is never whole in
-    /// memory; a plain one leaves it). A family the sink kept from the last scrape, made
-    /// from the same, is sent from there and not written.
+    /// memory; a plain one leaves it).
     pub(crate) fn write(
         &mut self,
         o: &Observed,
@@ -277,28 +258,12 @@ impl Series {
             f: dtoa::Buffer::new(),
         };
         for (family, head) in heads.iter().enumerate() {
-            let kept = (w.sink.keeps() && !moves_with_the_clock(family)).then(|| {
-                let mut samples = Vec::with_capacity(rows.len());
-                self.each(family, &rows, &mut |i, _, v| samples.push((i, v.bits())));
-                Fingerprint {
-                    format,
-                    labels: self.labels_of(family),
-                    samples,
-                }
-            });
-            // The family starts its own run in the sink.
-            w.flush();
-            if kept.as_ref().is_some_and(|k| w.sink.reuse(family, k)) {
-                continue;
-            }
-            w.sink.begin(family, kept.is_some());
             w.out.push_str(&head.lines);
-            self.each(family, &rows, &mut |_, labels, v| {
+            self.each(family, &rows, &mut |labels, v| {
                 w.sample(&head.sample, labels, v)
             });
-            w.flush();
-            w.sink.end(family, kept);
         }
+        w.flush();
     }
 
     /// Each election's numbers, worked out once rather than once a family: a family's pass
@@ -329,50 +294,39 @@ impl Series {
             .collect()
     }
 
-    /// Calls `f` with each sample of family `family`: the election's place in the model's
-    /// order, the labels and the number.
-    fn each(&self, family: usize, rows: &[Numbers<'_>], f: &mut dyn FnMut(u32, &str, Num)) {
-        let all = rows.iter().zip(&self.labels).zip(0u32..);
+    /// Calls `f` with each sample of family `family`: the labels and the number.
+    fn each(&self, family: usize, rows: &[Numbers<'_>], f: &mut dyn FnMut(&str, Num)) {
+        let all = rows.iter().zip(&self.labels);
         match family {
             INFO_AT => {
-                for ((row, (_, l)), i) in all {
+                for (row, (_, l)) in all {
                     if let (true, Some((_, with_holder))) = (row.led, &l.holder) {
-                        f(i, with_holder, Num::U(1));
+                        f(with_holder, Num::U(1));
                     }
                 }
             }
             CHANGES_AT => {
-                for ((row, (_, l)), i) in all {
+                for (row, (_, l)) in all {
                     // The kept cause labels are in the tally's order (refresh saw to it).
                     let counts = row.tally.map(|t| &t.changes).into_iter().flatten();
                     for ((_, n), (_, labels)) in counts.zip(&l.causes) {
-                        f(i, labels, Num::U(*n));
+                        f(labels, Num::U(*n));
                     }
                 }
             }
             LEADERLESS_AT => {
-                for ((row, (_, l)), i) in all {
+                for (row, (_, l)) in all {
                     let total = row.tally.map_or(0.0, |t| t.leaderless_s);
-                    f(i, &l.base, Num::F(total));
+                    f(&l.base, Num::F(total));
                 }
             }
             gauge => {
-                for ((row, (_, l)), i) in all {
+                for (row, (_, l)) in all {
                     if let Some(v) = row.gauges.get(gauge).copied().flatten() {
-                        f(i, &l.base, Num::F(v));
+                        f(&l.base, Num::F(v));
                     }
                 }
             }
-        }
-    }
-
-    /// The counts of the label sets family `family` writes (see `made_again`).
-    fn labels_of(&self, family: usize) -> (u64, u64) {
-        let [base, holders, causes] = self.made_again;
-        match family {
-            INFO_AT => (base, holders),
-            CHANGES_AT => (base, causes),
-            _ => (base, 0),
         }
     }
 
@@ -390,7 +344,6 @@ impl Series {
                 match old.peek().map(|(k, _)| k.cmp(key)) {
                     Some(Less) => {
                         drop(old.next());
-                        self.made_again[0] += 1;
                     }
                     Some(Equal) => break old.next(),
                     _ => break None,
@@ -399,7 +352,6 @@ impl Series {
             let (key, mut l) = match known {
                 Some(known) => known,
                 None => {
-                    self.made_again[0] += 1;
                     let base = self.base_labels(o, key, e);
                     let l = Labels {
                         base,
@@ -414,20 +366,16 @@ impl Series {
                     let with_holder = with_label(&l.base, "holder", &leader.id);
                     l.holder = Some((leader.id.as_str().into(), with_holder));
                     self.holders_made += 1;
-                    self.made_again[1] += 1;
                 }
                 Some(_) => {}
                 None => l.holder = None,
             }
             let tally = o.tallies.get(&key);
-            if tally.is_some_and(|t| l.follow_causes(t)) {
-                self.made_again[2] += 1;
+            if let Some(t) = tally {
+                l.follow_causes(t);
             }
             tallies.push(tally);
             kept.push((key, l));
-        }
-        if old.next().is_some() {
-            self.made_again[0] += 1;
         }
         self.labels = kept;
         tallies

@@ -1,6 +1,5 @@
-//! Where a scrape's text goes as it is written, a family of series at a time: kept whole (a
-//! plain scrape), or compressed as it comes (a gzipped one), where a family made from the
-//! same as at the last scrape can be sent as it was kept then.
+//! Where a scrape's text goes as it is written: kept whole (a plain scrape), or compressed
+//! as it comes (a gzipped one), so a gzipped scrape's text is never whole in memory.
 
 /// How much text a scrape holds before handing it on: small enough that its buffer is
 /// reused from scrape to scrape rather than made anew (a whole scrape, 5-8 MB at 10,000
@@ -8,38 +7,10 @@
 /// is called rarely.
 pub(crate) const CHUNK: usize = 64 * 1024;
 
-/// What a family's text is made from, exactly: the format, which label sets its elections
-/// had (a count moved each time any of them was made again, an election came or went), and
-/// each sample's election (its place in the model's order) and number. Two families with
-/// the same fingerprint have the same text, so one can be sent for the other.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Fingerprint {
-    pub(crate) format: super::series::Format,
-    pub(crate) labels: (u64, u64),
-    pub(crate) samples: Vec<(u32, u64)>,
-}
-
-/// Takes a scrape's text, a family at a time.
+/// Takes a scrape's text as it is written.
 pub(crate) trait Sink {
     /// Takes the text written so far (emptying it when it is kept elsewhere).
     fn take(&mut self, text: &mut String);
-
-    /// Whether it keeps families for the next scrape: if not, no fingerprint is made.
-    fn keeps(&self) -> bool {
-        false
-    }
-
-    /// Sends family `family` as it was kept, when it was made from `from`: then it need not
-    /// be written.
-    fn reuse(&mut self, _family: usize, _from: &Fingerprint) -> bool {
-        false
-    }
-
-    /// Family `family` is about to be written, to be kept (`keep`) or not.
-    fn begin(&mut self, _family: usize, _keep: bool) {}
-
-    /// Family `family` is written (and taken), made from `from` when it is to be kept.
-    fn end(&mut self, _family: usize, _from: Option<Fingerprint>) {}
 }
 
 /// Leaves the text where it is written: a plain scrape's body is the text whole.
@@ -54,16 +25,6 @@ impl Sink for Whole {
 pub(crate) enum Num {
     F(f64),
     U(u64),
-}
-
-impl Num {
-    /// The number exactly, for a fingerprint.
-    pub(crate) fn bits(self) -> u64 {
-        match self {
-            Num::F(x) => x.to_bits(),
-            Num::U(x) => x,
-        }
-    }
 }
 
 /// The text being written and where it goes once it holds a [`CHUNK`].
@@ -102,5 +63,45 @@ impl Writer<'_> {
     /// Hands on what was written so far.
     pub(crate) fn flush(&mut self) {
         self.sink.take(self.out);
+    }
+}
+
+/// A gzipped scrape: the text compressed a [`CHUNK`] at a time as it is written, by
+/// `flate2` at the level asked. A scrape of 10,000 elections after every one changed costs
+/// about 20-25 ms of CPU this way (docs/PERFORMANCE.md): keeping compressed runs of the
+/// families between scrapes saved a few of those at the price of 250 lines, and went.
+pub(crate) struct Gzip {
+    encoder: flate2::write::GzEncoder<Vec<u8>>,
+    failed: Option<std::io::Error>,
+}
+
+impl Gzip {
+    /// A body at `level`, with room for `hint` bytes (the last body's length).
+    pub(crate) fn new(level: u32, hint: usize) -> Gzip {
+        let body = Vec::with_capacity(hint + hint / 4 + 1024);
+        Gzip {
+            encoder: flate2::write::GzEncoder::new(body, flate2::Compression::new(level)),
+            failed: None,
+        }
+    }
+
+    /// The body, or the first error the compressor met.
+    pub(crate) fn finish(self) -> std::io::Result<Vec<u8>> {
+        match self.failed {
+            Some(e) => Err(e),
+            None => self.encoder.finish(),
+        }
+    }
+}
+
+impl Sink for Gzip {
+    fn take(&mut self, text: &mut String) {
+        use std::io::Write;
+        if self.failed.is_none()
+            && let Err(e) = self.encoder.write_all(text.as_bytes())
+        {
+            self.failed = Some(e);
+        }
+        text.clear();
     }
 }
