@@ -154,6 +154,29 @@ pub(crate) fn attribute_past(
     true
 }
 
+/// Shows at once an election an admin action just changed (`None`: nothing changed), with
+/// the event that tells a change it relabelled: every store's follow task answers a
+/// [`Request::Forced`](super::Request::Forced) with its tracker's verdict and this.
+pub(crate) async fn show<E>(
+    io: &super::BackendIo,
+    info: &crate::model::SourceInfo,
+    e: Option<crate::model::Election>,
+) -> Result<(), super::Stop<E>> {
+    let Some(e) = e else { return Ok(()) };
+    let told = attributed(&info.name, &e);
+    let send = |ev| async { io.events.send(ev).await.map_err(|_| super::Stop::Closed) };
+    let source = info.id;
+    send(crate::model::SourceEvent::Elections {
+        source,
+        elections: vec![e],
+    })
+    .await?;
+    match told {
+        Some(ev) => send(crate::model::SourceEvent::Happened(ev)).await,
+        None => Ok(()),
+    }
+}
+
 /// The event that tells a relabelled change (for `watch` and the events view).
 pub(crate) fn attributed(source: &str, e: &crate::model::Election) -> Option<crate::model::Event> {
     let h = e.history.back()?;

@@ -24,6 +24,20 @@ pub enum ErrorKind {
     TooLarge,
 }
 
+impl ErrorKind {
+    /// What the failure means for the connection's life cycle.
+    pub(crate) fn failure(self) -> crate::backend::engine::lifecycle::Failure {
+        use crate::backend::engine::lifecycle::Failure;
+        match self {
+            ErrorKind::Transient | ErrorKind::Refused => Failure::Transient,
+            ErrorKind::Compacted => Failure::Resnapshot,
+            ErrorKind::Lasting | ErrorKind::Auth | ErrorKind::Tls | ErrorKind::TooLarge => {
+                Failure::Lasting
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum EtcdError {
     #[error("etcd {endpoint}: {message}")]

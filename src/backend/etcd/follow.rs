@@ -9,12 +9,13 @@ use tracing::{info, warn};
 
 use super::layout::Mirror;
 use super::leases;
-use super::lifecycle::{Input, Lifecycle, Phase, Resume};
 use super::members::{self, Serving};
+use super::resume::Resume;
 use super::tracker::Tracker;
 use super::watch::{self, Restart};
 use super::{Closed, EtcdBackend, EtcdError, Stop, read_all, send};
-use crate::backend::{BackendIo, Backoff, Request};
+use crate::backend::engine::lifecycle::{Input, Lifecycle, Phase};
+use crate::backend::{BackendIo, Request};
 use crate::model::{ConnState, Election, SourceEvent};
 
 mod first_read;
@@ -94,7 +95,6 @@ pub(super) struct Session<'a> {
     conn: Lifecycle,
     /// Which member serves now, for the member probe's display.
     serving: Serving,
-    backoff: Backoff,
 }
 
 pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
@@ -122,9 +122,12 @@ pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
             previewed: Default::default(),
             shown: None,
         },
-        conn: Lifecycle::new(backend.cfg.endpoints.len()),
+        conn: Lifecycle::new(
+            backend.cfg.endpoints.len(),
+            Duration::from_millis(250),
+            Duration::from_secs(5),
+        ),
         serving,
-        backoff: Backoff::new(Duration::from_millis(250), Duration::from_secs(5)),
     };
     loop {
         let step = tokio::select! {
@@ -149,7 +152,7 @@ impl Session<'_> {
         let (client, member) = match super::dial::connect_any(&backend.cfg, from, limit).await {
             Ok(found) => found,
             Err(e) => {
-                self.conn.on(Input::NoMember(e.kind()));
+                self.conn.on(Input::NoMember(e.kind().failure()));
                 return self.go_down(e).await;
             }
         };
@@ -173,7 +176,7 @@ impl Session<'_> {
         };
         self.serving
             .store(usize::MAX, std::sync::atomic::Ordering::Relaxed);
-        self.conn.on(Input::Failed(err.kind()));
+        self.conn.on(Input::Failed(err.kind().failure()));
         match self.conn.phase {
             Phase::Down { .. } => self.go_down(err).await,
             _ => {
@@ -197,7 +200,7 @@ impl Session<'_> {
             &self.backend.info,
             err.to_string(),
             lasting,
-            &mut self.backoff,
+            self.conn.backoff(),
         )
         .await;
         self.conn.on(Input::Retry);
@@ -262,7 +265,7 @@ impl Session<'_> {
             replay: self.state.replay.active(),
         });
         if matches!(self.conn.phase, Phase::Live { .. }) {
-            self.backoff.reset();
+            self.conn.backoff().reset();
             // The snapshot was a quorum read: the state is current as of when it was asked.
             send(&self.io, contact).await?;
         }
@@ -298,7 +301,7 @@ impl Session<'_> {
                 }
             }
             if matches!(self.conn.phase, Phase::Live { .. }) {
-                self.backoff.reset();
+                self.conn.backoff().reset();
             }
         }
     }

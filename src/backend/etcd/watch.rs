@@ -13,9 +13,10 @@ use tracing::{debug, warn};
 use super::follow::{Link, Replay, State};
 use super::layout::Kv;
 use super::leases::{self, LEASE_TICK, fates, wanted_leases};
-use super::lifecycle::{Input, Lifecycle, Phase, Resume};
+use super::resume::Resume;
 use super::tracker::{Change, Observed, Tracker};
 use super::{Closed, EtcdBackend, EtcdError, Stop, send, timed};
+use crate::backend::engine::lifecycle::{Input, Lifecycle, Phase};
 use crate::backend::{BackendIo, Request};
 use crate::model::{SourceEvent, SourceId};
 

@@ -1,6 +1,6 @@
-//! A session-lock source's follow task: connect (the SQL backend's pool), check, then poll
-//! every lock each `poll`; down with a growing wait when a step fails. The life cycle is the
-//! SQL backend's ([`Lifecycle`]); the check step stands where its schema check does.
+//! A session-lock source's steps for the engine's life cycle: connect (the SQL backend's
+//! pool), snapshot (the server's lock views checked and the names resolved), then a read of
+//! every lock each `poll`.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -10,10 +10,11 @@ use tokio::time::{Interval, MissedTickBehavior};
 use super::naming::Resolved;
 use super::tracker::SessionLockTracker;
 use super::{SessionLockBackend, alive, check, read, resolve};
-use crate::backend::sql::lifecycle::{Input, Lifecycle, Steps, Tell, announce, drive, wait_down};
+use crate::backend::engine::drive::{Steps, drive};
+use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::sql::{SqlError, open};
 use crate::backend::{BackendIo, Request};
-use crate::model::{ConnState, SourceEvent};
+use crate::model::{SourceEvent, SourceInfo};
 
 type Stop = crate::backend::Stop<SqlError>;
 
@@ -36,10 +37,9 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         io,
         tracker,
         loaded: false,
-        conn: Lifecycle::new(Duration::from_millis(500), Duration::from_secs(10)),
+        conn: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
         pool: None,
         naming: Resolved::default(),
-        error: None,
         tick: tokio::time::interval(b.settings.poll),
     };
     f.tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -58,25 +58,37 @@ struct Follow<'a> {
     conn: Lifecycle,
     pool: Option<AnyPool>,
     naming: Resolved,
-    error: Option<SqlError>,
     /// When the locks are next read.
     tick: Interval,
 }
 
 impl Steps for Follow<'_> {
+    type Error = SqlError;
+
     fn lifecycle(&mut self) -> &mut Lifecycle {
         &mut self.conn
     }
 
-    async fn connect(&mut self) -> Result<Input, Stop> {
-        let source = self.b.info.id;
-        let state = ConnState::Connecting;
-        self.send(SourceEvent::Conn { source, state }).await?;
-        self.pool = Some(open(&self.b.settings, self.b.opts.request_timeout).await?);
-        Ok(Input::Connected)
+    fn io(&self) -> &BackendIo {
+        &self.io
     }
 
-    async fn check(&mut self) -> Result<Input, Stop> {
+    fn info(&self) -> &SourceInfo {
+        &self.b.info
+    }
+
+    fn one_shot(&self) -> bool {
+        self.b.opts.one_shot
+    }
+
+    async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {
+        self.pool = Some(open(&self.b.settings, self.b.opts.request_timeout).await?);
+        Ok(Input::Connected { member: 0 })
+    }
+
+    /// The server's lock views checked and the lock names resolved; the locks themselves
+    /// are the first poll's.
+    async fn snapshot(&mut self) -> Result<Input, Stop> {
         let pool = self.pool.as_ref().ok_or_else(|| self.lost())?;
         let s = &self.b.settings;
         let timeout = self.b.opts.request_timeout;
@@ -87,10 +99,10 @@ impl Steps for Follow<'_> {
         self.naming = tokio::time::timeout(timeout, done)
             .await
             .map_err(|_| self.timed_out())??;
-        Ok(Input::SchemaChecked)
+        Ok(Input::SnapshotRead { replay: false })
     }
 
-    async fn poll(&mut self) -> Result<Input, Stop> {
+    async fn follow(&mut self) -> Result<Input, Stop> {
         loop {
             tokio::select! {
                 _ = self.tick.tick() => break,
@@ -98,14 +110,8 @@ impl Steps for Follow<'_> {
                     None => return Err(Stop::Closed),
                     Some(Request::Forced { election, mark }) => {
                         let now = (Instant::now(), SystemTime::now());
-                        if let Some(e) = self.tracker.forced(&election, mark, now.0, now.1) {
-                            let told = crate::backend::forced::attributed(&self.b.info.name, &e);
-                            let source = self.b.info.id;
-                            self.send(SourceEvent::Elections { source, elections: vec![e] }).await?;
-                            if let Some(ev) = told {
-                                self.send(SourceEvent::Happened(ev)).await?;
-                            }
-                        }
+                        let e = self.tracker.forced(&election, mark, now.0, now.1);
+                        crate::backend::forced::show(&self.io, &self.b.info, e).await?;
                     }
                     Some(Request::Visible { .. }) => {}
                 },
@@ -148,27 +154,13 @@ impl Steps for Follow<'_> {
             next_within: s.poll,
         })
         .await?;
-        Ok(Input::Polled)
+        Ok(Input::Followed)
     }
 
-    async fn wait(&mut self, lasting: bool) -> Result<Input, Stop> {
-        let error = self.error.take();
-        let modes = (lasting, self.b.opts.one_shot);
-        wait_down(&self.io, &self.b.info, &mut self.conn, error, modes).await
-    }
-
-    async fn failed(&mut self, e: SqlError) -> Input {
+    async fn release(&mut self) {
         if let Some(pool) = self.pool.take() {
             pool.close().await;
         }
-        let kind = e.kind();
-        self.error = Some(e);
-        Input::Failed(kind)
-    }
-
-    async fn tell(&self, tell: Tell) -> Result<(), Stop> {
-        announce(&self.io, self.b.info.id, tell).await?;
-        Ok(())
     }
 }
 

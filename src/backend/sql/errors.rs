@@ -180,6 +180,20 @@ pub(crate) fn scrub(msg: &str, url: &str) -> String {
     out
 }
 
+impl crate::backend::engine::drive::StoreError for SqlError {
+    fn failure(&self) -> crate::backend::engine::lifecycle::Failure {
+        use crate::backend::engine::lifecycle::Failure;
+        match self.kind() {
+            SqlErrorKind::Transient => Failure::Transient,
+            _ => Failure::Lasting,
+        }
+    }
+
+    fn ends_one_shot(&self) -> bool {
+        SqlError::ends_one_shot(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::borrow::Cow;

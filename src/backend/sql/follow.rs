@@ -1,5 +1,5 @@
-//! Carrying out a SQL source's life cycle ([`super::conn`]): each phase's IO gives the
-//! state machine its next input, and what it tells is sent on.
+//! A SQL table source's steps for the engine's life cycle: connect (a pool), snapshot (the
+//! table's schema checked, the poll made ready), follow (a poll each tick).
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -8,11 +8,12 @@ use tokio::time::{Interval, MissedTickBehavior};
 use tracing::{info, warn};
 
 use super::errors::SqlError;
-use super::lifecycle::{Input, Lifecycle, Steps, Tell, announce, drive, wait_down};
 use super::tracker::{Poll, SqlTracker};
 use super::{SqlBackend, dial::open, history, poll::poll_once, schema::read_schema};
+use crate::backend::engine::drive::{Steps, drive};
+use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
-use crate::model::{ConnState, SourceEvent};
+use crate::model::{SourceEvent, SourceInfo};
 
 /// Why a phase did not give its input.
 type Stop = crate::backend::Stop<SqlError>;
@@ -35,24 +36,35 @@ struct Follow<'a> {
     pool: Option<AnyPool>,
     /// The poll and its clock, known once the deadline column's type is.
     poll: Option<(String, Interval)>,
-    /// What took the source down, for the down phase to show.
-    error: Option<SqlError>,
 }
 
 impl Steps for Follow<'_> {
+    type Error = SqlError;
+
     fn lifecycle(&mut self) -> &mut Lifecycle {
         &mut self.conn
     }
 
-    async fn connect(&mut self) -> Result<Input, Stop> {
-        let source = self.b.info.id;
-        let state = ConnState::Connecting;
-        self.send(SourceEvent::Conn { source, state }).await?;
-        self.pool = Some(open(&self.b.settings, self.b.opts.request_timeout).await?);
-        Ok(Input::Connected)
+    fn io(&self) -> &BackendIo {
+        &self.io
     }
 
-    async fn check(&mut self) -> Result<Input, Stop> {
+    fn info(&self) -> &SourceInfo {
+        &self.b.info
+    }
+
+    fn one_shot(&self) -> bool {
+        self.b.opts.one_shot
+    }
+
+    async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {
+        self.pool = Some(open(&self.b.settings, self.b.opts.request_timeout).await?);
+        Ok(Input::Connected { member: 0 })
+    }
+
+    /// The table checked and the poll made for its deadline column's type; the rows
+    /// themselves are the first poll's.
+    async fn snapshot(&mut self) -> Result<Input, Stop> {
         let Some(pool) = &self.pool else {
             return Err(self.lost());
         };
@@ -61,11 +73,12 @@ impl Steps for Follow<'_> {
         let mut tick = tokio::time::interval(self.b.settings.poll);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         self.poll = Some((query, tick));
-        Ok(Input::SchemaChecked)
+        info!(source = %self.b.info.name, "sql connected");
+        Ok(Input::SnapshotRead { replay: false })
     }
 
     /// Waits for the next tick, meanwhile serving commands, then polls once.
-    async fn poll(&mut self) -> Result<Input, Stop> {
+    async fn follow(&mut self) -> Result<Input, Stop> {
         let (Some(pool), Some((query, tick))) = (&self.pool, &mut self.poll) else {
             return Err(self.lost());
         };
@@ -75,7 +88,9 @@ impl Steps for Follow<'_> {
                 cmd = self.io.commands.recv() => match cmd {
                     None => return Err(Stop::Closed),
                     Some(Request::Forced { election, mark }) => {
-                        forced(&self.io, self.b, &mut self.tracker, &election, mark).await?
+                        let now = (Instant::now(), SystemTime::now());
+                        let e = self.tracker.forced(&election, mark, now.0, now.1);
+                        crate::backend::forced::show(&self.io, &self.b.info, e).await?;
                     }
                     // Every row is read each poll anyway; visibility changes nothing here.
                     Some(Request::Visible { .. }) => {}
@@ -87,31 +102,14 @@ impl Steps for Follow<'_> {
         let timeout = self.b.opts.request_timeout;
         let polled = poll_once(s, pool, query, timeout, &mut self.tracker).await?;
         self.deliver(polled, sent).await?;
-        Ok(Input::Polled)
+        Ok(Input::Followed)
     }
 
-    async fn wait(&mut self, lasting: bool) -> Result<Input, Stop> {
-        let error = self.error.take();
-        let modes = (lasting, self.b.opts.one_shot);
-        wait_down(&self.io, &self.b.info, &mut self.conn, error, modes).await
-    }
-
-    async fn failed(&mut self, e: SqlError) -> Input {
+    async fn release(&mut self) {
         if let Some(pool) = self.pool.take() {
             pool.close().await;
         }
         self.poll = None;
-        let kind = e.kind();
-        self.error = Some(e);
-        Input::Failed(kind)
-    }
-
-    async fn tell(&self, tell: Tell) -> Result<(), Stop> {
-        announce(&self.io, self.b.info.id, tell).await?;
-        if tell == Tell::Connected {
-            info!(source = %self.b.info.name, "sql connected");
-        }
-        Ok(())
     }
 }
 
@@ -140,10 +138,9 @@ impl<'a> Follow<'a> {
             io,
             tracker,
             writer,
-            conn: Lifecycle::new(Duration::from_millis(500), Duration::from_secs(10)),
+            conn: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
             pool: None,
             poll: None,
-            error: None,
         }
     }
 
@@ -185,30 +182,5 @@ impl<'a> Follow<'a> {
         Stop::Failed(SqlError::Unavailable(format!(
             "{place}: the connection was lost between steps"
         )))
-    }
-}
-
-/// An election the operator just changed: shown at once, not at the next poll.
-async fn forced(
-    io: &BackendIo,
-    b: &SqlBackend,
-    tracker: &mut SqlTracker,
-    election: &str,
-    mark: Option<crate::backend::ForcedMark>,
-) -> Result<(), Stop> {
-    let Some(e) = tracker.forced(election, mark, Instant::now(), SystemTime::now()) else {
-        return Ok(());
-    };
-    let source = b.info.id;
-    let told = crate::backend::forced::attributed(&b.info.name, &e);
-    let send = |ev| async { io.events.send(ev).await.map_err(|_| Stop::Closed) };
-    send(SourceEvent::Elections {
-        source,
-        elections: vec![e],
-    })
-    .await?;
-    match told {
-        Some(ev) => send(SourceEvent::Happened(ev)).await,
-        None => Ok(()),
     }
 }

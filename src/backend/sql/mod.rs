@@ -12,7 +12,6 @@ mod follow;
 pub(crate) mod heartbeat;
 pub(crate) mod history;
 pub(crate) mod lease;
-pub(crate) mod lifecycle;
 mod participant;
 mod plan;
 mod poll;
