@@ -1,20 +1,28 @@
 //! Following a Redis source: connect, learn whether keyspace events are on, subscribe to
 //! them (before the first read, so a change between the two is seen twice, never missed),
-//! read every lock key, then re-read a key at each of its events, or everything every
-//! second when there are none. A lost connection is shown at once; a reconnect re-reads
-//! everything and reports what changed meanwhile.
+//! read every lock key, then apply each keyspace event in the order Redis sent it, or
+//! re-read everything every second when there are none. A lost connection is shown at
+//! once; a reconnect re-reads everything and reports what changed meanwhile.
+//!
+//! An event says what happened, not the value it left: a removal (`del`, `expired`, ...)
+//! is a loss on its own, even when a read would already show the next holder; a write
+//! (`set`, `expire`, ...) is read, and a read that finds the key gone already waits for the
+//! removal's own event, which follows. Events that may predate the full read (those
+//! received before a `PING` on the subscription, sent once the read was answered, comes
+//! back) are only re-read and compared: the full read already holds what they did.
 
 use std::time::{Duration, Instant, SystemTime};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use redis::aio::{MultiplexedConnection, PubSubSink, PubSubStream};
 use tracing::info;
 
 use super::RedisBackend;
 use super::error::RedisError;
+use super::lifecycle::{Input, Lifecycle};
 use super::read::{MAX_KEYS, Mode, Server};
-use super::tracker::{Applied, Gone, RedisTracker};
-use crate::backend::{BackendIo, Backoff, ForcedMark, Request, down_and_wait};
+use super::tracker::{Applied, Gone, Read, RedisTracker};
+use crate::backend::{BackendIo, ForcedMark, Request, down_and_wait};
 use crate::model::{ConnState, SourceEvent, SourceNotice};
 
 type Stop = crate::backend::Stop<RedisError>;
@@ -29,7 +37,7 @@ pub(super) async fn run(b: RedisBackend, io: BackendIo) {
         tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit),
         b,
         io,
-        backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(10)),
+        life: Lifecycle::new(Duration::from_millis(500), Duration::from_secs(10)),
         loaded: false,
         notice: String::new(),
     };
@@ -43,7 +51,7 @@ struct Follow {
     b: RedisBackend,
     io: BackendIo,
     tracker: RedisTracker,
-    backoff: Backoff,
+    life: Lifecycle,
     /// The first read is done: later reads report what changed.
     loaded: bool,
     /// The warning last sent (keys left unread); empty: none.
@@ -52,7 +60,7 @@ struct Follow {
 
 /// The keyspace-event subscription; the sink is kept, or the subscription would end.
 struct Events {
-    _sink: PubSubSink,
+    sink: PubSubSink,
     stream: PubSubStream,
     /// `__keyspace@<db>__:`, before each key in a channel name.
     channel_prefix: Vec<u8>,
@@ -66,16 +74,14 @@ impl Follow {
                 Ok(()) | Err(Stop::Closed) => return,
             };
             let lasting = error.lasting();
+            let outage_begins = self.life.on(Input::Failed).outage_begins;
             let (io, info) = (&self.io, &self.b.info);
-            let go_on = down_and_wait(
-                io,
-                info,
-                error.to_string(),
-                lasting,
-                None,
-                &mut self.backoff,
-            )
-            .await;
+            let (error, backoff) = (error.to_string(), self.life.backoff());
+            let go_on = if outage_begins {
+                down_and_wait(io, info, error, lasting, None, backoff).await
+            } else {
+                still_down(io, info, error, lasting, backoff).await
+            };
             if !go_on {
                 return;
             }
@@ -89,8 +95,10 @@ impl Follow {
     /// One connection, from dialling until it fails.
     async fn session(&mut self) -> Result<(), Stop> {
         let source = self.b.info.id;
-        let state = ConnState::Connecting;
-        self.send(SourceEvent::Conn { source, state }).await?;
+        if self.life.on(Input::Dialling).connecting {
+            let state = ConnState::Connecting;
+            self.send(SourceEvent::Conn { source, state }).await?;
+        }
         let server = Server::new(&self.b.cfg, self.b.opts.request_timeout)?;
         let mut conn = server.connect().await?;
         info!(source = %self.b.info.name, "redis connected");
@@ -107,8 +115,11 @@ impl Follow {
             },
             Mode::Poll(_) => None,
         };
-        self.read_all(&server, &mut conn, &mode).await?;
-        self.backoff.reset();
+        self.read_all(&server, &mut conn, &mode, true).await?;
+        // Events received so far may predate the read: re-read, compared with it.
+        for (key, event) in fence(&server, &mut events).await? {
+            self.on_early_event(&server, &mut conn, key, &event).await?;
+        }
         let mut tick = tokio::time::interval(CONTACT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
@@ -130,7 +141,7 @@ impl Follow {
                         server.ping(&mut conn).await?;
                         self.send(contact(source, sent)).await?;
                     }
-                    Mode::Poll(_) => self.read_all(&server, &mut conn, &mode).await?,
+                    Mode::Poll(_) => self.read_all(&server, &mut conn, &mode, false).await?,
                     }
                 }
                 cmd = self.io.commands.recv() => match cmd {
@@ -150,18 +161,20 @@ impl Follow {
         server.within(pubsub.psubscribe(pattern)).await?;
         let (sink, stream) = pubsub.split();
         Ok(Events {
-            _sink: sink,
+            sink,
             stream,
             channel_prefix,
         })
     }
 
     /// Every lock key: the first snapshot, a poll, or after a reconnect what changed.
+    /// `connection_first`: the first read of this connection (else a poll).
     async fn read_all(
         &mut self,
         server: &Server,
         conn: &mut MultiplexedConnection,
         mode: &Mode,
+        connection_first: bool,
     ) -> Result<(), Stop> {
         let source = self.b.info.id;
         let sent = (Instant::now(), SystemTime::now());
@@ -191,9 +204,10 @@ impl Follow {
             .await?;
         }
         if self.loaded {
-            let applied = self
-                .tracker
-                .resync(&reads, Instant::now(), SystemTime::now());
+            // After a reconnect, what changed meanwhile was not watched.
+            let gap = connection_first;
+            let (now, wall) = (Instant::now(), SystemTime::now());
+            let applied = self.tracker.resync(&reads, now, wall, gap);
             self.tell(applied).await?;
         } else {
             self.tracker.load(&reads);
@@ -206,17 +220,27 @@ impl Follow {
             self.send(SourceEvent::Elections { source, elections })
                 .await?;
         }
-        let state = ConnState::Connected;
-        self.send(SourceEvent::Conn { source, state }).await?;
+        self.loaded = true;
+        // Connected once per connection; a poll is only contact.
+        let tell = if connection_first {
+            self.life.on(Input::Read)
+        } else {
+            Default::default()
+        };
+        if tell.connected {
+            let state = ConnState::Connected;
+            self.send(SourceEvent::Conn { source, state }).await?;
+        }
         self.send(contact(source, sent)).await?;
-        if !self.loaded {
-            self.loaded = true;
+        if tell.synced {
             self.send(SourceEvent::Synced { source }).await?;
         }
         Ok(())
     }
 
-    /// A keyspace event on `key`: read it again; the event says why it went, if it did.
+    /// A keyspace event on `key`, in the order Redis sent it: a removal is a loss as told;
+    /// a write is read, and applied when the key is still there (else its removal's event
+    /// follows, and tells why it went).
     async fn on_event(
         &mut self,
         server: &Server,
@@ -224,16 +248,42 @@ impl Follow {
         key: Vec<u8>,
         event: &str,
     ) -> Result<(), Stop> {
-        let gone = match event {
-            "expired" => Gone::Expired,
-            "del" | "unlink" => Gone::Deleted,
-            "evicted" => Gone::Evicted,
-            _ => Gone::Unseen,
+        let read = match removal(event) {
+            Some(gone) => {
+                let at = Instant::now();
+                let read = Read {
+                    key,
+                    held: None,
+                    at,
+                };
+                return self.apply(&read, gone).await;
+            }
+            None => server.read(conn, std::slice::from_ref(&key)).await?,
         };
+        match read.first() {
+            Some(r) if r.held.is_some() => self.apply(r, Gone::Unseen).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// An event that may predate the full read: the key read again and compared, the
+    /// event saying why it went, if it did.
+    async fn on_early_event(
+        &mut self,
+        server: &Server,
+        conn: &mut MultiplexedConnection,
+        key: Vec<u8>,
+        event: &str,
+    ) -> Result<(), Stop> {
+        let gone = removal(event).unwrap_or(Gone::Unseen);
         let reads = server.read(conn, std::slice::from_ref(&key)).await?;
-        let Some(read) = reads.first() else {
-            return Ok(());
-        };
+        match reads.first() {
+            Some(r) => self.apply(r, gone).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn apply(&mut self, read: &Read, gone: Gone) -> Result<(), Stop> {
         let applied = self.tracker.apply(read, gone, SystemTime::now());
         self.tell(applied).await
     }
@@ -268,6 +318,64 @@ impl Follow {
             self.send(SourceEvent::Happened(e)).await?;
         }
         Ok(())
+    }
+}
+
+/// The keyspace events that remove a key, and why it went.
+fn removal(event: &str) -> Option<Gone> {
+    match event {
+        "expired" => Some(Gone::Expired),
+        // `UNLINK` and `GETDEL` notify `del`; a key renamed or moved away is gone from here.
+        "del" | "unlink" | "rename_from" | "move_from" => Some(Gone::Deleted),
+        "evicted" => Some(Gone::Evicted),
+        _ => None,
+    }
+}
+
+/// The events received before the subscription answers a `PING` sent now, once the full
+/// read was answered: Redis sent each before running the `PING`, so any event after them
+/// was caused after the read. Without a subscription, none.
+async fn fence(
+    server: &Server,
+    events: &mut Option<Events>,
+) -> Result<Vec<(Vec<u8>, String)>, RedisError> {
+    let Some(ev) = events.as_mut() else {
+        return Ok(Vec::new());
+    };
+    server.within(ev.sink.ping::<redis::Value>()).await?;
+    // The client queues each event before it completes the `PING`'s answer.
+    let mut early = Vec::new();
+    while let Some(next) = next_event(events).now_or_never() {
+        early.push(next.ok_or_else(|| RedisError::Lost(server.addr.clone()))?);
+    }
+    Ok(early)
+}
+
+/// A failed reconnect while the source is down: it stays down, with the next retry's time;
+/// the outage began (and was told) at its first failure. `false`: cancelled.
+async fn still_down(
+    io: &BackendIo,
+    info: &crate::model::SourceInfo,
+    error: String,
+    lasting: bool,
+    backoff: &mut crate::backend::Backoff,
+) -> bool {
+    let delay = backoff.next_delay();
+    let state = ConnState::Down {
+        error,
+        retry_at: Instant::now() + delay,
+        lasting,
+    };
+    let event = SourceEvent::Conn {
+        source: info.id,
+        state,
+    };
+    if io.events.send(event).await.is_err() {
+        return false;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => true,
+        _ = io.cancel.cancelled() => false,
     }
 }
 

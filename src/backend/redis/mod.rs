@@ -6,6 +6,7 @@
 mod admin;
 mod error;
 mod follow;
+mod lifecycle;
 mod participant;
 mod plan;
 mod read;
