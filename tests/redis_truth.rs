@@ -65,7 +65,8 @@ fn change(kind: &str, from: &str, to: &str, cause: &str) -> (String, String, Str
 
 /// `DEL` then another token's `SET NX`, atomically (`MULTI`) and then as two commands back
 /// to back: Redis notifies `del` then `set`; a re-read at the `del` already shows the new
-/// holder, and the `del` is still a loss of its own.
+/// holder, and the `del` is still a loss of its own. A renewal (`PEXPIRE`) just before is
+/// no change: the read at its event already shows the next holder, whose steps follow.
 #[test]
 fn a_release_and_another_acquire_back_to_back_are_a_loss_then_an_election() {
     let server = RedisServer::start("KEA", None);
@@ -85,6 +86,12 @@ fn a_release_and_another_acquire_back_to_back_are_a_loss_then_an_election() {
     let out = cli_script(&server, &format!("DEL {key}\nSET {key} tok-c NX PX 60000\n"));
     assert!(out.contains("OK"), "{out}");
     w.wait_for("tok-c elected", T, |v| v["to"] == "tok-c");
+    let out = cli_script(
+        &server,
+        &format!("MULTI\nPEXPIRE {key} 60000\nDEL {key}\nSET {key} tok-d NX PX 60000\nEXEC\n"),
+    );
+    assert!(out.contains("OK"), "{out}");
+    w.wait_for("tok-d elected", T, |v| v["to"] == "tok-d");
     assert_eq!(
         changes(&w.seen, key),
         [
@@ -93,6 +100,8 @@ fn a_release_and_another_acquire_back_to_back_are_a_loss_then_an_election() {
             change("leader_elected", "-", "tok-b", "elected"),
             change("leader_lost", "tok-b", "-", "resigned"),
             change("leader_elected", "-", "tok-c", "elected"),
+            change("leader_lost", "tok-c", "-", "resigned"),
+            change("leader_elected", "-", "tok-d", "elected"),
         ],
         "{:#?}",
         w.seen

@@ -3,22 +3,18 @@
 //! read every lock key, then apply each keyspace event in the order Redis sent it, or
 //! re-read everything every second when there are none. A lost connection is shown at
 //! once; a reconnect re-reads everything and reports what changed meanwhile.
-//!
-//! An event says what happened, not the value it left: a removal (`del`, `expired`, ...)
-//! is a loss on its own, even when a read would already show the next holder; a write
-//! (`set`, `expire`, ...) is read, and a read that finds the key gone already waits for the
-//! removal's own event, which follows. Events that may predate the full read (those
-//! received before a `PING` on the subscription, sent once the read was answered, comes
-//! back) are only re-read and compared: the full read already holds what they did.
+//! How an event is applied, and why its order holds across the two connections, is in
+//! `events.rs`. Events that may predate the full read (received before its fence) are only
+//! re-read and compared: the full read already holds what they did.
 
 use std::time::{Duration, Instant, SystemTime};
 
-use futures::{FutureExt, StreamExt};
-use redis::aio::{MultiplexedConnection, PubSubSink, PubSubStream};
+use redis::aio::MultiplexedConnection;
 use tracing::info;
 
 use super::RedisBackend;
 use super::error::RedisError;
+use super::events::{Events, KeyEvent, removal};
 use super::lifecycle::{Input, Lifecycle};
 use super::read::{MAX_KEYS, Mode, Server};
 use super::tracker::{Applied, Gone, Read, RedisTracker};
@@ -56,14 +52,6 @@ struct Follow {
     loaded: bool,
     /// The warning last sent (keys left unread); empty: none.
     notice: String,
-}
-
-/// The keyspace-event subscription; the sink is kept, or the subscription would end.
-struct Events {
-    sink: PubSubSink,
-    stream: PubSubStream,
-    /// `__keyspace@<db>__:`, before each key in a channel name.
-    channel_prefix: Vec<u8>,
 }
 
 impl Follow {
@@ -104,7 +92,7 @@ impl Follow {
         info!(source = %self.b.info.name, "redis connected");
         let mut mode = server.mode(&mut conn).await;
         let mut events = match mode {
-            Mode::Events => match self.subscribe(&server).await {
+            Mode::Events => match Events::subscribe(&server, &self.b.cfg.prefix).await {
                 Ok(ev) => Some(ev),
                 // The user may not subscribe: polled, and the notice says why.
                 Err(RedisError::NoPerm(_, _, why)) => {
@@ -117,8 +105,11 @@ impl Follow {
         };
         self.read_all(&server, &mut conn, &mode, true).await?;
         // Events received so far may predate the read: re-read, compared with it.
-        for (key, event) in fence(&server, &mut events).await? {
-            self.on_early_event(&server, &mut conn, key, &event).await?;
+        if let Some(ev) = events.as_mut() {
+            ev.fence(&server).await?;
+            for (key, event) in ev.take_pending() {
+                self.on_early_event(&server, &mut conn, key, &event).await?;
+            }
         }
         let mut tick = tokio::time::interval(CONTACT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -127,7 +118,7 @@ impl Follow {
             tokio::select! {
                 msg = next_event(&mut events) => match msg {
                     None => return Err(RedisError::Lost(server.addr.clone()).into()),
-                    Some((key, event)) => self.on_event(&server, &mut conn, key, &event).await?,
+                    Some(e) => self.on_event(&server, &mut conn, &mut events, e).await?,
                 },
                 _ = tick.tick() => {
                     let settled = self.tracker.settle(Instant::now());
@@ -151,20 +142,6 @@ impl Follow {
                 },
             }
         }
-    }
-
-    async fn subscribe(&self, server: &Server) -> Result<Events, RedisError> {
-        let mut pubsub = server.pubsub().await?;
-        let channel_prefix = format!("__keyspace@{}__:", server.db).into_bytes();
-        let mut pattern = channel_prefix.clone();
-        pattern.extend_from_slice(self.b.cfg.prefix.as_bytes());
-        server.within(pubsub.psubscribe(pattern)).await?;
-        let (sink, stream) = pubsub.split();
-        Ok(Events {
-            sink,
-            stream,
-            channel_prefix,
-        })
     }
 
     /// Every lock key: the first snapshot, a poll, or after a reconnect what changed.
@@ -238,31 +215,37 @@ impl Follow {
         Ok(())
     }
 
-    /// A keyspace event on `key`, in the order Redis sent it: a removal is a loss as told;
-    /// a write is read, and applied when the key is still there (else its removal's event
-    /// follows, and tells why it went).
+    /// A keyspace event, in the order Redis sent it: a removal is a loss as told; a write
+    /// is read, then fenced, and applied only when no later event of the key came before
+    /// the fence (else the read may show a later step, whose own event follows).
     async fn on_event(
         &mut self,
         server: &Server,
         conn: &mut MultiplexedConnection,
-        key: Vec<u8>,
-        event: &str,
+        events: &mut Option<Events>,
+        (key, event): KeyEvent,
     ) -> Result<(), Stop> {
-        let read = match removal(event) {
-            Some(gone) => {
-                let at = Instant::now();
-                let read = Read {
-                    key,
-                    held: None,
-                    at,
-                };
-                return self.apply(&read, gone).await;
+        if let Some(gone) = removal(&event) {
+            let at = Instant::now();
+            let read = Read {
+                key,
+                held: None,
+                at,
+            };
+            return self.apply(&read, gone).await;
+        }
+        let reads = server.read(conn, std::slice::from_ref(&key)).await?;
+        if let Some(ev) = events.as_mut() {
+            ev.fence(server).await?;
+            if ev.pending_for(&key) {
+                return Ok(());
             }
-            None => server.read(conn, std::slice::from_ref(&key)).await?,
-        };
-        match read.first() {
+        }
+        match reads.first() {
             Some(r) if r.held.is_some() => self.apply(r, Gone::Unseen).await,
-            _ => Ok(()),
+            // Gone with no event of its removal (`FLUSHDB` tells none): why is not known.
+            Some(r) => self.apply(r, Gone::Gap).await,
+            None => Ok(()),
         }
     }
 
@@ -321,36 +304,6 @@ impl Follow {
     }
 }
 
-/// The keyspace events that remove a key, and why it went.
-fn removal(event: &str) -> Option<Gone> {
-    match event {
-        "expired" => Some(Gone::Expired),
-        // `UNLINK` and `GETDEL` notify `del`; a key renamed or moved away is gone from here.
-        "del" | "unlink" | "rename_from" | "move_from" => Some(Gone::Deleted),
-        "evicted" => Some(Gone::Evicted),
-        _ => None,
-    }
-}
-
-/// The events received before the subscription answers a `PING` sent now, once the full
-/// read was answered: Redis sent each before running the `PING`, so any event after them
-/// was caused after the read. Without a subscription, none.
-async fn fence(
-    server: &Server,
-    events: &mut Option<Events>,
-) -> Result<Vec<(Vec<u8>, String)>, RedisError> {
-    let Some(ev) = events.as_mut() else {
-        return Ok(Vec::new());
-    };
-    server.within(ev.sink.ping::<redis::Value>()).await?;
-    // The client queues each event before it completes the `PING`'s answer.
-    let mut early = Vec::new();
-    while let Some(next) = next_event(events).now_or_never() {
-        early.push(next.ok_or_else(|| RedisError::Lost(server.addr.clone()))?);
-    }
-    Ok(early)
-}
-
 /// A failed reconnect while the source is down: it stays down, with the next retry's time;
 /// the outage began (and was told) at its first failure. `false`: cancelled.
 async fn still_down(
@@ -379,23 +332,6 @@ async fn still_down(
     }
 }
 
-/// The next keyspace event (its key and the event's name); `None` when the subscription's
-/// connection ended. Without a subscription (polling), never.
-async fn next_event(events: &mut Option<Events>) -> Option<(Vec<u8>, String)> {
-    let Some(ev) = events else {
-        return std::future::pending().await;
-    };
-    loop {
-        let msg = ev.stream.next().await?;
-        let channel: Vec<u8> = msg.get_channel().unwrap_or_default();
-        let Some(key) = channel.strip_prefix(ev.channel_prefix.as_slice()) else {
-            continue;
-        };
-        let event = String::from_utf8_lossy(msg.get_payload_bytes()).into_owned();
-        return Some((key.to_vec(), event));
-    }
-}
-
 /// The server answered as of `sent`; the next answer is due within [`CONTACT_EVERY`].
 fn contact(source: crate::model::SourceId, sent: (Instant, SystemTime)) -> SourceEvent {
     SourceEvent::Contact {
@@ -403,5 +339,14 @@ fn contact(source: crate::model::SourceId, sent: (Instant, SystemTime)) -> Sourc
         at: sent.0,
         wall: sent.1,
         next_within: CONTACT_EVERY,
+    }
+}
+
+/// The next keyspace event; `None` when the subscription's connection ended. Without a
+/// subscription (polling), never.
+async fn next_event(events: &mut Option<Events>) -> Option<KeyEvent> {
+    match events {
+        Some(ev) => ev.next().await,
+        None => std::future::pending().await,
     }
 }

@@ -5,6 +5,7 @@
 
 mod admin;
 mod error;
+mod events;
 mod follow;
 mod lifecycle;
 mod participant;

@@ -37,8 +37,9 @@ pub(crate) enum Gone {
     Evicted,
     /// Not told (a poll, a write's event): the countdown decides.
     Unseen,
-    /// Not watched: a re-read after a reconnect. A countdown that ran out while electop was
-    /// disconnected is no observation, so why a holder went is not known.
+    /// Not watched: a re-read after a reconnect (a countdown that ran out while electop was
+    /// disconnected is no observation), or a key gone without an event (`FLUSHDB`). Why a
+    /// holder went is not known.
     Gap,
 }
 
