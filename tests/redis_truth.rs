@@ -83,7 +83,10 @@ fn a_release_and_another_acquire_back_to_back_are_a_loss_then_an_election() {
     );
     assert!(out.contains("OK"), "{out}");
     w.wait_for("tok-b elected", T, |v| v["to"] == "tok-b");
-    let out = cli_script(&server, &format!("DEL {key}\nSET {key} tok-c NX PX 60000\n"));
+    let out = cli_script(
+        &server,
+        &format!("DEL {key}\nSET {key} tok-c NX PX 60000\n"),
+    );
     assert!(out.contains("OK"), "{out}");
     w.wait_for("tok-c elected", T, |v| v["to"] == "tok-c");
     let out = cli_script(

@@ -120,13 +120,25 @@ fn after_a_gap_the_same_token_is_no_change_and_causes_are_not_guessed() {
     assert_eq!(
         got,
         [
-            ("forever".into(), EventKind::LeaderLost, Some(Cause::Deleted)),
+            (
+                "forever".into(),
+                EventKind::LeaderLost,
+                Some(Cause::Deleted)
+            ),
             ("gone".into(), EventKind::LeaderLost, Some(Cause::Unknown)),
-            ("other".into(), EventKind::LeaderChanged, Some(Cause::Unknown)),
+            (
+                "other".into(),
+                EventKind::LeaderChanged,
+                Some(Cause::Unknown)
+            ),
         ]
     );
     // The same token's countdown is the new reading.
-    let same = a.changed.iter().find(|e| e.name == "same").expect("renewed");
+    let same = a
+        .changed
+        .iter()
+        .find(|e| e.name == "same")
+        .expect("renewed");
     let ttl = same.leader.as_ref().and_then(|l| l.ttl).expect("ttl");
     assert_eq!((ttl.remaining_ms, ttl.read_at), (2_000, later));
     // Polled (no gap), the same token after its countdown ran out is no change either.
