@@ -133,6 +133,39 @@ impl Watch {
         }
     }
 
+    /// Waits until `n` lines seen match `pred` (those seen already count).
+    pub fn wait_count(
+        &mut self,
+        what: &str,
+        n: usize,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) {
+        let deadline = Instant::now() + timeout;
+        while self.seen.iter().filter(|v| pred(v)).count() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) => self.seen.push(v),
+                Err(_) => panic!("watch: not {n} {what} within {timeout:?}: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// Keeps in `seen` whatever it prints during `span` (for a test that something does
+    /// not happen over a while).
+    pub fn collect_for(&mut self, span: Duration) {
+        let until = Instant::now() + span;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            if let Ok(v) = self.lines.recv_timeout(left) {
+                self.seen.push(v);
+            }
+        }
+    }
+
     /// Waits until `sources` sources have finished their snapshot and replay.
     pub fn wait_synced(&mut self, sources: usize) {
         let deadline = Instant::now() + Duration::from_secs(10);

@@ -22,6 +22,8 @@ pub struct RedisServer {
     password: Option<String>,
     /// The `tls-port`, when started with TLS.
     tls_port: Option<u16>,
+    /// Its config file, to start it again on the same port after a kill.
+    conf: PathBuf,
 }
 
 /// A `tls-port` beside the plain one: the server's certificate and key, the CA that signs
@@ -121,6 +123,7 @@ impl RedisServer {
                         port,
                         password: password.map(str::to_string),
                         tls_port,
+                        conf,
                     };
                 }
                 if Instant::now() > deadline {
@@ -189,6 +192,36 @@ impl RedisServer {
             signal("-CONT", &[child.id()]);
             kill_and_reap(&mut child);
         }
+    }
+}
+
+impl RedisServer {
+    /// Starts it again (after [`Self::stop`]) with the same config on the same port, empty
+    /// (nothing is saved); waits until it answers PING.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "restart after stop");
+        let mut child = Command::new("redis-server")
+            .arg(&self.conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while self.cli(&["PING"]).trim() != "PONG" {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "redis-server exited on restart ({status}):\n{}",
+                    log_tail(&self.log_path(), 20)
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer PING after a restart"
+            );
+            std::thread::sleep(POLL_INTERVAL);
+        }
+        self.child = Some(child);
     }
 }
 

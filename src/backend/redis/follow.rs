@@ -1,20 +1,24 @@
 //! Following a Redis source: connect, learn whether keyspace events are on, subscribe to
 //! them (before the first read, so a change between the two is seen twice, never missed),
-//! read every lock key, then re-read a key at each of its events, or everything every
-//! second when there are none. A lost connection is shown at once; a reconnect re-reads
-//! everything and reports what changed meanwhile.
+//! read every lock key, then apply each keyspace event in the order Redis sent it, or
+//! re-read everything every second when there are none. A lost connection is shown at
+//! once; a reconnect re-reads everything and reports what changed meanwhile.
+//! How an event is applied, and why its order holds across the two connections, is in
+//! `events.rs`. Events that may predate the full read (received before its fence) are only
+//! re-read and compared: the full read already holds what they did.
 
 use std::time::{Duration, Instant, SystemTime};
 
-use futures::StreamExt;
-use redis::aio::{MultiplexedConnection, PubSubSink, PubSubStream};
+use redis::aio::MultiplexedConnection;
 use tracing::info;
 
 use super::RedisBackend;
 use super::error::RedisError;
+use super::events::{Events, KeyEvent, removal};
+use super::lifecycle::{Input, Lifecycle};
 use super::read::{MAX_KEYS, Mode, Server};
-use super::tracker::{Applied, Gone, RedisTracker};
-use crate::backend::{BackendIo, Backoff, ForcedMark, Request, down_and_wait};
+use super::tracker::{Applied, Gone, Read, RedisTracker};
+use crate::backend::{BackendIo, ForcedMark, Request, down_and_wait};
 use crate::model::{ConnState, SourceEvent, SourceNotice};
 
 type Stop = crate::backend::Stop<RedisError>;
@@ -29,7 +33,7 @@ pub(super) async fn run(b: RedisBackend, io: BackendIo) {
         tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit),
         b,
         io,
-        backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(10)),
+        life: Lifecycle::new(Duration::from_millis(500), Duration::from_secs(10)),
         loaded: false,
         notice: String::new(),
     };
@@ -43,19 +47,11 @@ struct Follow {
     b: RedisBackend,
     io: BackendIo,
     tracker: RedisTracker,
-    backoff: Backoff,
+    life: Lifecycle,
     /// The first read is done: later reads report what changed.
     loaded: bool,
     /// The warning last sent (keys left unread); empty: none.
     notice: String,
-}
-
-/// The keyspace-event subscription; the sink is kept, or the subscription would end.
-struct Events {
-    _sink: PubSubSink,
-    stream: PubSubStream,
-    /// `__keyspace@<db>__:`, before each key in a channel name.
-    channel_prefix: Vec<u8>,
 }
 
 impl Follow {
@@ -66,9 +62,12 @@ impl Follow {
                 Ok(()) | Err(Stop::Closed) => return,
             };
             let lasting = error.lasting();
+            self.life.on(Input::Failed);
             let (io, info) = (&self.io, &self.b.info);
-            let go_on =
-                down_and_wait(io, info, error.to_string(), lasting, &mut self.backoff).await;
+            // Every failed retry says so (its new retry time); readers hear one
+            // `disconnected` per outage, which the read model decides.
+            let (error, backoff) = (error.to_string(), self.life.backoff());
+            let go_on = down_and_wait(io, info, error, lasting, backoff).await;
             if !go_on {
                 return;
             }
@@ -82,14 +81,16 @@ impl Follow {
     /// One connection, from dialling until it fails.
     async fn session(&mut self) -> Result<(), Stop> {
         let source = self.b.info.id;
-        let state = ConnState::Connecting;
-        self.send(SourceEvent::Conn { source, state }).await?;
+        if self.life.on(Input::Dialling).connecting {
+            let state = ConnState::Connecting;
+            self.send(SourceEvent::Conn { source, state }).await?;
+        }
         let server = Server::new(&self.b.cfg, self.b.opts.request_timeout)?;
         let mut conn = server.connect().await?;
         info!(source = %self.b.info.name, "redis connected");
         let mut mode = server.mode(&mut conn).await;
         let mut events = match mode {
-            Mode::Events => match self.subscribe(&server).await {
+            Mode::Events => match Events::subscribe(&server, &self.b.cfg.prefix).await {
                 Ok(ev) => Some(ev),
                 // The user may not subscribe: polled, and the notice says why.
                 Err(RedisError::NoPerm(_, _, why)) => {
@@ -100,8 +101,14 @@ impl Follow {
             },
             Mode::Poll(_) => None,
         };
-        self.read_all(&server, &mut conn, &mode).await?;
-        self.backoff.reset();
+        self.read_all(&server, &mut conn, &mode, true).await?;
+        // Events received so far may predate the read: re-read, compared with it.
+        if let Some(ev) = events.as_mut() {
+            ev.fence(&server).await?;
+            for (key, event) in ev.take_pending() {
+                self.on_early_event(&server, &mut conn, key, &event).await?;
+            }
+        }
         let mut tick = tokio::time::interval(CONTACT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
@@ -109,7 +116,7 @@ impl Follow {
             tokio::select! {
                 msg = next_event(&mut events) => match msg {
                     None => return Err(RedisError::Lost(server.addr.clone()).into()),
-                    Some((key, event)) => self.on_event(&server, &mut conn, key, &event).await?,
+                    Some(e) => self.on_event(&server, &mut conn, &mut events, e).await?,
                 },
                 _ = tick.tick() => {
                     let settled = self.tracker.settle(Instant::now());
@@ -123,7 +130,7 @@ impl Follow {
                         server.ping(&mut conn).await?;
                         self.send(contact(source, sent)).await?;
                     }
-                    Mode::Poll(_) => self.read_all(&server, &mut conn, &mode).await?,
+                    Mode::Poll(_) => self.read_all(&server, &mut conn, &mode, false).await?,
                     }
                 }
                 cmd = self.io.commands.recv() => match cmd {
@@ -135,26 +142,14 @@ impl Follow {
         }
     }
 
-    async fn subscribe(&self, server: &Server) -> Result<Events, RedisError> {
-        let mut pubsub = server.pubsub().await?;
-        let channel_prefix = format!("__keyspace@{}__:", server.db).into_bytes();
-        let mut pattern = channel_prefix.clone();
-        pattern.extend_from_slice(self.b.cfg.prefix.as_bytes());
-        server.within(pubsub.psubscribe(pattern)).await?;
-        let (sink, stream) = pubsub.split();
-        Ok(Events {
-            _sink: sink,
-            stream,
-            channel_prefix,
-        })
-    }
-
     /// Every lock key: the first snapshot, a poll, or after a reconnect what changed.
+    /// `connection_first`: the first read of this connection (else a poll).
     async fn read_all(
         &mut self,
         server: &Server,
         conn: &mut MultiplexedConnection,
         mode: &Mode,
+        connection_first: bool,
     ) -> Result<(), Stop> {
         let source = self.b.info.id;
         let sent = (Instant::now(), SystemTime::now());
@@ -184,9 +179,10 @@ impl Follow {
             .await?;
         }
         if self.loaded {
-            let applied = self
-                .tracker
-                .resync(&reads, Instant::now(), SystemTime::now());
+            // After a reconnect, what changed meanwhile was not watched.
+            let gap = connection_first;
+            let (now, wall) = (Instant::now(), SystemTime::now());
+            let applied = self.tracker.resync(&reads, now, wall, gap);
             self.tell(applied).await?;
         } else {
             self.tracker.load(&reads);
@@ -199,34 +195,76 @@ impl Follow {
             self.send(SourceEvent::Elections { source, elections })
                 .await?;
         }
-        let state = ConnState::Connected;
-        self.send(SourceEvent::Conn { source, state }).await?;
+        self.loaded = true;
+        // Connected once per connection; a poll is only contact.
+        let tell = if connection_first {
+            self.life.on(Input::Read)
+        } else {
+            Default::default()
+        };
+        if tell.connected {
+            let state = ConnState::Connected;
+            self.send(SourceEvent::Conn { source, state }).await?;
+        }
         self.send(contact(source, sent)).await?;
-        if !self.loaded {
-            self.loaded = true;
+        if tell.synced {
             self.send(SourceEvent::Synced { source }).await?;
         }
         Ok(())
     }
 
-    /// A keyspace event on `key`: read it again; the event says why it went, if it did.
+    /// A keyspace event, in the order Redis sent it: a removal is a loss as told; a write
+    /// is read, then fenced, and applied only when no later event of the key came before
+    /// the fence (else the read may show a later step, whose own event follows).
     async fn on_event(
+        &mut self,
+        server: &Server,
+        conn: &mut MultiplexedConnection,
+        events: &mut Option<Events>,
+        (key, event): KeyEvent,
+    ) -> Result<(), Stop> {
+        if let Some(gone) = removal(&event) {
+            let at = Instant::now();
+            let read = Read {
+                key,
+                held: None,
+                at,
+            };
+            return self.apply(&read, gone).await;
+        }
+        let reads = server.read(conn, std::slice::from_ref(&key)).await?;
+        if let Some(ev) = events.as_mut() {
+            ev.fence(server).await?;
+            if ev.pending_for(&key) {
+                return Ok(());
+            }
+        }
+        match reads.first() {
+            Some(r) if r.held.is_some() => self.apply(r, Gone::Unseen).await,
+            // Gone with no event of its removal (`FLUSHDB` tells none): why is not known.
+            Some(r) => self.apply(r, Gone::Gap).await,
+            None => Ok(()),
+        }
+    }
+
+    /// An event that may predate the full read: the key read again and compared, the
+    /// event saying why it went, if it did.
+    async fn on_early_event(
         &mut self,
         server: &Server,
         conn: &mut MultiplexedConnection,
         key: Vec<u8>,
         event: &str,
     ) -> Result<(), Stop> {
-        let gone = match event {
-            "expired" => Gone::Expired,
-            "del" | "unlink" => Gone::Deleted,
-            "evicted" => Gone::Evicted,
-            _ => Gone::Unseen,
-        };
+        let gone = removal(event).unwrap_or(Gone::Unseen);
         let reads = server.read(conn, std::slice::from_ref(&key)).await?;
-        let Some(read) = reads.first() else {
-            return Ok(());
-        };
+        match reads.first() {
+            Some(r) => self.apply(r, gone).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn apply(&mut self, read: &Read, gone: Gone) -> Result<(), Stop> {
         let applied = self.tracker.apply(read, gone, SystemTime::now());
         self.tell(applied).await
     }
@@ -264,23 +302,6 @@ impl Follow {
     }
 }
 
-/// The next keyspace event (its key and the event's name); `None` when the subscription's
-/// connection ended. Without a subscription (polling), never.
-async fn next_event(events: &mut Option<Events>) -> Option<(Vec<u8>, String)> {
-    let Some(ev) = events else {
-        return std::future::pending().await;
-    };
-    loop {
-        let msg = ev.stream.next().await?;
-        let channel: Vec<u8> = msg.get_channel().unwrap_or_default();
-        let Some(key) = channel.strip_prefix(ev.channel_prefix.as_slice()) else {
-            continue;
-        };
-        let event = String::from_utf8_lossy(msg.get_payload_bytes()).into_owned();
-        return Some((key.to_vec(), event));
-    }
-}
-
 /// The server answered as of `sent`; the next answer is due within [`CONTACT_EVERY`].
 fn contact(source: crate::model::SourceId, sent: (Instant, SystemTime)) -> SourceEvent {
     SourceEvent::Contact {
@@ -288,5 +309,14 @@ fn contact(source: crate::model::SourceId, sent: (Instant, SystemTime)) -> Sourc
         at: sent.0,
         wall: sent.1,
         next_within: CONTACT_EVERY,
+    }
+}
+
+/// The next keyspace event; `None` when the subscription's connection ended. Without a
+/// subscription (polling), never.
+async fn next_event(events: &mut Option<Events>) -> Option<KeyEvent> {
+    match events {
+        Some(ev) => ev.next().await,
+        None => std::future::pending().await,
     }
 }

@@ -5,7 +5,9 @@
 
 mod admin;
 mod error;
+mod events;
 mod follow;
+mod lifecycle;
 mod participant;
 mod plan;
 mod read;
