@@ -150,3 +150,33 @@ fn a_missing_file_is_named_as_missing() {
     assert!(err.contains("nowhere.db does not exist"), "{err}");
     assert!(!err.contains("--scheme"), "{err}");
 }
+
+/// One database refusing its connection does not hide the others (the README's quick start,
+/// without `--scheme`): the SQLite file's elections are printed, the refused one named down
+/// beside them, exit 3, as with `--scheme`.
+#[test]
+fn a_refused_database_does_not_hide_the_others() {
+    let store = Store::sqlite();
+    let home = common::scratch::tempdir();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-1", 30));
+    let closed = format!("postgres://127.0.0.1:{}/x", common::free_port());
+    let out = status(home.path(), &["--sql", &store.url(), "--sql", &closed]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "partial: {err}");
+    let s: Value = serde_json::from_slice(&out.stdout).expect("status prints JSON");
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-1", "{s:#}");
+    assert!(err.contains("connection refused"), "{err}");
+    let down = &s["sources"][1];
+    assert_eq!(
+        down["name"].as_str().map(|n| n.contains("127.0.0.1")),
+        Some(true),
+        "{s:#}"
+    );
+    assert!(
+        down["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("connection refused")),
+        "{s:#}"
+    );
+}
