@@ -178,6 +178,29 @@ fn etcd_election_reelect_ends_the_session_so_etcdctl_notices() {
     assert!(a.stderr().contains("session expired"), "{}", a.stderr());
 }
 
+/// A `status` started during a re-election's hold sees what the audit log says: the
+/// deposed holder (its session ended, its key held on electop's lease until it must have
+/// noticed) and the alarm, as the dashboard that acted shows the hold, not the deposed
+/// holder as an unremarkable leader.
+#[test]
+fn status_during_a_reelect_hold_shows_the_holder_deposed() {
+    let etcd = EtcdServer::start();
+    let [_a, _b] = campaign_in_order(&etcd, "/hold/jobs", ["node-a", "node-b"]);
+    let h = common::scratch::tempdir();
+    let src = ["--etcd", &etcd.endpoint(), "--prefix", "/hold/"];
+    let out = admin(h.path(), &src, &["reelect", "jobs"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    // The hold lasts a third of etcdctl's 60 s lease plus 2 s: this status is inside it.
+    let s = status_json(h.path(), &src);
+    let e = election(&s, "jobs");
+    assert_eq!(e["deposed"]["id"], "node-a", "during the hold: {e:#}");
+    assert!(
+        e["deposed"]["ttl_ms"].as_i64().is_some_and(|t| t > 0),
+        "held until the hold ends: {e:#}"
+    );
+    assert!(e["alarms"].to_string().contains("deposed"), "{e:#}");
+}
+
 #[test]
 fn etcd_election_force_leader_removes_those_ahead() {
     let etcd = EtcdServer::start();

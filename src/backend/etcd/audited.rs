@@ -19,9 +19,12 @@ pub(super) fn actions(backend: &EtcdBackend) -> Vec<Done> {
     }
 }
 
-/// Of the newest action on each election in `elections`, the leader it removed, where that
-/// holder is not back in line and its lease is alive now: `(election, holder)`, the holder
-/// with its lease's countdown. One lease read per such action.
+/// Of the newest action on each election in `elections`, the leader it removed that may
+/// still believe it leads: `(election, holder)`, the holder with its lease's countdown.
+/// Either its own lease is alive and it is not back in line (a resign), or its key is
+/// still held on the action's hold lease (an etcd-election re-election or force-leader
+/// moves the deposed keys onto electop's lease until the deposed must have noticed): the
+/// hold's lease is then the one counted down. One lease read per such action.
 pub(super) async fn deposed(
     backend: &EtcdBackend,
     link: &mut Link,
@@ -37,24 +40,29 @@ pub(super) async fn deposed(
         let Some(e) = elections.iter().find(|e| e.name == name) else {
             continue;
         };
-        let held = e
-            .leader
-            .iter()
-            .chain(&e.candidates)
-            .any(|c| c.lease == Some(lease));
-        if held || e.deposed.is_some() {
+        if e.deposed.is_some() {
             continue;
         }
+        let line = || e.leader.iter().chain(&e.candidates);
+        if line().any(|c| c.lease == Some(lease)) {
+            continue;
+        }
+        // Its key, named by its lease as etcd-election names keys, on another lease.
+        let held = line().find(|c| c.id == *id && held_key(c, lease));
+        let counted = held.and_then(|c| c.lease).unwrap_or(lease);
         let mut leases = link.client.lease_client();
-        let read = timed(backend, &link.endpoint, leases.time_to_live(lease, None)).await;
-        let Ok(ttl) = read.inspect_err(|e| tracing::debug!(%e, lease, "audit lease read")) else {
+        let read = timed(backend, &link.endpoint, leases.time_to_live(counted, None)).await;
+        let Ok(ttl) = read.inspect_err(|e| tracing::debug!(%e, counted, "audit lease read")) else {
             continue;
         };
         if ttl.ttl() <= 0 {
             continue;
         }
-        let mut holder = Candidate::plain(id, "");
-        holder.lease = Some(lease);
+        let mut holder = match held {
+            Some(c) => c.clone(),
+            None => Candidate::plain(id, ""),
+        };
+        holder.lease = Some(counted);
         holder.ttl = Some(Deadline::from_seconds(
             ttl.ttl(),
             ttl.granted_ttl(),
@@ -64,4 +72,29 @@ pub(super) async fn deposed(
         found.push((name.to_string(), holder));
     }
     found
+}
+
+/// `c`'s key is the one etcd-election made for lease `lease` (its last segment the lease in
+/// hex), held now on another lease.
+fn held_key(c: &Candidate, lease: i64) -> bool {
+    let last = c.key.rsplit('/').next().unwrap_or_default();
+    c.lease.is_some_and(|l| l != lease) && last == format!("{lease:x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_named_by_the_removed_lease_on_another_is_held() {
+        let mut c = Candidate::plain("node-a", "/adm/jobs/390da22024880308");
+        c.lease = Some(0x390da22024880319);
+        assert!(held_key(&c, 0x390da22024880308));
+        assert!(!held_key(&c, 0x390da2202488030d), "another key");
+        c.lease = Some(0x390da22024880308);
+        assert!(
+            !held_key(&c, 0x390da22024880308),
+            "on its own lease: not held"
+        );
+    }
 }
