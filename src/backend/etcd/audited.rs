@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::follow::Link;
 use super::{EtcdBackend, timed};
 use crate::admin::audit_tail::{self, Done};
+use crate::backend::ForcedMark;
 use crate::model::{Candidate, Deadline, Election};
 
 /// The finished actions on this source, newest last, from the end of the shared audit log.
@@ -19,8 +20,18 @@ pub(super) fn actions(backend: &EtcdBackend) -> Vec<Done> {
     }
 }
 
+/// A holder an admin action removed that may still believe it leads.
+pub(super) struct Deposed {
+    pub election: String,
+    /// With its lease's countdown.
+    pub holder: Candidate,
+    /// Its key is still held: the leader change the action makes is still to come, when
+    /// the hold ends, and is the action's (this mark), not the hold lease's expiry.
+    pub mark: Option<ForcedMark>,
+}
+
 /// Of the newest action on each election in `elections`, the leader it removed that may
-/// still believe it leads: `(election, holder)`, the holder with its lease's countdown.
+/// still believe it leads.
 /// Either its own lease is alive and it is not back in line (a resign), or its key is
 /// still held on the action's hold lease (an etcd-election re-election or force-leader
 /// moves the deposed keys onto electop's lease until the deposed must have noticed): the
@@ -30,7 +41,7 @@ pub(super) async fn deposed(
     link: &mut Link,
     actions: &[Done],
     elections: &[Election],
-) -> Vec<(String, Candidate)> {
+) -> Vec<Deposed> {
     let newest: BTreeMap<&str, &Done> = actions.iter().map(|d| (d.election.as_str(), d)).collect();
     let mut found = Vec::new();
     for (name, done) in newest {
@@ -69,9 +80,27 @@ pub(super) async fn deposed(
             Instant::now(),
             None,
         ));
-        found.push((name.to_string(), holder));
+        found.push(Deposed {
+            election: name.to_string(),
+            holder,
+            mark: held.map(|_| mark_of(done)),
+        });
     }
     found
+}
+
+/// The mark of an action another electop (or this one, before a restart of its source)
+/// carried out, as the audit-log follower makes it.
+fn mark_of(done: &Done) -> ForcedMark {
+    let by = match done.pid == Some(std::process::id()) {
+        true => crate::backend::BY_US.to_string(),
+        false => format!("{} (another electop)", done.by),
+    };
+    ForcedMark {
+        cause: done.cause,
+        by,
+        before: done.before.clone(),
+    }
 }
 
 /// `c`'s key is the one etcd-election made for lease `lease` (its last segment the lease in
