@@ -180,3 +180,34 @@ fn a_refused_database_does_not_hide_the_others() {
         "{s:#}"
     );
 }
+
+/// A database down when a watch starts is looked at once it answers: its table is found
+/// then and read as it would have been at start, while the other source was read all along.
+#[test]
+fn a_database_down_at_start_is_read_once_it_answers() {
+    let sqlite = Store::sqlite();
+    sqlite.create_lease_table("leaderlock");
+    assert!(sqlite.lease_attempt("leaderlock", "jobs", "node-1", 60));
+    let mut pg = Store::postgres();
+    pg.create_lease_table("leaderlock");
+    assert!(pg.lease_attempt("leaderlock", "billing", "node-2", 60));
+    let Store::Pg(server) = &mut pg else {
+        unreachable!("a postgres store")
+    };
+    server.stop();
+    let home = common::scratch::tempdir();
+    let (lite, url) = (sqlite.url(), pg.url());
+    let args = ["--sql", &lite, "--sql", &url, "--poll", "200ms"];
+    let mut w = common::electop::Watch::start(home.path(), &args);
+    let current = |name: &'static str| {
+        move |v: &Value| v["kind"] == "current" && v["election"] == name
+    };
+    w.wait_for("the SQLite election", common::T, current("jobs"));
+    let Store::Pg(server) = &mut pg else {
+        unreachable!("a postgres store")
+    };
+    server.restart();
+    let ev = w.wait_for("the PostgreSQL election", common::T, current("billing"));
+    assert_eq!(ev["to"], "node-2", "{ev}");
+    assert_eq!(ev["source_id"], "sql2", "{ev}");
+}
