@@ -180,5 +180,6 @@ fn a_refused_redis_leaves_a_healthy_etcd_fresh() {
     assert!(!elections.is_empty(), "{v:#}");
     for e in elections {
         assert_eq!(e["stale"], false, "{e:#}");
+        assert!(!e["alarms"].to_string().contains("stale"), "{e:#}");
     }
 }
