@@ -199,9 +199,8 @@ fn a_database_down_at_start_is_read_once_it_answers() {
     let (lite, url) = (sqlite.url(), pg.url());
     let args = ["--sql", &lite, "--sql", &url, "--poll", "200ms"];
     let mut w = common::electop::Watch::start(home.path(), &args);
-    let current = |name: &'static str| {
-        move |v: &Value| v["kind"] == "current" && v["election"] == name
-    };
+    let current =
+        |name: &'static str| move |v: &Value| v["kind"] == "current" && v["election"] == name;
     w.wait_for("the SQLite election", common::T, current("jobs"));
     let Store::Pg(server) = &mut pg else {
         unreachable!("a postgres store")

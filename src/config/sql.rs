@@ -171,8 +171,8 @@ pub struct SqlSource {
     spec: SqlSpec,
     checked: SqlChecked,
     /// Where `--sql URL` alone found this table (`found leaderlock (sql-lease) in x.db`):
-    /// the source's notice.
-    found: Option<String>,
+    /// the source's notice. Boxed: a `SourceConfig` is as large as its largest variant.
+    found: Option<Box<str>>,
     /// `--sql URL` alone, its catalog not read yet (the database did not answer): the
     /// backend looks for the tables once it does.
     unresolved: bool,
@@ -224,7 +224,7 @@ impl SqlSource {
     }
 
     pub(crate) fn set_found(&mut self, text: String) {
-        self.found = Some(text);
+        self.found = Some(text.into_boxed_str());
     }
 
     /// Whether the tables to read are still to be looked up (see [`Self::found_table`]).
