@@ -143,6 +143,9 @@ pub struct SourceArgs {
     /// `--scheme` nor `--preset` names one (filled in by the commands at connect).
     #[arg(skip)]
     pub found: Vec<crate::config::FoundTable>,
+    /// Not a flag: the `--sql` databases whose catalogs could not be read, with why.
+    #[arg(skip)]
+    pub unreached: Vec<crate::config::Unreached>,
 }
 
 // The TLS files are checked while parsing, so a bad one is a usage error (exit 2) that names
@@ -531,6 +534,7 @@ impl SourceArgs {
             key: self.key.clone(),
             insecure_skip_tls_verify: self.insecure_skip_tls_verify,
             found: self.found.clone(),
+            unreached: self.unreached.clone(),
         }
     }
 

@@ -178,6 +178,63 @@ fn etcd_election_reelect_ends_the_session_so_etcdctl_notices() {
     assert!(a.stderr().contains("session expired"), "{}", a.stderr());
 }
 
+/// A `status` started during a re-election's hold sees what the audit log says: the
+/// deposed holder (its session ended, its key held on electop's lease until it must have
+/// noticed) and the alarm, as the dashboard that acted shows the hold, not the deposed
+/// holder as an unremarkable leader.
+#[test]
+fn status_during_a_reelect_hold_shows_the_holder_deposed() {
+    let etcd = EtcdServer::start();
+    let [_a, _b] = campaign_in_order(&etcd, "/hold/jobs", ["node-a", "node-b"]);
+    let h = common::scratch::tempdir();
+    let src = ["--etcd", &etcd.endpoint(), "--prefix", "/hold/"];
+    let out = admin(h.path(), &src, &["reelect", "jobs"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    // The hold lasts a third of etcdctl's 60 s lease plus 2 s: this status is inside it.
+    let s = status_json(h.path(), &src);
+    let e = election(&s, "jobs");
+    assert_eq!(e["deposed"]["id"], "node-a", "during the hold: {e:#}");
+    assert!(
+        e["deposed"]["ttl_ms"].as_i64().is_some_and(|t| t > 0),
+        "held until the hold ends: {e:#}"
+    );
+    assert!(e["alarms"].to_string().contains("deposed"), "{e:#}");
+}
+
+/// `watch`es beside the electop that forces a leader (the same audit log) label the change
+/// as the action's, not as the hold lease's expiry: one watching before the action (it
+/// learns it from the log as it is written), one started during the hold (it learns it
+/// from the log's newest actions at its first read, seeing the key still held).
+#[test]
+fn watches_label_a_force_leader_as_forced_whenever_they_started() {
+    let etcd = EtcdServer::start();
+    let [_a, mut b] = campaign_in_order(&etcd, "/fw/jobs", ["node-a", "node-b"]);
+    let h = common::scratch::tempdir();
+    let src = ["--etcd", &etcd.endpoint(), "--prefix", "/fw/"];
+    let mut before = common::electop::Watch::start(h.path(), &src);
+    before.wait_synced(1);
+    let out = admin(h.path(), &src, &["force-leader", "jobs", "node-b"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let mut during = common::electop::Watch::start(h.path(), &src);
+    during.wait_synced(1);
+    assert!(b.wait_elected(HELD), "node-b leads once the hold ends");
+    let changed = |v: &Value| v["election"] == "jobs" && v["kind"] == "leader_changed";
+    for (which, w) in [("before", &mut before), ("during", &mut during)] {
+        let ev = w.wait_for("the change", T, changed);
+        assert_eq!(
+            (&ev["from"], &ev["to"]),
+            (&"node-a".into(), &"node-b".into())
+        );
+        assert_eq!(ev["cause"], "forced_leader", "watch started {which}: {ev}");
+        assert!(
+            ev["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("another electop")),
+            "watch started {which}: {ev}"
+        );
+    }
+}
+
 #[test]
 fn etcd_election_force_leader_removes_those_ahead() {
     let etcd = EtcdServer::start();

@@ -150,3 +150,63 @@ fn a_missing_file_is_named_as_missing() {
     assert!(err.contains("nowhere.db does not exist"), "{err}");
     assert!(!err.contains("--scheme"), "{err}");
 }
+
+/// One database refusing its connection does not hide the others (the README's quick start,
+/// without `--scheme`): the SQLite file's elections are printed, the refused one named down
+/// beside them, exit 3, as with `--scheme`.
+#[test]
+fn a_refused_database_does_not_hide_the_others() {
+    let store = Store::sqlite();
+    let home = common::scratch::tempdir();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-1", 30));
+    let closed = format!("postgres://127.0.0.1:{}/x", common::free_port());
+    let out = status(home.path(), &["--sql", &store.url(), "--sql", &closed]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "partial: {err}");
+    let s: Value = serde_json::from_slice(&out.stdout).expect("status prints JSON");
+    assert_eq!(election(&s, "jobs")["leader"]["id"], "node-1", "{s:#}");
+    assert!(err.contains("connection refused"), "{err}");
+    let down = &s["sources"][1];
+    assert_eq!(
+        down["name"].as_str().map(|n| n.contains("127.0.0.1")),
+        Some(true),
+        "{s:#}"
+    );
+    assert!(
+        down["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("connection refused")),
+        "{s:#}"
+    );
+}
+
+/// A database down when a watch starts is looked at once it answers: its table is found
+/// then and read as it would have been at start, while the other source was read all along.
+#[test]
+fn a_database_down_at_start_is_read_once_it_answers() {
+    let sqlite = Store::sqlite();
+    sqlite.create_lease_table("leaderlock");
+    assert!(sqlite.lease_attempt("leaderlock", "jobs", "node-1", 60));
+    let mut pg = Store::postgres();
+    pg.create_lease_table("leaderlock");
+    assert!(pg.lease_attempt("leaderlock", "billing", "node-2", 60));
+    let Store::Pg(server) = &mut pg else {
+        unreachable!("a postgres store")
+    };
+    server.stop();
+    let home = common::scratch::tempdir();
+    let (lite, url) = (sqlite.url(), pg.url());
+    let args = ["--sql", &lite, "--sql", &url, "--poll", "200ms"];
+    let mut w = common::electop::Watch::start(home.path(), &args);
+    let current =
+        |name: &'static str| move |v: &Value| v["kind"] == "current" && v["election"] == name;
+    w.wait_for("the SQLite election", common::T, current("jobs"));
+    let Store::Pg(server) = &mut pg else {
+        unreachable!("a postgres store")
+    };
+    server.restart();
+    let ev = w.wait_for("the PostgreSQL election", common::T, current("billing"));
+    assert_eq!(ev["to"], "node-2", "{ev}");
+    assert_eq!(ev["source_id"], "sql2", "{ev}");
+}

@@ -148,3 +148,43 @@ fn watch_says_no_answer_when_a_followed_etcd_freezes() {
         assert!(!library_words(&v.to_string()), "{v}");
     }
 }
+
+/// A refused Redis beside a healthy etcd: each source's staleness is its own. `status`
+/// waits for the Redis source until `--timeout` (it may still answer), and the etcd source,
+/// read at once, is not made stale by that wait: fresh, its election too, the Redis source
+/// down.
+#[test]
+fn a_refused_redis_leaves_a_healthy_etcd_fresh() {
+    let etcd = EtcdServer::start();
+    etcd.etcdctl(&["put", "/r/jobs", "node-a"]);
+    let home = common::scratch::tempdir();
+    let redis = format!("redis://127.0.0.1:{}", free_port());
+    let out = command(home.path())
+        .args(["--etcd", &etcd.endpoint(), "--prefix", "/r/"])
+        .args(["--redis", &redis])
+        .args(["status", "--json", "--timeout", "4s"])
+        .output()
+        .expect("electop status");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "one of two read: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let source = |id: &str| {
+        v["sources"]
+            .as_array()
+            .and_then(|a| a.iter().find(|s| s["id"] == id))
+            .unwrap_or_else(|| panic!("no source {id}: {v:#}"))
+            .clone()
+    };
+    let (etcd1, redis1) = (source("etcd1"), source("redis1"));
+    assert_eq!(etcd1["state"], "connected", "{v:#}");
+    assert_eq!(etcd1["stale"], false, "the etcd source is fresh: {v:#}");
+    assert_eq!(redis1["state"], "down", "{v:#}");
+    let refused = redis1["error"].as_str().unwrap_or_default();
+    assert!(refused.contains("connection refused"), "{v:#}");
+    let elections = v["elections"].as_array().expect("elections");
+    assert!(!elections.is_empty(), "{v:#}");
+    for e in elections {
+        assert_eq!(e["stale"], false, "{e:#}");
+        assert!(!e["alarms"].to_string().contains("stale"), "{e:#}");
+    }
+}

@@ -111,9 +111,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     let flags = cli.sources.flags();
     if flags.sql_to_find() {
         // `--sql URL` alone: the tables electop knows, from each database's catalog.
-        cli.sources.found = rt
+        let (found, unreached) = rt
             .block_on(crate::backend::sql::find_tables(&flags))
             .map_err(anyhow::Error::msg)?;
+        (cli.sources.found, cli.sources.unreached) = (found, unreached);
     }
     let selected = cli.sources.select(&config).map_err(Usage)?;
     let opts = BackendOptions {

@@ -25,6 +25,16 @@ pub struct FoundTable {
     pub of: Vec<String>,
 }
 
+/// A `--sql` database given without `--scheme` or `--preset` whose catalog could not be
+/// read (it refused the connection, did not answer): its source looks once it answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreached {
+    /// The `--sql` URL as given.
+    pub url: String,
+    /// Why it could not be looked at.
+    pub error: String,
+}
+
 /// The etcd TLS flags given where only ZooKeeper is read (README, ZooKeeper: TLS).
 const ZK_NOT_ETCD_TLS: &str = "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's; \
      for TLS to ZooKeeper's secureClientPort give --zk-cacert (and --zk-cert/--zk-key for a \
@@ -69,6 +79,8 @@ pub struct Flags {
     /// What the catalogs of the `--sql` databases held, when neither `--scheme` nor
     /// `--preset` says what to read there.
     pub found: Vec<FoundTable>,
+    /// The `--sql` databases whose catalogs could not be read then, each with why.
+    pub unreached: Vec<Unreached>,
 }
 
 impl Flags {
@@ -334,6 +346,11 @@ impl Flags {
     /// One source per table the catalog of `url` held, each saying where it was found.
     fn found_sources(&self, url: &str) -> Result<Vec<SourceConfig>, String> {
         let found: Vec<&FoundTable> = self.found.iter().filter(|f| f.url == url).collect();
+        if self.unreached.iter().any(|u| u.url == url) {
+            return self
+                .unresolved_source(url)
+                .map(|s| vec![SourceConfig::Sql(s)]);
+        }
         if found.is_empty() {
             return Err(format!(
                 "--sql {}: no election table was looked up there; give --scheme sql-lease or --scheme sql-heartbeat, or --preset ({})",
@@ -357,6 +374,19 @@ impl Flags {
             out.push(SourceConfig::Sql(src));
         }
         Ok(out)
+    }
+
+    /// The source of a database that could not be looked at: read-only (which table an
+    /// action would write is not known), it looks for the tables once it answers.
+    fn unresolved_source(&self, url: &str) -> Result<SqlSource, String> {
+        let mut src = self.sql_source_of(url, Scheme::SqlLease, None, self.table.clone())?;
+        src.set_read_only();
+        src.set_unresolved();
+        src.set_found(format!(
+            "its election tables are looked up in {} once it answers",
+            src.url.redacted()
+        ));
+        Ok(src)
     }
 
     fn sql_source(&self, url: &str, scheme: Scheme) -> Result<SqlSource, String> {

@@ -27,7 +27,7 @@ pub use context::Context;
 pub use duration::parse_duration;
 pub use endpoint::{EndpointError, check_endpoint};
 pub use etcd::EtcdSource;
-pub use flags::{Flags, FoundTable};
+pub use flags::{Flags, FoundTable, Unreached};
 pub use keys::{KeyOverrides, parse_key};
 pub use lock_names::{LockHash, LockNaming};
 pub use redis::{RedisSource, RedisTarget};

@@ -171,8 +171,11 @@ pub struct SqlSource {
     spec: SqlSpec,
     checked: SqlChecked,
     /// Where `--sql URL` alone found this table (`found leaderlock (sql-lease) in x.db`):
-    /// the source's notice.
-    found: Option<String>,
+    /// the source's notice. Boxed: a `SourceConfig` is as large as its largest variant.
+    found: Option<Box<str>>,
+    /// `--sql URL` alone, its catalog not read yet (the database did not answer): the
+    /// backend looks for the tables once it does.
+    unresolved: bool,
     /// pg-advisory / mysql-lock: names for the locks (`[source.locks]`).
     locks: super::LockNaming,
 }
@@ -192,6 +195,7 @@ impl SqlSource {
             spec,
             checked,
             found: None,
+            unresolved: false,
             locks: Default::default(),
         })
     }
@@ -220,7 +224,34 @@ impl SqlSource {
     }
 
     pub(crate) fn set_found(&mut self, text: String) {
-        self.found = Some(text);
+        self.found = Some(text.into_boxed_str());
+    }
+
+    /// Whether the tables to read are still to be looked up (see [`Self::found_table`]).
+    pub fn unresolved(&self) -> bool {
+        self.unresolved
+    }
+
+    pub(crate) fn set_unresolved(&mut self) {
+        self.unresolved = true;
+    }
+
+    /// This unresolved source reading `table`, found in its catalog, as `scheme` (or the
+    /// preset's): what it would have been had the database answered at start.
+    pub fn found_table(
+        &self,
+        scheme: Scheme,
+        preset: Option<crate::presets::Preset>,
+        table: &str,
+    ) -> Result<SqlSource, String> {
+        let mut spec = self.spec.clone();
+        spec.scheme = scheme;
+        spec.preset = preset;
+        spec.table = Some(table.to_string());
+        spec.apply_preset()?;
+        let mut src = SqlSource::new(spec).map_err(|e| format!("--sql: {e}"))?;
+        src.locks = self.locks.clone();
+        Ok(src)
     }
 
     pub(crate) fn set_name(&mut self, name: String) {

@@ -69,7 +69,9 @@ pub async fn collect(mut sources: Sources, timeout: Duration) -> Snapshot {
         }
     }
     // The clock as the state is printed, and the alarms and rates `status` prints.
-    model.tick(Instant::now(), SystemTime::now());
+    let now = Instant::now();
+    read_once(&mut model, now);
+    model.tick(now, SystemTime::now());
     model.settle();
     Snapshot { model, unread }
 }
@@ -81,6 +83,19 @@ pub async fn collect_status(sources: Sources, timeout: Duration) -> Result<ReadM
     match snap.unread.into_iter().next() {
         Some((_, why)) => Err(why),
         None => Ok(snap.model),
+    }
+}
+
+/// A one-shot read asks each source once: no contact is due after its read, so the time
+/// the others kept the snapshot waiting does not make it stale (its `as_of` still says
+/// when it was true). Only losing it (down) does; one that never answered keeps its own
+/// interval.
+fn read_once(model: &mut ReadModel, now: Instant) {
+    for s in &mut model.sources {
+        if let (true, Some((at, _))) = (s.synced, s.last_contact) {
+            let waited = now.saturating_duration_since(at);
+            s.contact_every = s.contact_every.max(waited);
+        }
     }
 }
 

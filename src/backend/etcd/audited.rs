@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::follow::Link;
 use super::{EtcdBackend, timed};
 use crate::admin::audit_tail::{self, Done};
+use crate::backend::ForcedMark;
 use crate::model::{Candidate, Deadline, Election};
 
 /// The finished actions on this source, newest last, from the end of the shared audit log.
@@ -19,15 +20,28 @@ pub(super) fn actions(backend: &EtcdBackend) -> Vec<Done> {
     }
 }
 
-/// Of the newest action on each election in `elections`, the leader it removed, where that
-/// holder is not back in line and its lease is alive now: `(election, holder)`, the holder
-/// with its lease's countdown. One lease read per such action.
+/// A holder an admin action removed that may still believe it leads.
+pub(super) struct Deposed {
+    pub election: String,
+    /// With its lease's countdown.
+    pub holder: Candidate,
+    /// Its key is still held: the leader change the action makes is still to come, when
+    /// the hold ends, and is the action's (this mark), not the hold lease's expiry.
+    pub mark: Option<ForcedMark>,
+}
+
+/// Of the newest action on each election in `elections`, the leader it removed that may
+/// still believe it leads.
+/// Either its own lease is alive and it is not back in line (a resign), or its key is
+/// still held on the action's hold lease (an etcd-election re-election or force-leader
+/// moves the deposed keys onto electop's lease until the deposed must have noticed): the
+/// hold's lease is then the one counted down. One lease read per such action.
 pub(super) async fn deposed(
     backend: &EtcdBackend,
     link: &mut Link,
     actions: &[Done],
     elections: &[Election],
-) -> Vec<(String, Candidate)> {
+) -> Vec<Deposed> {
     let newest: BTreeMap<&str, &Done> = actions.iter().map(|d| (d.election.as_str(), d)).collect();
     let mut found = Vec::new();
     for (name, done) in newest {
@@ -37,31 +51,79 @@ pub(super) async fn deposed(
         let Some(e) = elections.iter().find(|e| e.name == name) else {
             continue;
         };
-        let held = e
-            .leader
-            .iter()
-            .chain(&e.candidates)
-            .any(|c| c.lease == Some(lease));
-        if held || e.deposed.is_some() {
+        if e.deposed.is_some() {
             continue;
         }
+        let line = || e.leader.iter().chain(&e.candidates);
+        if line().any(|c| c.lease == Some(lease)) {
+            continue;
+        }
+        // Its key, named by its lease as etcd-election names keys, on another lease.
+        let held = line().find(|c| c.id == *id && held_key(c, lease));
+        let counted = held.and_then(|c| c.lease).unwrap_or(lease);
         let mut leases = link.client.lease_client();
-        let read = timed(backend, &link.endpoint, leases.time_to_live(lease, None)).await;
-        let Ok(ttl) = read.inspect_err(|e| tracing::debug!(%e, lease, "audit lease read")) else {
+        let read = timed(backend, &link.endpoint, leases.time_to_live(counted, None)).await;
+        let Ok(ttl) = read.inspect_err(|e| tracing::debug!(%e, counted, "audit lease read")) else {
             continue;
         };
         if ttl.ttl() <= 0 {
             continue;
         }
-        let mut holder = Candidate::plain(id, "");
-        holder.lease = Some(lease);
+        let mut holder = match held {
+            Some(c) => c.clone(),
+            None => Candidate::plain(id, ""),
+        };
+        holder.lease = Some(counted);
         holder.ttl = Some(Deadline::from_seconds(
             ttl.ttl(),
             ttl.granted_ttl(),
             Instant::now(),
             None,
         ));
-        found.push((name.to_string(), holder));
+        found.push(Deposed {
+            election: name.to_string(),
+            holder,
+            mark: held.map(|_| mark_of(done)),
+        });
     }
     found
+}
+
+/// The mark of an action another electop (or this one, before a restart of its source)
+/// carried out, as the audit-log follower makes it.
+fn mark_of(done: &Done) -> ForcedMark {
+    let by = match done.pid == Some(std::process::id()) {
+        true => crate::backend::BY_US.to_string(),
+        false => format!("{} (another electop)", done.by),
+    };
+    ForcedMark {
+        cause: done.cause,
+        by,
+        before: done.before.clone(),
+    }
+}
+
+/// `c`'s key is the one etcd-election made for lease `lease` (its last segment the lease in
+/// hex), held now on another lease.
+fn held_key(c: &Candidate, lease: i64) -> bool {
+    let last = c.key.rsplit('/').next().unwrap_or_default();
+    c.lease.is_some_and(|l| l != lease) && last == format!("{lease:x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_named_by_the_removed_lease_on_another_is_held() {
+        let mut c = Candidate::plain("node-a", "/adm/jobs/390da22024880308");
+        c.lease = Some(0x390da22024880319);
+        assert!(held_key(&c, 0x390da22024880308));
+        assert!(!held_key(&c, 0x390da2202488030d), "another key");
+        c.lease = Some(0x390da22024880308);
+        assert!(
+            !held_key(&c, 0x390da22024880308),
+            "on its own lease: not held"
+        );
+    }
 }

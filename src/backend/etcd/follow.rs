@@ -2,7 +2,7 @@
 //! to the next one without showing the source as down; down only when none can serve.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use etcd_client::Client;
 use tracing::{info, warn};
@@ -352,10 +352,15 @@ impl Session<'_> {
             }
         };
         let actions = super::audited::actions(backend);
-        for (name, holder) in super::audited::deposed(backend, link, &actions, &elections).await {
-            tracker.depose(&name, &holder);
-            if let Some(e) = elections.iter_mut().find(|e| e.name == name) {
-                e.deposed = Some(Box::new(holder));
+        for d in super::audited::deposed(backend, link, &actions, &elections).await {
+            tracker.depose(&d.election, &d.holder);
+            if d.mark.is_some() {
+                tracker
+                    .forced
+                    .set(d.election.clone(), d.mark, Instant::now());
+            }
+            if let Some(e) = elections.iter_mut().find(|e| e.name == d.election) {
+                e.deposed = Some(Box::new(d.holder));
             }
         }
         send(&self.io, SourceEvent::Elections { source, elections }).await?;

@@ -7,24 +7,34 @@ use std::time::Duration;
 
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 
-use super::{SqlSettings, dial};
-use crate::config::{DbUrl, Flags, FoundTable, Ident, SqlColumns, SqlSource, SqlSpec};
+use super::{SqlError, SqlSettings, dial};
+use crate::config::{DbUrl, Flags, FoundTable, Ident, SqlColumns, SqlSource, SqlSpec, Unreached};
 use crate::model::Scheme;
 use crate::presets::KnownTable;
 
 /// How long connecting to a database to look at its catalog may take.
 const CONNECT: Duration = Duration::from_secs(10);
 
-/// The known tables in every `--sql` database of `flags`, in the order given.
-pub async fn find_tables(flags: &Flags) -> Result<Vec<FoundTable>, String> {
+/// The known tables in every `--sql` database of `flags`, in the order given, and the
+/// databases that could not be reached to look (each with why): those become sources of
+/// their own that look once they answer, so one database down hides none of the others.
+pub async fn find_tables(flags: &Flags) -> Result<(Vec<FoundTable>, Vec<Unreached>), String> {
     let mut out = Vec::new();
+    let mut unreached = Vec::new();
     for url in &flags.sql {
-        out.extend(find_in(flags, url).await?);
+        match find_in(flags, url).await? {
+            Ok(found) => out.extend(found),
+            Err(error) => unreached.push(Unreached {
+                url: url.to_string(),
+                error,
+            }),
+        }
     }
-    Ok(out)
+    Ok((out, unreached))
 }
 
-async fn find_in(flags: &Flags, url: &str) -> Result<Vec<FoundTable>, String> {
+/// The known tables in `url`'s database; inside, why it could not be connected to.
+async fn find_in(flags: &Flags, url: &str) -> Result<Result<Vec<FoundTable>, String>, String> {
     // Only the URL and the password are used to connect: any SQL scheme will do.
     let probe = SqlSource::new(SqlSpec {
         name: None,
@@ -42,12 +52,45 @@ async fn find_in(flags: &Flags, url: &str) -> Result<Vec<FoundTable>, String> {
     .map_err(|e| format!("--sql: {e}"))?;
     let s = SqlSettings::new(&probe);
     let where_ = s.url.redacted();
-    let pool = dial::connect(&s, CONNECT).await?;
-    let looked = crate::presets::known_tables(flags.table.as_deref());
+    let pool = match dial::open(&s, CONNECT).await {
+        Ok(pool) => pool,
+        // A file that is not there is a mistake in the command line, not a server down.
+        Err(e @ SqlError::Settings(_)) => return Err(e.to_string()),
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let found = tables_in(&s, &pool, flags.table.as_deref()).await;
+    pool.close().await;
+    let found = found?;
+    let of: Vec<String> = found.iter().map(|k| k.table.clone()).collect();
+    for k in &found {
+        tracing::info!(
+            "--sql {where_}: found {} ({}) of the tables electop knows",
+            k.layout(),
+            k.what()
+        );
+    }
+    Ok(Ok(found
+        .into_iter()
+        .map(|known| FoundTable {
+            url: url.to_string(),
+            known,
+            of: of.clone(),
+        })
+        .collect()))
+}
+
+/// The known tables (`table`, when given, of either scheme) the database of `pool` holds:
+/// at least one, or an error naming what was looked for and the flags that choose.
+pub(super) async fn tables_in(
+    s: &SqlSettings,
+    pool: &AnyPool,
+    table: Option<&str>,
+) -> Result<Vec<KnownTable>, String> {
+    let looked = crate::presets::known_tables(table);
     let mut found = Vec::new();
     let mut near = Vec::new();
     for k in &looked {
-        match columns_of(&s, &pool, &k.table).await? {
+        match columns_of(s, pool, &k.table).await? {
             None => {}
             Some(cols) => match missing(k, &cols) {
                 None => found.push(k.clone()),
@@ -59,26 +102,10 @@ async fn find_in(flags: &Flags, url: &str) -> Result<Vec<FoundTable>, String> {
             },
         }
     }
-    pool.close().await;
     if found.is_empty() {
-        return Err(none_found(&where_, &looked, &near));
+        return Err(none_found(&s.url.redacted(), &looked, &near));
     }
-    let of: Vec<String> = found.iter().map(|k| k.table.clone()).collect();
-    for k in &found {
-        tracing::info!(
-            "--sql {where_}: found {} ({}) of the tables electop knows",
-            k.layout(),
-            k.what()
-        );
-    }
-    Ok(found
-        .into_iter()
-        .map(|known| FoundTable {
-            url: url.to_string(),
-            known,
-            of: of.clone(),
-        })
-        .collect())
+    Ok(found)
 }
 
 /// The column names of `table`, or `None` when there is no such table (or it shows no

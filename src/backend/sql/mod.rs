@@ -19,6 +19,7 @@ mod schema;
 mod store;
 mod tls;
 pub(crate) mod tracker;
+mod unfound;
 
 pub(crate) use dial::{connect, create_table_if_missing, open};
 pub use discover::find_tables;
@@ -134,20 +135,33 @@ pub struct SqlBackend {
     settings: SqlSettings,
     pub(super) opts: BackendOptions,
     history_path: Option<PathBuf>,
+    /// `--sql URL` alone, the database not reached to look: the tables are looked up
+    /// (`unfound`) once it answers, this its source as configured.
+    unresolved: Option<SqlSource>,
 }
 
 impl SqlBackend {
     pub fn new(id: SourceId, short: String, cfg: &SqlSource, opts: BackendOptions) -> Self {
         let settings = SqlSettings::new(cfg);
-        let name = settings.source_name();
+        let unresolved = cfg.unresolved().then(|| cfg.clone());
+        let unresolved = unresolved.as_ref();
+        // Which table is read is not known yet: the database alone names the source.
+        let name = match unresolved {
+            Some(_) => settings.url.redacted(),
+            None => settings.source_name(),
+        };
+        let table = match unresolved {
+            Some(_) => "(tables not looked up yet)".to_string(),
+            None => settings.table.to_string(),
+        };
         let info = SourceInfo {
             store: crate::model::StoreKind::Sql,
             id,
-            label: format!("{} {}", settings.dialect.name(), settings.table),
+            label: format!("{} {table}", settings.dialect.name()),
             endpoints: settings.url.redacted(),
             short,
             name: name.clone(),
-            scheme: Some(settings.scheme.scheme()),
+            scheme: unresolved.is_none().then(|| settings.scheme.scheme()),
             read_only: cfg.read_only,
             clustered: false,
             idle_is_normal: cfg.preset.is_some_and(|p| p.spec().idle_is_normal),
@@ -158,6 +172,7 @@ impl SqlBackend {
             settings,
             opts,
             history_path: history::default_path(&name),
+            unresolved: unresolved.cloned(),
         }
     }
 }
@@ -168,7 +183,10 @@ impl Backend for SqlBackend {
     }
 
     fn run(self: Box<Self>, io: BackendIo) -> BackendFuture {
-        Box::pin(follow::run(*self, io))
+        match self.unresolved.is_some() {
+            true => Box::pin(unfound::run(*self, io)),
+            false => Box::pin(follow::run(*self, io)),
+        }
     }
 }
 
