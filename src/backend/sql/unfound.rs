@@ -52,7 +52,7 @@ pub(super) async fn run(b: SqlBackend, io: BackendIo) {
             }
         };
         let info = &b.info;
-        if !crate::backend::down_and_wait(&io, info, error, lasting, None, &mut backoff).await {
+        if !crate::backend::down_and_wait(&io, info, error, lasting, &mut backoff).await {
             return;
         }
     }
