@@ -1,5 +1,6 @@
 //! Following a ZooKeeper source: connect, set a persistent recursive watch on the prefix,
-//! read the tree under it, then re-read an election's znode at each event below it. A lost
+//! read the tree under it, then apply each event below it in order (a deletion as it is, a
+//! created or written node as read just after). A lost
 //! connection is shown at once; back on the same session the whole tree is read again (the
 //! events of the gap are lost, ZOOKEEPER-4698); an expired session starts over.
 
@@ -16,7 +17,7 @@ use super::single::Layout;
 use super::tracker::{Applied, ZkTracker};
 use super::{ZkBackend, inputs};
 use crate::backend::{BackendIo, Backoff, ForcedMark, Request, down_and_wait};
-use crate::model::{ConnState, Event, EventKind, SourceEvent};
+use crate::model::{ConnState, EventKind, SourceEvent};
 
 type Stop = crate::backend::Stop<ZkError>;
 
@@ -422,36 +423,32 @@ impl Follow {
             self.read_all(client).await?;
             return Ok(Reconnected::No);
         }
-        // A candidate's node came, went or changed: its parent is the election to re-read.
+        // A candidate's node came, went or changed: one step of its parent's election, in
+        // the order the events came (a re-read of the parent would see later steps too).
         let Some(parent) = parent_of(&ev.path).filter(|p| within(&self.b.cfg.prefix, p)) else {
             return Ok(Reconnected::No);
         };
-        let deleted = (ev.event_type == EventType::NodeDeleted)
-            .then(|| self.tracker.deleted_leader_session(parent, &ev.path))
-            .flatten();
-        let (children, held) = match deleted {
-            // The leader's own node went: whether its session lives is asked beside the
-            // re-read, not after it, a round trip less before the change is shown. Still
-            // asked after the event, so a session close that took all its nodes at once is
-            // already applied.
-            Some(leaving) => {
-                let read = self.reader(client);
-                let (children, held) =
-                    tokio::join!(read.children(parent), self.still_held(client, leaving));
-                (children?, held?)
-            }
-            None => {
-                let children = self.reader(client).children(parent).await?;
-                let held = match self.tracker.leaving_session(parent, &children) {
+        let layout = Layout::of(self.b.cfg.preset);
+        if !layout.may_hold(&ev.path) {
+            return Ok(Reconnected::No);
+        }
+        let applied = match ev.event_type {
+            EventType::NodeDeleted => {
+                // The leader's node went: whether its session lives is asked now, so a
+                // session close that took all its nodes at once is already applied.
+                let held = match self.tracker.deleted_leader_session(parent, &ev.path) {
                     Some(leaving) => self.still_held(client, leaving).await?,
                     None => Default::default(),
                 };
-                (children, held)
+                self.tracker.deleted(&ev.path, SystemTime::now(), &held)
             }
+            EventType::NodeCreated | EventType::NodeDataChanged => {
+                let paths = layout.read_on_event(&ev.path);
+                let (read, _) = self.reader(client).data(paths).await?;
+                self.tracker.written(parent, read, SystemTime::now())
+            }
+            _ => return Ok(Reconnected::No),
         };
-        let applied = self
-            .tracker
-            .apply(parent, &children, SystemTime::now(), &held);
         self.tell(applied).await?;
         Ok(Reconnected::No)
     }
@@ -490,14 +487,12 @@ impl Follow {
                 warn!(source = %self.b.info.name, %error, "zookeeper disconnected");
                 let retry_at = Instant::now() + SESSION_TIMEOUT / 3;
                 let state = ConnState::Down {
-                    error: error.clone(),
+                    error,
                     retry_at,
                     lasting: false,
                 };
+                // The model makes the `disconnected` marker from this transition.
                 self.send(SourceEvent::Conn { source, state }).await?;
-                let name = self.b.info.name.clone();
-                let ev = Event::about_source(name, EventKind::Disconnected, None, Some(error));
-                self.send(SourceEvent::Happened(ev)).await?;
                 Ok(Reconnected::No)
             }
             // The caller watches again and reads what changed meanwhile.

@@ -101,16 +101,23 @@ fn a_leader_node_deleted_while_its_session_lives_is_resigned() {
     elsewhere.ephemeral_owner = leader.ephemeral_owner;
     let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
     t.load(&[leader.clone(), second.clone(), elsewhere.clone()]);
-    let children = std::slice::from_ref(&second);
     let (session, others) = t
-        .leaving_session("/election/jobs", children)
+        .deleted_leader_session("/election/jobs", &leader.path)
         .expect("the leader's node went");
     assert_eq!(session, leader.ephemeral_owner);
     assert_eq!(others, [elsewhere.path.clone()]);
+    assert!(
+        t.deleted_leader_session("/election/jobs", &second.path)
+            .is_none(),
+        "not the leader's node"
+    );
     let held = HashSet::from([session]);
-    let got = t.apply("/election/jobs", children, SystemTime::now(), &held);
+    let got = t.deleted(&leader.path, SystemTime::now(), &held);
     assert_eq!(causes(&got), [Some(Cause::Resigned)]);
-    assert!(t.leaving_session("/election/jobs", children).is_none());
+    assert!(
+        t.deleted_leader_session("/election/jobs", &leader.path)
+            .is_none()
+    );
 }
 
 #[test]
@@ -356,4 +363,42 @@ fn the_record_of_earlier_runs_is_the_history_and_a_change_since_is_seen_now() {
         ]
     );
     assert!(causes(&got).iter().all(|c| *c == Some(Cause::Unknown)));
+}
+
+/// Two nodes deleted at once come as two events: each is a step, so the leadership passes
+/// through the second node's tenure (n1 -> n2 -> n3), as the store had it.
+#[test]
+fn deletions_are_applied_one_at_a_time_in_order() {
+    let mut t = tracker();
+    let (a, b, c) = (
+        node("/election/jobs/a__lock__0000000000", "n1", 10),
+        node("/election/jobs/b__lock__0000000001", "n2", 11),
+        node("/election/jobs/c__lock__0000000002", "n3", 12),
+    );
+    t.load(&[a.clone(), b.clone(), c.clone()]);
+    let mut got = t.deleted(&a.path, SystemTime::now(), &none());
+    got.events
+        .extend(t.deleted(&b.path, SystemTime::now(), &none()).events);
+    assert_eq!(
+        leaders(&got),
+        [
+            (EventKind::LeaderChanged, Some("n1"), Some("n2")),
+            (EventKind::LeaderChanged, Some("n2"), Some("n3")),
+        ]
+    );
+    // A deletion of a node not known (its creation read after it was gone) is no step.
+    assert!(
+        t.deleted(&a.path, SystemTime::now(), &none())
+            .events
+            .is_empty()
+    );
+    // The last one goes: lost; a new one written: elected, with the data read for it.
+    let lost = t.deleted(&c.path, SystemTime::now(), &none());
+    assert_eq!(leaders(&lost), [(EventKind::LeaderLost, Some("n3"), None)]);
+    let d = node("/election/jobs/d__lock__0000000003", "n4", 13);
+    let got = t.written("/election/jobs", vec![d], SystemTime::now());
+    assert_eq!(
+        leaders(&got),
+        [(EventKind::LeaderElected, None, Some("n4"))]
+    );
 }
