@@ -368,3 +368,39 @@ fn two_nodes_gone_at_once_are_two_changes_in_the_store_order() {
     );
     drop((a, b, c));
 }
+
+/// `status` in a cron job: stdout is the table alone, however many runs went before (each
+/// leaves a stretch no electop watched, which was said on stdout, one line more per run);
+/// what electop notes about the source goes to stderr.
+#[test]
+fn status_prints_the_table_alone_on_stdout_and_its_notes_on_stderr() {
+    let zk = ZkServer::start();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let ep = zk.endpoint();
+    let a = rt.block_on(join(&ep, "/cron/jobs", "u1", "n1"));
+    let home = common::scratch::tempdir();
+    let args = ["--zk", ep.as_str(), "--prefix", "/cron"];
+    let mut last = None;
+    for _ in 0..3 {
+        let out = common::electop::command(home.path())
+            .args(args)
+            .arg("status")
+            .output()
+            .expect("run electop status");
+        assert!(out.status.success(), "{out:?}");
+        last = Some(out);
+    }
+    let out = last.expect("three runs");
+    let table = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "the header and one election:\n{table}");
+    assert!(lines[0].starts_with("SOURCE"), "{table}");
+    assert!(
+        lines[1].contains("jobs") && lines[1].contains("n1"),
+        "{table}"
+    );
+    let notes = String::from_utf8_lossy(&out.stderr);
+    assert!(notes.contains("history since"), "{notes}");
+    assert!(notes.contains("history not watched from"), "{notes}");
+    drop(a);
+}
