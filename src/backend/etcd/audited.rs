@@ -8,15 +8,12 @@ use std::time::Instant;
 
 use super::follow::Link;
 use super::{EtcdBackend, timed};
-use crate::admin::audit_tail::{self, Done};
+use crate::admin::audit_tail::Done;
 use crate::model::{Candidate, Deadline, Election};
 
 /// The finished actions on this source, newest last, from the end of the shared audit log.
 pub(super) fn actions(backend: &EtcdBackend) -> Vec<Done> {
-    match crate::admin::audit::default_path() {
-        Some(path) => audit_tail::recent(&path, &backend.info.name),
-        None => Vec::new(),
-    }
+    crate::backend::forced::audited_actions(&backend.info.name)
 }
 
 /// Of the newest action on each election in `elections`, the leader it removed, where that

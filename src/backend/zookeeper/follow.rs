@@ -289,11 +289,11 @@ impl Follow {
             self.tell(applied).await?;
         } else {
             self.tracker.load(&nodes);
-            let restored = match self.past.take() {
+            let mut restored = match self.past.take() {
                 Some(p) => self.tracker.restore(&p.changes, sent.1),
                 None => Applied::default(),
             };
-            self.audited().await;
+            self.audited(&mut restored).await;
             let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;

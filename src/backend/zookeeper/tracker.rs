@@ -9,7 +9,6 @@ use super::deposed::DeposedSessions;
 use super::layout::Znode;
 use super::sessions::Listing;
 use super::single::Layout;
-use crate::admin::audit_tail::Done;
 use crate::backend::{ForcedMark, ForcedMarks, change};
 use crate::model::{Candidate, Cause, Election, Event, EventKind, SessionCheck, SourceId};
 
@@ -393,41 +392,10 @@ impl ZkTracker {
         }
         out
     }
-
-    /// At start, from the audit log: the holder the newest action on each election removed,
-    /// deposed still where a member lists its session (`listing`, one check of them all).
-    /// Where none does, it is not shown: nothing says that session still lives.
-    pub(crate) fn audited(&mut self, actions: &[Done], listing: &Listing, now: Instant) {
-        let newest: BTreeMap<&str, &Done> =
-            actions.iter().map(|d| (d.election.as_str(), d)).collect();
-        for (name, done) in newest {
-            let (Some(id), Some(hex)) = (&done.before, &done.before_session) else {
-                continue;
-            };
-            let Some(session) = session_id(hex) else {
-                continue;
-            };
-            let Some(to) = listing.sessions.get(&session) else {
-                continue;
-            };
-            let Some(e) = self.elections.get_mut(name) else {
-                continue;
-            };
-            let in_line = e.candidates.iter().any(|c| c.stamp.as_deref() == Some(hex));
-            if in_line || e.deposed.is_some() {
-                continue;
-            }
-            let mut holder = Candidate::plain(id, "");
-            holder.stamp = Some(hex.clone());
-            e.deposed = Some(Box::new(holder));
-            e.deposed_session = Some(SessionCheck::Alive);
-            self.deposed.follow(name, session, Some((now, *to)));
-        }
-    }
 }
 
 /// A session id as ZooKeeper prints it (`0x…`).
-fn session_id(hex: &str) -> Option<i64> {
+pub(super) fn session_id(hex: &str) -> Option<i64> {
     u64::from_str_radix(hex.strip_prefix("0x")?, 16)
         .ok()
         .map(|s| s as i64)
@@ -478,6 +446,7 @@ fn line_events(source: &str, e: &Election, old: &[Candidate], at: SystemTime) ->
     joined.chain(left).collect()
 }
 
+mod audited;
 mod restore;
 mod steps;
 

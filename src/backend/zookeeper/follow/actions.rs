@@ -13,18 +13,21 @@ use crate::backend::zookeeper::sessions;
 use crate::model::SourceEvent;
 
 impl Follow {
-    /// The holders removed by the newest admin action on each election (from the audit
-    /// log), still deposed where a member lists their session.
-    pub(super) async fn audited(&mut self) {
-        let Some(path) = crate::admin::audit::default_path() else {
-            return;
-        };
-        let actions = crate::admin::audit_tail::recent(&path, &self.b.info.name);
-        if actions.iter().all(|d| d.before_session.is_none()) {
+    /// The admin actions taken on this source before electop started (from the audit log):
+    /// the holders they removed, deposed while their session may live, and the changes
+    /// this first read saw (`seen`) labelled as theirs.
+    pub(super) async fn audited(&mut self, seen: &mut super::Applied) {
+        let actions = crate::backend::forced::audited_actions(&self.b.info.name);
+        if actions.is_empty() {
             return;
         }
-        let listing = sessions::list(&self.b.cfg.endpoints, self.probe_timeout()).await;
-        self.tracker.audited(&actions, &listing, Instant::now());
+        let listing = if actions.iter().any(|d| d.before_session.is_some()) {
+            sessions::list(&self.b.cfg.endpoints, self.probe_timeout()).await
+        } else {
+            sessions::Listing::default()
+        };
+        self.tracker
+            .audited(&actions, &listing, Instant::now(), seen);
     }
 
     /// `cons` is cheap but a member may be slow: a check must not hold up the follow for

@@ -402,3 +402,69 @@ fn deletions_are_applied_one_at_a_time_in_order() {
         [(EventKind::LeaderElected, None, Some("n4"))]
     );
 }
+
+/// At start, from the audit log: an action taken while no electop watched removed n1 (its
+/// session 0x10a). The change this first read sees is the action's; n1 is deposed, alive
+/// where a member lists its session, untold where none lists sessions, not shown where
+/// every member answered without it.
+#[test]
+fn an_action_before_start_deposes_its_holder_and_labels_the_change_it_made() {
+    use crate::admin::audit_tail::Done;
+    let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000);
+    let done = Done {
+        pid: Some(1),
+        source: "zk1".into(),
+        election: "jobs".into(),
+        cause: Cause::ForcedReelection,
+        by: "ops@host".into(),
+        before: Some("n1".into()),
+        before_lease: None,
+        before_session: Some("0x10a".into()),
+        before_ttl_ms: None,
+        at: Some(now - std::time::Duration::from_secs(5)),
+    };
+    let listing = |sessions: &[i64], complete: bool| Listing {
+        sessions: sessions.iter().map(|s| (*s, Some(3000))).collect(),
+        complete,
+        authoritative: false,
+    };
+    let cases = [
+        (listing(&[0x10a], true), Some(SessionCheck::Alive)),
+        (listing(&[], false), Some(SessionCheck::CannotTell)),
+        (listing(&[], true), None),
+    ];
+    for (members, check) in cases {
+        let mut t = tracker();
+        t.load(&[node("/election/jobs/b__lock__0000000001", "n2", 11)]);
+        let past = BTreeMap::from([("jobs".to_string(), vec![entry(5, 10, None, Some("n1"))])]);
+        let mut seen = t.restore(&past, now);
+        t.audited(
+            std::slice::from_ref(&done),
+            &members,
+            Instant::now(),
+            &mut seen,
+        );
+        let e = t.elections.get("jobs").expect("jobs").clone();
+        assert_eq!(e.deposed_session, check, "{members:?}");
+        assert_eq!(
+            e.deposed.as_ref().map(|d| d.id.as_str()),
+            check.map(|_| "n1")
+        );
+        let h = e.history.back().expect("the change seen");
+        assert_eq!(
+            (h.cause, h.by.as_deref()),
+            (Cause::ForcedReelection, Some("ops@host"))
+        );
+        let ev = seen
+            .events
+            .iter()
+            .find(|ev| ev.kind == EventKind::LeaderChanged);
+        assert_eq!(ev.and_then(|ev| ev.cause), Some(Cause::ForcedReelection));
+        let sent = seen
+            .changed
+            .iter()
+            .find(|c| c.name == "jobs")
+            .expect("sent");
+        assert_eq!(sent.deposed_session, check, "what is sent is what is kept");
+    }
+}
