@@ -245,7 +245,11 @@ impl Follow {
                 return Ok((None, dialer.connect(cfg, wait).await?));
             }
             let n = cfg.endpoints.len();
-            let start = self.member.map_or(0, |i| (i + 1) % n);
+            // The first by the process id, so electops spread over the members as the
+            // client's own random pick did; then the next after the one before.
+            let start = self
+                .member
+                .map_or(std::process::id() as usize % n, |i| (i + 1) % n);
             let order = super::members::dial_order(n, start, &self.reading.up());
             let (i, c) = super::dial::connect_one_of(cfg, &order, SESSION_TIMEOUT, wait).await?;
             Ok::<_, ZkError>((Some(i), c))
