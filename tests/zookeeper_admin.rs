@@ -411,6 +411,44 @@ async fn refusals(ep: &str) {
     assert!(!left.iter().any(|n| line[0].1.ends_with(n.as_str())));
 }
 
+/// ZooKeeper as it ships answers only `srvr`: no member lists its sessions (`cons`, `dump`
+/// refused), so whether a deposed holder's session lives cannot be told. A fresh electop
+/// reading the audit log showed no deposed holder at all, where the one that acted shows it
+/// (its session untold): every view must say the same, and raise the alarm.
+#[test]
+fn a_holder_deposed_by_the_cli_is_shown_by_a_fresh_electop_where_sessions_are_not_listed() {
+    let zk = ZkServer::start_with_words("srvr,ruok");
+    let ep = zk.endpoint();
+    let home = common::scratch::tempdir();
+    let home = home.path();
+    let mut line = line_of(home, &ep, ZkClient::Kazoo);
+    let out = electop(
+        home,
+        &ep,
+        &["reelect", "kazoo", "--expect-leader", "kazoo-a"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(line[1].wait_belief("leader", T), "{:?}", line[1].beliefs());
+    // Its session lives: the kazoo client still believes it leads.
+    assert_eq!(line[0].belief().as_deref(), Some("leader"));
+    let e = wait_status(home, &ep, "kazoo", T, |e| e["leader"]["id"] == "kazoo-b")
+        .unwrap_or_else(|e| panic!("kazoo-b never shown leading: {e:#}"));
+    assert_eq!(e["deposed"]["id"], "kazoo-a", "{e:#}");
+    assert_eq!(e["deposed_session"]["state"], "cannot-tell", "{e:#}");
+    assert!(
+        e["alarms"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x == "deposed")),
+        "{e:#}"
+    );
+    drop(line);
+}
+
 #[test]
 fn zookeeper_admin_actions_with_real_clients() {
     let zk = ZkServer::start();

@@ -323,3 +323,84 @@ fn the_first_read_is_shown_as_it_goes_and_tells_no_change() {
     );
     drop(client);
 }
+
+/// Two candidates' nodes go at one moment (deleted in one transaction, as one session close
+/// takes all its nodes): ZooKeeper's watch gives two deletions in order, so the leadership
+/// passed n1 -> n2, then n2 -> n3. A re-read after the first deletion saw both gone and
+/// told only n1 -> n3, a change that never happened, and lost n2's tenure.
+#[test]
+fn two_nodes_gone_at_once_are_two_changes_in_the_store_order() {
+    let zk = ZkServer::start();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let ep = zk.endpoint();
+    let a = rt.block_on(join(&ep, "/together/jobs", "u1", "n1"));
+    let b = rt.block_on(join(&ep, "/together/jobs", "u2", "n2"));
+    let c = rt.block_on(join(&ep, "/together/jobs", "u3", "n3"));
+    let home = common::scratch::tempdir();
+    let args = ["--zk", ep.as_str(), "--prefix", "/together"];
+    let mut w = Watch::start(home.path(), &args);
+    w.wait_synced(1);
+    rt.block_on(async {
+        let mut multi = c.client.new_multi_writer();
+        multi.add_delete(&a.path, None).expect("delete n1");
+        multi.add_delete(&b.path, None).expect("delete n2");
+        multi.commit().await.expect("one transaction")
+    });
+    w.wait_for("the change to n3", T, |v| {
+        v["kind"] == "leader_changed" && v["to"] == "n3"
+    });
+    let changes: Vec<(String, String, String)> = w
+        .seen
+        .iter()
+        .filter(|v| v["election"] == "jobs")
+        .filter(|v| matches!(v["kind"].as_str(), Some("leader_changed" | "leader_lost")))
+        .map(|v| {
+            let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+            (s("kind"), s("from"), s("to"))
+        })
+        .collect();
+    let want = |from: &str, to: &str| ("leader_changed".into(), from.into(), to.into());
+    assert_eq!(
+        changes,
+        [want("n1", "n2"), want("n2", "n3")],
+        "{:#?}",
+        w.seen
+    );
+    drop((a, b, c));
+}
+
+/// `status` in a cron job: stdout is the table alone, however many runs went before (each
+/// leaves a stretch no electop watched, which was said on stdout, one line more per run);
+/// what electop notes about the source goes to stderr.
+#[test]
+fn status_prints_the_table_alone_on_stdout_and_its_notes_on_stderr() {
+    let zk = ZkServer::start();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let ep = zk.endpoint();
+    let a = rt.block_on(join(&ep, "/cron/jobs", "u1", "n1"));
+    let home = common::scratch::tempdir();
+    let args = ["--zk", ep.as_str(), "--prefix", "/cron"];
+    let mut last = None;
+    for _ in 0..3 {
+        let out = common::electop::command(home.path())
+            .args(args)
+            .arg("status")
+            .output()
+            .expect("run electop status");
+        assert!(out.status.success(), "{out:?}");
+        last = Some(out);
+    }
+    let out = last.expect("three runs");
+    let table = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "the header and one election:\n{table}");
+    assert!(lines[0].starts_with("SOURCE"), "{table}");
+    assert!(
+        lines[1].contains("jobs") && lines[1].contains("n1"),
+        "{table}"
+    );
+    let notes = String::from_utf8_lossy(&out.stderr);
+    assert!(notes.contains("history since"), "{notes}");
+    assert!(notes.contains("history not watched from"), "{notes}");
+    drop(a);
+}

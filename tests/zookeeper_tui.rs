@@ -156,7 +156,8 @@ fn history_across_runs(ep: &str) {
         .arg("status")
         .output()
         .expect("status");
-    let text = String::from_utf8_lossy(&out.stdout);
+    // Beside the table, on stderr (stdout is the table alone, for scripts).
+    let text = String::from_utf8_lossy(&out.stderr);
     assert!(
         text.contains("history since") && text.contains("from electop's own record"),
         "{text}"

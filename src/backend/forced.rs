@@ -17,6 +17,17 @@ const WINDOW: Duration = Duration::from_secs(90);
 /// How old a change may be to be relabelled by an action learnt from the audit log.
 const RELABEL_WINDOW: Duration = Duration::from_secs(15);
 
+/// The finished admin actions on the source named `source`, oldest first, from the end of
+/// the shared audit log: read when a source is first read, so the holders an admin removed
+/// before this electop started, and the changes that made, are shown as the electop that
+/// acted shows them. Every store reads them here.
+pub(crate) fn audited_actions(source: &str) -> Vec<crate::admin::audit_tail::Done> {
+    match crate::admin::audit::default_path() {
+        Some(path) => crate::admin::audit_tail::recent(&path, source),
+        None => Vec::new(),
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ForcedMark {
     pub cause: Cause,

@@ -36,7 +36,7 @@ pub(super) async fn status(
         return Ok(ExitCode::FAILURE);
     }
     // An empty or unsure prefix still answers (exit 0), but says why.
-    print_notices(&app);
+    print_notices(&app, format);
     print_status(&app, format)?;
     // The process ends now: freeing 100,000 elections would only delay it.
     std::mem::forget(app);
@@ -46,15 +46,21 @@ pub(super) async fn status(
     })
 }
 
-/// What reading a source found unsure (its layout, an empty prefix), on stderr: stdout
-/// stays the elections alone, for scripts.
-pub(super) fn print_notices(app: &ReadModel) {
+/// What reading a source found unsure (its layout, an empty prefix), and beside a table
+/// what it leaves out (a ZooKeeper ensemble's members, since when history is known), on
+/// stderr: stdout stays the elections alone, for scripts.
+pub(super) fn print_notices(app: &ReadModel, format: OutputFormat) {
     for s in &app.sources {
         if let Some(n) = &s.info.notice {
             eprintln!("electop: {}: {}", s.info.short, n.text());
         }
         if let Some(n) = &s.notice {
             eprintln!("electop: {}: {n}", s.info.short);
+        }
+    }
+    if format != OutputFormat::Json {
+        for line in output::table::notes(app).lines() {
+            eprintln!("electop: {line}");
         }
     }
 }

@@ -130,6 +130,16 @@ pub(crate) fn render(model: &ReadModel, wide: bool, fit: Option<usize>) -> Strin
         if let crate::model::ConnState::Down { error, .. } = &s.conn {
             out.push_str(&format!("{}: DOWN: {error}\n", s.info.short));
         }
+    }
+    out
+}
+
+/// What the table leaves out about its sources, for a person (on stderr: stdout stays the
+/// table, for a script, however many runs' gaps a ZooKeeper record holds). The JSON has
+/// the same as fields.
+pub(crate) fn notes(model: &ReadModel) -> String {
+    let mut out = String::new();
+    for s in &model.sources {
         if s.info.scheme == Some(crate::model::Scheme::ZkRecipe) {
             zk_lines(s, &mut out);
         }

@@ -64,23 +64,39 @@ impl ZkServer {
     /// Starts ZooKeeper and waits (up to 30 s) until `ruok` answers `imok`. Panics with the
     /// tail of its log if it does not.
     pub fn start() -> ZkServer {
-        Self::start_with(None)
+        Self::start_with(None, None)
+    }
+
+    /// A server that answers only the four-letter words `words` (`4lw.commands.whitelist`;
+    /// ZooKeeper's own default is `srvr` alone), e.g. one that refuses `cons` and `dump`.
+    pub fn start_with_words(words: &str) -> ZkServer {
+        Self::start_with(None, Some(words))
     }
 
     /// A server with a `secureClientPort` (Netty, PEM key and trust stores, client
     /// certificates required) beside its plain `clientPort`, which the test's own clients
     /// and `wait_ready` use.
     pub fn start_tls(tls: &ZkTls<'_>) -> ZkServer {
-        Self::start_with(Some(tls))
+        Self::start_with(Some(tls), None)
     }
 
-    fn start_with(tls: Option<&ZkTls<'_>>) -> ZkServer {
+    fn start_with(tls: Option<&ZkTls<'_>>, words: Option<&str>) -> ZkServer {
         let dir = super::scratch::with_prefix("electop-zk-");
         // A free port is only free "a moment ago": on a clash pick again.
         const ATTEMPTS: u32 = 3;
         for attempt in 1..=ATTEMPTS {
             let [client_port, secure] = free_ports::<2>();
             write_config(dir.path(), client_port, &[]);
+            if let Some(words) = words {
+                let cfg = dir.path().join("zoo.cfg");
+                let text = std::fs::read_to_string(&cfg)
+                    .expect("read zoo.cfg")
+                    .replace(
+                        "4lw.commands.whitelist=srvr,mntr,ruok,cons,dump",
+                        &format!("4lw.commands.whitelist={words}"),
+                    );
+                std::fs::write(&cfg, text).expect("write zoo.cfg");
+            }
             let secure_port = tls.map(|t| {
                 write_tls_config(dir.path(), secure, t);
                 secure

@@ -8,16 +8,13 @@ use std::time::Instant;
 
 use super::follow::Link;
 use super::{EtcdBackend, timed};
-use crate::admin::audit_tail::{self, Done};
+use crate::admin::audit_tail::Done;
 use crate::backend::ForcedMark;
 use crate::model::{Candidate, Deadline, Election};
 
 /// The finished actions on this source, newest last, from the end of the shared audit log.
 pub(super) fn actions(backend: &EtcdBackend) -> Vec<Done> {
-    match crate::admin::audit::default_path() {
-        Some(path) => audit_tail::recent(&path, &backend.info.name),
-        None => Vec::new(),
-    }
+    crate::backend::forced::audited_actions(&backend.info.name)
 }
 
 /// A holder an admin action removed that may still believe it leads.

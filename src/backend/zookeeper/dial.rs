@@ -79,6 +79,58 @@ impl Dialer {
     }
 }
 
+/// How long one member of several may take to give a session before the next is tried: a
+/// frozen member accepts the connection and then says nothing.
+const EACH_MEMBER: Duration = Duration::from_secs(2);
+
+/// A session on one member of `cfg`'s, tried in `order` (indexes into its endpoints), each
+/// within [`EACH_MEMBER`] and all within `wait`: the member that gave it, and the session.
+/// One member at a time, so electop knows which one it reads through and can leave it the
+/// moment it stops answering (the client, given them all, picks one at random and says
+/// not which). All failing, the first member's error stands for them, named by the whole
+/// connect string where it names one.
+pub(crate) async fn connect_one_of(
+    cfg: &ZkSource,
+    order: &[usize],
+    session: Duration,
+    wait: Duration,
+) -> Result<(usize, Client), ZkError> {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut first = None;
+    for (k, &i) in order.iter().enumerate() {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let limit = if k + 1 == order.len() {
+            left
+        } else {
+            left.min(EACH_MEMBER)
+        };
+        let one = ZkSource {
+            endpoints: vec![cfg.endpoints[i].clone()],
+            ..cfg.clone()
+        };
+        let tried = match dialer(&one) {
+            Ok(d) => d.timeouts(session, limit).connect(&one, limit).await,
+            Err(e) => Err(e),
+        };
+        match tried {
+            Ok(c) => return Ok((i, c)),
+            Err(e) => {
+                tracing::warn!(member = %cfg.endpoints[i], error = %e, "zookeeper member gave no session");
+                first.get_or_insert(e);
+            }
+        }
+    }
+    let at = cfg.connect_string();
+    Err(match first {
+        Some(ZkError::NoHosts(_)) => ZkError::NoHosts(at),
+        Some(ZkError::Timeout(..)) | None => ZkError::Timeout(at, wait),
+        Some(e) => e,
+    })
+}
+
 /// How long a connect may take before electop looks into why: a session is usually there
 /// in a few milliseconds.
 const LOOK_AFTER: Duration = Duration::from_millis(300);

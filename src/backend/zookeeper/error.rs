@@ -12,6 +12,12 @@ pub(crate) enum ZkError {
     SessionExpired,
     #[error("connection to ZooKeeper lost; reconnecting")]
     ConnectionLoss,
+    /// The member electop reads through took longer than a read may: it moves to another.
+    #[error("ZooKeeper member {0} gave no answer within {1:?}; reading through another member")]
+    Stuck(String, Duration),
+    /// The member probe found the member electop reads through down: it moves to another.
+    #[error("ZooKeeper member {0} is down (electop's probe); reading through another member")]
+    MemberDown(String),
     #[error(
         "ZooKeeper refused to let electop read {0} (NoAuth: the node's ACL does not grant READ \
          to electop's identity). Give --zk-auth env:VAR or file:PATH naming a user:password \

@@ -1,5 +1,6 @@
 //! Following a ZooKeeper source: connect, set a persistent recursive watch on the prefix,
-//! read the tree under it, then re-read an election's znode at each event below it. A lost
+//! read the tree under it, then apply each event below it in order (a deletion as it is, a
+//! created or written node as read just after). A lost
 //! connection is shown at once; back on the same session the whole tree is read again (the
 //! events of the gap are lost, ZOOKEEPER-4698); an expired session starts over.
 
@@ -11,11 +12,11 @@ use zookeeper_client::{AddWatchMode, Client, EventType, SessionState, WatchedEve
 use super::error::ZkError;
 use super::read::Reader;
 use super::record::{Past, Rec, Record};
-use super::sessions;
+
 use super::single::Layout;
 use super::tracker::{Applied, ZkTracker};
 use super::{ZkBackend, inputs};
-use crate::backend::{BackendIo, Backoff, ForcedMark, Request, down_and_wait};
+use crate::backend::{BackendIo, Backoff, Request, down_and_wait};
 use crate::model::{ConnState, EventKind, SourceEvent};
 
 type Stop = crate::backend::Stop<ZkError>;
@@ -26,20 +27,24 @@ const CONTACT_EVERY: Duration = Duration::from_secs(1);
 /// electop's own session: short, so a vanished electop leaves no session behind for long;
 /// it holds no ephemeral node anyway.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the member electop reads through may take to answer the contact read, when
+/// there are others to read through: a frozen member left electop blind 5 s and more.
+const READ_LIMIT: Duration = Duration::from_secs(1);
 
 pub(super) async fn run(b: ZkBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
     // The members' health, probed beside the connection (which goes to any one of them).
     let probing = cancel.child_token();
     let _stop_probe = probing.clone().drop_guard();
+    let reading = super::members::Reading::default();
     if b.info.clustered {
         // A bad TLS setting is said by the connection; the probe then asks in plain text.
         let tls = super::tls::client_config(&b.cfg).ok().flatten();
         tokio::spawn(super::members::probe(
             tls,
             b.cfg.endpoints.clone(),
-            b.info.id,
-            b.info.name.clone(),
+            (b.info.id, b.info.name.clone()),
+            reading.clone(),
             io.events.clone(),
             probing,
         ));
@@ -63,6 +68,8 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
         past: None,
         gaps: Vec::new(),
         record_told: false,
+        reading,
+        member: None,
     };
     tokio::select! {
         _ = f.drive() => {}
@@ -97,20 +104,52 @@ struct Follow {
     gaps: Vec<crate::model::HistoryGap>,
     /// The record's failure is in the notice.
     record_told: bool,
+    /// The members the probe saw up, and the one read through, shared with it.
+    reading: super::members::Reading,
+    /// The member (index in the endpoints) the session is on, when there are several.
+    member: Option<usize>,
 }
 
 impl Follow {
     async fn drive(&mut self) {
         loop {
-            let (error, lasting) = match self.session().await {
+            let (error, lasting, moving) = match self.session().await {
                 // A TLS mistake stays until the settings change: `status` need not wait.
-                Err(Stop::Failed(e)) => (e.to_string(), matches!(e, ZkError::Tls(_))),
+                Err(Stop::Failed(e)) => {
+                    (e.to_string(), matches!(e, ZkError::Tls(_)), self.moving(&e))
+                }
                 Ok(()) | Err(Stop::Closed) => return,
             };
-            if !down_and_wait(&self.io, &self.b.info, error, lasting, &mut self.backoff).await {
+            // Leaving a member for another is done at once: no wait, no backoff. It is said
+            // as an outage: the new member's session is read afresh, and what happened in
+            // between is a gap (unlike etcd, whose watch resumes at its revision).
+            let mut now = Backoff::new(Duration::ZERO, Duration::ZERO);
+            let backoff = if moving { &mut now } else { &mut self.backoff };
+            if !down_and_wait(&self.io, &self.b.info, error, lasting, backoff).await {
                 return;
             }
         }
+    }
+
+    /// Whether there are several members, so one that stops answering can be left.
+    fn several(&self) -> bool {
+        self.b.cfg.endpoints.len() > 1
+    }
+
+    /// Whether `e` is the member read through failing while others may answer: the next
+    /// session goes to another one at once.
+    fn moving(&self, e: &ZkError) -> bool {
+        matches!(e, ZkError::Stuck(..) | ZkError::MemberDown(_))
+            || (self.several() && matches!(e, ZkError::ConnectionLoss))
+    }
+
+    /// The probe found the member read through down, and another up: time to leave it.
+    fn member_down(&self) -> Option<ZkError> {
+        let at = self.member?;
+        let up = self.reading.up();
+        let others = up.iter().enumerate().any(|(i, u)| i != at && *u);
+        (up.get(at) == Some(&false) && others)
+            .then(|| ZkError::MemberDown(self.b.cfg.endpoints[at].clone()))
     }
 
     async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
@@ -151,8 +190,14 @@ impl Follow {
         self.backoff.reset();
         let mut tick = tokio::time::interval(CONTACT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut probed = self.reading.subscribe();
         loop {
             tokio::select! {
+                Ok(()) = probed.changed(), if self.several() => {
+                    if let Some(e) = self.member_down() {
+                        return Err(e.into());
+                    }
+                }
                 ev = watcher.changed() => {
                     if self.on_event(&client, ev).await? == Reconnected::Yes {
                         // zookeeper-client 0.11.2 sends persistent watches again after a
@@ -190,14 +235,34 @@ impl Follow {
         }
     }
 
-    async fn dial(&self) -> Result<Client, ZkError> {
+    /// A session: on any member the client picks when there is one, else on one member at a
+    /// time, the next after the one before (those the probe saw up first).
+    async fn dial(&mut self) -> Result<Client, ZkError> {
         let wait = self.b.opts.request_timeout;
-        let dialer = super::dial::dialer(&self.b.cfg)?.timeouts(SESSION_TIMEOUT, wait);
-        // No handshake soon: a server of another kind says what it is when asked its way.
-        let client = tokio::select! {
-            r = dialer.connect(&self.b.cfg, wait) => r?,
-            not_zk = inputs::not_zookeeper(&self.b.cfg.endpoints) => return Err(not_zk),
+        let cfg = &self.b.cfg;
+        self.reading.reads_through(None);
+        let connect = async {
+            if !self.several() {
+                let dialer = super::dial::dialer(cfg)?.timeouts(SESSION_TIMEOUT, wait);
+                return Ok((None, dialer.connect(cfg, wait).await?));
+            }
+            let n = cfg.endpoints.len();
+            // The first by the process id, so electops spread over the members as the
+            // client's own random pick did; then the next after the one before.
+            let start = self
+                .member
+                .map_or(std::process::id() as usize % n, |i| (i + 1) % n);
+            let order = super::members::dial_order(n, start, &self.reading.up());
+            let (i, c) = super::dial::connect_one_of(cfg, &order, SESSION_TIMEOUT, wait).await?;
+            Ok::<_, ZkError>((Some(i), c))
         };
+        // No handshake soon: a server of another kind says what it is when asked its way.
+        let (member, client) = tokio::select! {
+            r = connect => r?,
+            not_zk = inputs::not_zookeeper(&cfg.endpoints) => return Err(not_zk),
+        };
+        self.member = member;
+        self.reading.reads_through(member);
         info!(source = %self.b.info.name, session = %format!("0x{:x}", client.session_id().0), "zookeeper connected");
         Ok(client)
     }
@@ -230,11 +295,11 @@ impl Follow {
             self.tell(applied).await?;
         } else {
             self.tracker.load(&nodes);
-            let restored = match self.past.take() {
+            let mut restored = match self.past.take() {
                 Some(p) => self.tracker.restore(&p.changes, sent.1),
                 None => Applied::default(),
             };
-            self.audited().await;
+            self.audited(&mut restored).await;
             let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;
@@ -266,61 +331,6 @@ impl Follow {
         let at = (self.b.info.id, cfg.prefix.as_str(), layout);
         let mut preview = super::preview::Preview::start(&self.io.events, at, total).await;
         Ok(inputs::read(reader, cfg, &mut preview).await?)
-    }
-
-    /// The holders removed by the newest admin action on each election (from the audit
-    /// log), still deposed where a member lists their session.
-    async fn audited(&mut self) {
-        let Some(path) = crate::admin::audit::default_path() else {
-            return;
-        };
-        let actions = crate::admin::audit_tail::recent(&path, &self.b.info.name);
-        if actions.iter().all(|d| d.before_session.is_none()) {
-            return;
-        }
-        let listing = sessions::list(&self.b.cfg.endpoints, self.probe_timeout()).await;
-        self.tracker.audited(&actions, &listing, Instant::now());
-    }
-
-    /// `cons` is cheap but a member may be slow: a check must not hold up the follow for
-    /// long, and the next comes within a second anyway.
-    fn probe_timeout(&self) -> Duration {
-        self.b.opts.request_timeout.min(Duration::from_secs(2))
-    }
-
-    /// Asks the members whether the deposed holders' sessions live on, while there are any.
-    async fn check_deposed(&mut self) -> Result<(), Stop> {
-        if self.tracker.deposed.is_empty() {
-            return Ok(());
-        }
-        let listing = sessions::list(&self.b.cfg.endpoints, self.probe_timeout()).await;
-        let applied = self.tracker.sessions_listed(&listing, Instant::now());
-        self.tell(applied).await
-    }
-
-    /// An admin action on `election` (ours, or another electop's from the audit log).
-    async fn forced(&mut self, election: &str, mark: Option<ForcedMark>) -> Result<(), Stop> {
-        let (now, wall) = (Instant::now(), SystemTime::now());
-        let Some(e) = self.tracker.forced(election, mark, now, wall) else {
-            return Ok(());
-        };
-        let told = crate::backend::forced::attributed(&self.b.info.name, &e);
-        // The change relabelled as forced: the record's later line wins.
-        if let (Some(r), Some(h)) = (self.record.as_mut(), e.history.back()) {
-            let election = e.name.clone();
-            let entry = h.clone();
-            r.append(&Rec::Change { election, entry });
-        }
-        let source = self.b.info.id;
-        self.send(SourceEvent::Elections {
-            source,
-            elections: vec![e],
-        })
-        .await?;
-        match told {
-            Some(ev) => self.send(SourceEvent::Happened(ev)).await,
-            None => Ok(()),
-        }
     }
 
     async fn tell(&mut self, applied: Applied) -> Result<(), Stop> {
@@ -413,78 +423,54 @@ impl Follow {
             self.read_all(client).await?;
             return Ok(Reconnected::No);
         }
-        // A candidate's node came, went or changed: its parent is the election to re-read.
+        // A candidate's node came, went or changed: one step of its parent's election, in
+        // the order the events came (a re-read of the parent would see later steps too).
         let Some(parent) = parent_of(&ev.path).filter(|p| within(&self.b.cfg.prefix, p)) else {
             return Ok(Reconnected::No);
         };
-        let deleted = (ev.event_type == EventType::NodeDeleted)
-            .then(|| self.tracker.deleted_leader_session(parent, &ev.path))
-            .flatten();
-        let (children, held) = match deleted {
-            // The leader's own node went: whether its session lives is asked beside the
-            // re-read, not after it, a round trip less before the change is shown. Still
-            // asked after the event, so a session close that took all its nodes at once is
-            // already applied.
-            Some(leaving) => {
-                let read = self.reader(client);
-                let (children, held) =
-                    tokio::join!(read.children(parent), self.still_held(client, leaving));
-                (children?, held?)
-            }
-            None => {
-                let children = self.reader(client).children(parent).await?;
-                let held = match self.tracker.leaving_session(parent, &children) {
+        let layout = Layout::of(self.b.cfg.preset);
+        if !layout.may_hold(&ev.path) {
+            return Ok(Reconnected::No);
+        }
+        let applied = match ev.event_type {
+            EventType::NodeDeleted => {
+                // The leader's node went: whether its session lives is asked now, so a
+                // session close that took all its nodes at once is already applied.
+                let held = match self.tracker.deleted_leader_session(parent, &ev.path) {
                     Some(leaving) => self.still_held(client, leaving).await?,
                     None => Default::default(),
                 };
-                (children, held)
+                self.tracker.deleted(&ev.path, SystemTime::now(), &held)
             }
+            EventType::NodeCreated | EventType::NodeDataChanged => {
+                let paths = layout.read_on_event(&ev.path);
+                let (read, _) = self.reader(client).data(paths).await?;
+                self.tracker.written(parent, read, SystemTime::now())
+            }
+            _ => return Ok(Reconnected::No),
         };
-        let applied = self
-            .tracker
-            .apply(parent, &children, SystemTime::now(), &held);
         self.tell(applied).await?;
         Ok(Reconnected::No)
-    }
-
-    /// When the leader's node went (`leaving`: its session and other nodes it held): its
-    /// session, if one of those is still there (so the session lives and the node was
-    /// deleted). Read after the event, so a session close that took all its nodes at once
-    /// is already applied.
-    async fn still_held(
-        &self,
-        client: &Client,
-        (session, others): (i64, Vec<String>),
-    ) -> Result<std::collections::HashSet<i64>, Stop> {
-        let mut held = std::collections::HashSet::new();
-        for path in &others {
-            let stat = tokio::time::timeout(self.b.opts.request_timeout, client.check_stat(path));
-            match stat.await {
-                Err(_) => return Err(self.timeout().into()),
-                Ok(Ok(Some(s))) if s.ephemeral_owner == session => {
-                    held.insert(session);
-                    break;
-                }
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Err(self.client_err(e, path).into()),
-            }
-        }
-        Ok(held)
     }
 
     async fn on_session(&mut self, state: SessionState) -> Result<Reconnected, Stop> {
         let source = self.b.info.id;
         match state {
+            // Its one member gone, the client would wait for it: another is read through.
+            SessionState::Disconnected if self.member.is_some() => {
+                Err(ZkError::ConnectionLoss.into())
+            }
             SessionState::Disconnected => {
                 // Stale at once; the client itself moves to another member, or back.
                 let error = ZkError::ConnectionLoss.to_string();
                 warn!(source = %self.b.info.name, %error, "zookeeper disconnected");
                 let retry_at = Instant::now() + SESSION_TIMEOUT / 3;
                 let state = ConnState::Down {
-                    error: error.clone(),
+                    error,
                     retry_at,
                     lasting: false,
                 };
+                // The model makes the `disconnected` marker from this transition.
                 self.send(SourceEvent::Conn { source, state }).await?;
                 Ok(Reconnected::No)
             }
@@ -499,8 +485,17 @@ impl Follow {
     async fn contact(&self, client: &Client) -> Result<(), Stop> {
         let sent = (Instant::now(), SystemTime::now());
         let prefix = &self.b.cfg.prefix;
-        match tokio::time::timeout(self.b.opts.request_timeout, client.check_stat(prefix)).await {
-            Err(_) => Err(self.timeout().into()),
+        // With others to read through, a member this slow is left for one of them.
+        let member = self.member.map(|i| &self.b.cfg.endpoints[i]);
+        let limit = match member {
+            Some(_) => self.b.opts.request_timeout.min(READ_LIMIT),
+            None => self.b.opts.request_timeout,
+        };
+        match tokio::time::timeout(limit, client.check_stat(prefix)).await {
+            Err(_) => Err(match member {
+                Some(m) => ZkError::Stuck(m.clone(), limit).into(),
+                None => self.timeout().into(),
+            }),
             Ok(Ok(_)) => self.send(contact(self.b.info.id, sent)).await,
             // The session event says so, and the client reconnects by itself.
             Ok(Err(zookeeper_client::Error::ConnectionLoss)) => Ok(()),
@@ -537,6 +532,8 @@ fn within(prefix: &str, path: &str) -> bool {
             .strip_prefix(prefix)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
+
+mod actions;
 
 #[cfg(test)]
 mod tests {

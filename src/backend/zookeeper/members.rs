@@ -11,10 +11,11 @@
 //! another word (`cons` for the sessions connected to a member).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{Event, EventKind, MemberStatus, SourceEvent, SourceId};
@@ -226,13 +227,63 @@ pub(crate) async fn probe_one(
     m
 }
 
+/// What the member probe and the follow task share: which members the probe last saw up
+/// (so the follow task leaves one that went down at once, and dials live ones first), and
+/// which one the follow task reads through (shown as `serving`).
+#[derive(Clone, Debug)]
+pub(crate) struct Reading {
+    up: Arc<watch::Sender<Vec<bool>>>,
+    at: Arc<AtomicUsize>,
+}
+
+impl Default for Reading {
+    fn default() -> Self {
+        Reading {
+            up: Arc::new(watch::Sender::new(Vec::new())),
+            at: Arc::new(AtomicUsize::new(usize::MAX)),
+        }
+    }
+}
+
+impl Reading {
+    /// Told each time the probe has been round the members.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Vec<bool>> {
+        self.up.subscribe()
+    }
+
+    /// Whether each member was up at the probe's last round (empty before the first).
+    pub(crate) fn up(&self) -> Vec<bool> {
+        self.up.borrow().clone()
+    }
+
+    /// The follow task reads through member `i` now (`None`: through none).
+    pub(crate) fn reads_through(&self, i: Option<usize>) {
+        self.at.store(i.unwrap_or(usize::MAX), Ordering::Relaxed);
+    }
+
+    fn serving(&self) -> Option<usize> {
+        Some(self.at.load(Ordering::Relaxed)).filter(|i| *i != usize::MAX)
+    }
+}
+
+/// Which of `n` members to dial, in order: round from `start` (the one after the member
+/// just left, which so comes last), those the probe last saw `up` before the others (all
+/// count as up before its first round).
+pub(crate) fn dial_order(n: usize, start: usize, up: &[bool]) -> Vec<usize> {
+    let round = (0..n).map(|k| (start + k) % n);
+    let is_up = |i: usize| up.get(i).copied().unwrap_or(true);
+    let (mut first, last): (Vec<usize>, Vec<usize>) = round.partition(|&i| is_up(i));
+    first.extend(last);
+    first
+}
+
 /// Probes every member every [`PROBE_EVERY`] until cancelled, sending their health and an
 /// event for each member that went down or came back.
 pub(crate) async fn probe(
     tls: Option<Arc<rustls::ClientConfig>>,
     endpoints: Vec<String>,
-    source: SourceId,
-    source_name: String,
+    (source, source_name): (SourceId, String),
+    reading: Reading,
     events: mpsc::Sender<SourceEvent>,
     cancel: CancellationToken,
 ) {
@@ -247,7 +298,13 @@ pub(crate) async fn probe(
         let rounds = endpoints
             .iter()
             .map(|ep| probe_one(tls.as_ref(), ep, PROBE_LIMIT));
-        let members = futures::future::join_all(rounds).await;
+        let mut members = futures::future::join_all(rounds).await;
+        if let Some(m) = reading.serving().and_then(|i| members.get_mut(i)) {
+            m.serving = true;
+        }
+        reading
+            .up
+            .send_replace(members.iter().map(|m| m.up).collect());
         for m in MemberStatus::changes(before.as_deref(), &members) {
             let kind = if m.up {
                 EventKind::MemberUp
@@ -316,6 +373,15 @@ mod tests {
         assert_eq!(refused("srvr", idle), Err(WordError::NotServing));
         assert_eq!(refused("srvr", ""), Err(WordError::Empty));
         assert_eq!(refused("srvr", SRVR), Ok(()));
+    }
+
+    #[test]
+    fn live_members_are_dialled_first_and_the_one_left_last() {
+        // Left member 0: 1 and 2 next; before the probe's first round all count as up.
+        assert_eq!(dial_order(3, 1, &[]), [1, 2, 0]);
+        // Member 1 down by the probe: tried after the live ones.
+        assert_eq!(dial_order(3, 1, &[true, false, true]), [2, 0, 1]);
+        assert_eq!(dial_order(1, 0, &[false]), [0]);
     }
 
     /// Nothing listening: said as unreachable, quickly, not as a timeout.

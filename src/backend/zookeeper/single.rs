@@ -79,6 +79,31 @@ impl Layout {
         }
     }
 
+    /// Whether the node at `path` may be one [`Self::holds`] counts, from its name alone: a
+    /// watch event about any other needs no read.
+    pub(crate) fn may_hold(self, path: &str) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        match self {
+            Layout::Recipes => layout::sequence(name).is_some(),
+            Layout::Kafka => matches!(name, CONTROLLER | CONTROLLER_EPOCH),
+            Layout::Hadoop => matches!(name, LOCK | BREADCRUMB),
+        }
+    }
+
+    /// What to read when a watch event says the node at `path` was created or written: the
+    /// node, and for Kafka's controller the epoch beside it (Kafka writes both in one
+    /// `multi`, and only `/controller` is watched).
+    pub(crate) fn read_on_event(self, path: &str) -> Vec<String> {
+        let mut paths = vec![path.to_string()];
+        if self == Layout::Kafka
+            && let Some((parent, CONTROLLER)) = path.rsplit_once('/')
+        {
+            let parent = if parent.is_empty() { "/" } else { parent };
+            paths.push(super::read::join(parent, CONTROLLER_EPOCH));
+        }
+        paths
+    }
+
     /// The name of the election whose znode is `parent`.
     pub(crate) fn name(self, prefix: &str, parent: &str) -> String {
         match self {

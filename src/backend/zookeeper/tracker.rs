@@ -2,14 +2,13 @@
 //! reads of an election's znode, decided by the shared [`change`] rule. Pure: the follow
 //! task reads, this decides.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Instant, SystemTime};
 
 use super::deposed::DeposedSessions;
 use super::layout::Znode;
 use super::sessions::Listing;
 use super::single::Layout;
-use crate::admin::audit_tail::Done;
 use crate::backend::{ForcedMark, ForcedMarks, change};
 use crate::model::{Candidate, Cause, Election, Event, EventKind, SessionCheck, SourceId};
 
@@ -31,6 +30,9 @@ pub(crate) struct ZkTracker {
     pub(crate) deposed: DeposedSessions,
     /// The leader each election lost last, for an action learnt after its change.
     removed: BTreeMap<String, Candidate>,
+    /// The nodes of each election's znode (by its path) as last known, which each watch
+    /// event steps on in the store's order (`steps.rs`).
+    nodes: HashMap<String, Vec<Znode>>,
 }
 
 /// What one read changed: the elections to send and the events they make.
@@ -57,6 +59,7 @@ impl ZkTracker {
             forced: ForcedMarks::default(),
             deposed: DeposedSessions::default(),
             removed: BTreeMap::new(),
+            nodes: HashMap::new(),
         }
     }
 
@@ -73,6 +76,10 @@ impl ZkTracker {
 
     /// The first read sets the scene: no history, no events.
     pub(crate) fn load(&mut self, nodes: &[Znode]) -> Vec<Election> {
+        for n in nodes.iter().filter(|n| self.layout.holds(n)) {
+            let parent = n.parent().to_string();
+            self.nodes.entry(parent).or_default().push(n.clone());
+        }
         for e in self.layout.elections(self.source, &self.prefix, nodes) {
             self.remember(&e);
             self.elections.insert(e.name.clone(), e);
@@ -117,7 +124,7 @@ impl ZkTracker {
     }
 
     /// The children of `parent` as just read (empty when it is gone). `held`: sessions
-    /// known to hold a node now (see [`Self::leaving_session`]).
+    /// known to hold a node now (see [`Self::deleted_leader_session`]).
     pub(crate) fn apply(
         &mut self,
         parent: &str,
@@ -130,38 +137,18 @@ impl ZkTracker {
         out
     }
 
-    /// When the leader's node of `parent` is not among `children`: its session, and the
-    /// other nodes electop saw that session hold. Whether one of those is still there (read
-    /// after the event, so after any session close that took them all) tells a deleted
-    /// node from an ended session.
-    pub(crate) fn leaving_session(
-        &self,
-        parent: &str,
-        children: &[Znode],
-    ) -> Option<(i64, Vec<String>)> {
-        self.leader_session(parent, |leader| {
-            !children.iter().any(|n| n.path.as_bytes() == leader.raw_key)
-        })
-    }
-
-    /// [`Self::leaving_session`] when the node `deleted` is the leader's of `parent`: known
-    /// from the watch event alone, so the check can go beside the election's re-read.
+    /// When the node `deleted` (from a watch event) is the leader's of `parent`: its
+    /// session, and the other nodes electop saw that session hold. Whether one of those is
+    /// still there (read after the event, so after any session close that took them all)
+    /// tells a deleted node from an ended session.
     pub(crate) fn deleted_leader_session(
         &self,
         parent: &str,
         deleted: &str,
     ) -> Option<(i64, Vec<String>)> {
-        self.leader_session(parent, |leader| leader.raw_key == deleted.as_bytes())
-    }
-
-    fn leader_session(
-        &self,
-        parent: &str,
-        gone: impl Fn(&Candidate) -> bool,
-    ) -> Option<(i64, Vec<String>)> {
         let name = self.layout.name(&self.prefix, parent);
         let leader = self.elections.get(&name)?.leader.as_ref()?;
-        if !gone(leader) {
+        if leader.raw_key != deleted.as_bytes() {
             return None;
         }
         let session = session_of(leader)?;
@@ -203,6 +190,7 @@ impl ZkTracker {
         (at, seen): (SystemTime, Seen<'_>),
         out: &mut Applied,
     ) {
+        self.keep_nodes(parent, children);
         let name = self.layout.name(&self.prefix, parent);
         let new = self
             .layout
@@ -404,41 +392,10 @@ impl ZkTracker {
         }
         out
     }
-
-    /// At start, from the audit log: the holder the newest action on each election removed,
-    /// deposed still where a member lists its session (`listing`, one check of them all).
-    /// Where none does, it is not shown: nothing says that session still lives.
-    pub(crate) fn audited(&mut self, actions: &[Done], listing: &Listing, now: Instant) {
-        let newest: BTreeMap<&str, &Done> =
-            actions.iter().map(|d| (d.election.as_str(), d)).collect();
-        for (name, done) in newest {
-            let (Some(id), Some(hex)) = (&done.before, &done.before_session) else {
-                continue;
-            };
-            let Some(session) = session_id(hex) else {
-                continue;
-            };
-            let Some(to) = listing.sessions.get(&session) else {
-                continue;
-            };
-            let Some(e) = self.elections.get_mut(name) else {
-                continue;
-            };
-            let in_line = e.candidates.iter().any(|c| c.stamp.as_deref() == Some(hex));
-            if in_line || e.deposed.is_some() {
-                continue;
-            }
-            let mut holder = Candidate::plain(id, "");
-            holder.stamp = Some(hex.clone());
-            e.deposed = Some(Box::new(holder));
-            e.deposed_session = Some(SessionCheck::Alive);
-            self.deposed.follow(name, session, Some((now, *to)));
-        }
-    }
 }
 
 /// A session id as ZooKeeper prints it (`0x…`).
-fn session_id(hex: &str) -> Option<i64> {
+pub(super) fn session_id(hex: &str) -> Option<i64> {
     u64::from_str_radix(hex.strip_prefix("0x")?, 16)
         .ok()
         .map(|s| s as i64)
@@ -489,7 +446,9 @@ fn line_events(source: &str, e: &Election, old: &[Candidate], at: SystemTime) ->
     joined.chain(left).collect()
 }
 
+mod audited;
 mod restore;
+mod steps;
 
 #[cfg(test)]
 mod tests;

@@ -101,16 +101,23 @@ fn a_leader_node_deleted_while_its_session_lives_is_resigned() {
     elsewhere.ephemeral_owner = leader.ephemeral_owner;
     let second = node("/election/jobs/b__lock__0000000001", "n2", 11);
     t.load(&[leader.clone(), second.clone(), elsewhere.clone()]);
-    let children = std::slice::from_ref(&second);
     let (session, others) = t
-        .leaving_session("/election/jobs", children)
+        .deleted_leader_session("/election/jobs", &leader.path)
         .expect("the leader's node went");
     assert_eq!(session, leader.ephemeral_owner);
     assert_eq!(others, [elsewhere.path.clone()]);
+    assert!(
+        t.deleted_leader_session("/election/jobs", &second.path)
+            .is_none(),
+        "not the leader's node"
+    );
     let held = HashSet::from([session]);
-    let got = t.apply("/election/jobs", children, SystemTime::now(), &held);
+    let got = t.deleted(&leader.path, SystemTime::now(), &held);
     assert_eq!(causes(&got), [Some(Cause::Resigned)]);
-    assert!(t.leaving_session("/election/jobs", children).is_none());
+    assert!(
+        t.deleted_leader_session("/election/jobs", &leader.path)
+            .is_none()
+    );
 }
 
 #[test]
@@ -356,4 +363,108 @@ fn the_record_of_earlier_runs_is_the_history_and_a_change_since_is_seen_now() {
         ]
     );
     assert!(causes(&got).iter().all(|c| *c == Some(Cause::Unknown)));
+}
+
+/// Two nodes deleted at once come as two events: each is a step, so the leadership passes
+/// through the second node's tenure (n1 -> n2 -> n3), as the store had it.
+#[test]
+fn deletions_are_applied_one_at_a_time_in_order() {
+    let mut t = tracker();
+    let (a, b, c) = (
+        node("/election/jobs/a__lock__0000000000", "n1", 10),
+        node("/election/jobs/b__lock__0000000001", "n2", 11),
+        node("/election/jobs/c__lock__0000000002", "n3", 12),
+    );
+    t.load(&[a.clone(), b.clone(), c.clone()]);
+    let mut got = t.deleted(&a.path, SystemTime::now(), &none());
+    got.events
+        .extend(t.deleted(&b.path, SystemTime::now(), &none()).events);
+    assert_eq!(
+        leaders(&got),
+        [
+            (EventKind::LeaderChanged, Some("n1"), Some("n2")),
+            (EventKind::LeaderChanged, Some("n2"), Some("n3")),
+        ]
+    );
+    // A deletion of a node not known (its creation read after it was gone) is no step.
+    assert!(
+        t.deleted(&a.path, SystemTime::now(), &none())
+            .events
+            .is_empty()
+    );
+    // The last one goes: lost; a new one written: elected, with the data read for it.
+    let lost = t.deleted(&c.path, SystemTime::now(), &none());
+    assert_eq!(leaders(&lost), [(EventKind::LeaderLost, Some("n3"), None)]);
+    let d = node("/election/jobs/d__lock__0000000003", "n4", 13);
+    let got = t.written("/election/jobs", vec![d], SystemTime::now());
+    assert_eq!(
+        leaders(&got),
+        [(EventKind::LeaderElected, None, Some("n4"))]
+    );
+}
+
+/// At start, from the audit log: an action taken while no electop watched removed n1 (its
+/// session 0x10a). The change this first read sees is the action's; n1 is deposed, alive
+/// where a member lists its session, untold where none lists sessions, not shown where
+/// every member answered without it.
+#[test]
+fn an_action_before_start_deposes_its_holder_and_labels_the_change_it_made() {
+    use crate::admin::audit_tail::Done;
+    let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000);
+    let done = Done {
+        pid: Some(1),
+        source: "zk1".into(),
+        election: "jobs".into(),
+        cause: Cause::ForcedReelection,
+        by: "ops@host".into(),
+        before: Some("n1".into()),
+        before_lease: None,
+        before_session: Some("0x10a".into()),
+        before_ttl_ms: None,
+        at: Some(now - std::time::Duration::from_secs(5)),
+    };
+    let listing = |sessions: &[i64], complete: bool| Listing {
+        sessions: sessions.iter().map(|s| (*s, Some(3000))).collect(),
+        complete,
+        authoritative: false,
+    };
+    let cases = [
+        (listing(&[0x10a], true), Some(SessionCheck::Alive)),
+        (listing(&[], false), Some(SessionCheck::CannotTell)),
+        (listing(&[], true), None),
+    ];
+    for (members, check) in cases {
+        let mut t = tracker();
+        t.load(&[node("/election/jobs/b__lock__0000000001", "n2", 11)]);
+        let past = BTreeMap::from([("jobs".to_string(), vec![entry(5, 10, None, Some("n1"))])]);
+        let mut seen = t.restore(&past, now);
+        t.audited(
+            std::slice::from_ref(&done),
+            &members,
+            Instant::now(),
+            &mut seen,
+        );
+        let e = t.elections.get("jobs").expect("jobs").clone();
+        assert_eq!(e.deposed_session, check, "{members:?}");
+        assert_eq!(
+            e.deposed.as_ref().map(|d| d.id.as_str()),
+            check.map(|_| "n1")
+        );
+        let h = e.history.back().expect("the change seen");
+        assert_eq!(
+            (h.cause, h.by.as_deref()),
+            (Cause::ForcedReelection, Some("ops@host"))
+        );
+        let ev = seen
+            .events
+            .iter()
+            .find(|ev| ev.kind == EventKind::LeaderChanged);
+        assert_eq!(ev.and_then(|ev| ev.cause), Some(Cause::ForcedReelection));
+        let sent = seen
+            .changed
+            .iter()
+            .find(|c| c.name == "jobs")
+            .expect("sent");
+        assert_eq!(sent.deposed_session, check, "what is sent is what is kept");
+    }
 }
