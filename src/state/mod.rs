@@ -98,7 +98,15 @@ impl ReadModel {
                 }
                 if let Some(s) = self.sources.get_mut(source) {
                     s.link = s.link.next(&state).0;
-                    s.conn = state;
+                    // Trying again while down is no news: the source stays down, with what
+                    // took it down, until it is connected (not fresh for a moment between).
+                    let retrying = matches!(
+                        (&s.conn, &state),
+                        (ConnState::Down { .. }, ConnState::Connecting)
+                    );
+                    if !retrying {
+                        s.conn = state;
+                    }
                     s.loading = None;
                 }
                 self.triage.invalidate();

@@ -305,3 +305,22 @@ async fn staleness_is_told_once_per_change_and_per_source() {
     let told: Vec<_> = m.staleness_markers().into_iter().map(|e| e.kind).collect();
     assert_eq!(told, [EventKind::Fresh]);
 }
+
+/// A retry while down leaves the source down, with its error, and so stale: never fresh
+/// for a moment between two failed attempts.
+#[tokio::test(start_paused = true)]
+async fn a_retry_while_down_keeps_the_source_down_and_stale() {
+    let mut m = model();
+    contact(&mut m);
+    m.apply(down("refused"));
+    m.apply(SourceEvent::Conn {
+        source: 0,
+        state: ConnState::Connecting,
+    });
+    assert!(
+        matches!(&m.sources[0].conn, ConnState::Down { error, .. } if error == "refused"),
+        "{:?}",
+        m.sources[0].conn
+    );
+    assert!(m.sources[0].stale_for(now()).is_some());
+}

@@ -24,7 +24,8 @@ pub(crate) trait Steps {
     fn one_shot(&self) -> bool;
     /// Connects to a member, trying them in turn from `from`.
     async fn connect(&mut self, from: usize) -> Result<Input, Stop<Self::Error>>;
-    /// Reads the current state (and checks what must be there first).
+    /// Reads the current state (after checking what must be there first), and shows it:
+    /// the first read, or what changed while the source was away.
     async fn snapshot(&mut self) -> Result<Input, Stop<Self::Error>>;
     /// Replays the store's past up to the snapshot, where it keeps one.
     async fn replay(&mut self) -> Result<Input, Stop<Self::Error>> {
@@ -67,12 +68,10 @@ pub(crate) async fn drive(f: &mut impl Steps) {
                 Input::Failed(failure)
             }
         };
-        let told = match f.lifecycle().on(input) {
-            Some(tell) => announce(f, tell).await,
-            None => Ok(()),
-        };
-        if told.is_err() {
-            return;
+        for &tell in f.lifecycle().on(input) {
+            if announce(f, tell).await.is_err() {
+                return;
+            }
         }
     }
 }
@@ -99,7 +98,7 @@ async fn wait_down<S: Steps>(
     }
 }
 
-/// Tells readers what a transition says: connected, or the first changes received.
+/// Tells readers what a transition says: connected, or the first state read.
 async fn announce<S: Steps>(f: &S, tell: Tell) -> Result<(), ()> {
     let source = f.info().id;
     let event = match tell {

@@ -44,7 +44,7 @@ pub(crate) enum Input {
         replay: bool,
     },
     CaughtUp,
-    /// Changes (or a poll) were received live: the source works.
+    /// Changes (or a poll) were received live.
     Followed,
     /// The member in use failed.
     Failed(Failure),
@@ -59,9 +59,13 @@ pub(crate) enum Input {
 pub(crate) enum Tell {
     /// The state is read: the source is connected.
     Connected,
-    /// The first change or poll since the source started was received: what is shown is live.
+    /// The first state read since the source started: what follows is live.
     Synced,
 }
+
+/// Told on reaching live: connected each time, synced the first time.
+const FIRST_LIVE: &[Tell] = &[Tell::Connected, Tell::Synced];
+const LIVE_AGAIN: &[Tell] = &[Tell::Connected];
 
 /// The phase plus what the transitions need to remember.
 #[derive(Debug)]
@@ -115,36 +119,34 @@ impl Lifecycle {
         }
     }
 
-    pub(crate) fn on(&mut self, input: Input) -> Option<Tell> {
+    /// The next phase after `input`, and what readers are told of it.
+    pub(crate) fn on(&mut self, input: Input) -> &'static [Tell] {
         use Phase::*;
         let (next, tell) = match (self.phase, input) {
-            (Connecting { .. }, Input::Connected { member }) => (Snapshot { member }, None),
-            (Connecting { .. }, Input::NoMember(f) | Input::Failed(f)) => (self.down(f), None),
+            (Connecting { .. }, Input::Connected { member }) => (Snapshot { member }, &[][..]),
+            (Connecting { .. }, Input::NoMember(f) | Input::Failed(f)) => (self.down(f), &[][..]),
             (Snapshot { member }, Input::SnapshotRead { replay: true }) => {
-                (Replaying { member }, None)
+                (Replaying { member }, &[][..])
             }
             (Snapshot { member }, Input::SnapshotRead { replay: false })
             | (Replaying { member }, Input::CaughtUp) => {
+                // Only a state read shows the source works: a server that takes connections
+                // but cannot be read keeps backing off.
                 self.failed_in_row = 0;
-                (Live { member }, Some(Tell::Connected))
-            }
-            (Live { member }, Input::Followed) => {
-                // Only changes received show the source works: one that connects and reads
-                // but cannot follow must keep backing off.
                 self.backoff.reset();
                 let first = !std::mem::replace(&mut self.synced, true);
-                (Live { member }, first.then_some(Tell::Synced))
+                (Live { member }, if first { FIRST_LIVE } else { LIVE_AGAIN })
             }
             (Snapshot { member } | Replaying { member } | Live { member }, Input::Failed(f)) => {
-                (self.member_failed(member, f), None)
+                (self.member_failed(member, f), &[][..])
             }
             (Down { .. }, Input::Retry) => (
                 Connecting {
                     from: self.preferred,
                 },
-                None,
+                &[][..],
             ),
-            (phase, _) => (phase, None),
+            (phase, _) => (phase, &[][..]),
         };
         self.phase = next;
         tell
@@ -187,10 +189,7 @@ mod tests {
     fn live(members: usize, member: usize) -> Lifecycle {
         let mut c = of(members);
         c.on(Input::Connected { member });
-        assert_eq!(
-            c.on(Input::SnapshotRead { replay: false }),
-            Some(Tell::Connected)
-        );
+        c.on(Input::SnapshotRead { replay: false });
         c
     }
 
@@ -199,26 +198,25 @@ mod tests {
         let mut c = of(3);
         c.on(Input::Connected { member: 1 });
         assert_eq!(c.phase, Phase::Snapshot { member: 1 });
-        assert_eq!(c.on(Input::SnapshotRead { replay: true }), None);
+        assert_eq!(c.on(Input::SnapshotRead { replay: true }), []);
         assert_eq!(c.phase, Phase::Replaying { member: 1 });
-        assert_eq!(c.on(Input::CaughtUp), Some(Tell::Connected));
+        assert_eq!(c.on(Input::CaughtUp), [Tell::Connected, Tell::Synced]);
         assert_eq!(c.phase, Phase::Live { member: 1 });
         assert_eq!(c.member(), Some(1));
     }
 
     #[test]
-    fn synced_is_told_once_at_the_first_changes_received() {
-        let mut c = live(1, 0);
-        assert_eq!(c.on(Input::Followed), Some(Tell::Synced));
-        assert_eq!(c.on(Input::Followed), None);
+    fn connected_is_told_at_each_state_read_and_synced_at_the_first() {
+        let mut c = of(1);
+        c.on(Input::Connected { member: 0 });
+        let told = c.on(Input::SnapshotRead { replay: false });
+        assert_eq!(told, [Tell::Connected, Tell::Synced]);
+        assert_eq!(c.on(Input::Followed), [], "following is no news");
         c.on(Input::Failed(Failure::Transient));
         c.on(Input::Retry);
         c.on(Input::Connected { member: 0 });
-        assert_eq!(
-            c.on(Input::SnapshotRead { replay: false }),
-            Some(Tell::Connected)
-        );
-        assert_eq!(c.on(Input::Followed), None, "synced already");
+        let told = c.on(Input::SnapshotRead { replay: false });
+        assert_eq!(told, [Tell::Connected], "synced already");
     }
 
     #[test]
@@ -281,7 +279,7 @@ mod tests {
     fn inputs_out_of_place_change_nothing() {
         let mut c = of(1);
         for stray in [Input::CaughtUp, Input::Retry, Input::Followed] {
-            assert_eq!(c.on(stray), None);
+            assert_eq!(c.on(stray), []);
             assert_eq!(c.phase, Phase::Connecting { from: 0 });
         }
         let mut c = live(1, 0);
@@ -297,20 +295,18 @@ mod tests {
     }
 
     #[test]
-    fn the_wait_grows_until_changes_are_received() {
+    fn the_wait_grows_until_a_state_is_read() {
         let mut c = of(1);
         c.on(Input::Failed(Failure::Transient));
         assert_eq!(c.backoff().next_delay(), Duration::from_millis(500));
         c.on(Input::Retry);
         c.on(Input::Connected { member: 0 });
-        c.on(Input::SnapshotRead { replay: false });
         c.on(Input::Failed(Failure::Transient));
-        // Connecting and reading are not enough to start over.
+        // Connecting is not enough to start over.
         assert_eq!(c.backoff().next_delay(), Duration::from_secs(1));
         c.on(Input::Retry);
         c.on(Input::Connected { member: 0 });
         c.on(Input::SnapshotRead { replay: false });
-        c.on(Input::Followed);
         c.on(Input::Failed(Failure::Transient));
         assert_eq!(c.backoff().next_delay(), Duration::from_millis(500));
     }

@@ -78,6 +78,22 @@ impl RedisError {
     }
 }
 
+impl crate::backend::engine::drive::StoreError for RedisError {
+    fn failure(&self) -> crate::backend::engine::lifecycle::Failure {
+        use crate::backend::engine::lifecycle::Failure;
+        if self.lasting() {
+            Failure::Lasting
+        } else {
+            Failure::Transient
+        }
+    }
+
+    /// A refused connection ends a one-shot read at once, as a SQL or etcd one does.
+    fn ends_one_shot(&self) -> bool {
+        matches!(self, RedisError::Refused(_)) || self.lasting()
+    }
+}
+
 /// The command a `NOPERM` names (`... permissions to run the 'pttl' command`), upper case;
 /// "a command" when it names none.
 pub(crate) fn command_in(detail: &str) -> String {

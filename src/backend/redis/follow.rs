@@ -15,11 +15,12 @@ use tracing::info;
 use super::RedisBackend;
 use super::error::RedisError;
 use super::events::{Events, KeyEvent, removal};
-use super::lifecycle::{Input, Lifecycle};
 use super::read::{MAX_KEYS, Mode, Server};
 use super::tracker::{Applied, Gone, Read, RedisTracker};
-use crate::backend::{BackendIo, ForcedMark, Request, down_and_wait};
-use crate::model::{ConnState, SourceEvent, SourceNotice};
+use crate::backend::engine::drive::{Steps, drive};
+use crate::backend::engine::lifecycle::{Input, Lifecycle};
+use crate::backend::{BackendIo, Request};
+use crate::model::{SourceEvent, SourceNotice};
 
 type Stop = crate::backend::Stop<RedisError>;
 
@@ -33,12 +34,13 @@ pub(super) async fn run(b: RedisBackend, io: BackendIo) {
         tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit),
         b,
         io,
-        life: Lifecycle::new(Duration::from_millis(500), Duration::from_secs(10)),
+        life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
+        link: None,
         loaded: false,
         notice: String::new(),
     };
     tokio::select! {
-        _ = f.drive() => {}
+        _ = drive(&mut f) => {}
         _ = cancel.cancelled() => {}
     }
 }
@@ -48,48 +50,51 @@ struct Follow {
     io: BackendIo,
     tracker: RedisTracker,
     life: Lifecycle,
+    /// The connection in use, from its dial until it fails.
+    link: Option<Link>,
     /// The first read is done: later reads report what changed.
     loaded: bool,
     /// The warning last sent (keys left unread); empty: none.
     notice: String,
 }
 
-impl Follow {
-    async fn drive(&mut self) {
-        loop {
-            let error = match self.session().await {
-                Err(Stop::Failed(e)) => e,
-                Ok(()) | Err(Stop::Closed) => return,
-            };
-            let lasting = error.lasting();
-            self.life.on(Input::Failed);
-            let (io, info) = (&self.io, &self.b.info);
-            // Every failed retry says so (its new retry time); readers hear one
-            // `disconnected` per outage, which the read model decides.
-            let (error, backoff) = (error.to_string(), self.life.backoff());
-            let go_on = down_and_wait(io, info, error, lasting, backoff).await;
-            if !go_on {
-                return;
-            }
-        }
+/// One connection: the server, its commands' connection, whether it is followed by keyspace
+/// events (their subscription) or polled, and the clock of its contact.
+struct Link {
+    server: Server,
+    conn: MultiplexedConnection,
+    mode: Mode,
+    events: Option<Events>,
+    tick: tokio::time::Interval,
+}
+
+impl Steps for Follow {
+    type Error = RedisError;
+
+    fn lifecycle(&mut self) -> &mut Lifecycle {
+        &mut self.life
     }
 
-    async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
-        self.io.events.send(event).await.map_err(|_| Stop::Closed)
+    fn io(&self) -> &BackendIo {
+        &self.io
     }
 
-    /// One connection, from dialling until it fails.
-    async fn session(&mut self) -> Result<(), Stop> {
-        let source = self.b.info.id;
-        if self.life.on(Input::Dialling).connecting {
-            let state = ConnState::Connecting;
-            self.send(SourceEvent::Conn { source, state }).await?;
-        }
+    fn info(&self) -> &crate::model::SourceInfo {
+        &self.b.info
+    }
+
+    fn one_shot(&self) -> bool {
+        self.b.opts.one_shot
+    }
+
+    /// Dials, learns whether keyspace events are on, and subscribes to them before the
+    /// first read, so a change between the two is seen twice, never missed.
+    async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {
         let server = Server::new(&self.b.cfg, self.b.opts.request_timeout)?;
         let mut conn = server.connect().await?;
         info!(source = %self.b.info.name, "redis connected");
         let mut mode = server.mode(&mut conn).await;
-        let mut events = match mode {
+        let events = match mode {
             Mode::Events => match Events::subscribe(&server, &self.b.cfg.prefix).await {
                 Ok(ev) => Some(ev),
                 // The user may not subscribe: polled, and the notice says why.
@@ -101,44 +106,98 @@ impl Follow {
             },
             Mode::Poll(_) => None,
         };
-        self.read_all(&server, &mut conn, &mode, true).await?;
-        // Events received so far may predate the read: re-read, compared with it.
-        if let Some(ev) = events.as_mut() {
-            ev.fence(&server).await?;
-            for (key, event) in ev.take_pending() {
-                self.on_early_event(&server, &mut conn, key, &event).await?;
-            }
-        }
         let mut tick = tokio::time::interval(CONTACT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tokio::select! {
-                msg = next_event(&mut events) => match msg {
-                    None => return Err(RedisError::Lost(server.addr.clone()).into()),
-                    Some(e) => self.on_event(&server, &mut conn, &mut events, e).await?,
-                },
-                _ = tick.tick() => {
-                    let settled = self.tracker.settle(Instant::now());
-                    if !settled.is_empty() {
-                        let elections = settled;
-                        self.send(SourceEvent::Elections { source, elections }).await?;
-                    }
-                    match mode {
+        self.link = Some(Link {
+            server,
+            conn,
+            mode,
+            events,
+            tick,
+        });
+        Ok(Input::Connected { member: 0 })
+    }
+
+    /// Every lock key read; then the events received meanwhile, which may predate the
+    /// read, re-read and compared with it.
+    async fn snapshot(&mut self) -> Result<Input, Stop> {
+        let mut l = self.link.take().ok_or_else(|| self.lost())?;
+        let read = self.first_read(&mut l).await;
+        self.link = Some(l);
+        read?;
+        Ok(Input::SnapshotRead { replay: false })
+    }
+
+    /// The next keyspace event, in the order Redis sent it; or, each [`CONTACT_EVERY`], a
+    /// `PING` (events) or a poll; meanwhile the runtime's requests.
+    async fn follow(&mut self) -> Result<Input, Stop> {
+        let mut l = self.link.take().ok_or_else(|| self.lost())?;
+        let next = self.next(&mut l).await;
+        self.link = Some(l);
+        next?;
+        Ok(Input::Followed)
+    }
+
+    async fn release(&mut self) {
+        self.link = None;
+    }
+}
+
+impl Follow {
+    /// The connection went between two steps (which the life cycle does not allow).
+    fn lost(&self) -> Stop {
+        Stop::Failed(RedisError::Lost(self.b.info.endpoints.clone()))
+    }
+
+    async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
+        self.io.events.send(event).await.map_err(|_| Stop::Closed)
+    }
+
+    async fn first_read(&mut self, l: &mut Link) -> Result<(), Stop> {
+        self.read_all(&l.server, &mut l.conn, &l.mode, true).await?;
+        if let Some(ev) = l.events.as_mut() {
+            ev.fence(&l.server).await?;
+            for (key, event) in ev.take_pending() {
+                self.on_early_event(&l.server, &mut l.conn, key, &event)
+                    .await?;
+            }
+        }
+        // The next contact is a whole interval after this read.
+        l.tick.reset();
+        Ok(())
+    }
+
+    async fn next(&mut self, l: &mut Link) -> Result<(), Stop> {
+        let source = self.b.info.id;
+        tokio::select! {
+            msg = next_event(&mut l.events) => match msg {
+                None => Err(RedisError::Lost(l.server.addr.clone()).into()),
+                Some(e) => self.on_event(&l.server, &mut l.conn, &mut l.events, e).await,
+            },
+            _ = l.tick.tick() => {
+                let settled = self.tracker.settle(Instant::now());
+                if !settled.is_empty() {
+                    let elections = settled;
+                    self.send(SourceEvent::Elections { source, elections }).await?;
+                }
+                match l.mode {
                     Mode::Events => {
                         let sent = (Instant::now(), SystemTime::now());
-                        server.ping(&mut conn).await?;
-                        self.send(contact(source, sent)).await?;
+                        l.server.ping(&mut l.conn).await?;
+                        self.send(contact(source, sent)).await
                     }
-                    Mode::Poll(_) => self.read_all(&server, &mut conn, &mode, false).await?,
-                    }
+                    Mode::Poll(_) => self.read_all(&l.server, &mut l.conn, &l.mode, false).await,
                 }
-                cmd = self.io.commands.recv() => match cmd {
-                    None => return Err(Stop::Closed),
-                    Some(Request::Forced { election, mark }) => self.forced(&election, mark).await?,
-                    Some(Request::Visible { .. }) => {}
-                },
             }
+            cmd = self.io.commands.recv() => match cmd {
+                None => Err(Stop::Closed),
+                Some(Request::Forced { election, mark }) => {
+                    let (now, wall) = (Instant::now(), SystemTime::now());
+                    let e = self.tracker.forced(&election, mark, now, wall);
+                    crate::backend::forced::show(&self.io, &self.b.info, e).await
+                }
+                Some(Request::Visible { .. }) => Ok(()),
+            },
         }
     }
 
@@ -196,21 +255,7 @@ impl Follow {
                 .await?;
         }
         self.loaded = true;
-        // Connected once per connection; a poll is only contact.
-        let tell = if connection_first {
-            self.life.on(Input::Read)
-        } else {
-            Default::default()
-        };
-        if tell.connected {
-            let state = ConnState::Connected;
-            self.send(SourceEvent::Conn { source, state }).await?;
-        }
-        self.send(contact(source, sent)).await?;
-        if tell.synced {
-            self.send(SourceEvent::Synced { source }).await?;
-        }
-        Ok(())
+        self.send(contact(source, sent)).await
     }
 
     /// A keyspace event, in the order Redis sent it: a removal is a loss as told; a write
@@ -267,25 +312,6 @@ impl Follow {
     async fn apply(&mut self, read: &Read, gone: Gone) -> Result<(), Stop> {
         let applied = self.tracker.apply(read, gone, SystemTime::now());
         self.tell(applied).await
-    }
-
-    /// An admin action on `election` (ours, or another electop's from the audit log).
-    async fn forced(&mut self, election: &str, mark: Option<ForcedMark>) -> Result<(), Stop> {
-        let (now, wall) = (Instant::now(), SystemTime::now());
-        let Some(e) = self.tracker.forced(election, mark, now, wall) else {
-            return Ok(());
-        };
-        let told = crate::backend::forced::attributed(&self.b.info.name, &e);
-        let source = self.b.info.id;
-        self.send(SourceEvent::Elections {
-            source,
-            elections: vec![e],
-        })
-        .await?;
-        match told {
-            Some(ev) => self.send(SourceEvent::Happened(ev)).await,
-            None => Ok(()),
-        }
     }
 
     async fn tell(&self, applied: Applied) -> Result<(), Stop> {

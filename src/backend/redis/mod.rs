@@ -7,7 +7,6 @@ mod admin;
 mod error;
 mod events;
 mod follow;
-mod lifecycle;
 mod participant;
 mod plan;
 mod read;

@@ -99,6 +99,9 @@ impl Steps for Follow<'_> {
         self.naming = tokio::time::timeout(timeout, done)
             .await
             .map_err(|_| self.timed_out())??;
+        self.read_now().await?;
+        // The next read is a whole interval after this one.
+        self.tick.reset();
         Ok(Input::SnapshotRead { replay: false })
     }
 
@@ -117,6 +120,20 @@ impl Steps for Follow<'_> {
                 },
             }
         }
+        self.read_now().await?;
+        Ok(Input::Followed)
+    }
+
+    async fn release(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.close().await;
+        }
+    }
+}
+
+impl Follow<'_> {
+    /// Reads every lock once: the first read is loaded (no events), each later one applied.
+    async fn read_now(&mut self) -> Result<(), Stop> {
         let sent = (Instant::now(), SystemTime::now());
         let pool = self.pool.as_ref().ok_or_else(|| self.lost())?;
         let (s, flavor) = (&self.b.settings, self.b.flavor);
@@ -154,17 +171,9 @@ impl Steps for Follow<'_> {
             next_within: s.poll,
         })
         .await?;
-        Ok(Input::Followed)
+        Ok(())
     }
 
-    async fn release(&mut self) {
-        if let Some(pool) = self.pool.take() {
-            pool.close().await;
-        }
-    }
-}
-
-impl Follow<'_> {
     async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
         self.io.events.send(event).await.map_err(|_| Stop::Closed)
     }

@@ -62,8 +62,8 @@ impl Steps for Follow<'_> {
         Ok(Input::Connected { member: 0 })
     }
 
-    /// The table checked and the poll made for its deadline column's type; the rows
-    /// themselves are the first poll's.
+    /// The table checked, the poll made for its deadline column's type, and the rows read
+    /// once: the first state, or what changed while the source was away.
     async fn snapshot(&mut self) -> Result<Input, Stop> {
         let Some(pool) = &self.pool else {
             return Err(self.lost());
@@ -72,14 +72,17 @@ impl Steps for Follow<'_> {
         let query = self.b.settings.poll_query(&schema.stamp_type);
         let mut tick = tokio::time::interval(self.b.settings.poll);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        // The next poll is a whole interval after this one.
+        tick.reset();
         self.poll = Some((query, tick));
+        self.poll_now().await?;
         info!(source = %self.b.info.name, "sql connected");
         Ok(Input::SnapshotRead { replay: false })
     }
 
     /// Waits for the next tick, meanwhile serving commands, then polls once.
     async fn follow(&mut self) -> Result<Input, Stop> {
-        let (Some(pool), Some((query, tick))) = (&self.pool, &mut self.poll) else {
+        let Some((_, tick)) = &mut self.poll else {
             return Err(self.lost());
         };
         loop {
@@ -97,11 +100,7 @@ impl Steps for Follow<'_> {
                 },
             }
         }
-        let sent = (Instant::now(), SystemTime::now());
-        let s = &self.b.settings;
-        let timeout = self.b.opts.request_timeout;
-        let polled = poll_once(s, pool, query, timeout, &mut self.tracker).await?;
-        self.deliver(polled, sent).await?;
+        self.poll_now().await?;
         Ok(Input::Followed)
     }
 
@@ -114,6 +113,18 @@ impl Steps for Follow<'_> {
 }
 
 impl<'a> Follow<'a> {
+    /// Reads every row once and shows what changed.
+    async fn poll_now(&mut self) -> Result<(), Stop> {
+        let (Some(pool), Some((query, _))) = (&self.pool, &self.poll) else {
+            return Err(self.lost());
+        };
+        let sent = (Instant::now(), SystemTime::now());
+        let s = &self.b.settings;
+        let timeout = self.b.opts.request_timeout;
+        let polled = poll_once(s, pool, query, timeout, &mut self.tracker).await?;
+        self.deliver(polled, sent).await
+    }
+
     fn new(b: &'a SqlBackend, io: BackendIo) -> Follow<'a> {
         let mut tracker = SqlTracker::new(
             b.info.id,
