@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 use electop::app::{self, App, Msg};
 use electop::backend::etcd::election::EtcdElection;
 use electop::backend::etcd::layout::Kv;
-use electop::backend::etcd::tracker::{Change, Observed, Tracker};
+use electop::backend::etcd::tracker::{Change, Observation, Tracker};
 use electop::model::{
     Candidate, Cause, Deadline, Election, HistoryEntry, Scheme, SourceEvent, SourceInfo,
 };
@@ -54,7 +54,7 @@ fn main() {
         });
     }
     let n = changes.len();
-    let seen = Observed {
+    let seen = Observation {
         at: Some(SystemTime::now()),
         now: Instant::now(),
         replayed: false,

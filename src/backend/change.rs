@@ -9,6 +9,14 @@ use std::time::SystemTime;
 
 use crate::model::{Cause, Election, Event, EventKind, HistoryEntry};
 
+/// What a store's changes did to its elections, in the store's order: the elections to
+/// send and the events they make. Every tracker returns it; `engine::show` sends it.
+#[derive(Default, Debug)]
+pub(crate) struct Changes {
+    pub changed: Vec<Election>,
+    pub events: Vec<Event>,
+}
+
 /// A leader change as the store shows it, before any admin action is taken into account.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct LeaderChange {

@@ -13,6 +13,29 @@ use std::time::Duration;
 use crate::backend::BackendIo;
 use crate::model::{SourceEvent, SourceInfo};
 
+/// Sends what a store's changes did, in their order: the changed elections, then the events
+/// they make. Every store's follow task shows its tracker's [`Changes`] this way.
+pub(crate) async fn show<E>(
+    io: &BackendIo,
+    info: &SourceInfo,
+    changes: crate::backend::change::Changes,
+) -> Result<(), crate::backend::Stop<E>> {
+    let closed = |_| crate::backend::Stop::Closed;
+    if !changes.changed.is_empty() {
+        let elections = changes.changed;
+        let source = info.id;
+        let ev = SourceEvent::Elections { source, elections };
+        io.events.send(ev).await.map_err(closed)?;
+    }
+    for e in changes.events {
+        io.events
+            .send(SourceEvent::Happened(e))
+            .await
+            .map_err(closed)?;
+    }
+    Ok(())
+}
+
 /// Reports a source as down, then waits out the backoff. Returns false when the backend
 /// should stop: cancelled, or nobody listens any more. Readers hear `disconnected` once per
 /// outage: the read model says it when the connection state changes, not at every retry.

@@ -10,7 +10,7 @@ use etcd_client::{Client, WatchOptions};
 use super::error::EtcdError;
 use super::layout::{Kv, Mirror};
 use super::leases::fates;
-use super::tracker::{Change, Observed, Tracker};
+use super::tracker::{Change, Observation, Tracker};
 
 /// How far a replay got, for the progress shown while it runs.
 pub(super) type Progress = tokio::sync::watch::Sender<i64>;
@@ -174,7 +174,7 @@ async fn apply(client: &Client, tracker: &mut Tracker, changes: Vec<Change>) {
         return;
     }
     let f: HashMap<i64, _> = fates(client, tracker.leases_to_check(&changes)).await;
-    let seen = Observed {
+    let seen = Observation {
         at: None,
         now: Instant::now(),
         replayed: true,

@@ -14,7 +14,7 @@ use super::follow::{Link, Replay, State};
 use super::layout::Kv;
 use super::leases::{self, LEASE_TICK, fates, wanted_leases};
 use super::resume::Resume;
-use super::tracker::{Change, Observed, Tracker};
+use super::tracker::{Change, Observation, Tracker};
 use super::{Closed, EtcdBackend, EtcdError, Stop, send, timed};
 use crate::backend::engine::lifecycle::{Input, Lifecycle, Phase};
 use crate::backend::{BackendIo, Request};
@@ -557,7 +557,7 @@ pub(super) async fn apply(
         return Ok(());
     }
     let f = fates(&link.client, tracker.leases_to_check(&changes)).await;
-    let seen = Observed {
+    let seen = Observation {
         at: Some(SystemTime::now()),
         now: Instant::now(),
         replayed: false,

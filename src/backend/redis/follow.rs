@@ -16,7 +16,8 @@ use super::RedisBackend;
 use super::error::RedisError;
 use super::events::{Events, KeyEvent, removal};
 use super::read::{MAX_KEYS, Mode, Server};
-use super::tracker::{Applied, Gone, Read, RedisTracker};
+use super::tracker::{Gone, Read, RedisTracker};
+use crate::backend::change::Changes;
 use crate::backend::engine::drive::{Steps, drive};
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
@@ -314,17 +315,8 @@ impl Follow {
         self.tell(applied).await
     }
 
-    async fn tell(&self, applied: Applied) -> Result<(), Stop> {
-        let source = self.b.info.id;
-        if !applied.changed.is_empty() {
-            let elections = applied.changed;
-            self.send(SourceEvent::Elections { source, elections })
-                .await?;
-        }
-        for e in applied.events {
-            self.send(SourceEvent::Happened(e)).await?;
-        }
-        Ok(())
+    async fn tell(&self, changes: Changes) -> Result<(), Stop> {
+        crate::backend::engine::show(&self.io, &self.b.info, changes).await
     }
 }
 

@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
 use crate::admin::audit_tail::Done;
-use crate::backend::{ForcedMark, ForcedMarks, change};
-use crate::model::{
-    Candidate, Cause, Deadline, Election, Event, Note, Scheme, SourceId, escape_bytes,
-};
+use crate::backend::change::{self, Changes};
+use crate::backend::{ForcedMark, ForcedMarks};
+use crate::model::{Candidate, Cause, Deadline, Election, Note, Scheme, SourceId, escape_bytes};
 
 /// A `PTTL` reading within this of the running countdown keeps the countdown, so it ticks
 /// smoothly; further off, the key was renewed (or shortened) and the reading is taken.
@@ -41,13 +40,6 @@ pub(crate) enum Gone {
     /// disconnected is no observation), or a key gone without an event (`FLUSHDB`). Why a
     /// holder went is not known.
     Gap,
-}
-
-/// What one read changed: the elections to send and the events they make.
-#[derive(Default, Debug)]
-pub(crate) struct Applied {
-    pub changed: Vec<Election>,
-    pub events: Vec<Event>,
 }
 
 pub(crate) struct RedisTracker {
@@ -108,8 +100,8 @@ impl RedisTracker {
         now: Instant,
         at: SystemTime,
         gap: bool,
-    ) -> Applied {
-        let mut out = Applied::default();
+    ) -> Changes {
+        let mut out = Changes::default();
         let gone = if gap { Gone::Gap } else { Gone::Unseen };
         let read: std::collections::HashSet<&[u8]> =
             reads.iter().map(|r| r.key.as_slice()).collect();
@@ -133,13 +125,13 @@ impl RedisTracker {
     }
 
     /// One key as just read, after a keyspace event that says why it went (if it did).
-    pub(crate) fn apply(&mut self, r: &Read, gone: Gone, at: SystemTime) -> Applied {
-        let mut out = Applied::default();
+    pub(crate) fn apply(&mut self, r: &Read, gone: Gone, at: SystemTime) -> Changes {
+        let mut out = Changes::default();
         self.apply_into(r, gone, at, &mut out);
         out
     }
 
-    fn apply_into(&mut self, r: &Read, gone: Gone, at: SystemTime, out: &mut Applied) {
+    fn apply_into(&mut self, r: &Read, gone: Gone, at: SystemTime, out: &mut Changes) {
         let old = self.elections.get(&r.key);
         let before = old.and_then(|e| e.leader.clone());
         let Some(old) = old else {
@@ -283,7 +275,7 @@ impl RedisTracker {
         before: Option<&Candidate>,
         (same_tenure, gone): (bool, Cause),
         at: SystemTime,
-        out: &mut Applied,
+        out: &mut Changes,
     ) {
         let after = e.leader.as_ref();
         let Some(change) = change::decide(

@@ -153,15 +153,8 @@ impl Follow<'_> {
             let living = tokio::time::timeout(timeout, alive(flavor, pool, s, &gone))
                 .await
                 .map_err(|_| self.timed_out())??;
-            let applied = self.tracker.apply(&reads, &living, sent.1);
-            if !applied.changed.is_empty() {
-                let elections = applied.changed;
-                self.send(SourceEvent::Elections { source, elections })
-                    .await?;
-            }
-            for e in applied.events {
-                self.send(SourceEvent::Happened(e)).await?;
-            }
+            let changes = self.tracker.apply(&reads, &living, sent.1);
+            crate::backend::engine::show(&self.io, &self.b.info, changes).await?;
         }
         // True as of when the poll was sent.
         self.send(SourceEvent::Contact {

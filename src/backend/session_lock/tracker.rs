@@ -8,15 +8,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::{Instant, SystemTime};
 
 use super::{LockRead, Session, SessionRef};
-use crate::backend::{ForcedMark, ForcedMarks, change};
-use crate::model::{Candidate, Cause, Election, Event, MemberInfo, Note, Scheme, SourceId};
-
-/// What one read changed: the elections to send and the events they make.
-#[derive(Default, Debug)]
-pub(crate) struct Applied {
-    pub changed: Vec<Election>,
-    pub events: Vec<Event>,
-}
+use crate::backend::change::{self, Changes};
+use crate::backend::{ForcedMark, ForcedMarks};
+use crate::model::{Candidate, Cause, Election, MemberInfo, Note, Scheme, SourceId};
 
 struct Tracked {
     election: Election,
@@ -108,8 +102,8 @@ impl SessionLockTracker {
         reads: &[LockRead],
         alive: &HashSet<SessionRef>,
         at: SystemTime,
-    ) -> Applied {
-        let mut out = Applied::default();
+    ) -> Changes {
+        let mut out = Changes::default();
         let read: HashSet<&str> = reads.iter().map(|r| r.key.as_str()).collect();
         let freed: Vec<LockRead> = self
             .locks
@@ -133,7 +127,7 @@ impl SessionLockTracker {
         r: &LockRead,
         alive: &HashSet<SessionRef>,
         at: SystemTime,
-        out: &mut Applied,
+        out: &mut Changes,
     ) {
         if self.locks.get(&r.key).is_some_and(|t| t.read == *r) {
             return;
@@ -329,7 +323,7 @@ mod tests {
         SessionLockTracker::new(0, "pg x".into(), Scheme::PgAdvisory, 10, "grant".into())
     }
 
-    fn kinds(a: &Applied) -> Vec<(EventKind, Option<Cause>)> {
+    fn kinds(a: &Changes) -> Vec<(EventKind, Option<Cause>)> {
         a.events.iter().map(|e| (e.kind, e.cause)).collect()
     }
 

@@ -194,7 +194,7 @@ impl SqlTracker {
     /// Applies a poll. Returns the elections that changed, what happened, and the leader
     /// changes to persist. The first poll only establishes the state.
     pub(crate) fn apply(&mut self, mut poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
-        let mut out = Applied::default();
+        let mut out = PollChanges::default();
         self.start_poll();
         self.started = false;
         let first = !self.polled;
@@ -214,7 +214,7 @@ impl SqlTracker {
     }
 
     /// A row that is new or differs from the last poll's.
-    fn apply_row(&mut self, row: Row, poll: &Poll, first: bool, out: &mut Applied) {
+    fn apply_row(&mut self, row: Row, poll: &Poll, first: bool, out: &mut PollChanges) {
         let deadline_ms = row.remaining_ms.map(|r| poll.db_now_ms + r);
         let prev = self.seen.remove(row.key.as_str());
         // What the screen and the history show is escaped; the row keeps what was read.
@@ -285,7 +285,7 @@ impl SqlTracker {
     }
 
     /// Rows that are gone: the election stays, without a leader.
-    fn apply_gone(&mut self, poll: &Poll, out: &mut Applied) {
+    fn apply_gone(&mut self, poll: &Poll, out: &mut PollChanges) {
         let mut gone: Vec<String> = self
             .seen
             .iter()
@@ -322,7 +322,7 @@ impl SqlTracker {
 
     /// A leader change into the election's history, the events and what is persisted; an
     /// admin action of ours (or another electop's) recently aimed at it names the cause.
-    fn record(&mut self, name: &str, change: LeaderChange, poll: &Poll, out: &mut Applied) {
+    fn record(&mut self, name: &str, change: LeaderChange, poll: &Poll, out: &mut PollChanges) {
         let forced = self.forced.take(name, poll.now);
         let limit = self.history_limit;
         let recorded = change.record(self.election(name), forced, (Some(poll.at), None), limit);
@@ -334,7 +334,7 @@ impl SqlTracker {
 
 /// What a poll changed, gathered as its rows are applied.
 #[derive(Default)]
-struct Applied {
+struct PollChanges {
     changed: Vec<Election>,
     events: Vec<Event>,
     recorded: Vec<Recorded>,

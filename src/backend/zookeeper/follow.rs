@@ -14,8 +14,9 @@ use super::read::Reader;
 use super::record::{Past, Rec, Record};
 
 use super::single::Layout;
-use super::tracker::{Applied, ZkTracker};
+use super::tracker::ZkTracker;
 use super::{ZkBackend, inputs};
+use crate::backend::change::Changes;
 use crate::backend::{BackendIo, Backoff, Request, down_and_wait};
 use crate::model::{ConnState, EventKind, SourceEvent};
 
@@ -297,7 +298,7 @@ impl Follow {
             self.tracker.load(&nodes);
             let mut restored = match self.past.take() {
                 Some(p) => self.tracker.restore(&p.changes, sent.1),
-                None => Applied::default(),
+                None => Changes::default(),
             };
             self.audited(&mut restored).await;
             let elections = self.tracker.elections();
@@ -333,18 +334,9 @@ impl Follow {
         Ok(inputs::read(reader, cfg, &mut preview).await?)
     }
 
-    async fn tell(&mut self, applied: Applied) -> Result<(), Stop> {
+    async fn tell(&mut self, applied: Changes) -> Result<(), Stop> {
         self.keep(&applied).await?;
-        let source = self.b.info.id;
-        if !applied.changed.is_empty() {
-            let elections = applied.changed;
-            self.send(SourceEvent::Elections { source, elections })
-                .await?;
-        }
-        for e in applied.events {
-            self.send(SourceEvent::Happened(e)).await?;
-        }
-        Ok(())
+        crate::backend::engine::show(&self.io, &self.b.info, applied).await
     }
 
     /// Opens electop's own record at the first connect: history starts where it does.
@@ -371,7 +363,7 @@ impl Follow {
     }
 
     /// Each leader change `applied` records goes into electop's own record.
-    async fn keep(&mut self, applied: &Applied) -> Result<(), Stop> {
+    async fn keep(&mut self, applied: &Changes) -> Result<(), Stop> {
         let Some(r) = self.record.as_mut() else {
             return Ok(());
         };

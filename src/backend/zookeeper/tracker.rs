@@ -9,7 +9,8 @@ use super::deposed::DeposedSessions;
 use super::layout::Znode;
 use super::sessions::Listing;
 use super::single::Layout;
-use crate::backend::{ForcedMark, ForcedMarks, change};
+use crate::backend::change::{self, Changes};
+use crate::backend::{ForcedMark, ForcedMarks};
 use crate::model::{Candidate, Cause, Election, Event, EventKind, SessionCheck, SourceId};
 
 pub(crate) struct ZkTracker {
@@ -33,13 +34,6 @@ pub(crate) struct ZkTracker {
     /// The nodes of each election's znode (by its path) as last known, which each watch
     /// event steps on in the store's order (`steps.rs`).
     nodes: HashMap<String, Vec<Znode>>,
-}
-
-/// What one read changed: the elections to send and the events they make.
-#[derive(Default, Debug)]
-pub(crate) struct Applied {
-    pub changed: Vec<Election>,
-    pub events: Vec<Event>,
 }
 
 /// How many other nodes of a leaving leader's session are looked at to tell a deleted node
@@ -90,7 +84,7 @@ impl ZkTracker {
     /// A full re-read (after a reconnect: watch events during the gap are lost, ZOOKEEPER-4698):
     /// every election known or found is compared, so what changed meanwhile is reported,
     /// elections in the zxid order of their changes (as the watch would have told them).
-    pub(crate) fn resync(&mut self, nodes: &[Znode], at: SystemTime) -> Applied {
+    pub(crate) fn resync(&mut self, nodes: &[Znode], at: SystemTime) -> Changes {
         let mut parents: BTreeSet<String> = self.parents.values().cloned().collect();
         parents.extend(
             nodes
@@ -105,11 +99,11 @@ impl ZkTracker {
         for n in nodes {
             by_parent.entry(n.parent()).or_default().push(n.clone());
         }
-        let mut out = Applied::default();
+        let mut out = Changes::default();
         let mut groups: Vec<(Option<i64>, Vec<Event>)> = Vec::new();
         for parent in parents {
             let children = by_parent.remove(parent.as_str()).unwrap_or_default();
-            let mut one = Applied::default();
+            let mut one = Changes::default();
             self.apply_into(&parent, &children, (at, Seen::Resync(&held)), &mut one);
             out.changed.append(&mut one.changed);
             // The latest zxid seen in an election's change bounds it from below (a deletion's
@@ -131,8 +125,8 @@ impl ZkTracker {
         children: &[Znode],
         at: SystemTime,
         held: &HashSet<i64>,
-    ) -> Applied {
-        let mut out = Applied::default();
+    ) -> Changes {
+        let mut out = Changes::default();
         self.apply_into(parent, children, (at, Seen::Live(held)), &mut out);
         out
     }
@@ -188,7 +182,7 @@ impl ZkTracker {
         parent: &str,
         children: &[Znode],
         (at, seen): (SystemTime, Seen<'_>),
-        out: &mut Applied,
+        out: &mut Changes,
     ) {
         self.keep_nodes(parent, children);
         let name = self.layout.name(&self.prefix, parent);
@@ -250,7 +244,7 @@ impl ZkTracker {
         (before, gone): (Option<&Candidate>, Cause),
         forced: Option<(Cause, String)>,
         at: SystemTime,
-        out: &mut Applied,
+        out: &mut Changes,
     ) {
         let after = e.leader.as_ref();
         // One node is one tenure: the same path created by the same transaction.
@@ -363,8 +357,8 @@ impl ZkTracker {
 
     /// What the members said of the deposed sessions: the elections whose deposed holder
     /// changed, and an event for each whose session is gone.
-    pub(crate) fn sessions_listed(&mut self, listing: &Listing, now: Instant) -> Applied {
-        let mut out = Applied::default();
+    pub(crate) fn sessions_listed(&mut self, listing: &Listing, now: Instant) -> Changes {
+        let mut out = Changes::default();
         for (name, check) in self.deposed.apply(listing, now) {
             let Some(e) = self.elections.get_mut(&name) else {
                 continue;

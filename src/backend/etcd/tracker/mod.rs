@@ -44,7 +44,7 @@ pub enum LeaseFate {
 
 /// How a batch of changes was observed.
 #[derive(Clone, Copy, Debug)]
-pub struct Observed {
+pub struct Observation {
     /// Wall-clock time of a live observation; `None` when replayed from past revisions.
     pub at: Option<SystemTime>,
     pub now: Instant,

@@ -12,7 +12,7 @@ impl Tracker {
         &mut self,
         changes: Vec<Change>,
         fates: &HashMap<i64, LeaseFate>,
-        seen: Observed,
+        seen: Observation,
     ) -> (Vec<Election>, Vec<Event>) {
         let (touched, events) = self.apply_changes(changes, fates, seen);
         let changed = touched
@@ -28,7 +28,7 @@ impl Tracker {
         &mut self,
         changes: Vec<Change>,
         fates: &HashMap<i64, LeaseFate>,
-        seen: Observed,
+        seen: Observation,
     ) {
         self.apply_changes(changes, fates, seen);
     }
@@ -37,7 +37,7 @@ impl Tracker {
         &mut self,
         changes: Vec<Change>,
         fates: &HashMap<i64, LeaseFate>,
-        seen: Observed,
+        seen: Observation,
     ) -> (BTreeSet<Vec<u8>>, Vec<Event>) {
         let mut touched = BTreeSet::new();
         let mut events = Vec::new();
@@ -59,7 +59,7 @@ impl Tracker {
         changes: &[Change],
         rev: i64,
         fates: &HashMap<i64, LeaseFate>,
-        seen: Observed,
+        seen: Observation,
         touched: &mut BTreeSet<Vec<u8>>,
         events: &mut Vec<Event>,
     ) {
@@ -291,7 +291,7 @@ fn departure(
     old: Option<&Kv>,
     fates: &HashMap<i64, LeaseFate>,
     ttls: &Fast<i64, Deadline>,
-    seen: Observed,
+    seen: Observation,
 ) -> Cause {
     let Some(old) = old else {
         return Cause::Unknown;

@@ -20,8 +20,8 @@ fn del(key: &str, rev: i64) -> Change {
     }
 }
 
-fn live(now: Instant) -> Observed {
-    Observed {
+fn live(now: Instant) -> Observation {
+    Observation {
         at: Some(SystemTime::UNIX_EPOCH),
         now,
         replayed: false,
@@ -107,7 +107,7 @@ fn a_vanished_lease_is_expired_when_its_countdown_ran_out_else_revoked() {
 #[test]
 fn replayed_changes_have_no_time_and_cannot_tell_expiry_from_revocation() {
     let mut t = election_tracker();
-    let seen = Observed {
+    let seen = Observation {
         at: None,
         now: Instant::now(),
         replayed: true,

@@ -11,7 +11,7 @@ fn read(key: &str, held: Option<(&str, i64)>, at: Instant) -> Read {
     }
 }
 
-fn kinds(a: &Applied) -> Vec<(EventKind, Option<Cause>)> {
+fn kinds(a: &Changes) -> Vec<(EventKind, Option<Cause>)> {
     a.events.iter().map(|e| (e.kind, e.cause)).collect()
 }
 

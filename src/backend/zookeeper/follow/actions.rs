@@ -16,7 +16,7 @@ impl Follow {
     /// The admin actions taken on this source before electop started (from the audit log):
     /// the holders they removed, deposed while their session may live, and the changes
     /// this first read saw (`seen`) labelled as theirs.
-    pub(super) async fn audited(&mut self, seen: &mut super::Applied) {
+    pub(super) async fn audited(&mut self, seen: &mut super::Changes) {
         let actions = crate::backend::forced::audited_actions(&self.b.info.name);
         if actions.is_empty() {
             return;

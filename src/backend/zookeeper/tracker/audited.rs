@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::{Applied, ZkTracker, session_id};
+use super::{ZkTracker, session_id};
 use crate::admin::audit_tail::Done;
+use crate::backend::change::Changes;
 use crate::backend::zookeeper::sessions::Listing;
 use crate::model::{Candidate, Cause, EventKind, SessionCheck};
 
@@ -22,7 +23,7 @@ impl ZkTracker {
         actions: &[Done],
         listing: &Listing,
         now: Instant,
-        seen: &mut Applied,
+        seen: &mut Changes,
     ) {
         let newest: BTreeMap<&str, &Done> =
             actions.iter().map(|d| (d.election.as_str(), d)).collect();
@@ -62,7 +63,7 @@ impl ZkTracker {
 
     /// The change this first read saw in `name` (in `seen`), away from the leader `done`
     /// removed: made by that action, so its cause and author are the action's.
-    fn attribute(&mut self, name: &str, done: &Done, seen: &mut Applied) {
+    fn attribute(&mut self, name: &str, done: &Done, seen: &mut Changes) {
         let is_change =
             |k: EventKind| matches!(k, EventKind::LeaderChanged | EventKind::LeaderLost);
         let Some(ev) = seen

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use super::{Applied, ZkTracker};
+use super::ZkTracker;
 use crate::backend::change;
+use crate::backend::change::Changes;
 use crate::model::{Cause, Election, HistoryEntry};
 
 impl ZkTracker {
@@ -17,8 +18,8 @@ impl ZkTracker {
         &mut self,
         past: &BTreeMap<String, Vec<HistoryEntry>>,
         at: SystemTime,
-    ) -> Applied {
-        let mut out = Applied::default();
+    ) -> Changes {
+        let mut out = Changes::default();
         for (name, entries) in past {
             let Some(last) = entries.last() else { continue };
             let mut e = match self.elections.get(name) {

@@ -7,7 +7,8 @@
 use std::collections::HashSet;
 use std::time::SystemTime;
 
-use super::{Applied, ZkTracker};
+use super::ZkTracker;
+use crate::backend::change::Changes;
 use crate::backend::zookeeper::layout::Znode;
 
 impl ZkTracker {
@@ -28,13 +29,13 @@ impl ZkTracker {
     /// A watch event said the node at `path` was deleted: its election without it, if it
     /// was one of the nodes known. `held`: sessions known to hold a node now (see
     /// [`ZkTracker::deleted_leader_session`]).
-    pub(crate) fn deleted(&mut self, path: &str, at: SystemTime, held: &HashSet<i64>) -> Applied {
+    pub(crate) fn deleted(&mut self, path: &str, at: SystemTime, held: &HashSet<i64>) -> Changes {
         let parent = parent_of(path);
         let Some(known) = self.nodes.get(parent) else {
-            return Applied::default();
+            return Changes::default();
         };
         if !known.iter().any(|n| n.path == path) {
-            return Applied::default();
+            return Changes::default();
         }
         let children: Vec<Znode> = known.iter().filter(|n| n.path != path).cloned().collect();
         self.apply(parent, &children, at, held)
@@ -42,7 +43,7 @@ impl ZkTracker {
 
     /// A watch event said a node of `parent` was created or written: `read`, the nodes read
     /// just after it (a node already gone again is not among them; its deletion comes next).
-    pub(crate) fn written(&mut self, parent: &str, read: Vec<Znode>, at: SystemTime) -> Applied {
+    pub(crate) fn written(&mut self, parent: &str, read: Vec<Znode>, at: SystemTime) -> Changes {
         let mut children = self.nodes.get(parent).cloned().unwrap_or_default();
         for n in read.into_iter().filter(|n| n.parent() == parent) {
             match children.iter_mut().find(|c| c.path == n.path) {

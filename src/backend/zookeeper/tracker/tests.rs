@@ -17,7 +17,7 @@ fn none() -> HashSet<i64> {
 }
 
 /// Leader changes only (the line's joins and leaves are checked on their own).
-fn leaders(a: &Applied) -> Vec<(EventKind, Option<&str>, Option<&str>)> {
+fn leaders(a: &Changes) -> Vec<(EventKind, Option<&str>, Option<&str>)> {
     kinds(a)
         .into_iter()
         .filter(|(k, _, _)| !matches!(k, EventKind::CandidateJoined | EventKind::CandidateLeft))
@@ -28,7 +28,7 @@ fn tracker() -> ZkTracker {
     ZkTracker::new(0, "zk1".into(), "/election".into(), 10)
 }
 
-fn kinds(a: &Applied) -> Vec<(EventKind, Option<&str>, Option<&str>)> {
+fn kinds(a: &Changes) -> Vec<(EventKind, Option<&str>, Option<&str>)> {
     a.events
         .iter()
         .map(|e| (e.kind, e.from.as_deref(), e.to.as_deref()))
@@ -47,7 +47,7 @@ fn the_first_read_reports_no_change() {
     assert_eq!(got[0].leader.as_ref().map(|l| l.id.as_str()), Some("n1"));
 }
 
-fn causes(a: &Applied) -> Vec<Option<Cause>> {
+fn causes(a: &Changes) -> Vec<Option<Cause>> {
     a.events
         .iter()
         .filter(|e| e.cause.is_some())
