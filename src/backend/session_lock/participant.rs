@@ -204,11 +204,14 @@ async fn session(
         tokio::select! {
             _ = tokio::time::sleep(timing.renew) => {}
             _ = stop.cancelled() => {
-                let _ = tokio::time::timeout(
-                    crate::node::RESIGN_LIMIT,
-                    one(&mut conn, &sql.release),
-                )
-                .await;
+                let released =
+                    tokio::time::timeout(crate::node::RESIGN_LIMIT, one(&mut conn, &sql.release))
+                        .await;
+                // Said as every other scheme's participant says it.
+                report.say(match released {
+                    Ok(Ok(_)) => "resigned",
+                    _ => "could not resign in time: the lock goes with the session",
+                });
                 return Ok(());
             }
         }
