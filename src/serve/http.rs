@@ -88,9 +88,8 @@ async fn metrics(State(s): State<Served>, headers: HeaderMap) -> Response {
 }
 
 /// How hard a scrape is compressed: the fastest level. The text repeats the same names and
-/// labels on every line, so it already shrinks a scrape of 10,000 elections about twenty
-/// times, to 0.23-0.43 MB, far under the 5 MB asked for; a slower level would only spend
-/// more of the scrape's CPU (docs/PERFORMANCE.md has the figures).
+/// labels on every line, so it already shrinks a scrape about twenty times; a slower level
+/// would only spend more of the scrape's CPU (docs/PERFORMANCE.md has the figures).
 const GZIP_LEVEL: u32 = 1;
 
 /// Whether the scraper takes a gzip body: `gzip` (or `*`) in `Accept-Encoding` without

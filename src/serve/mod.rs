@@ -36,9 +36,8 @@ pub(crate) struct Options {
 
 /// Leader changes kept per election (by `serve` and `watch`) unless `--history-limit` says
 /// otherwise: enough for flapping (more than 4 in the last minute) and the last changes in
-/// `/api/v1/elections`. A kept change costs about 175 bytes (an entry and its two holder
-/// names, shared by the store's tracker and the read model), so the dashboard's 200 would
-/// take a serve of 10,000 busy elections towards 350 MiB; 8 bound it near 14 MiB.
+/// `/api/v1/elections`. The dashboard's 200 would grow a serve of many busy elections by
+/// hundreds of MiB (docs/PERFORMANCE.md has the figures).
 pub(crate) const HISTORY: usize = 8;
 
 /// How often the clock moves the model on (countdowns, staleness, time without a leader).

@@ -2,9 +2,9 @@
 //! as it comes (a gzipped one), so a gzipped scrape's text is never whole in memory.
 
 /// How much text a scrape holds before handing it on: small enough that its buffer is
-/// reused from scrape to scrape rather than made anew (a whole scrape, 5-8 MB at 10,000
-/// elections, had its pages faulted in at every scrape), large enough that the compressor
-/// is called rarely.
+/// reused from scrape to scrape rather than made anew (a whole scrape's pages were faulted
+/// in at every scrape; docs/PERFORMANCE.md), large enough that the compressor is called
+/// rarely.
 pub(crate) const CHUNK: usize = 64 * 1024;
 
 /// Takes a scrape's text as it is written.
@@ -67,9 +67,8 @@ impl Writer<'_> {
 }
 
 /// A gzipped scrape: the text compressed a [`CHUNK`] at a time as it is written, by
-/// `flate2` at the level asked. A scrape of 10,000 elections after every one changed costs
-/// about 20-25 ms of CPU this way (docs/PERFORMANCE.md): keeping compressed runs of the
-/// families between scrapes saved a few of those at the price of 250 lines, and went.
+/// `flate2` at the level asked. Plain on purpose: keeping the compressed runs of unchanged
+/// families between scrapes saved little CPU for much code (docs/PERFORMANCE.md).
 pub(crate) struct Gzip {
     encoder: flate2::write::GzEncoder<Vec<u8>>,
     failed: Option<std::io::Error>,
