@@ -1,0 +1,41 @@
+//! Conformance: one list of scenarios run against every store and scheme electop reads,
+//! each (scenario, store) cell its own test, named `<scenario>::<store>`. In every cell the
+//! leader and the changes must be the same in `status --json`, the `status` table,
+//! `watch --json`, `serve`'s `/api/v1/elections` and `/api/v1/events`, and `/metrics`.
+//! One server per store serves every cell of the binary. The matrix of results is
+//! docs/CONFORMANCE.md.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod scenarios;
+mod servers;
+mod stores;
+mod views;
+
+/// `cells!(scenario: store, #[ignore = "defect: ..."] store, ...)`: a module per scenario,
+/// a test per store.
+macro_rules! cells {
+    ($scenario:ident: $($(#[$m:meta])* $store:ident),* $(,)?) => {
+        mod $scenario {
+            $(
+                #[test]
+                $(#[$m])*
+                fn $store() {
+                    crate::scenarios::$scenario(crate::stores::Kind::$store)
+                }
+            )*
+        }
+    };
+}
+
+cells!(elected: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
+    sql_lease_postgres, zookeeper, redis_events, redis_poll, pg_advisory, mysql_lock);
+cells!(failover: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
+    sql_lease_postgres, zookeeper, redis_events, redis_poll, pg_advisory, mysql_lock);
+cells!(resign: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
+    sql_lease_postgres, zookeeper, redis_events, redis_poll, pg_advisory, mysql_lock);
+cells!(store_down: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
+    sql_lease_postgres, zookeeper, redis_events, redis_poll, pg_advisory, mysql_lock);
+cells!(other_source_down: etcd_election, etcd_lease_key, sql_lease_sqlite,
+    sql_heartbeat_sqlite, sql_lease_postgres, zookeeper, redis_events, redis_poll, pg_advisory,
+    mysql_lock);

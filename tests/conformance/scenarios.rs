@@ -1,0 +1,398 @@
+//! The scenarios (the matrix's rows), each run on one cell. Every step ends with the views
+//! read until they agree (`settle`), then what they agree on is checked against what the
+//! participants did. Where a store cannot show something by design, `expect` says so and
+//! the scenario asserts the documented limit instead (that nothing false is shown).
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::node::Node;
+use crate::common::proxy::Proxy;
+use crate::common::{T, electop::command};
+use crate::stores::{Cell, Kind, TTL, names};
+use crate::views::{
+    Change, Observers, View, agree, changes_by_cause, dump, find_election, markers_alternate,
+};
+
+/// Slack on every timing bound: process start, a poll, a busy two-core machine.
+const SLACK: Duration = Duration::from_millis(2500);
+/// How long the store stays out of reach in `store_down`.
+const OUTAGE: Duration = Duration::from_secs(10);
+
+/// What a cell is expected to show: everything, or a documented limit of its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    Pass,
+    Limit(&'static str),
+}
+
+/// Reads every view until they agree and the leader is `leader` (a participant's id, or
+/// none); returns the readings.
+pub fn settle(obs: &mut Observers, cell: &Cell, leader: Option<&str>) -> Vec<View> {
+    let mut last = String::new();
+    let deadline = Instant::now() + T;
+    loop {
+        let views = obs.read(cell);
+        let counts = changes_by_cause(&obs.metrics(), &cell.election);
+        let shown = views[0].leader.as_deref();
+        let right = match (shown, leader) {
+            (Some(s), Some(id)) => names(s, id),
+            (None, None) => true,
+            _ => false,
+        };
+        match agree(&views, &counts) {
+            Ok(()) if right => return views,
+            Ok(()) => last = format!("they agree on {shown:?}, not {leader:?}"),
+            Err(why) => last = why,
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "{:?}: the views did not agree on leader {leader:?} within {T:?}: {last}\n{}\n\
+                 watch saw:\n{:#?}",
+                cell.kind,
+                dump(&views),
+                obs.watch.seen
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The changes the views agreed on (the watch's list).
+fn changes(views: &[View]) -> Vec<Change> {
+    views
+        .iter()
+        .find_map(|v| v.changes.clone())
+        .expect("a view lists changes")
+}
+
+fn change(from: Option<&str>, to: Option<&str>, c: &Change) -> bool {
+    let is = |shown: &Option<String>, id: Option<&str>| match (shown, id) {
+        (Some(s), Some(id)) => names(s, id),
+        (None, None) => true,
+        _ => false,
+    };
+    is(&c.from, from) && is(&c.to, to)
+}
+
+/// Two participants, `node-a` leading and `node-b` following, and every view agreeing;
+/// with how the views name each.
+fn two_nodes(cell: &Cell, obs: &mut Observers) -> (Node, Node, String, String) {
+    let mut a = cell.node("node-a");
+    a.wait_belief("leader", Some("node-a"), T);
+    let mut b = cell.node("node-b");
+    b.wait_belief("follower", None, T);
+    let (ia, ib) = (cell.shown(&mut a), cell.shown(&mut b));
+    settle(obs, cell, Some(&ia));
+    (a, b, ia, ib)
+}
+
+/// (1) One participant leads; the views agree on it and list it as the one election.
+pub fn elected(kind: Kind) {
+    let cell = Cell::new(kind, "elected", 1);
+    let mut obs = Observers::start(&cell, &cell.source, true);
+    let (_a, _b, ia, _) = two_nodes(&cell, &mut obs);
+    let views = settle(&mut obs, &cell, Some(&ia));
+    let list = changes(&views);
+    assert!(
+        list.len() == 1 && change(None, Some(&ia), &list[0]),
+        "{kind:?}: one change, none to node-a: {list:?}"
+    );
+}
+
+/// (2) SIGKILL of the leader: the other leads, once the TTL ran out where there is one.
+pub fn failover(kind: Kind) {
+    let cell = Cell::new(kind, "failover", 2);
+    let mut obs = Observers::start(&cell, &cell.source, true);
+    let (mut a, mut b, ia, ib) = two_nodes(&cell, &mut obs);
+    let killed = Instant::now();
+    a.sigkill();
+    let at = b.wait_belief_at("leader", Some("node-b"), TTL + SLACK + T);
+    let took = at.saturating_duration_since(killed);
+    assert!(
+        took <= TTL + SLACK,
+        "{kind:?}: failover took {took:?}, more than {:?}",
+        TTL + SLACK
+    );
+    let views = settle(&mut obs, &cell, Some(&ib));
+    let list = changes(&views);
+    let after = &list[1..];
+    let handover = after.len() == 1 && change(Some(&ia), Some(&ib), &after[0]);
+    let gap = after.len() == 2
+        && change(Some(&ia), None, &after[0])
+        && change(None, Some(&ib), &after[1]);
+    assert!(
+        handover || gap,
+        "{kind:?}: node-a's end and node-b's start: {list:?}"
+    );
+    let cause = after[0].cause.as_deref();
+    let ended = crash_cause(kind);
+    assert_eq!(
+        cause,
+        Some(ended),
+        "{kind:?}: a crash ends the tenure as {ended}: {list:?}"
+    );
+    println!("{kind:?}: failover {took:?}, changes {after:?}");
+}
+
+/// How a crashed holder's tenure ends in each store: its lease or term runs out, its
+/// ephemeral node goes with its session, its session lock with its connection.
+fn crash_cause(kind: Kind) -> &'static str {
+    match kind {
+        Kind::etcd_election | Kind::etcd_lease_key => "lease_expired",
+        Kind::redis_events | Kind::redis_poll => "lease_expired",
+        Kind::sql_lease_sqlite | Kind::sql_lease_postgres | Kind::sql_heartbeat_sqlite => {
+            "expired"
+        }
+        Kind::zookeeper => "node_gone",
+        Kind::pg_advisory | Kind::mysql_lock => "session_ended",
+    }
+}
+
+/// What a clean resign can show in each store, and the causes it may be told with.
+pub fn resign_expect(kind: Kind) -> (Expect, &'static [&'static str]) {
+    match kind {
+        Kind::etcd_election | Kind::etcd_lease_key => (Expect::Pass, &["resigned"]),
+        Kind::redis_events => (Expect::Pass, &["resigned", "deleted"]),
+        Kind::sql_lease_sqlite | Kind::sql_lease_postgres | Kind::sql_heartbeat_sqlite => (
+            Expect::Limit(
+                "a resign ends the term in the row (moved to the database's now): a reader \
+                 sees the term over, cause expired; the takeover is still quick",
+            ),
+            &["expired"],
+        ),
+        Kind::zookeeper => (
+            Expect::Limit(
+                "ZooKeeper's watch says the node went, not whether it was deleted or its \
+                 session closed: cause node_gone",
+            ),
+            &["node_gone"],
+        ),
+        Kind::redis_poll => (
+            Expect::Limit(
+                "polling cannot see the delete between two polls: the release and the next \
+                 acquire read as one change",
+            ),
+            &["taken_over", "resigned", "deleted"],
+        ),
+        Kind::pg_advisory | Kind::mysql_lock => (
+            Expect::Limit(
+                "a session lock has no release record: the unlock is seen as the lock's \
+                 session letting go",
+            ),
+            &["session_ended", "resigned"],
+        ),
+    }
+}
+
+/// (3) SIGTERM of the leader: it resigns and the other leads well before a TTL would
+/// have run out; the cause is the release, where the store tells one.
+pub fn resign(kind: Kind) {
+    let cell = Cell::new(kind, "resign", 3);
+    let mut obs = Observers::start(&cell, &cell.source, true);
+    let (mut a, mut b, ia, ib) = two_nodes(&cell, &mut obs);
+    let sent = Instant::now();
+    let (status, _) = a.sigterm(Duration::from_secs(3));
+    assert!(status.success(), "{kind:?}: SIGTERM exits 0: {}", a.dump());
+    let at = b.wait_belief_at("leader", Some("node-b"), T);
+    let took = at.saturating_duration_since(sent);
+    assert!(
+        took < TTL,
+        "{kind:?}: takeover after a resign took {took:?}, not quicker than the TTL {TTL:?}"
+    );
+    let views = settle(&mut obs, &cell, Some(&ib));
+    let list = changes(&views);
+    let after = &list[1..];
+    let cause = after.first().and_then(|c| c.cause.clone());
+    let (_, allowed) = resign_expect(kind);
+    assert!(
+        after.first().is_some_and(|c| change(Some(&ia), None, c)
+            || change(Some(&ia), Some(&ib), c)),
+        "{kind:?}: node-a's tenure ends first: {list:?}"
+    );
+    assert!(
+        cause.as_deref().is_some_and(|c| allowed.contains(&c)),
+        "{kind:?}: a resign is told as one of {allowed:?}, not {cause:?}: {list:?}"
+    );
+    println!("{kind:?}: resign took over in {took:?}, changes {after:?}");
+    assert!(
+        a.events().any(|e| e == "resigned"),
+        "{kind:?}: the leader says it resigned, as in every other scheme: {}",
+        a.dump()
+    );
+}
+
+pub fn store_down_expect(kind: Kind) -> Expect {
+    match kind.server_port() {
+        None => Expect::Limit("SQLite is a file: there is no server to lose"),
+        Some(_) => Expect::Pass,
+    }
+}
+
+/// The connection markers of every source alternate (see `markers_alternate`).
+fn markers_ok(obs: &Observers, kind: Kind) {
+    if let Err(why) = markers_alternate(&obs.watch.seen) {
+        panic!("{kind:?}: watch --json: {why}\n{}", lines(&obs.watch.seen));
+    }
+}
+
+/// The watch's lines about the cell's source (not an election's).
+fn marks(watch: &[Value], kind: &str) -> usize {
+    watch.iter().filter(|v| v["kind"] == kind).count()
+}
+
+/// (4) The store out of the observers' reach for `OUTAGE` (a frozen proxy: a partition,
+/// no reset), while the participants, connected directly, go on renewing: one
+/// `disconnected` and one `connected`, no leader change, and fresh views after.
+pub fn store_down(kind: Kind) {
+    let cell = Cell::new(kind, "store-down", 4);
+    let Some(port) = kind.server_port() else {
+        return no_outage(&cell);
+    };
+    let proxy = Proxy::start(port, Duration::from_secs(120));
+    let mut obs = Observers::start(&cell, &cell.source_via(proxy.port()), true);
+    let (mut a, mut b, ia, ib) = two_nodes(&cell, &mut obs);
+    let before = obs.watch.seen.len();
+    proxy.freeze();
+    let frozen = Instant::now();
+    wait_mark(&mut obs, before, "disconnected", OUTAGE + SLACK);
+    let noticed = frozen.elapsed();
+    std::thread::sleep(OUTAGE.saturating_sub(frozen.elapsed()));
+    proxy.thaw();
+    wait_mark(&mut obs, before, "connected", T);
+    let views = settle(&mut obs, &cell, Some(&ia));
+    let list = changes(&views);
+    assert_eq!(list.len(), 1, "{kind:?}: the holder renewed throughout: {list:?}");
+    a.pump();
+    b.pump();
+    assert!(a.believes("leader", Some("node-a")).is_some(), "{}", a.dump());
+    assert!(b.believes("follower", None).is_some(), "{}", b.dump());
+    fresh(&cell, &obs.source, &[]);
+    // Let a late second marker arrive before counting.
+    std::thread::sleep(Duration::from_secs(2));
+    obs.watch.pump();
+    let during = &obs.watch.seen[before..];
+    assert_eq!(
+        (marks(during, "disconnected"), marks(during, "connected")),
+        (1, 1),
+        "{kind:?}: one disconnected and one connected per outage (noticed after {noticed:?}): \
+         {}",
+        lines(during)
+    );
+    markers_ok(&obs, kind);
+}
+
+/// Waits until the watch printed a `kind` line after its `before`th line.
+fn wait_mark(obs: &mut Observers, before: usize, kind: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        obs.watch.pump();
+        if marks(&obs.watch.seen[before..], kind) > 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {kind} line within {within:?}: {:#?}",
+            &obs.watch.seen[before..]
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// SQLite has no server: over the same time nothing says it was lost, nor a change.
+fn no_outage(cell: &Cell) {
+    let mut obs = Observers::start(cell, &cell.source, true);
+    let (_a, _b, ia, _) = two_nodes(cell, &mut obs);
+    let before = obs.watch.seen.len();
+    std::thread::sleep(Duration::from_secs(3));
+    let views = settle(&mut obs, cell, Some(&ia));
+    let during = &obs.watch.seen[before..];
+    assert_eq!(marks(during, "disconnected"), 0, "{during:#?}");
+    assert_eq!(changes(&views).len(), 1);
+}
+
+/// `status --json` over `source` (and `extra` sources): this cell's source read now and
+/// not stale; its exit code and the source's id.
+fn fresh(cell: &Cell, source: &[String], extra: &[String]) -> (i32, String) {
+    let out = command(cell.home())
+        .args(source)
+        .args(extra)
+        .args(["status", "--json"])
+        .output()
+        .expect("run electop status");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "status printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let e = find_election(&doc, &cell.election)
+        .unwrap_or_else(|| panic!("{:?}: no election in {doc:#}", cell.kind));
+    let src = doc["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["id"] == e["source_id"]))
+        .unwrap_or_else(|| panic!("no source of the election in {doc:#}"));
+    assert!(
+        src["state"] == "connected" && src["stale"] == false && e["stale"] == false,
+        "{:?}: the source is read and fresh: {src:#}\n{e:#}",
+        cell.kind
+    );
+    let id = src["id"].as_str().unwrap_or_default().to_string();
+    (out.status.code().unwrap_or(-1), id)
+}
+
+/// A Redis source on a port nobody listens on: a refused connection.
+fn closed_source() -> Vec<String> {
+    let port = crate::common::free_port();
+    vec!["--redis".into(), format!("redis://127.0.0.1:{port}")]
+}
+
+/// The watch's lines about `source` from its first `connected` on (what a source says
+/// while it first connects is its start, not an outage).
+fn since_connected<'a>(seen: &'a [Value], source: &str) -> Vec<&'a Value> {
+    seen.iter()
+        .filter(|v| v["source_id"] == source && v.get("election").is_none())
+        .skip_while(|v| v["kind"] != "connected")
+        .collect()
+}
+
+/// (5) Another source is down: this one stays fresh in every view, and status exits 3.
+pub fn other_source_down(kind: Kind) {
+    let cell = Cell::new(kind, "other-down", 5);
+    let extra = closed_source();
+    let all = [cell.source.clone(), extra.clone()].concat();
+    let mut obs = Observers::start(&cell, &all, false);
+    let (_a, _b, ia, _) = two_nodes(&cell, &mut obs);
+    let (code, id) = fresh(&cell, &cell.source, &extra);
+    assert_eq!(code, 3, "{kind:?}: status exits 3 when some source was not read");
+    let m = obs.metrics();
+    let up = |v: &str| {
+        m.lines()
+            .filter(|l| l.starts_with("electop_source_up{"))
+            .find(|l| l.contains(&format!("source=\"{v}\"")))
+            .map(|l| l.ends_with(" 1") || l.ends_with(" 1.0"))
+    };
+    let other = if id == "redis1" { "redis2" } else { "redis1" };
+    assert_eq!(
+        (up(&id), up(other)),
+        (Some(true), Some(false)),
+        "{kind:?}: /metrics has {id} up and {other} down"
+    );
+    settle(&mut obs, &cell, Some(&ia));
+    let ours = since_connected(&obs.watch.seen, &id);
+    let gone: Vec<&&Value> = ours
+        .iter()
+        .filter(|v| v["kind"] == "stale" || v["kind"] == "disconnected")
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "{kind:?}: nothing said {id} went away: {gone:#?}\nwatch saw:\n{}",
+        lines(&obs.watch.seen)
+    );
+    markers_ok(&obs, kind);
+}
+
+fn lines(seen: &[Value]) -> String {
+    seen.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
+}
