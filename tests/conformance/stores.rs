@@ -187,10 +187,6 @@ impl Cell {
         self.home.path()
     }
 
-    pub fn src(&self) -> Vec<&str> {
-        self.source.iter().map(String::as_str).collect()
-    }
-
     /// The source flags with the store's port replaced by `port` (a proxy in front of it).
     pub fn source_via(&self, port: u16) -> Vec<String> {
         let from = format!(":{}", self.kind.server_port().expect("a server"));
@@ -241,4 +237,75 @@ impl Cell {
 /// session too (`id:pid`, `id (conn N)`), which the participant's id starts.
 pub fn names(shown: &str, id: &str) -> bool {
     shown == id || shown.strip_prefix(id).is_some_and(|rest| !rest.starts_with(char::is_alphanumeric))
+}
+
+/// Writes a lock key as a service's own client does (`redis-cli`, `etcdctl`), for steps a
+/// few ms apart that no participant could time: a release then another's acquire.
+pub struct Writer<'a> {
+    cell: &'a Cell,
+    key: String,
+}
+
+impl<'a> Writer<'a> {
+    pub fn new(cell: &'a Cell) -> Writer<'a> {
+        let key = match cell.kind {
+            Kind::etcd_lease_key => format!("/conf-lead/{}", cell.election),
+            _ => cell.election.clone(),
+        };
+        Writer { cell, key }
+    }
+
+    /// The lock taken by `id` for a minute.
+    pub fn acquire(&mut self, id: &str) {
+        self.run(&[self.acquire_cmd(id)]);
+    }
+
+    /// A delete, then `id`'s acquire right after (one connection for Redis).
+    pub fn release_then_acquire(&mut self, id: &str) {
+        let del = match self.cell.kind {
+            Kind::etcd_lease_key => vec!["del".to_string(), self.key.clone()],
+            _ => vec!["DEL".to_string(), self.key.clone()],
+        };
+        let acquire = self.acquire_cmd(id);
+        self.run(&[del, acquire]);
+    }
+
+    fn acquire_cmd(&self, id: &str) -> Vec<String> {
+        match self.cell.kind {
+            Kind::etcd_lease_key => {
+                let out = ETCD.with(|e| e.etcdctl_stdout(&["lease", "grant", "60"]));
+                let lease = out.split_whitespace().nth(1).expect("a lease id").to_string();
+                strings(&["put", &format!("--lease={lease}"), &self.key, id])
+            }
+            _ => strings(&["SET", &self.key, id, "NX", "PX", "60000"]),
+        }
+    }
+
+    fn run(&self, cmds: &[Vec<String>]) {
+        match self.cell.kind {
+            Kind::etcd_lease_key => {
+                for c in cmds {
+                    let c: Vec<&str> = c.iter().map(String::as_str).collect();
+                    ETCD.with(|e| e.etcdctl_stdout(&c));
+                }
+            }
+            _ => {
+                let port = self.cell.kind.server_port().expect("a server").to_string();
+                let script: String = cmds.iter().map(|c| c.join(" ") + "\n").collect();
+                let mut child = std::process::Command::new("redis-cli")
+                    .args(["-p", &port])
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("run redis-cli");
+                use std::io::Write;
+                let mut stdin = child.stdin.take().expect("stdin");
+                stdin.write_all(script.as_bytes()).expect("write to redis-cli");
+                drop(stdin);
+                let out = child.wait_with_output().expect("redis-cli");
+                let said = String::from_utf8_lossy(&out.stdout);
+                assert!(said.contains("OK"), "redis-cli {script:?} said {said:?}");
+            }
+        }
+    }
 }
