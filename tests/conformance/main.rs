@@ -7,6 +7,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod participants;
 mod scenarios;
 mod servers;
 mod stores;
@@ -29,9 +30,9 @@ macro_rules! cells {
 }
 
 cells!(elected: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
-    sql_lease_postgres, zookeeper, redis_events, redis_poll, pg_advisory, mysql_lock);
+    sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events, redis_poll, pg_advisory, mysql_lock);
 cells!(failover: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
-    sql_lease_postgres, zookeeper, redis_events, redis_poll, pg_advisory, mysql_lock);
+    sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events, redis_poll, pg_advisory, mysql_lock);
 cells!(resign:
     #[ignore = "defect: etcd resign (delete, then lease revoke) is told resigned or \
         lease_ended by each observer's racy lease lookup; watch and serve disagree"]
@@ -39,7 +40,7 @@ cells!(resign:
     #[ignore = "defect: lease-key resign (delete, then lease revoke) is told resigned, \
         lease_expired or lease_ended by each observer's racy lease lookup; watch and serve disagree"]
     etcd_lease_key,
-    sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres, zookeeper, redis_events,
+    sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events,
     redis_poll,
     #[ignore = "defect: a session-lock node says no `resigned` when SIGTERM releases its lock"]
     pg_advisory,
@@ -50,7 +51,7 @@ cells!(store_down:
     etcd_election,
     #[ignore = "defect: one `disconnected` per reconnect attempt in one outage"]
     etcd_lease_key,
-    sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres, zookeeper,
+    sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres, zookeeper, zookeeper_kazoo,
     #[ignore = "defect: after the outage the holder that renewed throughout is a change \
         node-a -> node-a, lease_expired"]
     redis_events,
@@ -65,7 +66,11 @@ cells!(other_source_down:
     #[ignore = "defect: status waits the whole --timeout for a refused Redis source, by \
         when the live etcd source is shown stale"]
     etcd_lease_key,
-    sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres, zookeeper, redis_events,
+    sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres,
+    #[ignore = "defect: a second `connected` without a `disconnected` between, just after start"]
+    zookeeper,
+    #[ignore = "defect: a second `connected` without a `disconnected` between, just after start"]
+    zookeeper_kazoo, redis_events,
     #[ignore = "defect: `connected` at every poll without keyspace events"]
     redis_poll,
     pg_advisory, mysql_lock);
@@ -74,7 +79,7 @@ cells!(release_acquire:
         lease_ended by each observer's racy lease lookup; watch and serve disagree"]
     etcd_election,
     etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
-    sql_lease_postgres, zookeeper,
+    sql_lease_postgres, zookeeper, zookeeper_kazoo,
     #[ignore = "defect: a `del` notification is followed by a read of the key, so a DEL then \
         another's SET a ms apart is at times one change a -> b, not lost then elected"]
     redis_events,

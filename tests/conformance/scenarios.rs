@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::node::Node;
 use crate::common::proxy::Proxy;
 use crate::common::{T, electop::command};
+use crate::participants::Participant;
 use crate::stores::{Cell, Kind, TTL, names};
 use crate::views::{
     Change, Observers, View, agree, changes_by_cause, dump, find_election, markers_alternate,
@@ -105,11 +105,11 @@ fn change(from: Option<&str>, to: Option<&str>, c: &Change) -> bool {
 
 /// Two participants, `node-a` leading and `node-b` following, and every view agreeing;
 /// with how the views name each.
-fn two_nodes(cell: &Cell, obs: &mut Observers) -> (Node, Node, String, String) {
-    let mut a = cell.node("node-a");
-    a.wait_belief("leader", Some("node-a"), T);
-    let mut b = cell.node("node-b");
-    b.wait_belief("follower", None, T);
+fn two_nodes(cell: &Cell, obs: &mut Observers) -> (Participant, Participant, String, String) {
+    let mut a = cell.participant("node-a");
+    a.wait_leader(T);
+    let mut b = cell.participant("node-b");
+    b.wait_follower(T);
     let (ia, ib) = (cell.shown(&mut a), cell.shown(&mut b));
     settle(obs, cell, Some(&ia));
     (a, b, ia, ib)
@@ -134,8 +134,8 @@ pub fn failover(kind: Kind) {
     let mut obs = Observers::start(&cell, &cell.source, true);
     let (mut a, mut b, ia, ib) = two_nodes(&cell, &mut obs);
     let killed = Instant::now();
-    a.sigkill();
-    let at = b.wait_belief_at("leader", Some("node-b"), TTL + SLACK + T);
+    a.crash();
+    let at = b.wait_leader(TTL + SLACK + T);
     let took = at.saturating_duration_since(killed);
     assert!(
         took <= TTL + SLACK,
@@ -144,10 +144,15 @@ pub fn failover(kind: Kind) {
     );
     let views = settle(&mut obs, &cell, Some(&ib));
     let ended = crash_cause(kind);
-    each_list(kind, &views, &format!("node-a ends ({ended}), node-b leads"), |after| {
-        (handover(&ia, &ib, after) || gap(&ia, &ib, after))
-            && after[0].cause.as_deref() == Some(ended)
-    });
+    each_list(
+        kind,
+        &views,
+        &format!("node-a ends ({ended}), node-b leads"),
+        |after| {
+            (handover(&ia, &ib, after) || gap(&ia, &ib, after))
+                && after[0].cause.as_deref() == Some(ended)
+        },
+    );
     let after = &changes(&views)[1..];
     println!("{kind:?}: failover {took:?}, changes {after:?}");
 }
@@ -158,10 +163,8 @@ fn crash_cause(kind: Kind) -> &'static str {
     match kind {
         Kind::etcd_election | Kind::etcd_lease_key => "lease_expired",
         Kind::redis_events | Kind::redis_poll => "lease_expired",
-        Kind::sql_lease_sqlite | Kind::sql_lease_postgres | Kind::sql_heartbeat_sqlite => {
-            "expired"
-        }
-        Kind::zookeeper => "node_gone",
+        Kind::sql_lease_sqlite | Kind::sql_lease_postgres | Kind::sql_heartbeat_sqlite => "expired",
+        Kind::zookeeper | Kind::zookeeper_kazoo => "node_gone",
         Kind::pg_advisory | Kind::mysql_lock => "session_ended",
     }
 }
@@ -179,7 +182,7 @@ pub fn resign_expect(kind: Kind) -> (Expect, &'static [&'static str]) {
             ),
             &["expired", "taken_over"],
         ),
-        Kind::zookeeper => (
+        Kind::zookeeper | Kind::zookeeper_kazoo => (
             Expect::Limit(
                 "ZooKeeper's watch says the node went, not whether it was deleted or its \
                  session closed: cause node_gone",
@@ -210,9 +213,9 @@ pub fn resign(kind: Kind) {
     let mut obs = Observers::start(&cell, &cell.source, true);
     let (mut a, mut b, ia, ib) = two_nodes(&cell, &mut obs);
     let sent = Instant::now();
-    let (status, _) = a.sigterm(Duration::from_secs(3));
+    let status = a.resign(Duration::from_secs(3));
     assert!(status.success(), "{kind:?}: SIGTERM exits 0: {}", a.dump());
-    let at = b.wait_belief_at("leader", Some("node-b"), T);
+    let at = b.wait_leader(T);
     let took = at.saturating_duration_since(sent);
     assert!(
         took < TTL,
@@ -223,12 +226,15 @@ pub fn resign(kind: Kind) {
     let what = format!("node-a's tenure ends first, as one of {allowed:?}");
     each_list(kind, &views, &what, |after| {
         (change(Some(&ia), None, &after[0]) || change(Some(&ia), Some(&ib), &after[0]))
-            && after[0].cause.as_deref().is_some_and(|c| allowed.contains(&c))
+            && after[0]
+                .cause
+                .as_deref()
+                .is_some_and(|c| allowed.contains(&c))
     });
     let after = &changes(&views)[1..];
     println!("{kind:?}: resign took over in {took:?}, changes {after:?}");
     assert!(
-        a.events().any(|e| e == "resigned"),
+        a.said_resigned(),
         "{kind:?}: the leader says it resigned, as in every other scheme: {}",
         a.dump()
     );
@@ -274,11 +280,13 @@ pub fn store_down(kind: Kind) {
     wait_mark(&mut obs, before, "connected", T);
     let views = settle(&mut obs, &cell, Some(&ia));
     let list = changes(&views);
-    assert_eq!(list.len(), 1, "{kind:?}: the holder renewed throughout: {list:?}");
-    a.pump();
-    b.pump();
-    assert!(a.believes("leader", Some("node-a")).is_some(), "{}", a.dump());
-    assert!(b.believes("follower", None).is_some(), "{}", b.dump());
+    assert_eq!(
+        list.len(),
+        1,
+        "{kind:?}: the holder renewed throughout: {list:?}"
+    );
+    assert!(a.believes("leader"), "{kind:?}: {}", a.dump());
+    assert!(b.believes("follower"), "{kind:?}: {}", b.dump());
     fresh(&cell, &obs.source, &[]);
     // Let a late second marker arrive before counting.
     std::thread::sleep(Duration::from_secs(2));
@@ -376,7 +384,10 @@ pub fn other_source_down(kind: Kind) {
     let mut obs = Observers::start(&cell, &all, false);
     let (_a, _b, ia, _) = two_nodes(&cell, &mut obs);
     let (code, id) = fresh(&cell, &cell.source, &extra);
-    assert_eq!(code, 3, "{kind:?}: status exits 3 when some source was not read");
+    assert_eq!(
+        code, 3,
+        "{kind:?}: status exits 3 when some source was not read"
+    );
     let m = obs.metrics();
     let up = |v: &str| {
         m.lines()
@@ -405,19 +416,24 @@ pub fn other_source_down(kind: Kind) {
 }
 
 fn lines(seen: &[Value]) -> String {
-    seen.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
+    seen.iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// What a release then another's quick acquire can show in each store.
 pub fn release_expect(kind: Kind) -> Expect {
     match kind {
         Kind::redis_events | Kind::etcd_lease_key => Expect::Pass,
-        Kind::etcd_election | Kind::zookeeper | Kind::pg_advisory | Kind::mysql_lock => {
-            Expect::Limit(
-                "the next in line holds it in the same step as the release: one change, \
-                 no moment without a leader",
-            )
-        }
+        Kind::etcd_election
+        | Kind::zookeeper
+        | Kind::zookeeper_kazoo
+        | Kind::pg_advisory
+        | Kind::mysql_lock => Expect::Limit(
+            "the next in line holds it in the same step as the release: one change, \
+             no moment without a leader",
+        ),
         _ => Expect::Limit(
             "polling cannot see a release and the next acquire between two polls: one \
              change or two, never another holder",
@@ -443,7 +459,7 @@ pub fn release_acquire(kind: Kind) {
         }
         _ => {
             let (mut a, b, ia, ib) = two_nodes(&cell, &mut obs);
-            a.sigterm(Duration::from_secs(3));
+            a.resign(Duration::from_secs(3));
             _nodes = (a, b);
             (ia, ib)
         }

@@ -31,7 +31,9 @@ impl<S: Send + 'static> Shared<S> {
 
     fn lock(&'static self) -> MutexGuard<'static, Option<S>> {
         let guard = self.cell.lock().unwrap_or_else(|e| e.into_inner());
-        register_exit(self as *const Self as usize, move || drop(self.take_for_exit()));
+        register_exit(self as *const Self as usize, move || {
+            drop(self.take_for_exit())
+        });
         guard
     }
 
@@ -80,7 +82,16 @@ pub static POSTGRES: Shared<Postgres> = Shared::new(|| {
     );
     Mutex::new(Some(pg))
 });
-pub static ZK: Shared<ZkServer> = Shared::new(|| Mutex::new(Some(ZkServer::start())));
+pub static ZK: Shared<ZkServer> = Shared::new(|| {
+    let zk = ZkServer::start();
+    // `ruok` says imok before the server serves; `srvr` names its mode once it does. A
+    // cell's observers start from a serving server, as against any running ensemble.
+    let port = zk.client_port();
+    crate::common::wait_until("ZooKeeper serves", crate::common::T, || {
+        crate::common::zookeeper::mode(port).as_deref() == Some("standalone")
+    });
+    Mutex::new(Some(zk))
+});
 /// Keyspace notifications on: every command is an event.
 pub static REDIS_EVENTS: Shared<RedisServer> =
     Shared::new(|| Mutex::new(Some(RedisServer::start("KEA", None))));

@@ -10,6 +10,8 @@ use crate::common::electop::command;
 use crate::common::node::Node;
 use crate::common::scratch::{self, Scratch};
 use crate::common::sqlstore::Store as SqlStore;
+use crate::common::zk_campaigners::{ZkClient, ZkParticipant};
+use crate::participants::Participant;
 use crate::servers::{ETCD, MARIADB, POSTGRES, REDIS_EVENTS, REDIS_POLL, ZK};
 
 /// The stores and schemes, named as the tests are (`<scenario>::<kind>`).
@@ -22,11 +24,15 @@ pub enum Kind {
     sql_heartbeat_sqlite,
     sql_lease_postgres,
     zookeeper,
+    /// ZooKeeper with kazoo `Election` participants (Debian's python3-kazoo).
+    zookeeper_kazoo,
     redis_events,
     redis_poll,
     pg_advisory,
     mysql_lock,
 }
+
+const ZK_PREFIX: &str = "/conformance";
 
 /// The TTL, term, session timeout or lock TTL every cell's participants use.
 pub const TTL: Duration = Duration::from_secs(2);
@@ -51,7 +57,11 @@ impl Kind {
     pub fn has_line(self) -> bool {
         matches!(
             self,
-            Kind::etcd_election | Kind::zookeeper | Kind::pg_advisory | Kind::mysql_lock
+            Kind::etcd_election
+                | Kind::zookeeper
+                | Kind::zookeeper_kazoo
+                | Kind::pg_advisory
+                | Kind::mysql_lock
         )
     }
 
@@ -60,7 +70,7 @@ impl Kind {
         match self {
             Kind::etcd_election | Kind::etcd_lease_key => Some(ETCD.with(|e| e.client_port())),
             Kind::sql_lease_postgres | Kind::pg_advisory => Some(POSTGRES.with(|p| p.port())),
-            Kind::zookeeper => Some(ZK.with(|z| z.client_port())),
+            Kind::zookeeper | Kind::zookeeper_kazoo => Some(ZK.with(|z| z.client_port())),
             Kind::redis_events => Some(REDIS_EVENTS.with(|r| r.port())),
             Kind::redis_poll => Some(REDIS_POLL.with(|r| r.port())),
             Kind::mysql_lock => Some(MARIADB.with(|m| m.port())),
@@ -145,10 +155,15 @@ impl Cell {
                 let t = strings(&["--ttl", &ttl, "--renew", "300ms", "--retry", "200ms"]);
                 (nth.to_string(), strings(&src), t, Some(store))
             }
-            Kind::zookeeper => {
+            Kind::zookeeper | Kind::zookeeper_kazoo => {
                 let ep = ZK.with(|z| z.endpoint());
-                let src = strings(&["--zk", &ep, "--prefix", "/conformance"]);
-                (scenario.to_string(), src, timing, None)
+                let src = strings(&["--zk", &ep, "--prefix", ZK_PREFIX]);
+                // kazoo's and electop's elections apart, as they share the server.
+                let name = match kind {
+                    Kind::zookeeper => scenario.to_string(),
+                    _ => format!("kazoo-{scenario}"),
+                };
+                (name, src, timing, None)
             }
             Kind::redis_events | Kind::redis_poll => {
                 let url = match kind {
@@ -192,8 +207,30 @@ impl Cell {
         let from = format!(":{}", self.kind.server_port().expect("a server"));
         let to = format!(":{port}");
         let via: Vec<String> = self.source.iter().map(|s| s.replace(&from, &to)).collect();
-        assert_ne!(via, self.source, "the port {from} appears in {:?}", self.source);
+        assert_ne!(
+            via, self.source,
+            "the port {from} appears in {:?}",
+            self.source
+        );
         via
+    }
+
+    /// A participant `id` of this cell's election: kazoo's on `zookeeper_kazoo`, else
+    /// `electop node`.
+    pub fn participant(&self, id: &str) -> Participant {
+        if self.kind != Kind::zookeeper_kazoo {
+            return Participant::Electop(self.node(id));
+        }
+        let ep = ZK.with(|z| z.endpoint());
+        let path = format!("{ZK_PREFIX}/{}", self.election);
+        let session = TTL.as_millis() as u32;
+        Participant::Kazoo(ZkParticipant::start(
+            ZkClient::Kazoo,
+            &ep,
+            &path,
+            id,
+            session,
+        ))
     }
 
     /// `electop node --json` as `id` in this cell's election.
@@ -203,7 +240,7 @@ impl Cell {
         let stderr_path = self.home().join(format!("{id}.{n}.stderr"));
         let mut cmd = command(self.home());
         cmd.args(&self.source);
-        if self.kind == Kind::zookeeper {
+        if matches!(self.kind, Kind::zookeeper | Kind::zookeeper_kazoo) {
             cmd.args(["node", "--store", "zookeeper"]);
         } else {
             cmd.arg("node");
@@ -217,10 +254,11 @@ impl Cell {
 impl Cell {
     /// How the views name participant `node`: its id, but for MySQL's GET_LOCK the
     /// connection (`conn:N`), which the node says when it connects (the latest one).
-    pub fn shown(&self, node: &mut Node) -> String {
-        if self.kind != Kind::mysql_lock {
-            return node.id.clone();
-        }
+    pub fn shown(&self, p: &mut Participant) -> String {
+        let id = p.id().to_string();
+        let Some(node) = p.node().filter(|_| self.kind == Kind::mysql_lock) else {
+            return id;
+        };
         crate::common::wait_for("the node names its connection", crate::common::T, || {
             node.pump();
             let conn = node
@@ -236,7 +274,10 @@ impl Cell {
 /// Whether the leader a view shows is participant `id`: a session-lock scheme shows the
 /// session too (`id:pid`, `id (conn N)`), which the participant's id starts.
 pub fn names(shown: &str, id: &str) -> bool {
-    shown == id || shown.strip_prefix(id).is_some_and(|rest| !rest.starts_with(char::is_alphanumeric))
+    shown == id
+        || shown
+            .strip_prefix(id)
+            .is_some_and(|rest| !rest.starts_with(char::is_alphanumeric))
 }
 
 /// Writes a lock key as a service's own client does (`redis-cli`, `etcdctl`), for steps a
@@ -274,7 +315,11 @@ impl<'a> Writer<'a> {
         match self.cell.kind {
             Kind::etcd_lease_key => {
                 let out = ETCD.with(|e| e.etcdctl_stdout(&["lease", "grant", "60"]));
-                let lease = out.split_whitespace().nth(1).expect("a lease id").to_string();
+                let lease = out
+                    .split_whitespace()
+                    .nth(1)
+                    .expect("a lease id")
+                    .to_string();
                 strings(&["put", &format!("--lease={lease}"), &self.key, id])
             }
             _ => strings(&["SET", &self.key, id, "NX", "PX", "60000"]),
@@ -300,7 +345,9 @@ impl<'a> Writer<'a> {
                     .expect("run redis-cli");
                 use std::io::Write;
                 let mut stdin = child.stdin.take().expect("stdin");
-                stdin.write_all(script.as_bytes()).expect("write to redis-cli");
+                stdin
+                    .write_all(script.as_bytes())
+                    .expect("write to redis-cli");
                 drop(stdin);
                 let out = child.wait_with_output().expect("redis-cli");
                 let said = String::from_utf8_lossy(&out.stdout);

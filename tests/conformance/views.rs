@@ -63,8 +63,7 @@ impl Observers {
         let mut watch = Watch::start(cell.home(), &src);
         let probe = if all_up { "/readyz" } else { "/healthz" };
         crate::common::wait_until(&format!("serve answers {probe}"), T, || {
-            std::net::TcpStream::connect(&addr).is_ok()
-                && http::request(&addr, probe, &[]).0 == 200
+            std::net::TcpStream::connect(&addr).is_ok() && http::request(&addr, probe, &[]).0 == 200
         });
         watch.wait_synced(1);
         let events = http::lines(&addr, "/api/v1/events");
@@ -89,7 +88,10 @@ impl Observers {
         self.watch.pump();
         let src: Vec<&str> = self.source.iter().map(String::as_str).collect();
         let e = &self.election;
-        let mut views = vec![status_json_view(cell, &src, e), status_table_view(cell, &src, e)];
+        let mut views = vec![
+            status_json_view(cell, &src, e),
+            status_table_view(cell, &src, e),
+        ];
         views.push(lines_view("watch --json", &self.watch.seen, e));
         views.push(lines_view("/api/v1/events", &self.api_events, e));
         views.push(api_view(&self.addr, e));
@@ -301,7 +303,12 @@ pub fn agree(views: &[View], metrics_counts: &[(String, u64)], strict: bool) -> 
 pub fn dump(views: &[View]) -> String {
     views
         .iter()
-        .map(|v| format!("  {}: leader {:?}, changes {:?}", v.name, v.leader, v.changes))
+        .map(|v| {
+            format!(
+                "  {}: leader {:?}, changes {:?}",
+                v.name, v.leader, v.changes
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
