@@ -476,3 +476,61 @@ pub fn release_acquire(kind: Kind) {
     let after = &changes(&views)[1..];
     println!("{kind:?}: release then acquire: {after:?}");
 }
+
+/// (7) An operator's `reelect`: the holder is removed (or its session ended); every
+/// running view says the change was forced, and a `serve` started after it shows the same
+/// leader and, from the shared audit log, the same forced change.
+pub fn reelect(kind: Kind) {
+    let cell = Cell::new(kind, "reelect", 7);
+    let mut obs = Observers::start(&cell, &cell.source, true);
+    let (_a, _b, ia, _) = two_nodes(&cell, &mut obs);
+    let out = command(cell.home())
+        .args(&cell.source)
+        .args(["reelect", &cell.election, "--yes"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run electop reelect");
+    assert!(
+        out.status.success(),
+        "{kind:?}: reelect: {}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let leader = wait_forced(&mut obs, &cell, &ia);
+    let views = settle(&mut obs, &cell, leader.as_deref());
+    each_list(
+        kind,
+        &views,
+        "node-a's tenure ended by the re-election",
+        |after| {
+            after[0].cause.as_deref() == Some("forced_reelection")
+                && after[0].from.as_deref().is_some_and(|f| names(f, &ia))
+        },
+    );
+    // Started after the change: only serve's API replays it, so the leader is compared.
+    let mut later = Observers::start(&cell, &cell.source, true);
+    crate::common::wait_for("a serve and watch started after agree", T, || {
+        let views = later.read(&cell);
+        match views.iter().all(|v| v.leader == leader) {
+            true => Ok(()),
+            false => Err(dump(&views)),
+        }
+    });
+}
+
+/// Waits until serve lists a change from `from` and a leader elected after it (the
+/// participants campaign again); returns that leader's id.
+fn wait_forced(obs: &mut Observers, cell: &Cell, from: &str) -> Option<String> {
+    crate::common::wait_for("the re-election and a new leader are seen", T, || {
+        let views = obs.read(cell);
+        let list = changes(&views);
+        let ended = list
+            .iter()
+            .skip(1)
+            .position(|c| c.from.as_deref().is_some_and(|f| names(f, from)));
+        match (ended, list.last()) {
+            (Some(_), Some(last)) if last.to.is_some() => Ok(last.to.clone()),
+            _ => Err(dump(&views)),
+        }
+    })
+}

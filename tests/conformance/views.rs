@@ -37,7 +37,7 @@ pub struct View {
 /// started before anything happens in the election.
 pub struct Observers {
     pub watch: Watch,
-    serve: Child,
+    _serve: Serve,
     pub addr: String,
     events: Receiver<String>,
     pub api_events: Vec<Value>,
@@ -52,14 +52,17 @@ impl Observers {
     pub fn start(cell: &Cell, source: &[String], all_up: bool) -> Observers {
         let src: Vec<&str> = source.iter().map(String::as_str).collect();
         let addr = format!("127.0.0.1:{}", crate::common::free_port());
-        let serve = command(cell.home())
-            .args(&src)
-            .args(["serve", "--listen", &addr])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn electop serve");
+        // Owned before anything can fail, so a failing start stops it too.
+        let serve = Serve(
+            command(cell.home())
+                .args(&src)
+                .args(["serve", "--listen", &addr])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn electop serve"),
+        );
         let mut watch = Watch::start(cell.home(), &src);
         let probe = if all_up { "/readyz" } else { "/healthz" };
         crate::common::wait_until(&format!("serve answers {probe}"), T, || {
@@ -69,7 +72,7 @@ impl Observers {
         let events = http::lines(&addr, "/api/v1/events");
         Observers {
             watch,
-            serve,
+            _serve: serve,
             addr,
             events,
             api_events: Vec::new(),
@@ -107,9 +110,12 @@ impl Observers {
     }
 }
 
-impl Drop for Observers {
+/// `electop serve`, stopped (SIGTERM, then SIGKILL) when dropped.
+struct Serve(Child);
+
+impl Drop for Serve {
     fn drop(&mut self) {
-        process::terminate(&mut self.serve, "-TERM", Duration::from_secs(3));
+        process::terminate(&mut self.0, "-TERM", Duration::from_secs(3));
     }
 }
 
