@@ -166,6 +166,13 @@ impl Watch {
         }
     }
 
+    /// Keeps every line already printed, without waiting.
+    pub fn pump(&mut self) {
+        while let Ok(v) = self.lines.try_recv() {
+            self.seen.push(v);
+        }
+    }
+
     /// Waits until `sources` sources have finished their snapshot and replay.
     pub fn wait_synced(&mut self, sources: usize) {
         let deadline = Instant::now() + Duration::from_secs(10);

@@ -147,6 +147,12 @@ impl ZkParticipant {
         self.child.id()
     }
 
+    /// SIGTERM: it closes its session (`client.stop()`), which removes its node, and exits;
+    /// SIGKILL if it has not within `grace`. Its exit status.
+    pub fn terminate(&mut self, grace: Duration) -> std::process::ExitStatus {
+        super::process::terminate(&mut self.child, "-TERM", grace)
+    }
+
     /// SIGKILL: it neither resigns nor closes its session, which ends only by timing out.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -14,6 +14,8 @@ state (LOST once the session is gone). Run it with Debian's /usr/bin/python3 (py
 
 import argparse
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -51,6 +53,15 @@ def main():
 
     client.add_listener(on_state)
     client.start(timeout=15)
+
+    def resign(_sig, _frame):
+        # As a service stops: close the session, which removes its node at once.
+        client.stop()
+        client.close()
+        sys.stdout.flush()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, resign)
     say(args.id, "follower", "campaigning with kazoo Election on " + args.path)
 
     def lead():
