@@ -103,6 +103,7 @@ impl Recorded {
             from: h.from.clone(),
             to: h.to.clone(),
             cause: Some(h.cause),
+            was: None,
             revision: h.revision,
             replayed,
             detail: h.by.as_ref().map(|b| format!("forced by {b}")),

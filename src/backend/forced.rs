@@ -64,8 +64,8 @@ impl ForcedMarks {
 
 impl ForcedMarks {
     /// An admin action changes `name` (or one of ours did not after all). Another electop's,
-    /// learnt after its change was recorded in `history`, relabels that entry (returns true);
-    /// otherwise the mark waits for the change.
+    /// learnt after its change was recorded in `history`, relabels that entry (returns which,
+    /// counted from the newest, and the cause it had); otherwise the mark waits for the change.
     pub fn note(
         &mut self,
         name: &str,
@@ -73,14 +73,14 @@ impl ForcedMarks {
         mark: Option<ForcedMark>,
         now: Instant,
         wall: SystemTime,
-    ) -> bool {
+    ) -> Option<(usize, Cause)> {
         if let (Some(m), Some(h)) = (&mark, history)
-            && relabel(h, m, wall)
+            && let Some(done) = relabel(h, m, wall)
         {
-            return true;
+            return Some(done);
         }
         self.set(name.to_string(), mark, now);
-        false
+        None
     }
 }
 
@@ -96,9 +96,10 @@ impl ForcedMarks {
         wall: SystemTime,
     ) -> Option<Election> {
         match e {
-            Some(e) => self
-                .note(name, Some(&mut e.history), mark, now, wall)
-                .then(|| e.clone()),
+            Some(e) => {
+                e.relabelled = Some(self.note(name, Some(&mut e.history), mark, now, wall)?);
+                Some(e.clone())
+            }
             None => {
                 self.note(name, None, mark, now, wall);
                 None
@@ -111,30 +112,29 @@ impl ForcedMarks {
 /// entry of `history` away from the leader the action saw and not attributed yet. Not only
 /// the newest entry: where followers take over fast (a Redis `SET NX` retry, a ZooKeeper
 /// line) the loss is followed by the successor's election before the audit log is read.
-/// Returns whether it did.
+/// Returns which it did, counted from the newest, and the cause the store had given it.
 pub(crate) fn relabel(
     history: &mut VecDeque<HistoryEntry>,
     mark: &ForcedMark,
     wall: SystemTime,
-) -> bool {
-    if mark.before.is_none() {
-        return false;
-    }
+) -> Option<(usize, Cause)> {
+    mark.before.as_ref()?;
     let recent = |h: &HistoryEntry| {
         h.at.is_some_and(|at| wall.duration_since(at).unwrap_or_default() <= RELABEL_WINDOW)
     };
     let made = history
         .iter_mut()
         .rev()
-        .take_while(|h| recent(h))
-        .find(|h| h.from == mark.before);
+        .enumerate()
+        .take_while(|(_, h)| recent(h))
+        .find(|(_, h)| h.from == mark.before);
     match made {
-        Some(h) if h.by.is_none() => {
-            h.cause = mark.cause;
+        Some((i, h)) if h.by.is_none() => {
+            let was = std::mem::replace(&mut h.cause, mark.cause);
             h.by = Some(mark.by.clone());
-            true
+            Some((i, was))
         }
-        _ => false,
+        _ => None,
     }
 }
 
@@ -190,7 +190,8 @@ pub(crate) async fn show<E>(
 
 /// The event that tells a relabelled change (for `watch` and the events view).
 pub(crate) fn attributed(source: &str, e: &crate::model::Election) -> Option<crate::model::Event> {
-    let h = e.history.back()?;
+    let (i, was) = e.relabelled?;
+    let h = e.history.iter().rev().nth(i)?;
     let mut ev = crate::model::Event::about_source(
         source.to_string(),
         crate::model::EventKind::Attributed,
@@ -201,6 +202,7 @@ pub(crate) fn attributed(source: &str, e: &crate::model::Election) -> Option<cra
     ev.from = h.from.clone();
     ev.to = h.to.clone();
     ev.cause = Some(h.cause);
+    ev.was = Some(was);
     Some(ev)
 }
 
@@ -268,28 +270,19 @@ mod tests {
             by: None,
         };
         let mut h = VecDeque::from([entry("node-a", 2)]);
-        assert!(!relabel(
-            &mut h,
-            &mark(Cause::ForcedResign, Some("node-x")),
-            wall
-        ));
-        assert!(relabel(
-            &mut h,
-            &mark(Cause::ForcedResign, Some("node-a")),
-            wall
-        ));
+        assert!(relabel(&mut h, &mark(Cause::ForcedResign, Some("node-x")), wall).is_none());
+        assert_eq!(
+            relabel(&mut h, &mark(Cause::ForcedResign, Some("node-a")), wall),
+            Some((0, Cause::Resigned))
+        );
         assert_eq!(h[0].cause, Cause::ForcedResign);
         assert_eq!(h[0].by.as_deref(), Some("ops@host"));
         assert!(
-            !relabel(&mut h, &mark(Cause::ForcedLeader, Some("node-a")), wall),
+            relabel(&mut h, &mark(Cause::ForcedLeader, Some("node-a")), wall).is_none(),
             "already attributed"
         );
         let mut old = VecDeque::from([entry("node-a", 60)]);
-        assert!(!relabel(
-            &mut old,
-            &mark(Cause::ForcedResign, Some("node-a")),
-            wall
-        ));
+        assert!(relabel(&mut old, &mark(Cause::ForcedResign, Some("node-a")), wall).is_none());
     }
 
     /// A fast follower's election comes after the loss the action made, before the audit
@@ -310,11 +303,11 @@ mod tests {
             entry(Some("node-a"), None, Cause::Resigned, 400),
             entry(None, Some("node-b"), Cause::Elected, 200),
         ]);
-        assert!(relabel(
-            &mut h,
-            &mark(Cause::ForcedReelection, Some("node-a")),
-            wall
-        ));
+        assert_eq!(
+            relabel(&mut h, &mark(Cause::ForcedReelection, Some("node-a")), wall),
+            Some((1, Cause::Resigned)),
+            "the loss, one before the newest"
+        );
         assert_eq!(h[1].cause, Cause::ForcedReelection);
         assert_eq!(h[1].by.as_deref(), Some("ops@host"));
         assert_eq!((h[2].cause, h[2].by.as_deref()), (Cause::Elected, None));

@@ -257,6 +257,9 @@ pub struct Election {
     pub members: Vec<MemberInfo>,
     /// Other keys of the election worth showing (Patroni's `failover`, `sync`).
     pub notes: Vec<Note>,
+    /// The history entry (counted from the newest) an admin action was just found to have
+    /// made, and the cause the store gave it: what the `attributed` event tells.
+    pub relabelled: Option<(usize, Cause)>,
 }
 
 /// What electop knows of a ZooKeeper session it cannot count down: a deposed holder's
@@ -391,6 +394,7 @@ impl Election {
             resigned: None,
             members: Vec::new(),
             notes: Vec::new(),
+            relabelled: None,
         }
     }
 

@@ -147,6 +147,9 @@ pub struct Event {
     pub to: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<Cause>,
+    /// `attributed`: the cause the store gave the change before it was found forced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub was: Option<Cause>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
     /// Replayed from the store's past revisions rather than seen live.
@@ -172,6 +175,7 @@ impl Event {
             from: None,
             to: None,
             cause: None,
+            was: None,
             revision,
             replayed: false,
             detail,

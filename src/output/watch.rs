@@ -64,6 +64,7 @@ pub(crate) fn current(
             from: None,
             to: e.leader.as_ref().map(|l| l.id.clone()),
             cause: None,
+            was: None,
             revision: s.revision,
             replayed: false,
             // ZooKeeper: a deposed holder still acting, with its session.
@@ -139,6 +140,7 @@ mod tests {
             from: Some("node-a".into()),
             to: Some("node-b".into()),
             cause: Some(Cause::LeaseExpired),
+            was: None,
             revision: Some(12),
             replayed: false,
             detail: None,

@@ -34,6 +34,21 @@ impl Causes {
         self.insert_with(cause, |n| n + 1);
     }
 
+    /// Takes one change away from `cause`; false when none was counted there.
+    pub(crate) fn remove_one(&mut self, cause: &str) -> bool {
+        match self.0.iter().position(|(c, _)| *c == cause) {
+            Some(i) if self.0[i].1 > 1 => {
+                self.0[i].1 -= 1;
+                true
+            }
+            Some(i) => {
+                self.0.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn insert(&mut self, cause: &'static str, count: u64) {
         self.insert_with(cause, |_| count);
@@ -137,6 +152,9 @@ impl Observed {
     /// A live leader change counts for its election; replayed history does not (it was
     /// before this observer, and would count again at every restart).
     fn count(&mut self, e: &Event) {
+        if e.kind == EventKind::Attributed {
+            return self.recount(e);
+        }
         let change = matches!(
             e.kind,
             EventKind::LeaderElected | EventKind::LeaderChanged | EventKind::LeaderLost
@@ -162,6 +180,20 @@ impl Observed {
             t.open_stretch(now, now);
         } else {
             t.close_stretch(now);
+        }
+    }
+
+    /// A change counted under the store's cause turned out forced: counted under the
+    /// action's cause instead, so `/metrics` agrees with the history and the event stream.
+    fn recount(&mut self, e: &Event) {
+        let (Some(was), Some(cause)) = (e.was, e.cause) else {
+            return;
+        };
+        let Some(key) = self.key_of(e) else { return };
+        if let Some(t) = self.tallies.get_mut(&key)
+            && t.changes.remove_one(was.as_str())
+        {
+            t.changes.add(cause.as_str());
         }
     }
 
@@ -337,6 +369,25 @@ mod tests {
         let t = &o.tallies[&(0, "jobs".to_string())];
         assert_eq!(t.changes.get("lease_expired"), Some(&2));
         assert_eq!(t.changes.get("elected"), None, "replayed");
+    }
+
+    /// A change found forced after it was counted moves to the action's cause: `/metrics`
+    /// says what the history and the event stream say.
+    #[test]
+    fn an_attributed_change_is_counted_under_the_actions_cause() {
+        let mut o = observed();
+        o.apply(change(EventKind::LeaderChanged, Cause::Resigned, false));
+        o.apply(change(EventKind::LeaderChanged, Cause::Resigned, false));
+        let SourceEvent::Happened(mut e) =
+            change(EventKind::Attributed, Cause::ForcedReelection, false)
+        else {
+            unreachable!("a change")
+        };
+        e.was = Some(Cause::Resigned);
+        o.apply(SourceEvent::Happened(e));
+        let t = &o.tallies[&(0, "jobs".to_string())];
+        assert_eq!(t.changes.get("resigned"), Some(&1));
+        assert_eq!(t.changes.get("forced_reelection"), Some(&1));
     }
 
     #[test]

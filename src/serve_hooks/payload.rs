@@ -170,6 +170,7 @@ mod tests {
             from: Some("node-a".into()),
             to: Some("node-b".into()),
             cause: Some(Cause::LeaseExpired),
+            was: None,
             revision: Some(12),
             replayed: false,
             detail: None,

@@ -184,6 +184,7 @@ mod tests {
             from: from.map(str::to_string),
             to: to.map(str::to_string),
             cause: Some(Cause::LeaseExpired),
+            was: None,
             revision: None,
             replayed: false,
             detail: None,

@@ -186,6 +186,16 @@ fn lines_view(name: &'static str, lines: &[Value], election: &str) -> View {
         let kind = v["kind"].as_str().unwrap_or_default();
         if kind == "current" {
             leader = opt(&v["to"]);
+        } else if kind == "attributed" {
+            // A stream cannot take back a line: an earlier change found forced is told by
+            // `attributed`, with the cause the store gave it (`was`). Its newest change
+            // with that cause and these holders is the one it names.
+            let named = changes.iter_mut().rev().find(|c: &&mut Change| {
+                c.from == opt(&v["from"]) && c.to == opt(&v["to"]) && c.cause == opt(&v["was"])
+            });
+            if let Some(c) = named {
+                c.cause = opt(&v["cause"]);
+            }
         } else if kind.starts_with("leader_") {
             leader = opt(&v["to"]);
             changes.push(Change {

@@ -419,6 +419,7 @@ fn line_events(source: &str, e: &Election, old: &[Candidate], at: SystemTime) ->
         from: (!joined).then(|| c.id.clone()),
         to: joined.then(|| c.id.clone()),
         cause: None,
+        was: None,
         // The zxid that created the node (when it left, its last change).
         revision: Some(if joined {
             c.create_revision

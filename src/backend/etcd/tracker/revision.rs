@@ -94,6 +94,7 @@ impl Tracker {
                 from,
                 to,
                 cause,
+                was: None,
                 revision: Some(rev),
                 replayed: seen.replayed,
                 detail: None,
