@@ -9,8 +9,9 @@ pub(crate) mod audit_tail;
 mod plan;
 
 pub use plan::{
-    Check, Compare, DEADLINE, EndSession, Gist, HOLD_SLACK_SECS, Key, Op, Plan, Readback,
-    SqlTarget, Statement, Step, Target, hold_secs, leader, summary, title,
+    Check, Compare, DEADLINE, EndSession, EtcdTarget, Gist, HOLD_SLACK_SECS, Key, Op, Plan,
+    Readback, RedisKeys, SessionLockTarget, SqlTarget, Statement, Step, Target, ZkTarget,
+    hold_secs, leader, summary, title,
 };
 
 use serde::Serialize;

@@ -6,7 +6,7 @@
 mod render;
 mod target;
 
-pub use target::{SqlTarget, Target};
+pub use target::{EtcdTarget, RedisKeys, SessionLockTarget, SqlTarget, Target, ZkTarget};
 
 use crate::config::Dialect;
 
