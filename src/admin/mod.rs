@@ -9,10 +9,11 @@ pub(crate) mod audit_tail;
 mod plan;
 
 pub use plan::{
-    Check, Compare, DEADLINE, EndSession, EtcdTarget, Gist, HOLD_SLACK_SECS, Key, Op, Plan,
-    Readback, RedisKeys, SessionLockTarget, SqlTarget, Statement, Step, Target, ZkTarget,
-    hold_secs, leader, summary, title,
+    Check, Compare, DEADLINE, EndSession, Gist, HOLD_SLACK_SECS, Key, Op, Plan, Readback,
+    Statement, Step, hold_secs, leader, summary, title,
 };
+// `Target` and each store's settings in it: a new store adds its own there alone.
+pub use plan::target::*;
 
 use serde::Serialize;
 

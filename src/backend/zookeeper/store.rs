@@ -34,10 +34,12 @@ impl Store for Zookeeper {
     }
 
     fn default_target(&self, scheme: Scheme) -> Option<ZkTarget> {
-        matches!(scheme, Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa).then(|| {
-            ZkTarget {
-                prefix: "/".to_string(),
-            }
+        matches!(
+            scheme,
+            Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa
+        )
+        .then(|| ZkTarget {
+            prefix: "/".to_string(),
         })
     }
 
