@@ -10,8 +10,10 @@ mod plan;
 
 pub use plan::{
     Check, Compare, DEADLINE, EndSession, Gist, HOLD_SLACK_SECS, Key, Op, Plan, Readback,
-    SqlTarget, Statement, Step, Target, hold_secs, leader, summary, title,
+    Statement, Step, hold_secs, leader, summary, title,
 };
+// `Target` and each store's settings in it: a new store adds its own there alone.
+pub use plan::target::*;
 
 use serde::Serialize;
 

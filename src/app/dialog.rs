@@ -125,7 +125,15 @@ fn confirm(app: &mut App, kind: ActionKind) {
         .targets
         .get(e.source)
         .cloned()
-        .unwrap_or_else(|| admin::Target::defaults(e.scheme));
+        .or_else(|| crate::backend::default_target(e.scheme));
+    let Some(target) = target else {
+        app.say(Flash::error(&format!(
+            "cannot {}: no store keeps {} elections",
+            kind.name(),
+            e.scheme
+        )));
+        return;
+    };
     let request = AdminRequest {
         source: e.source,
         source_name,

@@ -10,8 +10,8 @@
 //!
 //! Adding a store (Redis is the latest):
 //! 1. a `SourceConfig` variant and its flags (`config`, `cli`);
-//! 2. a folder here with a type implementing [`Store`];
-//! 3. its line in [`store_of`] (and in `store_for`, by its admin [`Target`]).
+//! 2. a folder here with a type implementing [`Store`] on its own config and target;
+//! 3. its [`Target`] variant (`admin`), and its one line in `stores!` below.
 
 pub(crate) mod change;
 pub(crate) mod engine;
@@ -122,29 +122,41 @@ pub trait Backend: Send {
     fn run(self: Box<Self>, io: BackendIo) -> BackendFuture;
 }
 
-/// One store: everything electop does with the sources kept in it.
+/// One store: everything electop does with the sources kept in it, each from the store's
+/// own typed config and admin target (the one match on [`SourceConfig`] and [`Target`] is
+/// [`stores!`]'s, below).
 pub trait Store: Sync {
-    /// The task that connects to the `id`-th source, detects its layout, reads a snapshot
-    /// and follows it.
+    /// The source's settings, as the config checked them.
+    type Config: Sync;
+    /// What decides what an action writes, read from [`Store::Config`].
+    type Target;
+
+    /// The task that connects to the `id`-th source (named `short`), detects its layout,
+    /// reads a snapshot and follows it.
     fn backend(
         &self,
-        configs: &[SourceConfig],
+        cfg: &Self::Config,
         id: SourceId,
+        short: String,
         opts: &BackendOptions,
     ) -> Box<dyn Backend>;
 
     /// The source's settings that decide what an action writes.
-    fn target(&self, cfg: &SourceConfig) -> Target;
+    fn target(&self, cfg: &Self::Config) -> Self::Target;
 
-    /// What an admin action will do, as one typed plan, or why it cannot be done on what
-    /// was seen.
-    fn plan(&self, req: &AdminRequest) -> Result<Plan, String>;
+    /// What the settings are for `scheme` without a config (the demo, tests), if `scheme`
+    /// is one of this store's.
+    fn default_target(&self, scheme: Scheme) -> Option<Self::Target>;
+
+    /// What an admin action will do on a source with `target`, as one typed plan, or why
+    /// it cannot be done on what was seen.
+    fn plan(&self, req: &AdminRequest, target: &Self::Target) -> Result<Plan, String>;
 
     /// Carries out the plan of `req` with compare-and-swap (read-only and the time limit are
     /// [`execute`]'s).
     fn execute<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a Self::Config,
         req: &'a AdminRequest,
         timeout: Duration,
     ) -> BoxFuture<'a, Outcome>;
@@ -152,7 +164,7 @@ pub trait Store: Sync {
     /// `electop node`: takes part in an election of `scheme` until stopped.
     fn participate<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a Self::Config,
         scheme: Scheme,
         args: &'a crate::node::Options,
         run: &'a crate::node::Run,
@@ -163,26 +175,87 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// A participant runs on the command's own thread (`block_on`), so it need not be `Send`.
 pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
-/// The store a source is kept in: the one registration line per store.
-pub fn store_of(cfg: &SourceConfig) -> &'static dyn Store {
-    match cfg {
-        SourceConfig::Etcd(_) => &etcd::Etcd,
-        SourceConfig::Sql(s) if s.scheme.is_session_lock() => &session_lock::SessionLocks,
-        SourceConfig::Sql(_) => &sql::Sql,
-        SourceConfig::Zookeeper(_) => &zookeeper::Zookeeper,
-        SourceConfig::Redis(_) => &redis::Redis,
-    }
+/// The dispatch from a source's config, and from an action's target, to its store: each
+/// arm hands the store its own typed config or target. A line reads: the `SourceConfig`
+/// variant (binding its config, with a guard where two stores share a variant, the first
+/// that matches wins) `=>` the store, and its `Target` variant.
+macro_rules! stores {
+    ($($cv:ident($c:ident) $(if $guard:expr)? => $store:path, $tv:ident;)+) => {
+        /// The backend for the `id`-th configured source (the config checked its settings).
+        pub fn build(
+            configs: &[SourceConfig],
+            id: SourceId,
+            opts: &BackendOptions,
+        ) -> Box<dyn Backend> {
+            let short = short_name(configs, id);
+            match &configs[id] {
+                $(SourceConfig::$cv($c) $(if $guard)? => $store.backend($c, id, short, opts),)+
+            }
+        }
+
+        /// The settings of a source that decide what an action writes.
+        pub fn target(cfg: &SourceConfig) -> Target {
+            match cfg {
+                $(SourceConfig::$cv($c) $(if $guard)? => Target::$tv($store.target($c)),)+
+            }
+        }
+
+        /// What the settings are for `scheme` without a config (the demo, tests): its
+        /// store's defaults.
+        pub fn default_target(scheme: Scheme) -> Option<Target> {
+            $(if let Some(t) = $store.default_target(scheme) {
+                return Some(Target::$tv(t));
+            })+
+            None
+        }
+
+        $(impl From<<$store as Store>::Target> for Target {
+            fn from(t: <$store as Store>::Target) -> Target {
+                Target::$tv(t)
+            }
+        })+
+
+        /// The plan of `req` by its target's store.
+        fn plan_by_store(req: &AdminRequest) -> Result<Plan, String> {
+            match &req.target {
+                $(Target::$tv(t) => $store.plan(req, t),)+
+            }
+        }
+
+        /// The action of `req` by the source's store.
+        fn execute_by_store<'a>(
+            source: &'a SourceConfig,
+            req: &'a AdminRequest,
+            timeout: Duration,
+        ) -> BoxFuture<'a, Outcome> {
+            match source {
+                $(SourceConfig::$cv($c) $(if $guard)? => $store.execute($c, req, timeout),)+
+            }
+        }
+
+        /// The participant of `scheme` by the source's store.
+        fn participate_by_store<'a>(
+            source: &'a SourceConfig,
+            scheme: Scheme,
+            args: &'a crate::node::Options,
+            run: &'a crate::node::Run,
+        ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
+            match source {
+                $(SourceConfig::$cv($c) $(if $guard)? => {
+                    $store.participate($c, scheme, args, run)
+                })+
+            }
+        }
+    };
 }
 
-/// The store an admin target is in.
-fn store_for(target: &Target) -> &'static dyn Store {
-    match target {
-        Target::Etcd { .. } => &etcd::Etcd,
-        Target::Sql(_) => &sql::Sql,
-        Target::Zookeeper { .. } => &zookeeper::Zookeeper,
-        Target::Redis { .. } => &redis::Redis,
-        Target::SessionLock { .. } => &session_lock::SessionLocks,
-    }
+// The one registration line per store.
+stores! {
+    Etcd(c) => etcd::Etcd, Etcd;
+    Sql(c) if c.scheme.is_session_lock() => session_lock::SessionLocks, SessionLock;
+    Sql(c) => sql::Sql, Sql;
+    Zookeeper(c) => zookeeper::Zookeeper, Zookeeper;
+    Redis(c) => redis::Redis, Redis;
 }
 
 /// The handle of the `id`-th source: its configured name, else `etcd1`, `sql1`...
@@ -190,19 +263,9 @@ pub fn short_name(configs: &[SourceConfig], id: SourceId) -> String {
     crate::config::context::source_names(configs).swap_remove(id)
 }
 
-/// The backend for the `id`-th configured source (the config checked its settings).
-pub fn build(configs: &[SourceConfig], id: SourceId, opts: &BackendOptions) -> Box<dyn Backend> {
-    store_of(&configs[id]).backend(configs, id, opts)
-}
-
-/// The settings of a source that decide what an action writes.
-pub fn target(cfg: &SourceConfig) -> Target {
-    store_of(cfg).target(cfg)
-}
-
 /// The plan of `req` on its source, or why it cannot be done on what was seen.
 pub fn plan(req: &AdminRequest) -> Result<Plan, String> {
-    let plan = store_for(&req.target).plan(req)?;
+    let plan = plan_by_store(req)?;
     Ok(Plan {
         summary: crate::admin::summary(req),
         ..plan
@@ -218,7 +281,7 @@ pub async fn execute(source: &SourceConfig, req: &AdminRequest, timeout: Duratio
                     .to_string(),
         };
     }
-    let act = store_of(source).execute(source, req, timeout);
+    let act = execute_by_store(source, req, timeout);
     // Every step has its own deadline, but a store that hangs mid-way must not hold the
     // CLI, or a dashboard that waits for its actions before quitting, forever. Longer than
     // the steps' own (etcd: connect, txns 2x, revokes, read back), so it fires only when
@@ -241,6 +304,6 @@ pub async fn participate(
     source: &SourceConfig,
 ) -> anyhow::Result<()> {
     let run = crate::node::prepare(args, scheme)?;
-    let work = store_of(source).participate(source, scheme, args, &run);
+    let work = participate_by_store(source, scheme, args, &run);
     crate::node::drive(&run, work).await
 }

@@ -35,7 +35,7 @@ fn request(kind: ActionKind, seen: Election, target: Target) -> AdminRequest {
 }
 
 fn plan_of(kind: ActionKind, ids: &[&str]) -> Plan {
-    let target = Target::defaults(Scheme::EtcdElection);
+    let target = default_target(Scheme::EtcdElection).expect("etcd's");
     plan(&request(kind, line(ids), target)).expect("a plan")
 }
 
@@ -162,7 +162,7 @@ fn sql_confirmation_names_the_configured_table_and_columns() {
 
 #[test]
 fn a_plan_for_another_kind_of_store_is_refused() {
-    let target = Target::defaults(Scheme::EtcdElection);
+    let target = default_target(Scheme::EtcdElection).expect("etcd's");
     let why = plan(&request(ActionKind::Reelect, row(Scheme::SqlLease), target)).unwrap_err();
     assert!(why.contains("not a scheme of this source"), "{why}");
 }
@@ -172,9 +172,9 @@ fn etcd_lease_key_force_leader_without_a_leader_puts_the_key_under_the_prefix() 
     let mut e = line(&["node-a", "node-b"]);
     e.scheme = Scheme::EtcdLeaseKey;
     e.leader = None;
-    let target = Target::Etcd {
+    let target = Target::Etcd(crate::admin::EtcdTarget {
         prefix: "/locks/".into(),
-    };
+    });
     let kind = ActionKind::ForceLeader {
         target: "node-b".into(),
     };
@@ -208,7 +208,7 @@ fn each_plan_says_in_three_lines_who_leads_how_long_without_and_what_the_deposed
         });
     }
     e.leader = e.candidates.first().cloned();
-    let etcd = Target::defaults(Scheme::EtcdElection);
+    let etcd = default_target(Scheme::EtcdElection).expect("etcd's");
     let gist = |kind: ActionKind, e: &Election, t: &Target| {
         let p = plan(&request(kind, e.clone(), t.clone())).expect("a plan");
         assert!(p.gist.lines().len() <= 3, "{:?}", p.gist);
@@ -244,4 +244,31 @@ fn each_plan_says_in_three_lines_who_leads_how_long_without_and_what_the_deposed
     let g = gist(ActionKind::Reelect, &held, &sql);
     assert!(g.gap.starts_with("No leader until"), "{g:?}");
     assert!(g.deposed.is_some_and(|d| d.contains("node-a may believe")));
+}
+
+/// The dashboard without a config (the demo) plans on the defaults of the scheme's store:
+/// every scheme has one, in the store that keeps it.
+#[test]
+fn every_scheme_has_its_stores_default_target() {
+    for scheme in Scheme::ALL {
+        let target = default_target(scheme);
+        let store = target.as_ref().map(|t| match t {
+            Target::Etcd(_) => "etcd",
+            Target::Sql(_) | Target::SessionLock(_) => "sql",
+            Target::Zookeeper(_) => "zookeeper",
+            Target::Redis(_) => "redis",
+        });
+        assert_eq!(store, Some(scheme.store().label()), "{scheme}");
+    }
+    assert!(matches!(
+        default_target(Scheme::PgAdvisory),
+        Some(Target::SessionLock(_))
+    ));
+    assert!(matches!(
+        default_target(Scheme::SqlHeartbeat),
+        Some(Target::Sql(crate::admin::SqlTarget {
+            heartbeat_ms: Some(20_000),
+            ..
+        }))
+    ));
 }

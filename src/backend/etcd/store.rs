@@ -4,85 +4,73 @@
 use std::time::Duration;
 
 use super::{EtcdBackend, admin, participant, plan};
-use crate::admin::{AdminRequest, Outcome, Plan, Target};
-use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store, short_name};
-use crate::config::SourceConfig;
+use crate::admin::{AdminRequest, EtcdTarget, Outcome, Plan};
+use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
+use crate::config::EtcdSource;
 use crate::model::{Scheme, SourceId};
 use crate::node::{Options, Run};
 
-/// etcd, registered in `backend::store_of` for `SourceConfig::Etcd`.
+/// etcd, registered in `backend`'s `stores!` for its etcd sources.
 pub struct Etcd;
 
-/// Not an etcd source: `store_of` never hands one here.
-const NOT_ETCD: &str = "not an etcd source";
-
 impl Store for Etcd {
+    type Config = EtcdSource;
+    type Target = EtcdTarget;
+
     fn backend(
         &self,
-        configs: &[SourceConfig],
+        cfg: &EtcdSource,
         id: SourceId,
+        short: String,
         opts: &BackendOptions,
     ) -> Box<dyn Backend> {
-        let SourceConfig::Etcd(cfg) = &configs[id] else {
-            unreachable!("{NOT_ETCD}")
-        };
-        let short = short_name(configs, id);
         Box::new(EtcdBackend::new(id, short, cfg.clone(), opts.clone()))
     }
 
-    fn target(&self, cfg: &SourceConfig) -> Target {
-        let prefix = match cfg {
-            SourceConfig::Etcd(c) => c.prefix.clone(),
-            SourceConfig::Sql(_) | SourceConfig::Zookeeper(_) | SourceConfig::Redis(_) => {
-                String::new()
-            }
-        };
-        Target::Etcd { prefix }
+    fn target(&self, cfg: &EtcdSource) -> EtcdTarget {
+        EtcdTarget {
+            prefix: cfg.prefix.clone(),
+        }
     }
 
-    fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
-        match &req.target {
-            Target::Etcd { prefix } => plan::plan(req, prefix),
-            Target::Sql(_)
-            | Target::Zookeeper { .. }
-            | Target::Redis { .. }
-            | Target::SessionLock { .. } => Err(format!(
-                "{} is not a scheme of this source",
-                req.seen.scheme
-            )),
-        }
+    fn default_target(&self, scheme: Scheme) -> Option<EtcdTarget> {
+        matches!(
+            scheme,
+            Scheme::EtcdElection | Scheme::EtcdLeaseKey | Scheme::Patroni
+        )
+        .then(|| EtcdTarget {
+            prefix: String::new(),
+        })
+    }
+
+    fn plan(&self, req: &AdminRequest, target: &EtcdTarget) -> Result<Plan, String> {
+        plan::plan(req, &target.prefix)
     }
 
     fn execute<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a EtcdSource,
         req: &'a AdminRequest,
         timeout: Duration,
     ) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match cfg {
-                SourceConfig::Etcd(c) => admin::execute(c, req, timeout).await,
-                SourceConfig::Sql(_) | SourceConfig::Zookeeper(_) | SourceConfig::Redis(_) => {
-                    Outcome::Refused {
-                        reason: NOT_ETCD.into(),
-                    }
-                }
-            }
-        })
+        Box::pin(admin::execute(cfg, req, timeout))
     }
 
     fn participate<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a EtcdSource,
         scheme: Scheme,
         args: &'a Options,
         run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move {
-            let SourceConfig::Etcd(c) = cfg else {
-                anyhow::bail!("scheme {scheme} needs --sql URL")
-            };
-            participant::run(c, scheme, args, run.timing, &run.report, run.stop.clone()).await
-        })
+        let stop = run.stop.clone();
+        Box::pin(participant::run(
+            cfg,
+            scheme,
+            args,
+            run.timing,
+            &run.report,
+            stop,
+        ))
     }
 }

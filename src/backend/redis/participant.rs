@@ -153,12 +153,11 @@ struct Lock {
 impl Lock {
     /// The leader renews, anyone else tries to take the key.
     async fn round(&mut self) -> Result<Seen, super::error::RedisError> {
-        if self.conn.is_none() {
-            self.conn = Some(self.server.connect().await?);
-        }
-        let Some(conn) = self.conn.as_mut() else {
-            unreachable!("connected above")
+        let conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => self.server.connect().await?,
         };
+        let conn = self.conn.insert(conn);
         let ms = self.t.ttl.as_millis() as u64;
         let sent = Instant::now();
         let reply: Vec<Value> = if self.led.is_some() {
@@ -252,12 +251,11 @@ impl Lock {
             return Ok(());
         }
         let release = async {
-            if self.conn.is_none() {
-                self.conn = Some(self.server.connect().await?);
-            }
-            let Some(conn) = self.conn.as_mut() else {
-                unreachable!("connected above")
+            let conn = match self.conn.take() {
+                Some(conn) => conn,
+                None => self.server.connect().await?,
             };
+            let conn = self.conn.insert(conn);
             let mut eval = redis::cmd("EVAL");
             eval.arg(super::admin::DEL_IF_VALUE)
                 .arg(1)

@@ -66,7 +66,7 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::Target;
+    use crate::admin::RedisKeys;
     use crate::model::{Candidate, Election};
 
     fn req(kind: ActionKind, holder: Option<&str>) -> AdminRequest {
@@ -78,9 +78,10 @@ mod tests {
             source_name: "redis1".into(),
             kind,
             seen: e,
-            target: Target::Redis {
+            target: RedisKeys {
                 pattern: "leader:*".into(),
-            },
+            }
+            .into(),
         }
     }
 

@@ -4,68 +4,63 @@
 use std::time::Duration;
 
 use super::RedisBackend;
-use crate::admin::{AdminRequest, Outcome, Plan, Target};
-use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store, short_name};
-use crate::config::SourceConfig;
+use crate::admin::{AdminRequest, Outcome, Plan, RedisKeys};
+use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
+use crate::config::RedisSource;
 use crate::model::{Scheme, SourceId};
 use crate::node::{Options, Run};
 
-/// Redis servers, registered in `backend::store_of` for `SourceConfig::Redis`.
+/// Redis servers, registered in `backend`'s `stores!` for its Redis sources.
 pub struct Redis;
 
 impl Store for Redis {
+    type Config = RedisSource;
+    type Target = RedisKeys;
+
     fn backend(
         &self,
-        configs: &[SourceConfig],
+        cfg: &RedisSource,
         id: SourceId,
+        short: String,
         opts: &BackendOptions,
     ) -> Box<dyn Backend> {
-        let SourceConfig::Redis(cfg) = &configs[id] else {
-            unreachable!("not a Redis source")
-        };
-        let short = short_name(configs, id);
         Box::new(RedisBackend::new(id, short, cfg.clone(), opts.clone()))
     }
 
-    fn target(&self, cfg: &SourceConfig) -> Target {
-        let pattern = match cfg {
-            SourceConfig::Redis(c) => c.prefix.clone(),
-            _ => String::new(),
-        };
-        Target::Redis { pattern }
+    fn target(&self, cfg: &RedisSource) -> RedisKeys {
+        RedisKeys {
+            pattern: cfg.prefix.clone(),
+        }
     }
 
-    fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
+    fn default_target(&self, scheme: Scheme) -> Option<RedisKeys> {
+        (scheme == Scheme::RedisLock).then(|| RedisKeys {
+            pattern: "*".to_string(),
+        })
+    }
+
+    /// The script compares the key and token seen, not the pattern.
+    fn plan(&self, req: &AdminRequest, _: &RedisKeys) -> Result<Plan, String> {
         super::plan::plan(req)
     }
 
     fn execute<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a RedisSource,
         req: &'a AdminRequest,
         timeout: Duration,
     ) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match cfg {
-                SourceConfig::Redis(c) => super::admin::execute(c, req, timeout).await,
-                _ => Outcome::Refused {
-                    reason: "not a Redis source".into(),
-                },
-            }
-        })
+        Box::pin(super::admin::execute(cfg, req, timeout))
     }
 
     fn participate<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a RedisSource,
         scheme: Scheme,
         args: &'a Options,
         run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
-            let SourceConfig::Redis(c) = cfg else {
-                anyhow::bail!("not a Redis source")
-            };
             if scheme != Scheme::RedisLock {
                 anyhow::bail!(
                     "--scheme {scheme} does not run on Redis: on --redis, electop node takes a \
@@ -73,7 +68,7 @@ impl Store for Redis {
                 );
             }
             let stop = run.stop.clone();
-            super::participant::run(c, args, run.timing, &run.report, stop).await
+            super::participant::run(cfg, args, run.timing, &run.report, stop).await
         })
     }
 }

@@ -10,7 +10,7 @@ use crate::backend::sql::{SqlSettings, open};
 use crate::config::SqlSource;
 
 pub(crate) async fn execute(cfg: &SqlSource, req: &AdminRequest, timeout: Duration) -> Outcome {
-    let plan = match super::plan::plan(req) {
+    let plan = match crate::backend::plan(req) {
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },
     };

@@ -7,16 +7,13 @@
 //! - force-leader X: end every session ahead of X in line, holder first, each compared.
 //! - resign: unavailable (nobody can release another session's lock), said with why.
 
-use crate::admin::{ActionKind, AdminRequest, EndSession, Gist, Plan, Readback, Step, Target};
+use crate::admin::{ActionKind, AdminRequest, EndSession, Gist, Plan, Readback, Step};
 use crate::config::Dialect;
 use crate::model::{Candidate, Election, MemberInfo};
 
-pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
+/// The plan of `req` on a server that speaks `dialect`.
+pub(super) fn plan(req: &AdminRequest, dialect: Dialect) -> Result<Plan, String> {
     let e = &req.seen;
-    let Target::SessionLock { dialect } = &req.target else {
-        return Err(format!("{} is not a scheme of this source", e.scheme));
-    };
-    let dialect = *dialect;
     let (ending, next): (Vec<&Candidate>, String) = match &req.kind {
         ActionKind::Resign => return Err(resign_unavailable(dialect)),
         ActionKind::Reelect => {
@@ -138,7 +135,13 @@ fn end_step(e: &Election, c: &Candidate, dialect: Dialect) -> Result<Step, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admin::SessionLockTarget;
     use crate::model::Scheme;
+
+    /// On PostgreSQL, as `req`'s target says.
+    fn plan(req: &AdminRequest) -> Result<Plan, String> {
+        super::plan(req, Dialect::Postgres)
+    }
 
     fn cand(id: &str, pid: i64, start: Option<&str>) -> Candidate {
         let mut c = Candidate::plain(id, "42");
@@ -160,9 +163,10 @@ mod tests {
             source_name: "sql1".into(),
             kind,
             seen: e,
-            target: Target::SessionLock {
+            target: SessionLockTarget {
                 dialect: Dialect::Postgres,
-            },
+            }
+            .into(),
         }
     }
 

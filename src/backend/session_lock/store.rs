@@ -4,68 +4,71 @@
 use std::time::Duration;
 
 use super::SessionLockBackend;
-use crate::admin::{AdminRequest, Outcome, Plan, Target};
-use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store, short_name};
-use crate::config::SourceConfig;
+use crate::admin::{AdminRequest, Outcome, Plan, SessionLockTarget};
+use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
+use crate::config::SqlSource;
 use crate::model::{Scheme, SourceId};
 use crate::node::{Options, Run};
 
-/// PostgreSQL advisory locks and MySQL `GET_LOCK`, registered in `backend::store_of` for a
-/// `SourceConfig::Sql` whose scheme is a session lock.
+/// PostgreSQL advisory locks and MySQL `GET_LOCK`, registered in `backend`'s `stores!` for
+/// the SQL sources whose scheme is a session lock.
 pub struct SessionLocks;
 
-impl Store for SessionLocks {
-    fn backend(
-        &self,
-        configs: &[SourceConfig],
-        id: SourceId,
-        opts: &BackendOptions,
-    ) -> Box<dyn Backend> {
-        let SourceConfig::Sql(cfg) = &configs[id] else {
-            unreachable!("not a SQL source")
-        };
-        let short = short_name(configs, id);
-        Box::new(SessionLockBackend::new(id, short, cfg, opts.clone()))
-    }
-
-    fn target(&self, cfg: &SourceConfig) -> Target {
-        let scheme = cfg.scheme().unwrap_or(Scheme::PgAdvisory);
-        Target::SessionLock {
+impl SessionLocks {
+    /// The server whose words end a session of `scheme`.
+    fn target_of(scheme: Scheme) -> SessionLockTarget {
+        SessionLockTarget {
             dialect: super::dialect(super::Flavor::of(scheme)),
         }
     }
+}
 
-    fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
-        super::plan::plan(req)
+impl Store for SessionLocks {
+    type Config = SqlSource;
+    type Target = SessionLockTarget;
+
+    fn backend(
+        &self,
+        cfg: &SqlSource,
+        id: SourceId,
+        short: String,
+        opts: &BackendOptions,
+    ) -> Box<dyn Backend> {
+        Box::new(SessionLockBackend::new(id, short, cfg, opts.clone()))
+    }
+
+    fn target(&self, cfg: &SqlSource) -> SessionLockTarget {
+        Self::target_of(cfg.scheme)
+    }
+
+    fn default_target(&self, scheme: Scheme) -> Option<SessionLockTarget> {
+        scheme.is_session_lock().then(|| Self::target_of(scheme))
+    }
+
+    fn plan(&self, req: &AdminRequest, target: &SessionLockTarget) -> Result<Plan, String> {
+        super::plan::plan(req, target.dialect)
     }
 
     fn execute<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a SqlSource,
         req: &'a AdminRequest,
         timeout: Duration,
     ) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match cfg {
-                SourceConfig::Sql(c) => super::admin::execute(c, req, timeout).await,
-                _ => Outcome::Refused {
-                    reason: "not a SQL source".into(),
-                },
-            }
-        })
+        Box::pin(super::admin::execute(cfg, req, timeout))
     }
 
     fn participate<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a SqlSource,
         scheme: Scheme,
         args: &'a Options,
         run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
-            match (scheme, cfg) {
-                (Scheme::PgAdvisory | Scheme::MysqlLock, SourceConfig::Sql(c)) => {
-                    super::participant::run(c, args, run.timing, &run.report, run.stop.clone())
+            match scheme {
+                Scheme::PgAdvisory | Scheme::MysqlLock => {
+                    super::participant::run(cfg, args, run.timing, &run.report, run.stop.clone())
                         .await
                 }
                 _ => anyhow::bail!("electop node cannot hold a {scheme} lock on this source"),

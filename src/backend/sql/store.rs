@@ -4,92 +4,92 @@
 use std::time::Duration;
 
 use super::{SqlBackend, SqlSettings, admin, participant, plan};
-use crate::admin::{AdminRequest, Outcome, Plan, SqlTarget, Target};
-use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store, short_name};
-use crate::config::SourceConfig;
+use crate::admin::{AdminRequest, Outcome, Plan, SqlTarget};
+use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
+use crate::config::{Columns, Dialect, Ident, SqlSource};
 use crate::model::{Scheme, SourceId};
 use crate::node::{Options, Run};
 
-/// SQL tables on PostgreSQL, MySQL/MariaDB and SQLite, registered in `backend::store_of` for
-/// `SourceConfig::Sql`.
+/// SQL tables on PostgreSQL, MySQL/MariaDB and SQLite, registered in `backend`'s `stores!`
+/// for the SQL sources whose scheme is a table's.
 pub struct Sql;
 
-/// Not a SQL source: `store_of` never hands one here.
-const NOT_SQL: &str = "not a SQL source";
-
 impl Store for Sql {
+    type Config = SqlSource;
+    type Target = SqlTarget;
+
     fn backend(
         &self,
-        configs: &[SourceConfig],
+        cfg: &SqlSource,
         id: SourceId,
+        short: String,
         opts: &BackendOptions,
     ) -> Box<dyn Backend> {
-        let SourceConfig::Sql(cfg) = &configs[id] else {
-            unreachable!("{NOT_SQL}")
-        };
-        let short = short_name(configs, id);
         Box::new(SqlBackend::new(id, short, cfg, opts.clone()))
     }
 
-    fn target(&self, cfg: &SourceConfig) -> Target {
-        let SourceConfig::Sql(c) = cfg else {
-            return Target::Etcd {
-                prefix: String::new(),
-            };
-        };
-        let s = SqlSettings::new(c);
-        Target::Sql(SqlTarget {
+    fn target(&self, cfg: &SqlSource) -> SqlTarget {
+        let s = SqlSettings::new(cfg);
+        SqlTarget {
             dialect: s.dialect,
             table: s.table.clone(),
             columns: s.scheme.columns().clone(),
             heartbeat_ms: s.scheme.term_ms(),
-        })
+        }
     }
 
-    fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
-        match &req.target {
-            Target::Sql(t) => plan::plan_for(req, t),
-            Target::Etcd { .. }
-            | Target::Zookeeper { .. }
-            | Target::Redis { .. }
-            | Target::SessionLock { .. } => Err(format!(
-                "{} is not a scheme of this source",
-                req.seen.scheme
+    /// The presets' tables (`leaderlock`, `service_election`) on SQLite.
+    fn default_target(&self, scheme: Scheme) -> Option<SqlTarget> {
+        let ident = |s: &str| Ident::column(s).expect("a valid default name");
+        let sql = |table: &str, key: &str, holder: &str, stamp: &str, heartbeat_ms| SqlTarget {
+            dialect: Dialect::Sqlite,
+            table: Ident::table(table).expect("a valid default table"),
+            columns: Columns {
+                key: ident(key),
+                holder: ident(holder),
+                stamp: ident(stamp),
+            },
+            heartbeat_ms,
+        };
+        match scheme {
+            Scheme::SqlLease => Some(sql("leaderlock", "key", "leader_id", "valid_until", None)),
+            Scheme::SqlHeartbeat => Some(sql(
+                "service_election",
+                "anchor",
+                "service_id",
+                "last_seen_active",
+                Some(20_000),
             )),
+            _ => None,
         }
+    }
+
+    fn plan(&self, req: &AdminRequest, target: &SqlTarget) -> Result<Plan, String> {
+        plan::plan_for(req, target)
     }
 
     fn execute<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a SqlSource,
         req: &'a AdminRequest,
         timeout: Duration,
     ) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match cfg {
-                SourceConfig::Sql(c) => admin::execute(c, req, timeout).await,
-                SourceConfig::Etcd(_) | SourceConfig::Zookeeper(_) | SourceConfig::Redis(_) => {
-                    Outcome::Refused {
-                        reason: NOT_SQL.into(),
-                    }
-                }
-            }
-        })
+        Box::pin(admin::execute(cfg, req, timeout))
     }
 
     fn participate<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a SqlSource,
         scheme: Scheme,
         args: &'a Options,
         run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
-            match (scheme, cfg) {
-                (Scheme::SqlLease | Scheme::SqlHeartbeat, SourceConfig::Sql(c)) => {
-                    participant::run(c, args, run.timing, &run.report, run.stop.clone()).await
+            match scheme {
+                Scheme::SqlLease | Scheme::SqlHeartbeat => {
+                    participant::run(cfg, args, run.timing, &run.report, run.stop.clone()).await
                 }
-                (scheme, _) => anyhow::bail!("scheme {scheme} needs --etcd HOST:PORT"),
+                scheme => anyhow::bail!("scheme {scheme} needs --etcd HOST:PORT"),
             }
         })
     }

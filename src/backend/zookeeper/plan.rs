@@ -170,7 +170,7 @@ fn few(ids: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::Target;
+    use crate::admin::ZkTarget;
     use crate::model::Election;
 
     fn line(ids: &[&str]) -> Election {
@@ -197,9 +197,10 @@ mod tests {
             source_name: "zk1".into(),
             kind,
             seen: line(ids),
-            target: Target::Zookeeper {
+            target: ZkTarget {
                 prefix: "/election".into(),
-            },
+            }
+            .into(),
         }
     }
 

@@ -4,71 +4,67 @@
 use std::time::Duration;
 
 use super::ZkBackend;
-use crate::admin::{AdminRequest, Outcome, Plan, Target};
-use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store, short_name};
-use crate::config::SourceConfig;
+use crate::admin::{AdminRequest, Outcome, Plan, ZkTarget};
+use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
+use crate::config::ZkSource;
 use crate::model::{Scheme, SourceId};
 use crate::node::{Options, Run};
 
-/// ZooKeeper ensembles, registered in `backend::store_of` for `SourceConfig::Zookeeper`.
+/// ZooKeeper ensembles, registered in `backend`'s `stores!` for its ZooKeeper sources.
 pub struct Zookeeper;
 
-/// Not a ZooKeeper source: `store_of` never hands one here.
-const NOT_ZK: &str = "not a ZooKeeper source";
-
 impl Store for Zookeeper {
+    type Config = ZkSource;
+    type Target = ZkTarget;
+
     fn backend(
         &self,
-        configs: &[SourceConfig],
+        cfg: &ZkSource,
         id: SourceId,
+        short: String,
         opts: &BackendOptions,
     ) -> Box<dyn Backend> {
-        let SourceConfig::Zookeeper(cfg) = &configs[id] else {
-            unreachable!("{NOT_ZK}")
-        };
-        let short = short_name(configs, id);
         Box::new(ZkBackend::new(id, short, cfg.clone(), opts.clone()))
     }
 
-    fn target(&self, cfg: &SourceConfig) -> Target {
-        let prefix = match cfg {
-            SourceConfig::Zookeeper(c) => c.prefix.clone(),
-            _ => String::new(),
-        };
-        Target::Zookeeper { prefix }
+    fn target(&self, cfg: &ZkSource) -> ZkTarget {
+        ZkTarget {
+            prefix: cfg.prefix.clone(),
+        }
     }
 
-    fn plan(&self, req: &AdminRequest) -> Result<Plan, String> {
+    fn default_target(&self, scheme: Scheme) -> Option<ZkTarget> {
+        matches!(
+            scheme,
+            Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa
+        )
+        .then(|| ZkTarget {
+            prefix: "/".to_string(),
+        })
+    }
+
+    /// The multi deletes the nodes seen, by their paths: the prefix adds nothing.
+    fn plan(&self, req: &AdminRequest, _: &ZkTarget) -> Result<Plan, String> {
         super::plan::plan(req)
     }
 
     fn execute<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a ZkSource,
         req: &'a AdminRequest,
         timeout: Duration,
     ) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match cfg {
-                SourceConfig::Zookeeper(c) => super::admin::execute(c, req, timeout).await,
-                _ => Outcome::Refused {
-                    reason: NOT_ZK.into(),
-                },
-            }
-        })
+        Box::pin(super::admin::execute(cfg, req, timeout))
     }
 
     fn participate<'a>(
         &'a self,
-        cfg: &'a SourceConfig,
+        cfg: &'a ZkSource,
         scheme: Scheme,
         args: &'a Options,
         run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
-            let SourceConfig::Zookeeper(c) = cfg else {
-                anyhow::bail!("{NOT_ZK}")
-            };
             if scheme != Scheme::ZkRecipe {
                 anyhow::bail!(
                     "--scheme {scheme} does not run on ZooKeeper: on --zk, electop node joins an \
@@ -76,7 +72,7 @@ impl Store for Zookeeper {
                 );
             }
             let stop = run.stop.clone();
-            super::participant::run(c, args, run.timing, &run.report, stop).await
+            super::participant::run(cfg, args, run.timing, &run.report, stop).await
         })
     }
 }
