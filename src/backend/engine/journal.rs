@@ -209,11 +209,23 @@ pub(crate) fn load(path: &Path, bound: Bound) -> Vec<Entry> {
 
 /// A change's identity: its election, the leaders before and after, and its revision where
 /// the store has one (else its time: a flip back and forth is several changes).
-type ChangeKey = (String, Option<i64>, Option<SystemTime>, Option<String>, Option<String>);
+type ChangeKey = (
+    String,
+    Option<i64>,
+    Option<SystemTime>,
+    Option<String>,
+    Option<String>,
+);
 
 fn key(election: &str, e: &HistoryEntry) -> ChangeKey {
     let at = if e.revision.is_some() { None } else { e.at };
-    (election.into(), e.revision, at, e.from.clone(), e.to.clone())
+    (
+        election.into(),
+        e.revision,
+        at,
+        e.from.clone(),
+        e.to.clone(),
+    )
 }
 
 /// Each change once: an admin action learnt after the change relabels it (a later line).
@@ -255,9 +267,9 @@ pub(crate) fn compact(entries: Vec<Entry>, bound: Bound) -> Vec<Entry> {
     let mut keep = vec![false; entries.len()];
     for (i, r) in entries.iter().enumerate().rev() {
         let n = match r {
-            Entry::Change { election, .. } => left
-                .entry(election)
-                .or_insert(bound.per_election.max(1)),
+            Entry::Change { election, .. } => {
+                left.entry(election).or_insert(bound.per_election.max(1))
+            }
             Entry::Seen { .. } => &mut seen_left,
             _ => continue,
         };

@@ -112,7 +112,10 @@ fn a_writer_after_a_torn_line_writes_whole_lines() {
     .expect("write");
     let mut j = Journal::new(path.clone(), bound(5, 5));
     j.preface(Entry::Watching(t(2))).expect("preface");
-    assert!(j.append(&[change("jobs", 3, Some(1), None, Some("a"))]).expect("append"));
+    assert!(
+        j.append(&[change("jobs", 3, Some(1), None, Some("a"))])
+            .expect("append")
+    );
     let (entries, clean) = read(&path).expect("read");
     assert!(clean, "{:?}", lines(&path));
     assert_eq!(
@@ -129,7 +132,13 @@ fn a_writer_after_a_torn_line_writes_whole_lines() {
 fn compaction_keeps_the_newest_of_each_election_and_of_the_times() {
     let mut all = vec![Entry::Watching(t(0))];
     for i in 0..10u64 {
-        all.push(change("jobs", 10 + i, Some(100 + i as i64), None, Some("a")));
+        all.push(change(
+            "jobs",
+            10 + i,
+            Some(100 + i as i64),
+            None,
+            Some("a"),
+        ));
         all.push(Entry::Seen {
             revision: 100 + i as i64,
             at: t(10 + i),
@@ -156,7 +165,10 @@ fn compaction_keeps_the_newest_of_each_election_and_of_the_times() {
     assert_eq!(seen, [108, 109], "the newest two times");
     assert!(kept.contains(&change("cron", 5, Some(50), None, Some("x"))));
     assert!(kept.contains(&Entry::Watching(t(30))));
-    assert!(kept.contains(&Entry::Watching(t(0))), "few runs: the old one stays");
+    assert!(
+        kept.contains(&Entry::Watching(t(0))),
+        "few runs: the old one stays"
+    );
     let runs: Vec<Entry> = (0..100).map(|i| Entry::Watching(t(i))).collect();
     let kept = compact(runs, bound(5, 5));
     assert_eq!(kept.len(), RUNS_KEPT);
@@ -212,7 +224,10 @@ fn the_file_stays_bounded_and_a_stale_temp_file_is_ignored() {
         let n = lines(&path).len();
         assert!(n <= j.threshold() + 2, "{n} lines at {i}");
     }
-    assert!(!tmp.exists(), "the stale temp file was renamed over the journal");
+    assert!(
+        !tmp.exists(),
+        "the stale temp file was renamed over the journal"
+    );
     let kept = load(&path, bound(2, 3));
     let revs: Vec<_> = kept
         .iter()
@@ -239,12 +254,21 @@ fn one_writer_at_a_time_and_the_turn_passes_on() {
     b.preface(Entry::Watching(t(1))).expect("b's preface");
     assert!(a.take_turn().expect("a"));
     assert!(!b.take_turn().expect("b"), "a records the source");
-    assert!(!b.append(&[change("j", 2, Some(2), None, Some("x"))]).expect("b"));
-    assert!(a.append(&[change("j", 2, Some(2), None, Some("x"))]).expect("a"));
+    assert!(
+        !b.append(&[change("j", 2, Some(2), None, Some("x"))])
+            .expect("b")
+    );
+    assert!(
+        a.append(&[change("j", 2, Some(2), None, Some("x"))])
+            .expect("a")
+    );
     assert_eq!(lines(&path).len(), 2, "a's lines only: {:?}", lines(&path));
     a.append(&[Entry::Stopped(t(3))]).expect("a stops");
     drop(a);
-    assert!(b.append(&[change("j", 4, Some(4), Some("x"), Some("y"))]).expect("b"));
+    assert!(
+        b.append(&[change("j", 4, Some(4), Some("x"), Some("y"))])
+            .expect("b")
+    );
     assert!(b.writing());
     let (entries, clean) = read(&path).expect("read");
     assert!(clean);
@@ -269,7 +293,10 @@ fn file_names_are_safe_and_tell_sources_apart() {
     );
     assert!(a.ends_with(".jsonl"));
     assert!(!a.contains('/'));
-    assert_ne!(a, file_name("zookeeper-history", "zk1:2181,zk2:2181/app /election_"));
+    assert_ne!(
+        a,
+        file_name("zookeeper-history", "zk1:2181,zk2:2181/app /election_")
+    );
     assert_eq!(
         a,
         file_name("zookeeper-history", "zk1:2181,zk2:2181/app /election "),
