@@ -3,7 +3,7 @@
 //! version (`"v":1`) and the kind of record (a leader change, the time a revision was seen
 //! live, an electop starting or stopping to watch).
 //!
-//! One writer per file: a lock file beside it (`<file>.lock`, `flock`) says which electop
+//! One writer per file: a lock file beside it (`<file>.writer`, `flock`) says which electop
 //! records the source; another reads the file at its start and takes the turn when it is
 //! free (at its next append), so nothing is written by two at once and nobody rewrites the
 //! file under another's append. The file is bounded: past twice its bound the writer reads
@@ -403,7 +403,9 @@ impl Journal {
             .create(true)
             .truncate(false)
             .write(true)
-            .open(beside(&self.path, ".lock"))?;
+            // Not `<file>.lock`: an electop before the journal took that one for a moment
+            // and would wait forever on a writer holding it for its whole run.
+            .open(beside(&self.path, ".writer"))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
