@@ -168,7 +168,7 @@ fn history_across_runs(ep: &str) {
     let files: Vec<String> = std::fs::read_dir(&dir)
         .expect("data dir")
         .filter_map(|f| f.ok()?.file_name().into_string().ok())
-        // (its `.lock` beside it is the rewrite's flock, not a record)
+        // (its `.writer` lock beside it is not a record)
         .filter(|f| f.starts_with("zookeeper-history-") && f.ends_with(".jsonl"))
         .collect();
     assert_eq!(files.len(), 1, "one record for the source: {files:?}");

@@ -6,6 +6,7 @@
 //! reads to candidates.
 
 pub(crate) mod drive;
+pub(crate) mod journal;
 pub(crate) mod lifecycle;
 
 use std::time::Duration;

@@ -169,7 +169,7 @@ impl Session<'_> {
                 .unwrap_or_default(),
             times: None,
         };
-        link.times = cluster_times(&mut link).await;
+        link.times = cluster_times(&mut link, &backend.cfg.prefix).await;
         let err = match self.follow(link).await {
             Stop::Closed => return false,
             Stop::Failed(e) => e,
@@ -484,13 +484,14 @@ impl Session<'_> {
     }
 }
 
-/// The times file of the cluster this member belongs to (from a response header).
-async fn cluster_times(link: &mut Link) -> Option<super::times::TimesFile> {
+/// The times journal of this prefix in the cluster this member belongs to (from a response
+/// header).
+async fn cluster_times(link: &mut Link, prefix: &str) -> Option<super::times::TimesFile> {
     let resp = tokio::time::timeout(Duration::from_secs(2), link.client.status())
         .await
         .ok()?
         .ok()?;
-    super::times::path(resp.header()?.cluster_id()).map(super::times::TimesFile::new)
+    super::times::path(resp.header()?.cluster_id(), prefix).map(super::times::TimesFile::new)
 }
 
 /// A first snapshot read, for the tracker made with it to load: the prefixes it covers.

@@ -540,7 +540,7 @@ fn record_times(file: &super::times::TimesFile, events: &[crate::model::Event]) 
         .filter(|e| matches!(e.kind, LeaderElected | LeaderChanged | LeaderLost))
         .filter_map(|e| Some((e.revision?, e.at?)))
         .collect();
-    if let Err(e) = file.append(&seen, super::times::MAX_BYTES) {
+    if let Err(e) = file.append(&seen) {
         let path = file.path().display();
         tracing::warn!(%e, %path, "cannot record when changes were seen");
     }

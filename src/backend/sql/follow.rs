@@ -135,14 +135,16 @@ impl<'a> Follow<'a> {
         );
         let mut writer = None;
         if let Some(path) = &b.history_path {
-            tracker.preload(history::load(path));
-            match history::Writer::open(path) {
-                Ok(Some(w)) => writer = Some(w),
-                Ok(None) => {
+            tracker.preload(history::load(path, b.opts.history_limit));
+            let (w, writing) = history::Writer::open(path, b.opts.history_limit);
+            match writing {
+                Ok(true) => {}
+                Ok(false) => {
                     info!(path = %path.display(), "another electop records this source's history")
                 }
                 Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
             }
+            writer = Some(w);
         }
         Follow {
             b,

@@ -11,7 +11,8 @@ use zookeeper_client::{AddWatchMode, Client, EventType, SessionState, WatchedEve
 
 use super::error::ZkError;
 use super::read::Reader;
-use super::record::{Past, Rec, Record};
+use super::record::{Past, Record};
+use crate::backend::engine::journal::Entry;
 
 use super::single::Layout;
 use super::tracker::ZkTracker;
@@ -382,7 +383,7 @@ impl Follow {
                 .and_then(|e| e.history.back());
             if let Some(entry) = entry {
                 let (election, entry) = (name.clone(), entry.clone());
-                r.append(&Rec::Change { election, entry });
+                r.append(&Entry::Change { election, entry });
             }
         }
         if r.failed.is_some() && !self.record_told {

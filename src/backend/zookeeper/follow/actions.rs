@@ -8,7 +8,7 @@ use zookeeper_client::Client;
 
 use super::{Follow, Stop};
 use crate::backend::ForcedMark;
-use crate::backend::zookeeper::record::Rec;
+use crate::backend::engine::journal::Entry;
 use crate::backend::zookeeper::sessions;
 use crate::model::SourceEvent;
 
@@ -61,7 +61,7 @@ impl Follow {
         if let (Some(r), Some(h)) = (self.record.as_mut(), e.history.back()) {
             let election = e.name.clone();
             let entry = h.clone();
-            r.append(&Rec::Change { election, entry });
+            r.append(&Entry::Change { election, entry });
         }
         let source = self.b.info.id;
         self.send(SourceEvent::Elections {

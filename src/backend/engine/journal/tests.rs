@@ -1,0 +1,305 @@
+use std::time::{Duration, SystemTime};
+
+use super::*;
+
+fn t(s: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + s)
+}
+
+fn change(election: &str, s: u64, rev: Option<i64>, from: Option<&str>, to: Option<&str>) -> Entry {
+    Entry::Change {
+        election: election.into(),
+        entry: HistoryEntry {
+            at: Some(t(s)),
+            revision: rev,
+            from: from.map(str::to_string),
+            to: to.map(str::to_string),
+            cause: Cause::NodeGone,
+            by: None,
+        },
+    }
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn bound(per_election: usize, seen: usize) -> Bound {
+    Bound { per_election, seen }
+}
+
+#[test]
+fn records_round_trip_with_their_version() {
+    let mut forced = change("jobs", 5, Some(0x2a), Some("a"), Some("b"));
+    if let Entry::Change { entry, .. } = &mut forced {
+        entry.cause = Cause::ForcedReelection;
+        entry.by = Some("ops@host".into());
+        entry.at = Some(t(5) + Duration::from_millis(123));
+    }
+    let mut undated = change("jobs", 0, None, None, Some("a"));
+    if let Entry::Change { entry, .. } = &mut undated {
+        entry.at = None;
+    }
+    for e in [
+        Entry::Watching(t(1)),
+        change("jobs", 2, Some(7), None, Some("a")),
+        change("jobs", 3, None, Some("a"), None),
+        undated,
+        forced,
+        Entry::Seen {
+            revision: 12,
+            at: t(4),
+        },
+        Entry::Stopped(t(9)),
+    ] {
+        let line = encode(&e);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.starts_with(r#"{"v":1,"kind":"#), "{line}");
+        assert_eq!(decode(&line), Some(e), "{line}");
+    }
+    assert_eq!(
+        encode(&change("jobs", 2, Some(7), Some("a"), Some("b"))),
+        r#"{"v":1,"kind":"change","at":"2023-11-14T22:13:22Z","election":"jobs","rev":7,"from":"a","to":"b","cause":"node_gone"}"#
+    );
+}
+
+#[test]
+fn torn_old_and_future_lines_are_skipped() {
+    for line in [
+        // A torn last line.
+        r#"{"v":1,"kind":"change","at":"2023-11-14T22:13:22Z","elect"#,
+        // The three formats before this one: SQL's, ZooKeeper's, etcd's times.
+        r#"{"election":"jobs","at_ms":1700000000000,"from":"a","to":"b","cause":"taken_over"}"#,
+        r#"{"at":"2023-11-14T22:13:22Z","election":"jobs","zxid":7,"cause":"node_gone"}"#,
+        r#"{"at":"2023-11-14T22:13:22Z","run":"connected"}"#,
+        r#"{"rev":5,"at_ms":1000}"#,
+        // A later version, an unknown kind, a record missing what it needs.
+        r#"{"v":2,"kind":"watching","at":"2023-11-14T22:13:22Z"}"#,
+        r#"{"v":1,"kind":"paused","at":"2023-11-14T22:13:22Z"}"#,
+        r#"{"v":1,"kind":"seen","at":"2023-11-14T22:13:22Z"}"#,
+        r#"{"v":1,"kind":"watching","at":"yesterday"}"#,
+    ] {
+        assert_eq!(decode(line), None, "{line}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let good = encode(&Entry::Watching(t(1)));
+    std::fs::write(
+        &path,
+        format!("{{\"rev\":5,\"at_ms\":1000}}\n{good}\n{{\"v\":1,\"kind\":\"wat"),
+    )
+    .expect("write");
+    let (read_back, clean) = read(&path).expect("read");
+    assert_eq!(read_back, [Entry::Watching(t(1))]);
+    assert!(!clean);
+}
+
+/// A writer taking its turn on a file whose last line was torn (a crash mid-write) or that
+/// holds another format's lines rewrites it first: its own lines start whole.
+#[test]
+fn a_writer_after_a_torn_line_writes_whole_lines() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let good = encode(&Entry::Watching(t(1)));
+    std::fs::write(
+        &path,
+        format!("{{\"election\":\"j\",\"cause\":\"elected\"}}\n{good}\n{{\"v\":1,\"ki"),
+    )
+    .expect("write");
+    let mut j = Journal::new(path.clone(), bound(5, 5));
+    j.preface(Entry::Watching(t(2))).expect("preface");
+    assert!(
+        j.append(&[change("jobs", 3, Some(1), None, Some("a"))])
+            .expect("append")
+    );
+    let (entries, clean) = read(&path).expect("read");
+    assert!(clean, "{:?}", lines(&path));
+    assert_eq!(
+        entries,
+        [
+            Entry::Watching(t(1)),
+            Entry::Watching(t(2)),
+            change("jobs", 3, Some(1), None, Some("a"))
+        ]
+    );
+}
+
+#[test]
+fn compaction_keeps_the_newest_of_each_election_and_of_the_times() {
+    let mut all = vec![Entry::Watching(t(0))];
+    for i in 0..10u64 {
+        all.push(change(
+            "jobs",
+            10 + i,
+            Some(100 + i as i64),
+            None,
+            Some("a"),
+        ));
+        all.push(Entry::Seen {
+            revision: 100 + i as i64,
+            at: t(10 + i),
+        });
+    }
+    all.push(change("cron", 5, Some(50), None, Some("x")));
+    all.push(Entry::Watching(t(30)));
+    let kept = compact(all, bound(3, 2));
+    let jobs: Vec<i64> = kept
+        .iter()
+        .filter_map(|r| match r {
+            Entry::Change { election, entry } if election == "jobs" => entry.revision,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(jobs, [107, 108, 109], "the newest three of jobs");
+    let seen: Vec<i64> = kept
+        .iter()
+        .filter_map(|r| match r {
+            Entry::Seen { revision, .. } => Some(*revision),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seen, [108, 109], "the newest two times");
+    assert!(kept.contains(&change("cron", 5, Some(50), None, Some("x"))));
+    assert!(kept.contains(&Entry::Watching(t(30))));
+    assert!(
+        kept.contains(&Entry::Watching(t(0))),
+        "few runs: the old one stays"
+    );
+    let runs: Vec<Entry> = (0..100).map(|i| Entry::Watching(t(i))).collect();
+    let kept = compact(runs, bound(5, 5));
+    assert_eq!(kept.len(), RUNS_KEPT);
+    assert_eq!(kept.last(), Some(&Entry::Watching(t(99))));
+}
+
+#[test]
+fn a_relabelled_change_is_one_and_a_flip_back_is_another() {
+    let mut unknown = change("jobs", 8, Some(7), Some("a"), Some("b"));
+    if let Entry::Change { entry, .. } = &mut unknown {
+        entry.cause = Cause::Unknown;
+    }
+    let kept = compact(
+        vec![
+            unknown,
+            change("jobs", 9, Some(7), Some("a"), Some("b")),
+            // No revisions (SQL): a→b twice is two changes.
+            change("sql", 1, None, Some("a"), Some("b")),
+            change("sql", 2, None, Some("b"), Some("a")),
+            change("sql", 3, None, Some("a"), Some("b")),
+        ],
+        bound(10, 10),
+    );
+    assert_eq!(kept.len(), 4, "{kept:#?}");
+    let Entry::Change { entry, .. } = &kept[0] else {
+        panic!("{kept:?}")
+    };
+    assert_eq!(
+        (entry.at, entry.cause),
+        (Some(t(8)), Cause::NodeGone),
+        "first seen, the cause that was seen"
+    );
+}
+
+/// Appends past twice the bound rewrite the file, through a temp file renamed over it; a
+/// temp file left by an interrupted rewrite is never read, and the next rewrite replaces it.
+#[test]
+fn the_file_stays_bounded_and_a_stale_temp_file_is_ignored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("data/h.jsonl");
+    std::fs::create_dir_all(dir.path().join("data")).expect("dir");
+    let tmp = dir.path().join("data/h.jsonl.tmp");
+    std::fs::write(&tmp, "half a rewr").expect("stale temp file");
+    let mut j = Journal::new(path.clone(), bound(2, 3));
+    for i in 0..200u64 {
+        let rev = i as i64;
+        let at = t(i);
+        let batch = [
+            change("jobs", i, Some(rev), None, Some("a")),
+            Entry::Seen { revision: rev, at },
+        ];
+        assert!(j.append(&batch).expect("append"));
+        let n = lines(&path).len();
+        assert!(n <= j.threshold() + 2, "{n} lines at {i}");
+    }
+    assert!(
+        !tmp.exists(),
+        "the stale temp file was renamed over the journal"
+    );
+    let kept = load(&path, bound(2, 3));
+    let revs: Vec<_> = kept
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Change { entry, .. } => entry.revision,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(revs, [198, 199]);
+    // A rewrite interrupted before its rename leaves the journal whole.
+    std::fs::write(&tmp, "{\"v\":1,\"kind\":\"watch").expect("interrupted rewrite");
+    assert_eq!(load(&path, bound(2, 3)), kept);
+}
+
+/// One writer per file: a second journal reads but does not write while the first holds
+/// the turn, and takes it (its preface first) at its next append once the first is gone.
+#[test]
+fn one_writer_at_a_time_and_the_turn_passes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let mut a = Journal::new(path.clone(), bound(10, 10));
+    let mut b = Journal::new(path.clone(), bound(10, 10));
+    a.preface(Entry::Watching(t(0))).expect("a's preface");
+    b.preface(Entry::Watching(t(1))).expect("b's preface");
+    assert!(a.take_turn().expect("a"));
+    assert!(!b.take_turn().expect("b"), "a records the source");
+    assert!(
+        !b.append(&[change("j", 2, Some(2), None, Some("x"))])
+            .expect("b")
+    );
+    assert!(
+        a.append(&[change("j", 2, Some(2), None, Some("x"))])
+            .expect("a")
+    );
+    assert_eq!(lines(&path).len(), 2, "a's lines only: {:?}", lines(&path));
+    a.append(&[Entry::Stopped(t(3))]).expect("a stops");
+    drop(a);
+    assert!(
+        b.append(&[change("j", 4, Some(4), Some("x"), Some("y"))])
+            .expect("b")
+    );
+    assert!(b.writing());
+    let (entries, clean) = read(&path).expect("read");
+    assert!(clean);
+    assert_eq!(
+        entries,
+        [
+            Entry::Watching(t(0)),
+            change("j", 2, Some(2), None, Some("x")),
+            Entry::Stopped(t(3)),
+            Entry::Watching(t(1)),
+            change("j", 4, Some(4), Some("x"), Some("y")),
+        ]
+    );
+}
+
+#[test]
+fn file_names_are_safe_and_tell_sources_apart() {
+    let a = file_name("zookeeper-history", "zk1:2181,zk2:2181/app /election ");
+    assert!(
+        a.starts_with("zookeeper-history-zk1_2181_zk2_2181_app__election_-"),
+        "{a}"
+    );
+    assert!(a.ends_with(".jsonl"));
+    assert!(!a.contains('/'));
+    assert_ne!(
+        a,
+        file_name("zookeeper-history", "zk1:2181,zk2:2181/app /election_")
+    );
+    assert_eq!(
+        a,
+        file_name("zookeeper-history", "zk1:2181,zk2:2181/app /election "),
+        "stable"
+    );
+}
