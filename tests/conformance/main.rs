@@ -69,43 +69,13 @@ cells!(release_acquire:
     redis_poll, pg_advisory, mysql_lock);
 cells!(reelect:
     etcd_election,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     etcd_lease_key,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     sql_lease_sqlite,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     sql_heartbeat_sqlite,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     sql_lease_postgres,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     zookeeper,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     zookeeper_kazoo,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     redis_events,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     redis_poll,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     pg_advisory,
-    #[ignore = "defect: a forced change is forced_reelection in serve's history but keeps \
-        the store's cause in watch and /api/v1/events lines when the store's event comes \
-        before the audit log's line"]
     mysql_lock);

@@ -497,6 +497,21 @@ pub fn reelect(kind: Kind) {
         String::from_utf8_lossy(&out.stdout)
     );
     let leader = wait_forced(&mut obs, &cell, &ia);
+    // The observers learn the action from the audit log, after the CLI wrote it: a change
+    // already told is then attributed. Waited for, then every view must agree.
+    let forced = |list: &[Change]| {
+        list.iter().skip(1).any(|c| {
+            c.cause.as_deref() == Some("forced_reelection")
+                && c.from.as_deref().is_some_and(|f| names(f, &ia))
+        })
+    };
+    crate::common::wait_for("every view says the change was forced", T, || {
+        let views = obs.read(&cell);
+        match lists(&views).iter().all(|(_, l)| forced(l)) {
+            true => Ok(()),
+            false => Err(dump(&views)),
+        }
+    });
     let views = settle(&mut obs, &cell, leader.as_deref());
     each_list(
         kind,

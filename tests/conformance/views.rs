@@ -68,6 +68,17 @@ impl Observers {
         crate::common::wait_until(&format!("serve answers {probe}"), T, || {
             std::net::TcpStream::connect(&addr).is_ok() && http::request(&addr, probe, &[]).0 == 200
         });
+        if !all_up {
+            // Not ready while the other source is down: ready enough once the cell's own
+            // source is read, or serve would first read the election after it changed.
+            crate::common::wait_until("serve reads the cell's source", T, || {
+                let (_, body) = http::request(&addr, "/metrics", &[]);
+                body.lines().any(|l| {
+                    l.starts_with("electop_source_up{")
+                        && (l.ends_with(" 1") || l.ends_with(" 1.0"))
+                })
+            });
+        }
         watch.wait_synced(1);
         let events = http::lines(&addr, "/api/v1/events");
         Observers {
