@@ -23,6 +23,7 @@ fn change(n: i64) -> Event {
         from: Some(format!("node-{n}")),
         to: Some(format!("node-{}", n + 1)),
         cause: Some(Cause::Resigned),
+        was: None,
         revision: Some(n),
         replayed: false,
         detail: None,

@@ -792,6 +792,7 @@ fn happened(
         from: from.map(str::to_string),
         to: to.map(str::to_string),
         cause: Some(Cause::LeaseExpired),
+        was: None,
         revision: Some(40 + secs as i64),
         replayed: false,
         detail: None,
