@@ -13,8 +13,10 @@ use common::zookeeper_ensemble::ZkEnsemble;
 use zookeeper_client::{Acls, Client, CreateMode};
 
 /// How soon after the change, made through a live member, electop must show it: its read
-/// of the frozen member gives up within 2 s, and the change comes in the read that follows.
-const SHOWN_WITHIN: Duration = Duration::from_secs(3);
+/// of the frozen member gives up within 2 s, and the change comes in the read that follows
+/// (about 3 s on a quiet machine, printed). The bound leaves room for a loaded one and
+/// still fails what was seen before: 5.4-8.2 s blind, waiting out a 5 s read.
+const SHOWN_WITHIN: Duration = Duration::from_millis(4500);
 
 async fn client(connect: &str) -> Client {
     let connect = Client::connector()
@@ -94,6 +96,7 @@ fn the_member_electop_reads_through_frozen_it_reads_through_another_at_once() {
         );
     }));
     let took = changed.elapsed();
+    println!("shown {took:?} after the change");
     zk.freeze(mine, false);
     assert!(
         seen.is_ok(),
