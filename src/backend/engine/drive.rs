@@ -87,10 +87,17 @@ async fn wait_down<S: Steps>(
     let one_shot = f.one_shot();
     let (error, ends_one_shot) = error.unwrap_or_default();
     let lasting = lasting || (one_shot && ends_one_shot);
-    // A copy, advanced by the wait and put back: the io is read meanwhile.
-    let mut backoff = f.lifecycle().backoff().clone();
-    let go_on = super::down_and_wait(f.io(), f.info(), error, lasting, &mut backoff).await;
-    *f.lifecycle().backoff() = backoff;
+    let go_on = if f.lifecycle().take_at_once() {
+        // The member was left for another: at once, and the wait does not grow.
+        let mut now = super::Backoff::new(Default::default(), Default::default());
+        super::down_and_wait(f.io(), f.info(), error, lasting, &mut now).await
+    } else {
+        // A copy, advanced by the wait and put back: the io is read meanwhile.
+        let mut backoff = f.lifecycle().backoff().clone();
+        let go_on = super::down_and_wait(f.io(), f.info(), error, lasting, &mut backoff).await;
+        *f.lifecycle().backoff() = backoff;
+        go_on
+    };
     if go_on {
         Ok(Input::Retry)
     } else {

@@ -18,6 +18,9 @@ pub(crate) enum Failure {
     /// The member is fine but the changes asked for are gone (etcd's compaction): read the
     /// state again from it.
     Resnapshot,
+    /// The member in use stopped answering and another can serve: connect again at once,
+    /// without the wait. Said as an outage, as a new session is read afresh (ZooKeeper).
+    Moved,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +82,8 @@ pub(crate) struct Lifecycle {
     failed_in_row: usize,
     synced: bool,
     backoff: Backoff,
+    /// The next retry is at once (the member in use was left for another).
+    at_once: bool,
 }
 
 impl Lifecycle {
@@ -92,6 +97,7 @@ impl Lifecycle {
             failed_in_row: 0,
             synced: false,
             backoff: Backoff::new(min_wait, max_wait),
+            at_once: false,
         }
     }
 
@@ -152,8 +158,14 @@ impl Lifecycle {
         tell
     }
 
+    /// Whether the wait before the next retry is skipped (once).
+    pub(crate) fn take_at_once(&mut self) -> bool {
+        std::mem::take(&mut self.at_once)
+    }
+
     fn down(&mut self, f: Failure) -> Phase {
         self.failed_in_row = 0;
+        self.at_once = f == Failure::Moved;
         Phase::Down {
             lasting: f == Failure::Lasting,
         }
@@ -161,7 +173,7 @@ impl Lifecycle {
 
     fn member_failed(&mut self, member: usize, f: Failure) -> Phase {
         match f {
-            Failure::Lasting => self.down(f),
+            Failure::Lasting | Failure::Moved => self.down(f),
             Failure::Resnapshot => Phase::Snapshot { member },
             Failure::Transient => {
                 self.preferred = (member + 1) % self.members;
@@ -273,6 +285,20 @@ mod tests {
         assert_eq!(c.phase, Phase::Snapshot { member: 0 });
         c.on(Input::Failed(Failure::Lasting));
         assert_eq!(c.phase, Phase::Down { lasting: true });
+    }
+
+    /// A member left for another is said down, then tried again without the wait; the wait
+    /// after that grows as before.
+    #[test]
+    fn a_member_left_for_another_is_retried_at_once() {
+        let mut c = live(1, 0);
+        c.on(Input::Failed(Failure::Moved));
+        assert_eq!(c.phase, Phase::Down { lasting: false });
+        assert!(c.take_at_once());
+        assert!(!c.take_at_once(), "once");
+        c.on(Input::Retry);
+        c.on(Input::Failed(Failure::Transient));
+        assert!(!c.take_at_once());
     }
 
     #[test]

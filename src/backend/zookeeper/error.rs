@@ -45,6 +45,26 @@ pub(crate) enum ZkError {
     Other(String),
 }
 
+impl crate::backend::engine::drive::StoreError for ZkError {
+    /// A TLS mistake stays until the settings change; a member that stops answering is left
+    /// for another at once (the new session is read afresh: said as an outage, without the
+    /// wait); anything else is retried after the wait.
+    fn failure(&self) -> crate::backend::engine::lifecycle::Failure {
+        use crate::backend::engine::lifecycle::Failure;
+        match self {
+            ZkError::Tls(_) => Failure::Lasting,
+            ZkError::Stuck(..) | ZkError::MemberDown(_) | ZkError::ConnectionLoss => Failure::Moved,
+            _ => Failure::Transient,
+        }
+    }
+
+    /// TLS cannot work: `status` says so at once. The client says `NoHosts` for a server
+    /// still starting up too, so a refusal is waited out like any failure.
+    fn ends_one_shot(&self) -> bool {
+        matches!(self, ZkError::Tls(_))
+    }
+}
+
 impl ZkError {
     /// A client error while talking to `at` (the connect string), for the path `path`.
     pub(crate) fn from_client(

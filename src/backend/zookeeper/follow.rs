@@ -18,7 +18,9 @@ use super::single::Layout;
 use super::tracker::ZkTracker;
 use super::{ZkBackend, inputs};
 use crate::backend::change::Changes;
-use crate::backend::{BackendIo, Backoff, Request, down_and_wait};
+use crate::backend::engine::drive::{Steps, drive};
+use crate::backend::engine::lifecycle::{Input, Lifecycle};
+use crate::backend::{BackendIo, Request};
 use crate::model::{ConnState, EventKind, SourceEvent};
 
 type Stop = crate::backend::Stop<ZkError>;
@@ -62,7 +64,8 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
         connect: b.cfg.connect_string(),
         b,
         io,
-        backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(10)),
+        life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
+        link: None,
         loaded: false,
         missing: None,
         first_connected: None,
@@ -74,7 +77,7 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
         member: None,
     };
     tokio::select! {
-        _ = f.drive() => {}
+        _ = drive(&mut f) => {}
         _ = cancel.cancelled() => {}
     }
 }
@@ -91,7 +94,9 @@ struct Follow {
     io: BackendIo,
     connect: String,
     tracker: ZkTracker,
-    backoff: Backoff,
+    life: Lifecycle,
+    /// The session in use, from its dial until it fails.
+    link: Option<Link>,
     /// The first read is done: later reads report what changed.
     loaded: bool,
     /// The prefix was not there at the last look: the source's notice says so.
@@ -112,37 +117,135 @@ struct Follow {
     member: Option<usize>,
 }
 
+/// One session: the client, its persistent watch on the prefix, the clock of its contact
+/// reads, and the member probe's news.
+struct Link {
+    client: Client,
+    watcher: zookeeper_client::PersistentWatcher,
+    tick: tokio::time::Interval,
+    probed: tokio::sync::watch::Receiver<Vec<bool>>,
+}
+
+impl Steps for Follow {
+    type Error = ZkError;
+
+    fn lifecycle(&mut self) -> &mut Lifecycle {
+        &mut self.life
+    }
+
+    fn io(&self) -> &BackendIo {
+        &self.io
+    }
+
+    fn info(&self) -> &crate::model::SourceInfo {
+        &self.b.info
+    }
+
+    fn one_shot(&self) -> bool {
+        self.b.opts.one_shot
+    }
+
+    /// A session, and where history starts; the watch before the read, so a change
+    /// between the two is seen twice, never missed.
+    async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {
+        let source = self.b.info.id;
+        let client = self.dial().await?;
+        let history_since = match self.first_connected {
+            Some(t) => t,
+            None => self.start_record(),
+        };
+        self.send(SourceEvent::Session {
+            source,
+            id: super::layout::session_hex(client.session_id().0),
+            timeout: client.session_timeout(),
+            history_since,
+            gaps: self.gaps.clone(),
+        })
+        .await?;
+        let prefix = Layout::of(self.b.cfg.preset).watch_path(&self.b.cfg.prefix);
+        let watcher = self.watch(&client, &prefix).await?;
+        let mut tick = tokio::time::interval(CONTACT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let probed = self.reading.subscribe();
+        self.link = Some(Link {
+            client,
+            watcher,
+            tick,
+            probed,
+        });
+        Ok(Input::Connected {
+            member: self.member.unwrap_or(0),
+        })
+    }
+
+    async fn snapshot(&mut self) -> Result<Input, Stop> {
+        let mut l = self.link.take().ok_or_else(|| self.lost())?;
+        let read = self.read_all(&l.client).await;
+        // The next contact read is a whole interval after this one.
+        l.tick.reset();
+        self.link = Some(l);
+        read?;
+        Ok(Input::SnapshotRead { replay: false })
+    }
+
+    async fn follow(&mut self) -> Result<Input, Stop> {
+        let mut l = self.link.take().ok_or_else(|| self.lost())?;
+        let next = self.next(&mut l).await;
+        self.link = Some(l);
+        next?;
+        Ok(Input::Followed)
+    }
+
+    async fn release(&mut self) {
+        self.link = None;
+    }
+}
+
 impl Follow {
-    async fn drive(&mut self) {
-        loop {
-            let (error, lasting, moving) = match self.session().await {
-                // A TLS mistake stays until the settings change: `status` need not wait.
-                Err(Stop::Failed(e)) => {
-                    (e.to_string(), matches!(e, ZkError::Tls(_)), self.moving(&e))
+    /// The session went between two steps (which the life cycle does not allow).
+    fn lost(&self) -> Stop {
+        Stop::Failed(ZkError::ConnectionLoss)
+    }
+
+    /// The next thing to do on the session: the probe's news, a watch event in the order
+    /// the server sent it, a contact read, or the runtime's request.
+    async fn next(&mut self, l: &mut Link) -> Result<(), Stop> {
+        tokio::select! {
+            Ok(()) = l.probed.changed(), if self.several() => match self.member_down() {
+                Some(e) => Err(e.into()),
+                None => Ok(()),
+            },
+            ev = l.watcher.changed() => {
+                if self.on_event(&l.client, ev).await? == Reconnected::Yes {
+                    // zookeeper-client 0.11.2 sends persistent watches again after a
+                    // reconnect in a `SetWatches` without them (its `resend_watches` never
+                    // raises the index past the one-shot kinds), so the server forgets ours:
+                    // add it again, then read what changed meanwhile. Added before the old
+                    // one is dropped, so the client keeps the path.
+                    let prefix = Layout::of(self.b.cfg.preset).watch_path(&self.b.cfg.prefix);
+                    l.watcher = self.watch(&l.client, &prefix).await?;
+                    self.read_all(&l.client).await?;
+                    // The same session came back: connected again, said by the store.
+                    let (source, state) = (self.b.info.id, ConnState::Connected);
+                    self.send(SourceEvent::Conn { source, state }).await?;
                 }
-                Ok(()) | Err(Stop::Closed) => return,
-            };
-            // Leaving a member for another is done at once: no wait, no backoff. It is said
-            // as an outage: the new member's session is read afresh, and what happened in
-            // between is a gap (unlike etcd, whose watch resumes at its revision).
-            let mut now = Backoff::new(Duration::ZERO, Duration::ZERO);
-            let backoff = if moving { &mut now } else { &mut self.backoff };
-            if !down_and_wait(&self.io, &self.b.info, error, lasting, backoff).await {
-                return;
+                Ok(())
             }
+            _ = l.tick.tick() => {
+                self.contact(&l.client).await?;
+                self.check_deposed().await
+            }
+            cmd = self.io.commands.recv() => match cmd {
+                None => Err(Stop::Closed),
+                Some(Request::Forced { election, mark }) => self.forced(&election, mark).await,
+                Some(Request::Visible { .. }) => Ok(()),
+            },
         }
     }
 
     /// Whether there are several members, so one that stops answering can be left.
     fn several(&self) -> bool {
         self.b.cfg.endpoints.len() > 1
-    }
-
-    /// Whether `e` is the member read through failing while others may answer: the next
-    /// session goes to another one at once.
-    fn moving(&self, e: &ZkError) -> bool {
-        matches!(e, ZkError::Stuck(..) | ZkError::MemberDown(_))
-            || (self.several() && matches!(e, ZkError::ConnectionLoss))
     }
 
     /// The probe found the member read through down, and another up: time to leave it.
@@ -163,64 +266,6 @@ impl Follow {
             client,
             connect: &self.connect,
             timeout: self.b.opts.request_timeout,
-        }
-    }
-
-    /// One session, from connecting until it fails.
-    async fn session(&mut self) -> Result<(), Stop> {
-        let source = self.b.info.id;
-        let state = ConnState::Connecting;
-        self.send(SourceEvent::Conn { source, state }).await?;
-        let client = self.dial().await?;
-        let history_since = match self.first_connected {
-            Some(t) => t,
-            None => self.start_record(),
-        };
-        self.send(SourceEvent::Session {
-            source,
-            id: super::layout::session_hex(client.session_id().0),
-            timeout: client.session_timeout(),
-            history_since,
-            gaps: self.gaps.clone(),
-        })
-        .await?;
-        let prefix = Layout::of(self.b.cfg.preset).watch_path(&self.b.cfg.prefix);
-        // The watch before the read: a change between the two is then seen twice, never
-        // missed.
-        let mut watcher = self.watch(&client, &prefix).await?;
-        self.read_all(&client).await?;
-        self.backoff.reset();
-        let mut tick = tokio::time::interval(CONTACT_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut probed = self.reading.subscribe();
-        loop {
-            tokio::select! {
-                Ok(()) = probed.changed(), if self.several() => {
-                    if let Some(e) = self.member_down() {
-                        return Err(e.into());
-                    }
-                }
-                ev = watcher.changed() => {
-                    if self.on_event(&client, ev).await? == Reconnected::Yes {
-                        // zookeeper-client 0.11.2 sends persistent watches again after a
-                        // reconnect in a `SetWatches` without them (its `resend_watches`
-                        // never raises the index past the one-shot kinds), so the server
-                        // forgets ours: add it again, then read what changed meanwhile.
-                        // Added before the old one is dropped, so the client keeps the path.
-                        watcher = self.watch(&client, &prefix).await?;
-                        self.read_all(&client).await?;
-                    }
-                }
-                _ = tick.tick() => {
-                    self.contact(&client).await?;
-                    self.check_deposed().await?;
-                }
-                cmd = self.io.commands.recv() => match cmd {
-                    None => return Err(Stop::Closed),
-                    Some(Request::Forced { election, mark }) => self.forced(&election, mark).await?,
-                    Some(Request::Visible { .. }) => {}
-                },
-            }
         }
     }
 
@@ -307,14 +352,8 @@ impl Follow {
                 .await?;
             self.tell(restored).await?;
         }
-        let state = ConnState::Connected;
-        self.send(SourceEvent::Conn { source, state }).await?;
-        self.send(contact(source, sent)).await?;
-        if !self.loaded {
-            self.loaded = true;
-            self.send(SourceEvent::Synced { source }).await?;
-        }
-        Ok(())
+        self.loaded = true;
+        self.send(contact(source, sent)).await
     }
 
     /// The first read, shown as it goes: the server counts the znodes first (a prefix over
