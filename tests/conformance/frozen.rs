@@ -196,7 +196,10 @@ fn status_now(cell: &Cell, source: &[String]) -> Vec<(View, Duration)> {
     std::thread::scope(|s| {
         let json = s.spawn(|| timed(status_json_view));
         let table = s.spawn(|| timed(status_table_view));
-        vec![json.join().unwrap(), table.join().unwrap()]
+        let joined = |h: std::thread::ScopedJoinHandle<'_, (View, Duration)>| {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        };
+        vec![joined(json), joined(table)]
     })
 }
 
