@@ -85,6 +85,10 @@ pub struct Watch {
 }
 
 impl Watch {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn start(home: &std::path::Path, args: &[&str]) -> Watch {
         let mut child = command(home)
             .args(args)

@@ -7,6 +7,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod frozen;
 mod participants;
 mod scenarios;
 mod servers;
@@ -79,3 +80,4 @@ cells!(reelect:
     redis_poll,
     pg_advisory,
     mysql_lock);
+cells!(member_frozen: etcd_election, zookeeper);

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::common::proxy::Proxy;
 use crate::common::{T, electop::command};
+pub use crate::frozen::member_frozen;
 use crate::participants::Participant;
 use crate::stores::{Cell, Kind, TTL, names};
 use crate::views::{
@@ -16,7 +17,7 @@ use crate::views::{
 };
 
 /// Slack on every timing bound: process start, a poll, a busy two-core machine.
-const SLACK: Duration = Duration::from_millis(2500);
+pub const SLACK: Duration = Duration::from_millis(2500);
 /// How long the store stays out of reach in `store_down`.
 const OUTAGE: Duration = Duration::from_secs(10);
 
@@ -67,7 +68,7 @@ fn lists(views: &[View]) -> Vec<(&'static str, Vec<Change>)> {
 }
 
 /// The changes the views agreed on (serve's list).
-fn changes(views: &[View]) -> Vec<Change> {
+pub fn changes(views: &[View]) -> Vec<Change> {
     lists(views)
         .into_iter()
         .find(|(name, _)| name.starts_with('/'))
@@ -76,16 +77,16 @@ fn changes(views: &[View]) -> Vec<Change> {
 }
 
 /// One change from `a` to `b`, or two: `a` lost, then `b` elected.
-fn handover(a: &str, b: &str, after: &[Change]) -> bool {
+pub fn handover(a: &str, b: &str, after: &[Change]) -> bool {
     after.len() == 1 && change(Some(a), Some(b), &after[0])
 }
 
-fn gap(a: &str, b: &str, after: &[Change]) -> bool {
+pub fn gap(a: &str, b: &str, after: &[Change]) -> bool {
     after.len() == 2 && change(Some(a), None, &after[0]) && change(None, Some(b), &after[1])
 }
 
 /// Asserts `ok` of every view's changes after the first (the first leader's election).
-fn each_list(kind: Kind, views: &[View], what: &str, ok: impl Fn(&[Change]) -> bool) {
+pub fn each_list(kind: Kind, views: &[View], what: &str, ok: impl Fn(&[Change]) -> bool) {
     for (name, list) in lists(views) {
         assert!(
             list.len() > 1 && ok(&list[1..]),
@@ -105,7 +106,7 @@ fn change(from: Option<&str>, to: Option<&str>, c: &Change) -> bool {
 
 /// Two participants, `node-a` leading and `node-b` following, and every view agreeing;
 /// with how the views name each.
-fn two_nodes(cell: &Cell, obs: &mut Observers) -> (Participant, Participant, String, String) {
+pub fn two_nodes(cell: &Cell, obs: &mut Observers) -> (Participant, Participant, String, String) {
     let mut a = cell.participant("node-a");
     a.wait_leader(T);
     let mut b = cell.participant("node-b");
@@ -159,7 +160,7 @@ pub fn failover(kind: Kind) {
 
 /// How a crashed holder's tenure ends in each store: its lease or term runs out, its
 /// ephemeral node goes with its session, its session lock with its connection.
-fn crash_cause(kind: Kind) -> &'static str {
+pub fn crash_cause(kind: Kind) -> &'static str {
     match kind {
         Kind::etcd_election | Kind::etcd_lease_key => "lease_expired",
         Kind::redis_events | Kind::redis_poll => "lease_expired",
@@ -333,7 +334,7 @@ fn no_outage(cell: &Cell) {
 
 /// `status --json` over `source` (and `extra` sources): this cell's source read now and
 /// not stale; its exit code and the source's id.
-fn fresh(cell: &Cell, source: &[String], extra: &[String]) -> (i32, String) {
+pub fn fresh(cell: &Cell, source: &[String], extra: &[String]) -> (i32, String) {
     let out = command(cell.home())
         .args(source)
         .args(extra)

@@ -5,10 +5,12 @@
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use crate::common::etcd::EtcdServer;
+use crate::common::etcd_cluster::EtcdCluster;
 use crate::common::mariadb::MariaDb;
 use crate::common::postgres::Postgres;
 use crate::common::redis::RedisServer;
 use crate::common::zookeeper::ZkServer;
+use crate::common::zookeeper_ensemble::ZkEnsemble;
 
 /// A server kept for the binary's life; `None` once the exit hook has dropped it.
 pub struct Shared<S: 'static> {
@@ -104,3 +106,8 @@ pub static MARIADB: Shared<MariaDb> = Shared::new(|| {
     db.sql("INSTALL SONAME 'metadata_lock_info';");
     Mutex::new(Some(db))
 });
+/// Three etcd members, for the cells of a member frozen (started healthy).
+pub static ETCD_CLUSTER: Shared<EtcdCluster> =
+    Shared::new(|| Mutex::new(Some(EtcdCluster::start(3))));
+/// Three ZooKeeper members (started with a quorum and one leader).
+pub static ZK_ENSEMBLE: Shared<ZkEnsemble> = Shared::new(|| Mutex::new(Some(ZkEnsemble::start(3))));

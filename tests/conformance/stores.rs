@@ -91,6 +91,8 @@ pub struct Cell {
     node_flags: Vec<String>,
     started: Counter<usize>,
     _sqlite: Option<SqlStore>,
+    /// The members the participants reach (etcd, ZooKeeper), where not those of `source`.
+    participants_via: Option<String>,
 }
 
 fn strings(s: &[&str]) -> Vec<String> {
@@ -105,17 +107,31 @@ impl Cell {
     /// The cell of `scenario` (its number `nth` names the election where a store wants a
     /// number) in `kind`'s store.
     pub fn new(kind: Kind, scenario: &str, nth: u32) -> Cell {
+        Cell::build(kind, scenario, nth, None)
+    }
+
+    /// The cell on a cluster (etcd, ZooKeeper) whose members are `endpoints` (`a,b,c`),
+    /// instead of the one server.
+    pub fn in_cluster(kind: Kind, scenario: &str, nth: u32, endpoints: &str) -> Cell {
+        Cell::build(kind, scenario, nth, Some(endpoints.to_string()))
+    }
+
+    fn build(kind: Kind, scenario: &str, nth: u32, cluster: Option<String>) -> Cell {
         let ttl = ms(TTL);
         let timing = strings(&["--ttl", &ttl, "--renew", "500ms", "--retry", "200ms"]);
         let (election, source, node_flags, sqlite) = match kind {
             Kind::etcd_election => {
-                let ep = ETCD.with(|e| e.endpoint());
+                let ep = cluster
+                    .clone()
+                    .unwrap_or_else(|| ETCD.with(|e| e.endpoint()));
                 let src = ["--etcd", &ep, "--scheme", "etcd-election"];
                 let src = [&src[..], &["--prefix", "/conf-elect/"]].concat();
                 (scenario.to_string(), strings(&src), timing, None)
             }
             Kind::etcd_lease_key => {
-                let ep = ETCD.with(|e| e.endpoint());
+                let ep = cluster
+                    .clone()
+                    .unwrap_or_else(|| ETCD.with(|e| e.endpoint()));
                 let src = ["--etcd", &ep, "--scheme", "etcd-lease-key", "--prefix"];
                 let src = [&src[..], &["/conf-lead/", "--registry", "/conf-reg/"]].concat();
                 (scenario.to_string(), strings(&src), timing, None)
@@ -156,7 +172,7 @@ impl Cell {
                 (nth.to_string(), strings(&src), t, Some(store))
             }
             Kind::zookeeper | Kind::zookeeper_kazoo => {
-                let ep = ZK.with(|z| z.endpoint());
+                let ep = cluster.clone().unwrap_or_else(|| ZK.with(|z| z.endpoint()));
                 let src = strings(&["--zk", &ep, "--prefix", ZK_PREFIX]);
                 // kazoo's and electop's elections apart, as they share the server.
                 let name = match kind {
@@ -195,6 +211,7 @@ impl Cell {
             node_flags,
             started: Counter::new(0),
             _sqlite: sqlite,
+            participants_via: None,
         }
     }
 
@@ -215,13 +232,33 @@ impl Cell {
         via
     }
 
+    /// Participants started from now on reach the store through `endpoints` only (`a,b`):
+    /// the live members of a cluster.
+    pub fn participants_via(&mut self, endpoints: &str) {
+        self.participants_via = Some(endpoints.to_string());
+    }
+
+    /// The source flags of a participant: the cell's, with its members where it has them.
+    fn participant_source(&self) -> Vec<String> {
+        let Some(eps) = &self.participants_via else {
+            return self.source.clone();
+        };
+        let mut src = self.source.clone();
+        let at = src.iter().position(|f| f == "--etcd" || f == "--zk");
+        src[at.expect("an etcd or ZooKeeper source") + 1] = eps.clone();
+        src
+    }
+
     /// A participant `id` of this cell's election: kazoo's on `zookeeper_kazoo`, else
     /// `electop node`.
     pub fn participant(&self, id: &str) -> Participant {
         if self.kind != Kind::zookeeper_kazoo {
             return Participant::Electop(self.node(id));
         }
-        let ep = ZK.with(|z| z.endpoint());
+        let ep = match &self.participants_via {
+            Some(eps) => eps.clone(),
+            None => ZK.with(|z| z.endpoint()),
+        };
         let path = format!("{ZK_PREFIX}/{}", self.election);
         let session = TTL.as_millis() as u32;
         Participant::Kazoo(ZkParticipant::start(
@@ -239,7 +276,7 @@ impl Cell {
         self.started.set(n + 1);
         let stderr_path = self.home().join(format!("{id}.{n}.stderr"));
         let mut cmd = command(self.home());
-        cmd.args(&self.source);
+        cmd.args(self.participant_source());
         if matches!(self.kind, Kind::zookeeper | Kind::zookeeper_kazoo) {
             cmd.args(["node", "--store", "zookeeper"]);
         } else {

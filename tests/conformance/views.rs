@@ -2,6 +2,7 @@
 //! a `watch --json` running through the scenario, `serve`'s `/api/v1/elections`,
 //! `/api/v1/events` and `/metrics`. `agree` compares what they say.
 
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
@@ -37,13 +38,15 @@ pub struct View {
 /// started before anything happens in the election.
 pub struct Observers {
     pub watch: Watch,
-    _serve: Serve,
+    serve: Serve,
     pub addr: String,
     events: Receiver<String>,
     pub api_events: Vec<Value>,
     /// The flags they were started with (the cell's, or through a proxy, or with more).
     pub source: Vec<String>,
     pub election: String,
+    /// `status --timeout` in every read (`STATUS_TIMEOUT` unless a scenario needs more).
+    pub status_timeout: &'static str,
 }
 
 impl Observers {
@@ -83,34 +86,56 @@ impl Observers {
         let events = http::lines(&addr, "/api/v1/events");
         Observers {
             watch,
-            _serve: serve,
+            serve,
             addr,
             events,
             api_events: Vec::new(),
             source: source.to_vec(),
             election: cell.election.clone(),
+            status_timeout: STATUS_TIMEOUT,
         }
     }
 
     /// Every view's reading now.
     pub fn read(&mut self, cell: &Cell) -> Vec<View> {
+        let src: Vec<&str> = self.source.iter().map(String::as_str).collect();
+        let (home, e, t) = (cell.home(), &self.election, self.status_timeout);
+        let mut views = vec![
+            status_json_view(home, &src, e, t),
+            status_table_view(home, &src, e, t),
+        ];
+        views.extend(self.read_running());
+        views
+    }
+
+    /// The views of the running processes (watch and serve) now: no process started, so
+    /// quick.
+    pub fn read_running(&mut self) -> Vec<View> {
         while let Ok(l) = self.events.try_recv() {
             if let Ok(v) = serde_json::from_str::<Value>(&l) {
                 self.api_events.push(v);
             }
         }
         self.watch.pump();
-        let src: Vec<&str> = self.source.iter().map(String::as_str).collect();
         let e = &self.election;
-        let mut views = vec![
-            status_json_view(cell, &src, e),
-            status_table_view(cell, &src, e),
-        ];
-        views.push(lines_view("watch --json", &self.watch.seen, e));
+        let mut views = vec![lines_view("watch --json", &self.watch.seen, e)];
         views.push(lines_view("/api/v1/events", &self.api_events, e));
         views.push(api_view(&self.addr, e));
         views.push(metrics_view(&self.addr, e));
         views
+    }
+
+    /// The process ids of `serve` and `watch`.
+    pub fn pids(&self) -> (u32, u32) {
+        (self.serve.0.id(), self.watch.pid())
+    }
+
+    /// A new `watch --json` in place of the running one (nothing happened yet, so it lists
+    /// the same changes).
+    pub fn restart_watch(&mut self, cell: &Cell) {
+        let src: Vec<&str> = self.source.iter().map(String::as_str).collect();
+        self.watch = Watch::start(cell.home(), &src);
+        self.watch.wait_synced(1);
     }
 
     /// The body of `/metrics`.
@@ -130,10 +155,11 @@ impl Drop for Serve {
     }
 }
 
-fn status_json_view(cell: &Cell, src: &[&str], election: &str) -> View {
-    let out = command(cell.home())
+/// `status --json --timeout <timeout>`.
+pub fn status_json_view(home: &Path, src: &[&str], election: &str, timeout: &str) -> View {
+    let out = command(home)
         .args(src)
-        .args(["status", "--json", "--timeout", STATUS_TIMEOUT])
+        .args(["status", "--json", "--timeout", timeout])
         .output()
         .expect("run electop status --json");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -144,17 +170,18 @@ fn status_json_view(cell: &Cell, src: &[&str], election: &str) -> View {
     }
 }
 
-/// The status table's LEADER column on the election's row ("-": none).
-fn status_table_view(cell: &Cell, src: &[&str], election: &str) -> View {
-    let out = command(cell.home())
+/// The status table's LEADER column on the election's row ("-": none; no table: none).
+pub fn status_table_view(home: &Path, src: &[&str], election: &str, timeout: &str) -> View {
+    let out = command(home)
         .args(src)
-        .args(["status", "--timeout", STATUS_TIMEOUT])
+        .args(["status", "--timeout", timeout])
         .output()
         .expect("run electop status");
     let text = String::from_utf8_lossy(&out.stdout);
     let mut rows = text.lines();
     let head: Vec<&str> = rows.next().unwrap_or_default().split_whitespace().collect();
-    let (e_col, l_col) = (col(&head, "ELECTION"), col(&head, "LEADER"));
+    let cols = (!head.is_empty()).then(|| (col(&head, "ELECTION"), col(&head, "LEADER")));
+    let (e_col, l_col) = cols.unwrap_or((usize::MAX, usize::MAX));
     let leader = rows
         .map(|r| r.split_whitespace().collect::<Vec<_>>())
         .find(|r| r.get(e_col).is_some_and(|e| *e == election))
