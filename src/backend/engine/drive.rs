@@ -14,14 +14,19 @@ pub(crate) trait StoreError: std::fmt::Display {
     fn ends_one_shot(&self) -> bool;
 }
 
+/// What the driver needs of a follow task besides its steps: its channels, its source,
+/// and whether the process answers once and ends (`status`).
+pub(crate) struct Source<'a> {
+    pub io: &'a BackendIo,
+    pub info: &'a SourceInfo,
+    pub one_shot: bool,
+}
+
 /// A follow task's steps, one per phase of the life cycle; [`drive`] runs them.
 pub(crate) trait Steps {
     type Error: StoreError;
     fn lifecycle(&mut self) -> &mut Lifecycle;
-    fn io(&self) -> &BackendIo;
-    fn info(&self) -> &SourceInfo;
-    /// `status`: the process answers once and ends.
-    fn one_shot(&self) -> bool;
+    fn source(&self) -> Source<'_>;
     /// Connects to a member, trying them in turn from `from`.
     async fn connect(&mut self, from: usize) -> Result<Input, Stop<Self::Error>>;
     /// Reads the current state (after checking what must be there first), and shows it:
@@ -44,8 +49,9 @@ pub(crate) async fn drive(f: &mut impl Steps) {
     loop {
         let step = match f.lifecycle().phase {
             Phase::Connecting { from } => {
-                let (source, state) = (f.info().id, ConnState::Connecting);
-                if send(f.io(), SourceEvent::Conn { source, state })
+                let (src, state) = (f.source(), ConnState::Connecting);
+                let source = src.info.id;
+                if send(src.io, SourceEvent::Conn { source, state })
                     .await
                     .is_err()
                 {
@@ -84,17 +90,19 @@ async fn wait_down<S: Steps>(
     error: Option<(String, bool)>,
     lasting: bool,
 ) -> Result<Input, Stop<S::Error>> {
-    let one_shot = f.one_shot();
+    let one_shot = f.source().one_shot;
     let (error, ends_one_shot) = error.unwrap_or_default();
     let lasting = lasting || (one_shot && ends_one_shot);
     let go_on = if f.lifecycle().take_at_once() {
         // The member was left for another: at once, and the wait does not grow.
         let mut now = super::Backoff::new(Default::default(), Default::default());
-        super::down_and_wait(f.io(), f.info(), error, lasting, &mut now).await
+        let src = f.source();
+        super::down_and_wait(src.io, src.info, error, lasting, &mut now).await
     } else {
         // A copy, advanced by the wait and put back: the io is read meanwhile.
         let mut backoff = f.lifecycle().backoff().clone();
-        let go_on = super::down_and_wait(f.io(), f.info(), error, lasting, &mut backoff).await;
+        let src = f.source();
+        let go_on = super::down_and_wait(src.io, src.info, error, lasting, &mut backoff).await;
         *f.lifecycle().backoff() = backoff;
         go_on
     };
@@ -107,7 +115,8 @@ async fn wait_down<S: Steps>(
 
 /// Tells readers what a transition says: connected, or the first state read.
 async fn announce<S: Steps>(f: &S, tell: Tell) -> Result<(), ()> {
-    let source = f.info().id;
+    let src = f.source();
+    let source = src.info.id;
     let event = match tell {
         Tell::Connected => SourceEvent::Conn {
             source,
@@ -115,9 +124,160 @@ async fn announce<S: Steps>(f: &S, tell: Tell) -> Result<(), ()> {
         },
         Tell::Synced => SourceEvent::Synced { source },
     };
-    send(f.io(), event).await
+    send(src.io, event).await
 }
 
 async fn send(io: &BackendIo, event: SourceEvent) -> Result<(), ()> {
     io.events.send(event).await.map_err(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::time::Duration;
+
+    use tokio::sync::mpsc;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::backend::engine::lifecycle::Failure;
+
+    #[derive(Debug)]
+    struct Refused(&'static str, Failure);
+
+    impl std::fmt::Display for Refused {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl StoreError for Refused {
+        fn failure(&self) -> Failure {
+            self.1
+        }
+        fn ends_one_shot(&self) -> bool {
+            false
+        }
+    }
+
+    /// Steps that answer from a script and note each call.
+    struct Scripted {
+        life: Lifecycle,
+        io: BackendIo,
+        info: SourceInfo,
+        answers: VecDeque<Result<Input, Stop<Refused>>>,
+        calls: Vec<String>,
+    }
+
+    impl Scripted {
+        fn next(&mut self, call: &str) -> Result<Input, Stop<Refused>> {
+            self.calls.push(call.into());
+            self.answers.pop_front().unwrap_or(Err(Stop::Closed))
+        }
+    }
+
+    impl Steps for Scripted {
+        type Error = Refused;
+        fn lifecycle(&mut self) -> &mut Lifecycle {
+            &mut self.life
+        }
+        fn source(&self) -> Source<'_> {
+            let (io, info) = (&self.io, &self.info);
+            Source {
+                io,
+                info,
+                one_shot: false,
+            }
+        }
+        async fn connect(&mut self, from: usize) -> Result<Input, Stop<Refused>> {
+            self.next(&format!("connect from {from}"))
+        }
+        async fn snapshot(&mut self) -> Result<Input, Stop<Refused>> {
+            self.next("snapshot")
+        }
+        async fn follow(&mut self) -> Result<Input, Stop<Refused>> {
+            self.next("follow")
+        }
+        async fn release(&mut self) {
+            self.calls.push("release".into());
+        }
+    }
+
+    /// The driver runs the step of each phase, releases and waits after a failure (at once
+    /// after a move), tells connected and synced, and ends when a step finds nobody
+    /// listening; what it sends is each state once.
+    #[tokio::test(start_paused = true)]
+    async fn drive_runs_each_phase_step_until_the_source_is_closed() {
+        let (events, mut rx) = mpsc::channel(64);
+        let (_tx, commands) = mpsc::channel(1);
+        let io = BackendIo {
+            events,
+            commands,
+            cancel: CancellationToken::new(),
+        };
+        let fail = |f| Err(Stop::Failed(Refused("refused", f)));
+        let mut s = Scripted {
+            life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(5)),
+            io,
+            info: SourceInfo::test_etcd(),
+            answers: [
+                fail(Failure::Transient),
+                Ok(Input::Connected { member: 0 }),
+                Ok(Input::SnapshotRead { replay: false }),
+                Ok(Input::Followed),
+                fail(Failure::Moved),
+                Ok(Input::Connected { member: 0 }),
+                Ok(Input::SnapshotRead { replay: false }),
+            ]
+            .into(),
+            calls: Vec::new(),
+        };
+        let start = tokio::time::Instant::now();
+        drive(&mut s).await;
+        assert_eq!(
+            s.calls,
+            [
+                "connect from 0",
+                "release",
+                "connect from 0",
+                "snapshot",
+                "follow",
+                "follow",
+                "release",
+                "connect from 0",
+                "snapshot",
+                "follow",
+            ]
+        );
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(500),
+            "one wait, not the move's"
+        );
+        let mut told = Vec::new();
+        while let Ok(ev) = rx.try_recv() {
+            told.push(match ev {
+                SourceEvent::Conn { state, .. } => format!("{state:?}")
+                    .split([' ', '{'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+                SourceEvent::Synced { .. } => "Synced".into(),
+                other => format!("{other:?}"),
+            });
+        }
+        assert_eq!(
+            told,
+            [
+                "Connecting",
+                "Down",
+                "Connecting",
+                "Connected",
+                "Synced",
+                "Down",
+                "Connecting",
+                "Connected",
+            ]
+        );
+    }
 }

@@ -18,7 +18,7 @@ use super::events::{Events, KeyEvent, removal};
 use super::read::{MAX_KEYS, Mode, Server};
 use super::tracker::{Gone, Read, RedisTracker};
 use crate::backend::change::Changes;
-use crate::backend::engine::drive::{Steps, drive};
+use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
 use crate::model::{SourceEvent, SourceNotice};
@@ -76,16 +76,9 @@ impl Steps for Follow {
         &mut self.life
     }
 
-    fn io(&self) -> &BackendIo {
-        &self.io
-    }
-
-    fn info(&self) -> &crate::model::SourceInfo {
-        &self.b.info
-    }
-
-    fn one_shot(&self) -> bool {
-        self.b.opts.one_shot
+    fn source(&self) -> Source<'_> {
+        let (io, info, one_shot) = (&self.io, &self.b.info, self.b.opts.one_shot);
+        Source { io, info, one_shot }
     }
 
     /// Dials, learns whether keyspace events are on, and subscribes to them before the

@@ -10,11 +10,11 @@ use tokio::time::{Interval, MissedTickBehavior};
 use super::naming::Resolved;
 use super::tracker::SessionLockTracker;
 use super::{SessionLockBackend, alive, check, read, resolve};
-use crate::backend::engine::drive::{Steps, drive};
+use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::sql::{SqlError, open};
 use crate::backend::{BackendIo, Request};
-use crate::model::{SourceEvent, SourceInfo};
+use crate::model::SourceEvent;
 
 type Stop = crate::backend::Stop<SqlError>;
 
@@ -69,16 +69,9 @@ impl Steps for Follow<'_> {
         &mut self.conn
     }
 
-    fn io(&self) -> &BackendIo {
-        &self.io
-    }
-
-    fn info(&self) -> &SourceInfo {
-        &self.b.info
-    }
-
-    fn one_shot(&self) -> bool {
-        self.b.opts.one_shot
+    fn source(&self) -> Source<'_> {
+        let (io, info, one_shot) = (&self.io, &self.b.info, self.b.opts.one_shot);
+        Source { io, info, one_shot }
     }
 
     async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {

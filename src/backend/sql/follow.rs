@@ -10,10 +10,10 @@ use tracing::{info, warn};
 use super::errors::SqlError;
 use super::tracker::{Poll, SqlTracker};
 use super::{SqlBackend, dial::open, history, poll::poll_once, schema::read_schema};
-use crate::backend::engine::drive::{Steps, drive};
+use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
-use crate::model::{SourceEvent, SourceInfo};
+use crate::model::SourceEvent;
 
 /// Why a phase did not give its input.
 type Stop = crate::backend::Stop<SqlError>;
@@ -45,16 +45,9 @@ impl Steps for Follow<'_> {
         &mut self.conn
     }
 
-    fn io(&self) -> &BackendIo {
-        &self.io
-    }
-
-    fn info(&self) -> &SourceInfo {
-        &self.b.info
-    }
-
-    fn one_shot(&self) -> bool {
-        self.b.opts.one_shot
+    fn source(&self) -> Source<'_> {
+        let (io, info, one_shot) = (&self.io, &self.b.info, self.b.opts.one_shot);
+        Source { io, info, one_shot }
     }
 
     async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {

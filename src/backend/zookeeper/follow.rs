@@ -18,7 +18,7 @@ use super::single::Layout;
 use super::tracker::ZkTracker;
 use super::{ZkBackend, inputs};
 use crate::backend::change::Changes;
-use crate::backend::engine::drive::{Steps, drive};
+use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
 use crate::model::{ConnState, EventKind, SourceEvent};
@@ -133,16 +133,9 @@ impl Steps for Follow {
         &mut self.life
     }
 
-    fn io(&self) -> &BackendIo {
-        &self.io
-    }
-
-    fn info(&self) -> &crate::model::SourceInfo {
-        &self.b.info
-    }
-
-    fn one_shot(&self) -> bool {
-        self.b.opts.one_shot
+    fn source(&self) -> Source<'_> {
+        let (io, info, one_shot) = (&self.io, &self.b.info, self.b.opts.one_shot);
+        Source { io, info, one_shot }
     }
 
     /// A session, and where history starts; the watch before the read, so a change
