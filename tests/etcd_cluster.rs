@@ -225,3 +225,31 @@ fn a_frozen_etcd_is_stale_within_3s_and_live_after() {
     etcd.etcdctl(&["put", "/f/jobs", "node-b"]);
     watch.wait_for("live changes", T, |v| v["to"] == "node-b");
 }
+
+/// The first endpoint frozen (it takes the connection and never answers): a `status` whose
+/// timeout is no longer than one member's dial still reads through the others, rather than
+/// spending all of it on the frozen one and printing nothing.
+#[test]
+fn status_reads_through_the_others_when_the_first_member_is_frozen() {
+    let c = EtcdCluster::start(3);
+    let eps = c.endpoints();
+    c.etcdctl(&[0, 1, 2], &["put", "/s/jobs", "node-0"]);
+    c.freeze(0, true);
+    let home = common::scratch::tempdir();
+    let a = args(&eps, "/s/");
+    let out = electop::command(home.path())
+        .args(strs(&a))
+        .args(["status", "--json", "--timeout", "2s"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run electop status");
+    c.freeze(0, false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let jobs = v["elections"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["name"] == "jobs"))
+        .unwrap_or_else(|| panic!("no jobs in {v:#}"));
+    assert_eq!(jobs["leader"]["id"], "node-0", "{jobs:#}");
+}

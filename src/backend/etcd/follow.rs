@@ -85,6 +85,20 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// How long one member may take to take the connection. A one-shot read (`status`) shares
+/// its timeout among the members, so a frozen first one (it takes the connection and never
+/// answers) leaves time to read through the others; it never waits less than a
+/// quarter-second on one.
+fn dial_limit(opts: &crate::backend::BackendOptions, members: usize) -> Duration {
+    let limit = opts.request_timeout.min(Duration::from_secs(2));
+    match opts.one_shot && members > 1 {
+        true => limit
+            .min(opts.request_timeout / (members as u32 + 1))
+            .max(Duration::from_millis(250)),
+        false => limit,
+    }
+}
+
 /// One etcd source's follow task: its settings, its channels, what survives a move to
 /// another member, and the connection's life cycle (`conn`, a state machine of pure
 /// transitions). The steps of following are its methods; a member in use is a [`Link`].
@@ -148,7 +162,7 @@ impl Session<'_> {
     async fn step(&mut self) -> bool {
         let backend = self.backend;
         let from = self.conn.first_to_try();
-        let limit = backend.opts.request_timeout.min(Duration::from_secs(2));
+        let limit = dial_limit(&backend.opts, backend.cfg.endpoints.len());
         let (client, member) = match super::dial::connect_any(&backend.cfg, from, limit).await {
             Ok(found) => found,
             Err(e) => {
