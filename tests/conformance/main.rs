@@ -35,11 +35,7 @@ cells!(elected: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_s
 cells!(failover: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
     sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events, redis_poll, pg_advisory, mysql_lock);
 cells!(resign:
-    #[ignore = "defect: etcd resign (delete, then lease revoke) is told resigned or \
-        lease_ended by each observer's racy lease lookup; watch and serve disagree"]
     etcd_election,
-    #[ignore = "defect: lease-key resign (delete, then lease revoke) is told resigned, \
-        lease_expired or lease_ended by each observer's racy lease lookup; watch and serve disagree"]
     etcd_lease_key,
     sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events,
     redis_poll,
@@ -61,8 +57,6 @@ cells!(other_source_down:
     redis_poll,
     pg_advisory, mysql_lock);
 cells!(release_acquire:
-    #[ignore = "defect: etcd resign (delete, then lease revoke) is told resigned or \
-        lease_ended by each observer's racy lease lookup; watch and serve disagree"]
     etcd_election,
     etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
     sql_lease_postgres, zookeeper, zookeeper_kazoo,

@@ -13,7 +13,8 @@ pub use crate::frozen::member_frozen;
 use crate::participants::Participant;
 use crate::stores::{Cell, Kind, TTL, names};
 use crate::views::{
-    Change, Observers, View, agree, changes_by_cause, dump, find_election, markers_alternate,
+    Agreement, Change, Observers, View, agree, changes_by_cause, dump, find_election,
+    markers_alternate,
 };
 
 /// Slack on every timing bound: process start, a poll, a busy two-core machine.
@@ -31,6 +32,29 @@ pub enum Expect {
 /// Reads every view until they agree and the leader is `leader` (a participant's id, or
 /// none); returns the readings.
 pub fn settle(obs: &mut Observers, cell: &Cell, leader: Option<&str>) -> Vec<View> {
+    let how = match cell.kind.polls() {
+        true => Agreement::PerProcess,
+        false => Agreement::Exact,
+    };
+    settle_as(obs, cell, leader, how)
+}
+
+/// How closely the views must agree on a departure's cause: etcd's is each process's own
+/// reading (documented limit L7).
+fn departure_agreement(kind: Kind) -> Agreement {
+    match kind {
+        Kind::etcd_election | Kind::etcd_lease_key => Agreement::CauseMayDiffer,
+        k if k.polls() => Agreement::PerProcess,
+        _ => Agreement::Exact,
+    }
+}
+
+pub fn settle_as(
+    obs: &mut Observers,
+    cell: &Cell,
+    leader: Option<&str>,
+    how: Agreement,
+) -> Vec<View> {
     let deadline = Instant::now() + T;
     loop {
         let views = obs.read(cell);
@@ -41,7 +65,7 @@ pub fn settle(obs: &mut Observers, cell: &Cell, leader: Option<&str>) -> Vec<Vie
             (None, None) => true,
             _ => false,
         };
-        let last = match agree(&views, &counts, !cell.kind.polls()) {
+        let last = match agree(&views, &counts, how) {
             Ok(()) if right => return views,
             Ok(()) => format!("they agree on {shown:?}, not {leader:?}"),
             Err(why) => why,
@@ -173,7 +197,16 @@ pub fn crash_cause(kind: Kind) -> &'static str {
 /// What a clean resign can show in each store, and the causes it may be told with.
 pub fn resign_expect(kind: Kind) -> (Expect, &'static [&'static str]) {
     match kind {
-        Kind::etcd_election | Kind::etcd_lease_key => (Expect::Pass, &["resigned"]),
+        Kind::etcd_election | Kind::etcd_lease_key => (
+            Expect::Limit(
+                "etcd's watch tells a key's delete the same whether its holder deleted it or \
+                 its lease ended; a resign is a delete then the lease's revoke, and each \
+                 process asks the lease after the fact: resigned while it lives, else by the \
+                 countdown (lease_expired near its end, lease_revoked before, lease_ended \
+                 unknown). The same changes in the same order in every view",
+            ),
+            &["resigned", "lease_revoked", "lease_expired", "lease_ended"],
+        ),
         Kind::redis_events => (Expect::Pass, &["resigned", "deleted"]),
         Kind::sql_lease_sqlite | Kind::sql_lease_postgres | Kind::sql_heartbeat_sqlite => (
             Expect::Limit(
@@ -222,7 +255,7 @@ pub fn resign(kind: Kind) {
         took < TTL,
         "{kind:?}: takeover after a resign took {took:?}, not quicker than the TTL {TTL:?}"
     );
-    let views = settle(&mut obs, &cell, Some(&ib));
+    let views = settle_as(&mut obs, &cell, Some(&ib), departure_agreement(kind));
     let (_, allowed) = resign_expect(kind);
     let what = format!("node-a's tenure ends first, as one of {allowed:?}");
     each_list(kind, &views, &what, |after| {
@@ -465,7 +498,7 @@ pub fn release_acquire(kind: Kind) {
             (ia, ib)
         }
     };
-    let views = settle(&mut obs, &cell, Some(&ib));
+    let views = settle_as(&mut obs, &cell, Some(&ib), departure_agreement(kind));
     let expect = release_expect(kind);
     each_list(kind, &views, &format!("{expect:?}"), |after| {
         match (expect, kind.has_line()) {

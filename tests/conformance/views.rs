@@ -319,7 +319,40 @@ pub fn changes_by_cause(metrics: &str, election: &str) -> Vec<(String, u64)> {
 /// `strict` false (a polled store): each process polls on its own, so `watch` may see a
 /// step `serve` did not (the store's documented limit); then only the views of one
 /// process (serve's API, events and metrics) must list the same changes.
-pub fn agree(views: &[View], metrics_counts: &[(String, u64)], strict: bool) -> Result<(), String> {
+/// How closely the views of two processes must agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agreement {
+    /// Every view lists the same changes, causes included.
+    Exact,
+    /// A polled store: each process polls on its own; only one process's views must agree.
+    PerProcess,
+    /// The same changes in the same order everywhere; the causes only within one process
+    /// (etcd does not say whether a key went by its holder's delete or its lease's end:
+    /// each process asks the lease afterwards).
+    CauseMayDiffer,
+}
+
+fn without_causes(c: &[Change]) -> Vec<(Option<String>, Option<String>)> {
+    c.iter().map(|c| (c.from.clone(), c.to.clone())).collect()
+}
+
+pub fn agree(
+    views: &[View],
+    metrics_counts: &[(String, u64)],
+    how: Agreement,
+) -> Result<(), String> {
+    if how == Agreement::CauseMayDiffer {
+        let mut lists = views
+            .iter()
+            .filter_map(|v| Some((v.name, v.changes.as_ref()?)));
+        if let Some((first, changes)) = lists.next()
+            && let Some((name, other)) =
+                lists.find(|(_, c)| without_causes(c) != without_causes(changes))
+        {
+            return Err(format!("{first} lists {changes:?}, {name} {other:?}"));
+        }
+    }
+    let strict = how == Agreement::Exact;
     let leader = &views[0].leader;
     if let Some(v) = views.iter().find(|v| &v.leader != leader) {
         return Err(format!(
