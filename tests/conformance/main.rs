@@ -14,9 +14,14 @@ mod servers;
 mod stores;
 mod views;
 
-/// `cells!(scenario: store, #[ignore = "defect: ..."] store, ...)`: a module per scenario,
-/// a test per store.
+/// `cells!(scenario)`: a module per scenario, a test per store and scheme;
+/// `cells!(scenario: store, ...)` for the stores it applies to.
 macro_rules! cells {
+    ($scenario:ident) => {
+        cells!($scenario: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
+            sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events, redis_poll,
+            pg_advisory, mysql_lock);
+    };
     ($scenario:ident: $($(#[$m:meta])* $store:ident),* $(,)?) => {
         mod $scenario {
             $(
@@ -30,48 +35,11 @@ macro_rules! cells {
     };
 }
 
-cells!(elected: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
-    sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events, redis_poll, pg_advisory, mysql_lock);
-cells!(failover: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
-    sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events, redis_poll, pg_advisory, mysql_lock);
-cells!(resign:
-    etcd_election,
-    etcd_lease_key,
-    sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events,
-    redis_poll,
-    pg_advisory,
-    mysql_lock);
-cells!(store_down:
-    etcd_election,
-    etcd_lease_key,
-    sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres, zookeeper, zookeeper_kazoo,
-    redis_events,
-    redis_poll,
-    pg_advisory, mysql_lock);
-cells!(other_source_down:
-    etcd_election,
-    etcd_lease_key,
-    sql_lease_sqlite, sql_heartbeat_sqlite, sql_lease_postgres,
-    zookeeper,
-    zookeeper_kazoo, redis_events,
-    redis_poll,
-    pg_advisory, mysql_lock);
-cells!(release_acquire:
-    etcd_election,
-    etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
-    sql_lease_postgres, zookeeper, zookeeper_kazoo,
-    redis_events,
-    redis_poll, pg_advisory, mysql_lock);
-cells!(reelect:
-    etcd_election,
-    etcd_lease_key,
-    sql_lease_sqlite,
-    sql_heartbeat_sqlite,
-    sql_lease_postgres,
-    zookeeper,
-    zookeeper_kazoo,
-    redis_events,
-    redis_poll,
-    pg_advisory,
-    mysql_lock);
+cells!(elected);
+cells!(failover);
+cells!(resign);
+cells!(store_down);
+cells!(other_source_down);
+cells!(release_acquire);
+cells!(reelect);
 cells!(member_frozen: etcd_election, zookeeper);

@@ -34,11 +34,7 @@ impl Store for Etcd {
     }
 
     fn default_target(&self, scheme: Scheme) -> Option<EtcdTarget> {
-        matches!(
-            scheme,
-            Scheme::EtcdElection | Scheme::EtcdLeaseKey | Scheme::Patroni
-        )
-        .then(|| EtcdTarget {
+        (scheme.store() == crate::model::StoreKind::Etcd).then(|| EtcdTarget {
             prefix: String::new(),
         })
     }

@@ -34,7 +34,7 @@ impl Store for Redis {
     }
 
     fn default_target(&self, scheme: Scheme) -> Option<RedisKeys> {
-        (scheme == Scheme::RedisLock).then(|| RedisKeys {
+        (scheme.store() == crate::model::StoreKind::Redis).then(|| RedisKeys {
             pattern: "*".to_string(),
         })
     }

@@ -34,11 +34,7 @@ impl Store for Zookeeper {
     }
 
     fn default_target(&self, scheme: Scheme) -> Option<ZkTarget> {
-        matches!(
-            scheme,
-            Scheme::ZkRecipe | Scheme::KafkaZk | Scheme::HadoopHa
-        )
-        .then(|| ZkTarget {
+        scheme.is_zookeeper().then(|| ZkTarget {
             prefix: "/".to_string(),
         })
     }
