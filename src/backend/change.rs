@@ -15,6 +15,8 @@ use crate::model::{Cause, Election, Event, EventKind, HistoryEntry};
 pub(crate) struct Changes {
     pub changed: Vec<Election>,
     pub events: Vec<Event>,
+    /// The history entries the changes made, by election name, for the store's journal.
+    pub recorded: Vec<(String, HistoryEntry)>,
 }
 
 /// A leader change as the store shows it, before any admin action is taken into account.

@@ -13,6 +13,7 @@
 //! 2. a folder here with a type implementing [`Store`] on its own config and target;
 //! 3. its [`Target`] variant (`admin`), and its one line in `stores!` below.
 
+pub(crate) mod book;
 pub(crate) mod change;
 pub(crate) mod engine;
 pub mod etcd;

@@ -1,14 +1,15 @@
 //! The lock keys of one Redis source as last read, and the leader changes between two reads
-//! of a key, decided by the shared [`change`] rule. Pure: the follow task reads, this
-//! decides. Each key is an election of its own; its value (the holder's token) is the
+//! of a key. Pure: the follow task reads, this
+//! decides; the shared election [`Book`] records. Each key is an election of its own; its value (the holder's token) is the
 //! leader, `PTTL` its time left; nobody waits in line.
 
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
 use crate::admin::audit_tail::Done;
-use crate::backend::change::{self, Changes};
-use crate::backend::{ForcedMark, ForcedMarks};
+use crate::backend::ForcedMark;
+use crate::backend::book::{Book, Step, When};
+use crate::backend::change::Changes;
 use crate::model::{Candidate, Cause, Deadline, Election, Note, Scheme, SourceId, escape_bytes};
 
 /// A `PTTL` reading within this of the running countdown keeps the countdown, so it ticks
@@ -44,27 +45,20 @@ pub(crate) enum Gone {
 
 pub(crate) struct RedisTracker {
     source: SourceId,
-    source_name: String,
-    history_limit: usize,
     /// By raw key; a key that went stays, without a leader (the read model drops it after
     /// its retention).
     elections: BTreeMap<Vec<u8>, Election>,
-    /// Admin actions about to change an election (ours, or another electop's from the audit
-    /// log): the change they make is recorded as forced.
-    forced: ForcedMarks,
-    /// The holder each election lost last, for an action learnt after its change.
-    removed: BTreeMap<String, Candidate>,
+    /// The shared decision, forced marks and history; a deposed holder is its token.
+    book: Book,
 }
 
 impl RedisTracker {
     pub(crate) fn new(source: SourceId, source_name: String, history_limit: usize) -> Self {
+        let same_token: fn(&Candidate, &Candidate) -> bool = |a, b| a.raw_id == b.raw_id;
         RedisTracker {
             source,
-            source_name,
-            history_limit: history_limit.max(1),
             elections: BTreeMap::new(),
-            forced: ForcedMarks::default(),
-            removed: BTreeMap::new(),
+            book: Book::new(source_name, history_limit, Some(same_token)),
         }
     }
 
@@ -208,13 +202,8 @@ impl RedisTracker {
             .find(|(_, e)| e.name == name)
             .map(|(k, _)| k.clone());
         let e = key.and_then(|k| self.elections.get_mut(&k));
-        let mut e = self.forced.note_on(name, e, mark, now, wall)?;
-        // Relabelled as forced: the holder it removed is deposed.
-        if let Some(r) = self.removed.get(name) {
-            depose(&mut e, r, now);
-            let key = r.raw_key.clone();
-            self.elections.insert(key, e.clone());
-        }
+        // Relabelled as forced: the holder it removed is deposed while its key's time runs.
+        let (e, _) = self.book.forced(name, e, mark, (now, wall), |r| alive(r, now))?;
         Some(e)
     }
 
@@ -277,44 +266,18 @@ impl RedisTracker {
         at: SystemTime,
         out: &mut Changes,
     ) {
-        let after = e.leader.as_ref();
-        let Some(change) = change::decide(
-            before.map(|c| c.id.as_str()),
-            after.map(|c| c.id.as_str()),
+        let when = When::live(at);
+        let step = Step {
+            before,
             same_tenure,
-            || gone,
-            Cause::TakenOver,
-        ) else {
-            return;
+            gone,
+            in_place: Cause::TakenOver,
+            // A holder an admin action removed believes it leads until its next renewal
+            // fails: deposed while its key's time would have run.
+            may_lead: before.is_some_and(|b| alive(b, when.now)),
+            when,
         };
-        // The holder went or was replaced: an admin action's, if one said it was about to.
-        let now = Instant::now();
-        let forced = before.and_then(|_| self.forced.take(&e.name, now));
-        if let Some(b) = before {
-            self.removed.insert(e.name.clone(), b.clone());
-            if forced.is_some() {
-                depose(e, b, now);
-            }
-        }
-        // A deposed holder that took the lock again knows where it stands.
-        if e.deposed
-            .as_ref()
-            .zip(e.leader.as_ref())
-            .is_some_and(|(d, a)| d.raw_id == a.raw_id)
-        {
-            e.deposed = None;
-        }
-        let recorded = change.record(e, forced, (Some(at), None), self.history_limit);
-        out.events
-            .push(recorded.event(&self.source_name, &e.name, false));
-    }
-}
-
-/// `c`, the holder an admin action removed, is deposed in `e` while its key's time would
-/// have run: it is not told, and learns only when its next renewal fails.
-fn depose(e: &mut Election, c: &Candidate, now: Instant) {
-    if alive(c, now) && e.leader.as_ref().is_none_or(|l| l.raw_id != c.raw_id) {
-        e.deposed = Some(Box::new(c.clone()));
+        self.book.apply(e, step, out);
     }
 }
 

@@ -1,5 +1,5 @@
 //! The locks of one session-lock source as last read, and the leader changes between two
-//! reads, decided by the shared [`change`] rule. Pure: the follow task reads, this decides.
+//! reads, decided by the shared election [`Book`]. Pure: the follow task reads, this decides.
 //! Each lock is an election: the session holding it leads, the sessions waiting are the
 //! line. A holder is one session exactly (its id and its start), so a session that takes
 //! the lock again after ending, or a reused id, is a new term.
@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::{Instant, SystemTime};
 
 use super::{LockRead, Session, SessionRef};
-use crate::backend::change::{self, Changes};
-use crate::backend::{ForcedMark, ForcedMarks};
+use crate::backend::ForcedMark;
+use crate::backend::book::{Book, Step, When};
+use crate::backend::change::Changes;
 use crate::model::{Candidate, Cause, Election, MemberInfo, Note, Scheme, SourceId};
 
 struct Tracked {
@@ -26,15 +27,15 @@ struct Tracked {
 
 pub(crate) struct SessionLockTracker {
     source: SourceId,
-    source_name: String,
     scheme: Scheme,
-    history_limit: usize,
     /// What to do when the server hides sessions from this user (the note shown then).
     hint: String,
     /// By lock key; a lock nobody holds or waits for any more stays, without a leader
     /// (the read model drops it after its retention).
     locks: BTreeMap<String, Tracked>,
-    forced: ForcedMarks,
+    /// The shared decision, forced marks and history. A holder an admin action removed has
+    /// no deposed state: the action ends its session.
+    book: Book,
 }
 
 impl SessionLockTracker {
@@ -47,12 +48,10 @@ impl SessionLockTracker {
     ) -> Self {
         SessionLockTracker {
             source,
-            source_name,
             scheme,
-            history_limit: history_limit.max(1),
             hint,
             locks: BTreeMap::new(),
-            forced: ForcedMarks::default(),
+            book: Book::new(source_name, history_limit, None),
         }
     }
 
@@ -151,27 +150,21 @@ impl SessionLockTracker {
         fill(&mut e, r, since, &self.hint);
         let key = |s: &SessionRef| format!("{}@{}", s.id, s.start.as_deref().unwrap_or("?"));
         let (old_key, new_key) = (old_holder.as_ref().map(key), new_holder.as_ref().map(key));
-        let gone = || match &old_holder {
-            Some(o) if alive.contains(o) => Cause::Resigned,
-            _ => Cause::SessionEnded,
-        };
-        let decided = change::decide(
-            old_key.as_deref(),
-            new_key.as_deref(),
-            old_key == new_key,
-            gone,
-            Cause::TakenOver,
-        );
-        if let Some(mut change) = decided {
-            // Shown as the line shows them, not as compared.
-            change.from = before.leader.as_ref().map(|c| c.id.clone());
-            change.to = e.leader.as_ref().map(|c| c.id.clone());
-            let forced = old_holder
-                .as_ref()
-                .and_then(|_| self.forced.take(&e.name, Instant::now()));
-            let recorded = change.record(&mut e, forced, (Some(at), None), self.history_limit);
-            out.events
-                .push(recorded.event(&self.source_name, &e.name, false));
+        // One session is one term: a change only when the holding session is another.
+        if old_key != new_key {
+            let gone = match &old_holder {
+                Some(o) if alive.contains(o) => Cause::Resigned,
+                _ => Cause::SessionEnded,
+            };
+            let step = Step {
+                before: before.leader.as_ref(),
+                same_tenure: false,
+                gone,
+                in_place: Cause::TakenOver,
+                may_lead: false,
+                when: When::live(at),
+            };
+            self.book.apply(&mut e, step, out);
         }
         let same = before.leader == e.leader
             && before.candidates == e.candidates
@@ -203,7 +196,8 @@ impl SessionLockTracker {
     ) -> Option<Election> {
         let t = self.locks.values_mut().find(|t| t.election.name == name);
         let e = t.map(|t| &mut t.election);
-        self.forced.note_on(name, e, mark, now, wall)
+        let relabelled = self.book.forced(name, e, mark, (now, wall), |_| false);
+        relabelled.map(|(e, _)| e)
     }
 }
 

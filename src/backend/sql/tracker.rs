@@ -7,7 +7,8 @@ use std::time::{Instant, SystemTime};
 
 use compact_str::CompactString;
 
-use crate::backend::change::{self, LeaderChange};
+use crate::backend::book::{Book, Step, When};
+use crate::backend::change::Changes;
 
 use crate::model::{Candidate, Cause, Deadline, Election, Event, HistoryEntry, Scheme, SourceId};
 
@@ -62,10 +63,8 @@ struct Seen {
 
 pub(crate) struct SqlTracker {
     source: SourceId,
-    source_name: String,
     scheme: Scheme,
     term_ms: Option<i64>,
-    history_limit: usize,
     /// By the key as read; hashed (foldhash: SipHash was a fifth of a poll), since every
     /// row of every poll is looked up here.
     seen: HashMap<CompactString, Seen, foldhash::fast::RandomState>,
@@ -75,8 +74,9 @@ pub(crate) struct SqlTracker {
     polls: u64,
     /// A poll was started by [`SqlTracker::start_poll`] and not yet applied.
     started: bool,
-    /// Elections our own admin actions are changing.
-    pub forced: crate::backend::ForcedMarks,
+    /// The shared decision, forced marks and history; a row's holder has no deposed state
+    /// (it finds out at its next renewal).
+    book: Book,
 }
 
 /// A leader change to persist: the election's name and the entry.
@@ -92,30 +92,27 @@ impl SqlTracker {
     ) -> Self {
         SqlTracker {
             source,
-            source_name,
             scheme,
             term_ms,
-            history_limit,
             seen: HashMap::default(),
             elections: BTreeMap::new(),
             polled: false,
             polls: 0,
             started: false,
-            forced: Default::default(),
+            book: Book::new(source_name, history_limit, None),
         }
     }
 
     /// History read back from disk, oldest first.
     pub(crate) fn preload(&mut self, entries: Vec<Recorded>) {
+        let mut by_name: BTreeMap<String, Vec<HistoryEntry>> = BTreeMap::new();
         for (name, entry) in entries {
-            let e = self.election(&name);
-            e.record(entry, usize::MAX);
+            by_name.entry(name).or_default().push(entry);
         }
-        let limit = self.history_limit;
-        for e in self.elections.values_mut() {
-            while e.history.len() > limit.max(1) {
-                e.history.pop_front();
-            }
+        for (name, entries) in by_name {
+            self.election(&name);
+            let e = self.elections.get_mut(&name).expect("inserted above");
+            self.book.preload(e, entries);
         }
     }
 
@@ -128,8 +125,9 @@ impl SqlTracker {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Election> {
-        self.forced
-            .note_on(name, self.elections.get_mut(name), mark, now, wall)
+        let e = self.elections.get_mut(name);
+        let relabelled = self.book.forced(name, e, mark, (now, wall), |_| false);
+        relabelled.map(|(e, _)| e)
     }
 
     fn election(&mut self, name: &str) -> &mut Election {
@@ -194,7 +192,7 @@ impl SqlTracker {
     /// Applies a poll. Returns the elections that changed, what happened, and the leader
     /// changes to persist. The first poll only establishes the state.
     pub(crate) fn apply(&mut self, mut poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
-        let mut out = PollChanges::default();
+        let mut out = Changes::default();
         self.start_poll();
         self.started = false;
         let first = !self.polled;
@@ -214,7 +212,7 @@ impl SqlTracker {
     }
 
     /// A row that is new or differs from the last poll's.
-    fn apply_row(&mut self, row: Row, poll: &Poll, first: bool, out: &mut PollChanges) {
+    fn apply_row(&mut self, row: Row, poll: &Poll, first: bool, out: &mut Changes) {
         let deadline_ms = row.remaining_ms.map(|r| poll.db_now_ms + r);
         let prev = self.seen.remove(row.key.as_str());
         // What the screen and the history show is escaped; the row keeps what was read.
@@ -230,16 +228,12 @@ impl SqlTracker {
                 r
             }
         });
-        let change = (!first)
-            .then(|| {
-                // Taking over is allowed once the old term is over; before that it was forced.
-                let expired = prev
-                    .as_ref()
-                    .and_then(|p| p.deadline_ms)
-                    .is_some_and(|d| d <= poll.db_now_ms);
-                leader_change(&old_leader, &new_leader, expired)
-            })
-            .flatten();
+        // Taking over is allowed once the old term is over; before that it was forced.
+        let expired = prev
+            .as_ref()
+            .and_then(|p| p.deadline_ms)
+            .is_some_and(|d| d <= poll.db_now_ms);
+        let changed = !first && old_leader != new_leader;
         // The remaining time moves every poll; only a new holder or deadline is news (the
         // screen counts down from the deadline it has).
         let stamp_changed = prev
@@ -263,8 +257,16 @@ impl SqlTracker {
         let leader_before = e.leader.as_ref().map(|l| l.id.clone());
         e.leader = candidate.clone().filter(|_| new_leader.is_some());
         e.candidates = candidate.into_iter().collect();
-        if let Some(change) = change {
-            self.record(&name, change, poll, out);
+        if changed {
+            let before = old_leader.as_deref().map(|id| Candidate::plain(id, &name));
+            let in_place = if expired {
+                Cause::Expired
+            } else {
+                Cause::TakenOver
+            };
+            let step = step(before.as_ref(), true, (Cause::Expired, in_place), poll);
+            let e = self.elections.get_mut(&name).expect("inserted above");
+            self.book.apply(e, step, out);
         }
         // Cloned only when sent: an election carries its history.
         if let Some(e) = self.elections.get(&name)
@@ -285,7 +287,7 @@ impl SqlTracker {
     }
 
     /// Rows that are gone: the election stays, without a leader.
-    fn apply_gone(&mut self, poll: &Poll, out: &mut PollChanges) {
+    fn apply_gone(&mut self, poll: &Poll, out: &mut Changes) {
         let mut gone: Vec<String> = self
             .seen
             .iter()
@@ -304,15 +306,15 @@ impl SqlTracker {
             e.candidates.clear();
             match prev.row.leader().map(escape) {
                 Some(a) => {
-                    let gone = || Cause::Deleted;
-                    if let Some(lost) = change::decide(Some(&a), None, false, gone, Cause::Deleted)
-                    {
-                        self.record(&key, lost, poll, out);
-                    }
+                    let before = Candidate::plain(&a, &key);
+                    let gone = (Cause::Deleted, Cause::Deleted);
+                    let step = step(Some(&before), false, gone, poll);
+                    let e = self.elections.get_mut(&key).expect("inserted above");
+                    self.book.apply(e, step, out);
                 }
                 // An action aimed at a row that went with no leader is spent all the same:
                 // it must not name the cause of a later change.
-                None => drop(self.forced.take(&key, poll.now)),
+                None => self.book.spend(&key, poll.now),
             }
             if let Some(e) = self.elections.get(&key) {
                 out.changed.push(e.clone());
@@ -320,46 +322,29 @@ impl SqlTracker {
         }
     }
 
-    /// A leader change into the election's history, the events and what is persisted; an
-    /// admin action of ours (or another electop's) recently aimed at it names the cause.
-    fn record(&mut self, name: &str, change: LeaderChange, poll: &Poll, out: &mut PollChanges) {
-        let forced = self.forced.take(name, poll.now);
-        let limit = self.history_limit;
-        let recorded = change.record(self.election(name), forced, (Some(poll.at), None), limit);
-        out.events
-            .push(recorded.event(&self.source_name, name, false));
-        out.recorded.push((name.to_string(), recorded.entry));
-    }
 }
 
-/// What a poll changed, gathered as its rows are applied.
-#[derive(Default)]
-struct PollChanges {
-    changed: Vec<Election>,
-    events: Vec<Event>,
-    recorded: Vec<Recorded>,
-}
-
-/// What a row's new leader means, from the leader before and after and whether the old
-/// term had run out: the row is the one tenure, so a new holder took over, or followed an
-/// expired term.
-fn leader_change(
-    old: &Option<String>,
-    new: &Option<String>,
-    expired: bool,
-) -> Option<LeaderChange> {
-    let in_place = if expired {
-        Cause::Expired
-    } else {
-        Cause::TakenOver
-    };
-    change::decide(
-        old.as_deref(),
-        new.as_deref(),
-        true,
-        || Cause::Expired,
+/// A change of a row's holder, live at `poll`: a row is one tenure (`same_tenure`, false
+/// when it went), so a new holder took over or followed an expired term (`gone`, `in_place`).
+fn step<'a>(
+    before: Option<&'a Candidate>,
+    same_tenure: bool,
+    (gone, in_place): (Cause, Cause),
+    poll: &Poll,
+) -> Step<'a> {
+    Step {
+        before,
+        same_tenure,
+        gone,
         in_place,
-    )
+        may_lead: false,
+        when: When {
+            now: poll.now,
+            at: Some(poll.at),
+            revision: None,
+            replayed: false,
+        },
+    }
 }
 
 #[cfg(test)]

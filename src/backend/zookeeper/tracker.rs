@@ -1,5 +1,5 @@
 //! The elections of one ZooKeeper source as last read, and the leader changes between two
-//! reads of an election's znode, decided by the shared [`change`] rule. Pure: the follow
+//! reads of an election's znode, recorded by the shared election [`Book`]. Pure: the follow
 //! task reads, this decides.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -9,28 +9,24 @@ use super::deposed::DeposedSessions;
 use super::layout::Znode;
 use super::sessions::Listing;
 use super::single::Layout;
-use crate::backend::change::{self, Changes};
-use crate::backend::{ForcedMark, ForcedMarks};
+use crate::backend::ForcedMark;
+use crate::backend::book::{Book, Step, When};
+use crate::backend::change::Changes;
 use crate::model::{Candidate, Cause, Election, Event, EventKind, SessionCheck, SourceId};
 
 pub(crate) struct ZkTracker {
     source: SourceId,
-    source_name: String,
     prefix: String,
-    history_limit: usize,
     /// By name; an election whose candidates all went stays, without a leader.
     elections: BTreeMap<String, Election>,
     /// The znode path of each election, to re-read them all after a reconnect.
     parents: BTreeMap<String, String>,
     /// Recipes' lines, or a preset's single holder.
     layout: Layout,
-    /// Admin actions about to change an election (ours, or another electop's from the audit
-    /// log): the change they make is recorded as forced.
-    pub(crate) forced: ForcedMarks,
+    /// The shared decision, forced marks and history; a deposed holder is its session.
+    book: Book,
     /// The sessions of holders an admin action removed, followed until they are gone.
     pub(crate) deposed: DeposedSessions,
-    /// The leader each election lost last, for an action learnt after its change.
-    removed: BTreeMap<String, Candidate>,
     /// The nodes of each election's znode (by its path) as last known, which each watch
     /// event steps on in the store's order (`steps.rs`).
     nodes: HashMap<String, Vec<Znode>>,
@@ -44,15 +40,12 @@ impl ZkTracker {
     pub(crate) fn new(source: SourceId, name: String, prefix: String, limit: usize) -> Self {
         ZkTracker {
             source,
-            source_name: name,
             prefix,
-            history_limit: limit.max(1),
             elections: BTreeMap::new(),
             parents: BTreeMap::new(),
             layout: Layout::Recipes,
-            forced: ForcedMarks::default(),
+            book: Book::new(name, limit, Some(same_session)),
             deposed: DeposedSessions::default(),
-            removed: BTreeMap::new(),
             nodes: HashMap::new(),
         }
     }
@@ -195,9 +188,9 @@ impl ZkTracker {
             // A new election: its first leader is elected now.
             self.remember(&e);
             let mut e = e;
-            self.record_change(&mut e, (None, Cause::Unknown), None, at, out);
+            self.record_change(&mut e, (None, Cause::Unknown), at, out);
             out.events
-                .extend(line_events(&self.source_name, &e, &[], at));
+                .extend(line_events(self.book.source_name(), &e, &[], at));
             self.elections.insert(name, e.clone());
             out.changed.push(e);
             return;
@@ -216,33 +209,22 @@ impl ZkTracker {
         if e.leader.is_some() {
             self.remember(&e);
         }
-        self.back_in_line(&mut e);
-        // The leader's node went: an admin action's, if one said it was about to.
-        let removed = before
-            .as_ref()
-            .filter(|b| !e.candidates.iter().any(|c| c.raw_key == b.raw_key));
-        let forced = removed.and_then(|_| self.forced.take(&name, Instant::now()));
-        if let Some(r) = removed {
-            self.removed.insert(name.clone(), r.clone());
-            if forced.is_some() {
-                self.depose(&mut e, r);
-            }
-        }
         let gone = self.departure(before.as_ref(), seen);
-        self.record_change(&mut e, (before.as_ref(), gone), forced, at, out);
+        self.record_change(&mut e, (before.as_ref(), gone), at, out);
         out.events
-            .extend(line_events(&self.source_name, &e, &old_line, at));
+            .extend(line_events(self.book.source_name(), &e, &old_line, at));
         self.elections.insert(name, e.clone());
         out.changed.push(e);
     }
 
     /// The leader change between `before` and `e.leader`, if any, into `e`'s history and
-    /// the events. The revision is the zxid that created the new leader's node.
+    /// the events. The revision is the zxid that created the new leader's node. A leader
+    /// whose node an admin action removed is deposed while its session may live (its client
+    /// is not told): its session is followed until it is gone.
     fn record_change(
-        &self,
+        &mut self,
         e: &mut Election,
         (before, gone): (Option<&Candidate>, Cause),
-        forced: Option<(Cause, String)>,
         at: SystemTime,
         out: &mut Changes,
     ) {
@@ -252,24 +234,34 @@ impl ZkTracker {
             (Some(b), Some(a)) => b.raw_key == a.raw_key && b.create_revision == a.create_revision,
             _ => false,
         };
-        let Some(change) = change::decide(
-            before.map(|c| c.id.as_str()),
-            after.map(|c| c.id.as_str()),
-            same_tenure,
-            || gone,
-            // The holder rewrote its own node's data.
-            Cause::Proclaimed,
-        ) else {
-            return;
-        };
         let revision = after
             .map(|c| c.create_revision)
             .or(before.map(|c| c.mod_revision));
-        let forced_now = forced.is_some();
-        let recorded = change.record(e, forced, (Some(at), revision), self.history_limit);
-        let forced = forced_now;
-        let mut ev = recorded.event(&self.source_name, &e.name, false);
-        if let Some(d) = e.deposed.as_ref().filter(|_| forced) {
+        // Its node gone from the line, and its session known.
+        let removed = before.filter(|b| {
+            session_of(b).is_some() && !e.candidates.iter().any(|c| c.raw_key == b.raw_key)
+        });
+        let step = Step {
+            before,
+            same_tenure,
+            gone,
+            // The holder rewrote its own node's data.
+            in_place: Cause::Proclaimed,
+            may_lead: removed.is_some(),
+            when: When::live(at).at_revision(revision),
+        };
+        let o = self.book.apply(e, step, out);
+        if o.back.is_some() {
+            e.deposed_session = None;
+            self.deposed.forget(&e.name);
+        }
+        if let Some(d) = &o.deposed
+            && let Some(session) = session_of(d)
+        {
+            e.deposed_session = Some(SessionCheck::Checking);
+            self.deposed.follow(&e.name, session, None);
+        }
+        if let (true, Some(d), Some(ev)) = (o.forced, e.deposed.as_ref(), out.events.last_mut()) {
             let session = d.stamp.as_deref().unwrap_or("?");
             let deposed = format!(
                 "{} deposed: its client is not told and may go on leading while its session \
@@ -281,11 +273,11 @@ impl ZkTracker {
                 None => deposed,
             });
         }
-        out.events.push(ev);
     }
 }
 
 impl ZkTracker {
+    /// Why the old leader's node went.impl ZkTracker {
     /// Why the old leader's node went. ZooKeeper's watch event does not say whether its
     /// session ended or someone deleted it; but a session that still holds another node
     /// is alive, so that node was deleted (a resignation, as etcd calls a delete with the
@@ -305,34 +297,6 @@ impl ZkTracker {
 
 /// Deposed holders: who an admin action removed while its session lives on.
 impl ZkTracker {
-    /// `c`, the leader an admin action removed, is deposed in `e`: its client may still
-    /// believe it leads while its session lives, which the next check of the members says.
-    fn depose(&mut self, e: &mut Election, c: &Candidate) {
-        let Some(session) = c.stamp.as_deref().and_then(session_id) else {
-            return;
-        };
-        if e.candidates.iter().any(|x| x.stamp == c.stamp) {
-            return;
-        }
-        e.deposed = Some(Box::new(c.clone()));
-        e.deposed_session = Some(SessionCheck::Checking);
-        self.deposed.follow(&e.name, session, None);
-    }
-
-    /// A deposed holder whose session holds a node in the election again is back in line:
-    /// it knows where it stands.
-    fn back_in_line(&mut self, e: &mut Election) {
-        let back = e
-            .deposed
-            .as_ref()
-            .is_some_and(|d| e.candidates.iter().any(|c| c.stamp == d.stamp));
-        if back {
-            e.deposed = None;
-            e.deposed_session = None;
-            self.deposed.forget(&e.name);
-        }
-    }
-
     /// An admin action changes `name` (`None`: ours did not after all). One learnt after its
     /// change was recorded (another electop's, from the audit log) relabels that change and
     /// deposes the leader it removed: the election to send, when it did.
@@ -343,13 +307,13 @@ impl ZkTracker {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Election> {
-        let before = mark.as_ref().and_then(|m| m.before.clone());
         let e = self.elections.get_mut(name);
-        let mut e = self.forced.note_on(name, e, mark, now, wall)?;
-        if let Some(r) = self.removed.get(name).cloned()
-            && before.as_deref() == Some(r.id.as_str())
-        {
-            self.depose(&mut e, &r);
+        let (mut e, deposed) = self.book.forced(name, e, mark, (now, wall), |r| {
+            session_of(r).is_some()
+        })?;
+        if let Some(session) = deposed.as_ref().and_then(session_of) {
+            e.deposed_session = Some(SessionCheck::Checking);
+            self.deposed.follow(name, session, None);
         }
         self.elections.insert(name.to_string(), e.clone());
         Some(e)
@@ -373,7 +337,7 @@ impl ZkTracker {
                 let session = d.stamp.as_deref().unwrap_or("?");
                 let why = format!("deposed {}: its session {session} is gone", d.id);
                 let mut ev = Event::about_source(
-                    self.source_name.clone(),
+                    self.book.source_name().to_string(),
                     EventKind::CandidateLeft,
                     None,
                     Some(why),
@@ -401,6 +365,11 @@ pub(super) fn session_id(hex: &str) -> Option<i64> {
 enum Seen<'a> {
     Live(&'a HashSet<i64>),
     Resync(&'a HashSet<i64>),
+}
+
+/// Whether two candidates are nodes of the same session (a deposed holder back in line).
+fn same_session(a: &Candidate, b: &Candidate) -> bool {
+    a.stamp.is_some() && a.stamp == b.stamp
 }
 
 /// The session holding a candidate's node, from its `0x…` stamp.

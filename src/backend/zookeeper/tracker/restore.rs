@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use super::ZkTracker;
-use crate::backend::change;
+use crate::backend::book::{Step, When};
 use crate::backend::change::Changes;
-use crate::model::{Cause, Election, HistoryEntry};
+use crate::model::{Candidate, Cause, Election, HistoryEntry};
 
 impl ZkTracker {
     /// After [`ZkTracker::load`]: each election's recorded changes (oldest first) become
@@ -30,9 +30,9 @@ impl ZkTracker {
                 }
                 None => continue,
             };
-            let skip = entries.len().saturating_sub(self.history_limit);
-            e.history = entries.iter().skip(skip).cloned().collect();
-            e.transitions = entries.len() as u64;
+            e.history = Default::default();
+            e.transitions = 0;
+            self.book.preload(&mut e, entries.iter().cloned());
             let now = e.leader.as_ref();
             let same = match (last.to.as_deref(), now) {
                 (Some(to), Some(c)) => to == c.id && last.revision == Some(c.create_revision),
@@ -40,19 +40,16 @@ impl ZkTracker {
                 _ => false,
             };
             if !same {
-                let decided = change::decide(
-                    last.to.as_deref(),
-                    now.map(|c| c.id.as_str()),
-                    false,
-                    || Cause::Unknown,
-                    Cause::Unknown,
-                );
-                if let Some(c) = decided {
-                    let revision = now.map(|c| c.create_revision);
-                    let recorded = c.record(&mut e, None, (Some(at), revision), self.history_limit);
-                    out.events
-                        .push(recorded.event(&self.source_name, name, false));
-                }
+                let before = last.to.as_deref().map(|id| Candidate::plain(id, ""));
+                let step = Step {
+                    before: before.as_ref(),
+                    same_tenure: false,
+                    gone: Cause::Unknown,
+                    in_place: Cause::Unknown,
+                    may_lead: false,
+                    when: When::live(at).at_revision(now.map(|c| c.create_revision)),
+                };
+                self.book.apply(&mut e, step, &mut out);
             }
             if !self.elections.contains_key(name)
                 && let Some(parent) = self.layout.parent_of(&self.prefix, name)

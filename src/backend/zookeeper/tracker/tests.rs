@@ -256,7 +256,7 @@ fn a_leader_removed_by_an_admin_action_is_deposed_until_its_session_is_gone() {
         by: crate::backend::BY_US.into(),
         before: None,
     };
-    t.forced.set("jobs".into(), Some(ours), Instant::now());
+    t.forced("jobs", Some(ours), Instant::now(), SystemTime::now());
     let got = t.apply("/election/jobs", &[second], SystemTime::now(), &none());
     let e = &got.changed[0];
     assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("n1"));

@@ -1,0 +1,218 @@
+//! The election book: what every store's tracker does once the store has said, in its own
+//! order, who leads an election now. A tracker maps the store's data to candidates and says
+//! what only it can know (whether the new leader holds the old one's tenure, why the old one
+//! went, whether a removed holder may still believe it leads); the book decides the rest,
+//! once for every store: whether the leadership changed and why ([`change::decide`]), whether
+//! an admin action made the change (the forced marks, ours or another electop's from the
+//! audit log, which relabel a change already recorded), who is deposed and when they are back
+//! in line, and the history entry and event the change makes.
+
+use std::collections::HashMap;
+use std::time::{Instant, SystemTime};
+
+use super::change::{self, Changes};
+use super::forced::{ForcedMark, ForcedMarks};
+use crate::model::{Candidate, Cause, Election, HistoryEntry};
+
+/// Whether two candidates are the same participant (the same token, session or lease):
+/// how a deposed holder is recognised back in line.
+pub(crate) type Same = fn(&Candidate, &Candidate) -> bool;
+
+pub(crate) struct Book {
+    source_name: String,
+    limit: usize,
+    /// Admin actions about to change an election (ours, or another electop's from the audit
+    /// log): the change they make is recorded as forced.
+    forced: ForcedMarks,
+    /// The leader each election lost last, for an action learnt after its change.
+    removed: HashMap<String, Candidate>,
+    /// `None`: the store has no deposed holders (a SQL row's holder finds out at its next
+    /// renewal; a session lock's session is ended by the action).
+    same: Option<Same>,
+}
+
+/// Where a change stands: when it was seen, its place in the store's order where the store
+/// numbers its changes, and whether it was replayed from the store's past (no admin mark of
+/// ours can have made it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct When {
+    pub now: Instant,
+    pub at: Option<SystemTime>,
+    pub revision: Option<i64>,
+    pub replayed: bool,
+}
+
+impl When {
+    /// A change seen live now, at wall time `at`.
+    pub(crate) fn live(at: SystemTime) -> When {
+        When {
+            now: Instant::now(),
+            at: Some(at),
+            revision: None,
+            replayed: false,
+        }
+    }
+
+    pub(crate) fn at_revision(self, revision: Option<i64>) -> When {
+        When { revision, ..self }
+    }
+}
+
+/// One leader change as the store tells it; the election already holds the new leader and
+/// line. `same_tenure`: the new leader holds the old one's tenure (the same key and create
+/// revision, row, node, token), so a different id there was written in place (`in_place`
+/// says why); `gone`: why the old leader's tenure ended, when it did; `may_lead`: the old
+/// leader may still believe it leads (its lease, session or countdown lives on), so an
+/// admin action that removed it deposed it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Step<'a> {
+    pub before: Option<&'a Candidate>,
+    pub same_tenure: bool,
+    pub gone: Cause,
+    pub in_place: Cause,
+    pub may_lead: bool,
+    pub when: When,
+}
+
+/// What the book did beyond the history and the event: for the tracker that follows a
+/// deposed holder's lease or session.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    /// The entry recorded, if the leadership changed.
+    pub recorded: Option<HistoryEntry>,
+    /// An admin action made the change.
+    pub forced: bool,
+    /// The holder deposed by this change.
+    pub deposed: Option<Candidate>,
+    /// A deposed holder back in line, who knows where it stands now.
+    pub back: Option<Candidate>,
+}
+
+impl Book {
+    pub(crate) fn new(source_name: String, limit: usize, same: Option<Same>) -> Book {
+        Book {
+            source_name,
+            limit: limit.max(1),
+            forced: ForcedMarks::default(),
+            removed: HashMap::new(),
+            same,
+        }
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub(crate) fn source_name(&self) -> &str {
+        &self.source_name
+    }
+
+    /// Applies one leader change to `e` (see [`Step`]): its history entry and event into
+    /// `out`, a live one labelled by the admin action that made it.
+    pub(crate) fn apply(&mut self, e: &mut Election, step: Step<'_>, out: &mut Changes) -> Outcome {
+        let mut outcome = Outcome {
+            back: self.back_in_line(e),
+            ..Outcome::default()
+        };
+        let before = step.before;
+        let Some(change) = change::decide(
+            before.map(|c| c.id.as_str()),
+            e.leader.as_ref().map(|c| c.id.as_str()),
+            step.same_tenure,
+            || step.gone,
+            step.in_place,
+        ) else {
+            return outcome;
+        };
+        let w = step.when;
+        let forced = (!w.replayed)
+            .then(|| self.forced.take(&e.name, w.now))
+            .flatten();
+        outcome.forced = forced.is_some();
+        if let Some(b) = before.filter(|_| !w.replayed) {
+            self.removed.insert(e.name.clone(), b.clone());
+            if forced.is_some() && step.may_lead && self.depose(e, b) {
+                outcome.deposed = Some(b.clone());
+            }
+        }
+        let recorded = change.record(e, forced, (w.at, w.revision), self.limit);
+        out.events
+            .push(recorded.event(&self.source_name, &e.name, w.replayed));
+        out.recorded.push((e.name.clone(), recorded.entry.clone()));
+        outcome.recorded = Some(recorded.entry);
+        outcome
+    }
+
+    /// `c`, a holder an admin action removed, is deposed in `e` unless it is back in line:
+    /// it is not told, and may go on believing it leads. Whether it did.
+    pub(crate) fn depose(&self, e: &mut Election, c: &Candidate) -> bool {
+        let Some(same) = self.same else { return false };
+        if e.leader.iter().chain(&e.candidates).any(|x| same(x, c)) {
+            return false;
+        }
+        e.deposed = Some(Box::new(c.clone()));
+        true
+    }
+
+    /// A deposed holder that holds the election (or is in its line) again knows where it
+    /// stands: no longer deposed. Who it was, when it was.
+    pub(crate) fn back_in_line(&self, e: &mut Election) -> Option<Candidate> {
+        let same = self.same?;
+        let d = e.deposed.as_deref()?;
+        if !e.leader.iter().chain(&e.candidates).any(|x| same(x, d)) {
+            return None;
+        }
+        e.deposed.take().map(|d| *d)
+    }
+
+    /// An admin action changes `e` (`None`: ours did not after all). One learnt after its
+    /// change was recorded (another electop's, from the audit log) relabels that change and
+    /// deposes the leader it removed, if `may_lead` says it may still believe it leads. The
+    /// election to send and the holder deposed, when it was relabelled.
+    pub(crate) fn forced(
+        &mut self,
+        name: &str,
+        e: Option<&mut Election>,
+        mark: Option<ForcedMark>,
+        (now, wall): (Instant, SystemTime),
+        may_lead: impl FnOnce(&Candidate) -> bool,
+    ) -> Option<(Election, Option<Candidate>)> {
+        let before = mark.as_ref().and_then(|m| m.before.clone());
+        let Some(e) = e else {
+            self.mark(name, mark, now);
+            return None;
+        };
+        e.relabelled = Some(self.forced.note(name, Some(&mut e.history), mark, now, wall)?);
+        let removed = self
+            .removed
+            .get(name)
+            .filter(|r| before.as_deref() == Some(r.id.as_str()) && may_lead(r))
+            .cloned();
+        let deposed = removed.filter(|r| self.depose(e, r));
+        Some((e.clone(), deposed))
+    }
+
+    /// An admin action aimed at an election the tracker does not hold (yet): the mark waits.
+    pub(crate) fn mark(&mut self, name: &str, mark: Option<ForcedMark>, now: Instant) {
+        self.forced.set(name.to_string(), mark, now);
+    }
+
+    /// An action aimed at an election that went without a leader change is spent all the
+    /// same: it must not name the cause of a later change.
+    pub(crate) fn spend(&mut self, name: &str, now: Instant) {
+        drop(self.forced.take(name, now));
+    }
+
+    /// History read back from disk (oldest first) into `e`, bounded.
+    pub(crate) fn preload(&self, e: &mut Election, entries: impl IntoIterator<Item = HistoryEntry>) {
+        for entry in entries {
+            e.record(entry, usize::MAX);
+        }
+        while e.history.len() > self.limit {
+            e.history.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
