@@ -369,9 +369,7 @@ impl Session<'_> {
         for d in super::audited::deposed(backend, link, &actions, &elections).await {
             tracker.depose(&d.election, &d.holder);
             if d.mark.is_some() {
-                tracker
-                    .forced
-                    .set(d.election.clone(), d.mark, Instant::now());
+                tracker.mark(&d.election, d.mark, Instant::now());
             }
             if let Some(e) = elections.iter_mut().find(|e| e.name == d.election) {
                 e.deposed = Some(Box::new(d.holder));

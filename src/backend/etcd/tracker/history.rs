@@ -18,7 +18,8 @@ impl Tracker {
     ) -> Option<Election> {
         let before = mark.as_ref().and_then(|m| m.before.clone());
         let e = self.elections.values_mut().find(|e| e.name == name);
-        self.forced.note_on(name, e, mark, now, wall)?;
+        // The holder it removed looked resigned (its lease lives on): deposed just below.
+        self.book.forced(name, e, mark, (now, wall), |_| false)?;
         // The change was another electop's: a holder that looked resigned was deposed.
         let e = self.elections.values_mut().find(|e| e.name == name)?;
         e.resigned_was_deposed(before.as_deref());
@@ -68,7 +69,7 @@ impl Tracker {
             );
             let dropped = (before + past.history.len() - merged.len()) as u64;
             e.transitions = e.transitions.saturating_sub(dropped);
-            while merged.len() > self.history_limit.max(1) {
+            while merged.len() > self.book.limit() {
                 merged.pop_front();
             }
             e.history = merged.into();

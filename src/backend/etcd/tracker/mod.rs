@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Instant, SystemTime};
 
 use super::layout::{Kv, Layout, Mirror};
-use crate::backend::change::{self, LeaderChange};
+use crate::backend::book::Book;
 use crate::model::{
     Candidate, Cause, Deadline, Election, Event, EventKind, HistoryEntry, SourceId,
 };
@@ -84,7 +84,8 @@ pub struct Tracker {
     /// Last revision applied to the mirror.
     pub revision: i64,
     /// Elections our own admin actions are changing.
-    pub forced: crate::backend::ForcedMarks,
+    /// The shared decision, forced marks and history; a deposed holder is its lease.
+    book: Book,
 }
 
 impl Tracker {
@@ -94,6 +95,7 @@ impl Tracker {
         layout: Box<dyn Layout>,
         history_limit: usize,
     ) -> Self {
+        let book = Book::new(source_name.clone(), history_limit, Some(same_lease));
         Tracker {
             source,
             source_name,
@@ -109,7 +111,7 @@ impl Tracker {
             deposed: Default::default(),
             lease_epoch: 0,
             revision: 0,
-            forced: Default::default(),
+            book,
         }
     }
 
@@ -129,6 +131,11 @@ impl Tracker {
     /// Does the mirror hold exactly these keys (same revisions)?
     pub fn mirror_equals(&self, kvs: &Mirror) -> bool {
         &self.mirror == kvs
+    }
+
+    /// An admin action learnt at start (from the audit log) is about to change `name`.
+    pub fn mark(&mut self, name: &str, mark: Option<crate::backend::ForcedMark>, now: Instant) {
+        self.book.mark(name, mark, now);
     }
 
     pub fn source(&self) -> SourceId {
@@ -374,3 +381,8 @@ mod leases;
 mod revision;
 #[cfg(test)]
 mod tests;
+
+/// Whether two candidates hold the same lease: a deposed holder back in line on it.
+fn same_lease(a: &Candidate, b: &Candidate) -> bool {
+    a.lease.is_some() && a.lease == b.lease
+}

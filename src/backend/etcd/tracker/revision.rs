@@ -1,9 +1,12 @@
-//! One revision into the mirror and the elections: what changed, the leader-change decision
-//! (shared with every store, `backend::change`), the deposed holders and the line events.
+//! One revision into the mirror and the elections: what changed, what only etcd can say of
+//! it (the tenure is the key and its create revision, the old leader's lease fate), handed to
+//! the election book shared with every store; the resigned holders and the line events.
 
 use std::collections::{BTreeSet, HashMap};
 
 use super::*;
+use crate::backend::book::{Step, When};
+use crate::backend::change::Changes;
 
 impl Tracker {
     /// Applies changes, one revision at a time so that each leader change keeps its own
@@ -99,23 +102,30 @@ impl Tracker {
                 replayed: seen.replayed,
                 detail: None,
             };
-            let change = leader_change(
-                old_leader.as_ref(),
-                election.leader.as_ref(),
-                scheme,
-                |old| departure(before.get(&old.raw_key), fates, &self.ttls, seen),
-            );
-            let forced = change
-                .as_ref()
-                .and_then(|_| (!seen.replayed).then(|| self.forced.take(&name, seen.now)))
-                .flatten();
-            let by_other = forced.is_some();
-            self.deposed
-                .extend(note_deposed(election, old_leader.as_ref(), fates, by_other));
-            if let Some(change) = change {
-                let at = (seen.at, Some(rev));
-                let recorded = change.record(election, forced, at, self.history_limit);
-                events.push(recorded.event(&self.source_name, &name, seen.replayed));
+            let step = step(old_leader.as_ref(), election, scheme, fates, seen, rev);
+            let step = Step {
+                gone: match (&old_leader, step.same_tenure) {
+                    (Some(old), false) => departure(before.get(&old.raw_key), fates, &self.ttls, seen),
+                    _ => Cause::Unknown,
+                },
+                ..step
+            };
+            let mut out = Changes::default();
+            let o = self.book.apply(election, step, &mut out);
+            events.append(&mut out.events);
+            match o.deposed {
+                Some(d) => self.deposed.extend(d.lease),
+                // It removed its own key (or so it looks: the store does not say who deleted
+                // a key): it knows it left, and is only shown as resigned.
+                None if step.may_lead && !o.forced => election.resigned = old_leader.map(Box::new),
+                None => {}
+            }
+            let back = |d: &Candidate| {
+                let mut line = election.leader.iter().chain(&election.candidates);
+                line.any(|c| c.lease == d.lease)
+            };
+            if election.resigned.as_deref().is_some_and(back) {
+                election.resigned = None;
             }
             for (kind, from, to) in line_events(&old_line, &election.candidates) {
                 events.push(mk(kind, from, to, None));
@@ -198,15 +208,20 @@ impl Tracker {
 /// the elections touched.
 type Mirrored = (HashMap<Vec<u8>, Kv>, Vec<i64>, BTreeSet<Vec<u8>>);
 
-/// What happened to the leadership between two states of an election; `departed` says why
-/// an old leader's key left. A new key (or the same key created again) is a new tenure; the
-/// same key with a new value is a proclamation (election API) or someone overwriting it.
-fn leader_change(
-    old: Option<&Candidate>,
-    new: Option<&Candidate>,
+/// A change of `e`'s leader from `old`, as etcd tells it: a new key (or the same key created
+/// again) is a new tenure; the same key with a new value is a proclamation (election API) or
+/// someone overwriting it. A leader whose key left while its lease lives on may still believe
+/// it leads (an admin action that removed it deposed it). Replayed history reads lease fates
+/// now, so there "alive" means alive now too. `gone` is filled in by the caller.
+fn step<'a>(
+    old: Option<&'a Candidate>,
+    e: &Election,
     scheme: crate::model::Scheme,
-    departed: impl FnOnce(&Candidate) -> Cause,
-) -> Option<LeaderChange> {
+    fates: &HashMap<i64, LeaseFate>,
+    seen: Observation,
+    rev: i64,
+) -> Step<'a> {
+    let new = e.leader.as_ref();
     let same_tenure = old
         .zip(new)
         .is_some_and(|(o, n)| o.raw_key == n.raw_key && o.create_revision == n.create_revision);
@@ -215,58 +230,23 @@ fn leader_change(
     } else {
         Cause::TakenOver
     };
-    let gone = || old.map_or(Cause::Unknown, departed);
-    change::decide(
-        old.map(|c| c.id.as_str()),
-        new.map(|c| c.id.as_str()),
+    let key_left = old.is_some_and(|o| new.is_none_or(|n| n.raw_key != o.raw_key));
+    let lease_alive = old
+        .and_then(|o| o.lease)
+        .is_some_and(|l| l != 0 && fates.get(&l) == Some(&LeaseFate::Alive));
+    Step {
+        before: old,
         same_tenure,
-        gone,
+        gone: Cause::Unknown,
         in_place,
-    )
-}
-
-/// A leader whose key left while its lease lives on. Removed by someone else (`by_other`: an
-/// admin action) it may still believe it leads: it is deposed (returns its lease, read
-/// eagerly since its end ends the alarm). Otherwise it removed its own key, knows it left, and
-/// is only shown as resigned. Either lasts until it is back in line on that lease. The store
-/// does not say who deleted a key: a delete by another tool (`etcdctl del`) reads as a resign.
-/// Replayed history reads lease fates now, so there "alive" means alive now too.
-fn note_deposed(
-    e: &mut Election,
-    old: Option<&Candidate>,
-    fates: &HashMap<i64, LeaseFate>,
-    by_other: bool,
-) -> Option<i64> {
-    let mut lease = None;
-    if let Some(old) = old
-        && e.leader.as_ref().is_none_or(|n| n.raw_key != old.raw_key)
-        && old
-            .lease
-            .is_some_and(|l| l != 0 && fates.get(&l) == Some(&LeaseFate::Alive))
-    {
-        if by_other {
-            lease = old.lease;
-            e.deposed = Some(Box::new(old.clone()));
-        } else {
-            e.resigned = Some(Box::new(old.clone()));
-        }
+        may_lead: key_left && lease_alive,
+        when: When {
+            now: seen.now,
+            at: seen.at,
+            revision: Some(rev),
+            replayed: seen.replayed,
+        },
     }
-    let back = |d: &Option<Box<Candidate>>| {
-        d.as_ref().is_some_and(|d| {
-            e.leader
-                .iter()
-                .chain(&e.candidates)
-                .any(|c| c.lease == d.lease)
-        })
-    };
-    if back(&e.resigned) {
-        e.resigned = None;
-    }
-    if back(&e.deposed) {
-        e.deposed = None;
-        lease = None;
-    }
-    lease
 }
 
 /// Candidates that joined or left the line.

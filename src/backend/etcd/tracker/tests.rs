@@ -140,7 +140,7 @@ fn a_change_our_admin_action_made_is_forced() {
         by: crate::backend::BY_US.into(),
         before: None,
     };
-    t.forced.set("j".into(), Some(mark), now);
+    t.mark("j", Some(mark), now);
     let alive = HashMap::from([(1, LeaseFate::Alive)]);
     let (_, events) = t.apply(vec![del("/e/j/1", 4)], &alive, live(now));
     let change = events
@@ -260,7 +260,7 @@ fn a_leader_removed_by_an_admin_with_its_lease_alive_is_deposed_until_the_lease_
         by: "ops".into(),
         before: None,
     };
-    t.forced.set("jobs".into(), Some(mark), now);
+    t.mark("jobs", Some(mark), now);
     let alive = HashMap::from([(0xa, LeaseFate::Alive)]);
     let (changed, _) = t.apply(vec![del("/e/jobs/a", 3)], &alive, live(now));
     assert!(changed[0].resigned.is_none(), "it did not resign itself");
