@@ -22,7 +22,7 @@ use serde_json::Value;
 static DB: LazyLock<Mutex<MariaDb>> = LazyLock::new(|| {
     let db = MariaDb::start();
     db.sql("INSTALL SONAME 'metadata_lock_info';");
-    // Accounts with the privileges the README names: none beyond the database, PROCESS
+    // Accounts with the privileges docs/stores/sql-session-locks.md names: none beyond the database, PROCESS
     // only, and PROCESS with CONNECTION ADMIN.
     for (user, grant) in [
         ("plain", None),
@@ -389,7 +389,7 @@ fn privileges_decide_what_is_seen_and_ended() {
 
 /// A waiter using a server-side prepared statement (sqlx, like Go's driver by default)
 /// shows `GET_LOCK(?, …)` in PROCESSLIST: its lock cannot be named, so it is in no line.
-/// (A fact of the server, checked here because the README says it.)
+/// (A fact of the server, checked here because docs/stores/sql-session-locks.md says it.)
 #[test]
 fn a_prepared_waiter_shows_a_placeholder() {
     use sqlx::Connection as _;

@@ -6,7 +6,7 @@
 //! is gone; a node changed since it was seen makes the action refuse and write nothing;
 //! `--read-only` and `--expect-leader` refuse; every action is in the audit log.
 //!
-//! Lines starting `MEASURE` (with `--nocapture`) are the figures in the README and in
+//! Lines starting `MEASURE` (with `--nocapture`) are the figures in docs/stores/zookeeper.md and in
 //! tests/campaigners/MEASUREMENTS.md.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The metric names `electop serve` exposes (fixed; the README's "Prometheus and Grafana"
+//! The metric names `electop serve` exposes (fixed; docs/serve.md's "Metrics"
 //! and the serve code use the same list), and the metric names a PromQL expression uses, so
 //! that the shipped rules and dashboard can be checked against them.
 
