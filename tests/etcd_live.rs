@@ -198,8 +198,9 @@ async fn lease_key_revoke_and_expiry_are_told_apart() {
         .iter()
         .map(|h| h["cause"].as_str().unwrap_or("?").to_string())
         .collect();
-    // Replayed by the new process: revocation and expiry look alike in the past.
-    assert_eq!(causes, ["elected", "lease_ended", "elected", "taken_over"]);
+    // Replayed by the new process, where revocation and expiry look alike; the watch beside
+    // it saw the revocation live and recorded it: both name it the same.
+    assert_eq!(causes, ["elected", "lease_revoked", "elected", "taken_over"]);
     assert_eq!(election(&s, "reports")["leader"], Value::Null);
     assert_eq!(election(&s, "reports")["ttl_ms"], Value::Null);
 }

@@ -48,8 +48,14 @@ pub(crate) enum Entry {
         election: String,
         entry: HistoryEntry,
     },
-    /// When a revision was seen live (etcd keeps no time for a revision).
-    Seen { revision: i64, at: SystemTime },
+    /// When a revision was seen live (etcd keeps no time for a revision), and the cause of
+    /// its leader change where only a live watch can tell it (a lease's expiry from its
+    /// revocation: a replay of the past cannot).
+    Seen {
+        revision: i64,
+        at: SystemTime,
+        cause: Option<Cause>,
+    },
     /// An electop started watching (and recording) the source here.
     Watching(SystemTime),
     /// That electop stopped watching (a clean stop; a killed one leaves no line).
@@ -133,8 +139,9 @@ pub(crate) fn encode(e: &Entry) -> String {
             by: entry.by.clone(),
             ..Line::new("change", entry.at)
         },
-        Entry::Seen { revision, at } => Line {
+        Entry::Seen { revision, at, cause } => Line {
             rev: Some(*revision),
+            cause: *cause,
             ..Line::new("seen", Some(*at))
         },
         Entry::Watching(at) => Line::new("watching", Some(*at)),
@@ -168,6 +175,7 @@ pub(crate) fn decode(text: &str) -> Option<Entry> {
         "seen" => Some(Entry::Seen {
             revision: l.rev?,
             at: at?,
+            cause: l.cause,
         }),
         "watching" => Some(Entry::Watching(at?)),
         "stopped" => Some(Entry::Stopped(at?)),

@@ -49,7 +49,7 @@ pub(super) async fn replay(
         match follow(&past, &mut tracker, from).await? {
             None => {
                 if let Some(path) = &times {
-                    tracker.fill_times(&super::times::load(path));
+                    tracker.fill_seen(&super::times::load(path));
                 }
                 return Ok(Replayed { tracker, compacted });
             }

@@ -24,7 +24,7 @@ mod plan;
 mod preview;
 pub(crate) mod resume;
 mod store;
-mod times;
+pub(crate) mod times;
 pub mod tracker;
 mod watch;
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::backend::engine::journal::{self, Bound, Entry, Journal, SEEN_KEPT};
+use crate::model::Cause;
 
 /// The revision times kept (no changes are written to this journal).
 const BOUND: Bound = Bound {
@@ -23,12 +24,16 @@ pub(super) fn path(cluster_id: u64, prefix: &str) -> Option<PathBuf> {
     Some(dirs.data_dir().join("history").join(name))
 }
 
-/// The times recorded for revisions.
-pub(super) fn load(path: &Path) -> HashMap<i64, SystemTime> {
+/// What was seen live of a revision: when, and the cause of its leader change where only a
+/// live watch tells it.
+pub(crate) type Seen = (SystemTime, Option<Cause>);
+
+/// What was recorded of revisions.
+pub(super) fn load(path: &Path) -> HashMap<i64, Seen> {
     journal::load(path, BOUND)
         .into_iter()
         .filter_map(|e| match e {
-            Entry::Seen { revision, at } => Some((revision, at)),
+            Entry::Seen { revision, at, cause } => Some((revision, (at, cause))),
             _ => None,
         })
         .collect()
@@ -52,17 +57,14 @@ impl TimesFile {
         &self.path
     }
 
-    /// Appends times seen live, in one write, if this electop records the source.
-    pub(super) fn append(&self, seen: &[(i64, SystemTime)]) -> std::io::Result<()> {
+    /// Appends what was seen live, in one write, if this electop records the source.
+    pub(super) fn append(&self, seen: &[(i64, Seen)]) -> std::io::Result<()> {
         if seen.is_empty() {
             return Ok(());
         }
         let entries: Vec<Entry> = seen
             .iter()
-            .map(|(revision, at)| Entry::Seen {
-                revision: *revision,
-                at: *at,
-            })
+            .map(|&(revision, (at, cause))| Entry::Seen { revision, at, cause })
             .collect();
         let mut j = self.journal.lock().unwrap_or_else(|p| p.into_inner());
         j.append(&entries).map(|_| ())
@@ -81,15 +83,17 @@ mod tests {
         let p = dir.path().join("h").join("etcd-1.jsonl");
         let t = |ms| UNIX_EPOCH + Duration::from_millis(ms);
         let (a, b) = (TimesFile::new(p.clone()), TimesFile::new(p.clone()));
-        a.append(&[(5, t(1_000)), (6, t(2_000))]).expect("append");
-        b.append(&[(6, t(2_001))]).expect("b reads only");
+        let expired = Some(Cause::LeaseExpired);
+        a.append(&[(5, (t(1_000), None)), (6, (t(2_000), expired))])
+            .expect("append");
+        b.append(&[(6, (t(2_001), None))]).expect("b reads only");
         let got = load(&p);
-        assert_eq!(got.get(&5), Some(&t(1_000)));
-        assert_eq!(got.get(&6), Some(&t(2_000)), "a's time, not b's");
+        assert_eq!(got.get(&5), Some(&(t(1_000), None)));
+        assert_eq!(got.get(&6), Some(&(t(2_000), expired)), "a's, not b's");
         assert_eq!(got.len(), 2);
         drop(a);
-        b.append(&[(7, t(3_000))]).expect("b takes over");
-        assert_eq!(load(&p).get(&7), Some(&t(3_000)));
+        b.append(&[(7, (t(3_000), None))]).expect("b takes over");
+        assert_eq!(load(&p).get(&7), Some(&(t(3_000), None)));
     }
 
     #[test]

@@ -535,11 +535,22 @@ pub(super) async fn synced(
 /// Keeps when each leader change was seen live, for dashboards started later.
 fn record_times(file: &super::times::TimesFile, events: &[crate::model::Event]) {
     use crate::model::EventKind::{LeaderChanged, LeaderElected, LeaderLost};
-    let seen: Vec<(i64, SystemTime)> = events
+    use crate::model::Cause::{LeaseExpired, LeaseRevoked};
+    let mut seen: Vec<(i64, super::times::Seen)> = Vec::new();
+    let changes = events
         .iter()
-        .filter(|e| matches!(e.kind, LeaderElected | LeaderChanged | LeaderLost))
-        .filter_map(|e| Some((e.revision?, e.at?)))
-        .collect();
+        .filter(|e| matches!(e.kind, LeaderElected | LeaderChanged | LeaderLost));
+    for e in changes {
+        let (Some(revision), Some(at)) = (e.revision, e.at) else {
+            continue;
+        };
+        // What a replay cannot tell: whether the lease expired or was revoked.
+        let cause = e.cause.filter(|c| matches!(c, LeaseExpired | LeaseRevoked));
+        match seen.iter_mut().find(|(r, _)| *r == revision) {
+            Some((_, (_, known))) => *known = known.or(cause),
+            None => seen.push((revision, (at, cause))),
+        }
+    }
     if let Err(e) = file.append(&seen) {
         let path = file.path().display();
         tracing::warn!(%e, %path, "cannot record when changes were seen");

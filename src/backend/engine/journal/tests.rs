@@ -53,6 +53,7 @@ fn records_round_trip_with_their_version() {
         Entry::Seen {
             revision: 12,
             at: t(4),
+            cause: Some(Cause::LeaseRevoked),
         },
         Entry::Stopped(t(9)),
     ] {
@@ -142,6 +143,7 @@ fn compaction_keeps_the_newest_of_each_election_and_of_the_times() {
         all.push(Entry::Seen {
             revision: 100 + i as i64,
             at: t(10 + i),
+            cause: None,
         });
     }
     all.push(change("cron", 5, Some(50), None, Some("x")));
@@ -218,7 +220,11 @@ fn the_file_stays_bounded_and_a_stale_temp_file_is_ignored() {
         let at = t(i);
         let batch = [
             change("jobs", i, Some(rev), None, Some("a")),
-            Entry::Seen { revision: rev, at },
+            Entry::Seen {
+                revision: rev,
+                at,
+                cause: None,
+            },
         ];
         assert!(j.append(&batch).expect("append"));
         let n = lines(&path).len();

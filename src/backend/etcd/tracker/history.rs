@@ -113,11 +113,19 @@ impl Tracker {
         }
     }
 
-    /// Gives replayed changes the time some electop saw them live, where it was recorded.
-    pub fn fill_times(&mut self, times: &HashMap<i64, SystemTime>) {
+    /// Gives replayed changes the time some electop saw them live, where it was recorded,
+    /// and the cause it told (a lease's expiry or revocation, which a replay cannot tell
+    /// apart): every dashboard names a change as the one that watched it did.
+    pub fn fill_seen(&mut self, seen: &HashMap<i64, crate::backend::etcd::times::Seen>) {
         for e in self.elections.values_mut() {
             for h in e.history.iter_mut().filter(|h| h.at.is_none()) {
-                h.at = h.revision.and_then(|r| times.get(&r).copied());
+                let Some((at, cause)) = h.revision.and_then(|r| seen.get(&r)) else {
+                    continue;
+                };
+                h.at = Some(*at);
+                if let (Cause::LeaseEnded, Some(told)) = (h.cause, cause) {
+                    h.cause = *told;
+                }
             }
         }
     }

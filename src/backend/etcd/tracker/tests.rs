@@ -121,6 +121,19 @@ fn replayed_changes_have_no_time_and_cannot_tell_expiry_from_revocation() {
         .collect();
     assert_eq!(h, [(None, Cause::Elected), (None, Cause::LeaseEnded)]);
     assert!(events.iter().all(|e| e.replayed));
+
+    // An electop that watched revision 3 live recorded when, and that the lease expired:
+    // the replay says the same, and a revision it saw only the time of keeps its cause.
+    let t3 = SystemTime::UNIX_EPOCH + Duration::from_secs(3);
+    let t2 = SystemTime::UNIX_EPOCH + Duration::from_secs(2);
+    let seen = HashMap::from([(3, (t3, Some(Cause::LeaseExpired))), (2, (t2, None))]);
+    t.fill_seen(&seen);
+    let e = t.elections().next().expect("j");
+    let h: Vec<_> = e.history.iter().map(|h| (h.at, h.cause)).collect();
+    assert_eq!(
+        h,
+        [(Some(t2), Cause::Elected), (Some(t3), Cause::LeaseExpired)]
+    );
 }
 
 #[test]
