@@ -200,7 +200,10 @@ async fn lease_key_revoke_and_expiry_are_told_apart() {
         .collect();
     // Replayed by the new process, where revocation and expiry look alike; the watch beside
     // it saw the revocation live and recorded it: both name it the same.
-    assert_eq!(causes, ["elected", "lease_revoked", "elected", "taken_over"]);
+    assert_eq!(
+        causes,
+        ["elected", "lease_revoked", "elected", "taken_over"]
+    );
     assert_eq!(election(&s, "reports")["leader"], Value::Null);
     assert_eq!(election(&s, "reports")["ttl_ms"], Value::Null);
 }

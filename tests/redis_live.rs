@@ -94,6 +94,25 @@ fn failover(server: &RedisServer, client: LockClient, key: &str, notice: &str) {
     w.wait_for("the next holder elected", T, |v| {
         v["election"] == key && v["to"] == next.as_str()
     });
+    // A later electop reads back from the journal what the watch recorded: the same
+    // changes, with the causes the watch saw live.
+    let s = common::electop::status_history_json(home.path(), &strs(&a));
+    let history = election(&s, key)["history"].clone();
+    let h = history.as_array().expect("history");
+    let elected = h.iter().position(|h| h["to"] == token.as_str());
+    let elected = elected.expect("the first holder's election read back");
+    assert_eq!(h[elected]["cause"], "elected", "{history:#}");
+    // Polling may see the expiry and the next acquire in one read: one change, then.
+    let lost = &h[elected + 1];
+    assert_eq!(
+        (lost["from"].as_str(), lost["cause"].as_str()),
+        (Some(token.as_str()), Some("lease_expired")),
+        "{history:#}"
+    );
+    assert_eq!(
+        h.last().map(|h| h["to"].clone()),
+        Some(next.as_str().into())
+    );
 }
 
 #[test]

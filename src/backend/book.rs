@@ -12,7 +12,7 @@ use std::time::{Instant, SystemTime};
 
 use super::change::{self, Changes};
 use super::forced::{ForcedMark, ForcedMarks};
-use crate::model::{Candidate, Cause, Election, HistoryEntry};
+use crate::model::{Candidate, Cause, Election, HistoryEntry, Scheme, SourceId};
 
 /// Whether two candidates are the same participant (the same token, session or lease):
 /// how a deposed holder is recognised back in line.
@@ -29,6 +29,8 @@ pub(crate) struct Book {
     /// `None`: the store has no deposed holders (a SQL row's holder finds out at its next
     /// renewal; a session lock's session is ended by the action).
     same: Option<Same>,
+    /// History read back from the journal for elections not seen yet, by name.
+    past: HashMap<String, Vec<HistoryEntry>>,
 }
 
 /// Where a change stands: when it was seen, its place in the store's order where the store
@@ -96,7 +98,28 @@ impl Book {
             forced: ForcedMarks::default(),
             removed: HashMap::new(),
             same,
+            past: HashMap::new(),
         }
+    }
+
+    /// History a restarted electop read back from the journal, by election: each election
+    /// starts from its own when first seen ([`Book::election`]).
+    pub(crate) fn with_past(
+        mut self,
+        past: impl IntoIterator<Item = (String, Vec<HistoryEntry>)>,
+    ) -> Book {
+        self.past = past.into_iter().collect();
+        self
+    }
+
+    /// A new election, with the history read back for it.
+    pub(crate) fn election(&mut self, source: SourceId, name: String, scheme: Scheme) -> Election {
+        let past = self.past.remove(&name);
+        let mut e = Election::new(source, name, scheme);
+        if let Some(past) = past {
+            self.preload(&mut e, past);
+        }
+        e
     }
 
     pub(crate) fn limit(&self) -> usize {
@@ -182,7 +205,10 @@ impl Book {
             self.mark(name, mark, now);
             return None;
         };
-        e.relabelled = Some(self.forced.note(name, Some(&mut e.history), mark, now, wall)?);
+        e.relabelled = Some(
+            self.forced
+                .note(name, Some(&mut e.history), mark, now, wall)?,
+        );
         let removed = self
             .removed
             .get(name)
@@ -204,7 +230,11 @@ impl Book {
     }
 
     /// History read back from disk (oldest first) into `e`, bounded.
-    pub(crate) fn preload(&self, e: &mut Election, entries: impl IntoIterator<Item = HistoryEntry>) {
+    pub(crate) fn preload(
+        &self,
+        e: &mut Election,
+        entries: impl IntoIterator<Item = HistoryEntry>,
+    ) {
         for entry in entries {
             e.record(entry, usize::MAX);
         }

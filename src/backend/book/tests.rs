@@ -53,7 +53,10 @@ fn a_forced_change_is_labelled_and_deposes_a_holder_that_may_still_lead() {
     assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("a"));
     assert_eq!(out.events[0].kind, EventKind::LeaderChanged);
     assert_eq!(out.events[0].cause, Some(Cause::ForcedReelection));
-    assert_eq!(e.history.back().and_then(|h| h.by.as_deref()), Some("ops@host"));
+    assert_eq!(
+        e.history.back().and_then(|h| h.by.as_deref()),
+        Some("ops@host")
+    );
 
     // The deposed holder takes the election again: it knows where it stands.
     let b = holder("b");
@@ -97,12 +100,20 @@ fn a_replayed_change_takes_no_mark_and_no_change_takes_nothing() {
     assert!(o.recorded.is_none() && out.events.is_empty());
     w.replayed = true;
     let mut e = election(None);
-    let o = book.apply(&mut e, step(Some(&a), true, w.at_revision(Some(9))), &mut out);
+    let o = book.apply(
+        &mut e,
+        step(Some(&a), true, w.at_revision(Some(9))),
+        &mut out,
+    );
     assert!(!o.forced, "replayed past is not ours");
     assert!(out.events[0].replayed);
     assert_eq!(out.events[0].revision, Some(9));
     e.leader = Some(holder("c"));
-    let o = book.apply(&mut e, step(None, true, When::live(SystemTime::UNIX_EPOCH)), &mut out);
+    let o = book.apply(
+        &mut e,
+        step(None, true, When::live(SystemTime::UNIX_EPOCH)),
+        &mut out,
+    );
     assert!(o.forced, "the mark waited for a live change");
     assert_eq!(out.events[1].cause, Some(Cause::ForcedReelection));
 }
@@ -122,11 +133,17 @@ fn another_electops_action_learnt_later_relabels_and_deposes() {
         .forced("jobs", Some(&mut e), m, (now, wall), |_| true)
         .expect("relabelled");
     assert_eq!(sent.relabelled, Some((0, Cause::Resigned)));
-    assert_eq!(sent.history.back().map(|h| h.cause), Some(Cause::ForcedReelection));
+    assert_eq!(
+        sent.history.back().map(|h| h.cause),
+        Some(Cause::ForcedReelection)
+    );
     assert_eq!(deposed.map(|d| d.id), Some("a".to_string()));
     // Not one this election saw: the mark waits for its change.
     let m = mark(Cause::ForcedReelection, Some("zz"));
-    assert!(book.forced("jobs", Some(&mut e), m, (now, wall), |_| true).is_none());
+    assert!(
+        book.forced("jobs", Some(&mut e), m, (now, wall), |_| true)
+            .is_none()
+    );
 }
 
 #[test]
@@ -145,4 +162,31 @@ fn preloaded_history_counts_and_is_bounded() {
     assert_eq!(e.transitions, 3);
     assert_eq!(e.history.len(), 2);
     assert_eq!(e.history[0].to.as_deref(), Some("b"));
+}
+
+#[test]
+fn an_election_first_seen_starts_from_the_history_read_back() {
+    let entry = |to: &str| HistoryEntry {
+        at: None,
+        revision: None,
+        from: None,
+        to: Some(to.into()),
+        cause: Cause::Elected,
+        by: None,
+    };
+    let past = [("jobs".to_string(), vec![entry("a"), entry("b")])];
+    let mut book = Book::new("s".into(), 10, None).with_past(past);
+    let e = book.election(0, "jobs".into(), Scheme::RedisLock);
+    assert_eq!(e.transitions, 2);
+    assert_eq!(e.history.back().and_then(|h| h.to.as_deref()), Some("b"));
+    let again = book.election(0, "jobs".into(), Scheme::RedisLock);
+    assert!(
+        again.history.is_empty(),
+        "read back once, by its first election"
+    );
+    assert!(
+        book.election(0, "other".into(), Scheme::RedisLock)
+            .history
+            .is_empty()
+    );
 }

@@ -139,7 +139,11 @@ pub(crate) fn encode(e: &Entry) -> String {
             by: entry.by.clone(),
             ..Line::new("change", entry.at)
         },
-        Entry::Seen { revision, at, cause } => Line {
+        Entry::Seen {
+            revision,
+            at,
+            cause,
+        } => Line {
             rev: Some(*revision),
             cause: *cause,
             ..Line::new("seen", Some(*at))

@@ -6,6 +6,7 @@
 //! reads to candidates.
 
 pub(crate) mod drive;
+pub(crate) mod history;
 pub(crate) mod journal;
 pub(crate) mod lifecycle;
 

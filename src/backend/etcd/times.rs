@@ -33,7 +33,11 @@ pub(super) fn load(path: &Path) -> HashMap<i64, Seen> {
     journal::load(path, BOUND)
         .into_iter()
         .filter_map(|e| match e {
-            Entry::Seen { revision, at, cause } => Some((revision, (at, cause))),
+            Entry::Seen {
+                revision,
+                at,
+                cause,
+            } => Some((revision, (at, cause))),
             _ => None,
         })
         .collect()
@@ -64,7 +68,11 @@ impl TimesFile {
         }
         let entries: Vec<Entry> = seen
             .iter()
-            .map(|&(revision, (at, cause))| Entry::Seen { revision, at, cause })
+            .map(|&(revision, (at, cause))| Entry::Seen {
+                revision,
+                at,
+                cause,
+            })
             .collect();
         let mut j = self.journal.lock().unwrap_or_else(|p| p.into_inner());
         j.append(&entries).map(|_| ())

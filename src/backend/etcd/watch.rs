@@ -534,8 +534,8 @@ pub(super) async fn synced(
 /// fate that cannot be read leaves the cause to the countdown rather than losing the change.
 /// Keeps when each leader change was seen live, for dashboards started later.
 fn record_times(file: &super::times::TimesFile, events: &[crate::model::Event]) {
-    use crate::model::EventKind::{LeaderChanged, LeaderElected, LeaderLost};
     use crate::model::Cause::{LeaseExpired, LeaseRevoked};
+    use crate::model::EventKind::{LeaderChanged, LeaderElected, LeaderLost};
     let mut seen: Vec<(i64, super::times::Seen)> = Vec::new();
     let changes = events
         .iter()

@@ -19,6 +19,7 @@ use super::read::{MAX_KEYS, Mode, Server};
 use super::tracker::{Gone, Read, RedisTracker};
 use crate::backend::change::Changes;
 use crate::backend::engine::drive::{Source, Steps, drive};
+use crate::backend::engine::history;
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
 use crate::model::{SourceEvent, SourceNotice};
@@ -31,8 +32,10 @@ const CONTACT_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) async fn run(b: RedisBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
+    let (past, journal) = history::open(&b.info.name, b.opts.history_limit);
     let mut f = Follow {
-        tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit),
+        tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit, past),
+        journal,
         b,
         io,
         life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
@@ -50,6 +53,8 @@ struct Follow {
     b: RedisBackend,
     io: BackendIo,
     tracker: RedisTracker,
+    /// Where the changes are recorded for a restarted electop.
+    journal: Option<history::Writer>,
     life: Lifecycle,
     /// The connection in use, from its dial until it fails.
     link: Option<Link>,
@@ -308,7 +313,10 @@ impl Follow {
         self.tell(applied).await
     }
 
-    async fn tell(&self, changes: Changes) -> Result<(), Stop> {
+    async fn tell(&mut self, changes: Changes) -> Result<(), Stop> {
+        if let Some(j) = self.journal.as_mut() {
+            j.record(&changes.recorded);
+        }
         crate::backend::engine::show(&self.io, &self.b.info, changes).await
     }
 }

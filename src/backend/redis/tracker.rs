@@ -53,12 +53,18 @@ pub(crate) struct RedisTracker {
 }
 
 impl RedisTracker {
-    pub(crate) fn new(source: SourceId, source_name: String, history_limit: usize) -> Self {
+    /// `past`: the history read back from the source's journal.
+    pub(crate) fn new(
+        source: SourceId,
+        source_name: String,
+        history_limit: usize,
+        past: BTreeMap<String, Vec<crate::model::HistoryEntry>>,
+    ) -> Self {
         let same_token: fn(&Candidate, &Candidate) -> bool = |a, b| a.raw_id == b.raw_id;
         RedisTracker {
             source,
             elections: BTreeMap::new(),
-            book: Book::new(source_name, history_limit, Some(same_token)),
+            book: Book::new(source_name, history_limit, Some(same_token)).with_past(past),
         }
     }
 
@@ -79,7 +85,8 @@ impl RedisTracker {
     pub(crate) fn load(&mut self, reads: &[Read]) {
         for r in reads {
             if let Some(held) = &r.held {
-                let mut e = Election::new(self.source, escape_bytes(&r.key), Scheme::RedisLock);
+                let name = escape_bytes(&r.key);
+                let mut e = self.book.election(self.source, name, Scheme::RedisLock);
                 set_holder(&mut e, &r.key, held, r.at, None);
                 self.elections.insert(r.key.clone(), e);
             }
@@ -131,7 +138,8 @@ impl RedisTracker {
         let Some(old) = old else {
             let Some(held) = &r.held else { return };
             // A key not seen before: its holder is elected now.
-            let mut e = Election::new(self.source, escape_bytes(&r.key), Scheme::RedisLock);
+            let name = escape_bytes(&r.key);
+            let mut e = self.book.election(self.source, name, Scheme::RedisLock);
             set_holder(&mut e, &r.key, held, r.at, None);
             self.record(&mut e, None, (false, Cause::Unknown), at, out);
             self.elections.insert(r.key.clone(), e.clone());
@@ -203,7 +211,9 @@ impl RedisTracker {
             .map(|(k, _)| k.clone());
         let e = key.and_then(|k| self.elections.get_mut(&k));
         // Relabelled as forced: the holder it removed is deposed while its key's time runs.
-        let (e, _) = self.book.forced(name, e, mark, (now, wall), |r| alive(r, now))?;
+        let (e, _) = self
+            .book
+            .forced(name, e, mark, (now, wall), |r| alive(r, now))?;
         Some(e)
     }
 

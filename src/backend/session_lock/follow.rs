@@ -2,6 +2,7 @@
 //! pool), snapshot (the server's lock views checked and the names resolved), then a read of
 //! every lock each `poll`.
 
+use crate::backend::engine::history;
 use std::time::{Duration, Instant, SystemTime};
 
 use sqlx::AnyPool;
@@ -25,17 +26,20 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "this user".into());
+    let (past, journal) = history::open(&b.info.name, b.opts.history_limit);
     let tracker = SessionLockTracker::new(
         b.info.id,
         b.info.name.clone(),
         b.flavor.scheme(),
         b.opts.history_limit,
         b.flavor.privilege_hint(&user),
+        past,
     );
     let mut f = Follow {
         b: &b,
         io,
         tracker,
+        journal,
         loaded: false,
         conn: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
         pool: None,
@@ -53,6 +57,8 @@ struct Follow<'a> {
     b: &'a SessionLockBackend,
     io: BackendIo,
     tracker: SessionLockTracker,
+    /// Where the changes are recorded for a restarted electop.
+    journal: Option<history::Writer>,
     /// The first read is loaded (no events); every later one is applied.
     loaded: bool,
     conn: Lifecycle,
@@ -147,6 +153,9 @@ impl Follow<'_> {
                 .await
                 .map_err(|_| self.timed_out())??;
             let changes = self.tracker.apply(&reads, &living, sent.1);
+            if let Some(j) = self.journal.as_mut() {
+                j.record(&changes.recorded);
+            }
             crate::backend::engine::show(&self.io, &self.b.info, changes).await?;
         }
         // True as of when the poll was sent.

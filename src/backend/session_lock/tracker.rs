@@ -45,13 +45,14 @@ impl SessionLockTracker {
         scheme: Scheme,
         history_limit: usize,
         hint: String,
+        past: BTreeMap<String, Vec<crate::model::HistoryEntry>>,
     ) -> Self {
         SessionLockTracker {
             source,
             scheme,
             hint,
             locks: BTreeMap::new(),
-            book: Book::new(source_name, history_limit, None),
+            book: Book::new(source_name, history_limit, None).with_past(past),
         }
     }
 
@@ -62,7 +63,7 @@ impl SessionLockTracker {
     /// The first read sets the scene: no history, no events.
     pub(crate) fn load(&mut self, reads: &[LockRead], at: SystemTime) {
         for r in reads {
-            let mut e = Election::new(self.source, r.name.clone(), self.scheme);
+            let mut e = self.book.election(self.source, r.name.clone(), self.scheme);
             let since = r.holder.as_ref().map(|_| at);
             fill(&mut e, r, since, &self.hint);
             self.locks.insert(
@@ -135,7 +136,7 @@ impl SessionLockTracker {
         let (mut e, old_holder, old_since) = match self.locks.get(&r.key) {
             Some(t) => (t.election.clone(), t.holder.clone(), t.since),
             None => (
-                Election::new(self.source, r.name.clone(), self.scheme),
+                self.book.election(self.source, r.name.clone(), self.scheme),
                 None,
                 None,
             ),
@@ -314,7 +315,14 @@ mod tests {
     }
 
     fn tracker() -> SessionLockTracker {
-        SessionLockTracker::new(0, "pg x".into(), Scheme::PgAdvisory, 10, "grant".into())
+        SessionLockTracker::new(
+            0,
+            "pg x".into(),
+            Scheme::PgAdvisory,
+            10,
+            "grant".into(),
+            Default::default(),
+        )
     }
 
     fn kinds(a: &Changes) -> Vec<(EventKind, Option<Cause>)> {

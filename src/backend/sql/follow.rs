@@ -9,8 +9,9 @@ use tracing::{info, warn};
 
 use super::errors::SqlError;
 use super::tracker::{Poll, SqlTracker};
-use super::{SqlBackend, dial::open, history, poll::poll_once, schema::read_schema};
+use super::{SqlBackend, dial::open, poll::poll_once, schema::read_schema};
 use crate::backend::engine::drive::{Source, Steps, drive};
+use crate::backend::engine::history;
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
 use crate::model::SourceEvent;
@@ -158,11 +159,8 @@ impl<'a> Follow<'a> {
     async fn deliver(&mut self, poll: Poll, sent: (Instant, SystemTime)) -> Result<(), Stop> {
         let source = self.b.info.id;
         let (elections, events, recorded) = self.tracker.apply(poll);
-        if let Some(w) = self.writer.as_mut()
-            && !recorded.is_empty()
-            && let Err(e) = w.append(&recorded)
-        {
-            warn!(%e, "cannot append to the history file");
+        if let Some(w) = self.writer.as_mut() {
+            w.record(&recorded);
         }
         if !elections.is_empty() {
             self.send(SourceEvent::Elections { source, elections })

@@ -10,7 +10,6 @@ mod discover;
 pub(crate) mod errors;
 mod follow;
 pub(crate) mod heartbeat;
-pub(crate) mod history;
 pub(crate) mod lease;
 mod participant;
 mod plan;
@@ -171,7 +170,7 @@ impl SqlBackend {
             info,
             settings,
             opts,
-            history_path: history::default_path(&name),
+            history_path: crate::backend::engine::history::default_path(&name),
             unresolved: unresolved.cloned(),
         }
     }

@@ -79,8 +79,7 @@ pub(crate) struct SqlTracker {
     book: Book,
 }
 
-/// A leader change to persist: the election's name and the entry.
-pub(crate) type Recorded = (String, HistoryEntry);
+pub(crate) use crate::backend::engine::history::Recorded;
 
 impl SqlTracker {
     pub(crate) fn new(
@@ -321,7 +320,6 @@ impl SqlTracker {
             }
         }
     }
-
 }
 
 /// A change of a row's holder, live at `poll`: a row is one tenure (`same_tenure`, false

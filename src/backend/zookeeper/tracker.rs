@@ -308,9 +308,9 @@ impl ZkTracker {
         wall: SystemTime,
     ) -> Option<Election> {
         let e = self.elections.get_mut(name);
-        let (mut e, deposed) = self.book.forced(name, e, mark, (now, wall), |r| {
-            session_of(r).is_some()
-        })?;
+        let (mut e, deposed) = self
+            .book
+            .forced(name, e, mark, (now, wall), |r| session_of(r).is_some())?;
         if let Some(session) = deposed.as_ref().and_then(session_of) {
             e.deposed_session = Some(SessionCheck::Checking);
             self.deposed.follow(name, session, None);

@@ -105,7 +105,9 @@ impl Tracker {
             let step = step(old_leader.as_ref(), election, scheme, fates, seen, rev);
             let step = Step {
                 gone: match (&old_leader, step.same_tenure) {
-                    (Some(old), false) => departure(before.get(&old.raw_key), fates, &self.ttls, seen),
+                    (Some(old), false) => {
+                        departure(before.get(&old.raw_key), fates, &self.ttls, seen)
+                    }
                     _ => Cause::Unknown,
                 },
                 ..step

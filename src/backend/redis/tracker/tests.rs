@@ -19,7 +19,7 @@ fn kinds(a: &Changes) -> Vec<(EventKind, Option<Cause>)> {
 fn elected_renewed_expired_and_taken_again() {
     let t0 = Instant::now();
     let wall = SystemTime::now();
-    let mut t = RedisTracker::new(0, "redis x".into(), 10);
+    let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
     t.load(&[read("leader:jobs", Some(("tok-a", 10_000)), t0)]);
     let e = &t.elections()[0];
     assert_eq!(e.leader.as_ref().map(|c| c.id.as_str()), Some("tok-a"));
@@ -68,7 +68,7 @@ fn elected_renewed_expired_and_taken_again() {
 fn released_with_time_left_overwritten_and_told_causes() {
     let t0 = Instant::now();
     let wall = SystemTime::now();
-    let mut t = RedisTracker::new(0, "redis x".into(), 10);
+    let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
     t.load(&[read("k", Some(("a", 10_000)), t0)]);
     let a = t.resync(&[read("k", Some(("b", 10_000)), t0)], t0, wall, false);
     assert_eq!(
@@ -97,7 +97,7 @@ fn released_with_time_left_overwritten_and_told_causes() {
 fn after_a_gap_the_same_token_is_no_change_and_causes_are_not_guessed() {
     let t0 = Instant::now();
     let wall = SystemTime::now();
-    let mut t = RedisTracker::new(0, "redis x".into(), 10);
+    let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
     let keys = [("same", "a"), ("gone", "b"), ("other", "c")];
     let mut first: Vec<Read> = keys
         .iter()
@@ -152,7 +152,7 @@ fn after_a_gap_the_same_token_is_no_change_and_causes_are_not_guessed() {
 fn an_early_removal_read_with_the_same_token_is_no_change() {
     let t0 = Instant::now();
     let wall = SystemTime::now();
-    let mut t = RedisTracker::new(0, "redis x".into(), 10);
+    let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
     t.load(&[read("k", Some(("a", 2_000)), t0)]);
     for gone in [Gone::Expired, Gone::Deleted] {
         let a = t.apply(&read("k", Some(("a", 2_000)), t0), gone, wall);
@@ -163,7 +163,7 @@ fn an_early_removal_read_with_the_same_token_is_no_change() {
 #[test]
 fn a_key_without_expiry_is_noted_and_odd_tokens_are_escaped_and_cut() {
     let t0 = Instant::now();
-    let mut t = RedisTracker::new(0, "redis x".into(), 10);
+    let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
     let huge = "x".repeat(10_000);
     t.load(&[
         read("forever", Some(("me", -1)), t0),
@@ -216,7 +216,7 @@ mod deposed_tests {
     fn a_forced_removal_deposes_the_holder_until_its_time_runs_out() {
         let t0 = Instant::now();
         let wall = SystemTime::now();
-        let mut t = RedisTracker::new(0, "redis x".into(), 10);
+        let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
         let read = |v: Option<&str>| Read {
             key: b"k".to_vec(),
             held: v.map(|v| (v.as_bytes().to_vec(), 3_000)),
@@ -266,7 +266,7 @@ mod deposed_tests {
             before_ttl_ms: Some(ttl),
             at: Some(wall - Duration::from_millis(ago_ms)),
         };
-        let mut t = RedisTracker::new(0, "redis x".into(), 10);
+        let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
         t.load(&[Read {
             key: b"held".to_vec(),
             held: Some((b"new".to_vec(), 9_000)),

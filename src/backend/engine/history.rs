@@ -1,12 +1,20 @@
-//! Leader changes seen while polling, kept in the source's history journal
-//! ([`crate::backend::engine::journal`]) so a restarted dashboard still shows them. One
-//! writer per source at a time: a second electop on the same source reads the journal and
-//! takes over the writing when the first is gone.
+//! The leader changes a source's election book recorded, kept in its history journal
+//! ([`super::journal`]) so a restarted dashboard still shows them: SQL tables, SQL session
+//! locks and Redis (etcd keeps its own history, and journals only when it saw each revision;
+//! ZooKeeper's journal also marks the stretches no electop watched). One writer per source at
+//! a time: a second electop on the same source reads the journal and takes over the writing
+//! when the first is gone.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::tracker::Recorded;
-use crate::backend::engine::journal::{self, Bound, Entry, Journal, KEPT_AT_LEAST};
+use tracing::{info, warn};
+
+use super::journal::{self, Bound, Entry, Journal, KEPT_AT_LEAST};
+use crate::model::HistoryEntry;
+
+/// A leader change to persist: the election's name and the entry.
+pub(crate) type Recorded = (String, HistoryEntry);
 
 /// `<data dir>/history/<source>.jsonl`, the source name made file-safe.
 pub(crate) fn default_path(source_name: &str) -> Option<PathBuf> {
@@ -36,6 +44,28 @@ pub(crate) fn load(path: &Path, history_limit: usize) -> Vec<Recorded> {
         .collect()
 }
 
+/// The source named `source_name`'s journal at its default path, if there is one: the changes
+/// recorded so far by election (oldest first), and the writer for this run.
+pub(crate) fn open(
+    source_name: &str,
+    history_limit: usize,
+) -> (BTreeMap<String, Vec<HistoryEntry>>, Option<Writer>) {
+    let Some(path) = default_path(source_name) else {
+        return (BTreeMap::new(), None);
+    };
+    let mut past: BTreeMap<String, Vec<HistoryEntry>> = BTreeMap::new();
+    for (name, entry) in load(&path, history_limit) {
+        past.entry(name).or_default().push(entry);
+    }
+    let (w, writing) = Writer::open(&path, history_limit);
+    match writing {
+        Ok(true) => {}
+        Ok(false) => info!(path = %path.display(), "another electop records this source's history"),
+        Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
+    }
+    (past, Some(w))
+}
+
 /// The source's journal, written while this run records the source.
 pub(crate) struct Writer(Journal);
 
@@ -45,6 +75,17 @@ impl Writer {
         let mut j = Journal::new(path.to_path_buf(), bound(history_limit));
         let writing = j.take_turn();
         (Writer(j), writing)
+    }
+
+    /// Appends `recorded` if this run records the source (taking the turn when it is free);
+    /// a failure is logged, and the changes are shown all the same.
+    pub(crate) fn record(&mut self, recorded: &[Recorded]) {
+        if recorded.is_empty() {
+            return;
+        }
+        if let Err(e) = self.append(recorded) {
+            warn!(%e, "cannot append to the history file");
+        }
     }
 
     /// Appends `recorded` if this run records the source (taking the turn when it is free).
