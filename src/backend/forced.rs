@@ -6,7 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::model::{Cause, Election, HistoryEntry};
+use crate::model::{Cause, HistoryEntry};
 
 /// Who forced a change this electop made itself.
 pub const BY_US: &str = "this electop";
@@ -38,12 +38,12 @@ pub struct ForcedMark {
 }
 
 #[derive(Debug, Default)]
-pub struct ForcedMarks {
+pub(crate) struct ForcedMarks {
     marks: HashMap<String, (Instant, Cause, String)>,
 }
 
 impl ForcedMarks {
-    pub fn set(&mut self, election: String, mark: Option<ForcedMark>, now: Instant) {
+    pub(crate) fn set(&mut self, election: String, mark: Option<ForcedMark>, now: Instant) {
         match mark {
             Some(m) => {
                 self.marks.insert(election, (now, m.cause, m.by));
@@ -56,7 +56,7 @@ impl ForcedMarks {
 
     /// The cause and author of this change of `election` if an admin action made it (using
     /// the mark up).
-    pub fn take(&mut self, election: &str, now: Instant) -> Option<(Cause, String)> {
+    pub(crate) fn take(&mut self, election: &str, now: Instant) -> Option<(Cause, String)> {
         let (at, cause, by) = self.marks.remove(election)?;
         (now.saturating_duration_since(at) <= WINDOW).then_some((cause, by))
     }
@@ -66,7 +66,7 @@ impl ForcedMarks {
     /// An admin action changes `name` (or one of ours did not after all). Another electop's,
     /// learnt after its change was recorded in `history`, relabels that entry (returns which,
     /// counted from the newest, and the cause it had); otherwise the mark waits for the change.
-    pub fn note(
+    pub(crate) fn note(
         &mut self,
         name: &str,
         history: Option<&mut VecDeque<HistoryEntry>>,
@@ -81,30 +81,6 @@ impl ForcedMarks {
         }
         self.set(name.to_string(), mark, now);
         None
-    }
-}
-
-impl ForcedMarks {
-    /// [`ForcedMarks::note`] on the election a tracker keeps under `name`, if any: the
-    /// election as relabelled, when it was, for the tracker to send.
-    pub fn note_on(
-        &mut self,
-        name: &str,
-        e: Option<&mut Election>,
-        mark: Option<ForcedMark>,
-        now: Instant,
-        wall: SystemTime,
-    ) -> Option<Election> {
-        match e {
-            Some(e) => {
-                e.relabelled = Some(self.note(name, Some(&mut e.history), mark, now, wall)?);
-                Some(e.clone())
-            }
-            None => {
-                self.note(name, None, mark, now, wall);
-                None
-            }
-        }
     }
 }
 

@@ -55,7 +55,7 @@ pub enum Request {
 }
 
 pub use engine::{Backoff, down_and_wait};
-pub use forced::{BY_US, ForcedMark, ForcedMarks};
+pub use forced::{BY_US, ForcedMark};
 
 /// A backend's ends of the channels.
 pub struct BackendIo {
