@@ -15,7 +15,7 @@ pub use election::{
     Candidate, Cause, Deadline, Election, History, HistoryEntry, MemberInfo, Note, Scheme,
     SessionCheck, SourceId,
 };
-pub use escape::{escape_bytes, truncate_display};
+pub use escape::{cut_display, escape_bytes, truncate_display};
 pub use event::{
     ConnState, Event, EventKind, HistoryGap, MemberStatus, SourceEvent, SourceInfo, SourceNotice,
 };

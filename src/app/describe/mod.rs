@@ -210,7 +210,7 @@ fn leader(app: &App, e: &Election, width: usize) -> Vec<DLine> {
     let mut out = vec![field(
         "Leader",
         Tone::Leader,
-        crate::model::truncate_display(&l.id, width.saturating_sub(LABEL).max(8)),
+        crate::model::cut_display(&l.id, width.saturating_sub(LABEL).max(8)),
     )];
     out.extend(wrapped("Key", Tone::Text, &l.key, width));
     // A session lock's holder is a session, not a value written anywhere.
@@ -372,7 +372,6 @@ impl CandidateColumns {
     }
 
     fn header(&self, e: &Election) -> Vec<DLine> {
-        let n = e.candidates.len();
         let zk = e.scheme == crate::model::Scheme::ZkRecipe;
         let order = match () {
             _ if e.scheme.is_sql() => "",
@@ -396,7 +395,11 @@ impl CandidateColumns {
             ..
         } = *self;
         vec![
-            heading(format!("Candidates · {n} in line{order}")),
+            heading(match (crate::model::format::in_line(e), &e.leader) {
+                (Some(line), Some(_)) => format!("Candidates · {line} behind the leader{order}"),
+                (Some(line), None) => format!("Candidates · {line}, no leader{order}"),
+                (None, _) => format!("Candidates{order}"),
+            }),
             vec![(
                 Tone::Dim,
                 format!(
@@ -425,7 +428,9 @@ impl CandidateColumns {
             (_, true) => "∞".to_string(),
             (Some(d), _) => duration_ms(d.remaining_ms_at(self.at)),
             // No deadline per node (or session lock): nothing to count down.
-            (None, _) if zk || e.scheme.is_session_lock() => "-".to_string(),
+            (None, _) if zk || e.scheme.is_session_lock() => {
+                crate::model::format::NO_TTL.to_string()
+            }
             (None, _) => "…".to_string(),
         };
         let revs = match () {
@@ -438,7 +443,7 @@ impl CandidateColumns {
             _ => format!("{}/{}", c.create_revision, c.mod_revision),
         };
         let (rank_w, id_w, revs_w, lease_w) = (self.rank_w, self.id_w, self.revs_w, self.lease_w);
-        let id = crate::model::truncate_display(&c.id, id_w);
+        let id = crate::model::cut_display(&c.id, id_w);
         let member = e
             .member(&c.id)
             .map(|m| format!("  {}", m.summary()))
@@ -634,7 +639,7 @@ pub(crate) fn copy(app: &mut App, key: bool) {
     } else {
         ("leader id", l.id.clone())
     };
-    let shown = crate::model::truncate_display(&text, 40);
+    let shown = crate::model::cut_display(&text, 40);
     app.effects.push(super::Effect::Copy(text));
     app.say(Flash::info(&format!(
         "copied {what} {shown} to the clipboard (OSC 52: the terminal must allow it)"
