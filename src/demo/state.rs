@@ -241,17 +241,53 @@ impl Demo {
             .collect()
     }
 
+    /// The operator killed `node` at `at`: it believes nothing from then on, and its pane
+    /// says when (its last line would otherwise be, say, when it became leader).
+    pub(crate) fn killed(&mut self, node: usize, at: SystemTime) {
+        self.belief_ended(node, at);
+        let Some(n) = self.nodes.get_mut(node) else {
+            return;
+        };
+        n.proc_ = Proc::Killed;
+        n.belief = "killed (SIGKILL)".into();
+        let id = n.id.clone();
+        self.log_at(node, at, "killed (SIGKILL)");
+        self.note(at, format!("{id} killed (SIGKILL)"));
+    }
+
+    /// A line in `node`'s pane for what happened to its process, timed like its own lines.
+    pub(crate) fn log_at(&mut self, node: usize, at: SystemTime, what: &str) {
+        let Some(n) = self.nodes.get_mut(node) else {
+            return;
+        };
+        n.log
+            .push_back(format!("{} {what}", crate::model::time::clock(at)));
+        // Scrolled back, the pane keeps showing the same lines.
+        if n.scroll > 0 {
+            n.scroll += 1;
+        }
+        while n.log.len() > LOG_LINES {
+            n.log.pop_front();
+        }
+        n.scroll = n.scroll.min(n.log.len());
+    }
+
     pub(crate) fn node_exited(&mut self, node: usize, code: Option<i32>, at: SystemTime) {
         self.belief_ended(node, at);
-        if let Some(n) = self.nodes.get_mut(node) {
-            if n.proc_ != Proc::Killed {
-                n.proc_ = Proc::Exited(code);
-            }
-            n.belief = match code {
-                Some(c) => format!("exited ({c})"),
-                None => "killed".to_string(),
-            };
+        let Some(n) = self.nodes.get_mut(node) else {
+            return;
+        };
+        // Killed from here: said when it was done, and when.
+        if n.proc_ == Proc::Killed {
+            return;
         }
+        n.proc_ = Proc::Exited(code);
+        n.belief = match code {
+            Some(c) => format!("exited ({c})"),
+            None => "killed".to_string(),
+        };
+        let what = n.belief.clone();
+        self.log_at(node, at, &what);
     }
 
     /// Starts the failover clock when the leader on screen is the node being stopped.

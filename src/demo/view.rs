@@ -307,11 +307,19 @@ fn node_lines(d: &Demo, frame: &mut Frame, block: Rect, lines: &[Rect]) {
         if !state.is_empty() {
             spans.push(Span::styled(format!("{state} "), theme::error()));
         }
-        // Its last line, unless that only repeats the belief.
-        let last = n.log.back().filter(|l| !l.ends_with(&n.belief));
         spans.push(Span::styled(belief, style));
-        if let Some(last) = last {
-            spans.push(Span::styled(format!("  {last}"), theme::dim()));
+        // Its last line, unless that only repeats the belief; for a stopped node, then,
+        // the time it says (when it was killed, not when it last believed something).
+        let last = n.log.back();
+        let when = last
+            .and_then(|l| l.strip_suffix(n.belief.as_str()))
+            .map(str::trim);
+        match (last, when) {
+            (Some(l), None) => spans.push(Span::styled(format!("  {l}"), theme::dim())),
+            (Some(_), Some(t)) if n.proc_ != Proc::Running && !t.is_empty() => {
+                spans.push(Span::styled(format!(" at {t}"), theme::dim()));
+            }
+            _ => {}
         }
         frame.render_widget(Paragraph::new(Line::from(spans)), *area);
     }
