@@ -52,7 +52,9 @@ pub(crate) struct Demo {
     pub store: String,
     /// A leader was killed or paused at this instant: time until the dashboard shows another.
     pub failing_over: Option<(Instant, String)>,
-    pub last_failover: Option<String>,
+    /// The last failover timed, shown until the election's next change, with the election
+    /// as it left it (`Mark`).
+    pub last_failover: Option<(String, Mark)>,
     /// The nodes' beliefs, as overlaps of believed leadership.
     pub split: SplitBrain,
     /// What happened, oldest first: split brains, failovers, the operator's keys.
@@ -61,6 +63,10 @@ pub(crate) struct Demo {
     /// the dashboard's events view was last given them.
     pub noted: u64,
 }
+
+/// The demo's election at a moment, to tell a later change: its count of changes and its
+/// leader on screen.
+pub(crate) type Mark = Option<(u64, Option<String>)>;
 
 /// A line of the demo's events.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,10 +180,7 @@ impl Demo {
 
     /// The leader the dashboard shows for the demo's election.
     pub(crate) fn leader_on_screen<'a>(&self, app: &'a App) -> Option<&'a str> {
-        app.model
-            .elections
-            .values()
-            .find(|e| e.name == self.election)
+        self.election_on_screen(app)
             .and_then(|e| e.leader.as_ref())
             .map(|l| l.id.as_str())
     }
@@ -299,9 +302,23 @@ impl Demo {
         }
     }
 
+    /// The demo's election as the dashboard shows it.
+    fn election_on_screen<'a>(&self, app: &'a App) -> Option<&'a crate::model::Election> {
+        app.model
+            .elections
+            .values()
+            .find(|e| e.name == self.election)
+    }
+
     /// After the dashboard changed: a new leader on screen (at `app.model.now`) ends the failover
-    /// clock.
+    /// clock; a later change of the election ends the failover's line (it is no longer news).
     pub(crate) fn check_failover(&mut self, app: &App) {
+        let mark: Mark = self
+            .election_on_screen(app)
+            .map(|e| (e.transitions, e.leader.as_ref().map(|l| l.id.clone())));
+        if self.last_failover.as_ref().is_some_and(|(_, m)| *m != mark) {
+            self.last_failover = None;
+        }
         let Some((since, old)) = &self.failing_over else {
             return;
         };
@@ -314,7 +331,7 @@ impl Demo {
                 .saturating_duration_since(*since)
                 .as_secs_f64();
             let text = format!("failover {old} → {new} in {secs:.1} s");
-            self.last_failover = Some(text.clone());
+            self.last_failover = Some((text.clone(), mark));
             self.failing_over = None;
             self.note(app.model.wall, text);
         }
@@ -401,10 +418,17 @@ mod tests {
         lead(&mut app, "node-2");
         app.model.now = t0 + Duration::from_millis(9_250);
         d.check_failover(&app);
+        let shown = |d: &Demo| d.last_failover.as_ref().map(|(t, _)| t.clone());
         assert_eq!(
-            d.last_failover.as_deref(),
+            shown(&d).as_deref(),
             Some("failover node-1 → node-2 in 9.2 s")
         );
+        // Redrawn with nothing new, it stays; the election's next change ends it.
+        d.check_failover(&app);
+        assert!(shown(&d).is_some());
+        lead(&mut app, "node-3");
+        d.check_failover(&app);
+        assert_eq!(shown(&d), None, "not news after a later change");
     }
 
     fn line(node: &str, at: &str, belief: &str) -> String {

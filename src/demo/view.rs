@@ -343,7 +343,7 @@ fn key_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect, store: bool) {
             format!(" {old} down {}, waiting for a new leader… ", secs(took)),
             theme::warn(),
         ));
-    } else if let Some(f) = &d.last_failover {
+    } else if let Some((f, _)) = &d.last_failover {
         spans.push(Span::styled(format!(" {f} "), theme::leader()));
     }
     let used: usize = spans.iter().map(Span::width).sum();
