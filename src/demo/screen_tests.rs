@@ -260,6 +260,18 @@ fn split_brain_flagged() {
         // The dashboard counts it too.
         assert!(s.contains("split brain"), "{s}");
     }
+    // At 80 columns the summary says less rather than be cut: `split brains: 2`, whole.
+    let (a, d) = split_brain(80, 24);
+    let s = screen(&a, &d);
+    let line = s
+        .lines()
+        .find(|l| l.contains("SPLIT BRAIN:"))
+        .unwrap_or_default();
+    assert!(
+        line.trim_end_matches(['"', ' '])
+            .ends_with("· 0.7s  split brains: 2"),
+        "{line}"
+    );
     let (a, d) = split_brain(200, 50);
     assert!(
         screen(&a, &d)

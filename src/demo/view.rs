@@ -385,19 +385,33 @@ fn events_pane(d: &Demo, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// Split brain: the one going on now in the alarm colour, else how many there were.
+/// Split brain: the one going on now in the alarm colour, else how many there were. Where
+/// the line is short, the summary says less rather than be cut: the count is kept whole.
 fn split_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect) {
     let now = app.model.wall;
-    let summary = match d.split.longest(now) {
-        Some(o) => format!(
-            "split brains: {}, longest {} ({} and {} from {})",
-            d.split.count(),
-            secs(o.duration(now)),
+    let count = d.split.count();
+    let mut summaries = Vec::new();
+    if let Some(o) = d.split.longest(now) {
+        let longest = format!("split brains: {count}, longest {}", secs(o.duration(now)));
+        summaries.push(format!(
+            "{longest} ({} and {} from {})",
             o.nodes[0],
             o.nodes[1],
             clock_tenths(o.start)
-        ),
-        None => "split brains: 0".to_string(),
+        ));
+        summaries.push(longest);
+    }
+    summaries.push(format!("split brains: {count}"));
+    let width = area.width as usize;
+    let fits = |used: usize| {
+        summaries
+            .iter()
+            .find(|s| used + 1 + Span::raw(s.as_str()).width() <= width)
+    };
+    let tone = if count > 0 {
+        theme::warn()
+    } else {
+        theme::dim()
     };
     let line = match d.split_now(now) {
         Some((o, more)) => {
@@ -406,23 +420,27 @@ fn split_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect) {
             } else {
                 String::new()
             };
-            Line::from(vec![
-                Span::styled(
-                    format!(
-                        " SPLIT BRAIN: {} and {} both believe they lead · {}{more} ",
-                        o.nodes[0],
-                        o.nodes[1],
-                        secs(o.duration(now))
-                    ),
-                    theme::alarm(),
+            let going_on = Span::styled(
+                format!(
+                    " SPLIT BRAIN: {} and {} both believe they lead · {}{more} ",
+                    o.nodes[0],
+                    o.nodes[1],
+                    secs(o.duration(now))
                 ),
-                Span::styled(format!(" {summary}"), theme::warn()),
-            ])
+                theme::alarm(),
+            );
+            // The one going on first; the summary only if it fits whole.
+            let mut spans = vec![Span::styled(
+                fits(going_on.width()).map_or(String::new(), |s| format!(" {s}")),
+                theme::warn(),
+            )];
+            spans.insert(0, going_on);
+            Line::from(spans)
         }
-        None if d.split.count() > 0 => {
-            Line::from(Span::styled(format!(" {summary}"), theme::warn()))
+        None => {
+            let summary = fits(0).unwrap_or(&summaries[summaries.len() - 1]);
+            Line::from(Span::styled(format!(" {summary}"), tone))
         }
-        None => Line::from(Span::styled(format!(" {summary}"), theme::dim())),
     };
     frame.render_widget(Paragraph::new(line), area);
 }
