@@ -176,7 +176,35 @@ fn help_overlay() {
     let now = Instant::now();
     let mut app = sample(now);
     app::update(&mut app, Msg::Action(Action::ToggleHelp));
-    insta::assert_snapshot!(render(&app, 80, 24).backend());
+    let t = render(&app, 80, 24);
+    let text = format!("{}", t.backend());
+    // Every alarm mark, and what the words on screen mean as far as the rows allow.
+    for code in [
+        "split-brain",
+        "no-leader",
+        "deposed",
+        "flapping",
+        "zombie",
+        "stale",
+        "see the detail view (Enter)",
+        "waiting behind the leader",
+        "store revision of a change",
+    ] {
+        assert!(text.contains(code), "{code}\n{text}");
+    }
+    insta::assert_snapshot!(t.backend());
+    // Where there is room, the causes are listed with what they mean.
+    let text = format!("{}", render(&app, 200, 50).backend());
+    for (cause, meaning) in [
+        ("node_gone", "session ended or node deleted"),
+        ("taken_over", "wrote over the leader's key or row"),
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(cause) && l.contains(meaning)),
+            "{cause}\n{text}"
+        );
+    }
 }
 
 #[test]

@@ -467,6 +467,10 @@ fn help_at_80x24_lists_the_demo_keys() {
         "restart it",
         "pick a node (or click it)",
         "C-c",
+        // Both lines of the alarm marks (in the bottom border), and where causes are told.
+        "‼ split-brain",
+        "◐ stale",
+        "see the detail view (Enter)",
     ] {
         assert!(s.contains(text), "{text}\n{s}");
     }

@@ -2,6 +2,7 @@
 //! events the backends report. No IO, no UI, no tokio: it is what `status --json` prints and
 //! what the TUI draws.
 
+mod cause;
 mod election;
 mod escape;
 mod event;
