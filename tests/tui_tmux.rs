@@ -889,7 +889,10 @@ fn demo_at_80x24_offers_the_nodes_to_force_and_a_click_picks_a_node() {
         .lines()
         .find(|l| l.contains(&format!("{follower} KILLED")))
         .unwrap_or_default();
-    assert!(killed.contains("killed (SIGKILL) at "), "{killed}\n{screen}");
+    assert!(
+        killed.contains("killed (SIGKILL) at "),
+        "{killed}\n{screen}"
+    );
     assert!(
         node_line(&screen, "LEADER").is_some_and(|(_, l)| l == leader),
         "a follower was killed, the leader leads on:\n{screen}"
