@@ -430,15 +430,11 @@ fn split_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect) {
                 theme::alarm(),
             );
             // The one going on first; the summary only if it fits whole.
-            let mut spans = vec![Span::styled(
-                fits(going_on.width()).map_or(String::new(), |s| format!(" {s}")),
-                theme::warn(),
-            )];
-            spans.insert(0, going_on);
-            Line::from(spans)
+            let summary = fits(going_on.width()).map_or(String::new(), |s| format!(" {s}"));
+            Line::from(vec![going_on, Span::styled(summary, theme::warn())])
         }
         None => {
-            let summary = fits(0).unwrap_or(&summaries[summaries.len() - 1]);
+            let summary = fits(0).or(summaries.last()).cloned().unwrap_or_default();
             Line::from(Span::styled(format!(" {summary}"), tone))
         }
     };

@@ -1,4 +1,5 @@
-//! The `?` overlay, generated from the key tables: every key of the screen it is opened on.
+//! The `?` overlay, generated from the key tables: every key of the screen it is opened on;
+//! on the dashboard, the alarm marks and, as far as the rows allow, what its words mean.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -145,7 +146,8 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, read_only: bool, app: &App, sc
     let main_screen = screen == Screen::Main;
     // The alarm marks in the bottom border where they fit (they take no row there).
     let legend = alarm_legend();
-    let in_border = main_screen && Span::raw(legend.as_str()).width() + 2 <= area.width as usize;
+    let narrowest = area.width.min(70) as usize;
+    let in_border = main_screen && Span::raw(legend.as_str()).width() + 2 <= narrowest;
     if main_screen && !in_border {
         more.extend(alarm_lines());
     }
@@ -158,7 +160,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, read_only: bool, app: &App, sc
         0
     };
     let keys = main.len() + more.len();
-    let two = area.width >= 80 && (keys > rows || keys + notes > rows);
+    let two = area.width >= 80 && keys + notes > rows;
     let width = if two { 140 } else { 70 }.min(area.width);
     // The notes fill the rows left, never more: the keys come first.
     if main_screen {
