@@ -420,10 +420,12 @@ async fn etcd_lease_key_actions_with_a_registry() {
     );
     let out = admin(h.path(), &src, &["force-leader", "billing", "node-q"]);
     assert_eq!(code(&out), 3);
+    // Said plainly: what is missing and why the key needs it.
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no registry entry"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        err.contains("node-q has no registry entry")
+            && err.contains("the leader key needs the lease from node-q's entry"),
+        "{err}"
     );
     let out = admin(
         h.path(),

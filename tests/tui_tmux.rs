@@ -884,6 +884,15 @@ fn demo_at_80x24_offers_the_nodes_to_force_and_a_click_picks_a_node() {
     let screen = tmux.wait_screen("the picked node killed", T, |s| {
         s.contains(&format!("{follower} KILLED"))
     });
+    // Its line says when it was killed, not when it last believed something.
+    let killed = screen
+        .lines()
+        .find(|l| l.contains(&format!("{follower} KILLED")))
+        .unwrap_or_default();
+    assert!(
+        killed.contains("killed (SIGKILL) at "),
+        "{killed}\n{screen}"
+    );
     assert!(
         node_line(&screen, "LEADER").is_some_and(|(_, l)| l == leader),
         "a follower was killed, the leader leads on:\n{screen}"
@@ -942,7 +951,7 @@ fn enter_opens_the_detail_and_y_copies_the_leader_through_osc52() {
 
     tmux.send(&["Enter"]);
     let screen = tmux.wait_screen("the detail", T, |s| {
-        s.contains("Revisions") && s.contains("Candidates · 2 in line")
+        s.contains("Revisions") && s.contains("Candidates · 1 waiting behind the leader")
     });
     assert!(screen.contains("┌ jobs · 1-"), "{screen}");
     let key_line = screen

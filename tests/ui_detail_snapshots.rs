@@ -497,6 +497,25 @@ fn a_deposed_zookeeper_holder_is_shown_with_its_session() {
         table.contains("⚠ deposed latch-1, session 0x1000004b3e8a0000 alive"),
         "{table}"
     );
+    // The text itself where it is cut, never its length in its place; no session id in
+    // the TTL column (ZooKeeper has no time to live: the pane's SESSION column names it).
+    assert!(!table.contains("chars)"), "{table}");
+    assert!(
+        table.contains("│⚠ deposed latch-1, session 0x1000004b3e8a0000 alive:"),
+        "{table}"
+    );
+    let row = table.lines().find(|l| l.contains("jobs ")).unwrap_or("");
+    assert_eq!(
+        row.matches("0x").count(),
+        1,
+        "only the deposed session: {row}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("★1") && l.contains("0x1000004b3e8a0001")),
+        "{table}"
+    );
     insta::assert_snapshot!("zookeeper_deposed_row_120x16", table);
     select(&mut app, "jobs");
     app::update(&mut app, Msg::Action(Action::Describe));

@@ -293,3 +293,60 @@ fn a_redis_source_shows_tokens_their_ttl_and_how_it_is_followed() {
     assert!(all.contains("notify-keyspace-events is off"), "{all}");
     insta::assert_snapshot!(t.backend());
 }
+
+/// The LINE column and the detail pane's line count the same: those waiting behind the
+/// leader (the pane lists the leader too, first).
+#[test]
+fn the_line_column_and_the_pane_count_the_same() {
+    let mut app = four(Instant::now());
+    app::update(&mut app, Msg::Action(Action::Down));
+    let t = render(&app, 80, 24);
+    let text = format!("{}", t.backend());
+    let bravo: Vec<String> = (3..8)
+        .map(|y| line(&t, y))
+        .find(|l| l.contains("bravo"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(bravo.get(7).map(String::as_str), Some("1"), "{text}");
+    assert!(text.contains("ID · 1 waiting"), "{text}");
+    assert!(!text.contains("in line"), "{text}");
+}
+
+/// A source that goes down after a read keeps its rows, dimmed: the title says they are the
+/// last read, not that they are not shown.
+#[test]
+fn a_source_down_after_a_read_says_its_rows_are_the_last_read() {
+    let now = Instant::now();
+    let mut app = four(now);
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Contact {
+            source: 0,
+            at: now,
+            wall: wall(),
+            next_within: Duration::from_secs(1),
+        }),
+    );
+    let down = ConnState::Down {
+        error: "connection refused".into(),
+        retry_at: now + Duration::from_secs(2),
+        lasting: false,
+    };
+    app::update(
+        &mut app,
+        Msg::Source(SourceEvent::Conn {
+            source: 0,
+            state: down,
+        }),
+    );
+    let t = render(&app, 80, 24);
+    let text = format!("{}", t.backend());
+    assert!(text.contains("alpha") && text.contains("delta"), "{text}");
+    assert!(
+        line(&t, 1).contains("src1 DOWN: rows as last read"),
+        "{text}"
+    );
+    assert!(!text.contains("not shown"), "{text}");
+}

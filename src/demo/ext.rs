@@ -155,22 +155,19 @@ pub(super) fn on_demo_action(d: &mut Demo, app: &App, sup: &mut Supervisor, a: D
         DemoAction::Kill => {
             if sup.kill(i) {
                 d.stopping(app, i, now);
-                d.belief_ended(i, wall);
-                d.nodes[i].proc_ = Proc::Killed;
-                d.nodes[i].belief = "killed (SIGKILL)".into();
-                d.note(wall, format!("{id} killed (SIGKILL)"));
+                d.killed(i, wall);
             }
         }
         DemoAction::PauseResume => match d.nodes[i].proc_ {
             Proc::Paused if sup.resume(i) => {
                 d.nodes[i].proc_ = Proc::Running;
-                d.nodes[i].log.push_back("resumed (SIGCONT)".into());
+                d.log_at(i, wall, "resumed (SIGCONT)");
                 d.note(wall, format!("{id} resumed (SIGCONT)"));
             }
             Proc::Running if sup.pause(i) => {
                 d.stopping(app, i, now);
                 d.nodes[i].proc_ = Proc::Paused;
-                d.nodes[i].log.push_back("paused (SIGSTOP)".into());
+                d.log_at(i, wall, "paused (SIGSTOP)");
                 // A paused node still believes what it believed: it cannot notice anything.
                 d.note(wall, format!("{id} paused (SIGSTOP)"));
             }
@@ -185,10 +182,10 @@ pub(super) fn on_demo_action(d: &mut Demo, app: &App, sup: &mut Supervisor, a: D
                 Ok(()) => {
                     d.nodes[i].proc_ = Proc::Running;
                     d.nodes[i].belief = "starting".into();
-                    d.nodes[i].log.push_back("restarted".into());
+                    d.log_at(i, wall, "restarted");
                     d.note(wall, format!("{id} restarted"));
                 }
-                Err(e) => d.nodes[i].log.push_back(format!("restart failed: {e}")),
+                Err(e) => d.log_at(i, wall, &format!("restart failed: {e}")),
             }
         }
     }

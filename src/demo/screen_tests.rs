@@ -124,10 +124,7 @@ fn killed(w: u16, h: u16) -> (App, Demo) {
     let (mut a, mut d) = elected(w, h);
     let t0 = a.model.now;
     d.stopping(&a, 0, t0);
-    d.belief_ended(0, at(3.0));
-    d.nodes[0].proc_ = Proc::Killed;
-    d.nodes[0].belief = "killed (SIGKILL)".into();
-    d.note(at(3.0), "node-1 killed (SIGKILL)".into());
+    d.killed(0, at(3.0));
     d.node_line(
         2,
         &belief(
@@ -228,6 +225,18 @@ fn a_killed_leader_and_the_failover_clock() {
             s.contains("deposed: lease on demo expired at 19:20:03"),
             "{w}x{h}: the reason the node gave, whole\n{s}"
         );
+        // When it was killed (19:20:03), not when it became leader (19:20:01).
+        let killed = s
+            .lines()
+            .find(|l| l.contains("node-1 KILLED"))
+            .unwrap_or_default();
+        let when = if w == 80 {
+            "KILLED killed (SIGKILL) at 19:20:03"
+        } else {
+            "19:20:03 killed (SIGKILL)"
+        };
+        assert!(s.contains(when), "{w}x{h}: {killed}\n{s}");
+        assert!(!killed.contains("19:20:01"), "{w}x{h}: {killed}");
     }
 }
 
@@ -251,6 +260,18 @@ fn split_brain_flagged() {
         // The dashboard counts it too.
         assert!(s.contains("split brain"), "{s}");
     }
+    // At 80 columns the summary says less rather than be cut: `split brains: 2`, whole.
+    let (a, d) = split_brain(80, 24);
+    let s = screen(&a, &d);
+    let line = s
+        .lines()
+        .find(|l| l.contains("SPLIT BRAIN:"))
+        .unwrap_or_default();
+    assert!(
+        line.trim_end_matches(['"', ' '])
+            .ends_with("· 0.7s  split brains: 2"),
+        "{line}"
+    );
     let (a, d) = split_brain(200, 50);
     assert!(
         screen(&a, &d)
@@ -446,6 +467,10 @@ fn help_at_80x24_lists_the_demo_keys() {
         "restart it",
         "pick a node (or click it)",
         "C-c",
+        // Both lines of the alarm marks (in the bottom border), and where causes are told.
+        "‼ split-brain",
+        "◐ stale",
+        "see the detail view (Enter)",
     ] {
         assert!(s.contains(text), "{text}\n{s}");
     }

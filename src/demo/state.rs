@@ -52,7 +52,9 @@ pub(crate) struct Demo {
     pub store: String,
     /// A leader was killed or paused at this instant: time until the dashboard shows another.
     pub failing_over: Option<(Instant, String)>,
-    pub last_failover: Option<String>,
+    /// The last failover timed, shown until the election's next change, with the election
+    /// as it left it (`Mark`).
+    pub last_failover: Option<(String, Mark)>,
     /// The nodes' beliefs, as overlaps of believed leadership.
     pub split: SplitBrain,
     /// What happened, oldest first: split brains, failovers, the operator's keys.
@@ -61,6 +63,10 @@ pub(crate) struct Demo {
     /// the dashboard's events view was last given them.
     pub noted: u64,
 }
+
+/// The demo's election at a moment, to tell a later change: its count of changes and its
+/// leader on screen.
+pub(crate) type Mark = Option<(u64, Option<String>)>;
 
 /// A line of the demo's events.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,10 +180,7 @@ impl Demo {
 
     /// The leader the dashboard shows for the demo's election.
     pub(crate) fn leader_on_screen<'a>(&self, app: &'a App) -> Option<&'a str> {
-        app.model
-            .elections
-            .values()
-            .find(|e| e.name == self.election)
+        self.election_on_screen(app)
             .and_then(|e| e.leader.as_ref())
             .map(|l| l.id.as_str())
     }
@@ -241,17 +244,53 @@ impl Demo {
             .collect()
     }
 
+    /// The operator killed `node` at `at`: it believes nothing from then on, and its pane
+    /// says when (its last line would otherwise be, say, when it became leader).
+    pub(crate) fn killed(&mut self, node: usize, at: SystemTime) {
+        self.belief_ended(node, at);
+        let Some(n) = self.nodes.get_mut(node) else {
+            return;
+        };
+        n.proc_ = Proc::Killed;
+        n.belief = "killed (SIGKILL)".into();
+        let id = n.id.clone();
+        self.log_at(node, at, "killed (SIGKILL)");
+        self.note(at, format!("{id} killed (SIGKILL)"));
+    }
+
+    /// A line in `node`'s pane for what happened to its process, timed like its own lines.
+    pub(crate) fn log_at(&mut self, node: usize, at: SystemTime, what: &str) {
+        let Some(n) = self.nodes.get_mut(node) else {
+            return;
+        };
+        n.log
+            .push_back(format!("{} {what}", crate::model::time::clock(at)));
+        // Scrolled back, the pane keeps showing the same lines.
+        if n.scroll > 0 {
+            n.scroll += 1;
+        }
+        while n.log.len() > LOG_LINES {
+            n.log.pop_front();
+        }
+        n.scroll = n.scroll.min(n.log.len());
+    }
+
     pub(crate) fn node_exited(&mut self, node: usize, code: Option<i32>, at: SystemTime) {
         self.belief_ended(node, at);
-        if let Some(n) = self.nodes.get_mut(node) {
-            if n.proc_ != Proc::Killed {
-                n.proc_ = Proc::Exited(code);
-            }
-            n.belief = match code {
-                Some(c) => format!("exited ({c})"),
-                None => "killed".to_string(),
-            };
+        let Some(n) = self.nodes.get_mut(node) else {
+            return;
+        };
+        // Killed from here: said when it was done, and when.
+        if n.proc_ == Proc::Killed {
+            return;
         }
+        n.proc_ = Proc::Exited(code);
+        n.belief = match code {
+            Some(c) => format!("exited ({c})"),
+            None => "killed".to_string(),
+        };
+        let what = n.belief.clone();
+        self.log_at(node, at, &what);
     }
 
     /// Starts the failover clock when the leader on screen is the node being stopped.
@@ -263,9 +302,23 @@ impl Demo {
         }
     }
 
+    /// The demo's election as the dashboard shows it.
+    fn election_on_screen<'a>(&self, app: &'a App) -> Option<&'a crate::model::Election> {
+        app.model
+            .elections
+            .values()
+            .find(|e| e.name == self.election)
+    }
+
     /// After the dashboard changed: a new leader on screen (at `app.model.now`) ends the failover
-    /// clock.
+    /// clock; a later change of the election ends the failover's line (it is no longer news).
     pub(crate) fn check_failover(&mut self, app: &App) {
+        let mark: Mark = self
+            .election_on_screen(app)
+            .map(|e| (e.transitions, e.leader.as_ref().map(|l| l.id.clone())));
+        if self.last_failover.as_ref().is_some_and(|(_, m)| *m != mark) {
+            self.last_failover = None;
+        }
         let Some((since, old)) = &self.failing_over else {
             return;
         };
@@ -278,7 +331,7 @@ impl Demo {
                 .saturating_duration_since(*since)
                 .as_secs_f64();
             let text = format!("failover {old} → {new} in {secs:.1} s");
-            self.last_failover = Some(text.clone());
+            self.last_failover = Some((text.clone(), mark));
             self.failing_over = None;
             self.note(app.model.wall, text);
         }
@@ -365,10 +418,17 @@ mod tests {
         lead(&mut app, "node-2");
         app.model.now = t0 + Duration::from_millis(9_250);
         d.check_failover(&app);
+        let shown = |d: &Demo| d.last_failover.as_ref().map(|(t, _)| t.clone());
         assert_eq!(
-            d.last_failover.as_deref(),
+            shown(&d).as_deref(),
             Some("failover node-1 → node-2 in 9.2 s")
         );
+        // Redrawn with nothing new, it stays; the election's next change ends it.
+        d.check_failover(&app);
+        assert!(shown(&d).is_some());
+        lead(&mut app, "node-3");
+        d.check_failover(&app);
+        assert_eq!(shown(&d), None, "not news after a later change");
     }
 
     fn line(node: &str, at: &str, belief: &str) -> String {

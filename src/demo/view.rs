@@ -307,11 +307,19 @@ fn node_lines(d: &Demo, frame: &mut Frame, block: Rect, lines: &[Rect]) {
         if !state.is_empty() {
             spans.push(Span::styled(format!("{state} "), theme::error()));
         }
-        // Its last line, unless that only repeats the belief.
-        let last = n.log.back().filter(|l| !l.ends_with(&n.belief));
         spans.push(Span::styled(belief, style));
-        if let Some(last) = last {
-            spans.push(Span::styled(format!("  {last}"), theme::dim()));
+        // Its last line, unless that only repeats the belief; for a stopped node, then,
+        // the time it says (when it was killed, not when it last believed something).
+        let last = n.log.back();
+        let when = last
+            .and_then(|l| l.strip_suffix(n.belief.as_str()))
+            .map(str::trim);
+        match (last, when) {
+            (Some(l), None) => spans.push(Span::styled(format!("  {l}"), theme::dim())),
+            (Some(_), Some(t)) if n.proc_ != Proc::Running && !t.is_empty() => {
+                spans.push(Span::styled(format!(" at {t}"), theme::dim()));
+            }
+            _ => {}
         }
         frame.render_widget(Paragraph::new(Line::from(spans)), *area);
     }
@@ -335,7 +343,7 @@ fn key_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect, store: bool) {
             format!(" {old} down {}, waiting for a new leader… ", secs(took)),
             theme::warn(),
         ));
-    } else if let Some(f) = &d.last_failover {
+    } else if let Some((f, _)) = &d.last_failover {
         spans.push(Span::styled(format!(" {f} "), theme::leader()));
     }
     let used: usize = spans.iter().map(Span::width).sum();
@@ -377,19 +385,33 @@ fn events_pane(d: &Demo, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// Split brain: the one going on now in the alarm colour, else how many there were.
+/// Split brain: the one going on now in the alarm colour, else how many there were. Where
+/// the line is short, the summary says less rather than be cut: the count is kept whole.
 fn split_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect) {
     let now = app.model.wall;
-    let summary = match d.split.longest(now) {
-        Some(o) => format!(
-            "split brains: {}, longest {} ({} and {} from {})",
-            d.split.count(),
-            secs(o.duration(now)),
+    let count = d.split.count();
+    let mut summaries = Vec::new();
+    if let Some(o) = d.split.longest(now) {
+        let longest = format!("split brains: {count}, longest {}", secs(o.duration(now)));
+        summaries.push(format!(
+            "{longest} ({} and {} from {})",
             o.nodes[0],
             o.nodes[1],
             clock_tenths(o.start)
-        ),
-        None => "split brains: 0".to_string(),
+        ));
+        summaries.push(longest);
+    }
+    summaries.push(format!("split brains: {count}"));
+    let width = area.width as usize;
+    let fits = |used: usize| {
+        summaries
+            .iter()
+            .find(|s| used + 1 + Span::raw(s.as_str()).width() <= width)
+    };
+    let tone = if count > 0 {
+        theme::warn()
+    } else {
+        theme::dim()
     };
     let line = match d.split_now(now) {
         Some((o, more)) => {
@@ -398,23 +420,23 @@ fn split_line(d: &Demo, app: &App, frame: &mut Frame, area: Rect) {
             } else {
                 String::new()
             };
-            Line::from(vec![
-                Span::styled(
-                    format!(
-                        " SPLIT BRAIN: {} and {} both believe they lead · {}{more} ",
-                        o.nodes[0],
-                        o.nodes[1],
-                        secs(o.duration(now))
-                    ),
-                    theme::alarm(),
+            let going_on = Span::styled(
+                format!(
+                    " SPLIT BRAIN: {} and {} both believe they lead · {}{more} ",
+                    o.nodes[0],
+                    o.nodes[1],
+                    secs(o.duration(now))
                 ),
-                Span::styled(format!(" {summary}"), theme::warn()),
-            ])
+                theme::alarm(),
+            );
+            // The one going on first; the summary only if it fits whole.
+            let summary = fits(going_on.width()).map_or(String::new(), |s| format!(" {s}"));
+            Line::from(vec![going_on, Span::styled(summary, theme::warn())])
         }
-        None if d.split.count() > 0 => {
-            Line::from(Span::styled(format!(" {summary}"), theme::warn()))
+        None => {
+            let summary = fits(0).or(summaries.last()).cloned().unwrap_or_default();
+            Line::from(Span::styled(format!(" {summary}"), tone))
         }
-        None => Line::from(Span::styled(format!(" {summary}"), theme::dim())),
     };
     frame.render_widget(Paragraph::new(line), area);
 }

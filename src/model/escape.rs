@@ -59,8 +59,9 @@ fn must_escape(c: char) -> bool {
         || matches!(c, '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}')
 }
 
-/// Cuts `s` to at most `max` characters for the screen, marking the cut with `…` and the
-/// full length, so a huge value never floods a pane but the operator knows it was cut.
+/// Cuts `s` to at most `max` characters, marking the cut with `…` and the full length, so a
+/// huge value read from a store is bounded but says it was cut. Screens use `cut_display`:
+/// in a cell or a line the length would take the text's place.
 pub fn truncate_display(s: &str, max: usize) -> String {
     let count = s.chars().count();
     if count <= max {
@@ -74,6 +75,17 @@ pub fn truncate_display(s: &str, max: usize) -> String {
         out = s.chars().take(max.saturating_sub(1)).collect();
         out.push('…');
     }
+    out
+}
+
+/// Cuts `s` to at most `max` characters for the screen: as much of the text as fits, its
+/// end replaced by `…` when cut (the detail view, `Enter`, shows it whole).
+pub fn cut_display(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
     out
 }
 
@@ -144,5 +156,14 @@ mod tests {
         assert!(cut.ends_with("…(1000 chars)"), "{cut}");
         assert_eq!(truncate_display("short", 20), "short");
         assert_eq!(truncate_display(&long, 3).chars().count(), 3);
+    }
+
+    #[test]
+    fn a_cut_for_the_screen_keeps_the_text_not_its_length() {
+        let id = "payments-worker-7f9c2d-eu-west-1b-0123456"; // 41 characters
+        assert_eq!(cut_display(id, 16), "payments-worker…");
+        assert_eq!(cut_display(id, 41), id);
+        assert_eq!(cut_display(id, 1), "…");
+        assert!(!cut_display(&"x".repeat(100_000), 40).contains("chars"));
     }
 }

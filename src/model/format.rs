@@ -45,23 +45,33 @@ pub(crate) fn ttl_cell(c: &Candidate, now: Instant, width: usize) -> String {
     }
 }
 
-/// The TTL column of a candidate of `scheme`: ZooKeeper gives no per-node deadline, so
-/// there it is the holder's session (`0x…`), which lives until that client goes; nothing
-/// counted down that the store did not say.
+/// The TTL column of a candidate of `scheme`: a time to live, or `—` where the scheme has
+/// none. ZooKeeper gives no per-node deadline and a session lock is held while its session
+/// lasts: nothing counted down that the store did not say (the detail pane names the
+/// session).
 pub(crate) fn hold_cell(
     scheme: super::Scheme,
     c: &Candidate,
     now: Instant,
     width: usize,
 ) -> String {
-    match (scheme, &c.stamp) {
-        (super::Scheme::ZkRecipe, Some(session)) => session.clone(),
+    match scheme {
         // A Redis key without expiry: not "not read yet", never.
-        (super::Scheme::RedisLock, _) if c.ttl.is_none() => "no expiry".to_string(),
-        // Held while its session lasts: nothing to count down.
-        (super::Scheme::PgAdvisory | super::Scheme::MysqlLock, _) => "session".to_string(),
+        super::Scheme::RedisLock if c.ttl.is_none() => "no expiry".to_string(),
+        super::Scheme::ZkRecipe | super::Scheme::PgAdvisory | super::Scheme::MysqlLock => {
+            NO_TTL.to_string()
+        }
         _ => ttl_cell(c, now, width),
     }
+}
+
+/// The TTL column where the scheme has no time to live.
+pub(crate) const NO_TTL: &str = "—";
+
+/// Who is in line, counted as the LINE column counts: `2 waiting` behind the leader (or,
+/// with none, for the lead); `None` where the store keeps no line.
+pub(crate) fn in_line(e: &super::Election) -> Option<String> {
+    e.waiting().map(|n| format!("{n} waiting"))
 }
 
 /// `5s ago`, `3m ago`; `rev 42` for a replayed change with no time.
@@ -124,6 +134,31 @@ mod tests {
         assert_eq!(duration_ms(245_000), "4m05s");
         assert_eq!(duration_ms(7_800_000), "2h10m");
         assert_eq!(duration_ms(-5), "0.0s");
+    }
+
+    #[test]
+    fn the_ttl_column_holds_a_time_to_live_or_a_dash() {
+        use super::super::Scheme;
+        let now = Instant::now();
+        let mut c = Candidate::plain("latch-1", "/election/latch-0000000001");
+        // A ZooKeeper holder's session id is not a time to live.
+        c.stamp = Some("0x100001013600000".into());
+        for s in [Scheme::ZkRecipe, Scheme::PgAdvisory, Scheme::MysqlLock] {
+            assert_eq!(hold_cell(s, &c, now, 4), "—", "{s}");
+        }
+        assert_eq!(hold_cell(Scheme::RedisLock, &c, now, 4), "no expiry");
+    }
+
+    #[test]
+    fn the_line_is_counted_behind_the_leader() {
+        use super::super::{Election, Scheme};
+        let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+        e.candidates = vec![Candidate::plain("a", "k/a"), Candidate::plain("b", "k/b")];
+        e.leader = e.candidates.first().cloned();
+        assert_eq!(e.waiting(), Some(1));
+        assert_eq!(in_line(&e).as_deref(), Some("1 waiting"));
+        e.leader = None;
+        assert_eq!(in_line(&e).as_deref(), Some("2 waiting"));
     }
 
     #[test]

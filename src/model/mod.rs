@@ -2,6 +2,7 @@
 //! events the backends report. No IO, no UI, no tokio: it is what `status --json` prints and
 //! what the TUI draws.
 
+mod cause;
 mod election;
 mod escape;
 mod event;
@@ -15,7 +16,7 @@ pub use election::{
     Candidate, Cause, Deadline, Election, History, HistoryEntry, MemberInfo, Note, Scheme,
     SessionCheck, SourceId,
 };
-pub use escape::{escape_bytes, truncate_display};
+pub use escape::{cut_display, escape_bytes, truncate_display};
 pub use event::{
     ConnState, Event, EventKind, HistoryGap, MemberStatus, SourceEvent, SourceInfo, SourceNotice,
 };

@@ -53,7 +53,7 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         .collect();
     let title = format!(
         " {} · {}-{}/{total} · j/k PgUp/PgDn · y/Y copy · Esc ",
-        crate::model::truncate_display(&e.name, 24),
+        crate::model::cut_display(&e.name, 24),
         start + 1,
         (start + rows).min(total),
     );

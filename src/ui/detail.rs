@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 use super::theme;
 use crate::app::{App, Focus};
 use crate::model::format;
-use crate::model::{Election, HistoryEntry, HistoryGap, time, truncate_display};
+use crate::model::{Election, HistoryEntry, HistoryGap, cut_display, time};
 
 pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let Some(e) = app.selected_election() else {
@@ -35,11 +35,7 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border(app, Focus::Candidates))
-        .title(format!(
-            " {} · {} ",
-            truncate_display(&e.name, 30),
-            e.scheme
-        ));
+        .title(format!(" {} · {} ", cut_display(&e.name, 30), e.scheme));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let notes: Vec<&str> = e
@@ -57,9 +53,10 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     let room = (head.width as usize).saturating_sub(8);
     let second = match &e.deposed {
         Some(d) if e.deposed_session.is_some() => Line::from(Span::styled(
-            truncate_display(
+            cut_display(
+                // What it is first: the end is what a narrow pane cuts.
                 &format!(
-                    "⚠ deposed {} may still believe it leads ({})",
+                    "⚠ deposed {}, {}: may still believe it leads",
                     d.id,
                     e.deposed_session_text(false).unwrap_or_default()
                 ),
@@ -74,7 +71,7 @@ fn candidates(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
     head_lines.extend(
         notes
             .iter()
-            .map(|t| Line::from(Span::styled(truncate_display(t, room), theme::warn()))),
+            .map(|t| Line::from(Span::styled(cut_display(t, room), theme::warn()))),
     );
     frame.render_widget(Paragraph::new(head_lines), head);
     line_table(app, e, frame, line);
@@ -92,11 +89,11 @@ fn leader_line(app: &App, e: &Election, room: usize) -> Line<'static> {
                 ),
                 theme::stale(),
             ),
-            Span::styled(truncate_display(&l.id, room), theme::dim()),
+            Span::styled(cut_display(&l.id, room), theme::dim()),
         ]),
         Some(l) => Line::from(vec![
             Span::raw("Leader "),
-            Span::styled(truncate_display(&l.id, room), theme::leader()),
+            Span::styled(cut_display(&l.id, room), theme::leader()),
         ]),
         None if app.model.idle_is_normal(e.source) => Line::from(Span::styled(
             "Idle: no holder between runs, which is normal here",
@@ -126,14 +123,14 @@ fn key_line(e: &Election, room: usize) -> Line<'static> {
                 l.stamp.as_deref().unwrap_or("?"),
                 l.create_revision as u64,
                 l.mod_revision as u64,
-                truncate_display(&l.key, room)
+                cut_display(&l.key, room)
             ),
             theme::dim(),
         ));
     }
     if e.scheme.is_session_lock() {
         // Held while its session lasts: the session, not a deadline.
-        let key = truncate_display(&l.key, room);
+        let key = cut_display(&l.key, room);
         let pid = String::from_utf8_lossy(&l.raw_id);
         return Line::from(Span::styled(
             format!("held by session {pid} while it lasts · lock {key}"),
@@ -146,7 +143,7 @@ fn key_line(e: &Election, room: usize) -> Line<'static> {
             Some(_) => ("held until its PTTL ends", theme::dim()),
             None => ("NO EXPIRY: held until deleted", theme::warn()),
         };
-        let key = truncate_display(&l.key, room);
+        let key = cut_display(&l.key, room);
         return Line::from(Span::styled(format!("{hold} · key {key}"), style));
     }
     let hold = match l.lease {
@@ -164,9 +161,9 @@ fn key_line(e: &Election, room: usize) -> Line<'static> {
             "rev {}/{} key {}",
             l.create_revision,
             l.mod_revision,
-            truncate_display(&l.key, room)
+            cut_display(&l.key, room)
         ),
-        None => format!("row {}", truncate_display(&l.key, room)),
+        None => format!("row {}", cut_display(&l.key, room)),
     };
     let hold_style = if l.zombie() {
         theme::warn()
@@ -184,7 +181,7 @@ fn deposed_line(d: &crate::model::Candidate, at: std::time::Instant, room: usize
     Line::from(Span::styled(
         format!(
             "⚠ deposed {} may still believe it leads (lease alive, {} left)",
-            truncate_display(&d.id, room),
+            cut_display(&d.id, room),
             d.ttl
                 .map(|t| format::duration_ms(t.remaining_ms_at(at)))
                 .unwrap_or_else(|| "?".into())
@@ -207,6 +204,7 @@ fn line_table(app: &App, e: &Election, frame: &mut Frame, line: Rect) {
         .skip(start)
         .take(rows_fit)
         .map(|(i, c)| candidate_row(e, i, c, stale, at));
+    // Counted as the table's LINE column counts: those waiting behind the leader.
     let title = if total > rows_fit {
         format!(
             "ID · {}-{} of {total}",
@@ -214,7 +212,10 @@ fn line_table(app: &App, e: &Election, frame: &mut Frame, line: Rect) {
             (start + rows_fit).min(total)
         )
     } else {
-        format!("ID · {total} in line")
+        match format::in_line(e) {
+            Some(n) => format!("ID · {n}"),
+            None => "ID".to_string(),
+        }
     };
     // ZooKeeper: no lease and no deadline per node; the holder's session stands in the
     // TTL column (what the store says), the lease column is not drawn.
@@ -272,16 +273,20 @@ fn candidate_row(
         Cell::from(format!("{mark}{}", i + 1)).style(rank_style),
         Cell::from(match e.member(&c.id) {
             // Patroni: the member's own account beside its name.
-            Some(m) => truncate_display(&format!("{} · {}", c.id, m.summary()), 60),
-            None => truncate_display(&c.id, 40),
+            Some(m) => cut_display(&format!("{} · {}", c.id, m.summary()), 60),
+            None => cut_display(&c.id, 40),
         }),
         Cell::from(match c.lease {
             Some(0) => "none".to_string(),
             Some(l) => format!("{l:x}"),
             None => String::new(),
         }),
+        // ZooKeeper: the session that holds the node, under SESSION.
         Cell::from(Span::styled(
-            format::hold_cell(e.scheme, c, at, 5),
+            match (e.scheme, &c.stamp) {
+                (crate::model::Scheme::ZkRecipe, Some(session)) => session.clone(),
+                _ => format::hold_cell(e.scheme, c, at, 5),
+            },
             ttl_style,
         )),
     ])
@@ -320,7 +325,7 @@ fn history(app: &App, e: &Election, frame: &mut Frame, area: Rect) {
         .flat_map(|item| match item {
             Ok(h) => history_lines(h, width),
             Err(g) => vec![Line::from(Span::styled(
-                truncate_display(&format!("  ┄ {}", g.describe()), width),
+                cut_display(&format!("  ┄ {}", g.describe()), width),
                 theme::dim(),
             ))],
         })
@@ -369,20 +374,22 @@ const NAME_MIN: usize = 8;
 /// `11:05:25 node-z → node-a lease_revoked`: the names give way so the cause is never cut,
 /// and where they would become unreadable the cause takes the next line.
 pub(super) fn history_lines(h: &crate::model::HistoryEntry, width: usize) -> Vec<Line<'static>> {
+    // A change replayed from the store's past has no time: its revision, as elsewhere.
     let when = match h.at {
         Some(at) => time::clock(at),
-        None => format!("r{}", h.revision.unwrap_or(0)),
+        None => format!("rev {}", h.revision.unwrap_or(0)),
     };
     let cause = h.cause.as_str();
     let name = |x: &Option<String>| x.clone().unwrap_or_else(|| "∅".into());
     let (from, to) = (name(&h.from), name(&h.to));
     let (fl, tl) = (from.chars().count(), to.chars().count());
-    // 9 for the time, 3 for the arrow, 1 before the cause.
-    let room = width.saturating_sub(9 + 3 + 1 + cause.chars().count());
+    // The time (8 at least) and a space, 3 for the arrow, 1 before the cause.
+    let w = when.chars().count().max(8) + 1;
+    let room = width.saturating_sub(w + 3 + 1 + cause.chars().count());
     let (fw, tw) = share(fl, tl, room);
     let own_line = fw < fl.min(NAME_MIN) || tw < tl.min(NAME_MIN);
     let (fw, tw) = if own_line {
-        share(fl, tl, width.saturating_sub(9 + 3))
+        share(fl, tl, width.saturating_sub(w + 3))
     } else {
         (fw, tw)
     };
@@ -393,8 +400,8 @@ pub(super) fn history_lines(h: &crate::model::HistoryEntry, width: usize) -> Vec
     };
     let mut first = vec![
         Span::styled(format!("{when:>8} "), theme::dim()),
-        Span::raw(format!("{} → ", cut(&from, fw))),
-        Span::styled(cut(&to, tw), to_style),
+        Span::raw(format!("{} → ", cut_display(&from, fw))),
+        Span::styled(cut_display(&to, tw), to_style),
     ];
     let cause = Span::styled(format!(" {cause}"), theme::dim());
     if own_line {
@@ -404,17 +411,6 @@ pub(super) fn history_lines(h: &crate::model::HistoryEntry, width: usize) -> Vec
         first.push(cause);
         vec![Line::from(first)]
     }
-}
-
-/// `s` in `n` characters, its end replaced by `…` when cut (no room for a `(N chars)` note
-/// here: the detail view shows the name whole).
-fn cut(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// Splits `room` between two names: the shorter whole if it fits in half, the longer the

@@ -12,7 +12,7 @@ use super::theme;
 use crate::admin::{self, ActionKind, AdminRequest, Plan};
 use crate::app::Dialog;
 use crate::app::details::{self, Tone};
-use crate::model::{Scheme, display_width, truncate_display, wrap_display};
+use crate::model::{Scheme, cut_display, display_width, wrap_display};
 
 /// A dialog as drawn: its title, its lines (wrapped to the popup) and its keys.
 struct Popup {
@@ -84,7 +84,7 @@ pub(super) fn draw(dialog: &Dialog, frame: &mut Frame, area: Rect) {
         // Too little room for it all: say so where it stops, and where the rest is.
         body.truncate(room.saturating_sub(1));
         body.push(Line::from(Span::styled(
-            truncate_display("… more than fits: d shows the whole plan", inner),
+            cut_display("… more than fits: d shows the whole plan", inner),
             theme::dim(),
         )));
     }
@@ -179,7 +179,7 @@ fn pick_lines(options: &[String], selected: usize, area: Rect, inner: usize) -> 
     let rows = (area.height as usize).saturating_sub(9).max(3);
     let start = selected.saturating_sub(rows.saturating_sub(1));
     for (i, o) in options.iter().enumerate().skip(start).take(rows) {
-        let text = format!(" {} ", truncate_display(o, inner.saturating_sub(4)));
+        let text = format!(" {} ", cut_display(o, inner.saturating_sub(4)));
         lines.push(if i == selected {
             Line::from(Span::styled(format!("▶{text}"), theme::selected()))
         } else {

@@ -1,4 +1,5 @@
-//! The `?` overlay, generated from the key tables: every key of the screen it is opened on.
+//! The `?` overlay, generated from the key tables: every key of the screen it is opened on;
+//! on the dashboard, the alarm marks and, as far as the rows allow, what its words mean.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -9,6 +10,7 @@ use super::theme;
 use crate::app::alarm::Alarm;
 use crate::app::keys::{self, Bound, KeyMap};
 use crate::app::{Action, App, Screen};
+use crate::model::Cause;
 
 fn row<'a>(label: &str, help: &'a str, off: bool) -> Line<'a> {
     Line::from(vec![
@@ -65,31 +67,114 @@ fn lines<'a>(
                 .filter(|b| !b.help.is_empty())
                 .map(bound),
         );
-        // The alarm marks, three a line so the legend fits a column.
-        for three in Alarm::ALL.chunks(3) {
-            let legend: Vec<String> = three
-                .iter()
-                .map(|a| format!("{} {}", a.glyph(), a.code()))
-                .collect();
-            more.push(Line::from(Span::styled(
-                format!(" {}", legend.join("  ")),
-                theme::dim(),
-            )));
-        }
     }
     (main, more)
 }
 
+/// The alarm marks on one line: the help's bottom border where it fits.
+fn alarm_legend() -> String {
+    let marks: Vec<String> = Alarm::ALL
+        .iter()
+        .map(|a| format!("{} {}", a.glyph(), a.code()))
+        .collect();
+    format!(" {} ", marks.join(" "))
+}
+
+/// The alarm marks three a line, where the border is too narrow for them.
+fn alarm_lines() -> Vec<Line<'static>> {
+    Alarm::ALL
+        .chunks(3)
+        .map(|three| {
+            let legend: Vec<String> = three
+                .iter()
+                .map(|a| format!("{} {}", a.glyph(), a.code()))
+                .collect();
+            Line::from(Span::styled(
+                format!(" {}", legend.join("  ")),
+                theme::dim(),
+            ))
+        })
+        .collect()
+}
+
+/// What the dashboard's words mean, most asked first: shown as far as there is room, each
+/// line whole.
+fn notes() -> Vec<Line<'static>> {
+    vec![
+        row("causes", "see the detail view (Enter)", false),
+        row("LINE", "waiting behind the leader", false),
+        row("TTL —", "no TTL: held by a session", false),
+        row("rev N", "store revision of a change", false),
+    ]
+}
+
+/// Every cause of a leader change and what it means: shown whole or not at all.
+fn causes() -> Vec<Line<'static>> {
+    let name_w = Cause::ALL
+        .iter()
+        .map(|c| c.as_str().len())
+        .max()
+        .unwrap_or(0);
+    let mut out = vec![section("Causes of a leader change")];
+    out.extend(Cause::ALL.iter().map(|c| {
+        Line::from(vec![
+            Span::styled(format!(" {:<name_w$} ", c.as_str()), theme::header()),
+            Span::raw(c.meaning()),
+        ])
+    }));
+    out
+}
+
+/// The notes that fit under `more`, in a column of `col` cells and `rows` rows (`beside`
+/// rows already used in it by the keys' column in one-column layout).
+fn add_notes<'a>(more: &mut Vec<Line<'a>>, col: usize, rows: usize, beside: usize) {
+    for note in notes() {
+        if beside + more.len() >= rows || note.width() > col {
+            return;
+        }
+        more.push(note);
+    }
+    let causes = causes();
+    let fits = causes.iter().all(|l| l.width() <= col);
+    if fits && beside + more.len() + causes.len() <= rows {
+        more.extend(causes);
+    }
+}
+
 pub(super) fn draw(frame: &mut Frame, area: Rect, read_only: bool, app: &App, screen: Screen) {
-    let (main, more) = lines(&app.keys, app.around.extra_keys, read_only, screen);
-    // One column when it fits, else two side by side.
-    let two = main.len() + more.len() + 2 > area.height as usize && area.width >= 80;
+    let (main, mut more) = lines(&app.keys, app.around.extra_keys, read_only, screen);
+    let main_screen = screen == Screen::Main;
+    // The alarm marks in the bottom border where they fit (they take no row there).
+    let legend = alarm_legend();
+    let narrowest = area.width.min(70) as usize;
+    let in_border = main_screen && Span::raw(legend.as_str()).width() + 2 <= narrowest;
+    if main_screen && !in_border {
+        more.extend(alarm_lines());
+    }
+    // One column when it fits, with the notes too where the screen is wide enough for
+    // two; else two side by side.
+    let rows = area.height.saturating_sub(2) as usize;
+    let notes = if main_screen {
+        notes().len() + causes().len()
+    } else {
+        0
+    };
+    let keys = main.len() + more.len();
+    let two = area.width >= 80 && keys + notes > rows;
+    let width = if two { 140 } else { 70 }.min(area.width);
+    // The notes fill the rows left, never more: the keys come first.
+    if main_screen {
+        let inner = (width as usize).saturating_sub(2);
+        match two {
+            true => add_notes(&mut more, inner / 2, rows, 0),
+            false => add_notes(&mut more, inner, rows, main.len()),
+        }
+    }
     let height = if two {
         main.len().max(more.len()) + 2
     } else {
         main.len() + more.len() + 2
     };
-    let width = if two { 140 } else { 70 }.min(area.width);
     let [_, mid, _] = Layout::vertical([
         Constraint::Fill(1),
         Constraint::Length((height as u16).min(area.height)),
@@ -107,7 +192,10 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, read_only: bool, app: &App, sc
         Screen::Events => " Keys · events ",
     };
     frame.render_widget(Clear, popup);
-    let block = Block::default().borders(Borders::ALL).title(title);
+    let mut block = Block::default().borders(Borders::ALL).title(title);
+    if in_border {
+        block = block.title_bottom(Line::from(Span::styled(legend, theme::dim())));
+    }
     let inner = block.inner(popup);
     frame.render_widget(block, popup);
     if two {

@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap}
 use super::theme;
 use crate::app::App;
 use crate::model::format;
-use crate::model::{MemberStatus, escape_bytes, truncate_display};
+use crate::model::{MemberStatus, cut_display, escape_bytes};
 
 fn size(bytes: i64) -> String {
     match bytes {
@@ -88,13 +88,13 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
             rows.push(row(m));
             if let Some(e) = &m.error {
                 errors.push(Line::from(Span::styled(
-                    format!("{}: {}", m.endpoint, truncate_display(e, 300)),
+                    format!("{}: {}", m.endpoint, cut_display(e, 300)),
                     theme::error(),
                 )));
             }
             if let Some(n) = &m.note {
                 errors.push(Line::from(Span::styled(
-                    format!("{}: {}", m.endpoint, truncate_display(n, 300)),
+                    format!("{}: {}", m.endpoint, cut_display(n, 300)),
                     theme::warn(),
                 )));
             }

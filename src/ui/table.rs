@@ -14,7 +14,7 @@ use super::theme;
 use super::widths::{self, Col};
 use crate::app::{App, Focus, SortKey};
 use crate::model::format;
-use crate::model::{Election, Scheme, truncate_display};
+use crate::model::{Election, Scheme, cut_display};
 
 /// Cells longer than this are cut before measuring: the detail view (`Enter`) shows them
 /// whole.
@@ -35,7 +35,7 @@ fn leader_cell(
     under_way: Option<(&crate::app::UnderWay, std::time::Instant)>,
 ) -> Line<'static> {
     let lead_style = if stale { theme::dim() } else { theme::leader() };
-    let id = |s: &str| truncate_display(s, CELL_MAX);
+    let id = |s: &str| cut_display(s, CELL_MAX);
     let mut spans = match &e.leader {
         // The action under way first: who leads next and when, then what it is (cut first).
         Some(_) if under_way.is_some() => Vec::new(),
@@ -64,18 +64,14 @@ fn leader_cell(
             .map(|s| format!(", {s}"))
             .unwrap_or_default();
         spans.push(Span::styled(
-            format!(" ⚠ deposed {}{session}", truncate_display(&d.id, 16)),
+            format!(" ⚠ deposed {}{session}", cut_display(&d.id, 16)),
             theme::warn(),
         ));
     }
     if let Some((u, now)) = under_way {
         let left = u.ends.saturating_duration_since(now).as_secs();
         let text = match u.next.as_deref() {
-            Some(n) => format!(
-                "⏳ {} next in {left} s · {}",
-                truncate_display(n, 16),
-                u.what
-            ),
+            Some(n) => format!("⏳ {} next in {left} s · {}", cut_display(n, 16), u.what),
             None => format!("⏳ {} in {left} s", u.what),
         };
         spans.insert(0, Span::styled(text, theme::warn()));
@@ -196,7 +192,7 @@ fn cells(
     };
     let mut line = vec![
         Line::from(mark),
-        Line::from(truncate_display(&name, CELL_MAX)),
+        Line::from(cut_display(&name, CELL_MAX)),
         Line::from(scheme_short(e.scheme)),
         leader_cell(
             e,
@@ -218,10 +214,7 @@ fn cells(
         Line::from(age),
     ];
     if source == SourceShown::Column {
-        line.insert(
-            1,
-            Line::from(truncate_display(short.unwrap_or(""), CELL_MAX)),
-        );
+        line.insert(1, Line::from(cut_display(short.unwrap_or(""), CELL_MAX)));
     }
     let style = match (i == app.selected, stale, worst) {
         (true, _, _) => theme::selected(),
@@ -352,16 +345,22 @@ impl Hidden {
 }
 
 fn title(app: &App, hidden: Hidden) -> String {
-    let down: Vec<&str> = app
-        .model
-        .sources
-        .iter()
-        .filter(|s| matches!(s.conn, crate::model::ConnState::Down { .. }))
-        .map(|s| s.info.short.as_str())
-        .collect();
-    if app.model.elections.is_empty() && !down.is_empty() {
+    let down = |read: bool| -> Vec<&str> {
+        app.model
+            .sources
+            .iter()
+            .filter(|s| matches!(s.conn, crate::model::ConnState::Down { .. }))
+            .filter(|s| s.last_contact.is_some() == read)
+            .map(|s| s.info.short.as_str())
+            .collect()
+    };
+    // A source down since electop last read it: its rows are that read's, dimmed. One never
+    // read: what it holds is unknown.
+    let (stale, unread) = (down(true), down(false));
+    if app.model.elections.is_empty() && !(stale.is_empty() && unread.is_empty()) {
         // Not "none found": a store that cannot be read holds what it holds, unseen.
-        format!(" Elections (unknown: {} DOWN) ", down.join(", "))
+        let all: Vec<&str> = stale.iter().chain(&unread).copied().collect();
+        format!(" Elections (unknown: {} DOWN) ", all.join(", "))
     } else if app.model.elections.is_empty() {
         " Elections (none found yet) ".to_string()
     } else if app.rows.is_empty() {
@@ -370,13 +369,16 @@ fn title(app: &App, hidden: Hidden) -> String {
             app.model.elections.len()
         )
     } else {
+        let mut notes = String::new();
+        if !stale.is_empty() {
+            notes.push_str(&format!(" · {} DOWN: rows as last read", stale.join(", ")));
+        }
         // The rows are some sources' only: the others' elections are unknown, not absent.
-        let unread = match down.is_empty() {
-            true => String::new(),
-            false => format!(" · {} DOWN: not shown", down.join(", ")),
-        };
+        if !unread.is_empty() {
+            notes.push_str(&format!(" · {} DOWN: not shown", unread.join(", ")));
+        }
         format!(
-            " Elections {}/{}{}{unread} ",
+            " Elections {}/{}{}{notes} ",
             app.selected + 1,
             app.rows.len(),
             hidden.text()

@@ -3,10 +3,13 @@
 //! scroll can be bounded here without a terminal. Copying (`y`, `Y`) asks the runtime to
 //! hand text to the terminal's clipboard.
 
+mod history;
+
 use super::rows::Key;
 use super::{Action, App, Flash};
 use crate::model::time::{clock, duration_ms};
 use crate::model::{Candidate, Election};
+use history::history;
 
 /// The election on show and how far it is scrolled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -210,7 +213,7 @@ fn leader(app: &App, e: &Election, width: usize) -> Vec<DLine> {
     let mut out = vec![field(
         "Leader",
         Tone::Leader,
-        crate::model::truncate_display(&l.id, width.saturating_sub(LABEL).max(8)),
+        crate::model::cut_display(&l.id, width.saturating_sub(LABEL).max(8)),
     )];
     out.extend(wrapped("Key", Tone::Text, &l.key, width));
     // A session lock's holder is a session, not a value written anywhere.
@@ -372,7 +375,6 @@ impl CandidateColumns {
     }
 
     fn header(&self, e: &Election) -> Vec<DLine> {
-        let n = e.candidates.len();
         let zk = e.scheme == crate::model::Scheme::ZkRecipe;
         let order = match () {
             _ if e.scheme.is_sql() => "",
@@ -396,7 +398,11 @@ impl CandidateColumns {
             ..
         } = *self;
         vec![
-            heading(format!("Candidates · {n} in line{order}")),
+            heading(match (crate::model::format::in_line(e), &e.leader) {
+                (Some(line), Some(_)) => format!("Candidates · {line} behind the leader{order}"),
+                (Some(line), None) => format!("Candidates · {line}, no leader{order}"),
+                (None, _) => format!("Candidates{order}"),
+            }),
             vec![(
                 Tone::Dim,
                 format!(
@@ -425,7 +431,9 @@ impl CandidateColumns {
             (_, true) => "∞".to_string(),
             (Some(d), _) => duration_ms(d.remaining_ms_at(self.at)),
             // No deadline per node (or session lock): nothing to count down.
-            (None, _) if zk || e.scheme.is_session_lock() => "-".to_string(),
+            (None, _) if zk || e.scheme.is_session_lock() => {
+                crate::model::format::NO_TTL.to_string()
+            }
             (None, _) => "…".to_string(),
         };
         let revs = match () {
@@ -438,7 +446,7 @@ impl CandidateColumns {
             _ => format!("{}/{}", c.create_revision, c.mod_revision),
         };
         let (rank_w, id_w, revs_w, lease_w) = (self.rank_w, self.id_w, self.revs_w, self.lease_w);
-        let id = crate::model::truncate_display(&c.id, id_w);
+        let id = crate::model::cut_display(&c.id, id_w);
         let member = e
             .member(&c.id)
             .map(|m| format!("  {}", m.summary()))
@@ -466,73 +474,6 @@ impl CandidateColumns {
             ),
         ]
     }
-}
-
-/// Since when changes are known: when electop connected, or where its own record of
-/// earlier runs starts, with the stretches no electop watched.
-fn since_line(s: &crate::state::SourceView) -> String {
-    let Some(t) = s.history_since else {
-        return String::new();
-    };
-    if s.history_gaps.is_empty() {
-        return format!(" since {}, when electop connected", clock(t));
-    }
-    let gaps: Vec<String> = s.history_gaps.iter().map(|g| g.describe()).collect();
-    format!(
-        " since {}, electop's own record ({})",
-        clock(t),
-        gaps.join(", ")
-    )
-}
-
-fn history(app: &App, e: &Election) -> Vec<DLine> {
-    // A store that keeps no history (ZooKeeper): seen since electop connected.
-    let since = app
-        .model
-        .sources
-        .get(e.source)
-        .map(since_line)
-        .unwrap_or_default();
-    let mut out = vec![heading(format!(
-        "History · {} seen{since}, newest first ({} kept)",
-        if e.transitions == 1 {
-            "1 change".to_string()
-        } else {
-            format!("{} changes", e.transitions)
-        },
-        e.history.len()
-    ))];
-    for h in e.history.iter().rev() {
-        let when = match h.at {
-            Some(at) => clock(at),
-            None => "replayed".into(),
-        };
-        let rev = match h.revision {
-            Some(z) if e.scheme == crate::model::Scheme::ZkRecipe => {
-                format!(" zxid 0x{:x}", z as u64)
-            }
-            Some(r) => format!(" rev {r}"),
-            None => String::new(),
-        };
-        let by =
-            h.by.as_ref()
-                .map(|b| format!(" by {b}"))
-                .unwrap_or_default();
-        out.push(vec![
-            (Tone::Dim, format!("{when:>8}  ")),
-            (
-                Tone::Text,
-                format!(
-                    "{} → {}",
-                    h.from.as_deref().unwrap_or("∅"),
-                    h.to.as_deref().unwrap_or("∅")
-                ),
-            ),
-            (Tone::Warn, format!("  {}", h.cause.as_str())),
-            (Tone::Dim, format!("{by}{rev}")),
-        ]);
-    }
-    out
 }
 
 /// The election on show, if it is still known.
@@ -634,7 +575,7 @@ pub(crate) fn copy(app: &mut App, key: bool) {
     } else {
         ("leader id", l.id.clone())
     };
-    let shown = crate::model::truncate_display(&text, 40);
+    let shown = crate::model::cut_display(&text, 40);
     app.effects.push(super::Effect::Copy(text));
     app.say(Flash::info(&format!(
         "copied {what} {shown} to the clipboard (OSC 52: the terminal must allow it)"

@@ -164,3 +164,38 @@ fn copying_without_a_leader_says_why() {
             .is_some_and(|f| f.error && f.text.contains("has no leader"))
     );
 }
+
+#[test]
+fn each_cause_in_the_history_is_explained_once() {
+    let mut e = Election::new(0, "jobs".into(), Scheme::ZkRecipe);
+    e.leader = Some(holder("node-c", "/election/jobs/n_0000000002"));
+    let change = |from: &str, to: &str, cause| crate::model::HistoryEntry {
+        at: Some(SystemTime::now()),
+        revision: None,
+        from: Some(from.into()),
+        to: Some(to.into()),
+        cause,
+        by: None,
+    };
+    for (from, to, cause) in [
+        ("node-a", "node-b", crate::model::Cause::NodeGone),
+        ("node-b", "node-a", crate::model::Cause::TakenOver),
+        ("node-a", "node-c", crate::model::Cause::NodeGone),
+    ] {
+        e.record(change(from, to, cause), 10);
+    }
+    let app = app_with(e.clone());
+    let all = text(&lines(&app, &e, 100));
+    assert!(all.contains("Causes"), "{all}");
+    for (name, meaning) in [
+        ("node_gone", "session ended or node deleted"),
+        ("taken_over", "wrote over the leader's key or row"),
+    ] {
+        let explained = all
+            .lines()
+            .filter(|l| l.contains(name) && l.contains(meaning))
+            .count();
+        assert_eq!(explained, 1, "{name}:\n{all}");
+    }
+    assert_eq!(len(&app, &e, 100), lines(&app, &e, 100).len());
+}

@@ -26,8 +26,8 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, prefix: &str) -> Result<Plan
         .find(|c| c.id == *target && c.raw_key != leader_key.raw && c.lease.is_some_and(|l| l != 0))
         .ok_or_else(|| {
             format!(
-                "{target} has no registry entry in {}: there is no lease of its to attach the \
-                 leader key to",
+                "{target} has no registry entry in {}, and the leader key needs the lease \
+                 from {target}'s entry (so that the key ends when {target} does)",
                 e.name
             )
         })?;
