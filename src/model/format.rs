@@ -55,13 +55,22 @@ pub(crate) fn hold_cell(
     now: Instant,
     width: usize,
 ) -> String {
-    match scheme {
-        // A Redis key without expiry: not "not read yet", never.
-        super::Scheme::RedisLock if c.ttl.is_none() => "no expiry".to_string(),
-        super::Scheme::ZkRecipe | super::Scheme::PgAdvisory | super::Scheme::MysqlLock => {
-            NO_TTL.to_string()
+    match held_without_ttl(scheme, c) {
+        Some(text) => text.to_string(),
+        None => ttl_cell(c, now, width),
+    }
+}
+
+/// What the TTL column says of a candidate with nothing to count down: `—` where the scheme
+/// holds for a session (the scheme facts say which), `no expiry` for a term that never ends
+/// (a Redis key without expiry: not "not read yet", never). `None`: a time to live to show.
+pub(crate) fn held_without_ttl(scheme: super::Scheme, c: &Candidate) -> Option<&'static str> {
+    match scheme.facts().held {
+        super::scheme::Held::Session => Some(NO_TTL),
+        super::scheme::Held::Term if scheme == super::Scheme::RedisLock && c.ttl.is_none() => {
+            Some("no expiry")
         }
-        _ => ttl_cell(c, now, width),
+        super::scheme::Held::Term => None,
     }
 }
 

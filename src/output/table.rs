@@ -4,7 +4,7 @@
 use ratatui::text::Span;
 
 use crate::model::format;
-use crate::model::{Election, truncate_display};
+use crate::model::{Election, cut_display};
 use crate::state::{Listed, ReadModel};
 
 /// One row's cells, in the order of [`columns`].
@@ -32,9 +32,9 @@ fn ttl(model: &ReadModel, e: &Election) -> String {
     let at = model.as_of(e.source);
     match (&e.leader, e.ttl_ms_at(at)) {
         (Some(l), _) if l.zombie() => "no lease".to_string(),
-        // ZooKeeper: no deadline per node; the holder's session instead.
-        (Some(l), _) if e.scheme == crate::model::Scheme::ZkRecipe => {
-            l.stamp.clone().unwrap_or_else(|| "-".into())
+        // As the dashboard's column says: nothing counted down the store did not say.
+        (Some(l), _) if let Some(text) = format::held_without_ttl(e.scheme, l) => {
+            text.to_string()
         }
         (_, Some(ms)) => format::duration_ms(ms),
         _ => "-".to_string(),
@@ -111,7 +111,7 @@ pub(crate) fn render(model: &ReadModel, wide: bool, fit: Option<usize>) -> Strin
             .zip(&widths)
             .map(|(cell, w)| {
                 let cell = if width(cell) > *w {
-                    truncate_display(cell, *w)
+                    cut_display(cell, *w)
                 } else {
                     cell.clone()
                 };
@@ -269,7 +269,7 @@ mod tests {
     fn on_a_terminal_names_give_way_to_fit() {
         let text = render(&model(), false, Some(100));
         assert!(text.lines().all(|l| width(l) <= 100), "{text}");
-        assert!(text.contains("chars)") || text.contains('…'), "{text}");
+        assert!(text.contains('…') && !text.contains("chars)"), "{text}");
         let wide = render(&model(), true, None);
         assert!(
             wide.contains("LEADER KEY") && wide.contains("/e/k/1"),
