@@ -206,3 +206,143 @@ fn a_missing_config_file_is_named_once_with_the_fix() {
         assert_eq!(err.matches("No such file").count(), 1, "{err}");
     }
 }
+
+/// Every command's help, as a person at an 80-column terminal sees it.
+fn help(args: &[&str]) -> String {
+    let home = common::scratch::tempdir();
+    let out = command(home.path())
+        .args(args)
+        .env("COLUMNS", "80")
+        .env("LINES", "45")
+        .output()
+        .expect("run electop");
+    assert_eq!(out.status.code(), Some(0), "{args:?}");
+    String::from_utf8(out.stdout).expect("UTF-8 help")
+}
+
+/// Each subcommand and its own flags, as `-h` must list them (before the source flags).
+const SUBCOMMANDS: [(&str, &[&str]); 12] = [
+    ("", &[]),
+    ("status", &["--output", "--json", "--history", "--timeout"]),
+    ("watch", &["--json", "--changes-only"]),
+    (
+        "serve",
+        &[
+            "--listen",
+            "--bearer-token-file",
+            "--basic-auth-file",
+            "--tls-cert",
+            "--tls-key",
+            "--on-change",
+            "--webhook",
+            "--hook-timeout",
+            "--log-format",
+        ],
+    ),
+    (
+        "force-leader",
+        &[
+            "<ELECTION>",
+            "<ID>",
+            "--allow-unseen",
+            "--expect-leader",
+            "--yes",
+        ],
+    ),
+    (
+        "reelect",
+        &["<ELECTION>", "--expect-leader", "--yes", "--timeout"],
+    ),
+    (
+        "resign",
+        &["<ELECTION>", "--expect-leader", "--yes", "--timeout"],
+    ),
+    (
+        "node",
+        &["--store", "--election", "--id", "--ttl", "--create-table"],
+    ),
+    ("demo", &["--store", "--spawn-etcd", "--nodes", "--ttl"]),
+    ("presets", &[]),
+    ("contexts", &[]),
+    ("completions", &["<SHELL>"]),
+];
+
+/// `-h` fits a screen (45 lines of 80 columns) for every subcommand, and lists the
+/// subcommand's own flags first, then the source flags and electop's own under headings of
+/// their own; `--help` has every flag, the authentication and TLS ones under theirs.
+#[test]
+fn short_help_fits_a_screen_own_flags_first() {
+    for (sub, own) in SUBCOMMANDS {
+        let args: Vec<&str> = [sub, "-h"].into_iter().filter(|a| !a.is_empty()).collect();
+        let text = help(&args);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.len() <= 45,
+            "{args:?}: {} lines:\n{text}",
+            lines.len()
+        );
+        for line in &lines {
+            assert!(line.chars().count() <= 80, "{args:?}: too wide: {line}");
+        }
+        let sources = text.find("\nSources:\n").expect("a Sources heading");
+        let general = text.find("\nConfig and logging:\n").expect("its heading");
+        assert!(sources < general, "{args:?}:\n{text}");
+        for flag in ["--etcd", "--zk", "--sql", "--redis", "--prefix", "--scheme"] {
+            let at = text.find(&format!("  {flag} ")).expect(flag);
+            assert!(at > sources, "{args:?}: {flag} before Sources:\n{text}");
+        }
+        for flag in own {
+            let at = text
+                .find(&format!(" {flag}"))
+                .unwrap_or_else(|| panic!("{args:?}: {flag} missing:\n{text}"));
+            assert!(at < sources, "{args:?}: {flag} after the sources:\n{text}");
+        }
+        assert!(
+            !text.contains("--tls-cert") || sub == "serve",
+            "{args:?}: {text}"
+        );
+
+        let args: Vec<&str> = [sub, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let text = help(&args);
+        let sources = text.find("\nSources:\n").expect("Sources");
+        let auth = text.find("\nAuthentication:\n").expect("Authentication");
+        let tls = text.find("\nTLS:\n").expect("TLS");
+        assert!(sources < auth && auth < tls, "{args:?}:\n{text}");
+        for flag in ["--zk-auth", "--password-env", "--user"] {
+            let at = text.find(&format!("  {flag} ")).expect(flag);
+            assert!(auth < at && at < tls, "{args:?}: {flag}");
+        }
+        for flag in [
+            "--cacert",
+            "--zk-cacert",
+            "--redis-cacert",
+            "--insecure-skip-tls-verify",
+        ] {
+            assert!(text.find(&format!("  {flag}")).expect(flag) > tls, "{flag}");
+        }
+        for line in text.lines() {
+            assert!(line.chars().count() <= 80, "{args:?}: too wide: {line}");
+        }
+    }
+}
+
+/// The top line names every store electop reads.
+#[test]
+fn the_top_line_names_every_store() {
+    let text = help(&["-h"]);
+    let about: String = text.split("\n\n").next().expect("about").replace('\n', " ");
+    for store in [
+        "etcd",
+        "PostgreSQL",
+        "MariaDB",
+        "SQLite",
+        "ZooKeeper",
+        "session locks",
+        "Redis",
+    ] {
+        assert!(about.contains(store), "{store} missing from: {about}");
+    }
+}
