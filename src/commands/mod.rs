@@ -109,6 +109,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new()?;
     let mut cli = cli;
     let flags = cli.sources.flags();
+    // Before any catalog is read: a mistake in the flags is not a database that is down.
+    flags.check(&config).map_err(Usage)?;
     if flags.sql_to_find() {
         // `--sql URL` alone: the tables electop knows, from each database's catalog.
         let (found, unreached) = rt
