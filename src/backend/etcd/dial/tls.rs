@@ -310,6 +310,52 @@ pub(super) async fn speaks_plain_http2(host: &str, port: u16, within: std::time:
     matches!(tokio::time::timeout(within, probe).await, Ok(Ok(true)))
 }
 
+/// What a server that is not HTTP/2 answered the client preface with (its first line,
+/// cut short), asked after a plain-text connect failed below gRPC: `None` when it answered
+/// as HTTP/2, or said nothing (closed, or no answer in time), which proves nothing.
+pub(super) async fn not_http2(
+    host: &str,
+    port: u16,
+    within: std::time::Duration,
+) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+    const SETTINGS: u8 = 0x4;
+    let probe = async {
+        let mut tcp = tokio::net::TcpStream::connect((host, port)).await?;
+        tcp.write_all(PREFACE).await?;
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 256];
+        // A frame header is 9 bytes; whatever else comes first is no HTTP/2.
+        while answer.len() < 9 {
+            match tcp.read(&mut buf).await? {
+                0 => break,
+                n => answer.extend_from_slice(&buf[..n]),
+            }
+        }
+        Ok::<_, std::io::Error>(answer)
+    };
+    let answer = match tokio::time::timeout(within, probe).await {
+        Ok(Ok(answer)) if !answer.is_empty() => answer,
+        _ => return None,
+    };
+    if answer.len() >= 9 && answer[3] == SETTINGS {
+        return None;
+    }
+    let first = answer.split(|&b| b == b'\n').next().unwrap_or_default();
+    let first = String::from_utf8_lossy(first);
+    let shown: String = first.trim_end().chars().take(40).collect();
+    let more = if first.trim_end().chars().count() > 40 {
+        "…"
+    } else {
+        ""
+    };
+    Some(format!(
+        "{}{more}",
+        crate::model::escape_bytes(shown.as_bytes())
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
