@@ -327,8 +327,9 @@ pub struct DemoArgs {
     /// A local redis-server (needs redis-server).
     #[arg(long)]
     pub spawn_redis: bool,
-    /// How many participants.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    /// How many participants (1 to 9).
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=9))]
     pub nodes: usize,
     /// The nodes' lease / term / timeout.
     ///
