@@ -148,6 +148,12 @@ impl SourceConfig {
     }
 }
 
+/// A mistake in the flags or the config file, found before a store is touched (or by a
+/// participant, before it joins): the process ends with exit 2, as clap's own do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
 /// The sources one command reads, and the context they came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Selected {

@@ -85,7 +85,7 @@ pub(super) async fn run(
 /// dashboard on the same flags would not show it.
 fn lock_key(cfg: &RedisSource, election: &str) -> Result<Vec<u8>> {
     // Mistakes in the flags: exit 2, as the others.
-    use crate::commands::Usage;
+    use crate::config::Usage;
     if election.is_empty() || election.chars().any(char::is_control) {
         return Err(Usage(format!(
             "--election {}: on Redis the election is the lock key, like locks:jobs",

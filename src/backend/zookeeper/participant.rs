@@ -99,7 +99,7 @@ fn election_path(prefix: &str, election: &str) -> Result<String> {
         || rel.chars().any(char::is_control);
     if bad {
         // A mistake in the flags: exit 2, as the others.
-        return Err(crate::commands::Usage(format!(
+        return Err(crate::config::Usage(format!(
             "--election {}: on ZooKeeper the election is a znode path below --prefix, like `jobs` or `app/jobs` (no empty, `.` or `..` segment)",
             crate::model::escape_bytes(election.as_bytes())
         ))
