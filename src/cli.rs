@@ -170,6 +170,9 @@ pub enum Command {
     #[command(after_help = help::STATUS, after_long_help = help::STATUS_LONG)]
     Status {
         /// How to print: table, wide or json.
+        ///
+        /// table: aligned, cut to fit only on a terminal; wide: more columns (the scheme,
+        /// the leader's key), never cut; json: {"sources":[...],"elections":[...]}.
         #[arg(
             short = 'o',
             long,
@@ -303,6 +306,10 @@ pub enum DemoStore {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Where the election lives (default: SQLite).
+    ///
+    /// sqlite: an embedded file, no server needed; etcd (--etcd, or --spawn-etcd);
+    /// postgres or mysql (--sql URL); zookeeper (--zk, or --spawn-zookeeper); redis
+    /// (--redis, or --spawn-redis).
     #[arg(
         long,
         value_name = "STORE",
@@ -348,8 +355,8 @@ pub struct DemoArgs {
 pub struct NodeArgs {
     /// The store, as `demo --store` names it.
     ///
-    /// Checked against the source flags (--etcd, --sql, --zk, --redis), which say where it
-    /// is.
+    /// sqlite, etcd, postgres, mysql, zookeeper or redis: checked against the source flags
+    /// (--etcd, --sql, --zk, --redis), which say where it is.
     #[arg(long, value_name = "STORE", value_enum, hide_possible_values = true)]
     pub store: Option<DemoStore>,
     /// The election to take part in.

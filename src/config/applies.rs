@@ -266,3 +266,54 @@ fn store_name(store: StoreKind) -> &'static str {
         StoreKind::Redis => "a Redis",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        Config::parse(text, std::path::Path::new("x.toml")).expect("valid")
+    }
+
+    const SQL: &str =
+        "[[source]]\nkind = \"sql\"\nurl = \"sqlite:///x.db\"\nscheme = \"sql-lease\"\n";
+    const ZK: &str = "[[source]]\nkind = \"zookeeper\"\nendpoints = [\"h:2181\"]\n";
+
+    #[test]
+    fn the_config_file_s_sources_take_the_flags_of_their_store() {
+        let zk_auth = Flags {
+            zk_auth: Some("env:ZK".into()),
+            ..Flags::default()
+        };
+        assert_eq!(zk_auth.check(&config(ZK)), Ok(()));
+        let e = zk_auth
+            .check(&config(SQL))
+            .expect_err("no ZooKeeper source");
+        assert!(e.contains("--zk-auth is for ZooKeeper"), "{e}");
+        assert!(e.contains("the config file's sources"), "{e}");
+        // A node on the config's SQL source takes --scheme.
+        let scheme = Flags {
+            scheme: Some(crate::model::Scheme::SqlHeartbeat),
+            ..Flags::default()
+        };
+        assert_eq!(scheme.check(&config(SQL)), Ok(()));
+        assert!(scheme.check(&config(ZK)).is_err());
+    }
+
+    #[test]
+    fn flags_that_only_make_sources_do_not_reach_the_config_s() {
+        let table = Flags {
+            table: Some("locks".into()),
+            ..Flags::default()
+        };
+        let e = table
+            .check(&config(SQL))
+            .expect_err("the config's source has its table");
+        assert!(e.contains("a config file's source sets its own"), "{e}");
+        let with_sql = Flags {
+            sql: vec!["sqlite:///x.db".into()],
+            ..table
+        };
+        assert_eq!(with_sql.check(&Config::default()), Ok(()));
+    }
+}

@@ -368,6 +368,38 @@ mod tests {
         })
     }
 
+    /// A server answering `answer` to the preface (then closing), on a loopback port.
+    async fn answering(answer: &'static [u8]) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.expect("accept");
+            let mut preface = [0u8; 24];
+            let _ = s.read_exact(&mut preface).await;
+            let _ = s.write_all(answer).await;
+        });
+        port
+    }
+
+    #[tokio::test]
+    async fn only_an_answer_that_is_no_http2_is_taken_for_another_server() {
+        let within = std::time::Duration::from_secs(5);
+        let port = answering(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n").await;
+        assert_eq!(
+            not_http2("127.0.0.1", port, within).await.as_deref(),
+            Some("HTTP/1.1 400 Bad Request")
+        );
+        // An HTTP/2 server's SETTINGS frame.
+        let port = answering(b"\0\0\0\x04\0\0\0\0\0").await;
+        assert_eq!(not_http2("127.0.0.1", port, within).await, None);
+        // Closed without a word (a proxy whose upstream is gone): proves nothing.
+        let port = answering(b"").await;
+        assert_eq!(not_http2("127.0.0.1", port, within).await, None);
+    }
+
     #[test]
     fn each_failure_says_which_in_words() {
         let with_ca = Files {
