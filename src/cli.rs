@@ -183,7 +183,7 @@ pub enum Command {
         )]
         output: OutputFormat,
         /// Same as -o json.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "output")]
         json: bool,
         /// etcd: also replay past leader changes.
         ///

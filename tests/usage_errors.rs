@@ -290,7 +290,11 @@ fn a_zookeeper_url_is_shown_as_a_connect_string() {
 fn a_flag_for_another_store_names_both() {
     let sql = ["--sql", "sqlite:///tmp/el.db"];
     let zk = ["--zk", "127.0.0.1:2181"];
-    let cases: [(Vec<&str>, &[&str]); 12] = [
+    let cases: [(Vec<&str>, &[&str]); 13] = [
+        (
+            vec!["--etcd", "127.0.0.1:2379", "--password-env", "PW"],
+            &["--password-env", "does not apply to --etcd", "--user NAME"],
+        ),
         (
             [&sql[..], &["--scheme", "etcd-election"]].concat(),
             &[
@@ -386,7 +390,23 @@ fn an_unknown_config_key_is_shown_on_its_own_line() {
 /// errors too: exit 2, before anything starts.
 #[test]
 fn later_usage_mistakes_exit_2_too() {
-    let cases: [(&[&str], &[&str]); 9] = [
+    let cases: [(&[&str], &[&str]); 11] = [
+        (
+            &[
+                "--etcd",
+                "127.0.0.1:9",
+                "--scheme",
+                "etcd-election",
+                "node",
+                "--election",
+                "/e/",
+                "--id",
+                "a",
+                "--create-table",
+            ],
+            &["--create-table is for a SQL table", "etcd (--etcd)"],
+        ),
+        (&["status", "-o", "wide", "--json"], &["--json"]),
         (
             &["demo", "--store", "postgres"],
             &["--store postgres needs --sql URL"],

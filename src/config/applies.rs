@@ -106,13 +106,15 @@ impl Flags {
                 false => "--password-file",
             }
         });
+        let etcd_user = kinds.etcd && self.user.is_some();
         if let Some(flag) = password
-            && !(kinds.from_flags && (kinds.etcd || kinds.sql || kinds.redis))
+            && !(kinds.from_flags && (etcd_user || kinds.sql || kinds.redis))
         {
-            let fix = match (kinds.from_flags, kinds.zk) {
-                (false, _) => config_sets,
-                (true, true) => "ZooKeeper's credentials come from --zk-auth",
-                (true, false) => "leave it out",
+            let fix = match (kinds.from_flags, kinds.zk, kinds.etcd) {
+                (false, _, _) => config_sets,
+                (true, true, _) => "ZooKeeper's credentials come from --zk-auth",
+                (true, false, true) => "etcd takes a password for --user NAME only",
+                (true, false, false) => "leave it out",
             };
             return not_for(flag, "--sql, --redis and etcd's --user", fix);
         }
