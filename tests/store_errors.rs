@@ -188,3 +188,34 @@ fn a_refused_redis_leaves_a_healthy_etcd_fresh() {
         assert!(!e["alarms"].to_string().contains("stale"), "{e:#}");
     }
 }
+
+/// `--etcd` pointed at a port where another server listens (Redis here): said to be no
+/// etcd, at once and in the same words however the client library failed (an HTTP/2
+/// protocol error, a cancelled call), never tonic's or h2's words.
+#[test]
+fn etcd_pointed_at_a_redis_port_says_the_server_is_not_etcd() {
+    let redis = common::redis::RedisServer::start("", None);
+    let ep = format!("127.0.0.1:{}", redis.port());
+    let home = common::scratch::tempdir();
+    let started = Instant::now();
+    let out = command(home.path())
+        .args(["--etcd", &ep, "status", "--timeout", "20s"])
+        .output()
+        .expect("electop status");
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!(
+            "electop: etcd {ep}: the server there did not answer as etcd: no HTTP/2 (gRPC) \
+             handshake; it answered `-ERR unknown command"
+        )) && first.ends_with("is this etcd's client port (2379)?"),
+        "{stderr}"
+    );
+    assert!(!library_words(&stderr), "{stderr}");
+    assert!(
+        took < Duration::from_secs(10),
+        "final at once, took {took:?}"
+    );
+}

@@ -206,3 +206,396 @@ fn a_missing_config_file_is_named_once_with_the_fix() {
         assert_eq!(err.matches("No such file").count(), 1, "{err}");
     }
 }
+
+/// `stderr` of a usage error, which must not hold `secret`.
+fn assert_usage_error_without(args: &[&str], wants: &[&str], secret: &str) {
+    assert_usage_error(args, wants);
+    let home = common::scratch::tempdir();
+    let (out, _) = run(home.path(), args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains(secret), "{args:?} shows the password: {err}");
+    assert!(!err.contains("<unparsable"), "{args:?}: {err}");
+}
+
+/// A database URL that is no URL, or of no database electop reads, is named as given (its
+/// password left out) with how to write it, exit 2, before anything is dialled; with or
+/// without --scheme.
+#[test]
+fn a_bad_database_url_is_named_with_the_fix() {
+    for scheme in [&[][..], &["--scheme", "sql-lease"]] {
+        let with = |url: &'static str| {
+            let mut args = vec!["--sql", url];
+            args.extend_from_slice(scheme);
+            args.push("status");
+            args
+        };
+        assert_usage_error(
+            &with("/tmp/el.db"),
+            &[
+                "`/tmp/el.db`",
+                "for the SQLite file /tmp/el.db write sqlite:///tmp/el.db",
+            ],
+        );
+        assert_usage_error(&with("el.db"), &["write sqlite://el.db"]);
+        assert_usage_error_without(
+            &with("foo://me:s3cret@db/app"),
+            &[
+                "`foo://me@db/app`",
+                "must start with postgres://",
+                "not foo://",
+            ],
+            "s3cret",
+        );
+        assert_usage_error_without(
+            &with("me:s3cret@/tmp/el.db"),
+            &["`me@/tmp/el.db`", "must start with postgres://"],
+            "s3cret",
+        );
+    }
+}
+
+/// A ZooKeeper connect string written as a URL says so, and shows the form it takes.
+#[test]
+fn a_zookeeper_url_is_shown_as_a_connect_string() {
+    assert_usage_error(
+        &["--zk", "zk://zk1:2181/kafka", "status"],
+        &[
+            "no zk:// in front",
+            "HOST:PORT[,HOST:PORT...][/chroot]",
+            "e.g. zk1:2181/kafka",
+        ],
+    );
+    assert_usage_error_without(
+        &["--zk", "zk://me:s3cret@zk1:2181", "status"],
+        &["no zk:// in front"],
+        "s3cret",
+    );
+    let home = common::scratch::tempdir();
+    let cfg = home.path().join("electop.toml");
+    std::fs::write(
+        &cfg,
+        "[[source]]\nkind = \"zookeeper\"\nendpoints = [\"zk://zk1:2181\"]\n",
+    )
+    .expect("config");
+    let cfg = cfg.display().to_string();
+    assert_usage_error(
+        &["--config", &cfg, "status"],
+        &["`zk://zk1:2181`: no zk:// in front", "e.g. zk1:2181"],
+    );
+}
+
+/// A flag for one store given where no source of that store is read is refused, naming the
+/// flag and the sources given, instead of being silently ignored.
+#[test]
+fn a_flag_for_another_store_names_both() {
+    let sql = ["--sql", "sqlite:///tmp/el.db"];
+    let zk = ["--zk", "127.0.0.1:2181"];
+    let cases: [(Vec<&str>, &[&str]); 13] = [
+        (
+            vec!["--etcd", "127.0.0.1:2379", "--password-env", "PW"],
+            &["--password-env", "does not apply to --etcd", "--user NAME"],
+        ),
+        (
+            [&sql[..], &["--scheme", "etcd-election"]].concat(),
+            &[
+                "--scheme etcd-election is an etcd scheme",
+                "does not apply to --sql",
+            ],
+        ),
+        (
+            [&zk[..], &["--scheme", "sql-lease"]].concat(),
+            &[
+                "--scheme sql-lease is a SQL scheme",
+                "does not apply to --zk",
+                "--sql URL",
+            ],
+        ),
+        (
+            vec!["--etcd", "127.0.0.1:2379", "--scheme", "pg-advisory"],
+            &["--scheme pg-advisory", "does not apply to --etcd"],
+        ),
+        (
+            [&zk[..], &["--table", "t"]].concat(),
+            &["--table is for --sql sources", "does not apply to --zk"],
+        ),
+        (
+            vec!["--poll", "1s"],
+            &["--poll is for --sql sources", "the default source"],
+        ),
+        (
+            [&sql[..], &["--scheme", "sql-lease", "--user", "root"]].concat(),
+            &["--user is for etcd", "does not apply to --sql"],
+        ),
+        (
+            [&sql[..], &["--registry", "/reg/"]].concat(),
+            &["--registry", "does not apply to --sql"],
+        ),
+        (
+            vec!["--etcd", "127.0.0.1:2379", "--zk-auth", "env:ZK_AUTH"],
+            &["--zk-auth is for ZooKeeper", "does not apply to --etcd"],
+        ),
+        (
+            [&zk[..], &["--password-env", "PW"]].concat(),
+            &["--password-env", "does not apply to --zk", "--zk-auth"],
+        ),
+        (
+            [&sql[..], &["--insecure-skip-tls-verify"]].concat(),
+            &["are etcd's", "do not apply to --sql", "sslmode="],
+        ),
+        (
+            [&sql[..], &["--prefix", "/e/"]].concat(),
+            &[
+                "--prefix is for --etcd, --zk and --redis",
+                "does not apply to --sql",
+            ],
+        ),
+        (
+            vec!["--redis", "redis://127.0.0.1:6379", "--scheme", "sql-lease"],
+            &["--scheme sql-lease", "does not apply to --redis"],
+        ),
+    ];
+    for (args, wants) in cases {
+        for sub in [&["status", "--timeout", "30s"][..], &["watch"]] {
+            let all = [&args[..], sub].concat();
+            assert_usage_error(&all, wants);
+        }
+    }
+}
+
+/// `[[source]]` is read through its `kind`: an unknown key in it is still shown on its own
+/// line, not at the table's header.
+#[test]
+fn an_unknown_config_key_is_shown_on_its_own_line() {
+    let home = common::scratch::tempdir();
+    let cfg = home.path().join("electop.toml");
+    std::fs::write(
+        &cfg,
+        "[ui]\ntick_ms = 100\n\n[[source]]\nname = \"a\"\nkind = \"etcd\"\n\
+         endpoints = [\"127.0.0.1:2379\"]\nprefx = \"/e/\"\n",
+    )
+    .expect("config");
+    let cfg = cfg.display().to_string();
+    assert_usage_error(
+        &["--config", &cfg, "status"],
+        &[
+            "line 8, column 1",
+            "8 | prefx = \"/e/\"",
+            "  | ^^^^^",
+            "unknown field `prefx`",
+        ],
+    );
+}
+
+/// Mistakes found further on (the demo's store, a webhook, a node's election) are usage
+/// errors too: exit 2, before anything starts.
+#[test]
+fn later_usage_mistakes_exit_2_too() {
+    let cases: [(&[&str], &[&str]); 11] = [
+        (
+            &[
+                "--etcd",
+                "127.0.0.1:9",
+                "--scheme",
+                "etcd-election",
+                "node",
+                "--election",
+                "/e/",
+                "--id",
+                "a",
+                "--create-table",
+            ],
+            &["--create-table is for a SQL table", "etcd (--etcd)"],
+        ),
+        (&["status", "-o", "wide", "--json"], &["--json"]),
+        (
+            &["demo", "--store", "postgres"],
+            &["--store postgres needs --sql URL"],
+        ),
+        (&["demo", "--spawn-etcd"], &["add --store etcd"]),
+        (&["demo", "--nodes", "0"], &["--nodes"]),
+        (
+            &[
+                "demo",
+                "--store",
+                "etcd",
+                "--spawn-etcd",
+                "--scheme",
+                "sql-lease",
+            ],
+            &["--scheme sql-lease does not run on the demo's --store etcd"],
+        ),
+        (
+            &["demo", "--zk-auth", "env:X"],
+            &["--zk-auth does not apply to the demo's --store sqlite"],
+        ),
+        (
+            &["demo", "--store", "zookeeper", "--zk", "zk://h:2181"],
+            &["no zk:// in front"],
+        ),
+        (
+            &["demo", "--prefix", "/x/"],
+            &["--prefix does not apply to electop demo"],
+        ),
+        (
+            &["serve", "--webhook", "ftp://h/x"],
+            &["webhook 1", "not http:"],
+        ),
+        (
+            &[
+                "--redis",
+                "redis://127.0.0.1:9",
+                "--prefix",
+                "locks:*",
+                "node",
+                "--election",
+                "jobs",
+                "--id",
+                "a",
+            ],
+            &["--election jobs does not match --prefix locks:*"],
+        ),
+    ];
+    for (args, wants) in cases {
+        assert_usage_error(args, wants);
+    }
+}
+
+/// Every command's help, as a person at an 80-column terminal sees it.
+fn help(args: &[&str]) -> String {
+    let home = common::scratch::tempdir();
+    let out = command(home.path())
+        .args(args)
+        .env("COLUMNS", "80")
+        .env("LINES", "45")
+        .output()
+        .expect("run electop");
+    assert_eq!(out.status.code(), Some(0), "{args:?}");
+    String::from_utf8(out.stdout).expect("UTF-8 help")
+}
+
+/// Each subcommand and its own flags, as `-h` must list them (before the source flags).
+const SUBCOMMANDS: [(&str, &[&str]); 12] = [
+    ("", &[]),
+    ("status", &["--output", "--json", "--history", "--timeout"]),
+    ("watch", &["--json", "--changes-only"]),
+    (
+        "serve",
+        &[
+            "--listen",
+            "--bearer-token-file",
+            "--basic-auth-file",
+            "--tls-cert",
+            "--tls-key",
+            "--on-change",
+            "--webhook",
+            "--hook-timeout",
+            "--log-format",
+        ],
+    ),
+    (
+        "force-leader",
+        &[
+            "<ELECTION>",
+            "<ID>",
+            "--allow-unseen",
+            "--expect-leader",
+            "--yes",
+        ],
+    ),
+    (
+        "reelect",
+        &["<ELECTION>", "--expect-leader", "--yes", "--timeout"],
+    ),
+    (
+        "resign",
+        &["<ELECTION>", "--expect-leader", "--yes", "--timeout"],
+    ),
+    (
+        "node",
+        &["--store", "--election", "--id", "--ttl", "--create-table"],
+    ),
+    ("demo", &["--store", "--spawn-etcd", "--nodes", "--ttl"]),
+    ("presets", &[]),
+    ("contexts", &[]),
+    ("completions", &["<SHELL>"]),
+];
+
+/// `-h` fits a screen (45 lines of 80 columns) for every subcommand, and lists the
+/// subcommand's own flags first, then the source flags and electop's own under headings of
+/// their own; `--help` has every flag, the authentication and TLS ones under theirs.
+#[test]
+fn short_help_fits_a_screen_own_flags_first() {
+    for (sub, own) in SUBCOMMANDS {
+        let args: Vec<&str> = [sub, "-h"].into_iter().filter(|a| !a.is_empty()).collect();
+        let text = help(&args);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.len() <= 45,
+            "{args:?}: {} lines:\n{text}",
+            lines.len()
+        );
+        for line in &lines {
+            assert!(line.chars().count() <= 80, "{args:?}: too wide: {line}");
+        }
+        let sources = text.find("\nSources:\n").expect("a Sources heading");
+        let general = text.find("\nConfig and logging:\n").expect("its heading");
+        assert!(sources < general, "{args:?}:\n{text}");
+        for flag in ["--etcd", "--zk", "--sql", "--redis", "--prefix", "--scheme"] {
+            let at = text.find(&format!("  {flag} ")).expect(flag);
+            assert!(at > sources, "{args:?}: {flag} before Sources:\n{text}");
+        }
+        for flag in own {
+            let at = text
+                .find(&format!(" {flag}"))
+                .unwrap_or_else(|| panic!("{args:?}: {flag} missing:\n{text}"));
+            assert!(at < sources, "{args:?}: {flag} after the sources:\n{text}");
+        }
+        assert!(
+            !text.contains("--tls-cert") || sub == "serve",
+            "{args:?}: {text}"
+        );
+
+        let args: Vec<&str> = [sub, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let text = help(&args);
+        let sources = text.find("\nSources:\n").expect("Sources");
+        let auth = text.find("\nAuthentication:\n").expect("Authentication");
+        let tls = text.find("\nTLS:\n").expect("TLS");
+        assert!(sources < auth && auth < tls, "{args:?}:\n{text}");
+        for flag in ["--zk-auth", "--password-env", "--user"] {
+            let at = text.find(&format!("  {flag} ")).expect(flag);
+            assert!(auth < at && at < tls, "{args:?}: {flag}");
+        }
+        for flag in [
+            "--cacert",
+            "--zk-cacert",
+            "--redis-cacert",
+            "--insecure-skip-tls-verify",
+        ] {
+            assert!(text.find(&format!("  {flag}")).expect(flag) > tls, "{flag}");
+        }
+        for line in text.lines() {
+            assert!(line.chars().count() <= 80, "{args:?}: too wide: {line}");
+        }
+    }
+}
+
+/// The top line names every store electop reads.
+#[test]
+fn the_top_line_names_every_store() {
+    let text = help(&["-h"]);
+    let about: String = text.split("\n\n").next().expect("about").replace('\n', " ");
+    for store in [
+        "etcd",
+        "PostgreSQL",
+        "MariaDB",
+        "SQLite",
+        "ZooKeeper",
+        "session locks",
+        "Redis",
+    ] {
+        assert!(about.contains(store), "{store} missing from: {about}");
+    }
+}

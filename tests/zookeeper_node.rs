@@ -490,7 +490,11 @@ fn bad_zookeeper_node_and_demo_input_says_what_to_do() {
         ]
         .concat(),
     );
-    assert!(scheme.contains("does not run on ZooKeeper"), "{scheme}");
+    assert!(
+        scheme.contains("--scheme etcd-election is an etcd scheme")
+            && scheme.contains("does not apply to --zk"),
+        "{scheme}"
+    );
     let path = fails(
         h,
         None,

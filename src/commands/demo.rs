@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::Usage;
 use crate::app::Prefs;
-use crate::cli::{Cli, DemoArgs, SourceArgs};
+use crate::cli::{Cli, DemoArgs, DemoStore, SourceArgs};
 use crate::config::Config;
 
 pub(super) fn run(
@@ -24,6 +24,7 @@ pub(super) fn run(
         ))
         .into());
     }
+    check(args, &cli.sources)?;
     let rt = tokio::runtime::Runtime::new()?;
     let timing = (tick, config.ui.min_frame());
     let options = demo_options(args, &cli.sources);
@@ -33,7 +34,6 @@ pub(super) fn run(
 
 /// The demo's options from its flags.
 fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
-    use crate::cli::DemoStore;
     use crate::demo::{Options, Store, Tls};
     Options {
         store: match args.store {
@@ -79,5 +79,187 @@ fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
             insecure_skip_tls_verify: false,
         },
         read_only: src.read_only,
+    }
+}
+
+/// `demo --store`'s name for `store`.
+fn store_name(store: DemoStore) -> String {
+    use clap::ValueEnum;
+    store
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
+/// The demo's flags fit the store it runs on: found here, before anything starts, as
+/// usage mistakes (exit 2); the demo checks what it uses again where it uses it.
+fn check(args: &DemoArgs, src: &SourceArgs) -> Result<(), Usage> {
+    check_spawn(args)?;
+    check_sources(args, src)?;
+    check_urls(src)?;
+    check_scheme(args.store, src)?;
+    let ignored = [
+        ("--prefix", !src.prefix.is_empty()),
+        ("--preset", src.preset.is_some()),
+        ("--registry", src.registry.is_some()),
+        ("--heartbeat-timeout", src.heartbeat_timeout.is_some()),
+        ("--poll", src.poll.is_some()),
+    ];
+    if let Some((flag, _)) = ignored.iter().find(|(_, given)| *given) {
+        return Err(Usage(format!(
+            "{flag} does not apply to electop demo: the demo makes its own elections; leave it out"
+        )));
+    }
+    Ok(())
+}
+
+/// `--spawn-X` goes with `--store X`.
+fn check_spawn(args: &DemoArgs) -> Result<(), Usage> {
+    let spawns = [
+        (args.spawn_etcd, DemoStore::Etcd, "--spawn-etcd", "an etcd"),
+        (
+            args.spawn_zookeeper,
+            DemoStore::Zookeeper,
+            "--spawn-zookeeper",
+            "a ZooKeeper",
+        ),
+        (
+            args.spawn_redis,
+            DemoStore::Redis,
+            "--spawn-redis",
+            "a redis-server",
+        ),
+    ];
+    for (given, store, flag, what) in spawns {
+        if given && args.store != store {
+            let n = store_name(store);
+            return Err(Usage(format!(
+                "{flag} starts {what} for --store {n}, and the demo runs on --store {}; add --store {n}",
+                store_name(args.store)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The store's own source flag is given (or its server spawned), and no other store's
+/// flags are: they would be ignored.
+fn check_sources(args: &DemoArgs, src: &SourceArgs) -> Result<(), Usage> {
+    use DemoStore as S;
+    let store = args.store;
+    let needs = match store {
+        S::Etcd if src.etcd.is_empty() && !args.spawn_etcd => {
+            Some("--etcd HOST:PORT, or --spawn-etcd to start a local one")
+        }
+        S::Zookeeper if src.zk.is_empty() && !args.spawn_zookeeper => {
+            Some("--zk HOST:PORT, or --spawn-zookeeper to start a local one")
+        }
+        S::Redis if src.redis.is_empty() && !args.spawn_redis => {
+            Some("--redis redis://HOST:PORT, or --spawn-redis to start a local one")
+        }
+        S::Postgres | S::Mysql if src.sql.is_empty() => Some("--sql URL"),
+        _ => None,
+    };
+    if let Some(needs) = needs {
+        return Err(Usage(format!(
+            "--store {} needs {needs}",
+            store_name(store)
+        )));
+    }
+    let is_sql = matches!(store, S::Postgres | S::Mysql | S::Sqlite);
+    let flags = [
+        ("--etcd", !src.etcd.is_empty(), store == S::Etcd),
+        ("--zk", !src.zk.is_empty(), store == S::Zookeeper),
+        ("--redis", !src.redis.is_empty(), store == S::Redis),
+        (
+            "--sql",
+            !src.sql.is_empty(),
+            matches!(store, S::Postgres | S::Mysql),
+        ),
+        ("--table", src.table.is_some(), is_sql),
+        ("--user", src.user.is_some(), store == S::Etcd),
+        ("--zk-auth", src.zk_auth.is_some(), store == S::Zookeeper),
+        (
+            "--cacert",
+            src.cacert.is_some() || src.cert.is_some(),
+            store == S::Etcd,
+        ),
+        (
+            "--insecure-skip-tls-verify",
+            src.insecure_skip_tls_verify,
+            store == S::Etcd,
+        ),
+        (
+            "--zk-cacert",
+            src.zk_cacert.is_some() || src.zk_cert.is_some(),
+            store == S::Zookeeper,
+        ),
+        (
+            "--redis-cacert",
+            src.redis_cacert.is_some() || src.redis_cert.is_some(),
+            store == S::Redis,
+        ),
+        (
+            "--password-env/--password-file",
+            src.password_env.is_some() || src.password_file.is_some(),
+            matches!(store, S::Etcd | S::Redis | S::Postgres | S::Mysql),
+        ),
+    ];
+    match flags.iter().find(|(_, given, applies)| *given && !applies) {
+        Some((flag, _, _)) => Err(Usage(format!(
+            "{flag} does not apply to the demo's --store {}: leave it out, or choose the \
+             store it is for with --store",
+            store_name(store)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The store's address reads as one, as it would for any other command.
+fn check_urls(src: &SourceArgs) -> Result<(), Usage> {
+    use crate::config::{DbUrl, Dialect, RedisSource, SqlConfigError, ZkSource};
+    if let Some(zk) = src.zk.first() {
+        ZkSource::from_connect(zk, None, None).map_err(|e| Usage(format!("--zk: {e}")))?;
+    }
+    if let Some(url) = src.redis.first() {
+        RedisSource::from_url(url, None).map_err(Usage)?;
+    }
+    if let Some(url) = src.sql.first()
+        && Dialect::from_url(url).is_none()
+    {
+        let e = SqlConfigError::url(&DbUrl(url.clone()));
+        return Err(Usage(format!("--sql: {e}")));
+    }
+    Ok(())
+}
+
+/// `--scheme` runs on the store: etcd's on etcd, a SQL table's on a SQL store, a session
+/// lock on its own server; ZooKeeper's and Redis's nodes have one way of their own.
+fn check_scheme(store: DemoStore, src: &SourceArgs) -> Result<(), Usage> {
+    use DemoStore as S;
+    let Some(scheme) = src.scheme.map(crate::model::Scheme::from) else {
+        return Ok(());
+    };
+    let runs = match store {
+        S::Etcd => !scheme.is_sql() && !scheme.is_session_lock(),
+        S::Sqlite => scheme.is_sql(),
+        S::Postgres => scheme.is_sql() || scheme == crate::model::Scheme::PgAdvisory,
+        S::Mysql => scheme.is_sql() || scheme == crate::model::Scheme::MysqlLock,
+        S::Zookeeper | S::Redis => false,
+    };
+    match runs {
+        true => Ok(()),
+        false => Err(Usage(format!(
+            "--scheme {scheme} does not run on the demo's --store {}: {}",
+            store_name(store),
+            match store {
+                S::Etcd => "use etcd-election or etcd-lease-key",
+                S::Zookeeper | S::Redis =>
+                    "leave --scheme out: its nodes have one way of their own",
+                _ =>
+                    "use sql-lease or sql-heartbeat (pg-advisory with --store postgres, \
+                     mysql-lock with --store mysql)",
+            }
+        ))),
     }
 }

@@ -38,10 +38,7 @@ pub use admin::{EXIT_CHANGED, EXIT_DONE, EXIT_STORE};
 /// as clap does for the mistakes it finds itself.
 pub const EXIT_USAGE: u8 = 2;
 
-/// A mistake in the flags or the config file, found before any store is touched.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct Usage(pub(crate) String);
+pub(crate) use crate::config::Usage;
 
 /// The exit code an error ends the process with: 2 for a usage or config mistake, else 1.
 pub fn exit_code(e: &anyhow::Error) -> ExitCode {
@@ -109,6 +106,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new()?;
     let mut cli = cli;
     let flags = cli.sources.flags();
+    // Before any catalog is read: a mistake in the flags is not a database that is down.
+    flags.check(&config).map_err(Usage)?;
     if flags.sql_to_find() {
         // `--sql URL` alone: the tables electop knows, from each database's catalog.
         let (found, unreached) = rt

@@ -24,6 +24,14 @@ pub(super) async fn node(
     if let Some(store) = args.store {
         check_store(store, &source)?;
     }
+    if args.create_table && !matches!(source, SourceConfig::Sql(_)) {
+        return Err(Usage(format!(
+            "--create-table is for a SQL table (--sql), and does not apply to the node's {} \
+             source: leave it out",
+            store_label(&source)
+        ))
+        .into());
+    }
     // A preset (or the config's source) already says which scheme its store uses.
     let scheme = scheme.map(crate::model::Scheme::from).or(source.scheme()).ok_or_else(|| {
         Usage("electop node needs --scheme (etcd-election, etcd-lease-key, sql-lease, sql-heartbeat, pg-advisory or mysql-lock) or a SQL --preset".into())
@@ -77,4 +85,14 @@ fn check_store(store: DemoStore, source: &SourceConfig) -> Result<(), Usage> {
         name(store).unwrap_or_default(),
         name(is).unwrap_or_default(),
     )))
+}
+
+/// The source's store, as a message names it.
+fn store_label(source: &SourceConfig) -> &'static str {
+    match source {
+        SourceConfig::Etcd(_) => "etcd (--etcd)",
+        SourceConfig::Zookeeper(_) => "ZooKeeper (--zk)",
+        SourceConfig::Redis(_) => "Redis (--redis)",
+        SourceConfig::Sql(_) => "SQL (--sql)",
+    }
 }

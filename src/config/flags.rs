@@ -35,11 +35,6 @@ pub struct Unreached {
     pub error: String,
 }
 
-/// The etcd TLS flags given where only ZooKeeper is read (README, ZooKeeper: TLS).
-const ZK_NOT_ETCD_TLS: &str = "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's; \
-     for TLS to ZooKeeper's secureClientPort give --zk-cacert (and --zk-cert/--zk-key for a \
-     client certificate)";
-
 /// The source flags as given (see `electop --help` for each).
 #[derive(Clone, Debug, Default)]
 pub struct Flags {
@@ -133,19 +128,10 @@ impl Flags {
     }
 
     fn resolve_sources(&self, configured: &[SourceConfig]) -> Result<Vec<SourceConfig>, String> {
+        self.check_applies(configured)?;
         let scheme = self.scheme;
         let sql_scheme = self.sql_scheme(scheme)?;
         let etcd_scheme = scheme.filter(|s| !s.is_sql() && !s.is_session_lock());
-        if sql_scheme.is_some()
-            && self.sql.is_empty()
-            && self.etcd.is_empty()
-            && configured.is_empty()
-        {
-            return Err(format!(
-                "--scheme {} needs --sql URL",
-                self.scheme.map(|s| s.as_str()).unwrap_or("")
-            ));
-        }
         let etcd_preset = self.preset.filter(|p| p.etcd_namespace().is_some());
         // --prefix goes with --zk (or --redis) when that is given without --etcd.
         let prefix_is_etcd = !self.prefix.is_empty()
@@ -175,7 +161,6 @@ impl Flags {
                 configured.to_vec()
             };
         }
-        self.check_tls_for(&sources)?;
         for s in sources.iter_mut() {
             self.apply_to(s)?;
         }
@@ -216,52 +201,6 @@ impl Flags {
                 })
             })
             .collect()
-    }
-
-    /// The TLS flags name a kind of source that is read: etcd's are not taken for
-    /// ZooKeeper's, nor the other way round.
-    fn check_tls_for(&self, sources: &[SourceConfig]) -> Result<(), String> {
-        let tls = self.cacert.is_some() || self.cert.is_some() || self.insecure_skip_tls_verify;
-        let is_etcd = |s: &SourceConfig| matches!(s, SourceConfig::Etcd(_));
-        if tls
-            && !sources.iter().any(is_etcd)
-            && sources
-                .iter()
-                .any(|s| s.scheme().is_some_and(|x| x.is_zookeeper()))
-        {
-            return Err(ZK_NOT_ETCD_TLS.to_string());
-        }
-        let is_redis = |s: &SourceConfig| matches!(s, SourceConfig::Redis(_));
-        if tls && !sources.iter().any(is_etcd) && sources.iter().any(is_redis) {
-            return Err(
-                "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's; for a Redis \
-                 tls-port write rediss://host:port and give --redis-cacert (and \
-                 --redis-cert/--redis-key for a client certificate)"
-                    .to_string(),
-            );
-        }
-        if (self.redis_cacert.is_some() || self.redis_cert.is_some())
-            && !sources.iter().any(is_redis)
-        {
-            return Err(
-                "--redis-cacert/--redis-cert/--redis-key are for Redis sources, and none is \
-                 read: give --redis rediss://host:port"
-                    .to_string(),
-            );
-        }
-        let zk_tls = self.zk_cacert.is_some() || self.zk_cert.is_some();
-        if zk_tls
-            && !sources
-                .iter()
-                .any(|s| matches!(s, SourceConfig::Zookeeper(_)))
-        {
-            return Err(
-                "--zk-cacert/--zk-cert/--zk-key are for ZooKeeper sources, and none is \
-                 read: give --zk HOST:PORT, or use --cacert/--cert/--key for etcd"
-                    .to_string(),
-            );
-        }
-        Ok(())
     }
 
     /// The flags every source of its kind takes: `--read-only`, TLS, presets, `--zk-auth`.
@@ -314,8 +253,10 @@ impl Flags {
         let mut out = Vec::new();
         for connect in &self.zk {
             for prefix in &prefixes {
-                let src = ZkSource::from_connect(connect, prefix.clone(), preset)
-                    .map_err(|e| format!("--zk {connect}: {e}"))?;
+                let src = ZkSource::from_connect(connect, prefix.clone(), preset).map_err(|e| {
+                    let shown = super::zookeeper::without_userinfo(connect);
+                    format!("--zk {shown}: {e}")
+                })?;
                 out.push(SourceConfig::Zookeeper(src));
             }
         }

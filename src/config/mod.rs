@@ -4,6 +4,7 @@
 //! line, the backends and the key map take what it produced. Unknown keys are refused, so a
 //! typo is an error that names the key instead of a setting silently ignored.
 
+mod applies;
 pub(crate) mod context;
 mod duration;
 mod endpoint;
@@ -15,6 +16,7 @@ mod redis;
 pub(crate) mod sql;
 mod sql_names;
 pub(crate) mod sql_tls;
+mod toml_error;
 mod ui;
 mod zookeeper;
 
@@ -146,6 +148,12 @@ impl SourceConfig {
     }
 }
 
+/// A mistake in the flags or the config file, found before a store is touched (or by a
+/// participant, before it joins): the process ends with exit 2, as clap's own do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
 /// The sources one command reads, and the context they came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Selected {
@@ -205,7 +213,7 @@ impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+            message: toml_error::describe(text, &e),
         })?;
         Self::check(file)
             .map_err(|message| ConfigError::Invalid {

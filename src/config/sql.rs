@@ -40,7 +40,7 @@ impl DbUrl {
                 let rest = self.0.split_once(':').map(|(_, r)| r).unwrap_or("");
                 format!("sqlite:{}", rest.split('?').next().unwrap_or(""))
             }
-            Ok(u) => {
+            Ok(u) if u.has_host() => {
                 let user = if u.username().is_empty() {
                     String::new()
                 } else {
@@ -54,8 +54,42 @@ impl DbUrl {
                     u.path()
                 )
             }
-            Err(_) => "<unparsable database URL>".to_string(),
+            // No host: not a URL electop reads (`user:secret@/path` parses, as scheme `user`).
+            _ => without_password(&self.0),
         }
+    }
+}
+
+/// A value that is no URL, as given but for what may be a password: `user:secret@host`
+/// shows as `user@host`.
+fn without_password(s: &str) -> String {
+    let (scheme, rest) = match s.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), s),
+    };
+    match rest.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{scheme}{user}@{host}")
+        }
+        None => s.to_string(),
+    }
+}
+
+/// What to write instead of `raw`, when it looks like a path to a SQLite file.
+fn sqlite_hint(raw: &str) -> String {
+    let path_like = !raw.contains("://")
+        && !raw.contains('@')
+        && (raw.starts_with(['/', '.'])
+            || [".db", ".sqlite", ".sqlite3", ".db3"]
+                .iter()
+                .any(|ext| raw.ends_with(ext)));
+    match path_like {
+        true => format!(": for the SQLite file {raw} write sqlite://{raw}"),
+        false => match raw.split_once("://") {
+            Some((scheme, _)) => format!(", not {scheme}://"),
+            None => String::new(),
+        },
     }
 }
 
@@ -83,8 +117,8 @@ pub struct SqlColumns {
 /// Why a SQL source's settings cannot work.
 #[derive(Debug, thiserror::Error)]
 pub enum SqlConfigError {
-    #[error("database URL `{0}` must start with postgres://, mysql:// or sqlite://")]
-    Url(String),
+    #[error("database URL `{given}` must start with postgres://, mysql:// or sqlite://{hint}")]
+    Url { given: String, hint: String },
     #[error(
         "scheme `{0}` is not a SQL scheme; use sql-lease, sql-heartbeat, pg-advisory or mysql-lock"
     )]
@@ -103,6 +137,15 @@ pub enum SqlConfigError {
         "an in-memory SQLite database is private to one connection, so no participant's elections can be seen in it; use a file: sqlite:///path/to/elections.db"
     )]
     Memory,
+}
+
+impl SqlConfigError {
+    /// `url` names no database electop reads; a path is shown how to write it.
+    pub fn url(url: &DbUrl) -> SqlConfigError {
+        let given = url.redacted();
+        let hint = sqlite_hint(&given);
+        SqlConfigError::Url { given, hint }
+    }
 }
 
 /// A SQL source as given (file or flags), a preset's table and columns filled in; not yet
@@ -267,8 +310,7 @@ impl SqlSource {
 }
 
 fn check(cfg: &SqlSpec) -> Result<SqlChecked, SqlConfigError> {
-    let dialect =
-        Dialect::from_url(&cfg.url.0).ok_or_else(|| SqlConfigError::Url(cfg.url.redacted()))?;
+    let dialect = Dialect::from_url(&cfg.url.0).ok_or_else(|| SqlConfigError::url(&cfg.url))?;
     if dialect == Dialect::Sqlite
         && (cfg.url.0.contains(":memory:") || cfg.url.0.contains("mode=memory"))
     {

@@ -81,6 +81,13 @@ impl ZkSource {
         prefix: Option<String>,
         preset: Option<Preset>,
     ) -> Result<ZkSource, String> {
+        if let Some((scheme, rest)) = connect.split_once("://") {
+            let rest = without_userinfo(rest);
+            return Err(format!(
+                "a ZooKeeper connect string has no {scheme}:// in front: write \
+                 HOST:PORT[,HOST:PORT...][/chroot], e.g. {rest}"
+            ));
+        }
         let (hosts, chroot) = match connect.find('/') {
             Some(i) => (&connect[..i], Some(connect[i..].to_string())),
             None => (connect, None),
@@ -213,6 +220,18 @@ impl ZkSource {
     }
 }
 
+/// A connect string as it may be shown: what stands before an `@` (a password, were one
+/// typed there) is left out.
+pub(super) fn without_userinfo(connect: &str) -> String {
+    match connect.rsplit_once('@') {
+        Some((before, after)) => match before.split_once("://") {
+            Some((scheme, _)) => format!("{scheme}://…@{after}"),
+            None => format!("…@{after}"),
+        },
+        None => connect.to_string(),
+    }
+}
+
 /// One member, `host:port` (a port is required: ZooKeeper's 2181 is a convention, and a
 /// missing one is more often a typo than a wish for the default).
 fn check_member(raw: &str) -> Result<String, String> {
@@ -223,6 +242,13 @@ fn check_member(raw: &str) -> Result<String, String> {
             "a ZooKeeper member is empty (a stray comma?); write host:port, e.g. 127.0.0.1:2181"
                 .to_string(),
         );
+    }
+    if let Some((scheme, rest)) = s.split_once("://") {
+        return Err(format!(
+            "ZooKeeper member `{shown}`: no {}:// in front; write host:port, e.g. {}",
+            crate::model::escape_bytes(scheme.as_bytes()),
+            crate::model::escape_bytes(rest.as_bytes())
+        ));
     }
     let Some((host, port)) = s.rsplit_once(':') else {
         return Err(format!(

@@ -61,8 +61,9 @@ pub(crate) async fn run(
     // Every election's time left is a series: every lease is read, not only those on screen.
     opts.all_leases = true;
     let stats = Arc::new(crate::serve_hooks::HookStats::default());
+    // A hook that cannot start is a mistake in its flags or `[serve]`: exit 2.
     let hooks = crate::serve_hooks::Hooks::start(o.hooks, Arc::clone(&stats))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| crate::config::Usage(e.to_string()))?;
     let tcp = tokio::net::TcpListener::bind(o.listen)
         .await
         .with_context(|| format!("cannot listen on {}", o.listen))?;

@@ -173,6 +173,20 @@ async fn explain(
                 .to_string(),
         );
     }
+    // A refused connect is refused again at once: the probe costs nothing there.
+    if dial.tls.is_none()
+        && no_answer(&e)
+        && let Some(answer) = tls::not_http2(&dial.host, dial.port, probe).await
+    {
+        // Another server (Redis, HTTP/1): waiting will not make it etcd.
+        return EtcdError::lasting(
+            endpoint,
+            format!(
+                "the server there did not answer as etcd: no HTTP/2 (gRPC) handshake; it \
+                 answered `{answer}`: is this etcd's client port (2379)?"
+            ),
+        );
+    }
     EtcdError::from_client(endpoint, e)
 }
 

@@ -84,18 +84,22 @@ pub(super) async fn run(
 /// The lock key: `--election`, which the source's `--prefix` pattern must match, or the
 /// dashboard on the same flags would not show it.
 fn lock_key(cfg: &RedisSource, election: &str) -> Result<Vec<u8>> {
+    // Mistakes in the flags: exit 2, as the others.
+    use crate::config::Usage;
     if election.is_empty() || election.chars().any(char::is_control) {
-        bail!(
+        return Err(Usage(format!(
             "--election {}: on Redis the election is the lock key, like locks:jobs",
             escape_bytes(election.as_bytes())
-        );
+        ))
+        .into());
     }
     if !glob(cfg.prefix.as_bytes(), election.as_bytes()) {
-        bail!(
+        return Err(Usage(format!(
             "--election {election} does not match --prefix {}: electop on that pattern would not \
              see the lock; name a key the pattern matches (or change --prefix)",
             cfg.prefix
-        );
+        ))
+        .into());
     }
     Ok(election.as_bytes().to_vec())
 }

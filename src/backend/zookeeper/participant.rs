@@ -28,7 +28,7 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use zookeeper_client::{Acls, Client, CreateMode, Error as E, SessionState, WatchedEvent};
@@ -98,10 +98,12 @@ fn election_path(prefix: &str, election: &str) -> Result<String> {
             .any(|s| s.is_empty() || s == "." || s == "..")
         || rel.chars().any(char::is_control);
     if bad {
-        bail!(
+        // A mistake in the flags: exit 2, as the others.
+        return Err(crate::config::Usage(format!(
             "--election {}: on ZooKeeper the election is a znode path below --prefix, like `jobs` or `app/jobs` (no empty, `.` or `..` segment)",
             crate::model::escape_bytes(election.as_bytes())
-        );
+        ))
+        .into());
     }
     Ok(format!("{}/{rel}", prefix.trim_end_matches('/')))
 }
