@@ -33,9 +33,7 @@ fn ttl(model: &ReadModel, e: &Election) -> String {
     match (&e.leader, e.ttl_ms_at(at)) {
         (Some(l), _) if l.zombie() => "no lease".to_string(),
         // As the dashboard's column says: nothing counted down the store did not say.
-        (Some(l), _) if let Some(text) = format::held_without_ttl(e.scheme, l) => {
-            text.to_string()
-        }
+        (Some(l), _) if let Some(text) = format::held_without_ttl(e.scheme, l) => text.to_string(),
         (_, Some(ms)) => format::duration_ms(ms),
         _ => "-".to_string(),
     }

@@ -16,20 +16,49 @@ use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
 use crate::model::SourceEvent;
 
+/// The tracker of `b`'s rows, with the history its journal read back, and the journal's
+/// writer for this run.
+fn book(b: &SqlBackend) -> (SqlTracker, Option<history::Writer>) {
+    let mut tracker = SqlTracker::new(
+        b.info.id,
+        b.info.name.clone(),
+        b.settings.scheme.scheme(),
+        b.settings.scheme.term_ms(),
+        b.opts.history_limit.max(1),
+    );
+    let mut writer = None;
+    // A source whose table is not found yet has no history of its own.
+    if let Some(path) = b.history_path.as_ref().filter(|_| b.unresolved.is_none()) {
+        tracker.preload(history::load(path, b.opts.history_limit));
+        let (w, writing) = history::Writer::open(path, b.opts.history_limit);
+        match writing {
+            Ok(true) => {}
+            Ok(false) => {
+                info!(path = %path.display(), "another electop records this source's history")
+            }
+            Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
+        }
+        writer = Some(w);
+    }
+    (tracker, writer)
+}
+
 /// Why a phase did not give its input.
 type Stop = crate::backend::Stop<SqlError>;
 
 pub(super) async fn run(b: SqlBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
-    let mut f = Follow::new(&b, io);
+    let mut f = Follow::new(b, io);
     tokio::select! {
         _ = drive(&mut f) => {}
         _ = cancel.cancelled() => {}
     }
 }
 
-struct Follow<'a> {
-    b: &'a SqlBackend,
+struct Follow {
+    /// `--sql URL` alone, its database down at start: its table is found in the catalog at
+    /// the first snapshot, and this becomes the backend reading it.
+    b: SqlBackend,
     io: BackendIo,
     tracker: SqlTracker,
     writer: Option<history::Writer>,
@@ -39,7 +68,7 @@ struct Follow<'a> {
     poll: Option<(String, Interval)>,
 }
 
-impl Steps for Follow<'_> {
+impl Steps for Follow {
     type Error = SqlError;
 
     fn lifecycle(&mut self) -> &mut Lifecycle {
@@ -59,6 +88,9 @@ impl Steps for Follow<'_> {
     /// The table checked, the poll made for its deadline column's type, and the rows read
     /// once: the first state, or what changed while the source was away.
     async fn snapshot(&mut self) -> Result<Input, Stop> {
+        if self.b.unresolved.is_some() {
+            self.resolve().await?;
+        }
         let Some(pool) = &self.pool else {
             return Err(self.lost());
         };
@@ -106,7 +138,7 @@ impl Steps for Follow<'_> {
     }
 }
 
-impl<'a> Follow<'a> {
+impl Follow {
     /// Reads every row once and shows what changed.
     async fn poll_now(&mut self) -> Result<(), Stop> {
         let (Some(pool), Some((query, _))) = (&self.pool, &self.poll) else {
@@ -119,27 +151,8 @@ impl<'a> Follow<'a> {
         self.deliver(polled, sent).await
     }
 
-    fn new(b: &'a SqlBackend, io: BackendIo) -> Follow<'a> {
-        let mut tracker = SqlTracker::new(
-            b.info.id,
-            b.info.name.clone(),
-            b.settings.scheme.scheme(),
-            b.settings.scheme.term_ms(),
-            b.opts.history_limit.max(1),
-        );
-        let mut writer = None;
-        if let Some(path) = &b.history_path {
-            tracker.preload(history::load(path, b.opts.history_limit));
-            let (w, writing) = history::Writer::open(path, b.opts.history_limit);
-            match writing {
-                Ok(true) => {}
-                Ok(false) => {
-                    info!(path = %path.display(), "another electop records this source's history")
-                }
-                Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
-            }
-            writer = Some(w);
-        }
+    fn new(b: SqlBackend, io: BackendIo) -> Follow {
+        let (tracker, writer) = book(&b);
         Follow {
             b,
             io,
@@ -149,6 +162,23 @@ impl<'a> Follow<'a> {
             pool: None,
             poll: None,
         }
+    }
+
+    /// The database answered for the first time: the first known table in its catalog is the
+    /// one read from now on (said in the source's notice); none is a lasting failure, since
+    /// waiting will not make one.
+    async fn resolve(&mut self) -> Result<(), Stop> {
+        let (Some(pool), Some(cfg)) = (&self.pool, &self.b.unresolved) else {
+            return Err(self.lost());
+        };
+        let found = super::discover::tables_in(&self.b.settings, pool, cfg.table.as_deref()).await;
+        let next = found
+            .and_then(|tables| super::unfound::resolved(&self.b, cfg, &tables))
+            .map_err(SqlError::Schema)?;
+        self.send(SourceEvent::Info(next.info.clone())).await?;
+        (self.tracker, self.writer) = book(&next);
+        self.b = next;
+        Ok(())
     }
 
     async fn send(&self, event: SourceEvent) -> Result<(), Stop> {

@@ -182,10 +182,7 @@ impl Backend for SqlBackend {
     }
 
     fn run(self: Box<Self>, io: BackendIo) -> BackendFuture {
-        match self.unresolved.is_some() {
-            true => Box::pin(unfound::run(*self, io)),
-            false => Box::pin(follow::run(*self, io)),
-        }
+        Box::pin(follow::run(*self, io))
     }
 }
 
