@@ -125,10 +125,27 @@ pub(crate) async fn connect_one_of(
     }
     let at = cfg.connect_string();
     Err(match first {
-        Some(ZkError::NoHosts(_)) => ZkError::NoHosts(at),
+        // Each member's refusal was its own; all of them together are the source's.
+        Some(ZkError::NoHosts(_) | ZkError::Refused(_)) if all_refused(cfg).await => {
+            ZkError::Refused(at)
+        }
+        Some(ZkError::NoHosts(_) | ZkError::Refused(_)) => ZkError::NoHosts(at),
         Some(ZkError::Timeout(..)) | None => ZkError::Timeout(at, wait),
         Some(e) => e,
     })
+}
+
+/// Whether every member of `cfg` refuses a TCP connection now (nothing listens), which the
+/// client does not tell from a member still starting (one that takes the connection and
+/// closes it). A member that does not answer in a moment is not taken for refusing.
+async fn all_refused(cfg: &ZkSource) -> bool {
+    let probe = |ep: String| async move {
+        let tried = tokio::time::timeout(LOOK_AFTER, tokio::net::TcpStream::connect(ep)).await;
+        matches!(tried, Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused)
+    };
+    let probes = cfg.endpoints.iter().map(|ep| probe(ep.clone()));
+    let refused = futures::future::join_all(probes).await;
+    !refused.is_empty() && refused.into_iter().all(|r| r)
 }
 
 /// How long a connect may take before electop looks into why: a session is usually there
@@ -154,6 +171,7 @@ async fn failed(cfg: &ZkSource, e: Option<zookeeper_client::Error>, wait: Durati
     }
     match e {
         None => ZkError::Timeout(at, wait),
+        Some(E::NoHosts) if all_refused(cfg).await => ZkError::Refused(at),
         Some(e) => ZkError::from_client(e, &at, "/", wait),
     }
 }

@@ -6,6 +6,12 @@ use std::time::Duration;
 pub(crate) enum ZkError {
     #[error("no ZooKeeper member answered at {0} (connection refused, or nothing listening)")]
     NoHosts(String),
+    /// Every member refused the TCP connection: nothing listens there now.
+    #[error(
+        "nothing listens at {0}: every member refused the connection (is ZooKeeper running \
+         there? check the host and port)"
+    )]
+    Refused(String),
     #[error("no answer from ZooKeeper at {0} within {1:?}")]
     Timeout(String, Duration),
     #[error("session expired (ZooKeeper ended electop's session); starting a new one")]
@@ -58,10 +64,11 @@ impl crate::backend::engine::drive::StoreError for ZkError {
         }
     }
 
-    /// TLS cannot work: `status` says so at once. The client says `NoHosts` for a server
-    /// still starting up too, so a refusal is waited out like any failure.
+    /// TLS cannot work, or nothing listens (every member refused the TCP connection):
+    /// `status` says so at once. The client says `NoHosts` for a server still starting up
+    /// too (it takes the connection, then closes it), which is waited out.
     fn ends_one_shot(&self) -> bool {
-        matches!(self, ZkError::Tls(_))
+        matches!(self, ZkError::Tls(_) | ZkError::Refused(_))
     }
 }
 
