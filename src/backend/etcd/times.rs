@@ -61,6 +61,33 @@ impl TimesFile {
         &self.path
     }
 
+    /// Keeps when each leader change of `events` was seen live, and a lease's cause (what a
+    /// replay cannot tell: whether it expired or was revoked), for dashboards started later.
+    /// A failure is logged: the changes are shown all the same.
+    pub(super) fn record(&self, events: &[crate::model::Event]) {
+        use crate::model::EventKind::{LeaderChanged, LeaderElected, LeaderLost};
+        let mut seen: Vec<(i64, Seen)> = Vec::new();
+        let changes = events
+            .iter()
+            .filter(|e| matches!(e.kind, LeaderElected | LeaderChanged | LeaderLost));
+        for e in changes {
+            let (Some(revision), Some(at)) = (e.revision, e.at) else {
+                continue;
+            };
+            let cause = e
+                .cause
+                .filter(|c| matches!(c, Cause::LeaseExpired | Cause::LeaseRevoked));
+            match seen.iter_mut().find(|(r, _)| *r == revision) {
+                Some((_, (_, known))) => *known = known.or(cause),
+                None => seen.push((revision, (at, cause))),
+            }
+        }
+        if let Err(e) = self.append(&seen) {
+            let path = self.path.display();
+            tracing::warn!(%e, %path, "cannot record when changes were seen");
+        }
+    }
+
     /// Appends what was seen live, in one write, if this electop records the source.
     pub(super) fn append(&self, seen: &[(i64, Seen)]) -> std::io::Result<()> {
         if seen.is_empty() {

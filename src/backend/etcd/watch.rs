@@ -532,31 +532,6 @@ pub(super) async fn synced(
 
 /// Applies live changes at once; the fates of deleted keys' leases are read first, and a
 /// fate that cannot be read leaves the cause to the countdown rather than losing the change.
-/// Keeps when each leader change was seen live, for dashboards started later.
-fn record_times(file: &super::times::TimesFile, events: &[crate::model::Event]) {
-    use crate::model::Cause::{LeaseExpired, LeaseRevoked};
-    use crate::model::EventKind::{LeaderChanged, LeaderElected, LeaderLost};
-    let mut seen: Vec<(i64, super::times::Seen)> = Vec::new();
-    let changes = events
-        .iter()
-        .filter(|e| matches!(e.kind, LeaderElected | LeaderChanged | LeaderLost));
-    for e in changes {
-        let (Some(revision), Some(at)) = (e.revision, e.at) else {
-            continue;
-        };
-        // What a replay cannot tell: whether the lease expired or was revoked.
-        let cause = e.cause.filter(|c| matches!(c, LeaseExpired | LeaseRevoked));
-        match seen.iter_mut().find(|(r, _)| *r == revision) {
-            Some((_, (_, known))) => *known = known.or(cause),
-            None => seen.push((revision, (at, cause))),
-        }
-    }
-    if let Err(e) = file.append(&seen) {
-        let path = file.path().display();
-        tracing::warn!(%e, %path, "cannot record when changes were seen");
-    }
-}
-
 pub(super) async fn apply(
     backend: &EtcdBackend,
     link: &Link,
@@ -575,7 +550,7 @@ pub(super) async fn apply(
     };
     let (elections, events) = tracker.apply(changes, &f, seen);
     if let Some(file) = link.times.as_ref() {
-        record_times(file, &events);
+        file.record(&events);
     }
     let source = backend.info.id;
     if !elections.is_empty() {
