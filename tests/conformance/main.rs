@@ -14,6 +14,7 @@ mod participants;
 mod scenarios;
 mod servers;
 mod stores;
+mod twice;
 mod views;
 
 /// `cells!(scenario)`: a module per scenario, a test per store and scheme;
@@ -53,3 +54,4 @@ cells!(reelect_later: etcd_election, etcd_lease_key,
     redis_events, redis_poll, pg_advisory, mysql_lock);
 cells!(force_leader);
 cells!(member_frozen: etcd_election, zookeeper);
+cells!(two_changes);

@@ -13,6 +13,7 @@ use crate::common::{T, electop::command};
 pub use crate::frozen::member_frozen;
 use crate::participants::Participant;
 use crate::stores::{Cell, Kind, TTL, names};
+pub use crate::twice::two_changes;
 use crate::views::{
     Agreement, Change, Observers, View, agree, changes_by_cause, dump, find_election,
     markers_alternate,
