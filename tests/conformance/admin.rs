@@ -1,6 +1,7 @@
-//! The admin verbs while the observers run: (7) `reelect` and (9) `force-leader`. The
-//! observers learn an action from the shared audit log after the CLI wrote it, so a change
-//! already told is then attributed to it; every view must end up saying the same.
+//! The admin verbs while the observers run: (7) `reelect`, (9) the views started after it,
+//! (10) `force-leader`. The observers learn an action from the shared audit log after the
+//! CLI wrote it, so a change already told is then attributed to it; every view must end up
+//! saying the same.
 
 use std::process::{Output, Stdio};
 
@@ -70,13 +71,13 @@ fn reelected(obs: &mut Observers, cell: &Cell, from: &str) -> Option<String> {
     leader
 }
 
-/// (7b) What views started after a `reelect` say of it: a `serve` started at once shows
+/// (9) What views started after a `reelect` say of it: a `serve` started at once shows
 /// the deposed holder (where it lives on unaware, with its alarm and
 /// `electop_election_deposed_holders`); once the running views agree, a later `status` and
 /// another fresh `serve` show it too, and the change with the dashboard's cause where the
 /// history is kept; and so does, by then, the serve started at once.
 pub fn reelect_later(kind: Kind) {
-    let cell = Cell::new(kind, "reelect-later", 10);
+    let cell = Cell::new(kind, "reelect-later", 9);
     let mut obs = Observers::start(&cell, &cell.source, true);
     let (_nodes, ia) = holder_and_follower(&cell, &mut obs);
     let out = admin(&cell, &["reelect", &cell.election]);
@@ -84,12 +85,12 @@ pub fn reelect_later(kind: Kind) {
     let cause = "forced_reelection";
     // Started at once: a Redis holder is deposed only while its PX runs.
     let at_once = Observers::start(&cell, &cell.source, true);
-    deposed::in_fresh_serve(&cell, &at_once, &ia, None);
+    deposed::in_fresh_serve(&cell, &at_once, "started at once", &ia, None);
     reelected(&mut obs, &cell, &ia);
     deposed::in_later_status(&cell, &ia, cause);
     let after = Observers::start(&cell, &cell.source, true);
-    deposed::in_fresh_serve(&cell, &after, &ia, Some(cause));
-    deposed::in_fresh_serve(&cell, &at_once, &ia, Some(cause));
+    deposed::in_fresh_serve(&cell, &after, "started after", &ia, Some(cause));
+    deposed::in_fresh_serve(&cell, &at_once, "started at once", &ia, Some(cause));
 }
 
 /// A leader and a follower; the leader's id. On Redis the leader is a lock a client took
@@ -166,11 +167,11 @@ fn candidate_id(cell: &Cell, views: &[View], shown: &str) -> String {
         })
 }
 
-/// (9) `force-leader` of the candidate in line: every view says the holder's tenure ended
+/// (10) `force-leader` of the candidate in line: every view says the holder's tenure ended
 /// `forced_leader` and that candidate leads; where the store cannot force one (Redis: no
 /// line, and a token is its client's own), the verb refuses, says why, and nothing changes.
 pub fn force_leader(kind: Kind) {
-    let cell = Cell::new(kind, "force", 9);
+    let cell = Cell::new(kind, "force", 10);
     let mut obs = Observers::start(&cell, &cell.source, true);
     let (_a, _b, ia, ib) = two_nodes(&cell, &mut obs);
     let views = settle(&mut obs, &cell, Some(&ia));

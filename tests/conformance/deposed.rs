@@ -1,4 +1,4 @@
-//! What a view started after a `reelect` says of it (7): the deposed holder (a holder
+//! What a view started after a `reelect` says of it (9): the deposed holder (a holder
 //! removed whose lease or session lives on, who may still believe it leads) with its alarm
 //! and `electop_election_deposed_holders`, and the change told with the dashboard's cause,
 //! in a `serve` started after the change and in a later `status`.
@@ -68,11 +68,17 @@ fn deposed_gauge(metrics: &str, election: &str) -> Option<String> {
 
 /// A `serve` started after the change: its `/api/v1/elections` and `/metrics` say it, as
 /// `judge` wants, within `T` (it reads the store and the audit log first).
-pub fn in_fresh_serve(cell: &Cell, later: &Observers, from: &str, cause: Option<&str>) {
+pub fn in_fresh_serve(
+    cell: &Cell,
+    later: &Observers,
+    which: &str,
+    from: &str,
+    cause: Option<&str>,
+) {
     let kind = cell.kind;
     let what = match cause {
-        None => "a serve started after says the deposed holder".to_string(),
-        Some(c) => format!("a serve started after says the deposed holder and {c}"),
+        None => format!("a serve {which} says the deposed holder"),
+        Some(c) => format!("a serve {which} says the deposed holder and {c}"),
     };
     crate::common::wait_for(&what, T, || {
         let (_, body) = http::request(&later.addr, "/api/v1/elections", &[]);
@@ -93,7 +99,8 @@ pub fn in_fresh_serve(cell: &Cell, later: &Observers, from: &str, cause: Option<
 /// A `status --json --history` run after the change says it as `judge` wants.
 pub fn in_later_status(cell: &Cell, from: &str, cause: &str) {
     let kind = cell.kind;
-    crate::common::wait_for("a later status says the deposed holder", T, || {
+    let what = format!("a later status says the deposed holder and {cause}");
+    crate::common::wait_for(&what, T, || {
         let out = command(cell.home())
             .args(&cell.source)
             .args(["status", "--json", "--history"])
