@@ -75,7 +75,7 @@ fn reelected(obs: &mut Observers, cell: &Cell, from: &str) -> Option<String> {
 /// the deposed holder (where it lives on unaware, with its alarm and
 /// `electop_election_deposed_holders`); once the running views agree, a later `status` and
 /// another fresh `serve` show it too, and the change with the dashboard's cause where the
-/// history is kept; and so does, by then, the serve started at once.
+/// history is kept.
 pub fn reelect_later(kind: Kind) {
     let cell = Cell::new(kind, "reelect-later", 9);
     let mut obs = Observers::start(&cell, &cell.source, true);
@@ -90,7 +90,22 @@ pub fn reelect_later(kind: Kind) {
     deposed::in_later_status(&cell, &ia, cause);
     let after = Observers::start(&cell, &cell.source, true);
     deposed::in_fresh_serve(&cell, &after, "started after", &ia, Some(cause));
-    deposed::in_fresh_serve(&cell, &at_once, "started at once", &ia, Some(cause));
+}
+
+/// (9b) A `serve` started at once after a `reelect`, before the running electop has
+/// learnt the action from the audit log and written its label to the journal: once the
+/// running views agree, it too tells the change `forced_reelection` (it read the action
+/// from the audit log when it started: it shows the holder deposed from it).
+pub fn reelect_early_serve(kind: Kind) {
+    let cell = Cell::new(kind, "reelect-early", 12);
+    let mut obs = Observers::start(&cell, &cell.source, true);
+    let (_nodes, ia) = holder_and_follower(&cell, &mut obs);
+    let out = admin(&cell, &["reelect", &cell.election]);
+    assert!(out.status.success(), "{kind:?}: reelect: {}", said(&out));
+    let at_once = Observers::start(&cell, &cell.source, true);
+    reelected(&mut obs, &cell, &ia);
+    let cause = Some("forced_reelection");
+    deposed::in_fresh_serve(&cell, &at_once, "started at once", &ia, cause);
 }
 
 /// A leader and a follower; the leader's id. On Redis the leader is a lock a client took

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub use crate::admin::{force_leader, reelect, reelect_later};
+pub use crate::admin::{force_leader, reelect, reelect_early_serve, reelect_later};
 use crate::common::proxy::Proxy;
 use crate::common::{T, electop::command};
 pub use crate::frozen::member_frozen;
