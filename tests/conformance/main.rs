@@ -54,5 +54,5 @@ cells!(reelect_early_serve: etcd_election, etcd_lease_key,
     #[ignore = "defect: a serve started before the re-election's label reached the journal keeps the store's cause (`node_gone`, `deleted`) for good, while it shows the holder deposed from the audit log"] zookeeper_kazoo,
     redis_events, redis_poll, pg_advisory, mysql_lock);
 cells!(force_leader);
-cells!(member_frozen: etcd_election, zookeeper);
+cells!(member_frozen: etcd_election, etcd_lease_key, zookeeper, zookeeper_kazoo);
 cells!(two_changes);
