@@ -14,6 +14,9 @@ use crate::servers::{ETCD, MARIADB, POSTGRES, ZK};
 use crate::stores::{Cell, Kind, Writer, names};
 use crate::views::{Agreement, Change, Observers, agree, changes_by_cause, dump};
 
+/// Whether the changes after the first election are ones the store allows.
+type Allowed = dyn Fn(&[Change]) -> bool;
+
 /// How long both writes may take to be answered on a busy two-core machine (printed: etcd
 /// and ZooKeeper sync each to disk, 2-18 ms; a Redis pipeline 0.2-2 ms).
 const APART: Duration = Duration::from_millis(50);
@@ -215,7 +218,7 @@ pub fn two_changes(kind: Kind) {
     let mut obs = Observers::start(&cell, &cell.source, true);
     let _nodes;
     let polled = kind.polls();
-    let (ok, took): (Box<dyn Fn(&[Change]) -> bool>, Option<Duration>) = match kind {
+    let (ok, took): (Box<Allowed>, Option<Duration>) = match kind {
         Kind::etcd_lease_key | Kind::redis_events | Kind::redis_poll => {
             let (took, in_order) = release_then_take(&cell, &mut obs);
             // Taken first, then deleted: node-b took it over, then it went.
