@@ -104,7 +104,7 @@ fn status_against_a_frozen_etcd_says_no_answer_in_the_json_and_on_stderr() {
     // connection's keep-alive pings may give up first.
     let exact = [
         format!("no answer from {ep} within 2s"),
-        format!("no answer from {ep} to keep-alive pings within 2s"),
+        format!("no answer from {ep} to keep-alive pings within 1s"),
     ];
     let said = down["error"].as_str().unwrap_or_default().to_string();
     assert!(exact.contains(&said), "{v:#}");
@@ -125,7 +125,7 @@ fn watch_says_no_answer_when_a_followed_etcd_freezes() {
     // Whichever gives up first is named: the connection's keep-alive pings, a request's
     // deadline, or the reconnection's.
     let exact = [
-        format!("no answer from {ep} to keep-alive pings within 2s"),
+        format!("no answer from {ep} to keep-alive pings within 1s"),
         format!("no answer from {ep} within 2s"),
         format!("no answer from {ep} within 1.5s"),
         format!("no answer from {ep} within 5s"),

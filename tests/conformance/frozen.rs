@@ -3,6 +3,7 @@
 //! nothing is refused; the observers must give up on it and read through a live member,
 //! and show a leader change made through the live members within 2 s.
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -17,6 +18,10 @@ use crate::views::{Observers, View, dump, status_json_view, status_table_view};
 /// gives a member up to min(its timeout, 2 s) to answer, so a `status --timeout 2s`
 /// (the other scenarios' views) may spend it all on the frozen member.
 const MOVE_WITHIN: Duration = Duration::from_secs(2);
+
+/// Held through a cell, per cluster (the etcd cells share one, the ZooKeeper cells another).
+static ETCD_FROZEN: Mutex<()> = Mutex::new(());
+static ZK_FROZEN: Mutex<()> = Mutex::new(());
 
 fn is_etcd(kind: Kind) -> bool {
     matches!(kind, Kind::etcd_election | Kind::etcd_lease_key)
@@ -225,6 +230,12 @@ fn allowed_causes(kind: Kind) -> Vec<&'static str> {
 /// makes the members elect another first (and etcd renew every lease), which is another
 /// scenario than the read path's.
 pub fn member_frozen(kind: Kind) {
+    // Two cells freezing members of one cluster at once would thaw each other's.
+    let lock = match is_etcd(kind) {
+        true => &ETCD_FROZEN,
+        false => &ZK_FROZEN,
+    };
+    let _one_at_a_time = lock.lock().unwrap_or_else(|e| e.into_inner());
     let eps = endpoints(kind);
     let mut cell = Cell::in_cluster(kind, "frozen", 8, &eps.join(","));
     let mut obs = Observers::start(&cell, &cell.source, true);

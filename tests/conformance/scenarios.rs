@@ -7,11 +7,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub use crate::admin::{force_leader, reelect, reelect_early_serve, reelect_later};
 use crate::common::proxy::Proxy;
 use crate::common::{T, electop::command};
 pub use crate::frozen::member_frozen;
 use crate::participants::Participant;
 use crate::stores::{Cell, Kind, TTL, names};
+pub use crate::twice::two_changes;
 use crate::views::{
     Agreement, Change, Observers, View, agree, changes_by_cause, dump, find_election,
     markers_alternate,
@@ -41,7 +43,7 @@ pub fn settle(obs: &mut Observers, cell: &Cell, leader: Option<&str>) -> Vec<Vie
 
 /// How closely the views must agree on a departure's cause: etcd's is each process's own
 /// reading (documented limit L7).
-fn departure_agreement(kind: Kind) -> Agreement {
+pub fn departure_agreement(kind: Kind) -> Agreement {
     match kind {
         Kind::etcd_election | Kind::etcd_lease_key => Agreement::CauseMayDiffer,
         k if k.polls() => Agreement::PerProcess,
@@ -84,7 +86,7 @@ pub fn settle_as(
 }
 
 /// Each view's list of changes (for a polled store they may differ; see `agree`).
-fn lists(views: &[View]) -> Vec<(&'static str, Vec<Change>)> {
+pub fn lists(views: &[View]) -> Vec<(&'static str, Vec<Change>)> {
     views
         .iter()
         .filter_map(|v| Some((v.name, v.changes.clone()?)))
@@ -119,7 +121,7 @@ pub fn each_list(kind: Kind, views: &[View], what: &str, ok: impl Fn(&[Change]) 
     }
 }
 
-fn change(from: Option<&str>, to: Option<&str>, c: &Change) -> bool {
+pub fn change(from: Option<&str>, to: Option<&str>, c: &Change) -> bool {
     let is = |shown: &Option<String>, id: Option<&str>| match (shown, id) {
         (Some(s), Some(id)) => names(s, id),
         (None, None) => true,
@@ -282,7 +284,7 @@ pub fn store_down_expect(kind: Kind) -> Expect {
 }
 
 /// The connection markers of every source alternate (see `markers_alternate`).
-fn markers_ok(obs: &Observers, kind: Kind) {
+pub fn markers_ok(obs: &Observers, kind: Kind) {
     if let Err(why) = markers_alternate(&obs.watch.seen) {
         panic!("{kind:?}: watch --json: {why}\n{}", lines(&obs.watch.seen));
     }
@@ -509,77 +511,4 @@ pub fn release_acquire(kind: Kind) {
     });
     let after = &changes(&views)[1..];
     println!("{kind:?}: release then acquire: {after:?}");
-}
-
-/// (7) An operator's `reelect`: the holder is removed (or its session ended); every
-/// running view says the change was forced, and a `serve` started after it shows the same
-/// leader and, from the shared audit log, the same forced change.
-pub fn reelect(kind: Kind) {
-    let cell = Cell::new(kind, "reelect", 7);
-    let mut obs = Observers::start(&cell, &cell.source, true);
-    let (_a, _b, ia, _) = two_nodes(&cell, &mut obs);
-    let out = command(cell.home())
-        .args(&cell.source)
-        .args(["reelect", &cell.election, "--yes"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run electop reelect");
-    assert!(
-        out.status.success(),
-        "{kind:?}: reelect: {}{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let leader = wait_forced(&mut obs, &cell, &ia);
-    // The observers learn the action from the audit log, after the CLI wrote it: a change
-    // already told is then attributed. Waited for, then every view must agree.
-    let forced = |list: &[Change]| {
-        list.iter().skip(1).any(|c| {
-            c.cause.as_deref() == Some("forced_reelection")
-                && c.from.as_deref().is_some_and(|f| names(f, &ia))
-        })
-    };
-    crate::common::wait_for("every view says the change was forced", T, || {
-        let views = obs.read(&cell);
-        match lists(&views).iter().all(|(_, l)| forced(l)) {
-            true => Ok(()),
-            false => Err(dump(&views)),
-        }
-    });
-    let views = settle(&mut obs, &cell, leader.as_deref());
-    each_list(
-        kind,
-        &views,
-        "node-a's tenure ended by the re-election",
-        |after| {
-            after[0].cause.as_deref() == Some("forced_reelection")
-                && after[0].from.as_deref().is_some_and(|f| names(f, &ia))
-        },
-    );
-    // Started after the change: only serve's API replays it, so the leader is compared.
-    let mut later = Observers::start(&cell, &cell.source, true);
-    crate::common::wait_for("a serve and watch started after agree", T, || {
-        let views = later.read(&cell);
-        match views.iter().all(|v| v.leader == leader) {
-            true => Ok(()),
-            false => Err(dump(&views)),
-        }
-    });
-}
-
-/// Waits until serve lists a change from `from` and a leader elected after it (the
-/// participants campaign again); returns that leader's id.
-fn wait_forced(obs: &mut Observers, cell: &Cell, from: &str) -> Option<String> {
-    crate::common::wait_for("the re-election and a new leader are seen", T, || {
-        let views = obs.read(cell);
-        let list = changes(&views);
-        let ended = list
-            .iter()
-            .skip(1)
-            .position(|c| c.from.as_deref().is_some_and(|f| names(f, from)));
-        match (ended, list.last()) {
-            (Some(_), Some(last)) if last.to.is_some() => Ok(last.to.clone()),
-            _ => Err(dump(&views)),
-        }
-    })
 }

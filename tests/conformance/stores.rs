@@ -90,7 +90,7 @@ pub struct Cell {
     /// Extra `node` flags (timing, `--create-table`).
     node_flags: Vec<String>,
     started: Counter<usize>,
-    _sqlite: Option<SqlStore>,
+    pub sqlite: Option<SqlStore>,
     /// The members the participants reach (etcd, ZooKeeper), where not those of `source`.
     participants_via: Option<String>,
 }
@@ -210,7 +210,7 @@ impl Cell {
             source,
             node_flags,
             started: Counter::new(0),
-            _sqlite: sqlite,
+            sqlite,
             participants_via: None,
         }
     }
@@ -331,6 +331,11 @@ impl<'a> Writer<'a> {
             _ => cell.election.clone(),
         };
         Writer { cell, key }
+    }
+
+    /// The key it writes.
+    pub fn key(&self) -> &str {
+        &self.key
     }
 
     /// The lock taken by `id` for a minute.

@@ -19,10 +19,13 @@ use self::transport::{Dial, TlsFailure};
 use super::error::{ErrorKind, EtcdError};
 use crate::config::EtcdSource;
 
-/// HTTP/2 pings: a member that stops answering (hung, partitioned) is noticed within
-/// about three seconds even when no request is in flight.
-const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(1);
-pub(crate) const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(2);
+/// HTTP/2 pings, sent after this long without a frame from the member: one that stops
+/// answering (hung, partitioned) is given up within 1.5 s even when no request is in flight,
+/// so a reader moves to a live member and shows what changed within the 2 s the issue asks
+/// (measured 1 s and 2 s: about 3 s). A ping is answered by the member's HTTP/2 layer, not
+/// after its disk or raft, so a busy member still answers well within the timeout.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_millis(500);
+pub(crate) const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What the source's label adds when its members are not authenticated.
 pub(crate) fn security_note(cfg: &EtcdSource) -> Option<&'static str> {
