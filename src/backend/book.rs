@@ -12,6 +12,7 @@ use std::time::{Instant, SystemTime};
 
 use super::change::{self, Changes};
 use super::forced::{ForcedMark, ForcedMarks};
+use crate::admin::audit_tail::Done;
 use crate::model::{Candidate, Cause, Election, HistoryEntry, Scheme, SourceId};
 
 /// Whether two candidates are the same participant (the same token, session or lease):
@@ -31,6 +32,10 @@ pub(crate) struct Book {
     same: Option<Same>,
     /// History read back from the journal for elections not seen yet, by name.
     past: HashMap<String, Vec<HistoryEntry>>,
+    /// The admin actions of the audit log read at start: a change read back from the journal
+    /// that one made is labelled as the electop that acted labels it (the electop that wrote
+    /// the journal may not have learnt, or written, that label yet).
+    actions: Vec<Done>,
 }
 
 /// Where a change stands: when it was seen, its place in the store's order where the store
@@ -99,7 +104,13 @@ impl Book {
             removed: HashMap::new(),
             same,
             past: HashMap::new(),
+            actions: Vec::new(),
         }
+    }
+
+    /// The admin actions read from the audit log at start, oldest first (see `actions`).
+    pub(crate) fn set_actions(&mut self, actions: Vec<Done>) {
+        self.actions = actions;
     }
 
     /// History a restarted electop read back from the journal, by election: each election
@@ -240,6 +251,9 @@ impl Book {
         }
         while e.history.len() > self.limit {
             e.history.pop_front();
+        }
+        for done in self.actions.iter().filter(|d| d.election == e.name) {
+            super::forced::attribute_past(&mut e.history, done);
         }
     }
 }

@@ -166,8 +166,8 @@ pub(crate) async fn show<E>(
 
 /// The event that tells a relabelled change (for `watch` and the events view).
 pub(crate) fn attributed(source: &str, e: &crate::model::Election) -> Option<crate::model::Event> {
-    let (i, was) = e.relabelled?;
-    let h = e.history.iter().rev().nth(i)?;
+    let (_, was) = e.relabelled?;
+    let h = e.relabelled_entry()?;
     let mut ev = crate::model::Event::about_source(
         source.to_string(),
         crate::model::EventKind::Attributed,

@@ -489,6 +489,12 @@ impl Election {
         }
     }
 
+    /// The history entry an admin action was just found to have made ([`Self::relabelled`]).
+    pub fn relabelled_entry(&self) -> Option<&HistoryEntry> {
+        let (i, _) = self.relabelled?;
+        self.history.iter().rev().nth(i)
+    }
+
     pub fn last_change(&self) -> Option<&HistoryEntry> {
         self.history.back()
     }

@@ -47,11 +47,11 @@ cells!(release_acquire);
 cells!(reelect);
 cells!(reelect_later);
 cells!(reelect_early_serve: etcd_election, etcd_lease_key,
-    #[ignore = "defect: a serve started before the re-election's label reached the journal keeps the store's cause (`node_gone`, `deleted`) for good, while it shows the holder deposed from the audit log"] sql_lease_sqlite,
-    #[ignore = "defect: a serve started before the re-election's label reached the journal keeps the store's cause (`node_gone`, `deleted`) for good, while it shows the holder deposed from the audit log"] sql_heartbeat_sqlite,
-    #[ignore = "defect: a serve started before the re-election's label reached the journal keeps the store's cause (`node_gone`, `deleted`) for good, while it shows the holder deposed from the audit log"] sql_lease_postgres,
-    #[ignore = "defect: a serve started before the re-election's label reached the journal keeps the store's cause (`node_gone`, `deleted`) for good, while it shows the holder deposed from the audit log"] zookeeper,
-    #[ignore = "defect: a serve started before the re-election's label reached the journal keeps the store's cause (`node_gone`, `deleted`) for good, while it shows the holder deposed from the audit log"] zookeeper_kazoo,
+    sql_lease_sqlite,
+    sql_heartbeat_sqlite,
+    sql_lease_postgres,
+    zookeeper,
+    zookeeper_kazoo,
     redis_events, redis_poll, pg_advisory, mysql_lock);
 cells!(force_leader);
 cells!(member_frozen: etcd_election, etcd_lease_key, zookeeper, zookeeper_kazoo);

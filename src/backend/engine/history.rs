@@ -77,6 +77,15 @@ impl Writer {
         (Writer(j), writing)
     }
 
+    /// The change an admin action relabelled in `e` (another electop's, learnt from the audit
+    /// log after the change was recorded), appended again: the later line wins when it is
+    /// read back, so a later `status` or dashboard tells it forced too.
+    pub(crate) fn relabelled(&mut self, e: Option<&crate::model::Election>) {
+        if let Some(h) = e.and_then(|e| e.relabelled_entry().map(|h| (e.name.clone(), h.clone()))) {
+            self.record(&[h]);
+        }
+    }
+
     /// Appends `recorded` if this run records the source (taking the turn when it is free);
     /// a failure is logged, and the changes are shown all the same.
     pub(crate) fn record(&mut self, recorded: &[Recorded]) {

@@ -34,7 +34,8 @@ pub(super) async fn run(b: RedisBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
     let (past, journal) = history::open(&b.info.name, b.opts.history_limit);
     let mut f = Follow {
-        tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit, past),
+        tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit, past)
+            .audited_at_start(crate::backend::forced::audited_actions(&b.info.name)),
         journal,
         b,
         io,
@@ -193,6 +194,9 @@ impl Follow {
                 Some(Request::Forced { election, mark }) => {
                     let (now, wall) = (Instant::now(), SystemTime::now());
                     let e = self.tracker.forced(&election, mark, now, wall);
+                    if let Some(j) = self.journal.as_mut() {
+                        j.relabelled(e.as_ref());
+                    }
                     crate::backend::forced::show(&self.io, &self.b.info, e).await
                 }
                 Some(Request::Visible { .. }) => Ok(()),

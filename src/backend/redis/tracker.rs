@@ -68,6 +68,12 @@ impl RedisTracker {
         }
     }
 
+    /// The admin actions of the audit log read at start, for the history read back.
+    pub(crate) fn audited_at_start(mut self, actions: Vec<Done>) -> Self {
+        self.book.set_actions(actions);
+        self
+    }
+
     pub(crate) fn elections(&self) -> Vec<Election> {
         self.elections.values().cloned().collect()
     }

@@ -27,7 +27,7 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "this user".into());
     let (past, journal) = history::open(&b.info.name, b.opts.history_limit);
-    let tracker = SessionLockTracker::new(
+    let mut tracker = SessionLockTracker::new(
         b.info.id,
         b.info.name.clone(),
         b.flavor.scheme(),
@@ -35,6 +35,7 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         b.flavor.privilege_hint(&user),
         past,
     );
+    tracker.audited(crate::backend::forced::audited_actions(&b.info.name));
     let mut f = Follow {
         b: &b,
         io,
@@ -113,6 +114,9 @@ impl Steps for Follow<'_> {
                     Some(Request::Forced { election, mark }) => {
                         let now = (Instant::now(), SystemTime::now());
                         let e = self.tracker.forced(&election, mark, now.0, now.1);
+                        if let Some(j) = self.journal.as_mut() {
+                            j.relabelled(e.as_ref());
+                        }
                         crate::backend::forced::show(&self.io, &self.b.info, e).await?;
                     }
                     Some(Request::Visible { .. }) => {}

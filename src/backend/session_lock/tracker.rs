@@ -56,6 +56,11 @@ impl SessionLockTracker {
         }
     }
 
+    /// The admin actions of the audit log read at start, for the history read back.
+    pub(crate) fn audited(&mut self, actions: Vec<crate::admin::audit_tail::Done>) {
+        self.book.set_actions(actions);
+    }
+
     pub(crate) fn elections(&self) -> Vec<Election> {
         self.locks.values().map(|t| t.election.clone()).collect()
     }

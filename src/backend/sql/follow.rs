@@ -29,6 +29,7 @@ fn book(b: &SqlBackend) -> (SqlTracker, Option<history::Writer>) {
     let mut writer = None;
     // A source whose table is not found yet has no history of its own.
     if let Some(path) = b.history_path.as_ref().filter(|_| b.unresolved.is_none()) {
+        tracker.audited(crate::backend::forced::audited_actions(&b.info.name));
         tracker.preload(history::load(path, b.opts.history_limit));
         let (w, writing) = history::Writer::open(path, b.opts.history_limit);
         match writing {
@@ -119,7 +120,9 @@ impl Steps for Follow {
                     Some(Request::Forced { election, mark }) => {
                         let now = (Instant::now(), SystemTime::now());
                         let e = self.tracker.forced(&election, mark, now.0, now.1);
-                        record_relabelled(self.writer.as_mut(), e.as_ref());
+                        if let Some(w) = self.writer.as_mut() {
+                            w.relabelled(e.as_ref());
+                        }
                         crate::backend::forced::show(&self.io, &self.b.info, e).await?;
                     }
                     // Every row is read each poll anyway; visibility changes nothing here.
@@ -220,18 +223,3 @@ impl Follow {
     }
 }
 
-/// The change an admin action relabelled, appended again to the history journal: the later
-/// line wins when it is read back, so a later `status` or dashboard tells it forced too.
-fn record_relabelled(w: Option<&mut history::Writer>, e: Option<&crate::model::Election>) {
-    let Some((e, w)) = e.zip(w) else {
-        return;
-    };
-    let Some((i, _)) = e.relabelled else { return };
-    let at = e.history.len().checked_sub(i + 1);
-    let Some(h) = at.and_then(|at| e.history.get(at)) else {
-        return;
-    };
-    if let Err(err) = w.append(&[(e.name.clone(), h.clone())]) {
-        warn!(%err, "cannot append to the history file");
-    }
-}

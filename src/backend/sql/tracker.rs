@@ -102,6 +102,11 @@ impl SqlTracker {
         }
     }
 
+    /// The admin actions of the audit log read at start, for the history read back.
+    pub(crate) fn audited(&mut self, actions: Vec<crate::admin::audit_tail::Done>) {
+        self.book.set_actions(actions);
+    }
+
     /// History read back from disk, oldest first.
     pub(crate) fn preload(&mut self, entries: Vec<Recorded>) {
         let mut by_name: BTreeMap<String, Vec<HistoryEntry>> = BTreeMap::new();

@@ -335,11 +335,13 @@ impl Follow {
             self.tell(applied).await?;
         } else {
             self.tracker.load(&nodes);
+            let actions = crate::backend::forced::audited_actions(&self.b.info.name);
+            self.tracker.audited_at_start(actions.clone());
             let mut restored = match self.past.take() {
                 Some(p) => self.tracker.restore(&p.changes, sent.1),
                 None => Changes::default(),
             };
-            self.audited(&mut restored).await;
+            self.audited(&mut restored, actions).await;
             let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;

@@ -56,6 +56,11 @@ impl ZkTracker {
         self
     }
 
+    /// The admin actions of the audit log read at start, for the history read back.
+    pub(crate) fn audited_at_start(&mut self, actions: Vec<crate::admin::audit_tail::Done>) {
+        self.book.set_actions(actions);
+    }
+
     /// Every election as it stands.
     pub(crate) fn elections(&self) -> Vec<Election> {
         self.elections.values().cloned().collect()

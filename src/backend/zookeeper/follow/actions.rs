@@ -16,8 +16,11 @@ impl Follow {
     /// The admin actions taken on this source before electop started (from the audit log):
     /// the holders they removed, deposed while their session may live, and the changes
     /// this first read saw (`seen`) labelled as theirs.
-    pub(super) async fn audited(&mut self, seen: &mut super::Changes) {
-        let actions = crate::backend::forced::audited_actions(&self.b.info.name);
+    pub(super) async fn audited(
+        &mut self,
+        seen: &mut super::Changes,
+        actions: Vec<crate::admin::audit_tail::Done>,
+    ) {
         if actions.is_empty() {
             return;
         }
@@ -58,7 +61,7 @@ impl Follow {
         };
         let told = crate::backend::forced::attributed(&self.b.info.name, &e);
         // The change relabelled as forced: the record's later line wins.
-        if let (Some(r), Some(h)) = (self.record.as_mut(), e.history.back()) {
+        if let (Some(r), Some(h)) = (self.record.as_mut(), e.relabelled_entry()) {
             let election = e.name.clone();
             let entry = h.clone();
             r.append(&Entry::Change { election, entry });
