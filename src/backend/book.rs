@@ -240,6 +240,53 @@ impl Book {
         drop(self.forced.take(name, now));
     }
 
+    /// The first read of `e`, whose history was read back from the journal: a leader other
+    /// than the one that history ends with changed while no electop watched, and this read
+    /// is the first to see it (cause unknown), unless an admin action of the audit log read
+    /// at start made it after that history's last change: then it is that action's.
+    pub(crate) fn first_read(&mut self, e: &mut Election, at: SystemTime, out: &mut Changes) {
+        let Some(last) = e.history.back() else { return };
+        if last.to.as_deref() == e.leader.as_ref().map(|c| c.id.as_str()) {
+            return;
+        }
+        let before = last.to.as_deref().map(|id| Candidate::plain(id, ""));
+        let after = last.at;
+        let action = self.actions.iter().rev().find(|d| {
+            d.election == e.name
+                && d.before.is_some()
+                && d.before == last.to
+                && d.at.zip(after).is_none_or(|(done, last)| done >= last)
+        });
+        let when = When::live(at);
+        if let Some(d) = action {
+            let mark = ForcedMark {
+                cause: d.cause,
+                by: d.by.clone(),
+                before: None,
+            };
+            self.forced.set(e.name.clone(), Some(mark), when.now);
+        }
+        let step = Step {
+            before: before.as_ref(),
+            same_tenure: false,
+            gone: Cause::Unknown,
+            in_place: Cause::Unknown,
+            may_lead: false,
+            when,
+        };
+        self.apply(e, step, out);
+    }
+
+    /// Names of elections with history read back that no read has shown yet (their keys or
+    /// rows are gone): listed all the same, as SQL tables list a row's election, so what
+    /// happened to them is not lost from view (a change nobody watched, if their history
+    /// ends with a leader).
+    pub(crate) fn unseen(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.past.keys().cloned().collect();
+        names.sort_unstable();
+        names
+    }
+
     /// History read back from disk (oldest first) into `e`, bounded.
     pub(crate) fn preload(
         &self,

@@ -1,6 +1,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use super::*;
+use crate::admin::audit_tail::Done;
 use crate::model::{EventKind, Scheme};
 
 fn same_id(a: &Candidate, b: &Candidate) -> bool {
@@ -189,4 +190,69 @@ fn an_election_first_seen_starts_from_the_history_read_back() {
             .history
             .is_empty()
     );
+}
+
+fn done(before: &str, at: SystemTime) -> Done {
+    Done {
+        pid: Some(1),
+        source: "s".into(),
+        election: "jobs".into(),
+        cause: Cause::ForcedReelection,
+        by: "ops@host".into(),
+        before: Some(before.into()),
+        before_lease: None,
+        before_session: None,
+        before_ttl_ms: None,
+        at: Some(at),
+    }
+}
+
+/// A change while no electop watched is the first read's to tell: unknown, or the audit
+/// log's action where one removed the leader the history ends with, after that history.
+#[test]
+fn the_first_read_tells_what_changed_since_the_history_read_back() {
+    let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+    let entry = HistoryEntry {
+        at: Some(t0),
+        revision: None,
+        from: None,
+        to: Some("a".into()),
+        cause: Cause::Elected,
+        by: None,
+    };
+    let past = || [("jobs".to_string(), vec![entry.clone()])];
+    let read_at = t0 + Duration::from_secs(30);
+    let mut cases = Vec::new();
+    for actions in [
+        vec![],
+        vec![done("a", t0 + Duration::from_secs(5))],
+        vec![done("a", t0 - Duration::from_secs(5))],
+    ] {
+        let mut book = Book::new("s".into(), 10, None).with_past(past());
+        book.set_actions(actions);
+        let mut e = book.election(0, "jobs".into(), Scheme::SqlLease);
+        e.leader = Some(holder("b"));
+        let mut out = Changes::default();
+        book.first_read(&mut e, read_at, &mut out);
+        let h = e.history.back().expect("a change");
+        assert_eq!((h.from.as_deref(), h.to.as_deref()), (Some("a"), Some("b")));
+        assert_eq!(out.events.len(), 1);
+        cases.push((h.cause, h.by.clone()));
+    }
+    assert_eq!(
+        cases,
+        [
+            (Cause::Unknown, None),
+            (Cause::ForcedReelection, Some("ops@host".to_string())),
+            (Cause::Unknown, None),
+        ],
+        "no action; one after the history; one before it (not this change's)"
+    );
+    // The same leader as the history ends with: nothing happened.
+    let mut book = Book::new("s".into(), 10, None).with_past(past());
+    let mut e = book.election(0, "jobs".into(), Scheme::SqlLease);
+    e.leader = Some(holder("a"));
+    let mut out = Changes::default();
+    book.first_read(&mut e, read_at, &mut out);
+    assert!(out.events.is_empty() && e.history.len() == 1);
 }

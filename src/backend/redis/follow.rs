@@ -247,7 +247,7 @@ impl Follow {
             let applied = self.tracker.resync(&reads, now, wall, gap);
             self.tell(applied).await?;
         } else {
-            self.tracker.load(&reads);
+            let restored = self.tracker.load(&reads, SystemTime::now());
             if let Some(path) = crate::admin::audit::default_path() {
                 let actions = crate::admin::audit_tail::recent(&path, &self.b.info.name);
                 self.tracker
@@ -256,6 +256,7 @@ impl Follow {
             let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;
+            self.tell(restored).await?;
         }
         self.loaded = true;
         self.send(contact(source, sent)).await

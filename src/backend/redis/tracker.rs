@@ -87,16 +87,31 @@ impl RedisTracker {
             .collect()
     }
 
-    /// The first read sets the scene: no history, no events.
-    pub(crate) fn load(&mut self, reads: &[Read]) {
+    /// The first read sets the scene; its only changes are those since the history read
+    /// back (a key whose holder changed, or went, while no electop watched).
+    pub(crate) fn load(&mut self, reads: &[Read], at: SystemTime) -> Changes {
+        let mut out = Changes::default();
         for r in reads {
             if let Some(held) = &r.held {
                 let name = escape_bytes(&r.key);
                 let mut e = self.book.election(self.source, name, Scheme::RedisLock);
                 set_holder(&mut e, &r.key, held, r.at, None);
+                self.book.first_read(&mut e, at, &mut out);
                 self.elections.insert(r.key.clone(), e);
             }
         }
+        // A name shown escaped is not the key's bytes: its election is not made up.
+        for name in self.book.unseen() {
+            if name.contains('\\') {
+                continue;
+            }
+            let mut e = self
+                .book
+                .election(self.source, name.clone(), Scheme::RedisLock);
+            self.book.first_read(&mut e, at, &mut out);
+            self.elections.insert(name.into_bytes(), e);
+        }
+        out
     }
 
     /// Reads of every key (a poll, or after a reconnect, `gap`, a re-read): keys known but
@@ -242,10 +257,15 @@ impl RedisTracker {
                 continue;
             }
             let raw_key = name.as_bytes().to_vec();
-            let e = self
-                .elections
-                .entry(raw_key.clone())
-                .or_insert_with(|| Election::new(self.source, name.to_string(), Scheme::RedisLock));
+            let e = match self.elections.entry(raw_key.clone()) {
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    let e = self
+                        .book
+                        .election(self.source, name.to_string(), Scheme::RedisLock);
+                    v.insert(e)
+                }
+            };
             if e.leader.as_ref().is_some_and(|l| l.id == *id) || e.deposed.is_some() {
                 continue;
             }

@@ -147,10 +147,14 @@ impl Follow<'_> {
         let source = self.b.info.id;
         if !self.loaded {
             self.loaded = true;
-            self.tracker.load(&reads, sent.1);
+            let restored = self.tracker.load(&reads, sent.1);
             let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;
+            if let Some(j) = self.journal.as_mut() {
+                j.record(&restored.recorded);
+            }
+            crate::backend::engine::show(&self.io, &self.b.info, restored).await?;
         } else {
             let gone = self.tracker.gone(&reads);
             let living = tokio::time::timeout(timeout, alive(flavor, pool, s, &gone))

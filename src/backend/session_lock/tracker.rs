@@ -66,11 +66,15 @@ impl SessionLockTracker {
     }
 
     /// The first read sets the scene: no history, no events.
-    pub(crate) fn load(&mut self, reads: &[LockRead], at: SystemTime) {
+    /// The first read sets the scene; its only changes are those since the history read
+    /// back (a lock whose holder changed while no electop watched).
+    pub(crate) fn load(&mut self, reads: &[LockRead], at: SystemTime) -> Changes {
+        let mut out = Changes::default();
         for r in reads {
             let mut e = self.book.election(self.source, r.name.clone(), self.scheme);
             let since = r.holder.as_ref().map(|_| at);
             fill(&mut e, r, since, &self.hint);
+            self.book.first_read(&mut e, at, &mut out);
             self.locks.insert(
                 r.key.clone(),
                 Tracked {
@@ -81,6 +85,7 @@ impl SessionLockTracker {
                 },
             );
         }
+        out
     }
 
     /// The holders at the last read that do not hold their lock in `reads`: the follow task

@@ -194,7 +194,8 @@ impl SqlTracker {
     }
 
     /// Applies a poll. Returns the elections that changed, what happened, and the leader
-    /// changes to persist. The first poll only establishes the state.
+    /// changes to persist. The first poll establishes the state: its only changes are those
+    /// since the history read back.
     pub(crate) fn apply(&mut self, mut poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
         let mut out = Changes::default();
         self.start_poll();
@@ -209,6 +210,10 @@ impl SqlTracker {
         }
         self.apply_gone(&poll, &mut out);
         if first {
+            // What changed since the history read back, seen by this read first.
+            for e in self.elections.values_mut() {
+                self.book.first_read(e, poll.at, &mut out);
+            }
             out.changed = self.elections.values().cloned().collect();
         }
         self.polled = true;

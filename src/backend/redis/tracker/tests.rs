@@ -20,7 +20,10 @@ fn elected_renewed_expired_and_taken_again() {
     let t0 = Instant::now();
     let wall = SystemTime::now();
     let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
-    t.load(&[read("leader:jobs", Some(("tok-a", 10_000)), t0)]);
+    t.load(
+        &[read("leader:jobs", Some(("tok-a", 10_000)), t0)],
+        SystemTime::UNIX_EPOCH,
+    );
     let e = &t.elections()[0];
     assert_eq!(e.leader.as_ref().map(|c| c.id.as_str()), Some("tok-a"));
     assert_eq!(
@@ -69,7 +72,10 @@ fn released_with_time_left_overwritten_and_told_causes() {
     let t0 = Instant::now();
     let wall = SystemTime::now();
     let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
-    t.load(&[read("k", Some(("a", 10_000)), t0)]);
+    t.load(
+        &[read("k", Some(("a", 10_000)), t0)],
+        SystemTime::UNIX_EPOCH,
+    );
     let a = t.resync(&[read("k", Some(("b", 10_000)), t0)], t0, wall, false);
     assert_eq!(
         kinds(&a),
@@ -104,7 +110,7 @@ fn after_a_gap_the_same_token_is_no_change_and_causes_are_not_guessed() {
         .map(|(k, v)| read(k, Some((v, 2_000)), t0))
         .collect();
     first.push(read("forever", Some(("d", -1)), t0));
-    t.load(&first);
+    t.load(&first, SystemTime::UNIX_EPOCH);
     let later = t0 + Duration::from_secs(5);
     let again = [
         read("same", Some(("a", 2_000)), later),
@@ -153,7 +159,7 @@ fn an_early_removal_read_with_the_same_token_is_no_change() {
     let t0 = Instant::now();
     let wall = SystemTime::now();
     let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
-    t.load(&[read("k", Some(("a", 2_000)), t0)]);
+    t.load(&[read("k", Some(("a", 2_000)), t0)], SystemTime::UNIX_EPOCH);
     for gone in [Gone::Expired, Gone::Deleted] {
         let a = t.apply(&read("k", Some(("a", 2_000)), t0), gone, wall);
         assert!(a.events.is_empty(), "{gone:?}: {:?}", a.events);
@@ -165,15 +171,18 @@ fn a_key_without_expiry_is_noted_and_odd_tokens_are_escaped_and_cut() {
     let t0 = Instant::now();
     let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
     let huge = "x".repeat(10_000);
-    t.load(&[
-        read("forever", Some(("me", -1)), t0),
-        Read {
-            key: b"bin".to_vec(),
-            held: Some((b"\xff\x1b[2J".to_vec(), 5_000)),
-            at: t0,
-        },
-        read("huge", Some((&huge, 5_000)), t0),
-    ]);
+    t.load(
+        &[
+            read("forever", Some(("me", -1)), t0),
+            Read {
+                key: b"bin".to_vec(),
+                held: Some((b"\xff\x1b[2J".to_vec(), 5_000)),
+                at: t0,
+            },
+            read("huge", Some((&huge, 5_000)), t0),
+        ],
+        SystemTime::UNIX_EPOCH,
+    );
     let es = t.elections();
     let id = |n: &str| {
         let e = es.iter().find(|e| e.name == n).expect(n);
@@ -222,7 +231,7 @@ mod deposed_tests {
             held: v.map(|v| (v.as_bytes().to_vec(), 3_000)),
             at: t0,
         };
-        t.load(&[read(Some("a"))]);
+        t.load(&[read(Some("a"))], SystemTime::UNIX_EPOCH);
         assert!(
             t.forced("k", Some(mark()), t0, wall).is_none(),
             "nothing changed yet"
@@ -267,11 +276,14 @@ mod deposed_tests {
             at: Some(wall - Duration::from_millis(ago_ms)),
         };
         let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
-        t.load(&[Read {
-            key: b"held".to_vec(),
-            held: Some((b"new".to_vec(), 9_000)),
-            at: t0,
-        }]);
+        t.load(
+            &[Read {
+                key: b"held".to_vec(),
+                held: Some((b"new".to_vec(), 9_000)),
+                at: t0,
+            }],
+            SystemTime::UNIX_EPOCH,
+        );
         t.audited(
             &[
                 done("held", 5_000, 1_000),
