@@ -27,7 +27,11 @@ pub(super) struct Ask {
 /// Exit 0 when every source was read, [`EXIT_PARTIAL`] when some were, 1 when none. An
 /// election named that no source holds is a usage error (exit 2, as for the admin verbs)
 /// when every source was read; with some unread it may be in one of them: exit 1.
-pub(super) async fn run(sources: &[SourceConfig], opts: &BackendOptions, ask: Ask) -> Result<ExitCode> {
+pub(super) async fn run(
+    sources: &[SourceConfig],
+    opts: &BackendOptions,
+    ask: Ask,
+) -> Result<ExitCode> {
     let now = SystemTime::now();
     let since = ask.since.resolve(now);
     let until = ask.until.map_or(now, |u| u.resolve(now));

@@ -276,7 +276,10 @@ fn is_forced(e: &HistoryEntry) -> bool {
 }
 
 fn forced_by(e: &HistoryEntry) -> Option<String> {
-    is_forced(e).then(|| e.by.clone().unwrap_or_else(|| "an admin action".to_string()))
+    is_forced(e).then(|| {
+        e.by.clone()
+            .unwrap_or_else(|| "an admin action".to_string())
+    })
 }
 
 fn count(s: &mut Summary, e: &HistoryEntry) {

@@ -35,9 +35,15 @@ pub(crate) struct ElectionHistory<'a> {
 
 /// The elections `election` names (`NAME` or `SOURCE/NAME`; every election when `None`),
 /// or why none: its message names what was asked and some that are known.
-pub(crate) fn select<'m>(model: &'m ReadModel, election: Option<&str>) -> Result<Vec<&'m Key>, String> {
+pub(crate) fn select<'m>(
+    model: &'m ReadModel,
+    election: Option<&str>,
+) -> Result<Vec<&'m Key>, String> {
     let qualified = |(src, name): &Key| {
-        let short = model.sources.get(*src).map_or("?", |s| s.info.short.as_str());
+        let short = model
+            .sources
+            .get(*src)
+            .map_or("?", |s| s.info.short.as_str());
         format!("{short}/{name}")
     };
     let Some(wanted) = election else {
@@ -123,15 +129,19 @@ fn block(out: &mut String, e: &ElectionHistory<'_>) {
         true => time::clock(t),
         false => time::rfc3339(t),
     };
-    let stale = if e.stale { " (stale: as of its last contact)" } else { "" };
+    let stale = if e.stale {
+        " (stale: as of its last contact)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
         "{}/{} ({}) from {} to {}{stale}",
         e.source_id,
         e.name,
         e.scheme.as_str(),
-        time::rfc3339(tl.since),
-        time::rfc3339(tl.until),
+        time::rfc3339(whole_seconds(tl.since)),
+        time::rfc3339(whole_seconds(tl.until)),
     );
     let mut rows = vec![["HOLDER", "START", "END", "DURATION", "IN", "OUT", ""].map(String::from)];
     for s in &tl.segments {
@@ -145,7 +155,11 @@ fn block(out: &mut String, e: &ElectionHistory<'_>) {
     if let (Some(from), Some(who)) = (tl.known_from, &tl.led_before)
         && from > tl.since
     {
-        let _ = writeln!(out, "  before {}: {who} led, since when is not known", at(from));
+        let _ = writeln!(
+            out,
+            "  before {}: {who} led, since when is not known",
+            at(from)
+        );
     }
     if tl.known_from.is_none()
         && let Some(who) = &tl.led_before
@@ -153,6 +167,14 @@ fn block(out: &mut String, e: &ElectionHistory<'_>) {
         let _ = writeln!(out, "  {who} leads, since before any change electop knows");
     }
     summary(out, &tl.summary);
+}
+
+/// `t` without its fraction of a second: a person reads the window's edges, not its nanos.
+fn whole_seconds(t: SystemTime) -> SystemTime {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs)
 }
 
 fn row(s: &Segment, at: &dyn Fn(SystemTime) -> String) -> [String; 7] {

@@ -67,7 +67,10 @@ fn a_failover_is_a_tenure_a_gap_and_a_tenure() {
     let Segment::Gap(g) = &tl.segments[1] else {
         panic!("a gap")
     };
-    assert_eq!((g.cause, g.after.as_deref()), (Cause::LeaseExpired, Some("a")));
+    assert_eq!(
+        (g.cause, g.after.as_deref()),
+        (Cause::LeaseExpired, Some("a"))
+    );
     assert!(!g.ongoing);
     let s = &tl.summary;
     assert_eq!((s.failovers, s.gaps, s.no_leader_ms), (1, 1, 6_000));
@@ -90,7 +93,11 @@ fn a_window_that_starts_in_a_gap_counts_the_gap_from_its_start() {
     let Segment::Gap(g) = &tl.segments[0] else {
         panic!("a gap")
     };
-    assert_eq!(g.cause, Cause::Deleted, "the cause that opened it, before the window");
+    assert_eq!(
+        g.cause,
+        Cause::Deleted,
+        "the cause that opened it, before the window"
+    );
 }
 
 #[test]
@@ -179,7 +186,10 @@ fn a_change_that_keeps_the_holder_does_not_split_its_tenure() {
 fn times_are_durations_before_now_or_rfc3339() {
     assert_eq!(parse_when("1h"), Ok(When::Ago(Duration::from_secs(3600))));
     assert_eq!(parse_when("90m"), Ok(When::Ago(Duration::from_secs(5400))));
-    assert_eq!(parse_when("24h"), Ok(When::Ago(Duration::from_secs(86_400))));
+    assert_eq!(
+        parse_when("24h"),
+        Ok(When::Ago(Duration::from_secs(86_400)))
+    );
     let at = parse_when("2026-11-28T06:00:00Z").expect("a time");
     assert_eq!(
         at,
