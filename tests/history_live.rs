@@ -165,7 +165,8 @@ fn check_history(run: &Run, (killed, led): (SystemTime, SystemTime)) {
 }
 
 /// `electop serve` on the same HOME: `/api/v1/history` for the election over a fixed window
-/// equals what `history --json` prints for it.
+/// equals what `history --json` prints for it; a parameter it cannot read is a 400, an
+/// election no source holds a 404.
 fn serve_answers_the_same(run: &Run) {
     let addr = format!("127.0.0.1:{}", common::free_port());
     let mut child: Child = command(run.home.path())
@@ -190,9 +191,16 @@ fn serve_answers_the_same(run: &Run) {
         q(&until)
     );
     let (code, body) = common::http::request(&addr, &path, &[]);
+    let (bad, why) = common::http::request(&addr, "/api/v1/history?since=yesterday", &[]);
+    let (unknown, missing) = common::http::request(&addr, "/api/v1/history?election=nope", &[]);
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(code, 200, "{body}");
+    assert!(bad == 400 && why.contains("`yesterday`"), "{bad}: {why}");
+    assert!(
+        unknown == 404 && missing.contains("`nope`"),
+        "{unknown}: {missing}"
+    );
     let served: Value = serde_json::from_str(&body).expect("JSON");
     let printed = run.history(&["--since", &since, "--until", &until]);
     assert_eq!(served, printed);

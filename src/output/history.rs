@@ -241,3 +241,63 @@ fn summary(out: &mut String, s: &timeline::Summary) {
     }
     out.push('\n');
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::model::{Cause, HistoryEntry};
+
+    fn t(s: u64) -> SystemTime {
+        // 2027-01-15T08:00:00Z and on.
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
+    }
+
+    fn change(at: u64, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
+        HistoryEntry {
+            at: Some(t(at)),
+            revision: None,
+            from: from.map(str::to_string),
+            to: to.map(str::to_string),
+            cause,
+            by: None,
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_line_per_tenure_and_gap_then_the_summary() {
+        let h = [
+            change(10, Some("a"), None, Cause::LeaseExpired),
+            change(16, None, Some("b"), Cause::Elected),
+        ];
+        let doc = HistoryDoc {
+            since: String::new(),
+            until: String::new(),
+            elections: vec![ElectionHistory {
+                name: "jobs",
+                scheme: Scheme::SqlLease,
+                source: "sqlite:///e.db leaderlock",
+                source_id: "sql1",
+                leader: Some("b"),
+                stale: false,
+                timeline: timeline::timeline(&h, Some("b"), t(0), t(76), t(76)),
+            }],
+        };
+        let text = render(&doc);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "sql1/jobs (sql-lease) from 2027-01-15T08:00:00Z to 2027-01-15T08:01:16Z",
+                "  HOLDER       START     END       DURATION  IN             OUT",
+                "  (no leader)  08:00:10  08:00:16  6.0s      lease_expired",
+                "  b            08:00:16  now       1m00s     elected",
+                "  before 08:00:10: a led, since when is not known",
+                "  1 failover(s); without a leader 6.0s in 1 gap(s) (longest 6.0s, p50 6.0s, \
+                 p95 6.0s); 0 forced",
+            ],
+            "{text}"
+        );
+    }
+}
