@@ -479,7 +479,7 @@ const SUBCOMMANDS: [(&str, &[&str]); 13] = [
     ("status", &["--output", "--json", "--history", "--timeout"]),
     (
         "history",
-        &["<ELECTION>", "--since", "--until", "--json", "--timeout"],
+        &["[ELECTION]", "--since", "--until", "--json", "--timeout"],
     ),
     ("watch", &["--json", "--changes-only"]),
     (
