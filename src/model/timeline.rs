@@ -130,24 +130,25 @@ impl When {
     }
 }
 
-/// `90m`, `1h`, `24h`, `30s` (a duration before now) or an RFC 3339 time.
+/// `90m`, `1h`, `24h`, `30s`, `500ms` (a duration before now) or an RFC 3339 time. A bare
+/// number is refused: seconds or minutes, a reader could not tell.
 pub fn parse_when(text: &str) -> Result<When, String> {
     let t = text.trim();
     if let Some(at) = super::time::parse_rfc3339(t) {
         return Ok(When::At(at));
     }
     let bad = || format!("`{t}` is neither a duration (1h, 90m, 30s) nor an RFC 3339 time");
-    if let Some(hours) = t.strip_suffix('h') {
-        let h: f64 = hours.parse().map_err(|_| bad())?;
-        return Duration::try_from_secs_f64(h * 3600.0)
-            .map(When::Ago)
-            .map_err(|_| bad());
-    }
-    if t.ends_with(|c: char| c.is_ascii_digit()) {
-        // A bare number would be seconds to the config's parser: too easy to mistake here.
-        return Err(bad());
-    }
-    crate::config::parse_duration(t)
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').ok_or_else(bad)?;
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(bad()),
+    };
+    Duration::try_from_secs_f64(secs)
         .map(When::Ago)
         .map_err(|_| bad())
 }

@@ -195,7 +195,7 @@ fn times_are_durations_before_now_or_rfc3339() {
         at,
         When::At(crate::model::time::parse_rfc3339("2026-11-28T06:00:00Z").expect("t"))
     );
-    for bad in ["", "10", "1d", "yesterday", "-1h"] {
+    for bad in ["", "10", "1d", "yesterday", "-1h", "h", "1.2.3m"] {
         let e = parse_when(bad).expect_err(bad);
         assert!(e.contains("RFC 3339"), "{e}");
     }
