@@ -138,7 +138,9 @@ pub fn parse_when(text: &str) -> Result<When, String> {
         return Ok(When::At(at));
     }
     let bad = || format!("`{t}` is neither a duration (1h, 90m, 30s) nor an RFC 3339 time");
-    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').ok_or_else(bad)?;
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .ok_or_else(bad)?;
     let (num, unit) = t.split_at(split);
     let n: f64 = num.parse().map_err(|_| bad())?;
     let secs = match unit {
