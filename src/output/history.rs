@@ -222,19 +222,23 @@ fn table(out: &mut String, rows: &[[String; 7]]) {
     }
 }
 
+/// Two lines: the changes, then the gaps (with the changes left out, if any).
 fn summary(out: &mut String, s: &timeline::Summary) {
     let d = |ms: Option<i64>| ms.map_or("-".into(), time::duration_ms);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "  {} failover(s); without a leader {} in {} gap(s) (longest {}, p50 {}, p95 {}); \
-         {} forced",
+        "  {} failover(s), {} forced; without a leader {} in {} gap(s)",
         s.failovers,
+        s.forced,
         time::duration_ms(s.no_leader_ms),
         s.gaps,
+    );
+    let _ = write!(
+        out,
+        "  gaps: longest {}, p50 {}, p95 {}",
         d(s.longest_gap_ms),
         d(s.p50_gap_ms),
         d(s.p95_gap_ms),
-        s.forced,
     );
     if s.untimed > 0 {
         let _ = write!(out, "; {} change(s) with no time left out", s.untimed);
@@ -294,8 +298,8 @@ mod tests {
                 "  (no leader)  08:00:10  08:00:16  6.0s      lease_expired",
                 "  b            08:00:16  now       1m00s     elected",
                 "  before 08:00:10: a led, since when is not known",
-                "  1 failover(s); without a leader 6.0s in 1 gap(s) (longest 6.0s, p50 6.0s, \
-                 p95 6.0s); 0 forced",
+                "  1 failover(s), 0 forced; without a leader 6.0s in 1 gap(s)",
+                "  gaps: longest 6.0s, p50 6.0s, p95 6.0s",
             ],
             "{text}"
         );
