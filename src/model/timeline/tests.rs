@@ -216,3 +216,19 @@ fn the_json_says_times_in_rfc3339_and_segments_by_kind() {
     assert_eq!(crate::model::time::parse_rfc3339(start), Some(t(10)));
     assert_eq!(v["summary"]["no_leader_ms"], 60_000);
 }
+
+#[test]
+fn a_gap_that_goes_on_is_counted_to_the_windows_end() {
+    let h = [
+        change(10, None, Some("a"), Cause::Elected),
+        change(40, Some("a"), None, Cause::SessionEnded),
+    ];
+    let tl = timeline(&h, None, t(0), t(100), t(100));
+    assert_eq!(tenures(&tl), [("a", 10, 40), ("-", 40, 100)]);
+    let Segment::Gap(g) = &tl.segments[1] else {
+        panic!("a gap")
+    };
+    assert!(g.ongoing);
+    assert_eq!(tl.summary.no_leader_ms, 60_000);
+    assert_eq!(tl.summary.p95_gap_ms, Some(60_000));
+}
