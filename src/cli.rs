@@ -196,6 +196,33 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
         timeout: Duration,
     },
+    /// Who led each election when: tenures, gaps and a summary.
+    ///
+    /// From the history every source keeps (etcd's own, the journal electop writes for
+    /// the others). Exit 0 every source read, 3 some read (the others named), 1 none.
+    #[command(after_help = help::HISTORY, after_long_help = help::HISTORY_LONG)]
+    History {
+        /// NAME, or SOURCE/NAME; default: every election.
+        #[arg(value_name = "ELECTION")]
+        election: Option<String>,
+        /// Start: 24h or 90m ago, or RFC 3339.
+        ///
+        /// A duration before now (30s, 90m, 1h, 24h) or an RFC 3339 time.
+        #[arg(long, value_name = "WHEN", default_value = "1h", value_parser = crate::model::timeline::parse_when)]
+        since: crate::model::timeline::When,
+        /// End, as --since (default: now).
+        #[arg(long, value_name = "WHEN", value_parser = crate::model::timeline::parse_when)]
+        until: Option<crate::model::timeline::When>,
+        /// One JSON document instead of the table.
+        ///
+        /// {"since","until","elections":[{name, source_id, leader, segments, summary...}]}:
+        /// what /api/v1/history answers.
+        #[arg(long)]
+        json: bool,
+        /// How long to wait for the stores.
+        #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+        timeout: Duration,
+    },
     /// Print leader changes as they happen, one per line.
     #[command(after_help = help::WATCH, after_long_help = help::WATCH_LONG)]
     Watch {
@@ -440,6 +467,7 @@ mod tests {
         let script = String::from_utf8_lossy(&out);
         for sub in [
             "status",
+            "history",
             "watch",
             "force-leader",
             "reelect",

@@ -474,9 +474,13 @@ fn help(args: &[&str]) -> String {
 }
 
 /// Each subcommand and its own flags, as `-h` must list them (before the source flags).
-const SUBCOMMANDS: [(&str, &[&str]); 12] = [
+const SUBCOMMANDS: [(&str, &[&str]); 13] = [
     ("", &[]),
     ("status", &["--output", "--json", "--history", "--timeout"]),
+    (
+        "history",
+        &["[ELECTION]", "--since", "--until", "--json", "--timeout"],
+    ),
     ("watch", &["--json", "--changes-only"]),
     (
         "serve",

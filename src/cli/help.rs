@@ -24,7 +24,6 @@ pub(super) const MAIN: &str = concat!(
     "Examples:
   electop                       the dashboard on a local etcd
   electop --zk zk1:2181 --prefix /election status
-  electop demo                  three nodes electing a leader on SQLite
 
 ",
     more!()
@@ -85,6 +84,34 @@ stderr and in the output (table: `etcd1: DOWN: why`; JSON: sources[].state \"dow
 .error); 1 no source could be read (nothing on stdout); 2 a usage or config mistake.
 A refused connection is final at once; a store that does not answer is named after
 --timeout.";
+
+pub(super) const HISTORY: &str = concat!(
+    "Examples:
+  electop history                         every election's last hour
+  electop history sql1/jobs --since 24h   one election's last day
+  electop history --since 2026-11-28T05:00:00Z --json  from a time on, as JSON
+
+Exit codes: 0 all sources read; 3 some; 1 none; 2 a usage or config mistake.
+",
+    more!()
+);
+
+pub(super) const HISTORY_LONG: &str = "Examples:
+  electop history                         every election's last hour
+  electop history sql1/jobs --since 24h   one election's last day
+  electop history jobs --since 90m --json | jq '.elections[].summary'
+  electop history --since 2026-11-28T05:00:00Z --until 2026-11-28T06:00:00Z
+
+Each tenure (holder, start, end, duration, the cause that began and ended it) and each gap
+without a leader, then per election: failovers, time without a leader (total, longest,
+p50, p95) and forced actions. Only what the history holds is shown: before its oldest
+change, who led is named without a start; changes with no time (etcd revisions from before
+any electop saw them) are left out and counted. SQL, ZooKeeper and Redis history is what
+an electop (dashboard, serve, watch) recorded in its journal. docs/history.md says more.
+
+Exit codes: 0 every source was read; 3 some were (each one that was not is named on
+stderr); 1 no source could be read, or ELECTION is in none of those read while some were
+not; 2 a usage or config mistake, or ELECTION is in no source (every one read).";
 
 pub(super) const WATCH: &str = concat!(
     "Examples:

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | (none): the dashboard | [`dashboard`] |
 //! | `status` | [`status`] |
+//! | `history` | [`history`] |
 //! | `watch` | [`watch`] |
 //! | `serve` | [`serve`] |
 //! | `force-leader`, `reelect`, `resign` | [`admin`] |
@@ -16,6 +17,7 @@ mod admin;
 mod contexts;
 mod dashboard;
 mod demo;
+mod history;
 mod node;
 mod serve;
 mod status;
@@ -165,6 +167,30 @@ async fn on_sources(
             opts.one_shot = true;
             let format = if json { OutputFormat::Json } else { output };
             status::status(&selected.sources, &opts, timeout, format).await
+        }
+        Some(Command::History {
+            election,
+            since,
+            until,
+            json,
+            timeout,
+        }) => {
+            // As much history as the journals keep, whatever the dashboard's own bound.
+            opts.history_limit = opts
+                .history_limit
+                .max(crate::backend::engine::journal::KEPT_AT_LEAST);
+            opts.all_leases = true;
+            opts.replay_history = true;
+            opts.request_timeout = timeout;
+            opts.one_shot = true;
+            let ask = history::Ask {
+                election,
+                since,
+                until,
+                json,
+                timeout,
+            };
+            history::run(&selected.sources, &opts, ask).await
         }
         Some(Command::ForceLeader {
             election,

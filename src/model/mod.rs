@@ -10,6 +10,7 @@ pub(crate) mod format;
 mod scheme;
 pub mod split_brain;
 pub(crate) mod time;
+pub mod timeline;
 mod wrap;
 
 pub use election::{

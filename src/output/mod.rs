@@ -1,6 +1,7 @@
 //! What `status` and `watch` print, built from the same state the TUI draws: JSON here, the
 //! human tables and lines in their own modules.
 
+pub(crate) mod history;
 pub(crate) mod table;
 pub(crate) mod watch;
 

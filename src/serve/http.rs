@@ -1,13 +1,14 @@
 //! What `electop serve` answers over HTTP: `/metrics`, `/healthz`, `/readyz`, and the
-//! `status --json` document and the `watch --json` stream under `/api/v1/`. Every handler
-//! reads the one observed state; none touches a store.
+//! `status --json` document, the `watch --json` stream and the `history --json` document
+//! under `/api/v1/`. Every handler reads the one observed state; none touches a store.
 
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -33,6 +34,7 @@ pub(crate) fn router(served: Served) -> Router {
         .route("/readyz", get(readyz))
         .route("/api/v1/elections", get(elections))
         .route("/api/v1/events", get(events))
+        .route("/api/v1/history", get(history))
         .layer(middleware::from_fn(move |req: Request, next: Next| {
             let auth = Arc::clone(&auth);
             async move {
@@ -151,6 +153,53 @@ async fn elections(State(s): State<Served>) -> Response {
     };
     match written {
         Ok(()) => ([(header::CONTENT_TYPE, "application/json")], out).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+/// `?election=NAME|SOURCE/NAME&since=WHEN&until=WHEN`: what `history --json` prints, from
+/// the history serve keeps in memory (its journal read back at the start, then what it
+/// sees): [`super::HISTORY`] changes per election unless `--history-limit` says more. A
+/// parameter that cannot be read is a 400; an election no source holds, a 404.
+async fn history(State(s): State<Served>, uri: Uri) -> Response {
+    use crate::model::timeline::{When, parse_when};
+    let bad = |why: String| (StatusCode::BAD_REQUEST, format!("{why}\n")).into_response();
+    let (mut election, mut since, mut until) = (None, When::Ago(Duration::from_secs(3600)), None);
+    let query = uri.query().unwrap_or("").as_bytes();
+    for (k, v) in url::form_urlencoded::parse(query) {
+        match k.as_ref() {
+            "election" => election = Some(v.into_owned()),
+            "since" => match parse_when(&v) {
+                Ok(w) => since = w,
+                Err(why) => return bad(format!("since: {why}")),
+            },
+            "until" => match parse_when(&v) {
+                Ok(w) => until = Some(w),
+                Err(why) => return bad(format!("until: {why}")),
+            },
+            other => {
+                return bad(format!(
+                    "unknown parameter `{other}`: election, since, until"
+                ));
+            }
+        }
+    }
+    let now = SystemTime::now();
+    let (since, until) = (since.resolve(now), until.map_or(now, |u| u.resolve(now)));
+    if until < since {
+        return bad("until is before since".into());
+    }
+    let body = {
+        let o = read(&s.observed);
+        let keys = match crate::output::history::select(&o.model, election.as_deref()) {
+            Ok(keys) => keys,
+            Err(why) => return (StatusCode::NOT_FOUND, format!("{why}\n")).into_response(),
+        };
+        let doc = crate::output::history::document(&o.model, &keys, (since, until), now);
+        serde_json::to_vec(&doc)
+    };
+    match body {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
     }
 }

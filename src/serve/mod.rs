@@ -36,7 +36,7 @@ pub(crate) struct Options {
 
 /// Leader changes kept per election (by `serve` and `watch`) unless `--history-limit` says
 /// otherwise: enough for flapping (more than 4 in the last minute) and the last changes in
-/// `/api/v1/elections`. The dashboard's 200 would grow a serve of many busy elections by
+/// `/api/v1/elections`, and what `/api/v1/history` answers from. The dashboard's 200 would grow a serve of many busy elections by
 /// hundreds of MiB (docs/PERFORMANCE.md has the figures).
 pub(crate) const HISTORY: usize = 8;
 

@@ -1,0 +1,85 @@
+//! `electop history`: every source read once, as `status` does, with as much history as the
+//! journals keep, then who led each election when over a window, as a table or JSON.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Result;
+
+use crate::backend::BackendOptions;
+use crate::config::{SourceConfig, Usage};
+use crate::model::timeline::When;
+use crate::output;
+use crate::runtime::Sources;
+
+use super::status::EXIT_PARTIAL;
+
+/// What `history` was asked for.
+pub(super) struct Ask {
+    pub election: Option<String>,
+    pub since: When,
+    pub until: Option<When>,
+    pub json: bool,
+    pub timeout: Duration,
+}
+
+/// Exit 0 when every source was read, [`EXIT_PARTIAL`] when some were, 1 when none. An
+/// election named that no source holds is a usage error (exit 2, as for the admin verbs)
+/// when every source was read; with some unread it may be in one of them: exit 1.
+pub(super) async fn run(
+    sources: &[SourceConfig],
+    opts: &BackendOptions,
+    ask: Ask,
+) -> Result<ExitCode> {
+    let now = SystemTime::now();
+    let since = ask.since.resolve(now);
+    let until = ask.until.map_or(now, |u| u.resolve(now));
+    if until < since {
+        return Err(Usage(format!(
+            "--until ({}) is before --since ({})",
+            crate::model::time::rfc3339(until),
+            crate::model::time::rfc3339(since)
+        ))
+        .into());
+    }
+    let s = Sources::spawn(sources, opts)?;
+    let snap = crate::runtime::collect(s, ask.timeout).await;
+    for (_, why) in &snap.unread {
+        eprintln!("electop: {why}");
+    }
+    let app = snap.model;
+    if snap.unread.len() == app.sources.len() {
+        return Ok(ExitCode::FAILURE);
+    }
+    let keys = match output::history::select(&app, ask.election.as_deref()) {
+        Ok(keys) => keys,
+        Err(why) if snap.unread.is_empty() => return Err(Usage(why).into()),
+        Err(why) => {
+            eprintln!("electop: {why} (among the sources read)");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    super::status::print_notices(&app, crate::cli::OutputFormat::Json);
+    let doc = output::history::document(&app, &keys, (since, until), SystemTime::now());
+    print(&doc, ask.json)?;
+    Ok(match snap.unread.is_empty() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(EXIT_PARTIAL),
+    })
+}
+
+/// JSON (indented on a terminal, one line for a program, as `status`) or the table.
+fn print(doc: &output::history::HistoryDoc<'_>, json: bool) -> Result<()> {
+    use std::io::IsTerminal;
+    let mut out = std::io::stdout().lock();
+    let text = match json {
+        true if out.is_terminal() => serde_json::to_string_pretty(doc)? + "\n",
+        true => serde_json::to_string(doc)? + "\n",
+        false => output::history::render(doc),
+    };
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}
