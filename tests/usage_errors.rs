@@ -460,6 +460,83 @@ fn later_usage_mistakes_exit_2_too() {
     }
 }
 
+/// A secret given where it cannot be read, or not given where it must be, is a mistake in
+/// how it is given (exit 2, before anything is dialled), never a store that is down; and
+/// `--store` with a source of another kind names what was given.
+#[test]
+fn secrets_that_cannot_be_read_and_mismatched_stores_exit_2() {
+    let unset = "ELECTOP_TEST_SURELY_UNSET_VAR";
+    let cases: [(&[&str], &[&str]); 6] = [
+        (
+            &[
+                "--etcd",
+                "127.0.0.1:9",
+                "--user",
+                "root",
+                "--password-env",
+                unset,
+                "status",
+            ],
+            &["--password-env", unset, "is not set"],
+        ),
+        (
+            &["--etcd", "127.0.0.1:9", "--user", "root", "status"],
+            &["etcd user `root` needs a password"],
+        ),
+        (
+            &[
+                "--sql",
+                "postgres://u@127.0.0.1:9/db",
+                "--password-env",
+                unset,
+                "status",
+            ],
+            &["--password-env", unset, "is not set"],
+        ),
+        (
+            &[
+                "--zk",
+                "127.0.0.1:9",
+                "--zk-auth",
+                &["env:", unset].concat(),
+                "status",
+            ],
+            &["the ZooKeeper source", "is not set"],
+        ),
+        (
+            &[
+                "demo",
+                "--store",
+                "mysql",
+                "--sql",
+                "postgres://u:pw@127.0.0.1:9/db",
+            ],
+            &[
+                "--store mysql needs a mysql:// URL",
+                "postgres://u@127.0.0.1:9/db",
+            ],
+        ),
+        (
+            &[
+                "node",
+                "--store",
+                "zookeeper",
+                "--election",
+                "x",
+                "--id",
+                "a",
+            ],
+            &[
+                "--store zookeeper needs --zk",
+                "no source flag reads the local etcd",
+            ],
+        ),
+    ];
+    for (args, wants) in cases {
+        assert_usage_error(args, wants);
+    }
+}
+
 /// Every command's help, as a person at an 80-column terminal sees it.
 fn help(args: &[&str]) -> String {
     let home = common::scratch::tempdir();

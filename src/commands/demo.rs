@@ -97,6 +97,7 @@ fn check(args: &DemoArgs, src: &SourceArgs) -> Result<(), Usage> {
     check_spawn(args)?;
     check_sources(args, src)?;
     check_urls(src)?;
+    check_dialect(args.store, src)?;
     check_scheme(args.store, src)?;
     let ignored = [
         ("--prefix", !src.prefix.is_empty()),
@@ -231,6 +232,30 @@ fn check_urls(src: &SourceArgs) -> Result<(), Usage> {
         return Err(Usage(format!("--sql: {e}")));
     }
     Ok(())
+}
+
+/// `--store postgres` wants a postgres:// URL and `--store mysql` a mysql:// one.
+fn check_dialect(store: DemoStore, src: &SourceArgs) -> Result<(), Usage> {
+    use crate::config::{DbUrl, Dialect};
+    let (Some(url), Some(want)) = (
+        src.sql.first(),
+        match store {
+            DemoStore::Postgres => Some((Dialect::Postgres, "postgres://")),
+            DemoStore::Mysql => Some((Dialect::MySql, "mysql://")),
+            _ => None,
+        },
+    ) else {
+        return Ok(());
+    };
+    match Dialect::from_url(url) {
+        Some(d) if d == want.0 => Ok(()),
+        _ => Err(Usage(format!(
+            "--store {} needs a {} URL, and --sql is {}: give the one or the other",
+            store_name(store),
+            want.1,
+            DbUrl(url.clone()).redacted()
+        ))),
+    }
 }
 
 /// `--scheme` runs on the store: etcd's on etcd, a SQL table's on a SQL store, a session

@@ -118,6 +118,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         (cli.sources.found, cli.sources.unreached) = (found, unreached);
     }
     let selected = cli.sources.select(&config).map_err(Usage)?;
+    for s in &selected.sources {
+        s.check_secrets().map_err(Usage)?;
+    }
     let opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
         retention: config.history.retention,
@@ -215,7 +218,13 @@ async fn on_sources(
             let how = admin::How::plain(limit);
             Ok(admin::run(&selected.sources, &election, kind, &admin, how).await)
         }
-        Some(Command::Node(args)) => node::node(cli.sources.scheme, &args, selected.sources).await,
+        Some(Command::Node(args)) => {
+            let s = &cli.sources;
+            let given =
+                !(s.etcd.is_empty() && s.zk.is_empty() && s.sql.is_empty() && s.redis.is_empty())
+                    || cli.config.is_some();
+            node::node(cli.sources.scheme, &args, selected.sources, given).await
+        }
         Some(Command::Serve(args)) => {
             // SIGHUP: the config file read again, the sources chosen as at the start.
             let (path, flags) = (cli.config.clone(), cli.sources);

@@ -14,6 +14,7 @@ pub(super) async fn node(
     scheme: Option<SchemeArg>,
     args: &NodeArgs,
     sources: Vec<SourceConfig>,
+    source_given: bool,
 ) -> Result<ExitCode> {
     let [source] = <[_; 1]>::try_from(sources).map_err(|s: Vec<_>| {
         Usage(format!(
@@ -22,7 +23,7 @@ pub(super) async fn node(
         ))
     })?;
     if let Some(store) = args.store {
-        check_store(store, &source)?;
+        check_store(store, &source, source_given)?;
     }
     if args.create_table && !matches!(source, SourceConfig::Sql(_)) {
         return Err(Usage(format!(
@@ -57,7 +58,7 @@ pub(super) async fn node(
 
 /// `--store` names the store the source flags point at: `--store zookeeper` with `--etcd`
 /// is a mistake worth stopping at before anything joins an election.
-fn check_store(store: DemoStore, source: &SourceConfig) -> Result<(), Usage> {
+fn check_store(store: DemoStore, source: &SourceConfig, source_given: bool) -> Result<(), Usage> {
     let (is, flag) = match source {
         SourceConfig::Etcd(_) => (DemoStore::Etcd, "--etcd"),
         SourceConfig::Zookeeper(_) => (DemoStore::Zookeeper, "--zk"),
@@ -80,10 +81,14 @@ fn check_store(store: DemoStore, source: &SourceConfig) -> Result<(), Usage> {
         DemoStore::Mysql => "--sql mysql://...",
     };
     let name = |s: DemoStore| s.to_possible_value().map(|v| v.get_name().to_string());
+    // No source flag at all reads the local etcd (127.0.0.1:2379): say so, not "--etcd".
+    let given = match (is, flag) {
+        (DemoStore::Etcd, _) if !source_given => "no source flag reads the local etcd".to_string(),
+        _ => format!("{flag} gives {}", name(is).unwrap_or_default()),
+    };
     Err(Usage(format!(
-        "--store {} needs {wanted}, and {flag} gives {}; give the one or the other",
+        "--store {} needs {wanted}, and {given}; give the one or the other",
         name(store).unwrap_or_default(),
-        name(is).unwrap_or_default(),
     )))
 }
 

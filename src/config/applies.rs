@@ -53,7 +53,13 @@ impl Flags {
             }
         }
         let chosen = config.select(self.context.as_deref())?;
-        self.check_applies(&chosen.sources)
+        self.check_applies(&chosen.sources)?;
+        // Before any catalog is read with it: a password that cannot be read is a mistake
+        // in how it is given, not a database that is down.
+        let given = (self.password_env.as_deref(), self.password_file.as_deref());
+        super::read_password(given.0, given.1)
+            .map(|_| ())
+            .map_err(|e| format!("--password-env/--password-file: {e}"))
     }
 
     /// Every store-specific flag given has a source of its store among those read (the

@@ -99,6 +99,44 @@ pub enum SourceConfig {
 }
 
 impl SourceConfig {
+    /// Where the source's secrets are said to be can be read now (a variable set, a file
+    /// readable), and an etcd user has a password: a mistake in how they are given is a
+    /// usage error, said before anything is dialled. What is read goes nowhere.
+    pub fn check_secrets(&self) -> Result<(), String> {
+        let kind = match self {
+            SourceConfig::Etcd(_) => "etcd",
+            SourceConfig::Sql(_) => "SQL",
+            SourceConfig::Zookeeper(_) => "ZooKeeper",
+            SourceConfig::Redis(_) => "Redis",
+        };
+        let label = match self.name() {
+            Some(name) => format!("{kind} source {name}"),
+            None => format!("the {kind} source"),
+        };
+        let at = |e: String| format!("{label}: {e}");
+        match self {
+            SourceConfig::Etcd(e) => {
+                let read = read_password(e.password_env.as_deref(), e.password_file.as_deref());
+                match (&e.user, read.map_err(at)?) {
+                    (Some(user), None) => Err(at(format!(
+                        "etcd user `{user}` needs a password: set password_env or password_file \
+                         (--password-env / --password-file)"
+                    ))),
+                    _ => Ok(()),
+                }
+            }
+            SourceConfig::Sql(s) => {
+                read_password(s.password_env.as_deref(), s.password_file.as_deref()).map_err(at)?;
+                Ok(())
+            }
+            SourceConfig::Redis(r) => {
+                read_password(r.password_env.as_deref(), r.password_file.as_deref()).map_err(at)?;
+                Ok(())
+            }
+            SourceConfig::Zookeeper(z) => z.digest().map(|_| ()).map_err(at),
+        }
+    }
+
     pub fn read_only(&self) -> bool {
         match self {
             SourceConfig::Etcd(e) => e.read_only,
