@@ -136,6 +136,52 @@ pub(crate) const BINDINGS: &[Binding] = &[
         help: "events: every change",
     },
     Binding {
+        keys: &[(KeyCode::Char('t'), NONE)],
+        label: "t",
+        action: Action::ToggleTimeline,
+        help: "timeline: who led when",
+    },
+    Binding {
+        keys: &[
+            (KeyCode::Char('+'), NONE),
+            (KeyCode::Char('+'), SHIFT),
+            (KeyCode::Char('='), NONE),
+        ],
+        label: "+",
+        action: Action::ZoomIn,
+        help: "timeline: narrower window",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('-'), NONE)],
+        label: "-",
+        action: Action::ZoomOut,
+        help: "timeline: wider (5m 1h 24h)",
+    },
+    Binding {
+        keys: &[(KeyCode::Left, NONE)],
+        label: "←",
+        action: Action::PanLeft,
+        help: "timeline: pan back",
+    },
+    Binding {
+        keys: &[(KeyCode::Right, NONE)],
+        label: "→",
+        action: Action::PanRight,
+        help: "timeline: pan forward",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('h'), NONE), (KeyCode::Char(','), NONE)],
+        label: "h/,",
+        action: Action::CursorLeft,
+        help: "timeline: cursor earlier",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('l'), NONE), (KeyCode::Char('.'), NONE)],
+        label: "l/.",
+        action: Action::CursorRight,
+        help: "timeline: cursor later",
+    },
+    Binding {
         keys: &[(KeyCode::Char('?'), NONE), (KeyCode::Char('?'), SHIFT)],
         label: "?",
         action: Action::ToggleHelp,
@@ -278,6 +324,13 @@ pub(crate) const ACTION_NAMES: &[(&str, Action)] = &[
     ("command", Action::StartCommand),
     ("sort", Action::CycleSort),
     ("events", Action::ToggleEvents),
+    ("timeline", Action::ToggleTimeline),
+    ("zoom_in", Action::ZoomIn),
+    ("zoom_out", Action::ZoomOut),
+    ("pan_left", Action::PanLeft),
+    ("pan_right", Action::PanRight),
+    ("cursor_left", Action::CursorLeft),
+    ("cursor_right", Action::CursorRight),
     ("back", Action::Back),
     ("quit", Action::Quit),
 ];
@@ -404,6 +457,16 @@ pub(crate) fn on_events_screen(action: Action) -> bool {
             | Action::Back
             | Action::Quit
     )
+}
+
+/// The keys the timeline view answers: the rows', the window's, the cursor's and the views'.
+pub(crate) fn on_timeline_screen(action: Action) -> bool {
+    on_events_screen(action)
+        || super::timeline::is_strip_key(action)
+        || matches!(
+            action,
+            Action::ToggleTimeline | Action::Describe | Action::CycleSort
+        )
 }
 
 /// Keys of the `/` and `:` bars (fixed: they are text otherwise), for the help.

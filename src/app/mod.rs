@@ -11,6 +11,7 @@ pub(crate) mod frames;
 pub(crate) mod keys;
 pub(crate) mod prompt;
 pub(crate) mod rows;
+pub mod timeline;
 
 use std::time::{Instant, SystemTime};
 
@@ -41,6 +42,8 @@ pub enum Screen {
     Main,
     /// The timeline of every change (`v`, `:events`).
     Events,
+    /// Who led when: a strip per election (`t`, `:timeline`).
+    Timeline,
 }
 
 /// What a mouse event landed on, as the view laid it out.
@@ -191,6 +194,8 @@ pub struct App {
     pub under_way: std::collections::BTreeMap<crate::state::Key, UnderWay>,
     /// What the last frame showed of the elections (`frames`).
     pub drawn: frames::Drawn,
+    /// The timeline's window and cursor (the timeline view's and the detail's strip).
+    pub timeline: timeline::TimelineView,
 }
 
 /// Below a minute left a countdown shows tenths of a second (`42.3s`), so frames come at the
@@ -232,6 +237,7 @@ impl App {
             describe: None,
             under_way: Default::default(),
             drawn: Default::default(),
+            timeline: Default::default(),
         }
     }
 
@@ -432,9 +438,25 @@ fn on_action(app: &mut App, action: Action) -> bool {
         Action::ToggleMembers => app.show_members = !app.show_members,
         Action::ToggleEvents => {
             app.screen = match app.screen {
-                Screen::Main => Screen::Events,
                 Screen::Events => Screen::Main,
+                Screen::Main | Screen::Timeline => Screen::Events,
             };
+        }
+        Action::ToggleTimeline => {
+            app.screen = match app.screen {
+                Screen::Timeline => Screen::Main,
+                Screen::Main | Screen::Events => Screen::Timeline,
+            };
+        }
+        // The window and the cursor move only where a strip is on screen.
+        Action::ZoomIn
+        | Action::ZoomOut
+        | Action::PanLeft
+        | Action::PanRight
+        | Action::CursorLeft
+        | Action::CursorRight => {
+            return app.screen == Screen::Timeline
+                && app.timeline.on_action(action, app.model.wall);
         }
         Action::StartFilter => commands::open(app, PromptKind::Filter),
         Action::StartCommand => commands::open(app, PromptKind::Command),
@@ -456,6 +478,12 @@ fn on_action(app: &mut App, action: Action) -> bool {
             };
             app.focus = order[j];
         }
+        // The timeline's rows are the elections': the movement keys select among them.
+        Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top | Action::Bottom
+            if app.screen == Screen::Timeline =>
+        {
+            return commands::scroll(app, Some(Focus::Elections), movement(action));
+        }
         Action::Up => return commands::scroll(app, None, -1),
         Action::Down => return commands::scroll(app, None, 1),
         Action::PageUp => return commands::scroll(app, None, -(PAGE as isize)),
@@ -467,6 +495,18 @@ fn on_action(app: &mut App, action: Action) -> bool {
         }
     }
     true
+}
+
+/// How far a movement key moves.
+fn movement(action: Action) -> isize {
+    match action {
+        Action::Up => -1,
+        Action::Down => 1,
+        Action::PageUp => -(PAGE as isize),
+        Action::PageDown => PAGE as isize,
+        Action::Top => -(isize::MAX / 2),
+        _ => isize::MAX / 2,
+    }
 }
 
 /// A store's event into the read model; the rows follow. Returns whether to redraw now:
