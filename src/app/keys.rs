@@ -459,16 +459,6 @@ pub(crate) fn on_events_screen(action: Action) -> bool {
     )
 }
 
-/// The keys the timeline view answers: the rows', the window's, the cursor's and the views'.
-pub(crate) fn on_timeline_screen(action: Action) -> bool {
-    on_events_screen(action)
-        || super::timeline::is_strip_key(action)
-        || matches!(
-            action,
-            Action::ToggleTimeline | Action::Describe | Action::CycleSort
-        )
-}
-
 /// Keys of the `/` and `:` bars (fixed: they are text otherwise), for the help.
 pub(crate) const PROMPT_KEYS: &[(&str, &str)] = &[
     ("Enter", "keep filter / run command"),

@@ -101,6 +101,17 @@ pub(crate) fn is_strip_key(action: Action) -> bool {
     )
 }
 
+/// The keys the timeline view answers (for its help): the rows', the window's, the
+/// cursor's and the views'.
+pub(crate) fn on_timeline_screen(action: Action) -> bool {
+    super::keys::on_events_screen(action)
+        || is_strip_key(action)
+        || matches!(
+            action,
+            Action::ToggleTimeline | Action::Describe | Action::CycleSort
+        )
+}
+
 /// `5m`, `1h`, `24h`.
 pub fn span_label(span: Duration) -> String {
     let s = span.as_secs();
@@ -182,8 +193,14 @@ fn columns(
 }
 
 /// The strip of `t` in `width` columns; `stale_from`: the source's last contact when it is
-/// stale now (what follows it is not known).
-pub fn strip(t: &Timeline, width: usize, stale_from: Option<SystemTime>) -> Strip {
+/// stale now (what follows it is not known); `unwatched`: stretches no electop watched
+/// (electop's own record of earlier runs), where a tenure drawn through would be a guess.
+pub fn strip(
+    t: &Timeline,
+    width: usize,
+    stale_from: Option<SystemTime>,
+    unwatched: &[(SystemTime, SystemTime)],
+) -> Strip {
     let (since, until) = (t.since, t.until);
     let mut cells = vec![Cell::Unknown; width];
     let mut holders: Vec<String> = Vec::new();
@@ -222,6 +239,17 @@ pub fn strip(t: &Timeline, width: usize, stale_from: Option<SystemTime>) -> Stri
     for (c, n) in cells.iter_mut().zip(&changes) {
         if *n > 1 && matches!(c, Cell::Tenure(_)) {
             *c = Cell::Changes;
+        }
+    }
+    for span in unwatched {
+        let Some((c0, c1)) = columns(*span, since, until, width) else {
+            continue;
+        };
+        // Its first and last columns hold what was seen either side: only those between.
+        for c in cells.iter_mut().take(c1).skip(c0 + 1) {
+            if !matches!(*c, Cell::Gap | Cell::Forced) {
+                *c = Cell::Stale;
+            }
         }
     }
     if let Some(from) = stale_from.and_then(|s| column(s, since, until, width)) {
@@ -271,7 +299,13 @@ fn of(e: &Election, since: SystemTime, until: SystemTime, now: SystemTime) -> Ti
 /// The strip of `e` in `width` columns over the view's window.
 pub fn election_strip(app: &App, e: &Election, width: usize) -> Strip {
     let t = election_timeline(app, e);
-    strip(&t, width, stale_from(app, e))
+    let unwatched: Vec<(SystemTime, SystemTime)> = app
+        .model
+        .sources
+        .get(e.source)
+        .map(|s| s.history_gaps.iter().map(|g| (g.from, g.to)).collect())
+        .unwrap_or_default();
+    strip(&t, width, stale_from(app, e), &unwatched)
 }
 
 /// What the cursor line says of `e` at instant `at`: who led then, since when, and the
@@ -281,6 +315,14 @@ pub fn who_led(app: &App, e: &Election, at: SystemTime) -> String {
     let stale = stale_from(app, e);
     if let Some(s) = stale.filter(|s| at > *s) {
         return format!("not known: no contact with the source since {}", clock(s));
+    }
+    let unwatched = app.model.sources.get(e.source).and_then(|s| {
+        s.history_gaps
+            .iter()
+            .find(|g| g.from < at && at < g.to)
+    });
+    if let Some(g) = unwatched {
+        return format!("not known: {}", g.describe());
     }
     let now = stale.unwrap_or(app.model.wall);
     // The whole history, unclipped, so "since" is when the tenure really began.

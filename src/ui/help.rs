@@ -51,7 +51,7 @@ fn lines<'a>(
             // The strip's keys in one row: they act in the timeline and the detail.
             Screen::Main => !strip(b.action),
             Screen::Events => keys::on_events_screen(b.action),
-            Screen::Timeline => keys::on_timeline_screen(b.action),
+            Screen::Timeline => crate::app::timeline::on_timeline_screen(b.action),
         })
         .collect();
     let mut main: Vec<Line> = Vec::with_capacity(shown.len() + 1);
@@ -122,7 +122,7 @@ const STRIP_MARKS: &[(&str, &str)] = &[
     ("░", "no leader (alarm colour)"),
     ("◆", "a forced change (admin action)"),
     ("*", "several changes in one column"),
-    ("┄", "after the source's last contact"),
+    ("┄", "no contact since, or not watched"),
     ("blank", "not known: before the history kept"),
     ("▲", "the cursor: its line says who led"),
 ];

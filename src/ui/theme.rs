@@ -136,3 +136,20 @@ pub fn holder(id: &str) -> Style {
     });
     paint(Style::new().fg(HOLDERS[(hash % HOLDERS.len() as u64) as usize]))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_holder_keeps_its_colour_and_others_differ() {
+        super::set_color(true);
+        assert_eq!(super::holder("node-a"), super::holder("node-a"));
+        let ids = ["node-a", "node-b", "node-c", "node-d"];
+        let colours: std::collections::HashSet<_> =
+            ids.iter().map(|id| super::holder(id).fg).collect();
+        assert!(colours.len() > 1, "{colours:?}");
+        assert!(
+            !colours.contains(&Some(super::Color::Red)),
+            "red is the alarm's"
+        );
+    }
+}

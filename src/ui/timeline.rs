@@ -3,7 +3,8 @@
 //! in `app::timeline` (pure); this only styles it. Every glyph tells its meaning without
 //! colour too (a terminal without colours, or a `tmux capture-pane`): a tenure is `━` after
 //! its holder's name, a gap `░`, a forced change `◆`, several changes in a column `*`, time
-//! after a stale source's last contact `┄`; nothing known is blank.
+//! after a stale source's last contact or that no electop watched `┄`; nothing known is
+//! blank.
 
 use std::time::{Duration, SystemTime};
 

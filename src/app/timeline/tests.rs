@@ -61,8 +61,8 @@ fn a_failover_shows_its_gap_and_the_history_before_is_blank() {
         change(60, None, Some("b"), Cause::Elected),
     ];
     let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
-    assert_eq!(text(&strip(&tl, 10, None)), "  aaa░bbbb");
-    assert_eq!(strip(&tl, 10, None).holders, ["a", "b"]);
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "  aaa░bbbb");
+    assert_eq!(strip(&tl, 10, None, &[]).holders, ["a", "b"]);
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn a_gap_shorter_than_a_column_still_shows() {
         change(42, None, Some("b"), Cause::Elected),
     ];
     let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
-    assert_eq!(text(&strip(&tl, 10, None)), "aaaa░bbbbb");
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "aaaa░bbbbb");
 }
 
 #[test]
@@ -87,14 +87,14 @@ fn a_forced_change_and_many_changes_in_a_column_are_marked() {
         change(72, Some("c"), Some("b"), Cause::TakenOver),
     ];
     let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
-    assert_eq!(text(&strip(&tl, 10, None)), "aaa◆bbb*bb");
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "aaa◆bbb*bb");
 }
 
 #[test]
 fn a_stale_source_ends_its_strip_at_its_last_contact() {
     let h = [change(0, None, Some("a"), Cause::Elected)];
     let tl = timeline(&h, Some("a"), t(0), t(100), t(100));
-    assert_eq!(text(&strip(&tl, 10, Some(t(55)))), "aaaaaa┄┄┄┄");
+    assert_eq!(text(&strip(&tl, 10, Some(t(55)), &[])), "aaaaaa┄┄┄┄");
 }
 
 #[test]
@@ -130,4 +130,15 @@ fn zoom_pan_and_cursor_keep_within_the_window_and_never_pass_now() {
         "a narrower window clamps the cursor"
     );
     assert!(!v.on_action(Action::Up, now));
+}
+
+#[test]
+fn stretches_no_electop_watched_are_not_drawn_as_a_tenure() {
+    let h = [change(0, None, Some("a"), Cause::Elected)];
+    let tl = timeline(&h, Some("a"), t(0), t(100), t(100));
+    assert_eq!(
+        text(&strip(&tl, 10, None, &[(t(25), t(65))])),
+        "aaa┄┄┄aaaa",
+        "the columns either side hold what was seen"
+    );
 }
