@@ -47,8 +47,7 @@ fn a_failover_shows_as_a_gap_on_the_elections_row() {
     // node-a resigns; nobody leads until node-b campaigns, a few seconds later.
     a.resign();
     tmux.wait_screen("the gap opening", T, |s| {
-        row(s, "jobs").is_some_and(|r| r.contains('░'))
-            && s.contains("jobs: NO LEADER since")
+        row(s, "jobs").is_some_and(|r| r.contains('░')) && s.contains("jobs: NO LEADER since")
     });
     // The gap's length is the point here: time passes with nobody leading.
     std::thread::sleep(Duration::from_secs(3));

@@ -93,10 +93,19 @@ fn sample() -> App {
         "billing",
         &[
             change(3 * 3600, None, Some("node-q"), Cause::Elected),
-            change(7200, Some("node-q"), Some("billing-worker-7"), Cause::TakenOver),
+            change(
+                7200,
+                Some("node-q"),
+                Some("billing-worker-7"),
+                Cause::TakenOver,
+            ),
         ],
     );
-    let batch = election(1, "batch", &[change(480, None, Some("node-y"), Cause::Elected)]);
+    let batch = election(
+        1,
+        "batch",
+        &[change(480, None, Some("node-y"), Cause::Elected)],
+    );
     for (source, elections) in [(0, vec![jobs, billing]), (1, vec![batch])] {
         let ev = SourceEvent::Elections { source, elections };
         app::update(&mut app, Msg::Source(ev));
@@ -169,7 +178,10 @@ fn t_opens_the_timeline_with_a_gap_a_forced_change_and_a_stale_end_at_80x24() {
         batch.trim_end_matches(['"', '│']).ends_with('┄'),
         "the stale source's strip ends after its last contact: {batch}\n{s}"
     );
-    assert!(s.contains("▲ 11:06:40 jobs: node-c led since 11:05:10 (forced_leader, forced by ops@bast"), "{s}");
+    assert!(
+        s.contains("▲ 11:06:40 jobs: node-c led since 11:05:10 (forced_leader, forced by ops@bast"),
+        "{s}"
+    );
     assert!(s.contains("━node-a"), "the legend names the holders:\n{s}");
     insta::assert_snapshot!(s);
 }
@@ -181,7 +193,9 @@ fn the_cursor_on_the_gap_says_nobody_led_and_why_at_200x50() {
     keys(&mut app, &[Action::CursorLeft; 40]);
     let s = render(&app, 200, 50);
     assert!(
-        s.contains("▲ 11:03:20 jobs: NO LEADER since 11:03:20 (lease_expired, after node-a) until 11:03:35"),
+        s.contains(
+            "▲ 11:03:20 jobs: NO LEADER since 11:03:20 (lease_expired, after node-a) until 11:03:35"
+        ),
         "{s}"
     );
     insta::assert_snapshot!(s);
@@ -196,11 +210,22 @@ fn zoom_out_shows_the_earlier_hours_and_pan_moves_the_window_back() {
     let billing = row(&s, "billing");
     assert!(billing.contains("billing-w"), "{billing}\n{s}");
     // Back 3 tenths of 24 h: the window ends 7.2 h ago, before any of jobs' history.
-    keys(&mut app, &[Action::ZoomOut, Action::PanLeft, Action::PanLeft, Action::PanLeft]);
+    keys(
+        &mut app,
+        &[
+            Action::ZoomOut,
+            Action::PanLeft,
+            Action::PanLeft,
+            Action::PanLeft,
+        ],
+    );
     let s = render(&app, 80, 24);
     assert!(s.contains("Timeline · 24h to 03:54:40"), "{s}");
     let jobs = row(&s, "jobs");
-    assert!(!jobs.contains('━') && !jobs.contains('░'), "nothing known then: {jobs}");
+    assert!(
+        !jobs.contains('━') && !jobs.contains('░'),
+        "nothing known then: {jobs}"
+    );
     // Forward, never past now.
     keys(&mut app, &[Action::PanRight; 5]);
     assert_eq!(app.timeline.back, Duration::ZERO);
@@ -228,7 +253,13 @@ fn esc_leaves_the_timeline_and_its_keys_are_in_the_help() {
     let mut app = sample();
     keys(&mut app, &[Action::ToggleHelp]);
     let s = render(&app, 80, 24);
-    for k in ["Keys · timeline", "narrower window", "pan back", "cursor earlier", "no leader"] {
+    for k in [
+        "Keys · timeline",
+        "narrower window",
+        "pan back",
+        "cursor earlier",
+        "no leader",
+    ] {
         assert!(s.contains(k), "{k}:\n{s}");
     }
     keys(&mut app, &[Action::Back, Action::Back]);

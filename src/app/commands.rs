@@ -171,7 +171,12 @@ pub(super) fn scroll(app: &mut App, focus: Option<Focus>, delta: isize) -> bool 
             .selected_election()
             .map(|e| (e.candidates.len(), e.history.len()))
             .unwrap_or((0, 0));
-        match focus.unwrap_or(app.focus) {
+        // The timeline's rows are the elections': the movement keys select among them.
+        let focus = match app.screen {
+            Screen::Timeline => Focus::Elections,
+            _ => focus.unwrap_or(app.focus),
+        };
+        match focus {
             Focus::Elections => {
                 app.selected = step(app.selected, app.rows.len(), delta);
                 app.chosen = true;

@@ -436,28 +436,6 @@ fn on_action(app: &mut App, action: Action) -> bool {
         Action::Back => return commands::back(app),
         Action::ToggleHelp => app.show_help = !app.show_help,
         Action::ToggleMembers => app.show_members = !app.show_members,
-        Action::ToggleEvents => {
-            app.screen = match app.screen {
-                Screen::Events => Screen::Main,
-                Screen::Main | Screen::Timeline => Screen::Events,
-            };
-        }
-        Action::ToggleTimeline => {
-            app.screen = match app.screen {
-                Screen::Timeline => Screen::Main,
-                Screen::Main | Screen::Events => Screen::Timeline,
-            };
-        }
-        // The window and the cursor move only where a strip is on screen.
-        Action::ZoomIn
-        | Action::ZoomOut
-        | Action::PanLeft
-        | Action::PanRight
-        | Action::CursorLeft
-        | Action::CursorRight => {
-            return app.screen == Screen::Timeline
-                && app.timeline.on_action(action, app.model.wall);
-        }
         Action::StartFilter => commands::open(app, PromptKind::Filter),
         Action::StartCommand => commands::open(app, PromptKind::Command),
         Action::CycleSort => {
@@ -478,23 +456,48 @@ fn on_action(app: &mut App, action: Action) -> bool {
             };
             app.focus = order[j];
         }
-        // The timeline's rows are the elections': the movement keys select among them.
-        Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top | Action::Bottom
-            if app.screen == Screen::Timeline =>
-        {
-            return commands::scroll(app, Some(Focus::Elections), movement(action));
-        }
-        Action::Up => return commands::scroll(app, None, -1),
-        Action::Down => return commands::scroll(app, None, 1),
-        Action::PageUp => return commands::scroll(app, None, -(PAGE as isize)),
-        Action::PageDown => return commands::scroll(app, None, PAGE as isize),
-        Action::Top => return commands::scroll(app, None, -(isize::MAX / 2)),
-        Action::Bottom => return commands::scroll(app, None, isize::MAX / 2),
+        Action::Up
+        | Action::Down
+        | Action::PageUp
+        | Action::PageDown
+        | Action::Top
+        | Action::Bottom => return commands::scroll(app, None, movement(action)),
+        Action::ToggleEvents
+        | Action::ToggleTimeline
+        | Action::ZoomIn
+        | Action::ZoomOut
+        | Action::PanLeft
+        | Action::PanRight
+        | Action::CursorLeft
+        | Action::CursorRight => return on_view(app, action),
         Action::Accept | Action::Type(_) | Action::Erase | Action::Complete | Action::Details => {
             return false;
         }
     }
     true
+}
+
+/// The views' own keys: to and from the events and the timeline, and the timeline's window
+/// and cursor. Returns whether to redraw.
+fn on_view(app: &mut App, action: Action) -> bool {
+    match action {
+        Action::ToggleEvents => {
+            app.screen = match app.screen {
+                Screen::Events => Screen::Main,
+                Screen::Main | Screen::Timeline => Screen::Events,
+            };
+            true
+        }
+        Action::ToggleTimeline => {
+            app.screen = match app.screen {
+                Screen::Timeline => Screen::Main,
+                Screen::Main | Screen::Events => Screen::Timeline,
+            };
+            true
+        }
+        // The window and the cursor move only where a strip is on screen.
+        _ => app.screen == Screen::Timeline && app.timeline.on_action(action, app.model.wall),
+    }
 }
 
 /// How far a movement key moves.

@@ -213,7 +213,7 @@ pub fn strip(
         if seg.span().0 > since {
             changes[c0] = changes[c0].saturating_add(1);
         }
-        let (cell, forced) = match seg {
+        let (cell, mut forced) = match seg {
             Segment::Tenure(tn) => {
                 let i = holders
                     .iter()
@@ -228,9 +228,13 @@ pub fn strip(
         };
         for c in &mut cells[c0..=c1] {
             // A gap is never hidden by a tenure in the same column, nor a forced change.
-            if !matches!(*c, Cell::Gap | Cell::Forced) || cell == Cell::Forced {
+            if !matches!(*c, Cell::Gap | Cell::Forced) {
                 *c = cell;
             }
+        }
+        // A forced resignation's gap of one column stays a gap: the cursor tells the cause.
+        if cell == Cell::Gap && c1 == c0 {
+            forced = false;
         }
         if forced && seg.span().0 > since {
             cells[c0] = Cell::Forced;
@@ -316,11 +320,11 @@ pub fn who_led(app: &App, e: &Election, at: SystemTime) -> String {
     if let Some(s) = stale.filter(|s| at > *s) {
         return format!("not known: no contact with the source since {}", clock(s));
     }
-    let unwatched = app.model.sources.get(e.source).and_then(|s| {
-        s.history_gaps
-            .iter()
-            .find(|g| g.from < at && at < g.to)
-    });
+    let unwatched = app
+        .model
+        .sources
+        .get(e.source)
+        .and_then(|s| s.history_gaps.iter().find(|g| g.from < at && at < g.to));
     if let Some(g) = unwatched {
         return format!("not known: {}", g.describe());
     }

@@ -54,31 +54,7 @@ fn lines<'a>(
             Screen::Timeline => crate::app::timeline::on_timeline_screen(b.action),
         })
         .collect();
-    let mut main: Vec<Line> = Vec::with_capacity(shown.len() + 1);
-    for (i, b) in shown.iter().enumerate() {
-        let fold = |a: Action, label: &str| {
-            keys::BINDINGS
-                .iter()
-                .any(|d| d.action == a && d.label == label)
-        };
-        // The second of a pair told in one row is left out.
-        if i > 0 && FOLDS.iter().any(|f| f.1 == b.action && fold(f.1, &b.label)) {
-            let prev = shown[i - 1];
-            if FOLDS.iter().any(|f| f.0 == prev.action && fold(f.0, &prev.label)) {
-                continue;
-            }
-        }
-        let next = shown.get(i + 1);
-        match FOLDS.iter().find(|f| f.0 == b.action) {
-            Some(f)
-                if fold(f.0, &b.label)
-                    && next.is_some_and(|n| n.action == f.1 && fold(f.1, &n.label)) =>
-            {
-                main.push(row(f.2, f.3, false));
-            }
-            _ => main.push(bound(b)),
-        }
-    }
+    let mut main = folded(&shown, bound);
     if screen == Screen::Main {
         main.push(row("+-←→ hl", "strip: zoom, pan, cursor", false));
     }
@@ -108,12 +84,55 @@ fn lines<'a>(
     (main, more)
 }
 
+/// The keys' rows, each pair of [`FOLDS`] in one row while both keep their default keys.
+fn folded<'a>(shown: &[&'a Bound], bound: impl Fn(&'a Bound) -> Line<'a>) -> Vec<Line<'a>> {
+    let fold = |a: Action, label: &str| {
+        keys::BINDINGS
+            .iter()
+            .any(|d| d.action == a && d.label == label)
+    };
+    let mut main = Vec::with_capacity(shown.len() + 1);
+    for (i, b) in shown.iter().enumerate() {
+        // The second of a pair told in one row is left out.
+        if i > 0 && FOLDS.iter().any(|f| f.1 == b.action && fold(f.1, &b.label)) {
+            let prev = shown[i - 1];
+            if FOLDS
+                .iter()
+                .any(|f| f.0 == prev.action && fold(f.0, &prev.label))
+            {
+                continue;
+            }
+        }
+        let next = shown.get(i + 1);
+        match FOLDS.iter().find(|f| f.0 == b.action) {
+            Some(f)
+                if fold(f.0, &b.label)
+                    && next.is_some_and(|n| n.action == f.1 && fold(f.1, &n.label)) =>
+            {
+                main.push(row(f.2, f.3, false));
+            }
+            _ => main.push(bound(b)),
+        }
+    }
+    main
+}
+
 /// Pairs of keys the help tells in one row while both keep their default keys, so every
 /// key of the elections fits 80x24.
 const FOLDS: &[(Action, Action, &str, &str)] = &[
     (Action::Up, Action::Down, "↑/k ↓/j", "previous / next row"),
-    (Action::PageUp, Action::PageDown, "PgUp/Dn", "page up / down"),
-    (Action::Top, Action::Bottom, "g/G", "first / last row (Home/End)"),
+    (
+        Action::PageUp,
+        Action::PageDown,
+        "PgUp/Dn",
+        "page up / down",
+    ),
+    (
+        Action::Top,
+        Action::Bottom,
+        "g/G",
+        "first / last row (Home/End)",
+    ),
 ];
 
 /// What the timeline's strips draw: each mark readable without colour.

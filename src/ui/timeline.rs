@@ -80,7 +80,13 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     }
     let foot_at = inner.height.saturating_sub(FOOT) as usize;
     lines.resize(foot_at.max(lines.len()), Line::from(""));
-    lines.push(axis(label_w, width, (since, until), cursor, app.timeline.span()));
+    lines.push(axis(
+        label_w,
+        width,
+        (since, until),
+        cursor,
+        app.timeline.span(),
+    ));
     lines.push(cursor_line(app, inner.width as usize));
     lines.push(legend(&holders, inner.width as usize));
     frame.render_widget(Paragraph::new(lines), inner);
@@ -140,7 +146,10 @@ pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'sta
     let mut cur = None;
     for (c, s) in glyphs {
         if cur.is_some_and(|x| x != s) {
-            spans.push(Span::styled(std::mem::take(&mut text), cur.unwrap_or_default()));
+            spans.push(Span::styled(
+                std::mem::take(&mut text),
+                cur.unwrap_or_default(),
+            ));
         }
         cur = Some(s);
         text.push(c);

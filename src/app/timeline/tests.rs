@@ -44,7 +44,10 @@ fn columns_split_the_window_evenly_and_its_end_is_in_the_last() {
     assert_eq!(column(t(99), since, until, 10), Some(9));
     assert_eq!(column(t(100), since, until, 10), Some(9), "the end");
     assert_eq!(column(t(101), since, until, 10), None);
-    assert_eq!(column(since - Duration::from_secs(1), since, until, 10), None);
+    assert_eq!(
+        column(since - Duration::from_secs(1), since, until, 10),
+        None
+    );
     assert_eq!(column(t(5), since, until, 0), None);
     assert_eq!(column_start(3, since, until, 10), t(30));
     // A stretch ending exactly at a column's start does not touch that column.
@@ -116,13 +119,21 @@ fn zoom_pan_and_cursor_keep_within_the_window_and_never_pass_now() {
     assert_eq!(v.back, Duration::ZERO);
     assert_eq!(v.cursor_at(now), now, "the cursor starts at the end");
     v.on_action(Action::CursorLeft, now);
-    assert_eq!(v.cursor_at(now), now - Duration::from_secs(60), "1/60 of an hour");
+    assert_eq!(
+        v.cursor_at(now),
+        now - Duration::from_secs(60),
+        "1/60 of an hour"
+    );
     v.on_action(Action::CursorRight, now);
     assert_eq!(v.cursor, None, "back at now, it follows the clock");
     for _ in 0..100 {
         v.on_action(Action::CursorLeft, now);
     }
-    assert_eq!(v.cursor_at(now), now - Duration::from_secs(3600), "the window's start");
+    assert_eq!(
+        v.cursor_at(now),
+        now - Duration::from_secs(3600),
+        "the window's start"
+    );
     v.on_action(Action::ZoomIn, now);
     assert_eq!(
         v.cursor_at(now),
