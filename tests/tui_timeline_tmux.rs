@@ -76,3 +76,31 @@ fn a_failover_shows_as_a_gap_on_the_elections_row() {
     let screen = tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED"));
     assert!(screen.contains("ELECTOP-EXITED 0"), "{screen}");
 }
+
+/// The same on SQLite: node-a's lease runs out with nobody renewing it (no leader: a gap),
+/// then node-b takes the row.
+#[test]
+fn an_expired_sql_lease_shows_as_a_gap_until_the_next_holder() {
+    let store = common::sqlstore::Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 2));
+    let home = common::scratch::tempdir();
+    let args = format!("--sql {} --scheme sql-lease --poll 100ms", store.url());
+    let tmux = Tmux::start(100, 30, &shell(home.path(), &args));
+    tmux.wait_screen("the SQL election", T, |s| {
+        s.contains("jobs") && s.contains("node-a")
+    });
+    tmux.send(&["t"]);
+    tmux.wait_screen("the lease running out, as a gap", T, |s| {
+        row(s, "jobs").is_some_and(|r| r.contains('░')) && s.contains("jobs: NO LEADER since")
+    });
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-b", 60));
+    tmux.wait_screen("node-b after the gap", T, |s| {
+        row(s, "jobs").is_some_and(|r| {
+            let gap = r.find('░');
+            gap.is_some() && r.rfind('━') > gap
+        }) && s.contains("jobs: node-b led since")
+    });
+    tmux.send(&["q"]);
+    tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
+}
