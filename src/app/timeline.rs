@@ -122,9 +122,9 @@ pub fn span_label(span: Duration) -> String {
     }
 }
 
-/// What a column of a strip shows, most telling first when several things fall in it: a
-/// forced change, then time without a leader (a gap of a second in a day's window still
-/// shows), then several changes, then the holder.
+/// What a column of a strip shows, most telling first when several things fall in it: time
+/// without a leader (a gap of a second in a day's window still shows), then a forced
+/// change, then several changes, then the holder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cell {
     /// Nothing known: before the history's oldest change, or outside the window.
@@ -213,7 +213,7 @@ pub fn strip(
         if seg.span().0 > since {
             changes[c0] = changes[c0].saturating_add(1);
         }
-        let (cell, mut forced) = match seg {
+        let (cell, forced) = match seg {
             Segment::Tenure(tn) => {
                 let i = holders
                     .iter()
@@ -226,17 +226,19 @@ pub fn strip(
             }
             Segment::Gap(g) => (Cell::Gap, is_forced(g.cause)),
         };
+        // Time without a leader is never hidden: a gap takes its columns from anything
+        // else, a tenure only those with nothing more telling.
+        let gap_before = cells[c0] == Cell::Gap;
         for c in &mut cells[c0..=c1] {
-            // A gap is never hidden by a tenure in the same column, nor a forced change.
-            if !matches!(*c, Cell::Gap | Cell::Forced) {
+            if cell == Cell::Gap || !matches!(*c, Cell::Gap | Cell::Forced) {
                 *c = cell;
             }
         }
-        // A forced resignation's gap of one column stays a gap: the cursor tells the cause.
-        if cell == Cell::Gap && c1 == c0 {
-            forced = false;
-        }
-        if forced && seg.span().0 > since {
+        // A forced change is marked where it does not cover a gap: a forced resignation's
+        // gap keeps its other columns, one of a single column stays a gap (the cursor's
+        // line tells the cause).
+        let covers_gap = if cell == Cell::Gap { c1 == c0 } else { gap_before };
+        if forced && !covers_gap && seg.span().0 > since {
             cells[c0] = Cell::Forced;
         }
     }

@@ -153,3 +153,23 @@ fn stretches_no_electop_watched_are_not_drawn_as_a_tenure() {
         "the columns either side hold what was seen"
     );
 }
+
+#[test]
+fn a_gap_and_a_forced_change_in_one_column_show_the_gap() {
+    let h = [
+        change(0, None, Some("a"), Cause::Elected),
+        change(51, Some("a"), None, Cause::LeaseExpired),
+        change(53, None, Some("b"), Cause::Elected),
+        change(55, Some("b"), Some("c"), Cause::ForcedLeader),
+    ];
+    let tl = timeline(&h, Some("c"), t(0), t(100), t(100));
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "aaaaa░cccc");
+    // A forced resignation: its change marked, the rest of its gap shown.
+    let h = [
+        change(0, None, Some("a"), Cause::Elected),
+        change(30, Some("a"), None, Cause::ForcedResign),
+        change(60, None, Some("b"), Cause::Elected),
+    ];
+    let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "aaa◆░░bbbb");
+}
