@@ -237,7 +237,11 @@ pub fn strip(
         // A forced change is marked where it does not cover a gap: a forced resignation's
         // gap keeps its other columns, one of a single column stays a gap (the cursor's
         // line tells the cause).
-        let covers_gap = if cell == Cell::Gap { c1 == c0 } else { gap_before };
+        let covers_gap = if cell == Cell::Gap {
+            c1 == c0
+        } else {
+            gap_before
+        };
         if forced && !covers_gap && seg.span().0 > since {
             cells[c0] = Cell::Forced;
         }

@@ -138,6 +138,7 @@ const FOLDS: &[(Action, Action, &str, &str)] = &[
 /// What the timeline's strips draw: each mark readable without colour.
 const STRIP_MARKS: &[(&str, &str)] = &[
     ("name━━━", "a tenure: its holder, a colour each"),
+    ("┃━", "a tenure too short for its name"),
     ("░", "no leader (alarm colour)"),
     ("◆", "a forced change (admin action)"),
     ("*", "several changes in one column"),

@@ -2,7 +2,7 @@
 //! with a time axis, the cursor's line and a legend. What each column shows is worked out
 //! in `app::timeline` (pure); this only styles it. Every glyph tells its meaning without
 //! colour too (a terminal without colours, or a `tmux capture-pane`): a tenure is `━` after
-//! its holder's name, a gap `░`, a forced change `◆`, several changes in a column `*`, time
+//! its holder's name (`┃` first where the name does not fit), a gap `░`, a forced change `◆`, several changes in a column `*`, time
 //! after a stale source's last contact or that no electop watched `┄`; nothing known is
 //! blank.
 
@@ -119,9 +119,12 @@ pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'sta
             } else {
                 Vec::new()
             };
+            // A run too short for the name after another holder's: the change as `┃`.
+            let after_other = i > 0 && matches!(strip.cells[i - 1], Cell::Tenure(p) if p != h);
             for k in 0..run {
                 match shown.get(k) {
                     Some(c) => glyphs.push((*c, style.add_modifier(Modifier::BOLD))),
+                    None if k == 0 && after_other => glyphs.push(('┃', style)),
                     None => glyphs.push(('━', style)),
                 }
             }
