@@ -262,6 +262,7 @@ fn esc_leaves_the_timeline_and_its_keys_are_in_the_help() {
     ] {
         assert!(s.contains(k), "{k}:\n{s}");
     }
+    insta::assert_snapshot!("timeline_help_80x24", s);
     keys(&mut app, &[Action::Back, Action::Back]);
     assert_eq!(app.screen, Screen::Main);
 }

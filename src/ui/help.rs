@@ -69,8 +69,11 @@ fn lines<'a>(
     }
     more.push(section("In the / and : bars"));
     more.extend(keys::PROMPT_KEYS.iter().map(|(k, h)| row(k, h, false)));
-    more.push(section("Mouse"));
-    more.extend(keys::MOUSE_KEYS.iter().map(|(k, h)| row(k, h, false)));
+    // The timeline takes no clicks.
+    if screen != Screen::Timeline {
+        more.push(section("Mouse"));
+        more.extend(keys::MOUSE_KEYS.iter().map(|(k, h)| row(k, h, false)));
+    }
     if screen == Screen::Main {
         more.push(section("In dialogs"));
         // A binding without help is named by the row before it.
@@ -137,14 +140,14 @@ const FOLDS: &[(Action, Action, &str, &str)] = &[
 
 /// What the timeline's strips draw: each mark readable without colour.
 const STRIP_MARKS: &[(&str, &str)] = &[
-    ("name━━━", "a tenure: its holder, a colour each"),
-    ("┃━", "a tenure too short for its name"),
+    ("name━━━", "a holder's tenure, own colour"),
+    ("┃━", "tenure too short for a name"),
     ("░", "no leader (alarm colour)"),
-    ("◆", "a forced change (admin action)"),
-    ("*", "several changes in one column"),
-    ("┄", "no contact since, or not watched"),
-    ("blank", "not known: before the history kept"),
-    ("▲", "the cursor: its line says who led"),
+    ("◆", "forced change (admin action)"),
+    ("*", "several changes in a column"),
+    ("┄", "no contact, or not watched"),
+    ("blank", "not known (before history)"),
+    ("▲", "cursor: its line says who led"),
 ];
 
 /// The alarm marks on one line: the help's bottom border where it fits.
