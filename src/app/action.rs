@@ -48,4 +48,15 @@ pub enum Action {
     SortBy(super::rows::SortKey),
     /// Open or close the events view.
     ToggleEvents,
+    /// Open or close the timeline view: who led when.
+    ToggleTimeline,
+    /// The timeline's window: narrower (`+`) or wider (`-`).
+    ZoomIn,
+    ZoomOut,
+    /// The timeline's window: back or forward in time, a tenth of it.
+    PanLeft,
+    PanRight,
+    /// The timeline's cursor: an instant earlier or later.
+    CursorLeft,
+    CursorRight,
 }

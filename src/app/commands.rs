@@ -7,7 +7,9 @@ use super::{Action, App, Flash, Focus, Hit, Screen, dialog};
 pub(super) fn open(app: &mut App, kind: PromptKind) {
     // The filter bar starts from the filter in force, so it can be edited.
     let text = match (kind, app.screen) {
-        (PromptKind::Filter, Screen::Main) => app.filter.as_ref().map(|f| f.text.clone()),
+        (PromptKind::Filter, Screen::Main | Screen::Timeline) => {
+            app.filter.as_ref().map(|f| f.text.clone())
+        }
         (PromptKind::Filter, Screen::Events) => app.events_filter.as_ref().map(|f| f.text.clone()),
         (PromptKind::Command, _) => None,
     };
@@ -78,7 +80,7 @@ fn set_filter(app: &mut App, f: Option<Filter>) {
             app.events_filter = f;
             app.events_scroll = 0;
         }
-        Screen::Main => {
+        Screen::Main | Screen::Timeline => {
             app.filter = f;
             rows::refresh(app);
         }
@@ -96,6 +98,7 @@ pub(super) fn run(app: &mut App, text: &str) {
     match command {
         BarCommand::Sort(key) => sort_by(app, key),
         BarCommand::Events => app.screen = Screen::Events,
+        BarCommand::Timeline => app.screen = Screen::Timeline,
         BarCommand::Main => app.screen = Screen::Main,
         BarCommand::Members => app.show_members = true,
         BarCommand::Help => app.show_help = true,
@@ -135,7 +138,7 @@ pub(super) fn back(app: &mut App) -> bool {
         app.show_members = false;
     } else if app.screen == Screen::Events && app.events_filter.is_some() {
         set_filter(app, None);
-    } else if app.screen == Screen::Events {
+    } else if app.screen != Screen::Main {
         app.screen = Screen::Main;
     } else if app.filter.is_some() {
         set_filter(app, None);
@@ -168,7 +171,12 @@ pub(super) fn scroll(app: &mut App, focus: Option<Focus>, delta: isize) -> bool 
             .selected_election()
             .map(|e| (e.candidates.len(), e.history.len()))
             .unwrap_or((0, 0));
-        match focus.unwrap_or(app.focus) {
+        // The timeline's rows are the elections': the movement keys select among them.
+        let focus = match app.screen {
+            Screen::Timeline => Focus::Elections,
+            _ => focus.unwrap_or(app.focus),
+        };
+        match focus {
             Focus::Elections => {
                 app.selected = step(app.selected, app.rows.len(), delta);
                 app.chosen = true;

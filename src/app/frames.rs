@@ -48,6 +48,10 @@ pub(crate) fn rows_show(app: &App, rows: usize) -> bool {
     if idx.settled.is_empty() {
         return false;
     }
+    // The timeline view shows more rows than the table: any change may be among them.
+    if app.screen == super::Screen::Timeline {
+        return true;
+    }
     let on_screen = |k: &Key| idx.settled.contains(k);
     let described = app.describe.as_ref().is_some_and(|d| on_screen(&d.key));
     let selected = app

@@ -11,6 +11,7 @@ pub(crate) mod frames;
 pub(crate) mod keys;
 pub(crate) mod prompt;
 pub(crate) mod rows;
+pub mod timeline;
 
 use std::time::{Instant, SystemTime};
 
@@ -41,6 +42,8 @@ pub enum Screen {
     Main,
     /// The timeline of every change (`v`, `:events`).
     Events,
+    /// Who led when: a strip per election (`t`, `:timeline`).
+    Timeline,
 }
 
 /// What a mouse event landed on, as the view laid it out.
@@ -191,6 +194,8 @@ pub struct App {
     pub under_way: std::collections::BTreeMap<crate::state::Key, UnderWay>,
     /// What the last frame showed of the elections (`frames`).
     pub drawn: frames::Drawn,
+    /// The timeline's window and cursor (the timeline view's and the detail's strip).
+    pub timeline: timeline::TimelineView,
 }
 
 /// Below a minute left a countdown shows tenths of a second (`42.3s`), so frames come at the
@@ -232,6 +237,7 @@ impl App {
             describe: None,
             under_way: Default::default(),
             drawn: Default::default(),
+            timeline: Default::default(),
         }
     }
 
@@ -430,12 +436,6 @@ fn on_action(app: &mut App, action: Action) -> bool {
         Action::Back => return commands::back(app),
         Action::ToggleHelp => app.show_help = !app.show_help,
         Action::ToggleMembers => app.show_members = !app.show_members,
-        Action::ToggleEvents => {
-            app.screen = match app.screen {
-                Screen::Main => Screen::Events,
-                Screen::Events => Screen::Main,
-            };
-        }
         Action::StartFilter => commands::open(app, PromptKind::Filter),
         Action::StartCommand => commands::open(app, PromptKind::Command),
         Action::CycleSort => {
@@ -456,17 +456,60 @@ fn on_action(app: &mut App, action: Action) -> bool {
             };
             app.focus = order[j];
         }
-        Action::Up => return commands::scroll(app, None, -1),
-        Action::Down => return commands::scroll(app, None, 1),
-        Action::PageUp => return commands::scroll(app, None, -(PAGE as isize)),
-        Action::PageDown => return commands::scroll(app, None, PAGE as isize),
-        Action::Top => return commands::scroll(app, None, -(isize::MAX / 2)),
-        Action::Bottom => return commands::scroll(app, None, isize::MAX / 2),
+        Action::Up
+        | Action::Down
+        | Action::PageUp
+        | Action::PageDown
+        | Action::Top
+        | Action::Bottom => return commands::scroll(app, None, movement(action)),
+        Action::ToggleEvents
+        | Action::ToggleTimeline
+        | Action::ZoomIn
+        | Action::ZoomOut
+        | Action::PanLeft
+        | Action::PanRight
+        | Action::CursorLeft
+        | Action::CursorRight => return on_view(app, action),
         Action::Accept | Action::Type(_) | Action::Erase | Action::Complete | Action::Details => {
             return false;
         }
     }
     true
+}
+
+/// The views' own keys: to and from the events and the timeline, and the timeline's window
+/// and cursor. Returns whether to redraw.
+fn on_view(app: &mut App, action: Action) -> bool {
+    match action {
+        Action::ToggleEvents => {
+            app.screen = match app.screen {
+                Screen::Events => Screen::Main,
+                Screen::Main | Screen::Timeline => Screen::Events,
+            };
+            true
+        }
+        Action::ToggleTimeline => {
+            app.screen = match app.screen {
+                Screen::Timeline => Screen::Main,
+                Screen::Main | Screen::Events => Screen::Timeline,
+            };
+            true
+        }
+        // The window and the cursor move only where a strip is on screen.
+        _ => app.screen == Screen::Timeline && app.timeline.on_action(action, app.model.wall),
+    }
+}
+
+/// How far a movement key moves.
+fn movement(action: Action) -> isize {
+    match action {
+        Action::Up => -1,
+        Action::Down => 1,
+        Action::PageUp => -(PAGE as isize),
+        Action::PageDown => PAGE as isize,
+        Action::Top => -(isize::MAX / 2),
+        _ => isize::MAX / 2,
+    }
 }
 
 /// A store's event into the read model; the rows follow. Returns whether to redraw now:

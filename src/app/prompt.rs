@@ -22,6 +22,7 @@ pub struct Prompt {
 pub(crate) enum BarCommand {
     Sort(SortKey),
     Events,
+    Timeline,
     Main,
     Members,
     Help,
@@ -41,6 +42,7 @@ pub(crate) const COMMANDS: &[(&str, &str, &str)] = &[
         "sort the table (again: reverse)",
     ),
     ("events", "", "timeline of every change (v)"),
+    ("timeline", "", "who led when, a strip per election (t)"),
     ("main", "", "back to the elections (Esc)"),
     ("members", "", "store members (e)"),
     ("help", "", "keys of this screen (?)"),
@@ -69,6 +71,7 @@ pub(crate) fn parse(text: &str) -> Result<BarCommand, String> {
         ),
         ("sort", None) => return Err(format!("sort by {}", sort_names().join("|"))),
         ("events" | "ev", _) => BarCommand::Events,
+        ("timeline" | "tl", _) => BarCommand::Timeline,
         ("main" | "elections", _) => BarCommand::Main,
         ("members", _) => BarCommand::Members,
         ("help", _) => BarCommand::Help,

@@ -395,3 +395,34 @@ fn forcing_an_id_never_seen_is_asked_twice() {
         "a known participant"
     );
 }
+
+#[test]
+fn the_timeline_opens_by_key_and_command_and_its_keys_act_only_where_a_strip_shows() {
+    let mut app = app_with(3);
+    let act = |app: &mut App, a: Action| update(app, Msg::Action(a)).redraw;
+    assert!(!act(&mut app, Action::ZoomOut), "no strip on the elections");
+    assert_eq!(app.timeline, timeline::TimelineView::default());
+    act(&mut app, Action::ToggleTimeline);
+    assert_eq!(app.screen, Screen::Timeline);
+    assert!(act(&mut app, Action::ZoomOut));
+    assert_eq!(app.timeline.zoom, 1);
+    // The movement keys select among its rows, whichever pane had the focus.
+    app.focus = Focus::History;
+    act(&mut app, Action::Down);
+    assert_eq!(app.selected, 1);
+    // Enter opens the detail, whose strip answers the same keys.
+    act(&mut app, Action::Describe);
+    assert!(app.describe.is_some());
+    assert!(act(&mut app, Action::PanLeft));
+    assert_eq!(app.timeline.back, std::time::Duration::from_secs(360));
+    act(&mut app, Action::Back);
+    act(&mut app, Action::Back);
+    assert_eq!(app.screen, Screen::Main, "Esc leaves the timeline");
+    update(&mut app, Msg::Action(Action::StartCommand));
+    for c in "timeline".chars() {
+        update(&mut app, Msg::Action(Action::Type(c)));
+    }
+    update(&mut app, Msg::Action(Action::Accept));
+    assert_eq!(app.screen, Screen::Timeline, ":timeline");
+    assert_eq!(app.timeline.zoom, 1, "the window is kept between visits");
+}

@@ -28,6 +28,13 @@ pub(crate) const ACTIONS: &[&str] = &[
     "command",
     "sort",
     "events",
+    "timeline",
+    "zoom_in",
+    "zoom_out",
+    "pan_left",
+    "pan_right",
+    "cursor_left",
+    "cursor_right",
     "back",
     "quit",
 ];

@@ -26,7 +26,7 @@ fn style(t: Tone) -> Style {
 pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(Clear, area);
     let inner_w = area.width.saturating_sub(2) as usize;
-    let rows = area.height.saturating_sub(2) as usize;
+    let rows = area.height.saturating_sub(2 + describe::STRIP_LINES as u16) as usize;
     let Some(e) = describe::election(app) else {
         let p = Paragraph::new("The election is gone (nothing left in the store). Esc closes.")
             .block(Block::default().borders(Borders::ALL).title(" Detail "));
@@ -61,5 +61,8 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         .borders(Borders::ALL)
         .border_style(theme::focused_border())
         .title(title);
-    frame.render_widget(Paragraph::new(shown).block(block), area);
+    // Its strip over the timeline's window stays on top while the rest scrolls.
+    let mut all = vec![super::timeline::detail_line(app, e, inner_w)];
+    all.extend(shown);
+    frame.render_widget(Paragraph::new(all).block(block), area);
 }

@@ -43,21 +43,37 @@ fn lines<'a>(
 ) -> (Vec<Line<'a>>, Vec<Line<'a>>) {
     let admin = |a: Action| matches!(a, Action::ForceLeader | Action::Reelect | Action::Resign);
     let bound = |b: &'a Bound| row(&b.label, b.help, read_only && admin(b.action));
-    let main: Vec<Line> = keys
+    let strip = crate::app::timeline::is_strip_key;
+    let shown: Vec<&Bound> = keys
         .normal()
         .iter()
-        .filter(|b| screen == Screen::Main || keys::on_events_screen(b.action))
-        .map(bound)
+        .filter(|b| match screen {
+            // The strip's keys in one row: they act in the timeline and the detail.
+            Screen::Main => !strip(b.action),
+            Screen::Events => keys::on_events_screen(b.action),
+            Screen::Timeline => crate::app::timeline::on_timeline_screen(b.action),
+        })
         .collect();
+    let mut main = folded(&shown, bound);
+    if screen == Screen::Main {
+        main.push(row("+-←→ hl", "strip: zoom, pan, cursor", false));
+    }
     let mut more = Vec::new();
     if !extra.is_empty() {
         more.push(section("Demo"));
         more.extend(extra.iter().map(|(k, h)| row(k, h, false)));
     }
+    if screen == Screen::Timeline {
+        more.push(section("Strip (UTC)"));
+        more.extend(STRIP_MARKS.iter().map(|(k, h)| row(k, h, false)));
+    }
     more.push(section("In the / and : bars"));
     more.extend(keys::PROMPT_KEYS.iter().map(|(k, h)| row(k, h, false)));
-    more.push(section("Mouse"));
-    more.extend(keys::MOUSE_KEYS.iter().map(|(k, h)| row(k, h, false)));
+    // The timeline takes no clicks.
+    if screen != Screen::Timeline {
+        more.push(section("Mouse"));
+        more.extend(keys::MOUSE_KEYS.iter().map(|(k, h)| row(k, h, false)));
+    }
     if screen == Screen::Main {
         more.push(section("In dialogs"));
         // A binding without help is named by the row before it.
@@ -70,6 +86,69 @@ fn lines<'a>(
     }
     (main, more)
 }
+
+/// The keys' rows, each pair of [`FOLDS`] in one row while both keep their default keys.
+fn folded<'a>(shown: &[&'a Bound], bound: impl Fn(&'a Bound) -> Line<'a>) -> Vec<Line<'a>> {
+    let fold = |a: Action, label: &str| {
+        keys::BINDINGS
+            .iter()
+            .any(|d| d.action == a && d.label == label)
+    };
+    let mut main = Vec::with_capacity(shown.len() + 1);
+    for (i, b) in shown.iter().enumerate() {
+        // The second of a pair told in one row is left out.
+        if i > 0 && FOLDS.iter().any(|f| f.1 == b.action && fold(f.1, &b.label)) {
+            let prev = shown[i - 1];
+            if FOLDS
+                .iter()
+                .any(|f| f.0 == prev.action && fold(f.0, &prev.label))
+            {
+                continue;
+            }
+        }
+        let next = shown.get(i + 1);
+        match FOLDS.iter().find(|f| f.0 == b.action) {
+            Some(f)
+                if fold(f.0, &b.label)
+                    && next.is_some_and(|n| n.action == f.1 && fold(f.1, &n.label)) =>
+            {
+                main.push(row(f.2, f.3, false));
+            }
+            _ => main.push(bound(b)),
+        }
+    }
+    main
+}
+
+/// Pairs of keys the help tells in one row while both keep their default keys, so every
+/// key of the elections fits 80x24.
+const FOLDS: &[(Action, Action, &str, &str)] = &[
+    (Action::Up, Action::Down, "↑/k ↓/j", "previous / next row"),
+    (
+        Action::PageUp,
+        Action::PageDown,
+        "PgUp/Dn",
+        "page up / down",
+    ),
+    (
+        Action::Top,
+        Action::Bottom,
+        "g/G",
+        "first / last row (Home/End)",
+    ),
+];
+
+/// What the timeline's strips draw: each mark readable without colour.
+const STRIP_MARKS: &[(&str, &str)] = &[
+    ("name━━━", "a holder's tenure, own colour"),
+    ("┃━", "tenure too short for a name"),
+    ("░", "no leader (alarm colour)"),
+    ("◆", "forced change (admin action)"),
+    ("*", "several changes in a column"),
+    ("┄", "no contact, or not watched"),
+    ("blank", "not known (before history)"),
+    ("▲", "cursor: its line says who led"),
+];
 
 /// The alarm marks on one line: the help's bottom border where it fits.
 fn alarm_legend() -> String {
@@ -190,6 +269,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, read_only: bool, app: &App, sc
     let title = match screen {
         Screen::Main => " Keys · elections ",
         Screen::Events => " Keys · events ",
+        Screen::Timeline => " Keys · timeline ",
     };
     frame.render_widget(Clear, popup);
     let mut block = Block::default().borders(Borders::ALL).title(title);

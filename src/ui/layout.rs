@@ -78,6 +78,9 @@ pub fn target_in(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
     if app.screen == Screen::Events {
         return a.body.contains(at).then_some(Hit::Events);
     }
+    if app.screen == Screen::Timeline {
+        return None;
+    }
     if a.table.contains(at) {
         // Inside the border, below the column headers.
         let first = a.table.y + 2;

@@ -15,6 +15,7 @@ mod rows_in_view_tests;
 mod status;
 mod table;
 pub mod theme;
+mod timeline;
 mod widths;
 
 use crate::model::format;
@@ -63,6 +64,7 @@ pub fn panes(app: &App, frame: &mut Frame, area: Rect) -> bool {
             detail::draw(app, frame, detail);
         }
         Screen::Events => events::draw(app, frame, a.body),
+        Screen::Timeline => timeline::draw(app, frame, a.body),
     }
     if app.describe.is_some() {
         describe::draw(app, frame, a.body);
@@ -157,7 +159,7 @@ fn alarm_spans(app: &App, compact: bool) -> Vec<Span<'static>> {
 /// The filter in force on this screen: `· /jobs (2 of 50) `.
 fn filter_span(app: &App) -> Option<Span<'static>> {
     let (f, shown) = match app.screen {
-        Screen::Main => (
+        Screen::Main | Screen::Timeline => (
             app.filter.as_ref()?,
             format!("{} of {}", app.rows.len(), app.model.elections.len()),
         ),

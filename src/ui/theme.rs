@@ -114,3 +114,42 @@ pub fn ttl(ratio: f64) -> Style {
 pub fn stale() -> Style {
     paint(Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD))
 }
+
+/// The colours holders are drawn in on the timeline: no red (the alarm's, for no leader)
+/// and no yellow (forced changes).
+const HOLDERS: [Color; 8] = [
+    Color::Green,
+    Color::Cyan,
+    Color::Blue,
+    Color::Magenta,
+    Color::LightGreen,
+    Color::LightCyan,
+    Color::LightBlue,
+    Color::LightMagenta,
+];
+
+/// A holder's colour on the timeline: the same for the same id on every row and every run
+/// (FNV-1a of the id, not a random hash).
+pub fn holder(id: &str) -> Style {
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    paint(Style::new().fg(HOLDERS[(hash % HOLDERS.len() as u64) as usize]))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_holder_keeps_its_colour_and_others_differ() {
+        super::set_color(true);
+        assert_eq!(super::holder("node-a"), super::holder("node-a"));
+        let ids = ["node-a", "node-b", "node-c", "node-d"];
+        let colours: std::collections::HashSet<_> =
+            ids.iter().map(|id| super::holder(id).fg).collect();
+        assert!(colours.len() > 1, "{colours:?}");
+        assert!(
+            !colours.contains(&Some(super::Color::Red)),
+            "red is the alarm's"
+        );
+    }
+}

@@ -485,8 +485,11 @@ pub(crate) fn election(app: &App) -> Option<&Election> {
 
 /// Lines the detail view has room for: the terminal less the header, status and borders.
 fn page(app: &App) -> usize {
-    (app.size.1 as usize).saturating_sub(4).max(1)
+    (app.size.1 as usize).saturating_sub(4 + STRIP_LINES).max(1)
 }
+
+/// Lines above the scrolled detail: the election's strip over the timeline's window.
+pub(crate) const STRIP_LINES: usize = 1;
 
 /// A key while the detail view is open: `Some(redraw)` when it was the view's, `None` for
 /// the dashboard's own handling (copy, help, quit, admin actions).
@@ -508,6 +511,10 @@ pub(crate) fn on_action(app: &mut App, action: Action) -> Option<bool> {
             app.describe = None;
             return Some(true);
         }
+        // The detail's strip: the same window as the timeline view's.
+        a if crate::app::timeline::is_strip_key(a) => {
+            return Some(app.timeline.on_action(a, app.model.wall));
+        }
         Action::CopyLeader
         | Action::CopyKey
         | Action::ToggleHelp
@@ -521,6 +528,7 @@ pub(crate) fn on_action(app: &mut App, action: Action) -> Option<bool> {
         Action::StartFilter
         | Action::StartCommand
         | Action::ToggleEvents
+        | Action::ToggleTimeline
         | Action::CycleSort
         | Action::SortBy(_)
         | Action::FocusNext
@@ -540,7 +548,7 @@ pub(crate) fn on_action(app: &mut App, action: Action) -> Option<bool> {
 
 /// Opens the detail of the selected election.
 pub(crate) fn open(app: &mut App) {
-    if app.screen != super::Screen::Main {
+    if app.screen == super::Screen::Events {
         return;
     }
     match app.rows.get(app.selected) {

@@ -1,0 +1,175 @@
+use std::time::{Duration, SystemTime};
+
+use super::*;
+use crate::model::Cause;
+
+/// `s` seconds after a fixed origin.
+fn t(s: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
+}
+
+fn change(at: u64, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
+    HistoryEntry {
+        at: Some(t(at)),
+        revision: None,
+        from: from.map(str::to_string),
+        to: to.map(str::to_string),
+        cause,
+        by: None,
+    }
+}
+
+/// The cells as text: a letter per holder (a, b…), `░` gap, `◆` forced, `*` changes,
+/// `┄` stale, space unknown.
+fn text(s: &Strip) -> String {
+    s.cells
+        .iter()
+        .map(|c| match c {
+            Cell::Unknown => ' ',
+            Cell::Tenure(i) => s.holders[*i].chars().next().unwrap_or('?'),
+            Cell::Gap => '░',
+            Cell::Changes => '*',
+            Cell::Forced => '◆',
+            Cell::Stale => '┄',
+        })
+        .collect()
+}
+
+#[test]
+fn columns_split_the_window_evenly_and_its_end_is_in_the_last() {
+    let (since, until) = (t(0), t(100));
+    assert_eq!(column(t(0), since, until, 10), Some(0));
+    assert_eq!(column(t(9), since, until, 10), Some(0));
+    assert_eq!(column(t(10), since, until, 10), Some(1));
+    assert_eq!(column(t(99), since, until, 10), Some(9));
+    assert_eq!(column(t(100), since, until, 10), Some(9), "the end");
+    assert_eq!(column(t(101), since, until, 10), None);
+    assert_eq!(
+        column(since - Duration::from_secs(1), since, until, 10),
+        None
+    );
+    assert_eq!(column(t(5), since, until, 0), None);
+    assert_eq!(column_start(3, since, until, 10), t(30));
+    // A stretch ending exactly at a column's start does not touch that column.
+    assert_eq!(columns((t(0), t(30)), since, until, 10), Some((0, 2)));
+    assert_eq!(columns((t(31), t(32)), since, until, 10), Some((3, 3)));
+    assert_eq!(columns((t(200), t(300)), since, until, 10), None);
+}
+
+#[test]
+fn a_failover_shows_its_gap_and_the_history_before_is_blank() {
+    let h = [
+        change(20, None, Some("a"), Cause::Elected),
+        change(50, Some("a"), None, Cause::LeaseExpired),
+        change(60, None, Some("b"), Cause::Elected),
+    ];
+    let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "  aaa░bbbb");
+    assert_eq!(strip(&tl, 10, None, &[]).holders, ["a", "b"]);
+}
+
+#[test]
+fn a_gap_shorter_than_a_column_still_shows() {
+    let h = [
+        change(0, None, Some("a"), Cause::Elected),
+        change(41, Some("a"), None, Cause::LeaseExpired),
+        change(42, None, Some("b"), Cause::Elected),
+    ];
+    let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "aaaa░bbbbb");
+}
+
+#[test]
+fn a_forced_change_and_many_changes_in_a_column_are_marked() {
+    let mut forced = change(30, Some("a"), Some("b"), Cause::ForcedLeader);
+    forced.by = Some("ops".into());
+    let h = [
+        change(0, None, Some("a"), Cause::Elected),
+        forced,
+        change(71, Some("b"), Some("c"), Cause::TakenOver),
+        change(72, Some("c"), Some("b"), Cause::TakenOver),
+    ];
+    let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "aaa◆bbb*bb");
+}
+
+#[test]
+fn a_stale_source_ends_its_strip_at_its_last_contact() {
+    let h = [change(0, None, Some("a"), Cause::Elected)];
+    let tl = timeline(&h, Some("a"), t(0), t(100), t(100));
+    assert_eq!(text(&strip(&tl, 10, Some(t(55)), &[])), "aaaaaa┄┄┄┄");
+}
+
+#[test]
+fn zoom_pan_and_cursor_keep_within_the_window_and_never_pass_now() {
+    let now = t(100_000);
+    let mut v = TimelineView::default();
+    assert_eq!(v.window(now), (now - Duration::from_secs(300), now));
+    assert!(v.on_action(Action::PanRight, now));
+    assert_eq!(v.back, Duration::ZERO, "never past now");
+    v.on_action(Action::PanLeft, now);
+    assert_eq!(v.back, Duration::from_secs(30), "a tenth of 5 minutes");
+    v.on_action(Action::ZoomOut, now);
+    v.on_action(Action::ZoomOut, now);
+    v.on_action(Action::ZoomOut, now);
+    assert_eq!(v.span(), Duration::from_secs(24 * 3600), "24 h at most");
+    v.on_action(Action::ZoomIn, now);
+    assert_eq!(span_label(v.span()), "1h");
+    v.on_action(Action::PanRight, now);
+    assert_eq!(v.back, Duration::ZERO);
+    assert_eq!(v.cursor_at(now), now, "the cursor starts at the end");
+    v.on_action(Action::CursorLeft, now);
+    assert_eq!(
+        v.cursor_at(now),
+        now - Duration::from_secs(60),
+        "1/60 of an hour"
+    );
+    v.on_action(Action::CursorRight, now);
+    assert_eq!(v.cursor, None, "back at now, it follows the clock");
+    for _ in 0..100 {
+        v.on_action(Action::CursorLeft, now);
+    }
+    assert_eq!(
+        v.cursor_at(now),
+        now - Duration::from_secs(3600),
+        "the window's start"
+    );
+    v.on_action(Action::ZoomIn, now);
+    assert_eq!(
+        v.cursor_at(now),
+        now - Duration::from_secs(300),
+        "a narrower window clamps the cursor"
+    );
+    assert!(!v.on_action(Action::Up, now));
+}
+
+#[test]
+fn stretches_no_electop_watched_are_not_drawn_as_a_tenure() {
+    let h = [change(0, None, Some("a"), Cause::Elected)];
+    let tl = timeline(&h, Some("a"), t(0), t(100), t(100));
+    assert_eq!(
+        text(&strip(&tl, 10, None, &[(t(25), t(65))])),
+        "aaa┄┄┄aaaa",
+        "the columns either side hold what was seen"
+    );
+}
+
+#[test]
+fn a_gap_and_a_forced_change_in_one_column_show_the_gap() {
+    let h = [
+        change(0, None, Some("a"), Cause::Elected),
+        change(51, Some("a"), None, Cause::LeaseExpired),
+        change(53, None, Some("b"), Cause::Elected),
+        change(55, Some("b"), Some("c"), Cause::ForcedLeader),
+    ];
+    let tl = timeline(&h, Some("c"), t(0), t(100), t(100));
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "aaaaa░cccc");
+    // A forced resignation: its change marked, the rest of its gap shown.
+    let h = [
+        change(0, None, Some("a"), Cause::Elected),
+        change(30, Some("a"), None, Cause::ForcedResign),
+        change(60, None, Some("b"), Cause::Elected),
+    ];
+    let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
+    assert_eq!(text(&strip(&tl, 10, None, &[])), "aaa◆░░bbbb");
+}

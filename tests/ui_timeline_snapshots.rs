@@ -1,0 +1,268 @@
+//! The timeline view (`t`) and the detail's strip, as snapshots of ratatui's TestBackend
+//! buffer, drawn from a fixed history and a fixed clock so every column is the same on
+//! every run: a gap, a forced change, a stale source, zoom, pan and the cursor's line.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use electop::app::{self, Action, App, Msg, Screen};
+use electop::model::{
+    Candidate, Cause, ConnState, Election, HistoryEntry, Scheme, SourceEvent, SourceInfo,
+};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn info(id: usize, prefix: &str) -> SourceInfo {
+    SourceInfo {
+        store: electop::model::StoreKind::Etcd,
+        id,
+        name: format!("etcd 127.0.0.1:2379 {prefix}"),
+        label: prefix.to_string(),
+        short: format!("etcd{}", id + 1),
+        endpoints: "127.0.0.1:2379".into(),
+        scheme: Some(Scheme::EtcdElection),
+        read_only: false,
+        clustered: false,
+        idle_is_normal: false,
+        notice: None,
+    }
+}
+
+/// The fixed now: 2026-11-18 11:06:40 UTC.
+fn wall() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000)
+}
+
+fn ago(s: u64) -> SystemTime {
+    wall() - Duration::from_secs(s)
+}
+
+fn leader(id: &str) -> Candidate {
+    Candidate {
+        id: id.to_string(),
+        raw_id: id.as_bytes().to_vec(),
+        key: format!("/e/{id}"),
+        raw_key: format!("/e/{id}").into_bytes(),
+        lease: Some(0x10),
+        create_revision: 5,
+        mod_revision: 5,
+        stamp: None,
+        ttl: None,
+    }
+}
+
+fn change(secs_ago: u64, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
+    HistoryEntry {
+        at: Some(ago(secs_ago)),
+        revision: None,
+        from: from.map(str::to_string),
+        to: to.map(str::to_string),
+        cause,
+        by: (cause == Cause::ForcedLeader).then(|| "ops@bastion".to_string()),
+    }
+}
+
+fn election(source: usize, name: &str, history: &[HistoryEntry]) -> Election {
+    let mut e = Election::new(source, name.into(), Scheme::EtcdElection);
+    for h in history {
+        e.record(h.clone(), 50);
+    }
+    if let Some(l) = history.last().and_then(|h| h.to.as_deref()) {
+        e.leader = Some(leader(l));
+        e.candidates = vec![leader(l)];
+    }
+    e
+}
+
+/// jobs: node-a, a 15 s gap, node-b, then node-c forced in; billing: one long tenure from
+/// 2 h ago; batch (another source, stale for a minute): node-y since 8 min ago.
+fn sample() -> App {
+    let start = Instant::now();
+    let mut app = App::new(vec![info(0, "/e/"), info(1, "/other/")], start, ago(60));
+    let jobs = election(
+        0,
+        "jobs",
+        &[
+            change(280, None, Some("node-a"), Cause::Elected),
+            change(200, Some("node-a"), None, Cause::LeaseExpired),
+            change(185, None, Some("node-b"), Cause::Elected),
+            change(90, Some("node-b"), Some("node-c"), Cause::ForcedLeader),
+        ],
+    );
+    let billing = election(
+        0,
+        "billing",
+        &[
+            change(3 * 3600, None, Some("node-q"), Cause::Elected),
+            change(
+                7200,
+                Some("node-q"),
+                Some("billing-worker-7"),
+                Cause::TakenOver,
+            ),
+        ],
+    );
+    let batch = election(
+        1,
+        "batch",
+        &[change(480, None, Some("node-y"), Cause::Elected)],
+    );
+    for (source, elections) in [(0, vec![jobs, billing]), (1, vec![batch])] {
+        let ev = SourceEvent::Elections { source, elections };
+        app::update(&mut app, Msg::Source(ev));
+        let state = ConnState::Connected;
+        app::update(&mut app, Msg::Source(SourceEvent::Conn { source, state }));
+        app::update(&mut app, Msg::Source(SourceEvent::Synced { source }));
+    }
+    // batch's source answered a minute ago, jobs' just now.
+    contact(&mut app, 1, start, ago(60));
+    let now = start + Duration::from_secs(60);
+    contact(&mut app, 0, now, wall());
+    app::update(&mut app, Msg::Tick { now, wall: wall() });
+    app::update(&mut app, Msg::Action(Action::ToggleTimeline));
+    select(&mut app, "jobs");
+    app
+}
+
+fn contact(app: &mut App, source: usize, at: Instant, wall: SystemTime) {
+    let next_within = Duration::from_millis(500);
+    let ev = SourceEvent::Contact {
+        source,
+        at,
+        wall,
+        next_within,
+    };
+    app::update(app, Msg::Source(ev));
+}
+
+fn select(app: &mut App, name: &str) {
+    app.selected = app
+        .rows
+        .iter()
+        .position(|r| r.key.1 == name)
+        .expect("the election is listed");
+}
+
+fn keys(app: &mut App, actions: &[Action]) {
+    for a in actions {
+        app::update(app, Msg::Action(*a));
+    }
+}
+
+fn render(app: &App, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| electop::ui::view(app, f)).expect("draw");
+    format!("{}", t.backend())
+}
+
+fn row<'a>(screen: &'a str, name: &str) -> &'a str {
+    screen
+        .lines()
+        .find(|l| l.starts_with(&format!("\"│{name} ")) || l.contains(&format!("│{name} ")))
+        .unwrap_or_else(|| panic!("a row for {name}:\n{screen}"))
+}
+
+#[test]
+fn t_opens_the_timeline_with_a_gap_a_forced_change_and_a_stale_end_at_80x24() {
+    let app = sample();
+    assert_eq!(app.screen, Screen::Timeline);
+    let s = render(&app, 80, 24);
+    let jobs = row(&s, "jobs");
+    assert!(jobs.contains('░'), "the 15 s gap:\n{s}");
+    assert!(jobs.contains('◆'), "the forced change:\n{s}");
+    assert!(
+        jobs.find("node-a") < jobs.find('░') && jobs.find('░') < jobs.find("node-b"),
+        "node-a, the gap, node-b in time order: {jobs}"
+    );
+    let batch = row(&s, "batch");
+    assert!(
+        batch.trim_end_matches(['"', '│']).ends_with('┄'),
+        "the stale source's strip ends after its last contact: {batch}\n{s}"
+    );
+    assert!(
+        s.contains("▲ 11:06:40 jobs: node-c led since 11:05:10 (forced_leader, forced by ops@bast"),
+        "{s}"
+    );
+    assert!(s.contains("━node-a"), "the legend names the holders:\n{s}");
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn the_cursor_on_the_gap_says_nobody_led_and_why_at_200x50() {
+    let mut app = sample();
+    // 40 steps of 5 s back: 11:03:20, where the gap begins (to 11:03:35).
+    keys(&mut app, &[Action::CursorLeft; 40]);
+    let s = render(&app, 200, 50);
+    assert!(
+        s.contains(
+            "▲ 11:03:20 jobs: NO LEADER since 11:03:20 (lease_expired, after node-a) until 11:03:35"
+        ),
+        "{s}"
+    );
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn zoom_out_shows_the_earlier_hours_and_pan_moves_the_window_back() {
+    let mut app = sample();
+    keys(&mut app, &[Action::ZoomOut]);
+    let s = render(&app, 80, 24);
+    assert!(s.contains("Timeline · 1h to now"), "{s}");
+    let billing = row(&s, "billing");
+    assert!(billing.contains("billing-w"), "{billing}\n{s}");
+    // Back 3 tenths of 24 h: the window ends 7.2 h ago, before any of jobs' history.
+    keys(
+        &mut app,
+        &[
+            Action::ZoomOut,
+            Action::PanLeft,
+            Action::PanLeft,
+            Action::PanLeft,
+        ],
+    );
+    let s = render(&app, 80, 24);
+    assert!(s.contains("Timeline · 24h to 03:54:40"), "{s}");
+    let jobs = row(&s, "jobs");
+    assert!(
+        !jobs.contains('━') && !jobs.contains('░'),
+        "nothing known then: {jobs}"
+    );
+    // Forward, never past now.
+    keys(&mut app, &[Action::PanRight; 5]);
+    assert_eq!(app.timeline.back, Duration::ZERO);
+    insta::assert_snapshot!(render(&app, 200, 50));
+}
+
+#[test]
+fn the_detail_shows_its_own_strip() {
+    let mut app = sample();
+    keys(&mut app, &[Action::Describe]);
+    let s = render(&app, 80, 24);
+    let strip = s
+        .lines()
+        .find(|l| l.contains("5m "))
+        .unwrap_or_else(|| panic!("the strip line:\n{s}"));
+    assert!(strip.contains('░') && strip.contains('◆'), "{strip}\n{s}");
+    // The strip keys act there too.
+    keys(&mut app, &[Action::ZoomOut]);
+    assert!(render(&app, 80, 24).contains("│1h "), "the window widened");
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn esc_leaves_the_timeline_and_its_keys_are_in_the_help() {
+    let mut app = sample();
+    keys(&mut app, &[Action::ToggleHelp]);
+    let s = render(&app, 80, 24);
+    for k in [
+        "Keys · timeline",
+        "narrower window",
+        "pan back",
+        "cursor earlier",
+        "no leader",
+    ] {
+        assert!(s.contains(k), "{k}:\n{s}");
+    }
+    insta::assert_snapshot!("timeline_help_80x24", s);
+    keys(&mut app, &[Action::Back, Action::Back]);
+    assert_eq!(app.screen, Screen::Main);
+}
