@@ -87,8 +87,12 @@ const EACH_MEMBER: Duration = Duration::from_secs(2);
 /// within [`EACH_MEMBER`] and all within `wait`: the member that gave it, and the session.
 /// One member at a time, so electop knows which one it reads through and can leave it the
 /// moment it stops answering (the client, given them all, picks one at random and says
-/// not which). All failing, the first member's error stands for them, named by the whole
-/// connect string where it names one.
+/// not which). A round in which every member failed is tried again after [`ROUND_PAUSE`]
+/// until `wait` is over: members that lost their ensemble's leader close a new session at
+/// once until they elect another (a frozen leader: a few seconds), and the member left
+/// behind must not have the rest of `wait` to itself. All failing, the first member's error
+/// stands for them, named by the whole connect string where it names one; every member
+/// refusing the connection ends it at once (nothing listens).
 pub(crate) async fn connect_one_of(
     cfg: &ZkSource,
     order: &[usize],
@@ -96,32 +100,35 @@ pub(crate) async fn connect_one_of(
     wait: Duration,
 ) -> Result<(usize, Client), ZkError> {
     let deadline = tokio::time::Instant::now() + wait;
+    let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
     let mut first = None;
-    for (k, &i) in order.iter().enumerate() {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        let limit = if k + 1 == order.len() {
-            left
-        } else {
-            left.min(EACH_MEMBER)
-        };
-        let one = ZkSource {
-            endpoints: vec![cfg.endpoints[i].clone()],
-            ..cfg.clone()
-        };
-        let tried = match dialer(&one) {
-            Ok(d) => d.timeouts(session, limit).connect(&one, limit).await,
-            Err(e) => Err(e),
-        };
-        match tried {
-            Ok(c) => return Ok((i, c)),
-            Err(e) => {
-                tracing::warn!(member = %cfg.endpoints[i], error = %e, "zookeeper member gave no session");
-                first.get_or_insert(e);
+    'rounds: loop {
+        for &i in order {
+            if left().is_zero() {
+                break 'rounds;
+            }
+            let limit = left().min(EACH_MEMBER);
+            let one = ZkSource {
+                endpoints: vec![cfg.endpoints[i].clone()],
+                ..cfg.clone()
+            };
+            let tried = match dialer(&one) {
+                Ok(d) => d.timeouts(session, limit).connect(&one, limit).await,
+                Err(e) => Err(e),
+            };
+            match tried {
+                Ok(c) => return Ok((i, c)),
+                Err(e) => {
+                    tracing::warn!(member = %cfg.endpoints[i], error = %e, "zookeeper member gave no session");
+                    first.get_or_insert(e);
+                }
             }
         }
+        let refusing = matches!(first, Some(ZkError::NoHosts(_) | ZkError::Refused(_)));
+        if left() <= ROUND_PAUSE || (refusing && all_refused(cfg).await) {
+            break;
+        }
+        tokio::time::sleep(ROUND_PAUSE).await;
     }
     let at = cfg.connect_string();
     Err(match first {
@@ -134,6 +141,9 @@ pub(crate) async fn connect_one_of(
         Some(e) => e,
     })
 }
+
+/// How long a round of the members that all failed waits before the next.
+const ROUND_PAUSE: Duration = Duration::from_millis(200);
 
 /// Whether every member of `cfg` refuses a TCP connection now (nothing listens), which the
 /// client does not tell from a member still starting (one that takes the connection and
