@@ -244,9 +244,21 @@ impl Book {
     /// than the one that history ends with changed while no electop watched, and this read
     /// is the first to see it (cause unknown), unless an admin action of the audit log read
     /// at start made it after that history's last change: then it is that action's.
-    pub(crate) fn first_read(&mut self, e: &mut Election, at: SystemTime, out: &mut Changes) {
+    /// `revision`: where the store numbers tenures (a ZooKeeper node's creating zxid), the
+    /// leader's now, so the same id in another tenure is a change too.
+    pub(crate) fn first_read(
+        &mut self,
+        e: &mut Election,
+        (at, revision): (SystemTime, Option<i64>),
+        out: &mut Changes,
+    ) {
         let Some(last) = e.history.back() else { return };
-        if last.to.as_deref() == e.leader.as_ref().map(|c| c.id.as_str()) {
+        let same_id = last.to.as_deref() == e.leader.as_ref().map(|c| c.id.as_str());
+        let same_tenure = match (last.revision, revision) {
+            (Some(was), Some(now)) => was == now,
+            _ => true,
+        };
+        if same_id && same_tenure {
             return;
         }
         let before = last.to.as_deref().map(|id| Candidate::plain(id, ""));
@@ -257,7 +269,7 @@ impl Book {
                 && d.before == last.to
                 && d.at.zip(after).is_none_or(|(done, last)| done >= last)
         });
-        let when = When::live(at);
+        let when = When::live(at).at_revision(revision);
         if let Some(d) = action {
             let mark = ForcedMark {
                 cause: d.cause,

@@ -233,7 +233,7 @@ fn the_first_read_tells_what_changed_since_the_history_read_back() {
         let mut e = book.election(0, "jobs".into(), Scheme::SqlLease);
         e.leader = Some(holder("b"));
         let mut out = Changes::default();
-        book.first_read(&mut e, read_at, &mut out);
+        book.first_read(&mut e, (read_at, None), &mut out);
         let h = e.history.back().expect("a change");
         assert_eq!((h.from.as_deref(), h.to.as_deref()), (Some("a"), Some("b")));
         assert_eq!(out.events.len(), 1);
@@ -253,6 +253,6 @@ fn the_first_read_tells_what_changed_since_the_history_read_back() {
     let mut e = book.election(0, "jobs".into(), Scheme::SqlLease);
     e.leader = Some(holder("a"));
     let mut out = Changes::default();
-    book.first_read(&mut e, read_at, &mut out);
+    book.first_read(&mut e, (read_at, None), &mut out);
     assert!(out.events.is_empty() && e.history.len() == 1);
 }

@@ -96,7 +96,7 @@ impl RedisTracker {
                 let name = escape_bytes(&r.key);
                 let mut e = self.book.election(self.source, name, Scheme::RedisLock);
                 set_holder(&mut e, &r.key, held, r.at, None);
-                self.book.first_read(&mut e, at, &mut out);
+                self.book.first_read(&mut e, (at, None), &mut out);
                 self.elections.insert(r.key.clone(), e);
             }
         }
@@ -108,7 +108,7 @@ impl RedisTracker {
             let mut e = self
                 .book
                 .election(self.source, name.clone(), Scheme::RedisLock);
-            self.book.first_read(&mut e, at, &mut out);
+            self.book.first_read(&mut e, (at, None), &mut out);
             self.elections.insert(name.into_bytes(), e);
         }
         out

@@ -74,7 +74,7 @@ impl SessionLockTracker {
             let mut e = self.book.election(self.source, r.name.clone(), self.scheme);
             let since = r.holder.as_ref().map(|_| at);
             fill(&mut e, r, since, &self.hint);
-            self.book.first_read(&mut e, at, &mut out);
+            self.book.first_read(&mut e, (at, None), &mut out);
             self.locks.insert(
                 r.key.clone(),
                 Tracked {

@@ -212,7 +212,7 @@ impl SqlTracker {
         if first {
             // What changed since the history read back, seen by this read first.
             for e in self.elections.values_mut() {
-                self.book.first_read(e, poll.at, &mut out);
+                self.book.first_read(e, (poll.at, None), &mut out);
             }
             out.changed = self.elections.values().cloned().collect();
         }

@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use super::ZkTracker;
-use crate::backend::book::{Step, When};
 use crate::backend::change::Changes;
-use crate::model::{Candidate, Cause, Election, HistoryEntry};
+use crate::model::{Election, HistoryEntry};
 
 impl ZkTracker {
     /// After [`ZkTracker::load`]: each election's recorded changes (oldest first) become
     /// its history; a leader other than the record's last (another id, or another node of
-    /// the same id) is a change seen at `at` in this read, cause `unknown`.
+    /// the same id) is a change seen at `at` in this read, cause `unknown` unless an admin
+    /// action of the audit log made it (`Book::first_read`).
     pub(crate) fn restore(
         &mut self,
         past: &BTreeMap<String, Vec<HistoryEntry>>,
@@ -33,24 +33,9 @@ impl ZkTracker {
             e.history = Default::default();
             e.transitions = 0;
             self.book.preload(&mut e, entries.iter().cloned());
-            let now = e.leader.as_ref();
-            let same = match (last.to.as_deref(), now) {
-                (Some(to), Some(c)) => to == c.id && last.revision == Some(c.create_revision),
-                (None, None) => true,
-                _ => false,
-            };
-            if !same {
-                let before = last.to.as_deref().map(|id| Candidate::plain(id, ""));
-                let step = Step {
-                    before: before.as_ref(),
-                    same_tenure: false,
-                    gone: Cause::Unknown,
-                    in_place: Cause::Unknown,
-                    may_lead: false,
-                    when: When::live(at).at_revision(now.map(|c| c.create_revision)),
-                };
-                self.book.apply(&mut e, step, &mut out);
-            }
+            // A node is one tenure: the same id in a node created since is a change too.
+            let revision = e.leader.as_ref().map(|c| c.create_revision);
+            self.book.first_read(&mut e, (at, revision), &mut out);
             if !self.elections.contains_key(name)
                 && let Some(parent) = self.layout.parent_of(&self.prefix, name)
             {
