@@ -42,13 +42,13 @@ fn usage(action: &str, election: &str, msg: &str) -> ExitCode {
 
 /// What shapes an admin verb beyond its flags: the history kept, and whether an id never
 /// seen in the election may be forced as its leader.
-pub(super) struct How {
+struct How {
     pub limit: usize,
     pub allow_unseen: bool,
 }
 
 impl How {
-    pub(super) fn plain(limit: usize) -> How {
+    fn plain(limit: usize) -> How {
         How {
             limit,
             allow_unseen: false,
@@ -56,7 +56,38 @@ impl How {
     }
 }
 
-pub(super) async fn run(
+/// `force-leader`, `reelect` or `resign`, as given.
+pub(super) async fn command(
+    c: crate::cli::Command,
+    sources: &[SourceConfig],
+    limit: usize,
+) -> ExitCode {
+    use crate::cli::Command;
+    let (election, kind, admin, how) = match c {
+        Command::ForceLeader {
+            election,
+            id,
+            allow_unseen,
+            admin,
+        } => {
+            let how = How {
+                limit,
+                allow_unseen,
+            };
+            (election, ActionKind::ForceLeader { target: id }, admin, how)
+        }
+        Command::Reelect { election, admin } => {
+            (election, ActionKind::Reelect, admin, How::plain(limit))
+        }
+        Command::Resign { election, admin } => {
+            (election, ActionKind::Resign, admin, How::plain(limit))
+        }
+        _ => unreachable!("only the admin verbs are passed here"),
+    };
+    run(sources, &election, kind, &admin, how).await
+}
+
+async fn run(
     sources: &[SourceConfig],
     election: &str,
     kind: ActionKind,

@@ -28,7 +28,6 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::admin::ActionKind;
 use crate::app::Prefs;
 use crate::backend::BackendOptions;
 use crate::cli::{Cli, Command, OutputFormat};
@@ -146,6 +145,22 @@ fn prefs(config: &Config) -> Result<Prefs> {
     })
 }
 
+/// `opts` for a command that reads every source once and ends (`status`, `history`).
+fn one_shot(mut opts: BackendOptions, timeout: Duration, replay: bool) -> BackendOptions {
+    opts.all_leases = true;
+    opts.replay_history = replay;
+    opts.request_timeout = timeout;
+    opts.one_shot = true;
+    opts
+}
+
+/// Whether any source flag (or a config file) was given: none reads the local etcd.
+fn sources_given(cli: &Cli) -> bool {
+    let s = &cli.sources;
+    !(s.etcd.is_empty() && s.zk.is_empty() && s.sql.is_empty() && s.redis.is_empty())
+        || cli.config.is_some()
+}
+
 /// The commands that read the selected sources: the dashboard, status, watch, the admin
 /// actions and a node.
 async fn on_sources(
@@ -156,6 +171,7 @@ async fn on_sources(
     (tick, prefs): (Duration, Prefs),
 ) -> Result<ExitCode> {
     let limit = opts.history_limit;
+    let given = sources_given(&cli);
     match cli.command {
         None => dashboard::run(&cli, config, selected, opts, (tick, prefs)).await,
         Some(Command::Status {
@@ -164,10 +180,7 @@ async fn on_sources(
             history,
             timeout,
         }) => {
-            opts.all_leases = true;
-            opts.replay_history = history || cli.history_limit.is_some();
-            opts.request_timeout = timeout;
-            opts.one_shot = true;
+            let opts = one_shot(opts, timeout, history || cli.history_limit.is_some());
             let format = if json { OutputFormat::Json } else { output };
             status::status(&selected.sources, &opts, timeout, format).await
         }
@@ -178,14 +191,11 @@ async fn on_sources(
             json,
             timeout,
         }) => {
+            let mut opts = one_shot(opts, timeout, true);
             // As much history as the journals keep, whatever the dashboard's own bound.
             opts.history_limit = opts
                 .history_limit
                 .max(crate::backend::engine::journal::KEPT_AT_LEAST);
-            opts.all_leases = true;
-            opts.replay_history = true;
-            opts.request_timeout = timeout;
-            opts.one_shot = true;
             let ask = history::Ask {
                 election,
                 since,
@@ -195,34 +205,10 @@ async fn on_sources(
             };
             history::run(&selected.sources, &opts, ask).await
         }
-        Some(Command::ForceLeader {
-            election,
-            id,
-            allow_unseen,
-            admin,
-        }) => {
-            let kind = ActionKind::ForceLeader { target: id };
-            let how = admin::How {
-                limit,
-                allow_unseen,
-            };
-            Ok(admin::run(&selected.sources, &election, kind, &admin, how).await)
-        }
-        Some(Command::Reelect { election, admin }) => {
-            let kind = ActionKind::Reelect;
-            let how = admin::How::plain(limit);
-            Ok(admin::run(&selected.sources, &election, kind, &admin, how).await)
-        }
-        Some(Command::Resign { election, admin }) => {
-            let kind = ActionKind::Resign;
-            let how = admin::How::plain(limit);
-            Ok(admin::run(&selected.sources, &election, kind, &admin, how).await)
-        }
+        Some(
+            c @ (Command::ForceLeader { .. } | Command::Reelect { .. } | Command::Resign { .. }),
+        ) => Ok(admin::command(c, &selected.sources, limit).await),
         Some(Command::Node(args)) => {
-            let s = &cli.sources;
-            let given =
-                !(s.etcd.is_empty() && s.zk.is_empty() && s.sql.is_empty() && s.redis.is_empty())
-                    || cli.config.is_some();
             node::node(cli.sources.scheme, &args, selected.sources, given).await
         }
         Some(Command::Serve(args)) => {
