@@ -25,8 +25,12 @@ pub(crate) struct Book {
     /// Admin actions about to change an election (ours, or another electop's from the audit
     /// log): the change they make is recorded as forced.
     forced: ForcedMarks,
-    /// The leader each election lost last, for an action learnt after its change.
-    removed: HashMap<String, Candidate>,
+    /// The leader each election lost last, for an action learnt after its change to depose
+    /// ([`Book::forced`]); `None` where the store tells that itself (etcd: the resigned
+    /// holder whose lease lives on), so 10,000 busy elections keep no copy each.
+    removed: Option<HashMap<String, Candidate>>,
+    /// The store journals the entries in [`Changes::recorded`] (etcd keeps its own history).
+    journaled: bool,
     /// `None`: the store has no deposed holders (a SQL row's holder finds out at its next
     /// renewal; a session lock's session is ended by the action).
     same: Option<Same>,
@@ -85,8 +89,6 @@ pub(crate) struct Step<'a> {
 /// deposed holder's lease or session.
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {
-    /// The entry recorded, if the leadership changed.
-    pub recorded: Option<HistoryEntry>,
     /// An admin action made the change.
     pub forced: bool,
     /// The holder deposed by this change.
@@ -101,11 +103,20 @@ impl Book {
             source_name,
             limit: limit.max(1),
             forced: ForcedMarks::default(),
-            removed: HashMap::new(),
+            removed: Some(HashMap::new()),
+            journaled: true,
             same,
             past: HashMap::new(),
             actions: Vec::new(),
         }
+    }
+
+    /// For a store that keeps its own history and tells who a relabelled action deposed
+    /// (etcd): nothing kept for that, no entries for a journal.
+    pub(crate) fn store_keeps_history(mut self) -> Book {
+        self.removed = None;
+        self.journaled = false;
+        self
     }
 
     /// The admin actions read from the audit log at start, oldest first (see `actions`).
@@ -164,7 +175,9 @@ impl Book {
             .flatten();
         outcome.forced = forced.is_some();
         if let Some(b) = before.filter(|_| !w.replayed) {
-            self.removed.insert(e.name.clone(), b.clone());
+            if let Some(removed) = self.removed.as_mut() {
+                removed.insert(e.name.clone(), b.clone());
+            }
             if forced.is_some() && step.may_lead && self.depose(e, b) {
                 outcome.deposed = Some(b.clone());
             }
@@ -172,8 +185,9 @@ impl Book {
         let recorded = change.record(e, forced, (w.at, w.revision), self.limit);
         out.events
             .push(recorded.event(&self.source_name, &e.name, w.replayed));
-        out.recorded.push((e.name.clone(), recorded.entry.clone()));
-        outcome.recorded = Some(recorded.entry);
+        if self.journaled {
+            out.recorded.push((e.name.clone(), recorded.entry));
+        }
         outcome
     }
 
@@ -222,7 +236,8 @@ impl Book {
         );
         let removed = self
             .removed
-            .get(name)
+            .as_ref()
+            .and_then(|r| r.get(name))
             .filter(|r| before.as_deref() == Some(r.id.as_str()) && may_lead(r))
             .cloned();
         let deposed = removed.filter(|r| self.depose(e, r));
