@@ -95,8 +95,8 @@ impl Tracker {
         layout: Box<dyn Layout>,
         history_limit: usize,
     ) -> Self {
-        let book = Book::new(source_name.clone(), history_limit, Some(same_lease))
-            .store_keeps_history();
+        let book =
+            Book::new(source_name.clone(), history_limit, Some(same_lease)).store_keeps_history();
         Tracker {
             source,
             source_name,
