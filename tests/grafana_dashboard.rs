@@ -106,9 +106,20 @@ fn the_dashboard_has_the_panels_an_operator_looks_for() {
         "Sources up",
         "Source staleness",
         "Hook failures",
+        "Who led when",
     ] {
         assert!(titles.contains(&wanted), "panel {wanted:?} in {titles:?}");
     }
+    // Who led when: a state timeline of each election whose states are the holders' names,
+    // from leader_info joined by its `holder` label.
+    let timeline = dash["panels"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["title"] == "Who led when"))
+        .expect("the who-led-when panel");
+    assert_eq!(timeline["type"], "state-timeline", "{timeline:#}");
+    let join = &timeline["transformations"][0];
+    assert_eq!(join["id"], "joinByLabels", "{timeline:#}");
+    assert_eq!(join["options"]["value"], "holder", "{timeline:#}");
     let exprs = panel_exprs(&dash);
     let leader = exprs
         .iter()
@@ -212,6 +223,12 @@ fn the_dashboard_queries_answer_from_a_prometheus_scraping_electop_metrics() {
     assert_eq!(rows.len(), 1, "{leaders}");
     assert_eq!(rows[0]["metric"]["election"], "web", "{leaders}");
     assert_eq!(rows[0]["metric"]["holder"], "node-b", "{leaders}");
+
+    // Who led when reads the same series: web's node-b, labelled by its holder.
+    let led = prometheus.query(&panel_query(&dash, "Who led when"));
+    let rows = led.as_array().expect("a vector");
+    assert_eq!(rows.len(), 1, "{led}");
+    assert_eq!(rows[0]["metric"]["holder"], "node-b", "{led}");
 
     // Without a leader: jobs only, the idle ShedLock-like lock is not counted.
     let without = prometheus.query(&panel_query(&dash, "Elections without a leader"));
