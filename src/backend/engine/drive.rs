@@ -2,6 +2,8 @@
 //! cycle's next input, and what a transition says is sent on. Written once; a store gives
 //! only its steps.
 
+use std::time::Duration;
+
 use super::lifecycle::{Failure, Input, Lifecycle, Phase, Tell};
 use crate::backend::{BackendIo, Stop};
 use crate::model::{ConnState, SourceEvent, SourceInfo};
@@ -43,6 +45,9 @@ pub(crate) trait Steps {
     async fn release(&mut self);
 }
 
+/// How long letting go of a failed member may take before it is dropped.
+const RELEASE_WITHIN: Duration = Duration::from_secs(1);
+
 /// Runs a follow task's steps until its source is closed.
 pub(crate) async fn drive(f: &mut impl Steps) {
     let mut down: Option<(String, bool)> = None;
@@ -68,7 +73,10 @@ pub(crate) async fn drive(f: &mut impl Steps) {
             Ok(input) => input,
             Err(Stop::Closed) => return,
             Err(Stop::Failed(e)) => {
-                f.release().await;
+                // A graceful close (a pool's, a session's) through a server that froze would
+                // wait on it, and the source would not be said down meanwhile: what was not
+                // let go of by then is dropped instead.
+                let _ = tokio::time::timeout(RELEASE_WITHIN, f.release()).await;
                 let failure = e.failure();
                 down = Some((e.to_string(), e.ends_one_shot()));
                 Input::Failed(failure)
@@ -167,6 +175,8 @@ mod tests {
         info: SourceInfo,
         answers: VecDeque<Result<Input, Stop<Refused>>>,
         calls: Vec<String>,
+        /// `release` never ends (a close through a frozen server).
+        hang_release: bool,
     }
 
     impl Scripted {
@@ -200,6 +210,9 @@ mod tests {
         }
         async fn release(&mut self) {
             self.calls.push("release".into());
+            if self.hang_release {
+                std::future::pending::<()>().await;
+            }
         }
     }
 
@@ -231,6 +244,7 @@ mod tests {
             ]
             .into(),
             calls: Vec::new(),
+            hang_release: false,
         };
         let start = tokio::time::Instant::now();
         drive(&mut s).await;
@@ -279,5 +293,40 @@ mod tests {
                 "Connected",
             ]
         );
+    }
+
+    /// A release that never ends (a pool closing through a frozen server) is dropped after
+    /// [`RELEASE_WITHIN`]: the source is said down, and the driver goes on.
+    #[tokio::test(start_paused = true)]
+    async fn a_release_that_hangs_does_not_keep_the_source_from_going_down() {
+        let (events, mut rx) = mpsc::channel(64);
+        let (_tx, commands) = mpsc::channel(1);
+        let io = BackendIo {
+            events,
+            commands,
+            cancel: CancellationToken::new(),
+        };
+        let mut s = Scripted {
+            life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(5)),
+            io,
+            info: SourceInfo::test_etcd(),
+            answers: [Err(Stop::Failed(Refused("frozen", Failure::Transient)))].into(),
+            calls: Vec::new(),
+            hang_release: true,
+        };
+        let start = tokio::time::Instant::now();
+        drive(&mut s).await;
+        assert_eq!(s.calls, ["connect from 0", "release", "connect from 0"]);
+        assert_eq!(start.elapsed(), RELEASE_WITHIN + Duration::from_millis(500));
+        let down = std::iter::from_fn(|| rx.try_recv().ok()).any(|ev| {
+            matches!(
+                ev,
+                SourceEvent::Conn {
+                    state: ConnState::Down { .. },
+                    ..
+                }
+            )
+        });
+        assert!(down, "said down");
     }
 }
