@@ -216,36 +216,46 @@ mod tests {
         }
     }
 
-    /// The driver runs the step of each phase, releases and waits after a failure (at once
-    /// after a move), tells connected and synced, and ends when a step finds nobody
-    /// listening; what it sends is each state once.
-    #[tokio::test(start_paused = true)]
-    async fn drive_runs_each_phase_step_until_the_source_is_closed() {
-        let (events, mut rx) = mpsc::channel(64);
-        let (_tx, commands) = mpsc::channel(1);
+    /// Steps answering `answers` in turn, with the channel the driver sends on.
+    fn scripted(
+        answers: Vec<Result<Input, Stop<Refused>>>,
+        hang_release: bool,
+    ) -> (Scripted, mpsc::Receiver<SourceEvent>) {
+        let (events, rx) = mpsc::channel(64);
+        // The sender is dropped: a step that waits on commands would see them closed.
+        let (_, commands) = mpsc::channel(1);
         let io = BackendIo {
             events,
             commands,
             cancel: CancellationToken::new(),
         };
-        let fail = |f| Err(Stop::Failed(Refused("refused", f)));
-        let mut s = Scripted {
+        let s = Scripted {
             life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(5)),
             io,
             info: SourceInfo::test_etcd(),
-            answers: [
-                fail(Failure::Transient),
-                Ok(Input::Connected { member: 0 }),
-                Ok(Input::SnapshotRead { replay: false }),
-                Ok(Input::Followed),
-                fail(Failure::Moved),
-                Ok(Input::Connected { member: 0 }),
-                Ok(Input::SnapshotRead { replay: false }),
-            ]
-            .into(),
+            answers: answers.into(),
             calls: Vec::new(),
-            hang_release: false,
+            hang_release,
         };
+        (s, rx)
+    }
+
+    /// The driver runs the step of each phase, releases and waits after a failure (at once
+    /// after a move), tells connected and synced, and ends when a step finds nobody
+    /// listening; what it sends is each state once.
+    #[tokio::test(start_paused = true)]
+    async fn drive_runs_each_phase_step_until_the_source_is_closed() {
+        let fail = |f| Err(Stop::Failed(Refused("refused", f)));
+        let answers = vec![
+            fail(Failure::Transient),
+            Ok(Input::Connected { member: 0 }),
+            Ok(Input::SnapshotRead { replay: false }),
+            Ok(Input::Followed),
+            fail(Failure::Moved),
+            Ok(Input::Connected { member: 0 }),
+            Ok(Input::SnapshotRead { replay: false }),
+        ];
+        let (mut s, mut rx) = scripted(answers, false);
         let start = tokio::time::Instant::now();
         drive(&mut s).await;
         assert_eq!(
@@ -299,21 +309,8 @@ mod tests {
     /// [`RELEASE_WITHIN`]: the source is said down, and the driver goes on.
     #[tokio::test(start_paused = true)]
     async fn a_release_that_hangs_does_not_keep_the_source_from_going_down() {
-        let (events, mut rx) = mpsc::channel(64);
-        let (_tx, commands) = mpsc::channel(1);
-        let io = BackendIo {
-            events,
-            commands,
-            cancel: CancellationToken::new(),
-        };
-        let mut s = Scripted {
-            life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(5)),
-            io,
-            info: SourceInfo::test_etcd(),
-            answers: [Err(Stop::Failed(Refused("frozen", Failure::Transient)))].into(),
-            calls: Vec::new(),
-            hang_release: true,
-        };
+        let frozen = Err(Stop::Failed(Refused("frozen", Failure::Transient)));
+        let (mut s, mut rx) = scripted(vec![frozen], true);
         let start = tokio::time::Instant::now();
         drive(&mut s).await;
         assert_eq!(s.calls, ["connect from 0", "release", "connect from 0"]);
