@@ -7,7 +7,7 @@ use clap::ValueEnum;
 
 use super::Usage;
 use crate::cli::{DemoStore, NodeArgs, SchemeArg};
-use crate::config::{Dialect, SourceConfig};
+use crate::config::SourceConfig;
 
 /// `electop node`: one participant, in one election in one store.
 pub(super) async fn node(
@@ -29,7 +29,7 @@ pub(super) async fn node(
         return Err(Usage(format!(
             "--create-table is for a SQL table (--sql), and does not apply to the node's {} \
              source: leave it out",
-            store_label(&source)
+            source.label()
         ))
         .into());
     }
@@ -59,17 +59,13 @@ pub(super) async fn node(
 /// `--store` names the store the source flags point at: `--store zookeeper` with `--etcd`
 /// is a mistake worth stopping at before anything joins an election.
 fn check_store(store: DemoStore, source: &SourceConfig, source_given: bool) -> Result<(), Usage> {
-    let (is, flag) = match source {
-        SourceConfig::Etcd(_) => (DemoStore::Etcd, "--etcd"),
-        SourceConfig::Zookeeper(_) => (DemoStore::Zookeeper, "--zk"),
-        SourceConfig::Redis(_) => (DemoStore::Redis, "--redis"),
-        SourceConfig::Sql(s) => match s.checked().dialect {
-            Dialect::Sqlite => (DemoStore::Sqlite, "--sql"),
-            Dialect::Postgres => (DemoStore::Postgres, "--sql"),
-            Dialect::MySql => (DemoStore::Mysql, "--sql"),
-        },
+    let name = |s: DemoStore| {
+        s.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
     };
-    if is == store {
+    let (is, flag) = source.store_flag();
+    if is == name(store) {
         return Ok(());
     }
     let wanted = match store {
@@ -80,24 +76,13 @@ fn check_store(store: DemoStore, source: &SourceConfig, source_given: bool) -> R
         DemoStore::Postgres => "--sql postgres://...",
         DemoStore::Mysql => "--sql mysql://...",
     };
-    let name = |s: DemoStore| s.to_possible_value().map(|v| v.get_name().to_string());
     // No source flag at all reads the local etcd (127.0.0.1:2379): say so, not "--etcd".
-    let given = match (is, flag) {
-        (DemoStore::Etcd, _) if !source_given => "no source flag reads the local etcd".to_string(),
-        _ => format!("{flag} gives {}", name(is).unwrap_or_default()),
+    let given = match is {
+        "etcd" if !source_given => "no source flag reads the local etcd".to_string(),
+        _ => format!("{flag} gives {is}"),
     };
     Err(Usage(format!(
         "--store {} needs {wanted}, and {given}; give the one or the other",
-        name(store).unwrap_or_default(),
+        name(store),
     )))
-}
-
-/// The source's store, as a message names it.
-fn store_label(source: &SourceConfig) -> &'static str {
-    match source {
-        SourceConfig::Etcd(_) => "etcd (--etcd)",
-        SourceConfig::Zookeeper(_) => "ZooKeeper (--zk)",
-        SourceConfig::Redis(_) => "Redis (--redis)",
-        SourceConfig::Sql(_) => "SQL (--sql)",
-    }
 }

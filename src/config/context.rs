@@ -18,20 +18,15 @@ pub struct Context {
 /// The name every source is shown by: its `name`, else its kind and its rank among the
 /// sources of that kind (`etcd1`, `etcd2`, `sql1`...).
 pub(crate) fn source_names(sources: &[SourceConfig]) -> Vec<String> {
-    let mut counts = [0usize; 4];
+    let mut counts = std::collections::HashMap::<&str, usize>::new();
     sources
         .iter()
         .map(|s| {
-            let (kind, slot) = match s {
-                SourceConfig::Etcd(_) => ("etcd", 0),
-                SourceConfig::Sql(_) => ("sql", 1),
-                SourceConfig::Zookeeper(_) => ("zk", 2),
-                SourceConfig::Redis(_) => ("redis", 3),
-            };
-            counts[slot] += 1;
+            let rank = counts.entry(s.kind()).or_default();
+            *rank += 1;
             match s.name() {
                 Some(name) => name.to_string(),
-                None => format!("{kind}{}", counts[slot]),
+                None => format!("{}{rank}", s.kind()),
             }
         })
         .collect()

@@ -166,6 +166,41 @@ impl SourceConfig {
         }
     }
 
+    /// What an unnamed source is called before its rank among its kind: `etcd1`, `sql1`...
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            SourceConfig::Etcd(_) => "etcd",
+            SourceConfig::Sql(_) => "sql",
+            SourceConfig::Zookeeper(_) => "zk",
+            SourceConfig::Redis(_) => "redis",
+        }
+    }
+
+    /// The store as `--store` names it (a SQL source by its server), and the flag that
+    /// gives such a source.
+    pub(crate) fn store_flag(&self) -> (&'static str, &'static str) {
+        match self {
+            SourceConfig::Etcd(_) => ("etcd", "--etcd"),
+            SourceConfig::Zookeeper(_) => ("zookeeper", "--zk"),
+            SourceConfig::Redis(_) => ("redis", "--redis"),
+            SourceConfig::Sql(s) => match s.checked().dialect {
+                Dialect::Sqlite => ("sqlite", "--sql"),
+                Dialect::Postgres => ("postgres", "--sql"),
+                Dialect::MySql => ("mysql", "--sql"),
+            },
+        }
+    }
+
+    /// The source's store, as a message names it.
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            SourceConfig::Etcd(_) => "etcd (--etcd)",
+            SourceConfig::Zookeeper(_) => "ZooKeeper (--zk)",
+            SourceConfig::Redis(_) => "Redis (--redis)",
+            SourceConfig::Sql(_) => "SQL (--sql)",
+        }
+    }
+
     /// The `name` given in the config file (filled in for every source of a loaded file).
     pub fn name(&self) -> Option<&str> {
         match self {

@@ -4,7 +4,6 @@
 //! and the store executes the same steps, so what is shown is what is written.
 
 mod render;
-pub(super) mod target;
 
 use crate::config::Dialect;
 
