@@ -8,7 +8,7 @@
 //! in line, and the history entry and event the change makes.
 
 use std::collections::HashMap;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::change::{self, Changes};
 use super::forced::{ForcedMark, ForcedMarks};
@@ -308,8 +308,20 @@ impl Book {
     /// rows are gone): listed all the same, as SQL tables list a row's election, so what
     /// happened to them is not lost from view (a change nobody watched, if their history
     /// ends with a leader).
-    pub(crate) fn unseen(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.past.keys().cloned().collect();
+    /// Only those whose last change is within `keep` of `at`: the read model's retention,
+    /// after which an election with nothing in the store is no longer listed.
+    pub(crate) fn unseen(&self, at: SystemTime, keep: Duration) -> Vec<String> {
+        let recent = |h: &[HistoryEntry]| {
+            h.last()
+                .and_then(|e| e.at)
+                .is_some_and(|t| at.duration_since(t).unwrap_or_default() <= keep)
+        };
+        let mut names: Vec<String> = self
+            .past
+            .iter()
+            .filter(|(_, h)| recent(h))
+            .map(|(name, _)| name.clone())
+            .collect();
         names.sort_unstable();
         names
     }

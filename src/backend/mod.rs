@@ -23,6 +23,7 @@ mod plan_tests;
 pub mod redis;
 pub mod session_lock;
 pub mod sql;
+pub(crate) mod tls;
 pub mod zookeeper;
 
 use std::future::Future;

@@ -256,3 +256,34 @@ fn the_first_read_tells_what_changed_since_the_history_read_back() {
     book.first_read(&mut e, (read_at, None), &mut out);
     assert!(out.events.is_empty() && e.history.len() == 1);
 }
+
+/// An election read back from the journal with nothing in the store is listed while its
+/// last change is within the retention, as the read model keeps one; an older one is not
+/// brought back to be listed as leaderless.
+#[test]
+fn only_recent_past_elections_are_listed_unseen() {
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(100_000);
+    let lost = |ago: u64| HistoryEntry {
+        at: Some(now - Duration::from_secs(ago)),
+        revision: None,
+        from: Some("a".into()),
+        to: None,
+        cause: Cause::Expired,
+        by: None,
+    };
+    let past = [
+        ("recent".to_string(), vec![lost(3_000), lost(60)]),
+        ("old".to_string(), vec![lost(7_200)]),
+        (
+            "untimed".to_string(),
+            vec![HistoryEntry {
+                at: None,
+                ..lost(0)
+            }],
+        ),
+    ];
+    let book = Book::new("s".into(), 10, None).with_past(past);
+    let keep = Duration::from_secs(600);
+    assert_eq!(book.unseen(now, keep), vec!["recent".to_string()]);
+    assert_eq!(book.unseen(now, Duration::from_secs(10_000)).len(), 2);
+}

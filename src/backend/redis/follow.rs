@@ -247,7 +247,9 @@ impl Follow {
             let applied = self.tracker.resync(&reads, now, wall, gap);
             self.tell(applied).await?;
         } else {
-            let restored = self.tracker.load(&reads, SystemTime::now());
+            let restored = self
+                .tracker
+                .load(&reads, SystemTime::now(), self.b.opts.retention);
             if let Some(path) = crate::admin::audit::default_path() {
                 let actions = crate::admin::audit_tail::recent(&path, &self.b.info.name);
                 self.tracker

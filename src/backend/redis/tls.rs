@@ -1,19 +1,20 @@
-//! TLS to a Redis `tls-port` (`rediss://`): electop makes the handshake itself (rustls with
-//! ring, as everywhere in electop) and hands the stream to the Redis client, so every way
-//! the handshake fails is told in words naming the setting to change: an untrusted server
-//! certificate, a plain port, a client certificate that is needed or refused. Nothing read
-//! from a key file reaches a message.
+//! TLS to a Redis `tls-port` (`rediss://`): electop makes the handshake itself (the shared
+//! `backend::tls`) and hands the stream to the Redis client, so every way the handshake
+//! fails is told in words naming the setting to change: an untrusted server certificate, a
+//! plain port, a client certificate that is needed or refused.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
-use rustls::{AlertDescription, CertificateError, ClientConfig, RootCertStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use super::error::RedisError;
+use crate::backend::tls::{self as shared, Files, Trust, Words};
 use crate::config::RedisSource;
 
 /// What a TLS connection needs: the rustls config and the name the certificate must hold.
@@ -21,8 +22,20 @@ pub(crate) struct Tls {
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
     /// The `--redis-cacert` and `--redis-cert` as given, for messages.
-    cacert: Option<String>,
-    cert: Option<String>,
+    cacert: Option<PathBuf>,
+    cert: Option<PathBuf>,
+}
+
+fn files<'a>(
+    cacert: Option<&'a PathBuf>,
+    cert: Option<&'a PathBuf>,
+    key: Option<&'a PathBuf>,
+) -> Files<'a> {
+    Files {
+        ca: ("--redis-cacert", cacert.map(PathBuf::as_path)),
+        cert: ("--redis-cert", cert.map(PathBuf::as_path)),
+        key: ("--redis-key", key.map(PathBuf::as_path)),
+    }
 }
 
 impl Tls {
@@ -33,54 +46,15 @@ impl Tls {
         if !t.tls {
             return Ok(None);
         }
-        let mut roots = RootCertStore::empty();
-        match &cfg.cacert {
-            Some(ca) => {
-                for c in
-                    crate::pem::certificates("--redis-cacert", ca).map_err(RedisError::Config)?
-                {
-                    roots.add(c).map_err(|e| {
-                        RedisError::Config(format!(
-                            "--redis-cacert {}: not a usable CA certificate: {e}",
-                            ca.display()
-                        ))
-                    })?;
-                }
-            }
-            None => {
-                for c in rustls_native_certs::load_native_certs().certs {
-                    let _ = roots.add(c);
-                }
-            }
-        }
-        let builder = ClientConfig::builder_with_provider(crate::crypto::provider())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| RedisError::Config(format!("TLS: {e}")))?
-            .with_root_certificates(roots);
-        let config = match (&cfg.cert, &cfg.key) {
-            (Some(cert), Some(key)) => {
-                let chain =
-                    crate::pem::certificates("--redis-cert", cert).map_err(RedisError::Config)?;
-                let der =
-                    crate::pem::private_key("--redis-key", key).map_err(RedisError::Config)?;
-                builder.with_client_auth_cert(chain, der).map_err(|_| {
-                    RedisError::Config(format!(
-                        "--redis-key {} is not a usable key for --redis-cert {}",
-                        key.display(),
-                        cert.display()
-                    ))
-                })?
-            }
-            _ => builder.with_no_client_auth(),
-        };
-        let name = ServerName::try_from(host.to_string()).map_err(|_| {
-            RedisError::Config(format!("rediss://: `{host}` is not a host name or address"))
-        })?;
+        let given = files(cfg.cacert.as_ref(), cfg.cert.as_ref(), cfg.key.as_ref());
+        let config = shared::client_config(&given, Trust::System).map_err(RedisError::Config)?;
+        let name =
+            shared::server_name(host).map_err(|e| RedisError::Config(format!("rediss://: {e}")))?;
         Ok(Some(Tls {
             config: Arc::new(config),
             name,
-            cacert: cfg.cacert.as_ref().map(|p| p.display().to_string()),
-            cert: cfg.cert.as_ref().map(|p| p.display().to_string()),
+            cacert: cfg.cacert.clone(),
+            cert: cfg.cert.clone(),
         }))
     }
 
@@ -135,53 +109,21 @@ impl Tls {
 
     /// A failed handshake or first read, in words naming the setting to change.
     fn describe(&self, err: &std::io::Error, addr: &str) -> String {
-        use rustls::Error as E;
-        let tls = err
-            .get_ref()
-            .and_then(|i| i.downcast_ref::<rustls::Error>());
-        let ca = match &self.cacert {
-            Some(ca) => format!("the CA in --redis-cacert {ca}"),
-            None => "the system's CA certificates (no --redis-cacert)".to_string(),
+        let given = files(self.cacert.as_ref(), self.cert.as_ref(), None);
+        let words = Words {
+            lead: format!("redis {addr}: "),
+            files: &given,
+            server_cert: "tls-cert-file",
+            server_ca: "tls-ca-cert-file",
+            client_auth: " (tls-auth-clients yes)",
+            not_tls: "",
         };
-        match tls {
-            Some(E::InvalidCertificate(
-                CertificateError::UnknownIssuer | CertificateError::BadSignature,
-            )) => format!(
-                "redis {addr}: certificate not trusted: the server's certificate is not signed \
-                 by {ca} (unknown issuer); give --redis-cacert FILE, the CA that signs its \
-                 tls-cert-file"
-            ),
-            Some(E::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => format!(
-                "redis {addr}: the server's certificate is not for this host name (no matching \
-                 subjectAltName); connect by a name or address the certificate lists"
-            ),
-            Some(E::InvalidCertificate(c)) => {
-                format!("redis {addr}: the server's certificate is refused: {c}")
-            }
-            Some(E::AlertReceived(a)) => match (&self.cert, a) {
-                (
-                    None,
-                    AlertDescription::CertificateRequired
-                    | AlertDescription::BadCertificate
-                    | AlertDescription::HandshakeFailure,
-                ) => format!(
-                    "redis {addr} requires a client certificate (tls-auth-clients yes): give \
-                     --redis-cert and --redis-key"
-                ),
-                (Some(cert), _) => format!(
-                    "redis {addr} refused the client certificate --redis-cert {cert} ({a:?}): \
-                     is it signed by the server's tls-ca-cert-file, and still valid?"
-                ),
-                (None, _) => format!("redis {addr} ended the TLS handshake ({a:?})"),
-            },
-            Some(E::InvalidMessage(_) | E::InappropriateMessage { .. }) | None
-                if tls.is_some() || err.kind() == std::io::ErrorKind::UnexpectedEof =>
-            {
+        match shared::inner(err) {
+            Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) => {
                 not_tls(addr, false)
             }
-            Some(other) => format!("redis {addr}: TLS: {other}"),
+            Some(e) => shared::describe(e, &self.name.to_str(), &words),
+            None if err.kind() == std::io::ErrorKind::UnexpectedEof => not_tls(addr, false),
             None => format!("redis {addr}: TLS: {err}"),
         }
     }
@@ -217,32 +159,8 @@ async fn plain_answers(ep: &str, within: Duration) -> bool {
     )
 }
 
-/// Whether `ep` answers a TLS handshake (a certificate, which an empty trust store refuses,
-/// or an alert): asked when a `redis://` connection is dropped at its first command.
+/// Whether `ep` answers a TLS handshake: asked when a `redis://` connection is dropped at
+/// its first command.
 pub(crate) async fn speaks_tls(ep: &str, host: &str, within: Duration) -> bool {
-    let Ok(name) = ServerName::try_from(host.to_string()) else {
-        return false;
-    };
-    let Ok(builder) = ClientConfig::builder_with_provider(crate::crypto::provider())
-        .with_safe_default_protocol_versions()
-    else {
-        return false;
-    };
-    let config = builder
-        .with_root_certificates(RootCertStore::empty())
-        .with_no_client_auth();
-    let probe = async {
-        let tcp = TcpStream::connect(ep).await?;
-        tokio_rustls::TlsConnector::from(Arc::new(config))
-            .connect(name, tcp)
-            .await
-    };
-    match tokio::time::timeout(within, probe).await {
-        Ok(Ok(_)) => true,
-        Ok(Err(e)) => matches!(
-            e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()),
-            Some(rustls::Error::InvalidCertificate(_) | rustls::Error::AlertReceived(_))
-        ),
-        Err(_) => false,
-    }
+    shared::speaks_tls(ep, host, within).await
 }

@@ -4,7 +4,7 @@
 //! leader, `PTTL` its time left; nobody waits in line.
 
 use std::collections::BTreeMap;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::admin::audit_tail::Done;
 use crate::backend::ForcedMark;
@@ -89,7 +89,8 @@ impl RedisTracker {
 
     /// The first read sets the scene; its only changes are those since the history read
     /// back (a key whose holder changed, or went, while no electop watched).
-    pub(crate) fn load(&mut self, reads: &[Read], at: SystemTime) -> Changes {
+    /// `keep`: the retention of an election with nothing in the store.
+    pub(crate) fn load(&mut self, reads: &[Read], at: SystemTime, keep: Duration) -> Changes {
         let mut out = Changes::default();
         for r in reads {
             if let Some(held) = &r.held {
@@ -101,7 +102,7 @@ impl RedisTracker {
             }
         }
         // A name shown escaped is not the key's bytes: its election is not made up.
-        for name in self.book.unseen() {
+        for name in self.book.unseen(at, keep) {
             if name.contains('\\') {
                 continue;
             }

@@ -8,11 +8,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
-use rustls::{AlertDescription, CertificateError, ClientConfig, RootCertStore};
 use zookeeper_client::TlsOptions;
 
 use super::error::ZkError;
+use crate::backend::tls::{self as shared, Files, Trust, Words};
 use crate::config::ZkSource;
 
 /// The ZooKeeper client's TLS options, from the files read now (a renewed certificate is
@@ -52,38 +53,19 @@ pub(super) fn options(cfg: &ZkSource) -> Result<Option<TlsOptions>, ZkError> {
 
 /// The same settings as a rustls config, for electop's own handshakes with the members.
 pub(crate) fn client_config(cfg: &ZkSource) -> Result<Option<Arc<ClientConfig>>, String> {
-    let Some(ca) = &cfg.cacert else {
+    if cfg.cacert.is_none() {
         return Ok(None);
-    };
-    let mut roots = RootCertStore::empty();
-    for c in crate::pem::certificates("--zk-cacert", ca)? {
-        roots.add(c).map_err(|e| {
-            format!(
-                "--zk-cacert {}: not a usable CA certificate: {e}",
-                ca.display()
-            )
-        })?;
     }
-    let builder = ClientConfig::builder_with_provider(crate::crypto::provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?
-        .with_root_certificates(roots);
-    let config = match (&cfg.cert, &cfg.key) {
-        (Some(cert), Some(key)) => builder
-            .with_client_auth_cert(
-                crate::pem::certificates("--zk-cert", cert)?,
-                crate::pem::private_key("--zk-key", key)?,
-            )
-            .map_err(|_| {
-                format!(
-                    "--zk-key {} is not a usable key for --zk-cert {}",
-                    key.display(),
-                    cert.display()
-                )
-            })?,
-        _ => builder.with_no_client_auth(),
-    };
+    let config = shared::client_config(&files(cfg), Trust::System)?;
     Ok(Some(Arc::new(config)))
+}
+
+fn files(cfg: &ZkSource) -> Files<'_> {
+    Files {
+        ca: ("--zk-cacert", cfg.cacert.as_deref()),
+        cert: ("--zk-cert", cfg.cert.as_deref()),
+        key: ("--zk-key", cfg.key.as_deref()),
+    }
 }
 
 /// Why connecting to the members failed, when a handshake of electop's own finds out: with
@@ -151,81 +133,23 @@ async fn tls_fails(
 
 /// A rustls failure with `ep` in words: what is wrong and which setting to change.
 fn describe(cfg: &ZkSource, e: &rustls::Error, ep: &str, host: &str) -> String {
-    use rustls::Error as E;
-    let ca = cfg
-        .cacert
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    match e {
-        E::InvalidCertificate(CertificateError::UnknownIssuer | CertificateError::BadSignature) => {
-            format!(
-                "certificate not trusted: ZooKeeper at {ep} presented a certificate not signed by \
-                 the CA in --zk-cacert {ca} (unknown issuer); give the CA that signs its \
-                 ssl.keyStore"
-            )
-        }
-        E::InvalidCertificate(
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-        ) => format!(
-            "ZooKeeper at {ep}: its certificate is not for {host} (no matching subjectAltName); \
-             connect by a name or address the certificate lists"
-        ),
-        E::InvalidCertificate(c) => format!("ZooKeeper at {ep}: its certificate is refused: {c}"),
-        E::AlertReceived(a) => match (&cfg.cert, a) {
-            (
-                None,
-                AlertDescription::CertificateRequired
-                | AlertDescription::BadCertificate
-                | AlertDescription::HandshakeFailure,
-            ) => format!(
-                "ZooKeeper at {ep} requires a client certificate (ssl.clientAuth=need): give \
-                 --zk-cert and --zk-key"
-            ),
-            (Some(cert), _) => format!(
-                "ZooKeeper at {ep} refused the client certificate --zk-cert {} ({a:?}): is it \
-                 signed by a CA in ZooKeeper's ssl.trustStore, and still valid?",
-                cert.display()
-            ),
-            (None, _) => format!("ZooKeeper at {ep} ended the TLS handshake ({a:?})"),
-        },
-        E::InvalidMessage(_) | E::InappropriateMessage { .. } => format!(
-            "ZooKeeper at {ep} did not speak TLS (its answer is not a TLS record): is it the \
-             plain clientPort? With --zk-cacert give its secureClientPort"
-        ),
-        other => format!("ZooKeeper at {ep}: TLS: {other}"),
-    }
+    let given = files(cfg);
+    let words = Words {
+        lead: format!("ZooKeeper at {ep}: "),
+        files: &given,
+        server_cert: "ssl.keyStore",
+        server_ca: "ssl.trustStore",
+        client_auth: " (ssl.clientAuth=need)",
+        not_tls: "it did not speak TLS (its answer is not a TLS record): is it the plain \
+                  clientPort? With --zk-cacert give its secureClientPort",
+    };
+    shared::describe(e, host, &words)
 }
 
-/// Whether `ep` answers a TLS handshake: it sends a certificate (which an empty trust store
-/// refuses) or a TLS alert. Asked after a plain connect failed.
+/// Whether `ep` answers a TLS handshake. Asked after a plain connect failed.
 async fn speaks_tls(ep: &str, within: Duration) -> bool {
-    let Some(name) = ep
-        .rsplit_once(':')
-        .and_then(|(h, _)| ServerName::try_from(h.to_string()).ok())
-    else {
+    let Some((host, _)) = ep.rsplit_once(':') else {
         return false;
     };
-    let Ok(builder) = ClientConfig::builder_with_provider(crate::crypto::provider())
-        .with_safe_default_protocol_versions()
-    else {
-        return false;
-    };
-    let config = builder
-        .with_root_certificates(RootCertStore::empty())
-        .with_no_client_auth();
-    let probe = async {
-        let tcp = tokio::net::TcpStream::connect(ep).await?;
-        tokio_rustls::TlsConnector::from(Arc::new(config))
-            .connect(name, tcp)
-            .await
-    };
-    match tokio::time::timeout(within, probe).await {
-        Ok(Ok(_)) => true,
-        Ok(Err(e)) => matches!(
-            e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()),
-            Some(rustls::Error::InvalidCertificate(_) | rustls::Error::AlertReceived(_))
-        ),
-        Err(_) => false,
-    }
+    shared::speaks_tls(ep, host, within).await
 }

@@ -3,6 +3,9 @@ use super::*;
 use crate::model::EventKind;
 use std::time::Duration;
 
+/// The read model's default retention.
+const KEEP: Duration = Duration::from_secs(600);
+
 fn read(key: &str, held: Option<(&str, i64)>, at: Instant) -> Read {
     Read {
         key: key.as_bytes().to_vec(),
@@ -23,6 +26,7 @@ fn elected_renewed_expired_and_taken_again() {
     t.load(
         &[read("leader:jobs", Some(("tok-a", 10_000)), t0)],
         SystemTime::UNIX_EPOCH,
+        KEEP,
     );
     let e = &t.elections()[0];
     assert_eq!(e.leader.as_ref().map(|c| c.id.as_str()), Some("tok-a"));
@@ -75,6 +79,7 @@ fn released_with_time_left_overwritten_and_told_causes() {
     t.load(
         &[read("k", Some(("a", 10_000)), t0)],
         SystemTime::UNIX_EPOCH,
+        KEEP,
     );
     let a = t.resync(&[read("k", Some(("b", 10_000)), t0)], t0, wall, false);
     assert_eq!(
@@ -110,7 +115,7 @@ fn after_a_gap_the_same_token_is_no_change_and_causes_are_not_guessed() {
         .map(|(k, v)| read(k, Some((v, 2_000)), t0))
         .collect();
     first.push(read("forever", Some(("d", -1)), t0));
-    t.load(&first, SystemTime::UNIX_EPOCH);
+    t.load(&first, SystemTime::UNIX_EPOCH, KEEP);
     let later = t0 + Duration::from_secs(5);
     let again = [
         read("same", Some(("a", 2_000)), later),
@@ -159,7 +164,11 @@ fn an_early_removal_read_with_the_same_token_is_no_change() {
     let t0 = Instant::now();
     let wall = SystemTime::now();
     let mut t = RedisTracker::new(0, "redis x".into(), 10, Default::default());
-    t.load(&[read("k", Some(("a", 2_000)), t0)], SystemTime::UNIX_EPOCH);
+    t.load(
+        &[read("k", Some(("a", 2_000)), t0)],
+        SystemTime::UNIX_EPOCH,
+        KEEP,
+    );
     for gone in [Gone::Expired, Gone::Deleted] {
         let a = t.apply(&read("k", Some(("a", 2_000)), t0), gone, wall);
         assert!(a.events.is_empty(), "{gone:?}: {:?}", a.events);
@@ -182,6 +191,7 @@ fn a_key_without_expiry_is_noted_and_odd_tokens_are_escaped_and_cut() {
             read("huge", Some((&huge, 5_000)), t0),
         ],
         SystemTime::UNIX_EPOCH,
+        KEEP,
     );
     let es = t.elections();
     let id = |n: &str| {
@@ -231,7 +241,7 @@ mod deposed_tests {
             held: v.map(|v| (v.as_bytes().to_vec(), 3_000)),
             at: t0,
         };
-        t.load(&[read(Some("a"))], SystemTime::UNIX_EPOCH);
+        t.load(&[read(Some("a"))], SystemTime::UNIX_EPOCH, super::KEEP);
         assert!(
             t.forced("k", Some(mark()), t0, wall).is_none(),
             "nothing changed yet"
@@ -283,6 +293,7 @@ mod deposed_tests {
                 at: t0,
             }],
             SystemTime::UNIX_EPOCH,
+            super::KEEP,
         );
         t.audited(
             &[
