@@ -29,7 +29,11 @@ fn lines(path: &Path) -> Vec<String> {
 }
 
 fn bound(per_election: usize, seen: usize) -> Bound {
-    Bound { per_election, seen }
+    Bound {
+        per_election,
+        seen,
+        keep: Keep::UNBOUNDED,
+    }
 }
 
 #[test]
@@ -117,6 +121,7 @@ fn a_writer_after_a_torn_line_writes_whole_lines() {
         j.append(&[change("jobs", 3, Some(1), None, Some("a"))])
             .expect("append")
     );
+    j.flush().expect("flush");
     let (entries, clean) = read(&path).expect("read");
     assert!(clean, "{:?}", lines(&path));
     assert_eq!(
@@ -227,6 +232,7 @@ fn the_file_stays_bounded_and_a_stale_temp_file_is_ignored() {
             },
         ];
         assert!(j.append(&batch).expect("append"));
+        j.flush().expect("flush");
         let n = lines(&path).len();
         assert!(n <= j.threshold() + 2, "{n} lines at {i}");
     }
@@ -268,6 +274,7 @@ fn one_writer_at_a_time_and_the_turn_passes_on() {
         a.append(&[change("j", 2, Some(2), None, Some("x"))])
             .expect("a")
     );
+    a.flush().expect("flush");
     assert_eq!(lines(&path).len(), 2, "a's lines only: {:?}", lines(&path));
     a.append(&[Entry::Stopped(t(3))]).expect("a stops");
     drop(a);
@@ -276,6 +283,7 @@ fn one_writer_at_a_time_and_the_turn_passes_on() {
             .expect("b")
     );
     assert!(b.writing());
+    b.flush().expect("flush");
     let (entries, clean) = read(&path).expect("read");
     assert!(clean);
     assert_eq!(
