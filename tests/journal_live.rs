@@ -122,6 +122,28 @@ fn a_change_told_before_a_kill_is_read_back_by_the_next_electop() {
     assert_eq!(tenures(&doc, "jobs"), told, "{doc:#}");
 }
 
+/// A clean stop (SIGTERM) right after a change was told writes it, without the 100 ms.
+#[test]
+fn a_clean_stop_writes_what_was_queued() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 600));
+    let home = common::scratch::tempdir();
+    let args = sqlite_args(&store.url());
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut w = Watch::start(home.path(), &argv);
+    w.wait_synced(1);
+    store.exec("UPDATE leaderlock SET leader_id = 'node-b' WHERE key = 'jobs'");
+    w.wait_for("node-b", T, |v| {
+        v["kind"] == "leader_changed" && v["to"] == "node-b"
+    });
+    assert!(w.terminate().success());
+    let files = journals(home.path(), "sqlite");
+    let text = files.first().map(std::fs::read_to_string);
+    let text = text.and_then(Result::ok).unwrap_or_default();
+    assert!(text.contains(r#""to":"node-b""#), "{files:?}: {text}");
+}
+
 /// `/proc/<pid>/io`'s count of write system calls.
 fn syscw(pid: u32) -> u64 {
     let io = std::fs::read_to_string(format!("/proc/{pid}/io")).expect("/proc/<pid>/io");

@@ -133,6 +133,15 @@ impl Watch {
         Some(v)
     }
 
+    /// SIGTERM (a clean stop) and its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+        self.killed = true;
+        self.child.wait().expect("wait for watch")
+    }
+
     /// SIGKILL now, whatever it has not written yet.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
