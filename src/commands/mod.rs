@@ -92,6 +92,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         _ => crate::logging::init(cli.log_file.as_deref())?,
     };
+    // Every history journal this run opens keeps the config's retention and size bound.
+    crate::backend::engine::journal::set_keep(crate::backend::engine::journal::Keep {
+        retention: config.history.journal_retention,
+        max_bytes: config.history.journal_max_size,
+    });
     let tick = Duration::from_millis(config.ui.tick_ms.max(16));
     let prefs = prefs(&config)?;
     crate::ui::theme::set_color(crate::ui::theme::color_from_env());

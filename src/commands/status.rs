@@ -50,6 +50,9 @@ pub(super) async fn status(
 /// what it leaves out (a ZooKeeper ensemble's members, since when history is known), on
 /// stderr: stdout stays the elections alone, for scripts.
 pub(super) fn print_notices(app: &ReadModel, format: OutputFormat) {
+    for w in crate::backend::engine::journal::take_warnings() {
+        eprintln!("electop: {w}");
+    }
     for s in &app.sources {
         if let Some(n) = &s.info.notice {
             eprintln!("electop: {}: {}", s.info.short, n.text());

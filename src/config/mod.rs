@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use context::Context;
-pub use duration::parse_duration;
+pub use duration::{parse_duration, parse_size};
 pub use endpoint::{EndpointError, check_endpoint};
 pub use etcd::EtcdSource;
 pub use flags::{Flags, FoundTable, Unreached};

@@ -22,6 +22,27 @@ fn the_serve_section_sets_the_hooks() {
     assert!(bad.is_err_and(|e| e.to_string().contains("hook")));
 }
 
+/// The history journal's retention and size bound: a week and 64 MiB unless set; a size
+/// or duration it cannot read is named.
+#[test]
+fn the_history_section_bounds_the_journal() {
+    let d = Config::parse("", Path::new("c.toml")).expect("parses");
+    let week = std::time::Duration::from_secs(7 * 86_400);
+    assert_eq!(
+        (d.history.journal_retention, d.history.journal_max_size),
+        (week, 64 << 20)
+    );
+    let text = "[history]\njournal_retention = \"36h\"\njournal_max_size = \"8MiB\"\n";
+    let c = Config::parse(text, Path::new("c.toml")).expect("parses");
+    let h = std::time::Duration::from_secs(36 * 3600);
+    assert_eq!(
+        (c.history.journal_retention, c.history.journal_max_size),
+        (h, 8 << 20)
+    );
+    let bad = invalid("[history]\njournal_max_size = \"8 parsecs\"\n");
+    assert!(bad.contains("unknown unit `parsecs`"), "{bad}");
+}
+
 #[test]
 fn unknown_keys_are_named() {
     let err = Config::parse("[ui]\ntick = 5\n", Path::new("x.toml")).expect_err("typo");

@@ -42,6 +42,12 @@ pub struct HistoryConfig {
     /// How long an election whose last candidate left stays listed, e.g. "10m".
     #[serde(deserialize_with = "duration")]
     pub retention: std::time::Duration,
+    /// Records of the history journal older than this are dropped, e.g. "7d".
+    #[serde(deserialize_with = "duration")]
+    pub journal_retention: std::time::Duration,
+    /// A journal file is rewritten past this size, keeping its newest half, e.g. "64MiB".
+    #[serde(deserialize_with = "super::duration::size")]
+    pub journal_max_size: u64,
 }
 
 impl Default for HistoryConfig {
@@ -49,6 +55,8 @@ impl Default for HistoryConfig {
         HistoryConfig {
             limit: 200,
             retention: std::time::Duration::from_secs(600),
+            journal_retention: std::time::Duration::from_secs(7 * 86_400),
+            journal_max_size: 64 << 20,
         }
     }
 }

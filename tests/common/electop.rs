@@ -77,11 +77,24 @@ pub fn spawn_lines(cmd: &mut Command) -> (Child, mpsc::Receiver<String>) {
     (child, super::lines::text_lines(stdout))
 }
 
-/// `electop watch --json` running in the background, its lines collected.
+/// How long after a change electop may keep it in memory before its history journal has it
+/// (docs/history.md): a process killed sooner may leave it out.
+pub const JOURNAL_FLUSH: Duration = Duration::from_millis(100);
+
+/// `JOURNAL_FLUSH` and room for a loaded machine's scheduling.
+pub const JOURNAL_GRACE: Duration = Duration::from_millis(400);
+
+/// `electop watch --json` running in the background, its lines collected. Dropped, it is
+/// killed (no clean stop), but not within [`JOURNAL_GRACE`] of its last line read: what it
+/// told is in the journal for the next electop, as it is for a process killed in earnest a
+/// while after its last change.
 pub struct Watch {
     child: Child,
-    lines: mpsc::Receiver<Value>,
+    lines: mpsc::Receiver<(Instant, Value)>,
     pub seen: Vec<Value>,
+    /// When the last line kept in `seen` was read.
+    last: Option<Instant>,
+    killed: bool,
 }
 
 impl Watch {
@@ -99,14 +112,41 @@ impl Watch {
             .expect("spawn electop watch");
         let out = child.stdout.take().expect("stdout");
         let lines = super::lines::read_lines(out, |l| {
-            serde_json::from_str::<Value>(&l.text)
-                .unwrap_or_else(|e| panic!("watch printed non-JSON {:?}: {e}", l.text))
+            let v = serde_json::from_str::<Value>(&l.text)
+                .unwrap_or_else(|e| panic!("watch printed non-JSON {:?}: {e}", l.text));
+            (l.at, v)
         });
         Watch {
             child,
             lines,
             seen: Vec::new(),
+            last: None,
+            killed: false,
         }
+    }
+
+    /// The next line within `left`, kept in `seen`.
+    fn next(&mut self, left: Duration) -> Option<Value> {
+        let (at, v) = self.lines.recv_timeout(left).ok()?;
+        self.last = Some(at);
+        self.seen.push(v.clone());
+        Some(v)
+    }
+
+    /// SIGTERM (a clean stop) and its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+        self.killed = true;
+        self.child.wait().expect("wait for watch")
+    }
+
+    /// SIGKILL now, whatever it has not written yet.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.killed = true;
     }
 
     /// Waits for a line matching `pred`; returns it. Every line read is kept in `seen`.
@@ -122,14 +162,13 @@ impl Watch {
         }
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(v) => {
-                    self.seen.push(v.clone());
+            match self.next(left) {
+                Some(v) => {
                     if pred(&v) {
                         return v;
                     }
                 }
-                Err(_) => panic!(
+                None => panic!(
                     "watch: no {what} within {timeout:?}; saw:\n{:#?}",
                     self.seen
                 ),
@@ -148,9 +187,9 @@ impl Watch {
         let deadline = Instant::now() + timeout;
         while self.seen.iter().filter(|v| pred(v)).count() < n {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(v) => self.seen.push(v),
-                Err(_) => panic!("watch: not {n} {what} within {timeout:?}: {:#?}", self.seen),
+            match self.next(left) {
+                Some(_) => {}
+                None => panic!("watch: not {n} {what} within {timeout:?}: {:#?}", self.seen),
             }
         }
     }
@@ -164,17 +203,13 @@ impl Watch {
             if left.is_zero() {
                 return;
             }
-            if let Ok(v) = self.lines.recv_timeout(left) {
-                self.seen.push(v);
-            }
+            self.next(left);
         }
     }
 
     /// Keeps every line already printed, without waiting.
     pub fn pump(&mut self) {
-        while let Ok(v) = self.lines.try_recv() {
-            self.seen.push(v);
-        }
+        while self.next(Duration::ZERO).is_some() {}
     }
 
     /// Waits until `sources` sources have finished their snapshot and replay.
@@ -182,9 +217,9 @@ impl Watch {
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.seen.iter().filter(|v| v["kind"] == "synced").count() < sources {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(v) => self.seen.push(v),
-                Err(_) => panic!("watch never synced {sources} sources: {:#?}", self.seen),
+            match self.next(left) {
+                Some(_) => {}
+                None => panic!("watch never synced {sources} sources: {:#?}", self.seen),
             }
         }
     }
@@ -192,7 +227,13 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if self.killed {
+            return;
+        }
+        self.pump();
+        if let Some(last) = self.last {
+            std::thread::sleep((last + JOURNAL_GRACE).saturating_duration_since(Instant::now()));
+        }
+        self.kill();
     }
 }

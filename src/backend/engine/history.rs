@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use tracing::{info, warn};
 
-use super::journal::{self, Bound, Entry, Journal, KEPT_AT_LEAST};
+use super::journal::{self, Batched, Bound, Entry, Journal, KEPT_AT_LEAST};
 use crate::model::HistoryEntry;
 
 /// A leader change to persist: the election's name and the entry.
@@ -66,13 +66,14 @@ pub(crate) fn open(
     (past, Some(w))
 }
 
-/// The source's journal, written while this run records the source.
-pub(crate) struct Writer(Journal);
+/// The source's journal, written while this run records the source: in batches, at most
+/// 100 ms after a change, and at once when the writer is dropped.
+pub(crate) struct Writer(Batched);
 
 impl Writer {
     /// The journal at `path`, and whether this run records it (false: another electop does).
     pub(crate) fn open(path: &Path, history_limit: usize) -> (Writer, std::io::Result<bool>) {
-        let mut j = Journal::new(path.to_path_buf(), bound(history_limit));
+        let j = Batched::new(Journal::new(path.to_path_buf(), bound(history_limit)));
         let writing = j.take_turn();
         (Writer(j), writing)
     }
@@ -97,7 +98,7 @@ impl Writer {
         }
     }
 
-    /// Appends `recorded` if this run records the source (taking the turn when it is free).
+    /// Queues `recorded` if this run records the source (taking the turn when it is free).
     pub(crate) fn append(&mut self, recorded: &[Recorded]) -> std::io::Result<()> {
         let entries: Vec<Entry> = recorded
             .iter()

@@ -1,21 +1,32 @@
 //! The one history journal every store keeps on disk, so a restarted electop still shows
 //! what an earlier one saw: one file per source, JSON lines each carrying the format's
 //! version (`"v":1`) and the kind of record (a leader change, the time a revision was seen
-//! live, an electop starting or stopping to watch).
+//! live, an electop starting or stopping to watch). docs/history.md describes the format.
 //!
 //! One writer per file: a lock file beside it (`<file>.writer`, `flock`) says which electop
 //! records the source; another reads the file at its start and takes the turn when it is
 //! free (at its next append), so nothing is written by two at once and nobody rewrites the
-//! file under another's append. The file is bounded: past twice its bound the writer reads
-//! it back, keeps the newest records (per election for changes) and writes them to
-//! `<file>.tmp`, synced and renamed over the file: an interrupted rewrite leaves the old
-//! file whole and a stale temp file that no reader looks at.
+//! file under another's append. Records are buffered and written together, in one write, at
+//! most [`batch::FLUSH_AFTER`] after the first of them ([`Batched`]) and at a clean stop: a
+//! killed electop loses at most what it saw in its last 100 ms.
 //!
-//! A line that is not a record of this version (a torn last line, a hand edit, a line of
-//! the formats before this one, or of a later version) is skipped when read, and dropped
-//! when the writer takes its turn and finds one.
+//! The file is bounded ([`keep`]): past twice its counts, past its size bound, or holding
+//! records well past the retention, the writer reads it back, keeps the newest records (per
+//! election for changes) and writes them to `<file>.tmp`, synced and renamed over the file:
+//! an interrupted rewrite leaves the old file whole and a stale temp file that no reader
+//! looks at.
+//!
+//! A line that is not a record of this version is skipped when read ([`read`]). A torn last
+//! line (a kill mid-write) is dropped when the writer takes its turn; other lines that are
+//! no record (junk, another program's, an older format) are said, and the file is copied to
+//! `<file>.bad` before the writer drops them; a file holding a later version's lines is
+//! never written by this electop, so a newer one's records are not lost.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+mod batch;
+mod keep;
+mod read;
+
+use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,6 +36,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Cause, HistoryEntry};
+
+pub(crate) use batch::Batched;
+pub(crate) use keep::{Bound, Keep, compact, set_keep};
+pub(crate) use read::take_warnings;
+pub(crate) use read::{load, read};
 
 /// The format written; lines of any other version are skipped.
 pub(crate) const VERSION: u32 = 1;
@@ -67,25 +83,6 @@ impl Entry {
         match self {
             Entry::Change { entry, .. } => entry.at,
             Entry::Seen { at, .. } | Entry::Watching(at) | Entry::Stopped(at) => Some(*at),
-        }
-    }
-}
-
-/// How much the journal keeps after a rewrite.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Bound {
-    /// The newest changes kept of each election.
-    pub per_election: usize,
-    /// The newest revision times kept.
-    pub seen: usize,
-}
-
-impl Bound {
-    /// Keeps `per_election` changes of each election (at least one), and [`SEEN_KEPT`] times.
-    pub(crate) fn changes(per_election: usize) -> Bound {
-        Bound {
-            per_election: per_election.max(1),
-            seen: SEEN_KEPT,
         }
     }
 }
@@ -187,133 +184,6 @@ pub(crate) fn decode(text: &str) -> Option<Entry> {
     }
 }
 
-/// Every record of the file, oldest first, and whether every line was one (and the file
-/// ends a line). A missing file is an empty journal.
-pub(crate) fn read(path: &Path) -> std::io::Result<(Vec<Entry>, bool)> {
-    let text = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), true)),
-        Err(e) => return Err(e),
-    };
-    let text = String::from_utf8_lossy(&text);
-    let mut clean = text.is_empty() || text.ends_with('\n');
-    let mut out = Vec::new();
-    for line in text.lines() {
-        match decode(line) {
-            Some(e) => out.push(e),
-            None => clean = false,
-        }
-    }
-    Ok((out, clean))
-}
-
-/// The records a run starts from: the file read back and bounded as a rewrite would keep
-/// it. A file that cannot be read is an empty journal (and said).
-pub(crate) fn load(path: &Path, bound: Bound) -> Vec<Entry> {
-    match read(path) {
-        Ok((entries, _)) => compact(entries, bound),
-        Err(e) => {
-            tracing::warn!(path = %path.display(), %e, "cannot read the history journal");
-            Vec::new()
-        }
-    }
-}
-
-/// A change's identity: its election, the leaders before and after, and its revision where
-/// the store has one (else its time: a flip back and forth is several changes).
-type ChangeKey = (
-    String,
-    Option<i64>,
-    Option<SystemTime>,
-    Option<String>,
-    Option<String>,
-);
-
-fn key(election: &str, e: &HistoryEntry) -> ChangeKey {
-    let at = if e.revision.is_some() { None } else { e.at };
-    (
-        election.into(),
-        e.revision,
-        at,
-        e.from.clone(),
-        e.to.clone(),
-    )
-}
-
-/// Each change once: an admin action learnt after the change relabels it (a later line).
-/// The first line's time is kept, with the last cause that is not `unknown` and the last
-/// author.
-fn dedupe(entries: Vec<Entry>) -> Vec<Entry> {
-    let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
-    let mut seen: HashMap<ChangeKey, usize> = HashMap::new();
-    for r in entries {
-        let Entry::Change { election, entry } = &r else {
-            out.push(r);
-            continue;
-        };
-        let k = key(election, entry);
-        if let Some(&i) = seen.get(&k) {
-            if let Entry::Change { entry: kept, .. } = &mut out[i] {
-                if entry.cause != Cause::Unknown {
-                    kept.cause = entry.cause;
-                }
-                if entry.by.is_some() {
-                    kept.by = entry.by.clone();
-                }
-            }
-        } else {
-            seen.insert(k, out.len());
-            out.push(r);
-        }
-    }
-    out
-}
-
-/// The journal bounded: the newest `per_election` changes of each election, the newest
-/// `seen` revision times, and the run markers no older than the oldest change kept (at most
-/// [`RUNS_KEPT`] runs when that is older still).
-pub(crate) fn compact(entries: Vec<Entry>, bound: Bound) -> Vec<Entry> {
-    let entries = dedupe(entries);
-    let mut left: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut seen_left = bound.seen;
-    let mut keep = vec![false; entries.len()];
-    for (i, r) in entries.iter().enumerate().rev() {
-        let n = match r {
-            Entry::Change { election, .. } => {
-                left.entry(election).or_insert(bound.per_election.max(1))
-            }
-            Entry::Seen { .. } => &mut seen_left,
-            _ => continue,
-        };
-        if *n > 0 {
-            *n -= 1;
-            keep[i] = true;
-        }
-    }
-    let oldest_change = entries
-        .iter()
-        .zip(&keep)
-        .position(|(r, k)| *k && matches!(r, Entry::Change { .. }))
-        .unwrap_or(entries.len());
-    let mut runs = 0;
-    for (i, r) in entries.iter().enumerate().rev() {
-        let recent = i >= oldest_change || runs < RUNS_KEPT;
-        match r {
-            Entry::Watching(_) if recent => {
-                runs += 1;
-                keep[i] = true;
-            }
-            Entry::Stopped(_) if recent => keep[i] = true,
-            _ => {}
-        }
-    }
-    entries
-        .into_iter()
-        .zip(keep)
-        .filter_map(|(r, k)| k.then_some(r))
-        .collect()
-}
-
 /// `<store>-<key escaped>-<hash>.jsonl`: readable, and the hash keeps two sources whose
 /// keys escape alike apart.
 pub(crate) fn file_name(store: &str, key: &str) -> String {
@@ -357,17 +227,27 @@ struct Turn {
 }
 
 /// One source's journal, as one run sees it: written while this run holds the turn.
+/// Appends are buffered until [`Journal::flush`] (which [`Batched`] calls on a timer) or the
+/// journal is dropped.
 pub(crate) struct Journal {
     path: PathBuf,
     bound: Bound,
     /// Records this run writes first when it takes the turn (its `Watching` line).
     preface: Vec<Entry>,
     turn: Option<Turn>,
-    /// Lines in the file, elections with changes in it, and whether it has revision times:
-    /// what decides when to rewrite.
+    /// Records appended and not yet written.
+    pending: Vec<Entry>,
+    /// Why this run never writes the file (it holds a later version's lines), once said.
+    refused: bool,
+    /// Lines and bytes in the file, elections with changes in it, whether it has revision
+    /// times, and its oldest time: what decides when to rewrite.
     lines: usize,
+    bytes: u64,
     elections: BTreeSet<String>,
     seen: bool,
+    oldest: Option<SystemTime>,
+    /// Writes of appended records so far (one per flush).
+    writes: u64,
 }
 
 impl Journal {
@@ -377,9 +257,14 @@ impl Journal {
             bound,
             preface: Vec::new(),
             turn: None,
+            pending: Vec::new(),
+            refused: false,
             lines: 0,
+            bytes: 0,
             elections: BTreeSet::new(),
             seen: false,
+            oldest: None,
+            writes: 0,
         }
     }
 
@@ -392,7 +277,18 @@ impl Journal {
         self.turn.is_some()
     }
 
-    /// `e` is written first when this run takes the turn (at once if it holds it).
+    /// Whether records wait for a flush.
+    pub(crate) fn pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Writes of appended records so far.
+    #[cfg(test)]
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes
+    }
+
+    /// `e` is written first when this run takes the turn (with the next flush if it holds it).
     pub(crate) fn preface(&mut self, e: Entry) -> std::io::Result<()> {
         if self.writing() {
             return self.append(&[e]).map(|_| ());
@@ -403,10 +299,15 @@ impl Journal {
 
     /// Takes the writer's turn unless another electop holds it: then false, and this run
     /// only reads. Taking it, a file with a line that is not a record (a torn write, an old
-    /// format) or over its bound is rewritten first, so appends start on a line of their own.
+    /// format), over its bound, or with records past the retention is rewritten first, so
+    /// appends start on a line of their own. A file with a later version's lines is left
+    /// to the newer electop: an error the first time, then false.
     pub(crate) fn take_turn(&mut self) -> std::io::Result<bool> {
         if self.writing() {
             return Ok(true);
+        }
+        if self.refused {
+            return Ok(false);
         }
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
@@ -423,16 +324,31 @@ impl Journal {
             Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
-        let (mut entries, clean) = read(&self.path)?;
-        let total = entries.len();
+        let file = read::read_file(&self.path)?;
+        if let Some((v, _)) = file.later {
+            self.refused = true;
+            let why = format!(
+                "written by a later electop (format v{v}); this one (v{VERSION}) leaves it \
+                 as it is and does not record this source's history"
+            );
+            read::warn(&self.path, &why);
+            return Err(std::io::Error::other(format!(
+                "{}: {why}",
+                self.path.display()
+            )));
+        }
+        self.keep_damaged(&file)?;
+        let clean = file.clean();
+        let (mut entries, total) = (file.entries, file.bytes);
+        let n = entries.len();
         entries.extend(self.preface.iter().cloned());
         self.note(&entries);
-        if !clean || total > self.threshold() {
+        if !clean || n > self.threshold() || total > self.bound.keep.max_bytes || self.aged() {
             self.rewrite(compact(entries, self.bound))?;
             entries = Vec::new();
         } else {
-            entries.drain(..total);
-            self.lines = total;
+            entries.drain(..n);
+            (self.lines, self.bytes) = (n, total);
         }
         let file = OpenOptions::new()
             .create(true)
@@ -440,12 +356,32 @@ impl Journal {
             .open(&self.path)?;
         self.turn = Some(Turn { file, _lock: lock });
         self.preface.clear();
-        self.write(&entries)?;
+        self.pending.splice(0..0, entries);
+        self.flush()?;
         Ok(true)
     }
 
-    /// Appends `entries` if this run records the source (taking the turn if it is free);
-    /// false when another electop does. Rewrites the file once it is over twice its bound.
+    /// A file with lines that are no record (but a torn last one) is said, and copied to
+    /// `<file>.bad` before the rewrite drops those lines: nothing of it is lost unseen.
+    fn keep_damaged(&self, file: &read::Read) -> std::io::Result<()> {
+        let Some(what) = file.damage() else {
+            return Ok(());
+        };
+        let bad = beside(&self.path, ".bad");
+        std::fs::copy(&self.path, &bad)?;
+        let kept = file.entries.len();
+        read::warn(
+            &self.path,
+            &format!(
+                "{what}: copied to {} and rewritten with the {kept} record(s) it holds",
+                bad.display()
+            ),
+        );
+        Ok(())
+    }
+
+    /// Queues `entries` if this run records the source (taking the turn if it is free);
+    /// false when another electop does. They are written at the next [`Journal::flush`].
     pub(crate) fn append(&mut self, entries: &[Entry]) -> std::io::Result<bool> {
         if entries.is_empty() && self.writing() {
             return Ok(true);
@@ -454,29 +390,35 @@ impl Journal {
             return Ok(false);
         }
         self.note(entries);
-        self.write(entries)?;
-        if self.lines > self.threshold() {
-            let (now, _) = read(&self.path)?;
-            self.rewrite(compact(now, self.bound))?;
+        self.pending.extend_from_slice(entries);
+        Ok(true)
+    }
+
+    /// Writes what is queued in one write, so a crash tears at most the last line; then
+    /// rewrites the file if it is over its bound. Queued records that cannot be written are
+    /// dropped (the error says so): a full disk does not grow the memory without end.
+    pub(crate) fn flush(&mut self) -> std::io::Result<()> {
+        let Some(turn) = self.turn.as_mut() else {
+            return Ok(());
+        };
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let entries = std::mem::take(&mut self.pending);
+        let text: String = entries.iter().map(|e| encode(e) + "\n").collect();
+        self.writes += 1;
+        turn.file.write_all(text.as_bytes())?;
+        self.lines += entries.len();
+        self.bytes += text.len() as u64;
+        if self.lines > self.threshold() || self.bytes > self.bound.keep.max_bytes || self.aged() {
+            let now = read::read_file(&self.path)?;
+            self.note(&now.entries);
+            self.rewrite(compact(now.entries, self.bound))?;
             let file = OpenOptions::new().append(true).open(&self.path)?;
             if let Some(t) = self.turn.as_mut() {
                 t.file = file;
             }
         }
-        Ok(true)
-    }
-
-    /// One write for all of `entries`, so a crash tears at most the last line.
-    fn write(&mut self, entries: &[Entry]) -> std::io::Result<()> {
-        let Some(turn) = self.turn.as_mut() else {
-            return Ok(());
-        };
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let text: String = entries.iter().map(|e| encode(e) + "\n").collect();
-        turn.file.write_all(text.as_bytes())?;
-        self.lines += entries.len();
         Ok(())
     }
 
@@ -487,6 +429,17 @@ impl Journal {
         2 * (changes + seen + 2 * RUNS_KEPT)
     }
 
+    /// Whether the oldest record is well past the retention: an eighth of it past, so the
+    /// file is rewritten for age once in a while, not at each flush.
+    fn aged(&self) -> bool {
+        let keep = self.bound.keep;
+        let slack = keep.retention / 8;
+        let cutoff = SystemTime::now()
+            .checked_sub(keep.retention)
+            .and_then(|c| c.checked_sub(slack));
+        matches!((self.oldest, cutoff), (Some(o), Some(c)) if o < c)
+    }
+
     fn note(&mut self, entries: &[Entry]) {
         for e in entries {
             match e {
@@ -495,6 +448,9 @@ impl Journal {
                 }
                 Entry::Seen { .. } => self.seen = true,
                 _ => {}
+            }
+            if let Some(at) = e.at() {
+                self.oldest = Some(self.oldest.map_or(at, |o| o.min(at)));
             }
         }
     }
@@ -509,7 +465,22 @@ impl Journal {
         drop(f);
         std::fs::rename(&tmp, &self.path)?;
         self.lines = entries.len();
+        self.bytes = text.len() as u64;
+        self.oldest = entries.iter().filter_map(Entry::at).min();
         Ok(())
+    }
+}
+
+/// A clean stop (the follow task dropped as electop exits, a source removed) writes what
+/// is queued.
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            read::warn(
+                &self.path,
+                &format!("the last records could not be written: {e}"),
+            );
+        }
     }
 }
 

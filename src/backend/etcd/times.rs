@@ -8,14 +8,17 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::backend::engine::journal::{self, Bound, Entry, Journal, SEEN_KEPT};
+use crate::backend::engine::journal::{self, Batched, Bound, Entry, Journal};
 use crate::model::Cause;
 
-/// The revision times kept (no changes are written to this journal).
-const BOUND: Bound = Bound {
-    per_election: 1,
-    seen: SEEN_KEPT,
-};
+/// The revision times kept (no changes are written to this journal), and the process's
+/// retention and size bound.
+fn bound() -> Bound {
+    Bound {
+        per_election: 1,
+        ..Bound::changes(1)
+    }
+}
 
 /// `<data dir>/history/etcd-<cluster id>-<prefix>-<hash>.jsonl`.
 pub(super) fn path(cluster_id: u64, prefix: &str) -> Option<PathBuf> {
@@ -30,7 +33,7 @@ pub(crate) type Seen = (SystemTime, Option<Cause>);
 
 /// What was recorded of revisions.
 pub(super) fn load(path: &Path) -> HashMap<i64, Seen> {
-    journal::load(path, BOUND)
+    journal::load(path, bound())
         .into_iter()
         .filter_map(|e| match e {
             Entry::Seen {
@@ -43,16 +46,18 @@ pub(super) fn load(path: &Path) -> HashMap<i64, Seen> {
         .collect()
 }
 
-/// One source's times journal, held open between appends (shared by the watch's tasks).
+/// One source's times journal, held open between appends (shared by the watch's tasks),
+/// written in batches: at most 100 ms after a change, and at once when
+/// dropped.
 pub(super) struct TimesFile {
     path: PathBuf,
-    journal: std::sync::Mutex<Journal>,
+    journal: Batched,
 }
 
 impl TimesFile {
     pub(super) fn new(path: PathBuf) -> TimesFile {
         TimesFile {
-            journal: std::sync::Mutex::new(Journal::new(path.clone(), BOUND)),
+            journal: Batched::new(Journal::new(path.clone(), bound())),
             path,
         }
     }
@@ -88,7 +93,7 @@ impl TimesFile {
         }
     }
 
-    /// Appends what was seen live, in one write, if this electop records the source.
+    /// Queues what was seen live if this electop records the source.
     pub(super) fn append(&self, seen: &[(i64, Seen)]) -> std::io::Result<()> {
         if seen.is_empty() {
             return Ok(());
@@ -101,8 +106,7 @@ impl TimesFile {
                 cause,
             })
             .collect();
-        let mut j = self.journal.lock().unwrap_or_else(|p| p.into_inner());
-        j.append(&entries).map(|_| ())
+        self.journal.append(&entries).map(|_| ())
     }
 }
 

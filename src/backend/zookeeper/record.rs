@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 use tracing::warn;
 
-use crate::backend::engine::journal::{self, Bound, Entry, Journal};
+use crate::backend::engine::journal::{self, Batched, Bound, Entry, Journal};
 use crate::model::{HistoryEntry, HistoryGap};
 
 pub(crate) use crate::backend::engine::journal::KEPT_AT_LEAST;
@@ -75,7 +75,8 @@ pub(crate) fn file_name(key: &str) -> String {
 
 /// The record of one source, appended to as the run goes.
 pub(crate) struct Record {
-    journal: Journal,
+    /// Written in batches, within 100 ms of a change.
+    journal: Batched,
     limit: usize,
     /// Why the record could not be read or written, said once.
     pub(crate) failed: Option<String>,
@@ -93,7 +94,7 @@ impl Record {
     pub(crate) fn at(path: PathBuf, limit: usize) -> Record {
         let limit = limit.max(1);
         Record {
-            journal: Journal::new(path, Bound::changes(limit)),
+            journal: Batched::new(Journal::new(path, Bound::changes(limit))),
             limit,
             failed: None,
             started: false,

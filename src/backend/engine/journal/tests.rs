@@ -29,7 +29,11 @@ fn lines(path: &Path) -> Vec<String> {
 }
 
 fn bound(per_election: usize, seen: usize) -> Bound {
-    Bound { per_election, seen }
+    Bound {
+        per_election,
+        seen,
+        keep: Keep::UNBOUNDED,
+    }
 }
 
 #[test]
@@ -117,6 +121,7 @@ fn a_writer_after_a_torn_line_writes_whole_lines() {
         j.append(&[change("jobs", 3, Some(1), None, Some("a"))])
             .expect("append")
     );
+    j.flush().expect("flush");
     let (entries, clean) = read(&path).expect("read");
     assert!(clean, "{:?}", lines(&path));
     assert_eq!(
@@ -227,6 +232,7 @@ fn the_file_stays_bounded_and_a_stale_temp_file_is_ignored() {
             },
         ];
         assert!(j.append(&batch).expect("append"));
+        j.flush().expect("flush");
         let n = lines(&path).len();
         assert!(n <= j.threshold() + 2, "{n} lines at {i}");
     }
@@ -268,6 +274,7 @@ fn one_writer_at_a_time_and_the_turn_passes_on() {
         a.append(&[change("j", 2, Some(2), None, Some("x"))])
             .expect("a")
     );
+    a.flush().expect("flush");
     assert_eq!(lines(&path).len(), 2, "a's lines only: {:?}", lines(&path));
     a.append(&[Entry::Stopped(t(3))]).expect("a stops");
     drop(a);
@@ -276,6 +283,7 @@ fn one_writer_at_a_time_and_the_turn_passes_on() {
             .expect("b")
     );
     assert!(b.writing());
+    b.flush().expect("flush");
     let (entries, clean) = read(&path).expect("read");
     assert!(clean);
     assert_eq!(
@@ -308,4 +316,96 @@ fn file_names_are_safe_and_tell_sources_apart() {
         file_name("zookeeper-history", "zk1:2181,zk2:2181/app /election "),
         "stable"
     );
+}
+
+/// A file holding a later version's lines is left to the electop that wrote them: taking
+/// the turn is an error once (said), then this run only reads; the file is untouched.
+#[test]
+fn a_later_versions_file_is_never_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let text = format!(
+        "{}\n{{\"v\":3,\"kind\":\"change\",\"term\":2}}\n",
+        encode(&Entry::Watching(t(1)))
+    );
+    std::fs::write(&path, &text).expect("write");
+    let mut j = Journal::new(path.clone(), bound(5, 5));
+    let e = j.take_turn().expect_err("a later version");
+    assert!(e.to_string().contains("later electop (format v3)"), "{e}");
+    assert!(!j.append(&[Entry::Stopped(t(2))]).expect("reads only"));
+    drop(j);
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), text);
+    assert_eq!(load(&path, bound(5, 5)), [Entry::Watching(t(1))]);
+}
+
+/// Lines that are no record are copied with the whole file to `<file>.bad` before the
+/// writer drops them; the records around them stay.
+#[test]
+fn a_damaged_file_is_kept_aside_before_the_rewrite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let (a, b) = (
+        encode(&Entry::Watching(t(1))),
+        encode(&Entry::Stopped(t(2))),
+    );
+    let text = format!("{a}\n\u{0}\u{1}junk\n{{\"other\":\"program\"}}\n{b}\n");
+    std::fs::write(&path, &text).expect("write");
+    let mut j = Journal::new(path.clone(), bound(5, 5));
+    assert!(j.take_turn().expect("turn"));
+    let bad = dir.path().join("h.jsonl.bad");
+    assert_eq!(std::fs::read_to_string(bad).expect(".bad"), text);
+    assert_eq!(lines(&path), [a, b]);
+}
+
+/// Past its size bound the file is rewritten with the newest records that fit in half of
+/// it: it never holds much more than the bound.
+#[test]
+fn the_file_stays_within_its_size_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let max_bytes = 4_096;
+    let b = Bound {
+        per_election: 1_000,
+        seen: 1_000,
+        keep: Keep {
+            retention: Duration::MAX,
+            max_bytes,
+        },
+    };
+    let mut j = Journal::new(path.clone(), b);
+    for i in 0..500u64 {
+        j.append(&[change("jobs", i, Some(i as i64), None, Some("a"))])
+            .expect("append");
+        j.flush().expect("flush");
+        let size = std::fs::metadata(&path).expect("size").len();
+        assert!(size <= max_bytes, "{size} bytes after {i}");
+    }
+    let kept = load(&path, b);
+    assert!(kept.len() > 10, "{}", kept.len());
+    assert_eq!(
+        kept.last(),
+        Some(&change("jobs", 499, Some(499), None, Some("a")))
+    );
+}
+
+/// A writer taking its turn on a file with records past the retention rewrites it without
+/// them.
+#[test]
+fn records_past_the_retention_go_when_the_writer_takes_its_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let now = SystemTime::now();
+    let old = Entry::Watching(now - Duration::from_secs(30 * 86_400));
+    let fresh = Entry::Watching(now - Duration::from_secs(60));
+    std::fs::write(&path, format!("{}\n{}\n", encode(&old), encode(&fresh))).expect("write");
+    let b = Bound {
+        keep: Keep {
+            retention: Duration::from_secs(7 * 86_400),
+            max_bytes: u64::MAX,
+        },
+        ..bound(5, 5)
+    };
+    let mut j = Journal::new(path.clone(), b);
+    assert!(j.take_turn().expect("turn"));
+    assert_eq!(lines(&path), [encode(&fresh)]);
 }

@@ -1,0 +1,316 @@
+//! What a journal keeps: each change once (a relabelled one merged), the newest changes of
+//! each election and the newest revision times (counts), nothing older than the retention
+//! (time), and no more bytes than half the size bound (so a rewrite comes once per many
+//! appends, not at each one).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::RwLock;
+use std::time::{Duration, SystemTime};
+
+use super::{Entry, RUNS_KEPT, SEEN_KEPT, encode};
+use crate::model::{Cause, HistoryEntry};
+
+/// The config's default retention: a week of who led when.
+pub(crate) const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The config's default size bound of one journal file.
+pub(crate) const MAX_BYTES: u64 = 64 << 20;
+
+/// How long and how large a journal may grow, whatever its counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Keep {
+    /// Records older than this are dropped at a rewrite, and not read back.
+    pub retention: Duration,
+    /// The file is rewritten once past this many bytes, keeping the newest half.
+    pub max_bytes: u64,
+}
+
+impl Keep {
+    /// No time or size bound: a journal made outside a command (a library test, a bench).
+    pub(crate) const UNBOUNDED: Keep = Keep {
+        retention: Duration::MAX,
+        max_bytes: u64::MAX,
+    };
+
+    /// The oldest time kept as of `now`; none when the retention reaches past the epoch.
+    pub(crate) fn cutoff(&self, now: SystemTime) -> Option<SystemTime> {
+        now.checked_sub(self.retention)
+            .filter(|c| *c > SystemTime::UNIX_EPOCH)
+    }
+}
+
+impl Default for Keep {
+    fn default() -> Keep {
+        Keep {
+            retention: RETENTION,
+            max_bytes: MAX_BYTES,
+        }
+    }
+}
+
+/// The process's bound, set once from the config (`[history]`) before any source starts:
+/// every journal of the run keeps the same, whoever opens it.
+static KEEP: RwLock<Keep> = RwLock::new(Keep::UNBOUNDED);
+
+/// Sets the retention and size bound of every journal this process opens from now on.
+pub(crate) fn set_keep(k: Keep) {
+    *KEEP.write().unwrap_or_else(|p| p.into_inner()) = k;
+}
+
+pub(crate) fn keep() -> Keep {
+    *KEEP.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How much the journal keeps after a rewrite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bound {
+    /// The newest changes kept of each election.
+    pub per_election: usize,
+    /// The newest revision times kept.
+    pub seen: usize,
+    /// The retention and size bound.
+    pub keep: Keep,
+}
+
+impl Bound {
+    /// Keeps `per_election` changes of each election (at least one), [`SEEN_KEPT`] times,
+    /// and the process's retention and size bound.
+    pub(crate) fn changes(per_election: usize) -> Bound {
+        Bound {
+            per_election: per_election.max(1),
+            seen: SEEN_KEPT,
+            keep: keep(),
+        }
+    }
+}
+
+/// A change's identity: its election, the leaders before and after, and its revision where
+/// the store has one (else its time: a flip back and forth is several changes).
+type ChangeKey = (
+    String,
+    Option<i64>,
+    Option<SystemTime>,
+    Option<String>,
+    Option<String>,
+);
+
+fn key(election: &str, e: &HistoryEntry) -> ChangeKey {
+    let at = if e.revision.is_some() { None } else { e.at };
+    (
+        election.into(),
+        e.revision,
+        at,
+        e.from.clone(),
+        e.to.clone(),
+    )
+}
+
+/// Each change once: an admin action learnt after the change relabels it (a later line).
+/// The first line's time is kept, with the last cause that is not `unknown` and the last
+/// author.
+fn dedupe(entries: Vec<Entry>) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
+    let mut seen: HashMap<ChangeKey, usize> = HashMap::new();
+    for r in entries {
+        let Entry::Change { election, entry } = &r else {
+            out.push(r);
+            continue;
+        };
+        let k = key(election, entry);
+        if let Some(&i) = seen.get(&k) {
+            if let Entry::Change { entry: kept, .. } = &mut out[i] {
+                if entry.cause != Cause::Unknown {
+                    kept.cause = entry.cause;
+                }
+                if entry.by.is_some() {
+                    kept.by = entry.by.clone();
+                }
+            }
+        } else {
+            seen.insert(k, out.len());
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// The journal bounded as of now: see [`compact_at`].
+pub(crate) fn compact(entries: Vec<Entry>, bound: Bound) -> Vec<Entry> {
+    compact_at(entries, bound, SystemTime::now())
+}
+
+/// The journal bounded: nothing older than the retention (a change with no time stays),
+/// the newest `per_election` changes of each election, the newest `seen` revision times,
+/// the run markers no older than the oldest change kept (at most [`RUNS_KEPT`] runs when
+/// that is older still), and of those the newest that fit in half the size bound.
+pub(crate) fn compact_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> {
+    let mut entries = dedupe(entries);
+    if let Some(cutoff) = bound.keep.cutoff(now) {
+        entries.retain(|r| r.at().is_none_or(|at| at >= cutoff));
+    }
+    let mut left: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut seen_left = bound.seen;
+    let mut keep = vec![false; entries.len()];
+    for (i, r) in entries.iter().enumerate().rev() {
+        let n = match r {
+            Entry::Change { election, .. } => {
+                left.entry(election).or_insert(bound.per_election.max(1))
+            }
+            Entry::Seen { .. } => &mut seen_left,
+            _ => continue,
+        };
+        if *n > 0 {
+            *n -= 1;
+            keep[i] = true;
+        }
+    }
+    let oldest_change = entries
+        .iter()
+        .zip(&keep)
+        .position(|(r, k)| *k && matches!(r, Entry::Change { .. }))
+        .unwrap_or(entries.len());
+    let mut runs = 0;
+    for (i, r) in entries.iter().enumerate().rev() {
+        let recent = i >= oldest_change || runs < RUNS_KEPT;
+        match r {
+            Entry::Watching(_) if recent => {
+                runs += 1;
+                keep[i] = true;
+            }
+            Entry::Stopped(_) if recent => keep[i] = true,
+            _ => {}
+        }
+    }
+    let kept: Vec<Entry> = entries
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(r, k)| k.then_some(r))
+        .collect();
+    fit(kept, bound.keep.max_bytes / 2)
+}
+
+/// Most bytes one record's line can take but for its names: the fixed keys, a time, a
+/// revision and a cause. A name's byte takes at most 6 (`\u001f`).
+const LINE_BYTES_BUT_NAMES: usize = 240;
+
+fn most_bytes(e: &Entry) -> usize {
+    let names = match e {
+        Entry::Change { election, entry } => {
+            election.len()
+                + [&entry.from, &entry.to, &entry.by]
+                    .iter()
+                    .map(|s| s.as_ref().map_or(0, String::len))
+                    .sum::<usize>()
+        }
+        _ => 0,
+    };
+    LINE_BYTES_BUT_NAMES + 6 * names
+}
+
+/// The newest of `entries` whose lines fit in `budget` bytes. Lines are measured only when
+/// their most possible size would not fit: a journal well within its bound costs no
+/// encoding.
+fn fit(mut entries: Vec<Entry>, budget: u64) -> Vec<Entry> {
+    let most: u64 = entries.iter().map(|e| most_bytes(e) as u64).sum();
+    if most <= budget {
+        return entries;
+    }
+    let mut used = 0u64;
+    let mut from = entries.len();
+    for e in entries.iter().rev() {
+        let len = encode(e).len() as u64 + 1;
+        if used + len > budget {
+            break;
+        }
+        used += len;
+        from -= 1;
+    }
+    entries.drain(..from);
+    entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + s)
+    }
+
+    fn change(election: &str, at: Option<SystemTime>, to: &str) -> Entry {
+        Entry::Change {
+            election: election.into(),
+            entry: HistoryEntry {
+                at,
+                revision: None,
+                from: None,
+                to: Some(to.into()),
+                cause: Cause::Elected,
+                by: None,
+            },
+        }
+    }
+
+    fn bound(keep: Keep) -> Bound {
+        Bound {
+            per_election: 100,
+            seen: 100,
+            keep,
+        }
+    }
+
+    /// Records older than the retention go, whatever their kind; a change with no time
+    /// stays (its place in time is not known, so neither is its age).
+    #[test]
+    fn records_older_than_the_retention_are_dropped() {
+        let keep = Keep {
+            retention: Duration::from_secs(3600),
+            max_bytes: u64::MAX,
+        };
+        let now = t(10 * 3600);
+        let entries = vec![
+            Entry::Watching(t(0)),
+            change("jobs", Some(t(3600)), "a"),
+            change("jobs", None, "b"),
+            Entry::Seen {
+                revision: 4,
+                at: t(2 * 3600),
+                cause: None,
+            },
+            Entry::Stopped(t(9 * 3600 - 1)),
+            Entry::Watching(t(9 * 3600)),
+            change("jobs", Some(t(9 * 3600 + 5)), "c"),
+        ];
+        let kept = compact_at(entries, bound(keep), now);
+        assert_eq!(
+            kept,
+            [
+                change("jobs", None, "b"),
+                Entry::Watching(t(9 * 3600)),
+                change("jobs", Some(t(9 * 3600 + 5)), "c"),
+            ]
+        );
+        let forever = compact_at(vec![Entry::Watching(t(0))], bound(Keep::UNBOUNDED), now);
+        assert_eq!(forever, [Entry::Watching(t(0))]);
+    }
+
+    /// Past the size bound the newest records that fit in half of it are kept.
+    #[test]
+    fn the_newest_records_that_fit_half_the_size_bound_are_kept() {
+        let entries: Vec<Entry> = (0..1_000)
+            .map(|i| change(&format!("e{i}"), Some(t(i)), "a"))
+            .collect();
+        let line = encode(&entries[999]).len() as u64 + 1;
+        let keep = Keep {
+            retention: Duration::MAX,
+            max_bytes: 2 * 10 * line,
+        };
+        let kept = compact_at(entries.clone(), bound(keep), t(2_000));
+        assert_eq!(kept, entries[990..], "the newest 10 lines");
+        let roomy = Keep {
+            retention: Duration::MAX,
+            max_bytes: 1 << 30,
+        };
+        assert_eq!(compact_at(entries.clone(), bound(roomy), t(2_000)), entries);
+    }
+}

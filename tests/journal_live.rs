@@ -1,0 +1,331 @@
+//! The history journal's writes on the real binary: batched (a churn of leader changes is
+//! a few writes, not one a change), nothing told more than 100 ms before a SIGKILL lost, and
+//! a damaged or foreign journal file said on stderr, never a failure, its records kept.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::T;
+use common::electop::{JOURNAL_GRACE, Watch, command, election};
+use common::etcd::EtcdServer;
+use common::sqlstore::Store;
+use serde_json::Value;
+
+/// The journal files under `home`'s data dir whose names start with `prefix`.
+fn journals(home: &Path, prefix: &str) -> Vec<PathBuf> {
+    let dir = home.join("data/electop/history");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    out.retain(|p| {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name.starts_with(prefix) && name.ends_with(".jsonl")
+    });
+    out
+}
+
+fn sqlite_args(url: &str) -> Vec<String> {
+    [
+        "--sql",
+        url,
+        "--scheme",
+        "sql-lease",
+        "--table",
+        "leaderlock",
+        "--poll",
+        "100ms",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+/// `electop history --json` over the last hour: its document, and what it said on stderr.
+fn history(home: &Path, args: &[String]) -> (Value, String) {
+    let out = command(home)
+        .args(args)
+        .args(["history", "--json"])
+        .output()
+        .expect("run electop history");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "history: {}\n{stderr}", out.status);
+    (serde_json::from_slice(&out.stdout).expect("JSON"), stderr)
+}
+
+/// Who led `name` before its oldest change known, then each tenure's holder and the cause
+/// of the change that began it: what the journal told `history`.
+fn tenures(doc: &Value, name: &str) -> (Value, Vec<(String, String)>) {
+    let e = doc["elections"]
+        .as_array()
+        .expect("elections")
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no {name}: {doc:#}"));
+    let t = e["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .filter(|s| s["kind"] == "tenure")
+        .map(|s| {
+            let text = |v: &Value| v.as_str().unwrap_or("-").to_string();
+            (text(&s["holder"]), text(&s["cause_in"]))
+        })
+        .collect();
+    (e["led_before"].clone(), t)
+}
+
+/// A SQLite election with a `watch` recording it: node-a leads, then node-b. Returns the
+/// store (kept alive), the home and the source flags; the journal holds that one change.
+fn sqlite_with_a_change() -> (Store, common::scratch::Scratch, Vec<String>) {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 600));
+    let home = common::scratch::tempdir();
+    let args = sqlite_args(&store.url());
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut w = Watch::start(home.path(), &argv);
+    w.wait_synced(1);
+    store.exec("UPDATE leaderlock SET leader_id = 'node-b' WHERE key = 'jobs'");
+    w.wait_for("node-b", T, |v| {
+        v["kind"] == "leader_changed" && v["to"] == "node-b"
+    });
+    // Dropped: killed once the change had its time to reach the journal.
+    drop(w);
+    (store, home, args)
+}
+
+/// A change `watch` told, then SIGKILL once the journal's 100 ms (and room for a loaded
+/// machine) are up: a fresh `history` reads it back.
+#[test]
+fn a_change_told_before_a_kill_is_read_back_by_the_next_electop() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 600));
+    let home = common::scratch::tempdir();
+    let args = sqlite_args(&store.url());
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut w = Watch::start(home.path(), &argv);
+    w.wait_synced(1);
+    store.exec("UPDATE leaderlock SET leader_id = 'node-b' WHERE key = 'jobs'");
+    w.wait_for("node-b", T, |v| {
+        v["kind"] == "leader_changed" && v["to"] == "node-b"
+    });
+    // The wait is what is tested: at most the last 100 ms may be lost to a kill.
+    std::thread::sleep(JOURNAL_GRACE);
+    w.kill();
+    let (doc, _) = history(home.path(), &args);
+    let told = (
+        "node-a".into(),
+        vec![("node-b".into(), "taken_over".into())],
+    );
+    assert_eq!(tenures(&doc, "jobs"), told, "{doc:#}");
+}
+
+/// A clean stop (SIGTERM) right after a change was told writes it, without the 100 ms.
+#[test]
+fn a_clean_stop_writes_what_was_queued() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 600));
+    let home = common::scratch::tempdir();
+    let args = sqlite_args(&store.url());
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut w = Watch::start(home.path(), &argv);
+    w.wait_synced(1);
+    store.exec("UPDATE leaderlock SET leader_id = 'node-b' WHERE key = 'jobs'");
+    w.wait_for("node-b", T, |v| {
+        v["kind"] == "leader_changed" && v["to"] == "node-b"
+    });
+    assert!(w.terminate().success());
+    let files = journals(home.path(), "sqlite");
+    let text = files.first().map(std::fs::read_to_string);
+    let text = text.and_then(Result::ok).unwrap_or_default();
+    assert!(text.contains(r#""to":"node-b""#), "{files:?}: {text}");
+}
+
+/// `/proc/<pid>/io`'s count of write system calls.
+fn syscw(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).expect("/proc/<pid>/io");
+    io.lines()
+        .find_map(|l| l.strip_prefix("syscw: "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("syscw")
+}
+
+/// `seen` lines (etcd's revision times) in the one times journal under `home`.
+fn seen_lines(home: &Path) -> usize {
+    let files = journals(home, "etcd-");
+    assert!(
+        files.len() <= 1,
+        "one journal per cluster and prefix: {files:?}"
+    );
+    files.first().map_or(0, |f| {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        text.lines()
+            .filter(|l| l.contains(r#""kind":"seen""#))
+            .count()
+    })
+}
+
+/// 500 leader changes as fast as etcd takes them (hundreds a second), `serve` watching
+/// (it prints nothing a change): its times journal gets them all, in far fewer write
+/// system calls than changes (one a watch message before: at least one a change here);
+/// then a SIGKILL loses none of them.
+#[test]
+fn a_churn_is_written_in_few_writes_and_survives_a_kill() {
+    const N: usize = 500;
+    let etcd = EtcdServer::start();
+    etcd.etcdctl(&["put", "/churn/jobs", "node-start"]);
+    let home = common::scratch::tempdir();
+    let ep = etcd.endpoint();
+    let args = [
+        "--etcd",
+        &ep,
+        "--prefix",
+        "/churn/",
+        "--scheme",
+        "etcd-lease-key",
+    ];
+    let addr = format!("127.0.0.1:{}", common::free_port());
+    let mut serve = command(home.path())
+        .args(args)
+        .args(["serve", "--listen", &addr])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn electop serve");
+    common::wait_until("serve sees the election", T, || {
+        std::net::TcpStream::connect(&addr).is_ok()
+            && common::http::request(&addr, "/api/v1/elections", &[])
+                .1
+                .contains("node-start")
+    });
+    let pid = serve.id();
+    let before = syscw(pid);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let started = std::time::Instant::now();
+    rt.block_on(async {
+        let mut c = etcd_client::Client::connect([ep.as_str()], None)
+            .await
+            .expect("connect");
+        for i in 0..N {
+            let put = c.put("/churn/jobs", format!("node-{i}"), None);
+            put.await.expect("put");
+        }
+    });
+    let took = started.elapsed();
+    common::wait_until("every change's time in the journal", T, || {
+        seen_lines(home.path()) >= N
+    });
+    let writes = syscw(pid) - before;
+    eprintln!("{N} changes in {took:?}: {writes} write system calls by serve");
+    assert!(writes < N as u64 / 5, "{writes} writes for {N} changes");
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert_eq!(seen_lines(home.path()), N, "each change once");
+    let s = common::electop::status_history_json(home.path(), &args);
+    let h = election(&s, "jobs")["history"]
+        .as_array()
+        .expect("history")
+        .clone();
+    let newest = h.last().expect("a change");
+    assert_eq!(newest["to"], format!("node-{}", N - 1), "{newest:#}");
+    assert!(
+        newest["at"].is_string(),
+        "its time, from the journal: {newest:#}"
+    );
+}
+
+/// The one SQL journal under `home`, its text, and an earlier change's line (node-a
+/// elected a minute before).
+fn sql_journal(home: &Path) -> (PathBuf, String, String) {
+    let files = journals(home, "sqlite");
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(&files[0]).expect("journal");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let at = time::OffsetDateTime::now_utc() - time::Duration::minutes(1);
+    let at = at
+        .replace_nanosecond(0)
+        .expect("whole seconds")
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("format");
+    let earlier = format!(
+        r#"{{"v":1,"kind":"change","at":"{at}","election":"jobs","to":"node-a","cause":"elected"}}"#
+    );
+    (files[0].clone(), text, earlier)
+}
+
+/// Junk between records (binary bytes, another program's JSON): `history` says so on stderr
+/// and shows the records around it; the electop that takes the journal's turn copies the
+/// file to `<file>.bad` before it drops the junk, and says nothing more once it is clean.
+#[test]
+fn junk_in_the_journal_is_said_and_the_records_around_it_kept() {
+    let (_store, home, args) = sqlite_with_a_change();
+    let (path, text, earlier) = sql_journal(home.path());
+    let mut damaged = format!("{earlier}\n").into_bytes();
+    damaged.extend_from_slice(b"\x00\xff\xfe\x7fELF garbage\x01\n");
+    damaged.extend_from_slice(br#"{"name":"another program","values":[1,2,3]}"#);
+    damaged.push(b'\n');
+    damaged.extend_from_slice(text.as_bytes());
+    std::fs::write(&path, &damaged).expect("damage the journal");
+
+    let (doc, stderr) = history(home.path(), &args);
+    let both = (
+        Value::Null,
+        vec![
+            ("node-a".into(), "elected".into()),
+            ("node-b".into(), "taken_over".into()),
+        ],
+    );
+    assert_eq!(tenures(&doc, "jobs"), both, "{doc:#}");
+    assert!(
+        stderr.contains("history journal") && stderr.contains("2 line(s) that are not electop"),
+        "said on stderr: {stderr}"
+    );
+    let bad = path.with_extension("jsonl.bad");
+    assert_eq!(
+        std::fs::read(&bad).expect(".bad copy"),
+        damaged,
+        "kept whole"
+    );
+    assert!(stderr.contains(".bad"), "{stderr}");
+    let clean = std::fs::read_to_string(&path).expect("journal");
+    assert_eq!(
+        clean,
+        format!("{earlier}\n{text}"),
+        "the records, nothing else"
+    );
+
+    let (doc, stderr) = history(home.path(), &args);
+    assert_eq!(tenures(&doc, "jobs"), both, "{doc:#}");
+    assert!(!stderr.contains("history journal"), "clean now: {stderr}");
+}
+
+/// Lines of a later format (a newer electop's) are not read, said on stderr, and the file is
+/// left as it is: this electop does not write it, so the newer one loses nothing.
+#[test]
+fn a_later_formats_journal_is_read_and_left_alone() {
+    let (_store, home, args) = sqlite_with_a_change();
+    let (path, text, _) = sql_journal(home.path());
+    let later = r#"{"v":2,"kind":"change","at":"2026-11-28T00:00:00Z","election":"jobs","to":"node-z","cause":"elected","term":7}"#;
+    let file = format!("{later}\n{text}");
+    std::fs::write(&path, &file).expect("a newer electop's line");
+
+    let (doc, stderr) = history(home.path(), &args);
+    let told = (
+        "node-a".into(),
+        vec![("node-b".into(), "taken_over".into())],
+    );
+    assert_eq!(tenures(&doc, "jobs"), told, "{doc:#}");
+    assert!(
+        stderr.contains("later format (v2)") && stderr.contains("does not record"),
+        "said on stderr: {stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("journal"),
+        file,
+        "untouched"
+    );
+}
