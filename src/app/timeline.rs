@@ -136,8 +136,14 @@ pub enum Cell {
     Changes,
     /// A change an admin action made.
     Forced,
-    /// After the source's last contact: not known.
+    /// After the source's last contact, or in a past stretch without contact (or that no
+    /// electop watched): not known.
     Stale,
+    /// In a past stretch the source was down: not known.
+    Down,
+    /// Index into [`Strip::holders`]: its tenure while a holder an admin action removed
+    /// lived on, and may still have believed it led.
+    Deposed(usize),
 }
 
 /// One election's strip over a window.
@@ -306,7 +312,7 @@ fn of(e: &Election, since: SystemTime, until: SystemTime, now: SystemTime) -> Ti
     }
 }
 
-/// The strip of `e` in `width` columns over the view's window.
+/// The strip of `e` in `width` columns over the view's window, with its marks.
 pub fn election_strip(app: &App, e: &Election, width: usize) -> Strip {
     let t = election_timeline(app, e);
     let unwatched: Vec<(SystemTime, SystemTime)> = app
@@ -315,84 +321,16 @@ pub fn election_strip(app: &App, e: &Election, width: usize) -> Strip {
         .get(e.source)
         .map(|s| s.history_gaps.iter().map(|g| (g.from, g.to)).collect())
         .unwrap_or_default();
-    strip(&t, width, stale_from(app, e), &unwatched)
+    let mut s = strip(&t, width, stale_from(app, e), &unwatched);
+    overlay(&mut s, (t.since, t.until), &marks::of(app, e, (t.since, t.until)));
+    s
 }
 
-/// What the cursor line says of `e` at instant `at`: who led then, since when, and the
-/// causes in and out; or that nobody did, or that it is not known.
-pub fn who_led(app: &App, e: &Election, at: SystemTime) -> String {
-    let clock = crate::model::time::clock;
-    let stale = stale_from(app, e);
-    if let Some(s) = stale.filter(|s| at > *s) {
-        return format!("not known: no contact with the source since {}", clock(s));
-    }
-    let unwatched = app
-        .model
-        .sources
-        .get(e.source)
-        .and_then(|s| s.history_gaps.iter().find(|g| g.from < at && at < g.to));
-    if let Some(g) = unwatched {
-        return format!("not known: {}", g.describe());
-    }
-    let now = stale.unwrap_or(app.model.wall);
-    // The whole history, unclipped, so "since" is when the tenure really began.
-    let t = of(e, SystemTime::UNIX_EPOCH, now, now);
-    let found = t.segments.iter().find(|s| {
-        let (a, b) = s.span();
-        a <= at && (at < b || (at == b && b == t.until))
-    });
-    match found {
-        Some(Segment::Tenure(tn)) => {
-            let forced = |by: &Option<String>| {
-                by.as_ref()
-                    .map(|b| format!(", forced by {b}"))
-                    .unwrap_or_default()
-            };
-            let out = match &tn.cause_out {
-                Some(c) => format!(
-                    " until {} ({}{})",
-                    clock(tn.end),
-                    c.as_str(),
-                    forced(&tn.forced_out_by)
-                ),
-                None => ", still leads".to_string(),
-            };
-            format!(
-                "{} led since {} ({}{}){out}",
-                tn.holder,
-                clock(tn.start),
-                tn.cause_in.as_str(),
-                forced(&tn.forced_in_by)
-            )
-        }
-        Some(Segment::Gap(g)) => {
-            let end = if g.ongoing {
-                ", still none".to_string()
-            } else {
-                format!(" until {}", clock(g.end))
-            };
-            let after = g
-                .after
-                .as_ref()
-                .map(|a| format!(", after {a}"))
-                .unwrap_or_default();
-            format!(
-                "NO LEADER since {} ({}{after}){end}",
-                clock(g.start),
-                g.cause.as_str()
-            )
-        }
-        None => match (t.known_from, &t.led_before) {
-            (Some(from), Some(b)) => format!(
-                "not known: history starts {}; {b} led before it",
-                clock(from)
-            ),
-            (Some(from), None) => format!("not known: history starts {}", clock(from)),
-            (None, Some(l)) => format!("{l} leads; since when is not known"),
-            (None, None) => "no leader change known".to_string(),
-        },
-    }
-}
+mod marks;
+mod said;
+
+pub use marks::{HolderSpan, Overlay, Stopped, overlay};
+pub use said::who_led;
 
 #[cfg(test)]
 mod tests;

@@ -2,9 +2,10 @@
 //! with a time axis, the cursor's line and a legend. What each column shows is worked out
 //! in `app::timeline` (pure); this only styles it. Every glyph tells its meaning without
 //! colour too (a terminal without colours, or a `tmux capture-pane`): a tenure is `━` after
-//! its holder's name (`┃` first where the name does not fit), a gap `░`, a forced change `◆`, several changes in a column `*`, time
-//! after a stale source's last contact or that no electop watched `┄`; nothing known is
-//! blank.
+//! its holder's name (`┃` first where the name does not fit; `═` while a deposed holder lived
+//! on), a gap `░`, a forced change `◆`, several changes in a column `*`, a past stretch the
+//! source was down `×`, time after a stale source's last contact, in a past silence of it or
+//! that no electop watched `┄`; nothing known is blank.
 
 use std::time::{Duration, SystemTime};
 
@@ -109,23 +110,26 @@ pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'sta
     let mut i = 0;
     while i < strip.cells.len() {
         let cell = strip.cells[i];
-        if let Cell::Tenure(h) = cell {
+        if let Some((h, deposed)) = holder_of(cell) {
             let run = strip.cells[i..].iter().take_while(|c| **c == cell).count();
             let name = &strip.holders[h];
             let style = theme::holder(name);
-            // The name where the run has room for it and a stroke after.
-            let shown: Vec<char> = if run >= 3 {
-                cut_display(name, run - 1).chars().collect()
-            } else {
-                Vec::new()
+            let before = i.checked_sub(1).and_then(|p| holder_of(strip.cells[p]));
+            // The name where the run has room for it and a stroke after, unless the same
+            // holder's tenure runs on into it.
+            let shown: Vec<char> = match before {
+                Some((p, _)) if p == h => Vec::new(),
+                _ if run >= 3 => cut_display(name, run - 1).chars().collect(),
+                _ => Vec::new(),
             };
             // A run too short for the name after another holder's: the change as `┃`.
-            let after_other = i > 0 && matches!(strip.cells[i - 1], Cell::Tenure(p) if p != h);
+            let after_other = before.is_some_and(|(p, _)| p != h);
+            let stroke = if deposed { '═' } else { '━' };
             for k in 0..run {
                 match shown.get(k) {
                     Some(c) => glyphs.push((*c, style.add_modifier(Modifier::BOLD))),
                     None if k == 0 && after_other => glyphs.push(('┃', style)),
-                    None => glyphs.push(('━', style)),
+                    None => glyphs.push((stroke, style)),
                 }
             }
             i += run;
@@ -136,6 +140,7 @@ pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'sta
             Cell::Forced => ('◆', theme::warn()),
             Cell::Changes => ('*', theme::warn()),
             Cell::Stale => ('┄', theme::dim()),
+            Cell::Down => ('×', theme::error()),
             _ => (' ', Style::new()),
         });
         i += 1;
@@ -161,6 +166,15 @@ pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'sta
         spans.push(Span::styled(text, s));
     }
     spans
+}
+
+/// The holder a cell draws, and whether a deposed holder lived on beside it.
+fn holder_of(cell: Cell) -> Option<(usize, bool)> {
+    match cell {
+        Cell::Tenure(h) => Some((h, false)),
+        Cell::Deposed(h) => Some((h, true)),
+        _ => None,
+    }
 }
 
 /// Ticks a window of `span` has: round times a label apart.
@@ -245,9 +259,9 @@ fn cursor_line(app: &App, width: usize) -> Line<'static> {
 /// the width (names cut, then `+N`).
 fn legend(holders: &[String], width: usize) -> Line<'static> {
     let marks = if width >= 120 {
-        "░ no leader  ◆ forced  * changes  ┄ no contact"
+        "░ no leader  ◆ forced  ═ deposed lives  * changes  × down  ┄ no contact"
     } else {
-        "░gap ◆forced ┄stale"
+        "░gap ◆forced ═deposed ×down ┄stale"
     };
     let cut = if width >= 120 { 24 } else { 10 };
     let mut room = width.saturating_sub(display_width(marks) + 2);

@@ -31,6 +31,8 @@ fn text(s: &Strip) -> String {
             Cell::Changes => '*',
             Cell::Forced => '◆',
             Cell::Stale => '┄',
+            Cell::Down => '×',
+            Cell::Deposed(i) => s.holders[*i].chars().next().unwrap_or('?'),
         })
         .collect()
 }
