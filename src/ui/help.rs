@@ -142,7 +142,7 @@ const FOLDS: &[(Action, Action, &str, &str)] = &[
 const STRIP_MARKS: &[(&str, &str)] = &[
     ("name━━━", "a holder's tenure, own colour"),
     ("┃━", "tenure too short for a name"),
-    ("═", "tenure; a deposed holder lived on"),
+    ("═", "tenure, deposed holder alive"),
     ("░", "no leader (alarm colour)"),
     ("◆", "forced change (admin action)"),
     ("*", "several changes in a column"),

@@ -108,6 +108,8 @@ fn label_width(rows: &[&RowInfo], width: usize) -> usize {
 pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'static>> {
     let mut glyphs: Vec<(char, Style)> = Vec::with_capacity(strip.cells.len());
     let mut i = 0;
+    // The holder whose name the runs just before (of that holder) show.
+    let mut named: Option<usize> = None;
     while i < strip.cells.len() {
         let cell = strip.cells[i];
         if let Some((h, deposed)) = holder_of(cell) {
@@ -115,12 +117,17 @@ pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'sta
             let name = &strip.holders[h];
             let style = theme::holder(name);
             let before = i.checked_sub(1).and_then(|p| holder_of(strip.cells[p]));
-            // The name where the run has room for it and a stroke after, unless the same
-            // holder's tenure runs on into it.
-            let shown: Vec<char> = match before {
-                Some((p, _)) if p == h => Vec::new(),
-                _ if run >= 3 => cut_display(name, run - 1).chars().collect(),
-                _ => Vec::new(),
+            if before.is_none_or(|(p, _)| p != h) {
+                named = None;
+            }
+            // The name once where a run has room for it and a stroke after; a deposed run
+            // only with room for its `═` to show too, else the run after it names it.
+            let room = if deposed { display_width(name) + 3 } else { 3 };
+            let shown: Vec<char> = if named != Some(h) && run >= room {
+                named = Some(h);
+                cut_display(name, run - 1).chars().collect()
+            } else {
+                Vec::new()
             };
             // A run too short for the name after another holder's: the change as `┃`.
             let after_other = before.is_some_and(|(p, _)| p != h);
@@ -135,6 +142,7 @@ pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'sta
             i += run;
             continue;
         }
+        named = None;
         glyphs.push(match cell {
             Cell::Gap => ('░', theme::no_leader()),
             Cell::Forced => ('◆', theme::warn()),
