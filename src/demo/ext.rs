@@ -101,6 +101,7 @@ impl Extension for DemoExt {
 
     fn before_draw(&mut self, app: &mut App) {
         self.demo.check_failover(app);
+        lend_stops(&self.demo, app);
         self.demo.lend_split_brain(app);
         forward_events(&self.demo, app, self.forwarded);
         self.forwarded = self.demo.noted;
@@ -124,6 +125,14 @@ impl Extension for DemoExt {
     fn shutdown(&mut self, app: &App) -> impl Future<Output = ()> {
         self.demo.log_open_split_brains(app.model.wall);
         self.sup.stop_all(Duration::from_secs(3))
+    }
+}
+
+/// The nodes' kills and pauses into the dashboard's timeline, which draws a stopped
+/// leader's tenure as a gap (only the demo knows a node was stopped).
+pub(super) fn lend_stops(d: &Demo, app: &mut App) {
+    if !app.around.stopped.iter().eq(d.stops.iter()) {
+        app.around.stopped = d.stops.iter().cloned().collect();
     }
 }
 
@@ -161,12 +170,14 @@ pub(super) fn on_demo_action(d: &mut Demo, app: &App, sup: &mut Supervisor, a: D
         DemoAction::PauseResume => match d.nodes[i].proc_ {
             Proc::Paused if sup.resume(i) => {
                 d.nodes[i].proc_ = Proc::Running;
+                d.stop_ended(i, wall);
                 d.log_at(i, wall, "resumed (SIGCONT)");
                 d.note(wall, format!("{id} resumed (SIGCONT)"));
             }
             Proc::Running if sup.pause(i) => {
                 d.stopping(app, i, now);
                 d.nodes[i].proc_ = Proc::Paused;
+                d.stop_began(i, wall, "paused (SIGSTOP)");
                 d.log_at(i, wall, "paused (SIGSTOP)");
                 // A paused node still believes what it believed: it cannot notice anything.
                 d.note(wall, format!("{id} paused (SIGSTOP)"));
@@ -180,6 +191,7 @@ pub(super) fn on_demo_action(d: &mut Demo, app: &App, sup: &mut Supervisor, a: D
             }
             match sup.start(i) {
                 Ok(()) => {
+                    d.stop_ended(i, wall);
                     d.nodes[i].proc_ = Proc::Running;
                     d.nodes[i].belief = "starting".into();
                     d.log_at(i, wall, "restarted");

@@ -6,6 +6,8 @@ mod ext;
 mod redis;
 #[cfg(test)]
 mod screen_tests;
+#[cfg(test)]
+mod timeline_tests;
 mod state;
 mod supervisor;
 mod view;
