@@ -302,14 +302,19 @@ pub fn election_timeline(app: &App, e: &Election) -> Timeline {
 
 fn of(e: &Election, since: SystemTime, until: SystemTime, now: SystemTime) -> Timeline {
     let leader = e.leader.as_ref().map(|c| c.id.as_str());
-    // Most histories are one slice; a wrapped ring is copied (only rows on screen are made).
-    match e.history.as_slices() {
-        (all, []) => timeline(all, leader, since, until, now),
-        _ => {
-            let history: Vec<HistoryEntry> = e.history.iter().cloned().collect();
-            timeline(&history, leader, since, until, now)
-        }
-    }
+    // Only the changes from just before the window on can draw in it: a day's history seen
+    // through a 5-minute window is walked from its end, not from its start.
+    let from = first_needed(&e.history, since);
+    timeline(e.history.range(from..), leader, since, until, now)
+}
+
+/// The index of the newest timed change at or before `since` (it says who led as the
+/// window opens), or 0.
+fn first_needed(history: &std::collections::VecDeque<HistoryEntry>, since: SystemTime) -> usize {
+    history
+        .iter()
+        .rposition(|h| h.at.is_some_and(|at| at <= since))
+        .unwrap_or(0)
 }
 
 /// The strip of `e` in `width` columns over the view's window, with its marks.

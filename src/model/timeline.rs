@@ -174,17 +174,25 @@ struct Open<'a> {
 
 /// The timeline of one election over `[since, until]` (`until` taken no later than `now`),
 /// from its `history`, oldest first, and its `leader` now.
-pub fn timeline(
-    history: &[HistoryEntry],
+///
+/// `history` is any walk of the entries (a ring's two halves, chained), so a bounded
+/// history is never copied to be drawn.
+pub fn timeline<'a>(
+    history: impl IntoIterator<Item = &'a HistoryEntry>,
     leader: Option<&str>,
     since: SystemTime,
     until: SystemTime,
     now: SystemTime,
 ) -> Timeline {
     let until = until.min(now).max(since);
-    let mut timed: Vec<(SystemTime, &HistoryEntry)> = Vec::with_capacity(history.len());
+    let history = history.into_iter();
+    let mut timed: Vec<(SystemTime, &HistoryEntry)> = Vec::with_capacity(history.size_hint().0);
+    let mut untimed = 0;
     for e in history {
-        let Some(at) = e.at else { continue };
+        let Some(at) = e.at else {
+            untimed += 1;
+            continue;
+        };
         if e.from.is_some() && e.from == e.to {
             continue;
         }
@@ -193,7 +201,7 @@ pub fn timeline(
         timed.push((at, e));
     }
     let mut summary = Summary {
-        untimed: history.iter().filter(|e| e.at.is_none()).count(),
+        untimed,
         ..Summary::default()
     };
     let led_before = match timed.first() {

@@ -175,3 +175,35 @@ fn a_gap_and_a_forced_change_in_one_column_show_the_gap() {
     let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
     assert_eq!(text(&strip(&tl, 10, None, &[])), "aaa◆░░bbbb");
 }
+
+/// A wrapped ring of a long history, through a narrow window late in it: walked from just
+/// before the window, uncopied, it draws the same strip as the whole history does.
+#[test]
+fn a_window_late_in_a_long_history_draws_as_the_whole_history_does() {
+    let mut e = Election::new(0, "jobs".into(), crate::model::Scheme::SqlLease);
+    let holder = |i: u64| (i % 4 != 3).then(|| format!("n{}", i % 3));
+    let all: Vec<HistoryEntry> = (0..300u64)
+        .map(|i| {
+            let (from, to) = (i.checked_sub(1).and_then(holder), holder(i));
+            HistoryEntry {
+                from,
+                to,
+                ..change(i * 10, None, None, Cause::TakenOver)
+            }
+        })
+        .collect();
+    for h in &all {
+        e.record(h.clone(), 200);
+    }
+    assert!(!e.history.as_slices().1.is_empty(), "the ring has wrapped");
+    let kept: Vec<HistoryEntry> = e.history.iter().cloned().collect();
+    for (since, until) in [(t(2_555), t(2_905)), (t(0), t(2_990)), (t(2_990), t(3_100))] {
+        let whole = timeline(&kept, None, since, until, t(3_000));
+        let walked = of(&e, since, until, t(3_000));
+        assert_eq!(walked.segments, whole.segments, "{since:?}");
+        assert_eq!(
+            strip(&walked, 40, None, &[]),
+            strip(&whole, 40, None, &[])
+        );
+    }
+}
