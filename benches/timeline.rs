@@ -216,15 +216,18 @@ fn peak_rss_mib() -> Option<f64> {
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (n, rounds) = if full { (10_000, 20) } else { (30, 2) };
-    views(n, 200, rounds);
-    if let Some(rss) = peak_rss_mib() {
-        println!("  peak RSS of this process so far: {rss:.0} MiB");
+    let only = std::env::var("ELECTOP_BENCH_ONLY").unwrap_or_default();
+    if only.is_empty() || only == "views" {
+        for kept in [200, DAY] {
+            views(n, kept, rounds);
+            if let Some(rss) = peak_rss_mib() {
+                println!("  peak RSS of this process so far: {rss:.0} MiB");
+            }
+        }
     }
-    views(n, DAY, rounds);
-    if let Some(rss) = peak_rss_mib() {
-        println!("  peak RSS of this process so far: {rss:.0} MiB");
+    if only.is_empty() || only == "journal" {
+        journal::run(n, if full { 3 } else { 1 });
     }
-    journal::run(n, if full { 5 } else { 1 });
 }
 
 mod journal {
@@ -303,7 +306,7 @@ mod journal {
         let home = tempfile::tempdir().expect("a temp dir");
         table(home.path(), n);
         // A first run makes the journal's file; its path is the one file in the directory.
-        let (_, out) = electop(home.path(), &["history", "e00000", "--json"]);
+        let (_, out) = electop(home.path(), &["history", "e00000", "--json", "--timeout", "60s"]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let dir = home.path().join("data/electop/history");
         let path = std::fs::read_dir(&dir)
@@ -318,7 +321,15 @@ mod journal {
             for _ in 0..rounds {
                 let (took, out) = electop(
                     home.path(),
-                    &["history", &format!("e{:05}", n / 2), "--json", "--since", "24h"],
+                    &[
+                        "history",
+                        &format!("e{:05}", n / 2),
+                        "--json",
+                        "--since",
+                        "24h",
+                        "--timeout",
+                        "120s",
+                    ],
                 );
                 assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
                 let doc: serde_json::Value =

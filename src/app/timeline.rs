@@ -207,31 +207,53 @@ pub fn strip(
     stale_from: Option<SystemTime>,
     unwatched: &[(SystemTime, SystemTime)],
 ) -> Strip {
-    let (since, until) = (t.since, t.until);
-    let mut cells = vec![Cell::Unknown; width];
-    let mut holders: Vec<String> = Vec::new();
-    let mut changes = vec![0u8; width];
+    let mut p = Painter::new((t.since, t.until), width);
     for seg in &t.segments {
-        let Some((c0, c1)) = columns(seg.span(), since, until, width) else {
-            continue;
+        match seg {
+            Segment::Tenure(tn) => p.paint(seg.span(), Some(&tn.holder), tn.forced_in_by.is_some()),
+            Segment::Gap(g) => p.paint(seg.span(), None, is_forced(g.cause)),
+        }
+    }
+    p.finish(stale_from, unwatched)
+}
+
+/// A strip being drawn, a stretch at a time, oldest first.
+struct Painter {
+    since: SystemTime,
+    until: SystemTime,
+    cells: Vec<Cell>,
+    holders: Vec<String>,
+    /// Changes beginning in each column.
+    changes: Vec<u8>,
+}
+
+impl Painter {
+    fn new((since, until): (SystemTime, SystemTime), width: usize) -> Painter {
+        Painter {
+            since,
+            until,
+            cells: vec![Cell::Unknown; width],
+            holders: Vec::new(),
+            changes: vec![0u8; width],
+        }
+    }
+
+    /// The stretch `span` that `holder` led (`None`: nobody); `forced`: an admin action
+    /// began it.
+    fn paint(&mut self, span: (SystemTime, SystemTime), holder: Option<&str>, forced: bool) {
+        let (since, width) = (self.since, self.cells.len());
+        let Some((c0, c1)) = columns(span, since, self.until, width) else {
+            return;
         };
         // A change in the window begins this stretch (not the window's own start).
-        if seg.span().0 > since {
-            changes[c0] = changes[c0].saturating_add(1);
+        if span.0 > since {
+            self.changes[c0] = self.changes[c0].saturating_add(1);
         }
-        let (cell, forced) = match seg {
-            Segment::Tenure(tn) => {
-                let i = holders
-                    .iter()
-                    .position(|h| *h == tn.holder)
-                    .unwrap_or_else(|| {
-                        holders.push(tn.holder.clone());
-                        holders.len() - 1
-                    });
-                (Cell::Tenure(i), tn.forced_in_by.is_some())
-            }
-            Segment::Gap(g) => (Cell::Gap, is_forced(g.cause)),
+        let cell = match holder {
+            Some(h) => Cell::Tenure(self.holder_index(h)),
+            None => Cell::Gap,
         };
+        let cells = &mut self.cells;
         // Time without a leader is never hidden: a gap takes its columns from anything
         // else, a tenure only those with nothing more telling.
         let gap_before = cells[c0] == Cell::Gap;
@@ -248,30 +270,51 @@ pub fn strip(
         } else {
             gap_before
         };
-        if forced && !covers_gap && seg.span().0 > since {
+        if forced && !covers_gap && span.0 > since {
             cells[c0] = Cell::Forced;
         }
     }
-    for (c, n) in cells.iter_mut().zip(&changes) {
-        if *n > 1 && matches!(c, Cell::Tenure(_)) {
-            *c = Cell::Changes;
-        }
-    }
-    for span in unwatched {
-        let Some((c0, c1)) = columns(*span, since, until, width) else {
-            continue;
-        };
-        // Its first and last columns hold what was seen either side: only those between.
-        for c in cells.iter_mut().take(c1).skip(c0 + 1) {
-            if !matches!(*c, Cell::Gap | Cell::Forced) {
-                *c = Cell::Stale;
+
+    fn holder_index(&mut self, holder: &str) -> usize {
+        match self.holders.iter().position(|h| h == holder) {
+            Some(i) => i,
+            None => {
+                self.holders.push(holder.to_string());
+                self.holders.len() - 1
             }
         }
     }
-    if let Some(from) = stale_from.and_then(|s| column(s, since, until, width)) {
-        cells[from + 1..].fill(Cell::Stale);
+
+    fn finish(self, stale_from: Option<SystemTime>, unwatched: &[(SystemTime, SystemTime)]) -> Strip {
+        let Painter {
+            since,
+            until,
+            mut cells,
+            holders,
+            changes,
+        } = self;
+        let width = cells.len();
+        for (c, n) in cells.iter_mut().zip(&changes) {
+            if *n > 1 && matches!(c, Cell::Tenure(_)) {
+                *c = Cell::Changes;
+            }
+        }
+        for span in unwatched {
+            let Some((c0, c1)) = columns(*span, since, until, width) else {
+                continue;
+            };
+            // Its first and last columns hold what was seen either side: only those between.
+            for c in cells.iter_mut().take(c1).skip(c0 + 1) {
+                if !matches!(*c, Cell::Gap | Cell::Forced) {
+                    *c = Cell::Stale;
+                }
+            }
+        }
+        if let Some(from) = stale_from.and_then(|s| column(s, since, until, width)) {
+            cells[from + 1..].fill(Cell::Stale);
+        }
+        Strip { cells, holders }
     }
-    Strip { cells, holders }
 }
 
 fn is_forced(c: crate::model::Cause) -> bool {
@@ -287,17 +330,6 @@ pub fn stale_from(app: &App, e: &Election) -> Option<SystemTime> {
     let s = app.model.sources.get(e.source)?;
     s.stale_for(app.model.now)?;
     s.last_contact.map(|(_, wall)| wall)
-}
-
-/// `e`'s timeline over the view's window, ended at its source's last contact when stale.
-pub fn election_timeline(app: &App, e: &Election) -> Timeline {
-    let now = app.model.wall;
-    let (since, until) = app.timeline.window(now);
-    let end = stale_from(app, e).unwrap_or(now);
-    let mut t = of(e, since, until.min(end).max(since), end);
-    // The window is the view's, whatever the history says: the strip keeps its width.
-    t.until = until;
-    t
 }
 
 fn of(e: &Election, since: SystemTime, until: SystemTime, now: SystemTime) -> Timeline {
@@ -317,17 +349,31 @@ fn first_needed(history: &std::collections::VecDeque<HistoryEntry>, since: Syste
         .unwrap_or(0)
 }
 
-/// The strip of `e` in `width` columns over the view's window, with its marks.
+/// The strip of `e` in `width` columns over the view's window, ended at its source's last
+/// contact when stale, with its marks. Drawn straight from the history (every frame, for
+/// every row on screen): walked from just before the window, nothing copied.
 pub fn election_strip(app: &App, e: &Election, width: usize) -> Strip {
-    let t = election_timeline(app, e);
+    let now = app.model.wall;
+    let window = app.timeline.window(now);
+    let (since, until) = window;
+    let stale = stale_from(app, e);
+    let end = stale.unwrap_or(now).min(until).max(since);
+    let mut p = Painter::new(window, width);
+    let from = first_needed(&e.history, since);
+    crate::model::timeline::walk(
+        e.history.range(from..),
+        (since, end),
+        |_| {},
+        |s| p.paint((s.start, s.end), s.holder, crate::model::timeline::is_forced(s.entry)),
+    );
     let unwatched: Vec<(SystemTime, SystemTime)> = app
         .model
         .sources
         .get(e.source)
         .map(|s| s.history_gaps.iter().map(|g| (g.from, g.to)).collect())
         .unwrap_or_default();
-    let mut s = strip(&t, width, stale_from(app, e), &unwatched);
-    overlay(&mut s, (t.since, t.until), &marks::of(app, e, (t.since, t.until)));
+    let mut s = p.finish(stale, &unwatched);
+    overlay(&mut s, window, &marks::of(app, e, window));
     s
 }
 

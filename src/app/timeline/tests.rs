@@ -205,5 +205,14 @@ fn a_window_late_in_a_long_history_draws_as_the_whole_history_does() {
             strip(&walked, 40, None, &[]),
             strip(&whole, 40, None, &[])
         );
+        // Painted straight from the walk, as the view draws each row.
+        let mut p = Painter::new((since, whole.until), 40);
+        crate::model::timeline::walk(
+            e.history.range(first_needed(&e.history, since)..),
+            (since, whole.until),
+            |_| {},
+            |s| p.paint((s.start, s.end), s.holder, crate::model::timeline::is_forced(s.entry)),
+        );
+        assert_eq!(p.finish(None, &[]), strip(&whole, 40, None, &[]));
     }
 }
