@@ -164,8 +164,14 @@ pub fn column(t: SystemTime, since: SystemTime, until: SystemTime, width: usize)
     if span == 0 {
         return Some(width - 1);
     }
-    let off = t.duration_since(since).ok()?.as_nanos();
-    Some(((off * width as u128 / span) as usize).min(width - 1))
+    let at = t.duration_since(since).ok()?.as_nanos() * width as u128;
+    // In 64 bits where it fits (a day's window at any width): a 128-bit division was most
+    // of a redraw's time at 24 h, once per stretch of every row.
+    let col = match (u64::try_from(at), u64::try_from(span)) {
+        (Ok(a), Ok(s)) => a / s,
+        _ => (at / span) as u64,
+    };
+    Some((col as usize).min(width - 1))
 }
 
 /// The instant column `col` begins at.
@@ -221,6 +227,8 @@ pub fn strip(
 struct Painter {
     since: SystemTime,
     until: SystemTime,
+    /// The window's length in ns (a day is 8.6e13: 64 bits hold it times any width).
+    span_ns: u128,
     cells: Vec<Cell>,
     holders: Vec<String>,
     /// Changes beginning in each column.
@@ -232,6 +240,7 @@ impl Painter {
         Painter {
             since,
             until,
+            span_ns: until.duration_since(since).unwrap_or_default().as_nanos(),
             cells: vec![Cell::Unknown; width],
             holders: Vec::new(),
             changes: vec![0u8; width],
@@ -241,8 +250,8 @@ impl Painter {
     /// The stretch `span` that `holder` led (`None`: nobody); `forced`: an admin action
     /// began it.
     fn paint(&mut self, span: (SystemTime, SystemTime), holder: Option<&str>, forced: bool) {
-        let (since, width) = (self.since, self.cells.len());
-        let Some((c0, c1)) = columns(span, since, self.until, width) else {
+        let since = self.since;
+        let Some((c0, c1)) = self.columns(span) else {
             return;
         };
         // A change in the window begins this stretch (not the window's own start).
@@ -275,6 +284,37 @@ impl Painter {
         }
     }
 
+    /// [`columns`] of a stretch, in whole numbers: what each row's every stretch costs,
+    /// where the clock's arithmetic and floats were most of a redraw at 24 h.
+    fn columns(&self, (a, b): (SystemTime, SystemTime)) -> Option<(usize, usize)> {
+        let width = self.cells.len();
+        if b < self.since || a > self.until || width == 0 {
+            return None;
+        }
+        if self.span_ns == 0 {
+            return Some((width - 1, width - 1));
+        }
+        let off = |t: SystemTime| {
+            let ns = t.duration_since(self.since).unwrap_or_default().as_nanos();
+            ns.min(self.span_ns) * width as u128
+        };
+        let col = |scaled: u128| -> usize {
+            let c = match (u64::try_from(scaled), u64::try_from(self.span_ns)) {
+                (Ok(x), Ok(s)) => x / s,
+                _ => (scaled / self.span_ns) as u64,
+            };
+            (c as usize).min(width - 1)
+        };
+        let first = col(off(a));
+        // The column holding the stretch's last instant, not the next one's first.
+        let end = off(b);
+        let mut last = col(end);
+        if last > first && self.span_ns * last as u128 >= end {
+            last -= 1;
+        }
+        Some((first, last))
+    }
+
     fn holder_index(&mut self, holder: &str) -> usize {
         match self.holders.iter().position(|h| h == holder) {
             Some(i) => i,
@@ -292,6 +332,7 @@ impl Painter {
             mut cells,
             holders,
             changes,
+            ..
         } = self;
         let width = cells.len();
         for (c, n) in cells.iter_mut().zip(&changes) {

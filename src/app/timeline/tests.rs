@@ -216,3 +216,24 @@ fn a_window_late_in_a_long_history_draws_as_the_whole_history_does() {
         assert_eq!(p.finish(None, &[]), strip(&whole, 40, None, &[]));
     }
 }
+
+/// The painter's whole-number columns agree with [`columns`] over windows of a minute to a
+/// day, at the widths a terminal has.
+#[test]
+fn the_painter_s_columns_are_those_of_the_window() {
+    for (span, width) in [(60, 7), (300, 68), (3_600, 113), (86_400, 190), (86_400, 1)] {
+        let since = t(1_000);
+        let until = since + Duration::from_secs(span);
+        let p = Painter::new((since, until), width);
+        for (a, b) in [(0, 1), (0, span), (span / 3, span / 2), (17, 17 + span / 7), (span, span + 5)] {
+            let stretch = (since + Duration::from_secs(a), since + Duration::from_secs(b));
+            assert_eq!(
+                p.columns(stretch),
+                columns(stretch, since, until, width),
+                "{span} s over {width}: {a}..{b}"
+            );
+        }
+        let before = (since - Duration::from_secs(50), since - Duration::from_secs(1));
+        assert_eq!(p.columns(before), None);
+    }
+}
