@@ -154,6 +154,32 @@ fn draw(t: &mut Terminal<TestBackend>, a: &App) {
     t.draw(|f| electop::ui::view(a, f)).expect("draw");
 }
 
+/// This thread's CPU time: on a shared machine a frame's wall time includes the time other
+/// processes ran.
+fn cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Times `f`: wall and this thread's CPU.
+fn timed(f: impl FnOnce()) -> (Duration, Duration) {
+    let (w, c) = (Instant::now(), cpu());
+    f();
+    (w.elapsed(), cpu().saturating_sub(c))
+}
+
+/// `median wall (CPU), max wall`.
+fn figures(times: Vec<(Duration, Duration)>) -> String {
+    let (wall, cpu): (Vec<Duration>, Vec<Duration>) = times.into_iter().unzip();
+    let ((w, max), (c, _)) = (spread(wall), spread(cpu));
+    format!("median {} ({} CPU), max {}", ms(w), ms(c), ms(max))
+}
+
 /// The median and the slowest of `times`.
 fn spread(mut times: Vec<Duration>) -> (Duration, Duration) {
     times.sort();
@@ -179,10 +205,10 @@ fn views(n: usize, kept: usize, rounds: usize) {
     let mut open = Vec::new();
     for _ in 0..rounds {
         let allocs = ALLOCS.load(Ordering::Relaxed);
-        let t0 = Instant::now();
-        app::update(&mut a, Msg::Action(Action::ToggleTimeline));
-        draw(&mut t, &a);
-        open.push(t0.elapsed());
+        open.push(timed(|| {
+            app::update(&mut a, Msg::Action(Action::ToggleTimeline));
+            draw(&mut t, &a);
+        }));
         if open.len() == 1 {
             let made = ALLOCS.load(Ordering::Relaxed) - allocs;
             println!("  allocations to open the view and draw it: {made}");
@@ -190,18 +216,11 @@ fn views(n: usize, kept: usize, rounds: usize) {
         app::update(&mut a, Msg::Action(Action::Back));
         draw(&mut t, &a);
     }
-    let (med, max) = spread(open);
-    println!("  open the timeline (t + first frame 200x50): median {}, max {}", ms(med), ms(max));
+    println!("  open the timeline (t + first frame 200x50): {}", figures(open));
     app::update(&mut a, Msg::Action(Action::ToggleTimeline));
     for zoom in ["5m", "1h", "24h"] {
-        let mut redraw = Vec::new();
-        for _ in 0..rounds {
-            let t0 = Instant::now();
-            draw(&mut t, &a);
-            redraw.push(t0.elapsed());
-        }
-        let (med, max) = spread(redraw);
-        println!("  redraw 200x50 at {zoom}: median {}, max {}", ms(med), ms(max));
+        let redraw = (0..rounds).map(|_| timed(|| draw(&mut t, &a))).collect();
+        println!("  redraw 200x50 at {zoom}: {}", figures(redraw));
         app::update(&mut a, Msg::Action(Action::ZoomOut));
     }
 }
