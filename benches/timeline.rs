@@ -193,7 +193,13 @@ fn ms(d: Duration) -> String {
 /// Opening the timeline (`t`, then its first frame) and redrawing it, at 5 min and 24 h.
 fn views(n: usize, kept: usize, rounds: usize) {
     let (mut a, live, built) = dashboard(n, kept);
-    app::update(&mut a, Msg::Resize { width: 200, height: 50 });
+    app::update(
+        &mut a,
+        Msg::Resize {
+            width: 200,
+            height: 50,
+        },
+    );
     let mut t = terminal();
     draw(&mut t, &a);
     println!(
@@ -216,7 +222,10 @@ fn views(n: usize, kept: usize, rounds: usize) {
         app::update(&mut a, Msg::Action(Action::Back));
         draw(&mut t, &a);
     }
-    println!("  open the timeline (t + first frame 200x50): {}", figures(open));
+    println!(
+        "  open the timeline (t + first frame 200x50): {}",
+        figures(open)
+    );
     app::update(&mut a, Msg::Action(Action::ToggleTimeline));
     for zoom in ["5m", "1h", "24h"] {
         let redraw = (0..rounds).map(|_| timed(|| draw(&mut t, &a))).collect();
@@ -325,8 +334,15 @@ mod journal {
         let home = tempfile::tempdir().expect("a temp dir");
         table(home.path(), n);
         // A first run makes the journal's file; its path is the one file in the directory.
-        let (_, out) = electop(home.path(), &["history", "e00000", "--json", "--timeout", "60s"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let (_, out) = electop(
+            home.path(),
+            &["history", "e00000", "--json", "--timeout", "60s"],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let dir = home.path().join("data/electop/history");
         let path = std::fs::read_dir(&dir)
             .expect("the history directory")
@@ -350,10 +366,16 @@ mod journal {
                         "120s",
                     ],
                 );
-                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 let doc: serde_json::Value =
                     serde_json::from_slice(&out.stdout).expect("history's JSON");
-                shown = doc["elections"][0]["segments"].as_array().map_or(0, Vec::len);
+                shown = doc["elections"][0]["segments"]
+                    .as_array()
+                    .map_or(0, Vec::len);
                 times.push(took);
             }
             let (med, max) = spread(times);

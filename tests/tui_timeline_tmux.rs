@@ -144,15 +144,19 @@ fn in_the_demo_a_kill_and_a_pause_of_the_leader_show_as_gaps() {
         tmux.send(&[leader.trim_start_matches("node-"), key]);
         gaps += 1;
         // At once, while the store still names it (its lease runs 2 s more): nobody leads.
-        let how = if key == "x" { "killed (SIGKILL)" } else { "paused (SIGSTOP)" };
+        let how = if key == "x" {
+            "killed (SIGKILL)"
+        } else {
+            "paused (SIGSTOP)"
+        };
         let said = format!("demo: NO LEADER at work: {leader} {how}");
         tmux.wait_screen("the stopped leader said leading nothing", T, |s| {
             s.contains(&said) && row(s, "demo").is_some_and(|r| r.ends_with("░│"))
         });
         let screen = tmux.wait_screen("the gap, then the next leader", T, |s| {
-            row(s, "demo").is_some_and(|r| {
-                gap_runs(&r).len() == gaps && r.rfind('━') > r.rfind('░')
-            }) && demo_leader(s).is_some_and(|l| l != leader)
+            row(s, "demo")
+                .is_some_and(|r| gap_runs(&r).len() == gaps && r.rfind('━') > r.rfind('░'))
+                && demo_leader(s).is_some_and(|l| l != leader)
         });
         let took = started.elapsed().as_secs_f64();
         let r = row(&screen, "demo").unwrap_or_default();

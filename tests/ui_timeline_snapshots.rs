@@ -296,14 +296,21 @@ fn marked() -> App {
         change(290, None, Some("billing-worker-7"), Cause::Elected),
         forced(30, "billing-worker-7", "node-q"),
     ];
-    let batch = election(1, "batch", &[change(280, None, Some("node-y"), Cause::Elected)]);
+    let batch = election(
+        1,
+        "batch",
+        &[change(280, None, Some("node-y"), Cause::Elected)],
+    );
     for source in [0, 1] {
         let state = ConnState::Connected;
         app::update(&mut app, Msg::Source(SourceEvent::Conn { source, state }));
         app::update(&mut app, Msg::Source(SourceEvent::Synced { source }));
     }
     let elections = |app: &mut App, source, elections| {
-        app::update(app, Msg::Source(SourceEvent::Elections { source, elections }));
+        app::update(
+            app,
+            Msg::Source(SourceEvent::Elections { source, elections }),
+        );
     };
     elections(&mut app, 1, vec![batch]);
     let deposed = |mut e: Election, who: &str| {
@@ -311,7 +318,13 @@ fn marked() -> App {
         e
     };
     for s in (0..=300).rev().step_by(5) {
-        app::update(&mut app, Msg::Tick { now: at(s), wall: ago(s) });
+        app::update(
+            &mut app,
+            Msg::Tick {
+                now: at(s),
+                wall: ago(s),
+            },
+        );
         let conn = match s {
             95 => Some(ConnState::Down {
                 error: "connection refused".into(),
@@ -322,7 +335,10 @@ fn marked() -> App {
             _ => None,
         };
         if let Some(state) = conn {
-            app::update(&mut app, Msg::Source(SourceEvent::Conn { source: 0, state }));
+            app::update(
+                &mut app,
+                Msg::Source(SourceEvent::Conn { source: 0, state }),
+            );
         }
         // Source 0 down from its contact 100 s ago to the one 60 s ago; source 1 silent
         // from 220 s ago to 200 s ago.
@@ -335,7 +351,11 @@ fn marked() -> App {
             contact_within(&mut app, 1, (at(s), ago(s)), every);
         }
         match s {
-            150 => elections(&mut app, 0, vec![deposed(election(0, "jobs", &jobs_h), "node-a")]),
+            150 => elections(
+                &mut app,
+                0,
+                vec![deposed(election(0, "jobs", &jobs_h), "node-a")],
+            ),
             120 => elections(&mut app, 0, vec![election(0, "jobs", &jobs_h)]),
             30 => {
                 let e = deposed(election(0, "billing", &bill_h), "billing-worker-7");
@@ -355,15 +375,24 @@ fn deposed_holders_outages_and_forced_changes_are_marked_at_80x24() {
     let s = render(&app, 80, 24);
     let jobs = row(&s, "jobs");
     assert!(jobs.contains('◆'), "the forced reelection:\n{s}");
-    assert!(jobs.contains('═'), "node-b's tenure while node-a lived on deposed:\n{s}");
+    assert!(
+        jobs.contains('═'),
+        "node-b's tenure while node-a lived on deposed:\n{s}"
+    );
     assert!(jobs.contains('×'), "the source down:\n{s}");
     let billing = row(&s, "billing");
     assert!(
         billing.trim_end_matches(['"', '│']).ends_with('═'),
         "still deposed: to now: {billing}\n{s}"
     );
-    assert!(row(&s, "batch").contains('┄'), "batch's silent source:\n{s}");
-    assert!(s.contains("═deposed ×down"), "the legend says the marks:\n{s}");
+    assert!(
+        row(&s, "batch").contains('┄'),
+        "batch's silent source:\n{s}"
+    );
+    assert!(
+        s.contains("═deposed ×down"),
+        "the legend says the marks:\n{s}"
+    );
     insta::assert_snapshot!(s);
 }
 

@@ -325,7 +325,11 @@ impl Painter {
         }
     }
 
-    fn finish(self, stale_from: Option<SystemTime>, unwatched: &[(SystemTime, SystemTime)]) -> Strip {
+    fn finish(
+        self,
+        stale_from: Option<SystemTime>,
+        unwatched: &[(SystemTime, SystemTime)],
+    ) -> Strip {
         let Painter {
             since,
             until,
@@ -405,7 +409,13 @@ pub fn election_strip(app: &App, e: &Election, width: usize) -> Strip {
         e.history.range(from..),
         (since, end),
         |_| {},
-        |s| p.paint((s.start, s.end), s.holder, crate::model::timeline::is_forced(s.entry)),
+        |s| {
+            p.paint(
+                (s.start, s.end),
+                s.holder,
+                crate::model::timeline::is_forced(s.entry),
+            )
+        },
     );
     let unwatched: Vec<(SystemTime, SystemTime)> = app
         .model

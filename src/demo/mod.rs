@@ -6,10 +6,10 @@ mod ext;
 mod redis;
 #[cfg(test)]
 mod screen_tests;
-#[cfg(test)]
-mod timeline_tests;
 mod state;
 mod supervisor;
+#[cfg(test)]
+mod timeline_tests;
 mod view;
 mod zookeeper;
 

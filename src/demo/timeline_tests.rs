@@ -85,7 +85,11 @@ fn a_kill_and_a_pause_of_the_leader_are_gaps_of_their_length() {
         let s = format!("{}", t.backend());
         let row = strip_row(&s);
         let g = gaps(&row);
-        assert_eq!(g.len(), 2, "{w}x{h}: the kill's gap and the pause's: {row}\n{s}");
+        assert_eq!(
+            g.len(),
+            2,
+            "{w}x{h}: the kill's gap and the pause's: {row}\n{s}"
+        );
         // 6 s and 9 s in a window of 300 s: a column is 300 s / the strip's width.
         let width = row.chars().count();
         let cols = |secs: f64| secs * width as f64 / 300.0;

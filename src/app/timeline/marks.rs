@@ -96,7 +96,8 @@ pub fn overlay(strip: &mut Strip, (since, until): (SystemTime, SystemTime), o: &
 /// What is marked over `e`'s strip over `[since, until]`: its source's outages and deposed
 /// holders, and the holders stopped from outside the store (`app.around`).
 pub(super) fn of(app: &App, e: &Election, (since, until): (SystemTime, SystemTime)) -> Overlay {
-    let within = |from: SystemTime, to: Option<SystemTime>| from <= until && to.is_none_or(|t| t >= since);
+    let within =
+        |from: SystemTime, to: Option<SystemTime>| from <= until && to.is_none_or(|t| t >= since);
     let mut o = Overlay::default();
     if let Some(s) = app.model.sources.get(e.source) {
         o.outages = s
@@ -165,7 +166,11 @@ mod tests {
             .map(|c| match c {
                 Cell::Unknown => ' ',
                 Cell::Tenure(i) => s.holders[*i].chars().next().unwrap_or('?'),
-                Cell::Deposed(i) => s.holders[*i].chars().next().unwrap_or('?').to_ascii_uppercase(),
+                Cell::Deposed(i) => s.holders[*i]
+                    .chars()
+                    .next()
+                    .unwrap_or('?')
+                    .to_ascii_uppercase(),
                 Cell::Gap => '░',
                 Cell::Changes => '*',
                 Cell::Forced => '◆',

@@ -4,9 +4,9 @@
 use std::time::SystemTime;
 
 use super::{App, of, stale_from};
+use crate::model::Election;
 use crate::model::time::clock;
 use crate::model::timeline::{Gap, Segment, Tenure};
-use crate::model::Election;
 
 /// What the cursor line says of `e` at instant `at`: who led then, since when, and the
 /// causes in and out; or that nobody did, or that it is not known.
@@ -52,7 +52,11 @@ fn not_watched(app: &App, e: &Election, at: SystemTime) -> Option<String> {
         return Some(g.describe());
     }
     let o = s.marks.outages.iter().find(|o| o.from < at && at < o.to)?;
-    let what = if o.down { "the source was down" } else { "no contact with the source" };
+    let what = if o.down {
+        "the source was down"
+    } else {
+        "no contact with the source"
+    };
     Some(format!("{what} from {} to {}", clock(o.from), clock(o.to)))
 }
 
@@ -137,7 +141,8 @@ fn deposed_at(app: &App, e: &Election, at: SystemTime) -> String {
         .find(|d| d.from <= at && d.to.is_none_or(|t| at < t));
     match d {
         Some(d) => {
-            let to = d.to.map_or_else(|| "still".into(), |t| format!("to {}", clock(t)));
+            let to =
+                d.to.map_or_else(|| "still".into(), |t| format!("to {}", clock(t)));
             format!(
                 "; {} deposed {}, may believe it leads ({to})",
                 d.holder,

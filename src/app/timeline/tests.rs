@@ -201,17 +201,20 @@ fn a_window_late_in_a_long_history_draws_as_the_whole_history_does() {
         let whole = timeline(&kept, None, since, until, t(3_000));
         let walked = of(&e, since, until, t(3_000));
         assert_eq!(walked.segments, whole.segments, "{since:?}");
-        assert_eq!(
-            strip(&walked, 40, None, &[]),
-            strip(&whole, 40, None, &[])
-        );
+        assert_eq!(strip(&walked, 40, None, &[]), strip(&whole, 40, None, &[]));
         // Painted straight from the walk, as the view draws each row.
         let mut p = Painter::new((since, whole.until), 40);
         crate::model::timeline::walk(
             e.history.range(first_needed(&e.history, since)..),
             (since, whole.until),
             |_| {},
-            |s| p.paint((s.start, s.end), s.holder, crate::model::timeline::is_forced(s.entry)),
+            |s| {
+                p.paint(
+                    (s.start, s.end),
+                    s.holder,
+                    crate::model::timeline::is_forced(s.entry),
+                )
+            },
         );
         assert_eq!(p.finish(None, &[]), strip(&whole, 40, None, &[]));
     }
@@ -225,15 +228,27 @@ fn the_painter_s_columns_are_those_of_the_window() {
         let since = t(1_000);
         let until = since + Duration::from_secs(span);
         let p = Painter::new((since, until), width);
-        for (a, b) in [(0, 1), (0, span), (span / 3, span / 2), (17, 17 + span / 7), (span, span + 5)] {
-            let stretch = (since + Duration::from_secs(a), since + Duration::from_secs(b));
+        for (a, b) in [
+            (0, 1),
+            (0, span),
+            (span / 3, span / 2),
+            (17, 17 + span / 7),
+            (span, span + 5),
+        ] {
+            let stretch = (
+                since + Duration::from_secs(a),
+                since + Duration::from_secs(b),
+            );
             assert_eq!(
                 p.columns(stretch),
                 columns(stretch, since, until, width),
                 "{span} s over {width}: {a}..{b}"
             );
         }
-        let before = (since - Duration::from_secs(50), since - Duration::from_secs(1));
+        let before = (
+            since - Duration::from_secs(50),
+            since - Duration::from_secs(1),
+        );
         assert_eq!(p.columns(before), None);
     }
 }
