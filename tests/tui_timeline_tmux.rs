@@ -137,12 +137,11 @@ fn in_the_demo_a_kill_and_a_pause_of_the_leader_show_as_gaps() {
         s.contains("Timeline · 5m to now")
             && row(s, "demo").is_some_and(|r| r.contains('━') && !r.contains('░'))
     });
-    let mut gaps = 0;
     let mut leader = first;
-    for key in ["x", "p"] {
+    // The kill's gap is the first, the pause's the second.
+    for (gaps, key) in [(1, "x"), (2, "p")] {
         let started = std::time::Instant::now();
         tmux.send(&[leader.trim_start_matches("node-"), key]);
-        gaps += 1;
         // At once, while the store still names it (its lease runs 2 s more): nobody leads.
         let how = if key == "x" {
             "killed (SIGKILL)"
