@@ -124,7 +124,16 @@ fn sample() -> App {
 }
 
 fn contact(app: &mut App, source: usize, at: Instant, wall: SystemTime) {
-    let next_within = Duration::from_millis(500);
+    contact_within(app, source, (at, wall), Duration::from_millis(500));
+}
+
+/// The source answered at `at`, and says it answers within `next_within`.
+fn contact_within(
+    app: &mut App,
+    source: usize,
+    (at, wall): (Instant, SystemTime),
+    next_within: Duration,
+) {
     let ev = SourceEvent::Contact {
         source,
         at,
@@ -265,4 +274,144 @@ fn esc_leaves_the_timeline_and_its_keys_are_in_the_help() {
     insta::assert_snapshot!("timeline_help_80x24", s);
     keys(&mut app, &[Action::Back, Action::Back]);
     assert_eq!(app.screen, Screen::Main);
+}
+
+/// jobs: node-a, reelected away 150 s ago (node-a deposed, its lease alive 30 s more),
+/// node-b since; billing: billing-worker-7 reelected away 30 s ago, still deposed; the
+/// source was down from 100 s to 60 s ago; batch's source went unanswered from 220 s to
+/// 200 s ago.
+fn marked() -> App {
+    let start = Instant::now();
+    let at = |s: u64| start + Duration::from_secs(300 - s);
+    let mut app = App::new(vec![info(0, "/e/"), info(1, "/other/")], at(300), ago(300));
+    let forced = |s, from: &str, to: &str| HistoryEntry {
+        by: Some("ops@bastion".into()),
+        ..change(s, Some(from), Some(to), Cause::ForcedReelection)
+    };
+    let jobs_h = [
+        change(280, None, Some("node-a"), Cause::Elected),
+        forced(150, "node-a", "node-b"),
+    ];
+    let bill_h = [
+        change(290, None, Some("billing-worker-7"), Cause::Elected),
+        forced(30, "billing-worker-7", "node-q"),
+    ];
+    let batch = election(
+        1,
+        "batch",
+        &[change(280, None, Some("node-y"), Cause::Elected)],
+    );
+    for source in [0, 1] {
+        let state = ConnState::Connected;
+        app::update(&mut app, Msg::Source(SourceEvent::Conn { source, state }));
+        app::update(&mut app, Msg::Source(SourceEvent::Synced { source }));
+    }
+    let elections = |app: &mut App, source, elections| {
+        app::update(
+            app,
+            Msg::Source(SourceEvent::Elections { source, elections }),
+        );
+    };
+    elections(&mut app, 1, vec![batch]);
+    let deposed = |mut e: Election, who: &str| {
+        e.deposed = Some(Box::new(leader(who)));
+        e
+    };
+    for s in (0..=300).rev().step_by(5) {
+        app::update(
+            &mut app,
+            Msg::Tick {
+                now: at(s),
+                wall: ago(s),
+            },
+        );
+        let conn = match s {
+            95 => Some(ConnState::Down {
+                error: "connection refused".into(),
+                retry_at: at(s),
+                lasting: false,
+            }),
+            60 => Some(ConnState::Connected),
+            _ => None,
+        };
+        if let Some(state) = conn {
+            app::update(
+                &mut app,
+                Msg::Source(SourceEvent::Conn { source: 0, state }),
+            );
+        }
+        // Source 0 down from its contact 100 s ago to the one 60 s ago; source 1 silent
+        // from 220 s ago to 200 s ago.
+        // Answers every 5 s, as the sources say they will.
+        let every = Duration::from_secs(5);
+        if !(65..=95).contains(&s) {
+            contact_within(&mut app, 0, (at(s), ago(s)), every);
+        }
+        if !(205..=215).contains(&s) {
+            contact_within(&mut app, 1, (at(s), ago(s)), every);
+        }
+        match s {
+            150 => elections(
+                &mut app,
+                0,
+                vec![deposed(election(0, "jobs", &jobs_h), "node-a")],
+            ),
+            120 => elections(&mut app, 0, vec![election(0, "jobs", &jobs_h)]),
+            30 => {
+                let e = deposed(election(0, "billing", &bill_h), "billing-worker-7");
+                elections(&mut app, 0, vec![e]);
+            }
+            _ => {}
+        }
+    }
+    app::update(&mut app, Msg::Action(Action::ToggleTimeline));
+    select(&mut app, "jobs");
+    app
+}
+
+#[test]
+fn deposed_holders_outages_and_forced_changes_are_marked_at_80x24() {
+    let app = marked();
+    let s = render(&app, 80, 24);
+    let jobs = row(&s, "jobs");
+    assert!(jobs.contains('◆'), "the forced reelection:\n{s}");
+    assert!(
+        jobs.contains('═'),
+        "node-b's tenure while node-a lived on deposed:\n{s}"
+    );
+    assert!(jobs.contains('×'), "the source down:\n{s}");
+    let billing = row(&s, "billing");
+    assert!(
+        billing.trim_end_matches(['"', '│']).ends_with('═'),
+        "still deposed: to now: {billing}\n{s}"
+    );
+    assert!(
+        row(&s, "batch").contains('┄'),
+        "batch's silent source:\n{s}"
+    );
+    assert!(
+        s.contains("═deposed ×down"),
+        "the legend says the marks:\n{s}"
+    );
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn the_cursor_tells_the_deposed_holder_and_the_outage_at_200x50() {
+    let mut app = marked();
+    // 26 steps of 5 s back: 130 s ago, node-b leading, node-a deposed until 120 s ago.
+    keys(&mut app, &[Action::CursorLeft; 26]);
+    let s = render(&app, 200, 50);
+    assert!(
+        s.contains("jobs: node-b led since 11:04:10 (forced_reelection, forced by ops@bastion), still leads; node-a deposed 11:04:10, may believe it leads (to 11:04:40)"),
+        "{s}"
+    );
+    assert!(s.contains("═ deposed lives"), "the legend:\n{s}");
+    insta::assert_snapshot!("marks_cursor_deposed_200x50", s);
+    keys(&mut app, &[Action::CursorRight; 8]);
+    let s = render(&app, 200, 50);
+    assert!(
+        s.contains("jobs: not known: the source was down from 11:05:00 to 11:05:40"),
+        "{s}"
+    );
 }

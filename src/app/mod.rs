@@ -114,6 +114,9 @@ pub struct Around {
     /// Who may lead, known from outside the store (the demo's nodes): the force-leader
     /// dialog offers them when the scheme keeps no line of candidates.
     pub known_ids: Vec<String>,
+    /// Leaders stopped from outside the store (the demo's kills and pauses): the timeline
+    /// draws their tenure as a gap while they were.
+    pub stopped: Vec<timeline::Stopped>,
 }
 
 /// A one-line message shown in place: the outcome of an action, or why it was refused.

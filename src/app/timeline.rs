@@ -136,8 +136,14 @@ pub enum Cell {
     Changes,
     /// A change an admin action made.
     Forced,
-    /// After the source's last contact: not known.
+    /// After the source's last contact, or in a past stretch without contact (or that no
+    /// electop watched): not known.
     Stale,
+    /// In a past stretch the source was down: not known.
+    Down,
+    /// Index into [`Strip::holders`]: its tenure while a holder an admin action removed
+    /// lived on, and may still have believed it led.
+    Deposed(usize),
 }
 
 /// One election's strip over a window.
@@ -158,8 +164,14 @@ pub fn column(t: SystemTime, since: SystemTime, until: SystemTime, width: usize)
     if span == 0 {
         return Some(width - 1);
     }
-    let off = t.duration_since(since).ok()?.as_nanos();
-    Some(((off * width as u128 / span) as usize).min(width - 1))
+    let at = t.duration_since(since).ok()?.as_nanos() * width as u128;
+    // In 64 bits where it fits (a day's window at any width): a 128-bit division was most
+    // of a redraw's time at 24 h, once per stretch of every row.
+    let col = match (u64::try_from(at), u64::try_from(span)) {
+        (Ok(a), Ok(s)) => a / s,
+        _ => (at / span) as u64,
+    };
+    Some((col as usize).min(width - 1))
 }
 
 /// The instant column `col` begins at.
@@ -201,31 +213,56 @@ pub fn strip(
     stale_from: Option<SystemTime>,
     unwatched: &[(SystemTime, SystemTime)],
 ) -> Strip {
-    let (since, until) = (t.since, t.until);
-    let mut cells = vec![Cell::Unknown; width];
-    let mut holders: Vec<String> = Vec::new();
-    let mut changes = vec![0u8; width];
+    let mut p = Painter::new((t.since, t.until), width);
     for seg in &t.segments {
-        let Some((c0, c1)) = columns(seg.span(), since, until, width) else {
-            continue;
+        match seg {
+            Segment::Tenure(tn) => p.paint(seg.span(), Some(&tn.holder), tn.forced_in_by.is_some()),
+            Segment::Gap(g) => p.paint(seg.span(), None, is_forced(g.cause)),
+        }
+    }
+    p.finish(stale_from, unwatched)
+}
+
+/// A strip being drawn, a stretch at a time, oldest first.
+struct Painter {
+    since: SystemTime,
+    until: SystemTime,
+    /// The window's length in ns (a day is 8.6e13: 64 bits hold it times any width).
+    span_ns: u128,
+    cells: Vec<Cell>,
+    holders: Vec<String>,
+    /// Changes beginning in each column.
+    changes: Vec<u8>,
+}
+
+impl Painter {
+    fn new((since, until): (SystemTime, SystemTime), width: usize) -> Painter {
+        Painter {
+            since,
+            until,
+            span_ns: until.duration_since(since).unwrap_or_default().as_nanos(),
+            cells: vec![Cell::Unknown; width],
+            holders: Vec::new(),
+            changes: vec![0u8; width],
+        }
+    }
+
+    /// The stretch `span` that `holder` led (`None`: nobody); `forced`: an admin action
+    /// began it.
+    fn paint(&mut self, span: (SystemTime, SystemTime), holder: Option<&str>, forced: bool) {
+        let since = self.since;
+        let Some((c0, c1)) = self.columns(span) else {
+            return;
         };
         // A change in the window begins this stretch (not the window's own start).
-        if seg.span().0 > since {
-            changes[c0] = changes[c0].saturating_add(1);
+        if span.0 > since {
+            self.changes[c0] = self.changes[c0].saturating_add(1);
         }
-        let (cell, forced) = match seg {
-            Segment::Tenure(tn) => {
-                let i = holders
-                    .iter()
-                    .position(|h| *h == tn.holder)
-                    .unwrap_or_else(|| {
-                        holders.push(tn.holder.clone());
-                        holders.len() - 1
-                    });
-                (Cell::Tenure(i), tn.forced_in_by.is_some())
-            }
-            Segment::Gap(g) => (Cell::Gap, is_forced(g.cause)),
+        let cell = match holder {
+            Some(h) => Cell::Tenure(self.holder_index(h)),
+            None => Cell::Gap,
         };
+        let cells = &mut self.cells;
         // Time without a leader is never hidden: a gap takes its columns from anything
         // else, a tenure only those with nothing more telling.
         let gap_before = cells[c0] == Cell::Gap;
@@ -242,30 +279,87 @@ pub fn strip(
         } else {
             gap_before
         };
-        if forced && !covers_gap && seg.span().0 > since {
+        if forced && !covers_gap && span.0 > since {
             cells[c0] = Cell::Forced;
         }
     }
-    for (c, n) in cells.iter_mut().zip(&changes) {
-        if *n > 1 && matches!(c, Cell::Tenure(_)) {
-            *c = Cell::Changes;
+
+    /// [`columns`] of a stretch, in whole numbers: what each row's every stretch costs,
+    /// where the clock's arithmetic and floats were most of a redraw at 24 h.
+    fn columns(&self, (a, b): (SystemTime, SystemTime)) -> Option<(usize, usize)> {
+        let width = self.cells.len();
+        if b < self.since || a > self.until || width == 0 {
+            return None;
         }
-    }
-    for span in unwatched {
-        let Some((c0, c1)) = columns(*span, since, until, width) else {
-            continue;
+        if self.span_ns == 0 {
+            return Some((width - 1, width - 1));
+        }
+        let off = |t: SystemTime| {
+            let ns = t.duration_since(self.since).unwrap_or_default().as_nanos();
+            ns.min(self.span_ns) * width as u128
         };
-        // Its first and last columns hold what was seen either side: only those between.
-        for c in cells.iter_mut().take(c1).skip(c0 + 1) {
-            if !matches!(*c, Cell::Gap | Cell::Forced) {
-                *c = Cell::Stale;
+        let col = |scaled: u128| -> usize {
+            let c = match (u64::try_from(scaled), u64::try_from(self.span_ns)) {
+                (Ok(x), Ok(s)) => x / s,
+                _ => (scaled / self.span_ns) as u64,
+            };
+            (c as usize).min(width - 1)
+        };
+        let first = col(off(a));
+        // The column holding the stretch's last instant, not the next one's first.
+        let end = off(b);
+        let mut last = col(end);
+        if last > first && self.span_ns * last as u128 >= end {
+            last -= 1;
+        }
+        Some((first, last))
+    }
+
+    fn holder_index(&mut self, holder: &str) -> usize {
+        match self.holders.iter().position(|h| h == holder) {
+            Some(i) => i,
+            None => {
+                self.holders.push(holder.to_string());
+                self.holders.len() - 1
             }
         }
     }
-    if let Some(from) = stale_from.and_then(|s| column(s, since, until, width)) {
-        cells[from + 1..].fill(Cell::Stale);
+
+    fn finish(
+        self,
+        stale_from: Option<SystemTime>,
+        unwatched: &[(SystemTime, SystemTime)],
+    ) -> Strip {
+        let Painter {
+            since,
+            until,
+            mut cells,
+            holders,
+            changes,
+            ..
+        } = self;
+        let width = cells.len();
+        for (c, n) in cells.iter_mut().zip(&changes) {
+            if *n > 1 && matches!(c, Cell::Tenure(_)) {
+                *c = Cell::Changes;
+            }
+        }
+        for span in unwatched {
+            let Some((c0, c1)) = columns(*span, since, until, width) else {
+                continue;
+            };
+            // Its first and last columns hold what was seen either side: only those between.
+            for c in cells.iter_mut().take(c1).skip(c0 + 1) {
+                if !matches!(*c, Cell::Gap | Cell::Forced) {
+                    *c = Cell::Stale;
+                }
+            }
+        }
+        if let Some(from) = stale_from.and_then(|s| column(s, since, until, width)) {
+            cells[from + 1..].fill(Cell::Stale);
+        }
+        Strip { cells, holders }
     }
-    Strip { cells, holders }
 }
 
 fn is_forced(c: crate::model::Cause) -> bool {
@@ -283,116 +377,62 @@ pub fn stale_from(app: &App, e: &Election) -> Option<SystemTime> {
     s.last_contact.map(|(_, wall)| wall)
 }
 
-/// `e`'s timeline over the view's window, ended at its source's last contact when stale.
-pub fn election_timeline(app: &App, e: &Election) -> Timeline {
-    let now = app.model.wall;
-    let (since, until) = app.timeline.window(now);
-    let end = stale_from(app, e).unwrap_or(now);
-    let mut t = of(e, since, until.min(end).max(since), end);
-    // The window is the view's, whatever the history says: the strip keeps its width.
-    t.until = until;
-    t
-}
-
 fn of(e: &Election, since: SystemTime, until: SystemTime, now: SystemTime) -> Timeline {
     let leader = e.leader.as_ref().map(|c| c.id.as_str());
-    // Most histories are one slice; a wrapped ring is copied (only rows on screen are made).
-    match e.history.as_slices() {
-        (all, []) => timeline(all, leader, since, until, now),
-        _ => {
-            let history: Vec<HistoryEntry> = e.history.iter().cloned().collect();
-            timeline(&history, leader, since, until, now)
-        }
-    }
+    // Only the changes from just before the window on can draw in it: a day's history seen
+    // through a 5-minute window is walked from its end, not from its start.
+    let from = first_needed(&e.history, since);
+    timeline(e.history.range(from..), leader, since, until, now)
 }
 
-/// The strip of `e` in `width` columns over the view's window.
+/// The index of the newest timed change at or before `since` (it says who led as the
+/// window opens), or 0.
+fn first_needed(history: &std::collections::VecDeque<HistoryEntry>, since: SystemTime) -> usize {
+    history
+        .iter()
+        .rposition(|h| h.at.is_some_and(|at| at <= since))
+        .unwrap_or(0)
+}
+
+/// The strip of `e` in `width` columns over the view's window, ended at its source's last
+/// contact when stale, with its marks. Drawn straight from the history (every frame, for
+/// every row on screen): walked from just before the window, nothing copied.
 pub fn election_strip(app: &App, e: &Election, width: usize) -> Strip {
-    let t = election_timeline(app, e);
+    let now = app.model.wall;
+    let window = app.timeline.window(now);
+    let (since, until) = window;
+    let stale = stale_from(app, e);
+    let end = stale.unwrap_or(now).min(until).max(since);
+    let mut p = Painter::new(window, width);
+    let from = first_needed(&e.history, since);
+    crate::model::timeline::walk(
+        e.history.range(from..),
+        (since, end),
+        |_| {},
+        |s| {
+            p.paint(
+                (s.start, s.end),
+                s.holder,
+                crate::model::timeline::is_forced(s.entry),
+            )
+        },
+    );
     let unwatched: Vec<(SystemTime, SystemTime)> = app
         .model
         .sources
         .get(e.source)
         .map(|s| s.history_gaps.iter().map(|g| (g.from, g.to)).collect())
         .unwrap_or_default();
-    strip(&t, width, stale_from(app, e), &unwatched)
+    let mut s = p.finish(stale, &unwatched);
+    overlay(&mut s, window, &marks::of(app, e, window));
+    s
 }
 
-/// What the cursor line says of `e` at instant `at`: who led then, since when, and the
-/// causes in and out; or that nobody did, or that it is not known.
-pub fn who_led(app: &App, e: &Election, at: SystemTime) -> String {
-    let clock = crate::model::time::clock;
-    let stale = stale_from(app, e);
-    if let Some(s) = stale.filter(|s| at > *s) {
-        return format!("not known: no contact with the source since {}", clock(s));
-    }
-    let unwatched = app
-        .model
-        .sources
-        .get(e.source)
-        .and_then(|s| s.history_gaps.iter().find(|g| g.from < at && at < g.to));
-    if let Some(g) = unwatched {
-        return format!("not known: {}", g.describe());
-    }
-    let now = stale.unwrap_or(app.model.wall);
-    // The whole history, unclipped, so "since" is when the tenure really began.
-    let t = of(e, SystemTime::UNIX_EPOCH, now, now);
-    let found = t.segments.iter().find(|s| {
-        let (a, b) = s.span();
-        a <= at && (at < b || (at == b && b == t.until))
-    });
-    match found {
-        Some(Segment::Tenure(tn)) => {
-            let forced = |by: &Option<String>| {
-                by.as_ref()
-                    .map(|b| format!(", forced by {b}"))
-                    .unwrap_or_default()
-            };
-            let out = match &tn.cause_out {
-                Some(c) => format!(
-                    " until {} ({}{})",
-                    clock(tn.end),
-                    c.as_str(),
-                    forced(&tn.forced_out_by)
-                ),
-                None => ", still leads".to_string(),
-            };
-            format!(
-                "{} led since {} ({}{}){out}",
-                tn.holder,
-                clock(tn.start),
-                tn.cause_in.as_str(),
-                forced(&tn.forced_in_by)
-            )
-        }
-        Some(Segment::Gap(g)) => {
-            let end = if g.ongoing {
-                ", still none".to_string()
-            } else {
-                format!(" until {}", clock(g.end))
-            };
-            let after = g
-                .after
-                .as_ref()
-                .map(|a| format!(", after {a}"))
-                .unwrap_or_default();
-            format!(
-                "NO LEADER since {} ({}{after}){end}",
-                clock(g.start),
-                g.cause.as_str()
-            )
-        }
-        None => match (t.known_from, &t.led_before) {
-            (Some(from), Some(b)) => format!(
-                "not known: history starts {}; {b} led before it",
-                clock(from)
-            ),
-            (Some(from), None) => format!("not known: history starts {}", clock(from)),
-            (None, Some(l)) => format!("{l} leads; since when is not known"),
-            (None, None) => "no leader change known".to_string(),
-        },
-    }
-}
+mod marks;
+mod said;
+
+pub use marks::{HolderSpan, Overlay, Stopped, overlay};
+pub use said::who_led;
 
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,9 @@ pub(super) struct DemoExt {
     reap: tokio::time::Interval,
     /// How many of the demo's events the dashboard's events view has been given.
     forwarded: u64,
+    /// The nodes are started once the dashboard has read the store (so it sees the first
+    /// leader elected, and the timeline shows since when), or at this deadline.
+    pub start_by: Option<Instant>,
 }
 
 pub(super) enum DemoInput {
@@ -44,7 +47,27 @@ impl DemoExt {
             out,
             reap,
             forwarded: 0,
+            start_by: None,
         }
+    }
+
+    /// Starts the nodes if they wait and the dashboard has read the store, or waited long
+    /// enough (a store down: the nodes' panes say so).
+    fn start_nodes(&mut self, app: &App) -> bool {
+        let Some(by) = self.start_by else {
+            return false;
+        };
+        if !app.model.all_synced() && Instant::now() < by {
+            return false;
+        }
+        self.start_by = None;
+        let wall = SystemTime::now();
+        for i in 0..self.demo.nodes.len() {
+            if let Err(e) = self.sup.start(i) {
+                self.demo.log_at(i, wall, &format!("start failed: {e}"));
+            }
+        }
+        true
     }
 }
 
@@ -73,13 +96,14 @@ impl Extension for DemoExt {
                 true
             }
             DemoInput::Reap => {
+                let started = self.start_nodes(app);
                 let exited = self.sup.reap();
                 for (node, code) in &exited {
                     self.demo.node_exited(*node, *code, SystemTime::now());
                 }
                 // What `F` offers follows the nodes as they exit, are killed or restart.
                 app.around.known_ids = self.demo.live_ids();
-                !exited.is_empty()
+                started || !exited.is_empty()
             }
         }
     }
@@ -100,7 +124,9 @@ impl Extension for DemoExt {
     }
 
     fn before_draw(&mut self, app: &mut App) {
+        self.start_nodes(app);
         self.demo.check_failover(app);
+        lend_stops(&self.demo, app);
         self.demo.lend_split_brain(app);
         forward_events(&self.demo, app, self.forwarded);
         self.forwarded = self.demo.noted;
@@ -124,6 +150,14 @@ impl Extension for DemoExt {
     fn shutdown(&mut self, app: &App) -> impl Future<Output = ()> {
         self.demo.log_open_split_brains(app.model.wall);
         self.sup.stop_all(Duration::from_secs(3))
+    }
+}
+
+/// The nodes' kills and pauses into the dashboard's timeline, which draws a stopped
+/// leader's tenure as a gap (only the demo knows a node was stopped).
+pub(super) fn lend_stops(d: &Demo, app: &mut App) {
+    if !app.around.stopped.iter().eq(d.stops.iter()) {
+        app.around.stopped = d.stops.iter().cloned().collect();
     }
 }
 
@@ -161,12 +195,14 @@ pub(super) fn on_demo_action(d: &mut Demo, app: &App, sup: &mut Supervisor, a: D
         DemoAction::PauseResume => match d.nodes[i].proc_ {
             Proc::Paused if sup.resume(i) => {
                 d.nodes[i].proc_ = Proc::Running;
+                d.stop_ended(i, wall);
                 d.log_at(i, wall, "resumed (SIGCONT)");
                 d.note(wall, format!("{id} resumed (SIGCONT)"));
             }
             Proc::Running if sup.pause(i) => {
                 d.stopping(app, i, now);
                 d.nodes[i].proc_ = Proc::Paused;
+                d.stop_began(i, wall, "paused (SIGSTOP)");
                 d.log_at(i, wall, "paused (SIGSTOP)");
                 // A paused node still believes what it believed: it cannot notice anything.
                 d.note(wall, format!("{id} paused (SIGSTOP)"));
@@ -180,6 +216,7 @@ pub(super) fn on_demo_action(d: &mut Demo, app: &App, sup: &mut Supervisor, a: D
             }
             match sup.start(i) {
                 Ok(()) => {
+                    d.stop_ended(i, wall);
                     d.nodes[i].proc_ = Proc::Running;
                     d.nodes[i].belief = "starting".into();
                     d.log_at(i, wall, "restarted");

@@ -8,6 +8,8 @@ mod redis;
 mod screen_tests;
 mod state;
 mod supervisor;
+#[cfg(test)]
+mod timeline_tests;
 mod view;
 mod zookeeper;
 
@@ -39,6 +41,8 @@ fn election_for(source: &SourceConfig) -> &'static str {
         _ => "demo",
     }
 }
+/// The longest the nodes wait for the dashboard's first read of the store.
+const NODES_START_WITHIN: Duration = Duration::from_secs(3);
 const ETCD_PREFIX: &str = "/electop-demo/";
 const ETCD_REGISTRY: &str = "/electop-demo-registry/";
 
@@ -470,10 +474,7 @@ pub(crate) async fn run(
     let election = election_for(&setup.source);
     let (source_args, node_args) = node_flags(args, &setup, election, dir.path());
     let (out_tx, out_rx) = mpsc::channel(256);
-    let mut sup = Supervisor::new(source_args, node_args, args.nodes, out_tx)?;
-    for i in 0..args.nodes {
-        sup.start(i)?;
-    }
+    let sup = Supervisor::new(source_args, node_args, args.nodes, out_tx)?;
     crate::supervise::dashboard_ahead();
     let mut sources = Sources::spawn(
         std::slice::from_ref(&setup.source),
@@ -481,6 +482,9 @@ pub(crate) async fn run(
     )?;
     let demo = Demo::new(&sup.ids, election, &setup.label);
     let mut ext = ext::DemoExt::new(demo, sup, out_rx);
+    // The nodes start once the dashboard has read the store: it sees the first leader
+    // elected, so the timeline knows since when.
+    ext.start_by = Some(Instant::now() + NODES_START_WITHIN);
     // Our panic hook, not ratatui's: a task's panic must not restore the terminal under the
     // running demo (see `crate::supervise`).
     let mut terminal = crate::supervise::init_terminal().context("cannot set up the terminal")?;

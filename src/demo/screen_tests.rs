@@ -17,11 +17,11 @@ use crate::model::{
 use crate::ui::theme;
 
 /// 2026-11-22 19:20:00 UTC.
-fn at(secs: f64) -> SystemTime {
+pub(super) fn at(secs: f64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs_f64(1_795_375_200.0 + secs)
 }
 
-fn belief(node: &str, secs: f64, belief: &str, extra: &str) -> String {
+pub(super) fn belief(node: &str, secs: f64, belief: &str, extra: &str) -> String {
     let whole = secs.floor();
     let tenths = ((secs - whole) * 10.0).round();
     format!(
@@ -30,7 +30,7 @@ fn belief(node: &str, secs: f64, belief: &str, extra: &str) -> String {
 }
 
 /// The dashboard's state as the demo's SQLite source shows it, `leader` leading `demo`.
-fn dashboard(w: u16, h: u16, t0: Instant, leader: &str) -> App {
+pub(super) fn dashboard(w: u16, h: u16, t0: Instant, leader: &str) -> App {
     let info = SourceInfo {
         store: crate::model::StoreKind::Sql,
         id: 0,
@@ -91,17 +91,17 @@ fn lead(a: &mut App, id: &str) {
     );
 }
 
-fn tick(a: &mut App, now: Instant, wall: SystemTime) {
+pub(super) fn tick(a: &mut App, now: Instant, wall: SystemTime) {
     app::update(a, Msg::Tick { now, wall });
 }
 
-fn nodes() -> Demo {
+pub(super) fn nodes() -> Demo {
     let ids = ["node-1".to_string(), "node-2".into(), "node-3".into()];
     Demo::new(&ids, "demo", "sql-lease on sqlite:///tmp/demo/elections.db")
 }
 
 /// node-1 elected; the others follow it.
-fn elected(w: u16, h: u16) -> (App, Demo) {
+pub(super) fn elected(w: u16, h: u16) -> (App, Demo) {
     let t0 = Instant::now();
     let mut a = dashboard(w, h, t0, "node-1");
     let mut d = nodes();
@@ -176,14 +176,14 @@ fn force_dialog(w: u16, h: u16) -> (App, Demo) {
     (a, d)
 }
 
-fn render(a: &App, d: &Demo) -> Terminal<TestBackend> {
+pub(super) fn render(a: &App, d: &Demo) -> Terminal<TestBackend> {
     let (w, h) = a.size;
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     t.draw(|f| view(d, a, f)).expect("draw");
     t
 }
 
-fn screen(a: &App, d: &Demo) -> String {
+pub(super) fn screen(a: &App, d: &Demo) -> String {
     format!("{}", render(a, d).backend())
 }
 

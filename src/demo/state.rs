@@ -6,12 +6,15 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::app::App;
+use crate::app::timeline::Stopped;
 use crate::model::split_brain::{BeliefChange, Overlap, SplitBrain};
 
 /// Lines kept per node pane.
 const LOG_LINES: usize = 50;
 /// Lines kept in the demo's event list.
 const EVENT_LINES: usize = 100;
+/// Kills and pauses kept for the timeline.
+const STOPS_KEPT: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Proc {
@@ -62,6 +65,9 @@ pub(crate) struct Demo {
     /// Events noted since the start (`events` keeps only the last ones): what is new since
     /// the dashboard's events view was last given them.
     pub noted: u64,
+    /// Each node killed, paused or exited, and until when (oldest first): the timeline
+    /// draws a leader's tenure as a gap while it was, though the store still named it.
+    pub stops: VecDeque<Stopped>,
 }
 
 /// The demo's election at a moment, to tell a later change: its count of changes and its
@@ -100,6 +106,37 @@ impl Demo {
             split: SplitBrain::default(),
             events: VecDeque::new(),
             noted: 0,
+            stops: VecDeque::new(),
+        }
+    }
+
+    /// `node` stopped leading anything at `at` (`how`: killed, paused, exited).
+    pub(crate) fn stop_began(&mut self, node: usize, at: SystemTime, how: &str) {
+        let Some(holder) = self.nodes.get(node).map(|n| n.id.clone()) else {
+            return;
+        };
+        self.stop_ended(node, at);
+        self.stops.push_back(Stopped {
+            election: self.election.clone(),
+            holder,
+            from: at,
+            to: None,
+            how: how.to_string(),
+        });
+        while self.stops.len() > STOPS_KEPT {
+            self.stops.pop_front();
+        }
+    }
+
+    /// `node` runs again at `at` (resumed, restarted).
+    pub(crate) fn stop_ended(&mut self, node: usize, at: SystemTime) {
+        let Some(id) = self.nodes.get(node).map(|n| n.id.as_str()) else {
+            return;
+        };
+        for s in self.stops.iter_mut() {
+            if s.holder == id && s.to.is_none() {
+                s.to = Some(at);
+            }
         }
     }
 
@@ -254,6 +291,7 @@ impl Demo {
         n.proc_ = Proc::Killed;
         n.belief = "killed (SIGKILL)".into();
         let id = n.id.clone();
+        self.stop_began(node, at, "killed (SIGKILL)");
         self.log_at(node, at, "killed (SIGKILL)");
         self.note(at, format!("{id} killed (SIGKILL)"));
     }
@@ -290,6 +328,7 @@ impl Demo {
             None => "killed".to_string(),
         };
         let what = n.belief.clone();
+        self.stop_began(node, at, &what);
         self.log_at(node, at, &what);
     }
 

@@ -165,113 +165,164 @@ fn ms(from: SystemTime, to: SystemTime) -> i64 {
         .unwrap_or(0)
 }
 
-/// Who held from a change on: the holder (or nobody), and the change that began it.
-struct Open<'a> {
+/// A stretch between two changes as the history is walked, borrowed from it: who held (or
+/// nobody) from `start` to `end`, the change that began it and the one that ended it
+/// (`None`: it goes on).
+#[derive(Clone, Copy, Debug)]
+pub struct Stretch<'a> {
+    pub start: SystemTime,
+    pub end: SystemTime,
+    pub holder: Option<&'a str>,
+    pub entry: &'a HistoryEntry,
+    pub out: Option<&'a HistoryEntry>,
+}
+
+/// What a walk found beside its stretches.
+pub struct Walked<'a> {
+    /// Changes with no time, left out.
+    pub untimed: usize,
+    /// The oldest timed change.
+    pub first: Option<&'a HistoryEntry>,
+    pub known_from: Option<SystemTime>,
+}
+
+/// Walks `history` (oldest first) over `[since, until]`: `on_change` hears each timed change
+/// in the window (after `since`), `on_stretch` each stretch of some length, in time order,
+/// clipped to the window. Nothing is copied: the dashboard draws each strip from this.
+pub fn walk<'a>(
+    history: impl IntoIterator<Item = &'a HistoryEntry>,
+    (since, until): (SystemTime, SystemTime),
+    mut on_change: impl FnMut(&'a HistoryEntry),
+    mut on_stretch: impl FnMut(Stretch<'a>),
+) -> Walked<'a> {
+    let mut w = Walked {
+        untimed: 0,
+        first: None,
+        known_from: None,
+    };
+    // A stretch of no length (a change exactly at the window's end) draws nothing.
+    let mut emit = |s: Stretch<'a>| {
+        if s.end > s.start {
+            on_stretch(s);
+        }
+    };
+    let mut prev: Option<SystemTime> = None;
+    let mut open: Option<(SystemTime, &'a HistoryEntry)> = None;
+    for e in history {
+        let Some(at) = e.at else {
+            w.untimed += 1;
+            continue;
+        };
+        if e.from.is_some() && e.from == e.to {
+            continue;
+        }
+        // Oldest first as recorded; a clock step back is held at the time before it.
+        let at = prev.map_or(at, |p| at.max(p));
+        prev = Some(at);
+        w.first.get_or_insert(e);
+        if at > until {
+            if let Some((start, o)) = open.take() {
+                emit(stretch(start, until, o, Some(e)));
+            }
+            // The rest is after the window; only the untimed among it are still counted.
+            continue;
+        }
+        if at > since {
+            on_change(e);
+        }
+        let start = at.max(since);
+        if let Some((o_start, o)) = open.take()
+            && at > since
+        {
+            emit(stretch(o_start, start, o, Some(e)));
+        }
+        open = Some((start, e));
+        w.known_from.get_or_insert(start);
+    }
+    if let Some((start, o)) = open.take() {
+        emit(stretch(start, until, o, None));
+    }
+    w
+}
+
+fn stretch<'a>(
     start: SystemTime,
-    holder: Option<&'a str>,
+    end: SystemTime,
     entry: &'a HistoryEntry,
+    out: Option<&'a HistoryEntry>,
+) -> Stretch<'a> {
+    Stretch {
+        start,
+        end,
+        holder: entry.to.as_deref(),
+        entry,
+        out,
+    }
 }
 
 /// The timeline of one election over `[since, until]` (`until` taken no later than `now`),
 /// from its `history`, oldest first, and its `leader` now.
-pub fn timeline(
-    history: &[HistoryEntry],
+///
+/// `history` is any walk of the entries (a ring's two halves, chained), so a bounded
+/// history is never copied to be drawn.
+pub fn timeline<'a>(
+    history: impl IntoIterator<Item = &'a HistoryEntry>,
     leader: Option<&str>,
     since: SystemTime,
     until: SystemTime,
     now: SystemTime,
 ) -> Timeline {
     let until = until.min(now).max(since);
-    let mut timed: Vec<(SystemTime, &HistoryEntry)> = Vec::with_capacity(history.len());
-    for e in history {
-        let Some(at) = e.at else { continue };
-        if e.from.is_some() && e.from == e.to {
-            continue;
-        }
-        // Oldest first as recorded; a clock step back is held at the time before it.
-        let at = timed.last().map_or(at, |(prev, _)| at.max(*prev));
-        timed.push((at, e));
-    }
-    let mut summary = Summary {
-        untimed: history.iter().filter(|e| e.at.is_none()).count(),
-        ..Summary::default()
-    };
-    let led_before = match timed.first() {
-        Some((_, e)) => e.from.clone(),
-        None => leader.map(str::to_string),
-    };
-    let mut t = Timeline {
+    let mut summary = Summary::default();
+    let mut segments = Vec::new();
+    let w = walk(
+        history,
+        (since, until),
+        |e| count(&mut summary, e),
+        |s| segments.push(close(s)),
+    );
+    summary.untimed = w.untimed;
+    gap_figures(&mut summary, &segments);
+    Timeline {
         since,
         until,
-        known_from: None,
-        led_before,
-        segments: Vec::new(),
-        summary: Summary::default(),
-    };
-    let mut open: Option<Open> = None;
-    for (at, e) in &timed {
-        if *at > until {
-            if let Some(o) = open.take() {
-                t.segments.push(close(o, until, Some(e)));
-            }
-            break;
-        }
-        if *at > since {
-            count(&mut summary, e);
-        }
-        let start = (*at).max(since);
-        if let Some(o) = open.take()
-            && *at > since
-        {
-            t.segments.push(close(o, start, Some(e)));
-        }
-        open = Some(Open {
-            start,
-            holder: e.to.as_deref(),
-            entry: e,
-        });
-        t.known_from.get_or_insert(start);
+        known_from: w.known_from,
+        led_before: match w.first {
+            Some(e) => e.from.clone(),
+            None => leader.map(str::to_string),
+        },
+        segments,
+        summary,
     }
-    if let Some(o) = open.take() {
-        t.segments.push(close(o, until, None));
-    }
-    // A change exactly at the window's end opens a stretch of no length: nothing to draw.
-    t.segments.retain(|s| {
-        let (a, b) = s.span();
-        b > a
-    });
-    gap_figures(&mut summary, &t.segments);
-    t.summary = summary;
-    t
 }
 
-/// The stretch `o` opened, ended at `end` by the change `out` (`None`: it goes on).
-fn close(o: Open<'_>, end: SystemTime, out: Option<&&HistoryEntry>) -> Segment {
-    let (start, duration_ms, ongoing) = (o.start, ms(o.start, end), out.is_none());
-    match o.holder {
+/// A stretch as a segment of its own.
+fn close(s: Stretch<'_>) -> Segment {
+    let (start, end, duration_ms, ongoing) = (s.start, s.end, ms(s.start, s.end), s.out.is_none());
+    match s.holder {
         Some(holder) => Segment::Tenure(Tenure {
             holder: holder.to_string(),
             start,
             end,
             duration_ms,
             ongoing,
-            cause_in: o.entry.cause,
-            cause_out: out.map(|e| e.cause),
-            forced_in_by: forced_by(o.entry),
-            forced_out_by: out.and_then(|e| forced_by(e)),
+            cause_in: s.entry.cause,
+            cause_out: s.out.map(|e| e.cause),
+            forced_in_by: forced_by(s.entry),
+            forced_out_by: s.out.and_then(forced_by),
         }),
         None => Segment::Gap(Gap {
             start,
             end,
             duration_ms,
             ongoing,
-            cause: o.entry.cause,
-            after: o.entry.from.clone(),
+            cause: s.entry.cause,
+            after: s.entry.from.clone(),
         }),
     }
 }
 
-fn is_forced(e: &HistoryEntry) -> bool {
+pub fn is_forced(e: &HistoryEntry) -> bool {
     matches!(
         e.cause,
         Cause::ForcedLeader | Cause::ForcedReelection | Cause::ForcedResign

@@ -8,6 +8,7 @@
 
 pub(crate) mod alarm;
 pub(crate) mod log;
+pub mod marks;
 mod source;
 mod triage;
 
@@ -98,6 +99,7 @@ impl ReadModel {
                 }
                 if let Some(s) = self.sources.get_mut(source) {
                     s.link = s.link.next(&state).0;
+                    s.marks.on_conn(&state);
                     // Trying again while down is no news: the source stays down, with what
                     // took it down, until it is connected (not fresh for a moment between).
                     let retrying = matches!(
@@ -239,6 +241,11 @@ impl ReadModel {
             s.info.notice = None;
             notice_cleared = true;
         }
+        if let Some(s) = self.sources.get_mut(source) {
+            for e in &elections {
+                s.marks.on_election(e, self.wall);
+            }
+        }
         if elections.len() > self.elections.len() {
             // A snapshot: built as one tree and merged in, rather than inserted one by one,
             // which moved every election several times at 100,000 of them.
@@ -272,6 +279,7 @@ impl ReadModel {
             return Applied::Nothing;
         };
         let thawed = s.stale_for(now).is_some();
+        s.marks.on_contact(s.last_contact, s.contact_every, at);
         s.last_contact = Some(at);
         s.contact_every = next_within;
         if thawed {

@@ -57,6 +57,8 @@ pub struct SourceView {
     pub link: Link,
     /// Readers were last told the source is stale.
     pub told_stale: bool,
+    /// Past outages and deposed holders, for the timeline's strips.
+    pub marks: super::marks::Marks,
 }
 
 /// No contact for this much longer than the source's own contact interval and its rows are
@@ -81,6 +83,7 @@ impl SourceView {
             history_gaps: Vec::new(),
             link: Link::Unknown,
             told_stale: false,
+            marks: super::marks::Marks::default(),
         }
     }
 

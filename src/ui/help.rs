@@ -142,9 +142,11 @@ const FOLDS: &[(Action, Action, &str, &str)] = &[
 const STRIP_MARKS: &[(&str, &str)] = &[
     ("name━━━", "a holder's tenure, own colour"),
     ("┃━", "tenure too short for a name"),
+    ("═", "tenure, deposed holder alive"),
     ("░", "no leader (alarm colour)"),
     ("◆", "forced change (admin action)"),
     ("*", "several changes in a column"),
+    ("×", "source down: not known"),
     ("┄", "no contact, or not watched"),
     ("blank", "not known (before history)"),
     ("▲", "cursor: its line says who led"),

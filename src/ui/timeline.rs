@@ -2,9 +2,10 @@
 //! with a time axis, the cursor's line and a legend. What each column shows is worked out
 //! in `app::timeline` (pure); this only styles it. Every glyph tells its meaning without
 //! colour too (a terminal without colours, or a `tmux capture-pane`): a tenure is `━` after
-//! its holder's name (`┃` first where the name does not fit), a gap `░`, a forced change `◆`, several changes in a column `*`, time
-//! after a stale source's last contact or that no electop watched `┄`; nothing known is
-//! blank.
+//! its holder's name (`┃` first where the name does not fit; `═` while a deposed holder lived
+//! on), a gap `░`, a forced change `◆`, several changes in a column `*`, a past stretch the
+//! source was down `×`, time after a stale source's last contact, in a past silence of it or
+//! that no electop watched `┄`; nothing known is blank.
 
 use std::time::{Duration, SystemTime};
 
@@ -107,35 +108,47 @@ fn label_width(rows: &[&RowInfo], width: usize) -> usize {
 pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'static>> {
     let mut glyphs: Vec<(char, Style)> = Vec::with_capacity(strip.cells.len());
     let mut i = 0;
+    // The holder whose name the runs just before (of that holder) show.
+    let mut named: Option<usize> = None;
     while i < strip.cells.len() {
         let cell = strip.cells[i];
-        if let Cell::Tenure(h) = cell {
+        if let Some((h, deposed)) = holder_of(cell) {
             let run = strip.cells[i..].iter().take_while(|c| **c == cell).count();
             let name = &strip.holders[h];
             let style = theme::holder(name);
-            // The name where the run has room for it and a stroke after.
-            let shown: Vec<char> = if run >= 3 {
+            let before = i.checked_sub(1).and_then(|p| holder_of(strip.cells[p]));
+            if before.is_none_or(|(p, _)| p != h) {
+                named = None;
+            }
+            // The name once where a run has room for it and a stroke after; a deposed run
+            // only with room for its `═` to show too, else the run after it names it.
+            let room = if deposed { display_width(name) + 3 } else { 3 };
+            let shown: Vec<char> = if named != Some(h) && run >= room {
+                named = Some(h);
                 cut_display(name, run - 1).chars().collect()
             } else {
                 Vec::new()
             };
             // A run too short for the name after another holder's: the change as `┃`.
-            let after_other = i > 0 && matches!(strip.cells[i - 1], Cell::Tenure(p) if p != h);
+            let after_other = before.is_some_and(|(p, _)| p != h);
+            let stroke = if deposed { '═' } else { '━' };
             for k in 0..run {
                 match shown.get(k) {
                     Some(c) => glyphs.push((*c, style.add_modifier(Modifier::BOLD))),
                     None if k == 0 && after_other => glyphs.push(('┃', style)),
-                    None => glyphs.push(('━', style)),
+                    None => glyphs.push((stroke, style)),
                 }
             }
             i += run;
             continue;
         }
+        named = None;
         glyphs.push(match cell {
             Cell::Gap => ('░', theme::no_leader()),
             Cell::Forced => ('◆', theme::warn()),
             Cell::Changes => ('*', theme::warn()),
             Cell::Stale => ('┄', theme::dim()),
+            Cell::Down => ('×', theme::error()),
             _ => (' ', Style::new()),
         });
         i += 1;
@@ -161,6 +174,15 @@ pub(super) fn strip_spans(strip: &Strip, cursor: Option<usize>) -> Vec<Span<'sta
         spans.push(Span::styled(text, s));
     }
     spans
+}
+
+/// The holder a cell draws, and whether a deposed holder lived on beside it.
+fn holder_of(cell: Cell) -> Option<(usize, bool)> {
+    match cell {
+        Cell::Tenure(h) => Some((h, false)),
+        Cell::Deposed(h) => Some((h, true)),
+        _ => None,
+    }
 }
 
 /// Ticks a window of `span` has: round times a label apart.
@@ -245,9 +267,9 @@ fn cursor_line(app: &App, width: usize) -> Line<'static> {
 /// the width (names cut, then `+N`).
 fn legend(holders: &[String], width: usize) -> Line<'static> {
     let marks = if width >= 120 {
-        "░ no leader  ◆ forced  * changes  ┄ no contact"
+        "░ no leader  ◆ forced  ═ deposed lives  * changes  × down  ┄ no contact"
     } else {
-        "░gap ◆forced ┄stale"
+        "░gap ◆forced ═deposed ×down ┄stale"
     };
     let cut = if width >= 120 { 24 } else { 10 };
     let mut room = width.saturating_sub(display_width(marks) + 2);

@@ -31,6 +31,8 @@ fn text(s: &Strip) -> String {
             Cell::Changes => '*',
             Cell::Forced => '◆',
             Cell::Stale => '┄',
+            Cell::Down => '×',
+            Cell::Deposed(i) => s.holders[*i].chars().next().unwrap_or('?'),
         })
         .collect()
 }
@@ -172,4 +174,81 @@ fn a_gap_and_a_forced_change_in_one_column_show_the_gap() {
     ];
     let tl = timeline(&h, Some("b"), t(0), t(100), t(100));
     assert_eq!(text(&strip(&tl, 10, None, &[])), "aaa◆░░bbbb");
+}
+
+/// A wrapped ring of a long history, through a narrow window late in it: walked from just
+/// before the window, uncopied, it draws the same strip as the whole history does.
+#[test]
+fn a_window_late_in_a_long_history_draws_as_the_whole_history_does() {
+    let mut e = Election::new(0, "jobs".into(), crate::model::Scheme::SqlLease);
+    let holder = |i: u64| (i % 4 != 3).then(|| format!("n{}", i % 3));
+    let all: Vec<HistoryEntry> = (0..300u64)
+        .map(|i| {
+            let (from, to) = (i.checked_sub(1).and_then(holder), holder(i));
+            HistoryEntry {
+                from,
+                to,
+                ..change(i * 10, None, None, Cause::TakenOver)
+            }
+        })
+        .collect();
+    for h in &all {
+        e.record(h.clone(), 200);
+    }
+    assert!(!e.history.as_slices().1.is_empty(), "the ring has wrapped");
+    let kept: Vec<HistoryEntry> = e.history.iter().cloned().collect();
+    for (since, until) in [(t(2_555), t(2_905)), (t(0), t(2_990)), (t(2_990), t(3_100))] {
+        let whole = timeline(&kept, None, since, until, t(3_000));
+        let walked = of(&e, since, until, t(3_000));
+        assert_eq!(walked.segments, whole.segments, "{since:?}");
+        assert_eq!(strip(&walked, 40, None, &[]), strip(&whole, 40, None, &[]));
+        // Painted straight from the walk, as the view draws each row.
+        let mut p = Painter::new((since, whole.until), 40);
+        crate::model::timeline::walk(
+            e.history.range(first_needed(&e.history, since)..),
+            (since, whole.until),
+            |_| {},
+            |s| {
+                p.paint(
+                    (s.start, s.end),
+                    s.holder,
+                    crate::model::timeline::is_forced(s.entry),
+                )
+            },
+        );
+        assert_eq!(p.finish(None, &[]), strip(&whole, 40, None, &[]));
+    }
+}
+
+/// The painter's whole-number columns agree with [`columns`] over windows of a minute to a
+/// day, at the widths a terminal has.
+#[test]
+fn the_painter_s_columns_are_those_of_the_window() {
+    for (span, width) in [(60, 7), (300, 68), (3_600, 113), (86_400, 190), (86_400, 1)] {
+        let since = t(1_000);
+        let until = since + Duration::from_secs(span);
+        let p = Painter::new((since, until), width);
+        for (a, b) in [
+            (0, 1),
+            (0, span),
+            (span / 3, span / 2),
+            (17, 17 + span / 7),
+            (span, span + 5),
+        ] {
+            let stretch = (
+                since + Duration::from_secs(a),
+                since + Duration::from_secs(b),
+            );
+            assert_eq!(
+                p.columns(stretch),
+                columns(stretch, since, until, width),
+                "{span} s over {width}: {a}..{b}"
+            );
+        }
+        let before = (
+            since - Duration::from_secs(50),
+            since - Duration::from_secs(1),
+        );
+        assert_eq!(p.columns(before), None);
+    }
 }
