@@ -13,7 +13,7 @@ pub use plan::{
     Statement, Step, hold_secs, leader, summary, title,
 };
 // `Target` and each store's settings in it: a new store adds its own there alone.
-pub use crate::backend::Target;
+pub use plan::target::*;
 
 use serde::Serialize;
 

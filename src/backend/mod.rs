@@ -11,7 +11,7 @@
 //! Adding a store (Redis is the latest):
 //! 1. a `SourceConfig` variant and its flags (`config`, `cli`);
 //! 2. a folder here with a type implementing [`Store`] on its own config and target;
-//! 3. its one line in `stores!` below (which makes its [`Target`] variant too).
+//! 3. its [`Target`] variant (`admin`), and its one line in `stores!` below.
 
 pub(crate) mod book;
 pub(crate) mod change;
@@ -33,7 +33,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin::{AdminRequest, Outcome, Plan};
+use crate::admin::{AdminRequest, Outcome, Plan, Target};
 use crate::config::SourceConfig;
 use crate::model::{Scheme, SourceEvent, SourceId, SourceInfo};
 
@@ -183,14 +183,6 @@ pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 /// that matches wins) `=>` the store, and its `Target` variant.
 macro_rules! stores {
     ($($cv:ident($c:ident) $(if $guard:expr)? => $store:path, $tv:ident;)+) => {
-        /// One store's settings, as the request of an action carries them (each store's
-        /// own [`Store::Target`]): the dashboard gets them from the runtime, so the dialog
-        /// names what will be written.
-        #[derive(Clone, Debug)]
-        pub enum Target {
-            $($tv(<$store as Store>::Target),)+
-        }
-
         /// The backend for the `id`-th configured source (the config checked its settings).
         pub fn build(
             configs: &[SourceConfig],

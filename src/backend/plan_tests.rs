@@ -172,7 +172,7 @@ fn etcd_lease_key_force_leader_without_a_leader_puts_the_key_under_the_prefix() 
     let mut e = line(&["node-a", "node-b"]);
     e.scheme = Scheme::EtcdLeaseKey;
     e.leader = None;
-    let target = Target::Etcd(crate::backend::etcd::EtcdTarget {
+    let target = Target::Etcd(crate::admin::EtcdTarget {
         prefix: "/locks/".into(),
     });
     let kind = ActionKind::ForceLeader {
@@ -266,7 +266,7 @@ fn every_scheme_has_its_stores_default_target() {
     ));
     assert!(matches!(
         default_target(Scheme::SqlHeartbeat),
-        Some(Target::Sql(crate::backend::sql::SqlTarget {
+        Some(Target::Sql(crate::admin::SqlTarget {
             heartbeat_ms: Some(20_000),
             ..
         }))

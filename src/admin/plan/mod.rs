@@ -4,6 +4,7 @@
 //! and the store executes the same steps, so what is shown is what is written.
 
 mod render;
+pub(super) mod target;
 
 use crate::config::Dialect;
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{EtcdBackend, admin, participant, plan};
-use crate::admin::{AdminRequest, Outcome, Plan};
+use crate::admin::{AdminRequest, EtcdTarget, Outcome, Plan};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
 use crate::config::EtcdSource;
 use crate::model::{Scheme, SourceId};
@@ -69,10 +69,4 @@ impl Store for Etcd {
             stop,
         ))
     }
-}
-
-/// An etcd source: the prefix its lease keys are put under.
-#[derive(Clone, Debug)]
-pub struct EtcdTarget {
-    pub prefix: String,
 }

@@ -66,7 +66,7 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::redis::RedisKeys;
+    use crate::admin::RedisKeys;
     use crate::model::{Candidate, Election};
 
     fn req(kind: ActionKind, holder: Option<&str>) -> AdminRequest {

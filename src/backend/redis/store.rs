@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::RedisBackend;
-use crate::admin::{AdminRequest, Outcome, Plan};
+use crate::admin::{AdminRequest, Outcome, Plan, RedisKeys};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
 use crate::config::RedisSource;
 use crate::model::{Scheme, SourceId};
@@ -71,10 +71,4 @@ impl Store for Redis {
             super::participant::run(cfg, args, run.timing, &run.report, stop).await
         })
     }
-}
-
-/// A Redis source: the pattern its lock keys match.
-#[derive(Clone, Debug)]
-pub struct RedisKeys {
-    pub pattern: String,
 }

@@ -135,7 +135,7 @@ fn end_step(e: &Election, c: &Candidate, dialect: Dialect) -> Result<Step, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::session_lock::SessionLockTarget;
+    use crate::admin::SessionLockTarget;
     use crate::model::Scheme;
 
     /// On PostgreSQL, as `req`'s target says.

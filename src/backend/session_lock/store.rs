@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use super::SessionLockBackend;
-use crate::admin::{AdminRequest, Outcome, Plan};
+use crate::admin::{AdminRequest, Outcome, Plan, SessionLockTarget};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
-use crate::config::{Dialect, SqlSource};
+use crate::config::SqlSource;
 use crate::model::{Scheme, SourceId};
 use crate::node::{Options, Run};
 
@@ -75,11 +75,4 @@ impl Store for SessionLocks {
             }
         })
     }
-}
-
-/// Locks held by a SQL server's sessions (`pg-advisory`, `mysql-lock`): actions end
-/// sessions, in the server's own words.
-#[derive(Clone, Debug)]
-pub struct SessionLockTarget {
-    pub dialect: Dialect,
 }

@@ -34,7 +34,7 @@ use super::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::{DbUrl, SqlSource};
 use crate::model::{Scheme, SourceId, SourceInfo, SourceNotice};
 
-pub use self::store::{Sql, SqlTarget};
+pub use self::store::Sql;
 pub use crate::config::Columns;
 
 /// What differs between the two SQL schemes; each lives in its own file.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{SqlBackend, SqlSettings, admin, participant, plan};
-use crate::admin::{AdminRequest, Outcome, Plan};
+use crate::admin::{AdminRequest, Outcome, Plan, SqlTarget};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
 use crate::config::{Columns, Dialect, Ident, SqlSource};
 use crate::model::{Scheme, SourceId};
@@ -93,14 +93,4 @@ impl Store for Sql {
             }
         })
     }
-}
-
-/// A SQL table source: the row an action writes, in the server's dialect.
-#[derive(Clone, Debug)]
-pub struct SqlTarget {
-    pub dialect: Dialect,
-    pub table: Ident,
-    pub columns: Columns,
-    /// The heartbeat timeout (sql-heartbeat).
-    pub heartbeat_ms: Option<i64>,
 }

@@ -21,7 +21,7 @@ mod tls;
 pub(crate) mod tracker;
 mod tree;
 
-pub use store::{ZkTarget, Zookeeper};
+pub use store::Zookeeper;
 
 use crate::backend::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::ZkSource;

@@ -170,7 +170,7 @@ fn few(ids: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::zookeeper::ZkTarget;
+    use crate::admin::ZkTarget;
     use crate::model::Election;
 
     fn line(ids: &[&str]) -> Election {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::ZkBackend;
-use crate::admin::{AdminRequest, Outcome, Plan};
+use crate::admin::{AdminRequest, Outcome, Plan, ZkTarget};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
 use crate::config::ZkSource;
 use crate::model::{Scheme, SourceId};
@@ -71,10 +71,4 @@ impl Store for Zookeeper {
             super::participant::run(cfg, args, run.timing, &run.report, stop).await
         })
     }
-}
-
-/// A ZooKeeper source: the znode its elections live under.
-#[derive(Clone, Debug)]
-pub struct ZkTarget {
-    pub prefix: String,
 }

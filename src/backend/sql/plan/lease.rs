@@ -2,8 +2,7 @@
 //! as long as the one seen.
 
 use super::{self as sql, Deadlines, Words};
-use crate::admin::{ActionKind, Plan};
-use crate::backend::sql::SqlTarget;
+use crate::admin::{ActionKind, Plan, SqlTarget};
 use crate::model::Election;
 
 /// A term for a forced leader when none was observed.

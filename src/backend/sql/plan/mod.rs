@@ -7,8 +7,7 @@ mod heartbeat;
 mod lease;
 
 use crate::admin::AdminRequest;
-use crate::admin::{ActionKind, DEADLINE, Gist, Plan, Readback, Statement, Step};
-use crate::backend::sql::SqlTarget;
+use crate::admin::{ActionKind, DEADLINE, Gist, Plan, Readback, SqlTarget, Statement, Step};
 use crate::model::{Candidate, Election, Scheme};
 
 /// The plan of `req` on a SQL source whose table and columns are `t`.
