@@ -114,7 +114,13 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n: usize = arg("--n").and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let plan = Plan {
-        window: Duration::from_secs(if quick { 4 } else { 10 }),
+        // TABLE_WINDOW=SECS: longer windows, e.g. for a profile of an idle process.
+        window: Duration::from_secs(
+            std::env::var("TABLE_WINDOW")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(if quick { 4 } else { 10 }),
+        ),
         runs: if quick { 3 } else { 5 },
         n,
     };

@@ -75,7 +75,7 @@ fn perf_start(pid: u32, what: &str) -> Option<std::process::Child> {
     }
     let out = format!("{dir}/{}-{what}.data", crate::store_now());
     std::process::Command::new("perf")
-        .args(["record", "-F", "499", "-g", "-q", "-o", &out, "-p", &pid.to_string()])
+        .args(["record", "-F", "1999", "-g", "-q", "-o", &out, "-p", &pid.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
