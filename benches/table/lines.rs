@@ -1,5 +1,5 @@
 //! A process whose output lines are stamped as they arrive, indexed by the change tokens
-//! they carry (`chg-N`, a value a change wrote; `eNNNNNN`, an election's name), so the lag
+//! they carry (`chg-N`, a value a change wrote; `node-E-C`, a loaded candidate), so the lag
 //! of thousands of changes is looked up, not searched.
 
 use std::collections::HashMap;
@@ -22,7 +22,7 @@ pub struct Lines {
 
 fn tokens(line: &str) -> impl Iterator<Item = &str> {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"chg-[0-9]+|e[0-9]{6}").expect("regex"))
+    RE.get_or_init(|| regex::Regex::new(r"chg-[0-9]+|node-[0-9]+-[0-9]+").expect("regex"))
         .find_iter(line)
         .map(|m| m.as_str())
 }

@@ -3,7 +3,8 @@
 //! `scripts/bench.sh` (which runs `cargo bench --bench table -- ...`). Options:
 //! `--stores etcd,sqlite,pg,zk,redis`, `--quick` (shorter windows, fewer runs),
 //! `--baseline PATH` (another electop, measured in turns with this one, a ratio column),
-//! `--bin PATH` (the electop measured; this build's by default), `--n N` (elections).
+//! `--bin PATH` (the electop measured: bench.sh passes its release build; `cargo bench`
+//! alone measures the one it built), `--n N` (elections).
 //! Figures, never assertions; under `cargo test` it does nothing.
 
 #[path = "../../tests/common/mod.rs"]

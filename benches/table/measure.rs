@@ -75,7 +75,17 @@ fn perf_start(pid: u32, what: &str) -> Option<std::process::Child> {
     }
     let out = format!("{dir}/{}-{what}.data", crate::store_now());
     std::process::Command::new("perf")
-        .args(["record", "-F", "1999", "-g", "-q", "-o", &out, "-p", &pid.to_string()])
+        .args([
+            "record",
+            "-F",
+            "1999",
+            "-g",
+            "-q",
+            "-o",
+            &out,
+            "-p",
+            &pid.to_string(),
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -135,9 +145,10 @@ pub fn dashboard<R: Rig>(
 ) {
     let t = tui::start(home, &rig.args());
     let want = format!("{} elections", plan.n);
-    t.tmux.wait_screen("the elections", Duration::from_secs(120), |s| {
-        s.contains(&want) && !s.contains("replaying")
-    });
+    t.tmux
+        .wait_screen("the elections", Duration::from_secs(120), |s| {
+            s.contains(&want) && !s.contains("replaying")
+        });
     // The first seconds' work (history, a member's first probe) is not idling.
     std::thread::sleep(Duration::from_secs(3));
     f.idle = Some(cpu_percent(t.pid, plan.window));
@@ -180,8 +191,7 @@ pub fn watch<R: Rig>(
     let (made, _) = churn(rt, rig, first, plan.window.as_secs_f64());
     std::thread::sleep(Duration::from_millis(500));
     perf_end(perf);
-    f.watch_cpu =
-        Some((cpu(ours.pid()) - c0).as_secs_f64() * 100.0 / t0.elapsed().as_secs_f64());
+    f.watch_cpu = Some((cpu(ours.pid()) - c0).as_secs_f64() * 100.0 / t0.elapsed().as_secs_f64());
     let mut lags = Vec::new();
     let mut missed = 0;
     for (token, written) in &made {
@@ -210,11 +220,12 @@ pub fn status_turns<R: Rig>(
     let mut tool = Vec::new();
     let mut ours: Vec<Vec<Duration>> = vec![Vec::new(); homes.len()];
     let mut name = "";
-    for _ in 0..plan.runs {
+    for run in 0..plan.runs {
         let (n, d) = rig.tool_status();
         name = n;
         tool.push(d);
-        for (i, home) in homes.iter().enumerate() {
+        for i in turns(run, homes.len()) {
+            let home = homes[i];
             let mut cmd = crate::electop_bin(i, home);
             cmd.args(rig.args())
                 .args(["status", "--output", "json", "--timeout", "60s"]);
@@ -230,8 +241,9 @@ pub fn status_turns<R: Rig>(
 /// The first frame (median of the runs), the builds in turns.
 pub fn first_frame_turns<R: Rig>(rig: &R, homes: &[&Path], plan: Plan, figs: &mut [Figures]) {
     let mut v: Vec<Vec<Duration>> = vec![Vec::new(); homes.len()];
-    for _ in 0..plan.runs {
-        for (i, home) in homes.iter().enumerate() {
+    for run in 0..plan.runs {
+        for i in turns(run, homes.len()) {
+            let home = homes[i];
             crate::use_build(i);
             v[i].push(tui::first_frame(home, &rig.args()));
         }
@@ -239,6 +251,16 @@ pub fn first_frame_turns<R: Rig>(rig: &R, homes: &[&Path], plan: Plan, figs: &mu
     for (i, v) in v.iter_mut().enumerate() {
         figs[i].first_ms = Some(ms(zk_reads::median(v)));
     }
+}
+
+/// The builds' order in run `run`: each goes first in every other run, so neither always
+/// follows the store's tool (or the other build) and pays for what it left behind.
+fn turns(run: usize, builds: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..builds).collect();
+    if run % 2 == 1 {
+        order.reverse();
+    }
+    order
 }
 
 pub fn ms(d: Duration) -> f64 {

@@ -46,7 +46,13 @@ pub fn store(
     let each = |f: &dyn Fn(&Figures) -> (String, Option<f64>)| -> Vec<(String, Option<f64>)> {
         figs.iter().map(f).collect()
     };
-    row(store, "dashboard idle, CPU", &each(&|f| (pct(f.idle), f.idle)), "", "<= 0.5%");
+    row(
+        store,
+        "dashboard idle, CPU",
+        &each(&|f| (pct(f.idle), f.idle)),
+        "",
+        "<= 0.5%",
+    );
     let reached = figs[0].reached;
     row(
         store,
@@ -55,7 +61,13 @@ pub fn store(
         "",
         "<= 10%",
     );
-    row(store, "dashboard RSS under churn", &each(&|f| (num(f.rss, " MiB"), f.rss)), "", "< 100 MB");
+    row(
+        store,
+        "dashboard RSS under churn",
+        &each(&|f| (num(f.rss, " MiB"), f.rss)),
+        "",
+        "< 100 MB",
+    );
     row(
         store,
         "dashboard write syscalls/s under churn",

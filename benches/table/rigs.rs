@@ -68,9 +68,16 @@ impl Etcd {
 impl Rig for Etcd {
     fn args(&self) -> Vec<String> {
         let e = self.server.endpoint();
-        ["--etcd", &e, "--prefix", ETCD_PREFIX, "--scheme", "etcd-lease-key"]
-            .map(String::from)
-            .to_vec()
+        [
+            "--etcd",
+            &e,
+            "--prefix",
+            ETCD_PREFIX,
+            "--scheme",
+            "etcd-lease-key",
+        ]
+        .map(String::from)
+        .to_vec()
     }
     fn rate(&self) -> usize {
         1000
@@ -188,8 +195,8 @@ impl Rig for Sql {
     }
 }
 
-/// Curator `LeaderLatch` elections of three candidates; a change deletes a leader's node
-/// (the next candidate leads) and adds a candidate, so each keeps three.
+/// Curator `LeaderLatch` elections of three candidates; a change adds a candidate and
+/// deletes the leader's node (the next candidate leads), so each keeps three.
 pub struct Zk {
     pub server: ZkServer,
     client: zookeeper_client::Client,
@@ -221,14 +228,18 @@ impl Rig for Zk {
         use zookeeper_client::{Acls, CreateMode};
         let e = pick(seq, self.n);
         let leader = zk_load::leader(&self.client, ZK_PREFIX, e).await;
-        self.client.delete(&leader, None).await.expect("delete");
+        // The new candidate first (at the end of the line), then the leader's node: the
+        // change's time is the delete's reply.
         let mode = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
         let path = format!("{ZK_PREFIX}/{}/_c_{seq:08x}-latch-", zk_load::election(e));
         self.client
             .create(&path, value(seq).as_bytes(), &mode)
             .await
             .expect("create");
-        zk_load::election(e)
+        self.client.delete(&leader, None).await.expect("delete");
+        // The next in line leads: the loader's second candidate (each election changes at
+        // most once in a run, `pick`).
+        format!("node-{e}-1")
     }
     fn tool_status(&self) -> (&'static str, Duration) {
         let (cold, _, _) = zk_reads::floor(&self.server.endpoint(), ZK_PREFIX);
@@ -291,7 +302,9 @@ impl Redis {
         let server = RedisServer::start("KEA", None);
         let set = (0..n).map(|i| {
             let px = TTL_MS.to_string();
-            ["SET", &key(i), &format!("node-{i}"), "PX", &px].map(String::from).to_vec()
+            ["SET", &key(i), &format!("node-{i}"), "PX", &px]
+                .map(String::from)
+                .to_vec()
         });
         pipe(server.port(), &resp(set));
         let reads = resp((0..n).flat_map(|i| {
@@ -341,7 +354,10 @@ impl Rig for Redis {
             "-c",
             &format!("redis-cli -p {port} --scan --pattern 'lock:*' | wc -l > /dev/null"),
         ]));
-        ("redis-cli --scan, GET+PTTL --pipe", scan + pipe(port, &self.reads))
+        (
+            "redis-cli --scan, GET+PTTL --pipe",
+            scan + pipe(port, &self.reads),
+        )
     }
     fn tool_watch(&self) -> Option<(&'static str, Lines)> {
         let port = self.server.port().to_string();
