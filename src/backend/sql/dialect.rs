@@ -68,11 +68,13 @@ impl Dialect {
 
     /// Whether a poll reads the table as one JSON text instead of a row per election.
     /// SQLite's driver hands each row from its worker thread and converts it for the `Any`
-    /// driver, which costs many times SQLite's own read; one value costs one. (PostgreSQL's
-    /// and MySQL's rows come in batches off a socket, and MariaDB caps `JSON_ARRAYAGG` at
-    /// `group_concat_max_len`.)
+    /// driver, which costs many times SQLite's own read; one value costs one. PostgreSQL's
+    /// rows come in batches off a socket, but each is still converted for the `Any` driver
+    /// (its columns, its values, an allocation each): at 10,000 rows that conversion was
+    /// most of an idle dashboard's CPU (docs/PERFORMANCE.md). MariaDB caps `JSON_ARRAYAGG`
+    /// at `group_concat_max_len`, so MySQL stays a row per election.
     pub fn polls_as_json(self) -> bool {
-        self == Dialect::Sqlite
+        matches!(self, Dialect::Sqlite | Dialect::Postgres)
     }
 
     /// The poll of `table`: the clock (`now_ms`) and each row's `[key, holder, ms left,
@@ -80,7 +82,11 @@ impl Dialect {
     /// clock alone followed by a row per election.
     pub fn poll_query(self, [key, holder, remaining, stamp]: [&str; 4], table: &str) -> String {
         let now = self.now_ms();
-        if self.polls_as_json() {
+        if self == Dialect::Postgres {
+            format!(
+                "SELECT {now}, CAST(json_agg(json_build_array({key}, {holder}, {remaining}, {stamp})) AS TEXT) FROM {table}"
+            )
+        } else if self.polls_as_json() {
             format!(
                 "SELECT {now}, json_group_array(json_array({key}, {holder}, {remaining}, {stamp})) FROM {table}"
             )
@@ -309,7 +315,7 @@ mod tests {
     }
 
     #[test]
-    fn sqlite_is_polled_as_one_json_row_the_others_a_row_per_election() {
+    fn sqlite_and_postgres_are_polled_as_one_json_row_mysql_a_row_per_election() {
         let cols = ["k", "h", "r", "s"];
         let q = Dialect::Sqlite.poll_query(cols, "t");
         assert!(
@@ -317,13 +323,17 @@ mod tests {
             "{q}"
         );
         assert!(!q.contains("UNION"), "one row: {q}");
-        for d in [Dialect::Postgres, Dialect::MySql] {
-            let q = d.poll_query(cols, "t");
-            assert!(
-                q.contains("UNION ALL SELECT") && q.ends_with("k, h, r, s FROM t"),
-                "{q}"
-            );
-            assert!(!d.polls_as_json());
-        }
+        let q = Dialect::Postgres.poll_query(cols, "t");
+        assert!(
+            q.contains("CAST(json_agg(json_build_array(k, h, r, s)) AS TEXT) FROM t"),
+            "{q}"
+        );
+        assert!(!q.contains("UNION"), "one row: {q}");
+        let q = Dialect::MySql.poll_query(cols, "t");
+        assert!(
+            q.contains("UNION ALL SELECT") && q.ends_with("k, h, r, s FROM t"),
+            "{q}"
+        );
+        assert!(!Dialect::MySql.polls_as_json());
     }
 }
