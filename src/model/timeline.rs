@@ -373,5 +373,35 @@ fn percentile(sorted: &[i64], p: usize) -> Option<i64> {
     sorted.get(rank - 1).copied()
 }
 
+/// Changes at fixed times, for the timeline's tests here and in `app` and `output`.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use std::time::{Duration, SystemTime};
+
+    use crate::model::{Cause, HistoryEntry};
+
+    /// `s` seconds after a fixed origin (2027-01-15T08:00:00Z).
+    pub(crate) fn t(s: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
+    }
+
+    /// A change at `t(at)`.
+    pub(crate) fn change(
+        at: u64,
+        from: Option<&str>,
+        to: Option<&str>,
+        cause: Cause,
+    ) -> HistoryEntry {
+        HistoryEntry {
+            at: Some(t(at)),
+            revision: None,
+            from: from.map(str::to_string),
+            to: to.map(str::to_string),
+            cause,
+            by: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

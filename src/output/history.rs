@@ -248,26 +248,9 @@ fn summary(out: &mut String, s: &timeline::Summary) {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, SystemTime};
-
     use super::*;
-    use crate::model::{Cause, HistoryEntry};
-
-    fn t(s: u64) -> SystemTime {
-        // 2027-01-15T08:00:00Z and on.
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
-    }
-
-    fn change(at: u64, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
-        HistoryEntry {
-            at: Some(t(at)),
-            revision: None,
-            from: from.map(str::to_string),
-            to: to.map(str::to_string),
-            cause,
-            by: None,
-        }
-    }
+    use crate::model::Cause;
+    use crate::model::timeline::fixtures::{change, t};
 
     #[test]
     fn the_table_has_a_line_per_tenure_and_gap_then_the_summary() {

@@ -138,27 +138,11 @@ fn mid(a: SystemTime, b: SystemTime) -> SystemTime {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
     use crate::app::timeline::strip;
+    use crate::model::timeline::fixtures::{change, t};
     use crate::model::timeline::timeline;
     use crate::model::{Cause, HistoryEntry};
-
-    fn t(s: u64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
-    }
-
-    fn change(at: u64, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
-        HistoryEntry {
-            at: Some(t(at)),
-            revision: None,
-            from: from.map(str::to_string),
-            to: to.map(str::to_string),
-            cause,
-            by: None,
-        }
-    }
 
     fn text(s: &Strip) -> String {
         s.cells

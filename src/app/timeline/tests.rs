@@ -1,23 +1,8 @@
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use super::*;
 use crate::model::Cause;
-
-/// `s` seconds after a fixed origin.
-fn t(s: u64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
-}
-
-fn change(at: u64, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
-    HistoryEntry {
-        at: Some(t(at)),
-        revision: None,
-        from: from.map(str::to_string),
-        to: to.map(str::to_string),
-        cause,
-        by: None,
-    }
-}
+use crate::model::timeline::fixtures::{change, t};
 
 /// The cells as text: a letter per holder (a, b…), `░` gap, `◆` forced, `*` changes,
 /// `┄` stale, space unknown.

@@ -1,22 +1,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::*;
-
-/// `s` seconds after a fixed origin.
-fn t(s: u64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
-}
-
-fn change(at: u64, from: Option<&str>, to: Option<&str>, cause: Cause) -> HistoryEntry {
-    HistoryEntry {
-        at: Some(t(at)),
-        revision: None,
-        from: from.map(str::to_string),
-        to: to.map(str::to_string),
-        cause,
-        by: None,
-    }
-}
+use crate::model::timeline::fixtures::{change, t};
 
 fn tenures(tl: &Timeline) -> Vec<(&str, u64, u64)> {
     let secs = |x: SystemTime| x.duration_since(t(0)).expect("after").as_secs();
