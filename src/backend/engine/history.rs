@@ -33,9 +33,10 @@ fn bound(history_limit: usize) -> Bound {
     Bound::changes(history_limit.max(KEPT_AT_LEAST))
 }
 
-/// The changes recorded so far (bounded), oldest first.
-pub(crate) fn load(path: &Path, history_limit: usize) -> Vec<Recorded> {
-    journal::load(path, bound(history_limit))
+/// The changes recorded so far (bounded), oldest first: of the elections named in `only`
+/// (a command asking for those alone), of all when it is empty.
+pub(crate) fn load(path: &Path, history_limit: usize, only: &[String]) -> Vec<Recorded> {
+    journal::load_elections(path, bound(history_limit), only)
         .into_iter()
         .filter_map(|e| match e {
             Entry::Change { election, entry } => Some((election, entry)),
@@ -45,17 +46,24 @@ pub(crate) fn load(path: &Path, history_limit: usize) -> Vec<Recorded> {
 }
 
 /// The source named `source_name`'s journal at its default path, if there is one: the changes
-/// recorded so far by election (oldest first), and the writer for this run.
+/// recorded so far by election (oldest first), and the writer for this run. With `only`
+/// (a command reading those elections alone, `history ELECTION`) only theirs are read, and
+/// there is no writer: the elections not read back have no past, so what this run sees of
+/// them is no change to record, and the journal is not read a second time for the turn.
 pub(crate) fn open(
     source_name: &str,
     history_limit: usize,
+    only: &[String],
 ) -> (BTreeMap<String, Vec<HistoryEntry>>, Option<Writer>) {
     let Some(path) = default_path(source_name) else {
         return (BTreeMap::new(), None);
     };
     let mut past: BTreeMap<String, Vec<HistoryEntry>> = BTreeMap::new();
-    for (name, entry) in load(&path, history_limit) {
+    for (name, entry) in load(&path, history_limit, only) {
         past.entry(name).or_default().push(entry);
+    }
+    if !only.is_empty() {
+        return (past, None);
     }
     let (w, writing) = Writer::open(&path, history_limit);
     match writing {
@@ -139,12 +147,12 @@ mod tests {
         other
             .append(&[("jobs".into(), entry("x"))])
             .expect("not written");
-        assert_eq!(load(&path, 8), vec![("jobs".to_string(), entry("b"))]);
+        assert_eq!(load(&path, 8, &[]), vec![("jobs".to_string(), entry("b"))]);
         drop(w);
         other
             .append(&[("jobs".into(), entry("c"))])
             .expect("takes over");
-        let to: Vec<_> = load(&path, 8).into_iter().map(|(_, h)| h.to).collect();
+        let to: Vec<_> = load(&path, 8, &[]).into_iter().map(|(_, h)| h.to).collect();
         assert_eq!(to, [Some("b".into()), Some("c".into())]);
     }
 

@@ -38,9 +38,9 @@ use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Cause, HistoryEntry};
 
 pub(crate) use batch::Batched;
-pub(crate) use keep::{Bound, Keep, compact, set_keep};
+pub(crate) use keep::{Bound, Keep, bounded, compact, set_keep};
 pub(crate) use read::take_warnings;
-pub(crate) use read::{load, read};
+pub(crate) use read::{load, load_elections, read};
 
 /// The format written; lines of any other version are skipped.
 pub(crate) const VERSION: u32 = 1;

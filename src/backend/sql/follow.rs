@@ -30,7 +30,13 @@ fn book(b: &SqlBackend) -> (SqlTracker, Option<history::Writer>) {
     // A source whose table is not found yet has no history of its own.
     if let Some(path) = b.history_path.as_ref().filter(|_| b.unresolved.is_none()) {
         tracker.audited(crate::backend::forced::audited_actions(&b.info.name));
-        tracker.preload(history::load(path, b.opts.history_limit));
+        let only = b.opts.only_elections(&b.info.short);
+        tracker.preload(history::load(path, b.opts.history_limit, &only));
+        // Asked for some elections alone (`history ELECTION`): the others have no past
+        // read back, so nothing seen of them is a change to record (see `history::open`).
+        if !only.is_empty() {
+            return (tracker, None);
+        }
         let (w, writing) = history::Writer::open(path, b.opts.history_limit);
         match writing {
             Ok(true) => {}
