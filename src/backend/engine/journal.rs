@@ -248,6 +248,12 @@ pub(crate) struct Journal {
     oldest: Option<SystemTime>,
     /// Writes of appended records so far (one per flush).
     writes: u64,
+    /// Whether the records read when taking the turn are kept for
+    /// [`Journal::take_read_back`] (only the first turn's, and only for a run that asks).
+    keep_read_back: bool,
+    /// The records the file held once this run took its turn, until taken: the run starts
+    /// from them without reading the file a second time.
+    read_back: Option<Vec<Entry>>,
 }
 
 impl Journal {
@@ -265,7 +271,16 @@ impl Journal {
             seen: false,
             oldest: None,
             writes: 0,
+            keep_read_back: false,
+            read_back: None,
         }
+    }
+
+    /// This journal keeps the records it reads when it first takes its turn, for
+    /// [`Journal::take_read_back`].
+    pub(crate) fn reading_back(mut self) -> Journal {
+        self.keep_read_back = true;
+        self
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -344,12 +359,17 @@ impl Journal {
         entries.extend(self.preface.iter().cloned());
         self.note(&entries);
         if !clean || n > self.threshold() || total > self.bound.keep.max_bytes || self.aged() {
-            self.rewrite(compact(entries, self.bound))?;
+            let kept = compact(entries, self.bound);
+            self.rewrite(&kept)?;
+            self.read_back = self.keep_read_back.then_some(kept);
             entries = Vec::new();
         } else {
-            entries.drain(..n);
+            let preface = entries.split_off(n);
+            let read = std::mem::replace(&mut entries, preface);
+            self.read_back = self.keep_read_back.then_some(read);
             (self.lines, self.bytes) = (n, total);
         }
+        self.keep_read_back = false;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -378,6 +398,12 @@ impl Journal {
             ),
         );
         Ok(())
+    }
+
+    /// The records the file held when this run took its turn (none if it has not, or they
+    /// were taken): what a run reading the journal at its start would read.
+    pub(crate) fn take_read_back(&mut self) -> Option<Vec<Entry>> {
+        self.read_back.take()
     }
 
     /// Queues `entries` if this run records the source (taking the turn if it is free);
@@ -413,7 +439,7 @@ impl Journal {
         if self.lines > self.threshold() || self.bytes > self.bound.keep.max_bytes || self.aged() {
             let now = read::read_file(&self.path)?;
             self.note(&now.entries);
-            self.rewrite(compact(now.entries, self.bound))?;
+            self.rewrite(&compact(now.entries, self.bound))?;
             let file = OpenOptions::new().append(true).open(&self.path)?;
             if let Some(t) = self.turn.as_mut() {
                 t.file = file;
@@ -456,7 +482,7 @@ impl Journal {
     }
 
     /// Replaces the file by `entries` through a synced temp file renamed over it.
-    fn rewrite(&mut self, entries: Vec<Entry>) -> std::io::Result<()> {
+    fn rewrite(&mut self, entries: &[Entry]) -> std::io::Result<()> {
         let tmp = beside(&self.path, ".tmp");
         let text: String = entries.iter().map(|e| encode(e) + "\n").collect();
         let mut f = File::create(&tmp)?;
