@@ -9,8 +9,12 @@
 //!   the history each election keeps: the dashboard's default bound (200 changes) and a
 //!   whole day (`--history-limit 1440`);
 //! - `electop history ELECTION --json --since 24h`, the release binary run on a SQLite table
-//!   of 10,000 rows and its history journal as the writer bounds it (200 to 400 changes per
-//!   election: it rewrites past twice its bound), and the journal's size on disk.
+//!   of 10,000 rows and its history journal as the writer bounds it by count (200 to 400
+//!   changes per election: it rewrites past twice its bound), the journal's size on disk
+//!   and the time `cat` takes to read it; `electop status --json` on the same journal (it
+//!   reads every election's history back, as the dashboard's start does: its first run
+//!   rewrites the journal to its size bound); both with an empty journal for the floor.
+//!   Wall and CPU time of each run.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
@@ -384,24 +388,28 @@ mod journal {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
             .expect("the journal");
+        let history = [
+            "history",
+            &format!("e{:05}", n / 2),
+            "--json",
+            "--since",
+            "24h",
+            "--timeout",
+            "120s",
+        ];
+        let status = ["status", "--json", "--timeout", "120s"];
+        // What the commands cost with nothing in the journal: the floor under any reading.
+        for (what, args) in [("history ELECTION", &history[..]), ("status", &status[..])] {
+            let times: Vec<_> = (0..rounds).map(|_| electop(home.path(), args).0).collect();
+            println!("`{what}` with an empty journal: {}", each(&times));
+        }
         for kept in [200, 400] {
             let bytes = write(&path, n, kept, SystemTime::now());
             let floor = cat(&path);
             let mut times = Vec::new();
             let mut shown = 0;
             for _ in 0..rounds {
-                let (took, out) = electop(
-                    home.path(),
-                    &[
-                        "history",
-                        &format!("e{:05}", n / 2),
-                        "--json",
-                        "--since",
-                        "24h",
-                        "--timeout",
-                        "120s",
-                    ],
-                );
+                let (took, out) = electop(home.path(), &history);
                 assert!(
                     out.status.success(),
                     "{}",
@@ -430,7 +438,7 @@ mod journal {
             write(&path, n, kept, SystemTime::now());
             let mut times = Vec::new();
             for _ in 0..rounds {
-                let (took, out) = electop(home.path(), &["status", "--json", "--timeout", "120s"]);
+                let (took, out) = electop(home.path(), &status);
                 assert!(
                     out.status.success(),
                     "{}",
@@ -443,6 +451,13 @@ mod journal {
                 "  `status --json` from that journal: {}; the journal then {:.1} MiB",
                 each(&times),
                 after as f64 / 1048576.0,
+            );
+            let floor = cat(&path);
+            let times: Vec<_> = (0..rounds).map(|_| electop(home.path(), &history).0).collect();
+            println!(
+                "  `history ELECTION` from the journal so rewritten: {} (cat {})",
+                each(&times),
+                ms(floor)
             );
         }
     }
