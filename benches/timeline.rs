@@ -291,10 +291,7 @@ mod journal {
             .args(args)
             .output()
             .expect("run electop");
-        (
-            (t0.elapsed(), children_cpu().saturating_sub(c0)),
-            out,
-        )
+        ((t0.elapsed(), children_cpu().saturating_sub(c0)), out)
     }
 
     /// Reading the file whole and dropping it (`cat FILE > /dev/null`): the floor of any
@@ -453,7 +450,9 @@ mod journal {
                 after as f64 / 1048576.0,
             );
             let floor = cat(&path);
-            let times: Vec<_> = (0..rounds).map(|_| electop(home.path(), &history).0).collect();
+            let times: Vec<_> = (0..rounds)
+                .map(|_| electop(home.path(), &history).0)
+                .collect();
             println!(
                 "  `history ELECTION` from the journal so rewritten: {} (cat {})",
                 each(&times),

@@ -98,13 +98,7 @@ type ChangeKey<'a> = (
 
 fn key<'a>(election: &'a str, e: &'a HistoryEntry) -> ChangeKey<'a> {
     let at = if e.revision.is_some() { None } else { e.at };
-    (
-        election,
-        e.revision,
-        at,
-        e.from.as_deref(),
-        e.to.as_deref(),
-    )
+    (election, e.revision, at, e.from.as_deref(), e.to.as_deref())
 }
 
 /// Each change once: an admin action learnt after the change relabels it (a later line).
