@@ -9,8 +9,12 @@
 //!   the history each election keeps: the dashboard's default bound (200 changes) and a
 //!   whole day (`--history-limit 1440`);
 //! - `electop history ELECTION --json --since 24h`, the release binary run on a SQLite table
-//!   of 10,000 rows and its history journal as the writer bounds it (200 to 400 changes per
-//!   election: it rewrites past twice its bound), and the journal's size on disk.
+//!   of 10,000 rows and its history journal as the writer bounds it by count (200 to 400
+//!   changes per election: it rewrites past twice its bound), the journal's size on disk
+//!   and the time `cat` takes to read it; `electop status --json` on the same journal (it
+//!   reads every election's history back, as the dashboard's start does: its first run
+//!   rewrites the journal to its size bound); both with an empty journal for the floor.
+//!   Wall and CPU time of each run.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
@@ -266,9 +270,20 @@ mod journal {
         PathBuf::from(env!("CARGO_BIN_EXE_electop"))
     }
 
-    fn electop(home: &Path, args: &[&str]) -> (Duration, std::process::Output) {
+    /// The CPU time (user and system) of the children waited for so far.
+    fn children_cpu() -> Duration {
+        // SAFETY: a zeroed rusage is a valid value for the call to fill.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `u` is a valid rusage for the call to fill.
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        tv(u.ru_utime) + tv(u.ru_stime)
+    }
+
+    /// One run of the binary: its wall time, its CPU time, and its output.
+    fn electop(home: &Path, args: &[&str]) -> ((Duration, Duration), std::process::Output) {
         let db = format!("sqlite://{}", home.join("elections.db").display());
-        let t0 = Instant::now();
+        let (t0, c0) = (Instant::now(), children_cpu());
         let out = Command::new(bin())
             .env("XDG_DATA_HOME", home.join("data"))
             .env("XDG_CONFIG_HOME", home.join("config"))
@@ -276,7 +291,30 @@ mod journal {
             .args(args)
             .output()
             .expect("run electop");
-        (t0.elapsed(), out)
+        ((t0.elapsed(), children_cpu().saturating_sub(c0)), out)
+    }
+
+    /// Reading the file whole and dropping it (`cat FILE > /dev/null`): the floor of any
+    /// reader of the whole journal.
+    fn cat(path: &Path) -> Duration {
+        let t0 = Instant::now();
+        let ok = Command::new("sh")
+            .arg("-c")
+            .arg("cat \"$0\" > /dev/null")
+            .arg(path)
+            .status()
+            .expect("cat");
+        assert!(ok.success());
+        t0.elapsed()
+    }
+
+    /// Every run's wall (CPU) time, in order, and the journal's size after the last.
+    fn each(times: &[(Duration, Duration)]) -> String {
+        let runs: Vec<String> = times
+            .iter()
+            .map(|(w, c)| format!("{} ({} CPU)", ms(*w), ms(*c)))
+            .collect();
+        runs.join(", ")
     }
 
     /// A SQLite table of `n` elections, each led by its last holder.
@@ -333,11 +371,9 @@ mod journal {
     pub(super) fn run(n: usize, rounds: usize) {
         let home = tempfile::tempdir().expect("a temp dir");
         table(home.path(), n);
-        // A first run makes the journal's file; its path is the one file in the directory.
-        let (_, out) = electop(
-            home.path(),
-            &["history", "e00000", "--json", "--timeout", "60s"],
-        );
+        // A first run makes the journal's file (`status`: `history ELECTION` only reads it);
+        // its path is the one file in the directory.
+        let (_, out) = electop(home.path(), &["status", "--json", "--timeout", "60s"]);
         assert!(
             out.status.success(),
             "{}",
@@ -349,23 +385,28 @@ mod journal {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
             .expect("the journal");
+        let history = [
+            "history",
+            &format!("e{:05}", n / 2),
+            "--json",
+            "--since",
+            "24h",
+            "--timeout",
+            "120s",
+        ];
+        let status = ["status", "--json", "--timeout", "120s"];
+        // What the commands cost with nothing in the journal: the floor under any reading.
+        for (what, args) in [("history ELECTION", &history[..]), ("status", &status[..])] {
+            let times: Vec<_> = (0..rounds).map(|_| electop(home.path(), args).0).collect();
+            println!("`{what}` with an empty journal: {}", each(&times));
+        }
         for kept in [200, 400] {
             let bytes = write(&path, n, kept, SystemTime::now());
+            let floor = cat(&path);
             let mut times = Vec::new();
             let mut shown = 0;
             for _ in 0..rounds {
-                let (took, out) = electop(
-                    home.path(),
-                    &[
-                        "history",
-                        &format!("e{:05}", n / 2),
-                        "--json",
-                        "--since",
-                        "24h",
-                        "--timeout",
-                        "120s",
-                    ],
-                );
+                let (took, out) = electop(home.path(), &history);
                 assert!(
                     out.status.success(),
                     "{}",
@@ -378,14 +419,44 @@ mod journal {
                     .map_or(0, Vec::len);
                 times.push(took);
             }
-            let (med, max) = spread(times);
+            let after = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             println!(
-                "journal of {n} elections x {kept} changes: {:.1} MiB ({} B a change); \
-                 `history ELECTION --json --since 24h`: median {}, max {} ({shown} segments)",
+                "journal of {n} elections x {kept} changes: {:.1} MiB ({} B a change), \
+                 cat > /dev/null {}; `history ELECTION --json --since 24h` ({shown} segments): \
+                 {}; the journal then {:.1} MiB",
                 bytes as f64 / 1048576.0,
                 bytes / (n * kept) as u64,
-                ms(med),
-                ms(max)
+                ms(floor),
+                each(&times),
+                after as f64 / 1048576.0,
+            );
+            // `status` reads every election's history back, as the dashboard's start does;
+            // its first run takes the writer's turn, and rewrites a journal past its bound.
+            write(&path, n, kept, SystemTime::now());
+            let mut times = Vec::new();
+            for _ in 0..rounds {
+                let (took, out) = electop(home.path(), &status);
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                times.push(took);
+            }
+            let after = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            println!(
+                "  `status --json` from that journal: {}; the journal then {:.1} MiB",
+                each(&times),
+                after as f64 / 1048576.0,
+            );
+            let floor = cat(&path);
+            let times: Vec<_> = (0..rounds)
+                .map(|_| electop(home.path(), &history).0)
+                .collect();
+            println!(
+                "  `history ELECTION` from the journal so rewritten: {} (cat {})",
+                each(&times),
+                ms(floor)
             );
         }
     }

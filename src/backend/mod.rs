@@ -100,6 +100,26 @@ pub struct BackendOptions {
     /// the state is left to the operating system at exit instead of being freed piece by
     /// piece, which at 100,000 elections cost about a tenth of `status`'s CPU.
     pub one_shot: bool,
+    /// The one election a command asks for (`history ELECTION`, maybe `short/name`): the
+    /// history journals are read for it alone, and not written (see
+    /// [`BackendOptions::only_elections`]). None: every election.
+    pub only: Option<String>,
+}
+
+impl BackendOptions {
+    /// The election names a source whose short name is `short` reads back from its journal:
+    /// none (every election) unless [`BackendOptions::only`] is set; then the name asked
+    /// for, and its part after `short/` when it is qualified by this source.
+    pub(crate) fn only_elections(&self, short: &str) -> Vec<String> {
+        let Some(wanted) = &self.only else {
+            return Vec::new();
+        };
+        let mut names = vec![wanted.clone()];
+        if let Some(name) = wanted.strip_prefix(short).and_then(|r| r.strip_prefix('/')) {
+            names.push(name.to_string());
+        }
+        names
+    }
 }
 
 impl Default for BackendOptions {
@@ -111,6 +131,7 @@ impl Default for BackendOptions {
             request_timeout: Duration::from_secs(5),
             retention: Duration::from_secs(600),
             one_shot: false,
+            only: None,
         }
     }
 }

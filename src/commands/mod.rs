@@ -201,6 +201,8 @@ async fn on_sources(
             opts.history_limit = opts
                 .history_limit
                 .max(crate::backend::engine::journal::KEPT_AT_LEAST);
+            // One election asked for: its journal lines alone are read back.
+            opts.only = election.clone();
             let ask = history::Ask {
                 election,
                 since,

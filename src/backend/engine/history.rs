@@ -33,9 +33,14 @@ fn bound(history_limit: usize) -> Bound {
     Bound::changes(history_limit.max(KEPT_AT_LEAST))
 }
 
-/// The changes recorded so far (bounded), oldest first.
-pub(crate) fn load(path: &Path, history_limit: usize) -> Vec<Recorded> {
-    journal::load(path, bound(history_limit))
+/// The changes recorded so far (bounded), oldest first: of the elections named in `only`
+/// (a command asking for those alone), of all when it is empty.
+pub(crate) fn load(path: &Path, history_limit: usize, only: &[String]) -> Vec<Recorded> {
+    changes(journal::load_elections(path, bound(history_limit), only))
+}
+
+fn changes(entries: Vec<Entry>) -> Vec<Recorded> {
+    entries
         .into_iter()
         .filter_map(|e| match e {
             Entry::Change { election, entry } => Some((election, entry)),
@@ -45,25 +50,30 @@ pub(crate) fn load(path: &Path, history_limit: usize) -> Vec<Recorded> {
 }
 
 /// The source named `source_name`'s journal at its default path, if there is one: the changes
-/// recorded so far by election (oldest first), and the writer for this run.
+/// recorded so far by election (oldest first), and the writer for this run. With `only`
+/// (a command reading those elections alone, `history ELECTION`) only theirs are read, and
+/// there is no writer: the elections not read back have no past, so what this run sees of
+/// them is no change to record, and the journal is not read a second time for the turn.
 pub(crate) fn open(
     source_name: &str,
     history_limit: usize,
+    only: &[String],
 ) -> (BTreeMap<String, Vec<HistoryEntry>>, Option<Writer>) {
     let Some(path) = default_path(source_name) else {
         return (BTreeMap::new(), None);
     };
     let mut past: BTreeMap<String, Vec<HistoryEntry>> = BTreeMap::new();
-    for (name, entry) in load(&path, history_limit) {
+    let (recorded, w) = match only.is_empty() {
+        true => {
+            let (w, recorded) = Writer::open_reading(&path, history_limit);
+            (recorded, Some(w))
+        }
+        false => (load(&path, history_limit, only), None),
+    };
+    for (name, entry) in recorded {
         past.entry(name).or_default().push(entry);
     }
-    let (w, writing) = Writer::open(&path, history_limit);
-    match writing {
-        Ok(true) => {}
-        Ok(false) => info!(path = %path.display(), "another electop records this source's history"),
-        Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
-    }
-    (past, Some(w))
+    (past, w)
 }
 
 /// The source's journal, written while this run records the source: in batches, at most
@@ -72,10 +82,31 @@ pub(crate) struct Writer(Batched);
 
 impl Writer {
     /// The journal at `path`, and whether this run records it (false: another electop does).
+    #[cfg(test)]
     pub(crate) fn open(path: &Path, history_limit: usize) -> (Writer, std::io::Result<bool>) {
         let j = Batched::new(Journal::new(path.to_path_buf(), bound(history_limit)));
         let writing = j.take_turn();
         (Writer(j), writing)
+    }
+
+    /// The journal at `path`, its writer's turn taken if it is free (said if not), and the
+    /// changes recorded so far (bounded), oldest first: those the turn read, so the file is
+    /// read once at a run's start, or the file read when another electop writes it.
+    pub(crate) fn open_reading(path: &Path, history_limit: usize) -> (Writer, Vec<Recorded>) {
+        let journal = Journal::new(path.to_path_buf(), bound(history_limit)).reading_back();
+        let j = Batched::new(journal);
+        match j.take_turn() {
+            Ok(true) => {}
+            Ok(false) => {
+                info!(path = %path.display(), "another electop records this source's history")
+            }
+            Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
+        }
+        let recorded = match j.take_read_back() {
+            Some(read) => changes(journal::bounded(read, bound(history_limit))),
+            None => load(path, history_limit, &[]),
+        };
+        (Writer(j), recorded)
     }
 
     /// The change an admin action relabelled in `e` (another electop's, learnt from the audit
@@ -139,12 +170,12 @@ mod tests {
         other
             .append(&[("jobs".into(), entry("x"))])
             .expect("not written");
-        assert_eq!(load(&path, 8), vec![("jobs".to_string(), entry("b"))]);
+        assert_eq!(load(&path, 8, &[]), vec![("jobs".to_string(), entry("b"))]);
         drop(w);
         other
             .append(&[("jobs".into(), entry("c"))])
             .expect("takes over");
-        let to: Vec<_> = load(&path, 8).into_iter().map(|(_, h)| h.to).collect();
+        let to: Vec<_> = load(&path, 8, &[]).into_iter().map(|(_, h)| h.to).collect();
         assert_eq!(to, [Some("b".into()), Some("c".into())]);
     }
 

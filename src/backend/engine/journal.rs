@@ -26,7 +26,7 @@ mod batch;
 mod keep;
 mod read;
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,9 +38,9 @@ use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Cause, HistoryEntry};
 
 pub(crate) use batch::Batched;
-pub(crate) use keep::{Bound, Keep, compact, set_keep};
+pub(crate) use keep::{Bound, Keep, bounded, compact, set_keep};
 pub(crate) use read::take_warnings;
-pub(crate) use read::{load, read};
+pub(crate) use read::{load, load_elections, read};
 
 /// The format written; lines of any other version are skipped.
 pub(crate) const VERSION: u32 = 1;
@@ -243,11 +243,18 @@ pub(crate) struct Journal {
     /// times, and its oldest time: what decides when to rewrite.
     lines: usize,
     bytes: u64,
-    elections: BTreeSet<String>,
+    /// (Hashed, foldhash: a start notes every record of the file, 10,000 elections' worth.)
+    elections: HashSet<String, foldhash::fast::RandomState>,
     seen: bool,
     oldest: Option<SystemTime>,
     /// Writes of appended records so far (one per flush).
     writes: u64,
+    /// Whether the records read when taking the turn are kept for
+    /// [`Journal::take_read_back`] (only the first turn's, and only for a run that asks).
+    keep_read_back: bool,
+    /// The records the file held once this run took its turn, until taken: the run starts
+    /// from them without reading the file a second time.
+    read_back: Option<Vec<Entry>>,
 }
 
 impl Journal {
@@ -261,11 +268,20 @@ impl Journal {
             refused: false,
             lines: 0,
             bytes: 0,
-            elections: BTreeSet::new(),
+            elections: HashSet::default(),
             seen: false,
             oldest: None,
             writes: 0,
+            keep_read_back: false,
+            read_back: None,
         }
+    }
+
+    /// This journal keeps the records it reads when it first takes its turn, for
+    /// [`Journal::take_read_back`].
+    pub(crate) fn reading_back(mut self) -> Journal {
+        self.keep_read_back = true;
+        self
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -344,12 +360,17 @@ impl Journal {
         entries.extend(self.preface.iter().cloned());
         self.note(&entries);
         if !clean || n > self.threshold() || total > self.bound.keep.max_bytes || self.aged() {
-            self.rewrite(compact(entries, self.bound))?;
+            let kept = compact(entries, self.bound);
+            self.rewrite(&kept)?;
+            self.read_back = self.keep_read_back.then_some(kept);
             entries = Vec::new();
         } else {
-            entries.drain(..n);
+            let preface = entries.split_off(n);
+            let read = std::mem::replace(&mut entries, preface);
+            self.read_back = self.keep_read_back.then_some(read);
             (self.lines, self.bytes) = (n, total);
         }
+        self.keep_read_back = false;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -378,6 +399,12 @@ impl Journal {
             ),
         );
         Ok(())
+    }
+
+    /// The records the file held when this run took its turn (none if it has not, or they
+    /// were taken): what a run reading the journal at its start would read.
+    pub(crate) fn take_read_back(&mut self) -> Option<Vec<Entry>> {
+        self.read_back.take()
     }
 
     /// Queues `entries` if this run records the source (taking the turn if it is free);
@@ -413,7 +440,7 @@ impl Journal {
         if self.lines > self.threshold() || self.bytes > self.bound.keep.max_bytes || self.aged() {
             let now = read::read_file(&self.path)?;
             self.note(&now.entries);
-            self.rewrite(compact(now.entries, self.bound))?;
+            self.rewrite(&compact(now.entries, self.bound))?;
             let file = OpenOptions::new().append(true).open(&self.path)?;
             if let Some(t) = self.turn.as_mut() {
                 t.file = file;
@@ -456,7 +483,7 @@ impl Journal {
     }
 
     /// Replaces the file by `entries` through a synced temp file renamed over it.
-    fn rewrite(&mut self, entries: Vec<Entry>) -> std::io::Result<()> {
+    fn rewrite(&mut self, entries: &[Entry]) -> std::io::Result<()> {
         let tmp = beside(&self.path, ".tmp");
         let text: String = entries.iter().map(|e| encode(e) + "\n").collect();
         let mut f = File::create(&tmp)?;

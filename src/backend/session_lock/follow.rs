@@ -26,7 +26,11 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "this user".into());
-    let (past, journal) = history::open(&b.info.name, b.opts.history_limit);
+    let (past, journal) = history::open(
+        &b.info.name,
+        b.opts.history_limit,
+        &b.opts.only_elections(&b.info.short),
+    );
     let mut tracker = SessionLockTracker::new(
         b.info.id,
         b.info.name.clone(),

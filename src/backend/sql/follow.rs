@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use sqlx::AnyPool;
 use tokio::time::{Interval, MissedTickBehavior};
-use tracing::{info, warn};
+use tracing::info;
 
 use super::errors::SqlError;
 use super::tracker::{Poll, SqlTracker};
@@ -30,15 +30,15 @@ fn book(b: &SqlBackend) -> (SqlTracker, Option<history::Writer>) {
     // A source whose table is not found yet has no history of its own.
     if let Some(path) = b.history_path.as_ref().filter(|_| b.unresolved.is_none()) {
         tracker.audited(crate::backend::forced::audited_actions(&b.info.name));
-        tracker.preload(history::load(path, b.opts.history_limit));
-        let (w, writing) = history::Writer::open(path, b.opts.history_limit);
-        match writing {
-            Ok(true) => {}
-            Ok(false) => {
-                info!(path = %path.display(), "another electop records this source's history")
-            }
-            Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
+        let only = b.opts.only_elections(&b.info.short);
+        // Asked for some elections alone (`history ELECTION`): the others have no past
+        // read back, so nothing seen of them is a change to record (see `history::open`).
+        if !only.is_empty() {
+            tracker.preload(history::load(path, b.opts.history_limit, &only));
+            return (tracker, None);
         }
+        let (w, recorded) = history::Writer::open_reading(path, b.opts.history_limit);
+        tracker.preload(recorded);
         writer = Some(w);
     }
     (tracker, writer)

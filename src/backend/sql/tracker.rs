@@ -109,7 +109,9 @@ impl SqlTracker {
 
     /// History read back from disk, oldest first.
     pub(crate) fn preload(&mut self, entries: Vec<Recorded>) {
-        let mut by_name: BTreeMap<String, Vec<HistoryEntry>> = BTreeMap::new();
+        // Hashed (foldhash): a start groups every change of the journal, millions of them.
+        let mut by_name: HashMap<String, Vec<HistoryEntry>, foldhash::fast::RandomState> =
+            HashMap::default();
         for (name, entry) in entries {
             by_name.entry(name).or_default().push(entry);
         }

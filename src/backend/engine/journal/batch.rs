@@ -59,6 +59,11 @@ impl Batched {
         self.lock().journal.take_turn()
     }
 
+    /// See [`Journal::take_read_back`].
+    pub(crate) fn take_read_back(&self) -> Option<Vec<Entry>> {
+        self.lock().journal.take_read_back()
+    }
+
     /// See [`Journal::preface`]; written within [`FLUSH_AFTER`] if this run writes.
     pub(crate) fn preface(&self, e: Entry) -> std::io::Result<()> {
         let mut g = self.lock();

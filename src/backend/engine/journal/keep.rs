@@ -3,7 +3,8 @@
 //! (time), and no more bytes than half the size bound (so a rewrite comes once per many
 //! appends, not at each one).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry::{Occupied, Vacant};
 use std::sync::RwLock;
 use std::time::{Duration, SystemTime};
 
@@ -85,53 +86,63 @@ impl Bound {
 }
 
 /// A change's identity: its election, the leaders before and after, and its revision where
-/// the store has one (else its time: a flip back and forth is several changes).
-type ChangeKey = (
-    String,
+/// the store has one (else its time: a flip back and forth is several changes). Borrowed
+/// from the records: a journal of millions of changes is not copied to be deduplicated.
+type ChangeKey<'a> = (
+    &'a str,
     Option<i64>,
     Option<SystemTime>,
-    Option<String>,
-    Option<String>,
+    Option<&'a str>,
+    Option<&'a str>,
 );
 
-fn key(election: &str, e: &HistoryEntry) -> ChangeKey {
+fn key<'a>(election: &'a str, e: &'a HistoryEntry) -> ChangeKey<'a> {
     let at = if e.revision.is_some() { None } else { e.at };
-    (
-        election.into(),
-        e.revision,
-        at,
-        e.from.clone(),
-        e.to.clone(),
-    )
+    (election, e.revision, at, e.from.as_deref(), e.to.as_deref())
 }
 
 /// Each change once: an admin action learnt after the change relabels it (a later line).
 /// The first line's time is kept, with the last cause that is not `unknown` and the last
 /// author.
-fn dedupe(entries: Vec<Entry>) -> Vec<Entry> {
-    let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
-    let mut seen: HashMap<ChangeKey, usize> = HashMap::new();
-    for r in entries {
-        let Entry::Change { election, entry } = &r else {
-            out.push(r);
-            continue;
-        };
-        let k = key(election, entry);
-        if let Some(&i) = seen.get(&k) {
-            if let Entry::Change { entry: kept, .. } = &mut out[i] {
-                if entry.cause != Cause::Unknown {
-                    kept.cause = entry.cause;
+fn dedupe(mut entries: Vec<Entry>) -> Vec<Entry> {
+    // For each later line of a change, the index of its first.
+    let mut first_of: Vec<Option<usize>> = vec![None; entries.len()];
+    let mut first: HashMap<ChangeKey<'_>, usize, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(entries.len(), Default::default());
+    for (i, r) in entries.iter().enumerate() {
+        if let Entry::Change { election, entry } = r {
+            first_of[i] = match first.entry(key(election, entry)) {
+                Occupied(f) => Some(*f.get()),
+                Vacant(v) => {
+                    v.insert(i);
+                    None
                 }
-                if entry.by.is_some() {
-                    kept.by = entry.by.clone();
-                }
-            }
-        } else {
-            seen.insert(k, out.len());
-            out.push(r);
+            };
         }
     }
-    out
+    drop(first);
+    if first_of.iter().all(Option::is_none) {
+        return entries;
+    }
+    for (i, f) in first_of.iter().enumerate() {
+        let (Some(f), Entry::Change { entry, .. }) = (f, &entries[i]) else {
+            continue;
+        };
+        let (cause, by) = (entry.cause, entry.by.clone());
+        if let Entry::Change { entry: kept, .. } = &mut entries[*f] {
+            if cause != Cause::Unknown {
+                kept.cause = cause;
+            }
+            if by.is_some() {
+                kept.by = by;
+            }
+        }
+    }
+    entries
+        .into_iter()
+        .zip(first_of)
+        .filter_map(|(r, f)| f.is_none().then_some(r))
+        .collect()
 }
 
 /// The journal bounded as of now: see [`compact_at`].
@@ -139,16 +150,28 @@ pub(crate) fn compact(entries: Vec<Entry>, bound: Bound) -> Vec<Entry> {
     compact_at(entries, bound, SystemTime::now())
 }
 
-/// The journal bounded: nothing older than the retention (a change with no time stays),
-/// the newest `per_election` changes of each election, the newest `seen` revision times,
-/// the run markers no older than the oldest change kept (at most [`RUNS_KEPT`] runs when
-/// that is older still), and of those the newest that fit in half the size bound.
+/// The journal bounded as of now by counts and time, not size: see [`bounded_at`].
+pub(crate) fn bounded(entries: Vec<Entry>, bound: Bound) -> Vec<Entry> {
+    bounded_at(entries, bound, SystemTime::now())
+}
+
+/// The journal bounded ([`bounded_at`]), and of that the newest records that fit in half
+/// the size bound.
 pub(crate) fn compact_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> {
+    fit(bounded_at(entries, bound, now), bound.keep.max_bytes / 2)
+}
+
+/// The journal bounded by counts and time: nothing older than the retention (a change with
+/// no time stays), the newest `per_election` changes of each election, the newest `seen`
+/// revision times, and the run markers no older than the oldest change kept (at most
+/// [`RUNS_KEPT`] runs when that is older still). What it keeps of an election's changes
+/// depends on that election's records alone.
+fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> {
     let mut entries = dedupe(entries);
     if let Some(cutoff) = bound.keep.cutoff(now) {
         entries.retain(|r| r.at().is_none_or(|at| at >= cutoff));
     }
-    let mut left: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut left: HashMap<&str, usize, foldhash::fast::RandomState> = HashMap::default();
     let mut seen_left = bound.seen;
     let mut keep = vec![false; entries.len()];
     for (i, r) in entries.iter().enumerate().rev() {
@@ -181,12 +204,11 @@ pub(crate) fn compact_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> 
             _ => {}
         }
     }
-    let kept: Vec<Entry> = entries
+    entries
         .into_iter()
         .zip(keep)
         .filter_map(|(r, k)| k.then_some(r))
-        .collect();
-    fit(kept, bound.keep.max_bytes / 2)
+        .collect()
 }
 
 /// Most bytes one record's line can take but for its names: the fixed keys, a time, a

@@ -2,12 +2,14 @@
 //! file (in the log, and on stderr for `status` and `history`, which drain
 //! [`take_warnings`]), never a failure, and the records around it kept.
 
+use std::io::Read as _;
 use std::path::Path;
 use std::sync::Mutex;
 
+use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::{Bound, Entry, VERSION, compact, decode};
+use super::{Bound, Entry, VERSION, bounded, decode};
 
 /// A file read back.
 #[derive(Debug, Default)]
@@ -59,40 +61,130 @@ struct Versioned {
 
 /// The file at `path`; a missing file is an empty journal.
 pub(crate) fn read_file(path: &Path) -> std::io::Result<Read> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    scan(path, &[])
+}
+
+/// The file at `path` as [`read_file`] gives it, but only the changes of the elections
+/// named in `only` (all when empty) and the lines that might be one of theirs: a line that
+/// does not hold one of the names as a JSON string (`"jobs"`, as serde writes it) is
+/// skipped before it is decoded, so a journal of 10,000 elections costs one election a
+/// search of its bytes, not 10,000 elections' decoding. Such a read's `foreign` and `later`
+/// count only the lines looked at, and its records are only changes.
+pub(crate) fn read_elections(path: &Path, only: &[String]) -> std::io::Result<Read> {
+    scan(path, only)
+}
+
+/// Streams the file (a buffer reused, never the whole file held: at 10,000 elections the
+/// journal is hundreds of megabytes). Every line is decoded, or with `only` just the lines
+/// holding one of its names, found by a search of the buffer's bytes.
+fn scan(path: &Path, only: &[String]) -> std::io::Result<Read> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Read::default()),
         Err(e) => return Err(e),
     };
-    let text = String::from_utf8_lossy(&bytes);
-    let mut r = Read {
-        bytes: bytes.len() as u64,
-        unterminated: !text.is_empty() && !text.ends_with('\n'),
-        ..Read::default()
-    };
-    let count = text.lines().count();
-    for (i, line) in text.lines().enumerate() {
-        if let Some(e) = decode(line) {
-            r.entries.push(e);
-            continue;
+    let needles: Vec<Vec<u8>> = only
+        .iter()
+        .map(|n| serde_json::to_vec(n).unwrap_or_default())
+        .collect();
+    let finders: Vec<Finder<'_>> = needles.iter().map(Finder::new).collect();
+    let mut r = Read::default();
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
+    loop {
+        let kept = buf.len();
+        buf.resize(kept + CHUNK, 0);
+        let n = read_some(&mut file, &mut buf[kept..])?;
+        buf.truncate(kept + n);
+        r.bytes += n as u64;
+        if n == 0 {
+            // What is left has no newline: a torn last line.
+            r.unterminated = !buf.is_empty();
+            lines(&mut r, &buf, true, only, &finders);
+            return Ok(r);
         }
-        let torn = r.unterminated && i + 1 == count;
-        match serde_json::from_str::<Versioned>(line) {
-            Ok(l) if l.v > VERSION => {
-                let (v, n) = r.later.unwrap_or((l.v, 0));
-                r.later = Some((v.max(l.v), n + 1));
-            }
-            _ if torn => {}
-            _ => r.foreign += 1,
+        let Some(end) = memchr::memrchr(b'\n', &buf) else {
+            continue;
+        };
+        lines(&mut r, &buf[..=end], false, only, &finders);
+        buf.drain(..=end);
+    }
+}
+
+/// Bytes read at a time.
+const CHUNK: usize = 1 << 20;
+
+/// `read`, again when interrupted.
+fn read_some(file: &mut std::fs::File, into: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match file.read(into) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            r => return r,
         }
     }
-    Ok(r)
+}
+
+/// The lines of `text` (whole lines, or the file's torn last one) into `r`: each of them,
+/// or with `finders` those holding one of the names, found by searching `text` at once
+/// (a search per line costs more than the search's own work on lines this short).
+fn lines(r: &mut Read, text: &[u8], torn: bool, only: &[String], finders: &[Finder<'_>]) {
+    if finders.is_empty() {
+        for line in text.split_inclusive(|b| *b == b'\n') {
+            take(r, trim(line), torn, only);
+        }
+        return;
+    }
+    let mut hits: Vec<(usize, usize)> = finders
+        .iter()
+        .flat_map(|f| f.find_iter(text))
+        .map(|at| {
+            let start = memchr::memrchr(b'\n', &text[..at]).map_or(0, |i| i + 1);
+            let end = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |i| at + i);
+            (start, end)
+        })
+        .collect();
+    hits.sort_unstable();
+    hits.dedup();
+    for (start, end) in hits {
+        take(r, trim(&text[start..end]), torn, only);
+    }
+}
+
+/// A line without its end (`\n` or `\r\n`).
+fn trim(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// One line into `r`: its record (when it is one, and of an election of `only`), or counted
+/// as a later version's or no record at all.
+fn take(r: &mut Read, line: &[u8], torn: bool, only: &[String]) {
+    let line = String::from_utf8_lossy(line);
+    if let Some(e) = decode(&line) {
+        let wanted = only.is_empty()
+            || matches!(&e, Entry::Change { election, .. } if only.contains(election));
+        if wanted {
+            r.entries.push(e);
+        }
+        return;
+    }
+    match serde_json::from_str::<Versioned>(&line) {
+        Ok(l) if l.v > VERSION => {
+            let (v, n) = r.later.unwrap_or((l.v, 0));
+            r.later = Some((v.max(l.v), n + 1));
+        }
+        _ if torn => {}
+        _ => r.foreign += 1,
+    }
 }
 
 /// Every record of the file, oldest first, and whether every line was one (and the file
 /// ends a line). A missing file is an empty journal; lines that are no record are said.
 pub(crate) fn read(path: &Path) -> std::io::Result<(Vec<Entry>, bool)> {
-    let r = read_file(path)?;
+    said(path, read_file(path)?)
+}
+
+/// The records of `r` read from `path`, what is wrong with it said.
+fn said(path: &Path, r: Read) -> std::io::Result<(Vec<Entry>, bool)> {
     if let Some(what) = r.damage() {
         warn(
             path,
@@ -103,11 +195,19 @@ pub(crate) fn read(path: &Path) -> std::io::Result<(Vec<Entry>, bool)> {
     Ok((r.entries, clean))
 }
 
-/// The records a run starts from: the file read back and bounded as a rewrite would keep
-/// it. A file that cannot be read is an empty journal (and said).
+/// The records a run starts from: the file read back and bounded by counts and time as a
+/// rewrite keeps it, but not by size (the writer keeps the file within its size bound):
+/// so reading one election's records ([`load_elections`]) gives what reading all of them
+/// gives of it. A file that cannot be read is an empty journal (and said).
 pub(crate) fn load(path: &Path, bound: Bound) -> Vec<Entry> {
-    match read(path) {
-        Ok((entries, _)) => compact(entries, bound),
+    load_elections(path, bound, &[])
+}
+
+/// As [`load`], only the changes of the elections named in `only` (every record when it is
+/// empty): see [`read_elections`].
+pub(crate) fn load_elections(path: &Path, bound: Bound, only: &[String]) -> Vec<Entry> {
+    match read_elections(path, only).and_then(|r| said(path, r)) {
+        Ok((entries, _)) => bounded(entries, bound),
         Err(e) => {
             warn(path, &format!("cannot be read: {e}"));
             Vec::new()

@@ -409,3 +409,72 @@ fn records_past_the_retention_go_when_the_writer_takes_its_turn() {
     assert!(j.take_turn().expect("turn"));
     assert_eq!(lines(&path), [encode(&fresh)]);
 }
+
+/// One election's records read alone (its lines found by their bytes, the rest never
+/// decoded) are what reading every record and bounding them gives of that election: over
+/// reads of more than one buffer, a name that is the prefix of another's, a name that is
+/// another election's leader, a name JSON escapes, a relabelled change and a torn last line.
+#[test]
+fn one_elections_records_read_alone_are_what_reading_all_gives_of_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let mut records = vec![Entry::Watching(t(0))];
+    for i in 0..20_000u64 {
+        let e = format!("e{}", i % 100);
+        records.push(change(&e, i, None, Some("a"), Some("b")));
+    }
+    records.push(change("jobs", 1, Some(3), None, Some("a")));
+    records.push(change("jobs2", 2, Some(4), None, Some("a")));
+    records.push(change("web", 3, Some(5), Some("jobs"), Some("jobs")));
+    records.push(change("a\"b\\c", 4, Some(6), None, Some("x")));
+    let mut relabel = change("jobs", 1, Some(3), None, Some("a"));
+    if let Entry::Change { entry, .. } = &mut relabel {
+        (entry.cause, entry.by) = (Cause::ForcedReelection, Some("ops".into()));
+    }
+    records.push(relabel);
+    let mut text: String = records.iter().map(|e| encode(e) + "\n").collect();
+    text.push_str(&encode(&change("jobs", 9, Some(9), None, Some("torn")))[..20]);
+    assert!(text.len() > 2 << 20, "more than one buffer: {}", text.len());
+    std::fs::write(&path, text).expect("write");
+    let b = bound(3, 10);
+    let all = load(&path, b);
+    for name in ["jobs", "jobs2", "web", "a\"b\\c", "e7", "nobody"] {
+        let alone = load_elections(&path, b, &[name.to_string()]);
+        let of_it: Vec<Entry> = all
+            .iter()
+            .filter(|e| matches!(e, Entry::Change { election, .. } if election == name))
+            .cloned()
+            .collect();
+        assert_eq!(alone, of_it, "{name}");
+    }
+    let jobs = load_elections(&path, b, &["jobs".into()]);
+    assert!(
+        matches!(&jobs[..], [Entry::Change { entry, .. }] if entry.cause == Cause::ForcedReelection),
+        "{jobs:?}"
+    );
+    assert_eq!(load_elections(&path, b, &["e7".into()]).len(), 3);
+    let r = read::read_elections(&path, &["jobs".into()]).expect("read");
+    assert!(r.unterminated && r.foreign == 0, "{r:?}");
+}
+
+/// A run that asks for them gets the records its turn read (no second read of the file),
+/// once; the pending preface is not among them.
+#[test]
+fn the_turn_hands_back_what_it_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let records = [
+        change("jobs", 1, None, None, Some("a")),
+        change("web", 2, None, None, Some("b")),
+    ];
+    let text: String = records.iter().map(|e| encode(e) + "\n").collect();
+    std::fs::write(&path, text).expect("write");
+    let mut j = Journal::new(path.clone(), bound(5, 5)).reading_back();
+    j.preface(Entry::Watching(t(3))).expect("preface");
+    assert!(j.take_turn().expect("turn"));
+    assert_eq!(j.take_read_back(), Some(records.to_vec()));
+    assert_eq!(j.take_read_back(), None);
+    let mut plain = Journal::new(dir.path().join("other.jsonl"), bound(5, 5));
+    assert!(plain.take_turn().expect("turn"));
+    assert_eq!(plain.take_read_back(), None, "kept only when asked for");
+}
