@@ -367,6 +367,27 @@ mod journal {
             .expect("a time")
     }
 
+    /// `rounds` runs of `electop args`, each succeeding: their times, and the last's output.
+    fn succeeding(
+        home: &Path,
+        args: &[&str],
+        rounds: usize,
+    ) -> (Vec<(Duration, Duration)>, std::process::Output) {
+        let mut times = Vec::new();
+        let mut last = None;
+        for _ in 0..rounds.max(1) {
+            let (took, out) = electop(home, args);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            times.push(took);
+            last = Some(out);
+        }
+        (times, last.expect("one run at least"))
+    }
+
     /// `electop history` for one election, timed, from journals as the writer bounds them.
     pub(super) fn run(n: usize, rounds: usize) {
         let home = tempfile::tempdir().expect("a temp dir");
@@ -403,22 +424,12 @@ mod journal {
         for kept in [200, 400] {
             let bytes = write(&path, n, kept, SystemTime::now());
             let floor = cat(&path);
-            let mut times = Vec::new();
-            let mut shown = 0;
-            for _ in 0..rounds {
-                let (took, out) = electop(home.path(), &history);
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                let doc: serde_json::Value =
-                    serde_json::from_slice(&out.stdout).expect("history's JSON");
-                shown = doc["elections"][0]["segments"]
-                    .as_array()
-                    .map_or(0, Vec::len);
-                times.push(took);
-            }
+            let (times, out) = succeeding(home.path(), &history, rounds);
+            let doc: serde_json::Value =
+                serde_json::from_slice(&out.stdout).expect("history's JSON");
+            let shown = doc["elections"][0]["segments"]
+                .as_array()
+                .map_or(0, Vec::len);
             let after = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             println!(
                 "journal of {n} elections x {kept} changes: {:.1} MiB ({} B a change), \
@@ -433,16 +444,7 @@ mod journal {
             // `status` reads every election's history back, as the dashboard's start does;
             // its first run takes the writer's turn, and rewrites a journal past its bound.
             write(&path, n, kept, SystemTime::now());
-            let mut times = Vec::new();
-            for _ in 0..rounds {
-                let (took, out) = electop(home.path(), &status);
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                times.push(took);
-            }
+            let (times, _) = succeeding(home.path(), &status, rounds);
             let after = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             println!(
                 "  `status --json` from that journal: {}; the journal then {:.1} MiB",

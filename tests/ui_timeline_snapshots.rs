@@ -325,31 +325,7 @@ fn marked() -> App {
                 wall: ago(s),
             },
         );
-        let conn = match s {
-            95 => Some(ConnState::Down {
-                error: "connection refused".into(),
-                retry_at: at(s),
-                lasting: false,
-            }),
-            60 => Some(ConnState::Connected),
-            _ => None,
-        };
-        if let Some(state) = conn {
-            app::update(
-                &mut app,
-                Msg::Source(SourceEvent::Conn { source: 0, state }),
-            );
-        }
-        // Source 0 down from its contact 100 s ago to the one 60 s ago; source 1 silent
-        // from 220 s ago to 200 s ago.
-        // Answers every 5 s, as the sources say they will.
-        let every = Duration::from_secs(5);
-        if !(65..=95).contains(&s) {
-            contact_within(&mut app, 0, (at(s), ago(s)), every);
-        }
-        if !(205..=215).contains(&s) {
-            contact_within(&mut app, 1, (at(s), ago(s)), every);
-        }
+        outages(&mut app, s, at(s));
         match s {
             150 => elections(
                 &mut app,
@@ -367,6 +343,31 @@ fn marked() -> App {
     app::update(&mut app, Msg::Action(Action::ToggleTimeline));
     select(&mut app, "jobs");
     app
+}
+
+/// `marked`'s sources at `s` seconds ago (`now`): source 0 down from its contact 100 s ago
+/// to the one 60 s ago; source 1 silent from 220 s ago to 200 s ago; else each answering
+/// every 5 s, as the sources say they will.
+fn outages(app: &mut App, s: u64, now: Instant) {
+    let conn = match s {
+        95 => Some(ConnState::Down {
+            error: "connection refused".into(),
+            retry_at: now,
+            lasting: false,
+        }),
+        60 => Some(ConnState::Connected),
+        _ => None,
+    };
+    if let Some(state) = conn {
+        app::update(app, Msg::Source(SourceEvent::Conn { source: 0, state }));
+    }
+    let every = Duration::from_secs(5);
+    if !(65..=95).contains(&s) {
+        contact_within(app, 0, (now, ago(s)), every);
+    }
+    if !(205..=215).contains(&s) {
+        contact_within(app, 1, (now, ago(s)), every);
+    }
 }
 
 #[test]
