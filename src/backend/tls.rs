@@ -23,6 +23,18 @@ pub(crate) struct Files<'a> {
     pub key: (&'static str, Option<&'a Path>),
 }
 
+impl<'a> Files<'a> {
+    /// The files at `paths` (CA, certificate, key), named by `flags` in messages.
+    pub(crate) fn new(flags: [&'static str; 3], paths: [Option<&'a Path>; 3]) -> Files<'a> {
+        let ([ca, cert, key], [ca_at, cert_at, key_at]) = (flags, paths);
+        Files {
+            ca: (ca, ca_at),
+            cert: (cert, cert_at),
+            key: (key, key_at),
+        }
+    }
+}
+
 /// Whom a server is checked against when no CA file is given.
 #[derive(Clone, Copy)]
 pub(crate) enum Trust {

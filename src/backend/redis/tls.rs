@@ -26,17 +26,8 @@ pub(crate) struct Tls {
     cert: Option<PathBuf>,
 }
 
-fn files<'a>(
-    cacert: Option<&'a PathBuf>,
-    cert: Option<&'a PathBuf>,
-    key: Option<&'a PathBuf>,
-) -> Files<'a> {
-    Files {
-        ca: ("--redis-cacert", cacert.map(PathBuf::as_path)),
-        cert: ("--redis-cert", cert.map(PathBuf::as_path)),
-        key: ("--redis-key", key.map(PathBuf::as_path)),
-    }
-}
+/// The flags naming the CA, the certificate and the key in messages.
+const FLAGS: [&str; 3] = ["--redis-cacert", "--redis-cert", "--redis-key"];
 
 impl Tls {
     /// The settings of a `rediss://` source, the files read now (a renewed certificate is
@@ -46,7 +37,14 @@ impl Tls {
         if !t.tls {
             return Ok(None);
         }
-        let given = files(cfg.cacert.as_ref(), cfg.cert.as_ref(), cfg.key.as_ref());
+        let given = Files::new(
+            FLAGS,
+            [
+                cfg.cacert.as_deref(),
+                cfg.cert.as_deref(),
+                cfg.key.as_deref(),
+            ],
+        );
         let config = shared::client_config(&given, Trust::System).map_err(RedisError::Config)?;
         let name =
             shared::server_name(host).map_err(|e| RedisError::Config(format!("rediss://: {e}")))?;
@@ -109,7 +107,7 @@ impl Tls {
 
     /// A failed handshake or first read, in words naming the setting to change.
     fn describe(&self, err: &std::io::Error, addr: &str) -> String {
-        let given = files(self.cacert.as_ref(), self.cert.as_ref(), None);
+        let given = Files::new(FLAGS, [self.cacert.as_deref(), self.cert.as_deref(), None]);
         let words = Words {
             lead: format!("redis {addr}: "),
             files: &given,

@@ -61,11 +61,14 @@ pub(crate) fn client_config(cfg: &ZkSource) -> Result<Option<Arc<ClientConfig>>,
 }
 
 fn files(cfg: &ZkSource) -> Files<'_> {
-    Files {
-        ca: ("--zk-cacert", cfg.cacert.as_deref()),
-        cert: ("--zk-cert", cfg.cert.as_deref()),
-        key: ("--zk-key", cfg.key.as_deref()),
-    }
+    Files::new(
+        ["--zk-cacert", "--zk-cert", "--zk-key"],
+        [
+            cfg.cacert.as_deref(),
+            cfg.cert.as_deref(),
+            cfg.key.as_deref(),
+        ],
+    )
 }
 
 /// Why connecting to the members failed, when a handshake of electop's own finds out: with

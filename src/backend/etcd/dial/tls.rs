@@ -19,17 +19,8 @@ pub(super) struct Tls {
     cert: Option<PathBuf>,
 }
 
-fn files<'a>(
-    cacert: Option<&'a PathBuf>,
-    cert: Option<&'a PathBuf>,
-    key: Option<&'a PathBuf>,
-) -> Files<'a> {
-    Files {
-        ca: ("--cacert", cacert.map(PathBuf::as_path)),
-        cert: ("--cert", cert.map(PathBuf::as_path)),
-        key: ("--key", key.map(PathBuf::as_path)),
-    }
-}
+/// The flags naming the CA, the certificate and the key in messages.
+const FLAGS: [&str; 3] = ["--cacert", "--cert", "--key"];
 
 impl Tls {
     /// Reads the files now (a renewed certificate is picked up on the next connect). The
@@ -40,7 +31,14 @@ impl Tls {
             true => Trust::Anyone,
             false => Trust::System,
         };
-        let given = files(cfg.cacert.as_ref(), cfg.cert.as_ref(), cfg.key.as_ref());
+        let given = Files::new(
+            FLAGS,
+            [
+                cfg.cacert.as_deref(),
+                cfg.cert.as_deref(),
+                cfg.key.as_deref(),
+            ],
+        );
         let mut config = shared::client_config(&given, trust)?;
         // etcd serves gRPC over HTTP/2 only, and says so through ALPN.
         config.alpn_protocols = vec![b"h2".to_vec()];
@@ -54,7 +52,7 @@ impl Tls {
 
     /// A failed handshake in words; `host` is the name the certificate was checked against.
     pub(super) fn describe(&self, e: &rustls::Error, host: &str) -> String {
-        let given = files(self.cacert.as_ref(), self.cert.as_ref(), None);
+        let given = Files::new(FLAGS, [self.cacert.as_deref(), self.cert.as_deref(), None]);
         let words = Words {
             lead: String::new(),
             files: &given,
