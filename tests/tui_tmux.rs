@@ -255,7 +255,13 @@ fn demo_on_a_spawned_etcd_cleans_up_after_itself() {
         count(&format!("listen-client-urls http://127.0.0.1:{port}")) == 1,
         "etcd runs"
     );
-    assert_eq!(count(&format!("--etcd {endpoint}")), 3, "three nodes run");
+    // The nodes start once the dashboard has read the store: the table's header is on
+    // screen a moment before the last of them has started.
+    let nodes = format!("--etcd {endpoint}");
+    common::wait_for("three nodes run", T, || match count(&nodes) {
+        3 => Ok(()),
+        n => Err(format!("{n} nodes run")),
+    });
     quit_demo(&tmux);
     tmux.wait_screen("exit", T, |s| s.contains("ELECTOP-EXITED 0"));
     assert_eq!(count(&format!("--etcd {endpoint}")), 0, "no node left");
