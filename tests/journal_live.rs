@@ -75,9 +75,9 @@ fn tenures(doc: &Value, name: &str) -> (Value, Vec<(String, String)>) {
     (e["led_before"].clone(), t)
 }
 
-/// A SQLite election with a `watch` recording it: node-a leads, then node-b. Returns the
-/// store (kept alive), the home and the source flags; the journal holds that one change.
-fn sqlite_with_a_change() -> (Store, common::scratch::Scratch, Vec<String>) {
+/// A `watch` on a SQLite lease table that has told one change, node-a to node-b: the
+/// store (kept alive), the home, the source flags and the watch.
+fn watched_handover() -> (Store, common::scratch::Scratch, Vec<String>, Watch) {
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 600));
@@ -90,6 +90,13 @@ fn sqlite_with_a_change() -> (Store, common::scratch::Scratch, Vec<String>) {
     w.wait_for("node-b", T, |v| {
         v["kind"] == "leader_changed" && v["to"] == "node-b"
     });
+    (store, home, args, w)
+}
+
+/// A SQLite election with a `watch` recording it: node-a leads, then node-b. Returns the
+/// store (kept alive), the home and the source flags; the journal holds that one change.
+fn sqlite_with_a_change() -> (Store, common::scratch::Scratch, Vec<String>) {
+    let (store, home, args, w) = watched_handover();
     // Dropped: killed once the change had its time to reach the journal.
     drop(w);
     (store, home, args)
@@ -99,18 +106,7 @@ fn sqlite_with_a_change() -> (Store, common::scratch::Scratch, Vec<String>) {
 /// machine) are up: a fresh `history` reads it back.
 #[test]
 fn a_change_told_before_a_kill_is_read_back_by_the_next_electop() {
-    let store = Store::sqlite();
-    store.create_lease_table("leaderlock");
-    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 600));
-    let home = common::scratch::tempdir();
-    let args = sqlite_args(&store.url());
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut w = Watch::start(home.path(), &argv);
-    w.wait_synced(1);
-    store.exec("UPDATE leaderlock SET leader_id = 'node-b' WHERE key = 'jobs'");
-    w.wait_for("node-b", T, |v| {
-        v["kind"] == "leader_changed" && v["to"] == "node-b"
-    });
+    let (_store, home, args, mut w) = watched_handover();
     // The wait is what is tested: at most the last 100 ms may be lost to a kill.
     std::thread::sleep(JOURNAL_GRACE);
     w.kill();
@@ -125,18 +121,7 @@ fn a_change_told_before_a_kill_is_read_back_by_the_next_electop() {
 /// A clean stop (SIGTERM) right after a change was told writes it, without the 100 ms.
 #[test]
 fn a_clean_stop_writes_what_was_queued() {
-    let store = Store::sqlite();
-    store.create_lease_table("leaderlock");
-    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 600));
-    let home = common::scratch::tempdir();
-    let args = sqlite_args(&store.url());
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut w = Watch::start(home.path(), &argv);
-    w.wait_synced(1);
-    store.exec("UPDATE leaderlock SET leader_id = 'node-b' WHERE key = 'jobs'");
-    w.wait_for("node-b", T, |v| {
-        v["kind"] == "leader_changed" && v["to"] == "node-b"
-    });
+    let (_store, home, _, mut w) = watched_handover();
     assert!(w.terminate().success());
     let files = journals(home.path(), "sqlite");
     let text = files.first().map(std::fs::read_to_string);

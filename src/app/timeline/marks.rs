@@ -140,29 +140,10 @@ fn mid(a: SystemTime, b: SystemTime) -> SystemTime {
 mod tests {
     use super::*;
     use crate::app::timeline::strip;
+    use crate::app::timeline::tests::text;
     use crate::model::timeline::fixtures::{change, t};
     use crate::model::timeline::timeline;
     use crate::model::{Cause, HistoryEntry};
-
-    fn text(s: &Strip) -> String {
-        s.cells
-            .iter()
-            .map(|c| match c {
-                Cell::Unknown => ' ',
-                Cell::Tenure(i) => s.holders[*i].chars().next().unwrap_or('?'),
-                Cell::Deposed(i) => s.holders[*i]
-                    .chars()
-                    .next()
-                    .unwrap_or('?')
-                    .to_ascii_uppercase(),
-                Cell::Gap => '░',
-                Cell::Changes => '*',
-                Cell::Forced => '◆',
-                Cell::Stale => '┄',
-                Cell::Down => '×',
-            })
-            .collect()
-    }
 
     fn span(holder: &str, from: u64, to: Option<u64>) -> HolderSpan {
         HolderSpan {

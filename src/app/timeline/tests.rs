@@ -4,20 +4,21 @@ use super::*;
 use crate::model::Cause;
 use crate::model::timeline::fixtures::{change, t};
 
-/// The cells as text: a letter per holder (a, b…), `░` gap, `◆` forced, `*` changes,
-/// `┄` stale, space unknown.
-fn text(s: &Strip) -> String {
+/// The cells as text: a letter per holder (a, b…; upper case while deposed), `░` gap,
+/// `◆` forced, `*` changes, `┄` stale, `×` down, space unknown. Also `marks`' tests'.
+pub(super) fn text(s: &Strip) -> String {
+    let first = |i: usize| s.holders[i].chars().next().unwrap_or('?');
     s.cells
         .iter()
         .map(|c| match c {
             Cell::Unknown => ' ',
-            Cell::Tenure(i) => s.holders[*i].chars().next().unwrap_or('?'),
+            Cell::Tenure(i) => first(*i),
+            Cell::Deposed(i) => first(*i).to_ascii_uppercase(),
             Cell::Gap => '░',
             Cell::Changes => '*',
             Cell::Forced => '◆',
             Cell::Stale => '┄',
             Cell::Down => '×',
-            Cell::Deposed(i) => s.holders[*i].chars().next().unwrap_or('?'),
         })
         .collect()
 }
