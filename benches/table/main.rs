@@ -23,6 +23,7 @@ mod rigs;
 #[path = "../etcd_scale/tui.rs"]
 #[allow(dead_code)]
 mod tui;
+mod writes;
 #[path = "../zk_scale/load.rs"]
 #[allow(dead_code)]
 mod zk_load;
@@ -86,7 +87,8 @@ fn run_store<R: Rig>(rt: &tokio::runtime::Runtime, store: &str, rig: &R, plan: P
     let homes: Vec<tempfile::TempDir> = (0..builds).map(|_| rigs::home()).collect();
     let paths: Vec<&Path> = homes.iter().map(|h| h.path()).collect();
     let mut figs = vec![Figures::default(); builds];
-    let step = (rig.rate() as f64 * plan.window.as_secs_f64()) as usize + 1;
+    let window = plan.window + measure::TRACED;
+    let step = (rig.rate() as f64 * window.as_secs_f64()) as usize + 1;
     let mut seq = 0;
     for (i, home) in paths.iter().enumerate() {
         use_build(i);

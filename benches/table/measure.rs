@@ -25,6 +25,8 @@ pub struct Figures {
     pub reached: f64,
     pub rss: Option<f64>,
     pub syscw: Option<f64>,
+    /// The same calls by where they went, over a traced window of their own.
+    pub writes: Option<crate::writes::Writes>,
     pub watch_cpu: Option<f64>,
     /// p50, p99 and max ms after the store's own watch (or the write's reply), and misses.
     pub lag: Option<(f64, f64, f64, usize)>,
@@ -161,7 +163,19 @@ pub fn dashboard<R: Rig>(
     f.syscw = Some((syscw(t.pid) - w0) as f64 / secs);
     f.rss = Some(procs::rss_mib(t.pid));
     f.reached = reached;
+    let first = first + (rig.rate() as f64 * plan.window.as_secs_f64()) as usize;
+    let out = home.join("writes.strace");
+    if let Some(trace) = crate::writes::trace(t.pid, &out) {
+        // strace attaches thread by thread; let it finish before the window starts.
+        std::thread::sleep(Duration::from_millis(300));
+        let t0 = Instant::now();
+        churn(rt, rig, first, TRACED.as_secs_f64());
+        f.writes = crate::writes::count(trace, &out, t0.elapsed().as_secs_f64());
+    }
 }
+
+/// The window whose write calls are traced (after the churn window, at the same rate).
+pub const TRACED: Duration = Duration::from_secs(3);
 
 /// `watch --json` under churn: its CPU, and each change's lag after the store's own watch
 /// (or, for a store without one, after the write's reply).

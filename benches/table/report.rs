@@ -77,6 +77,27 @@ pub fn store(
     );
     row(
         store,
+        "  of which: the journal; other files / network / terminal / wake-ups",
+        &each(&|f| match f.writes {
+            Some(w) => (
+                format!(
+                    "{:.1}; {:.1} / {:.0} / {:.0} / {:.0} (of {:.0} traced)",
+                    w.journal,
+                    w.disk,
+                    w.network,
+                    w.terminal,
+                    w.wakeups,
+                    w.total()
+                ),
+                Some(w.journal),
+            ),
+            None => ("— (no strace)".into(), None),
+        }),
+        "",
+        "journal <= 10/s (a flush per 100 ms)",
+    );
+    row(
+        store,
         &format!("`watch --json` at {rate}/s, CPU"),
         &each(&|f| (pct(f.watch_cpu), f.watch_cpu)),
         "",
