@@ -481,3 +481,53 @@ fn a_later_electop_shows_the_deposed_holder_from_the_audit_log() {
         "ended {ended:?} after the reelect; {left} ms were left at {shown_at:?}"
     );
 }
+
+/// The dashboard's first frame must not wait for every lock key: the first read is shown a
+/// `SCAN` batch at a time (as ZooKeeper's is), before the source is read through, and once
+/// it is every key is shown.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_read_is_shown_a_batch_at_a_time() {
+    use electop::model::SourceEvent;
+    const N: usize = 2_500;
+    let server = RedisServer::start("KEA", None);
+    let mut mset = vec!["MSET".to_string()];
+    for i in 0..N {
+        mset.extend([format!("batch:e{i:05}"), format!("node-{i}")]);
+    }
+    let out = server.cli(&mset.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.trim(), "OK", "{out}");
+    let a = args(&server, "batch:*");
+    let mut argv = vec!["electop"];
+    argv.extend(strs(&a));
+    let cli = <electop::cli::Cli as clap::Parser>::parse_from(argv);
+    let sources = cli
+        .sources
+        .resolve(&electop::config::Config::default())
+        .expect("sources");
+    let opts = electop::backend::BackendOptions::default();
+    let mut s = electop::runtime::Sources::spawn(&sources, &opts).expect("spawn");
+    // Each Elections event before the source is read through: how many it held.
+    let mut parts = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let ev = tokio::time::timeout_at(deadline, s.events.recv())
+            .await
+            .expect("read through within the deadline")
+            .expect("source alive");
+        match ev {
+            SourceEvent::Elections { elections, .. } => {
+                parts.push(elections.len());
+                names.extend(elections.into_iter().map(|e| e.name));
+            }
+            SourceEvent::Synced { .. } => break,
+            _ => {}
+        }
+    }
+    s.shutdown().await;
+    assert_eq!(names.len(), N, "every key shown once read through");
+    assert!(
+        parts.len() > 1 && parts[0] < N,
+        "the first keys shown before the rest are read: {parts:?}"
+    );
+}

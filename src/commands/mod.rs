@@ -105,9 +105,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Contexts) => return Ok(contexts::listing(&config)),
         _ => {}
     }
-    if matches!(cli.command, Some(Command::Serve(_))) {
-        // Before the runtime's threads: see why there.
-        crate::serve::tune_allocator();
+    // Before the runtime's threads: see why in each.
+    match cli.command {
+        Some(Command::Serve(_)) => crate::serve::tune_allocator(),
+        Some(Command::Status { .. }) => status::tune_allocator(),
+        _ => {}
     }
     let rt = tokio::runtime::Runtime::new()?;
     let mut cli = cli;

@@ -20,7 +20,7 @@ mod tui;
 pub use context_switch::ContextSwitch;
 pub use extension::{Extension, Plain};
 pub(crate) use input::{dashboard_mouse, on_mouse};
-pub use snapshot::{Snapshot, collect, collect_status};
+pub use snapshot::{Snapshot, collect, collect_status, collect_stopping};
 pub use sources::Sources;
 pub use tui::run_tui;
 pub(crate) use tui::tui_loop;

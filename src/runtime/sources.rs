@@ -134,6 +134,15 @@ impl Sources {
         }
     }
 
+    /// [`Sources::shutdown`], begun now: with no admin action under way the backends are
+    /// told to stop at once, and what is returned waits for them to finish.
+    pub fn stop(self) -> impl std::future::Future<Output = ()> {
+        if self.actions.is_empty() {
+            self.cancel.cancel();
+        }
+        self.shutdown()
+    }
+
     /// Waits for the admin actions under way (each is bounded by the request timeout), then
     /// cancels every backend and waits (briefly) for them to finish.
     pub async fn shutdown(mut self) {

@@ -49,7 +49,12 @@ pub async fn run_tui(
                 app = old;
                 super::context_switch::switch(&mut app, &mut sources, contexts.as_ref()).await;
             }
-            Ok((LoopEnd::Quit, _)) => break Ok(()),
+            // The process ends now: freeing every election (twice: the model and the
+            // rows) would only delay it.
+            Ok((LoopEnd::Quit, app)) => {
+                std::mem::forget(app);
+                break Ok(());
+            }
             Err(e) => break Err(e),
         }
     };
@@ -126,9 +131,16 @@ async fn run_loop<E: Extension>(
     let mut sources_ended = false;
     let mut pacer = Pacer::new(min_frame);
     let after = AfterFrame::new(debug_panic);
+    // A frame with elections was drawn: the first is not held back by the pacer.
+    let mut shown = false;
     loop {
         let wanted = dirty || app.rows_index.pending(&app.model);
-        if wanted && pacer.draw_now(tokio::time::Instant::now(), &mut pace_wake) {
+        let (now, first) = (
+            tokio::time::Instant::now(),
+            !shown && !app.model.elections.is_empty(),
+        );
+        if wanted && pacer.draw_now_or_first(now, &mut pace_wake, first) {
+            shown |= first;
             if draw(terminal, &mut app, ext, dirty)? {
                 quit |= after.drawn(&app);
             }

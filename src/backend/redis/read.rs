@@ -229,19 +229,7 @@ impl Server {
         let mut keys = Vec::new();
         let mut cursor: u64 = 0;
         loop {
-            let (next, batch): (u64, Vec<Vec<u8>>) = self
-                .within(
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(pattern)
-                        .arg("COUNT")
-                        .arg(BATCH)
-                        .arg("TYPE")
-                        .arg("string")
-                        .query_async(conn),
-                )
-                .await?;
+            let (next, batch) = self.scan_step(conn, pattern, cursor).await?;
             keys.extend(batch);
             if keys.len() > MAX_KEYS {
                 keys.sort();
@@ -258,6 +246,28 @@ impl Server {
         keys.sort();
         keys.dedup();
         Ok((keys, false))
+    }
+
+    /// One `SCAN` call from `cursor`: the next cursor (0: done) and the keys it gave, which
+    /// a later call may give again.
+    pub(crate) async fn scan_step(
+        &self,
+        conn: &mut MultiplexedConnection,
+        pattern: &str,
+        cursor: u64,
+    ) -> Result<(u64, Vec<Vec<u8>>), RedisError> {
+        self.within(
+            redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(BATCH)
+                .arg("TYPE")
+                .arg("string")
+                .query_async(conn),
+        )
+        .await
     }
 
     /// `GET` and `PTTL` of each key, pipelined; a key gone or not a string reads as gone.

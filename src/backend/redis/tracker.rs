@@ -74,6 +74,7 @@ impl RedisTracker {
         self
     }
 
+    #[cfg(test)]
     pub(crate) fn elections(&self) -> Vec<Election> {
         self.elections.values().cloned().collect()
     }
@@ -90,17 +91,39 @@ impl RedisTracker {
     /// The first read sets the scene; its only changes are those since the history read
     /// back (a key whose holder changed, or went, while no electop watched).
     /// `keep`: the retention of an election with nothing in the store.
+    #[cfg(test)]
     pub(crate) fn load(&mut self, reads: &[Read], at: SystemTime, keep: Duration) -> Changes {
+        let (mut out, _) = self.load_part(reads, at);
+        let (end, _) = self.load_end(at, keep);
+        out.changed.extend(end.changed);
+        out.events.extend(end.events);
+        out.recorded.extend(end.recorded);
+        out
+    }
+
+    /// Part of the first read (a batch of keys, each read once): its elections, to show
+    /// while the rest is read, and their changes since the history read back.
+    pub(crate) fn load_part(&mut self, reads: &[Read], at: SystemTime) -> (Changes, Vec<Election>) {
         let mut out = Changes::default();
+        let mut shown = Vec::with_capacity(reads.len());
         for r in reads {
             if let Some(held) = &r.held {
                 let name = escape_bytes(&r.key);
                 let mut e = self.book.election(self.source, name, Scheme::RedisLock);
                 set_holder(&mut e, &r.key, held, r.at, None);
                 self.book.first_read(&mut e, (at, None), &mut out);
+                shown.push(e.clone());
                 self.elections.insert(r.key.clone(), e);
             }
         }
+        (out, shown)
+    }
+
+    /// The end of the first read: the elections of the history with no key read (gone while
+    /// no electop watched), with their changes.
+    pub(crate) fn load_end(&mut self, at: SystemTime, keep: Duration) -> (Changes, Vec<Election>) {
+        let mut out = Changes::default();
+        let mut shown = Vec::new();
         // A name shown escaped is not the key's bytes: its election is not made up.
         for name in self.book.unseen(at, keep) {
             if name.contains('\\') {
@@ -110,9 +133,10 @@ impl RedisTracker {
                 .book
                 .election(self.source, name.clone(), Scheme::RedisLock);
             self.book.first_read(&mut e, (at, None), &mut out);
+            shown.push(e.clone());
             self.elections.insert(name.into_bytes(), e);
         }
-        out
+        (out, shown)
     }
 
     /// Reads of every key (a poll, or after a reconnect, `gap`, a re-read): keys known but
@@ -243,7 +267,14 @@ impl RedisTracker {
     /// deposed while its key's countdown as of that action would still run (it is not
     /// told, and believes it leads until its next renewal fails). An election whose key is
     /// gone is shown, without a leader, for as long.
-    pub(crate) fn audited(&mut self, actions: &[Done], now: Instant, wall: SystemTime) {
+    /// Returns the elections it marked, to show again.
+    pub(crate) fn audited(
+        &mut self,
+        actions: &[Done],
+        now: Instant,
+        wall: SystemTime,
+    ) -> Vec<Election> {
+        let mut marked = Vec::new();
         let newest: BTreeMap<&str, &Done> =
             actions.iter().map(|d| (d.election.as_str(), d)).collect();
         for (name, done) in newest {
@@ -279,7 +310,9 @@ impl RedisTracker {
                 read_at: now,
             });
             e.deposed = Some(Box::new(holder));
+            marked.push(e.clone());
         }
+        marked
     }
 
     /// Deposed holders whose key's time ran out since: they know, or should, that the lock
