@@ -501,6 +501,31 @@ mod tests {
     }
 
     #[test]
+    fn the_first_leader_to_run_out_says_when_to_read_again() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
+        assert_eq!(t.runs_out_ms(), None, "nothing read yet");
+        let over = row("over", "z", -100);
+        t.apply(poll(
+            1_000,
+            vec![row("a", "x", 5_000), row("b", "y", 2_000), over],
+        ));
+        assert_eq!(
+            t.runs_out_ms(),
+            Some(3_000),
+            "b's deadline; not the row run out"
+        );
+        let (_, events, _) = t.apply(poll(3_000, vec![row("a", "x", 3_000), row("b", "y", 0)]));
+        assert_eq!(
+            causes(&events),
+            [(EventKind::LeaderLost, Some(Cause::Expired))],
+            "b ran out (the row gone had no leader to lose)"
+        );
+        assert_eq!(t.runs_out_ms(), Some(6_000), "a's, now b's ran out");
+        t.apply(poll(7_000, vec![row("a", "x", -1_000)]));
+        assert_eq!(t.runs_out_ms(), None, "no leader left to run out");
+    }
+
+    #[test]
     fn preloaded_history_counts_and_is_bounded() {
         let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 2);
         let entry = |to: &str| HistoryEntry {
