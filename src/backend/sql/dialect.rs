@@ -86,17 +86,22 @@ impl Dialect {
     /// clock, the mark now, and the rows only when the mark moved or that time came, NULL
     /// otherwise. SQLite's mark is `PRAGMA data_version` (moves when another connection
     /// commits; only comparable on one connection), PostgreSQL's an md5 of every row's key,
-    /// holder and deadline text, computed in the server (not the time left: it moves each
+    /// holder and deadline text in order, computed in the server (not the time left: it moves each
     /// call). The rows are a subquery the server evaluates only when the mark says to.
     pub fn poll_query(self, [key, holder, remaining, stamp]: [&str; 4], table: &str) -> String {
         let now = self.now_ms();
         let (mark, at) = (self.param(1), self.param(2));
         if self == Dialect::Postgres {
-            let row = format!("CAST(json_build_array({key}, {holder}, {stamp}) AS TEXT)");
+            // Each value with its length before it, NULL as `-`: two different tables never
+            // make the same text. Not JSON: building it was three times the table's scan.
+            let field = |c: &str| format!("COALESCE(length({c}) || ':' || {c}, '-')");
+            let row = format!("concat({}, {}, {})", field("k"), field("h"), field("s"));
+            let c = "COLLATE \"C\"";
             format!(
                 "SELECT d.now_ms, d.mark, CASE WHEN d.mark IS DISTINCT FROM {mark} OR d.now_ms >= {at} THEN \
                  (SELECT CAST(COALESCE(json_agg(json_build_array({key}, {holder}, {remaining}, {stamp})), '[]') AS TEXT) FROM {table}) END \
-                 FROM (SELECT {now} AS now_ms, md5(COALESCE(string_agg({row}, ',' ORDER BY {row} COLLATE \"C\"), '')) AS mark FROM {table}) AS d"
+                 FROM (SELECT {now} AS now_ms, md5(COALESCE(string_agg({row}, ',' ORDER BY k {c}, h {c}, s {c}), '')) AS mark \
+                 FROM (SELECT {key} AS k, {holder} AS h, {stamp} AS s FROM {table}) AS r) AS d"
             )
         } else if self.polls_as_json() {
             format!(
@@ -349,7 +354,7 @@ mod tests {
             "{q}"
         );
         assert!(
-            q.contains("md5(COALESCE(string_agg(CAST(json_build_array(k, h, s) AS TEXT)")
+            q.contains("(SELECT k AS k, h AS h, s AS s FROM t) AS r")
                 && q.contains("IS DISTINCT FROM $1 OR d.now_ms >= $2"),
             "the mark leaves out the time left: {q}"
         );
