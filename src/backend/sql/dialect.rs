@@ -81,17 +81,31 @@ impl Dialect {
     /// deadline text]`; as one JSON row where [`Dialect::polls_as_json`], else a row with the
     /// clock alone followed by a row per election.
     ///
-    /// A JSON poll is also a change check, binding the last poll's change mark and the
+    /// A JSON poll `checking` is also a change check, binding the last poll's change mark and the
     /// database time at which a leader it read runs out (NULL for none): its row is the
     /// clock, the mark now, and the rows only when the mark moved or that time came, NULL
     /// otherwise. SQLite's mark is `PRAGMA data_version` (moves when another connection
     /// commits; only comparable on one connection), PostgreSQL's an md5 of every row's key,
     /// holder and deadline text in order, computed in the server (not the time left: it moves each
-    /// call). The rows are a subquery the server evaluates only when the mark says to.
-    pub fn poll_query(self, [key, holder, remaining, stamp]: [&str; 4], table: &str) -> String {
+    /// call). The rows are a subquery the server evaluates only when the mark says to. One
+    /// not checking (`status`, which polls once) has a NULL mark and the rows.
+    pub fn poll_query(
+        self,
+        [key, holder, remaining, stamp]: [&str; 4],
+        table: &str,
+        checking: bool,
+    ) -> String {
         let now = self.now_ms();
         let (mark, at) = (self.param(1), self.param(2));
-        if self == Dialect::Postgres {
+        if self == Dialect::Postgres && !checking {
+            format!(
+                "SELECT {now}, CAST(NULL AS TEXT), CAST(COALESCE(json_agg(json_build_array({key}, {holder}, {remaining}, {stamp})), '[]') AS TEXT) FROM {table}"
+            )
+        } else if self == Dialect::Sqlite && !checking {
+            format!(
+                "SELECT {now}, NULL, json_group_array(json_array({key}, {holder}, {remaining}, {stamp})) FROM {table}"
+            )
+        } else if self == Dialect::Postgres {
             // Each value with its length before it, NULL as `-`: two different tables never
             // make the same text. Not JSON: building it was three times the table's scan.
             let field = |c: &str| format!("COALESCE(length({c}) || ':' || {c}, '-')");
@@ -336,7 +350,7 @@ mod tests {
     #[test]
     fn sqlite_and_postgres_are_polled_as_one_json_row_mysql_a_row_per_election() {
         let cols = ["k", "h", "r", "s"];
-        let q = Dialect::Sqlite.poll_query(cols, "t");
+        let q = Dialect::Sqlite.poll_query(cols, "t", true);
         assert!(
             q.contains("(SELECT json_group_array(json_array(k, h, r, s)) FROM t) END"),
             "{q}"
@@ -346,7 +360,7 @@ mod tests {
             "{q}"
         );
         assert!(!q.contains("UNION"), "one row: {q}");
-        let q = Dialect::Postgres.poll_query(cols, "t");
+        let q = Dialect::Postgres.poll_query(cols, "t", true);
         assert!(
             q.contains(
                 "CAST(COALESCE(json_agg(json_build_array(k, h, r, s)), '[]') AS TEXT) FROM t) END"
@@ -359,11 +373,19 @@ mod tests {
             "the mark leaves out the time left: {q}"
         );
         assert!(!q.contains("UNION"), "one row: {q}");
-        let q = Dialect::MySql.poll_query(cols, "t");
+        let q = Dialect::MySql.poll_query(cols, "t", true);
         assert!(
             q.contains("UNION ALL SELECT") && q.ends_with("k, h, r, s FROM t"),
             "{q}"
         );
         assert!(!Dialect::MySql.polls_as_json());
+        for d in [Dialect::Sqlite, Dialect::Postgres] {
+            let q = d.poll_query(cols, "t", false);
+            assert!(!q.contains('?') && !q.contains('$'), "no mark: {q}");
+            assert!(
+                q.contains("_array(k, h, r, s))") && q.ends_with("FROM t"),
+                "{q}"
+            );
+        }
     }
 }

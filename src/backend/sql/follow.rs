@@ -80,7 +80,8 @@ struct Polling {
     /// Only ever reached through `&mut` (`get_mut`, no locking): the mutex makes the
     /// follower `Sync`, which a connection of sqlx's `Any` driver is not.
     conn: std::sync::Mutex<PoolConnection<Any>>,
-    mark: Option<String>,
+    /// None when the poll does not check for change.
+    mark: Option<Option<String>>,
 }
 
 impl Steps for Follow {
@@ -103,6 +104,8 @@ impl Steps for Follow {
     /// The table checked, the poll made for its deadline column's type, and the rows read
     /// once: the first state, or what changed while the source was away.
     async fn snapshot(&mut self) -> Result<Input, Stop> {
+        // A poll's connection from before goes back to the pool: the new one starts afresh.
+        self.poll = None;
         if self.b.unresolved.is_some() {
             self.resolve().await?;
         }
@@ -110,7 +113,9 @@ impl Steps for Follow {
             return Err(self.lost());
         };
         let schema = read_schema(&self.b.settings, pool).await?;
-        let query = self.b.settings.poll_query(&schema.stamp_type);
+        // `status` polls once: no change to check for.
+        let checking = !self.b.opts.one_shot;
+        let query = self.b.settings.poll_query(&schema.stamp_type, checking);
         let s = &self.b.settings;
         let acquire = tokio::time::timeout(self.b.opts.request_timeout, pool.acquire()).await;
         let conn = match acquire {
@@ -128,7 +133,7 @@ impl Steps for Follow {
             query,
             tick,
             conn: std::sync::Mutex::new(conn),
-            mark: None,
+            mark: checking.then_some(None),
         });
         self.poll_now().await?;
         info!(source = %self.b.info.name, "sql connected");
@@ -182,7 +187,7 @@ impl Follow {
         let timeout = self.b.opts.request_timeout;
         let conn = p.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
         let (conn, t) = (&mut **conn, &mut self.tracker);
-        let polled = poll_once(s, conn, &p.query, timeout, t, &mut p.mark).await?;
+        let polled = poll_once(s, conn, &p.query, timeout, t, p.mark.as_mut()).await?;
         let source = &self.b.info.name;
         match polled {
             Polled::Read(poll) => {

@@ -25,18 +25,20 @@ pub(super) enum Polled {
 /// it is compared with are each rounded to the millisecond by the database.
 const ROUNDING_MS: i64 = 2;
 
-/// One poll on `conn`. Where the dialect checks for change, `mark` is the change mark the
-/// last poll read on this same connection (None: read the rows), updated when rows are read.
+/// One poll on `conn`. When it checks for change, `mark` holds the change mark the last
+/// poll read on this same connection (None: read the rows), updated when rows are read.
 pub(super) async fn poll_once(
     s: &SqlSettings,
     conn: &mut AnyConnection,
     query: &str,
     timeout: Duration,
     tracker: &mut SqlTracker,
-    mark: &mut Option<String>,
+    mut mark: Option<&mut Option<String>>,
 ) -> Result<Polled, SqlError> {
     let mut q = sqlx::query(AssertSqlSafe(query.to_string()));
-    if s.dialect.polls_as_json() {
+    if let Some(mark) = mark.as_deref()
+        && s.dialect.polls_as_json()
+    {
         let runs_out = tracker.runs_out_ms().map(|d| d - ROUNDING_MS);
         q = q.bind(mark.clone()).bind(runs_out);
     }
@@ -56,7 +58,7 @@ pub(super) async fn poll_once(
         why,
     };
     let (db_now_ms, rows) = if s.dialect.polls_as_json() {
-        match from_json(&rows, tracker, mark).map_err(unreadable)? {
+        match from_json(&rows, tracker, mark.as_deref_mut()).map_err(unreadable)? {
             Some(read) => read,
             None => return Ok(Polled::Unchanged),
         }
@@ -168,7 +170,7 @@ impl<'de> serde::de::Visitor<'de> for &mut Walk<'_> {
 fn from_json(
     rows: &[AnyRow],
     tracker: &mut SqlTracker,
-    mark: &mut Option<String>,
+    mark: Option<&mut Option<String>>,
 ) -> Result<Option<(i64, Vec<Row>)>, String> {
     let Some(r) = rows.first() else {
         return Err("the poll returned no row".into());
@@ -182,7 +184,7 @@ fn from_json(
         .map_err(|e| e.to_string())?;
     let Some(text) = r.try_get::<Option<&str>, _>(2).map_err(|e| e.to_string())? else {
         // Only a mark read before on this connection can say the rows are the same.
-        if mark.is_none() || now_mark != *mark {
+        if mark.is_none_or(|m| m.is_none() || now_mark != *m) {
             return Err("the poll returned neither the rows nor an unchanged mark".into());
         }
         return Ok(None);
@@ -197,6 +199,8 @@ fn from_json(
     serde::Deserializer::deserialize_seq(&mut de, &mut walk)
         .and_then(|()| de.end())
         .map_err(|e| format!("the table's rows could not be read as JSON: {e}"))?;
-    *mark = now_mark;
+    if let Some(mark) = mark {
+        *mark = now_mark;
+    }
     Ok(Some((db_now_ms, walk.out)))
 }
