@@ -33,7 +33,7 @@ pub(super) async fn poll_once(
     query: &str,
     timeout: Duration,
     tracker: &mut SqlTracker,
-    mut mark: Option<&mut Option<String>>,
+    mark: Option<&mut Option<String>>,
 ) -> Result<Polled, SqlError> {
     let mut q = sqlx::query(AssertSqlSafe(query.to_string()));
     if let Some(mark) = mark.as_deref()
@@ -58,7 +58,7 @@ pub(super) async fn poll_once(
         why,
     };
     let (db_now_ms, rows) = if s.dialect.polls_as_json() {
-        match from_json(&rows, tracker, mark.as_deref_mut()).map_err(unreadable)? {
+        match from_json(&rows, tracker, mark).map_err(unreadable)? {
             Some(read) => read,
             None => return Ok(Polled::Unchanged),
         }
