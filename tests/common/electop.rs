@@ -103,7 +103,13 @@ impl Watch {
     }
 
     pub fn start(home: &std::path::Path, args: &[&str]) -> Watch {
+        Watch::start_env(home, args, &[])
+    }
+
+    /// [`Watch::start`] with these environment variables set too (`ELECTOP_LOG`).
+    pub fn start_env(home: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Watch {
         let mut child = command(home)
+            .envs(env.iter().copied())
             .args(args)
             .args(["watch", "--json"])
             .stdout(Stdio::piped())

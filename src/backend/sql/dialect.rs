@@ -80,15 +80,48 @@ impl Dialect {
     /// The poll of `table`: the clock (`now_ms`) and each row's `[key, holder, ms left,
     /// deadline text]`; as one JSON row where [`Dialect::polls_as_json`], else a row with the
     /// clock alone followed by a row per election.
-    pub fn poll_query(self, [key, holder, remaining, stamp]: [&str; 4], table: &str) -> String {
+    ///
+    /// A JSON poll `checking` is also a change check, binding the last poll's change mark and the
+    /// database time at which a leader it read runs out (NULL for none): its row is the
+    /// clock, the mark now, and the rows only when the mark moved or that time came, NULL
+    /// otherwise. SQLite's mark is `PRAGMA data_version` (moves when another connection
+    /// commits; only comparable on one connection), PostgreSQL's an md5 of every row's key,
+    /// holder and deadline text in order, computed in the server (not the time left: it moves each
+    /// call). The rows are a subquery the server evaluates only when the mark says to. One
+    /// not checking (`status`, which polls once) has a NULL mark and the rows.
+    pub fn poll_query(
+        self,
+        [key, holder, remaining, stamp]: [&str; 4],
+        table: &str,
+        checking: bool,
+    ) -> String {
         let now = self.now_ms();
-        if self == Dialect::Postgres {
+        let (mark, at) = (self.param(1), self.param(2));
+        if self == Dialect::Postgres && !checking {
             format!(
-                "SELECT {now}, CAST(json_agg(json_build_array({key}, {holder}, {remaining}, {stamp})) AS TEXT) FROM {table}"
+                "SELECT {now}, CAST(NULL AS TEXT), CAST(COALESCE(json_agg(json_build_array({key}, {holder}, {remaining}, {stamp})), '[]') AS TEXT) FROM {table}"
+            )
+        } else if self == Dialect::Sqlite && !checking {
+            format!(
+                "SELECT {now}, NULL, json_group_array(json_array({key}, {holder}, {remaining}, {stamp})) FROM {table}"
+            )
+        } else if self == Dialect::Postgres {
+            // Each value with its length before it, NULL as `-`: two different tables never
+            // make the same text. Not JSON: building it was three times the table's scan.
+            let field = |c: &str| format!("COALESCE(length({c}) || ':' || {c}, '-')");
+            let row = format!("concat({}, {}, {})", field("k"), field("h"), field("s"));
+            let c = "COLLATE \"C\"";
+            format!(
+                "SELECT d.now_ms, d.mark, CASE WHEN d.mark IS DISTINCT FROM {mark} OR d.now_ms >= {at} THEN \
+                 (SELECT CAST(COALESCE(json_agg(json_build_array({key}, {holder}, {remaining}, {stamp})), '[]') AS TEXT) FROM {table}) END \
+                 FROM (SELECT {now} AS now_ms, md5(COALESCE(string_agg({row}, ',' ORDER BY k {c}, h {c}, s {c}), '')) AS mark \
+                 FROM (SELECT {key} AS k, {holder} AS h, {stamp} AS s FROM {table}) AS r) AS d"
             )
         } else if self.polls_as_json() {
             format!(
-                "SELECT {now}, json_group_array(json_array({key}, {holder}, {remaining}, {stamp})) FROM {table}"
+                "SELECT {now}, CAST(d.data_version AS TEXT), CASE WHEN CAST(d.data_version AS TEXT) IS NOT {mark} OR {now} >= {at} THEN \
+                 (SELECT json_group_array(json_array({key}, {holder}, {remaining}, {stamp})) FROM {table}) END \
+                 FROM pragma_data_version() AS d"
             )
         } else {
             format!(
@@ -317,23 +350,42 @@ mod tests {
     #[test]
     fn sqlite_and_postgres_are_polled_as_one_json_row_mysql_a_row_per_election() {
         let cols = ["k", "h", "r", "s"];
-        let q = Dialect::Sqlite.poll_query(cols, "t");
+        let q = Dialect::Sqlite.poll_query(cols, "t", true);
         assert!(
-            q.contains("json_group_array(json_array(k, h, r, s)) FROM t"),
+            q.contains("(SELECT json_group_array(json_array(k, h, r, s)) FROM t) END"),
+            "{q}"
+        );
+        assert!(
+            q.contains("IS NOT ? OR") && q.contains("FROM pragma_data_version()"),
             "{q}"
         );
         assert!(!q.contains("UNION"), "one row: {q}");
-        let q = Dialect::Postgres.poll_query(cols, "t");
+        let q = Dialect::Postgres.poll_query(cols, "t", true);
         assert!(
-            q.contains("CAST(json_agg(json_build_array(k, h, r, s)) AS TEXT) FROM t"),
+            q.contains(
+                "CAST(COALESCE(json_agg(json_build_array(k, h, r, s)), '[]') AS TEXT) FROM t) END"
+            ),
             "{q}"
         );
+        assert!(
+            q.contains("(SELECT k AS k, h AS h, s AS s FROM t) AS r")
+                && q.contains("IS DISTINCT FROM $1 OR d.now_ms >= $2"),
+            "the mark leaves out the time left: {q}"
+        );
         assert!(!q.contains("UNION"), "one row: {q}");
-        let q = Dialect::MySql.poll_query(cols, "t");
+        let q = Dialect::MySql.poll_query(cols, "t", true);
         assert!(
             q.contains("UNION ALL SELECT") && q.ends_with("k, h, r, s FROM t"),
             "{q}"
         );
         assert!(!Dialect::MySql.polls_as_json());
+        for d in [Dialect::Sqlite, Dialect::Postgres] {
+            let q = d.poll_query(cols, "t", false);
+            assert!(!q.contains('?') && !q.contains('$'), "no mark: {q}");
+            assert!(
+                q.contains("_array(k, h, r, s))") && q.ends_with("FROM t"),
+                "{q}"
+            );
+        }
     }
 }

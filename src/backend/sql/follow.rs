@@ -1,15 +1,18 @@
 //! A SQL table source's steps for the engine's life cycle: connect (a pool), snapshot (the
 //! table's schema checked, the poll made ready), follow (a poll each tick).
 
+use std::sync::PoisonError;
 use std::time::{Duration, Instant, SystemTime};
 
-use sqlx::AnyPool;
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyPool};
 use tokio::time::{Interval, MissedTickBehavior};
-use tracing::info;
+use tracing::{debug, info};
 
 use super::errors::SqlError;
+use super::poll::{Polled, poll_once};
 use super::tracker::{Poll, SqlTracker};
-use super::{SqlBackend, dial::open, poll::poll_once, schema::read_schema};
+use super::{SqlBackend, dial::open, schema::read_schema};
 use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::history;
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
@@ -65,8 +68,20 @@ struct Follow {
     writer: Option<history::Writer>,
     conn: Lifecycle,
     pool: Option<AnyPool>,
-    /// The poll and its clock, known once the deadline column's type is.
-    poll: Option<(String, Interval)>,
+    /// The poll, known once the deadline column's type is.
+    poll: Option<Polling>,
+}
+
+/// The poll's statement and clock, the connection it runs on, and the table's change mark
+/// it last read there: SQLite's `data_version` means something only on one connection.
+struct Polling {
+    query: String,
+    tick: Interval,
+    /// Only ever reached through `&mut` (`get_mut`, no locking): the mutex makes the
+    /// follower `Sync`, which a connection of sqlx's `Any` driver is not.
+    conn: std::sync::Mutex<PoolConnection<Any>>,
+    /// None when the poll does not check for change.
+    mark: Option<Option<String>>,
 }
 
 impl Steps for Follow {
@@ -89,6 +104,8 @@ impl Steps for Follow {
     /// The table checked, the poll made for its deadline column's type, and the rows read
     /// once: the first state, or what changed while the source was away.
     async fn snapshot(&mut self) -> Result<Input, Stop> {
+        // A poll's connection from before goes back to the pool: the new one starts afresh.
+        self.poll = None;
         if self.b.unresolved.is_some() {
             self.resolve().await?;
         }
@@ -96,12 +113,28 @@ impl Steps for Follow {
             return Err(self.lost());
         };
         let schema = read_schema(&self.b.settings, pool).await?;
-        let query = self.b.settings.poll_query(&schema.stamp_type);
+        // `status` polls once: no change to check for.
+        let checking = !self.b.opts.one_shot;
+        let query = self.b.settings.poll_query(&schema.stamp_type, checking);
+        let s = &self.b.settings;
+        let acquire = tokio::time::timeout(self.b.opts.request_timeout, pool.acquire()).await;
+        let conn = match acquire {
+            Ok(c) => c.map_err(|e| SqlError::from_sqlx(&e, s, &s.url.0))?,
+            Err(_) => {
+                let (place, timeout) = (s.url.redacted(), self.b.opts.request_timeout);
+                return Err(SqlError::PollTimeout { place, timeout }.into());
+            }
+        };
         let mut tick = tokio::time::interval(self.b.settings.poll);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         // The next poll is a whole interval after this one.
         tick.reset();
-        self.poll = Some((query, tick));
+        self.poll = Some(Polling {
+            query,
+            tick,
+            conn: std::sync::Mutex::new(conn),
+            mark: checking.then_some(None),
+        });
         self.poll_now().await?;
         info!(source = %self.b.info.name, "sql connected");
         Ok(Input::SnapshotRead { replay: false })
@@ -109,7 +142,7 @@ impl Steps for Follow {
 
     /// Waits for the next tick, meanwhile serving commands, then polls once.
     async fn follow(&mut self) -> Result<Input, Stop> {
-        let Some((_, tick)) = &mut self.poll else {
+        let Some(Polling { tick, .. }) = &mut self.poll else {
             return Err(self.lost());
         };
         loop {
@@ -135,24 +168,37 @@ impl Steps for Follow {
     }
 
     async fn release(&mut self) {
+        // First: closing the pool waits for the poll's connection to come back.
+        self.poll = None;
         if let Some(pool) = self.pool.take() {
             pool.close().await;
         }
-        self.poll = None;
     }
 }
 
 impl Follow {
-    /// Reads every row once and shows what changed.
+    /// Reads every row once, unless the table is unchanged, and shows what changed.
     async fn poll_now(&mut self) -> Result<(), Stop> {
-        let (Some(pool), Some((query, _))) = (&self.pool, &self.poll) else {
+        let Some(p) = &mut self.poll else {
             return Err(self.lost());
         };
         let sent = (Instant::now(), SystemTime::now());
         let s = &self.b.settings;
         let timeout = self.b.opts.request_timeout;
-        let polled = poll_once(s, pool, query, timeout, &mut self.tracker).await?;
-        self.deliver(polled, sent).await
+        let conn = p.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let (conn, t) = (&mut **conn, &mut self.tracker);
+        let polled = poll_once(s, conn, &p.query, timeout, t, p.mark.as_mut()).await?;
+        let source = &self.b.info.name;
+        match polled {
+            Polled::Read(poll) => {
+                debug!(%source, "sql poll: table read");
+                self.deliver(Some(poll), sent).await
+            }
+            Polled::Unchanged => {
+                debug!(%source, "sql poll: table unchanged, not read");
+                self.deliver(None, sent).await
+            }
+        }
     }
 
     fn new(b: SqlBackend, io: BackendIo) -> Follow {
@@ -189,19 +235,26 @@ impl Follow {
         self.io.events.send(event).await.map_err(|_| Stop::Closed)
     }
 
-    /// Sends what a poll changed, then the contact that marks the source fresh.
-    async fn deliver(&mut self, poll: Poll, sent: (Instant, SystemTime)) -> Result<(), Stop> {
+    /// Sends what a poll changed (nothing for an unchanged table), then the contact that
+    /// marks the source fresh: an unchanged table was read all the same.
+    async fn deliver(
+        &mut self,
+        poll: Option<Poll>,
+        sent: (Instant, SystemTime),
+    ) -> Result<(), Stop> {
         let source = self.b.info.id;
-        let (elections, events, recorded) = self.tracker.apply(poll);
-        if let Some(w) = self.writer.as_mut() {
-            w.record(&recorded);
-        }
-        if !elections.is_empty() {
-            self.send(SourceEvent::Elections { source, elections })
-                .await?;
-        }
-        for e in events {
-            self.send(SourceEvent::Happened(e)).await?;
+        if let Some(poll) = poll {
+            let (elections, events, recorded) = self.tracker.apply(poll);
+            if let Some(w) = self.writer.as_mut() {
+                w.record(&recorded);
+            }
+            if !elections.is_empty() {
+                self.send(SourceEvent::Elections { source, elections })
+                    .await?;
+            }
+            for e in events {
+                self.send(SourceEvent::Happened(e)).await?;
+            }
         }
         // The rows are true as of when the poll was sent, not when it returned.
         self.send(SourceEvent::Contact {

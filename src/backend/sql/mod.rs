@@ -108,8 +108,9 @@ impl SqlSettings {
         Ok(url.to_string())
     }
 
-    /// The poll: the database's clock and every election's row.
-    pub fn poll_query(&self, stamp_type: &str) -> String {
+    /// The poll: the database's clock and every election's row; `checking` for change
+    /// (see [`Dialect::poll_query`]).
+    pub fn poll_query(&self, stamp_type: &str, checking: bool) -> String {
         let d = self.dialect;
         let c = self.scheme.columns();
         let stamp = d.quote(&c.stamp);
@@ -121,6 +122,7 @@ impl SqlSettings {
                 &d.as_text(&stamp),
             ],
             &d.quote(&self.table),
+            checking,
         )
     }
 
@@ -214,7 +216,7 @@ mod tests {
     #[test]
     fn defaults_are_the_articles_names() {
         let s = settings(cfg("postgres://u:pw@h:5432/db", Scheme::SqlHeartbeat));
-        let q = s.poll_query("timestamp with time zone");
+        let q = s.poll_query("timestamp with time zone", true);
         assert!(
             q.contains("\"service_election\"")
                 && q.contains("\"last_seen_active\"")

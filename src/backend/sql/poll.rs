@@ -1,26 +1,48 @@
-//! One poll: the database's clock and every election row, in one query. Rows the tracker
-//! finds unchanged are matched on the text as read and go no further; only the others are
-//! copied into [`Row`]s.
+//! One poll: the database's clock and every election row, in one query; on SQLite and
+//! PostgreSQL no rows at all when the table's change mark says they are as last read. Rows
+//! the tracker finds unchanged are matched on the text as read and go no further; only the
+//! others are copied into [`Row`]s.
 
 use std::borrow::Cow;
 use std::time::{Duration, Instant, SystemTime};
 
 use sqlx::any::AnyRow;
-use sqlx::{AnyPool, AssertSqlSafe, Row as _};
+use sqlx::{AnyConnection, AssertSqlSafe, Row as _};
 
 use super::SqlSettings;
 use super::errors::SqlError;
 use super::tracker::{Poll, Row, SqlTracker};
 
+/// What one poll found.
+pub(super) enum Polled {
+    /// The table's change mark as the last poll read left it, and no leader's deadline
+    /// reached: the same rows, so none were sent or read.
+    Unchanged,
+    Read(Poll),
+}
+
+/// How long before a leader's deadline the rows are read again: the deadline and the clock
+/// it is compared with are each rounded to the millisecond by the database.
+const ROUNDING_MS: i64 = 2;
+
+/// One poll on `conn`. When it checks for change, `mark` holds the change mark the last
+/// poll read on this same connection (None: read the rows), updated when rows are read.
 pub(super) async fn poll_once(
     s: &SqlSettings,
-    pool: &AnyPool,
+    conn: &mut AnyConnection,
     query: &str,
     timeout: Duration,
     tracker: &mut SqlTracker,
-) -> Result<Poll, SqlError> {
-    let fetch = sqlx::query(AssertSqlSafe(query.to_string())).fetch_all(pool);
-    let rows = match tokio::time::timeout(timeout, fetch).await {
+    mark: Option<&mut Option<String>>,
+) -> Result<Polled, SqlError> {
+    let mut q = sqlx::query(AssertSqlSafe(query.to_string()));
+    if let Some(mark) = mark.as_deref()
+        && s.dialect.polls_as_json()
+    {
+        let runs_out = tracker.runs_out_ms().map(|d| d - ROUNDING_MS);
+        q = q.bind(mark.clone()).bind(runs_out);
+    }
+    let rows = match tokio::time::timeout(timeout, q.fetch_all(conn)).await {
         Ok(r) => r.map_err(|e| SqlError::from_sqlx(&e, s, &s.url.0))?,
         Err(_) => {
             return Err(SqlError::PollTimeout {
@@ -35,22 +57,25 @@ pub(super) async fn poll_once(
         place: s.url.redacted(),
         why,
     };
-    tracker.start_poll();
     let (db_now_ms, rows) = if s.dialect.polls_as_json() {
-        from_json(&rows, tracker).map_err(unreadable)?
+        match from_json(&rows, tracker, mark).map_err(unreadable)? {
+            Some(read) => read,
+            None => return Ok(Polled::Unchanged),
+        }
     } else {
         from_rows(&rows, tracker).map_err(|e| unreadable(e.to_string()))?
     };
-    Ok(Poll {
+    Ok(Polled::Read(Poll {
         db_now_ms,
         rows,
         at,
         now,
-    })
+    }))
 }
 
 /// One row per election, after a row with the database's clock alone.
 fn from_rows(rows: &[AnyRow], tracker: &mut SqlTracker) -> Result<(i64, Vec<Row>), sqlx::Error> {
+    tracker.start_poll();
     let mut db_now_ms = None;
     let mut out = Vec::new();
     for r in rows {
@@ -140,8 +165,13 @@ impl<'de> serde::de::Visitor<'de> for &mut Walk<'_> {
     }
 }
 
-/// One row: the database's clock, and every election as a JSON array.
-fn from_json(rows: &[AnyRow], tracker: &mut SqlTracker) -> Result<(i64, Vec<Row>), String> {
+/// One row: the database's clock, the table's change mark, and every election as a JSON
+/// array, or NULL for a table whose mark is still `mark` (None then: nothing to apply).
+fn from_json(
+    rows: &[AnyRow],
+    tracker: &mut SqlTracker,
+    mark: Option<&mut Option<String>>,
+) -> Result<Option<(i64, Vec<Row>)>, String> {
     let Some(r) = rows.first() else {
         return Err("the poll returned no row".into());
     };
@@ -149,10 +179,17 @@ fn from_json(rows: &[AnyRow], tracker: &mut SqlTracker) -> Result<(i64, Vec<Row>
         .try_get::<Option<i64>, _>(0)
         .map_err(|e| e.to_string())?
         .unwrap_or(0);
-    let text = r
-        .try_get::<Option<&str>, _>(1)
-        .map_err(|e| e.to_string())?
-        .unwrap_or("[]");
+    let now_mark = r
+        .try_get::<Option<String>, _>(1)
+        .map_err(|e| e.to_string())?;
+    let Some(text) = r.try_get::<Option<&str>, _>(2).map_err(|e| e.to_string())? else {
+        // Only a mark read before on this connection can say the rows are the same.
+        if mark.is_none_or(|m| m.is_none() || now_mark != *m) {
+            return Err("the poll returned neither the rows nor an unchanged mark".into());
+        }
+        return Ok(None);
+    };
+    tracker.start_poll();
     let mut walk = Walk {
         tracker,
         db_now_ms,
@@ -162,5 +199,8 @@ fn from_json(rows: &[AnyRow], tracker: &mut SqlTracker) -> Result<(i64, Vec<Row>
     serde::Deserializer::deserialize_seq(&mut de, &mut walk)
         .and_then(|()| de.end())
         .map_err(|e| format!("the table's rows could not be read as JSON: {e}"))?;
-    Ok((db_now_ms, walk.out))
+    if let Some(mark) = mark {
+        *mark = now_mark;
+    }
+    Ok(Some((db_now_ms, walk.out)))
 }

@@ -77,6 +77,9 @@ pub(crate) struct SqlTracker {
     /// The shared decision, forced marks and history; a row's holder has no deposed state
     /// (it finds out at its next renewal).
     book: Book,
+    /// The earliest deadline of a leader as last applied, on the database's clock: until
+    /// then an unchanged table shows the same leaders (see [`SqlTracker::runs_out_ms`]).
+    runs_out_ms: Option<i64>,
 }
 
 pub(crate) use crate::backend::engine::history::Recorded;
@@ -99,6 +102,7 @@ impl SqlTracker {
             polls: 0,
             started: false,
             book: Book::new(source_name, history_limit, None),
+            runs_out_ms: None,
         }
     }
 
@@ -219,7 +223,22 @@ impl SqlTracker {
             out.changed = self.elections.values().cloned().collect();
         }
         self.polled = true;
+        self.runs_out_ms = self
+            .seen
+            .values()
+            .filter(|s| s.row.leader().is_some())
+            .filter_map(|s| s.deadline_ms)
+            .min();
         (out.changed, out.events, out.recorded)
+    }
+
+    /// When, on the database's clock, the first leader of the last poll applied runs out
+    /// (None for no leader). A poll that finds the table unchanged before then needs none of
+    /// its rows: a row's leadership moves only with its holder, its deadline or time
+    /// passing that deadline, and the leaders' time left is counted down on the screen from
+    /// the deadline it has.
+    pub(crate) fn runs_out_ms(&self) -> Option<i64> {
+        self.runs_out_ms
     }
 
     /// A row that is new or differs from the last poll's.
@@ -479,6 +498,31 @@ mod tests {
             "and the row not polled any more is gone"
         );
         assert_eq!(changed.len(), 2);
+    }
+
+    #[test]
+    fn the_first_leader_to_run_out_says_when_to_read_again() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
+        assert_eq!(t.runs_out_ms(), None, "nothing read yet");
+        let over = row("over", "z", -100);
+        t.apply(poll(
+            1_000,
+            vec![row("a", "x", 5_000), row("b", "y", 2_000), over],
+        ));
+        assert_eq!(
+            t.runs_out_ms(),
+            Some(3_000),
+            "b's deadline; not the row run out"
+        );
+        let (_, events, _) = t.apply(poll(3_000, vec![row("a", "x", 3_000), row("b", "y", 0)]));
+        assert_eq!(
+            causes(&events),
+            [(EventKind::LeaderLost, Some(Cause::Expired))],
+            "b ran out (the row gone had no leader to lose)"
+        );
+        assert_eq!(t.runs_out_ms(), Some(6_000), "a's, now b's ran out");
+        t.apply(poll(7_000, vec![row("a", "x", -1_000)]));
+        assert_eq!(t.runs_out_ms(), None, "no leader left to run out");
     }
 
     #[test]
