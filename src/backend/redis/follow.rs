@@ -219,7 +219,10 @@ impl Follow {
     ) -> Result<(), Stop> {
         let source = self.b.info.id;
         let sent = (Instant::now(), SystemTime::now());
-        let (keys, more) = server.scan(conn, &self.b.cfg.prefix).await?;
+        let (keys, more) = match self.keys() {
+            None => server.scan(conn, &self.b.cfg.prefix).await?,
+            Some(asked) => (asked, false),
+        };
         let reads = server.read(conn, &keys).await?;
         // How the source is followed: information, shown dim like what electop found.
         let found = Some(SourceNotice::Found(mode.notice()));
@@ -317,6 +320,21 @@ impl Follow {
             Some(r) => self.apply(r, gone).await,
             None => Ok(()),
         }
+    }
+
+    /// The one election's keys a command asked for (`history ELECTION`) that the pattern
+    /// matches, read each as it is rather than a `SCAN` of every lock key; none: scan.
+    fn keys(&self) -> Option<Vec<Vec<u8>>> {
+        let asked = self.b.opts.store_keys(&self.b.info.short);
+        if asked.is_empty() {
+            return None;
+        }
+        let pattern = self.b.cfg.prefix.as_bytes();
+        let mut keys: Vec<Vec<u8>> = (asked.into_iter().map(String::into_bytes))
+            .filter(|k| super::participant::glob(pattern, k))
+            .collect();
+        keys.dedup();
+        Some(keys)
     }
 
     async fn apply(&mut self, read: &Read, gone: Gone) -> Result<(), Stop> {

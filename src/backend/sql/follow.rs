@@ -67,6 +67,9 @@ struct Follow {
     pool: Option<AnyPool>,
     /// The poll and its clock, known once the deadline column's type is.
     poll: Option<(String, Interval)>,
+    /// The keys of the rows read (`history ELECTION`: [`crate::backend::BackendOptions::store_keys`]);
+    /// empty: every row.
+    keys: Vec<String>,
 }
 
 impl Steps for Follow {
@@ -96,7 +99,9 @@ impl Steps for Follow {
             return Err(self.lost());
         };
         let schema = read_schema(&self.b.settings, pool).await?;
-        let query = self.b.settings.poll_query(&schema.stamp_type);
+        let keys = self.keys.len();
+        let s = &self.b.settings;
+        let query = s.keyed_poll_query(&schema.stamp_type, &schema.key_type, keys);
         let mut tick = tokio::time::interval(self.b.settings.poll);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         // The next poll is a whole interval after this one.
@@ -151,13 +156,15 @@ impl Follow {
         let sent = (Instant::now(), SystemTime::now());
         let s = &self.b.settings;
         let timeout = self.b.opts.request_timeout;
-        let polled = poll_once(s, pool, query, timeout, &mut self.tracker).await?;
+        let polled = poll_once(s, pool, (query, &self.keys), timeout, &mut self.tracker).await?;
         self.deliver(polled, sent).await
     }
 
     fn new(b: SqlBackend, io: BackendIo) -> Follow {
         let (tracker, writer) = book(&b);
+        let keys = b.opts.store_keys(&b.info.short);
         Follow {
+            keys,
             b,
             io,
             tracker,

@@ -15,11 +15,16 @@ use super::tracker::{Poll, Row, SqlTracker};
 pub(super) async fn poll_once(
     s: &SqlSettings,
     pool: &AnyPool,
-    query: &str,
+    (query, keys): (&str, &[String]),
     timeout: Duration,
     tracker: &mut SqlTracker,
 ) -> Result<Poll, SqlError> {
-    let fetch = sqlx::query(AssertSqlSafe(query.to_string())).fetch_all(pool);
+    // The keys of a keyed poll (`SqlSettings::keyed_poll_query`), bound in order.
+    let q = keys.iter().fold(
+        sqlx::query(AssertSqlSafe(query.to_string())),
+        |q, k| q.bind(k.clone()),
+    );
+    let fetch = q.fetch_all(pool);
     let rows = match tokio::time::timeout(timeout, fetch).await {
         Ok(r) => r.map_err(|e| SqlError::from_sqlx(&e, s, &s.url.0))?,
         Err(_) => {
