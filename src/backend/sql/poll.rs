@@ -20,10 +20,11 @@ pub(super) async fn poll_once(
     tracker: &mut SqlTracker,
 ) -> Result<Poll, SqlError> {
     // The keys of a keyed poll (`SqlSettings::keyed_poll_query`), bound in order.
-    let q = keys.iter().fold(
-        sqlx::query(AssertSqlSafe(query.to_string())),
-        |q, k| q.bind(k.clone()),
-    );
+    let q = keys
+        .iter()
+        .fold(sqlx::query(AssertSqlSafe(query.to_string())), |q, k| {
+            q.bind(k.clone())
+        });
     let fetch = q.fetch_all(pool);
     let rows = match tokio::time::timeout(timeout, fetch).await {
         Ok(r) => r.map_err(|e| SqlError::from_sqlx(&e, s, &s.url.0))?,

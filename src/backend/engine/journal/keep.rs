@@ -8,7 +8,7 @@ use std::collections::hash_map::Entry::{Occupied, Vacant};
 use std::sync::RwLock;
 use std::time::{Duration, SystemTime};
 
-use super::{Entry, RUNS_KEPT, SEEN_KEPT, encode};
+use super::{Entry, MARKS_KEPT, RUNS_KEPT, SEEN_KEPT, encode};
 use crate::model::{Cause, HistoryEntry};
 
 /// The config's default retention: a week of who led when.
@@ -172,7 +172,8 @@ fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> 
         entries.retain(|r| r.at().is_none_or(|at| at >= cutoff));
     }
     let mut left: HashMap<&str, usize, foldhash::fast::RandomState> = HashMap::default();
-    let mut seen_left = bound.seen;
+    let mut deposed_left: HashMap<&str, usize, foldhash::fast::RandomState> = HashMap::default();
+    let (mut seen_left, mut outages_left) = (bound.seen, MARKS_KEPT);
     let mut keep = vec![false; entries.len()];
     for (i, r) in entries.iter().enumerate().rev() {
         let n = match r {
@@ -180,6 +181,8 @@ fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> 
                 left.entry(election).or_insert(bound.per_election.max(1))
             }
             Entry::Seen { .. } => &mut seen_left,
+            Entry::Outage { .. } => &mut outages_left,
+            Entry::Deposed(d) => deposed_left.entry(&d.election).or_insert(MARKS_KEPT),
             _ => continue,
         };
         if *n > 0 {
@@ -224,6 +227,7 @@ fn most_bytes(e: &Entry) -> usize {
                     .map(|s| s.as_ref().map_or(0, String::len))
                     .sum::<usize>()
         }
+        Entry::Deposed(d) => d.election.len() + d.holder.len(),
         _ => 0,
     };
     LINE_BYTES_BUT_NAMES + 6 * names
