@@ -207,6 +207,7 @@ pub(crate) fn lookup(journal: &File, path: &Path, keys: &[u64]) -> Result<Found,
         keys,
         len,
         lines: Vec::new(),
+        first: None,
         prev: None,
         want: None,
     };
@@ -221,6 +222,12 @@ pub(crate) fn lookup(journal: &File, path: &Path, keys: &[u64]) -> Result<Found,
         }
         walk.records(&buf[..whole])?;
         at += whole as u64;
+    }
+    for at in [walk.first, walk.prev].into_iter().flatten() {
+        if !starts_line(journal, at) {
+            let why = "has records that do not start the journal's lines";
+            return Err(Unusable::Damaged(why.into()));
+        }
     }
     let covered = match walk.prev {
         None => 0,
@@ -240,6 +247,7 @@ struct Walk<'k> {
     keys: &'k [u64],
     len: u64,
     lines: Vec<(u64, u64)>,
+    first: Option<u64>,
     prev: Option<u64>,
     /// The start of a line wanted, whose end is the next record's offset.
     want: Option<u64>,
@@ -259,9 +267,19 @@ impl Walk<'_> {
             if key == SOURCE_WIDE || self.keys.contains(&key) {
                 self.want = Some(offset);
             }
+            self.first.get_or_insert(offset);
             self.prev = Some(offset);
         }
         Ok(())
+    }
+}
+
+/// Whether a line of the journal starts at `at` (one of its records: `{` after a newline).
+fn starts_line(journal: &File, at: u64) -> bool {
+    let mut b = [0u8; 2];
+    match at.checked_sub(1) {
+        None => journal.read_exact_at(&mut b[1..], 0).is_ok() && b[1] == b'{',
+        Some(before) => journal.read_exact_at(&mut b, before).is_ok() && b == *b"\n{",
     }
 }
 
@@ -301,6 +319,8 @@ pub(crate) fn read_line(journal: &File, (start, end): (u64, u64)) -> Option<Vec<
 
 /// The writer's side: the index of the journal it holds, appended at most once a second.
 pub(crate) struct Writer {
+    /// The journal's path.
+    path: std::path::PathBuf,
     file: File,
     /// Records of lines written to the journal and not yet to the index.
     pending: Vec<u8>,
@@ -333,6 +353,7 @@ impl Writer {
             .open(path_of(path))?;
         file.write_all(&records_from(journal, covered)?)?;
         Ok(Writer {
+            path: path.to_path_buf(),
             file,
             pending: Vec::new(),
             last_write: None,
@@ -356,6 +377,7 @@ impl Writer {
         std::fs::rename(&tmp, &idx)?;
         let file = std::fs::OpenOptions::new().append(true).open(&idx)?;
         Ok(Writer {
+            path: path.to_path_buf(),
             file,
             pending: Vec::new(),
             last_write: None,
@@ -365,6 +387,15 @@ impl Writer {
     /// `text` was appended to the journal at `base`: its records are written with the next
     /// append that is a second after the last (or at [`Writer::flush`]).
     pub(crate) fn wrote(&mut self, text: &[u8], base: u64) -> std::io::Result<()> {
+        if base == 0 {
+            // The journal's first line: the index made anew, to name it (made on an empty
+            // file, it could not), so a file written over in place is told apart.
+            let journal = File::open(&self.path)?;
+            let mut body = Made::of(&journal)?.header().to_vec();
+            body.extend(records_of(text, 0));
+            *self = Writer::replace(&self.path, &body)?;
+            return Ok(());
+        }
         self.pending.extend(records_of(text, base));
         let due = self.last_write.is_none_or(|w| w.elapsed() >= APPEND_EVERY);
         match due {

@@ -167,3 +167,30 @@ fn a_rewrite_makes_its_index_anew() {
     assert!(found.lines.len() <= lines && lines < 400, "{lines}");
     same_as_the_scan(&path);
 }
+
+/// A journal written over in place (truncated, same inode: another program, a bench) is
+/// told apart from the one its index was made for: by its first line, named at the first
+/// append, or by records that do not start its lines.
+#[test]
+fn a_journal_written_over_in_place_is_not_read_by_the_old_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    written(&path, 20);
+    let f = File::open(&path).expect("open");
+    let idx = std::fs::read(path_of(&path)).expect("index");
+    assert_ne!(u64_at(&idx, 24), 0, "the first line named");
+    assert!(lookup(&f, &path, &[]).is_ok());
+    // Written over in place, its first line the same: the records fall inside lines.
+    let first = std::fs::read_to_string(&path).expect("read");
+    let first = first.lines().next().expect("a line").to_string();
+    let mut text = format!("{first}\n");
+    for i in 0..30 {
+        text.push_str(&format!(
+            "{}\n",
+            encode(&change("jobsjobsjobs", 700 + i, "zz"))
+        ));
+    }
+    std::fs::write(&path, &text).expect("write over");
+    assert!(matches!(lookup(&f, &path, &[]), Err(Unusable::Damaged(_))));
+    same_as_the_scan(&path);
+}
