@@ -229,8 +229,9 @@ fn sql_journal(home: &Path) -> (PathBuf, String, String) {
     let files = journals(home, "sqlite");
     assert_eq!(files.len(), 1, "{files:?}");
     let text = std::fs::read_to_string(&files[0]).expect("journal");
-    // The watch's start, then its change (it was killed: no stop).
-    assert_eq!(text.lines().count(), 2, "{text}");
+    // The watch's start, that it is alive (its first contact), then its change (it was
+    // killed: no stop).
+    assert_eq!(text.lines().count(), 3, "{text}");
     let at = time::OffsetDateTime::now_utc() - time::Duration::minutes(1);
     let at = at
         .replace_nanosecond(0)
@@ -293,21 +294,12 @@ fn junk_in_the_journal_is_said_and_the_records_around_it_kept() {
     let kinds: Vec<&str> = runs
         .lines()
         .map(|l| {
-            if l.contains(r#""kind":"watching""#) {
-                "watching"
-            } else {
-                l
-            }
-        })
-        .map(|l| {
-            if l.contains(r#""kind":"stopped""#) {
-                "stopped"
-            } else {
-                l
-            }
+            let kinds = ["watching", "alive", "stopped"];
+            let of = |k: &&str| l.contains(&format!(r#""kind":"{k}""#));
+            kinds.into_iter().find(of).unwrap_or(l)
         })
         .collect();
-    assert_eq!(kinds, ["watching", "stopped"], "{clean}");
+    assert_eq!(kinds, ["watching", "alive", "stopped"], "{clean}");
 
     // The first history watched for its moment: node-b's tenure is known again there.
     let (doc, stderr) = history(home.path(), &args);

@@ -82,6 +82,9 @@ pub(crate) enum Entry {
     Watching(SystemTime),
     /// That electop stopped watching (a clean stop; a killed one leaves no line).
     Stopped(SystemTime),
+    /// That electop still watched (once a minute while the source answers): a run killed
+    /// later is known to have watched up to its last such line.
+    Alive(SystemTime),
     /// The source went without contact from `from` (its last answer before) to `to` (its
     /// first after); `to` is `None` on the line written when it went down, before its end
     /// was known. `down`: the connection was lost (else it was only stale).
@@ -98,7 +101,10 @@ impl Entry {
     pub(crate) fn at(&self) -> Option<SystemTime> {
         match self {
             Entry::Change { entry, .. } => entry.at,
-            Entry::Seen { at, .. } | Entry::Watching(at) | Entry::Stopped(at) => Some(*at),
+            Entry::Seen { at, .. }
+            | Entry::Watching(at)
+            | Entry::Stopped(at)
+            | Entry::Alive(at) => Some(*at),
             // When it was written (the end when known): what says the run was alive then.
             Entry::Outage { from, to, .. } => Some(to.unwrap_or(*from)),
             Entry::Deposed(d) => Some(d.to.unwrap_or(d.from)),

@@ -22,6 +22,10 @@ use crate::model::marks::{Deposed, Outage, PastMarks};
 use crate::model::{ConnState, HistoryGap, SourceEvent, SourceInfo};
 use crate::state::marks::Marks;
 
+/// How often a run that hears from its source says so in the journal (`alive`): a run
+/// killed (no `stopped` line) is known to have watched up to a minute before it died.
+pub(crate) const ALIVE_EVERY: Duration = Duration::from_secs(60);
+
 /// What each journal's task read back at its start, until the tap takes it.
 static PAST: Mutex<Vec<(PathBuf, PastMarks)>> = Mutex::new(Vec::new());
 
@@ -122,6 +126,8 @@ pub(crate) struct Recorder {
     down_said: bool,
     /// The past marks were sent on (or the source synced without any).
     past_done: bool,
+    /// When an `alive` line was last written.
+    alive: Option<Instant>,
 }
 
 impl Recorder {
@@ -133,6 +139,7 @@ impl Recorder {
             every: Duration::from_millis(500),
             down_said: false,
             past_done: false,
+            alive: None,
         }
     }
 
@@ -179,6 +186,13 @@ impl Recorder {
                     .on_contact(self.last_contact, self.every, (*at, *wall));
                 (self.last_contact, self.every) = (Some((*at, *wall)), *next_within);
                 self.down_said = false;
+                if self
+                    .alive
+                    .is_none_or(|a| at.saturating_duration_since(a) >= ALIVE_EVERY)
+                {
+                    self.alive = Some(*at);
+                    out.push(Entry::Alive(*wall));
+                }
                 if let Some(o) = self.marks.outages.back().filter(|o| Some(**o) != before) {
                     out.push(Entry::Outage {
                         from: o.from,

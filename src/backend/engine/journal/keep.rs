@@ -196,14 +196,24 @@ fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> 
         .position(|(r, k)| *k && matches!(r, Entry::Change { .. }))
         .unwrap_or(entries.len());
     let mut runs = 0;
+    // Of a run's `alive` lines, its last (what says how long a killed run watched).
+    let mut last_of_run = true;
     for (i, r) in entries.iter().enumerate().rev() {
         let recent = i >= oldest_change || runs < RUNS_KEPT;
         match r {
             Entry::Watching(_) if recent => {
                 runs += 1;
                 keep[i] = true;
+                last_of_run = true;
             }
-            Entry::Stopped(_) if recent => keep[i] = true,
+            Entry::Stopped(_) if recent => {
+                keep[i] = true;
+                last_of_run = false;
+            }
+            Entry::Alive(_) if recent && last_of_run => {
+                keep[i] = true;
+                last_of_run = false;
+            }
             _ => {}
         }
     }
@@ -318,6 +328,36 @@ mod tests {
         );
         let forever = compact_at(vec![Entry::Watching(t(0))], bound(Keep::UNBOUNDED), now);
         assert_eq!(forever, [Entry::Watching(t(0))]);
+    }
+
+    /// Of a run's `alive` lines only its last is kept, and none of one that stopped cleanly
+    /// (its `stopped` line says more).
+    #[test]
+    fn a_runs_last_alive_line_alone_is_kept() {
+        let entries = vec![
+            Entry::Watching(t(0)),
+            Entry::Alive(t(1)),
+            Entry::Alive(t(61)),
+            Entry::Stopped(t(70)),
+            Entry::Watching(t(100)),
+            Entry::Alive(t(101)),
+            Entry::Alive(t(161)),
+            Entry::Watching(t(300)),
+            Entry::Alive(t(301)),
+            Entry::Alive(t(361)),
+        ];
+        let kept = compact_at(entries, bound(Keep::UNBOUNDED), t(400));
+        assert_eq!(
+            kept,
+            [
+                Entry::Watching(t(0)),
+                Entry::Stopped(t(70)),
+                Entry::Watching(t(100)),
+                Entry::Alive(t(161)),
+                Entry::Watching(t(300)),
+                Entry::Alive(t(361)),
+            ]
+        );
     }
 
     /// Past the size bound the newest records that fit in half of it are kept.

@@ -9,7 +9,9 @@ use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Cause, HistoryEntry};
 
 /// The kinds a reader of this version knows.
-const KINDS: [&str; 6] = ["change", "seen", "watching", "stopped", "outage", "deposed"];
+const KINDS: [&str; 7] = [
+    "change", "seen", "watching", "stopped", "alive", "outage", "deposed",
+];
 
 /// One line on disk. Every field but `v` and `kind` is left out where it has no value.
 #[derive(Serialize, Deserialize)]
@@ -83,6 +85,7 @@ pub(crate) fn encode(e: &Entry) -> String {
         },
         Entry::Watching(at) => Line::new("watching", Some(*at)),
         Entry::Stopped(at) => Line::new("stopped", Some(*at)),
+        Entry::Alive(at) => Line::new("alive", Some(*at)),
         Entry::Outage { from, to, down } => Line {
             until: to.map(rfc3339),
             down: Some(*down),
@@ -131,6 +134,7 @@ pub(crate) fn decode(text: &str) -> Option<Entry> {
         }),
         "watching" => Some(Entry::Watching(at?)),
         "stopped" => Some(Entry::Stopped(at?)),
+        "alive" if l.v >= 2 => Some(Entry::Alive(at?)),
         "outage" if l.v >= 2 => Some(Entry::Outage {
             from: at?,
             to: until,

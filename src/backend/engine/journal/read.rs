@@ -162,7 +162,7 @@ fn stream(
 }
 
 /// The kinds of the lines of the source as a whole: read with any election's.
-const SOURCE_WIDE: [&str; 3] = ["watching", "stopped", "outage"];
+const SOURCE_WIDE: [&str; 4] = ["watching", "stopped", "alive", "outage"];
 
 /// Bytes read at a time.
 const CHUNK: usize = 1 << 20;
@@ -219,7 +219,7 @@ fn take(r: &mut Read, line: &[u8], torn: bool, only: &[String]) {
             Entry::Change { election, .. } => only.contains(election),
             Entry::Deposed(d) => only.contains(&d.election),
             Entry::Seen { .. } => false,
-            Entry::Watching(_) | Entry::Stopped(_) | Entry::Outage { .. } => true,
+            Entry::Watching(_) | Entry::Stopped(_) | Entry::Alive(_) | Entry::Outage { .. } => true,
         };
         if wanted {
             r.entries.push(e);

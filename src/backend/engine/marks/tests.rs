@@ -72,13 +72,57 @@ fn the_journal_gives_back_the_outages_deposed_holders_and_unwatched_stretches() 
     assert_eq!(past_marks(&entries, None).unwatched.len(), 2);
 }
 
+/// What a contact at `s` made, but the `alive` lines.
 fn contact(r: &mut Recorder, i0: Instant, s: u64) -> Vec<Entry> {
-    r.see(&SourceEvent::Contact {
+    let mut made = r.see(&SourceEvent::Contact {
         source: 0,
         at: i0 + Duration::from_secs(s),
         wall: t(s),
         next_within: Duration::from_millis(500),
-    })
+    });
+    made.retain(|e| !matches!(e, Entry::Alive(_)));
+    made
+}
+
+/// A run that hears from its source says so once a minute; a run killed after such a line
+/// is known to have watched up to it.
+#[test]
+fn a_run_says_it_is_alive_once_a_minute_and_a_killed_one_watched_until_then() {
+    let mut r = Recorder::new(&SourceInfo::test_sqlite());
+    let i0 = Instant::now();
+    let mut alive = Vec::new();
+    for s in (0..=150).step_by(10) {
+        let made = r.see(&SourceEvent::Contact {
+            source: 0,
+            at: i0 + Duration::from_secs(s),
+            wall: t(s),
+            next_within: Duration::from_secs(10),
+        });
+        alive.extend(made.into_iter().filter(|e| matches!(e, Entry::Alive(_))));
+    }
+    assert_eq!(
+        alive,
+        [
+            Entry::Alive(t(0)),
+            Entry::Alive(t(60)),
+            Entry::Alive(t(120))
+        ]
+    );
+    let entries = [
+        Entry::Watching(t(0)),
+        Entry::Alive(t(0)),
+        Entry::Alive(t(60)),
+        Entry::Watching(t(300)),
+    ];
+    let p = past_marks(&entries, None);
+    assert_eq!(
+        p.unwatched,
+        [HistoryGap {
+            from: t(60),
+            to: t(300),
+            stop_recorded: false
+        }]
+    );
 }
 
 /// The recorder writes an outage's start when the source goes down and the whole outage
