@@ -233,4 +233,46 @@ mod tests {
         assert_eq!(m.open, 0);
         assert_eq!(m.deposed_in("other").count(), 0);
     }
+
+    /// What an earlier electop's journal says is put back before what this run saw, each
+    /// outage once; a holder it left deposed (ended at its last line) goes on when this run
+    /// still reads it deposed, as one stretch.
+    #[test]
+    fn the_past_marks_are_put_back_and_a_deposed_holder_seen_again_goes_on() {
+        use crate::model::marks::PastMarks;
+        let mut m = Marks::default();
+        let i0 = Instant::now();
+        let at = |s: u64| (i0 + Duration::from_secs(s), t(s));
+        m.on_contact(Some(at(100)), Duration::from_millis(500), at(110));
+        let past = PastMarks {
+            outages: vec![
+                Outage {
+                    from: t(1),
+                    to: t(5),
+                    down: true,
+                },
+                Outage {
+                    from: t(100),
+                    to: t(110),
+                    down: false,
+                },
+            ],
+            deposed: vec![Deposed {
+                election: "jobs".into(),
+                holder: "node-a".into(),
+                from: t(10),
+                to: Some(t(20)),
+            }],
+            unwatched: Vec::new(),
+        };
+        m.restore(&past);
+        let o: Vec<SystemTime> = m.outages.iter().map(|o| o.from).collect();
+        assert_eq!(o, [t(1), t(100)], "once each, oldest first");
+        assert_eq!(m.open, 0);
+        let h = [(10, "node-a", "node-b")];
+        m.on_election(&election(Some("node-a"), &h), t(120));
+        let d: Vec<_> = m.deposed_in("jobs").collect();
+        assert_eq!(d.len(), 1, "one stretch: {d:?}");
+        assert_eq!((d[0].from, d[0].to), (t(10), None), "going on");
+    }
 }
