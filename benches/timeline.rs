@@ -388,6 +388,22 @@ mod journal {
         (times, last.expect("one run at least"))
     }
 
+    /// `history` timed from the journal as it is, once a writer (`status`, the file within
+    /// a raised `journal_max_size`) has made its index (`<file>.idx`).
+    fn indexed(home: &Path, history: &[&str], rounds: usize) {
+        let config = home.join("config/electop/config.toml");
+        std::fs::create_dir_all(config.parent().expect("a dir")).expect("config dir");
+        std::fs::write(&config, "[history]\njournal_max_size = \"2GiB\"\n").expect("config");
+        let (took, _) = succeeding(home, &["status", "--json", "--timeout", "120s"], 1);
+        let (times, _) = succeeding(home, history, rounds);
+        std::fs::remove_file(&config).expect("config removed");
+        println!(
+            "  `status` (makes the index): {}; then `history ELECTION` by the index: {}",
+            each(&took),
+            each(&times)
+        );
+    }
+
     /// `electop history` for one election, timed, from journals as the writer bounds them.
     pub(super) fn run(n: usize, rounds: usize) {
         let home = tempfile::tempdir().expect("a temp dir");
@@ -441,6 +457,9 @@ mod journal {
                 each(&times),
                 after as f64 / 1048576.0,
             );
+            // A writer's turn under a size bound the file fits (`status`) makes its index;
+            // `history ELECTION` then reads its lines by it.
+            indexed(home.path(), &history, rounds);
             // `status` reads every election's history back, as the dashboard's start does;
             // its first run takes the writer's turn, and rewrites a journal past its bound.
             write(&path, n, kept, SystemTime::now());

@@ -94,10 +94,14 @@ fn within(what: &str, a: SystemTime, lo: SystemTime, hi: SystemTime) {
     );
 }
 
+/// When node-a was killed, when node-b said it leads (its own clock: the same machine's),
+/// and when the watch that saw it had stopped.
+type Times = (SystemTime, SystemTime, SystemTime);
+
 /// node-a leads; a watch records; node-a is killed; once the watch saw the election without
-/// a leader, node-b starts and takes over. Returns node-b (leading on), when node-a was
-/// killed and when node-b said it leads (its own clock: the same machine's).
-fn failover(run: &Run, watch_flags: &[&str]) -> (Node, (SystemTime, SystemTime)) {
+/// a leader, node-b starts and takes over; the watch stops (cleanly: its stop is in the
+/// journal). Returns node-b (leading on) and the times.
+fn failover(run: &Run, watch_flags: &[&str]) -> (Node, Times) {
     let mut a = run.node("node-a");
     a.wait_belief("leader", Some("node-a"), T);
     let mut args = run.src();
@@ -117,13 +121,14 @@ fn failover(run: &Run, watch_flags: &[&str]) -> (Node, (SystemTime, SystemTime))
         v["election"] == name && v["to"] == "node-b"
     });
     // The watch is gone before history runs: what it shows is read back from the journal.
-    drop(watch);
-    (b, (killed, led))
+    assert!(watch.terminate().success());
+    (b, (killed, led, SystemTime::now()))
 }
 
 /// What `history --json` shows after `failover`: node-a's gap, then node-b's tenure, at
-/// the times the kill and node-b say, within the poll interval and the term.
-fn check_history(run: &Run, (killed, led): (SystemTime, SystemTime)) {
+/// the times the kill and node-b say, within the poll interval and the term, until the
+/// watch stopped; from then to now no electop watched: not claimed as node-b's.
+fn check_history(run: &Run, (killed, led, stopped): Times) {
     let doc = run.history(&["--since", "10m"]);
     let [e] = doc["elections"].as_array().expect("elections").as_slice() else {
         panic!("one election: {doc:#}")
@@ -136,14 +141,27 @@ fn check_history(run: &Run, (killed, led): (SystemTime, SystemTime)) {
         .position(|s| s["kind"] == "gap" && s["after"] == "node-a")
         .unwrap_or_else(|| panic!("no gap after node-a: {e:#}"));
     let (gap, next) = (&segs[gap_at], &segs[gap_at + 1..]);
-    let [tenure] = next else {
-        panic!("node-b's tenure alone after the gap: {e:#}")
+    let [tenure, unwatched] = next else {
+        panic!("node-b's tenure then the time nobody watched, after the gap: {e:#}")
     };
     assert_eq!(
         (&tenure["kind"], &tenure["holder"], &tenure["ongoing"]),
-        (&"tenure".into(), &"node-b".into(), &true.into()),
+        (&"tenure".into(), &"node-b".into(), &false.into()),
         "{e:#}"
     );
+    assert!(
+        tenure["cause_out"].is_null(),
+        "how it ended is not known: {e:#}"
+    );
+    let stop = wall(&tenure["end"]);
+    within("the watch's stop", stop, led, stopped);
+    assert_eq!(
+        (&unwatched["kind"], &unwatched["stop_recorded"]),
+        (&"unwatched".into(), &true.into()),
+        "{e:#}"
+    );
+    assert_eq!(wall(&unwatched["start"]), stop);
+    assert_eq!(wall(&unwatched["end"]), wall(&e["until"]));
     let (start, end) = (wall(&gap["start"]), wall(&gap["end"]));
     // node-a's term ran out after the kill, at most a term after it; seen within a poll.
     within("gap start", start, killed, killed + TTL + POLL + SLACK);
@@ -193,8 +211,8 @@ fn serve_answers_the_same(run: &Run) {
     let (code, body) = common::http::request(&addr, &path, &[]);
     let (bad, why) = common::http::request(&addr, "/api/v1/history?since=yesterday", &[]);
     let (unknown, missing) = common::http::request(&addr, "/api/v1/history?election=nope", &[]);
-    let _ = child.kill();
-    let _ = child.wait();
+    // A clean stop, after the window: what serve watched in it is not left unrecorded.
+    terminate(&mut child);
     assert_eq!(code, 200, "{body}");
     assert!(bad == 400 && why.contains("`yesterday`"), "{bad}: {why}");
     assert!(
@@ -209,6 +227,16 @@ fn serve_answers_the_same(run: &Run) {
             .as_array()
             .is_some_and(|s| !s.is_empty())
     );
+}
+
+/// SIGTERM, and its exit.
+fn terminate(child: &mut Child) {
+    let pid = child.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+    assert!(child.wait().expect("wait").success());
 }
 
 #[test]
@@ -266,4 +294,81 @@ fn an_unknown_election_is_named_and_exits_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("`nope`") && err.contains("jobs"), "{err}");
+}
+
+/// A watch sees its PostgreSQL source go down (the server stopped, SIGSTOP, past the
+/// request timeout) and come back (SIGCONT), and stops; a `history` started after it shows that outage (read
+/// from the journal), at the times the stop and the resume say.
+#[test]
+fn an_outage_an_earlier_watch_saw_is_in_a_later_history() {
+    let store = Store::postgres();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 600));
+    let home = common::scratch::tempdir();
+    let source = [
+        "--sql",
+        &store.url(),
+        "--scheme",
+        "sql-lease",
+        "--table",
+        "leaderlock",
+    ];
+    let mut args = source.to_vec();
+    args.extend(["--poll", "100ms"]);
+    let mut watch = Watch::start(home.path(), &args);
+    watch.wait_synced(1);
+    let locked_at = SystemTime::now();
+    store.freeze(true);
+    // Its poll times out (the request timeout, 5 s): the source is down.
+    watch.wait_for("the source down", T, |v| v["kind"] == "disconnected");
+    store.freeze(false);
+    let freed = SystemTime::now();
+    watch.wait_for("the source connected again", T, |v| {
+        v["kind"] == "connected"
+    });
+    assert!(watch.terminate().success());
+    let out = command(home.path())
+        .args(source)
+        .args(["history", "jobs", "--json", "--since", "10m"])
+        .output()
+        .expect("run electop history");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let e = &doc["elections"][0];
+    let [o] = e["outages"].as_array().expect("outages").as_slice() else {
+        let journal = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("find \"$0\" -name '*.jsonl' -exec cat {} +")
+            .arg(home.path())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        panic!("one outage: {e:#}\njournal: {journal:?}")
+    };
+    // From the last answer before the lock (a poll before it) to the first after it.
+    within(
+        "outage start",
+        wall(&o["start"]),
+        locked_at - POLL - SLACK,
+        locked_at + POLL,
+    );
+    // The first poll after the reconnect (its first retry is half a second after).
+    let retry = Duration::from_millis(500);
+    within(
+        "outage end",
+        wall(&o["end"]),
+        freed,
+        freed + retry + POLL + SLACK,
+    );
+    assert_eq!(o["down"], true, "{o:#}");
+    let out = command(home.path())
+        .args(source)
+        .args(["history", "jobs", "--since", "10m"])
+        .output()
+        .expect("run electop history");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("  source "), "the table says it: {text}");
 }

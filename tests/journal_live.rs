@@ -229,7 +229,9 @@ fn sql_journal(home: &Path) -> (PathBuf, String, String) {
     let files = journals(home, "sqlite");
     assert_eq!(files.len(), 1, "{files:?}");
     let text = std::fs::read_to_string(&files[0]).expect("journal");
-    assert_eq!(text.lines().count(), 1, "{text}");
+    // The watch's start, that it is alive (its first contact), then its change (it was
+    // killed: no stop).
+    assert_eq!(text.lines().count(), 3, "{text}");
     let at = time::OffsetDateTime::now_utc() - time::Duration::minutes(1);
     let at = at
         .replace_nanosecond(0)
@@ -257,10 +259,13 @@ fn junk_in_the_journal_is_said_and_the_records_around_it_kept() {
     std::fs::write(&path, &damaged).expect("damage the journal");
 
     let (doc, stderr) = history(home.path(), &args);
+    // The earlier change was put in by hand, a minute before the watch: no electop watched
+    // between the two, so node-a's tenure is cut there (known again at the watch's start).
     let both = (
         Value::Null,
         vec![
             ("node-a".into(), "elected".into()),
+            ("node-a".into(), "unknown".into()),
             ("node-b".into(), "taken_over".into()),
         ],
     );
@@ -277,14 +282,30 @@ fn junk_in_the_journal_is_said_and_the_records_around_it_kept() {
     );
     assert!(stderr.contains(".bad"), "{stderr}");
     let clean = std::fs::read_to_string(&path).expect("journal");
+    let (records, runs) = clean.split_at(earlier.len() + 1 + text.len());
+    // The rewrite writes the v1 line as this version's.
+    let earlier = earlier.replace(r#""v":1"#, r#""v":2"#);
     assert_eq!(
-        clean,
+        records,
         format!("{earlier}\n{text}"),
         "the records, nothing else"
     );
+    // Then history's own run (it took the turn): its start and its stop.
+    let kinds: Vec<&str> = runs
+        .lines()
+        .map(|l| {
+            let kinds = ["watching", "alive", "stopped"];
+            let of = |k: &&str| l.contains(&format!(r#""kind":"{k}""#));
+            kinds.into_iter().find(of).unwrap_or(l)
+        })
+        .collect();
+    assert_eq!(kinds, ["watching", "alive", "stopped"], "{clean}");
 
+    // The first history watched for its moment: node-b's tenure is known again there.
     let (doc, stderr) = history(home.path(), &args);
-    assert_eq!(tenures(&doc, "jobs"), both, "{doc:#}");
+    let mut again = both.clone();
+    again.1.push(("node-b".into(), "unknown".into()));
+    assert_eq!(tenures(&doc, "jobs"), again, "{doc:#}");
     assert!(!stderr.contains("history journal"), "clean now: {stderr}");
 }
 
@@ -294,7 +315,7 @@ fn junk_in_the_journal_is_said_and_the_records_around_it_kept() {
 fn a_later_formats_journal_is_read_and_left_alone() {
     let (_store, home, args) = sqlite_with_a_change();
     let (path, text, _) = sql_journal(home.path());
-    let later = r#"{"v":2,"kind":"change","at":"2026-11-28T00:00:00Z","election":"jobs","to":"node-z","cause":"elected","term":7}"#;
+    let later = r#"{"v":3,"kind":"change","at":"2026-11-28T00:00:00Z","election":"jobs","to":"node-z","cause":"elected","term":7}"#;
     let file = format!("{later}\n{text}");
     std::fs::write(&path, &file).expect("a newer electop's line");
 
@@ -305,7 +326,7 @@ fn a_later_formats_journal_is_read_and_left_alone() {
     );
     assert_eq!(tenures(&doc, "jobs"), told, "{doc:#}");
     assert!(
-        stderr.contains("later format (v2)") && stderr.contains("does not record"),
+        stderr.contains("later format (v3)") && stderr.contains("does not record"),
         "said on stderr: {stderr}"
     );
     assert_eq!(

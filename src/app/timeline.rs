@@ -218,6 +218,8 @@ pub fn strip(
         match seg {
             Segment::Tenure(tn) => p.paint(seg.span(), Some(&tn.holder), tn.forced_in_by.is_some()),
             Segment::Gap(g) => p.paint(seg.span(), None, is_forced(g.cause)),
+            // Drawn by `finish`, from the same stretches.
+            Segment::Unwatched(_) => {}
         }
     }
     p.finish(stale_from, unwatched)

@@ -104,6 +104,9 @@ pub struct BackendOptions {
     /// history journals are read for it alone, and not written (see
     /// [`BackendOptions::only_elections`]). None: every election.
     pub only: Option<String>,
+    /// With [`BackendOptions::only`], the store is still read whole (every election listed):
+    /// the names `history` offers when the election asked for is in no source.
+    pub whole_store: bool,
 }
 
 impl BackendOptions {
@@ -120,6 +123,16 @@ impl BackendOptions {
         }
         names
     }
+
+    /// The elections a source reads from the store itself: those of
+    /// [`BackendOptions::only_elections`] (a keyed read: a SQL table's rows by key, a Redis
+    /// key), unless [`BackendOptions::whole_store`]; empty: every election.
+    pub(crate) fn store_keys(&self, short: &str) -> Vec<String> {
+        match self.whole_store {
+            true => Vec::new(),
+            false => self.only_elections(short),
+        }
+    }
 }
 
 impl Default for BackendOptions {
@@ -132,6 +145,7 @@ impl Default for BackendOptions {
             retention: Duration::from_secs(600),
             one_shot: false,
             only: None,
+            whole_store: false,
         }
     }
 }

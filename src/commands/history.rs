@@ -43,8 +43,18 @@ pub(super) async fn run(
         ))
         .into());
     }
-    let s = Sources::spawn(sources, opts)?;
-    let snap = crate::runtime::collect(s, ask.timeout).await;
+    let mut snap = crate::runtime::collect(Sources::spawn(sources, opts)?, ask.timeout).await;
+    let asked = ask.election.as_deref();
+    let some_read = snap.unread.len() < snap.model.sources.len();
+    if opts.only.is_some() && some_read && output::history::select(&snap.model, asked).is_err() {
+        // The stores were read for the election's keys alone and none holds it: read again
+        // whole, for the names an error offers (or the election, taken since).
+        let whole = BackendOptions {
+            whole_store: true,
+            ..opts.clone()
+        };
+        snap = crate::runtime::collect(Sources::spawn(sources, &whole)?, ask.timeout).await;
+    }
     for (_, why) in &snap.unread {
         eprintln!("electop: {why}");
     }

@@ -245,6 +245,12 @@ pub enum SourceEvent {
         /// The stretches no electop watched, from electop's own record of earlier runs.
         gaps: Vec<HistoryGap>,
     },
+    /// What the source's history journal says an earlier electop saw beside the changes:
+    /// outages, deposed holders, and the stretches no electop watched.
+    PastMarks {
+        source: SourceId,
+        marks: super::marks::PastMarks,
+    },
     /// How each member of a clustered store answers, like `etcdctl endpoint status`.
     Members {
         source: SourceId,

@@ -7,6 +7,7 @@ mod election;
 mod escape;
 mod event;
 pub(crate) mod format;
+pub mod marks;
 mod scheme;
 pub mod split_brain;
 pub(crate) mod time;

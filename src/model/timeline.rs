@@ -46,6 +46,8 @@ pub struct Timeline {
 pub enum Segment {
     Tenure(Tenure),
     Gap(Gap),
+    /// No electop watched the source (between two runs): who led is not known.
+    Unwatched(Unwatched),
 }
 
 impl Segment {
@@ -53,8 +55,53 @@ impl Segment {
         match self {
             Segment::Tenure(t) => (t.start, t.end),
             Segment::Gap(g) => (g.start, g.end),
+            Segment::Unwatched(u) => (u.start, u.end),
         }
     }
+
+    /// The part of this segment within `[from, to]` (which overlaps it), and whether it
+    /// ends before this one did.
+    fn part(&self, from: SystemTime, to: SystemTime) -> Segment {
+        let mut s = self.clone();
+        let (start, end) = self.span();
+        let (a, b) = (start.max(from), end.min(to));
+        // After a stretch nobody watched: how this part began is not known.
+        let (late, cut) = (a > start, b < end);
+        match &mut s {
+            Segment::Tenure(t) => {
+                (t.start, t.end, t.duration_ms) = (a, b, ms(a, b));
+                if cut {
+                    (t.ongoing, t.cause_out, t.forced_out_by) = (false, None, None);
+                }
+                if late {
+                    (t.cause_in, t.forced_in_by) = (Cause::Unknown, None);
+                }
+            }
+            Segment::Gap(g) => {
+                (g.start, g.end, g.duration_ms) = (a, b, ms(a, b));
+                g.ongoing &= !cut;
+                if late {
+                    g.cause = Cause::Unknown;
+                }
+            }
+            Segment::Unwatched(u) => (u.start, u.end, u.duration_ms) = (a, b, ms(a, b)),
+        }
+        s
+    }
+}
+
+/// A stretch no electop watched: from the last record of the run before (its clean stop,
+/// or where it was killed, its last line) to the next run's start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unwatched {
+    #[serde(serialize_with = "rfc3339")]
+    pub start: SystemTime,
+    #[serde(serialize_with = "rfc3339")]
+    pub end: SystemTime,
+    pub duration_ms: i64,
+    /// The run before stopped cleanly and said when (else it was killed or lost some time
+    /// after `start`: its last line).
+    pub stop_recorded: bool,
 }
 
 /// A holder's stretch as leader.
@@ -296,6 +343,62 @@ pub fn timeline<'a>(
     }
 }
 
+impl Timeline {
+    /// The timeline with the stretches no electop watched (`unwatched`, each `(from, to,
+    /// stop_recorded)`, in time order) cut out of its tenures and gaps: what was not
+    /// observed is not claimed as a tenure or a gap. A tenure cut before its end has no
+    /// cause out (it is not known how it ended, or whether it did), the part after the
+    /// stretch an `unknown` cause in (the next run found it so); the summary's gaps count
+    /// the known parts only.
+    pub fn without_unwatched(mut self, unwatched: &[(SystemTime, SystemTime, bool)]) -> Timeline {
+        let spans: Vec<&(SystemTime, SystemTime, bool)> = unwatched
+            .iter()
+            .filter(|(a, b, _)| *b > self.since && *a < self.until && b > a)
+            .collect();
+        if spans.is_empty() {
+            return self;
+        }
+        let mut out = Vec::new();
+        for seg in std::mem::take(&mut self.segments) {
+            let (start, end) = seg.span();
+            let mut at = start;
+            for &&(from, b, stop_recorded) in &spans {
+                let (a, b) = (from.max(start), b.min(end));
+                if b <= a || b <= at {
+                    continue;
+                }
+                // A change that is a run's last record (the run killed just after it): the
+                // change is known, at its time, though nothing after it is.
+                if a > at || (from == start && at == start) {
+                    out.push(seg.part(at, a));
+                }
+                let (ua, ub) = (a.max(at), b);
+                let u = Unwatched {
+                    start: ua,
+                    end: ub,
+                    duration_ms: ms(ua, ub),
+                    stop_recorded,
+                };
+                // Two segments under one stretch: one unwatched segment.
+                match out.last_mut() {
+                    Some(Segment::Unwatched(prev)) if prev.end == ua => {
+                        prev.end = ub;
+                        prev.duration_ms = ms(prev.start, ub);
+                    }
+                    _ => out.push(Segment::Unwatched(u)),
+                }
+                at = ub;
+            }
+            if at < end {
+                out.push(seg.part(at, end));
+            }
+        }
+        self.segments = out;
+        gap_figures(&mut self.summary, &self.segments);
+        self
+    }
+}
+
 /// A stretch as a segment of its own.
 fn close(s: Stretch<'_>) -> Segment {
     let (start, end, duration_ms, ongoing) = (s.start, s.end, ms(s.start, s.end), s.out.is_none());
@@ -352,7 +455,7 @@ fn gap_figures(s: &mut Summary, segments: &[Segment]) {
         .iter()
         .filter_map(|seg| match seg {
             Segment::Gap(g) => Some(g.duration_ms),
-            Segment::Tenure(_) => None,
+            Segment::Tenure(_) | Segment::Unwatched(_) => None,
         })
         .collect();
     gaps.sort_unstable();

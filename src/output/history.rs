@@ -31,6 +31,58 @@ pub(crate) struct ElectionHistory<'a> {
     pub stale: bool,
     #[serde(flatten)]
     pub timeline: Timeline,
+    /// The source's outages that overlap the window (what this or an earlier electop saw,
+    /// from the journal): who led in them is not known as it happened.
+    pub outages: Vec<OutageJson>,
+    /// Holders of this election deposed by an admin action while they may still have
+    /// believed they led, overlapping the window.
+    pub deposed: Vec<DeposedJson>,
+}
+
+/// A stretch the source did not answer: `down` the connection was lost, else stale.
+#[derive(Serialize)]
+pub(crate) struct OutageJson {
+    pub start: String,
+    pub end: String,
+    pub duration_ms: i64,
+    pub down: bool,
+}
+
+#[derive(Serialize)]
+pub(crate) struct DeposedJson {
+    pub holder: String,
+    pub start: String,
+    /// `None`: still deposed as of the last read.
+    pub end: Option<String>,
+}
+
+/// The marks of election `name`'s source `src` that overlap `[since, until]`.
+fn marks_in(
+    src: &crate::state::SourceView,
+    name: &str,
+    (since, until): (SystemTime, SystemTime),
+) -> (Vec<OutageJson>, Vec<DeposedJson>) {
+    let outages = (src.marks.outages.iter())
+        .filter(|o| o.to > since && o.from < until)
+        .map(|o| OutageJson {
+            start: time::rfc3339(o.from),
+            end: time::rfc3339(o.to),
+            duration_ms: o
+                .to
+                .duration_since(o.from)
+                .map_or(0, |d| d.as_millis() as i64),
+            down: o.down,
+        })
+        .collect();
+    let deposed = (src.marks.deposed_in(name))
+        .filter(|d| d.to.is_none_or(|to| to > since) && d.from < until)
+        .map(|d| DeposedJson {
+            holder: d.holder.clone(),
+            start: time::rfc3339(d.from),
+            end: d.to.map(time::rfc3339),
+        })
+        .collect();
+    (outages, deposed)
 }
 
 /// The elections `election` names (`NAME` or `SOURCE/NAME`; every election when `None`),
@@ -89,14 +141,21 @@ pub(crate) fn document<'m>(
             };
             let history: Vec<_> = e.history.iter().cloned().collect();
             let leader = e.leader.as_ref().map(|l| l.id.as_str());
+            let unwatched: Vec<_> = (src.history_gaps.iter())
+                .map(|g| (g.from, g.to, g.stop_recorded))
+                .collect();
+            let (outages, deposed) = marks_in(src, &e.name, (since, until));
             Some(ElectionHistory {
+                outages,
+                deposed,
                 name: &e.name,
                 scheme: e.scheme,
                 source: &src.info.name,
                 source_id: &src.info.short,
                 leader,
                 stale,
-                timeline: timeline::timeline(&history, leader, since, until, as_of),
+                timeline: timeline::timeline(&history, leader, since, until, as_of)
+                    .without_unwatched(&unwatched),
             })
         })
         .collect();
@@ -166,6 +225,7 @@ fn block(out: &mut String, e: &ElectionHistory<'_>) {
     {
         let _ = writeln!(out, "  {who} leads, since before any change electop knows");
     }
+    marks(out, e, &at);
     summary(out, &tl.summary);
 }
 
@@ -206,6 +266,45 @@ fn row(s: &Segment, at: &dyn Fn(SystemTime) -> String) -> [String; 7] {
             String::new(),
             String::new(),
         ],
+        Segment::Unwatched(u) => [
+            "(not watched)".into(),
+            at(u.start),
+            at(u.end),
+            dur(u.duration_ms),
+            String::new(),
+            String::new(),
+            match u.stop_recorded {
+                true => "no electop ran".into(),
+                false => "no record (the electop before was killed or lost)".into(),
+            },
+        ],
+    }
+}
+
+/// The source's outages and the deposed holders in the window, a line each.
+fn marks(out: &mut String, e: &ElectionHistory<'_>, at: &dyn Fn(SystemTime) -> String) {
+    let when = |text: &str| crate::model::time::parse_rfc3339(text).map_or(text.into(), at);
+    for o in &e.outages {
+        let what = match o.down {
+            true => "down (connection lost)",
+            false => "stale (no answer)",
+        };
+        let _ = writeln!(
+            out,
+            "  source {what} {} to {} ({}): who led then is not known as it happened",
+            when(&o.start),
+            when(&o.end),
+            time::duration_ms(o.duration_ms)
+        );
+    }
+    for d in &e.deposed {
+        let end = d.end.as_deref().map_or("now".into(), when);
+        let _ = writeln!(
+            out,
+            "  deposed: {} may have believed it led from {} to {end}",
+            d.holder,
+            when(&d.start)
+        );
     }
 }
 
@@ -269,6 +368,8 @@ mod tests {
                 leader: Some("b"),
                 stale: false,
                 timeline: timeline::timeline(&h, Some("b"), t(0), t(76), t(76)),
+                outages: Vec::new(),
+                deposed: Vec::new(),
             }],
         };
         let text = render(&doc);

@@ -44,7 +44,8 @@ impl Sources {
             let (ctx, crx) = mpsc::channel(16);
             commands.push(ctx);
             let io = BackendIo {
-                events: tx.clone(),
+                // Through the recorder of the timeline's marks, which journals them.
+                events: backend::engine::marks::tap(&info, tx.clone()),
                 commands: crx,
                 cancel: cancel.child_token(),
             };

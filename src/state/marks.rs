@@ -1,7 +1,8 @@
 //! What a source's timeline strips mark beside its leader changes, kept as events are
 //! applied: the past stretches the source was down or stale (no contact), and the holders
-//! deposed while they may still believe they lead. Plain data, bounded per source; not kept
-//! across a restart (the history journal records leader changes, not these).
+//! deposed while they may still believe they lead. Plain data, bounded per source; the
+//! backend journals them as it sees them (`backend::engine::marks`), and the marks an
+//! earlier electop journaled are put back at the start ([`Marks::restore`]).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
@@ -14,27 +15,7 @@ pub const OUTAGES_KEPT: usize = 64;
 /// Deposed holders kept per source (ended and still going on).
 pub const DEPOSED_KEPT: usize = 64;
 
-/// A past stretch without contact with the source: from its last answer before to its
-/// first after. Who led in it is not known as it happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Outage {
-    pub from: SystemTime,
-    pub to: SystemTime,
-    /// The connection was lost (said `disconnected`); otherwise it only went unanswered
-    /// long enough to be stale.
-    pub down: bool,
-}
-
-/// A holder an admin action removed while its lease or session lived on: it may have
-/// believed it led from `from` (the change that removed it) to `to`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Deposed {
-    pub election: String,
-    pub holder: String,
-    pub from: SystemTime,
-    /// `None`: still deposed, as of the last read.
-    pub to: Option<SystemTime>,
-}
+pub use crate::model::marks::{Deposed, Outage};
 
 /// One source's marks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,7 +31,7 @@ pub struct Marks {
 }
 
 impl Marks {
-    pub(super) fn on_conn(&mut self, state: &ConnState) {
+    pub(crate) fn on_conn(&mut self, state: &ConnState) {
         if matches!(state, ConnState::Down { .. }) {
             self.went_down = true;
         }
@@ -59,7 +40,7 @@ impl Marks {
     /// The source answered at `at`; `before`: its answer before, `every`: how often it
     /// answered then. A lost connection, or a silence long enough to be shown stale, between
     /// the two is an outage.
-    pub(super) fn on_contact(
+    pub(crate) fn on_contact(
         &mut self,
         before: Option<(Instant, SystemTime)>,
         every: Duration,
@@ -86,7 +67,7 @@ impl Marks {
 
     /// `e` as the source now has it, at `wall`: a holder newly deposed opens a stretch, one
     /// no longer deposed (its lease ended, or back in line) closes its own.
-    pub(super) fn on_election(&mut self, e: &Election, wall: SystemTime) {
+    pub(crate) fn on_election(&mut self, e: &Election, wall: SystemTime) {
         if self.open == 0 && e.deposed.is_none() {
             return;
         }
@@ -114,6 +95,14 @@ impl Marks {
             .find(|h| h.from.as_deref() == Some(holder) && h.at.is_some())
             .and_then(|h| h.at)
             .unwrap_or(wall);
+        // The same stretch an earlier run saw (restored, ended where it stopped): it goes on.
+        if let Some(d) = self.deposed.iter_mut().find(|d| {
+            d.election == e.name && d.holder == holder && d.from == from && d.to.is_some()
+        }) {
+            d.to = None;
+            self.open += 1;
+            return;
+        }
         let d = Deposed {
             election: e.name.clone(),
             holder: holder.to_string(),
@@ -126,6 +115,35 @@ impl Marks {
         {
             self.open -= 1;
         }
+    }
+
+    /// Puts back what an earlier electop's journal says, before what this run saw: the
+    /// oldest dropped past the bounds. A holder still deposed when that electop stopped
+    /// stays open until this run reads its election (and closes it, or goes on with it).
+    pub fn restore(&mut self, past: &crate::model::marks::PastMarks) {
+        let mut outages: Vec<Outage> = past.outages.to_vec();
+        outages.extend(self.outages.drain(..));
+        outages.sort_by_key(|o| (o.from, o.to));
+        outages.dedup_by_key(|o| o.from);
+        self.outages = outages.into_iter().collect();
+        while self.outages.len() > OUTAGES_KEPT {
+            self.outages.pop_front();
+        }
+        let mut deposed: Vec<Deposed> = past.deposed.clone();
+        for d in self.deposed.drain(..) {
+            let known = deposed.iter_mut().find(|p| {
+                (p.election.as_str(), p.holder.as_str(), p.from)
+                    == (d.election.as_str(), d.holder.as_str(), d.from)
+            });
+            match known {
+                Some(p) => *p = d,
+                None => deposed.push(d),
+            }
+        }
+        deposed.sort_by_key(|d| d.from);
+        let kept = deposed.len().saturating_sub(DEPOSED_KEPT);
+        self.deposed = deposed.into_iter().skip(kept).collect();
+        self.open = self.deposed.iter().filter(|d| d.to.is_none()).count();
     }
 
     /// The deposed stretches of election `name`, oldest first.
@@ -214,5 +232,47 @@ mod tests {
         );
         assert_eq!(m.open, 0);
         assert_eq!(m.deposed_in("other").count(), 0);
+    }
+
+    /// What an earlier electop's journal says is put back before what this run saw, each
+    /// outage once; a holder it left deposed (ended at its last line) goes on when this run
+    /// still reads it deposed, as one stretch.
+    #[test]
+    fn the_past_marks_are_put_back_and_a_deposed_holder_seen_again_goes_on() {
+        use crate::model::marks::PastMarks;
+        let mut m = Marks::default();
+        let i0 = Instant::now();
+        let at = |s: u64| (i0 + Duration::from_secs(s), t(s));
+        m.on_contact(Some(at(100)), Duration::from_millis(500), at(110));
+        let past = PastMarks {
+            outages: vec![
+                Outage {
+                    from: t(1),
+                    to: t(5),
+                    down: true,
+                },
+                Outage {
+                    from: t(100),
+                    to: t(110),
+                    down: false,
+                },
+            ],
+            deposed: vec![Deposed {
+                election: "jobs".into(),
+                holder: "node-a".into(),
+                from: t(10),
+                to: Some(t(20)),
+            }],
+            unwatched: Vec::new(),
+        };
+        m.restore(&past);
+        let o: Vec<SystemTime> = m.outages.iter().map(|o| o.from).collect();
+        assert_eq!(o, [t(1), t(100)], "once each, oldest first");
+        assert_eq!(m.open, 0);
+        let h = [(10, "node-a", "node-b")];
+        m.on_election(&election(Some("node-a"), &h), t(120));
+        let d: Vec<_> = m.deposed_in("jobs").collect();
+        assert_eq!(d.len(), 1, "one stretch: {d:?}");
+        assert_eq!((d[0].from, d[0].to), (t(10), None), "going on");
     }
 }

@@ -196,6 +196,7 @@ impl ReadModel {
             | SourceEvent::Loading { source, .. }
             | SourceEvent::Synced { source }
             | SourceEvent::Session { source, .. }
+            | SourceEvent::PastMarks { source, .. }
             | SourceEvent::Members { source, .. } => *source,
             _ => return Applied::Nothing,
         };
@@ -226,6 +227,12 @@ impl ReadModel {
                 s.history_since.get_or_insert(history_since);
             }
             SourceEvent::Members { members, .. } => s.members = members,
+            SourceEvent::PastMarks { marks, .. } => {
+                s.marks.restore(&marks);
+                s.history_gaps.extend(marks.unwatched);
+                s.history_gaps.sort_by_key(|g| g.from);
+                s.history_gaps.dedup();
+            }
             _ => return Applied::Nothing,
         }
         Applied::Source

@@ -31,6 +31,9 @@ pub fn who_led(app: &App, e: &Election, at: SystemTime) -> String {
             None => tenure(tn),
         },
         Some(Segment::Gap(g)) => gap(g),
+        Some(Segment::Unwatched(u)) => {
+            format!("not watched from {} to {}", clock(u.start), clock(u.end))
+        }
         None => match (t.known_from, &t.led_before) {
             (Some(from), Some(b)) => format!(
                 "not known: history starts {}; {b} led before it",

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use tracing::{info, warn};
 
@@ -36,7 +37,12 @@ fn bound(history_limit: usize) -> Bound {
 /// The changes recorded so far (bounded), oldest first: of the elections named in `only`
 /// (a command asking for those alone), of all when it is empty.
 pub(crate) fn load(path: &Path, history_limit: usize, only: &[String]) -> Vec<Recorded> {
-    changes(journal::load_elections(path, bound(history_limit), only))
+    let entries = journal::load_elections(path, bound(history_limit), only);
+    // Read alone (no writer's turn): the stretch since the last record was watched by
+    // nobody unless another electop writes the journal now.
+    let now = (!journal::written_now(path)).then(SystemTime::now);
+    super::marks::stash(path, super::marks::past_marks(&entries, now));
+    changes(entries)
 }
 
 fn changes(entries: Vec<Entry>) -> Vec<Recorded> {
@@ -80,6 +86,16 @@ pub(crate) fn open(
 /// 100 ms after a change, and at once when the writer is dropped.
 pub(crate) struct Writer(Batched);
 
+/// A clean stop says when this run stopped watching (if it wrote the journal): the next
+/// run tells the stretch from it as not watched.
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if self.0.writing() {
+            let _ = self.0.append(&[Entry::Stopped(SystemTime::now())]);
+        }
+    }
+}
+
 impl Writer {
     /// The journal at `path`, and whether this run records it (false: another electop does).
     #[cfg(test)]
@@ -93,7 +109,11 @@ impl Writer {
     /// changes recorded so far (bounded), oldest first: those the turn read, so the file is
     /// read once at a run's start, or the file read when another electop writes it.
     pub(crate) fn open_reading(path: &Path, history_limit: usize) -> (Writer, Vec<Recorded>) {
-        let journal = Journal::new(path.to_path_buf(), bound(history_limit)).reading_back();
+        let mut journal = Journal::new(path.to_path_buf(), bound(history_limit)).reading_back();
+        let now = SystemTime::now();
+        // This run's start, written when it takes the turn: the next run tells the stretch
+        // no electop watched from the `stopped` line (or the last line) to its own.
+        let _ = journal.preface(Entry::Watching(now));
         let j = Batched::new(journal);
         match j.take_turn() {
             Ok(true) => {}
@@ -103,7 +123,11 @@ impl Writer {
             Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
         }
         let recorded = match j.take_read_back() {
-            Some(read) => changes(journal::bounded(read, bound(history_limit))),
+            Some(read) => {
+                let read = journal::bounded(read, bound(history_limit));
+                super::marks::stash(path, super::marks::past_marks(&read, Some(now)));
+                changes(read)
+            }
             None => load(path, history_limit, &[]),
         };
         (Writer(j), recorded)

@@ -23,7 +23,9 @@
 //! never written by this electop, so a newer one's records are not lost.
 
 mod batch;
+mod index;
 mod keep;
+mod line;
 mod read;
 
 use std::collections::HashSet;
@@ -32,18 +34,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
-
-use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Cause, HistoryEntry};
 
 pub(crate) use batch::Batched;
 pub(crate) use keep::{Bound, Keep, bounded, compact, set_keep};
+pub(crate) use line::{decode, encode, unknown_kind};
 pub(crate) use read::take_warnings;
 pub(crate) use read::{load, load_elections, read};
 
-/// The format written; lines of any other version are skipped.
-pub(crate) const VERSION: u32 = 1;
+/// The format written. Version 2 added the `outage` and `deposed` kinds, and readers of 2
+/// skip a kind they do not know (a later one's) in silence; lines of 1 are read as ever, of
+/// a later version skipped (and the file left to the electop that wrote them).
+pub(crate) const VERSION: u32 = 2;
 
 /// Changes kept per election whatever a run's own bound (the dashboard's default): `serve`
 /// and `watch` keep 8 in memory but share the file with the dashboard.
@@ -55,6 +57,10 @@ pub(crate) const SEEN_KEPT: usize = 50_000;
 /// Run markers kept when no change is older: enough to say the last gaps, not a diary of
 /// every `status` ever run.
 pub(crate) const RUNS_KEPT: usize = 16;
+
+/// Outage lines kept per source, and deposed lines per election: two lines (a start, an
+/// end) for each of the 64 the read model keeps.
+pub(crate) const MARKS_KEPT: usize = 128;
 
 /// One record of the journal.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,111 +82,33 @@ pub(crate) enum Entry {
     Watching(SystemTime),
     /// That electop stopped watching (a clean stop; a killed one leaves no line).
     Stopped(SystemTime),
+    /// That electop still watched (once a minute while the source answers): a run killed
+    /// later is known to have watched up to its last such line.
+    Alive(SystemTime),
+    /// The source went without contact from `from` (its last answer before) to `to` (its
+    /// first after); `to` is `None` on the line written when it went down, before its end
+    /// was known. `down`: the connection was lost (else it was only stale).
+    Outage {
+        from: SystemTime,
+        to: Option<SystemTime>,
+        down: bool,
+    },
+    /// A deposed holder's stretch; `to` is `None` on the line written when it began.
+    Deposed(crate::model::marks::Deposed),
 }
 
 impl Entry {
     pub(crate) fn at(&self) -> Option<SystemTime> {
         match self {
             Entry::Change { entry, .. } => entry.at,
-            Entry::Seen { at, .. } | Entry::Watching(at) | Entry::Stopped(at) => Some(*at),
+            Entry::Seen { at, .. }
+            | Entry::Watching(at)
+            | Entry::Stopped(at)
+            | Entry::Alive(at) => Some(*at),
+            // When it was written (the end when known): what says the run was alive then.
+            Entry::Outage { from, to, .. } => Some(to.unwrap_or(*from)),
+            Entry::Deposed(d) => Some(d.to.unwrap_or(d.from)),
         }
-    }
-}
-
-/// One line on disk. Every field but `v` and `kind` is left out where it has no value.
-#[derive(Serialize, Deserialize)]
-struct Line {
-    v: u32,
-    kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    election: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    rev: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    from: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    to: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    cause: Option<Cause>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    by: Option<String>,
-}
-
-impl Line {
-    fn new(kind: &str, at: Option<SystemTime>) -> Line {
-        Line {
-            v: VERSION,
-            kind: kind.into(),
-            at: at.map(rfc3339),
-            election: None,
-            rev: None,
-            from: None,
-            to: None,
-            cause: None,
-            by: None,
-        }
-    }
-}
-
-/// One record as one line (no newline).
-pub(crate) fn encode(e: &Entry) -> String {
-    let line = match e {
-        Entry::Change { election, entry } => Line {
-            election: Some(election.clone()),
-            rev: entry.revision,
-            from: entry.from.clone(),
-            to: entry.to.clone(),
-            cause: Some(entry.cause),
-            by: entry.by.clone(),
-            ..Line::new("change", entry.at)
-        },
-        Entry::Seen {
-            revision,
-            at,
-            cause,
-        } => Line {
-            rev: Some(*revision),
-            cause: *cause,
-            ..Line::new("seen", Some(*at))
-        },
-        Entry::Watching(at) => Line::new("watching", Some(*at)),
-        Entry::Stopped(at) => Line::new("stopped", Some(*at)),
-    };
-    serde_json::to_string(&line).unwrap_or_default()
-}
-
-/// One line back; `None` for a line that is not a record of this version: skipped.
-pub(crate) fn decode(text: &str) -> Option<Entry> {
-    let l: Line = serde_json::from_str(text).ok()?;
-    if l.v != VERSION {
-        return None;
-    }
-    let at = match &l.at {
-        Some(text) => Some(parse_rfc3339(text)?),
-        None => None,
-    };
-    match l.kind.as_str() {
-        "change" => Some(Entry::Change {
-            election: l.election?,
-            entry: HistoryEntry {
-                at,
-                revision: l.rev,
-                from: l.from,
-                to: l.to,
-                cause: l.cause?,
-                by: l.by,
-            },
-        }),
-        "seen" => Some(Entry::Seen {
-            revision: l.rev?,
-            at: at?,
-            cause: l.cause,
-        }),
-        "watching" => Some(Entry::Watching(at?)),
-        "stopped" => Some(Entry::Stopped(at?)),
-        _ => None,
     }
 }
 
@@ -207,9 +135,21 @@ pub(crate) fn safe_name(text: &str) -> String {
 
 /// FNV-1a: stable across Rust versions, unlike `DefaultHasher`, so the file is found again.
 fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    fnv1a_bytes(text.as_bytes())
+}
+
+fn fnv1a_bytes(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// Whether an electop writes the journal at `path` now (holds its writer's lock).
+pub(crate) fn written_now(path: &Path) -> bool {
+    let Ok(lock) = OpenOptions::new().write(true).open(beside(path, ".writer")) else {
+        return false;
+    };
+    matches!(lock.try_lock(), Err(std::fs::TryLockError::WouldBlock))
 }
 
 /// `path` with `suffix` added to its file name (`h.jsonl` → `h.jsonl.lock`).
@@ -246,6 +186,8 @@ pub(crate) struct Journal {
     /// (Hashed, foldhash: a start notes every record of the file, 10,000 elections' worth.)
     elections: HashSet<String, foldhash::fast::RandomState>,
     seen: bool,
+    /// Whether it has outages or deposed holders.
+    marks: bool,
     oldest: Option<SystemTime>,
     /// Writes of appended records so far (one per flush).
     writes: u64,
@@ -255,6 +197,8 @@ pub(crate) struct Journal {
     /// The records the file held once this run took its turn, until taken: the run starts
     /// from them without reading the file a second time.
     read_back: Option<Vec<Entry>>,
+    /// The index beside the file (`<file>.idx`), while this run writes both.
+    index: Option<index::Writer>,
 }
 
 impl Journal {
@@ -270,10 +214,12 @@ impl Journal {
             bytes: 0,
             elections: HashSet::default(),
             seen: false,
+            marks: false,
             oldest: None,
             writes: 0,
             keep_read_back: false,
             read_back: None,
+            index: None,
         }
     }
 
@@ -376,10 +322,21 @@ impl Journal {
             .append(true)
             .open(&self.path)?;
         self.turn = Some(Turn { file, _lock: lock });
+        if self.index.is_none() {
+            self.index = self.open_index();
+        }
         self.preface.clear();
         self.pending.splice(0..0, entries);
         self.flush()?;
         Ok(true)
+    }
+
+    /// The index of the file as it is now, brought up to date or made anew; none (said) if
+    /// it cannot be written: readers then read the file whole, nothing else is lost.
+    fn open_index(&self) -> Option<index::Writer> {
+        let made = File::open(&self.path).and_then(|f| index::Writer::open(&self.path, &f));
+        made.map_err(|e| read::warn(&self.path, &format!("its index cannot be written: {e}")))
+            .ok()
     }
 
     /// A file with lines that are no record (but a torn last one) is said, and copied to
@@ -435,6 +392,12 @@ impl Journal {
         let text: String = entries.iter().map(|e| encode(e) + "\n").collect();
         self.writes += 1;
         turn.file.write_all(text.as_bytes())?;
+        if let Some(ix) = self.index.as_mut()
+            && let Err(e) = ix.wrote(text.as_bytes(), self.bytes)
+        {
+            read::warn(&self.path, &format!("its index cannot be written: {e}"));
+            self.index = None;
+        }
         self.lines += entries.len();
         self.bytes += text.len() as u64;
         if self.lines > self.threshold() || self.bytes > self.bound.keep.max_bytes || self.aged() {
@@ -453,7 +416,9 @@ impl Journal {
     fn threshold(&self) -> usize {
         let changes = self.bound.per_election * self.elections.len().max(1);
         let seen = if self.seen { self.bound.seen } else { 0 };
-        2 * (changes + seen + 2 * RUNS_KEPT)
+        // The marks a rewrite keeps: outages, and deposed holders (a few elections').
+        let marks = if self.marks { 2 * MARKS_KEPT } else { 0 };
+        2 * (changes + seen + 2 * RUNS_KEPT + marks)
     }
 
     /// Whether the oldest record is well past the retention: an eighth of it past, so the
@@ -474,6 +439,7 @@ impl Journal {
                     self.elections.insert(election.clone());
                 }
                 Entry::Seen { .. } => self.seen = true,
+                Entry::Outage { .. } | Entry::Deposed(_) => self.marks = true,
                 _ => {}
             }
             if let Some(at) = e.at() {
@@ -491,6 +457,9 @@ impl Journal {
         f.sync_all()?;
         drop(f);
         std::fs::rename(&tmp, &self.path)?;
+        self.index = index::Writer::rewritten(&self.path, text.as_bytes())
+            .map_err(|e| read::warn(&self.path, &format!("its index cannot be written: {e}")))
+            .ok();
         self.lines = entries.len();
         self.bytes = text.len() as u64;
         self.oldest = entries.iter().filter_map(Entry::at).min();
@@ -502,7 +471,11 @@ impl Journal {
 /// is queued.
 impl Drop for Journal {
     fn drop(&mut self) {
-        if let Err(e) = self.flush() {
+        let flushed = self.flush();
+        if let Some(Err(e)) = self.index.as_mut().map(index::Writer::flush) {
+            read::warn(&self.path, &format!("its index cannot be written: {e}"));
+        }
+        if let Err(e) = flushed {
             read::warn(
                 &self.path,
                 &format!("the last records could not be written: {e}"),

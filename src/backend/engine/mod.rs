@@ -9,6 +9,7 @@ pub(crate) mod drive;
 pub(crate) mod history;
 pub(crate) mod journal;
 pub(crate) mod lifecycle;
+pub(crate) mod marks;
 
 use std::time::Duration;
 

@@ -105,7 +105,7 @@ fn lock_key(cfg: &RedisSource, election: &str) -> Result<Vec<u8>> {
 }
 
 /// Redis's glob (`SCAN MATCH`, `KEYS`): `*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\x`.
-fn glob(pat: &[u8], s: &[u8]) -> bool {
+pub(super) fn glob(pat: &[u8], s: &[u8]) -> bool {
     match pat.split_first() {
         None => s.is_empty(),
         Some((b'*', rest)) => (0..=s.len()).any(|i| glob(rest, &s[i..])),

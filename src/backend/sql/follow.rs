@@ -70,6 +70,9 @@ struct Follow {
     pool: Option<AnyPool>,
     /// The poll, known once the deadline column's type is.
     poll: Option<Polling>,
+    /// The keys of the rows read (`history ELECTION`: [`crate::backend::BackendOptions::store_keys`]);
+    /// empty: every row.
+    keys: Vec<String>,
 }
 
 /// The poll's statement and clock, the connection it runs on, and the table's change mark
@@ -113,10 +116,11 @@ impl Steps for Follow {
             return Err(self.lost());
         };
         let schema = read_schema(&self.b.settings, pool).await?;
-        // `status` polls once: no change to check for.
-        let checking = !self.b.opts.one_shot;
-        let query = self.b.settings.poll_query(&schema.stamp_type, checking);
+        // `status` and `history` poll once: no change to check for (nor does a keyed poll).
+        let keys = self.keys.len();
+        let checking = !self.b.opts.one_shot && keys == 0;
         let s = &self.b.settings;
+        let query = s.keyed_poll_query(&schema.stamp_type, &schema.key_type, keys, checking);
         let acquire = tokio::time::timeout(self.b.opts.request_timeout, pool.acquire()).await;
         let conn = match acquire {
             Ok(c) => c.map_err(|e| SqlError::from_sqlx(&e, s, &s.url.0))?,
@@ -187,7 +191,8 @@ impl Follow {
         let timeout = self.b.opts.request_timeout;
         let conn = p.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
         let (conn, t) = (&mut **conn, &mut self.tracker);
-        let polled = poll_once(s, conn, &p.query, timeout, t, p.mark.as_mut()).await?;
+        let query = (p.query.as_str(), &self.keys[..]);
+        let polled = poll_once(s, conn, query, timeout, t, p.mark.as_mut()).await?;
         let source = &self.b.info.name;
         match polled {
             Polled::Read(poll) => {
@@ -203,7 +208,9 @@ impl Follow {
 
     fn new(b: SqlBackend, io: BackendIo) -> Follow {
         let (tracker, writer) = book(&b);
+        let keys = b.opts.store_keys(&b.info.short);
         Follow {
+            keys,
             b,
             io,
             tracker,

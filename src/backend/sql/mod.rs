@@ -111,9 +111,33 @@ impl SqlSettings {
     /// The poll: the database's clock and every election's row; `checking` for change
     /// (see [`Dialect::poll_query`]).
     pub fn poll_query(&self, stamp_type: &str, checking: bool) -> String {
+        self.keyed_poll_query(stamp_type, "", 0, checking)
+    }
+
+    /// The poll of only the rows whose key is one of `keys` bound values (none: every row),
+    /// for a command asking for one election (`history ELECTION`): a read of its row by the
+    /// key's index, not of the 10,000 others. A key column of an integer type is compared
+    /// as text (PostgreSQL refuses an integer compared with a text value). A keyed poll
+    /// never checks for change: its parameters are the keys, and it is a one-shot read.
+    pub fn keyed_poll_query(
+        &self,
+        stamp_type: &str,
+        key_type: &str,
+        keys: usize,
+        checking: bool,
+    ) -> String {
         let d = self.dialect;
         let c = self.scheme.columns();
         let stamp = d.quote(&c.stamp);
+        let mut table = d.quote(&self.table);
+        if keys > 0 {
+            let key = match key_type.to_ascii_lowercase().contains("int") {
+                true => d.as_text(&d.quote(&c.key)),
+                false => d.quote(&c.key),
+            };
+            let params: Vec<String> = (1..=keys).map(|i| d.param(i)).collect();
+            table = format!("{table} WHERE {key} IN ({})", params.join(", "));
+        }
         d.poll_query(
             [
                 &d.as_text(&d.quote(&c.key)),
@@ -121,8 +145,8 @@ impl SqlSettings {
                 &self.scheme.remaining_ms(d, &stamp, stamp_type),
                 &d.as_text(&stamp),
             ],
-            &d.quote(&self.table),
-            checking,
+            &table,
+            checking && keys == 0,
         )
     }
 
@@ -224,6 +248,20 @@ mod tests {
             "{q}"
         );
         assert_eq!(s.source_name(), "postgres://u@h:5432/db service_election");
+    }
+
+    #[test]
+    fn a_keyed_poll_reads_the_rows_of_the_keys_bound_alone() {
+        let s = settings(cfg("postgres://u:pw@h:5432/db", Scheme::SqlLease));
+        let q = s.keyed_poll_query("timestamp with time zone", "text", 2);
+        assert!(q.ends_with("WHERE \"key\" IN ($1, $2)"), "{q}");
+        let q = s.keyed_poll_query("timestamp with time zone", "integer", 1);
+        assert!(q.ends_with("WHERE CAST(\"key\" AS TEXT) IN ($1)"), "{q}");
+        let whole = s.poll_query("timestamp with time zone");
+        assert!(!whole.contains("WHERE"), "{whole}");
+        let s = settings(cfg("mysql://u@h/db", Scheme::SqlLease));
+        let q = s.keyed_poll_query("datetime", "varchar(64)", 1);
+        assert!(q.ends_with("WHERE `key` IN (?)"), "{q}");
     }
 
     #[test]

@@ -30,12 +30,18 @@ const ROUNDING_MS: i64 = 2;
 pub(super) async fn poll_once(
     s: &SqlSettings,
     conn: &mut AnyConnection,
-    query: &str,
+    (query, keys): (&str, &[String]),
     timeout: Duration,
     tracker: &mut SqlTracker,
     mark: Option<&mut Option<String>>,
 ) -> Result<Polled, SqlError> {
-    let mut q = sqlx::query(AssertSqlSafe(query.to_string()));
+    // The keys of a keyed poll (`SqlSettings::keyed_poll_query`), bound in order; a poll
+    // checking for change binds the mark and the deadline instead (it has no keys).
+    let mut q = keys
+        .iter()
+        .fold(sqlx::query(AssertSqlSafe(query.to_string())), |q, k| {
+            q.bind(k.clone())
+        });
     if let Some(mark) = mark.as_deref()
         && s.dialect.polls_as_json()
     {

@@ -60,7 +60,7 @@ pub(crate) fn past(entries: &[Entry]) -> Past {
                     });
                 }
             }
-            Entry::Stopped(_) | Entry::Seen { .. } => {}
+            _ => {}
         }
         last = Some(r);
     }

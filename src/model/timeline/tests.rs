@@ -10,6 +10,7 @@ fn tenures(tl: &Timeline) -> Vec<(&str, u64, u64)> {
         .map(|s| match s {
             Segment::Tenure(x) => (x.holder.as_str(), secs(x.start), secs(x.end)),
             Segment::Gap(g) => ("-", secs(g.start), secs(g.end)),
+            Segment::Unwatched(u) => ("?", secs(u.start), secs(u.end)),
         })
         .collect()
 }
@@ -216,4 +217,67 @@ fn a_gap_that_goes_on_is_counted_to_the_windows_end() {
     assert!(g.ongoing);
     assert_eq!(tl.summary.no_leader_ms, 60_000);
     assert_eq!(tl.summary.p95_gap_ms, Some(60_000));
+}
+
+/// A stretch no electop watched is cut out of the tenure and the gap it overlaps: neither
+/// is claimed there, the tenure cut before its end has no cause out, and the summary's
+/// gap is its known part.
+#[test]
+fn a_stretch_no_electop_watched_is_not_claimed_as_a_tenure_or_a_gap() {
+    let h = [
+        change(10, None, Some("a"), Cause::Elected),
+        change(50, Some("a"), None, Cause::LeaseExpired),
+        change(70, None, Some("b"), Cause::Elected),
+    ];
+    let tl = timeline(&h, Some("b"), t(0), t(100), t(100))
+        .without_unwatched(&[(t(30), t(60), true), (t(90), t(200), false)]);
+    assert_eq!(
+        tenures(&tl),
+        [
+            ("a", 10, 30),
+            ("?", 30, 60),
+            ("-", 60, 70),
+            ("b", 70, 90),
+            ("?", 90, 100)
+        ]
+    );
+    let Segment::Tenure(a) = &tl.segments[0] else {
+        panic!("a tenure")
+    };
+    assert!(!a.ongoing && a.cause_out.is_none(), "{a:?}");
+    let Segment::Unwatched(u) = &tl.segments[1] else {
+        panic!("unwatched")
+    };
+    assert!(u.stop_recorded && u.duration_ms == 30_000, "{u:?}");
+    assert_eq!((tl.summary.gaps, tl.summary.no_leader_ms), (1, 10_000));
+    let Segment::Gap(g) = &tl.segments[2] else {
+        panic!("the gap's known part")
+    };
+    assert_eq!(g.cause, Cause::Unknown, "how it began was not watched");
+    // Outside the window: nothing changes.
+    let same = timeline(&h, Some("b"), t(0), t(100), t(100));
+    assert_eq!(
+        same.clone().without_unwatched(&[(t(200), t(300), true)]),
+        same
+    );
+}
+
+/// A run killed just after it recorded a change: the change is known (a tenure of no
+/// length, how it ended not known), what followed is not.
+#[test]
+fn a_change_a_killed_run_recorded_last_is_kept_at_its_time() {
+    let h = [
+        change(10, None, Some("a"), Cause::Elected),
+        change(50, Some("a"), Some("b"), Cause::TakenOver),
+    ];
+    let tl =
+        timeline(&h, Some("b"), t(0), t(100), t(100)).without_unwatched(&[(t(50), t(100), false)]);
+    assert_eq!(tenures(&tl), [("a", 10, 50), ("b", 50, 50), ("?", 50, 100)]);
+    let Segment::Tenure(b) = &tl.segments[1] else {
+        panic!("b's tenure")
+    };
+    assert_eq!(
+        (b.cause_in, b.cause_out, b.ongoing),
+        (Cause::TakenOver, None, false)
+    );
 }

@@ -31,6 +31,10 @@ pub(crate) struct Batched {
     path: PathBuf,
 }
 
+/// The journals this process has open, by path: what sees a source's events beside its
+/// store's task (`engine::marks`) appends its marks to the journal that task opened.
+static OPEN: Mutex<Vec<(PathBuf, Weak<Mutex<Inner>>)>> = Mutex::new(Vec::new());
+
 impl Batched {
     pub(crate) fn new(journal: Journal) -> Batched {
         let path = journal.path().to_path_buf();
@@ -40,10 +44,29 @@ impl Batched {
             last_write: None,
             failed: None,
         };
-        Batched {
+        let b = Batched {
             inner: Arc::new(Mutex::new(inner)),
             path,
-        }
+        };
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        open.retain(|(_, w)| w.strong_count() > 0);
+        open.push((b.path.clone(), Arc::downgrade(&b.inner)));
+        b
+    }
+
+    /// The journal at `path` this process has open (the newest), if any.
+    pub(crate) fn find(path: &Path) -> Option<Batched> {
+        let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        let (path, inner) = open.iter().rev().find(|(p, _)| p == path)?;
+        Some(Batched {
+            inner: inner.upgrade()?,
+            path: path.clone(),
+        })
+    }
+
+    /// Whether this run is the one recording the source.
+    pub(crate) fn writing(&self) -> bool {
+        self.lock().journal.writing()
     }
 
     pub(crate) fn path(&self) -> &Path {

@@ -8,7 +8,7 @@ use std::collections::hash_map::Entry::{Occupied, Vacant};
 use std::sync::RwLock;
 use std::time::{Duration, SystemTime};
 
-use super::{Entry, RUNS_KEPT, SEEN_KEPT, encode};
+use super::{Entry, MARKS_KEPT, RUNS_KEPT, SEEN_KEPT, encode};
 use crate::model::{Cause, HistoryEntry};
 
 /// The config's default retention: a week of who led when.
@@ -172,7 +172,8 @@ fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> 
         entries.retain(|r| r.at().is_none_or(|at| at >= cutoff));
     }
     let mut left: HashMap<&str, usize, foldhash::fast::RandomState> = HashMap::default();
-    let mut seen_left = bound.seen;
+    let mut deposed_left: HashMap<&str, usize, foldhash::fast::RandomState> = HashMap::default();
+    let (mut seen_left, mut outages_left) = (bound.seen, MARKS_KEPT);
     let mut keep = vec![false; entries.len()];
     for (i, r) in entries.iter().enumerate().rev() {
         let n = match r {
@@ -180,6 +181,8 @@ fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> 
                 left.entry(election).or_insert(bound.per_election.max(1))
             }
             Entry::Seen { .. } => &mut seen_left,
+            Entry::Outage { .. } => &mut outages_left,
+            Entry::Deposed(d) => deposed_left.entry(&d.election).or_insert(MARKS_KEPT),
             _ => continue,
         };
         if *n > 0 {
@@ -193,14 +196,24 @@ fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> 
         .position(|(r, k)| *k && matches!(r, Entry::Change { .. }))
         .unwrap_or(entries.len());
     let mut runs = 0;
+    // Of a run's `alive` lines, its last (what says how long a killed run watched).
+    let mut last_of_run = true;
     for (i, r) in entries.iter().enumerate().rev() {
         let recent = i >= oldest_change || runs < RUNS_KEPT;
         match r {
             Entry::Watching(_) if recent => {
                 runs += 1;
                 keep[i] = true;
+                last_of_run = true;
             }
-            Entry::Stopped(_) if recent => keep[i] = true,
+            Entry::Stopped(_) if recent => {
+                keep[i] = true;
+                last_of_run = false;
+            }
+            Entry::Alive(_) if recent && last_of_run => {
+                keep[i] = true;
+                last_of_run = false;
+            }
             _ => {}
         }
     }
@@ -224,6 +237,7 @@ fn most_bytes(e: &Entry) -> usize {
                     .map(|s| s.as_ref().map_or(0, String::len))
                     .sum::<usize>()
         }
+        Entry::Deposed(d) => d.election.len() + d.holder.len(),
         _ => 0,
     };
     LINE_BYTES_BUT_NAMES + 6 * names
@@ -314,6 +328,36 @@ mod tests {
         );
         let forever = compact_at(vec![Entry::Watching(t(0))], bound(Keep::UNBOUNDED), now);
         assert_eq!(forever, [Entry::Watching(t(0))]);
+    }
+
+    /// Of a run's `alive` lines only its last is kept, and none of one that stopped cleanly
+    /// (its `stopped` line says more).
+    #[test]
+    fn a_runs_last_alive_line_alone_is_kept() {
+        let entries = vec![
+            Entry::Watching(t(0)),
+            Entry::Alive(t(1)),
+            Entry::Alive(t(61)),
+            Entry::Stopped(t(70)),
+            Entry::Watching(t(100)),
+            Entry::Alive(t(101)),
+            Entry::Alive(t(161)),
+            Entry::Watching(t(300)),
+            Entry::Alive(t(301)),
+            Entry::Alive(t(361)),
+        ];
+        let kept = compact_at(entries, bound(Keep::UNBOUNDED), t(400));
+        assert_eq!(
+            kept,
+            [
+                Entry::Watching(t(0)),
+                Entry::Stopped(t(70)),
+                Entry::Watching(t(100)),
+                Entry::Alive(t(161)),
+                Entry::Watching(t(300)),
+                Entry::Alive(t(361)),
+            ]
+        );
     }
 
     /// Past the size bound the newest records that fit in half of it are kept.

@@ -2,13 +2,14 @@
 //! file (in the log, and on stderr for `status` and `history`, which drain
 //! [`take_warnings`]), never a failure, and the records around it kept.
 
-use std::io::Read as _;
+use std::io::{Read as _, Seek as _};
 use std::path::Path;
 use std::sync::Mutex;
 
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
+use super::index::{self, Unusable};
 use super::{Bound, Entry, VERSION, bounded, decode};
 
 /// A file read back.
@@ -64,12 +65,14 @@ pub(crate) fn read_file(path: &Path) -> std::io::Result<Read> {
     scan(path, &[])
 }
 
-/// The file at `path` as [`read_file`] gives it, but only the changes of the elections
-/// named in `only` (all when empty) and the lines that might be one of theirs: a line that
-/// does not hold one of the names as a JSON string (`"jobs"`, as serde writes it) is
-/// skipped before it is decoded, so a journal of 10,000 elections costs one election a
-/// search of its bytes, not 10,000 elections' decoding. Such a read's `foreign` and `later`
-/// count only the lines looked at, and its records are only changes.
+/// The file at `path` as [`read_file`] gives it, but only the records of the elections
+/// named in `only` (all when empty) and of the source as a whole (runs, outages): by the
+/// index beside the file where it has one of its own ([`index`]), the lines after its last
+/// record and every line of a file without one by a search of the bytes: a line that
+/// holds neither one of the names as a JSON string (`"jobs"`, as serde writes it) nor a
+/// source-wide kind is skipped before it is decoded, so a journal of 10,000 elections
+/// costs one election a search of its bytes, not 10,000 elections' decoding. Such a read's
+/// `foreign` and `later` count only the lines looked at.
 pub(crate) fn read_elections(path: &Path, only: &[String]) -> std::io::Result<Read> {
     scan(path, only)
 }
@@ -83,32 +86,83 @@ fn scan(path: &Path, only: &[String]) -> std::io::Result<Read> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Read::default()),
         Err(e) => return Err(e),
     };
-    let needles: Vec<Vec<u8>> = only
+    let mut needles: Vec<Vec<u8>> = only
         .iter()
         .map(|n| serde_json::to_vec(n).unwrap_or_default())
         .collect();
+    if !only.is_empty() {
+        // The source's own lines, read with every election (as electop writes them).
+        for kind in SOURCE_WIDE {
+            needles.push(format!("\"kind\":\"{kind}\"").into_bytes());
+        }
+    }
     let finders: Vec<Finder<'_>> = needles.iter().map(Finder::new).collect();
     let mut r = Read::default();
+    if !only.is_empty() {
+        let keys: Vec<u64> = only.iter().map(|n| index::key_of_name(n)).collect();
+        match index::lookup(&file, path, &keys) {
+            Ok(found) => match indexed(&file, &found, only) {
+                Some(read) => {
+                    r = read;
+                    file.seek(std::io::SeekFrom::Start(found.covered))?;
+                    r.bytes = found.covered;
+                }
+                None => warn(
+                    path,
+                    "its index does not fit it: ignored, the file read whole",
+                ),
+            },
+            Err(Unusable::Damaged(why)) => warn(
+                path,
+                &format!("its index {why}: ignored, the file read whole"),
+            ),
+            Err(Unusable::Absent) => {}
+        }
+    }
+    stream(&mut file, r, only, &finders)
+}
+
+/// The lines the index gives, each checked to be one whole line of the file; none when one
+/// is not (the index is not the file's).
+fn indexed(file: &std::fs::File, found: &index::Found, only: &[String]) -> Option<Read> {
+    let mut r = Read::default();
+    for span in &found.lines {
+        let line = index::read_line(file, *span)?;
+        take(&mut r, trim(&line), false, only);
+    }
+    Some(r)
+}
+
+/// The rest of the file from where it stands, into `r`.
+fn stream(
+    file: &mut std::fs::File,
+    mut r: Read,
+    only: &[String],
+    finders: &[Finder<'_>],
+) -> std::io::Result<Read> {
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
     loop {
         let kept = buf.len();
         buf.resize(kept + CHUNK, 0);
-        let n = read_some(&mut file, &mut buf[kept..])?;
+        let n = read_some(file, &mut buf[kept..])?;
         buf.truncate(kept + n);
         r.bytes += n as u64;
         if n == 0 {
             // What is left has no newline: a torn last line.
             r.unterminated = !buf.is_empty();
-            lines(&mut r, &buf, true, only, &finders);
+            lines(&mut r, &buf, true, only, finders);
             return Ok(r);
         }
         let Some(end) = memchr::memrchr(b'\n', &buf) else {
             continue;
         };
-        lines(&mut r, &buf[..=end], false, only, &finders);
+        lines(&mut r, &buf[..=end], false, only, finders);
         buf.drain(..=end);
     }
 }
+
+/// The kinds of the lines of the source as a whole: read with any election's.
+const SOURCE_WIDE: [&str; 4] = ["watching", "stopped", "alive", "outage"];
 
 /// Bytes read at a time.
 const CHUNK: usize = 1 << 20;
@@ -160,11 +214,19 @@ fn trim(line: &[u8]) -> &[u8] {
 fn take(r: &mut Read, line: &[u8], torn: bool, only: &[String]) {
     let line = String::from_utf8_lossy(line);
     if let Some(e) = decode(&line) {
-        let wanted = only.is_empty()
-            || matches!(&e, Entry::Change { election, .. } if only.contains(election));
+        let wanted = match &e {
+            _ if only.is_empty() => true,
+            Entry::Change { election, .. } => only.contains(election),
+            Entry::Deposed(d) => only.contains(&d.election),
+            Entry::Seen { .. } => false,
+            Entry::Watching(_) | Entry::Stopped(_) | Entry::Alive(_) | Entry::Outage { .. } => true,
+        };
         if wanted {
             r.entries.push(e);
         }
+        return;
+    }
+    if super::unknown_kind(&line) {
         return;
     }
     match serde_json::from_str::<Versioned>(&line) {
@@ -203,8 +265,8 @@ pub(crate) fn load(path: &Path, bound: Bound) -> Vec<Entry> {
     load_elections(path, bound, &[])
 }
 
-/// As [`load`], only the changes of the elections named in `only` (every record when it is
-/// empty): see [`read_elections`].
+/// As [`load`], only the records of the elections named in `only` and of the source as a
+/// whole (every record when it is empty): see [`read_elections`].
 pub(crate) fn load_elections(path: &Path, bound: Bound, only: &[String]) -> Vec<Entry> {
     match read_elections(path, only).and_then(|r| said(path, r)) {
         Ok((entries, _)) => bounded(entries, bound),

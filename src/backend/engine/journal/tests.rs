@@ -60,16 +60,55 @@ fn records_round_trip_with_their_version() {
             cause: Some(Cause::LeaseRevoked),
         },
         Entry::Stopped(t(9)),
+        Entry::Outage {
+            from: t(10),
+            to: None,
+            down: true,
+        },
+        Entry::Outage {
+            from: t(10),
+            to: Some(t(12)),
+            down: false,
+        },
+        Entry::Deposed(crate::model::marks::Deposed {
+            election: "jobs".into(),
+            holder: "a".into(),
+            from: t(13),
+            to: Some(t(15)),
+        }),
     ] {
         let line = encode(&e);
         assert!(!line.contains('\n'), "{line}");
-        assert!(line.starts_with(r#"{"v":1,"kind":"#), "{line}");
+        assert!(line.starts_with(r#"{"v":2,"kind":"#), "{line}");
         assert_eq!(decode(&line), Some(e), "{line}");
     }
     assert_eq!(
         encode(&change("jobs", 2, Some(7), Some("a"), Some("b"))),
-        r#"{"v":1,"kind":"change","at":"2023-11-14T22:13:22Z","election":"jobs","rev":7,"from":"a","to":"b","cause":"node_gone"}"#
+        r#"{"v":2,"kind":"change","at":"2023-11-14T22:13:22Z","election":"jobs","rev":7,"from":"a","to":"b","cause":"node_gone"}"#
     );
+    // Version 1's lines (an electop before the marks) are read as ever.
+    let v1 = r#"{"v":1,"kind":"change","at":"2023-11-14T22:13:22Z","election":"jobs","rev":7,"from":"a","to":"b","cause":"node_gone"}"#;
+    assert_eq!(
+        decode(v1),
+        Some(change("jobs", 2, Some(7), Some("a"), Some("b")))
+    );
+}
+
+/// A kind this electop does not know, in a version it reads (a later electop's new kind),
+/// is skipped in silence: not damage, and the file is not rewritten for it.
+#[test]
+fn an_unknown_kind_of_a_version_read_is_skipped_in_silence() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let good = encode(&Entry::Watching(t(1)));
+    let unknown = r#"{"v":2,"kind":"paused","at":"2023-11-14T22:13:22Z"}"#;
+    std::fs::write(&path, format!("{good}\n{unknown}\n")).expect("write");
+    let (read_back, clean) = read(&path).expect("read");
+    assert_eq!(read_back, [Entry::Watching(t(1))]);
+    assert!(clean);
+    let mut j = Journal::new(path.clone(), bound(5, 5));
+    assert!(j.take_turn().expect("turn"));
+    assert!(lines(&path).iter().any(|l| l == unknown), "kept");
 }
 
 #[test]
@@ -83,8 +122,9 @@ fn torn_old_and_future_lines_are_skipped() {
         r#"{"at":"2023-11-14T22:13:22Z","run":"connected"}"#,
         r#"{"rev":5,"at_ms":1000}"#,
         // A later version, an unknown kind, a record missing what it needs.
-        r#"{"v":2,"kind":"watching","at":"2023-11-14T22:13:22Z"}"#,
+        r#"{"v":3,"kind":"watching","at":"2023-11-14T22:13:22Z"}"#,
         r#"{"v":1,"kind":"paused","at":"2023-11-14T22:13:22Z"}"#,
+        r#"{"v":1,"kind":"outage","at":"2023-11-14T22:13:22Z"}"#,
         r#"{"v":1,"kind":"seen","at":"2023-11-14T22:13:22Z"}"#,
         r#"{"v":1,"kind":"watching","at":"yesterday"}"#,
     ] {
@@ -442,17 +482,21 @@ fn one_elections_records_read_alone_are_what_reading_all_gives_of_it() {
         let alone = load_elections(&path, b, &[name.to_string()]);
         let of_it: Vec<Entry> = all
             .iter()
-            .filter(|e| matches!(e, Entry::Change { election, .. } if election == name))
+            .filter(|e| match e {
+                Entry::Change { election, .. } => election == name,
+                Entry::Seen { .. } | Entry::Deposed(_) => false,
+                _ => true,
+            })
             .cloned()
             .collect();
         assert_eq!(alone, of_it, "{name}");
     }
     let jobs = load_elections(&path, b, &["jobs".into()]);
     assert!(
-        matches!(&jobs[..], [Entry::Change { entry, .. }] if entry.cause == Cause::ForcedReelection),
+        matches!(&jobs[..], [Entry::Watching(_), Entry::Change { entry, .. }] if entry.cause == Cause::ForcedReelection),
         "{jobs:?}"
     );
-    assert_eq!(load_elections(&path, b, &["e7".into()]).len(), 3);
+    assert_eq!(load_elections(&path, b, &["e7".into()]).len(), 1 + 3);
     let r = read::read_elections(&path, &["jobs".into()]).expect("read");
     assert!(r.unterminated && r.foreign == 0, "{r:?}");
 }
