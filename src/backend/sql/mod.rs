@@ -253,14 +253,15 @@ mod tests {
     #[test]
     fn a_keyed_poll_reads_the_rows_of_the_keys_bound_alone() {
         let s = settings(cfg("postgres://u:pw@h:5432/db", Scheme::SqlLease));
-        let q = s.keyed_poll_query("timestamp with time zone", "text", 2);
-        assert!(q.ends_with("WHERE \"key\" IN ($1, $2)"), "{q}");
-        let q = s.keyed_poll_query("timestamp with time zone", "integer", 1);
+        // Asked to check for change, a keyed poll does not: its parameters are the keys.
+        let q = s.keyed_poll_query("timestamp with time zone", "text", 2, true);
+        assert!(q.ends_with("WHERE \"key\" IN ($1, $2)") && !q.contains("md5"), "{q}");
+        let q = s.keyed_poll_query("timestamp with time zone", "integer", 1, false);
         assert!(q.ends_with("WHERE CAST(\"key\" AS TEXT) IN ($1)"), "{q}");
-        let whole = s.poll_query("timestamp with time zone");
+        let whole = s.poll_query("timestamp with time zone", false);
         assert!(!whole.contains("WHERE"), "{whole}");
         let s = settings(cfg("mysql://u@h/db", Scheme::SqlLease));
-        let q = s.keyed_poll_query("datetime", "varchar(64)", 1);
+        let q = s.keyed_poll_query("datetime", "varchar(64)", 1, false);
         assert!(q.ends_with("WHERE `key` IN (?)"), "{q}");
     }
 
