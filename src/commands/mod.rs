@@ -107,8 +107,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
     // Before the runtime's threads: see why in each.
     match cli.command {
-        Some(Command::Serve(_)) => crate::serve::tune_allocator(),
         Some(Command::Status { .. }) => status::tune_allocator(),
+        // The dashboard, `watch` and `serve` run for days.
+        None | Some(Command::Serve(_) | Command::Watch { .. }) => {
+            crate::runtime::memory::long_running()
+        }
         _ => {}
     }
     let rt = tokio::runtime::Runtime::new()?;

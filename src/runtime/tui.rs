@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::input::on_key;
 use super::pacing::{Pacer, sleep_until, tick_interval};
-use super::{Extension, Plain, Sources};
+use super::{Extension, Plain, Sources, memory};
 use crate::app::{self, App, Msg};
 use crate::backend::Request;
 
@@ -165,9 +165,11 @@ async fn run_loop<E: Extension>(
             },
             ev = sources.events.recv(), if !sources_ended => match ev {
                 Some(ev) => {
+                    memory::after(&ev);
                     dirty |= app::update(&mut app, Msg::Source(ev)).redraw;
                     // Take whatever else is queued before drawing once.
                     while let Ok(ev) = sources.events.try_recv() {
+                        memory::after(&ev);
                         dirty |= app::update(&mut app, Msg::Source(ev)).redraw;
                     }
                 }

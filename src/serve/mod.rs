@@ -159,6 +159,7 @@ async fn observe(
         tokio::select! {
             ev = sources.events.recv() => {
                 let Some(ev) = ev else { return Ok(Ended::Stop) };
+                crate::runtime::memory::after(&ev);
                 let mut o = observed.write().unwrap_or_else(|p| p.into_inner());
                 o.model.now = Instant::now();
                 o.model.wall = SystemTime::now();
@@ -173,7 +174,7 @@ async fn observe(
                 if ticks.is_multiple_of(GIVE_BACK_EVERY) {
                     drop(o);
                     // Off the loop: a trim of a large heap must not hold events up.
-                    tokio::task::spawn_blocking(give_back);
+                    tokio::task::spawn_blocking(crate::runtime::memory::trim);
                 }
             }
             _ = term.recv() => return Ok(Ended::Stop),
@@ -205,41 +206,6 @@ fn with_source(model: &ReadModel, e: Event) -> (Event, String) {
 
 /// Ticks between giving freed memory back to the system.
 const GIVE_BACK_EVERY: u64 = 30;
-
-/// Gives the memory the allocator holds free back to the system. glibc keeps what is freed
-/// for reuse: the first load's passing copies of every election, and each scrape's buffer
-/// (megabytes at 10,000 elections, freed on whichever thread sent it), so the resident size
-/// stayed at its highest water mark.
-fn give_back() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists, under its locks.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// Arenas glibc may make: serve's allocations come from tokio's workers and blocking
-/// threads, each of which would otherwise get an arena of its own (up to eight a core), and
-/// each arena keeps what was freed in it for its own thread's reuse.
-const ARENAS: i32 = 2;
-/// Allocations from this size on get pages of their own, given back to the system when
-/// freed: a scrape's buffers (megabytes at 10,000 elections) and the passing copies of every
-/// election. glibc otherwise raises this threshold to the largest block freed, so after the
-/// first scrape each one came from the heap and stayed resident after it.
-const OWN_PAGES_FROM: i32 = 256 * 1024;
-
-/// Sets how glibc keeps memory for a long-running serve, before its threads start. At 10,000
-/// elections and 1,000 changes/s the default arenas and moving mmap threshold held 111-121
-/// MiB; see docs/PERFORMANCE.md for the figures with these.
-pub(crate) fn tune_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets the allocator's parameters; called before other threads
-    // allocate.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, ARENAS);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_PAGES_FROM);
-    }
-}
 
 /// What the change hooks hear: leader changes and a source lost, stale or back; not the
 /// line's comings and goings.

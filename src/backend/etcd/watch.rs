@@ -442,18 +442,8 @@ async fn history_merged(
     }
     synced(backend, link, &mut f.tracker, io, true).await?;
     conn.on(Input::CaughtUp);
-    give_back_memory();
+    // What the replay held is given back once the dashboard has it (runtime::memory).
     Ok(())
-}
-
-/// The replay's tracker and snapshot are gone: hand the memory they held back to the system
-/// rather than keep it in the allocator's free lists for the dashboard's whole life.
-fn give_back_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free heap pages; it touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 pub(super) async fn compacted_notice(
