@@ -66,3 +66,31 @@ pub(crate) fn trim() {
         libc::malloc_trim(0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn sources_synced_together_share_one_trim_after_a_pause() {
+        let synced = |source| SourceEvent::Synced { source };
+        // Not a long-running command (`status`): nothing is scheduled.
+        after(&synced(0));
+        assert!(!TRIM_DUE.load(Ordering::Acquire));
+        LONG_RUNNING.store(true, Ordering::Relaxed);
+        after(&SourceEvent::Notice {
+            source: 0,
+            text: String::new(),
+        });
+        assert!(!TRIM_DUE.load(Ordering::Acquire), "only a sync schedules");
+        after(&synced(0));
+        after(&synced(1));
+        assert!(TRIM_DUE.load(Ordering::Acquire), "one trim due for both");
+        tokio::time::sleep(TRIM_AFTER + Duration::from_millis(1)).await;
+        tokio::task::yield_now().await;
+        assert!(
+            !TRIM_DUE.load(Ordering::Acquire),
+            "done: the next sync schedules anew"
+        );
+    }
+}
