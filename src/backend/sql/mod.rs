@@ -255,7 +255,10 @@ mod tests {
         let s = settings(cfg("postgres://u:pw@h:5432/db", Scheme::SqlLease));
         // Asked to check for change, a keyed poll does not: its parameters are the keys.
         let q = s.keyed_poll_query("timestamp with time zone", "text", 2, true);
-        assert!(q.ends_with("WHERE \"key\" IN ($1, $2)") && !q.contains("md5"), "{q}");
+        assert!(
+            q.ends_with("WHERE \"key\" IN ($1, $2)") && !q.contains("md5"),
+            "{q}"
+        );
         let q = s.keyed_poll_query("timestamp with time zone", "integer", 1, false);
         assert!(q.ends_with("WHERE CAST(\"key\" AS TEXT) IN ($1)"), "{q}");
         let whole = s.poll_query("timestamp with time zone", false);
