@@ -68,6 +68,7 @@ pub(crate) fn open(
     let Some(path) = default_path(source_name) else {
         return (BTreeMap::new(), None);
     };
+    super::marks::opened(source_name, &path);
     let mut past: BTreeMap<String, Vec<HistoryEntry>> = BTreeMap::new();
     let (recorded, w) = match only.is_empty() {
         true => {

@@ -9,6 +9,11 @@
 //! opened (found by its path; none: nothing recorded, as for `history ELECTION`). At a
 //! run's start the journal's task hands what it read back ([`stash`]); the tap sends it
 //! on, ahead of the source's events, as [`SourceEvent::PastMarks`].
+//!
+//! Which journal a source's task opened is said by the task ([`opened`]): SQL, session
+//! locks and Redis at `<data dir>/history/<source>.jsonl` (also the fallback), etcd at a
+//! path named by the cluster's id, known only once it has connected, ZooKeeper beside the
+//! audit log by connect string and prefix.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +39,36 @@ pub(crate) fn stash(path: &Path, marks: PastMarks) {
     let mut past = PAST.lock().unwrap_or_else(|p| p.into_inner());
     past.retain(|(p, _)| p != path);
     past.push((path.to_path_buf(), marks));
+}
+
+/// The journal each source's task opened, by source name (see [`opened`]).
+static JOURNALS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Says that the task of the source named `source` opened its journal at `path`, for the
+/// source's [`Recorder`] to find it there. True the first time this process opens it (a
+/// task that opens it again, on another member, has nothing more to read back).
+pub(crate) fn opened(source: &str, path: &Path) -> bool {
+    let mut j = JOURNALS.lock().unwrap_or_else(|p| p.into_inner());
+    match j.iter_mut().find(|(s, _)| s == source) {
+        Some((_, p)) if p == path => false,
+        Some((_, p)) => {
+            *p = path.to_path_buf();
+            true
+        }
+        None => {
+            j.push((source.to_string(), path.to_path_buf()));
+            true
+        }
+    }
+}
+
+/// The journal the source named `source` has: the one its task opened, else the default.
+pub(crate) fn journal_of(source: &str) -> Option<PathBuf> {
+    let j = JOURNALS.lock().unwrap_or_else(|p| p.into_inner());
+    match j.iter().find(|(s, _)| s == source) {
+        Some((_, p)) => Some(p.clone()),
+        None => super::history::default_path(source),
+    }
 }
 
 fn take_past(path: &Path) -> Option<PastMarks> {
@@ -99,6 +134,16 @@ pub(crate) fn past_marks(entries: &[Entry], watching: Option<SystemTime>) -> Pas
     p
 }
 
+/// What `entries` say of the outages and deposed holders alone, for a store that tells the
+/// stretches no electop watched its own way: etcd keeps the changes between two runs (its
+/// revisions are replayed), ZooKeeper's record says them ([`crate::backend::zookeeper`]).
+pub(crate) fn past_outages(entries: &[Entry], watching: Option<SystemTime>) -> PastMarks {
+    PastMarks {
+        unwatched: Vec::new(),
+        ..past_marks(entries, watching)
+    }
+}
+
 /// The outages and deposed stretches still open when a run ended (it was killed, or
 /// stopped, in the middle of them) end at its last record, `end`: after it, nothing was
 /// watched.
@@ -118,7 +163,8 @@ fn close_open(
 
 /// One source's marks as its events go by, and the journal they are appended to.
 pub(crate) struct Recorder {
-    path: Option<PathBuf>,
+    /// The source's name: its journal is the one its task opened ([`journal_of`]).
+    name: String,
     marks: Marks,
     last_contact: Option<(Instant, SystemTime)>,
     every: Duration,
@@ -133,7 +179,7 @@ pub(crate) struct Recorder {
 impl Recorder {
     pub(crate) fn new(info: &SourceInfo) -> Recorder {
         Recorder {
-            path: super::history::default_path(&info.name),
+            name: info.name.clone(),
             marks: Marks::default(),
             last_contact: None,
             every: Duration::from_millis(500),
@@ -148,7 +194,7 @@ impl Recorder {
         if self.past_done {
             return None;
         }
-        let found = self.path.as_deref().and_then(take_past);
+        let found = journal_of(&self.name).as_deref().and_then(take_past);
         if found.is_some() || matches!(ev, SourceEvent::Synced { .. }) {
             self.past_done = true;
         }
@@ -159,9 +205,7 @@ impl Recorder {
     pub(crate) fn see(&mut self, ev: &SourceEvent) -> Vec<Entry> {
         let mut out = Vec::new();
         match ev {
-            SourceEvent::Info(info) => {
-                self.path = super::history::default_path(&info.name);
-            }
+            SourceEvent::Info(info) => self.name.clone_from(&info.name),
             SourceEvent::Conn { state, .. } => {
                 self.marks.on_conn(state);
                 if let (ConnState::Down { .. }, false, Some((_, from))) =
@@ -228,7 +272,7 @@ impl Recorder {
         if entries.is_empty() {
             return;
         }
-        let Some(j) = self.path.as_deref().and_then(Batched::find) else {
+        let Some(j) = journal_of(&self.name).as_deref().and_then(Batched::find) else {
             return;
         };
         if let Err(e) = j.append(entries) {

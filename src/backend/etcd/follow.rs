@@ -11,6 +11,7 @@ use super::layout::Mirror;
 use super::leases;
 use super::members::{self, Serving};
 use super::resume::Resume;
+use super::times::TimesFile;
 use super::tracker::Tracker;
 use super::watch::{self, Restart};
 use super::{Closed, EtcdBackend, EtcdError, Stop, read_all, send};
@@ -73,7 +74,7 @@ pub(super) struct Link {
     pub client: Client,
     pub endpoint: String,
     /// Where the times of changes seen live are kept for this cluster.
-    pub times: Option<super::times::TimesFile>,
+    pub times: Option<Arc<TimesFile>>,
 }
 
 /// Aborts the member probe when the backend stops.
@@ -109,6 +110,9 @@ pub(super) struct Session<'a> {
     conn: Lifecycle,
     /// Which member serves now, for the member probe's display.
     serving: Serving,
+    /// The cluster's times journal, kept open between members: the timeline's marks of an
+    /// outage go there while no member serves, and it says this run's start and stop once.
+    times: Option<Arc<TimesFile>>,
 }
 
 pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
@@ -142,6 +146,7 @@ pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
             Duration::from_secs(5),
         ),
         serving,
+        times: None,
     };
     loop {
         let step = tokio::select! {
@@ -158,6 +163,22 @@ pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
 }
 
 impl Session<'_> {
+    /// The times journal of this prefix in the cluster this member belongs to (from a
+    /// response header): the one open already when it is the same cluster's.
+    async fn cluster_times(&mut self, link: &mut Link) -> Option<Arc<TimesFile>> {
+        let resp = tokio::time::timeout(Duration::from_secs(2), link.client.status())
+            .await
+            .ok()?
+            .ok()?;
+        let path = super::times::path(resp.header()?.cluster_id(), &self.backend.cfg.prefix)?;
+        if let Some(t) = self.times.as_ref().filter(|t| t.path() == path) {
+            return Some(Arc::clone(t));
+        }
+        let t = Arc::new(TimesFile::new(path, &self.backend.info.name));
+        self.times = Some(Arc::clone(&t));
+        Some(t)
+    }
+
     /// One turn of the life cycle. Returns false when the backend should stop.
     async fn step(&mut self) -> bool {
         let backend = self.backend;
@@ -183,7 +204,7 @@ impl Session<'_> {
                 .unwrap_or_default(),
             times: None,
         };
-        link.times = cluster_times(&mut link, &backend.cfg.prefix).await;
+        link.times = self.cluster_times(&mut link).await;
         let err = match self.follow(link).await {
             Stop::Closed => return false,
             Stop::Failed(e) => e,
@@ -494,16 +515,6 @@ impl Session<'_> {
         f.resume.reset(now_rev + 1);
         Ok(())
     }
-}
-
-/// The times journal of this prefix in the cluster this member belongs to (from a response
-/// header).
-async fn cluster_times(link: &mut Link, prefix: &str) -> Option<super::times::TimesFile> {
-    let resp = tokio::time::timeout(Duration::from_secs(2), link.client.status())
-        .await
-        .ok()?
-        .ok()?;
-    super::times::path(resp.header()?.cluster_id(), prefix).map(super::times::TimesFile::new)
 }
 
 /// A first snapshot read, for the tracker made with it to load: the prefixes it covers.

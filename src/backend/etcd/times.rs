@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::backend::engine::journal::{self, Batched, Bound, Entry, Journal};
+use crate::backend::engine::marks;
 use crate::model::Cause;
 
 /// The revision times kept (no changes are written to this journal), and the process's
@@ -52,13 +53,40 @@ pub(super) fn load(path: &Path) -> HashMap<i64, Seen> {
 pub(super) struct TimesFile {
     path: PathBuf,
     journal: Batched,
+    /// This run's start was said (the first opening): its clean stop is said too.
+    started: bool,
+}
+
+/// A clean stop says when, if this run writes the journal: an outage under way ends there
+/// for the next run, not at this run's last line.
+impl Drop for TimesFile {
+    fn drop(&mut self) {
+        if self.started && self.journal.writing() {
+            let _ = self.journal.append(&[Entry::Stopped(SystemTime::now())]);
+        }
+    }
 }
 
 impl TimesFile {
-    pub(super) fn new(path: PathBuf) -> TimesFile {
+    /// The journal at `path` of the source named `source`, said to be its journal (the
+    /// timeline's marks go there). Opened first in this run, it hands back the outages and
+    /// deposed holders it holds, and this run's start is written when it takes the turn: a
+    /// killed run's open outage ends there, and its clean stop when it is dropped.
+    pub(super) fn new(path: PathBuf, source: &str) -> TimesFile {
+        let journal = Batched::new(Journal::new(path.clone(), bound()));
+        let started = marks::opened(source, &path);
+        if started {
+            let entries = journal::load(&path, bound());
+            // Read alone: the open stretches end at the last line, unless another electop
+            // writes the journal now (then they may still be under way).
+            let now = (!journal::written_now(&path)).then(SystemTime::now);
+            marks::stash(&path, marks::past_outages(&entries, now));
+            let _ = journal.preface(Entry::Watching(SystemTime::now()));
+        }
         TimesFile {
-            journal: Batched::new(Journal::new(path.clone(), bound())),
+            journal,
             path,
+            started,
         }
     }
 
@@ -121,7 +149,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("h").join("etcd-1.jsonl");
         let t = |ms| UNIX_EPOCH + Duration::from_millis(ms);
-        let (a, b) = (TimesFile::new(p.clone()), TimesFile::new(p.clone()));
+        let src = "times test";
+        let (a, b) = (
+            TimesFile::new(p.clone(), src),
+            TimesFile::new(p.clone(), src),
+        );
         let expired = Some(Cause::LeaseExpired);
         a.append(&[(5, (t(1_000), None)), (6, (t(2_000), expired))])
             .expect("append");
@@ -133,6 +165,54 @@ mod tests {
         drop(a);
         b.append(&[(7, (t(3_000), None))]).expect("b takes over");
         assert_eq!(load(&p).get(&7), Some(&(t(3_000), None)));
+    }
+
+    /// etcd's bound (one change per election: it journals none) keeps every outage and
+    /// deposed line within the retention, with the runs' lines, and none older.
+    #[test]
+    fn a_rewrite_keeps_the_marks_within_the_retention() {
+        use crate::backend::engine::journal::Keep;
+        use crate::model::marks::Deposed;
+        let now = SystemTime::now();
+        let ago = |s: u64| now - Duration::from_secs(s);
+        let outage = |from, to: Option<u64>| Entry::Outage {
+            from: ago(from),
+            to: to.map(ago),
+            down: true,
+        };
+        let deposed = |election: &str, from, to: Option<u64>| {
+            Entry::Deposed(Deposed {
+                election: election.into(),
+                holder: "a".into(),
+                from: ago(from),
+                to: to.map(ago),
+            })
+        };
+        let old = [outage(7200, Some(7100)), deposed("jobs", 7000, Some(6900))];
+        let kept = vec![
+            Entry::Watching(ago(3000)),
+            outage(2000, None),
+            outage(2000, Some(1990)),
+            deposed("jobs", 1500, None),
+            deposed("cron", 1400, None),
+            deposed("jobs", 1500, Some(1000)),
+            Entry::Seen {
+                revision: 9,
+                at: ago(900),
+                cause: None,
+            },
+            Entry::Stopped(ago(800)),
+        ];
+        let mut entries = old.to_vec();
+        entries.extend(kept.iter().cloned());
+        let b = Bound {
+            keep: Keep {
+                retention: Duration::from_secs(3600),
+                max_bytes: 1 << 20,
+            },
+            ..bound()
+        };
+        assert_eq!(journal::compact(entries, b), kept);
     }
 
     #[test]

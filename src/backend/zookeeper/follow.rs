@@ -387,6 +387,9 @@ impl Follow {
         // changes in memory, must not cut what the next dashboard reads back.
         let kept = self.b.opts.history_limit.max(super::record::KEPT_AT_LEAST);
         self.record = Record::open(&key, kept);
+        if let Some(r) = &self.record {
+            crate::backend::engine::marks::opened(&self.b.info.name, r.path());
+        }
         let past = self.record.as_mut().map(|r| r.start(now));
         let since = past.as_ref().and_then(|p| p.since).unwrap_or(now);
         if let Some(p) = past {

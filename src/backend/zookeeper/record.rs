@@ -5,6 +5,9 @@
 //! and when it stops. The next run loads it at its first read, so the history starts where
 //! the record does, and the time no electop watched is said.
 //!
+//! The record is also the source's journal of the timeline's marks (outages, deposed
+//! holders: [`crate::backend::engine::marks`]), said so when it is opened.
+//!
 //! One run writes the record at a time; another on the same source reads it and takes
 //! over when the first is gone (its own `watching` line first). A record that cannot be
 //! written is logged once and said in the source's notice; it never stops the source.
@@ -16,6 +19,7 @@ use std::time::SystemTime;
 use tracing::warn;
 
 use crate::backend::engine::journal::{self, Batched, Bound, Entry, Journal};
+use crate::backend::engine::marks;
 use crate::model::{HistoryEntry, HistoryGap};
 
 pub(crate) use crate::backend::engine::journal::KEPT_AT_LEAST;
@@ -127,7 +131,15 @@ impl Record {
         if writing {
             entries.push(Entry::Watching(now));
         }
-        past(&journal::compact(entries, Bound::changes(self.limit)))
+        let kept = journal::compact(entries, Bound::changes(self.limit));
+        // The timeline's outages and deposed holders, for the source's recorder to hand
+        // on; the stretches no electop watched are this record's gaps, said once.
+        marks::stash(&path, marks::past_outages(&kept, None));
+        past(&kept)
+    }
+
+    pub(crate) fn path(&self) -> &std::path::Path {
+        self.journal.path()
     }
 
     pub(crate) fn append(&mut self, r: &Entry) {

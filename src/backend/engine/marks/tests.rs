@@ -173,3 +173,65 @@ fn the_recorder_writes_a_deposed_holder_when_it_begins_and_ends() {
         "{ended:?}"
     );
 }
+
+/// A source's journal is the one its task said it opened (etcd's is named by the cluster,
+/// known once connected), else the default path; a second opening of the same one (another
+/// member) is not a first.
+#[test]
+fn a_source_s_journal_is_the_one_its_task_opened_else_the_default() {
+    let name = "registry test etcd 127.0.0.1:1";
+    assert_eq!(journal_of(name), super::super::history::default_path(name));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (
+        dir.path().join("etcd-a.jsonl"),
+        dir.path().join("etcd-b.jsonl"),
+    );
+    assert!(opened(name, &a), "first opened");
+    assert_eq!(journal_of(name), Some(a.clone()));
+    assert!(!opened(name, &a), "the same journal again");
+    assert!(opened(name, &b), "another cluster behind the same name");
+    assert_eq!(journal_of(name), Some(b));
+    assert_eq!(
+        journal_of("registry test other"),
+        super::super::history::default_path("registry test other"),
+        "each source its own"
+    );
+}
+
+/// The past marks stashed for the journal a source's task opened reach the recorder of
+/// that source, whatever the journal's path, once and before its first `Synced`.
+#[test]
+fn the_recorder_takes_the_past_marks_of_the_journal_its_source_opened() {
+    let mut info = SourceInfo::test_sqlite();
+    info.name = "registry test recorder".into();
+    let mut r = Recorder::new(&info);
+    let synced = SourceEvent::Synced { source: 0 };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("etcd-c.jsonl");
+    let conn = SourceEvent::Conn {
+        source: 0,
+        state: ConnState::Connecting,
+    };
+    assert_eq!(r.past(&conn), None, "not opened yet");
+    opened(&info.name, &path);
+    let marks = past_outages(&[outage(1, Some(5), true)], None);
+    stash(&path, marks.clone());
+    assert_eq!(r.past(&conn), Some(marks));
+    stash(&path, past_outages(&[outage(7, Some(9), true)], None));
+    assert_eq!(r.past(&synced), None, "once");
+}
+
+/// etcd's and ZooKeeper's past marks leave the stretches no electop watched to the store.
+#[test]
+fn past_outages_leave_the_unwatched_stretches_out() {
+    let entries = [
+        Entry::Watching(t(0)),
+        outage(10, Some(14), true),
+        Entry::Stopped(t(20)),
+        Entry::Watching(t(100)),
+    ];
+    let p = past_outages(&entries, Some(t(200)));
+    assert!(p.unwatched.is_empty(), "{p:?}");
+    assert_eq!(p.outages.len(), 1);
+    assert_eq!(past_marks(&entries, Some(t(200))).unwatched.len(), 1);
+}
