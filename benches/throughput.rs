@@ -54,9 +54,11 @@ fn main() {
         });
     }
     let n = changes.len();
+    let now = Instant::now();
     let seen = Observation {
         at: Some(SystemTime::now()),
-        now: Instant::now(),
+        now,
+        since: now,
         replayed: false,
     };
     let t = Instant::now();

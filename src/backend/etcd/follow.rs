@@ -36,6 +36,12 @@ pub(super) struct State {
     /// The source as last shown, with its notice, and when that notice was last checked
     /// against the keys: a warning leaves when its cause does.
     pub shown: Option<(crate::model::SourceInfo, std::time::Instant)>,
+    /// When the view was last proven current (a quorum read answered, the watch caught up
+    /// to it): the earliest a change the watch delivers after a move may have happened.
+    pub confirmed: Option<std::time::Instant>,
+    /// The store's revision when this member's watch was created: changes up to it
+    /// happened before this member's watch, while the view was out of touch.
+    pub caught_up_to: i64,
 }
 
 /// The tracker and where each prefix's watch resumes: made together, once a snapshot was
@@ -139,6 +145,8 @@ pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
             shown_connected: false,
             previewed: Default::default(),
             shown: None,
+            confirmed: None,
+            caught_up_to: 0,
         },
         conn: Lifecycle::new(
             backend.cfg.endpoints.len(),
@@ -511,7 +519,9 @@ impl Session<'_> {
         )
         .await?;
         let changes = f.tracker.diff_to(&now_state, now_rev);
-        watch::apply(backend, link, &mut f.tracker, &self.io, changes).await?;
+        // They happened while the watch was away.
+        let since = self.state.confirmed;
+        watch::apply(backend, link, &mut f.tracker, &self.io, (changes, since)).await?;
         f.resume.reset(now_rev + 1);
         Ok(())
     }

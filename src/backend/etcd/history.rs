@@ -174,9 +174,11 @@ async fn apply(client: &Client, tracker: &mut Tracker, changes: Vec<Change>) {
         return;
     }
     let f: HashMap<i64, _> = fates(client, tracker.leases_to_check(&changes)).await;
+    let now = Instant::now();
     let seen = Observation {
         at: None,
-        now: Instant::now(),
+        now,
+        since: now,
         replayed: true,
     };
     tracker.apply_quietly(changes, &f, seen);

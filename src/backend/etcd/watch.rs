@@ -241,6 +241,7 @@ pub(super) async fn pump(
         if matches!(conn.phase, Phase::Live { .. } | Phase::Replaying { .. })
             && let Some((at, wall)) = live.confirmed()
         {
+            state.confirmed = Some(at);
             let next_within = HEARTBEAT;
             let contact = SourceEvent::Contact {
                 source,
@@ -334,6 +335,8 @@ async fn on_message(
     if resp.created() {
         let n = ids.len();
         ids.insert(resp.watch_id(), n);
+        let created_at = resp.header().map_or(0, |h| h.revision());
+        state.caught_up_to = state.caught_up_to.max(created_at);
     }
     if resp.canceled() {
         if resp.compact_revision() > 0 {
@@ -361,7 +364,11 @@ async fn on_message(
     };
     if let Some(last) = changes.last().map(Change::revision) {
         debug!(n = changes.len(), "watch events");
-        apply(backend, link, &mut f.tracker, io, changes).await?;
+        // Changes from before this member's watch began (a move, a reconnect) happened at
+        // some time since the view was last current, not as they are delivered.
+        let caught_up = changes.first().map(Change::revision) <= Some(state.caught_up_to);
+        let since = state.confirmed.filter(|_| caught_up);
+        apply(backend, link, &mut f.tracker, io, (changes, since)).await?;
         if let Some(i) = ids.get(&resp.watch_id()) {
             f.resume.applied(*i, last);
         }
@@ -522,20 +529,24 @@ pub(super) async fn synced(
 
 /// Applies live changes at once; the fates of deleted keys' leases are read first, and a
 /// fate that cannot be read leaves the cause to the countdown rather than losing the change.
+/// `since`: the earliest the changes may have happened, for changes delivered late (after
+/// a move to another member); `None`: as they happened.
 pub(super) async fn apply(
     backend: &EtcdBackend,
     link: &Link,
     tracker: &mut Tracker,
     io: &BackendIo,
-    changes: Vec<Change>,
+    (changes, since): (Vec<Change>, Option<Instant>),
 ) -> Result<(), Closed> {
     if changes.is_empty() {
         return Ok(());
     }
     let f = fates(&link.client, tracker.leases_to_check(&changes)).await;
+    let now = Instant::now();
     let seen = Observation {
         at: Some(SystemTime::now()),
-        now: Instant::now(),
+        now,
+        since: since.unwrap_or(now),
         replayed: false,
     };
     let (elections, events) = tracker.apply(changes, &f, seen);

@@ -48,6 +48,10 @@ pub struct Observation {
     /// Wall-clock time of a live observation; `None` when replayed from past revisions.
     pub at: Option<SystemTime>,
     pub now: Instant,
+    /// The earliest the changes may have happened: `now` as the watch delivers them, the
+    /// last moment the view was known current for changes delivered after a move to
+    /// another member (whether a lease ran out or was revoked is judged over that span).
+    pub since: Instant,
     pub replayed: bool,
 }
 

@@ -268,8 +268,10 @@ fn line_events(
     joined.chain(left).collect()
 }
 
-/// Why the key `old` left: deleted with its lease alive (a resignation), or its lease ended,
-/// expired if our countdown had (nearly) run out, revoked if not.
+/// Why the key `old` left: deleted with its lease alive (a resignation), or its lease ended:
+/// expired if our countdown had (nearly) run out by the earliest the change may have
+/// happened, revoked if it had not by the latest (now); between them (a change delivered
+/// late, after a move to another member), either: `LeaseEnded`.
 fn departure(
     old: Option<&Kv>,
     fates: &HashMap<i64, LeaseFate>,
@@ -286,9 +288,9 @@ fn departure(
         Some(LeaseFate::Alive) => Cause::Resigned,
         _ if seen.replayed => Cause::LeaseEnded,
         _ => match ttls.get(&old.lease) {
-            Some(d) if d.remaining_ms_at(seen.now) <= EXPIRY_SLACK_MS => Cause::LeaseExpired,
-            Some(_) => Cause::LeaseRevoked,
-            None => Cause::LeaseEnded,
+            Some(d) if d.remaining_ms_at(seen.since) <= EXPIRY_SLACK_MS => Cause::LeaseExpired,
+            Some(d) if d.remaining_ms_at(seen.now) > EXPIRY_SLACK_MS => Cause::LeaseRevoked,
+            Some(_) | None => Cause::LeaseEnded,
         },
     }
 }

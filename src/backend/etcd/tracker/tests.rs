@@ -24,6 +24,7 @@ fn live(now: Instant) -> Observation {
     Observation {
         at: Some(SystemTime::UNIX_EPOCH),
         now,
+        since: now,
         replayed: false,
     }
 }
@@ -104,12 +105,56 @@ fn a_vanished_lease_is_expired_when_its_countdown_ran_out_else_revoked() {
     );
 }
 
+/// Deletes delivered late, after the watch moved to another member: they happened at some
+/// time since the view was last current. A lease near its end then was expired; one whose
+/// countdown is near its end only now may have expired or been revoked on the way.
+#[test]
+fn a_lease_seen_gone_late_is_judged_over_when_it_may_have_gone() {
+    let t0 = Instant::now();
+    let mut t = Tracker::new(
+        0,
+        "src".into(),
+        Box::new(EtcdLeaseKey {
+            prefix: b"/l/".to_vec(),
+            registry: None,
+        }),
+        10,
+    );
+    let snap: Mirror = [kv("/l/a", "x", 2, 2, 7), kv("/l/b", "y", 3, 3, 8)]
+        .into_iter()
+        .map(|kv| (kv.key.clone(), kv))
+        .collect();
+    t.load(snap, 3);
+    t.set_ttl(7, Some((1, 10)), t0);
+    t.set_ttl(8, Some((20, 30)), t0);
+    let gone = HashMap::from([(7, LeaseFate::Gone), (8, LeaseFate::Gone)]);
+    let late = Observation {
+        since: t0,
+        ..live(t0 + Duration::from_secs(19))
+    };
+    let (_, events) = t.apply(vec![del("/l/a", 4), del("/l/b", 5)], &gone, late);
+    let causes: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::LeaderLost)
+        .map(|e| (e.election.clone(), e.cause))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            (Some("a".to_string()), Some(Cause::LeaseExpired)),
+            (Some("b".to_string()), Some(Cause::LeaseEnded)),
+        ]
+    );
+}
+
 #[test]
 fn replayed_changes_have_no_time_and_cannot_tell_expiry_from_revocation() {
     let mut t = election_tracker();
+    let now = Instant::now();
     let seen = Observation {
         at: None,
-        now: Instant::now(),
+        now,
+        since: now,
         replayed: true,
     };
     let changes = vec![Change::Put(kv("/e/j/1", "a", 2, 2, 1)), del("/e/j/1", 3)];
