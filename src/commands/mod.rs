@@ -109,9 +109,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Some(Command::Status { .. }) => status::tune_allocator(),
         // The dashboard, `watch` and `serve` run for days.
-        None | Some(Command::Serve(_) | Command::Watch { .. }) => {
-            crate::runtime::memory::long_running()
-        }
+        Some(Command::Serve(_)) => crate::runtime::memory::serving(),
+        None | Some(Command::Watch { .. }) => crate::runtime::memory::long_running(),
         _ => {}
     }
     let rt = tokio::runtime::Runtime::new()?;
