@@ -327,48 +327,14 @@ fn an_outage_an_earlier_watch_saw_is_in_a_later_history() {
         v["kind"] == "connected"
     });
     assert!(watch.terminate().success());
-    let out = command(home.path())
-        .args(source)
-        .args(["history", "jobs", "--json", "--since", "10m"])
-        .output()
-        .expect("run electop history");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let e = &doc["elections"][0];
-    let [o] = e["outages"].as_array().expect("outages").as_slice() else {
-        let journal = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("find \"$0\" -name '*.jsonl' -exec cat {} +")
-            .arg(home.path())
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-        panic!("one outage: {e:#}\njournal: {journal:?}")
-    };
-    // From the last answer before the lock (a poll before it) to the first after it.
-    within(
-        "outage start",
-        wall(&o["start"]),
-        locked_at - POLL - SLACK,
-        locked_at + POLL,
-    );
-    // The first poll after the reconnect (its first retry is half a second after).
+    // From the last answer before the lock (a poll before it) to the first poll after the
+    // reconnect (its first retry is half a second after).
     let retry = Duration::from_millis(500);
-    within(
-        "outage end",
-        wall(&o["end"]),
-        freed,
-        freed + retry + POLL + SLACK,
+    let o = common::outage::in_a_later_history(
+        home.path(),
+        &source,
+        (locked_at, POLL),
+        (freed, retry + POLL),
     );
     assert_eq!(o["down"], true, "{o:#}");
-    let out = command(home.path())
-        .args(source)
-        .args(["history", "jobs", "--since", "10m"])
-        .output()
-        .expect("run electop history");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("  source "), "the table says it: {text}");
 }

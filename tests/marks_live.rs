@@ -8,82 +8,11 @@ mod common;
 
 use std::time::{Duration, SystemTime};
 
-use common::electop::{Watch, command};
+use common::electop::Watch;
 use common::process::signal;
 use common::zookeeper::ZkServer;
 use common::{EtcdServer, T};
-use serde_json::Value;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use zookeeper_client::{Acls, Client, CreateMode};
-
-/// A process starting, a busy machine: on top of every bound.
-const SLACK: Duration = Duration::from_millis(1500);
-
-fn wall(v: &Value) -> SystemTime {
-    let text = v.as_str().unwrap_or_else(|| panic!("a time: {v}"));
-    OffsetDateTime::parse(text, &Rfc3339)
-        .unwrap_or_else(|e| panic!("{text}: {e}"))
-        .into()
-}
-
-fn within(what: &str, at: SystemTime, lo: SystemTime, hi: SystemTime) {
-    assert!(
-        lo <= at && at <= hi,
-        "{what}: {at:?} not within {lo:?}..{hi:?}"
-    );
-}
-
-/// `electop history jobs --json` (and the table) after the watch: the one outage of the
-/// source, from about `frozen` (its last answer before, `before` at most earlier) to about
-/// `resumed` (its first after, `after` at most later).
-fn the_outage_is_in_a_later_history(
-    home: &std::path::Path,
-    source: &[&str],
-    (frozen, before): (SystemTime, Duration),
-    (resumed, after): (SystemTime, Duration),
-) {
-    let out = command(home)
-        .args(source)
-        .args(["history", "jobs", "--json", "--since", "10m"])
-        .output()
-        .expect("run electop history");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let e = &doc["elections"][0];
-    let [o] = e["outages"].as_array().expect("outages").as_slice() else {
-        let journal = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("find \"$0\" -name '*.jsonl' -exec cat {} +")
-            .arg(home)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-        panic!("one outage: {e:#}\njournal: {journal:?}")
-    };
-    within(
-        "outage start",
-        wall(&o["start"]),
-        frozen - before - SLACK,
-        frozen + SLACK,
-    );
-    within(
-        "outage end",
-        wall(&o["end"]),
-        resumed,
-        resumed + after + SLACK,
-    );
-    let out = command(home)
-        .args(source)
-        .args(["history", "jobs", "--since", "10m"])
-        .output()
-        .expect("run electop history");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("  source "), "the table says it: {text}");
-}
 
 /// etcd frozen until its keep-alive pings give up: the watch says it down, then connected again; it
 /// stops cleanly; `history` shows the outage, read from etcd's journal (named by cluster).
@@ -112,7 +41,7 @@ fn an_etcd_outage_an_earlier_watch_saw_is_in_a_later_history() {
     assert!(watch.terminate().success());
     // Its contacts come each heartbeat (500 ms); a reconnection is retried within 5 s.
     let beat = Duration::from_millis(500);
-    the_outage_is_in_a_later_history(
+    common::outage::in_a_later_history(
         home.path(),
         &source,
         (frozen, beat),
@@ -167,7 +96,7 @@ fn a_zookeeper_outage_an_earlier_watch_saw_is_in_a_later_history() {
     });
     assert!(watch.terminate().success());
     // Its last answer: a read or ping within the session's timeout before the freeze.
-    the_outage_is_in_a_later_history(
+    common::outage::in_a_later_history(
         home.path(),
         &source,
         (frozen, Duration::from_secs(5)),

@@ -15,6 +15,7 @@ pub mod mariadb;
 pub mod metric_names;
 pub mod mysql_lock;
 pub mod node;
+pub mod outage;
 pub mod patroni;
 pub mod pki;
 pub mod postgres;

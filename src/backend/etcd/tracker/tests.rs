@@ -69,9 +69,8 @@ fn a_put_and_its_delete_in_one_batch_both_apply() {
     assert!(events.is_empty(), "{events:?}");
 }
 
-#[test]
-fn a_vanished_lease_is_expired_when_its_countdown_ran_out_else_revoked() {
-    let now = Instant::now();
+/// Lease keys `a` (lease 7, a second left of 10 at `now`) and `b` (lease 8, 20 s of 30).
+fn two_lease_keys(now: Instant) -> Tracker {
     let mut t = Tracker::new(
         0,
         "src".into(),
@@ -88,6 +87,13 @@ fn a_vanished_lease_is_expired_when_its_countdown_ran_out_else_revoked() {
     t.load(snap, 3);
     t.set_ttl(7, Some((1, 10)), now);
     t.set_ttl(8, Some((20, 30)), now);
+    t
+}
+
+#[test]
+fn a_vanished_lease_is_expired_when_its_countdown_ran_out_else_revoked() {
+    let now = Instant::now();
+    let mut t = two_lease_keys(now);
     let gone = HashMap::from([(7, LeaseFate::Gone), (8, LeaseFate::Gone)]);
     let later = now + Duration::from_millis(1_400);
     let (_, events) = t.apply(vec![del("/l/a", 4), del("/l/b", 5)], &gone, live(later));
@@ -111,22 +117,7 @@ fn a_vanished_lease_is_expired_when_its_countdown_ran_out_else_revoked() {
 #[test]
 fn a_lease_seen_gone_late_is_judged_over_when_it_may_have_gone() {
     let t0 = Instant::now();
-    let mut t = Tracker::new(
-        0,
-        "src".into(),
-        Box::new(EtcdLeaseKey {
-            prefix: b"/l/".to_vec(),
-            registry: None,
-        }),
-        10,
-    );
-    let snap: Mirror = [kv("/l/a", "x", 2, 2, 7), kv("/l/b", "y", 3, 3, 8)]
-        .into_iter()
-        .map(|kv| (kv.key.clone(), kv))
-        .collect();
-    t.load(snap, 3);
-    t.set_ttl(7, Some((1, 10)), t0);
-    t.set_ttl(8, Some((20, 30)), t0);
+    let mut t = two_lease_keys(t0);
     let gone = HashMap::from([(7, LeaseFate::Gone), (8, LeaseFate::Gone)]);
     let late = Observation {
         since: t0,
