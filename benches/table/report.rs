@@ -75,27 +75,7 @@ pub fn store(
         "",
         "<= 50/s",
     );
-    row(
-        store,
-        "  of which: the journal; other files / network / terminal / wake-ups",
-        &each(&|f| match f.writes {
-            Some(w) => (
-                format!(
-                    "{:.1}; {:.1} / {:.0} / {:.0} / {:.0} (of {:.0} traced)",
-                    w.journal,
-                    w.disk,
-                    w.network,
-                    w.terminal,
-                    w.wakeups,
-                    w.total()
-                ),
-                Some(w.journal),
-            ),
-            None => ("— (no strace)".into(), None),
-        }),
-        "",
-        "journal <= 10/s (a flush per 100 ms)",
-    );
+    writes_row(store, figs);
     row(
         store,
         &format!("`watch --json` at {rate}/s, CPU"),
@@ -133,6 +113,35 @@ pub fn store(
         &each(&|f| (num(f.first_ms, " ms"), f.first_ms)),
         "",
         "< 100 ms",
+    );
+}
+
+/// The write calls under churn by where they went (`writes.rs`).
+fn writes_row(store: &str, figs: &[Figures]) {
+    let figs: Vec<(String, Option<f64>)> = figs
+        .iter()
+        .map(|f| match f.writes {
+            Some(w) => (
+                format!(
+                    "{:.1}; {:.1} / {:.0} / {:.0} / {:.0} (of {:.0} traced)",
+                    w.journal,
+                    w.disk,
+                    w.network,
+                    w.terminal,
+                    w.wakeups,
+                    w.total()
+                ),
+                Some(w.journal),
+            ),
+            None => ("— (no strace)".into(), None),
+        })
+        .collect();
+    row(
+        store,
+        "  of which: the journal; other files / network / terminal / wake-ups",
+        &figs,
+        "",
+        "journal <= 10/s (a flush per 100 ms)",
     );
 }
 
