@@ -69,6 +69,15 @@ fn a_put_and_its_delete_in_one_batch_both_apply() {
     assert!(events.is_empty(), "{events:?}");
 }
 
+/// Each election that lost its leader, and why.
+fn lost_causes(events: &[Event]) -> Vec<(Option<String>, Option<Cause>)> {
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::LeaderLost)
+        .map(|e| (e.election.clone(), e.cause))
+        .collect()
+}
+
 /// Lease keys `a` (lease 7, a second left of 10 at `now`) and `b` (lease 8, 20 s of 30).
 fn two_lease_keys(now: Instant) -> Tracker {
     let mut t = Tracker::new(
@@ -97,13 +106,8 @@ fn a_vanished_lease_is_expired_when_its_countdown_ran_out_else_revoked() {
     let gone = HashMap::from([(7, LeaseFate::Gone), (8, LeaseFate::Gone)]);
     let later = now + Duration::from_millis(1_400);
     let (_, events) = t.apply(vec![del("/l/a", 4), del("/l/b", 5)], &gone, live(later));
-    let causes: Vec<_> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::LeaderLost)
-        .map(|e| (e.election.clone(), e.cause))
-        .collect();
     assert_eq!(
-        causes,
+        lost_causes(&events),
         [
             (Some("a".to_string()), Some(Cause::LeaseExpired)),
             (Some("b".to_string()), Some(Cause::LeaseRevoked)),
@@ -124,13 +128,8 @@ fn a_lease_seen_gone_late_is_judged_over_when_it_may_have_gone() {
         ..live(t0 + Duration::from_secs(19))
     };
     let (_, events) = t.apply(vec![del("/l/a", 4), del("/l/b", 5)], &gone, late);
-    let causes: Vec<_> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::LeaderLost)
-        .map(|e| (e.election.clone(), e.cause))
-        .collect();
     assert_eq!(
-        causes,
+        lost_causes(&events),
         [
             (Some("a".to_string()), Some(Cause::LeaseExpired)),
             (Some("b".to_string()), Some(Cause::LeaseEnded)),
