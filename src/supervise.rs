@@ -4,10 +4,10 @@
 //! terminal is back to normal.
 //!
 //! While the dashboard owns the terminal, or its sources are starting just before, a panic
-//! on another thread (a tokio task, caught by tokio) must neither restore the terminal under
-//! the running dashboard nor print over it: its message goes to the log and is printed when
-//! electop exits. A panic on the main thread (the dashboard loop itself) ends the process:
-//! the terminal is restored first.
+//! in a tokio task (caught by tokio) or on another thread must neither restore the terminal
+//! under the running dashboard nor print over it: its message goes to the log and is printed
+//! when electop exits. A panic of the dashboard loop itself (on the main thread, in no task)
+//! ends the process: the terminal is restored first.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -63,7 +63,10 @@ fn install() {
         let name = thread.name().unwrap_or("unnamed");
         tracing::error!(thread = name, panic = %text, "panic");
         let deferring = TUI_ACTIVE.load(Ordering::SeqCst) || DASHBOARD_AHEAD.load(Ordering::SeqCst);
-        if deferring && name != "main" {
+        // A spawned task has an id, wherever it runs: the dashboard's runtime is the main
+        // thread's own, on which the dashboard loop (no task) runs too.
+        let in_task = tokio::task::try_id().is_some();
+        if deferring && (in_task || name != "main") {
             if let Ok(mut d) = DEFERRED.lock() {
                 d.push(format!("a task panicked (thread {name}): {text}"));
             }

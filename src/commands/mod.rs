@@ -113,7 +113,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         None | Some(Command::Watch { .. }) => crate::runtime::memory::long_running(),
         _ => {}
     }
-    let rt = tokio::runtime::Runtime::new()?;
+    let rt = runtime(&cli.command)?;
     let mut cli = cli;
     let flags = cli.sources.flags();
     // Before any catalog is read: a mistake in the flags is not a database that is down.
@@ -247,5 +247,23 @@ async fn on_sources(
         Some(
             Command::Demo(_) | Command::Completions { .. } | Command::Presets | Command::Contexts,
         ) => unreachable!("handled before the sources are chosen"),
+    }
+}
+
+/// The runtime a command runs on. Watching (the dashboard, `watch`, `status`, `history`) is
+/// one chain of work per change: the store's answer, the read model, then a frame or a line.
+/// On a runtime of one thread per core each link woke another thread (a wake-up write and a
+/// context switch per change), which cost more than the work itself; on one thread the next
+/// link runs at once. Their heavy one-off work (a journal read back, the first snapshot of a
+/// huge store) already runs on blocking threads. `serve` answers many clients at once, and
+/// participants and admin actions keep a thread per core so that nothing delays a lease.
+fn runtime(command: &Option<Command>) -> std::io::Result<tokio::runtime::Runtime> {
+    match command {
+        None | Some(Command::Watch { .. } | Command::Status { .. } | Command::History { .. }) => {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        _ => tokio::runtime::Runtime::new(),
     }
 }
