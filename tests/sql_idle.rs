@@ -1,5 +1,6 @@
-//! An idle SQL table costs a poll next to nothing: SQLite's `data_version` and PostgreSQL's
-//! digest of the rows say the table is as last read, and the rows are not sent or read.
+//! An idle SQL table costs a poll next to nothing: SQLite's `data_version`, PostgreSQL's
+//! digest of the rows and MariaDB's sum of their hashes say the table is as last read, and
+//! the rows are not sent or read.
 //! What the dashboard shows stays true all the same: a write is seen within a poll, a lease
 //! that runs out with no write is seen run out at its deadline, a deleted row goes. Counted
 //! on electop's own debug log, one line per poll saying which it was.
@@ -94,7 +95,13 @@ fn idle_scenario(store: Store) {
     );
 
     // (b) A write is seen within a poll.
-    store.exec("UPDATE leaderlock SET leader_id = 'node-x' WHERE key = 'steady'");
+    let key = match store {
+        Store::My(_) => "`key`",
+        _ => "key",
+    };
+    store.exec(&format!(
+        "UPDATE leaderlock SET leader_id = 'node-x' WHERE {key} = 'steady'"
+    ));
     let ev = w.wait_for("steady taken over", POLL + SLACK, |v| {
         v["kind"] == "leader_changed" && v["election"] == "steady"
     });
@@ -104,7 +111,7 @@ fn idle_scenario(store: Store) {
     );
 
     // (d) So is a delete.
-    store.exec("DELETE FROM leaderlock WHERE key = 'steady'");
+    store.exec(&format!("DELETE FROM leaderlock WHERE {key} = 'steady'"));
     let ev = w.wait_for("steady deleted", POLL + SLACK, |v| {
         v["kind"] == "leader_lost" && v["election"] == "steady"
     });
@@ -123,4 +130,9 @@ fn sqlite_unchanged_table_is_not_read() {
 #[test]
 fn postgres_unchanged_table_is_not_read() {
     idle_scenario(Store::postgres());
+}
+
+#[test]
+fn mariadb_unchanged_table_is_not_read() {
+    idle_scenario(Store::mariadb());
 }

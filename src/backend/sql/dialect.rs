@@ -88,7 +88,10 @@ impl Dialect {
     /// commits; only comparable on one connection), PostgreSQL's an md5 of every row's key,
     /// holder and deadline text in order, computed in the server (not the time left: it moves each
     /// call). The rows are a subquery the server evaluates only when the mark says to. One
-    /// not checking (`status`, which polls once) has a NULL mark and the rows.
+    /// not checking (`status`, which polls once) has a NULL mark and the rows. MySQL's
+    /// poll, a row per election, checks with a header row holding the clock and the mark
+    /// (the row count and a sum of each row's hash), followed by the rows only when the
+    /// mark moved or that time came.
     pub fn poll_query(
         self,
         [key, holder, remaining, stamp]: [&str; 4],
@@ -122,6 +125,23 @@ impl Dialect {
                 "SELECT {now}, CAST(d.data_version AS TEXT), CASE WHEN CAST(d.data_version AS TEXT) IS NOT {mark} OR {now} >= {at} THEN \
                  (SELECT json_group_array(json_array({key}, {holder}, {remaining}, {stamp})) FROM {table}) END \
                  FROM pragma_data_version() AS d"
+            )
+        } else if checking {
+            // MariaDB cuts a text aggregate at `group_concat_max_len`, so the mark is the
+            // row count and a sum of each row's hash (the first 60 bits of its md5), which
+            // no length caps. The header row carries it where the holder goes.
+            let field = |c: &str| format!("COALESCE(CONCAT(LENGTH({c}), ':', {c}), '-')");
+            let row = format!("CONCAT({}, {}, {})", field("k"), field("h"), field("s"));
+            let hash = format!("CAST(CONV(LEFT(MD5({row}), 15), 16, 10) AS UNSIGNED)");
+            // Names no table of the participants' is likely to use: the rows are read
+            // joined with it.
+            let d = "electop_poll";
+            format!(
+                "WITH {d} AS (SELECT {now} AS {d}_now, CONCAT(COUNT(*), ':', COALESCE(SUM({hash}), 0)) AS {d}_mark \
+                 FROM (SELECT {key} AS k, {holder} AS h, {stamp} AS s FROM {table}) AS r) \
+                 SELECT {d}_now, NULL, {d}_mark, NULL, NULL FROM {d} UNION ALL \
+                 SELECT {now}, {key}, {holder}, {remaining}, {stamp} FROM {table}, {d} \
+                 WHERE NOT ({d}_mark <=> {mark}) OR {d}_now >= {at}"
             )
         } else {
             format!(
@@ -373,10 +393,18 @@ mod tests {
             "the mark leaves out the time left: {q}"
         );
         assert!(!q.contains("UNION"), "one row: {q}");
-        let q = Dialect::MySql.poll_query(cols, "t", true);
+        let q = Dialect::MySql.poll_query(cols, "t", false);
         assert!(
             q.contains("UNION ALL SELECT") && q.ends_with("k, h, r, s FROM t"),
             "{q}"
+        );
+        let q = Dialect::MySql.poll_query(cols, "t", true);
+        assert!(
+            q.contains("(SELECT k AS k, h AS h, s AS s FROM t) AS r")
+                && q.ends_with(
+                    "FROM t, electop_poll WHERE NOT (electop_poll_mark <=> ?) OR electop_poll_now >= ?"
+                ),
+            "the mark leaves out the time left, the rows only when it moved: {q}"
         );
         assert!(!Dialect::MySql.polls_as_json());
         for d in [Dialect::Sqlite, Dialect::Postgres] {

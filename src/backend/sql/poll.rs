@@ -1,5 +1,5 @@
-//! One poll: the database's clock and every election row, in one query; on SQLite and
-//! PostgreSQL no rows at all when the table's change mark says they are as last read. Rows
+//! One poll: the database's clock and every election row, in one query; no rows at all when
+//! the table's change mark says they are as last read. Rows
 //! the tracker finds unchanged are matched on the text as read and go no further; only the
 //! others are copied into [`Row`]s.
 
@@ -42,9 +42,7 @@ pub(super) async fn poll_once(
         .fold(sqlx::query(AssertSqlSafe(query.to_string())), |q, k| {
             q.bind(k.clone())
         });
-    if let Some(mark) = mark.as_deref()
-        && s.dialect.polls_as_json()
-    {
+    if let Some(mark) = mark.as_deref() {
         let runs_out = tracker.runs_out_ms().map(|d| d - ROUNDING_MS);
         q = q.bind(mark.clone()).bind(runs_out);
     }
@@ -63,13 +61,13 @@ pub(super) async fn poll_once(
         place: s.url.redacted(),
         why,
     };
-    let (db_now_ms, rows) = if s.dialect.polls_as_json() {
-        match from_json(&rows, tracker, mark).map_err(unreadable)? {
-            Some(read) => read,
-            None => return Ok(Polled::Unchanged),
-        }
+    let read = if s.dialect.polls_as_json() {
+        from_json(&rows, tracker, mark).map_err(unreadable)?
     } else {
-        from_rows(&rows, tracker).map_err(|e| unreadable(e.to_string()))?
+        from_rows(&rows, tracker, mark).map_err(|e| unreadable(e.to_string()))?
+    };
+    let Some((db_now_ms, rows)) = read else {
+        return Ok(Polled::Unchanged);
     };
     Ok(Polled::Read(Poll {
         db_now_ms,
@@ -79,8 +77,25 @@ pub(super) async fn poll_once(
     }))
 }
 
-/// One row per election, after a row with the database's clock alone.
-fn from_rows(rows: &[AnyRow], tracker: &mut SqlTracker) -> Result<(i64, Vec<Row>), sqlx::Error> {
+/// One row per election, after a row with the database's clock (and, checking for change,
+/// the table's mark where a holder goes). None when the mark is still `mark` and no row came:
+/// the table is as last read.
+fn from_rows(
+    rows: &[AnyRow],
+    tracker: &mut SqlTracker,
+    mark: Option<&mut Option<String>>,
+) -> Result<Option<(i64, Vec<Row>)>, sqlx::Error> {
+    let now_mark = match (&mark, rows.first()) {
+        (Some(_), Some(header)) => header.try_get::<Option<String>, _>(2)?,
+        _ => None,
+    };
+    if rows.len() == 1
+        && mark
+            .as_deref()
+            .is_some_and(|m| m.is_some() && *m == now_mark)
+    {
+        return Ok(None);
+    }
     tracker.start_poll();
     let mut db_now_ms = None;
     let mut out = Vec::new();
@@ -99,7 +114,10 @@ fn from_rows(rows: &[AnyRow], tracker: &mut SqlTracker) -> Result<(i64, Vec<Row>
             stamp: stamp.map(str::to_string),
         });
     }
-    Ok((db_now_ms.unwrap_or(0), out))
+    if let Some(mark) = mark {
+        *mark = now_mark;
+    }
+    Ok(Some((db_now_ms.unwrap_or(0), out)))
 }
 
 /// `[key, holder, ms left, deadline as text]`.
