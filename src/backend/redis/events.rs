@@ -60,6 +60,24 @@ impl Events {
         Ok(())
     }
 
+    /// Before a write of `key` is read: the events already received are taken as pending,
+    /// and the key's writes among them before any removal of it are dropped, since the read
+    /// about to be made shows what each left. An event carries no value, so of a key written
+    /// twice before its read only the last value was ever shown; `SET ... PX` alone tells
+    /// two (`set`, `expire`), and is now read once, not twice.
+    pub(crate) fn absorb_writes_of(
+        &mut self,
+        key: &[u8],
+        server: &Server,
+    ) -> Result<(), RedisError> {
+        while let Some(next) = self.recv().now_or_never() {
+            let next = next.ok_or_else(|| RedisError::Lost(server.addr.clone()))?;
+            self.pending.push_back(next);
+        }
+        drop_covered_writes(&mut self.pending, key);
+        Ok(())
+    }
+
     /// Every pending event, taken.
     pub(crate) fn take_pending(&mut self) -> VecDeque<KeyEvent> {
         std::mem::take(&mut self.pending)
@@ -103,9 +121,46 @@ pub(crate) fn removal(event: &str) -> Option<Gone> {
     }
 }
 
+/// Drops `key`'s writes from `pending` up to its first removal, which is kept, and all
+/// after it: a read made now shows those writes, not what follows the removal.
+fn drop_covered_writes(pending: &mut VecDeque<KeyEvent>, key: &[u8]) {
+    let mut removed = false;
+    pending.retain(|(k, event)| {
+        if removed || k != key {
+            return true;
+        }
+        removed = removal(event).is_some();
+        removed
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn events(list: &[(&str, &str)]) -> VecDeque<KeyEvent> {
+        list.iter()
+            .map(|(k, e)| (k.as_bytes().to_vec(), e.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_read_covers_the_keys_writes_before_its_removal_and_no_other_key() {
+        let mut pending = events(&[
+            ("a", "expire"),
+            ("b", "set"),
+            ("a", "set"),
+            ("a", "expired"),
+            ("a", "set"),
+            ("b", "del"),
+        ]);
+        drop_covered_writes(&mut pending, b"a");
+        let left = events(&[("b", "set"), ("a", "expired"), ("a", "set"), ("b", "del")]);
+        assert_eq!(pending, left);
+        // With nothing of the key left to cover, nothing moves.
+        drop_covered_writes(&mut pending, b"c");
+        assert_eq!(pending, left);
+    }
 
     #[test]
     fn removals_say_why_and_writes_are_read() {

@@ -354,6 +354,9 @@ impl Follow {
             };
             return self.apply(&read, gone).await;
         }
+        if let Some(ev) = events.as_mut() {
+            ev.absorb_writes_of(&key, server)?;
+        }
         let reads = server.read(conn, std::slice::from_ref(&key)).await?;
         if let Some(ev) = events.as_mut() {
             ev.fence(server).await?;
