@@ -10,7 +10,7 @@
 # Stores: etcd, sqlite, pg, zk, redis. It builds this tree's release electop and the bench,
 # and needs only what scripts/install-deps.sh installs (servers, their CLIs, tmux, javac).
 # TABLE_PERF=DIR also records a `perf record -g` of this build's processes in each window
-# (when perf is installed).
+# (when perf is installed), and keeps the strace of its write calls under churn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_HOME="${CARGO_HOME:-/root/.cargo}" RUSTUP_HOME="${RUSTUP_HOME:-/root/.rustup}"

@@ -171,6 +171,19 @@ pub fn dashboard<R: Rig>(
         let t0 = Instant::now();
         churn(rt, rig, first, TRACED.as_secs_f64());
         f.writes = crate::writes::count(trace, &out, t0.elapsed().as_secs_f64());
+        keep_trace(&out);
+    }
+}
+
+/// With `TABLE_PERF=DIR`, the write calls' trace of this build is kept beside its profiles,
+/// as `DIR/<store>-writes.strace`: which thread wrote what, and when.
+fn keep_trace(out: &std::path::Path) {
+    let Ok(dir) = std::env::var("TABLE_PERF") else {
+        return;
+    };
+    if *crate::CURRENT.lock().expect("current") == 0 {
+        let to = format!("{dir}/{}-writes.strace", crate::store_now());
+        let _ = std::fs::copy(out, to);
     }
 }
 
