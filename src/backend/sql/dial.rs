@@ -39,22 +39,18 @@ pub(crate) async fn open(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, 
     })?;
     // The pool retries a refused connection until its timeout, so a server that is not
     // there would read as one that does not answer: one connection of our own first says
-    // which, and its session setup failing is reported as itself rather than retried.
+    // which, and its session setup failing is reported as itself rather than retried. The
+    // pool's first connection is made meanwhile: two logins at once, not one after the
+    // other (a PostgreSQL login starts a server process), and dropped if the first fails.
     let deadline = tokio::time::Instant::now() + timeout;
     let timed_out = || SqlError::ConnectTimeout {
         place: where_.clone(),
         timeout,
     };
-    match tokio::time::timeout_at(deadline, first_contact(&opts, s.dialect)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(SqlError::from_sqlx(&e, s, &url)),
-        Err(_) => return Err(timed_out()),
-    }
     let dialect = s.dialect;
-    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
     let pool = AnyPoolOptions::new()
         .max_connections(2)
-        .acquire_timeout(left)
+        .acquire_timeout(timeout)
         .after_connect(move |conn, _| {
             Box::pin(async move {
                 if let Some(sql) = dialect.session_setup() {
@@ -63,8 +59,27 @@ pub(crate) async fn open(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, 
                 Ok(())
             })
         })
-        .connect_with(opts);
-    match tokio::time::timeout_at(deadline, pool).await {
+        .connect_with(opts.clone());
+    let first = tokio::time::timeout_at(deadline, first_contact(&opts, s.dialect));
+    let pool = tokio::time::timeout_at(deadline, pool);
+    tokio::pin!(first, pool);
+    let mut opened = None;
+    let first = loop {
+        tokio::select! {
+            r = &mut first => break r,
+            r = &mut pool, if opened.is_none() => opened = Some(r),
+        }
+    };
+    match first {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(SqlError::from_sqlx(&e, s, &url)),
+        Err(_) => return Err(timed_out()),
+    }
+    let opened = match opened {
+        Some(r) => r,
+        None => pool.await,
+    };
+    match opened {
         Ok(Ok(pool)) => Ok(pool),
         Ok(Err(e)) => Err(SqlError::from_sqlx(&e, s, &url)),
         Err(_) => Err(timed_out()),
