@@ -210,6 +210,18 @@ fn a_churn_is_written_in_few_writes_and_survives_a_kill() {
     let _ = serve.kill();
     let _ = serve.wait();
     assert_eq!(seen_lines(home.path()), N, "each change once");
+    // A `status` without history has no use for the journal: it leaves it as it is.
+    let sizes = || {
+        let files = journals(home.path(), "etcd-");
+        assert!(!files.is_empty(), "the times journal");
+        let size = |f: &PathBuf| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+        files.iter().map(size).collect::<Vec<u64>>()
+    };
+    let before = sizes();
+    let s = common::electop::status_json(home.path(), &args);
+    let leader = &election(&s, "jobs")["leader"]["id"];
+    assert_eq!(*leader, format!("node-{}", N - 1), "{s:#}");
+    assert_eq!(sizes(), before, "no run lines written by a plain status");
     let s = common::electop::status_history_json(home.path(), &args);
     let h = election(&s, "jobs")["history"]
         .as_array()
