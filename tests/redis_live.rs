@@ -531,3 +531,40 @@ async fn the_first_read_is_shown_a_batch_at_a_time() {
         "the first keys shown before the rest are read: {parts:?}"
     );
 }
+
+/// How many times Redis ran `command`, from `INFO commandstats`.
+fn calls(stats: &str, command: &str) -> usize {
+    let line = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(line.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A lock taken with `SET ... PX` tells two keyspace events (`set`, then `expire`): the key
+/// is read once for both, not once each. Counted by Redis itself (`INFO commandstats`).
+#[test]
+fn a_lock_taken_with_set_px_is_read_once() {
+    const N: usize = 40;
+    let server = RedisServer::start("KEA", None);
+    let home = common::scratch::tempdir();
+    let a = args(&server, "lock:");
+    let mut w = Watch::start(home.path(), &strs(&a));
+    w.wait_synced(1);
+    server.cli(&["CONFIG", "RESETSTAT"]);
+    for i in 0..N {
+        let (key, token) = (format!("lock:r{i}"), format!("tok-{i}"));
+        server.cli(&["SET", &key, &token, "NX", "PX", "60000"]);
+        w.wait_for("the lock's holder", T, |v| {
+            v["election"] == key.as_str() && v["to"] == token.as_str()
+        });
+    }
+    let stats = server.cli(&["INFO", "commandstats"]);
+    let gets = calls(&stats, "get");
+    assert!(
+        (N..=N + N / 4).contains(&gets),
+        "{gets} GETs for {N} locks taken:\n{stats}"
+    );
+}
