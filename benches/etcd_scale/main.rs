@@ -208,6 +208,7 @@ fn floor() -> std::path::PathBuf {
 }
 
 fn main() {
+    procs::as_shipped();
     let args: Vec<String> = std::env::args().collect();
     if !args.iter().any(|a| a == "--bench") {
         println!("etcd_scale: run it with `cargo bench --bench etcd_scale`");

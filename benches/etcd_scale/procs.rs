@@ -3,6 +3,16 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Every process a bench starts runs as shipped: `cargo bench` hands the bench its build's
+/// library folders (`LD_LIBRARY_PATH`), every child would inherit them, and a dynamically
+/// linked electop then looks for each system library in each folder first (200 failed
+/// opens, 10-20 ms of a `status`, which a static etcdctl never pays). Called first in
+/// `main`, before any other thread runs.
+pub fn as_shipped() {
+    // SAFETY: no other thread runs yet (see above).
+    unsafe { std::env::remove_var("LD_LIBRARY_PATH") };
+}
+
 /// Wall time of a command run to its end (output thrown away); panics if it fails.
 pub fn time(cmd: &mut Command) -> Duration {
     try_time(cmd)

@@ -88,6 +88,7 @@ fn main() {
         println!("pg_scale: run it with `cargo bench --bench pg_scale`");
         return;
     }
+    procs::as_shipped();
     let home = tempfile::tempdir().expect("home");
     let pg = Postgres::start();
     pg.psql(&format!("GRANT pg_read_all_stats TO {USER}"));

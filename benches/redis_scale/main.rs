@@ -200,6 +200,7 @@ fn main() {
         println!("redis_scale: run it with `cargo bench --bench redis_scale`");
         return;
     }
+    procs::as_shipped();
     let home = tempfile::tempdir().expect("home");
     let server = RedisServer::start("KEA", None);
     println!(

@@ -114,12 +114,7 @@ fn main() {
         println!("table: run it with scripts/bench.sh");
         return;
     }
-    // `cargo bench` gives the bench its build's library folders (LD_LIBRARY_PATH); every
-    // process it starts would inherit them, and a dynamically linked electop then looks for
-    // each system library in each of those folders first: 200 failed opens, 10-20 ms of a
-    // `status`, which etcdctl (a static binary) never pays. Measured as shipped: without.
-    // SAFETY: no other thread runs yet.
-    unsafe { std::env::remove_var("LD_LIBRARY_PATH") };
+    procs::as_shipped();
     let quick = std::env::args().any(|a| a == "--quick");
     let n: usize = arg("--n").and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let plan = Plan {

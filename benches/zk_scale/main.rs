@@ -146,6 +146,7 @@ fn main() {
         println!("zk_scale: run it with `cargo bench --bench zk_scale`");
         return;
     }
+    procs::as_shipped();
     let home = tempfile::tempdir().expect("home");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let zk = ZkServer::start();
