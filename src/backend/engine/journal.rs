@@ -14,7 +14,8 @@
 //! records well past the retention, the writer reads it back, keeps the newest records (per
 //! election for changes) and writes them to `<file>.tmp`, synced and renamed over the file:
 //! an interrupted rewrite leaves the old file whole and a stale temp file that no reader
-//! looks at.
+//! looks at. A running batched journal prepares that rewrite off its lock ([`rewrite`]), the
+//! lines appended meanwhile copied after the kept ones.
 //!
 //! A line that is not a record of this version is skipped when read ([`read`]). A torn last
 //! line (a kill mid-write) is dropped when the writer takes its turn; other lines that are
@@ -27,10 +28,11 @@ mod index;
 mod keep;
 mod line;
 mod read;
+mod rewrite;
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read as _, Seek as _, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -199,6 +201,8 @@ pub(crate) struct Journal {
     read_back: Option<Vec<Entry>>,
     /// The index beside the file (`<file>.idx`), while this run writes both.
     index: Option<index::Writer>,
+    /// A rewrite is being prepared off the lock ([`Journal::rewrite_due`]).
+    rewriting: bool,
 }
 
 impl Journal {
@@ -220,6 +224,7 @@ impl Journal {
             keep_read_back: false,
             read_back: None,
             index: None,
+            rewriting: false,
         }
     }
 
@@ -286,6 +291,8 @@ impl Journal {
             Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
+        // A rewrite a killed run was preparing: never put in place, never read.
+        let _ = std::fs::remove_file(rewrite::temp_path(&self.path));
         let file = read::read_file(&self.path)?;
         if let Some((v, _)) = file.later {
             self.refused = true;
@@ -379,9 +386,27 @@ impl Journal {
     }
 
     /// Writes what is queued in one write, so a crash tears at most the last line; then
-    /// rewrites the file if it is over its bound. Queued records that cannot be written are
-    /// dropped (the error says so): a full disk does not grow the memory without end.
+    /// rewrites the file in place if it is over its bound (unless a rewrite is being
+    /// prepared off the lock: [`Journal::rewrite_due`]).
     pub(crate) fn flush(&mut self) -> std::io::Result<()> {
+        self.write_queued()?;
+        if self.turn.is_none() || self.rewriting || !self.over_bound() {
+            return Ok(());
+        }
+        let now = read::read_file(&self.path)?;
+        self.note(&now.entries);
+        self.rewrite(&compact(now.entries, self.bound))?;
+        let file = OpenOptions::new().append(true).open(&self.path)?;
+        if let Some(t) = self.turn.as_mut() {
+            t.file = file;
+        }
+        Ok(())
+    }
+
+    /// Writes what is queued in one write, so a crash tears at most the last line. Queued
+    /// records that cannot be written are dropped (the error says so): a full disk does
+    /// not grow the memory without end.
+    pub(crate) fn write_queued(&mut self) -> std::io::Result<()> {
         let Some(turn) = self.turn.as_mut() else {
             return Ok(());
         };
@@ -400,15 +425,69 @@ impl Journal {
         }
         self.lines += entries.len();
         self.bytes += text.len() as u64;
-        if self.lines > self.threshold() || self.bytes > self.bound.keep.max_bytes || self.aged() {
-            let now = read::read_file(&self.path)?;
-            self.note(&now.entries);
-            self.rewrite(&compact(now.entries, self.bound))?;
-            let file = OpenOptions::new().append(true).open(&self.path)?;
-            if let Some(t) = self.turn.as_mut() {
-                t.file = file;
-            }
+        Ok(())
+    }
+
+    /// Past twice its counts, past its size bound, or holding records well past the
+    /// retention.
+    fn over_bound(&self) -> bool {
+        self.lines > self.threshold() || self.bytes > self.bound.keep.max_bytes || self.aged()
+    }
+
+    /// The rewrite due, if the file is over its bound, for [`rewrite::prepare`] off the
+    /// lock; then none until [`Journal::adopt`] puts it in place.
+    pub(crate) fn rewrite_due(&mut self) -> Option<rewrite::Job> {
+        if self.turn.is_none() || self.rewriting || !self.over_bound() {
+            return None;
         }
+        self.rewriting = true;
+        Some(rewrite::Job {
+            path: self.path.clone(),
+            bound: self.bound,
+            upto: self.bytes,
+        })
+    }
+
+    /// Puts a prepared rewrite in place, the lines appended since it began after it; a
+    /// failed one leaves the file as it was.
+    pub(crate) fn adopt(
+        &mut self,
+        prepared: std::io::Result<rewrite::Prepared>,
+    ) -> std::io::Result<()> {
+        self.rewriting = false;
+        let p = prepared?;
+        let tmp = p.tmp.clone();
+        let done = self.put_in_place(p);
+        if done.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        done
+    }
+
+    fn put_in_place(&mut self, p: rewrite::Prepared) -> std::io::Result<()> {
+        let Some(turn) = self.turn.as_mut() else {
+            return Err(std::io::Error::other("this run no longer writes the file"));
+        };
+        let mut tail = Vec::new();
+        let mut old = File::open(&self.path)?;
+        old.seek(std::io::SeekFrom::Start(p.upto))?;
+        old.read_to_end(&mut tail)?;
+        // The tail is not synced: like every append, it is in the system's hands once
+        // written; the compacted lines before it were synced.
+        OpenOptions::new()
+            .append(true)
+            .open(&p.tmp)?
+            .write_all(&tail)?;
+        std::fs::rename(&p.tmp, &self.path)?;
+        turn.file = OpenOptions::new().append(true).open(&self.path)?;
+        let mut records = p.records;
+        records.extend(index::records_of(&tail, p.bytes));
+        self.index = index::Writer::of_records(&self.path, &records)
+            .map_err(|e| read::warn(&self.path, &format!("its index cannot be written: {e}")))
+            .ok();
+        self.lines = p.lines + memchr::memchr_iter(b'\n', &tail).count();
+        self.bytes = p.bytes + tail.len() as u64;
+        self.oldest = p.oldest.or(self.oldest);
         Ok(())
     }
 

@@ -4,13 +4,14 @@
 //! out together, in one write, when that time is up (a timer task of the runtime) or when
 //! the journal is dropped (a clean stop). At 1,000 changes a second that is about ten writes
 //! a second instead of a thousand, and a killed electop loses at most what it saw in its
-//! last [`FLUSH_AFTER`].
+//! last [`FLUSH_AFTER`]. A rewrite the file's bound calls for is prepared on a blocking
+//! thread ([`rewrite`]), not under the lock every recording task waits on.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use super::{Entry, Journal};
+use super::{Entry, Journal, rewrite};
 
 /// The longest a record waits in memory before it is written.
 pub(crate) const FLUSH_AFTER: Duration = Duration::from_millis(100);
@@ -127,7 +128,9 @@ impl Batched {
         let turn = g.last_write.map(|w| w + FLUSH_AFTER);
         let Some(turn) = turn.filter(|t| *t > now) else {
             g.last_write = Some(now);
-            return g.journal.flush();
+            g.journal.write_queued()?;
+            start_rewrite(&self.inner, g);
+            return Ok(());
         };
         g.timer = true;
         // Weak: the timer does not keep a dropped journal alive (its drop writes the rest).
@@ -146,9 +149,34 @@ async fn flush_later(inner: Weak<Mutex<Inner>>, turn: tokio::time::Instant) {
     let mut g = inner.lock().unwrap_or_else(|p| p.into_inner());
     g.timer = false;
     g.last_write = Some(tokio::time::Instant::now());
-    if let Err(e) = g.journal.flush() {
+    if let Err(e) = g.journal.write_queued() {
         g.failed = Some(e);
     }
+    start_rewrite(&inner, &mut g);
+}
+
+/// A rewrite due, prepared on a blocking thread ([`rewrite::prepare`]) and put in place
+/// under the lock when ready; meanwhile the records go on being appended.
+fn start_rewrite(inner: &Arc<Mutex<Inner>>, g: &mut Inner) {
+    let Some(job) = g.journal.rewrite_due() else {
+        return;
+    };
+    let weak = Arc::downgrade(inner);
+    tokio::spawn(async move {
+        let j = job.clone();
+        let prepared = tokio::task::spawn_blocking(move || rewrite::prepare(&j))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(format!("the rewrite failed: {e}"))));
+        let Some(inner) = weak.upgrade() else {
+            // The journal was dropped (its stop wrote the rest): nothing to put in place.
+            let _ = std::fs::remove_file(rewrite::temp_path(&job.path));
+            return;
+        };
+        let mut g = inner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = g.journal.adopt(prepared) {
+            g.failed = Some(e);
+        }
+    });
 }
 
 #[cfg(test)]
@@ -238,5 +266,58 @@ mod tests {
         assert_eq!(read(&path).expect("read").0.len(), 3);
         tokio::time::sleep(FLUSH_AFTER * 2).await;
         assert_eq!(read(&path).expect("read").0.len(), 3);
+    }
+
+    /// Over its bound, the file is rewritten off the lock: appends go on while the rewrite
+    /// is prepared, and what came meanwhile follows the kept records in the new file.
+    #[tokio::test]
+    async fn a_rewrite_is_prepared_off_the_lock_and_keeps_what_came_meanwhile() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bound = Bound {
+            per_election: 10,
+            seen: 100,
+            keep: Keep::UNBOUNDED,
+        };
+        let j = Batched::new(Journal::new(dir.path().join("h.jsonl"), bound));
+        assert!(j.take_turn().expect("turn"));
+        let first: Vec<Entry> = (0..300).map(seen).collect();
+        j.append(&first).expect("append");
+        assert_eq!(
+            on_disk(&j),
+            300,
+            "written at once, the rewrite not done yet"
+        );
+        // Appended while the rewrite is prepared (its task has not run: this thread is
+        // the runtime's, and it has not yielded).
+        j.append(&[seen(1000), seen(1001)]).expect("append");
+        let revisions = |b: &Batched| -> Vec<i64> {
+            let (entries, _) = read(b.path()).expect("read");
+            entries
+                .iter()
+                .filter_map(|e| match e {
+                    Entry::Seen { revision, .. } => Some(*revision),
+                    _ => None,
+                })
+                .collect()
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while revisions(&j).len() != 102 {
+            assert!(std::time::Instant::now() < deadline, "{:?}", revisions(&j));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut kept: Vec<i64> = (200..300).collect();
+        kept.extend([1000, 1001]);
+        assert_eq!(
+            revisions(&j),
+            kept,
+            "the newest 100, then what came meanwhile"
+        );
+        assert!(!super::super::rewrite::temp_path(j.path()).exists());
+        // The journal goes on in the new file.
+        j.append(&[seen(2000)]).expect("append");
+        drop(j);
+        let (entries, clean) = read(&dir.path().join("h.jsonl")).expect("read");
+        assert!(clean);
+        assert_eq!(entries.last(), Some(&seen(2000)));
     }
 }

@@ -362,9 +362,15 @@ impl Writer {
 
     /// The index of `entries` as just written to `path` (a rewrite), replacing the old.
     pub(crate) fn rewritten(path: &Path, text: &[u8]) -> std::io::Result<Writer> {
+        Writer::of_records(path, &records_of(text, 0))
+    }
+
+    /// The index of the file just put at `path`, from its lines' `records` (made before, off
+    /// the writer's lock), replacing the old.
+    pub(crate) fn of_records(path: &Path, records: &[u8]) -> std::io::Result<Writer> {
         let journal = File::open(path)?;
         let mut body = Made::of(&journal)?.header().to_vec();
-        body.extend(records_of(text, 0));
+        body.extend_from_slice(records);
         Writer::replace(path, &body)
     }
 

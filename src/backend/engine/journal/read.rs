@@ -239,6 +239,17 @@ fn take(r: &mut Read, line: &[u8], torn: bool, only: &[String]) {
     }
 }
 
+/// The records of `text`, whole lines this electop wrote (a rewrite's read of what it
+/// appended since it took its turn).
+pub(super) fn parse(text: &[u8]) -> Read {
+    let mut r = Read {
+        bytes: text.len() as u64,
+        ..Read::default()
+    };
+    lines(&mut r, text, false, &[], &[]);
+    r
+}
+
 /// Every record of the file, oldest first, and whether every line was one (and the file
 /// ends a line). A missing file is an empty journal; lines that are no record are said.
 pub(crate) fn read(path: &Path) -> std::io::Result<(Vec<Entry>, bool)> {

@@ -522,3 +522,55 @@ fn the_turn_hands_back_what_it_read() {
     assert!(plain.take_turn().expect("turn"));
     assert_eq!(plain.take_read_back(), None, "kept only when asked for");
 }
+
+/// A rewrite prepared off the lock: the lines written to the old file meanwhile follow the
+/// kept ones in the new file, the index fits it, and the temp file is gone.
+#[test]
+fn a_rewrite_prepared_aside_keeps_the_lines_written_meanwhile() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.jsonl");
+    let mut j = Journal::new(path.clone(), bound(2, 10));
+    assert!(j.take_turn().expect("turn"));
+    let before: Vec<Entry> = (0..100)
+        .map(|i| {
+            change(
+                &format!("e{}", i % 4),
+                i,
+                None,
+                None,
+                Some(&format!("n{i}")),
+            )
+        })
+        .collect();
+    j.append(&before).expect("append");
+    j.write_queued().expect("write");
+    let job = j
+        .rewrite_due()
+        .expect("over its bound: 100 lines, 2 kept of each of 4 elections");
+    assert!(j.rewrite_due().is_none(), "one at a time");
+    let prepared = rewrite::prepare(&job);
+    // Written to the old file while the rewrite was prepared.
+    let meanwhile = change("e1", 100, None, Some("n97"), Some("late"));
+    j.append(std::slice::from_ref(&meanwhile)).expect("append");
+    j.write_queued().expect("write");
+    j.adopt(prepared).expect("adopt");
+    assert!(!rewrite::temp_path(&path).exists());
+    let (entries, clean) = read(&path).expect("read");
+    assert!(clean);
+    assert_eq!(
+        entries.len(),
+        9,
+        "2 of each of 4 elections, then the late one"
+    );
+    assert_eq!(entries.last(), Some(&meanwhile));
+    // The index fits the new file: an election's lines read through it, none said.
+    let _ = read::take_warnings();
+    let e1 = read::read_elections(&path, &["e1".to_string()]).expect("read e1");
+    assert_eq!(e1.entries.len(), 3, "{:?}", e1.entries);
+    assert_eq!(read::take_warnings(), Vec::<String>::new());
+    // Appends go on in the new file.
+    let after = change("e2", 200, None, None, Some("after"));
+    j.append(std::slice::from_ref(&after)).expect("append");
+    drop(j);
+    assert_eq!(read(&path).expect("read").0.last(), Some(&after));
+}
