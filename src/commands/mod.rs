@@ -254,8 +254,9 @@ async fn on_sources(
 /// one chain of work per change: the store's answer, the read model, then a frame or a line.
 /// On a runtime of one thread per core each link woke another thread (a wake-up write and a
 /// context switch per change), which cost more than the work itself; on one thread the next
-/// link runs at once. Their heavy one-off work (a journal read back, the first snapshot of a
-/// huge store) already runs on blocking threads. `serve` answers many clients at once, and
+/// link runs at once. What would hold that thread long runs on blocking threads: a
+/// journal's rewrite, the first snapshot of a huge etcd store (a journal read back at the
+/// start only delays the first frame). `serve` answers many clients at once, and
 /// participants and admin actions keep a thread per core so that nothing delays a lease.
 fn runtime(command: &Option<Command>) -> std::io::Result<tokio::runtime::Runtime> {
     match command {

@@ -1,7 +1,6 @@
 //! One poll: the database's clock and every election row, in one query; no rows at all when
-//! the table's change mark says they are as last read. Rows
-//! the tracker finds unchanged are matched on the text as read and go no further; only the
-//! others are copied into [`Row`]s.
+//! the table's change mark says they are as last read. Rows the tracker finds unchanged are
+//! matched on the text as read and go no further; only the others are copied into [`Row`]s.
 
 use std::borrow::Cow;
 use std::time::{Duration, Instant, SystemTime};
