@@ -14,6 +14,30 @@ use common::zookeeper::ZkServer;
 use common::{EtcdServer, T};
 use zookeeper_client::{Acls, Client, CreateMode};
 
+/// The server frozen (`freeze`) until `watch` says it down, thawed (even if it never
+/// does), seen connected again; the watch stopped cleanly. When it froze and resumed.
+fn outage_watched(
+    mut watch: Watch,
+    freeze: impl FnOnce(),
+    thaw: impl FnOnce(),
+) -> (SystemTime, SystemTime) {
+    let frozen = SystemTime::now();
+    freeze();
+    let down = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        watch.wait_for("the source down", T, |v| v["kind"] == "disconnected");
+    }));
+    thaw();
+    let resumed = SystemTime::now();
+    if let Err(e) = down {
+        std::panic::resume_unwind(e);
+    }
+    watch.wait_for("the source connected again", T, |v| {
+        v["kind"] == "connected"
+    });
+    assert!(watch.terminate().success());
+    (frozen, resumed)
+}
+
 /// etcd frozen until its keep-alive pings give up: the watch says it down, then connected again; it
 /// stops cleanly; `history` shows the outage, read from etcd's journal (named by cluster).
 #[test]
@@ -25,20 +49,9 @@ fn an_etcd_outage_an_earlier_watch_saw_is_in_a_later_history() {
     let source = ["--etcd", ep.as_str(), "--prefix", "/m/"];
     let mut watch = Watch::start(home.path(), &source);
     watch.wait_synced(1);
-    let frozen = SystemTime::now();
-    signal("-STOP", &[etcd.server_pid()]);
-    let down = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        watch.wait_for("the source down", T, |v| v["kind"] == "disconnected");
-    }));
-    signal("-CONT", &[etcd.server_pid()]);
-    let resumed = SystemTime::now();
-    if let Err(e) = down {
-        std::panic::resume_unwind(e);
-    }
-    watch.wait_for("the source connected again", T, |v| {
-        v["kind"] == "connected"
-    });
-    assert!(watch.terminate().success());
+    let pid = [etcd.server_pid()];
+    let (frozen, resumed) =
+        outage_watched(watch, || signal("-STOP", &pid), || signal("-CONT", &pid));
     // Its contacts come each heartbeat (500 ms); a reconnection is retried within 5 s.
     let beat = Duration::from_millis(500);
     common::outage::in_a_later_history(
@@ -81,20 +94,7 @@ fn a_zookeeper_outage_an_earlier_watch_saw_is_in_a_later_history() {
     let source = ["--zk", ep.as_str(), "--prefix", "/m"];
     let mut watch = Watch::start(home.path(), &source);
     watch.wait_synced(1);
-    let frozen = SystemTime::now();
-    zk.freeze(true);
-    let down = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        watch.wait_for("the source down", T, |v| v["kind"] == "disconnected");
-    }));
-    zk.freeze(false);
-    let resumed = SystemTime::now();
-    if let Err(e) = down {
-        std::panic::resume_unwind(e);
-    }
-    watch.wait_for("the source connected again", T, |v| {
-        v["kind"] == "connected"
-    });
-    assert!(watch.terminate().success());
+    let (frozen, resumed) = outage_watched(watch, || zk.freeze(true), || zk.freeze(false));
     // Its last answer: a read or ping within the session's timeout before the freeze.
     common::outage::in_a_later_history(
         home.path(),

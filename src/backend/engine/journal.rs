@@ -390,7 +390,7 @@ impl Journal {
     /// prepared off the lock: [`Journal::rewrite_due`]).
     pub(crate) fn flush(&mut self) -> std::io::Result<()> {
         self.write_queued()?;
-        if self.turn.is_none() || self.rewriting || !self.over_bound() {
+        if !self.rewrite_wanted() {
             return Ok(());
         }
         let now = read::read_file(&self.path)?;
@@ -428,16 +428,18 @@ impl Journal {
         Ok(())
     }
 
-    /// Past twice its counts, past its size bound, or holding records well past the
-    /// retention.
-    fn over_bound(&self) -> bool {
-        self.lines > self.threshold() || self.bytes > self.bound.keep.max_bytes || self.aged()
+    /// This run writes the file, no rewrite is being prepared, and the file is past twice
+    /// its counts, past its size bound, or holds records well past the retention.
+    fn rewrite_wanted(&self) -> bool {
+        let over =
+            self.lines > self.threshold() || self.bytes > self.bound.keep.max_bytes || self.aged();
+        self.turn.is_some() && !self.rewriting && over
     }
 
     /// The rewrite due, if the file is over its bound, for [`rewrite::prepare`] off the
     /// lock; then none until [`Journal::adopt`] puts it in place.
     pub(crate) fn rewrite_due(&mut self) -> Option<rewrite::Job> {
-        if self.turn.is_none() || self.rewriting || !self.over_bound() {
+        if !self.rewrite_wanted() {
             return None;
         }
         self.rewriting = true;
