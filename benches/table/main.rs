@@ -4,7 +4,9 @@
 //! `--stores etcd,sqlite,pg,zk,redis`, `--quick` (shorter windows, fewer runs),
 //! `--baseline PATH` (another electop, measured in turns with this one, a ratio column),
 //! `--bin PATH` (the electop measured: bench.sh passes its release build; `cargo bench`
-//! alone measures the one it built), `--n N` (elections).
+//! alone measures the one it built), `--n N` (elections), `--only dashboard,watch,status`
+//! (those measures alone: a quicker loop while working on one; the status and first-frame
+//! figures then come from a store that saw no churn).
 //! Figures, never assertions; under `cargo test` it does nothing.
 
 #[path = "../../tests/common/mod.rs"]
@@ -79,6 +81,11 @@ fn arg(name: &str) -> Option<String> {
     args.get(i + 1).cloned()
 }
 
+/// Whether `--only` (a comma-separated list; every measure without it) names `measure`.
+fn wanted(measure: &str) -> bool {
+    arg("--only").is_none_or(|only| only.split(',').any(|m| m == measure))
+}
+
 /// Every measure of one store, the builds in turns.
 fn run_store<R: Rig>(rt: &tokio::runtime::Runtime, store: &str, rig: &R, plan: Plan) {
     *STORE.lock().expect("store") = store.to_string();
@@ -90,21 +97,24 @@ fn run_store<R: Rig>(rt: &tokio::runtime::Runtime, store: &str, rig: &R, plan: P
     let window = plan.window + measure::TRACED;
     let step = (rig.rate() as f64 * window.as_secs_f64()) as usize + 1;
     let mut seq = 0;
-    for (i, home) in paths.iter().enumerate() {
+    for (i, home) in paths.iter().enumerate().filter(|_| wanted("dashboard")) {
         use_build(i);
         eprintln!("{store}: the dashboard, build {i}");
         measure::dashboard(rt, rig, home, plan, seq, &mut figs[i]);
         seq += step;
     }
-    for (i, home) in paths.iter().enumerate() {
+    for (i, home) in paths.iter().enumerate().filter(|_| wanted("watch")) {
         use_build(i);
         eprintln!("{store}: watch --json, build {i}");
         measure::watch(rt, rig, home, plan, seq, &mut figs[i]);
         seq += step;
     }
-    eprintln!("{store}: status and the first frame");
-    let tool = measure::status_turns(rig, &paths, plan, &mut figs);
-    measure::first_frame_turns(rig, &paths, plan, &mut figs);
+    let mut tool = ("", 0.0);
+    if wanted("status") {
+        eprintln!("{store}: status and the first frame");
+        tool = measure::status_turns(rig, &paths, plan, &mut figs);
+        measure::first_frame_turns(rig, &paths, plan, &mut figs);
+    }
     let watch_tool = rig.tool_watch().map(|(n, _)| n);
     report::store(store, rig.rate(), &figs, tool, watch_tool);
 }
@@ -125,7 +135,11 @@ fn main() {
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(if quick { 4 } else { 10 }),
         ),
-        runs: if quick { 3 } else { 5 },
+        // TABLE_RUNS=N: more runs of `status` and the first frame, for a steadier median.
+        runs: std::env::var("TABLE_RUNS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(if quick { 3 } else { 5 }),
         n,
     };
     {

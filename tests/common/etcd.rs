@@ -47,13 +47,20 @@ impl EtcdServer {
     /// Starts etcd and waits (up to 10 s) until `etcdctl endpoint health`
     /// succeeds. Panics with the tail of the etcd log if it does not.
     pub fn start() -> EtcdServer {
+        EtcdServer::start_with(&[])
+    }
+
+    /// [`EtcdServer::start`] with etcd's own flags after the harness's, which they
+    /// override (a benchmark's etcd with etcd's default timing, not the tests' quick one).
+    /// A `restart` starts it with the harness's flags alone.
+    pub fn start_with(serve: &[String]) -> EtcdServer {
         let dir = super::scratch::with_prefix("electop-etcd-");
         // Free ports are only free "a moment ago": if another test grabbed one
         // in between, etcd exits with "address already in use"; pick again.
         const ATTEMPTS: u32 = 3;
         for attempt in 1..=ATTEMPTS {
             let [client_port, peer_port] = free_ports::<2>();
-            let mut child = spawn_etcd(dir.path(), client_port, peer_port, "http", &[]);
+            let mut child = spawn_etcd(dir.path(), client_port, peer_port, "http", serve);
             match wait_ready(&mut child, client_port, "http", &[]) {
                 Ok(()) => {
                     return EtcdServer {
@@ -276,8 +283,9 @@ fn spawn_etcd(
         &format!("t={peer}"),
         log,
     )
-    .args(serve)
+    // The caller's flags last: etcd takes a flag's last value.
     .args(["--heartbeat-interval=10", "--election-timeout=100"])
+    .args(serve)
     .spawn()
     .expect(SPAWN_FAILED)
 }
