@@ -109,14 +109,17 @@ fn run_store<R: Rig>(rt: &tokio::runtime::Runtime, store: &str, rig: &R, plan: P
         measure::watch(rt, rig, home, plan, seq, &mut figs[i]);
         seq += step;
     }
-    let mut tool = ("", 0.0);
+    let mut refs = measure::StatusRefs {
+        tool: ("", 0.0),
+        more: None,
+    };
     if wanted("status") {
         eprintln!("{store}: status and the first frame");
-        tool = measure::status_turns(rig, &paths, plan, &mut figs);
+        refs = measure::status_turns(rt, rig, &paths, plan, &mut figs);
         measure::first_frame_turns(rig, &paths, plan, &mut figs);
     }
     let watch_tool = rig.tool_watch().map(|(n, _)| n);
-    report::store(store, rig.rate(), &figs, tool, watch_tool);
+    report::store(store, rig.rate(), &figs, &refs, watch_tool);
 }
 
 fn main() {

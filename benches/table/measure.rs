@@ -236,21 +236,34 @@ pub fn watch<R: Rig>(
     f.lag = Some((p50, p99, max, missed));
 }
 
-/// `status` (median of the runs), each run beside one of the store's tool: returns the
-/// tool's median.
+/// The store's tool's median `status` time, and the median of what else `status` asks the
+/// store (`Rig::status_asks_more`), each with its name.
+pub struct StatusRefs {
+    pub tool: (&'static str, f64),
+    pub more: Option<(&'static str, f64)>,
+}
+
+/// `status` (median of the runs), each run beside one of the store's tool and of what else
+/// it asks the store.
 pub fn status_turns<R: Rig>(
+    rt: &tokio::runtime::Runtime,
     rig: &R,
     homes: &[&Path],
     plan: Plan,
     figs: &mut [Figures],
-) -> (&'static str, f64) {
+) -> StatusRefs {
     let mut tool = Vec::new();
+    let mut more = Vec::new();
     let mut ours: Vec<Vec<Duration>> = vec![Vec::new(); homes.len()];
-    let mut name = "";
+    let (mut name, mut more_name) = ("", "");
     for run in 0..plan.runs {
         let (n, d) = rig.tool_status();
         name = n;
         tool.push(d);
+        if let Some((n, d)) = rt.block_on(rig.status_asks_more()) {
+            more_name = n;
+            more.push(d);
+        }
         for i in turns(run, homes.len()) {
             let home = homes[i];
             let mut cmd = crate::electop_bin(i, home);
@@ -262,7 +275,10 @@ pub fn status_turns<R: Rig>(
     for (i, v) in ours.iter_mut().enumerate() {
         figs[i].status_ms = Some(ms(zk_reads::median(v)));
     }
-    (name, ms(zk_reads::median(&mut tool)))
+    StatusRefs {
+        tool: (name, ms(zk_reads::median(&mut tool))),
+        more: (!more.is_empty()).then(|| (more_name, ms(zk_reads::median(&mut more)))),
+    }
 }
 
 /// The first frame (median of the runs), the builds in turns.

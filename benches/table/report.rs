@@ -40,9 +40,10 @@ pub fn store(
     store: &str,
     rate: usize,
     figs: &[Figures],
-    (tool, tool_ms): (&str, f64),
+    refs: &crate::measure::StatusRefs,
     watch_tool: Option<&str>,
 ) {
+    let (tool, tool_ms) = refs.tool;
     let each = |f: &dyn Fn(&Figures) -> (String, Option<f64>)| -> Vec<(String, Option<f64>)> {
         figs.iter().map(f).collect()
     };
@@ -104,7 +105,12 @@ pub fn store(
             Some(s) => (format!("{s:.1} ms ({:.2}x)", s / tool_ms), Some(s)),
             None => ("—".into(), None),
         }),
-        &format!("{tool}: {tool_ms:.1} ms"),
+        &match refs.more {
+            Some((what, more_ms)) => {
+                format!("{tool}: {tool_ms:.1} ms; the store's answer to {what}: {more_ms:.1} ms")
+            }
+            None => format!("{tool}: {tool_ms:.1} ms"),
+        },
         "<= 1.2x the tool",
     );
     row(

@@ -24,6 +24,11 @@ pub trait Rig {
     fn tool_status(&self) -> (&'static str, Duration);
     /// The store's own watch, printing each change's token, if it has one.
     fn tool_watch(&self) -> Option<(&'static str, Lines)>;
+    /// What else `status` must ask the store that its tool's read does not, timed from the
+    /// bench's own client: the part of `status` the store's answers set.
+    async fn status_asks_more(&self) -> Option<(&'static str, Duration)> {
+        None
+    }
 }
 
 /// The value the `seq`-th change writes.
@@ -99,6 +104,21 @@ impl Rig for Etcd {
         let mut get = self.server.etcdctl_command();
         let d = procs::time(get.args(["get", "--prefix", ETCD_PREFIX]));
         ("etcdctl get --prefix", d)
+    }
+    /// Every lease's TTL (`status` shows each leader's), read as electop reads them: one
+    /// request each, 64 at a time, on one connection.
+    async fn status_asks_more(&self) -> Option<(&'static str, Duration)> {
+        let mut distinct = self.leases.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let t = std::time::Instant::now();
+        use futures::StreamExt;
+        let reads = futures::stream::iter(distinct).map(|l| {
+            let mut c = self.client.clone();
+            async move { c.lease_time_to_live(l, None).await.expect("lease ttl") }
+        });
+        reads.buffer_unordered(64).collect::<Vec<_>>().await;
+        Some(("the lease reads", t.elapsed()))
     }
     fn tool_watch(&self) -> Option<(&'static str, Lines)> {
         let mut w = self.server.etcdctl_command();

@@ -145,7 +145,6 @@ pub(super) fn tune_allocator() {
 /// Only before other threads allocate: the heap must grow here, under this thread alone.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 unsafe fn heap_in_huge_pages() {
-    const HUGE: usize = 2 << 20;
     // SAFETY: sbrk(0) only reads the break; malloc and free are paired below.
     unsafe {
         let before = libc::sbrk(0) as usize;
@@ -157,9 +156,8 @@ unsafe fn heap_in_huge_pages() {
             held.push(libc::malloc(256 << 10));
             after = libc::sbrk(0) as usize;
         }
-        let (start, end) = (before.next_multiple_of(HUGE), after & !(HUGE - 1));
-        if end > start {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        if let Some((start, len)) = whole_huge_pages(before, after) {
+            libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
         }
         for p in held {
             libc::free(p);
@@ -167,10 +165,45 @@ unsafe fn heap_in_huge_pages() {
     }
 }
 
+/// A transparent huge page's size on x86-64 and arm64 (4 KiB base pages).
+const HUGE: usize = 2 << 20;
+
+/// The whole huge pages within the heap grown from `before` to `after` (its start and
+/// length), if any: advice on a part of one would not make it huge.
+fn whole_huge_pages(before: usize, after: usize) -> Option<(usize, usize)> {
+    let (start, end) = (before.next_multiple_of(HUGE), after & !(HUGE - 1));
+    (end > start).then(|| (start, end - start))
+}
+
 /// A reader that went away (`| head`) ends the output quietly.
 fn quiet_pipe(r: std::io::Result<()>) -> Result<()> {
     match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => Ok(r?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_huge_pages_of_the_grown_heap_are_advised() {
+        let mib = 1 << 20;
+        // 64 MiB grown from an unaligned break: the first and last partial pages left out.
+        let before = 0x5555_0000_0000 + 300 * 1024;
+        let after = before + 64 * mib;
+        let (start, len) = whole_huge_pages(before, after).expect("whole pages");
+        assert_eq!(start % HUGE, 0);
+        assert!(start >= before && start + len <= after);
+        assert_eq!(len, 62 * mib);
+        // Aligned at both ends: all of it.
+        assert_eq!(
+            whole_huge_pages(4 * HUGE, 8 * HUGE),
+            Some((4 * HUGE, 4 * HUGE))
+        );
+        // Less than one whole page, or no growth: nothing.
+        assert_eq!(whole_huge_pages(HUGE + 1, 3 * HUGE - 1), None);
+        assert_eq!(whole_huge_pages(before, before), None);
     }
 }
