@@ -29,6 +29,9 @@ fn book(b: &SqlBackend) -> (SqlTracker, Option<history::Writer>) {
         b.settings.scheme.term_ms(),
         b.opts.history_limit.max(1),
     );
+    if b.opts.one_shot {
+        tracker.hand_over();
+    }
     let mut writer = None;
     // A source whose table is not found yet has no history of its own.
     if let Some(path) = b.history_path.as_ref().filter(|_| b.unresolved.is_none()) {
@@ -52,10 +55,17 @@ type Stop = crate::backend::Stop<SqlError>;
 
 pub(super) async fn run(b: SqlBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
+    let once = b.opts.one_shot;
     let mut f = Follow::new(b, io);
     tokio::select! {
         _ = drive(&mut f) => {}
         _ = cancel.cancelled() => {}
+    }
+    let Follow { tracker, .. } = f;
+    if once {
+        // The process ends now (`status`, `history`): freeing what the tracker kept of every
+        // row would only delay it, as `status` does not free its read model.
+        std::mem::forget(tracker);
     }
 }
 

@@ -80,6 +80,9 @@ pub(crate) struct SqlTracker {
     /// The earliest deadline of a leader as last applied, on the database's clock: until
     /// then an unchanged table shows the same leaders (see [`SqlTracker::runs_out_ms`]).
     runs_out_ms: Option<i64>,
+    /// `status` and `history` read once and stop: the first poll's elections are handed
+    /// over rather than copied, and the tracker is spent (see [`SqlTracker::hand_over`]).
+    hand_over: bool,
 }
 
 pub(crate) use crate::backend::engine::history::Recorded;
@@ -103,7 +106,16 @@ impl SqlTracker {
             started: false,
             book: Book::new(source_name, history_limit, None),
             runs_out_ms: None,
+            hand_over: false,
         }
+    }
+
+    /// For a run that prints the first state and stops: the first poll hands its elections
+    /// over (at 10,000 elections their copy and the tracker's freeing were an eighth of a
+    /// SQLite `status`), and any later poll changes nothing (a reconnect's would show the
+    /// elections without the history handed over).
+    pub(crate) fn hand_over(&mut self) {
+        self.hand_over = true;
     }
 
     /// The admin actions of the audit log read at start, for the history read back.
@@ -204,9 +216,15 @@ impl SqlTracker {
     /// since the history read back.
     pub(crate) fn apply(&mut self, mut poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
         let mut out = Changes::default();
+        if self.hand_over && self.polled {
+            return (out.changed, out.events, out.recorded);
+        }
         self.start_poll();
         self.started = false;
         let first = !self.polled;
+        if first {
+            self.seen.reserve(poll.rows.len());
+        }
         for row in std::mem::take(&mut poll.rows) {
             let (holder, stamp) = (row.holder.as_deref(), row.stamp.as_deref());
             if self.keep(&row.key, holder, stamp, row.remaining_ms, poll.db_now_ms) {
@@ -220,7 +238,10 @@ impl SqlTracker {
             for e in self.elections.values_mut() {
                 self.book.first_read(e, (poll.at, None), &mut out);
             }
-            out.changed = self.elections.values().cloned().collect();
+            out.changed = match self.hand_over {
+                true => std::mem::take(&mut self.elections).into_values().collect(),
+                false => self.elections.values().cloned().collect(),
+            };
         }
         self.polled = true;
         self.runs_out_ms = self
@@ -410,6 +431,20 @@ mod tests {
         assert_eq!(changed.len(), 1);
         assert!(events.is_empty() && rec.is_empty());
         assert_eq!(changed[0].leader.as_ref().map(|l| l.id.as_str()), Some("a"));
+    }
+
+    #[test]
+    fn a_tracker_that_hands_over_gives_the_first_state_and_then_nothing() {
+        let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
+        t.hand_over();
+        let rows = vec![row("jobs", "a", 5_000), row("mail", "b", 5_000)];
+        let (changed, _, _) = t.apply(poll(1_000, rows));
+        let names: Vec<&str> = changed.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["jobs", "mail"]);
+        assert_eq!(changed[1].leader.as_ref().map(|l| l.id.as_str()), Some("b"));
+        // A later poll (a reconnect's) shows no copy without the history handed over.
+        let (changed, events, rec) = t.apply(poll(2_000, vec![row("jobs", "c", 5_000)]));
+        assert!(changed.is_empty() && events.is_empty() && rec.is_empty());
     }
 
     #[test]
