@@ -53,7 +53,7 @@ impl Etcd {
     /// `n` lease-key elections, a lease shared by 100 keys (the issue's `status` figure).
     pub fn start(rt: &tokio::runtime::Runtime, n: usize) -> Etcd {
         // etcd's default timing, as it is run: the tests' 10 ms heartbeat doubled the time
-        // etcd took to answer a burst of small requests here (100 lease reads: 20-45 ms
+        // etcd took to answer a burst of small requests here (100 lease reads: 20-30 ms
         // instead of 11-16), which no client pays against a default etcd.
         let timing = ["--heartbeat-interval=100", "--election-timeout=1000"];
         let server = EtcdServer::start_with(&timing.map(String::from));
@@ -108,11 +108,11 @@ impl Rig for Etcd {
     /// Every lease's TTL (`status` shows each leader's), read as electop reads them: one
     /// request each, 64 at a time, on one connection.
     async fn status_asks_more(&self) -> Option<(&'static str, Duration)> {
+        use futures::StreamExt;
         let mut distinct = self.leases.clone();
         distinct.sort_unstable();
         distinct.dedup();
         let t = std::time::Instant::now();
-        use futures::StreamExt;
         let reads = futures::stream::iter(distinct).map(|l| {
             let mut c = self.client.clone();
             async move { c.lease_time_to_live(l, None).await.expect("lease ttl") }

@@ -216,11 +216,11 @@ impl SqlTracker {
     /// since the history read back.
     pub(crate) fn apply(&mut self, mut poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
         let mut out = Changes::default();
+        self.start_poll();
+        self.started = false;
         if self.hand_over && self.polled {
             return (out.changed, out.events, out.recorded);
         }
-        self.start_poll();
-        self.started = false;
         let first = !self.polled;
         if first {
             self.seen.reserve(poll.rows.len());
