@@ -109,10 +109,7 @@ fn run_store<R: Rig>(rt: &tokio::runtime::Runtime, store: &str, rig: &R, plan: P
         measure::watch(rt, rig, home, plan, seq, &mut figs[i]);
         seq += step;
     }
-    let mut refs = measure::StatusRefs {
-        tool: ("", 0.0),
-        more: None,
-    };
+    let mut refs = measure::StatusRefs::default();
     if wanted("status") {
         eprintln!("{store}: status and the first frame");
         refs = measure::status_turns(rt, rig, &paths, plan, &mut figs);

@@ -238,6 +238,7 @@ pub fn watch<R: Rig>(
 
 /// The store's tool's median `status` time, and the median of what else `status` asks the
 /// store (`Rig::status_asks_more`), each with its name.
+#[derive(Default)]
 pub struct StatusRefs {
     pub tool: (&'static str, f64),
     pub more: Option<(&'static str, f64)>,
