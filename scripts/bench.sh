@@ -6,6 +6,7 @@
 #   scripts/bench.sh --stores etcd,sqlite --quick     # fewer stores, 4 s windows, 3 runs
 #   scripts/bench.sh --baseline /path/to/other/electop   # that build too, in turns: a ratio column
 #   scripts/bench.sh --n 1000                         # other sizes
+#   scripts/bench.sh --etcd-as-loaded                 # etcd not restarted after its load
 #
 # Stores: etcd, sqlite, pg, zk, redis. It builds this tree's release electop and the bench,
 # and needs only what scripts/install-deps.sh installs (servers, their CLIs, tmux, javac).
@@ -17,7 +18,7 @@ export CARGO_HOME="${CARGO_HOME:-/root/.cargo}" RUSTUP_HOME="${RUSTUP_HOME:-/roo
 for arg in "$@"; do
   case "$arg" in
     -h | --help)
-      sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
   esac

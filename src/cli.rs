@@ -42,7 +42,8 @@ pub struct Cli {
     /// Leader changes kept per election.
     ///
     /// 0: no history replay. Default: the config's history.limit (200) for the dashboard
-    /// and status; 8 for serve and watch, which show no history.
+    /// and status; 8 for serve; watch, which prints what happens from now on, replays none
+    /// unless this is given.
     #[arg(long, global = true, value_name = "N", help_heading = GENERAL)]
     pub history_limit: Option<usize>,
     /// Panic right after the first frame: lets the tests check that the terminal is

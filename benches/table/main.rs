@@ -6,7 +6,8 @@
 //! `--bin PATH` (the electop measured: bench.sh passes its release build; `cargo bench`
 //! alone measures the one it built), `--n N` (elections), `--only dashboard,watch,status`
 //! (those measures alone: a quicker loop while working on one; the status and first-frame
-//! figures then come from a store that saw no churn).
+//! figures then come from a store that saw no churn), `--etcd-as-loaded` (etcd measured
+//! as the load left it, not restarted: its lease reads two to three times slower).
 //! Figures, never assertions; under `cargo test` it does nothing.
 
 #[path = "../../tests/common/mod.rs"]
@@ -152,7 +153,10 @@ fn main() {
     for store in stores.split(',') {
         eprintln!("{store}: loading {n} elections");
         match store {
-            "etcd" => run_store(&rt, store, &rigs::Etcd::start(&rt, n), plan),
+            "etcd" => {
+                let restart = !std::env::args().any(|a| a == "--etcd-as-loaded");
+                run_store(&rt, store, &rigs::Etcd::start(&rt, n, restart), plan)
+            }
             "sqlite" => run_store(&rt, store, &rigs::Sql::start(&rt, false, n), plan),
             "pg" => run_store(&rt, store, &rigs::Sql::start(&rt, true, n), plan),
             "zk" => run_store(&rt, store, &rigs::Zk::start(&rt, n), plan),

@@ -292,6 +292,29 @@ mod tests {
     }
 
     #[test]
+    fn wide_and_accented_names_are_aligned_by_their_columns_not_bytes() {
+        let mut m = model();
+        let mut e = Election::new(0, "選挙-ünï".into(), Scheme::EtcdElection);
+        e.leader = Some(Candidate::plain("n", "/e/k/2"));
+        m.apply(SourceEvent::Elections {
+            source: 0,
+            elections: vec![e],
+        });
+        m.settle();
+        let text = render(&m, false, None);
+        // The display column the LEADER cell starts at: the same on the header and the row.
+        let lines: Vec<&str> = text.lines().collect();
+        let row = lines.iter().find(|l| l.contains("選挙")).expect("the row");
+        let header_at = width(&lines[0][..lines[0].find("LEADER").expect("header")]);
+        let row_at = width(&row[..row.find("  n  ").expect("the leader") + 2]);
+        assert_eq!(header_at, row_at, "aligned:\n{text}");
+        assert!(
+            row.contains(&format!("選挙-ünï{}", " ".repeat(60))),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn on_a_terminal_names_give_way_to_fit() {
         let text = render(&model(), false, Some(100));
         assert!(text.lines().all(|l| width(l) <= 100), "{text}");

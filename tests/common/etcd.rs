@@ -30,6 +30,8 @@ pub struct EtcdServer {
     dir: Scratch,
     client_port: u16,
     peer_port: u16,
+    /// The caller's etcd flags ([`EtcdServer::start_with`]), kept for a restart.
+    serve: Vec<String>,
 }
 
 enum NotReady {
@@ -52,7 +54,7 @@ impl EtcdServer {
 
     /// [`EtcdServer::start`] with etcd's own flags after the harness's, which they
     /// override (a benchmark's etcd with etcd's default timing, not the tests' quick one).
-    /// A `restart` starts it with the harness's flags alone.
+    /// A `restart` starts it with the same flags.
     pub fn start_with(serve: &[String]) -> EtcdServer {
         let dir = super::scratch::with_prefix("electop-etcd-");
         // Free ports are only free "a moment ago": if another test grabbed one
@@ -68,6 +70,7 @@ impl EtcdServer {
                         dir,
                         client_port,
                         peer_port,
+                        serve: serve.to_vec(),
                     };
                 }
                 Err(NotReady::Exited(_)) if attempt < ATTEMPTS && clashed(dir.path()) => {
@@ -146,7 +149,7 @@ impl EtcdServer {
     pub fn restart(&mut self) {
         self.stop();
         let (client, peer) = (self.client_port, self.peer_port);
-        let mut child = spawn_etcd(self.dir.path(), client, peer, "http", &[]);
+        let mut child = spawn_etcd(self.dir.path(), client, peer, "http", &self.serve);
         if let Err(err) = wait_ready(&mut child, client, "http", &[]) {
             kill_and_reap(&mut child);
             panic!(
@@ -583,6 +586,8 @@ impl TlsEtcd {
                         dir,
                         client_port,
                         peer_port,
+                        // A restart serves plain HTTP: no TLS test restarts.
+                        serve: Vec::new(),
                     };
                     return TlsEtcd {
                         server,

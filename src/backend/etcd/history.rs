@@ -119,12 +119,9 @@ async fn follow(
     let mut watcher = client
         .watch_client()
         .max_decoding_message_size(super::DECODE_LIMIT);
-    let opts = || {
-        WatchOptions::new()
-            .with_prefix()
-            .with_start_revision(from)
-            .with_prev_key()
-    };
+    // No previous values (see `watch::open`): the replay is applied in order to what it
+    // rebuilt.
+    let opts = || WatchOptions::new().with_prefix().with_start_revision(from);
     let Some(first) = prefixes.first() else {
         return Ok(None);
     };

@@ -39,12 +39,10 @@ pub(super) async fn open(
     prefixes: &[Vec<u8>],
     resume: &Resume,
 ) -> Result<WatchStream, EtcdError> {
-    let opts = |rev: i64| {
-        WatchOptions::new()
-            .with_prefix()
-            .with_start_revision(rev)
-            .with_prev_key()
-    };
+    // Without the previous values: a change is applied to the state the snapshot and the
+    // changes since built, which holds them; asked for, etcd reads each one back from its
+    // backend before it sends the event (its CPU, and this stream's latency).
+    let opts = |rev: i64| WatchOptions::new().with_prefix().with_start_revision(rev);
     let Some(first) = prefixes.first() else {
         return Err(EtcdError::lasting(&link.endpoint, "nothing to watch"));
     };
