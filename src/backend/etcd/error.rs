@@ -224,12 +224,30 @@ fn describe(e: &etcd_client::Error) -> String {
             return what.to_string();
         }
     }
+    // A request the client's connection dropped under it (its keep-alive gave up, the
+    // member hung up): hyper cancels it, and tonic says "operation was canceled".
+    if cancelled_by_the_connection(inner(e)) {
+        return "connection lost".to_string();
+    }
     match e {
         etcd_client::Error::GRpcStatus(s) if !s.message().is_empty() => {
             format!("{} ({:?})", s.message(), s.code())
         }
         _ => chain(inner(e)),
     }
+}
+
+fn cancelled_by_the_connection(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if s.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_canceled)
+        {
+            return true;
+        }
+        src = s.source();
+    }
+    false
 }
 
 fn io_in_chain<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
