@@ -30,6 +30,9 @@ pub struct Figures {
     pub watch_cpu: Option<f64>,
     /// p50, p99 and max ms after the store's own watch (or the write's reply), and misses.
     pub lag: Option<(f64, f64, f64, usize)>,
+    /// The same of a second of the store's own watches after the first, in the same
+    /// window: the floor of the measure on this machine.
+    pub tool_lag: Option<(f64, f64, f64)>,
     pub status_ms: Option<f64>,
     pub first_ms: Option<f64>,
 }
@@ -210,6 +213,7 @@ pub fn watch<R: Rig>(
         return;
     }
     let theirs = rig.tool_watch().map(|(_, l)| l);
+    let again = rig.tool_watch().map(|(_, l)| l);
     // etcdctl and redis-cli print nothing once ready; give them a moment.
     std::thread::sleep(Duration::from_millis(700));
     ours.reset();
@@ -234,6 +238,14 @@ pub fn watch<R: Rig>(
     }
     let (p50, p99, max) = procs::percentiles(lags);
     f.lag = Some((p50, p99, max, missed));
+    if let (Some(first), Some(second)) = (&theirs, &again) {
+        let lags = made
+            .iter()
+            .filter_map(|(token, _)| Some((first.first(token)?, second.first(token)?)))
+            .map(|(a, b)| b.saturating_duration_since(a).as_secs_f64() * 1000.0)
+            .collect();
+        f.tool_lag = Some(procs::percentiles(lags));
+    }
 }
 
 /// The store's tool's median `status` time, and the median of what else `status` asks the
