@@ -113,6 +113,8 @@ pub fn store(
             None => ("—".into(), None),
         }),
         &match refs.more {
+            // Not measured (`--only` without status).
+            _ if tool.is_empty() => String::new(),
             Some((what, more_ms)) => {
                 format!("{tool}: {tool_ms:.1} ms; the store's answer to {what}: {more_ms:.1} ms")
             }
