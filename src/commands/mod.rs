@@ -241,7 +241,7 @@ async fn on_sources(
             // replay none of etcd's revisions, which it would not print: etcd 3.4 serves a
             // watch from an old revision a thousand revisions a tenth of a second, reading
             // everything after it each time (a minute of silence and of etcd's CPU at
-            // 300,000 revisions).
+            // 338,000 revisions).
             if cli.history_limit.is_none() {
                 opts.history_limit = opts.history_limit.min(crate::serve::HISTORY);
                 opts.replay_history = false;

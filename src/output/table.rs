@@ -133,14 +133,7 @@ pub(crate) fn render(model: &ReadModel, wide: bool, fit: Option<usize>) -> Strin
 /// One row: each cell cut to its column's width and padded to it, two spaces between, no
 /// spaces at the end.
 fn write_line(out: &mut String, row: &[String], cell_widths: &[usize], widths: &[usize]) {
-    const SPACES: &str = "                                                                ";
-    let pad = |out: &mut String, mut n: usize| {
-        while n > 0 {
-            let k = n.min(SPACES.len());
-            out.push_str(&SPACES[..k]);
-            n -= k;
-        }
-    };
+    let pad = |out: &mut String, n: usize| out.extend(std::iter::repeat_n(' ', n));
     let start = out.len();
     for (i, ((cell, cw), w)) in row.iter().zip(cell_widths).zip(widths).enumerate() {
         if i > 0 {

@@ -238,16 +238,10 @@ fn describe(e: &etcd_client::Error) -> String {
 }
 
 fn cancelled_by_the_connection(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = src {
-        if s.downcast_ref::<hyper::Error>()
+    std::iter::successors(Some(e), |s| s.source()).any(|s| {
+        s.downcast_ref::<hyper::Error>()
             .is_some_and(hyper::Error::is_canceled)
-        {
-            return true;
-        }
-        src = s.source();
-    }
-    false
+    })
 }
 
 fn io_in_chain<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
