@@ -237,11 +237,8 @@ async fn on_sources(
         }
         Some(Command::Watch { json, changes_only }) => {
             // watch prints changes as they come and never shows a history: keep only what
-            // the read model's alarms use, as serve does, so a long watch does not grow; and
-            // replay none of etcd's revisions, which it would not print: etcd 3.4 serves a
-            // watch from an old revision a thousand revisions a tenth of a second, reading
-            // everything after it each time (a minute of silence and of etcd's CPU at
-            // 338,000 revisions).
+            // the read model's alarms use, as serve does, so a long watch does not grow, and
+            // replay none of etcd's revisions (a minute of etcd's CPU at 338,000: history.md).
             if cli.history_limit.is_none() {
                 opts.history_limit = opts.history_limit.min(crate::serve::HISTORY);
                 opts.replay_history = false;
