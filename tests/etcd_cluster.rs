@@ -254,10 +254,11 @@ fn status_reads_through_the_others_when_the_first_member_is_frozen() {
             .flatten()
             .map(|m| &m["Status"]["leader"])
             .collect();
-        match leaders
-            .iter()
-            .all(|l| **l != frozen && **l != 0 && *l == leaders[0])
-        {
+        let agreed = !leaders.is_empty()
+            && leaders
+                .iter()
+                .all(|l| **l != frozen && **l != 0 && *l == leaders[0]);
+        match agreed {
             true => Ok(()),
             false => Err(format!("leaders {leaders:?}, frozen {frozen}")),
         }

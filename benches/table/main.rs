@@ -154,7 +154,7 @@ fn main() {
         eprintln!("{store}: loading {n} elections");
         match store {
             "etcd" => {
-                let restart = !std::env::args().any(|a| a == "--etcd-as-loaded");
+                let restart = !etcd_as_loaded();
                 run_store(&rt, store, &rigs::Etcd::start(&rt, n, restart), plan)
             }
             "sqlite" => run_store(&rt, store, &rigs::Sql::start(&rt, false, n), plan),
@@ -165,6 +165,11 @@ fn main() {
         }
     }
     report::print(&BUILDS.lock().expect("builds"), plan, &load());
+}
+
+/// `--etcd-as-loaded`: etcd measured as its load left it, not restarted.
+pub fn etcd_as_loaded() -> bool {
+    std::env::args().any(|a| a == "--etcd-as-loaded")
 }
 
 /// The machine's load average as /proc says it, for the table's heading.

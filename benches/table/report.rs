@@ -169,7 +169,7 @@ pub fn print(builds: &[String], plan: Plan, load: &str) {
     if let Some(b) = builds.get(1) {
         println!("baseline: {b} (measured in turns with this build; ratio = this / baseline)");
     }
-    if std::env::args().any(|a| a == "--etcd-as-loaded") {
+    if crate::etcd_as_loaded() {
         println!("etcd: measured as its load left it (--etcd-as-loaded), not restarted");
     }
     println!();
