@@ -118,6 +118,72 @@ fn a_closed_pipe_ends_status_quietly() {
     assert!(!err.to_lowercase().contains("broken pipe"), "{err}");
 }
 
+/// `electop ARGS` with a stdout whose reader is gone before anything is written, as
+/// `| head -1` leaves a writer that outlasts it: its exit code (within `T`) and stderr.
+fn with_closed_stdout(home: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let mut child = command(home)
+        .args(args)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("electop");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
+    let code = common::wait_for("electop to exit", T, || match child.try_wait() {
+        Ok(Some(status)) => Ok(status.code()),
+        _ => Err("still running".to_string()),
+    });
+    (code, err)
+}
+
+/// The listings, an admin verb's report and a participant's beliefs: a closed pipe ends
+/// each with 0, not with a panic (`completions` panicked in clap_complete's own write).
+#[test]
+fn a_closed_pipe_ends_every_command_quietly() {
+    let home = common::scratch::tempdir();
+    for args in [&["completions", "bash"][..], &["presets"], &["contexts"]] {
+        let (code, err) = with_closed_stdout(home.path(), args);
+        assert_eq!(code, Some(0), "electop {}: {err}", args.join(" "));
+        assert!(
+            !err.contains("panicked"),
+            "electop {}: {err}",
+            args.join(" ")
+        );
+    }
+    let store = Store::sqlite();
+    let url = store.url();
+    let node = [
+        "node",
+        "--sql",
+        &url,
+        "--scheme",
+        "sql-lease",
+        "--create-table",
+        "--election",
+        "jobs",
+        "--id",
+        "node-a",
+    ];
+    let (code, err) = with_closed_stdout(home.path(), &node);
+    assert_eq!(
+        code,
+        Some(0),
+        "a node whose reader left stops as on SIGTERM: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        store.lease_attempt("leaderlock", "jobs", "node-b", 60),
+        "node-a resigned on its way out"
+    );
+}
+
 #[test]
 fn watch_prints_one_readable_line_per_change() {
     let store = Store::sqlite();

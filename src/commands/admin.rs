@@ -253,7 +253,9 @@ fn finish(trail: &admin::audit::Trail, req: &AdminRequest, outcome: Outcome) -> 
         Outcome::Failed { .. } => EXIT_STORE,
     };
     if code == EXIT_DONE {
-        println!("{}: {}", req.kind.name(), outcome.message());
+        // Done is done: a reader that went away does not make it fail.
+        let line = format!("{}: {}\n", req.kind.name(), outcome.message());
+        let _ = crate::output::pipe::print(line.as_bytes());
     } else {
         eprintln!(
             "electop: {} {}: {}",

@@ -3,21 +3,27 @@
 
 use std::process::ExitCode;
 
+use anyhow::Result;
+
 use crate::cli::Cli;
 use crate::config::Config;
+use crate::output::pipe;
 
-pub(super) fn listing(config: &Config) -> ExitCode {
-    print!("{}", crate::config::context::listing(config));
-    ExitCode::SUCCESS
+pub(super) fn listing(config: &Config) -> Result<ExitCode> {
+    pipe::print(crate::config::context::listing(config).as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }
 
-pub(super) fn presets() -> ExitCode {
-    print!("{}", crate::presets::listing());
-    ExitCode::SUCCESS
+pub(super) fn presets() -> Result<ExitCode> {
+    pipe::print(crate::presets::listing().as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }
 
-pub(super) fn completions(shell: clap_complete::Shell) -> ExitCode {
+/// Made whole first: clap_complete panics on a write that fails, a closed pipe's included.
+pub(super) fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
     let mut cmd = <Cli as clap::CommandFactory>::command();
-    clap_complete::generate(shell, &mut cmd, "electop", &mut std::io::stdout());
-    ExitCode::SUCCESS
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "electop", &mut script);
+    pipe::print(&script)?;
+    Ok(ExitCode::SUCCESS)
 }

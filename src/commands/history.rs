@@ -1,7 +1,6 @@
 //! `electop history`: every source read once, as `status` does, with as much history as the
 //! journals keep, then who led each election when over a window, as a table or JSON.
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
@@ -82,14 +81,10 @@ pub(super) async fn run(
 /// JSON (indented on a terminal, one line for a program, as `status`) or the table.
 fn print(doc: &output::history::HistoryDoc<'_>, json: bool) -> Result<()> {
     use std::io::IsTerminal;
-    let mut out = std::io::stdout().lock();
     let text = match json {
-        true if out.is_terminal() => serde_json::to_string_pretty(doc)? + "\n",
+        true if std::io::stdout().is_terminal() => serde_json::to_string_pretty(doc)? + "\n",
         true => serde_json::to_string(doc)? + "\n",
         false => output::history::render(doc),
     };
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r?),
-    }
+    Ok(output::pipe::print(text.as_bytes())?)
 }

@@ -80,8 +80,8 @@ fn usage_summary(e: &clap::Error) -> String {
 pub fn run(cli: Cli) -> Result<ExitCode> {
     // These need no config file, so a broken one does not stand in their way.
     match &cli.command {
-        Some(Command::Completions { shell }) => return Ok(contexts::completions(*shell)),
-        Some(Command::Presets) => return Ok(contexts::presets()),
+        Some(Command::Completions { shell }) => return contexts::completions(*shell),
+        Some(Command::Presets) => return contexts::presets(),
         _ => {}
     }
     let config = Config::load(cli.config.as_deref())?;
@@ -102,7 +102,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     crate::ui::theme::set_color(crate::ui::theme::color_from_env());
     match &cli.command {
         Some(Command::Demo(args)) => return demo::run(&cli, args, &config, tick, prefs),
-        Some(Command::Contexts) => return Ok(contexts::listing(&config)),
+        Some(Command::Contexts) => return contexts::listing(&config),
         _ => {}
     }
     // Before the runtime's threads: see why in each.

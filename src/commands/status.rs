@@ -101,7 +101,7 @@ pub(super) fn print_status(app: &ReadModel, format: OutputFormat) -> Result<()> 
             let r = r
                 .and_then(|()| out.write_all(b"\n"))
                 .and_then(|()| out.flush());
-            return quiet_pipe(r);
+            return Ok(output::pipe::quiet(r)?);
         }
         OutputFormat::Table | OutputFormat::Wide => {
             let fit = (format == OutputFormat::Table && std::io::stdout().is_terminal())
@@ -111,8 +111,7 @@ pub(super) fn print_status(app: &ReadModel, format: OutputFormat) -> Result<()> 
             output::table::render(app, format == OutputFormat::Wide, fit)
         }
     };
-    let mut out = std::io::stdout().lock();
-    quiet_pipe(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+    Ok(output::pipe::print(text.as_bytes())?)
 }
 
 /// The heap grown in large steps and never given back, in one arena: `status` builds its
@@ -173,14 +172,6 @@ const HUGE: usize = 2 << 20;
 fn whole_huge_pages(before: usize, after: usize) -> Option<(usize, usize)> {
     let (start, end) = (before.next_multiple_of(HUGE), after & !(HUGE - 1));
     (end > start).then(|| (start, end - start))
-}
-
-/// A reader that went away (`| head`) ends the output quietly.
-fn quiet_pipe(r: std::io::Result<()>) -> Result<()> {
-    match r {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r?),
-    }
 }
 
 #[cfg(test)]

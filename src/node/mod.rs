@@ -77,6 +77,9 @@ pub struct Reporter {
     json: bool,
     held: Mutex<Held>,
     changed: Notify,
+    /// Cancelled when the node is to stop: a signal, or the reader of its output gone
+    /// (`node | head`), which ends it as SIGTERM does, resigning on the way out.
+    stop: CancellationToken,
 }
 
 #[derive(Default)]
@@ -97,6 +100,18 @@ impl Reporter {
             json,
             held: Mutex::new(Held::default()),
             changed: Notify::new(),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// One line of output; a closed pipe stops the node.
+    fn print(&self, line: &str) {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush())
+            && crate::output::pipe::closed(&e)
+        {
+            self.stop.cancel();
         }
     }
 
@@ -213,7 +228,7 @@ impl Reporter {
             };
             format!("{at} {} {}: {what}", self.id, self.election)
         };
-        println!("{line}");
+        self.print(&line);
         tracing::info!(node = %self.id, %line, "belief");
         held.last = Some(b);
     }
@@ -221,14 +236,10 @@ impl Reporter {
     pub fn say(&self, text: &str) {
         if self.json {
             let v = serde_json::json!({"at": time::rfc3339(SystemTime::now()), "node": self.id, "election": self.election, "event": text});
-            println!("{v}");
+            self.print(&v.to_string());
         } else {
-            println!(
-                "{} {} {}: {text}",
-                time::rfc3339(SystemTime::now()),
-                self.id,
-                self.election
-            );
+            let at = time::rfc3339(SystemTime::now());
+            self.print(&format!("{at} {} {}: {text}", self.id, self.election));
         }
     }
 }
@@ -287,10 +298,9 @@ impl Timing {
     }
 }
 
-/// Cancelled on SIGINT or SIGTERM.
-fn stop_on_signals() -> Result<CancellationToken> {
+/// `token`, cancelled on SIGINT or SIGTERM too.
+fn stop_on_signals(token: CancellationToken) -> Result<CancellationToken> {
     use tokio::signal::unix::{SignalKind, signal};
-    let token = CancellationToken::new();
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let t = token.clone();
@@ -339,10 +349,12 @@ pub(crate) fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
             timing.ttl
         );
     }
+    let report = Reporter::new(&args.id, &args.election, args.json);
+    let stop = stop_on_signals(report.stop.clone())?;
     Ok(Run {
         timing,
-        report: Reporter::new(&args.id, &args.election, args.json),
-        stop: stop_on_signals()?,
+        report,
+        stop,
     })
 }
 

@@ -2,6 +2,7 @@
 //! human tables and lines in their own modules.
 
 pub(crate) mod history;
+pub(crate) mod pipe;
 pub(crate) mod table;
 pub(crate) mod watch;
 
@@ -230,9 +231,14 @@ pub(crate) struct ElectionJson<'a> {
 pub(crate) struct HolderJson<'a> {
     pub id: &'a str,
     pub key: &'a str,
-    /// etcd: the lease id (0: none). Absent for SQL rows.
+    /// etcd: the lease id (0: none). Absent for SQL rows. Kept as a number for the
+    /// scripts that read it, though most JSON readers (jq, JavaScript) round it above 2^53.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease: Option<i64>,
+    /// The same lease id in hex, as etcdctl prints and takes it (`etcdctl lease revoke`):
+    /// a string no JSON reader rounds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_hex: Option<String>,
     pub ttl_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub create_revision: Option<i64>,
@@ -280,6 +286,7 @@ fn holder(c: &Candidate, now: Instant, scheme: crate::model::Scheme) -> HolderJs
         id: &c.id,
         key: &c.key,
         lease: c.lease,
+        lease_hex: c.lease.map(|l| format!("{l:x}")),
         ttl_ms: if c.zombie() {
             None
         } else {
@@ -423,5 +430,24 @@ mod tests {
                 "{n} elections"
             );
         }
+    }
+
+    /// A lease id above 2^53 reaches a script as etcdctl writes it: the number is kept, and
+    /// the hex beside it is a string no JSON reader rounds.
+    #[test]
+    fn a_lease_id_is_also_written_in_hex() {
+        let mut c = Candidate::plain("node-a", "/leader/billing");
+        c.lease = Some(2_324_035_750_564_177_925);
+        let json = serde_json::to_value(holder(&c, Instant::now(), Scheme::EtcdLeaseKey))
+            .expect("serialize");
+        assert_eq!(json["lease_hex"], "2040a233adafa805", "{json}");
+        assert_eq!(json["lease"].as_i64(), Some(2_324_035_750_564_177_925));
+        let plain = serde_json::to_value(holder(
+            &Candidate::plain("node-a", "k"),
+            Instant::now(),
+            Scheme::SqlLease,
+        ))
+        .expect("serialize");
+        assert!(plain.get("lease_hex").is_none(), "{plain}");
     }
 }
