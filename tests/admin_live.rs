@@ -296,6 +296,20 @@ fn refusals_write_nothing() {
         String::from_utf8_lossy(&out.stderr).contains("etcd1/jobs"),
         "lists the known ones"
     );
+    // An id never seen is a usage error, as the README's table says (it exited 3, refused).
+    for allow in [&[][..], &["--allow-unseen"]] {
+        let force: Vec<&str> = ["force-leader", "jobs", "nosuch"]
+            .into_iter()
+            .chain(allow.iter().copied())
+            .collect();
+        let out = admin(h.path(), &src, &force);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 2, "{force:?}: {err}");
+        assert!(
+            err.contains("nosuch is not in the line of jobs; seen in jobs: node-a, node-b"),
+            "{err}"
+        );
+    }
     assert_eq!(etcd.candidates("/adm/jobs"), before, "nothing was written");
     let outcomes: Vec<_> = audit(h.path())
         .iter()
@@ -303,7 +317,7 @@ fn refusals_write_nothing() {
         .collect();
     assert_eq!(
         outcomes,
-        ["changed", "refused", "usage", "usage"],
+        ["changed", "refused", "usage", "usage", "usage", "usage"],
         "refusals and usage errors are audited; nothing reached the store"
     );
 }
@@ -539,6 +553,7 @@ async fn sql_actions(store: Store) {
         store.lease_attempt("leaderlock", "jobs", "node-a", 30),
         "free after reelect"
     );
+    leaderless_is_refused(&store, &lease, h.path());
 
     // sql-heartbeat, with the MySQL election article's statement.
     assert!(store.heartbeat("service_election", 1, "svc-7", 20));
@@ -626,13 +641,48 @@ async fn sql_actions(store: Store) {
     );
     let log = audit(h.path());
     let outcomes: Vec<&Value> = log.iter().filter(|l| l["outcome"] != "attempt").collect();
-    // Seven actions, and the force-leader refused for an unseen id (a usage error).
-    assert_eq!(outcomes.len(), 8, "every action through the CLI is audited");
+    // Nine actions, and the force-leader refused for an unseen id (a usage error).
+    assert_eq!(
+        outcomes.len(),
+        10,
+        "every action through the CLI is audited"
+    );
     for attempt in log.iter().filter(|l| l["outcome"] == "attempt") {
         assert!(
             outcomes.iter().any(|o| o["id"] == attempt["id"]),
             "an attempt without its outcome: {attempt}"
         );
+    }
+}
+
+/// A row whose term is over has no leader: resign and reelect say so (exit 3) and write
+/// nothing. (Resign moved the row's deadline to now and said `row nightly now has
+/// leader_id = node-2`, exit 0, as if it had written a leader.)
+fn leaderless_is_refused(store: &Store, lease: &[&str], home: &Path) {
+    let (key, past) = match store {
+        Store::Pg(_) => ("key", "NOW() at time zone 'utc' - interval '10 seconds'"),
+        Store::My(_) => ("`key`", "NOW(3) - INTERVAL 10 SECOND"),
+        Store::Sqlite { .. } => ("key", "strftime('%Y-%m-%d %H:%M:%f', 'now', '-10 seconds')"),
+    };
+    assert!(store.lease_attempt("leaderlock", "nightly", "node-2", 30));
+    store.exec(&format!(
+        "UPDATE leaderlock SET valid_until = {past} WHERE {key} = 'nightly'"
+    ));
+    let row = || {
+        store.exec(&format!(
+            "SELECT leader_id, valid_until FROM leaderlock WHERE {key} = 'nightly'"
+        ))
+    };
+    let before = row();
+    for action in ["resign", "reelect"] {
+        let out = admin(home, lease, &[action, "nightly"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 3, "{action}: {err}");
+        assert!(
+            err.contains("nightly has no leader (node-2's term is over)"),
+            "{action}: {err}"
+        );
+        assert_eq!(row(), before, "{action} wrote nothing");
     }
 }
 

@@ -926,3 +926,34 @@ async fn first_snapshot(args: &[&str], n: usize) -> (Vec<(usize, usize)>, Names,
     s.shutdown().await;
     (loading, before_connected, after)
 }
+
+/// A member whose answers come late, not never: the network to it stops for longer than a
+/// reader's keep-alive waits for a ping and than the probe waits for one answer, then goes
+/// on. Asked again, the member answers, so it was never down: no `member_down`, which an
+/// operator pages on. (Before, the probe called it down, `connection lost` on a connection
+/// closed under it, and up again two seconds later.)
+#[test]
+fn a_member_that_answers_late_is_not_called_down() {
+    let etcd = EtcdServer::start();
+    etcd.etcdctl(&["put", "/late/jobs", "node-a"]);
+    let proxy = common::proxy::Proxy::start(etcd.client_port(), Duration::from_secs(120));
+    let h = home();
+    let ep = format!("127.0.0.1:{}", proxy.port());
+    let mut watch = Watch::start(h.path(), &["--etcd", &ep, "--prefix", "/late/"]);
+    watch.wait_synced(1);
+    for _ in 0..3 {
+        proxy.freeze();
+        watch.collect_for(Duration::from_millis(1600));
+        proxy.thaw();
+        // Two probe rounds after the thaw: each finds its kept connection closed.
+        watch.collect_for(Duration::from_millis(4500));
+    }
+    let member: Vec<_> = watch
+        .seen
+        .iter()
+        .filter(|v| v["kind"] == "member_down" || v["kind"] == "member_up")
+        .collect();
+    assert!(member.is_empty(), "{member:#?}");
+    etcd.etcdctl(&["put", "/late/jobs", "node-b"]);
+    watch.wait_for("live changes after", T, |v| v["to"] == "node-b");
+}

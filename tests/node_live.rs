@@ -884,3 +884,25 @@ fn etcd_lease_key_nodes_never_both_lead_through_a_slow_store() {
     };
     never_both_lead(&sc, etcd.client_port(), 3);
 }
+
+/// On its scheme's own timing (etcdctl elect's 60 s lease, renewed every 20 s) a node's
+/// connection idles between renewals: it keeps its lead with no belief change. (It lost
+/// contact every 3 s: etcd closed the connection for its keep-alive pings, GOAWAY
+/// `too_many_pings`, and the node told "lost contact with the store" then "leader" again.)
+#[test]
+fn an_etcd_node_on_its_default_timing_keeps_its_lead() {
+    let etcd = EtcdServer::start();
+    let home = common::scratch::tempdir();
+    let mut cmd = command(home.path());
+    cmd.args(["--etcd", &etcd.endpoint(), "--prefix", "/dflt/"])
+        .args(["--scheme", "etcd-election", "node", "--election", "jobs"])
+        .args(["--id", "node-a", "--json"]);
+    let stderr = home.path().join("node-a.stderr");
+    let mut node = Node::spawn(&mut cmd, "node-a", "jobs", stderr);
+    node.wait_belief("leader", Some("node-a"), T);
+    // Three times as long as etcd let it ping before.
+    node.read_until(Instant::now() + Duration::from_secs(9));
+    assert_eq!(node.beliefs().count(), 1, "only `leader`: {}", node.dump());
+    let (status, _) = node.sigterm(T);
+    assert!(status.success(), "{}", node.dump());
+}

@@ -34,6 +34,28 @@ pub fn unseen_leader(e: &Election, target: &str, known: &[String]) -> Option<Str
     ))
 }
 
+/// Why a resign or a re-election cannot be done on `e`: both act on its leader, and with none
+/// a write would only touch a holder whose term is over (a SQL row's deadline, moved to now,
+/// reported as if a leader had been written). Forcing a leader needs none.
+pub fn needs_leader(e: &Election, kind: &ActionKind) -> Result<(), String> {
+    let what = match kind {
+        ActionKind::ForceLeader { .. } => return Ok(()),
+        _ if e.leader.is_some() => return Ok(()),
+        ActionKind::Reelect => "re-elect",
+        ActionKind::Resign => "resign",
+    };
+    let over = e
+        .candidates
+        .first()
+        .map(|c| format!(" ({}'s term is over)", c.id))
+        .unwrap_or_default();
+    Err(format!(
+        "{} has no leader{over}, so there is nothing to {what}: the next attempt by any \
+         participant takes it (force-leader names one)",
+        e.name
+    ))
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum ActionKind {

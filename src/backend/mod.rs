@@ -302,6 +302,7 @@ pub fn short_name(configs: &[SourceConfig], id: SourceId) -> String {
 
 /// The plan of `req` on its source, or why it cannot be done on what was seen.
 pub fn plan(req: &AdminRequest) -> Result<Plan, String> {
+    crate::admin::needs_leader(&req.seen, &req.kind)?;
     let plan = plan_by_store(req)?;
     Ok(Plan {
         summary: crate::admin::summary(req),

@@ -121,10 +121,11 @@ fn custom_sql(url: &str, scheme: Scheme) -> Target {
     crate::backend::target(&cfg)
 }
 
+/// A SQL row held by node-a, whose term runs.
 fn row(scheme: Scheme) -> Election {
     let mut e = line(&["node-a"]);
     e.scheme = scheme;
-    e.leader = None;
+    e.leader = e.candidates.first().cloned();
     e
 }
 
@@ -157,6 +158,29 @@ fn sql_confirmation_names_the_configured_table_and_columns() {
             && !w.contains("last_seen_active")
             && !w.contains("anchor"),
         "{w}"
+    );
+}
+
+/// Resign and re-election act on a leader: a row whose term is over has none, and nothing
+/// is planned (resign wrote the row's deadline and reported a leader).
+#[test]
+fn resign_and_reelect_without_a_leader_are_refused() {
+    let target = custom_sql("postgres://db/x", Scheme::SqlLease);
+    let mut over = row(Scheme::SqlLease);
+    over.leader = None;
+    for kind in [ActionKind::Resign, ActionKind::Reelect] {
+        let why = plan(&request(kind.clone(), over.clone(), target.clone())).unwrap_err();
+        assert!(
+            why.starts_with("jobs has no leader (node-a's term is over)"),
+            "{kind:?}: {why}"
+        );
+    }
+    let force = ActionKind::ForceLeader {
+        target: "node-b".into(),
+    };
+    assert!(
+        plan(&request(force, over, target)).is_ok(),
+        "a leader may be forced"
     );
 }
 
@@ -237,8 +261,7 @@ fn each_plan_says_in_three_lines_who_leads_how_long_without_and_what_the_deposed
     assert!(g.deposed.is_some_and(|d| d.contains("does not notice")));
 
     let sql = custom_sql("postgres://db/x", Scheme::SqlLease);
-    let mut held = row(Scheme::SqlLease);
-    held.leader = held.candidates.first().cloned();
+    let held = row(Scheme::SqlLease);
     let g = gist(force("node-b"), &held, &sql);
     assert!(g.next.starts_with("node-b holds the row at once"), "{g:?}");
     let g = gist(ActionKind::Reelect, &held, &sql);

@@ -128,17 +128,24 @@ async fn run(
     if let Some(refusal) = refused(&req.seen, args, &sources[source]) {
         return finish(refusal);
     }
-    let plan = match backend::plan(&req) {
-        Ok(p) => p,
-        Err(reason) => return finish(Outcome::Refused { reason }),
+    let unseen = match &req.kind {
+        ActionKind::ForceLeader { target } => admin::unseen_leader(&req.seen, target, &[]),
+        _ => None,
     };
-    if let ActionKind::ForceLeader { target } = &req.kind
-        && let Some(warning) = admin::unseen_leader(&req.seen, target, &[])
-        && !allow_unseen
-    {
-        let why = format!("{warning}; check the id, or give --allow-unseen to write it anyway");
-        return usage(action, election, &why);
-    }
+    let plan = match (backend::plan(&req), unseen) {
+        (Ok(_), Some(warning)) if !allow_unseen => {
+            let why = format!("{warning}; check the id, or give --allow-unseen to write it anyway");
+            return usage(action, election, &why);
+        }
+        (Ok(p), _) => p,
+        // An id the store cannot take because it was never seen (not in etcd's line) is
+        // a mistake in the command, as an unseen id is wherever it could be written.
+        (Err(reason), Some(_)) => {
+            let known = known_ids(&req.seen);
+            return usage(action, election, &format!("{reason}; {known}"));
+        }
+        (Err(reason), None) => return finish(Outcome::Refused { reason }),
+    };
     if !args.yes {
         match confirmed(&plan) {
             Ok(true) => {}
@@ -188,6 +195,18 @@ fn find(app: &crate::state::ReadModel, election: &str) -> Result<(usize, Electio
                 names.join(", ")
             ))
         }
+    }
+}
+
+/// The ids `e` was seen with, for a message about one that was not.
+fn known_ids(e: &Election) -> String {
+    let mut ids: Vec<&str> = e.candidates.iter().map(|c| c.id.as_str()).collect();
+    ids.extend(e.leader.as_ref().map(|l| l.id.as_str()));
+    ids.sort_unstable();
+    ids.dedup();
+    match ids.is_empty() {
+        true => format!("no participant of {} was seen", e.name),
+        false => format!("seen in {}: {}", e.name, ids.join(", ")),
     }
 }
 

@@ -30,14 +30,15 @@ pub(crate) async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Durat
         };
     }
     // Members in order, so a dead first member does not fail the action.
-    let (mut client, endpoint) = match super::dial::connect_any(cfg, 0, timeout).await {
-        Ok((client, i)) => (client, cfg.endpoints.get(i).cloned().unwrap_or_default()),
-        Err(e) => {
-            return Outcome::Failed {
-                error: e.to_string(),
-            };
-        }
-    };
+    let (mut client, endpoint) =
+        match super::dial::connect_any(cfg, 0, timeout, super::dial::Pings::Never).await {
+            Ok((client, i)) => (client, cfg.endpoints.get(i).cloned().unwrap_or_default()),
+            Err(e) => {
+                return Outcome::Failed {
+                    error: e.to_string(),
+                };
+            }
+        };
     let failed = |e: etcd_client::Error| Outcome::Failed {
         error: format!("etcd {endpoint}: {e}"),
     };

@@ -199,13 +199,16 @@ impl Session<'_> {
         let backend = self.backend;
         let from = self.conn.first_to_try();
         let limit = dial_limit(&backend.opts, backend.cfg.endpoints.len());
-        let (client, member) = match super::dial::connect_any(&backend.cfg, from, limit).await {
-            Ok(found) => found,
-            Err(e) => {
-                self.conn.on(Input::NoMember(e.kind().failure()));
-                return self.go_down(e).await;
-            }
-        };
+        let (client, member) =
+            match super::dial::connect_any(&backend.cfg, from, limit, super::dial::Pings::Often)
+                .await
+            {
+                Ok(found) => found,
+                Err(e) => {
+                    self.conn.on(Input::NoMember(e.kind().failure()));
+                    return self.go_down(e).await;
+                }
+            };
         self.conn.on(Input::Connected { member });
         self.serving
             .store(member, std::sync::atomic::Ordering::Relaxed);

@@ -10,7 +10,7 @@ use etcd_client::Client;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::dial::connect_member;
+use super::dial::{Pings, connect_member};
 use crate::config::EtcdSource;
 use crate::model::{Event, EventKind, MemberStatus, SourceEvent, SourceId};
 
@@ -59,14 +59,12 @@ pub(crate) async fn probe(
             } else {
                 EventKind::MemberDown
             };
-            let detail = format!(
-                "{}{}",
-                m.endpoint,
-                m.error
-                    .as_deref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
-            );
+            // Most errors name the member already: once is enough.
+            let detail = match m.error.as_deref() {
+                Some(e) if e.contains(m.endpoint.as_str()) => e.to_string(),
+                Some(e) => format!("{}: {e}", m.endpoint),
+                None => m.endpoint.clone(),
+            };
             let ev = Event::about_source(source_name.clone(), kind, m.revision, Some(detail));
             if events.send(SourceEvent::Happened(ev)).await.is_err() {
                 return;
@@ -83,13 +81,37 @@ pub(crate) async fn probe(
     }
 }
 
+/// The member as it answers now. A member is down when a connection made for the question
+/// gets no answer: one kept from an earlier round may have been closed since (etcd closes a
+/// connection it finds pinging too often, a member restarted, a proxy timed it out), or have
+/// answered late on a loaded machine, and neither says the member is down now, so such a
+/// failure is asked again on a new connection.
 async fn probe_one(cfg: &EtcdSource, endpoint: &str, cached: &mut Option<Client>) -> MemberStatus {
+    let started = tokio::time::Instant::now();
+    let kept = cached.is_some();
+    let m = ask(cfg, endpoint, cached, PROBE_LIMIT).await;
+    match m.up || !kept {
+        true => m,
+        false => {
+            let left = PROBE_LIMIT.saturating_sub(started.elapsed());
+            ask(cfg, endpoint, cached, left.max(PROBE_LIMIT / 2)).await
+        }
+    }
+}
+
+/// `status` through the kept connection, or a new one within `limit`.
+async fn ask(
+    cfg: &EtcdSource,
+    endpoint: &str,
+    cached: &mut Option<Client>,
+    limit: Duration,
+) -> MemberStatus {
     let mut m = MemberStatus {
         checked_at: Some(SystemTime::now()),
         ..MemberStatus::unprobed(endpoint)
     };
     if cached.is_none() {
-        match connect_member(cfg, endpoint, PROBE_LIMIT).await {
+        match connect_member(cfg, endpoint, limit, Pings::Never).await {
             Ok(c) => *cached = Some(c),
             Err(e) => {
                 m.error = Some(e.to_string());
@@ -100,7 +122,7 @@ async fn probe_one(cfg: &EtcdSource, endpoint: &str, cached: &mut Option<Client>
     let Some(client) = cached.as_mut() else {
         return m;
     };
-    match tokio::time::timeout(PROBE_LIMIT, client.status()).await {
+    match tokio::time::timeout(limit, client.status()).await {
         Ok(Ok(s)) => {
             let id = s.header().map(|h| h.member_id()).unwrap_or(0);
             m.up = true;
@@ -116,7 +138,7 @@ async fn probe_one(cfg: &EtcdSource, endpoint: &str, cached: &mut Option<Client>
             *cached = None;
         }
         Err(_) => {
-            m.error = Some(format!("no answer within {PROBE_LIMIT:?}"));
+            m.error = Some(format!("no answer within {limit:?}"));
             *cached = None;
         }
     }

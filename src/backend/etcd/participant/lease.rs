@@ -34,7 +34,12 @@ pub(super) async fn connect(
     let (mut client, _) = within(
         limit,
         "a connection",
-        crate::backend::etcd::dial::connect_any(cfg, 0, limit),
+        crate::backend::etcd::dial::connect_any(
+            cfg,
+            0,
+            limit,
+            crate::backend::etcd::dial::Pings::Never,
+        ),
     )
     .await
     .context("connecting to etcd")?;
