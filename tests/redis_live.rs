@@ -568,3 +568,31 @@ fn a_lock_taken_with_set_px_is_read_once() {
         "{gets} GETs for {N} locks taken:\n{stats}"
     );
 }
+
+/// Keyspace events turned on while the dashboard runs make it live, and turned off make it
+/// polled again, without a restart (it stayed `polled every 1 s` until restarted).
+#[test]
+fn keyspace_events_turned_on_and_off_are_followed_without_a_restart() {
+    let server = RedisServer::start("", None);
+    server.cli(&["SET", "lock:a", "tok-1", "PX", "60000"]);
+    let home = common::scratch::tempdir();
+    let shell = format!(
+        "env XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} --redis {url} --prefix 'lock:*'; \
+         echo ELECTOP-EXITED $?; sleep 60",
+        h = home.path().display(),
+        bin = common::electop::bin(),
+        url = server.url(),
+    );
+    let tmux = common::tmux::Tmux::start(160, 30, &shell);
+    tmux.wait_screen("polled", T, |s| s.contains("polled every 1 s"));
+    server.cli(&["CONFIG", "SET", "notify-keyspace-events", "Kg$xe"]);
+    tmux.wait_screen("live", T, |s| s.contains("live: keyspace events"));
+    server.cli(&["SET", "lock:a", "tok-2", "PX", "60000"]);
+    tmux.wait_screen("the change, live", T, |s| s.contains("tok-2"));
+    server.cli(&["CONFIG", "SET", "notify-keyspace-events", ""]);
+    tmux.wait_screen("polled again", T, |s| {
+        s.contains("polled every 1 s: notify-keyspace-events is off")
+    });
+    server.cli(&["SET", "lock:a", "tok-3", "PX", "60000"]);
+    tmux.wait_screen("the change, polled", T, |s| s.contains("tok-3"));
+}

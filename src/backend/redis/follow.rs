@@ -160,6 +160,15 @@ impl Follow {
 
     async fn first_read(&mut self, l: &mut Link) -> Result<(), Stop> {
         self.read_all(&l.server, &mut l.conn, &l.mode, true).await?;
+        self.early_events(l).await?;
+        // The next contact is a whole interval after this read.
+        l.tick.reset();
+        Ok(())
+    }
+
+    /// The events that came while keys were read, which may predate the read: each re-read
+    /// and compared with it.
+    async fn early_events(&mut self, l: &mut Link) -> Result<(), Stop> {
         if let Some(ev) = l.events.as_mut() {
             ev.fence(&l.server).await?;
             for (key, event) in ev.take_pending() {
@@ -167,8 +176,6 @@ impl Follow {
                     .await?;
             }
         }
-        // The next contact is a whole interval after this read.
-        l.tick.reset();
         Ok(())
     }
 
@@ -185,9 +192,11 @@ impl Follow {
                     let elections = settled;
                     self.send(SourceEvent::Elections { source, elections }).await?;
                 }
+                let sent = (Instant::now(), SystemTime::now());
+                let now = self.recheck(l).await?;
                 match l.mode {
+                    Mode::Events if now => self.send(contact(source, sent)).await,
                     Mode::Events => {
-                        let sent = (Instant::now(), SystemTime::now());
                         l.server.ping(&mut l.conn).await?;
                         self.send(contact(source, sent)).await
                     }
@@ -207,6 +216,44 @@ impl Follow {
                 Some(Request::Visible { .. }) => Ok(()),
             },
         }
+    }
+
+    /// Whether keyspace events were turned on or off since the last contact: on, the
+    /// subscription is made before the next read (what changed in between is read, never
+    /// missed); off, the source is polled from this tick, its notice saying why. `true`:
+    /// the server answered, which is contact.
+    async fn recheck(&mut self, l: &mut Link) -> Result<bool, Stop> {
+        let Some(now) = l.server.events_now(&mut l.conn).await? else {
+            return Ok(false);
+        };
+        match (&l.mode, now) {
+            (Mode::Poll(_), Mode::Events) => {
+                match Events::subscribe(&l.server, &self.b.cfg.prefix).await {
+                    Ok(ev) => {
+                        info!(source = %self.b.info.name, "keyspace events turned on: live");
+                        l.events = Some(ev);
+                        l.mode = Mode::Events;
+                        // Subscribed, then read: polled until now, so nothing went unwatched.
+                        self.read_all(&l.server, &mut l.conn, &l.mode, false)
+                            .await?;
+                        self.early_events(l).await?;
+                    }
+                    // Not allowed to subscribe: polled still, as at the start.
+                    Err(RedisError::NoPerm(..)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            (Mode::Events, Mode::Poll(why)) => {
+                info!(source = %self.b.info.name, %why, "keyspace events turned off: polled");
+                l.events = None;
+                l.mode = Mode::Poll(why);
+                self.read_all(&l.server, &mut l.conn, &l.mode, false)
+                    .await?;
+            }
+            (Mode::Poll(_), Mode::Poll(why)) => l.mode = Mode::Poll(why),
+            (Mode::Events, Mode::Events) => {}
+        }
+        Ok(true)
     }
 
     /// Every lock key: the first snapshot, a poll, or after a reconnect what changed.

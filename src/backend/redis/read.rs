@@ -220,6 +220,24 @@ impl Server {
         }
     }
 
+    /// `notify-keyspace-events` as the server has it now, asked on a connection in use: an
+    /// operator may turn the events on (or off) while electop follows. `None`: it may not be
+    /// asked (refused), which the first `mode` said already. Its answer is contact too.
+    pub(crate) async fn events_now(
+        &self,
+        conn: &mut MultiplexedConnection,
+    ) -> Result<Option<Mode>, RedisError> {
+        let mut ask = redis::cmd("CONFIG");
+        ask.arg("GET").arg("notify-keyspace-events");
+        match self.within(ask.query_async::<Vec<String>>(conn)).await {
+            Ok(v) => Ok(Some(events_mode(
+                v.get(1).map(String::as_str).unwrap_or(""),
+            ))),
+            Err(RedisError::NoPerm(..) | RedisError::Other(..)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The string keys matching `pattern`, at most [`MAX_KEYS`] (`true`: there were more).
     pub(crate) async fn scan(
         &self,
