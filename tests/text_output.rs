@@ -82,6 +82,18 @@ fn status_prints_an_aligned_table_that_is_never_cut_when_piped() {
     assert_eq!(v["elections"][0]["changes_per_min"], 0.0, "{v:#}");
 }
 
+/// All `child` writes to stderr, read until it closes it.
+fn stderr_of(child: &mut std::process::Child) -> String {
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
+    err
+}
+
 #[test]
 fn a_closed_pipe_ends_status_quietly() {
     let store = Store::sqlite();
@@ -106,13 +118,7 @@ fn a_closed_pipe_ends_status_quietly() {
         .read_line(&mut first)
         .expect("a line");
     assert!(first.starts_with("SOURCE"), "{first}");
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("stderr");
+    let err = stderr_of(&mut child);
     let status = child.wait().expect("exit");
     assert_eq!(status.code(), Some(0), "exit 0 on a closed pipe: {err}");
     assert!(!err.to_lowercase().contains("broken pipe"), "{err}");
@@ -129,13 +135,7 @@ fn with_closed_stdout(home: &std::path::Path, args: &[&str]) -> (Option<i32>, St
         .stderr(Stdio::piped())
         .spawn()
         .expect("electop");
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("stderr");
+    let err = stderr_of(&mut child);
     let code = common::wait_for("electop to exit", T, || match child.try_wait() {
         Ok(Some(status)) => Ok(status.code()),
         _ => Err("still running".to_string()),
