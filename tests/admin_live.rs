@@ -252,9 +252,9 @@ fn etcd_election_force_leader_removes_those_ahead() {
     );
     let s = status_json(h.path(), &src);
     assert_eq!(election(&s, "jobs")["leader"]["id"], "node-c");
-    // Not in the line: refused, exit 3, nothing written.
+    // Not in the line: a usage error (the README's exit 2), nothing written.
     let out = admin(h.path(), &src, &["force-leader", "jobs", "node-zz"]);
-    assert_eq!(code(&out), 3, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -433,7 +433,7 @@ async fn etcd_lease_key_actions_with_a_registry() {
         "attached to node-b's registry lease"
     );
     let out = admin(h.path(), &src, &["force-leader", "billing", "node-q"]);
-    assert_eq!(code(&out), 3);
+    assert_eq!(code(&out), 2, "an id never seen is a usage error");
     // Said plainly: what is missing and why the key needs it.
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -109,7 +109,7 @@ impl Reporter {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
         if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush())
-            && crate::output::pipe::closed(&e)
+            && e.kind() == std::io::ErrorKind::BrokenPipe
         {
             self.stop.cancel();
         }
