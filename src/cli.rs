@@ -60,7 +60,7 @@ pub enum OutputFormat {
     /// Aligned columns, cut to fit only on a terminal.
     #[default]
     Table,
-    /// More columns (the scheme, the leader's key), never cut.
+    /// More columns (the scheme, the leader's key), cut only past 256 characters.
     Wide,
     /// {"sources":[...],"elections":[...]}.
     Json,
@@ -173,7 +173,7 @@ pub enum Command {
         /// How to print: table, wide or json.
         ///
         /// table: aligned, cut to fit only on a terminal; wide: more columns (the scheme,
-        /// the leader's key), never cut; json: {"sources":[...],"elections":[...]}.
+        /// the leader's key), cut only past 256 characters; json: every value whole.
         #[arg(
             short = 'o',
             long,

@@ -296,6 +296,29 @@ fn an_unknown_election_is_named_and_exits_2() {
     assert!(err.contains("`nope`") && err.contains("jobs"), "{err}");
 }
 
+/// Where no election is found, the source's notice says why, each message on its own line
+/// before the error.
+#[test]
+fn an_empty_store_says_why_before_no_election_is_found() {
+    let etcd = common::etcd::EtcdServer::start();
+    let home = common::scratch::tempdir();
+    let out = command(home.path())
+        .args(["--etcd", &etcd.endpoint(), "history", "billing"])
+        .output()
+        .expect("run electop history");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "electop: etcd1: etcd holds no keys at all",
+            "electop: no election `billing`: no election was found at all"
+        ],
+        "{err}"
+    );
+}
+
 /// A watch sees its PostgreSQL source go down (the server stopped, SIGSTOP, past the
 /// request timeout) and come back (SIGCONT), and stops; a `history` started after it shows that outage (read
 /// from the journal), at the times the stop and the resume say.

@@ -26,17 +26,7 @@ fn status_prints_an_aligned_table_that_is_never_cut_when_piped() {
     assert!(store.lease_attempt("leaderlock", &long, "node-with-a-long-identity-42", 60));
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 60));
     let home = common::scratch::tempdir();
-    let out = command(home.path())
-        .args(args(&store.url()))
-        .arg("status")
-        .output()
-        .expect("electop status");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let text = table(home.path(), &args(&store.url()));
     let lines: Vec<&str> = text.lines().collect();
     for col in [
         "SOURCE",
@@ -402,4 +392,84 @@ fn watch_ends_cleanly_on_sigterm() {
         status.success(),
         "ended by the signal, not cleanly: {status:?}"
     );
+}
+
+/// `status`'s table for `args`, piped.
+fn table(home: &std::path::Path, args: &[impl AsRef<std::ffi::OsStr>]) -> String {
+    let out = command(home)
+        .args(args)
+        .arg("status")
+        .output()
+        .expect("electop status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// A megabyte leader value is cut in the table as in every store (its length said) and whole
+/// in the JSON; a name that is not UTF-8 keeps its escaped text and gains its bytes in base64.
+#[test]
+fn a_huge_value_is_cut_in_the_table_and_raw_bytes_are_in_the_json() {
+    use base64::Engine as _;
+    let etcd = common::etcd::EtcdServer::start();
+    let huge = vec![b'v'; 1_400_000];
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let mut c = etcd.client().await;
+        let lease = c.lease_grant(600, None).await.expect("lease").id();
+        let opts = || Some(etcd_client::PutOptions::new().with_lease(lease));
+        let big = format!("/election/big/{lease:x}");
+        c.put(big, huge.clone(), opts()).await.expect("put big");
+        let odd = [
+            &b"/election/caf\xe9\xff/"[..],
+            format!("{lease:x}").as_bytes(),
+        ]
+        .concat();
+        c.put(odd, &b"node-\xe9\xff"[..], opts())
+            .await
+            .expect("put odd");
+    });
+    let home = common::scratch::tempdir();
+    let a = ["--etcd", &etcd.endpoint()];
+    let text = table(home.path(), &a);
+    assert!(text.len() < 4_000, "{} bytes of table", text.len());
+    assert!(text.contains("…(1400000 chars)"), "{text}");
+    let s = common::electop::status_json(home.path(), &a);
+    let by = |n: &str| {
+        s["elections"]
+            .as_array()
+            .and_then(|es| es.iter().find(|e| e["name"] == n))
+            .unwrap_or_else(|| panic!("{n} in {s}"))
+            .clone()
+    };
+    let big = by("/election/big");
+    assert_eq!(big["leader"]["id"].as_str().map(str::len), Some(1_400_000));
+    assert!(big.get("name_base64").is_none(), "plain text has no base64");
+    let odd = by("/election/caf\\xe9\\xff");
+    let b64 = |v: &serde_json::Value| {
+        let text = v.as_str().unwrap_or_else(|| panic!("base64 in {odd}"));
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .expect("base64")
+    };
+    assert_eq!(b64(&odd["name_base64"]), b"/election/caf\xe9\xff");
+    assert_eq!(b64(&odd["leader"]["id_base64"]), b"node-\xe9\xff");
+    assert_eq!(odd["leader"]["id"], "node-\\xe9\\xff", "the old field kept");
+    assert!(b64(&odd["leader"]["key_base64"]).starts_with(b"/election/caf\xe9\xff/"));
+
+    // Redis cut its tokens at 256 characters in the JSON too, and the table at none.
+    let redis = common::redis::RedisServer::start("", None);
+    let token = "t".repeat(10_000);
+    redis.cli(&["SET", "lock:big", &token, "EX", "600"]);
+    let a = ["--redis", &redis.url(), "--prefix", "lock:*"];
+    let text = table(home.path(), &a);
+    assert!(
+        text.contains("…(10000 chars)") && text.len() < 2_000,
+        "{text}"
+    );
+    let s = common::electop::status_json(home.path(), &a);
+    assert_eq!(s["elections"][0]["leader"]["id"], token.as_str());
 }

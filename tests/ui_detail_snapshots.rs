@@ -157,6 +157,32 @@ fn history_causes_are_never_cut() {
     insta::assert_snapshot!(render(&mut app, 80, 24));
 }
 
+/// Two workers' ids that differ only at their end (kazoo's `host:pid`): the history pane
+/// cuts them in the middle, so the pids that tell them apart stay.
+#[test]
+fn history_names_cut_keep_their_ends() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/e/", Scheme::EtcdElection)], now, wall());
+    let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
+    let a = "worker-a.eu-west-1.internal:10234";
+    let b = "worker-b.eu-west-1.internal:10297";
+    let c = candidate(a, "/e/jobs/1", Some(1), 5, now);
+    e.leader = Some(c.clone());
+    e.candidates = vec![c];
+    e.record(change(60, None, Some(b), Cause::Elected), 10);
+    e.record(change(10, Some(b), Some(a), Cause::LeaseExpired), 10);
+    load(&mut app, 0, vec![e]);
+    let text = render(&mut app, 80, 24);
+    let line = text
+        .lines()
+        .find(|l| l.contains(" → worke"))
+        .unwrap_or_else(|| panic!("the change:\n{text}"));
+    assert!(
+        line.contains("0297 → ") && line.contains("0234│"),
+        "both pids:\n{text}"
+    );
+}
+
 /// An etcd lease key: a long key, a value that is the leader's id, a lease and its TTL.
 #[test]
 fn detail_of_a_lease_key() {

@@ -64,7 +64,7 @@ pub(super) const SERVE_LONG: &str = "Examples:
 
 pub(super) const STATUS: &str = concat!(
     "Examples:
-  electop status                          aligned table (never cut when piped)
+  electop status                          aligned table (not cut when piped)
   electop status -o json | jq '.elections[] | select(.leader == null) | .name'
   electop --sql sqlite://elections.db --scheme sql-lease status
 
@@ -74,7 +74,7 @@ Exit codes: 0 all sources read; 3 some; 1 none; 2 a usage or config mistake.
 );
 
 pub(super) const STATUS_LONG: &str = "Examples:
-  electop status                          aligned table (never cut when piped)
+  electop status                          aligned table (not cut when piped)
   electop status -o wide                  also the scheme and the leader's key
   electop status -o json | jq '.elections[] | select(.leader == null) | .name'
   electop --sql sqlite://elections.db --scheme sql-lease status

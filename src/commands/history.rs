@@ -61,6 +61,9 @@ pub(super) async fn run(
     if snap.unread.len() == app.sources.len() {
         return Ok(ExitCode::FAILURE);
     }
+    // Before any error about the election: a notice may be why it is not there (an empty
+    // prefix, a store that holds no keys).
+    super::status::print_notices(&app, crate::cli::OutputFormat::Json);
     let keys = match output::history::select(&app, ask.election.as_deref()) {
         Ok(keys) => keys,
         Err(why) if snap.unread.is_empty() => return Err(Usage(why).into()),
@@ -69,7 +72,6 @@ pub(super) async fn run(
             return Ok(ExitCode::FAILURE);
         }
     };
-    super::status::print_notices(&app, crate::cli::OutputFormat::Json);
     let doc = output::history::document(&app, &keys, (since, until), SystemTime::now());
     print(&doc, ask.json)?;
     Ok(match snap.unread.is_empty() {

@@ -41,6 +41,38 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
     out
 }
 
+/// The bytes [`escape_bytes`] made `shown` from; `None` for text it cannot have made (a
+/// cut value, a stray backslash).
+pub fn unescape(shown: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(shown.len());
+    let mut rest = shown;
+    while let Some(at) = rest.find('\\') {
+        out.extend_from_slice(&rest.as_bytes()[..at]);
+        let after = &rest[at + 1..];
+        let (byte_or_char, used) = match after.as_bytes().first()? {
+            b'\\' => (Ok(b'\\'), 1),
+            b'n' => (Ok(b'\n'), 1),
+            b't' => (Ok(b'\t'), 1),
+            b'r' => (Ok(b'\r'), 1),
+            b'x' => (Ok(u8::from_str_radix(after.get(1..3)?, 16).ok()?), 3),
+            b'u' => {
+                let body = after.strip_prefix("u{")?;
+                let end = body.find('}')?;
+                let c = char::from_u32(u32::from_str_radix(&body[..end], 16).ok()?)?;
+                (Err(c), end + 3)
+            }
+            _ => return None,
+        };
+        match byte_or_char {
+            Ok(b) => out.push(b),
+            Err(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+        rest = &after[used..];
+    }
+    out.extend_from_slice(rest.as_bytes());
+    Some(out)
+}
+
 /// Control characters (Cc), format characters (Cf: U+202E RIGHT-TO-LEFT OVERRIDE and the
 /// other bidi controls, zero-width spaces and joiners, U+FEFF, U+00AD...), the line and
 /// paragraph separators (U+2028/2029, which a terminal may break a row on), and the Hangul
@@ -57,6 +89,20 @@ fn must_escape(c: char) -> bool {
                 | GeneralCategory::ParagraphSeparator
         )
         || matches!(c, '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}')
+}
+
+/// The most of a key or value a person is shown in text output (`status`'s table, `watch`,
+/// `history`): a leader value may be megabytes. JSON keeps it whole.
+pub const SHOWN_MAX: usize = 256;
+
+/// `s` as a person's text output shows it: whole up to [`SHOWN_MAX`] characters, else cut
+/// with its full length said.
+pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    // A byte count under the limit is a character count under it: no count for most ids.
+    match s.len() <= SHOWN_MAX || s.chars().count() <= SHOWN_MAX {
+        true => std::borrow::Cow::Borrowed(s),
+        false => std::borrow::Cow::Owned(truncate_display(s, SHOWN_MAX)),
+    }
 }
 
 /// Cuts `s` to at most `max` characters, marking the cut with `…` and the full length, so a
@@ -89,6 +135,22 @@ pub fn cut_display(s: &str, max: usize) -> String {
     out
 }
 
+/// Cuts `s` to at most `max` characters in its middle, keeping both ends, the start the
+/// longer: ids name a host at their start (`pg-primary-2.internal…`) and often a process at
+/// their end (`worker-b:10234`, a pod's random suffix).
+pub fn cut_middle(s: &str, max: usize) -> String {
+    let count = s.chars().count();
+    if count <= max {
+        return s.to_string();
+    }
+    let keep = max.saturating_sub(1);
+    let tail = keep * 2 / 5;
+    let mut out: String = s.chars().take(keep - tail).collect();
+    out.push('…');
+    out.extend(s.chars().skip(count - tail));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +164,27 @@ mod tests {
     fn invalid_utf8_and_controls_are_escaped() {
         assert_eq!(escape_bytes(b"a\xffb\x1b[2J\\"), "a\\xffb\\u{1b}[2J\\\\");
         assert_eq!(escape_bytes(b"line\nnext"), "line\\nnext");
+    }
+
+    #[test]
+    fn what_is_escaped_is_unescaped_to_the_same_bytes() {
+        for raw in [
+            &b"caf\xe9\xff"[..],
+            b"a\xffb\x1b[2J\\",
+            b"line\nnext\t\r",
+            "leader\u{202e}1-edon\u{202c}".as_bytes(),
+            b"plain",
+            b"",
+        ] {
+            assert_eq!(
+                unescape(&escape_bytes(raw)).as_deref(),
+                Some(raw),
+                "{raw:?}"
+            );
+        }
+        for not_made in ["a\\", "a\\q", "a\\x4", "a\\u{110000}", "a\\u{41"] {
+            assert_eq!(unescape(not_made), None, "{not_made}");
+        }
     }
 
     #[test]
@@ -156,6 +239,26 @@ mod tests {
         assert!(cut.ends_with("…(1000 chars)"), "{cut}");
         assert_eq!(truncate_display("short", 20), "short");
         assert_eq!(truncate_display(&long, 3).chars().count(), 3);
+    }
+
+    #[test]
+    fn text_output_cuts_a_huge_value_and_says_how_long_it_was() {
+        let huge = "v".repeat(1_400_000);
+        let cut = shown(&huge);
+        assert_eq!(cut.chars().count(), SHOWN_MAX);
+        assert!(cut.ends_with("…(1400000 chars)"), "{cut}");
+        let ok = "ü".repeat(SHOWN_MAX);
+        assert_eq!(shown(&ok), ok, "256 characters in more bytes are whole");
+    }
+
+    #[test]
+    fn a_cut_in_the_middle_keeps_both_ends() {
+        assert_eq!(cut_middle("worker-b:10234", 12), "worker-…0234");
+        assert_eq!(cut_middle("worker-b:10234", 14), "worker-b:10234");
+        let host = "pg-primary-2.internal.example.com";
+        assert_eq!(cut_middle(host, 22), "pg-primary-2.…mple.com");
+        assert_eq!(cut_middle("ab", 1), "…");
+        assert_eq!(cut_middle("ünïcödé", 4), "ünï…");
     }
 
     #[test]

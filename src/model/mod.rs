@@ -18,7 +18,9 @@ pub use election::{
     Candidate, Cause, Deadline, Election, History, HistoryEntry, MemberInfo, Note, Scheme,
     SessionCheck, SourceId,
 };
-pub use escape::{cut_display, escape_bytes, truncate_display};
+pub use escape::{
+    SHOWN_MAX, cut_display, cut_middle, escape_bytes, shown, truncate_display, unescape,
+};
 pub use event::{
     ConnState, Event, EventKind, HistoryGap, MemberStatus, SourceEvent, SourceInfo, SourceNotice,
 };

@@ -216,13 +216,15 @@ fn block(out: &mut String, e: &ElectionHistory<'_>) {
     {
         let _ = writeln!(
             out,
-            "  before {}: {who} led, since when is not known",
-            at(from)
+            "  before {}: {} led, since when is not known",
+            at(from),
+            crate::model::shown(who)
         );
     }
     if tl.known_from.is_none()
         && let Some(who) = &tl.led_before
     {
+        let who = crate::model::shown(who);
         let _ = writeln!(out, "  {who} leads, since before any change electop knows");
     }
     marks(out, e, &at);
@@ -248,7 +250,7 @@ fn row(s: &Segment, at: &dyn Fn(SystemTime) -> String) -> [String; 7] {
                 .map(|by| format!("forced by {by}"))
                 .unwrap_or_default();
             [
-                t.holder.clone(),
+                crate::model::shown(&t.holder).into_owned(),
                 at(t.start),
                 if t.ongoing { "now".into() } else { at(t.end) },
                 dur(t.duration_ms),

@@ -187,6 +187,10 @@ pub(crate) struct OwnSessionJson<'a> {
 #[derive(Serialize)]
 pub(crate) struct ElectionJson<'a> {
     pub name: &'a str,
+    /// A name with bytes that are not printable UTF-8 (`name` shows them as `\xNN`): its
+    /// raw bytes in base64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_base64: Option<String>,
     pub scheme: Scheme,
     pub source: &'a str,
     /// The source's handle, as `sources[].id`, the table and `watch` name it (`etcd1`).
@@ -231,6 +235,11 @@ pub(crate) struct ElectionJson<'a> {
 pub(crate) struct HolderJson<'a> {
     pub id: &'a str,
     pub key: &'a str,
+    /// `id` and `key` in base64, where they hold bytes that are not printable UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_base64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_base64: Option<String>,
     /// etcd: the lease id (0: none). Absent for SQL rows. Kept as a number for the
     /// scripts that read it, though most JSON readers (jq, JavaScript) round it above 2^53.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -279,12 +288,25 @@ pub(crate) struct HistoryJson<'a> {
     pub by: Option<&'a str>,
 }
 
+/// The raw bytes behind text that escapes some (`\xNN`, `\u{…}`), in base64, for a script
+/// that needs them exactly; `None` for plain text, which is its own bytes.
+pub(crate) fn base64_of(shown: &str) -> Option<String> {
+    use base64::Engine as _;
+    if !shown.contains('\\') {
+        return None;
+    }
+    let raw = crate::model::unescape(shown)?;
+    Some(base64::engine::general_purpose::STANDARD.encode(raw))
+}
+
 fn holder(c: &Candidate, now: Instant, scheme: crate::model::Scheme) -> HolderJson<'_> {
     // A session lock's stamp is its session's start, not a deadline.
     let session = scheme.is_session_lock();
     HolderJson {
         id: &c.id,
         key: &c.key,
+        id_base64: base64_of(&c.id),
+        key_base64: base64_of(&c.key),
         lease: c.lease,
         lease_hex: c.lease.map(|l| format!("{l:x}")),
         ttl_ms: if c.zombie() {
@@ -323,6 +345,7 @@ pub(crate) fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> El
         alarms: Vec::new(),
         changes_per_min: 0.0,
         name: &e.name,
+        name_base64: base64_of(&e.name),
         scheme: e.scheme,
         source,
         source_id: "",

@@ -1,5 +1,6 @@
-//! `electop status` as an aligned table for people. Piped, nothing is ever cut; on a
-//! terminal, the name columns give way so a line fits the width (`-o wide` never cuts).
+//! `electop status` as an aligned table for people. Piped, nothing is cut but a cell over
+//! 256 characters (a megabyte leader value; the JSON has it whole); on a terminal, the name
+//! columns give way so a line fits the width (`-o wide` cuts only the long cells).
 
 use ratatui::text::Span;
 
@@ -81,7 +82,15 @@ fn cells(model: &ReadModel, row: &Listed<'_>, wide: bool) -> Cells {
                 .unwrap_or_else(|| "-".into()),
         );
     }
-    c
+    c.into_iter().map(cut_long).collect()
+}
+
+/// A cell over [`crate::model::SHOWN_MAX`] characters, cut as all text output cuts it.
+fn cut_long(cell: String) -> String {
+    match crate::model::shown(&cell) {
+        std::borrow::Cow::Borrowed(_) => cell,
+        std::borrow::Cow::Owned(cut) => cut,
+    }
 }
 
 fn width(s: &str) -> usize {
@@ -94,7 +103,7 @@ fn width(s: &str) -> usize {
 }
 
 /// The table as text. `fit`: the terminal's width, which the ELECTION and LEADER columns
-/// shrink to meet; `None` (piped, or `-o wide`) never cuts.
+/// shrink to meet; `None` (piped, or `-o wide`) cuts only cells over 256 characters.
 /// Elections in triage order, as the dashboard opens.
 pub(crate) fn render(model: &ReadModel, wide: bool, fit: Option<usize>) -> String {
     let head: Cells = columns(wide).iter().map(|s| s.to_string()).collect();

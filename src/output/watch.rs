@@ -33,13 +33,24 @@ struct EventJson<'a> {
     #[serde(flatten)]
     event: &'a Event,
     source_id: &'a str,
+    /// The election and the holders in base64, where their text escapes bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    election_base64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from_base64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    to_base64: Option<String>,
 }
 
 /// `e` as one line of `watch --json` (and `serve`'s `/api/v1/events`).
 pub(crate) fn json(e: &Event, source_id: &str) -> serde_json::Result<String> {
+    let raw = |s: &Option<String>| s.as_deref().and_then(super::base64_of);
     serde_json::to_string(&EventJson {
         event: e,
         source_id,
+        election_base64: raw(&e.election),
+        from_base64: raw(&e.from),
+        to_base64: raw(&e.to),
     })
 }
 
@@ -86,7 +97,10 @@ pub(crate) fn line(e: &Event, source: &str, ttl_ms: Option<i64>, offset: UtcOffs
         Some(at) => clock::clock_ms(at, offset),
         None => "replayed    ".to_string(),
     };
-    let who = |x: &Option<String>| x.clone().unwrap_or_else(|| "none".into());
+    let who = |x: &Option<String>| {
+        x.as_deref()
+            .map_or_else(|| "none".into(), |id| crate::model::shown(id).into_owned())
+    };
     let what = match e.kind {
         EventKind::LeaderElected | EventKind::LeaderChanged | EventKind::LeaderLost => {
             format!("leader {} → {}", who(&e.from), who(&e.to))

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 use super::theme;
 use crate::app::{App, Focus};
 use crate::model::format;
-use crate::model::{Election, HistoryEntry, HistoryGap, cut_display, time};
+use crate::model::{Election, HistoryEntry, HistoryGap, cut_display, cut_middle, time};
 
 pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let Some(e) = app.selected_election() else {
@@ -400,8 +400,9 @@ pub(super) fn history_lines(h: &crate::model::HistoryEntry, width: usize) -> Vec
     };
     let mut first = vec![
         Span::styled(format!("{when:>8} "), theme::dim()),
-        Span::raw(format!("{} → ", cut_display(&from, fw))),
-        Span::styled(cut_display(&to, tw), to_style),
+        // Cut in the middle: two workers' ids often differ only at their end (the pid).
+        Span::raw(format!("{} → ", cut_middle(&from, fw))),
+        Span::styled(cut_middle(&to, tw), to_style),
     ];
     let cause = Span::styled(format!(" {cause}"), theme::dim());
     if own_line {

@@ -59,7 +59,7 @@ pub(crate) async fn execute(cfg: &RedisSource, req: &AdminRequest, timeout: Dura
         Ok(Some(v)) => format!(
             "{} is held by {} already",
             key.shown,
-            truncate_display(&escape_bytes(&v), 256)
+            truncate_display(&escape_bytes(&v), crate::model::SHOWN_MAX)
         ),
         Err(e) => format!("it could not be read back: {e}"),
     };

@@ -54,7 +54,7 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
             // The token compared, not the holder's name (an electop node's id).
             shown: crate::model::truncate_display(
                 &crate::model::escape_bytes(&leader.raw_id),
-                super::token::SHOWN_MAX,
+                crate::model::SHOWN_MAX,
             ),
         }],
         then: None,

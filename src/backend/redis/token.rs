@@ -7,13 +7,11 @@
 
 use std::io::Read;
 
-use crate::model::{escape_bytes, truncate_display};
+use crate::model::escape_bytes;
 
 const MARK: &str = "electop-node:";
 /// Hex digits of the random part.
 const RANDOM_HEX: usize = 16;
-/// A token longer than this is cut on screen (its bytes are kept whole for compares).
-pub(crate) const SHOWN_MAX: usize = 256;
 
 /// A fresh token for participant `id`: its id and 64 random bits.
 pub(crate) fn for_node(id: &str) -> std::io::Result<String> {
@@ -35,10 +33,10 @@ fn node_id(token: &[u8]) -> Option<&[u8]> {
     (hex && !id.is_empty()).then_some(id)
 }
 
-/// The holder a token names, for the screen: an `electop node`'s id, else the token itself,
-/// escaped and cut.
+/// The holder a token names: an `electop node`'s id, else the token itself, escaped (whole,
+/// as the JSON gives it; text output cuts a long one).
 pub(crate) fn holder(token: &[u8]) -> String {
-    truncate_display(&escape_bytes(node_id(token).unwrap_or(token)), SHOWN_MAX)
+    escape_bytes(node_id(token).unwrap_or(token))
 }
 
 #[cfg(test)]
