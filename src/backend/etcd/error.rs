@@ -205,6 +205,21 @@ fn tls_in_chain(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     None
 }
 
+/// An error of an etcd call, with whatever context it was given, in words: the client's own
+/// text would say `h2 protocol error: error reading a body from connection` for an etcd
+/// that went away.
+pub(crate) fn in_words(e: &anyhow::Error) -> String {
+    let mut parts = Vec::new();
+    for cause in e.chain() {
+        if let Some(c) = cause.downcast_ref::<etcd_client::Error>() {
+            parts.push(describe(c));
+            break;
+        }
+        parts.push(cause.to_string());
+    }
+    parts.join(": ")
+}
+
 /// In words: the common network failures by their io error kind, the server's own message
 /// for a gRPC status, and the whole source chain only for the rest.
 fn describe(e: &etcd_client::Error) -> String {

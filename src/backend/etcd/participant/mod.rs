@@ -60,7 +60,7 @@ async fn sessions(
             }
             Err(e) => {
                 report.believe(Belief::NoContact {
-                    error: format!("{e:#}"),
+                    error: super::error::in_words(&e),
                 });
                 tokio::select! {
                     _ = tokio::time::sleep(t.retry) => {}
