@@ -252,6 +252,15 @@ impl Scheme {
         self.store() == StoreKind::Zookeeper
     }
 
+    /// A change's place in the store's own order as the store's tools print it: etcd's
+    /// revision, ZooKeeper's zxid (every ZooKeeper scheme: Kafka's and Hadoop's too).
+    pub fn revision_text(self, revision: i64) -> String {
+        match self.store() {
+            StoreKind::Zookeeper => format!("zxid 0x{:x}", revision as u64),
+            _ => format!("rev {revision}"),
+        }
+    }
+
     /// Rows of a SQL table (lease or heartbeat).
     pub fn is_sql(self) -> bool {
         self.store() == StoreKind::Sql && self.facts().held == Held::Term
@@ -288,6 +297,16 @@ impl std::fmt::Display for Scheme {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_zookeeper_scheme_counts_in_zxids() {
+        for s in Scheme::ALL {
+            let text = s.revision_text(0x1_0000_002a);
+            let zxid = text == "zxid 0x10000002a";
+            assert_eq!(zxid, s.is_zookeeper(), "{s}: {text}");
+            assert!(zxid || text == "rev 4294967338", "{s}: {text}");
+        }
+    }
 
     /// The table is in the enum's order, and each name reads back as its scheme.
     #[test]

@@ -168,7 +168,10 @@ fn write_line(out: &mut String, row: &[String], cell_widths: &[usize], widths: &
 pub(crate) fn notes(model: &ReadModel) -> String {
     let mut out = String::new();
     for s in &model.sources {
-        if s.info.scheme == Some(crate::model::Scheme::ZkRecipe) {
+        if s.info
+            .scheme
+            .is_some_and(crate::model::Scheme::is_zookeeper)
+        {
             zk_lines(s, &mut out);
         }
     }
@@ -275,6 +278,26 @@ mod tests {
         model.settle();
         let _ = Duration::ZERO;
         model
+    }
+
+    /// Kafka's and Hadoop's ZooKeeper sources keep no history either: the note says so.
+    #[test]
+    fn every_zookeeper_source_notes_that_zookeeper_keeps_no_history() {
+        for scheme in [Scheme::KafkaZk, Scheme::HadoopHa, Scheme::ZkRecipe] {
+            let mut info = SourceInfo::test_etcd();
+            info.store = crate::model::StoreKind::Zookeeper;
+            info.scheme = Some(scheme);
+            let mut model = ReadModel::new(vec![info], Instant::now(), SystemTime::UNIX_EPOCH);
+            model.apply(SourceEvent::Session {
+                source: 0,
+                id: "0x1".into(),
+                timeout: Duration::from_secs(10),
+                history_since: SystemTime::UNIX_EPOCH,
+                gaps: Vec::new(),
+            });
+            let text = notes(&model);
+            assert!(text.contains("ZooKeeper keeps none"), "{scheme}: {text}");
+        }
     }
 
     #[test]

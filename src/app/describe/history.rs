@@ -45,13 +45,10 @@ pub(super) fn history(app: &App, e: &Election) -> Vec<DLine> {
             Some(at) => clock(at),
             None => "replayed".into(),
         };
-        let rev = match h.revision {
-            Some(z) if e.scheme == crate::model::Scheme::ZkRecipe => {
-                format!(" zxid 0x{:x}", z as u64)
-            }
-            Some(r) => format!(" rev {r}"),
-            None => String::new(),
-        };
+        let rev = h
+            .revision
+            .map(|r| format!(" {}", e.scheme.revision_text(r)))
+            .unwrap_or_default();
         let by =
             h.by.as_ref()
                 .map(|b| format!(" by {b}"))

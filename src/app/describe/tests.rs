@@ -199,3 +199,28 @@ fn each_cause_in_the_history_is_explained_once() {
     }
     assert_eq!(len(&app, &e, 100), lines(&app, &e, 100).len());
 }
+
+/// Kafka's and Hadoop's elections live in ZooKeeper too: their changes carry a zxid, which
+/// the history says as ZooKeeper does, not as an etcd revision.
+#[test]
+fn a_kafka_or_hadoop_change_is_stamped_with_its_zxid() {
+    for scheme in [Scheme::KafkaZk, Scheme::HadoopHa, Scheme::ZkRecipe] {
+        let mut e = Election::new(0, "controller".into(), scheme);
+        e.leader = Some(holder("broker-1", "/controller"));
+        e.record(
+            crate::model::HistoryEntry {
+                at: Some(SystemTime::now()),
+                revision: Some(0x1_0000_002a),
+                from: None,
+                to: Some("broker-1".into()),
+                cause: crate::model::Cause::Elected,
+                by: None,
+            },
+            10,
+        );
+        let app = app_with(e.clone());
+        let all = text(&lines(&app, &e, 100));
+        assert!(all.contains("zxid 0x10000002a"), "{scheme}:\n{all}");
+        assert!(!all.contains("rev 4294967338"), "{scheme}:\n{all}");
+    }
+}
