@@ -4,6 +4,7 @@
 //! The loop below is the only writer of the observed state; HTTP handlers only read it.
 
 pub(crate) mod auth;
+mod exposition;
 mod http;
 mod metrics;
 mod observer;

@@ -1,8 +1,8 @@
 //! Every election's series on `/metrics`, written fast enough for 10,000 elections a scrape.
 //!
-//! `prometheus-client` writes each family's HELP and TYPE lines and each election's label
-//! set (with the registry's `context`), once: the families when the first scrape comes, an
-//! election's labels when it first appears. A scrape then writes, per sample, the family's
+//! Each family's HELP and TYPE lines and each election's label set (with the `context`) are
+//! made once: the families when the first scrape comes, an election's labels when it first
+//! appears. A scrape then writes, per sample, the family's
 //! name, the election's kept labels and the number. The numbers are worked out at each
 //! scrape (a lease's time left moves with the clock alone); the labels are what made a
 //! sample cost half a microsecond (built, escaped and copied again for every family).
@@ -10,30 +10,13 @@
 //! when it changes, so a new holder replaces the old series; an election gone from the
 //! model loses its labels at the next scrape.
 
-use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::registry::Registry;
-
+use super::exposition::{Format, Head, Kind, Num, Writer, labels, with_label};
 use super::observer::{Observed, Tally};
-use super::sink::{Num, Sink, Writer};
 use crate::model::Election;
 use crate::state::Key;
 use crate::state::alarm::Alarm;
-
-/// The two text formats a scrape may ask for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Format {
-    /// Prometheus's classic text format (0.0.4): `promtool check metrics`, curl.
-    Text,
-    /// OpenMetrics 1.0, which Prometheus asks for.
-    OpenMetrics,
-}
 
 /// What an election's numbers are worked out from at a scrape.
 pub(crate) struct Row<'a> {
@@ -134,16 +117,8 @@ pub(crate) fn flag(b: bool) -> f64 {
     f64::from(u8::from(b))
 }
 
-/// One family as `prometheus-client` writes it in one format: the HELP and TYPE lines, and
-/// the name each sample starts with (`_total` on a counter).
-#[derive(Clone, Debug, Default)]
-struct Head {
-    lines: String,
-    sample: String,
-}
-
-/// An election's label sets, as `prometheus-client` writes them (`{context=...,source=...,
-/// election=...,scheme=...}`), the same in both formats.
+/// An election's label sets (`{context=...,source=...,election=...,scheme=...}`), the same
+/// in both formats.
 #[derive(Clone, Debug)]
 struct Labels {
     base: Box<str>,
@@ -204,9 +179,8 @@ pub(crate) struct Series {
     heads: Option<[Vec<Head>; 2]>,
     /// Each election's labels, in the model's order (its elections are a sorted map).
     labels: Vec<(Key, Labels)>,
-    /// Writes one sample with the labels in `slot` (and the registry's `context`).
-    probe: Registry,
-    slot: Arc<Mutex<Vec<(&'static str, String)>>>,
+    /// On every series when a context was chosen.
+    context: Option<String>,
     /// How large the last scrape was, and the last gzipped one: the next one's buffer is
     /// made that size at once.
     pub(crate) last_len: usize,
@@ -219,15 +193,10 @@ pub(crate) struct Series {
 
 impl Series {
     pub(crate) fn new(context: Option<String>) -> Series {
-        let slot = Arc::new(Mutex::new(Vec::new()));
-        let labels = context.map(|c| (Cow::Borrowed("context"), Cow::Owned(c)));
-        let mut probe = Registry::with_labels(labels.into_iter());
-        probe.register_collector(Box::new(Probe(Arc::clone(&slot))));
         Series {
             heads: None,
             labels: Vec::new(),
-            probe,
-            slot,
+            context,
             last_len: 0,
             last_gzip_len: 0,
             made: 0,
@@ -235,35 +204,19 @@ impl Series {
         }
     }
 
-    /// Writes every election's series in `format` onto `out`, handing it to `sink` each
-    /// time it holds [`CHUNK`](super::sink::CHUNK) bytes or more and at each family's end
-    /// (a gzip scrape compresses it then and empties it, so the text is never whole in
-    /// memory; a plain one leaves it).
-    pub(crate) fn write(
-        &mut self,
-        o: &Observed,
-        format: Format,
-        out: &mut String,
-        sink: &mut dyn Sink,
-    ) {
+    /// Writes every election's series in `format` with `w`.
+    pub(crate) fn write(&mut self, o: &Observed, format: Format, w: &mut Writer<'_>) {
         if self.heads.is_none() {
             self.heads = Some([heads(Format::Text), heads(Format::OpenMetrics)]);
         }
         let rows = self.rows(o);
         let heads = &self.heads.as_ref().expect("made above")[format as usize];
-        let mut w = Writer {
-            out,
-            sink,
-            n: itoa::Buffer::new(),
-            f: dtoa::Buffer::new(),
-        };
         for (family, head) in heads.iter().enumerate() {
-            w.out.push_str(&head.lines);
+            w.head(head);
             self.each(family, &rows, &mut |labels, v| {
                 w.sample(&head.sample, labels, v)
             });
         }
-        w.flush();
     }
 
     /// Each election's numbers, worked out once rather than once a family: a family's pass
@@ -381,115 +334,33 @@ impl Series {
         tallies
     }
 
-    /// The election's labels as `prometheus-client` writes them.
+    /// The election's labels.
     fn base_labels(&mut self, o: &Observed, key: &Key, e: &Election) -> Box<str> {
-        let source = o.model.sources.get(key.0).map(|s| s.info.short.clone());
-        *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = vec![
-            ("source", source.unwrap_or_default()),
-            ("election", e.name.clone()),
-            ("scheme", e.scheme.as_str().to_string()),
-        ];
+        let source = o.model.sources.get(key.0).map(|s| s.info.short.as_str());
         self.made += 1;
-        let mut text = String::new();
-        // Writing to a String cannot fail; a probe that wrote nothing gives empty labels.
-        let _ = prometheus_client::encoding::text::encode_registry(&mut text, &self.probe);
-        let line = text.lines().find(|l| !l.starts_with('#')).unwrap_or("");
-        let labels = line.rsplit_once(' ').map_or("", |(named, _)| named);
-        labels[labels.find('{').unwrap_or(labels.len())..].into()
-    }
-}
-
-/// The election's labels with one more, last, as `prometheus-client` adds a family's own
-/// labels after the registry's: its escaping (`\`, `"` and newline) on the value.
-fn with_label(base: &str, name: &str, value: &str) -> Box<str> {
-    let open = base.strip_suffix('}').unwrap_or(base);
-    let mut s = String::with_capacity(base.len() + name.len() + value.len() + 5);
-    s.push_str(if open.is_empty() { "{" } else { open });
-    if !open.is_empty() {
-        s.push(',');
-    }
-    s.push_str(name);
-    s.push_str("=\"");
-    for c in value.chars() {
-        match c {
-            '\\' => s.push_str("\\\\"),
-            '"' => s.push_str("\\\""),
-            '\n' => s.push_str("\\n"),
-            c => s.push(c),
-        }
-    }
-    s.push_str("\"}");
-    s.into()
-}
-
-/// Every election family's head in `format`, written by `prometheus-client`.
-fn heads(format: Format) -> Vec<Head> {
-    let mut r = Registry::default();
-    r.register_collector(Box::new(Families));
-    let mut text = String::new();
-    // Writing to a String cannot fail.
-    let _ = match format {
-        Format::Text => prometheus_client::encoding::prometheus_text::encode(&mut text, &r),
-        Format::OpenMetrics => prometheus_client::encoding::text::encode_registry(&mut text, &r),
-    };
-    let mut out = Vec::new();
-    let mut head = Head::default();
-    for line in text.lines() {
-        if line.starts_with('#') {
-            head.lines.push_str(line);
-            head.lines.push('\n');
-        } else {
-            head.sample = line[..line.find('{').unwrap_or(0)].to_string();
-            out.push(std::mem::take(&mut head));
-        }
-    }
-    out
-}
-
-/// Every election family with one sample, `{x="y"}`, to learn the heads and names from.
-#[derive(Debug)]
-struct Families;
-
-impl Collector for Families {
-    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let labels = [("x", "y")];
-        let gauges = ELECTION_GAUGES
-            .iter()
-            .map(|(n, h, _)| (*n, *h, MetricType::Gauge));
-        let rest = [
-            (INFO.0, INFO.1, MetricType::Gauge),
-            (CHANGES.0, CHANGES.1, MetricType::Counter),
-            (LEADERLESS.0, LEADERLESS.1, MetricType::Counter),
+        let pairs = [
+            ("source", source.unwrap_or_default()),
+            ("election", e.name.as_str()),
+            ("scheme", e.scheme.as_str()),
         ];
-        for (name, help, kind) in gauges.chain(rest) {
-            let mut m = enc.encode_descriptor(name, help, None, kind)?;
-            let m = m.encode_family(&labels)?;
-            match kind {
-                MetricType::Counter => {
-                    prometheus_client::metrics::counter::ConstCounter::new(0u64).encode(m)?
-                }
-                _ => ConstGauge::new(0i64).encode(m)?,
-            }
-        }
-        Ok(())
+        labels(self.context.as_deref(), &pairs).into()
     }
 }
 
-/// One gauge sample with the labels in the slot.
-struct Probe(Arc<Mutex<Vec<(&'static str, String)>>>);
-
-impl std::fmt::Debug for Probe {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Probe")
-    }
-}
-
-impl Collector for Probe {
-    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let labels = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut m = enc.encode_descriptor("p", "p", None, MetricType::Gauge)?;
-        ConstGauge::new(0i64).encode(m.encode_family(&labels)?)
-    }
+/// Every election family's head in `format`, in the order they are written.
+fn heads(format: Format) -> Vec<Head> {
+    let gauges = ELECTION_GAUGES
+        .iter()
+        .map(|(n, h, _)| (*n, *h, Kind::Gauge));
+    let rest = [
+        (INFO.0, INFO.1, Kind::Gauge),
+        (CHANGES.0, CHANGES.1, Kind::Counter),
+        (LEADERLESS.0, LEADERLESS.1, Kind::Counter),
+    ];
+    gauges
+        .chain(rest)
+        .map(|(name, help, kind)| Head::new(format, name, help, kind))
+        .collect()
 }
 
 #[cfg(test)]

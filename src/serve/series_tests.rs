@@ -1,6 +1,13 @@
 use std::time::{Duration, Instant, SystemTime};
 
+use std::borrow::Cow;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
 
 use super::*;
 use crate::model::{Candidate, ConnState, Deadline, Scheme, SourceEvent, SourceInfo};
@@ -88,7 +95,10 @@ fn varied() -> Observed {
 
 fn write(s: &mut Series, o: &Observed, format: Format) -> String {
     let mut out = String::new();
-    s.write(o, format, &mut out, &mut crate::serve::sink::Whole);
+    let mut whole = crate::serve::sink::Whole;
+    let mut w = Writer::new(&mut out, &mut whole);
+    s.write(o, format, &mut w);
+    w.flush();
     out
 }
 
@@ -304,12 +314,8 @@ fn numbers_move_with_the_clock_without_new_labels() {
 #[test]
 fn numbers_are_written_as_dtoa_writes_them() {
     let mut out = String::new();
-    let mut w = Writer {
-        out: &mut out,
-        sink: &mut crate::serve::sink::Whole,
-        n: itoa::Buffer::new(),
-        f: dtoa::Buffer::new(),
-    };
+    let mut whole = crate::serve::sink::Whole;
+    let mut w = Writer::new(&mut out, &mut whole);
     let xs = [
         0.0,
         -0.0,
@@ -406,5 +412,106 @@ fn a_sources_store_label_is_its_own_store() {
                 .any(|l| l.starts_with("electop_source_up") && l.contains(&label)),
             "{label}\n{text}"
         );
+    }
+}
+
+/// The sources', the hooks' and the build's families as `prometheus-client`'s collector
+/// wrote them before the one writer.
+struct SourcesReference(&'static Observed);
+
+impl std::fmt::Debug for SourcesReference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SourcesReference")
+    }
+}
+
+impl Collector for SourcesReference {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        type L = Vec<(&'static str, String)>;
+        let o = self.0;
+        let labels = |s: &crate::state::SourceView| -> L {
+            vec![
+                ("source", s.info.short.clone()),
+                ("store", s.info.store.label().to_string()),
+            ]
+        };
+        for (name, help, value) in crate::serve::metrics::SOURCE_GAUGES {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for s in &o.model.sources {
+                if let Some(v) = value(s, o.model.now) {
+                    ConstGauge::new(v).encode(m.encode_family(&labels(s))?)?;
+                }
+            }
+        }
+        let mut m = enc.encode_descriptor(
+            "electop_source_errors",
+            "Times the source went down, by whether its error lasts (a refused password) or not.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (i, s) in o.model.sources.iter().enumerate() {
+            for (kind, n) in o.source_errors.get(i).into_iter().flatten() {
+                let mut l = labels(s);
+                l.push(("kind", kind.to_string()));
+                ConstCounter::new(*n).encode(m.encode_family(&l)?)?;
+            }
+        }
+        let mut m = enc.encode_descriptor(
+            "electop_hook_runs",
+            "Change hooks run, by hook and outcome (ok, failed, timeout, dropped).",
+            None,
+            MetricType::Counter,
+        )?;
+        let l: L = vec![("hook", "page".into()), ("outcome", "ok".into())];
+        ConstCounter::new(3u64).encode(m.encode_family(&l)?)?;
+        let mut m = enc.encode_descriptor(
+            "electop_build_info",
+            "The electop version serving these metrics.",
+            None,
+            MetricType::Gauge,
+        )?;
+        let version: L = vec![("version", env!("CARGO_PKG_VERSION").into())];
+        ConstGauge::new(1i64).encode(m.encode_family(&version)?)
+    }
+}
+
+/// A whole scrape is, byte for byte, what `prometheus-client` writes for the same series,
+/// in both formats, with and without a context: the elections' (as above) and then the
+/// sources', the hooks' and the build's, ending as each format ends.
+#[test]
+fn a_whole_scrape_is_what_prometheus_client_writes() {
+    use std::sync::{Arc, RwLock};
+    let mut o = varied();
+    o.apply(SourceEvent::Conn {
+        source: 0,
+        state: ConnState::Down {
+            error: "refused".into(),
+            retry_at: Instant::now(),
+            lasting: false,
+        },
+    });
+    let leaked: &'static Observed = Box::leak(Box::new(o.clone()));
+    let hooks = || Box::new(|| vec![("page", "ok", 3u64)]) as crate::serve::metrics::HookCounts;
+    for context in [None, Some("prod \"eu\"")] {
+        let m = crate::serve::metrics::Metrics::new(
+            Arc::new(RwLock::new(o.clone())),
+            hooks(),
+            context.map(String::from),
+        );
+        let labels = context.map(|c| (Cow::Borrowed("context"), Cow::Owned(c.to_string())));
+        let mut r = Registry::with_labels(labels.into_iter());
+        r.register_collector(Box::new(Reference(leaked)));
+        r.register_collector(Box::new(SourcesReference(leaked)));
+        for openmetrics in [false, true] {
+            let mut want = String::new();
+            match openmetrics {
+                false => prometheus_client::encoding::prometheus_text::encode(&mut want, &r),
+                true => prometheus_client::encoding::text::encode(&mut want, &r),
+            }
+            .expect("encode");
+            let ours = m.encode(openmetrics).expect("encode");
+            assert!(ours.contains("electop_source_errors"), "{ours}");
+            assert_eq!(ours, want, "openmetrics {openmetrics}, context {context:?}");
+        }
     }
 }

@@ -20,52 +20,6 @@ impl Sink for Whole {
     fn take(&mut self, _: &mut String) {}
 }
 
-/// A sample's number, as `prometheus-client` writes each kind.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Num {
-    F(f64),
-    U(u64),
-}
-
-/// The text being written and where it goes once it holds a [`CHUNK`].
-pub(crate) struct Writer<'a> {
-    pub(crate) out: &'a mut String,
-    pub(crate) sink: &'a mut dyn Sink,
-    pub(crate) n: itoa::Buffer,
-    pub(crate) f: dtoa::Buffer,
-}
-
-impl Writer<'_> {
-    /// One sample: the family's sample name, the kept labels and the number.
-    pub(crate) fn sample(&mut self, name: &str, labels: &str, v: Num) {
-        let out = &mut *self.out;
-        out.push_str(name);
-        out.push_str(labels);
-        out.push(' ');
-        match v {
-            // A whole number (a flag, a count, a term of whole seconds: most samples) as
-            // `dtoa` writes it, `1.0`, for a sixth of its cost.
-            Num::F(x)
-                if x.fract() == 0.0 && x.abs() < 1e15 && !(x == 0.0 && x.is_sign_negative()) =>
-            {
-                out.push_str(self.n.format(x as i64));
-                out.push_str(".0");
-            }
-            Num::F(x) => out.push_str(self.f.format(x)),
-            Num::U(x) => out.push_str(self.n.format(x)),
-        }
-        out.push('\n');
-        if out.len() >= CHUNK {
-            self.sink.take(out);
-        }
-    }
-
-    /// Hands on what was written so far.
-    pub(crate) fn flush(&mut self) {
-        self.sink.take(self.out);
-    }
-}
-
 /// A gzipped scrape: the text compressed a [`CHUNK`] at a time as it is written, by
 /// `flate2` at the level asked. Plain on purpose: keeping the compressed runs of unchanged
 /// families between scrapes saved little CPU for much code (docs/PERFORMANCE.md).
