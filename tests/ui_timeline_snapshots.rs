@@ -416,3 +416,36 @@ fn the_cursor_tells_the_deposed_holder_and_the_outage_at_200x50() {
         "{s}"
     );
 }
+
+/// Issue 43: at 5 minutes the axis lost every label for a second each minute, whenever the
+/// window began a fraction of a second after a round minute (a real clock, not this fixed
+/// one): the first tick was then the minute before the window and ended the labelling.
+#[test]
+fn the_axis_keeps_its_labels_whatever_the_fraction_of_a_second() {
+    let mut app = sample();
+    for zoom in 0..3 {
+        for (secs, ms) in [(0, 0), (20, 500), (20, 1), (80, 999), (620, 250)] {
+            let wall = wall() + Duration::from_secs(secs) + Duration::from_millis(ms);
+            let now = app.model.now;
+            app::update(&mut app, Msg::Tick { now, wall });
+            let s = render(&app, 80, 24);
+            let axis = s
+                .lines()
+                .find(|l| l.contains("│UTC "))
+                .unwrap_or_else(|| panic!("the axis:\n{s}"));
+            assert!(
+                axis.matches('┴').count() >= 3,
+                "zoom {zoom}, {secs}.{ms:03} s on: {axis}\n{s}"
+            );
+        }
+        keys(&mut app, &[Action::ZoomOut]);
+    }
+    // 11:07:00.5: the window opens at 11:02:00.5; its first label is 11:03.
+    keys(&mut app, &[Action::ZoomIn, Action::ZoomIn]);
+    let wall = wall() + Duration::from_millis(20_500);
+    let now = app.model.now;
+    app::update(&mut app, Msg::Tick { now, wall });
+    let s = render(&app, 80, 24);
+    let axis = s.lines().find(|l| l.contains("│UTC ")).unwrap_or_default();
+    assert!(axis.contains("┴11:03") && axis.contains("┴11:06"), "{axis}");
+}
