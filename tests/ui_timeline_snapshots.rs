@@ -449,3 +449,36 @@ fn the_axis_keeps_its_labels_whatever_the_fraction_of_a_second() {
     let axis = s.lines().find(|l| l.contains("│UTC ")).unwrap_or_default();
     assert!(axis.contains("┴11:03") && axis.contains("┴11:06"), "{axis}");
 }
+
+/// Issue 43: a stretch between two runs within one second read `┄ not watched from
+/// 22:18:36 to 22:18:36`, as if it had no length: such a stretch is told to the millisecond
+/// (here in the history pane; the timeline's cursor line says it with the same words).
+#[test]
+fn a_stretch_within_one_second_is_never_shown_without_its_length() {
+    let mut app = sample();
+    let gap = |from: SystemTime, ms: u64| electop::model::HistoryGap {
+        from,
+        to: from + Duration::from_millis(ms),
+        stop_recorded: true,
+    };
+    let short = ago(30) + Duration::from_millis(120);
+    let ev = SourceEvent::Session {
+        source: 0,
+        id: "0x1".into(),
+        timeout: Duration::from_secs(10),
+        history_since: ago(280),
+        gaps: vec![gap(ago(250), 20_000), gap(short, 750)],
+    };
+    app::update(&mut app, Msg::Source(ev));
+    keys(&mut app, &[Action::ToggleTimeline]);
+    let s = render(&app, 120, 30);
+    assert!(
+        s.contains("┄ not watched from 11:02:30 to 11:02:50"),
+        "a long one to the second:\n{s}"
+    );
+    assert!(
+        s.contains("┄ not watched from 11:06:10.120 to 11:06:10.870"),
+        "the short one to the millisecond:\n{s}"
+    );
+    assert!(!s.contains("from 11:06:10 to 11:06:10"), "{s}");
+}
