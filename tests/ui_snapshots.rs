@@ -567,6 +567,21 @@ fn members_overlay_shows_each_endpoint() {
     assert!(text.contains("DOWN"), "{text}");
     assert!(text.contains("1/3 members down"), "{text}");
     insta::assert_snapshot!(render(&app, 100, 24).backend());
+    // Issue 43: at 80 columns the endpoints were cut to `127.0.0` and the reason was only
+    // at the bottom: each endpoint is whole, and a DOWN member's reason is under its row.
+    let text = format!("{}", render(&app, 80, 24).backend());
+    let lines: Vec<&str> = text.lines().collect();
+    let down = lines
+        .iter()
+        .position(|l| l.contains("127.0.0.1:2379 ") && l.contains("DOWN"))
+        .unwrap_or_else(|| panic!("the endpoint whole beside DOWN:\n{text}"));
+    let under: String = lines[down + 1..down + 3].concat();
+    assert!(
+        under.contains("connection refused") && under.contains("there?)"),
+        "the whole reason under the DOWN row:\n{text}"
+    );
+    assert!(text.contains("127.0.0.1:32379"), "{text}");
+    insta::assert_snapshot!("members_at_80x24", render(&app, 80, 24).backend());
     let esc = app::update(&mut app, Msg::Action(Action::Back));
     assert!(
         !app.show_members && !esc.quits(),
