@@ -326,7 +326,7 @@ fn reelect_from_the_dashboard_is_confirmed_done_and_labelled_forced() {
     });
     tmux.send(&["R"]);
     tmux.wait_screen("the confirmation, with its keys", T, |s| {
-        s.contains("Force a re-election of jobs") && s.contains("y/Enter: do it")
+        s.contains("Force a re-election of jobs") && s.contains("y: do it")
     });
     // The whole plan is one key away, and yes still confirms from there.
     tmux.send(&["d"]);

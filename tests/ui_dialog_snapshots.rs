@@ -14,7 +14,7 @@ mod common;
 use common::ui::candidate;
 
 /// The keys of a confirmation, on one row of the screen.
-const CONFIRM_KEYS: &str = "y/Enter: do it · n/Esc: cancel · d: details";
+const CONFIRM_KEYS: &str = "y: do it · n/Esc: cancel · d: details";
 
 /// A dashboard showing `e`, on a source of its scheme.
 fn showing(prefix: &str, e: Election, now: Instant) -> App {
@@ -134,7 +134,7 @@ fn row_with<'a>(screen: &'a str, keys: &str) -> Option<&'a str> {
     screen.lines().find(|l| l.contains(keys))
 }
 
-use Action::{Accept, Down, ForceLeader, Reelect, Resign};
+use Action::{Accept, Choose, Down, ForceLeader, Reelect, Resign};
 
 /// Every confirmation at 80x24: its title, what will happen, and its keys on one row.
 #[test]
@@ -144,7 +144,7 @@ fn every_confirmation_at_80x24_says_what_happens_and_shows_its_keys() {
         (
             "election_force_leader",
             line_of(3, now),
-            &[ForceLeader, Down, Accept],
+            &[ForceLeader, Down, Choose],
             "Force jobs-3 to lead jobs",
         ),
         (
@@ -162,7 +162,7 @@ fn every_confirmation_at_80x24_says_what_happens_and_shows_its_keys() {
         (
             "lease_key_force_leader",
             lease_key(now),
-            &[ForceLeader, Accept],
+            &[ForceLeader, Choose],
             "Force node-c to lead billing",
         ),
         (
@@ -180,13 +180,13 @@ fn every_confirmation_at_80x24_says_what_happens_and_shows_its_keys() {
         (
             "patroni_force_leader",
             patroni(now),
-            &[ForceLeader, Accept],
+            &[ForceLeader, Choose],
             "Force pg-2 to lead demo",
         ),
         (
             "sql_lease_force_leader",
             sql(Scheme::SqlLease, now),
-            &[ForceLeader, Accept],
+            &[ForceLeader, Choose],
             "Force app-2 to lead reportJob",
         ),
         (
@@ -204,7 +204,7 @@ fn every_confirmation_at_80x24_says_what_happens_and_shows_its_keys() {
         (
             "sql_heartbeat_force_leader",
             sql(Scheme::SqlHeartbeat, now),
-            &[ForceLeader, Accept],
+            &[ForceLeader, Choose],
             "Force app-2 to lead reportJob",
         ),
         (
@@ -244,7 +244,7 @@ fn every_confirmation_at_80x24_says_what_happens_and_shows_its_keys() {
 #[test]
 fn force_leader_at_120x35_fits_with_its_keys() {
     let mut app = line_of(3, Instant::now());
-    act(&mut app, &[ForceLeader, Down, Accept]);
+    act(&mut app, &[ForceLeader, Down, Choose]);
     let text = render(&mut app, 120, 35);
     assert!(row_with(&text, CONFIRM_KEYS).is_some(), "{text}");
     assert!(text.contains("No leader for 22 s"), "{text}");
@@ -264,7 +264,7 @@ fn a_plan_too_long_for_the_screen_keeps_the_keys_in_view() {
     for _ in 0..38 {
         act(&mut app, &[Down]);
     }
-    act(&mut app, &[Accept]);
+    act(&mut app, &[Choose]);
     let Some(Dialog::Confirm { plan, .. }) = &app.dialog else {
         panic!("a confirmation, not {:?}", app.dialog);
     };
@@ -279,12 +279,10 @@ fn a_plan_too_long_for_the_screen_keeps_the_keys_in_view() {
     );
     for (w, h) in [(80, 24), (60, 16), (200, 50)] {
         let text = render(&mut app, w, h);
-        let keys = if w < 70 {
-            "y/Enter: do it"
-        } else {
-            CONFIRM_KEYS
-        };
-        assert!(row_with(&text, keys).is_some(), "{w}x{h}: the keys\n{text}");
+        assert!(
+            row_with(&text, CONFIRM_KEYS).is_some(),
+            "{w}x{h}: the keys\n{text}"
+        );
     }
     let text = render(&mut app, 80, 24);
     insta::assert_snapshot!(text);
@@ -296,7 +294,7 @@ fn a_plan_too_long_for_the_screen_keeps_the_keys_in_view() {
 #[test]
 fn d_shows_the_whole_plan_scrolled_and_y_still_confirms() {
     let mut app = line_of(3, Instant::now());
-    act(&mut app, &[ForceLeader, Down, Accept, Action::Details]);
+    act(&mut app, &[ForceLeader, Down, Choose, Action::Details]);
     let top = render(&mut app, 80, 24);
     assert!(
         matches!(app.dialog, Some(Dialog::Details { scroll: 0, .. })),
@@ -304,10 +302,7 @@ fn d_shows_the_whole_plan_scrolled_and_y_still_confirms() {
     );
     assert!(top.contains("txn: if"), "{top}");
     assert!(top.contains("create_revision(/e/jobs/11) == 5"), "{top}");
-    assert!(
-        row_with(&top, "y/Enter: do it · d/Esc: back").is_some(),
-        "{top}"
-    );
+    assert!(row_with(&top, "y: do it · d/Esc: back").is_some(), "{top}");
     insta::assert_snapshot!("details_top_80x24", top);
 
     act(&mut app, &[Action::PageDown, Down]);
@@ -383,7 +378,7 @@ fn the_other_dialogs_at_80x24() {
         "{typing}"
     );
     insta::assert_snapshot!("type_80x24", typing);
-    act(&mut typed, &[Accept]);
+    act(&mut typed, &[Choose]);
     let unseen = render(&mut typed, 80, 24);
     assert!(
         matches!(typed.dialog, Some(Dialog::Unseen { .. })),
@@ -413,10 +408,7 @@ fn the_other_dialogs_at_80x24() {
     quit.around.quit_asks = Some("stops every node");
     act(&mut quit, &[Reelect, Accept, Action::Quit]);
     let text = render(&mut quit, 80, 24);
-    assert!(
-        row_with(&text, "y/Enter: quit · n/Esc: stay").is_some(),
-        "{text}"
-    );
+    assert!(row_with(&text, "y: quit · n/Esc: stay").is_some(), "{text}");
     insta::assert_snapshot!("quit_while_running_80x24", text);
 }
 
@@ -512,4 +504,43 @@ fn redis_confirmation_deletes_the_key_only_while_it_holds_the_token() {
         "{details}"
     );
     insta::assert_snapshot!("details_redis_reelect_100x40", details);
+}
+
+/// Issue 43: `F`, Enter, Enter forced a leader unread. Enter chooses in the picker but
+/// answers no question: the confirmation, the unseen-id question, the details and the
+/// demo's quit stay, nothing is sent, and the status line names the key that answers.
+#[test]
+fn enter_answers_no_question_only_y_does() {
+    let now = Instant::now();
+    let mut force = line_of(3, now);
+    act(&mut force, &[ForceLeader, Choose]);
+    let mut details = line_of(3, now);
+    act(&mut details, &[Reelect, Action::Details]);
+    let mut unseen = sql(Scheme::SqlLease, now);
+    act(&mut unseen, &[Action::StartCommand]);
+    for c in "force-leader ghost".chars() {
+        act(&mut unseen, &[Action::Type(c)]);
+    }
+    act(&mut unseen, &[Accept]);
+    let mut quit = line_of(3, now);
+    quit.around.quit_asks = Some("stops every node");
+    act(&mut quit, &[Action::Quit]);
+    for (name, mut app) in [
+        ("confirm", force),
+        ("details", details),
+        ("unseen", unseen),
+        ("quit", quit),
+    ] {
+        let before = format!("{:?}", app.dialog);
+        assert!(app.dialog.is_some(), "{name}: a question is open");
+        let enter = app::update(&mut app, Msg::Action(Choose));
+        assert!(enter.effects.is_empty(), "{name}: Enter sent nothing");
+        assert_eq!(format!("{:?}", app.dialog), before, "{name}: it stays");
+        let text = render(&mut app, 80, 24);
+        assert!(
+            text.contains("Enter does not"),
+            "{name}: the status line says which key answers\n{text}"
+        );
+        assert!(!text.contains("y/Enter"), "{name}\n{text}");
+    }
 }

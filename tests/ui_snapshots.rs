@@ -258,6 +258,41 @@ fn the_status_line_names_each_source() {
     assert!(narrow.contains("● orders ✖ sql2 "), "{narrow}");
 }
 
+/// Issue 43: a long reason was cut at the line's end (`(etcd 127.0.0.1:26379: the se`):
+/// the problem comes before the endpoints, and what does not fit says where it is whole.
+#[test]
+fn the_status_line_gives_a_down_source_room_and_says_where_the_reason_is() {
+    let now = Instant::now();
+    let mut app = App::new(vec![info(0, "/e/"), info(1, "/leader/")], now, wall());
+    let down = ConnState::Down {
+        error: "etcd 127.0.0.1:26379: the server closed the connection: GOAWAY too_many_pings \
+                (is the etcd member overloaded?)"
+            .into(),
+        retry_at: now + Duration::from_secs(3),
+        lasting: false,
+    };
+    for (source, state) in [(0, ConnState::Connected), (1, down)] {
+        app::update(&mut app, Msg::Source(SourceEvent::Conn { source, state }));
+    }
+    let t = render(&app, 80, 24);
+    let buf = t.backend().buffer();
+    let last: String = (0..80).map(|x| buf[(x, 23)].symbol().to_string()).collect();
+    assert!(
+        last.starts_with("DOWN etcd2: retry in 3.0s (etcd 127.0.0.1:26379: the server"),
+        "the problem first: {last}"
+    );
+    assert!(last.trim_end().ends_with("… v: whole reason"), "{last}");
+    let t = render(&app, 200, 24);
+    let buf = t.backend().buffer();
+    let wide: String = (0..200)
+        .map(|x| buf[(x, 23)].symbol().to_string())
+        .collect();
+    assert!(
+        wide.contains("(is the etcd member overloaded?))"),
+        "whole: {wide}"
+    );
+}
+
 #[test]
 fn a_snapshot_being_read_says_how_far_until_connected() {
     let now = Instant::now();
@@ -567,6 +602,21 @@ fn members_overlay_shows_each_endpoint() {
     assert!(text.contains("DOWN"), "{text}");
     assert!(text.contains("1/3 members down"), "{text}");
     insta::assert_snapshot!(render(&app, 100, 24).backend());
+    // Issue 43: at 80 columns the endpoints were cut to `127.0.0` and the reason was only
+    // at the bottom: each endpoint is whole, and a DOWN member's reason is under its row.
+    let text = format!("{}", render(&app, 80, 24).backend());
+    let lines: Vec<&str> = text.lines().collect();
+    let down = lines
+        .iter()
+        .position(|l| l.contains("127.0.0.1:2379 ") && l.contains("DOWN"))
+        .unwrap_or_else(|| panic!("the endpoint whole beside DOWN:\n{text}"));
+    let under: String = lines[down + 1..down + 3].concat();
+    assert!(
+        under.contains("connection refused") && under.contains("there?)"),
+        "the whole reason under the DOWN row:\n{text}"
+    );
+    assert!(text.contains("127.0.0.1:32379"), "{text}");
+    insta::assert_snapshot!("members_at_80x24", render(&app, 80, 24).backend());
     let esc = app::update(&mut app, Msg::Action(Action::Back));
     assert!(
         !app.show_members && !esc.quits(),

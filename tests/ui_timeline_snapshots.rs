@@ -416,3 +416,69 @@ fn the_cursor_tells_the_deposed_holder_and_the_outage_at_200x50() {
         "{s}"
     );
 }
+
+/// Issue 43: at 5 minutes the axis lost every label for a second each minute, whenever the
+/// window began a fraction of a second after a round minute (a real clock, not this fixed
+/// one): the first tick was then the minute before the window and ended the labelling.
+#[test]
+fn the_axis_keeps_its_labels_whatever_the_fraction_of_a_second() {
+    let mut app = sample();
+    for zoom in 0..3 {
+        for (secs, ms) in [(0, 0), (20, 500), (20, 1), (80, 999), (620, 250)] {
+            let wall = wall() + Duration::from_secs(secs) + Duration::from_millis(ms);
+            let now = app.model.now;
+            app::update(&mut app, Msg::Tick { now, wall });
+            let s = render(&app, 80, 24);
+            let axis = s
+                .lines()
+                .find(|l| l.contains("│UTC "))
+                .unwrap_or_else(|| panic!("the axis:\n{s}"));
+            assert!(
+                axis.matches('┴').count() >= 3,
+                "zoom {zoom}, {secs}.{ms:03} s on: {axis}\n{s}"
+            );
+        }
+        keys(&mut app, &[Action::ZoomOut]);
+    }
+    // 11:07:00.5: the window opens at 11:02:00.5; its first label is 11:03.
+    keys(&mut app, &[Action::ZoomIn, Action::ZoomIn]);
+    let wall = wall() + Duration::from_millis(20_500);
+    let now = app.model.now;
+    app::update(&mut app, Msg::Tick { now, wall });
+    let s = render(&app, 80, 24);
+    let axis = s.lines().find(|l| l.contains("│UTC ")).unwrap_or_default();
+    assert!(axis.contains("┴11:03") && axis.contains("┴11:06"), "{axis}");
+}
+
+/// Issue 43: a stretch between two runs within one second read `┄ not watched from
+/// 22:18:36 to 22:18:36`, as if it had no length: such a stretch is told to the millisecond
+/// (here in the history pane; the timeline's cursor line says it with the same words).
+#[test]
+fn a_stretch_within_one_second_is_never_shown_without_its_length() {
+    let mut app = sample();
+    let gap = |from: SystemTime, ms: u64| electop::model::HistoryGap {
+        from,
+        to: from + Duration::from_millis(ms),
+        stop_recorded: true,
+    };
+    let short = ago(30) + Duration::from_millis(120);
+    let ev = SourceEvent::Session {
+        source: 0,
+        id: "0x1".into(),
+        timeout: Duration::from_secs(10),
+        history_since: ago(280),
+        gaps: vec![gap(ago(250), 20_000), gap(short, 750)],
+    };
+    app::update(&mut app, Msg::Source(ev));
+    keys(&mut app, &[Action::ToggleTimeline]);
+    let s = render(&app, 120, 30);
+    assert!(
+        s.contains("┄ not watched from 11:02:30 to 11:02:50"),
+        "a long one to the second:\n{s}"
+    );
+    assert!(
+        s.contains("┄ not watched from 11:06:10.120 to 11:06:10.870"),
+        "the short one to the millisecond:\n{s}"
+    );
+    assert!(!s.contains("from 11:06:10 to 11:06:10"), "{s}");
+}

@@ -28,8 +28,12 @@ pub enum Action {
     Reelect,
     /// Admin: make the selected election's leader resign.
     Resign,
-    /// In a dialog: accept the highlighted choice, the typed id, or the confirmation.
+    /// In a dialog: yes (`y`), the only answer that confirms; it also takes the highlighted
+    /// candidate. In the `/` and `:` bars (Enter): keep the filter, run the command.
     Accept,
+    /// In a dialog (Enter): take the highlighted candidate or the typed id. Never a yes: a
+    /// confirmation asks for `y`, so an Enter typed on from the picker does not act.
+    Choose,
     /// In a confirmation: open or close the details, the whole plan (`d`).
     Details,
     /// In a dialog: a typed character.

@@ -19,7 +19,7 @@ pub(crate) enum Tone {
 pub(crate) type DetailLine = (Tone, String);
 
 /// The keys of the details view, always under the plan.
-pub(crate) const HINT: &str = "y/Enter: do it · d/Esc: back · j/k PgUp/PgDn: scroll";
+pub(crate) const HINT: &str = "y: do it · d/Esc: back · j/k PgUp/PgDn: scroll";
 
 /// Columns a dialog takes on a terminal `w` wide.
 pub(crate) fn popup_width(w: u16) -> u16 {

@@ -201,7 +201,7 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
             let selected = (selected + 1).min(options.len().saturating_sub(1));
             Some(Dialog::Pick { options, selected })
         }
-        (Dialog::Pick { options, selected }, Action::Accept) => options
+        (Dialog::Pick { options, selected }, Action::Choose | Action::Accept) => options
             .get(selected)
             .cloned()
             .and_then(|target| force_confirm(app, target)),
@@ -213,7 +213,7 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
             input.pop();
             Some(Dialog::Type { input })
         }
-        (Dialog::Type { input }, Action::Accept) if !input.trim().is_empty() => {
+        (Dialog::Type { input }, Action::Choose | Action::Accept) if !input.trim().is_empty() => {
             force_confirm(app, input.trim().to_string())
         }
         // Asked twice on purpose: the second question is the plan itself.
@@ -243,14 +243,30 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
             app.effects.push(Effect::Admin(request));
             Some(running)
         }
+        // Enter chooses, never answers: it may be typed on from the picker unread.
+        (d, Action::Choose) => Some(not_an_answer(app, d)),
         (d, _) => Some(d),
     };
+}
+
+/// An Enter on a question: it stays, and the status line says which key answers it.
+fn not_an_answer(app: &mut App, dialog: Dialog) -> Dialog {
+    let text = match &dialog {
+        Dialog::ConfirmQuit { .. } => "Enter does not answer: y quits · n/Esc stays",
+        Dialog::Unseen { .. } | Dialog::Confirm { .. } | Dialog::Details { .. } => {
+            "Enter does not confirm: y does it · n/Esc cancels"
+        }
+        _ => return dialog,
+    };
+    app.say(Flash::info(text));
+    dialog
 }
 
 /// A key in the details of a confirmation: back to it, its answer, or a scroll.
 fn on_details(app: &mut App, under: Box<Dialog>, scroll: usize, action: Action) -> Option<Dialog> {
     match action {
         Action::Back | Action::Details => Some(*under),
+        Action::Choose => Some(not_an_answer(app, Dialog::Details { under, scroll })),
         // Yes (and a resign's `r`) answer the confirmation under the details.
         Action::Accept | Action::Reelect => {
             app.dialog = Some(*under);

@@ -233,10 +233,16 @@ pub(crate) const DIALOG_BINDINGS: &[Binding] = &[
         help: "",
     },
     Binding {
-        keys: &[(KeyCode::Enter, NONE), (KeyCode::Char('y'), NONE)],
+        keys: &[(KeyCode::Enter, NONE)],
         label: "Enter/y",
+        action: Action::Choose,
+        help: "choose; only y confirms",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('y'), NONE)],
+        label: "y",
         action: Action::Accept,
-        help: "choose / confirm",
+        help: "",
     },
     Binding {
         keys: &[(KeyCode::Esc, NONE), (KeyCode::Char('n'), NONE)],
@@ -427,7 +433,7 @@ impl KeyMap {
         }
         if typing {
             match key.code {
-                KeyCode::Enter => return Some(Action::Accept),
+                KeyCode::Enter => return Some(Action::Choose),
                 KeyCode::Esc => return Some(Action::Back),
                 KeyCode::Backspace => return Some(Action::Erase),
                 KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {

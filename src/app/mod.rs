@@ -473,7 +473,12 @@ fn on_action(app: &mut App, action: Action) -> bool {
         | Action::PanRight
         | Action::CursorLeft
         | Action::CursorRight => return on_view(app, action),
-        Action::Accept | Action::Type(_) | Action::Erase | Action::Complete | Action::Details => {
+        Action::Accept
+        | Action::Choose
+        | Action::Type(_)
+        | Action::Erase
+        | Action::Complete
+        | Action::Details => {
             return false;
         }
     }

@@ -275,13 +275,12 @@ impl HistoryGap {
     /// `not watched from 14:05:00 to 14:09:12`, or where the stop was not recorded, `no
     /// record from …`: electop may have watched a while after its last line.
     pub fn describe(&self) -> String {
-        let clock = super::time::clock;
         let what = if self.stop_recorded {
             "not watched"
         } else {
             "no record"
         };
-        format!("{what} from {} to {}", clock(self.from), clock(self.to))
+        format!("{what} {}", super::time::stretch(self.from, self.to))
     }
 }
 

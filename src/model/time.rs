@@ -25,6 +25,17 @@ pub(crate) fn clock(t: SystemTime) -> String {
     format!("{:02}:{:02}:{:02}", dt.hour(), dt.minute(), dt.second())
 }
 
+/// `from HH:MM:SS to HH:MM:SS`; where both ends fall in one second, to the millisecond
+/// (`from 22:18:36.120 to 22:18:36.870`): a stretch is never shown as if it had no length.
+pub(crate) fn stretch(from: SystemTime, to: SystemTime) -> String {
+    let (a, b) = (clock(from), clock(to));
+    if a != b {
+        return format!("from {a} to {b}");
+    }
+    let utc = time::UtcOffset::UTC;
+    format!("from {} to {}", clock_ms(from, utc), clock_ms(to, utc))
+}
+
 pub(crate) fn serialize_opt<S: Serializer>(
     t: &Option<SystemTime>,
     s: S,

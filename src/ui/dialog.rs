@@ -145,7 +145,7 @@ fn content(dialog: &Dialog, area: Rect, inner: usize) -> Popup {
                 title: format!("Never seen · {}", admin::title(request)),
                 short_title: "Never seen",
                 body,
-                keys: keys("y/Enter: yes, then the plan · n/Esc: cancel · d: details"),
+                keys: keys("y: yes, then the plan · n/Esc: cancel · d: details"),
                 tall: false,
             }
         }
@@ -160,7 +160,7 @@ fn content(dialog: &Dialog, area: Rect, inner: usize) -> Popup {
         Dialog::ConfirmQuit { what, under } => plain(
             "Quit?",
             quit_lines(what, under.as_deref(), inner),
-            "y/Enter: quit · n/Esc: stay",
+            "y: quit · n/Esc: stay",
         ),
         Dialog::Running { summary, .. } => {
             let mut body = Vec::new();
@@ -202,7 +202,7 @@ fn offers_reelection(request: &AdminRequest) -> bool {
 }
 
 fn confirm_keys(request: &AdminRequest) -> String {
-    let mut keys = "y/Enter: do it · n/Esc: cancel · d: details".to_string();
+    let mut keys = "y: do it · n/Esc: cancel · d: details".to_string();
     if offers_reelection(request) {
         keys.push_str(" · r: re-election instead");
     }

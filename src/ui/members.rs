@@ -2,14 +2,15 @@
 //! so a dead member is visible without the source being shown as down.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::theme;
 use crate::app::App;
 use crate::model::format;
-use crate::model::{MemberStatus, cut_display, escape_bytes};
+use crate::model::{MemberStatus, cut_display, escape_bytes, wrap_display};
 
 fn size(bytes: i64) -> String {
     match bytes {
@@ -19,12 +20,43 @@ fn size(bytes: i64) -> String {
     }
 }
 
-fn row(m: &MemberStatus) -> Row<'static> {
-    let state = if m.up {
-        Span::styled("up", theme::leader())
-    } else {
-        Span::styled("DOWN", theme::error())
-    };
+/// The columns after the endpoint: header, width, and the member's value.
+const COLUMNS: [(&str, usize); 6] = [
+    ("STATUS", 6),
+    ("ROLE", 10),
+    ("TERM", 5),
+    ("REV/ZXID", 11),
+    ("SIZE/LAT", 12),
+    ("ID/VER", 16),
+];
+
+/// How many of [`COLUMNS`] fit beside endpoints `ep` wide in `width`: the endpoint first,
+/// whole; the least telling columns (ids, sizes, the term) go first.
+fn shown_columns(ep: usize, width: usize) -> usize {
+    let mut used = ep;
+    let mut n = 0;
+    for (_, w) in COLUMNS {
+        if used + 1 + w > width {
+            break;
+        }
+        used += 1 + w;
+        n += 1;
+    }
+    n.max(2)
+}
+
+/// `s` in `w` columns: padded, or cut from the left, where an endpoint's host and port
+/// stay readable (`…0.0.1:2379`).
+fn fit(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w {
+        return format!("{s:<w$}");
+    }
+    let tail: String = s.chars().skip(n + 1 - w.max(1)).collect();
+    format!("…{tail}")
+}
+
+fn cells(m: &MemberStatus) -> [String; 6] {
     // ZooKeeper says its mode (`standalone` too); etcd, whether it leads raft.
     let role = match (&m.mode, m.is_leader) {
         (Some(mode), _) => mode.clone(),
@@ -38,19 +70,62 @@ fn row(m: &MemberStatus) -> Row<'static> {
         (_, r) => r.map(|r| r.to_string()),
     };
     let opt = |v: Option<String>| v.unwrap_or_default();
-    Row::new(vec![
-        Cell::from(format!(
-            "{}{}",
-            if m.serving { "▶" } else { " " },
-            escape_bytes(m.endpoint.as_bytes())
-        )),
-        Cell::from(state),
-        Cell::from(role),
-        Cell::from(opt(m.raft_term.map(|t| t.to_string()))),
-        Cell::from(opt(revision)),
-        Cell::from(opt(m.db_size.map(size).or(m.latency.clone()))),
-        Cell::from(opt(m.id.clone().or(m.version.clone()))),
-    ])
+    [
+        if m.up { "up" } else { "DOWN" }.to_string(),
+        role,
+        opt(m.raft_term.map(|t| t.to_string())),
+        opt(revision),
+        opt(m.db_size.map(size).or(m.latency.clone())),
+        opt(m.id.clone().or(m.version.clone())),
+    ]
+}
+
+/// A member's row, then its reason (why it is down) and its note, whole, wrapped under it.
+fn member_lines(m: &MemberStatus, (ep, n, width): (usize, usize, usize)) -> Vec<Line<'static>> {
+    let endpoint = format!(
+        "{}{}",
+        if m.serving { "▶" } else { " " },
+        escape_bytes(m.endpoint.as_bytes())
+    );
+    let mut spans = vec![Span::raw(fit(&endpoint, ep))];
+    for (i, (c, (_, w))) in cells(m).into_iter().zip(COLUMNS).take(n).enumerate() {
+        let style = match (i, m.up) {
+            (0, true) => theme::leader(),
+            (0, false) => theme::error(),
+            _ => Style::new(),
+        };
+        spans.push(Span::styled(format!(" {}", fit(&c, w)), style));
+    }
+    let mut lines = vec![Line::from(spans)];
+    let under = [(&m.error, theme::error()), (&m.note, theme::warn())];
+    for (text, style) in under
+        .into_iter()
+        .filter_map(|(t, s)| Some((t.as_ref()?, s)))
+    {
+        let text = format!("  ↳ {}", cut_display(text, 1000));
+        for l in wrap_display(&text, width, "    ") {
+            lines.push(Line::from(Span::styled(l, style)));
+        }
+    }
+    lines
+}
+
+/// A source's heading: its name and label, and electop's session where it has one.
+fn heading(s: &crate::state::SourceView) -> Line<'static> {
+    let session = s
+        .session
+        .as_ref()
+        .map(|(id, t)| {
+            format!(
+                " · electop's session {id}, timeout {}",
+                format::duration_ms(t.as_millis() as i64)
+            )
+        })
+        .unwrap_or_default();
+    Line::from(Span::styled(
+        format!("{} {}{session}", s.info.short, s.info.label),
+        theme::title(),
+    ))
 }
 
 pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
@@ -61,71 +136,44 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
         .title(" Members · ▶ = read through · e/Esc close ");
     let inner = block.inner(popup);
     frame.render_widget(block, popup);
-    let mut rows = Vec::new();
-    let mut errors = Vec::new();
-    for s in app.model.sources.iter().filter(|s| s.info.clustered) {
-        let session = s
-            .session
-            .as_ref()
-            .map(|(id, t)| {
-                format!(
-                    " · electop's session {id}, timeout {}",
-                    format::duration_ms(t.as_millis() as i64)
-                )
-            })
-            .unwrap_or_default();
-        rows.push(Row::new(vec![Cell::from(Span::styled(
-            format!("{} {}{session}", s.info.short, s.info.label),
-            theme::title(),
-        ))]));
+    let width = inner.width as usize;
+    let sources: Vec<_> = app
+        .model
+        .sources
+        .iter()
+        .filter(|s| s.info.clustered)
+        .collect();
+    let longest = sources
+        .iter()
+        .flat_map(|s| &s.members)
+        .map(|m| escape_bytes(m.endpoint.as_bytes()).chars().count() + 1)
+        .max()
+        .unwrap_or(0);
+    // The endpoint whole where it fits beside the status and role, else cut from the left.
+    let ep = longest.clamp(9, width.saturating_sub(18).max(9));
+    let n = shown_columns(ep, width);
+    let mut head = vec![Span::raw(fit("ENDPOINT", ep))];
+    head.extend(
+        COLUMNS
+            .iter()
+            .take(n)
+            .map(|(h, w)| Span::raw(format!(" {h:<w$}"))),
+    );
+    let mut lines = vec![Line::from(head).style(theme::header())];
+    for s in &sources {
+        lines.push(heading(s));
         if s.members.is_empty() {
-            rows.push(Row::new(vec![Cell::from(Span::styled(
-                " not probed yet",
-                theme::dim(),
-            ))]));
+            lines.push(Line::from(Span::styled(" not probed yet", theme::dim())));
         }
         for m in &s.members {
-            rows.push(row(m));
-            if let Some(e) = &m.error {
-                errors.push(Line::from(Span::styled(
-                    format!("{}: {}", m.endpoint, cut_display(e, 300)),
-                    theme::error(),
-                )));
-            }
-            if let Some(n) = &m.note {
-                errors.push(Line::from(Span::styled(
-                    format!("{}: {}", m.endpoint, cut_display(n, 300)),
-                    theme::warn(),
-                )));
-            }
+            lines.extend(member_lines(m, (ep, n, width)));
         }
     }
-    if rows.is_empty() {
-        rows.push(Row::new(vec![Cell::from(Span::styled(
+    if sources.is_empty() {
+        lines.push(Line::from(Span::styled(
             "no clustered source (SQL sources have no members)",
             theme::dim(),
-        ))]));
+        )));
     }
-    let height = inner.height.saturating_sub(errors.len().min(6) as u16);
-    let [top, bottom] =
-        ratatui::layout::Layout::vertical([Constraint::Length(height), Constraint::Min(0)])
-            .areas(inner);
-    let header = Row::new([
-        "ENDPOINT", "STATUS", "ROLE", "TERM", "REV/ZXID", "SIZE/LAT", "ID/VER",
-    ])
-    .style(theme::header());
-    let widths = [
-        Constraint::Fill(3),
-        Constraint::Length(6),
-        Constraint::Length(10),
-        Constraint::Length(5),
-        Constraint::Length(11),
-        Constraint::Length(12),
-        Constraint::Length(16),
-    ];
-    frame.render_widget(
-        Table::new(rows, widths).header(header).column_spacing(1),
-        top,
-    );
-    frame.render_widget(Paragraph::new(errors).wrap(Wrap { trim: true }), bottom);
+    frame.render_widget(Paragraph::new(lines), inner);
 }

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 use super::theme;
 use crate::app::{App, Prompt, PromptKind};
 use crate::model::ConnState;
-use crate::model::format;
+use crate::model::{display_width, format};
 
 pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     if let Some(p) = &app.prompt {
@@ -33,14 +33,50 @@ pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect) {
     let problems = problem_spans(app);
     let width = |s: &[Span]| s.iter().map(Span::width).sum::<usize>();
     let labelled = source_spans(app, true);
-    let fits = width(&spans) + width(&labelled) + width(&problems) <= area.width as usize;
-    spans.extend(if fits {
-        labelled
+    let room = area.width as usize;
+    if width(&spans) + width(&labelled) + width(&problems) <= room {
+        spans.extend(labelled);
+        spans.extend(problems);
     } else {
-        source_spans(app, false)
-    });
-    spans.extend(problems);
+        // Too narrow for all: the problems first (a reason cut says where it is whole),
+        // then the sources by name, cut at the end if need be.
+        let left = room.saturating_sub(width(&spans));
+        if !problems.is_empty() {
+            spans.extend(fit_problems(problems, left));
+            spans.push(Span::styled("│ ", theme::dim()));
+        }
+        spans.extend(source_spans(app, false));
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// What follows a reason cut short in the status line: where it is whole.
+const WHOLE_AT: &str = "… v: whole reason";
+
+/// `problems` in `room` columns, without their leading `│`; the last that does not fit cut,
+/// saying where the whole of it is (the events view).
+fn fit_problems(problems: Vec<Span<'static>>, room: usize) -> Vec<Span<'static>> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for (i, p) in problems.into_iter().enumerate() {
+        let text = match i {
+            0 => p.content.trim_start_matches([' ', '│']).to_string() + " ",
+            _ => p.content.to_string(),
+        };
+        let w = display_width(&text);
+        if used + w <= room {
+            used += w;
+            out.push(Span::styled(text, p.style));
+            continue;
+        }
+        let keep = room.saturating_sub(used + display_width(WHOLE_AT));
+        if keep > 8 {
+            let cut: String = text.chars().take(keep).collect();
+            out.push(Span::styled(format!("{cut}{WHOLE_AT}"), p.style));
+        }
+        break;
+    }
+    out
 }
 
 /// `● etcd1 /e/ ● sql1 sqlite leaderlock · ENDPOINTS rev N`: each source by its configured

@@ -207,8 +207,10 @@ fn axis(
     let every = tick_every(span).as_secs();
     let from = since
         .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
+        .unwrap_or_default();
+    // The first round time at or after the window's start, its fraction of a second too: a
+    // tick before the window would end the labelling at once (a second each minute at 5m).
+    let from = from.as_secs() + u64::from(from.subsec_nanos() > 0);
     let mut tick = from.div_ceil(every) * every;
     let mut free = 0;
     while let Some(col) = tl::column(

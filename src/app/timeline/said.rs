@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use super::{App, of, stale_from};
 use crate::model::Election;
-use crate::model::time::clock;
+use crate::model::time::{clock, stretch};
 use crate::model::timeline::{Gap, Segment, Tenure};
 
 /// What the cursor line says of `e` at instant `at`: who led then, since when, and the
@@ -32,7 +32,7 @@ pub fn who_led(app: &App, e: &Election, at: SystemTime) -> String {
         },
         Some(Segment::Gap(g)) => gap(g),
         Some(Segment::Unwatched(u)) => {
-            format!("not watched from {} to {}", clock(u.start), clock(u.end))
+            format!("not watched {}", stretch(u.start, u.end))
         }
         None => match (t.known_from, &t.led_before) {
             (Some(from), Some(b)) => format!(
@@ -60,7 +60,7 @@ fn not_watched(app: &App, e: &Election, at: SystemTime) -> Option<String> {
     } else {
         "no contact with the source"
     };
-    Some(format!("{what} from {} to {}", clock(o.from), clock(o.to)))
+    Some(format!("{what} {}", stretch(o.from, o.to)))
 }
 
 /// The stretch `holder` was stopped from outside the store at `at`, if it was.
