@@ -8,6 +8,11 @@ use clap::Parser;
 use electop::cli::Cli;
 use electop::{commands, supervise};
 
+/// mimalloc rather than glibc's allocator: long-running commands give back what a source's
+/// first read freed, with no tuning of ours (docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     supervise::install_panic_hook();
     electop::crypto::install_default_provider();

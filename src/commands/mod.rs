@@ -105,14 +105,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Contexts) => return contexts::listing(&config),
         _ => {}
     }
-    // Before the runtime's threads: see why in each.
-    match cli.command {
-        Some(Command::Status { .. }) => status::tune_allocator(),
-        // The dashboard, `watch` and `serve` run for days.
-        Some(Command::Serve(_)) => crate::runtime::memory::serving(),
-        None | Some(Command::Watch { .. }) => crate::runtime::memory::long_running(),
-        _ => {}
-    }
     let rt = runtime(&cli.command)?;
     let mut cli = cli;
     let flags = cli.sources.flags();

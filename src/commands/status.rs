@@ -42,8 +42,7 @@ pub(super) async fn status(
             print_status(&app, format).map(|()| true)
         }
     };
-    // The process ends now: freeing 100,000 elections would only delay it.
-    std::mem::forget(app);
+    drop(app);
     stopping.await;
     // What the journals' last writes found, as the store tasks ended.
     for w in crate::backend::engine::journal::take_warnings() {
@@ -112,89 +111,4 @@ pub(super) fn print_status(app: &ReadModel, format: OutputFormat) -> Result<()> 
         }
     };
     Ok(output::pipe::print(text.as_bytes())?)
-}
-
-/// The heap grown in large steps and never given back, in one arena: `status` builds its
-/// snapshot once and exits. At 10,000 elections the default (an arena per thread, grown
-/// 128 KiB at a time and trimmed as it is freed) cost 2,500 of its 10,800 page faults and
-/// 13% of its CPU (docs/PERFORMANCE.md). Called before the runtime's threads start.
-pub(super) fn tune_allocator() {
-    /// Each growth of the heap: the address space only, a page costs nothing until touched.
-    const GROW_BY: i32 = 64 << 20;
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets the allocator's parameters; called before other threads
-    // allocate.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_TOP_PAD, GROW_BY);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
-        // Large blocks (the elections' list, a page of keys) from that heap too, not from
-        // mappings of their own faulted in 4 KiB at a time (32 MiB: glibc's largest).
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        heap_in_huge_pages();
-    }
-}
-
-/// Asks for the heap to be backed by 2 MiB pages (transparent huge pages; Debian's kernel
-/// grants them to a region advised so): a page fault per 2 MiB written instead of per
-/// 4 KiB. At 10,000 elections `status` took 4,900 faults, most in building the elections,
-/// and 900 with this (docs/PERFORMANCE.md). A kernel without them ignores the advice.
-///
-/// # Safety
-/// Only before other threads allocate: the heap must grow here, under this thread alone.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-unsafe fn heap_in_huge_pages() {
-    // SAFETY: sbrk(0) only reads the break; malloc and free are paired below.
-    unsafe {
-        let before = libc::sbrk(0) as usize;
-        // Blocks until the heap grows (by the M_TOP_PAD above): the region to advise is
-        // mapped only then. The heap left at startup is far smaller than 64 of them.
-        let mut held = Vec::with_capacity(64);
-        let mut after = before;
-        while after == before && held.len() < 64 {
-            held.push(libc::malloc(256 << 10));
-            after = libc::sbrk(0) as usize;
-        }
-        if let Some((start, len)) = whole_huge_pages(before, after) {
-            libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
-        }
-        for p in held {
-            libc::free(p);
-        }
-    }
-}
-
-/// A transparent huge page's size on x86-64 and arm64 (4 KiB base pages).
-const HUGE: usize = 2 << 20;
-
-/// The whole huge pages within the heap grown from `before` to `after` (its start and
-/// length), if any: advice on a part of one would not make it huge.
-fn whole_huge_pages(before: usize, after: usize) -> Option<(usize, usize)> {
-    let (start, end) = (before.next_multiple_of(HUGE), after & !(HUGE - 1));
-    (end > start).then(|| (start, end - start))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_whole_huge_pages_of_the_grown_heap_are_advised() {
-        let mib = 1 << 20;
-        // 64 MiB grown from an unaligned break: the first and last partial pages left out.
-        let before = 0x5555_0000_0000 + 300 * 1024;
-        let after = before + 64 * mib;
-        let (start, len) = whole_huge_pages(before, after).expect("whole pages");
-        assert_eq!(start % HUGE, 0);
-        assert!(start >= before && start + len <= after);
-        assert_eq!(len, 62 * mib);
-        // Aligned at both ends: all of it.
-        assert_eq!(
-            whole_huge_pages(4 * HUGE, 8 * HUGE),
-            Some((4 * HUGE, 4 * HUGE))
-        );
-        // Less than one whole page, or no growth: nothing.
-        assert_eq!(whole_huge_pages(HUGE + 1, 3 * HUGE - 1), None);
-        assert_eq!(whole_huge_pages(before, before), None);
-    }
 }

@@ -51,7 +51,6 @@ async fn run_watch(mut sources: Sources, How { json, changes_only }: How) -> Res
         tokio::select! {
             ev = sources.events.recv() => {
                 let Some(ev) = ev else { break };
-                crate::runtime::memory::after(&ev);
                 let line = watch_line(&app, &names, &ev);
                 let synced = match ev {
                     SourceEvent::Synced { source } if !changes_only => Some(source),

@@ -12,7 +12,6 @@
 pub(crate) mod context_switch;
 mod extension;
 mod input;
-pub(crate) mod memory;
 mod pacing;
 mod snapshot;
 mod sources;

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::input::on_key;
 use super::pacing::{Pacer, sleep_until, tick_interval};
-use super::{Extension, Plain, Sources, memory};
+use super::{Extension, Plain, Sources};
 use crate::app::{self, App, Msg};
 use crate::backend::Request;
 
@@ -49,12 +49,7 @@ pub async fn run_tui(
                 app = old;
                 super::context_switch::switch(&mut app, &mut sources, contexts.as_ref()).await;
             }
-            // The process ends now: freeing every election (twice: the model and the
-            // rows) would only delay it.
-            Ok((LoopEnd::Quit, app)) => {
-                std::mem::forget(app);
-                break Ok(());
-            }
+            Ok((LoopEnd::Quit, _)) => break Ok(()),
             Err(e) => break Err(e),
         }
     };
@@ -165,11 +160,9 @@ async fn run_loop<E: Extension>(
             },
             ev = sources.events.recv(), if !sources_ended => match ev {
                 Some(ev) => {
-                    memory::after(&ev);
                     dirty |= app::update(&mut app, Msg::Source(ev)).redraw;
                     // Take whatever else is queued before drawing once.
                     while let Ok(ev) = sources.events.try_recv() {
-                        memory::after(&ev);
                         dirty |= app::update(&mut app, Msg::Source(ev)).redraw;
                     }
                 }

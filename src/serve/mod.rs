@@ -154,13 +154,11 @@ async fn observe(
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
     let mut tick = tokio::time::interval(TICK);
-    let mut ticks: u64 = 0;
     loop {
         let mut told: Vec<(Event, String)> = Vec::new();
         tokio::select! {
             ev = sources.events.recv() => {
                 let Some(ev) = ev else { return Ok(Ended::Stop) };
-                crate::runtime::memory::after(&ev);
                 let mut o = observed.write().unwrap_or_else(|p| p.into_inner());
                 o.model.now = Instant::now();
                 o.model.wall = SystemTime::now();
@@ -171,12 +169,6 @@ async fn observe(
                 o.tick(Instant::now(), SystemTime::now());
                 let markers = o.model.staleness_markers();
                 told.extend(markers.into_iter().map(|e| with_source(&o.model, e)));
-                ticks += 1;
-                if ticks.is_multiple_of(GIVE_BACK_EVERY) {
-                    drop(o);
-                    // Off the loop: a trim of a large heap must not hold events up.
-                    tokio::task::spawn_blocking(crate::runtime::memory::trim);
-                }
             }
             _ = term.recv() => return Ok(Ended::Stop),
             _ = int.recv() => return Ok(Ended::Stop),
@@ -204,9 +196,6 @@ fn with_source(model: &ReadModel, e: Event) -> (Event, String) {
         .map_or_else(|| e.source.clone(), |s| s.info.short.clone());
     (e, short)
 }
-
-/// Ticks between giving freed memory back to the system.
-const GIVE_BACK_EVERY: u64 = 30;
 
 /// What the change hooks hear: leader changes and a source lost, stale or back; not the
 /// line's comings and goings.

@@ -162,9 +162,6 @@ pub(super) async fn run(backend: EtcdBackend, io: BackendIo) {
             _ = cancel.cancelled() => false,
         };
         if !step {
-            if backend.opts.one_shot {
-                std::mem::forget(session.state);
-            }
             return;
         }
     }

@@ -55,17 +55,10 @@ type Stop = crate::backend::Stop<SqlError>;
 
 pub(super) async fn run(b: SqlBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
-    let once = b.opts.one_shot;
     let mut f = Follow::new(b, io);
     tokio::select! {
         _ = drive(&mut f) => {}
         _ = cancel.cancelled() => {}
-    }
-    let Follow { tracker, .. } = f;
-    if once {
-        // The process ends now (`status`, `history`): freeing what the tracker kept of every
-        // row would only delay it, as `status` does not free its read model.
-        std::mem::forget(tracker);
     }
 }
 
