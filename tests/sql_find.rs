@@ -286,3 +286,27 @@ fn a_mariadb_without_an_election_table_is_told_mysql_lock() {
         "{err}"
     );
 }
+
+/// A `[[source]]` of kind sql without `scheme` or `preset`: its tables are looked up as for
+/// `--sql URL` alone, not refused for the missing scheme.
+#[test]
+fn a_config_sql_source_without_a_scheme_is_looked_up() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-1", 30));
+    let home = common::scratch::tempdir();
+    let cfg = home.path().join("electop.toml");
+    let text = format!("[[source]]\nkind = \"sql\"\nurl = \"{}\"\n", store.url());
+    std::fs::write(&cfg, text).expect("write the config");
+    let cfg = cfg.to_string_lossy().into_owned();
+    let out = status(home.path(), &["--config", &cfg]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let s: Value = serde_json::from_slice(&out.stdout).expect("status prints JSON");
+    let jobs = election(&s, "jobs");
+    assert_eq!(
+        (jobs["scheme"].as_str(), jobs["leader"]["id"].as_str()),
+        (Some("sql-lease"), Some("node-1")),
+        "{s:#}"
+    );
+}
