@@ -24,7 +24,6 @@ pub(super) const MAIN: &str = concat!(
     "Examples:
   electop                       the dashboard on a local etcd
   electop --zk zk1:2181 --prefix /election status
-
 ",
     more!()
 );
