@@ -2,6 +2,7 @@
 //! subcommand's help its own flags come first, the source, authentication, TLS and config
 //! flags after, under headings of their own.
 
+pub mod habits;
 mod help;
 mod sources;
 
@@ -31,7 +32,8 @@ pub struct Cli {
     pub sources: SourceArgs,
     /// Config file (TOML).
     ///
-    /// Default: the platform config dir's electop/config.toml.
+    /// Default: the platform config dir's electop/config.toml; `electop config example` prints
+    /// one with every key.
     #[arg(long, global = true, value_name = "FILE", help_heading = GENERAL)]
     pub config: Option<PathBuf>,
     /// Where the log goes.
@@ -305,6 +307,12 @@ pub enum Command {
     /// [[context]] in the config file; * marks the one used without --context.
     #[command(after_help = help::CONTEXTS)]
     Contexts,
+    /// Print an example config file, every key explained.
+    #[command(after_help = help::CONFIG)]
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
     /// Print a shell completion script.
     #[command(after_help = help::COMPLETIONS)]
     Completions {
@@ -312,6 +320,13 @@ pub enum Command {
         #[arg(value_name = "SHELL")]
         shell: clap_complete::Shell,
     },
+}
+
+/// What `electop config` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Subcommand)]
+pub enum ConfigAction {
+    /// Print the example config: every key, its default and what it does.
+    Example,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

@@ -20,7 +20,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             commands::refused_command_line(&e, std::env::args());
-            e.exit()
+            let args: Vec<String> = std::env::args().collect();
+            electop::cli::habits::hint(e, &args).exit()
         }
     };
     let code = match commands::run(cli) {

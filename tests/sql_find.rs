@@ -210,3 +210,103 @@ fn a_database_down_at_start_is_read_once_it_answers() {
     assert_eq!(ev["to"], "node-2", "{ev}");
     assert_eq!(ev["source_id"], "sql2", "{ev}");
 }
+
+/// `psql` holding advisory lock 42 until it is killed (dropped).
+struct AdvisoryHolder(std::process::Child);
+
+impl AdvisoryHolder {
+    fn start(pg: &common::postgres::Postgres) -> AdvisoryHolder {
+        use common::postgres::{DATABASE, PASSWORD, PG_BIN, USER};
+        let mut child = std::process::Command::new(format!("{PG_BIN}/psql"))
+            .env("PGPASSWORD", PASSWORD)
+            .args(["-X", "-At", "-h", "127.0.0.1", "-p", &pg.port().to_string()])
+            .args(["-U", USER, "-d", DATABASE])
+            .args(["-c", "SELECT pg_advisory_lock(42)", "-c", "SELECT 'held'"])
+            .args(["-c", "SELECT pg_sleep(600)"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn psql");
+        let lines = common::lines::text_lines(child.stdout.take().expect("stdout"));
+        let holder = AdvisoryHolder(child);
+        while lines.recv_timeout(common::T).expect("psql takes the lock") != "held" {}
+        holder
+    }
+}
+
+impl Drop for AdvisoryHolder {
+    fn drop(&mut self) {
+        common::process::kill_and_reap(&mut self.0);
+    }
+}
+
+/// No election table, but advisory locks held: the error leads with them and the scheme
+/// that reads them; without any held, the scheme is still offered.
+#[test]
+fn a_postgres_with_advisory_locks_held_is_told_pg_advisory() {
+    let store = Store::postgres();
+    let home = common::scratch::tempdir();
+    let (_, err) = find(&store, home.path());
+    assert!(
+        err.contains(
+            "; or, for an election by advisory locks (pg_advisory_lock), --scheme pg-advisory"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("are held"), "{err}");
+    let Store::Pg(pg) = &store else {
+        unreachable!("a PostgreSQL store")
+    };
+    let _holder = AdvisoryHolder::start(pg);
+    let (json, err) = find(&store, home.path());
+    assert!(json.is_none(), "no table, no status: {err}");
+    assert!(
+        err.contains(
+            "; advisory locks (pg_advisory_lock) are held in it (1 now): to read them as \
+             elections, --scheme pg-advisory. Say which table to read"
+        ),
+        "{err}"
+    );
+}
+
+/// MariaDB without the plugin that lists user locks: GET_LOCK's scheme is offered.
+#[test]
+fn a_mariadb_without_an_election_table_is_told_mysql_lock() {
+    let store = Store::mariadb();
+    let Store::My(db) = &store else {
+        unreachable!("a MariaDB store")
+    };
+    let mut session = common::mysql_lock::LockSession::open(db);
+    assert!(session.get_lock("jobs", 0), "the lock is free");
+    let home = common::scratch::tempdir();
+    let (json, err) = find(&store, home.path());
+    assert!(json.is_none(), "no table, no status: {err}");
+    assert!(
+        err.contains("; or, for an election by GET_LOCK locks, --scheme mysql-lock"),
+        "{err}"
+    );
+}
+
+/// A `[[source]]` of kind sql without `scheme` or `preset`: its tables are looked up as for
+/// `--sql URL` alone, not refused for the missing scheme.
+#[test]
+fn a_config_sql_source_without_a_scheme_is_looked_up() {
+    let store = Store::sqlite();
+    store.create_lease_table("leaderlock");
+    assert!(store.lease_attempt("leaderlock", "jobs", "node-1", 30));
+    let home = common::scratch::tempdir();
+    let cfg = home.path().join("electop.toml");
+    let text = format!("[[source]]\nkind = \"sql\"\nurl = \"{}\"\n", store.url());
+    std::fs::write(&cfg, text).expect("write the config");
+    let cfg = cfg.to_string_lossy().into_owned();
+    let out = status(home.path(), &["--config", &cfg]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let s: Value = serde_json::from_slice(&out.stdout).expect("status prints JSON");
+    let jobs = election(&s, "jobs");
+    assert_eq!(
+        (jobs["scheme"].as_str(), jobs["leader"]["id"].as_str()),
+        (Some("sql-lease"), Some("node-1")),
+        "{s:#}"
+    );
+}

@@ -198,7 +198,10 @@ fn a_missing_config_file_is_named_once_with_the_fix() {
         args.extend_from_slice(sub);
         assert_usage_error(
             &args,
-            &["/nonexistent/electop.toml", "check the --config path"],
+            &[
+                "/nonexistent/electop.toml",
+                "check the --config path; `electop config example` prints one",
+            ],
         );
         let home = common::scratch::tempdir();
         let (out, _) = run(home.path(), &args);

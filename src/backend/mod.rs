@@ -20,6 +20,7 @@ pub mod etcd;
 pub(crate) mod forced;
 #[cfg(test)]
 mod plan_tests;
+pub(crate) mod probe;
 pub mod redis;
 pub mod session_lock;
 pub mod sql;

@@ -24,7 +24,6 @@ pub(super) const MAIN: &str = concat!(
     "Examples:
   electop                       the dashboard on a local etcd
   electop --zk zk1:2181 --prefix /election status
-
 ",
     more!()
 );
@@ -107,7 +106,8 @@ without a leader, then per election: failovers, time without a leader (total, lo
 p50, p95) and forced actions. Only what the history holds is shown: before its oldest
 change, who led is named without a start; changes with no time (etcd revisions from before
 any electop saw them) are left out and counted. SQL, ZooKeeper and Redis history is what
-an electop (dashboard, serve, watch) recorded in its journal. docs/history.md says more.
+an electop (dashboard, serve, watch) recorded in its journal. docs/history.md, in electop's
+source, says more.
 
 Exit codes: 0 every source was read; 3 some were (each one that was not is named on
 stderr); 1 no source could be read, or ELECTION is in none of those read while some were
@@ -206,6 +206,10 @@ pub(super) const CONTEXTS: &str = "Examples:
   electop --config ~/.config/electop/config.toml contexts
   electop --context prod                  the dashboard on the context prod
   electop --context staging status        ... or once, as a table";
+
+pub(super) const CONFIG: &str = "Examples:
+  electop config example > ~/.config/electop/config.toml   then edit it
+  electop config example | less           every key, its default and what it does";
 
 pub(super) const COMPLETIONS: &str = "Examples:
   electop completions bash > /etc/bash_completion.d/electop

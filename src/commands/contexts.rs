@@ -1,5 +1,6 @@
-//! The commands that only list: `contexts` (the config's), `presets` (the SQL presets) and
-//! `completions` (a shell's completion script).
+//! The commands that only list: `contexts` (the config's), `presets` (the SQL presets),
+//! `config example` (the example config, every key explained) and `completions` (a shell's
+//! completion script).
 
 use std::process::ExitCode;
 
@@ -16,6 +17,12 @@ pub(super) fn listing(config: &Config) -> Result<ExitCode> {
 
 pub(super) fn presets() -> Result<ExitCode> {
     pipe::print(crate::presets::listing().as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The example config the repository ships, built in: `cargo install` installs no file.
+pub(super) fn config_example() -> Result<ExitCode> {
+    pipe::print(include_str!("../../config.example.toml").as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
 

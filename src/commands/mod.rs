@@ -11,7 +11,7 @@
 //! | `force-leader`, `reelect`, `resign` | [`admin`] |
 //! | `node` | [`node`] |
 //! | `demo` | [`demo`] |
-//! | `contexts`, `presets`, `completions` | [`contexts`] |
+//! | `contexts`, `presets`, `config example`, `completions` | [`contexts`] |
 
 mod admin;
 mod contexts;
@@ -82,6 +82,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match &cli.command {
         Some(Command::Completions { shell }) => return contexts::completions(*shell),
         Some(Command::Presets) => return contexts::presets(),
+        Some(Command::Config { .. }) => return contexts::config_example(),
         _ => {}
     }
     let config = Config::load(cli.config.as_deref())?;
@@ -239,7 +240,11 @@ async fn on_sources(
             watch::run(&selected.sources, opts, how).await
         }
         Some(
-            Command::Demo(_) | Command::Completions { .. } | Command::Presets | Command::Contexts,
+            Command::Demo(_)
+            | Command::Completions { .. }
+            | Command::Presets
+            | Command::Contexts
+            | Command::Config { .. },
         ) => unreachable!("handled before the sources are chosen"),
     }
 }

@@ -273,7 +273,7 @@ impl Config {
             Err(error) => {
                 let hint = match error.kind() {
                     std::io::ErrorKind::NotFound => {
-                        " (check the --config path; config.example.toml shows the format)"
+                        " (check the --config path; `electop config example` prints one with every key)"
                     }
                     _ => "",
                 };

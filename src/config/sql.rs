@@ -404,9 +404,16 @@ pub(crate) struct SqlSourceFile {
 
 impl SqlSourceFile {
     /// The scheme from the preset or `scheme`, the preset applied, then every setting checked.
+    /// Neither given: the tables electop knows are looked up in the database's catalog once
+    /// it answers, as for `--sql URL` alone (read-only meanwhile, as there).
     pub(crate) fn into_source(self) -> Result<SqlSource, String> {
+        let look_up = self.preset.is_none() && self.scheme.is_none() && self.locks.is_none();
+        let scheme = match look_up {
+            true => Scheme::SqlLease,
+            false => crate::presets::sql_scheme(self.preset, self.scheme, "scheme")?,
+        };
         let mut spec = SqlSpec {
-            scheme: crate::presets::sql_scheme(self.preset, self.scheme, "scheme")?,
+            scheme,
             name: self.name,
             url: self.url,
             password_env: self.password_env,
@@ -428,6 +435,14 @@ impl SqlSourceFile {
                 ));
             }
             src.set_locks(locks);
+        }
+        if look_up {
+            src.set_read_only();
+            src.set_unresolved();
+            src.set_found(format!(
+                "no scheme given: its election tables are looked up in {} once it answers",
+                src.url.redacted()
+            ));
         }
         Ok(src)
     }

@@ -142,7 +142,13 @@ fn a_preset_sets_scheme_table_and_columns_unless_given() {
         .expect_err("contradiction")
         .to_string();
     assert!(msg.contains("preset oban is a sql-lease table"), "{msg}");
-    let msg = sql("").expect_err("no scheme").to_string();
+    // Neither: looked up in the catalog once the database answers, as `--sql URL` alone.
+    let s = sql("").expect("no scheme: looked up");
+    assert!(s.unresolved() && s.read_only, "{s:?}");
+    assert!(s.found().is_some_and(|f| f.contains("looked up")), "{s:?}");
+    let msg = sql("locks = { names = [\"a\"] }\n")
+        .expect_err("locks without a scheme")
+        .to_string();
     assert!(
         msg.contains("needs scheme") && msg.contains("shedlock"),
         "{msg}"

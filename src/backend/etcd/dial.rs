@@ -206,8 +206,8 @@ async fn explain(
         return EtcdError::lasting(
             endpoint,
             format!(
-                "the server there did not answer as etcd: no HTTP/2 (gRPC) handshake; it \
-                 answered `{answer}`: is this etcd's client port (2379)?"
+                "the server there did not answer as etcd: no HTTP/2 (gRPC) handshake; \
+                 {answer}: is this etcd's client port (2379)?"
             ),
         );
     }

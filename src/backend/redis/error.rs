@@ -29,6 +29,9 @@ pub(crate) enum RedisError {
     /// A server electop does not read as one source (a cluster node, a sentinel).
     #[error("redis {0}: {1}")]
     Unsupported(String, String),
+    /// Another kind of server listens there (etcd, PostgreSQL): what it answered.
+    #[error("redis {0}: the server there is not Redis: {1}; is this Redis's port (6379)?")]
+    NotRedis(String, String),
     #[error("redis {0}: the connection was lost")]
     Lost(String),
     #[error("redis {0}: {1}")]
@@ -74,6 +77,7 @@ impl RedisError {
                 | RedisError::Tls(_)
                 | RedisError::NoPerm(..)
                 | RedisError::Unsupported(..)
+                | RedisError::NotRedis(..)
         )
     }
 }

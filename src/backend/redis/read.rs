@@ -10,6 +10,7 @@ use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, RedisConnectionIn
 use super::error::RedisError;
 use super::tls::Tls;
 use super::tracker::Read;
+use crate::backend::probe::Answerer;
 use crate::config::RedisSource;
 
 /// Keys asked per `SCAN` call, and per pipeline of reads.
@@ -138,7 +139,8 @@ impl Server {
     }
 
     /// A plain connection dropped at once: a `tls-port` answers a plain client so, which
-    /// is said as such.
+    /// is said as such. Dropped, unanswered or answered in words no Redis says: another
+    /// kind of server (etcd, PostgreSQL) may be what listens there, which is named.
     async fn plain_failed(&self, e: RedisError) -> RedisError {
         let dropped = matches!(e, RedisError::Lost(_));
         if self.tls.is_none()
@@ -151,6 +153,23 @@ impl Server {
                  certificate; or give the server's plain port",
                 self.addr, self.endpoint
             ));
+        }
+        let unclear = matches!(
+            e,
+            RedisError::Lost(_) | RedisError::Timeout(..) | RedisError::Other(..)
+        );
+        if self.tls.is_none() && unclear {
+            let within = self.timeout.min(Duration::from_secs(1));
+            let port = self
+                .endpoint
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.parse().ok());
+            let probe =
+                crate::backend::probe::what_answers(&self.host, port.unwrap_or(6379), within);
+            match probe.await {
+                None | Some(Answerer::Redis(_)) => {}
+                Some(other) => return RedisError::NotRedis(self.addr.clone(), other.said()),
+            }
         }
         e
     }

@@ -10,6 +10,7 @@ use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, Connection};
 use super::SqlSettings;
 use super::dialect::Dialect;
 use super::errors::{SqlError, describe, scrub};
+use super::wrong;
 use crate::model::Scheme;
 
 /// A pool, for callers that only show the error.
@@ -62,16 +63,23 @@ pub(crate) async fn open(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, 
         .connect_with(opts.clone());
     let first = tokio::time::timeout_at(deadline, first_contact(&opts, s.dialect));
     let pool = tokio::time::timeout_at(deadline, pool);
-    tokio::pin!(first, pool);
+    // Another kind of server at the port never answers the login: named, not waited out.
+    let other = wrong::not_the_database(&url, s.dialect, &where_);
+    tokio::pin!(first, pool, other);
     let mut opened = None;
     let first = loop {
         tokio::select! {
             r = &mut first => break r,
             r = &mut pool, if opened.is_none() => opened = Some(r),
+            e = &mut other => return Err(e),
         }
     };
     match first {
         Ok(Ok(())) => {}
+        Ok(Err(e)) if unreadable(&e) => {
+            let other = wrong::other_server(&url, s.dialect, &where_).await;
+            return Err(other.unwrap_or_else(|| SqlError::from_sqlx(&e, s, &url)));
+        }
         Ok(Err(e)) => return Err(SqlError::from_sqlx(&e, s, &url)),
         Err(_) => return Err(timed_out()),
     }
@@ -83,6 +91,16 @@ pub(crate) async fn open(s: &SqlSettings, timeout: Duration) -> Result<AnyPool, 
         Ok(Ok(pool)) => Ok(pool),
         Ok(Err(e)) => Err(SqlError::from_sqlx(&e, s, &url)),
         Err(_) => Err(timed_out()),
+    }
+}
+
+/// The login failed on what the server sent or on its hanging up: not a refusal, and not
+/// an answer in the database's own protocol, so perhaps another kind of server.
+fn unreadable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(io) => io.kind() != std::io::ErrorKind::ConnectionRefused,
+        sqlx::Error::Protocol(_) | sqlx::Error::Decode(_) => true,
+        _ => false,
     }
 }
 

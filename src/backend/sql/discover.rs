@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 
+use super::dialect::Dialect;
 use super::{SqlError, SqlSettings, dial};
 use crate::config::{DbUrl, Flags, FoundTable, Ident, SqlColumns, SqlSource, SqlSpec, Unreached};
 use crate::model::Scheme;
@@ -103,9 +104,61 @@ pub(super) async fn tables_in(
         }
     }
     if found.is_empty() {
-        return Err(none_found(&s.url.redacted(), &looked, &near));
+        let locks = session_locks(s, pool).await;
+        return Err(none_found(&s.url.redacted(), &looked, &near, locks));
     }
     Ok(found)
+}
+
+/// A database's session locks, for the error that finds no election table: it may elect
+/// with them instead (`pg_advisory_lock`, `GET_LOCK`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SessionLocks {
+    /// The scheme that reads them.
+    scheme: &'static str,
+    /// What they are, in the application's words.
+    what: &'static str,
+    /// How many are held now; `None` when the server does not say (MariaDB without the
+    /// metadata_lock_info plugin or performance_schema's instrument).
+    held: Option<i64>,
+}
+
+/// Held advisory locks of this database (PostgreSQL).
+const PG_HELD: &str = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+/// Held user locks (MariaDB's plugin; an error when it is not loaded).
+const MY_INFO_HELD: &str = "SELECT CAST(COUNT(*) AS SIGNED) \
+    FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'";
+/// Held user locks (performance_schema; NULL when its instrument is off, as MariaDB has it).
+const MY_PERF_HELD: &str = "SELECT IF((SELECT COUNT(*) FROM performance_schema.setup_instruments \
+    WHERE NAME = 'wait/lock/metadata/sql/mdl' AND ENABLED = 'YES') > 0, \
+    (SELECT CAST(COUNT(*) AS SIGNED) FROM performance_schema.metadata_locks \
+     WHERE OBJECT_TYPE = 'USER LEVEL LOCK' AND LOCK_STATUS = 'GRANTED'), NULL)";
+
+/// The session locks of the database of `pool`: `None` for SQLite, which has none.
+async fn session_locks(s: &SqlSettings, pool: &AnyPool) -> Option<SessionLocks> {
+    let (scheme, what, asked): (_, _, &[&str]) = match s.dialect {
+        Dialect::Postgres => (
+            "pg-advisory",
+            "advisory locks (pg_advisory_lock)",
+            &[PG_HELD],
+        ),
+        Dialect::MySql => (
+            "mysql-lock",
+            "GET_LOCK locks",
+            &[MY_INFO_HELD, MY_PERF_HELD],
+        ),
+        Dialect::Sqlite => return None,
+    };
+    let mut held = None;
+    for q in asked {
+        let row = sqlx::query(AssertSqlSafe(*q)).fetch_one(pool).await;
+        if let Ok(n) = row.and_then(|r| r.try_get::<i64, _>(0)) {
+            held = Some(n);
+            break;
+        }
+    }
+    Some(SessionLocks { scheme, what, held })
 }
 
 /// The column names of `table`, or `None` when there is no such table (or it shows no
@@ -138,8 +191,14 @@ fn missing<'a>(k: &'a KnownTable, cols: &[String]) -> Option<&'a str> {
 }
 
 /// No known table in `where_`: what was looked for, what came close, and the flags that
-/// name a table.
-fn none_found(where_: &str, looked: &[KnownTable], near: &[String]) -> String {
+/// name a table, or the scheme that reads the database's session locks (first when some
+/// are held).
+fn none_found(
+    where_: &str,
+    looked: &[KnownTable],
+    near: &[String],
+    locks: Option<SessionLocks>,
+) -> String {
     let list: Vec<String> = looked
         .iter()
         .map(|k| format!("{} for {}", k.layout(), k.what()))
@@ -151,10 +210,26 @@ fn none_found(where_: &str, looked: &[KnownTable], near: &[String]) -> String {
     if !near.is_empty() {
         text.push_str(&format!("; {}", near.join("; ")));
     }
+    if let Some(SessionLocks {
+        scheme,
+        what,
+        held: Some(n @ 1..),
+    }) = locks
+    {
+        text.push_str(&format!(
+            "; {what} are held in it ({n} now): to read them as elections, --scheme {scheme}"
+        ));
+    }
     text.push_str(&format!(
         ". Say which table to read: --scheme sql-lease or --scheme sql-heartbeat (with --table NAME for another table name), or --preset ({})",
         crate::presets::names()
     ));
+    if let Some(l) = locks {
+        text.push_str(&format!(
+            "; or, for an election by {}, --scheme {}",
+            l.what, l.scheme
+        ));
+    }
     text
 }
 
@@ -169,6 +244,7 @@ mod tests {
             "sqlite:x.db",
             &looked,
             &["leaderlock is there but has no column valid_until (it has: key)".into()],
+            None,
         );
         for part in [
             "leaderlock(key, leader_id, valid_until) for sql-lease",
@@ -182,6 +258,37 @@ mod tests {
             "--preset (shedlock, oban, orchestrator)",
         ] {
             assert!(text.contains(part), "{part} missing from: {text}");
+        }
+    }
+
+    #[test]
+    fn held_session_locks_come_first_and_their_scheme_always() {
+        let looked = crate::presets::known_tables(None);
+        let locks = |held| {
+            Some(SessionLocks {
+                scheme: "pg-advisory",
+                what: "advisory locks (pg_advisory_lock)",
+                held,
+            })
+        };
+        let held = none_found("pg", &looked, &[], locks(Some(2)));
+        assert!(
+            held.contains(
+                "; advisory locks (pg_advisory_lock) are held in it (2 now): to read them as \
+                 elections, --scheme pg-advisory. Say which table"
+            ),
+            "{held}"
+        );
+        for unknown in [locks(None), locks(Some(0))] {
+            let text = none_found("pg", &looked, &[], unknown);
+            assert!(!text.contains("are held"), "{text}");
+            assert!(
+                text.ends_with(
+                    "; or, for an election by advisory locks (pg_advisory_lock), --scheme \
+                     pg-advisory"
+                ),
+                "{text}"
+            );
         }
     }
 }

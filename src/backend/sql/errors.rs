@@ -57,6 +57,9 @@ pub(crate) enum SqlError {
     Auth(String),
     #[error("{0}")]
     Tls(String),
+    /// Another kind of server holds the URL's port (Redis, etcd, another database).
+    #[error("{0}")]
+    WrongServer(String),
     /// Any other refusal by the database: a retry would meet it again.
     #[error("{0}")]
     Database(String),
@@ -77,9 +80,8 @@ impl SqlError {
             | PollTimeout { .. }
             | PollFailed { .. }
             | Unavailable(_) => SqlErrorKind::Transient,
-            Schema(_) | Permission(_) | BadDatabase(_) | Settings(_) | Database(_) => {
-                SqlErrorKind::Lasting
-            }
+            Schema(_) | Permission(_) | BadDatabase(_) | Settings(_) | WrongServer(_)
+            | Database(_) => SqlErrorKind::Lasting,
             Auth(_) => SqlErrorKind::Auth,
             Tls(_) => SqlErrorKind::Tls,
         }

@@ -19,6 +19,7 @@ mod store;
 mod tls;
 pub(crate) mod tracker;
 mod unfound;
+mod wrong;
 
 pub(crate) use dial::{connect, create_table_if_missing, open};
 pub use discover::find_tables;

@@ -89,85 +89,18 @@ pub(super) async fn speaks_plain_http2(host: &str, port: u16, within: std::time:
     matches!(tokio::time::timeout(within, probe).await, Ok(Ok(true)))
 }
 
-/// What a server that is not HTTP/2 answered the client preface with (its first line,
-/// cut short), asked after a plain-text connect failed below gRPC: `None` when it answered
-/// as HTTP/2, or said nothing (closed, or no answer in time), which proves nothing.
+/// What a server that is not HTTP/2 answered (in words: Redis, PostgreSQL, HTTP/1), asked
+/// after a plain-text connect failed below gRPC: `None` when it answered as HTTP/2 or in
+/// TLS (said otherwise), or said nothing (closed, or no answer in time), which proves
+/// nothing.
 pub(super) async fn not_http2(
     host: &str,
     port: u16,
     within: std::time::Duration,
 ) -> Option<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
-    const SETTINGS: u8 = 0x4;
-    let probe = async {
-        let mut tcp = tokio::net::TcpStream::connect((host, port)).await?;
-        tcp.write_all(PREFACE).await?;
-        let mut answer = Vec::new();
-        let mut buf = [0u8; 256];
-        // A frame header is 9 bytes; whatever else comes first is no HTTP/2.
-        while answer.len() < 9 {
-            match tcp.read(&mut buf).await? {
-                0 => break,
-                n => answer.extend_from_slice(&buf[..n]),
-            }
-        }
-        Ok::<_, std::io::Error>(answer)
-    };
-    let answer = match tokio::time::timeout(within, probe).await {
-        Ok(Ok(answer)) if !answer.is_empty() => answer,
-        _ => return None,
-    };
-    if answer.len() >= 9 && answer[3] == SETTINGS {
-        return None;
-    }
-    let first = answer.split(|&b| b == b'\n').next().unwrap_or_default();
-    let first = String::from_utf8_lossy(first);
-    let shown: String = first.trim_end().chars().take(40).collect();
-    let more = if first.trim_end().chars().count() > 40 {
-        "…"
-    } else {
-        ""
-    };
-    Some(format!(
-        "{}{more}",
-        crate::model::escape_bytes(shown.as_bytes())
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A server answering `answer` to the preface (then closing), on a loopback port.
-    async fn answering(answer: &'static [u8]) -> u16 {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.expect("accept");
-            let mut preface = [0u8; 24];
-            let _ = s.read_exact(&mut preface).await;
-            let _ = s.write_all(answer).await;
-        });
-        port
-    }
-
-    #[tokio::test]
-    async fn only_an_answer_that_is_no_http2_is_taken_for_another_server() {
-        let within = std::time::Duration::from_secs(5);
-        let port = answering(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n").await;
-        assert_eq!(
-            not_http2("127.0.0.1", port, within).await.as_deref(),
-            Some("HTTP/1.1 400 Bad Request")
-        );
-        // An HTTP/2 server's SETTINGS frame.
-        let port = answering(b"\0\0\0\x04\0\0\0\0\0").await;
-        assert_eq!(not_http2("127.0.0.1", port, within).await, None);
-        // Closed without a word (a proxy whose upstream is gone): proves nothing.
-        let port = answering(b"").await;
-        assert_eq!(not_http2("127.0.0.1", port, within).await, None);
+    use crate::backend::probe::{Answerer, what_answers};
+    match what_answers(host, port, within).await? {
+        Answerer::Http2 | Answerer::Tls => None,
+        other => Some(other.said()),
     }
 }
