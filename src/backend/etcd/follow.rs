@@ -171,8 +171,8 @@ impl Session<'_> {
     /// The times journal of this prefix in the cluster this member belongs to (from a
     /// response header): the one open already when it is the same cluster's. None for
     /// `status` without history: it neither replays revisions the journal would date nor
-    /// watches changes to record, and reading the journal back (its marks) was a third of
-    /// its CPU once a day's changes were in it.
+    /// watches changes to record, and reading the journal back (its marks) was much of its
+    /// CPU once a day's changes were in it (docs/PERFORMANCE.md).
     async fn cluster_times(&mut self, link: &mut Link) -> Option<Arc<TimesFile>> {
         let opts = &self.backend.opts;
         if opts.one_shot && !opts.replay_history {

@@ -20,7 +20,7 @@ const SELECTED_LINE: usize = 64;
 /// How often due lease reads are looked for.
 pub(super) const LEASE_TICK: Duration = Duration::from_millis(250);
 /// Lease reads in flight at once: one round trip each, pipelined on one connection, so
-/// `status` over thousands of leases is bound by this (about 13,000 leases a second here).
+/// `status` over thousands of leases is bound by this (docs/PERFORMANCE.md).
 const CONCURRENT: usize = 64;
 /// A lease read slower than this is given up (and retried at the next tick).
 const READ_LIMIT: Duration = Duration::from_secs(2);
@@ -69,8 +69,8 @@ pub(super) fn due(tracker: &Tracker, leases: Vec<i64>, now: Instant, eager: bool
 
 /// When every lease is read (`status`, `watch`, `serve`), the scan of all of them for due
 /// ones is skipped while none can be: no lease unread or deposed, nothing changed them
-/// since the last scan, and none near its end yet. At 10,000 leases of an hour the scan,
-/// four times a second, was most of what an idle `serve` did.
+/// since the last scan, and none near its end yet. Over many long leases the scan, four
+/// times a second, was most of what an idle `serve` did (docs/PERFORMANCE.md).
 #[derive(Debug, Default)]
 pub(super) struct Quiet {
     /// The tracker's lease epoch and the first instant a lease can be due, as of the last
@@ -169,8 +169,8 @@ pub(super) fn leaders<'a>(elections: impl Iterator<Item = &'a Election>) -> Hash
 /// Reads the queue's leases until it is empty or `deadline`: what was read by then. For the
 /// first reading of every lease (`status`, `watch`): one round trip per lease cannot keep
 /// up with 100,000 of them, and the current state must not wait for all; the rest are read
-/// at later ticks. One connection with `CONCURRENT` in flight: two to four connections, or
-/// 256 in flight, read 5,000 leases no faster here (etcd shares the machine's two cores).
+/// at later ticks. One connection with `CONCURRENT` in flight: more connections, or more
+/// in flight, read no faster (etcd shares the machine's cores; docs/PERFORMANCE.md).
 pub(super) async fn read_queue_until(
     client: &Client,
     queue: Queue,

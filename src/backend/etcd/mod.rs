@@ -138,11 +138,11 @@ pub(super) async fn timed<T>(
 pub(super) const FIRST_PAGE: i64 = 2_000;
 /// Keys in each later page: pages keep each response well under the decode limit and let
 /// a huge prefix be read without one giant allocation on either side, but each costs a
-/// round trip, and etcd 3.4 walks the rest of the range's index for every page: 2,000 a
-/// page read 100,000 keys in 50 pages, each slower than the one before.
+/// round trip, and etcd 3.4 walks the rest of the range's index for every page: with
+/// small pages each page read slower than the one before (docs/PERFORMANCE.md).
 const PAGE: i64 = 20_000;
 /// No limit: `status` and `watch` draw nothing while they read, so one range is read as
-/// etcdctl reads it (100,000 keys in 180 ms here, against 250 ms in pages).
+/// etcdctl reads it, faster than in pages (docs/PERFORMANCE.md).
 const WHOLE: i64 = 0;
 /// The largest response electop decodes (tonic's default is 4 MiB).
 pub const DECODE_LIMIT: usize = 64 << 20;

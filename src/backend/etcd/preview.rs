@@ -1,5 +1,5 @@
-//! The first snapshot on screen page by page while it is read: a prefix of 100,000
-//! elections takes seconds to read and derive in full, but its first page of keys is
+//! The first snapshot on screen page by page while it is read: a large prefix takes long
+//! to read and derive in full, but its first page of keys is
 //! enough for a first frame. Pages are all read at one revision, so every election shown
 //! early is also in the full snapshot, which replaces it once read; until then the header
 //! says how far the read got, and the source is not shown as connected.

@@ -284,8 +284,8 @@ impl Follow {
     }
 
     /// The first read, shown a `SCAN` batch at a time as it is read, as ZooKeeper's is: the
-    /// dashboard's first frame follows the first thousand keys, not all of them (at 10,000
-    /// keys the whole read and its load were most of a 100 ms first frame). Then the
+    /// dashboard's first frame follows the first thousand keys, not all of them (at a large
+    /// prefix the whole read and its load were most of the first frame's wait). Then the
     /// history's elections with no key left, and the holders the audit log says an action
     /// removed. Past [`MAX_KEYS`], the keys read are the first the scan gave (`status`: the
     /// first in key order, as a poll's).
@@ -304,7 +304,7 @@ impl Follow {
             let prefix = &self.b.cfg.prefix;
             let (next, keys) = if self.b.opts.one_shot {
                 // `status` prints the whole read at once: read, loaded and sent as one part
-                // (in ten, it cost 15% more CPU for nothing shown sooner).
+                // (in parts, it cost more CPU for nothing shown sooner).
                 let (keys, over) = self.scan(server, conn).await?;
                 more = over;
                 (0, keys)

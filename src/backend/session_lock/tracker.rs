@@ -20,7 +20,7 @@ struct Tracked {
     /// When electop first saw that holder hold it: servers do not record when a lock was
     /// granted, so this is all that is known ("since then or earlier").
     since: Option<SystemTime>,
-    /// The lock as last read: a poll that reads it the same changes nothing, and at 1,000
+    /// The lock as last read: a poll that reads it the same changes nothing, and over many
     /// locks rebuilding and comparing each election every poll was most of a poll's CPU.
     read: LockRead,
 }

@@ -70,7 +70,7 @@ impl Dialect {
     /// SQLite's driver hands each row from its worker thread and converts it for the `Any`
     /// driver, which costs many times SQLite's own read; one value costs one. PostgreSQL's
     /// rows come in batches off a socket, but each is still converted for the `Any` driver
-    /// (its columns, its values, an allocation each): at 10,000 rows that conversion was
+    /// (its columns, its values, an allocation each): over many rows that conversion was
     /// most of an idle dashboard's CPU (docs/PERFORMANCE.md). MariaDB caps `JSON_ARRAYAGG`
     /// at `group_concat_max_len`, so MySQL stays a row per election.
     pub fn polls_as_json(self) -> bool {
@@ -110,7 +110,7 @@ impl Dialect {
             )
         } else if self == Dialect::Postgres {
             // Each value with its length before it, NULL as `-`: two different tables never
-            // make the same text. Not JSON: building it was three times the table's scan.
+            // make the same text. Not JSON: building it cost far more than the table's scan.
             let field = |c: &str| format!("COALESCE(length({c}) || ':' || {c}, '-')");
             let row = format!("concat({}, {}, {})", field("k"), field("h"), field("s"));
             let c = "COLLATE \"C\"";

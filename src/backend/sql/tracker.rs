@@ -50,7 +50,7 @@ struct Seen {
     row: Row,
     /// The row's holder and deadline as read, kept inline (up to 24 bytes) for `keep`: it
     /// compares them for every row of every poll, and reaching each through its own heap
-    /// string, scattered among the history, was half of a poll.
+    /// string, scattered among the history, was much of a poll (docs/PERFORMANCE.md).
     holder: Option<CompactString>,
     stamp: Option<CompactString>,
     /// Absolute deadline on the database's clock.
@@ -65,7 +65,7 @@ pub(crate) struct SqlTracker {
     source: SourceId,
     scheme: Scheme,
     term_ms: Option<i64>,
-    /// By the key as read; hashed (foldhash: SipHash was a fifth of a poll), since every
+    /// By the key as read; hashed (foldhash: SipHash was much of a poll), since every
     /// row of every poll is looked up here.
     seen: HashMap<CompactString, Seen, foldhash::fast::RandomState>,
     elections: BTreeMap<String, Election>,
@@ -111,8 +111,8 @@ impl SqlTracker {
     }
 
     /// For a run that prints the first state and stops: the first poll hands its elections
-    /// over (at 10,000 elections their copy and the tracker's freeing were an eighth of a
-    /// SQLite `status`), and any later poll changes nothing (a reconnect's would show the
+    /// over (their copy and the tracker's freeing were time a SQLite `status` need not
+    /// spend), and any later poll changes nothing (a reconnect's would show the
     /// elections without the history handed over).
     pub(crate) fn hand_over(&mut self) {
         self.hand_over = true;

@@ -32,7 +32,7 @@ const CONTACT_EVERY: Duration = Duration::from_secs(1);
 /// it holds no ephemeral node anyway.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the member electop reads through may take to answer the contact read, when
-/// there are others to read through: a frozen member left electop blind 5 s and more.
+/// there are others to read through: a frozen member left electop blind far longer.
 const READ_LIMIT: Duration = Duration::from_secs(1);
 
 pub(super) async fn run(b: ZkBackend, io: BackendIo) {

@@ -1,5 +1,5 @@
 //! The first read on screen while it goes: ZooKeeper has no range read, so 10,000 elections
-//! are 10,000 `getChildren` and 30,000 `getData`, seconds in all. Each election's children
+//! are 10,000 `getChildren` and 30,000 `getData`, long to wait for. Each election's children
 //! are read together, so an election read is whole as of its read and can be shown at once;
 //! the source stays "connecting" with how far the read got (the general `Loading` state)
 //! until the whole tree is read and loaded, and only that load makes history and events.

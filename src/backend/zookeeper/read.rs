@@ -118,9 +118,9 @@ impl Reader<'_> {
     /// Every znode below `prefix` (not the prefix itself), at most [`MAX_NODES`].
     ///
     /// Many parents are listed at once: one after the other, each election cost two round
-    /// trips in turn, 10,000 elections 20,000 (zk_scale on a busy machine: 20.8 s, 3.2x
-    /// ZooKeeper's Java client making the same reads all asynchronously; 1.2x then). A
-    /// parent with many children is read in chunks, descending as each answers (`tree`).
+    /// trips in turn, 10,000 elections 20,000: far slower than ZooKeeper's Java client making
+    /// the same reads all asynchronously (docs/PERFORMANCE.md). A parent with many children
+    /// is read in chunks, descending as each answers (`tree`).
     /// `seen` is told how far the read got, and each parent's children once all are read.
     pub(crate) async fn tree(
         &self,

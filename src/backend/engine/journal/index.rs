@@ -1,7 +1,8 @@
 //! The index beside a journal (`<file>.idx`), so one election's records are read without
-//! reading the whole file: `history ELECTION` at 10,000 elections x 200 changes reads its
-//! 200 lines, not 248 MiB. The journal's own format is unchanged; the index is a cache of
-//! where its lines start, and a reader that cannot trust it reads the journal whole.
+//! reading the whole file: `history ELECTION` reads its own election's lines, not every
+//! election's (docs/PERFORMANCE.md). The journal's own format is unchanged; the index is
+//! a cache of where its lines start, and a reader that cannot trust it reads the journal
+//! whole.
 //!
 //! Format (docs/history.md): a 32-byte header (`ELECTOPX`, the index's version as a
 //! little-endian u32, 4 zero bytes, the journal's inode and a hash of its first line, each a

@@ -77,8 +77,8 @@ pub(crate) fn read_elections(path: &Path, only: &[String]) -> std::io::Result<Re
     scan(path, only)
 }
 
-/// Streams the file (a buffer reused, never the whole file held: at 10,000 elections the
-/// journal is hundreds of megabytes). Every line is decoded, or with `only` just the lines
+/// Streams the file (a buffer reused, never the whole file held: a large source's journal
+/// is far too big to hold). Every line is decoded, or with `only` just the lines
 /// holding one of its names, found by a search of the buffer's bytes.
 fn scan(path: &Path, only: &[String]) -> std::io::Result<Read> {
     let mut file = match std::fs::File::open(path) {

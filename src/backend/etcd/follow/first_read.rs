@@ -78,7 +78,7 @@ impl Session<'_> {
     }
 
     /// A dashboard whose scheme was detected has nothing on screen until every key is derived
-    /// (half a second at 100,000 elections): its first keys' elections are shown at once.
+    /// (long at a large prefix): its first keys' elections are shown at once.
     async fn head_preview(
         &mut self,
         scheme: Option<crate::model::Scheme>,

@@ -17,7 +17,7 @@ impl Tracker {
     ) -> Vec<i64> {
         let mut set = BTreeSet::new();
         // Looked up by name: every tick asks, and walking every election each time was most
-        // of an idle dashboard's CPU at 10,000 elections.
+        // of an idle dashboard's CPU over many elections (docs/PERFORMANCE.md).
         for e in names.iter().flat_map(|n| self.named(n)) {
             set.extend(
                 e.leader

@@ -206,7 +206,7 @@ impl Tracker {
 
     /// Every election in `kvs`, in key order, for a state read once and handed over
     /// (`status`). No mirror, map or indexes are kept: only following changes needs them,
-    /// and building them was half the time `status` took at 100,000 elections.
+    /// and building them was much of `status`'s time at a large prefix (docs/PERFORMANCE.md).
     pub fn derive_once(&mut self, kvs: &Mirror, revision: i64) -> Vec<Election> {
         self.revision = revision;
         self.election_ids(kvs)
@@ -320,8 +320,8 @@ impl Tracker {
         leases.sort_unstable();
         leases.dedup();
         // The same leases as before (a key rewritten on its lease, the usual change): the
-        // sets stand. Taking the election out and back in cost serve a twentieth of its CPU
-        // at 1,000 changes/s.
+        // sets stand. Taking the election out and back in cost serve CPU at every change, for
+        // nothing (docs/PERFORMANCE.md).
         let before = self.leases_of.get(id).map_or(&[][..], Vec::as_slice);
         if before == leases.as_slice() {
             return;
@@ -359,7 +359,7 @@ fn adopt(e: &mut Election, holders: super::layout::Holders, limit: usize) {
 }
 
 /// A line without spare capacity: a one-candidate line grown by a push holds room for four,
-/// and at 100,000 elections that spare room was the largest single use of memory.
+/// and over many elections that spare room was the largest single use of memory.
 fn shrunk(mut line: Vec<Candidate>) -> Vec<Candidate> {
     line.shrink_to_fit();
     line
