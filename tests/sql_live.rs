@@ -479,17 +479,7 @@ fn format_characters_in_a_store_are_escaped() {
     let home = common::scratch::tempdir();
     let url = store.url();
     let a = args(&url, "sql-lease", "leaderlock");
-    let out = command(home.path())
-        .args(&a)
-        .arg("status")
-        .output()
-        .expect("electop status");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let text = common::electop::status_table(home.path(), &a);
     assert!(
         !has_raw_format_char(&text),
         "raw format character in {text:?}"

@@ -6,7 +6,7 @@ mod common;
 use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
 
-use common::electop::{command, spawn_lines};
+use common::electop::{command, spawn_lines, status_table as table};
 use common::sqlstore::Store;
 
 use common::T;
@@ -392,21 +392,6 @@ fn watch_ends_cleanly_on_sigterm() {
         status.success(),
         "ended by the signal, not cleanly: {status:?}"
     );
-}
-
-/// `status`'s table for `args`, piped.
-fn table(home: &std::path::Path, args: &[impl AsRef<std::ffi::OsStr>]) -> String {
-    let out = command(home)
-        .args(args)
-        .arg("status")
-        .output()
-        .expect("electop status");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
 }
 
 /// A megabyte leader value is cut in the table as in every store (its length said) and whole

@@ -42,6 +42,22 @@ pub fn status_json(home: &std::path::Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("status prints JSON")
 }
 
+/// `status`'s table, piped, which must succeed.
+pub fn status_table(home: &std::path::Path, args: &[impl AsRef<std::ffi::OsStr>]) -> String {
+    let out = command(home)
+        .args(args)
+        .arg("status")
+        .output()
+        .expect("run electop status");
+    assert!(
+        out.status.success(),
+        "electop status failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("the table is UTF-8")
+}
+
 /// `status --json --history`: etcd's past leader changes replayed too.
 pub fn status_history_json(home: &std::path::Path, args: &[&str]) -> Value {
     let out = command(home)
