@@ -108,6 +108,8 @@ pub struct BackendOptions {
     /// With [`BackendOptions::only`], the store is still read whole (every election listed):
     /// the names `history` offers when the election asked for is in no source.
     pub whole_store: bool,
+    /// Where every source's history is kept (docs/history.md).
+    pub history: crate::backend::engine::journal::History,
 }
 
 impl BackendOptions {
@@ -147,6 +149,7 @@ impl Default for BackendOptions {
             one_shot: false,
             only: None,
             whole_store: false,
+            history: crate::backend::engine::journal::History::default_at(Default::default()),
         }
     }
 }

@@ -63,7 +63,7 @@ pub(super) async fn run(
     }
     // Before any error about the election: a notice may be why it is not there (an empty
     // prefix, a store that holds no keys).
-    super::status::print_notices(&app, crate::cli::OutputFormat::Json);
+    super::status::print_notices(&app, &opts.history, crate::cli::OutputFormat::Json);
     let keys = match output::history::select(&app, ask.election.as_deref()) {
         Ok(keys) => keys,
         Err(why) if snap.unread.is_empty() => return Err(Usage(why).into()),

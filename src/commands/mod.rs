@@ -30,6 +30,7 @@ use anyhow::Result;
 
 use crate::app::Prefs;
 use crate::backend::BackendOptions;
+use crate::backend::engine::journal::{History, Keep};
 use crate::cli::{Cli, Command, OutputFormat};
 use crate::config::{Config, ConfigError, Selected};
 
@@ -93,11 +94,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         _ => crate::logging::init(cli.log_file.as_deref())?,
     };
-    // Every history journal this run opens keeps the config's retention and size bound.
-    crate::backend::engine::journal::set_keep(crate::backend::engine::journal::Keep {
-        retention: config.history.journal_retention,
-        max_bytes: config.history.journal_max_size,
-    });
     let tick = Duration::from_millis(config.ui.tick_ms.max(16));
     let prefs = prefs(&config)?;
     crate::ui::theme::set_color(crate::ui::theme::color_from_env());
@@ -122,15 +118,23 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     for s in &selected.sources {
         s.check_secrets().map_err(Usage)?;
     }
+    // Every source's history keeps the config's retention and size bound.
+    let history = History::default_at(Keep {
+        retention: config.history.journal_retention,
+        max_bytes: config.history.journal_max_size,
+    });
     let opts = BackendOptions {
         history_limit: cli.history_limit.unwrap_or(config.history.limit),
         retention: config.history.retention,
+        history: history.clone(),
         ..BackendOptions::default()
     };
     let done = rt.block_on(on_sources(cli, &config, selected, opts, (tick, prefs)));
     // Every source was stopped; a snapshot still being derived on a blocking thread (a
     // quit during the first load of 100,000 elections) is not waited for.
     rt.shutdown_background();
+    // What the stopped sources queued last (their stop).
+    history.flush();
     done
 }
 

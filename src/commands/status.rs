@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::backend::BackendOptions;
+use crate::backend::engine::journal::History;
 use crate::cli::OutputFormat;
 use crate::config::SourceConfig;
 use crate::output;
@@ -38,14 +39,15 @@ pub(super) async fn status(
         true => Ok(false),
         false => {
             // An empty or unsure prefix still answers (exit 0), but says why.
-            print_notices(&app, format);
+            print_notices(&app, &opts.history, format);
             print_status(&app, format).map(|()| true)
         }
     };
     drop(app);
     stopping.await;
-    // What the journals' last writes found, as the store tasks ended.
-    for w in crate::backend::engine::journal::take_warnings() {
+    // What the history's last writes found, as the store tasks ended.
+    opts.history.flush();
+    for w in opts.history.take_warnings() {
         eprintln!("electop: {w}");
     }
     if !printed? {
@@ -60,8 +62,8 @@ pub(super) async fn status(
 /// What reading a source found unsure (its layout, an empty prefix), and beside a table
 /// what it leaves out (a ZooKeeper ensemble's members, since when history is known), on
 /// stderr: stdout stays the elections alone, for scripts.
-pub(super) fn print_notices(app: &ReadModel, format: OutputFormat) {
-    for w in crate::backend::engine::journal::take_warnings() {
+pub(super) fn print_notices(app: &ReadModel, history: &History, format: OutputFormat) {
+    for w in history.take_warnings() {
         eprintln!("electop: {w}");
     }
     for s in &app.sources {

@@ -1,48 +1,34 @@
 //! The leader changes a source's election book recorded, kept in its history journal
 //! ([`super::journal`]) so a restarted dashboard still shows them: SQL tables, SQL session
 //! locks and Redis (etcd keeps its own history, and journals only when it saw each revision;
-//! ZooKeeper's journal also marks the stretches no electop watched). One writer per source at
-//! a time: a second electop on the same source reads the journal and takes over the writing
-//! when the first is gone.
+//! ZooKeeper's journal also marks the stretches no electop watched).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use tracing::{info, warn};
-
-use super::journal::{self, Batched, Bound, Entry, Journal, KEPT_AT_LEAST};
-use crate::model::HistoryEntry;
+use super::journal::{Bound, Entry, History, Journal, KEPT_AT_LEAST, safe_name};
+use crate::backend::BackendIo;
+use crate::model::{HistoryEntry, SourceEvent, SourceInfo};
 
 /// A leader change to persist: the election's name and the entry.
 pub(crate) type Recorded = (String, HistoryEntry);
 
-/// `<data dir>/history/<source>.jsonl`, the source name made file-safe.
-pub(crate) fn default_path(source_name: &str) -> Option<PathBuf> {
-    let dirs = directories::ProjectDirs::from("", "", "electop")?;
-    let safe = journal::safe_name(source_name);
-    Some(
-        dirs.data_dir()
-            .join("history")
-            .join(format!("{safe}.jsonl")),
-    )
+/// The journal of the source named `source_name`: its name made safe (what an earlier
+/// release named its file).
+pub(crate) fn key(source_name: &str) -> String {
+    safe_name(source_name)
 }
 
 /// The journal's bound: a `serve` or `watch`, which keep few changes in memory, must not
 /// cut what the next dashboard reads back.
-fn bound(history_limit: usize) -> Bound {
-    Bound::changes(history_limit.max(KEPT_AT_LEAST))
+fn bound(history: &History, history_limit: usize) -> Bound {
+    Bound::changes(history_limit.max(KEPT_AT_LEAST), history.keep())
 }
 
 /// The changes recorded so far (bounded), oldest first: of the elections named in `only`
 /// (a command asking for those alone), of all when it is empty.
-pub(crate) fn load(path: &Path, history_limit: usize, only: &[String]) -> Vec<Recorded> {
-    let entries = journal::load_elections(path, bound(history_limit), only);
-    // Read alone (no writer's turn): the stretch since the last record was watched by
-    // nobody unless another electop writes the journal now.
-    let now = (!journal::written_now(path)).then(SystemTime::now);
-    super::marks::stash(path, super::marks::past_marks(&entries, now));
-    changes(entries)
+pub(crate) fn load(j: &Journal, history_limit: usize, only: &[String]) -> Vec<Recorded> {
+    changes(j.load(bound(j.history(), history_limit), only))
 }
 
 fn changes(entries: Vec<Entry>) -> Vec<Recorded> {
@@ -55,87 +41,68 @@ fn changes(entries: Vec<Entry>) -> Vec<Recorded> {
         .collect()
 }
 
-/// The source named `source_name`'s journal at its default path, if there is one: the changes
-/// recorded so far by election (oldest first), and the writer for this run. With `only`
-/// (a command reading those elections alone, `history ELECTION`) only theirs are read, and
-/// there is no writer: the elections not read back have no past, so what this run sees of
-/// them is no change to record, and the journal is not read a second time for the turn.
+/// Tells the engine where the source's history is kept (see [`SourceEvent::Journal`]). Sent
+/// as the task starts, before any other event of its, so the queue has room.
+pub(crate) fn announce(io: &BackendIo, info: &SourceInfo, j: &Journal, gaps: bool, record: bool) {
+    let ev = SourceEvent::Journal {
+        source: info.id,
+        key: j.key().to_string(),
+        gaps,
+        record,
+    };
+    if io.events.try_send(ev).is_err() {
+        tracing::warn!(source = %info.name, "the history's marks are not recorded: the queue is full");
+    }
+}
+
+/// The source's journal: the changes recorded so far (oldest first), and the
+/// writer for this run. With `only` (a command reading those elections alone, `history
+/// ELECTION`) only theirs are read, and there is no writer: the elections not read back
+/// have no past, so what this run sees of them is no change to record.
 pub(crate) fn open(
-    source_name: &str,
+    io: &BackendIo,
+    info: &SourceInfo,
+    history: &History,
     history_limit: usize,
     only: &[String],
-) -> (BTreeMap<String, Vec<HistoryEntry>>, Option<Writer>) {
-    let Some(path) = default_path(source_name) else {
-        return (BTreeMap::new(), None);
-    };
-    super::marks::opened(source_name, &path);
+) -> (Vec<Recorded>, Option<Writer>) {
+    let j = history.journal(&key(&info.name));
+    announce(io, info, &j, true, only.is_empty());
+    let recorded = load(&j, history_limit, only);
+    let w = only.is_empty().then(|| Writer::start(j, history_limit));
+    (recorded, w)
+}
+
+/// `recorded` by election, each one's oldest first.
+pub(crate) fn by_election(recorded: Vec<Recorded>) -> BTreeMap<String, Vec<HistoryEntry>> {
     let mut past: BTreeMap<String, Vec<HistoryEntry>> = BTreeMap::new();
-    let (recorded, w) = match only.is_empty() {
-        true => {
-            let (w, recorded) = Writer::open_reading(&path, history_limit);
-            (recorded, Some(w))
-        }
-        false => (load(&path, history_limit, only), None),
-    };
     for (name, entry) in recorded {
         past.entry(name).or_default().push(entry);
     }
-    (past, w)
+    past
 }
 
-/// The source's journal, written while this run records the source: in batches, at most
-/// 100 ms after a change, and at once when the writer is dropped.
-pub(crate) struct Writer(Batched);
+/// The source's journal as this run records it.
+pub(crate) struct Writer(Journal);
 
-/// A clean stop says when this run stopped watching (if it wrote the journal): the next
-/// run tells the stretch from it as not watched.
+/// A clean stop says when this run stopped watching: the next run tells the stretch from it
+/// as not watched.
 impl Drop for Writer {
     fn drop(&mut self) {
-        if self.0.writing() {
-            let _ = self.0.append(&[Entry::Stopped(SystemTime::now())]);
-        }
+        self.0.append(&[Entry::Stopped(SystemTime::now())]);
     }
 }
 
 impl Writer {
-    /// The journal at `path`, and whether this run records it (false: another electop does).
-    #[cfg(test)]
-    pub(crate) fn open(path: &Path, history_limit: usize) -> (Writer, std::io::Result<bool>) {
-        let j = Batched::new(Journal::new(path.to_path_buf(), bound(history_limit)));
-        let writing = j.take_turn();
-        (Writer(j), writing)
-    }
-
-    /// The journal at `path`, its writer's turn taken if it is free (said if not), and the
-    /// changes recorded so far (bounded), oldest first: those the turn read, so the file is
-    /// read once at a run's start, or the file read when another electop writes it.
-    pub(crate) fn open_reading(path: &Path, history_limit: usize) -> (Writer, Vec<Recorded>) {
-        let mut journal = Journal::new(path.to_path_buf(), bound(history_limit)).reading_back();
-        let now = SystemTime::now();
-        // This run's start, written when it takes the turn: the next run tells the stretch
-        // no electop watched from the `stopped` line (or the last line) to its own.
-        let _ = journal.preface(Entry::Watching(now));
-        let j = Batched::new(journal);
-        match j.take_turn() {
-            Ok(true) => {}
-            Ok(false) => {
-                info!(path = %path.display(), "another electop records this source's history")
-            }
-            Err(e) => warn!(path = %path.display(), %e, "cannot record history"),
-        }
-        let recorded = match j.take_read_back() {
-            Some(read) => {
-                let read = journal::bounded(read, bound(history_limit));
-                super::marks::stash(path, super::marks::past_marks(&read, Some(now)));
-                changes(read)
-            }
-            None => load(path, history_limit, &[]),
-        };
-        (Writer(j), recorded)
+    /// Starts this run's record of `j`: its start said, the journal kept within its bound.
+    pub(crate) fn start(j: Journal, history_limit: usize) -> Writer {
+        j.trim(bound(j.history(), history_limit));
+        j.append(&[Entry::Watching(SystemTime::now())]);
+        Writer(j)
     }
 
     /// The change an admin action relabelled in `e` (another electop's, learnt from the audit
-    /// log after the change was recorded), appended again: the later line wins when it is
+    /// log after the change was recorded), appended again: the later record wins when it is
     /// read back, so a later `status` or dashboard tells it forced too.
     pub(crate) fn relabelled(&mut self, e: Option<&crate::model::Election>) {
         if let Some(h) = e.and_then(|e| e.relabelled_entry().map(|h| (e.name.clone(), h.clone()))) {
@@ -143,19 +110,8 @@ impl Writer {
         }
     }
 
-    /// Appends `recorded` if this run records the source (taking the turn when it is free);
-    /// a failure is logged, and the changes are shown all the same.
+    /// Appends `recorded`; the changes are shown whether or not they could be written.
     pub(crate) fn record(&mut self, recorded: &[Recorded]) {
-        if recorded.is_empty() {
-            return;
-        }
-        if let Err(e) = self.append(recorded) {
-            warn!(%e, "cannot append to the history file");
-        }
-    }
-
-    /// Queues `recorded` if this run records the source (taking the turn when it is free).
-    pub(crate) fn append(&mut self, recorded: &[Recorded]) -> std::io::Result<()> {
         let entries: Vec<Entry> = recorded
             .iter()
             .map(|(election, entry)| Entry::Change {
@@ -163,54 +119,58 @@ impl Writer {
                 entry: entry.clone(),
             })
             .collect();
-        self.0.append(&entries).map(|_| ())
+        if !entries.is_empty() {
+            self.0.append(&entries);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, UNIX_EPOCH};
+    use std::time::Duration;
 
     use super::*;
-    use crate::model::{Cause, HistoryEntry};
+    use crate::backend::engine::journal::Keep;
+    use crate::model::Cause;
 
+    /// Two electops on one source record each change; a reader tells it once, and when the
+    /// older stops the younger's records carry on.
     #[test]
-    fn appended_history_loads_back_and_one_writer_at_a_time() {
+    fn two_electops_record_one_history() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("h").join("src.jsonl");
-        let at = UNIX_EPOCH + Duration::from_millis(1_795_000_000_123);
-        let entry = |to: &str| HistoryEntry {
-            at: Some(at),
+        let path = dir.path().join("history.sqlite3");
+        let now = SystemTime::now();
+        let entry = |to: &str, ms| HistoryEntry {
+            at: Some(now + Duration::from_millis(ms)),
             revision: None,
             from: Some("a".into()),
             to: Some(to.into()),
             cause: Cause::TakenOver,
             by: None,
         };
-        let (mut w, writing) = Writer::open(&path, 8);
-        assert!(writing.expect("open"), "first writer");
-        let (mut other, writing) = Writer::open(&path, 8);
-        assert!(!writing.expect("open"), "second writer waits its turn");
-        w.append(&[("jobs".into(), entry("b"))]).expect("append");
-        other
-            .append(&[("jobs".into(), entry("x"))])
-            .expect("not written");
-        assert_eq!(load(&path, 8, &[]), vec![("jobs".to_string(), entry("b"))]);
+        let (one, two) = (
+            History::at(path.clone(), Keep::UNBOUNDED),
+            History::at(path, Keep::UNBOUNDED),
+        );
+        let mut w = Writer::start(one.journal("src"), 8);
+        let mut other = Writer::start(two.journal("src"), 8);
+        w.record(&[("jobs".into(), entry("b", 10))]);
+        other.record(&[("jobs".into(), entry("b", 12))]);
+        let read = |h: &History| -> Vec<_> {
+            load(&h.journal("src"), 8, &[])
+                .into_iter()
+                .map(|(_, h)| h.to)
+                .collect()
+        };
+        assert_eq!(read(&two), [Some("b".to_string())], "once");
         drop(w);
-        other
-            .append(&[("jobs".into(), entry("c"))])
-            .expect("takes over");
-        let to: Vec<_> = load(&path, 8, &[]).into_iter().map(|(_, h)| h.to).collect();
-        assert_eq!(to, [Some("b".into()), Some("c".into())]);
+        other.record(&[("jobs".into(), entry("c", 60_000))]);
+        assert_eq!(read(&one), [Some("b".into()), Some("c".into())]);
     }
 
     #[test]
-    fn source_names_become_safe_file_names() {
-        let p = default_path("postgres tester@127.0.0.1:5432/electop leaderlock").expect("dirs");
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        assert_eq!(
-            name,
-            "postgres_tester_127.0.0.1_5432_electop_leaderlock.jsonl"
-        );
+    fn source_names_become_safe_keys() {
+        let k = key("postgres tester@127.0.0.1:5432/electop leaderlock");
+        assert_eq!(k, "postgres_tester_127.0.0.1_5432_electop_leaderlock");
     }
 }

@@ -1,81 +1,29 @@
 //! The timeline's marks in the history journal, so a dashboard or `history` started later
-//! shows what an earlier electop saw: each outage of the source (a line when it went down,
+//! shows what an earlier electop saw: each outage of the source (a record when it went down,
 //! another with its end) and each deposed holder (when it began, when it ended), and the
-//! stretches no electop watched, from the runs' `watching` and `stopped` lines.
+//! stretches no electop watched, from the runs' `watching` and `stopped` records.
 //!
 //! What is marked is decided once, by the read model's own rules ([`Marks`]): a
 //! [`Recorder`] applies each event a source's task sends, as the read model will, on its
-//! way to the runtime ([`tap`]), and appends what became a mark to the journal that task
-//! opened (found by its path; none: nothing recorded, as for `history ELECTION`). At a
-//! run's start the journal's task hands what it read back ([`stash`]); the tap sends it
-//! on, ahead of the source's events, as [`SourceEvent::PastMarks`].
-//!
-//! Which journal a source's task opened is said by the task ([`opened`]): SQL, session
-//! locks and Redis at `<data dir>/history/<source>.jsonl` (also the fallback), etcd at a
-//! path named by the cluster's id, known only once it has connected, ZooKeeper beside the
-//! audit log by connect string and prefix.
+//! way to the runtime ([`tap`]), and appends what became a mark to the journal the task
+//! named ([`SourceEvent::Journal`]; none: nothing recorded). From that journal it reads back
+//! what earlier runs marked, and sends it on ahead of the source's events as
+//! [`SourceEvent::PastMarks`].
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
 
-use super::journal::{Batched, Entry};
+use super::journal::{Bound, Entry, History, Journal, KEPT_AT_LEAST};
 use crate::model::marks::{Deposed, Outage, PastMarks};
 use crate::model::{ConnState, HistoryGap, SourceEvent, SourceInfo};
 use crate::state::marks::Marks;
 
-/// How often a run that hears from its source says so in the journal (`alive`): a run
-/// killed (no `stopped` line) is known to have watched up to a minute before it died.
-pub(crate) const ALIVE_EVERY: Duration = Duration::from_secs(60);
-
-/// What each journal's task read back at its start, until the tap takes it.
-static PAST: Mutex<Vec<(PathBuf, PastMarks)>> = Mutex::new(Vec::new());
-
-/// Keeps what the journal at `path` says of the marks for the source's tap to send on.
-pub(crate) fn stash(path: &Path, marks: PastMarks) {
-    let mut past = PAST.lock().unwrap_or_else(|p| p.into_inner());
-    past.retain(|(p, _)| p != path);
-    past.push((path.to_path_buf(), marks));
-}
-
-/// The journal each source's task opened, by source name (see [`opened`]).
-static JOURNALS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
-
-/// Says that the task of the source named `source` opened its journal at `path`, for the
-/// source's [`Recorder`] to find it there. True the first time this process opens it (a
-/// task that opens it again, on another member, has nothing more to read back).
-pub(crate) fn opened(source: &str, path: &Path) -> bool {
-    let mut j = JOURNALS.lock().unwrap_or_else(|p| p.into_inner());
-    match j.iter_mut().find(|(s, _)| s == source) {
-        Some((_, p)) if p == path => false,
-        Some((_, p)) => {
-            *p = path.to_path_buf();
-            true
-        }
-        None => {
-            j.push((source.to_string(), path.to_path_buf()));
-            true
-        }
-    }
-}
-
-/// The journal the source named `source` has: the one its task opened, else the default.
-pub(crate) fn journal_of(source: &str) -> Option<PathBuf> {
-    let j = JOURNALS.lock().unwrap_or_else(|p| p.into_inner());
-    match j.iter().find(|(s, _)| s == source) {
-        Some((_, p)) => Some(p.clone()),
-        None => super::history::default_path(source),
-    }
-}
-
-fn take_past(path: &Path) -> Option<PastMarks> {
-    let mut past = PAST.lock().unwrap_or_else(|p| p.into_inner());
-    let i = past.iter().position(|(p, _)| p == path)?;
-    Some(past.swap_remove(i).1)
-}
+/// How often a run that hears from its source says so in the journal (`alive`, which
+/// replaces the run's last): a run killed is known to have watched up to then, and another
+/// run's records after it count from there (`journal::runs`).
+pub(crate) const ALIVE_EVERY: Duration = Duration::from_secs(1);
 
 /// What `entries` (a journal's records, in the file's order) say of the marks. `watching`:
 /// when this run started watching, if nobody else watches now (this run took the writer's
@@ -163,49 +111,49 @@ fn close_open(
 
 /// One source's marks as its events go by, and the journal they are appended to.
 pub(crate) struct Recorder {
-    /// The source's name: its journal is the one its task opened ([`journal_of`]).
-    name: String,
+    history: History,
+    /// The journal the source's task named, if this run records its marks there.
+    journal: Option<Journal>,
     marks: Marks,
     last_contact: Option<(Instant, SystemTime)>,
     every: Duration,
-    /// The line of the outage under way was written (it went down).
+    /// The record of the outage under way was written (it went down).
     down_said: bool,
-    /// The past marks were sent on (or the source synced without any).
-    past_done: bool,
-    /// When an `alive` line was last written.
+    /// When an `alive` record was last written.
     alive: Option<Instant>,
 }
 
 impl Recorder {
-    pub(crate) fn new(info: &SourceInfo) -> Recorder {
+    pub(crate) fn new(history: History) -> Recorder {
         Recorder {
-            name: info.name.clone(),
+            history,
+            journal: None,
             marks: Marks::default(),
             last_contact: None,
             every: Duration::from_millis(500),
             down_said: false,
-            past_done: false,
             alive: None,
         }
     }
 
-    /// The past marks the journal's task read back, once, before the source's events.
-    pub(crate) fn past(&mut self, ev: &SourceEvent) -> Option<PastMarks> {
-        if self.past_done {
-            return None;
+    /// What the journal named says of earlier runs' marks; from now on this run's are
+    /// recorded there (if `record`).
+    pub(crate) fn journal(&mut self, key: &str, gaps: bool, record: bool) -> PastMarks {
+        let j = self.history.journal(key);
+        let entries = j.load(Bound::changes(KEPT_AT_LEAST, self.history.keep()), &[]);
+        // Another electop watching now: the stretch up to now was watched.
+        let now = (!j.others_watching()).then(SystemTime::now);
+        self.journal = record.then_some(j);
+        match gaps {
+            true => past_marks(&entries, now),
+            false => past_outages(&entries, now),
         }
-        let found = journal_of(&self.name).as_deref().and_then(take_past);
-        if found.is_some() || matches!(ev, SourceEvent::Synced { .. }) {
-            self.past_done = true;
-        }
-        found.filter(|p| !p.is_empty())
     }
 
     /// Applies `ev` as the read model will; the marks it made, as journal records.
     pub(crate) fn see(&mut self, ev: &SourceEvent) -> Vec<Entry> {
         let mut out = Vec::new();
         match ev {
-            SourceEvent::Info(info) => self.name.clone_from(&info.name),
             SourceEvent::Conn { state, .. } => {
                 self.marks.on_conn(state);
                 if let (ConnState::Down { .. }, false, Some((_, from))) =
@@ -266,17 +214,10 @@ impl Recorder {
         out
     }
 
-    /// Appends `entries` to the source's journal if this process has it open (and writes
-    /// it: another electop's turn records its own marks).
+    /// Appends `entries` to the source's journal, if this run records it.
     fn record(&self, entries: &[Entry]) {
-        if entries.is_empty() {
-            return;
-        }
-        let Some(j) = journal_of(&self.name).as_deref().and_then(Batched::find) else {
-            return;
-        };
-        if let Err(e) = j.append(entries) {
-            tracing::warn!(path = %j.path().display(), %e, "cannot record the timeline's marks");
+        if let Some(j) = self.journal.as_ref().filter(|_| !entries.is_empty()) {
+            j.append(entries);
         }
     }
 }
@@ -287,19 +228,27 @@ impl Recorder {
 pub(crate) fn tap(
     info: &SourceInfo,
     events: mpsc::Sender<SourceEvent>,
+    history: History,
 ) -> mpsc::Sender<SourceEvent> {
     let (tx, mut rx) = mpsc::channel::<SourceEvent>(1024);
-    let mut r = Recorder::new(info);
+    let mut r = Recorder::new(history);
     let source = info.id;
     tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
-            if let Some(marks) = r.past(&ev)
-                && events
-                    .send(SourceEvent::PastMarks { source, marks })
-                    .await
-                    .is_err()
+            if let SourceEvent::Journal {
+                key, gaps, record, ..
+            } = &ev
             {
-                return;
+                let marks = r.journal(key, *gaps, *record);
+                if !marks.is_empty()
+                    && events
+                        .send(SourceEvent::PastMarks { source, marks })
+                        .await
+                        .is_err()
+                {
+                    return;
+                }
+                continue;
             }
             let made = r.see(&ev);
             r.record(&made);

@@ -182,11 +182,12 @@ impl Session<'_> {
             .await
             .ok()?
             .ok()?;
-        let path = super::times::path(resp.header()?.cluster_id(), &self.backend.cfg.prefix)?;
-        if let Some(t) = self.times.as_ref().filter(|t| t.path() == path) {
+        let key = super::times::key(resp.header()?.cluster_id(), &self.backend.cfg.prefix);
+        if let Some(t) = self.times.as_ref().filter(|t| t.journal().key() == key) {
             return Some(Arc::clone(t));
         }
-        let t = Arc::new(TimesFile::new(path, &self.backend.info.name));
+        let (b, io) = (self.backend, &self.io);
+        let t = Arc::new(TimesFile::new(&b.opts.history, &key, io, &b.info));
         self.times = Some(Arc::clone(&t));
         Some(t)
     }
@@ -499,7 +500,7 @@ impl Session<'_> {
             Arc::clone(&snapshot),
             revision,
             progress,
-            link.times.as_ref().map(|t| t.path().to_path_buf()),
+            link.times.as_ref().map(|t| t.journal().clone()),
         ));
         self.state.replay = Replay::Running {
             task,

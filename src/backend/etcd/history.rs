@@ -32,7 +32,7 @@ pub(super) async fn replay(
     snapshot: std::sync::Arc<Mirror>,
     target: i64,
     progress: Progress,
-    times: Option<std::path::PathBuf>,
+    times: Option<crate::backend::engine::journal::Journal>,
 ) -> Result<Replayed, EtcdError> {
     let prefixes = tracker.layout().prefixes();
     let past = Past {
@@ -48,8 +48,8 @@ pub(super) async fn replay(
     loop {
         match follow(&past, &mut tracker, from).await? {
             None => {
-                if let Some(path) = &times {
-                    tracker.fill_seen(&super::times::load(path));
+                if let Some(j) = &times {
+                    tracker.fill_seen(&super::times::load(j));
                 }
                 return Ok(Replayed { tracker, compacted });
             }

@@ -33,11 +33,14 @@ const CONTACT_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) async fn run(b: RedisBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
-    let (past, journal) = history::open(
-        &b.info.name,
+    let (recorded, journal) = history::open(
+        &io,
+        &b.info,
+        &b.opts.history,
         b.opts.history_limit,
         &b.opts.only_elections(&b.info.short),
     );
+    let past = history::by_election(recorded);
     let mut f = Follow {
         tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit, past)
             .audited_at_start(crate::backend::forced::audited_actions(&b.info.name)),

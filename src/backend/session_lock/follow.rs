@@ -26,11 +26,14 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "this user".into());
-    let (past, journal) = history::open(
-        &b.info.name,
+    let (recorded, journal) = history::open(
+        &io,
+        &b.info,
+        &b.opts.history,
         b.opts.history_limit,
         &b.opts.only_elections(&b.info.short),
     );
+    let past = history::by_election(recorded);
     let mut tracker = SessionLockTracker::new(
         b.info.id,
         b.info.name.clone(),

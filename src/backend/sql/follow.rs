@@ -21,7 +21,7 @@ use crate::model::SourceEvent;
 
 /// The tracker of `b`'s rows, with the history its journal read back, and the journal's
 /// writer for this run.
-fn book(b: &SqlBackend) -> (SqlTracker, Option<history::Writer>) {
+fn book(b: &SqlBackend, io: &BackendIo) -> (SqlTracker, Option<history::Writer>) {
     let mut tracker = SqlTracker::new(
         b.info.id,
         b.info.name.clone(),
@@ -32,21 +32,15 @@ fn book(b: &SqlBackend) -> (SqlTracker, Option<history::Writer>) {
     if b.opts.one_shot {
         tracker.hand_over();
     }
-    let mut writer = None;
     // A source whose table is not found yet has no history of its own.
-    if let Some(path) = b.history_path.as_ref().filter(|_| b.unresolved.is_none()) {
-        tracker.audited(crate::backend::forced::audited_actions(&b.info.name));
-        let only = b.opts.only_elections(&b.info.short);
-        // Asked for some elections alone (`history ELECTION`): the others have no past
-        // read back, so nothing seen of them is a change to record (see `history::open`).
-        if !only.is_empty() {
-            tracker.preload(history::load(path, b.opts.history_limit, &only));
-            return (tracker, None);
-        }
-        let (w, recorded) = history::Writer::open_reading(path, b.opts.history_limit);
-        tracker.preload(recorded);
-        writer = Some(w);
+    if b.unresolved.is_some() {
+        return (tracker, None);
     }
+    tracker.audited(crate::backend::forced::audited_actions(&b.info.name));
+    let only = b.opts.only_elections(&b.info.short);
+    let (opts, info) = (&b.opts, &b.info);
+    let (recorded, writer) = history::open(io, info, &opts.history, opts.history_limit, &only);
+    tracker.preload(recorded);
     (tracker, writer)
 }
 
@@ -210,7 +204,7 @@ impl Follow {
     }
 
     fn new(b: SqlBackend, io: BackendIo) -> Follow {
-        let (tracker, writer) = book(&b);
+        let (tracker, writer) = book(&b, &io);
         let keys = b.opts.store_keys(&b.info.short);
         Follow {
             keys,
@@ -236,7 +230,7 @@ impl Follow {
             .and_then(|tables| super::unfound::resolved(&self.b, cfg, &tables))
             .map_err(SqlError::Schema)?;
         self.send(SourceEvent::Info(next.info.clone())).await?;
-        (self.tracker, self.writer) = book(&next);
+        (self.tracker, self.writer) = book(&next, &self.io);
         self.b = next;
         Ok(())
     }

@@ -160,7 +160,6 @@ pub struct SqlBackend {
     info: SourceInfo,
     settings: SqlSettings,
     pub(super) opts: BackendOptions,
-    history_path: Option<PathBuf>,
     /// `--sql URL` alone, the database not reached to look: the tables are looked up
     /// (`unfound`) once it answers, this its source as configured.
     unresolved: Option<SqlSource>,
@@ -197,7 +196,6 @@ impl SqlBackend {
             info,
             settings,
             opts,
-            history_path: crate::backend::engine::history::default_path(&name),
             unresolved: unresolved.cloned(),
         }
     }

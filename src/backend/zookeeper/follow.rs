@@ -383,14 +383,12 @@ impl Follow {
             self.b.cfg.prefix,
             self.b.cfg.preset.map(|p| p.to_string()).unwrap_or_default()
         );
-        // The file is shared by every run on this source: a serve or watch, which keep few
+        // The record is shared by every run on this source: a serve or watch, which keep few
         // changes in memory, must not cut what the next dashboard reads back.
         let kept = self.b.opts.history_limit.max(super::record::KEPT_AT_LEAST);
-        self.record = Record::open(&key, kept);
-        if let Some(r) = &self.record {
-            crate::backend::engine::marks::opened(&self.b.info.name, r.path());
-        }
-        let past = self.record.as_mut().map(|r| r.start(now));
+        let mut record = Record::new(&self.b.opts.history, &key, kept);
+        let past = Some(record.start(&self.io, &self.b.info, now));
+        self.record = Some(record);
         let since = past.as_ref().and_then(|p| p.since).unwrap_or(now);
         if let Some(p) = past {
             self.gaps = p.gaps.clone();
@@ -423,7 +421,7 @@ impl Follow {
                 r.append(&Entry::Change { election, entry });
             }
         }
-        if r.failed.is_some() && !self.record_told {
+        if r.failed().is_some() && !self.record_told {
             self.send_notice().await?;
         }
         Ok(())
@@ -432,7 +430,7 @@ impl Follow {
     /// The source's notice: a missing prefix, a record that cannot be kept; empty takes the
     /// last one away.
     async fn send_notice(&mut self) -> Result<(), Stop> {
-        let failed = self.record.as_ref().and_then(|r| r.failed.as_ref());
+        let failed = self.record.as_ref().and_then(Record::failed);
         self.record_told = failed.is_some();
         let failed = failed.map(|f| format!("history is not kept across runs: {f}"));
         let text = [self.missing.clone(), failed]

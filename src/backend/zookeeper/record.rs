@@ -1,26 +1,21 @@
 //! electop's own record of a ZooKeeper source's leader changes, across runs: ZooKeeper
 //! keeps no history, so each change the tracker records goes into the source's history
-//! journal ([`crate::backend::engine::journal`]), a file per source (connect string,
-//! chroot, prefix and preset) beside the audit log, with a line when a run starts watching
-//! and when it stops. The next run loads it at its first read, so the history starts where
-//! the record does, and the time no electop watched is said.
+//! journal ([`crate::backend::engine::journal`]), one per source (connect string, chroot,
+//! prefix and preset), with a record when a run starts watching and when it stops. The next
+//! run loads it at its first read, so the history starts where the record does, and the
+//! time no electop watched is said.
 //!
 //! The record is also the source's journal of the timeline's marks (outages, deposed
-//! holders: [`crate::backend::engine::marks`]), said so when it is opened.
-//!
-//! One run writes the record at a time; another on the same source reads it and takes
-//! over when the first is gone (its own `watching` line first). A record that cannot be
-//! written is logged once and said in the source's notice; it never stops the source.
+//! holders: [`crate::backend::engine::marks`]), named to the engine when it is opened. A
+//! record that cannot be written is said in the source's notice; it never stops the source.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::SystemTime;
 
-use tracing::warn;
-
-use crate::backend::engine::journal::{self, Batched, Bound, Entry, Journal};
-use crate::backend::engine::marks;
-use crate::model::{HistoryEntry, HistoryGap};
+use crate::backend::BackendIo;
+use crate::backend::engine::history::announce;
+use crate::backend::engine::journal::{Bound, Entry, History, Journal, key_of};
+use crate::model::{HistoryEntry, HistoryGap, SourceInfo};
 
 pub(crate) use crate::backend::engine::journal::KEPT_AT_LEAST;
 
@@ -71,92 +66,54 @@ pub(crate) fn past(entries: &[Entry]) -> Past {
     p
 }
 
-/// `zookeeper-history-<source>-<hash>.jsonl`: readable, and the hash keeps two sources that
+/// `zookeeper-history-<source>-<hash>`: readable, and the hash keeps two sources that
 /// escape alike apart.
-pub(crate) fn file_name(key: &str) -> String {
-    journal::file_name("zookeeper-history", key)
+pub(crate) fn key(source: &str) -> String {
+    key_of("zookeeper-history", source)
 }
 
 /// The record of one source, appended to as the run goes.
 pub(crate) struct Record {
-    /// Written in batches, within 100 ms of a change.
-    journal: Batched,
+    journal: Journal,
     limit: usize,
-    /// Why the record could not be read or written, said once.
-    pub(crate) failed: Option<String>,
     /// This run has started: its stop is said when the record is dropped.
     started: bool,
 }
 
 impl Record {
-    /// The record of the source named by `key`, beside the audit log; none without a data dir.
-    pub(crate) fn open(key: &str, limit: usize) -> Option<Record> {
-        let dir = crate::admin::audit::default_path()?.parent()?.to_path_buf();
-        Some(Record::at(dir.join(file_name(key)), limit))
-    }
-
-    pub(crate) fn at(path: PathBuf, limit: usize) -> Record {
-        let limit = limit.max(1);
+    /// The record of the source named by `source` (see [`key`]), keeping `limit` changes of
+    /// each election.
+    pub(crate) fn new(history: &History, source: &str, limit: usize) -> Record {
         Record {
-            journal: Batched::new(Journal::new(path, Bound::changes(limit))),
-            limit,
-            failed: None,
+            journal: history.journal(&key(source)),
+            limit: limit.max(1),
             started: false,
         }
     }
 
-    /// Reads the record (bounded), and marks this run as watching from `now`.
-    pub(crate) fn start(&mut self, now: SystemTime) -> Past {
-        let path = self.journal.path().to_path_buf();
-        let mut entries = match journal::read(&path) {
-            Ok((entries, _)) => entries,
-            Err(e) => {
-                self.fail(format!("cannot read {}: {e}", path.display()));
-                Vec::new()
-            }
-        };
-        self.started = true;
-        let writing = match self
-            .journal
-            .preface(Entry::Watching(now))
-            .and_then(|()| self.journal.take_turn())
-        {
-            Ok(w) => w,
-            Err(e) => {
-                self.fail(format!("cannot write {}: {e}", path.display()));
-                true
-            }
-        };
+    /// Reads the record (bounded), names it to the engine, and marks this run as watching
+    /// from `now`.
+    pub(crate) fn start(&mut self, io: &BackendIo, info: &SourceInfo, now: SystemTime) -> Past {
+        let bound = Bound::changes(self.limit, self.journal.history().keep());
+        self.journal.trim(bound);
+        announce(io, info, &self.journal, false, true);
+        let mut entries = self.journal.load(bound, &[]);
         // Another run records the source now: it watches, so no gap ends here.
-        if writing {
+        if !self.journal.others_watching() {
             entries.push(Entry::Watching(now));
         }
-        let kept = journal::compact(entries, Bound::changes(self.limit));
-        // The timeline's outages and deposed holders, for the source's recorder to hand
-        // on; the stretches no electop watched are this record's gaps, said once.
-        marks::stash(&path, marks::past_outages(&kept, None));
-        past(&kept)
-    }
-
-    pub(crate) fn path(&self) -> &std::path::Path {
-        self.journal.path()
+        self.started = true;
+        self.journal.append(&[Entry::Watching(now)]);
+        past(&entries)
     }
 
     pub(crate) fn append(&mut self, r: &Entry) {
-        if self.failed.is_some() {
-            return;
-        }
-        if let Err(e) = self.journal.append(std::slice::from_ref(r)) {
-            let path = self.journal.path().display().to_string();
-            self.fail(format!("cannot write {path}: {e}"));
-        }
+        self.journal.append(std::slice::from_ref(r));
     }
 
-    fn fail(&mut self, why: String) {
-        if self.failed.is_none() {
-            warn!(error = %why, "electop's ZooKeeper history record");
-            self.failed = Some(why);
-        }
+    /// Why the record cannot be kept, if it cannot.
+    pub(crate) fn failed(&self) -> Option<String> {
+        self.journal.history().failed()
     }
 }
 

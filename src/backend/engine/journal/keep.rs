@@ -1,33 +1,37 @@
-//! What a journal keeps: each change once (a relabelled one merged), the newest changes of
-//! each election and the newest revision times (counts), nothing older than the retention
-//! (time), and no more bytes than half the size bound (so a rewrite comes once per many
-//! appends, not at each one).
+//! What a journal read back holds: each change once (a relabelled one merged), the newest
+//! changes of each election and the newest revision times (counts), nothing older than the
+//! retention (time). The database is kept so by `DELETE` (`db::Db::trim`); a read bounds
+//! what it gives the same way, so one election's records are what all of them give of it.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry::{Occupied, Vacant};
-use std::sync::RwLock;
 use std::time::{Duration, SystemTime};
 
-use super::{Entry, MARKS_KEPT, RUNS_KEPT, SEEN_KEPT, encode};
+use super::{Entry, MARKS_KEPT, SEEN_KEPT};
+
+/// Runs' records kept when no change is older: enough to say the last gaps, not a diary of
+/// every `status` ever run.
+pub(crate) const RUNS_KEPT: usize = 16;
 use crate::model::{Cause, HistoryEntry};
 
 /// The config's default retention: a week of who led when.
 pub(crate) const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// The config's default size bound of one journal file.
+/// The config's default size bound of the history database.
 pub(crate) const MAX_BYTES: u64 = 64 << 20;
 
 /// How long and how large a journal may grow, whatever its counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Keep {
-    /// Records older than this are dropped at a rewrite, and not read back.
+    /// Records older than this are deleted, and not read back.
     pub retention: Duration,
-    /// The file is rewritten once past this many bytes, keeping the newest half.
+    /// Past this many bytes in the database, its oldest half is deleted.
     pub max_bytes: u64,
 }
 
 impl Keep {
-    /// No time or size bound: a journal made outside a command (a library test, a bench).
+    /// No time or size bound (a test).
+    #[cfg(test)]
     pub(crate) const UNBOUNDED: Keep = Keep {
         retention: Duration::MAX,
         max_bytes: u64::MAX,
@@ -49,20 +53,7 @@ impl Default for Keep {
     }
 }
 
-/// The process's bound, set once from the config (`[history]`) before any source starts:
-/// every journal of the run keeps the same, whoever opens it.
-static KEEP: RwLock<Keep> = RwLock::new(Keep::UNBOUNDED);
-
-/// Sets the retention and size bound of every journal this process opens from now on.
-pub(crate) fn set_keep(k: Keep) {
-    *KEEP.write().unwrap_or_else(|p| p.into_inner()) = k;
-}
-
-pub(crate) fn keep() -> Keep {
-    *KEEP.read().unwrap_or_else(|p| p.into_inner())
-}
-
-/// How much the journal keeps after a rewrite.
+/// How much a journal keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Bound {
     /// The newest changes kept of each election.
@@ -75,12 +66,12 @@ pub(crate) struct Bound {
 
 impl Bound {
     /// Keeps `per_election` changes of each election (at least one), [`SEEN_KEPT`] times,
-    /// and the process's retention and size bound.
-    pub(crate) fn changes(per_election: usize) -> Bound {
+    /// and `keep`'s retention and size bound.
+    pub(crate) fn changes(per_election: usize, keep: Keep) -> Bound {
         Bound {
             per_election: per_election.max(1),
             seen: SEEN_KEPT,
-            keep: keep(),
+            keep,
         }
     }
 }
@@ -145,20 +136,9 @@ fn dedupe(mut entries: Vec<Entry>) -> Vec<Entry> {
         .collect()
 }
 
-/// The journal bounded as of now: see [`compact_at`].
-pub(crate) fn compact(entries: Vec<Entry>, bound: Bound) -> Vec<Entry> {
-    compact_at(entries, bound, SystemTime::now())
-}
-
-/// The journal bounded as of now by counts and time, not size: see [`bounded_at`].
+/// The journal bounded as of now by counts and time: see [`bounded_at`].
 pub(crate) fn bounded(entries: Vec<Entry>, bound: Bound) -> Vec<Entry> {
     bounded_at(entries, bound, SystemTime::now())
-}
-
-/// The journal bounded ([`bounded_at`]), and of that the newest records that fit in half
-/// the size bound.
-pub(crate) fn compact_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> {
-    fit(bounded_at(entries, bound, now), bound.keep.max_bytes / 2)
 }
 
 /// The journal bounded by counts and time: nothing older than the retention (a change with
@@ -166,7 +146,7 @@ pub(crate) fn compact_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> 
 /// revision times, and the run markers no older than the oldest change kept (at most
 /// [`RUNS_KEPT`] runs when that is older still). What it keeps of an election's changes
 /// depends on that election's records alone.
-fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> {
+pub(super) fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> {
     let mut entries = dedupe(entries);
     if let Some(cutoff) = bound.keep.cutoff(now) {
         entries.retain(|r| r.at().is_none_or(|at| at >= cutoff));
@@ -224,47 +204,6 @@ fn bounded_at(entries: Vec<Entry>, bound: Bound, now: SystemTime) -> Vec<Entry> 
         .collect()
 }
 
-/// Most bytes one record's line can take but for its names: the fixed keys, a time, a
-/// revision and a cause. A name's byte takes at most 6 (`\u001f`).
-const LINE_BYTES_BUT_NAMES: usize = 240;
-
-fn most_bytes(e: &Entry) -> usize {
-    let names = match e {
-        Entry::Change { election, entry } => {
-            election.len()
-                + [&entry.from, &entry.to, &entry.by]
-                    .iter()
-                    .map(|s| s.as_ref().map_or(0, String::len))
-                    .sum::<usize>()
-        }
-        Entry::Deposed(d) => d.election.len() + d.holder.len(),
-        _ => 0,
-    };
-    LINE_BYTES_BUT_NAMES + 6 * names
-}
-
-/// The newest of `entries` whose lines fit in `budget` bytes. Lines are measured only when
-/// their most possible size would not fit: a journal well within its bound costs no
-/// encoding.
-fn fit(mut entries: Vec<Entry>, budget: u64) -> Vec<Entry> {
-    let most: u64 = entries.iter().map(|e| most_bytes(e) as u64).sum();
-    if most <= budget {
-        return entries;
-    }
-    let mut used = 0u64;
-    let mut from = entries.len();
-    for e in entries.iter().rev() {
-        let len = encode(e).len() as u64 + 1;
-        if used + len > budget {
-            break;
-        }
-        used += len;
-        from -= 1;
-    }
-    entries.drain(..from);
-    entries
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,7 +256,7 @@ mod tests {
             Entry::Watching(t(9 * 3600)),
             change("jobs", Some(t(9 * 3600 + 5)), "c"),
         ];
-        let kept = compact_at(entries, bound(keep), now);
+        let kept = bounded_at(entries, bound(keep), now);
         assert_eq!(
             kept,
             [
@@ -326,7 +265,7 @@ mod tests {
                 change("jobs", Some(t(9 * 3600 + 5)), "c"),
             ]
         );
-        let forever = compact_at(vec![Entry::Watching(t(0))], bound(Keep::UNBOUNDED), now);
+        let forever = bounded_at(vec![Entry::Watching(t(0))], bound(Keep::UNBOUNDED), now);
         assert_eq!(forever, [Entry::Watching(t(0))]);
     }
 
@@ -346,7 +285,7 @@ mod tests {
             Entry::Alive(t(301)),
             Entry::Alive(t(361)),
         ];
-        let kept = compact_at(entries, bound(Keep::UNBOUNDED), t(400));
+        let kept = bounded_at(entries, bound(Keep::UNBOUNDED), t(400));
         assert_eq!(
             kept,
             [
@@ -358,25 +297,5 @@ mod tests {
                 Entry::Alive(t(361)),
             ]
         );
-    }
-
-    /// Past the size bound the newest records that fit in half of it are kept.
-    #[test]
-    fn the_newest_records_that_fit_half_the_size_bound_are_kept() {
-        let entries: Vec<Entry> = (0..1_000)
-            .map(|i| change(&format!("e{i}"), Some(t(i)), "a"))
-            .collect();
-        let line = encode(&entries[999]).len() as u64 + 1;
-        let keep = Keep {
-            retention: Duration::MAX,
-            max_bytes: 2 * 10 * line,
-        };
-        let kept = compact_at(entries.clone(), bound(keep), t(2_000));
-        assert_eq!(kept, entries[990..], "the newest 10 lines");
-        let roomy = Keep {
-            retention: Duration::MAX,
-            max_bytes: 1 << 30,
-        };
-        assert_eq!(compact_at(entries.clone(), bound(roomy), t(2_000)), entries);
     }
 }

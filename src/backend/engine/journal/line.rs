@@ -8,11 +8,6 @@ use super::{Entry, VERSION};
 use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{Cause, HistoryEntry};
 
-/// The kinds a reader of this version knows.
-const KINDS: [&str; 7] = [
-    "change", "seen", "watching", "stopped", "alive", "outage", "deposed",
-];
-
 /// One line on disk. Every field but `v` and `kind` is left out where it has no value.
 #[derive(Serialize, Deserialize)]
 struct Line {
@@ -148,16 +143,4 @@ pub(crate) fn decode(text: &str) -> Option<Entry> {
         })),
         _ => None,
     }
-}
-
-/// Whether `text` is a line of a version this electop reads, of a kind it does not know
-/// (a later electop's, of the same version): skipped in silence, not damage.
-pub(crate) fn unknown_kind(text: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Kind {
-        v: u32,
-        kind: String,
-    }
-    serde_json::from_str::<Kind>(text)
-        .is_ok_and(|k| (2..=VERSION).contains(&k.v) && !KINDS.contains(&k.kind.as_str()))
 }

@@ -84,30 +84,24 @@ fn contact(r: &mut Recorder, i0: Instant, s: u64) -> Vec<Entry> {
     made
 }
 
-/// A run that hears from its source says so once a minute; a run killed after such a line
-/// is known to have watched up to it.
+/// A run that hears from its source says so once a second; a run killed after such a
+/// record is known to have watched up to it.
 #[test]
-fn a_run_says_it_is_alive_once_a_minute_and_a_killed_one_watched_until_then() {
-    let mut r = Recorder::new(&SourceInfo::test_sqlite());
+fn a_run_says_it_is_alive_once_a_second_and_a_killed_one_watched_until_then() {
+    let mut r = Recorder::new(History::none());
     let i0 = Instant::now();
     let mut alive = Vec::new();
-    for s in (0..=150).step_by(10) {
+    for ms in (0..=2_500).step_by(250) {
         let made = r.see(&SourceEvent::Contact {
             source: 0,
-            at: i0 + Duration::from_secs(s),
-            wall: t(s),
-            next_within: Duration::from_secs(10),
+            at: i0 + Duration::from_millis(ms),
+            wall: t(0) + Duration::from_millis(ms),
+            next_within: Duration::from_millis(250),
         });
         alive.extend(made.into_iter().filter(|e| matches!(e, Entry::Alive(_))));
     }
-    assert_eq!(
-        alive,
-        [
-            Entry::Alive(t(0)),
-            Entry::Alive(t(60)),
-            Entry::Alive(t(120))
-        ]
-    );
+    let ms = |n| Entry::Alive(t(0) + Duration::from_millis(n));
+    assert_eq!(alive, [ms(0), ms(1_000), ms(2_000)]);
     let entries = [
         Entry::Watching(t(0)),
         Entry::Alive(t(0)),
@@ -129,8 +123,7 @@ fn a_run_says_it_is_alive_once_a_minute_and_a_killed_one_watched_until_then() {
 /// when it answers again; a long silence is written at its end; steady contact nothing.
 #[test]
 fn the_recorder_writes_an_outage_at_its_start_and_its_end() {
-    let info = SourceInfo::test_sqlite();
-    let mut r = Recorder::new(&info);
+    let mut r = Recorder::new(History::none());
     let i0 = Instant::now();
     assert!(contact(&mut r, i0, 0).is_empty());
     assert!(contact(&mut r, i0, 1).is_empty());
@@ -151,8 +144,7 @@ fn the_recorder_writes_an_outage_at_its_start_and_its_end() {
 /// A holder deposed is written when it is first seen so and when it is no longer.
 #[test]
 fn the_recorder_writes_a_deposed_holder_when_it_begins_and_ends() {
-    let info = SourceInfo::test_sqlite();
-    let mut r = Recorder::new(&info);
+    let mut r = Recorder::new(History::none());
     let mut e = Election::new(0, "jobs".into(), Scheme::RedisLock);
     let elections = |e: &Election| SourceEvent::Elections {
         source: 0,
@@ -174,51 +166,32 @@ fn the_recorder_writes_a_deposed_holder_when_it_begins_and_ends() {
     );
 }
 
-/// A source's journal is the one its task said it opened (etcd's is named by the cluster,
-/// known once connected), else the default path; a second opening of the same one (another
-/// member) is not a first.
+/// The recorder reads back what earlier runs marked in the journal its source named, and
+/// records this run's marks there; a read-only one (some elections asked for) records none.
 #[test]
-fn a_source_s_journal_is_the_one_its_task_opened_else_the_default() {
-    let name = "registry test etcd 127.0.0.1:1";
-    assert_eq!(journal_of(name), super::super::history::default_path(name));
+fn the_recorder_reads_and_writes_the_journal_its_source_named() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (a, b) = (
-        dir.path().join("etcd-a.jsonl"),
-        dir.path().join("etcd-b.jsonl"),
-    );
-    assert!(opened(name, &a), "first opened");
-    assert_eq!(journal_of(name), Some(a.clone()));
-    assert!(!opened(name, &a), "the same journal again");
-    assert!(opened(name, &b), "another cluster behind the same name");
-    assert_eq!(journal_of(name), Some(b));
-    assert_eq!(
-        journal_of("registry test other"),
-        super::super::history::default_path("registry test other"),
-        "each source its own"
-    );
-}
-
-/// The past marks stashed for the journal a source's task opened reach the recorder of
-/// that source, whatever the journal's path, once and before its first `Synced`.
-#[test]
-fn the_recorder_takes_the_past_marks_of_the_journal_its_source_opened() {
-    let mut info = SourceInfo::test_sqlite();
-    info.name = "registry test recorder".into();
-    let mut r = Recorder::new(&info);
-    let synced = SourceEvent::Synced { source: 0 };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("etcd-c.jsonl");
-    let conn = SourceEvent::Conn {
-        source: 0,
-        state: ConnState::Connecting,
-    };
-    assert_eq!(r.past(&conn), None, "not opened yet");
-    opened(&info.name, &path);
-    let marks = past_outages(&[outage(1, Some(5), true)], None);
-    stash(&path, marks.clone());
-    assert_eq!(r.past(&conn), Some(marks));
-    stash(&path, past_outages(&[outage(7, Some(9), true)], None));
-    assert_eq!(r.past(&synced), None, "once");
+    let path = dir.path().join("history.sqlite3");
+    let keep = crate::backend::engine::journal::Keep::UNBOUNDED;
+    let earlier = History::at(path.clone(), keep).journal("etcd-c");
+    earlier.append(&[
+        Entry::Watching(t(0)),
+        outage(1, Some(5), true),
+        Entry::Stopped(t(6)),
+    ]);
+    let history = History::at(path, keep);
+    let mut r = Recorder::new(history.clone());
+    let past = r.journal("etcd-c", false, true);
+    assert_eq!(past, past_outages(&[outage(1, Some(5), true)], None));
+    r.record(&[outage(7, Some(9), true)]);
+    let j = history.journal("etcd-c");
+    let read = j.load(Bound::changes(1, keep), &[]);
+    assert!(read.contains(&outage(7, Some(9), true)), "{read:?}");
+    let mut read_only = Recorder::new(history.clone());
+    read_only.journal("etcd-c", false, false);
+    read_only.record(&[outage(20, Some(21), true)]);
+    let read = j.load(Bound::changes(1, keep), &[]);
+    assert!(!read.contains(&outage(20, Some(21), true)), "{read:?}");
 }
 
 /// etcd's and ZooKeeper's past marks leave the stretches no electop watched to the store.

@@ -59,84 +59,134 @@ fn gaps_between_runs_say_whether_the_stop_was_recorded() {
 }
 
 #[test]
-fn file_names_keep_their_place() {
-    let a = file_name("zk1:2181/app /election ");
+fn keys_keep_their_place() {
+    let a = key("zk1:2181/app /election ");
     assert!(
         a.starts_with("zookeeper-history-zk1_2181_app__election_-"),
         "{a}"
     );
-    assert!(a.ends_with(".jsonl"));
+}
+
+fn io() -> (
+    BackendIo,
+    tokio::sync::mpsc::Receiver<crate::model::SourceEvent>,
+) {
+    let (events, rx) = tokio::sync::mpsc::channel(8);
+    let (_tx, commands) = tokio::sync::mpsc::channel(1);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    (
+        BackendIo {
+            events,
+            commands,
+            cancel,
+        },
+        rx,
+    )
+}
+
+fn history(dir: &tempfile::TempDir) -> History {
+    let keep = crate::backend::engine::journal::Keep::UNBOUNDED;
+    History::at(dir.path().join("data/history.sqlite3"), keep)
 }
 
 #[test]
 fn a_run_appends_and_the_next_reads_it_back_bounded() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("data/h.jsonl");
-    let mut r = Record::at(path.clone(), 2);
-    assert_eq!(r.start(t(0)).since, Some(t(0)));
+    let (io, mut rx) = io();
+    let info = SourceInfo::test_etcd();
+    let mut r = Record::new(&history(&dir), "zk", 2);
+    assert_eq!(r.start(&io, &info, t(0)).since, Some(t(0)));
+    assert!(
+        matches!(
+            rx.try_recv(),
+            Ok(crate::model::SourceEvent::Journal { gaps: false, .. })
+        ),
+        "named to the engine"
+    );
     for i in 0..100u64 {
         r.append(&change("jobs", 1 + i, i as i64, None, Some("a")));
     }
     r.append(&Entry::Stopped(t(150)));
-    assert!(r.failed.is_none());
-    let lines = std::fs::read_to_string(&path).unwrap().lines().count();
-    // Twice what is kept: two changes and the run lines.
-    let bound = 2 * (2 + 2 * journal::RUNS_KEPT);
-    assert!(lines <= bound, "rewritten past the bound: {lines} lines");
+    assert!(r.failed().is_none());
     drop(r);
-    let mut next = Record::at(path.clone(), 2);
+    let mut next = Record::new(&history(&dir), "zk", 2);
     // The drop said when the run stopped (now).
     let later = SystemTime::now() + Duration::from_secs(60);
-    let p = next.start(later);
+    let p = next.start(&io, &info, later);
     let revs: Vec<_> = p.changes["jobs"].iter().map(|h| h.revision).collect();
     assert_eq!(revs, [Some(98), Some(99)]);
     let gap = p.gaps.last().expect("a gap");
     assert!(gap.stop_recorded && gap.to == later, "{gap:?}");
+    // Trimmed in the database, not only in what is read back.
+    let all = next
+        .journal
+        .load(Bound::changes(1_000, next.journal.history().keep()), &[]);
+    let changes = all
+        .iter()
+        .filter(|e| matches!(e, Entry::Change { .. }))
+        .count();
+    assert_eq!(changes, 2, "{all:?}");
 }
 
 #[test]
-fn a_record_that_cannot_be_written_says_why_once_and_goes_on() {
+fn a_record_that_cannot_be_written_says_why_and_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     // A file where the directory should be: nothing can be created below it.
     std::fs::write(dir.path().join("data"), "").unwrap();
-    let mut r = Record::at(dir.path().join("data/h.jsonl"), 2);
-    let p = r.start(t(0));
+    let (io, _rx) = io();
+    let mut r = Record::new(&history(&dir), "zk", 2);
+    let p = r.start(&io, &SourceInfo::test_etcd(), t(0));
     assert_eq!(p.since, Some(t(0)), "history still starts at the connect");
-    let why = r.failed.clone().expect("failed");
+    let why = r.failed().expect("failed");
     assert!(
-        why.starts_with("cannot ") && why.contains("h.jsonl"),
+        why.contains("cannot ") && why.contains("history.sqlite3"),
         "{why}"
     );
     r.append(&change("jobs", 1, 1, None, Some("a")));
-    assert_eq!(r.failed, Some(why));
+    assert_eq!(r.failed(), Some(why));
 }
 
-/// Two runs on one source: the second only reads while the first records, sees no gap
-/// at its start (the first watches), and takes over when the first stops; the record then
-/// shows no gap where the second was watching all along.
+/// Two runs on one source: the second sees no gap at its start (the first watches); both
+/// record, and what is read back is the first run's while it watched and the second's after;
+/// no gap where the second was watching all along.
 #[test]
-fn a_second_run_reads_then_takes_over_without_a_false_gap() {
+fn a_second_run_carries_on_without_a_false_gap() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("record.jsonl");
-    let mut one = Record::at(path.clone(), 10);
-    one.start(t(0));
-    one.append(&change("jobs", 5, 1, None, Some("a")));
-    let mut two = Record::at(path.clone(), 10);
-    let p = two.start(t(10));
+    let (io, _rx) = io();
+    let info = SourceInfo::test_etcd();
+    let base = SystemTime::now() - Duration::from_secs(2);
+    let ms = |n: u64| base + Duration::from_millis(n);
+    let at = |n: u64, zxid: i64, from: Option<&str>, to: &str| Entry::Change {
+        election: "jobs".into(),
+        entry: HistoryEntry {
+            at: Some(ms(n)),
+            revision: Some(zxid),
+            from: from.map(str::to_string),
+            to: Some(to.into()),
+            cause: Cause::NodeGone,
+            by: None,
+        },
+    };
+    let mut one = Record::new(&history(&dir), "zk", 10);
+    one.start(&io, &info, ms(0));
+    one.append(&at(500, 1, None, "a"));
+    let mut two = Record::new(&history(&dir), "zk", 10);
+    let p = two.start(&io, &info, ms(1_000));
     assert_eq!(p.gaps, [], "the first run watches");
     assert_eq!(p.changes["jobs"].len(), 1);
-    two.append(&change("jobs", 15, 2, Some("a"), Some("b")));
+    one.append(&at(1_500, 2, Some("a"), "b"));
+    two.append(&at(1_500, 2, Some("a"), "b"));
     drop(one);
-    two.append(&change("jobs", 25, 3, Some("b"), Some("c")));
+    two.append(&at(60_000, 3, Some("b"), "c"));
     drop(two);
-    let p = Record::at(path, 10).start(SystemTime::now());
-    let revs: Vec<_> = p.changes["jobs"].iter().map(|h| h.revision).collect();
-    assert_eq!(
-        revs,
-        [Some(1), Some(3)],
-        "the first run's and the second's after"
+    let p = Record::new(&history(&dir), "zk", 10).start(
+        &io,
+        &info,
+        SystemTime::now() + Duration::from_secs(120),
     );
-    assert_eq!(p.since, Some(t(0)));
+    let revs: Vec<_> = p.changes["jobs"].iter().map(|h| h.revision).collect();
+    assert_eq!(revs, [Some(1), Some(2), Some(3)], "each change once");
+    assert_eq!(p.since, Some(ms(0)));
     assert_eq!(
         p.gaps.len(),
         1,
