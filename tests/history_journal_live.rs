@@ -1,6 +1,6 @@
-//! The history journal across electops on one source (SQLite): one records it at a time,
-//! and when that one is gone the next takes over, so nothing seen live is missing after a
-//! restart.
+//! The history across electops on one source (SQLite): each records what it sees, a reader
+//! tells each change once, and when the older is gone the younger's records carry on, so
+//! nothing seen live is missing after a restart.
 
 mod common;
 
@@ -9,10 +9,10 @@ use common::electop::{Watch, election, status_json};
 use common::sqlstore::Store;
 use serde_json::Value;
 
-/// Two `watch`es on one source: the first records; killed, the second (which was only
-/// reading) takes over at its next change. A later `status` reads back both changes.
+/// Two `watch`es on one source both record the first change; the first killed, the second
+/// alone sees the next. A later `status` reads back both changes, each once.
 #[test]
-fn the_next_electop_takes_over_the_journal_when_the_writer_is_gone() {
+fn the_next_electop_carries_the_history_on_when_the_first_is_gone() {
     let store = Store::sqlite();
     store.create_lease_table("leaderlock");
     assert!(store.lease_attempt("leaderlock", "jobs", "node-a", 600));

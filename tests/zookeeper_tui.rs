@@ -164,14 +164,13 @@ fn history_across_runs(ep: &str) {
     );
     assert!(text.contains("history no record from"), "{text}");
     assert!(text.contains("history not watched from"), "{text}");
-    let dir = home.path().join("data/electop");
-    let files: Vec<String> = std::fs::read_dir(&dir)
-        .expect("data dir")
-        .filter_map(|f| f.ok()?.file_name().into_string().ok())
-        // (its `.writer` lock beside it is not a record)
-        .filter(|f| f.starts_with("zookeeper-history-") && f.ends_with(".jsonl"))
-        .collect();
-    assert_eq!(files.len(), 1, "one record for the source: {files:?}");
+    let mut journals: Vec<String> =
+        common::electop::history_records(home.path(), "zookeeper-history-")
+            .into_iter()
+            .map(|(journal, _, _)| journal)
+            .collect();
+    journals.dedup();
+    assert_eq!(journals.len(), 1, "one record for the source: {journals:?}");
 }
 
 /// tmux running the dashboard on `args`, with a private home.

@@ -1,5 +1,6 @@
 //! Running the real `electop` binary from tests.
 
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -258,4 +259,24 @@ impl Drop for Watch {
         }
         self.kill();
     }
+}
+
+/// The records in the history database under `home` of the journals whose keys start with
+/// `prefix`, in the order written: (journal, kind, line). None before any electop wrote.
+#[allow(dead_code)]
+pub fn history_records(home: &Path, prefix: &str) -> Vec<(String, String, String)> {
+    let path = home.join("data/electop/history.sqlite3");
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let Ok(c) = rusqlite::Connection::open_with_flags(&path, flags) else {
+        return Vec::new();
+    };
+    let Ok(mut q) = c.prepare(
+        "SELECT journal, kind, line FROM records WHERE substr(journal, 1, length(?1)) = ?1 \
+         ORDER BY id",
+    ) else {
+        return Vec::new();
+    };
+    let rows = q.query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+    rows.map(|r| r.filter_map(Result::ok).collect())
+        .unwrap_or_default()
 }

@@ -49,12 +49,7 @@ pub fn in_a_later_history(
     let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let e = &doc["elections"][0];
     let [o] = e["outages"].as_array().expect("outages").as_slice() else {
-        let journal = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("find \"$0\" -name '*.jsonl' -exec cat {} +")
-            .arg(home)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        let journal = super::electop::history_records(home, "");
         panic!("one outage: {e:#}\njournal: {journal:?}")
     };
     within(

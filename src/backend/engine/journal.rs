@@ -284,7 +284,16 @@ fn with_db<T>(
     f: impl FnOnce(&mut db::Db) -> rusqlite::Result<T>,
 ) -> Option<T> {
     let path = s.path.as_deref()?;
-    let opened = g.db.get_or_insert_with(|| open(path));
+    if g.db.is_none() {
+        let (db, said) = open(path);
+        g.db = Some(db);
+        for w in said {
+            warn(g, path, &w);
+        }
+    }
+    let Some(opened) = g.db.as_mut() else {
+        return None;
+    };
     let db = match opened {
         Ok(db) => db,
         Err(why) => {
@@ -302,12 +311,14 @@ fn with_db<T>(
     }
 }
 
-fn open(path: &Path) -> Result<db::Db, String> {
-    let mut db = db::Db::open(path).map_err(|e| format!("cannot open it: {e}"))?;
-    if let Some(dir) = path.parent() {
-        import::journals(&mut db, dir);
-    }
-    Ok(db)
+/// The database at `path`, the earlier journals beside it imported; what went wrong.
+fn open(path: &Path) -> (Result<db::Db, String>, Vec<String>) {
+    let mut db = match db::Db::open(path) {
+        Ok(db) => db,
+        Err(e) => return (Err(format!("cannot open it: {e}")), Vec::new()),
+    };
+    let said = path.parent().map(|dir| import::journals(&mut db, dir));
+    (Ok(db), said.unwrap_or_default())
 }
 
 /// Logs `what` of the database at `path` and keeps it for [`History::take_warnings`], once.

@@ -7,8 +7,10 @@ use std::path::Path;
 
 use super::db::{self, Db};
 
-/// Imports every earlier journal under `dir` (the data directory) not imported yet.
-pub(super) fn journals(db: &mut Db, dir: &Path) {
+/// Imports every earlier journal under `dir` (the data directory) not imported yet; what
+/// was wrong with them, for a person.
+pub(super) fn journals(db: &mut Db, dir: &Path) -> Vec<String> {
+    let mut said = Vec::new();
     let found = [dir.join("history"), dir.to_path_buf()]
         .into_iter()
         .filter_map(|d| std::fs::read_dir(d).ok())
@@ -25,20 +27,37 @@ pub(super) fn journals(db: &mut Db, dir: &Path) {
             in_history || n.starts_with("zookeeper-history-")
         });
         let Some(journal) = journal else { continue };
-        if let Err(e) = one(db, &path, journal) {
-            tracing::warn!(path = %path.display(), %e, "cannot import an earlier history journal");
+        match one(db, &path, journal) {
+            Ok(Some(skipped)) => said.push(skipped),
+            Ok(None) => {}
+            Err(e) => said.push(format!("cannot import {}: {e}", path.display())),
         }
     }
+    said
 }
 
-fn one(db: &mut Db, path: &Path, journal: &str) -> Result<(), Box<dyn std::error::Error>> {
+/// Imports the file at `path`; what it skipped (lines that are no record of a version this
+/// electop reads: junk, another program's, a later format, a torn last line), if any.
+fn one(
+    db: &mut Db,
+    path: &Path,
+    journal: &str,
+) -> Result<Option<String>, Box<dyn std::error::Error>> {
     let text = std::fs::read(path)?;
     let text = String::from_utf8_lossy(&text);
     let entries: Vec<_> = text.lines().filter_map(super::decode).collect();
     let skipped = text.lines().count() - entries.len();
     let file = path.display().to_string();
-    if db::import(db, &file, journal, &entries)? {
-        tracing::info!(%file, records = entries.len(), skipped, "imported an earlier history journal");
+    if !db::import(db, &file, journal, &entries)? {
+        return Ok(None);
     }
-    Ok(())
+    tracing::info!(%file, records = entries.len(), skipped, "imported an earlier history journal");
+    Ok((skipped > 0).then(|| {
+        format!(
+            "{file}: {skipped} line(s) that are not electop history records (junk, another \
+             program's, a later format, a torn last line) were skipped; the {} record(s) \
+             around them were imported",
+            entries.len()
+        )
+    }))
 }

@@ -2,10 +2,11 @@
 //! what it sees, so two at once record each change twice (at the times each saw it). At
 //! each moment the records of the oldest run then watching count, from its first record to
 //! its last; a younger run's count before the oldest started and after it ended (stopped,
-//! or killed: after its last record), so a run killed mid-change loses nothing another saw.
+//! or killed: after its last record), so a run killed mid-change loses nothing another saw,
+//! unless an older run has the same record (a copy seen a moment later, [`SAME_WITHIN`]).
 
 use std::collections::HashMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::Entry;
 
@@ -48,10 +49,76 @@ pub(super) fn as_one_run(rows: Vec<(i64, Entry)>) -> Vec<Entry> {
             .iter()
             .any(|(_, s)| s.first <= at && at <= s.last)
     };
-    rows.into_iter()
+    let kept: Vec<(i64, Entry)> = rows
+        .into_iter()
         .filter(|(run, e)| e.at().is_none_or(|at| !covered(*run, at)))
-        .map(|(_, e)| e)
+        .collect();
+    let mut seen: HashMap<Same<'_>, Vec<(usize, &Entry)>> = HashMap::new();
+    let mut drop = vec![false; kept.len()];
+    for (i, (run, e)) in kept.iter().enumerate() {
+        let Some(k) = same_key(e) else { continue };
+        let mine = rank[run];
+        let others = seen.entry(k).or_default();
+        drop[i] = others.iter().any(|(r, o)| *r < mine && same(o, e));
+        others.push((mine, e));
+    }
+    kept.iter()
+        .zip(drop)
+        .filter(|(_, d)| !d)
+        .map(|((_, e), _)| e.clone())
         .collect()
+}
+
+/// How far apart two runs may see one change (each at its own poll) for the younger's to be
+/// taken for a copy.
+const SAME_WITHIN: Duration = Duration::from_secs(10);
+
+/// What two runs' records of one thing share: the kind, the election, the leaders.
+type Same<'a> = (u8, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+
+fn same_key(e: &Entry) -> Option<Same<'_>> {
+    match e {
+        Entry::Change { election, entry } => Some((
+            0,
+            Some(election),
+            entry.from.as_deref(),
+            entry.to.as_deref(),
+        )),
+        Entry::Seen { .. } => Some((1, None, None, None)),
+        Entry::Outage { .. } => Some((2, None, None, None)),
+        Entry::Deposed(d) => Some((3, Some(&d.election), Some(&d.holder), None)),
+        _ => None,
+    }
+}
+
+/// Whether `a` and `b` (of one [`same_key`]) are one thing seen by two runs.
+fn same(a: &Entry, b: &Entry) -> bool {
+    let near = |x: SystemTime, y: SystemTime| {
+        x.duration_since(y)
+            .or_else(|_| y.duration_since(x))
+            .is_ok_and(|d| d <= SAME_WITHIN)
+    };
+    match (a, b) {
+        (Entry::Change { entry: x, .. }, Entry::Change { entry: y, .. }) => {
+            match (x.revision, y.revision, x.at, y.at) {
+                (Some(r), Some(q), _, _) => r == q,
+                (_, _, Some(s), Some(t)) => near(s, t),
+                _ => false,
+            }
+        }
+        (Entry::Seen { revision: r, .. }, Entry::Seen { revision: q, .. }) => r == q,
+        (Entry::Outage { from: f, to, .. }, Entry::Outage { from: g, to: u, .. }) => {
+            overlap((*f, *to), (*g, *u))
+        }
+        (Entry::Deposed(x), Entry::Deposed(y)) => overlap((x.from, x.to), (y.from, y.to)),
+        _ => false,
+    }
+}
+
+/// Whether two stretches (an open one: its start) overlap.
+fn overlap(a: (SystemTime, Option<SystemTime>), b: (SystemTime, Option<SystemTime>)) -> bool {
+    let end = |(from, to): (SystemTime, Option<SystemTime>)| to.unwrap_or(from);
+    a.0 <= end(b) && b.0 <= end(a)
 }
 
 #[cfg(test)]
@@ -91,6 +158,8 @@ mod tests {
             (7, change(20, "b")),
             (9, change(20, "b")),
             (7, Entry::Alive(t(21))),
+            // 9 saw b a moment after 7's last record: a copy all the same.
+            (9, change(22, "b")),
             // Run 7 was killed here: 9 alone saw what came next.
             (9, change(30, "c")),
             (9, Entry::Stopped(t(31))),
