@@ -27,8 +27,8 @@ pub(crate) fn init(path: Option<&Path>) -> Result<Option<WorkerGuard>> {
         .append(true)
         .open(&path)
         .with_context(|| format!("cannot open log file {}", path.display()))?;
-    // The default queue of 128,000 lines is allocated and touched up front: 4 MB of every
-    // electop's memory for a log that writes a few lines a minute.
+    // The default queue of 128,000 lines is allocated and touched up front: memory every
+    // electop would hold for a log that writes a few lines a minute.
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .buffered_lines_limit(LINES_QUEUED)
         .finish(file);

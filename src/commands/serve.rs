@@ -53,7 +53,7 @@ pub(super) async fn run(
     };
     // On a worker thread, not on the thread waiting in `block_on`: the stores' tasks run
     // on the workers, and each event they sent woke that other thread (a futex wake and a
-    // context switch per event: a quarter of serve's CPU at 1,000 changes/s). On a worker,
+    // context switch per event: much of serve's CPU under churn). On a worker,
     // the task a send wakes is run next on the same thread.
     let run = crate::serve::run(selected.sources, opts, o, reload);
     tokio::spawn(run).await??;

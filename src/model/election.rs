@@ -189,9 +189,10 @@ pub struct HistoryEntry {
 
 /// An election's recent leader changes, oldest first, shared between the copies of the
 /// election: a store's tracker keeps one and sends clones to the read model, which replaces
-/// its own. Shared, each history is held once at rest instead of twice (at 10,000 elections
-/// that changed, tens of MiB for `serve`); a tracker's next change copies it only while the
-/// read model still holds the old one, and the read model then drops that.
+/// its own. Shared, each history is held once at rest instead of twice (for `serve` over
+/// many elections that changed, much of its memory; docs/PERFORMANCE.md); a tracker's next
+/// change copies it only while the read model still holds the old one, and the read model
+/// then drops that.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct History(std::sync::Arc<VecDeque<HistoryEntry>>);
 

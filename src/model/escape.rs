@@ -12,7 +12,7 @@ use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 /// Escapes arbitrary bytes into a printable, lossless string.
 pub fn escape_bytes(bytes: &[u8]) -> String {
     // Most keys and values are plain printable ASCII: copied as they are, without looking
-    // each character up (that lookup was a twentieth of reading 100,000 elections).
+    // each character up (that lookup was a visible part of reading a large store).
     if bytes
         .iter()
         .all(|b| (0x20..0x7f).contains(b) && *b != b'\\')

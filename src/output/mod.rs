@@ -19,8 +19,8 @@ pub(crate) struct Status<'a> {
     pub elections: Elections<'a>,
 }
 
-/// Every election, each made as it is written: at 100,000 elections, building them all
-/// first cost as much again as writing them.
+/// Every election, each made as it is written: over many elections, building them all
+/// first cost about as much as writing them (docs/PERFORMANCE.md).
 pub(crate) struct Elections<'a> {
     model: &'a ReadModel,
     now: Instant,
@@ -48,8 +48,8 @@ impl Serialize for Elections<'_> {
 const SPLIT_FROM: usize = 20_000;
 
 /// `status` as one line of JSON, as `serde_json::to_writer` writes [`Status`], with the
-/// second half of the elections made on another thread meanwhile: at 100,000 elections
-/// the 55 MB of JSON were a fifth of `status`'s time.
+/// second half of the elections made on another thread meanwhile: over many elections,
+/// writing the JSON was much of `status`'s time.
 pub(crate) fn write_compact(
     model: &ReadModel,
     now: Instant,

@@ -94,8 +94,8 @@ fn cut_long(cell: String) -> String {
 }
 
 fn width(s: &str) -> usize {
-    // Nearly every cell is ASCII, one column a byte: the Unicode width tables were a tenth
-    // of `status` at 10,000 elections.
+    // Nearly every cell is ASCII, one column a byte: the Unicode width tables were a
+    // visible part of `status` over many elections.
     match s.is_ascii() {
         true => s.len(),
         false => Span::raw(s).width(),

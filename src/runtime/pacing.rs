@@ -9,8 +9,8 @@ use crate::app::App;
 /// shows tenths, once a second while a longer one runs, ages show or a source is stale
 /// (its age moves), at the instant a source would turn stale while it is current, twice a
 /// second while a flash is up, never when nothing moves. A current source alone draws no
-/// frames: at 10,000 elections a frame every 500 ms to look for staleness was a third of
-/// an idle dashboard's CPU, and staleness is due at a known instant.
+/// frames: over many elections a frame every 500 ms to look for staleness was much of an
+/// idle dashboard's CPU, and staleness is due at a known instant.
 /// `rows`: the table's lines on screen (the demo's table is shorter than the dashboard's).
 pub(super) fn tick_interval(app: &App, rows: usize, fast: Duration) -> Option<Duration> {
     if app.needs_tick(rows) {
@@ -94,8 +94,7 @@ impl Pacer {
     /// [`Pacer::draw_now`], but the first frame that shows elections (`first`) is drawn at
     /// once, whatever frames came just before it: those were the empty table of a source
     /// connecting, three in its first milliseconds, which used the burst up and held the
-    /// first elections back by most of a frame's time (a Redis first read that arrived at
-    /// 9 ms was drawn at 36).
+    /// first elections back by most of a frame's time (docs/PERFORMANCE.md).
     pub(super) fn draw_now_or_first(
         &mut self,
         now: tokio::time::Instant,

@@ -29,8 +29,8 @@ pub async fn collect(sources: Sources, timeout: Duration) -> Snapshot {
 
 /// [`collect`], the sources told to stop but not waited for: the caller prints what was
 /// read while they close their connections and flush their journals on the runtime's
-/// threads, then awaits the second half. At 10,000 elections a store task's end (its
-/// tracker freed, a PostgreSQL pool closed) took 5-30 ms that `status` spent waiting.
+/// threads, then awaits the second half. Over many elections a store task's end (its
+/// tracker freed, a PostgreSQL pool closed) is time `status` would otherwise spend waiting.
 pub async fn collect_stopping(
     mut sources: Sources,
     timeout: Duration,

@@ -136,7 +136,7 @@ impl<'a> Writer<'a> {
         out.push(' ');
         match v {
             // A whole number (a flag, a count, a term of whole seconds: most samples) as
-            // `dtoa` writes it, `1.0`, for a sixth of its cost.
+            // `dtoa` writes it, `1.0`, for a fraction of its cost.
             Num::F(x)
                 if x.fract() == 0.0 && x.abs() < 1e15 && !(x == 0.0 && x.is_sign_negative()) =>
             {

@@ -90,7 +90,7 @@ async fn metrics(State(s): State<Served>, headers: HeaderMap) -> Response {
 }
 
 /// How hard a scrape is compressed: the fastest level. The text repeats the same names and
-/// labels on every line, so it already shrinks a scrape about twenty times; a slower level
+/// labels on every line, so it already shrinks a scrape many times over; a slower level
 /// would only spend more of the scrape's CPU (docs/PERFORMANCE.md has the figures).
 const GZIP_LEVEL: u32 = 1;
 

@@ -37,8 +37,9 @@ pub(crate) struct Options {
 
 /// Leader changes kept per election (by `serve` and `watch`) unless `--history-limit` says
 /// otherwise: enough for flapping (more than 4 in the last minute) and the last changes in
-/// `/api/v1/elections`, and what `/api/v1/history` answers from. The dashboard's 200 would grow a serve of many busy elections by
-/// hundreds of MiB (docs/PERFORMANCE.md has the figures).
+/// `/api/v1/elections`, and what `/api/v1/history` answers from. The dashboard's 200 would
+/// make history most of the memory of a serve of many busy elections (docs/PERFORMANCE.md
+/// has the figures).
 pub(crate) const HISTORY: usize = 8;
 
 /// How often the clock moves the model on (countdowns, staleness, time without a leader).

@@ -210,7 +210,7 @@ impl Observed {
     /// Brings the clock to `now`: alarms settled, elections past their retention dropped,
     /// time without a leader added up (only where the source is read and current: a stale
     /// source's elections are not known to be leaderless). Only the elections without a
-    /// leader are walked, kept from what each settle redid: at 10,000 elections a walk of
+    /// leader are walked, kept from what each settle redid: over many elections a walk of
     /// all of them every second was most of what an idle observer did.
     pub(crate) fn tick(&mut self, now: Instant, wall: SystemTime) {
         self.model.tick(now, wall);

@@ -5,7 +5,7 @@
 //! appears. A scrape then writes, per sample, the family's
 //! name, the election's kept labels and the number. The numbers are worked out at each
 //! scrape (a lease's time left moves with the clock alone); the labels are what made a
-//! sample cost half a microsecond (built, escaped and copied again for every family).
+//! sample costly (built, escaped and copied again for every family).
 //! The holder's `_info` labels are kept with the holder they were made for and made again
 //! when it changes, so a new holder replaces the old series; an election gone from the
 //! model loses its labels at the next scrape.
@@ -73,8 +73,8 @@ pub(crate) const ELECTION_GAUGES: &[PerElection] = &[
         "Candidates in line behind the leader.",
         |r| r.e.waiting().map(|n| n as f64),
     ),
-    // The alarms below have a sample (1) only while raised: at 10,000 elections the zeros
-    // were a third of a scrape. The shipped rules (`== 1`, `> 0`) and dashboard (`or
+    // The alarms below have a sample (1) only while raised: over many elections the zeros
+    // were much of a scrape. The shipped rules (`== 1`, `> 0`) and dashboard (`or
     // vector(0)`) read an absent series as not raised, and one that goes is marked stale by
     // Prometheus at the next scrape, so an alert on it resolves as it did on a 0.
     (

@@ -25,7 +25,7 @@ use alarm::{Alarm, Alarms};
 pub type Key = (SourceId, String);
 
 /// Maps and sets of every election, looked up at every change: a fast hash rather than
-/// SipHash, whose `write` was 5% of `status` at 100,000 elections.
+/// SipHash, whose `write` was a visible part of `status` over many elections.
 pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 pub(crate) type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 

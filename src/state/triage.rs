@@ -135,8 +135,8 @@ fn refresh(m: &mut ReadModel, stale: Vec<bool>) -> Settled {
 
 /// A new second: rates (and so flapping) move, only for elections whose oldest change in
 /// the window has just left it; those are redone at the settle. Looking at every election
-/// with a change in the window each second (all 10,000 under churn) was a tenth of serve's
-/// CPU at 1,000 changes/s.
+/// with a change in the window each second (under churn, all of them) was much of serve's
+/// CPU (docs/PERFORMANCE.md).
 pub(super) fn next_second(m: &mut ReadModel) {
     let mut t = std::mem::take(&mut m.triage);
     t.second = second(m.wall);

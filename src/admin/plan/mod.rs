@@ -205,7 +205,8 @@ pub enum Readback {
 
 /// Added to a third of the longest deposed TTL: Go's keep-alive loop ticks every 500 ms, the
 /// keep-alive takes a round trip, and the client must still act on the answer; measured, the
-/// deposed were told up to 0.5 s after a third of their TTL, so 1 s would leave too little.
+/// deposed were told too long after a third of their TTL for 1 s to be enough
+/// (docs/PERFORMANCE.md).
 pub const HOLD_SLACK_SECS: i64 = 2;
 
 /// How long the deposed keys are held: past the keep-alive interval of the longest lease.
