@@ -291,9 +291,7 @@ fn with_db<T>(
             warn(g, path, &w);
         }
     }
-    let Some(opened) = g.db.as_mut() else {
-        return None;
-    };
+    let opened = g.db.as_mut()?;
     let db = match opened {
         Ok(db) => db,
         Err(why) => {
