@@ -8,12 +8,11 @@ pub(crate) mod audit;
 pub(crate) mod audit_tail;
 mod plan;
 
+pub use plan::target::Target;
 pub use plan::{
-    Check, Compare, DEADLINE, EndSession, Gist, HOLD_SLACK_SECS, Key, Op, Plan, Readback,
-    Statement, Step, hold_secs, leader, summary, title,
+    Check, Compare, Gist, Key, Plan, Step, StoreStep, StoreValue, compares_in_lines, leader, step,
+    summary, title,
 };
-// `Target` and each store's settings in it: a new store adds its own there alone.
-pub use plan::target::*;
 
 use serde::Serialize;
 

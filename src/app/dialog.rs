@@ -283,14 +283,7 @@ fn on_details(app: &mut App, under: Box<Dialog>, scroll: usize, action: Action) 
 /// An action whose plan holds the deposed keys (etcd-election) changes the leader only when
 /// the hold ends: the row counts that down, from the leases as seen.
 fn note_under_way(app: &mut App, request: &AdminRequest, plan: &Plan) {
-    let hold = plan.steps.iter().find_map(|s| match s {
-        admin::Step::GrantHold {
-            seen_ttls: Some(ttls),
-            ..
-        } => Some(admin::hold_secs(ttls)),
-        _ => None,
-    });
-    let Some(secs) = hold else {
+    let Some(secs) = plan.hold_secs() else {
         return;
     };
     let e = &request.seen;
