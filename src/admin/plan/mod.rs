@@ -1,7 +1,9 @@
 //! What an action will do, as one typed plan: the store operations with their compares. Each
 //! store builds it for its schemes from the election as seen and the source's settings
-//! (`backend::plan`); the confirmation (dashboard and CLI) renders it with [`Plan::writes`],
-//! and the store executes the same steps, so what is shown is what is written.
+//! (`backend::plan`), its steps in the store's own types ([`StoreStep`]); the confirmation
+//! (dashboard and CLI) renders it with [`Plan::writes`], in the words each step gives itself,
+//! and the store executes the same steps ([`Plan::steps_of`]), so what is shown is what is
+//! written.
 
 mod render;
 mod step;
