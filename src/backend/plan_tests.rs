@@ -277,3 +277,17 @@ fn every_scheme_has_its_stores_default_target() {
         })
     ));
 }
+
+/// A store executes only its own steps: another store's is refused, named by its words.
+#[test]
+fn a_store_reads_its_own_steps_and_names_another_stores() {
+    let p = plan_of(ActionKind::Resign, &["node-a", "node-b"]);
+    let why = p.steps_of::<sql::Statement>().expect_err("etcd's steps");
+    assert_eq!(
+        why,
+        "the step `txn: if create_revision(/e/jobs/10) == 5 then delete /e/jobs/10` is another \
+         store's"
+    );
+    assert!(p.only_step_of::<sql::Statement>().is_err());
+    assert!(p.readback_of::<sql::Row>().is_none());
+}

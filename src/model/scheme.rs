@@ -350,6 +350,20 @@ mod tests {
         }
     }
 
+    /// What an audit line keeps of a deposed leader besides its lease: a recipe's session,
+    /// a Redis lock's time left.
+    #[test]
+    fn the_audit_keeps_a_session_or_a_time_left_where_the_deposed_believe_by_it() {
+        for s in Scheme::ALL {
+            let kept = match s {
+                Scheme::ZkRecipe => Kept::Session,
+                Scheme::RedisLock => Kept::TimeLeft,
+                _ => Kept::Lease,
+            };
+            assert_eq!(s.facts().kept, kept, "{s}");
+        }
+    }
+
     #[test]
     fn the_kinds_of_sql_scheme_are_told_apart() {
         assert!(Scheme::SqlLease.is_sql() && !Scheme::SqlLease.is_session_lock());

@@ -94,6 +94,14 @@ impl Plan {
             .collect()
     }
 
+    /// The plan's one step, as the store `S`'s own; or why it is not one such step.
+    pub fn only_step_of<S: StoreStep>(&self) -> Result<&S, String> {
+        match self.steps_of::<S>()?.as_slice() {
+            [one] => Ok(*one),
+            steps => Err(format!("{} steps, where one was planned", steps.len())),
+        }
+    }
+
     /// The read-back as the store's own type `R`, if it is that store's.
     pub fn readback_of<R: Any>(&self) -> Option<&R> {
         self.readback.downcast_ref()

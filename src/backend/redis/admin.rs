@@ -19,12 +19,7 @@ pub(crate) async fn execute(cfg: &RedisSource, req: &AdminRequest, timeout: Dura
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },
     };
-    let one = match plan.steps_of::<DelIfValue>() {
-        Ok(steps) if steps.len() == 1 => Ok(steps[0]),
-        Ok(steps) => Err(format!("{} scripts, not one", steps.len())),
-        Err(why) => Err(why),
-    };
-    let DelIfValue { key, value, shown } = match one {
+    let DelIfValue { key, value, shown } = match plan.only_step_of::<DelIfValue>() {
         Ok(script) => script,
         Err(why) => {
             return Outcome::Refused {

@@ -24,16 +24,11 @@ pub(crate) async fn execute(cfg: &ZkSource, req: &AdminRequest, timeout: Duratio
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },
     };
-    let one = match plan.steps_of::<Multi>() {
-        Ok(steps) if steps.len() == 1 => Ok(steps[0]),
-        Ok(steps) => Err(format!("{} multis, not one", steps.len())),
-        Err(why) => Err(why),
-    };
     let Multi {
         compares,
         delete,
         keep,
-    } = match one {
+    } = match plan.only_step_of::<Multi>() {
         Ok(multi) => multi,
         Err(why) => {
             return Outcome::Refused {
