@@ -5,7 +5,6 @@ use super::log::{LogEntry, Tone};
 use super::{App, Effect, Flash};
 use crate::admin::{self, ActionKind, AdminRequest, Outcome, Plan};
 use crate::app::Action;
-use crate::model::Scheme;
 
 #[derive(Clone, Debug)]
 pub enum Dialog {
@@ -220,11 +219,8 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
         (Dialog::Unseen { request, plan, .. }, Action::Accept) => {
             Some(Dialog::Confirm { request, plan })
         }
-        // Election clients do not notice a resign; a re-election ends the session instead.
-        (Dialog::Confirm { request, .. }, Action::Reelect)
-            if request.kind == ActionKind::Resign
-                && request.seen.scheme == Scheme::EtcdElection =>
-        {
+        // The plan offers a re-election instead (a resign its participants would not notice).
+        (Dialog::Confirm { plan, .. }, Action::Reelect) if plan.reelect_instead => {
             confirm(app, ActionKind::Reelect);
             app.dialog.take()
         }

@@ -291,3 +291,14 @@ fn a_store_reads_its_own_steps_and_names_another_stores() {
     assert!(p.only_step_of::<sql::Statement>().is_err());
     assert!(p.readback_of::<sql::Row>().is_none());
 }
+
+/// Only a resign its participants would not notice (an etcd-election's) offers a
+/// re-election instead.
+#[test]
+fn only_a_resign_election_clients_miss_offers_a_reelection() {
+    assert!(plan_of(ActionKind::Resign, &["node-a", "node-b"]).reelect_instead);
+    assert!(!plan_of(ActionKind::Reelect, &["node-a", "node-b"]).reelect_instead);
+    let sql = custom_sql("postgres://db/x", Scheme::SqlLease);
+    let p = plan(&request(ActionKind::Resign, row(Scheme::SqlLease), sql)).expect("a plan");
+    assert!(!p.reelect_instead);
+}

@@ -28,6 +28,9 @@ pub struct Plan {
     pub then: Option<String>,
     /// What the operator should know: who notices, who is removed from the line.
     pub notes: Vec<String>,
+    /// A re-election would serve better than this action, and the confirmation offers it
+    /// (`r`): a resign the participants would not notice.
+    pub reelect_instead: bool,
     /// What to read back to say what the store holds after the action (or why it refused),
     /// in the store's own type ([`Plan::readback_of`]).
     pub readback: std::sync::Arc<dyn StoreValue>,
@@ -41,6 +44,7 @@ impl PartialEq for Plan {
             && self.steps == other.steps
             && self.then == other.then
             && self.notes == other.notes
+            && self.reelect_instead == other.reelect_instead
             && *self.readback == *other.readback
     }
 }

@@ -82,6 +82,7 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
         })],
         then: None,
         notes,
+        reelect_instead: false,
         readback: std::sync::Arc::new(LockKey(key)),
     })
 }

@@ -122,6 +122,7 @@ pub(super) fn plan(req: &AdminRequest, dialect: Dialect) -> Result<Plan, String>
         steps,
         then: Some("the server grants the lock to the first session in line".into()),
         notes,
+        reelect_instead: false,
         readback: std::sync::Arc::new(Lock(e.name.clone())),
     })
 }

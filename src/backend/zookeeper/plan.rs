@@ -105,6 +105,7 @@ fn multi(gone: &[Candidate], keep: Option<&Candidate>) -> Plan {
         })],
         then: None,
         notes: Vec::new(),
+        reelect_instead: false,
         readback: std::sync::Arc::new(Znode(parent)),
     }
 }

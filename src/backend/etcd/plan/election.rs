@@ -196,6 +196,8 @@ fn resign(e: &Election) -> Result<Plan, String> {
                 l.id, l.id
             ),
         ],
+        // Election clients do not notice a resign; a re-election ends the session instead.
+        reelect_instead: true,
         readback: std::sync::Arc::new(Readback::Line(Key::of(l))),
     })
 }
@@ -247,6 +249,7 @@ fn depose(deposed: &[Candidate], target: Option<&Candidate>) -> Plan {
         steps,
         then: None,
         notes: Vec::new(),
+        reelect_instead: false,
         readback: std::sync::Arc::new(Readback::Line(Key::of(target.unwrap_or(&deposed[0])))),
     }
 }

@@ -76,6 +76,7 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, prefix: &str) -> Result<Plan
         notes: vec![format!(
             "{target} holds the key for as long as its registry lease {lease:x} lives."
         )],
+        reelect_instead: false,
         readback: std::sync::Arc::new(Readback::Key(leader_key)),
     })
 }
@@ -111,6 +112,7 @@ fn delete(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
         notes: vec![
             "Candidates watching the key race for it again; the old leader may win.".to_string(),
         ],
+        reelect_instead: false,
         readback: std::sync::Arc::new(Readback::Key(Key::of(l))),
     })
 }

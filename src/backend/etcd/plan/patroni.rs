@@ -114,6 +114,7 @@ pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
              and the leader stays."
                 .into(),
         ],
+        reelect_instead: false,
         readback: std::sync::Arc::new(Readback::Key(failover)),
     })
 }

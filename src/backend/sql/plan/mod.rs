@@ -152,6 +152,7 @@ pub(super) fn statement_plan(
         })],
         then: None,
         notes: Vec::new(),
+        reelect_instead: false,
         readback: std::sync::Arc::new(Row(e.name.clone())),
     })
 }
