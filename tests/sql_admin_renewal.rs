@@ -9,8 +9,9 @@ mod common;
 use std::time::Duration;
 
 use common::sqlstore::Store;
-use electop::admin::{ActionKind, AdminRequest, DEADLINE, Outcome, Statement, Step};
+use electop::admin::{ActionKind, AdminRequest, Outcome};
 use electop::backend::BackendOptions;
+use electop::backend::sql::{DEADLINE, Statement};
 use electop::config::{DbUrl, SourceConfig, SqlColumns, SqlSource, SqlSpec};
 use electop::model::{Election, Scheme};
 
@@ -352,8 +353,8 @@ fn plan_names_the_columns(t: &Table, req: &AdminRequest) -> Statement {
             assert!(!text.contains(default), "{default} in {text}");
         }
     }
-    match plan.steps.as_slice() {
-        [Step::Statement(st)] => st.clone(),
+    match plan.steps_of::<Statement>().as_deref() {
+        Ok([st]) => (*st).clone(),
         other => panic!("one statement, got {other:?}"),
     }
 }

@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use super::{AdminRequest, Outcome};
+use crate::model::Kept;
 use crate::model::time;
 
 pub(crate) fn default_path() -> Option<PathBuf> {
@@ -181,6 +182,7 @@ fn line<'a>(
     outcome: &'static str,
 ) -> Line<'a> {
     let before = req.seen.leader.as_ref().or(req.seen.candidates.first());
+    let kept = req.seen.scheme.facts().kept;
     Line {
         at: time::rfc3339(SystemTime::now()),
         by: who(),
@@ -191,10 +193,10 @@ fn line<'a>(
         before: before.map(|c| c.id.as_str()),
         before_lease: before.and_then(|c| c.lease).filter(|l| *l != 0),
         before_session: before
-            .filter(|_| req.seen.scheme == crate::model::Scheme::ZkRecipe)
+            .filter(|_| kept == Kept::Session)
             .and_then(|c| c.stamp.as_deref()),
         before_ttl_ms: before
-            .filter(|_| req.seen.scheme == crate::model::Scheme::RedisLock)
+            .filter(|_| kept == Kept::TimeLeft)
             .and_then(|c| c.ttl)
             .map(|t| t.remaining_ms_at(std::time::Instant::now())),
         after,

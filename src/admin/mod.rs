@@ -1,19 +1,19 @@
 //! Admin actions: force a leader, force a re-election, resign. Each is a compare-and-swap
 //! against the election as the operator saw it, is described before it is confirmed, and is
-//! written to the audit log. What each does per scheme is `../shared/design/election-models.md`;
-//! the plan (what will be written, as typed steps) is here, per scheme; the backends execute
-//! its steps.
+//! written to the audit log. What each does per scheme is `../shared/design/election-models.md`.
+//! What every store shares is here: the request, the plan's shape (what will be written, as
+//! steps each store types and words itself) and the outcome; each store builds its plans and
+//! executes their steps in its own folder (`backend/<store>/`).
 
 pub(crate) mod audit;
 pub(crate) mod audit_tail;
 mod plan;
 
+pub use plan::target::Target;
 pub use plan::{
-    Check, Compare, DEADLINE, EndSession, Gist, HOLD_SLACK_SECS, Key, Op, Plan, Readback,
-    Statement, Step, hold_secs, leader, summary, title,
+    Check, Compare, Gist, Key, Plan, Step, StoreStep, StoreValue, compares_in_lines, leader, step,
+    summary, title,
 };
-// `Target` and each store's settings in it: a new store adds its own there alone.
-pub use plan::target::*;
 
 use serde::Serialize;
 

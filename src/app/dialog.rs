@@ -5,7 +5,6 @@ use super::log::{LogEntry, Tone};
 use super::{App, Effect, Flash};
 use crate::admin::{self, ActionKind, AdminRequest, Outcome, Plan};
 use crate::app::Action;
-use crate::model::Scheme;
 
 #[derive(Clone, Debug)]
 pub enum Dialog {
@@ -220,11 +219,8 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
         (Dialog::Unseen { request, plan, .. }, Action::Accept) => {
             Some(Dialog::Confirm { request, plan })
         }
-        // Election clients do not notice a resign; a re-election ends the session instead.
-        (Dialog::Confirm { request, .. }, Action::Reelect)
-            if request.kind == ActionKind::Resign
-                && request.seen.scheme == Scheme::EtcdElection =>
-        {
+        // The plan offers a re-election instead (a resign its participants would not notice).
+        (Dialog::Confirm { plan, .. }, Action::Reelect) if plan.reelect_instead => {
             confirm(app, ActionKind::Reelect);
             app.dialog.take()
         }
@@ -283,14 +279,7 @@ fn on_details(app: &mut App, under: Box<Dialog>, scroll: usize, action: Action) 
 /// An action whose plan holds the deposed keys (etcd-election) changes the leader only when
 /// the hold ends: the row counts that down, from the leases as seen.
 fn note_under_way(app: &mut App, request: &AdminRequest, plan: &Plan) {
-    let hold = plan.steps.iter().find_map(|s| match s {
-        admin::Step::GrantHold {
-            seen_ttls: Some(ttls),
-            ..
-        } => Some(admin::hold_secs(ttls)),
-        _ => None,
-    });
-    let Some(secs) = hold else {
+    let Some(secs) = plan.hold_secs() else {
         return;
     };
     let e = &request.seen;

@@ -10,8 +10,9 @@
 //!
 //! Adding a store (Redis is the latest):
 //! 1. a `SourceConfig` variant and its flags (`config`, `cli`);
-//! 2. a folder here with a type implementing [`Store`] on its own config and target;
-//! 3. its [`Target`] variant (`admin`), and its one line in `stores!` below.
+//! 2. a folder here with a type implementing [`Store`] on its own config and target, and
+//!    its plans' steps (each an `admin::StoreStep`) and read-back;
+//! 3. its one line in `stores!` below.
 
 pub(crate) mod book;
 pub(crate) mod change;
@@ -164,13 +165,15 @@ pub trait Backend: Send {
 }
 
 /// One store: everything electop does with the sources kept in it, each from the store's
-/// own typed config and admin target (the one match on [`SourceConfig`] and [`Target`] is
-/// [`stores!`]'s, below).
+/// own typed config and admin target (the one match on [`SourceConfig`], and the one
+/// dispatch of a [`Target`], are [`stores!`]'s, below).
 pub trait Store: Sync {
     /// The source's settings, as the config checked them.
     type Config: Sync;
-    /// What decides what an action writes, read from [`Store::Config`].
-    type Target;
+    /// What decides what an action writes, read from [`Store::Config`]: the store's own
+    /// type (a request carries it as a [`Target`], which only this store reads), told
+    /// from every other store's.
+    type Target: crate::admin::StoreValue;
 
     /// The task that connects to the `id`-th source (named `short`), detects its layout,
     /// reads a snapshot and follows it.
@@ -219,9 +222,10 @@ pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 /// The dispatch from a source's config, and from an action's target, to its store: each
 /// arm hands the store its own typed config or target. A line reads: the `SourceConfig`
 /// variant (binding its config, with a guard where two stores share a variant, the first
-/// that matches wins) `=>` the store, and its `Target` variant.
+/// that matches wins) `=>` the store. A target is the store's own type, so the store whose
+/// type it is plans for it.
 macro_rules! stores {
-    ($($cv:ident($c:ident) $(if $guard:expr)? => $store:path, $tv:ident;)+) => {
+    ($($cv:ident($c:ident) $(if $guard:expr)? => $store:path;)+) => {
         /// The backend for the `id`-th configured source (the config checked its settings).
         pub fn build(
             configs: &[SourceConfig],
@@ -237,7 +241,7 @@ macro_rules! stores {
         /// The settings of a source that decide what an action writes.
         pub fn target(cfg: &SourceConfig) -> Target {
             match cfg {
-                $(SourceConfig::$cv($c) $(if $guard)? => Target::$tv($store.target($c)),)+
+                $(SourceConfig::$cv($c) $(if $guard)? => Target::of($store.target($c)),)+
             }
         }
 
@@ -245,22 +249,23 @@ macro_rules! stores {
         /// store's defaults.
         pub fn default_target(scheme: Scheme) -> Option<Target> {
             $(if let Some(t) = $store.default_target(scheme) {
-                return Some(Target::$tv(t));
+                return Some(Target::of(t));
             })+
             None
         }
 
         $(impl From<<$store as Store>::Target> for Target {
             fn from(t: <$store as Store>::Target) -> Target {
-                Target::$tv(t)
+                Target::of(t)
             }
         })+
 
         /// The plan of `req` by its target's store.
         fn plan_by_store(req: &AdminRequest) -> Result<Plan, String> {
-            match &req.target {
-                $(Target::$tv(t) => $store.plan(req, t),)+
-            }
+            $(if let Some(t) = req.target.get::<<$store as Store>::Target>() {
+                return $store.plan(req, t);
+            })+
+            Err(format!("no store knows the target {:?}", req.target))
         }
 
         /// The action of `req` by the source's store.
@@ -292,11 +297,11 @@ macro_rules! stores {
 
 // The one registration line per store.
 stores! {
-    Etcd(c) => etcd::Etcd, Etcd;
-    Sql(c) if c.scheme.is_session_lock() => session_lock::SessionLocks, SessionLock;
-    Sql(c) => sql::Sql, Sql;
-    Zookeeper(c) => zookeeper::Zookeeper, Zookeeper;
-    Redis(c) => redis::Redis, Redis;
+    Etcd(c) => etcd::Etcd;
+    Sql(c) if c.scheme.is_session_lock() => session_lock::SessionLocks;
+    Sql(c) => sql::Sql;
+    Zookeeper(c) => zookeeper::Zookeeper;
+    Redis(c) => redis::Redis;
 }
 
 /// The handle of the `id`-th source: its configured name, else `etcd1`, `sql1`...

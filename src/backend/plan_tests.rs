@@ -1,9 +1,10 @@
 use super::*;
-use crate::admin::{ActionKind, Key, Readback};
+use crate::admin::ActionKind;
 use crate::config::{SourceConfig, SqlColumns, SqlSource};
 use crate::model::{Candidate, Election};
 
-fn line(ids: &[&str]) -> Election {
+/// An etcd-election line of `ids`, the first leading (the stores' plan tests share it).
+pub(super) fn line(ids: &[&str]) -> Election {
     let mut e = Election::new(0, "jobs".into(), Scheme::EtcdElection);
     e.candidates = ids
         .iter()
@@ -24,7 +25,7 @@ fn line(ids: &[&str]) -> Election {
     e
 }
 
-fn request(kind: ActionKind, seen: Election, target: Target) -> AdminRequest {
+pub(super) fn request(kind: ActionKind, seen: Election, target: Target) -> AdminRequest {
     AdminRequest {
         source: 0,
         source_name: "store".into(),
@@ -191,34 +192,6 @@ fn a_plan_for_another_kind_of_store_is_refused() {
     assert!(why.contains("not a scheme of this source"), "{why}");
 }
 
-#[test]
-fn etcd_lease_key_force_leader_without_a_leader_puts_the_key_under_the_prefix() {
-    let mut e = line(&["node-a", "node-b"]);
-    e.scheme = Scheme::EtcdLeaseKey;
-    e.leader = None;
-    let target = Target::Etcd(crate::admin::EtcdTarget {
-        prefix: "/locks/".into(),
-    });
-    let kind = ActionKind::ForceLeader {
-        target: "node-b".into(),
-    };
-    let p = plan(&request(kind, e, target)).expect("a plan");
-    assert_eq!(
-        p.writes(),
-        [
-            "txn: if /locks/jobs is absent and create_revision(/e/jobs/11) == 6 then put \
-             /locks/jobs = node-b with lease 11"
-        ]
-    );
-    assert_eq!(
-        p.readback,
-        Readback::Key(Key {
-            raw: b"/locks/jobs".to_vec(),
-            shown: "/locks/jobs".into()
-        })
-    );
-}
-
 /// The confirmation's three lines come from the plan each store builds: who leads next,
 /// how long there is no leader, what the deposed may believe, from the election as seen.
 #[test]
@@ -275,23 +248,57 @@ fn each_plan_says_in_three_lines_who_leads_how_long_without_and_what_the_deposed
 fn every_scheme_has_its_stores_default_target() {
     for scheme in Scheme::ALL {
         let target = default_target(scheme);
-        let store = target.as_ref().map(|t| match t {
-            Target::Etcd(_) => "etcd",
-            Target::Sql(_) | Target::SessionLock(_) => "sql",
-            Target::Zookeeper(_) => "zookeeper",
-            Target::Redis(_) => "redis",
+        let store = target.as_ref().map(|t| {
+            if t.is::<etcd::EtcdTarget>() {
+                "etcd"
+            } else if t.is::<sql::SqlTarget>() || t.is::<session_lock::SessionLockTarget>() {
+                "sql"
+            } else if t.is::<zookeeper::ZkTarget>() {
+                "zookeeper"
+            } else if t.is::<redis::RedisKeys>() {
+                "redis"
+            } else {
+                "no store's"
+            }
         });
         assert_eq!(store, Some(scheme.store().label()), "{scheme}");
     }
+    assert!(
+        default_target(Scheme::PgAdvisory)
+            .is_some_and(|t| t.is::<session_lock::SessionLockTarget>())
+    );
     assert!(matches!(
-        default_target(Scheme::PgAdvisory),
-        Some(Target::SessionLock(_))
-    ));
-    assert!(matches!(
-        default_target(Scheme::SqlHeartbeat),
-        Some(Target::Sql(crate::admin::SqlTarget {
+        default_target(Scheme::SqlHeartbeat)
+            .as_ref()
+            .and_then(|t| t.get::<sql::SqlTarget>()),
+        Some(sql::SqlTarget {
             heartbeat_ms: Some(20_000),
             ..
-        }))
+        })
     ));
+}
+
+/// A store executes only its own steps: another store's is refused, named by its words.
+#[test]
+fn a_store_reads_its_own_steps_and_names_another_stores() {
+    let p = plan_of(ActionKind::Resign, &["node-a", "node-b"]);
+    let why = p.steps_of::<sql::Statement>().expect_err("etcd's steps");
+    assert_eq!(
+        why,
+        "the step `txn: if create_revision(/e/jobs/10) == 5 then delete /e/jobs/10` is another \
+         store's"
+    );
+    assert!(p.only_step_of::<sql::Statement>().is_err());
+    assert!(p.readback_of::<sql::Row>().is_none());
+}
+
+/// Only a resign its participants would not notice (an etcd-election's) offers a
+/// re-election instead.
+#[test]
+fn only_a_resign_election_clients_miss_offers_a_reelection() {
+    assert!(plan_of(ActionKind::Resign, &["node-a", "node-b"]).reelect_instead);
+    assert!(!plan_of(ActionKind::Reelect, &["node-a", "node-b"]).reelect_instead);
+    let sql = custom_sql("postgres://db/x", Scheme::SqlLease);
+    let p = plan(&request(ActionKind::Resign, row(Scheme::SqlLease), sql)).expect("a plan");
+    assert!(!p.reelect_instead);
 }

@@ -18,7 +18,7 @@ pub struct Ident {
 }
 
 /// The validated columns of an election table.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Columns {
     /// The election's name (`key` / `anchor`).
     pub key: Ident,

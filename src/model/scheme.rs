@@ -85,6 +85,21 @@ pub enum Held {
     Session,
 }
 
+/// What the audit log keeps of the leader an action deposes, besides its lease (kept
+/// wherever it has one), so that a later electop can tell how long it may still believe it
+/// leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// Nothing more.
+    Lease,
+    /// Its session (the candidate's stamp, `0x…`): a deposed client goes on believing while
+    /// its session lives.
+    Session,
+    /// Its term's time left (ms, as of the line): a deposed holder goes on believing until
+    /// its countdown would have ended.
+    TimeLeft,
+}
+
 /// One row of the table.
 #[derive(Debug)]
 pub struct Facts {
@@ -97,6 +112,8 @@ pub struct Facts {
     pub held: Held,
     /// An `electop node` participant's defaults: term, renewal, retry (milliseconds).
     pub timing_ms: (u64, u64, u64),
+    /// What an audit line keeps of a deposed leader.
+    pub kept: Kept,
 }
 
 const fn row(
@@ -106,6 +123,7 @@ const fn row(
     line: Line,
     held: Held,
     timing_ms: (u64, u64, u64),
+    kept: Kept,
 ) -> Facts {
     Facts {
         name,
@@ -114,10 +132,12 @@ const fn row(
         line,
         held,
         timing_ms,
+        kept,
     }
 }
 
 use Held::{Session, Term};
+use Kept::{Lease, TimeLeft};
 use Line::{Always, Never, WhenSeveral};
 use StoreKind::{Etcd, Redis, Sql, Zookeeper};
 
@@ -135,6 +155,7 @@ const FACTS: [Facts; 11] = [
         Always,
         Term,
         (10_000, 7_000, 1_000),
+        Lease,
     ),
     row(
         "etcd-lease-key",
@@ -143,6 +164,7 @@ const FACTS: [Facts; 11] = [
         WhenSeveral,
         Term,
         (10_000, 3_300, 2_000),
+        Lease,
     ),
     row(
         "sql-lease",
@@ -151,6 +173,7 @@ const FACTS: [Facts; 11] = [
         Never,
         Term,
         (8_000, 4_000, 2_000),
+        Lease,
     ),
     row(
         "sql-heartbeat",
@@ -159,6 +182,7 @@ const FACTS: [Facts; 11] = [
         Never,
         Term,
         (20_000, 1_000, 1_000),
+        Lease,
     ),
     row(
         "patroni",
@@ -167,6 +191,7 @@ const FACTS: [Facts; 11] = [
         Always,
         Term,
         (10_000, 3_300, 2_000),
+        Lease,
     ),
     row(
         "zookeeper",
@@ -175,6 +200,7 @@ const FACTS: [Facts; 11] = [
         Always,
         Session,
         (10_000, 3_300, 1_000),
+        Kept::Session,
     ),
     row(
         "kafka-zk",
@@ -183,6 +209,7 @@ const FACTS: [Facts; 11] = [
         Never,
         Session,
         (10_000, 3_300, 1_000),
+        Lease,
     ),
     row(
         "hadoop-ha",
@@ -191,6 +218,7 @@ const FACTS: [Facts; 11] = [
         Never,
         Session,
         (10_000, 3_300, 1_000),
+        Lease,
     ),
     row(
         "redis-lock",
@@ -199,6 +227,7 @@ const FACTS: [Facts; 11] = [
         Never,
         Term,
         (10_000, 3_333, 200),
+        TimeLeft,
     ),
     row(
         "pg-advisory",
@@ -207,6 +236,7 @@ const FACTS: [Facts; 11] = [
         Always,
         Session,
         (10_000, 3_300, 1_000),
+        Lease,
     ),
     row(
         "mysql-lock",
@@ -215,6 +245,7 @@ const FACTS: [Facts; 11] = [
         Always,
         Session,
         (10_000, 3_300, 1_000),
+        Lease,
     ),
 ];
 
@@ -316,6 +347,20 @@ mod tests {
             let json = format!("\"{}\"", s.as_str());
             let back: Scheme = serde_json::from_str(&json).expect("a scheme name");
             assert_eq!(back, s);
+        }
+    }
+
+    /// What an audit line keeps of a deposed leader besides its lease: a recipe's session,
+    /// a Redis lock's time left.
+    #[test]
+    fn the_audit_keeps_a_session_or_a_time_left_where_the_deposed_believe_by_it() {
+        for s in Scheme::ALL {
+            let kept = match s {
+                Scheme::ZkRecipe => Kept::Session,
+                Scheme::RedisLock => Kept::TimeLeft,
+                _ => Kept::Lease,
+            };
+            assert_eq!(s.facts().kept, kept, "{s}");
         }
     }
 

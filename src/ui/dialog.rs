@@ -9,10 +9,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::theme;
-use crate::admin::{self, ActionKind, AdminRequest, Plan};
+use crate::admin::{self, AdminRequest, Plan};
 use crate::app::Dialog;
 use crate::app::details::{self, Tone};
-use crate::model::{Scheme, cut_display, display_width, wrap_display};
+use crate::model::{cut_display, display_width, wrap_display};
 
 /// A dialog as drawn: its title, its lines (wrapped to the popup) and its keys.
 struct Popup {
@@ -153,7 +153,7 @@ fn content(dialog: &Dialog, area: Rect, inner: usize) -> Popup {
             title: admin::title(request),
             short_title: "Confirm",
             body: confirm_lines(plan, request, inner),
-            keys: keys(&confirm_keys(request)),
+            keys: keys(&confirm_keys(plan)),
             tall: false,
         },
         Dialog::Details { under, scroll } => details_popup(under, *scroll, area, inner),
@@ -195,15 +195,11 @@ fn pick_lines(options: &[String], selected: usize, area: Rect, inner: usize) -> 
     lines
 }
 
-/// Whether `r` turns this confirmation into a re-election: a resign that election clients
-/// would not notice.
-fn offers_reelection(request: &AdminRequest) -> bool {
-    request.kind == ActionKind::Resign && request.seen.scheme == Scheme::EtcdElection
-}
-
-fn confirm_keys(request: &AdminRequest) -> String {
+/// The confirmation's keys: `r` too where the plan offers a re-election instead (a resign
+/// its participants would not notice).
+fn confirm_keys(plan: &Plan) -> String {
     let mut keys = "y: do it · n/Esc: cancel · d: details".to_string();
-    if offers_reelection(request) {
+    if plan.reelect_instead {
         keys.push_str(" · r: re-election instead");
     }
     keys

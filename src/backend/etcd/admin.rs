@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
 
-use crate::admin::{AdminRequest, Outcome, Plan, Readback, Step, changed_since};
+use super::plan::{EtcdStep, Readback, hex_list};
+use crate::admin::{AdminRequest, Outcome, Plan, changed_since};
 use crate::backend::plan;
 use crate::config::EtcdSource;
 use crate::model::escape_bytes;
@@ -20,15 +21,14 @@ pub(crate) async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Durat
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },
     };
-    if plan
-        .steps
-        .iter()
-        .any(|s| matches!(s, Step::Statement(_) | Step::ZkMulti { .. }))
-    {
-        return Outcome::Refused {
-            reason: format!("{} is not an etcd scheme", req.seen.scheme),
-        };
-    }
+    let steps = match plan.steps_of::<EtcdStep>() {
+        Ok(steps) => steps,
+        Err(why) => {
+            return Outcome::Refused {
+                reason: format!("{} is not an etcd scheme: {why}", req.seen.scheme),
+            };
+        }
+    };
     // Members in order, so a dead first member does not fail the action.
     let (mut client, endpoint) =
         match super::dial::connect_any(cfg, 0, timeout, super::dial::Pings::Never).await {
@@ -42,7 +42,7 @@ pub(crate) async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Durat
     let failed = |e: etcd_client::Error| Outcome::Failed {
         error: format!("etcd {endpoint}: {e}"),
     };
-    let walked = match tokio::time::timeout(timeout * 2, walk::walk(&mut client, &plan)).await {
+    let walked = match tokio::time::timeout(timeout * 2, walk::walk(&mut client, &steps)).await {
         Ok(Ok(w)) => w,
         Ok(Err(e)) => return failed(e),
         Err(_) => {
@@ -72,15 +72,15 @@ pub(crate) async fn execute(cfg: &EtcdSource, req: &AdminRequest, timeout: Durat
         return unrevoked_outcome(&unrevoked.join("; "), secs);
     }
     // What was written stands even when it cannot be read back: say so, not "failed".
-    let now = match tokio::time::timeout(timeout, readback(&mut client, &plan.readback)).await {
+    let now = match tokio::time::timeout(timeout, readback(&mut client, &plan)).await {
         Ok(Ok(now)) => now,
         Ok(Err(e)) => format!("it could not be read back: {e}"),
         Err(_) => "it could not be read back in time".to_string(),
     };
-    outcome(&plan, walked, &now)
+    outcome(&plan, &steps, walked, &now)
 }
 
-fn outcome(plan: &Plan, walked: Walked, now: &str) -> Outcome {
+fn outcome(plan: &Plan, steps: &[&EtcdStep], walked: Walked, now: &str) -> Outcome {
     match walked {
         Walked::Changed(why) => Outcome::Changed {
             detail: changed_since(&format!(
@@ -92,8 +92,8 @@ fn outcome(plan: &Plan, walked: Walked, now: &str) -> Outcome {
             hold: Some((lease, secs)),
             ..
         } => {
-            let revoked = plan.steps.iter().find_map(|s| match s {
-                Step::Revoke { leases, owners } => Some((hex_list(leases), owners.join(", "))),
+            let revoked = steps.iter().find_map(|s| match s {
+                EtcdStep::Revoke { leases, owners } => Some((hex_list(leases), owners.join(", "))),
                 _ => None,
             });
             let (leases, owners) =
@@ -132,19 +132,13 @@ fn because(why: &str) -> String {
     }
 }
 
-fn hex_list(leases: &[i64]) -> String {
-    let all: Vec<String> = leases.iter().map(|l| format!("{l:x}")).collect();
-    all.join(", ")
-}
-
-/// What the store holds now where the action wrote.
-async fn readback(client: &mut Client, what: &Readback) -> Result<String, etcd_client::Error> {
-    match what {
-        Readback::Line(k) => line_now(client, &k.raw).await,
-        Readback::Key(k) => key_now(client, &k.raw).await,
-        Readback::Row(name) | Readback::Znode(name) | Readback::Lock(name) => {
-            Ok(format!("row {name}"))
-        }
+/// What the store holds now where the action wrote (nothing to say when the plan names
+/// nothing of etcd's to read).
+async fn readback(client: &mut Client, plan: &Plan) -> Result<String, etcd_client::Error> {
+    match plan.readback_of::<Readback>() {
+        Some(Readback::Line(k)) => line_now(client, &k.raw).await,
+        Some(Readback::Key(k)) => key_now(client, &k.raw).await,
+        None => Ok(String::new()),
     }
 }
 

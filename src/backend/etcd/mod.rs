@@ -32,7 +32,7 @@ use etcd_client::{Client, GetOptions};
 
 pub use self::error::EtcdError;
 use self::layout::{Kv, Layout, Mirror};
-pub use self::store::Etcd;
+pub use self::store::{Etcd, EtcdTarget};
 use super::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::EtcdSource;
 use crate::model::{Scheme, SourceEvent, SourceId, SourceInfo};

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{EtcdBackend, admin, participant, plan};
-use crate::admin::{AdminRequest, EtcdTarget, Outcome, Plan};
+use crate::admin::{AdminRequest, Outcome, Plan};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
 use crate::config::EtcdSource;
 use crate::model::{Scheme, SourceId};
@@ -12,6 +12,13 @@ use crate::node::{Options, Run};
 
 /// etcd, registered in `backend`'s `stores!` for its etcd sources.
 pub struct Etcd;
+
+/// What decides what an action writes on an etcd source: the prefix its lease keys are put
+/// under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdTarget {
+    pub prefix: String,
+}
 
 impl Store for Etcd {
     type Config = EtcdSource;

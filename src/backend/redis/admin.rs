@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
+use super::plan::DelIfValue;
 use super::read::Server;
-use crate::admin::{AdminRequest, Outcome, Step, changed_since};
+use crate::admin::{AdminRequest, Outcome, changed_since};
 use crate::config::RedisSource;
 use crate::model::{escape_bytes, truncate_display};
 
@@ -18,10 +19,13 @@ pub(crate) async fn execute(cfg: &RedisSource, req: &AdminRequest, timeout: Dura
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },
     };
-    let [Step::RedisDelIfValue { key, value, shown }] = plan.steps.as_slice() else {
-        return Outcome::Refused {
-            reason: format!("{} is not a Redis scheme", req.seen.scheme),
-        };
+    let DelIfValue { key, value, shown } = match plan.only_step_of::<DelIfValue>() {
+        Ok(script) => script,
+        Err(why) => {
+            return Outcome::Refused {
+                reason: format!("{} is not a Redis scheme: {why}", req.seen.scheme),
+            };
+        }
     };
     let failed = |e: super::error::RedisError| Outcome::Failed {
         error: e.to_string(),

@@ -15,7 +15,7 @@ mod tls;
 mod token;
 pub(crate) mod tracker;
 
-pub use store::Redis;
+pub use store::{Redis, RedisKeys};
 
 use crate::backend::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::RedisSource;

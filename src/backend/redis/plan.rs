@@ -8,8 +8,31 @@
 //! compared on its token, fail). Force leader X is unavailable: there is no line, and a
 //! lock's token belongs to the client that took it.
 
-use crate::admin::{ActionKind, AdminRequest, Gist, Key, Plan, Readback, Step};
+use crate::admin::{ActionKind, AdminRequest, Gist, Key, Plan, StoreStep, step};
 use crate::model::Scheme;
+
+/// One Lua script, atomic on the Redis server: delete `key` if its value is still the
+/// token seen (`value` as sent, `shown` as shown), else nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct DelIfValue {
+    pub key: Key,
+    pub value: Vec<u8>,
+    pub shown: String,
+}
+
+impl StoreStep for DelIfValue {
+    fn line(&self) -> String {
+        format!(
+            "one Lua script (atomic): if GET {k} == {shown} then DEL {k}, else nothing",
+            k = self.key.shown,
+            shown = self.shown
+        )
+    }
+}
+
+/// What a Redis plan reads back after it wrote: what this lock key holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct LockKey(pub Key);
 
 pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
     let e = &req.seen;
@@ -48,7 +71,7 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
                 leader.id
             )),
         },
-        steps: vec![Step::RedisDelIfValue {
+        steps: vec![step(DelIfValue {
             key: key.clone(),
             value: leader.raw_id.clone(),
             // The token compared, not the holder's name (an electop node's id).
@@ -56,17 +79,18 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
                 &crate::model::escape_bytes(&leader.raw_id),
                 crate::model::SHOWN_MAX,
             ),
-        }],
+        })],
         then: None,
         notes,
-        readback: Readback::Key(key),
+        reelect_instead: false,
+        readback: std::sync::Arc::new(LockKey(key)),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::RedisKeys;
+    use crate::backend::redis::RedisKeys;
     use crate::model::{Candidate, Election};
 
     fn req(kind: ActionKind, holder: Option<&str>) -> AdminRequest {

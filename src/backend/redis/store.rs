@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::RedisBackend;
-use crate::admin::{AdminRequest, Outcome, Plan, RedisKeys};
+use crate::admin::{AdminRequest, Outcome, Plan};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
 use crate::config::RedisSource;
 use crate::model::{Scheme, SourceId};
@@ -12,6 +12,12 @@ use crate::node::{Options, Run};
 
 /// Redis servers, registered in `backend`'s `stores!` for its Redis sources.
 pub struct Redis;
+
+/// What decides what an action writes on a Redis source: the pattern its lock keys match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisKeys {
+    pub pattern: String,
+}
 
 impl Store for Redis {
     type Config = RedisSource;

@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use super::plan::{EndSession, Lock};
 use super::{Flavor, end_session, read, resolve};
-use crate::admin::{AdminRequest, Outcome, Readback, Step, changed_since};
+use crate::admin::{AdminRequest, Outcome, changed_since};
 use crate::backend::sql::{SqlSettings, open};
 use crate::config::SqlSource;
 
@@ -13,6 +14,14 @@ pub(crate) async fn execute(cfg: &SqlSource, req: &AdminRequest, timeout: Durati
     let plan = match crate::backend::plan(req) {
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },
+    };
+    let ends = match plan.steps_of::<EndSession>() {
+        Ok(ends) => ends,
+        Err(why) => {
+            return Outcome::Refused {
+                reason: format!("{} is not a session-lock scheme: {why}", req.seen.scheme),
+            };
+        }
     };
     let flavor = Flavor::of(cfg.scheme);
     let s = SqlSettings::new(cfg);
@@ -25,12 +34,7 @@ pub(crate) async fn execute(cfg: &SqlSource, req: &AdminRequest, timeout: Durati
         }
     };
     let mut done: Vec<String> = Vec::new();
-    for step in &plan.steps {
-        let Step::EndSession(end) = step else {
-            return Outcome::Refused {
-                reason: format!("{} is not a session-lock scheme", req.seen.scheme),
-            };
-        };
+    for end in ends {
         let ended =
             tokio::time::timeout(timeout, end_session(flavor, &pool, &s, end.id, &end.start)).await;
         let ended = match ended {
@@ -52,9 +56,9 @@ pub(crate) async fn execute(cfg: &SqlSource, req: &AdminRequest, timeout: Durati
         }
         done.push(end.who.clone());
     }
-    let now = match &plan.readback {
-        Readback::Lock(name) => holder_now(flavor, &pool, &s, cfg, name, &done, timeout).await,
-        _ => String::new(),
+    let now = match plan.readback_of::<Lock>() {
+        Some(Lock(name)) => holder_now(flavor, &pool, &s, cfg, name, &done, timeout).await,
+        None => String::new(),
     };
     pool.close().await;
     Outcome::Done {

@@ -18,7 +18,7 @@ mod store;
 pub(crate) mod tracker;
 
 pub use crate::config::{LockHash, LockNaming};
-pub use store::SessionLocks;
+pub use store::{SessionLockTarget, SessionLocks};
 
 use std::collections::HashSet;
 use std::time::SystemTime;

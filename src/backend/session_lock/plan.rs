@@ -7,9 +7,53 @@
 //! - force-leader X: end every session ahead of X in line, holder first, each compared.
 //! - resign: unavailable (nobody can release another session's lock), said with why.
 
-use crate::admin::{ActionKind, AdminRequest, EndSession, Gist, Plan, Readback, Step};
+use crate::admin::{ActionKind, AdminRequest, Gist, Plan, Step, StoreStep, step};
 use crate::config::Dialect;
 use crate::model::{Candidate, Election, MemberInfo};
+
+/// End a SQL server session (which frees every lock it holds), in one statement that
+/// compares its id and its start, so a reused id is never hit: `pg_terminate_backend` /
+/// `KILL`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct EndSession {
+    pub dialect: Dialect,
+    /// PostgreSQL's pid, MySQL's connection id.
+    pub id: i64,
+    /// The session's start as the server's compare takes it (opaque: see
+    /// [`super::Session::start`]).
+    pub start: String,
+    /// The start for people (`2024-05-01 10:00:01 UTC`).
+    pub started: String,
+    /// Who it is on screen (`worker:4242`) and what it is doing (`holder of 42`).
+    pub who: String,
+    pub role: String,
+}
+
+/// What a session-lock plan reads back after it wrote: who holds the lock with this key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Lock(pub String);
+
+/// Ending a session, compared on its id and its start in the same statement.
+impl StoreStep for EndSession {
+    fn line(&self) -> String {
+        let how = match self.dialect {
+            Dialect::Postgres => format!(
+                "pg_terminate_backend({id}) in one statement only if pid {id} is still the \
+                 session whose backend_start is {started}",
+                id = self.id,
+                started = self.started
+            ),
+            // MySQL keeps no connection start: `started` is the lock it holds or waits for.
+            _ => format!(
+                "KILL CONNECTION {id} in one statement only if connection {id} still holds or \
+                 waits for {started}",
+                id = self.id,
+                started = self.started
+            ),
+        };
+        format!("end the session of {} ({}): {how}", self.who, self.role)
+    }
+}
 
 /// The plan of `req` on a server that speaks `dialect`.
 pub(super) fn plan(req: &AdminRequest, dialect: Dialect) -> Result<Plan, String> {
@@ -78,7 +122,8 @@ pub(super) fn plan(req: &AdminRequest, dialect: Dialect) -> Result<Plan, String>
         steps,
         then: Some("the server grants the lock to the first session in line".into()),
         notes,
-        readback: Readback::Lock(e.name.clone()),
+        reelect_instead: false,
+        readback: std::sync::Arc::new(Lock(e.name.clone())),
     })
 }
 
@@ -122,7 +167,7 @@ fn end_step(e: &Election, c: &Candidate, dialect: Dialect) -> Result<Step, Strin
             super::tracker::wall(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us))
         })
         .unwrap_or_else(|| start.clone());
-    Ok(Step::EndSession(EndSession {
+    Ok(step(EndSession {
         dialect,
         id,
         start,
@@ -135,7 +180,7 @@ fn end_step(e: &Election, c: &Candidate, dialect: Dialect) -> Result<Step, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::SessionLockTarget;
+    use crate::backend::session_lock::SessionLockTarget;
     use crate::model::Scheme;
 
     /// On PostgreSQL, as `req`'s target says.
@@ -193,9 +238,9 @@ mod tests {
         let ended: Vec<_> = p
             .steps
             .iter()
-            .map(|s| match s {
-                Step::EndSession(s) => (s.id, s.start.clone()),
-                other => panic!("{other:?}"),
+            .map(|s| match s.downcast_ref::<EndSession>() {
+                Some(s) => (s.id, s.start.clone()),
+                None => panic!("{s:?}"),
             })
             .collect();
         assert_eq!(

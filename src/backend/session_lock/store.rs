@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use super::SessionLockBackend;
-use crate::admin::{AdminRequest, Outcome, Plan, SessionLockTarget};
+use crate::admin::{AdminRequest, Outcome, Plan};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
+use crate::config::Dialect;
 use crate::config::SqlSource;
 use crate::model::{Scheme, SourceId};
 use crate::node::{Options, Run};
@@ -13,6 +14,13 @@ use crate::node::{Options, Run};
 /// PostgreSQL advisory locks and MySQL `GET_LOCK`, registered in `backend`'s `stores!` for
 /// the SQL sources whose scheme is a session lock.
 pub struct SessionLocks;
+
+/// What decides what an action writes on a session-lock source: the server's own words to
+/// end a session in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionLockTarget {
+    pub dialect: Dialect,
+}
 
 impl SessionLocks {
     /// The server whose words end a session of `scheme`.

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use sqlx::{AnyPool, AssertSqlSafe, Row as _};
 
-use super::{SqlSettings, check_schema, connect, describe};
-use crate::admin::{AdminRequest, Outcome, Statement, Step, changed_since};
+use super::{SqlSettings, Statement, check_schema, connect, describe};
+use crate::admin::{AdminRequest, Outcome, changed_since};
 use crate::backend::plan;
 use crate::config::SqlSource;
 
@@ -26,18 +26,13 @@ pub async fn execute_traced(
         Ok(p) => p,
         Err(reason) => return (Outcome::Refused { reason }, Vec::new()),
     };
-    let statements: Vec<&Statement> = plan
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Statement(st) => Some(st),
-            _ => None,
-        })
-        .collect();
-    if statements.len() != plan.steps.len() {
-        let reason = format!("{} is not a SQL scheme", req.seen.scheme);
-        return (Outcome::Refused { reason }, Vec::new());
-    }
+    let statements = match plan.steps_of::<Statement>() {
+        Ok(statements) => statements,
+        Err(why) => {
+            let reason = format!("{} is not a SQL scheme: {why}", req.seen.scheme);
+            return (Outcome::Refused { reason }, Vec::new());
+        }
+    };
     let pool = match connect(&s, timeout).await {
         Ok(p) => p,
         Err(e) => return (Outcome::Failed { error: e }, Vec::new()),

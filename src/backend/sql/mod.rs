@@ -35,7 +35,8 @@ use super::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::{DbUrl, SqlSource};
 use crate::model::{Scheme, SourceId, SourceInfo, SourceNotice};
 
-pub use self::store::Sql;
+pub use self::plan::{DEADLINE, Row, Statement};
+pub use self::store::{Sql, SqlTarget};
 pub use crate::config::Columns;
 
 /// What differs between the two SQL schemes; each lives in its own file.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{SqlBackend, SqlSettings, admin, participant, plan};
-use crate::admin::{AdminRequest, Outcome, Plan, SqlTarget};
+use crate::admin::{AdminRequest, Outcome, Plan};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
 use crate::config::{Columns, Dialect, Ident, SqlSource};
 use crate::model::{Scheme, SourceId};
@@ -13,6 +13,17 @@ use crate::node::{Options, Run};
 /// SQL tables on PostgreSQL, MySQL/MariaDB and SQLite, registered in `backend`'s `stores!`
 /// for the SQL sources whose scheme is a table's.
 pub struct Sql;
+
+/// What decides what an action writes on a SQL table source: the row, in the server's
+/// dialect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqlTarget {
+    pub dialect: Dialect,
+    pub table: Ident,
+    pub columns: Columns,
+    /// The heartbeat timeout (sql-heartbeat).
+    pub heartbeat_ms: Option<i64>,
+}
 
 impl Store for Sql {
     type Config = SqlSource;

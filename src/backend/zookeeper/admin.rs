@@ -1,7 +1,7 @@
 //! Carries out a ZooKeeper plan as it is (`plan.rs` builds it): the nodes' czxid and mzxid
 //! read in one multi-read and compared with what was seen, then one `multi` that deletes
 //! (and checks) each at the data version that read found, so a node changed since is left
-//! untouched and nothing at all is written. `Step::ZkMulti` says what is and is not atomic.
+//! untouched and nothing at all is written. `step::Multi` says what is and is not atomic.
 
 use std::time::Duration;
 
@@ -11,7 +11,8 @@ use zookeeper_client::{
 
 use super::error::ZkError;
 use super::layout;
-use crate::admin::{AdminRequest, Check, Compare, Key, Outcome, Readback, Step, changed_since};
+use super::step::{Multi, Znode};
+use crate::admin::{AdminRequest, Check, Compare, Key, Outcome, changed_since};
 use crate::config::ZkSource;
 use crate::model::escape_bytes;
 
@@ -23,17 +24,17 @@ pub(crate) async fn execute(cfg: &ZkSource, req: &AdminRequest, timeout: Duratio
         Ok(p) => p,
         Err(reason) => return Outcome::Refused { reason },
     };
-    let [
-        Step::ZkMulti {
-            compares,
-            delete,
-            keep,
-        },
-    ] = plan.steps.as_slice()
-    else {
-        return Outcome::Refused {
-            reason: format!("{} is not a ZooKeeper scheme", req.seen.scheme),
-        };
+    let Multi {
+        compares,
+        delete,
+        keep,
+    } = match plan.only_step_of::<Multi>() {
+        Ok(multi) => multi,
+        Err(why) => {
+            return Outcome::Refused {
+                reason: format!("{} is not a ZooKeeper scheme: {why}", req.seen.scheme),
+            };
+        }
     };
     let connect = cfg.connect_string();
     let failed = |e: ZkError| Outcome::Failed {
@@ -82,15 +83,15 @@ pub(crate) async fn execute(cfg: &ZkSource, req: &AdminRequest, timeout: Duratio
             };
         }
     }
-    let now = match &plan.readback {
-        Readback::Znode(parent) => {
+    let now = match plan.readback_of::<Znode>() {
+        Some(Znode(parent)) => {
             match bounded(timeout, &connect, leader_now(&client, parent)).await {
                 Ok(Ok(now)) => now,
                 Ok(Err(e)) => format!("it could not be read back: {e}"),
                 Err(_) => "it could not be read back in time".into(),
             }
         }
-        _ => String::new(),
+        None => String::new(),
     };
     Outcome::Done {
         detail: format!("{}; {now}", plan.writes().join("; ")),

@@ -16,12 +16,13 @@ mod read;
 mod record;
 mod sessions;
 pub(crate) mod single;
+mod step;
 mod store;
 mod tls;
 pub(crate) mod tracker;
 mod tree;
 
-pub use store::Zookeeper;
+pub use store::{ZkTarget, Zookeeper};
 
 use crate::backend::{Backend, BackendFuture, BackendIo, BackendOptions};
 use crate::config::ZkSource;

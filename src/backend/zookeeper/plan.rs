@@ -9,7 +9,8 @@
 //! `LeaderLatch`, `LeaderSelector` and kazoo `Election`: tests/campaigners/MEASUREMENTS.md)
 //! and does not re-join by itself. They differ only in the cause recorded.
 
-use crate::admin::{ActionKind, AdminRequest, Check, Compare, Gist, Key, Plan, Readback, Step};
+use super::step::{Multi, Znode};
+use crate::admin::{ActionKind, AdminRequest, Check, Compare, Gist, Key, Plan, step};
 use crate::model::{Candidate, Scheme};
 
 pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
@@ -97,14 +98,15 @@ fn multi(gone: &[Candidate], keep: Option<&Candidate>) -> Plan {
     Plan {
         summary: String::new(),
         gist: Gist::default(),
-        steps: vec![Step::ZkMulti {
+        steps: vec![step(Multi {
             compares,
             delete: gone.iter().map(Key::of).collect(),
             keep: keep.iter().map(|c| Key::of(c)).collect(),
-        }],
+        })],
         then: None,
         notes: Vec::new(),
-        readback: Readback::Znode(parent),
+        reelect_instead: false,
+        readback: std::sync::Arc::new(Znode(parent)),
     }
 }
 
@@ -170,7 +172,7 @@ fn few(ids: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::ZkTarget;
+    use crate::backend::zookeeper::ZkTarget;
     use crate::model::Election;
 
     fn line(ids: &[&str]) -> Election {
@@ -215,7 +217,10 @@ mod tests {
                  versions read, delete /election/jobs/_c_u0-latch-0000000000"
             ]
         );
-        assert_eq!(p.readback, Readback::Znode("/election/jobs".into()));
+        assert_eq!(
+            p.readback_of::<Znode>(),
+            Some(&Znode("/election/jobs".into()))
+        );
         assert_eq!(p.gist.next, "node-b leads next: it is next in line.");
         let deposed = p.gist.deposed.as_deref().expect("a deposed line");
         assert!(deposed.contains("node-a does not notice"), "{deposed}");
@@ -248,11 +253,11 @@ mod tests {
             &["node-a", "node-b", "node-c", "node-d"],
         ))
         .expect("a plan");
-        let Step::ZkMulti {
+        let Some(Multi {
             compares,
             delete,
             keep,
-        } = &p.steps[0]
+        }) = p.steps[0].downcast_ref()
         else {
             panic!("a multi: {:?}", p.steps);
         };

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::ZkBackend;
-use crate::admin::{AdminRequest, Outcome, Plan, ZkTarget};
+use crate::admin::{AdminRequest, Outcome, Plan};
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
 use crate::config::ZkSource;
 use crate::model::{Scheme, SourceId};
@@ -12,6 +12,13 @@ use crate::node::{Options, Run};
 
 /// ZooKeeper ensembles, registered in `backend`'s `stores!` for its ZooKeeper sources.
 pub struct Zookeeper;
+
+/// What decides what an action writes on a ZooKeeper source: the znode its elections live
+/// under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZkTarget {
+    pub prefix: String,
+}
 
 impl Store for Zookeeper {
     type Config = ZkSource;

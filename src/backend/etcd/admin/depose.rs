@@ -6,7 +6,7 @@
 //! at their next keep-alive (every third of the lease's TTL). Deleting or revoking the keys
 //! ahead of the new leader therefore elects it at once, and also "elects" every removed waiter
 //! and leaves the old leader leading in its own mind until its next keep-alive. So the plan
-//! (`admin::plan::etcd_election`) is:
+//! (`plan/election.rs`) is:
 //!
 //! 1. one txn checks every deposed key's create_revision and lease (and the target's
 //!    create_revision) as the operator saw them, and moves those keys onto a *hold* lease of
@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use etcd_client::Client;
 
-pub(crate) use crate::admin::hold_secs;
+use crate::backend::etcd::plan::hold_secs;
 
 /// A lease to hold the deposed keys on, lasting past the keep-alive interval of `leases` as
 /// they are now (their TTLs are read again: the plan was made from what was seen). `Ok(Err)`

@@ -4,7 +4,8 @@
 use etcd_client::{Client, Compare as EtcdCompare, CompareOp, PutOptions, Txn, TxnOp};
 
 use super::depose;
-use crate::admin::{Check, Compare, Op, Plan, Step};
+use crate::admin::{Check, Compare};
+use crate::backend::etcd::plan::{EtcdStep, Op};
 
 /// How far a plan got before its revokes (always its last steps).
 pub(super) enum Walked {
@@ -18,16 +19,19 @@ pub(super) enum Walked {
     Changed(String),
 }
 
-pub(super) async fn walk(client: &mut Client, plan: &Plan) -> Result<Walked, etcd_client::Error> {
+pub(super) async fn walk(
+    client: &mut Client,
+    steps: &[&EtcdStep],
+) -> Result<Walked, etcd_client::Error> {
     let mut hold = None;
     let mut revoke = Vec::new();
-    for step in &plan.steps {
+    for step in steps {
         match step {
-            Step::GrantHold { leases, .. } => match depose::grant_hold(client, leases).await? {
+            EtcdStep::GrantHold { leases, .. } => match depose::grant_hold(client, leases).await? {
                 Ok(h) => hold = Some(h),
                 Err(why) => return Ok(Walked::Changed(why)),
             },
-            Step::Txn { compares, then } => {
+            EtcdStep::Txn { compares, then } => {
                 let txn = txn(compares, then, hold.map(|(lease, _)| lease));
                 if !client.txn(txn).await?.succeeded() {
                     if let Some((lease, _)) = hold {
@@ -37,12 +41,7 @@ pub(super) async fn walk(client: &mut Client, plan: &Plan) -> Result<Walked, etc
                     return Ok(Walked::Changed(String::new()));
                 }
             }
-            Step::Revoke { leases, .. } => revoke.extend(leases),
-            // Refused before the walk (`execute`).
-            Step::Statement(_)
-            | Step::ZkMulti { .. }
-            | Step::RedisDelIfValue { .. }
-            | Step::EndSession(_) => {}
+            EtcdStep::Revoke { leases, .. } => revoke.extend(leases),
         }
     }
     Ok(Walked::Written { hold, revoke })

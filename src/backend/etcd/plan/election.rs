@@ -2,9 +2,8 @@
 //! leader's key; a re-election or force-leader deposes sessions first (why:
 //! `backend::etcd::admin::depose`).
 
-use crate::admin::{
-    ActionKind, Check, Compare, Gist, Key, Op, Plan, Readback, Step, hold_secs, leader,
-};
+use super::{EtcdStep, Op, Readback, hold_secs};
+use crate::admin::{ActionKind, Check, Compare, Gist, Key, Plan, leader, step};
 use crate::model::{Candidate, Election};
 
 /// What the deposed may still believe, from their leases as seen: election clients learn
@@ -176,13 +175,13 @@ fn resign(e: &Election) -> Result<Plan, String> {
     Ok(Plan {
         summary: String::new(),
         gist,
-        steps: vec![Step::Txn {
+        steps: vec![step(EtcdStep::Txn {
             compares: vec![Compare {
                 key: Key::of(l),
                 check: Check::CreateRevision(l.create_revision),
             }],
             then: vec![Op::Delete(Key::of(l))],
-        }],
+        })],
         then: None,
         notes: vec![
             format!(
@@ -197,7 +196,9 @@ fn resign(e: &Election) -> Result<Plan, String> {
                 l.id, l.id
             ),
         ],
-        readback: Readback::Line(Key::of(l)),
+        // Election clients do not notice a resign; a re-election ends the session instead.
+        reelect_instead: true,
+        readback: std::sync::Arc::new(Readback::Line(Key::of(l))),
     })
 }
 
@@ -227,20 +228,20 @@ fn depose(deposed: &[Candidate], target: Option<&Candidate>) -> Plan {
         check: Check::Lease(c.lease.unwrap_or(0)),
     }));
     let mut steps = vec![
-        Step::GrantHold {
+        step(EtcdStep::GrantHold {
             leases: leases.clone(),
             seen_ttls,
-        },
-        Step::Txn {
+        }),
+        step(EtcdStep::Txn {
             compares,
             then: deposed.iter().map(|c| Op::Hold(Key::of(c))).collect(),
-        },
+        }),
     ];
     if !leases.is_empty() {
-        steps.push(Step::Revoke {
+        steps.push(step(EtcdStep::Revoke {
             leases,
             owners: owned.iter().map(|c| c.id.clone()).collect(),
-        });
+        }));
     }
     Plan {
         summary: String::new(),
@@ -248,7 +249,8 @@ fn depose(deposed: &[Candidate], target: Option<&Candidate>) -> Plan {
         steps,
         then: None,
         notes: Vec::new(),
-        readback: Readback::Line(Key::of(target.unwrap_or(&deposed[0]))),
+        reelect_instead: false,
+        readback: std::sync::Arc::new(Readback::Line(Key::of(target.unwrap_or(&deposed[0])))),
     }
 }
 

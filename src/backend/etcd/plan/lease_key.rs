@@ -2,7 +2,8 @@
 //! register under their own leases. Deleting the key starts a race; force-leader puts it
 //! with the target's registry lease, so it lives as long as the target does.
 
-use crate::admin::{ActionKind, Check, Compare, Gist, Key, Op, Plan, Readback, Step, leader};
+use super::{EtcdStep, Op, Readback};
+use crate::admin::{ActionKind, Check, Compare, Gist, Key, Plan, leader, step};
 use crate::model::{Election, escape_bytes};
 
 pub(super) fn plan(e: &Election, kind: &ActionKind, prefix: &str) -> Result<Plan, String> {
@@ -53,7 +54,7 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, prefix: &str) -> Result<Plan
     Ok(Plan {
         summary: String::new(),
         gist,
-        steps: vec![Step::Txn {
+        steps: vec![step(EtcdStep::Txn {
             compares: vec![
                 Compare {
                     key: leader_key.clone(),
@@ -70,12 +71,13 @@ pub(super) fn plan(e: &Election, kind: &ActionKind, prefix: &str) -> Result<Plan
                 shown: entry.id.clone(),
                 lease,
             }],
-        }],
+        })],
         then: None,
         notes: vec![format!(
             "{target} holds the key for as long as its registry lease {lease:x} lives."
         )],
-        readback: Readback::Key(leader_key),
+        reelect_instead: false,
+        readback: std::sync::Arc::new(Readback::Key(leader_key)),
     })
 }
 
@@ -102,14 +104,53 @@ fn delete(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
                 l.id
             )),
         },
-        steps: vec![Step::Txn {
+        steps: vec![step(EtcdStep::Txn {
             compares,
             then: vec![Op::Delete(Key::of(l))],
-        }],
+        })],
         then: None,
         notes: vec![
             "Candidates watching the key race for it again; the old leader may win.".to_string(),
         ],
-        readback: Readback::Key(Key::of(l)),
+        reelect_instead: false,
+        readback: std::sync::Arc::new(Readback::Key(Key::of(l))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::etcd::EtcdTarget;
+    use crate::backend::plan;
+    use crate::backend::plan_tests::{line, request};
+    use crate::model::Scheme;
+
+    #[test]
+    fn etcd_lease_key_force_leader_without_a_leader_puts_the_key_under_the_prefix() {
+        let mut e = line(&["node-a", "node-b"]);
+        e.scheme = Scheme::EtcdLeaseKey;
+        e.leader = None;
+        let target = EtcdTarget {
+            prefix: "/locks/".into(),
+        }
+        .into();
+        let kind = ActionKind::ForceLeader {
+            target: "node-b".into(),
+        };
+        let p = plan(&request(kind, e, target)).expect("a plan");
+        assert_eq!(
+            p.writes(),
+            [
+                "txn: if /locks/jobs is absent and create_revision(/e/jobs/11) == 6 then put \
+                 /locks/jobs = node-b with lease 11"
+            ]
+        );
+        assert_eq!(
+            p.readback_of::<Readback>(),
+            Some(&Readback::Key(Key {
+                raw: b"/locks/jobs".to_vec(),
+                shown: "/locks/jobs".into()
+            }))
+        );
+    }
 }

@@ -4,6 +4,9 @@
 mod election;
 mod lease_key;
 mod patroni;
+mod step;
+
+pub(super) use step::{EtcdStep, Op, Readback, hex_list, hold_secs};
 
 use crate::admin::{AdminRequest, Plan};
 use crate::model::Scheme;

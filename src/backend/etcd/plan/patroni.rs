@@ -4,7 +4,8 @@
 //! promotes). electop never deletes Patroni's keys: Patroni would not notice a removed leader
 //! key before its next loop, and may take it straight back.
 
-use crate::admin::{ActionKind, Check, Compare, Gist, Key, Op, Plan, Readback, Step, leader};
+use super::{EtcdStep, Op, Readback};
+use crate::admin::{ActionKind, Check, Compare, Gist, Key, Plan, leader, step};
 use crate::model::{Election, escape_bytes};
 
 /// The `failover` key's value for a switchover from `leader` to `member`, as Patroni's
@@ -90,7 +91,7 @@ pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
                 l.id
             )),
         },
-        steps: vec![Step::Txn {
+        steps: vec![step(EtcdStep::Txn {
             compares,
             then: vec![Op::Put {
                 key: failover.clone(),
@@ -98,7 +99,7 @@ pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
                 shown: value,
                 lease: 0,
             }],
-        }],
+        })],
         then: Some(format!(
             "Patroni's leader {} demotes itself and releases the leader key; {target} promotes",
             l.id
@@ -113,7 +114,8 @@ pub(super) fn plan(e: &Election, kind: &ActionKind) -> Result<Plan, String> {
              and the leader stays."
                 .into(),
         ],
-        readback: Readback::Key(failover),
+        reelect_instead: false,
+        readback: std::sync::Arc::new(Readback::Key(failover)),
     })
 }
 
@@ -162,7 +164,7 @@ mod tests {
             writes.contains(r#"{"leader":"n1","member":"n2"}"#),
             "{writes}"
         );
-        let Step::Txn { compares, .. } = &p.steps[0] else {
+        let Some(EtcdStep::Txn { compares, .. }) = p.steps[0].downcast_ref() else {
             panic!("a txn")
         };
         let checks: Vec<&Check> = compares.iter().map(|c| &c.check).collect();

@@ -2,7 +2,8 @@
 //! resigning backdates the heartbeat past it, a forced leader gets a fresh one.
 
 use super::{self as sql, Deadlines, Words};
-use crate::admin::{ActionKind, Plan, SqlTarget};
+use crate::admin::{ActionKind, Plan};
+use crate::backend::sql::SqlTarget;
 use crate::model::Election;
 
 pub(super) fn plan(e: &Election, kind: &ActionKind, t: &SqlTarget) -> Result<Plan, String> {

@@ -2,7 +2,8 @@
 //! as long as the one seen.
 
 use super::{self as sql, Deadlines, Words};
-use crate::admin::{ActionKind, Plan, SqlTarget};
+use crate::admin::{ActionKind, Plan};
+use crate::backend::sql::SqlTarget;
 use crate::model::Election;
 
 /// A term for a forced leader when none was observed.

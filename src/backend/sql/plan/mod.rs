@@ -5,9 +5,12 @@
 
 mod heartbeat;
 mod lease;
+mod step;
 
-use crate::admin::AdminRequest;
-use crate::admin::{ActionKind, DEADLINE, Gist, Plan, Readback, SqlTarget, Statement, Step};
+pub use step::{DEADLINE, Row, Statement};
+
+use super::SqlTarget;
+use crate::admin::{ActionKind, AdminRequest, Gist, Plan, step};
 use crate::model::{Candidate, Election, Scheme};
 
 /// The plan of `req` on a SQL source whose table and columns are `t`.
@@ -141,7 +144,7 @@ pub(super) fn statement_plan(
     Ok(Plan {
         summary: String::new(),
         gist: gist(&h.id, kind, words),
-        steps: vec![Step::Statement(Statement {
+        steps: vec![step(Statement {
             sql,
             binds,
             deadline,
@@ -149,6 +152,7 @@ pub(super) fn statement_plan(
         })],
         then: None,
         notes: Vec::new(),
-        readback: Readback::Row(e.name.clone()),
+        reelect_instead: false,
+        readback: std::sync::Arc::new(Row(e.name.clone())),
     })
 }
