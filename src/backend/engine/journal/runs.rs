@@ -84,7 +84,7 @@ fn same_key(e: &Entry) -> Option<Same<'_>> {
             entry.from.as_deref(),
             entry.to.as_deref(),
         )),
-        Entry::Seen { .. } => Some((1, None, None, None)),
+        // Revision times are merged by revision where they are read (`etcd::times`).
         Entry::Outage { .. } => Some((2, None, None, None)),
         Entry::Deposed(d) => Some((3, Some(&d.election), Some(&d.holder), None)),
         _ => None,
@@ -106,7 +106,6 @@ fn same(a: &Entry, b: &Entry) -> bool {
                 _ => false,
             }
         }
-        (Entry::Seen { revision: r, .. }, Entry::Seen { revision: q, .. }) => r == q,
         (Entry::Outage { from: f, to, .. }, Entry::Outage { from: g, to: u, .. }) => {
             overlap((*f, *to), (*g, *u))
         }
