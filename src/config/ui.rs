@@ -42,10 +42,10 @@ pub struct HistoryConfig {
     /// How long an election whose last candidate left stays listed, e.g. "10m".
     #[serde(deserialize_with = "duration")]
     pub retention: std::time::Duration,
-    /// Records of the history journal older than this are dropped, e.g. "7d".
+    /// Records of the history older than this are deleted, e.g. "7d".
     #[serde(deserialize_with = "duration")]
     pub journal_retention: std::time::Duration,
-    /// A journal file is rewritten past this size, keeping its newest half, e.g. "64MiB".
+    /// Past this size in use, the history database deletes its oldest half, e.g. "64MiB".
     #[serde(deserialize_with = "super::duration::size")]
     pub journal_max_size: u64,
 }
