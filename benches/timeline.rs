@@ -9,15 +9,13 @@
 //!   the history each election keeps: the dashboard's default bound (200 changes) and a
 //!   whole day (`--history-limit 1440`);
 //! - `electop history ELECTION --json --since 24h`, the release binary run on a SQLite table
-//!   of 10,000 rows and its history journal as the writer bounds it by count (200 to 400
-//!   changes per election: it rewrites past twice its bound), the journal's size on disk
-//!   and the time `cat` takes to read it; `electop status --json` on the same journal (it
-//!   reads every election's history back, as the dashboard's start does: its first run
-//!   rewrites the journal to its size bound); both with an empty journal for the floor.
-//!   Wall and CPU time of each run.
+//!   of 10,000 rows and its journal in the history database holding 200 and 400 changes per
+//!   election (a run keeps 200: 400 is what two runs' copies hold), the database's size;
+//!   `electop status --json` on the same journal (it reads every election's history back, as
+//!   the dashboard's start does, and trims the journal to its bound); both with an empty
+//!   journal for the floor. Wall and CPU time of each run.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -294,20 +292,6 @@ mod journal {
         ((t0.elapsed(), children_cpu().saturating_sub(c0)), out)
     }
 
-    /// Reading the file whole and dropping it (`cat FILE > /dev/null`): the floor of any
-    /// reader of the whole journal.
-    fn cat(path: &Path) -> Duration {
-        let t0 = Instant::now();
-        let ok = Command::new("sh")
-            .arg("-c")
-            .arg("cat \"$0\" > /dev/null")
-            .arg(path)
-            .status()
-            .expect("cat");
-        assert!(ok.success());
-        t0.elapsed()
-    }
-
     /// Every run's wall (CPU) time, in order, and the journal's size after the last.
     fn each(times: &[(Duration, Duration)]) -> String {
         let runs: Vec<String> = times
@@ -335,30 +319,61 @@ mod journal {
         assert!(ok.success(), "the table made");
     }
 
-    /// The journal's lines for `n` elections keeping their last `kept` changes, in the
-    /// order a writer appends them (minute by minute), as docs/history.md gives the format.
-    fn write(path: &Path, n: usize, kept: usize, now: SystemTime) -> u64 {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("the journal"));
-        for i in DAY - kept..DAY {
-            for e in 0..n {
-                let h = change(e, i, now);
-                let mut line = serde_json::json!({
-                    "v": 1,
-                    "kind": "change",
-                    "at": rfc3339(h.at.expect("timed")),
-                    "election": format!("e{e:05}"),
-                    "cause": h.cause,
-                });
-                for (k, v) in [("from", h.from), ("to", h.to)] {
-                    if let Some(v) = v {
-                        line[k] = v.into();
+    /// The history database under `home`.
+    fn database(home: &Path) -> rusqlite::Connection {
+        let path = home.join("data/electop/history.sqlite3");
+        rusqlite::Connection::open(path).expect("the history database")
+    }
+
+    /// The journal `key` holding, for `n` elections, their last `kept` changes, in the order
+    /// a run records them (minute by minute), as docs/history.md gives the format. The
+    /// database's size in use after.
+    fn fill(home: &Path, key: &str, n: usize, kept: usize, now: SystemTime) -> u64 {
+        let mut db = database(home);
+        let tx = db.transaction().expect("a transaction");
+        tx.execute("DELETE FROM records WHERE journal = ?1", [key])
+            .expect("emptied");
+        {
+            let mut insert = tx
+                .prepare(
+                    "INSERT INTO records (journal, run, kind, election, at, line)
+                     VALUES (?1, 1, 'change', ?2, ?3, ?4)",
+                )
+                .expect("insert");
+            for i in DAY - kept..DAY {
+                for e in 0..n {
+                    let h = change(e, i, now);
+                    let at = h.at.expect("timed");
+                    let election = format!("e{e:05}");
+                    let mut line = serde_json::json!({
+                        "v": 2,
+                        "kind": "change",
+                        "at": rfc3339(at),
+                        "election": election,
+                        "cause": h.cause,
+                    });
+                    for (k, v) in [("from", h.from), ("to", h.to)] {
+                        if let Some(v) = v {
+                            line[k] = v.into();
+                        }
                     }
+                    let ms = at
+                        .duration_since(SystemTime::UNIX_EPOCH)
+                        .expect("after")
+                        .as_millis() as i64;
+                    let row = rusqlite::params![key, election, ms, line.to_string()];
+                    insert.execute(row).expect("inserted");
                 }
-                writeln!(f, "{line}").expect("written");
             }
         }
-        f.flush().expect("flushed");
-        std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+        tx.commit().expect("committed");
+        size(&db)
+    }
+
+    fn size(db: &rusqlite::Connection) -> u64 {
+        let q = "SELECT (page_count - freelist_count) * page_size \
+                 FROM pragma_page_count, pragma_freelist_count, pragma_page_size";
+        db.query_row(q, [], |r| r.get::<_, i64>(0)).expect("size") as u64
     }
 
     fn rfc3339(t: SystemTime) -> String {
@@ -388,39 +403,19 @@ mod journal {
         (times, last.expect("one run at least"))
     }
 
-    /// `history` timed from the journal as it is, once a writer (`status`, the file within
-    /// a raised `journal_max_size`) has made its index (`<file>.idx`).
-    fn indexed(home: &Path, history: &[&str], rounds: usize) {
-        let config = home.join("config/electop/config.toml");
-        std::fs::create_dir_all(config.parent().expect("a dir")).expect("config dir");
-        std::fs::write(&config, "[history]\njournal_max_size = \"2GiB\"\n").expect("config");
-        let (took, _) = succeeding(home, &["status", "--json", "--timeout", "120s"], 1);
-        let (times, _) = succeeding(home, history, rounds);
-        std::fs::remove_file(&config).expect("config removed");
-        println!(
-            "  `status` (makes the index): {}; then `history ELECTION` by the index: {}",
-            each(&took),
-            each(&times)
-        );
-    }
-
-    /// `electop history` for one election, timed, from journals as the writer bounds them.
+    /// `electop history` for one election, timed, from journals as runs keep them.
     pub(super) fn run(n: usize, rounds: usize) {
         let home = tempfile::tempdir().expect("a temp dir");
         table(home.path(), n);
-        // A first run makes the journal's file (`status`: `history ELECTION` only reads it);
-        // its path is the one file in the directory.
+        // A first run names the source's journal (`status`: `history ELECTION` only reads).
         let (_, out) = electop(home.path(), &["status", "--json", "--timeout", "60s"]);
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let dir = home.path().join("data/electop/history");
-        let path = std::fs::read_dir(&dir)
-            .expect("the history directory")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        let key: String = database(home.path())
+            .query_row("SELECT journal FROM records LIMIT 1", [], |r| r.get(0))
             .expect("the journal");
         let history = [
             "history",
@@ -438,47 +433,32 @@ mod journal {
             println!("`{what}` with an empty journal: {}", each(&times));
         }
         for kept in [200, 400] {
-            let bytes = write(&path, n, kept, SystemTime::now());
-            let floor = cat(&path);
+            let bytes = fill(home.path(), &key, n, kept, SystemTime::now());
             let (times, out) = succeeding(home.path(), &history, rounds);
             let doc: serde_json::Value =
                 serde_json::from_slice(&out.stdout).expect("history's JSON");
             let shown = doc["elections"][0]["segments"]
                 .as_array()
                 .map_or(0, Vec::len);
-            let after = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             println!(
-                "journal of {n} elections x {kept} changes: {:.1} MiB ({} B a change), \
-                 cat > /dev/null {}; `history ELECTION --json --since 24h` ({shown} segments): \
-                 {}; the journal then {:.1} MiB",
+                "journal of {n} elections x {kept} changes: the database {:.1} MiB ({} B a \
+                 change); `history ELECTION --json --since 24h` ({shown} segments): {}",
                 bytes as f64 / 1048576.0,
                 bytes / (n * kept) as u64,
-                ms(floor),
                 each(&times),
-                after as f64 / 1048576.0,
             );
-            // A writer's turn under a size bound the file fits (`status`) makes its index;
-            // `history ELECTION` then reads its lines by it.
-            indexed(home.path(), &history, rounds);
             // `status` reads every election's history back, as the dashboard's start does;
-            // its first run takes the writer's turn, and rewrites a journal past its bound.
-            write(&path, n, kept, SystemTime::now());
+            // it trims the journal to its bound first.
             let (times, _) = succeeding(home.path(), &status, rounds);
-            let after = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             println!(
-                "  `status --json` from that journal: {}; the journal then {:.1} MiB",
+                "  `status --json` from that journal: {}; the database then {:.1} MiB",
                 each(&times),
-                after as f64 / 1048576.0,
+                size(&database(home.path())) as f64 / 1048576.0,
             );
-            let floor = cat(&path);
             let times: Vec<_> = (0..rounds)
                 .map(|_| electop(home.path(), &history).0)
                 .collect();
-            println!(
-                "  `history ELECTION` from the journal so rewritten: {} (cat {})",
-                each(&times),
-                ms(floor)
-            );
+            println!("  `history ELECTION` after it: {}", each(&times));
         }
     }
 }

@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS records (
     at INTEGER,
     line TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS records_by_journal ON records (journal);
 CREATE INDEX IF NOT EXISTS records_by_election ON records (journal, election, at);
 CREATE INDEX IF NOT EXISTS records_by_kind ON records (journal, kind, run, at);
 CREATE TABLE IF NOT EXISTS imported (file TEXT PRIMARY KEY, records INTEGER NOT NULL);
@@ -169,12 +170,15 @@ impl Db {
             return Ok(out);
         }
         let names = serde_json::to_string(only).unwrap_or_default();
+        // Two searches of the election index, not one scan of the journal.
         let mut q = self.conn.prepare_cached(
-            "SELECT run, line FROM records WHERE journal = ?1
-               AND (election IS NULL OR election IN (SELECT value FROM json_each(?2)))
-             ORDER BY id",
+            "SELECT id, run, line FROM records WHERE journal = ?1 AND election IS NULL
+             UNION ALL
+             SELECT id, run, line FROM records WHERE journal = ?1
+               AND election IN (SELECT value FROM json_each(?2))
+             ORDER BY 1",
         )?;
-        let rows = q.query_map(params![journal, names], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let rows = q.query_map(params![journal, names], |r| Ok((r.get(1)?, r.get(2)?)))?;
         for r in rows {
             let (run, line) = r?;
             push(run, line);
@@ -182,7 +186,8 @@ impl Db {
         Ok(out)
     }
 
-    /// Whether a run of `journal` but `run` wrote a record since `since` and did not stop.
+    /// Whether a run of `journal` but `run` said it watched (started, or was alive) since
+    /// `since`, and did not stop.
     pub(super) fn others_since(
         &self,
         journal: &str,
@@ -190,8 +195,8 @@ impl Db {
         since: SystemTime,
     ) -> rusqlite::Result<bool> {
         let mut q = self.conn.prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM records r WHERE journal = ?1 AND run NOT IN (0, ?2)
-               AND at >= ?3
+            "SELECT EXISTS (SELECT 1 FROM records r WHERE journal = ?1
+               AND kind IN ('alive', 'watching') AND run NOT IN (0, ?2) AND at >= ?3
                AND NOT EXISTS (SELECT 1 FROM records s WHERE s.journal = ?1
                  AND s.kind = 'stopped' AND s.run = r.run))",
         )?;
