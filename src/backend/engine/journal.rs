@@ -393,6 +393,14 @@ impl Journal {
         bounded(entries, bound)
     }
 
+    /// The records that say the runs, outages and deposed stretches (no change, no revision
+    /// time: the store reads those itself), as one run's.
+    pub(crate) fn load_marks(&self) -> Vec<Entry> {
+        self.history.flush();
+        let rows = self.history.with_db(|db| db.read_marks(&self.key));
+        runs::as_one_run(rows.unwrap_or_default())
+    }
+
     /// Whether another electop watches the source now (its last record is that recent).
     pub(crate) fn others_watching(&self) -> bool {
         let since = SystemTime::now() - Duration::from_secs(5);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
 
-use super::journal::{Bound, Entry, History, Journal, KEPT_AT_LEAST};
+use super::journal::{Entry, History, Journal};
 use crate::model::marks::{Deposed, Outage, PastMarks};
 use crate::model::{ConnState, HistoryGap, SourceEvent, SourceInfo};
 use crate::state::marks::Marks;
@@ -140,7 +140,7 @@ impl Recorder {
     /// recorded there (if `record`).
     pub(crate) fn journal(&mut self, key: &str, gaps: bool, record: bool) -> PastMarks {
         let j = self.history.journal(key);
-        let entries = j.load(Bound::changes(KEPT_AT_LEAST, self.history.keep()), &[]);
+        let entries = j.load_marks();
         // Another electop watching now: the stretch up to now was watched.
         let now = (!j.others_watching()).then(SystemTime::now);
         self.journal = record.then_some(j);

@@ -186,6 +186,25 @@ impl Db {
         Ok(out)
     }
 
+    /// The records of `journal` but its changes and revision times (what says the runs,
+    /// outages and deposed stretches), in the order written, with their runs.
+    pub(super) fn read_marks(&self, journal: &str) -> rusqlite::Result<Vec<(i64, Entry)>> {
+        let mut q = self.conn.prepare_cached(
+            "SELECT id, run, line FROM records WHERE journal = ?1
+               AND kind IN ('watching', 'alive', 'stopped', 'outage', 'deposed')
+             ORDER BY 1",
+        )?;
+        let rows = q.query_map(params![journal], |r| {
+            Ok((r.get(1)?, r.get::<_, String>(2)?))
+        })?;
+        let mut out = Vec::new();
+        for r in rows {
+            let (run, line) = r?;
+            out.extend(super::decode(&line).map(|e| (run, e)));
+        }
+        Ok(out)
+    }
+
     /// Whether a run of `journal` but `run` said it watched (started, or was alive) since
     /// `since`, and did not stop.
     pub(super) fn others_since(

@@ -1,6 +1,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use super::*;
+use crate::backend::engine::journal::Bound;
 use crate::model::{Candidate, Election, Scheme};
 
 fn t(s: u64) -> SystemTime {
