@@ -162,6 +162,8 @@ struct State {
     runs: HashMap<String, i64>,
     /// What went wrong, for a command that prints to a terminal (`status`, `history`).
     warnings: Vec<(String, bool)>,
+    /// Transactions written so far.
+    writes: u64,
 }
 
 impl History {
@@ -219,6 +221,12 @@ impl History {
     /// Why the history cannot be kept (the first thing that went wrong), if it cannot.
     pub(crate) fn failed(&self) -> Option<String> {
         self.lock().warnings.first().map(|(t, _)| t.clone())
+    }
+
+    /// Transactions written so far.
+    #[cfg(test)]
+    pub(crate) fn writes(&self) -> u64 {
+        self.lock().writes
     }
 
     /// Writes what is queued now.
@@ -335,6 +343,7 @@ fn write_pending(s: &Shared, g: &mut State) {
     }
     let rows = std::mem::take(&mut g.pending);
     let keep = s.keep;
+    g.writes += 1;
     // Records that cannot be written are dropped (said): a full disk does not grow the
     // memory without end.
     with_db(s, g, |db| db.write(&rows, keep));

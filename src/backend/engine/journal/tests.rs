@@ -417,3 +417,28 @@ fn one_elections_records_read_alone_are_what_reading_all_gives_of_it() {
     );
     assert_eq!(j.load(b, &["e7".into()]).len(), 1 + 3);
 }
+
+/// A record after a quiet spell is written at once; the burst after it waits for the
+/// 100 ms to pass and goes out in one transaction; a clean stop writes what is queued.
+#[tokio::test(start_paused = true)]
+async fn a_burst_is_one_transaction_within_100_ms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let h = history(&dir, Keep::UNBOUNDED);
+    let j = h.journal("src");
+    j.append(&[Entry::Watching(t(0))]);
+    assert_eq!(h.writes(), 1, "at once");
+    for i in 0..100 {
+        j.append(&[change("jobs", i, None, None, Some("a"))]);
+    }
+    assert_eq!(h.writes(), 1, "the burst waits");
+    tokio::time::sleep(FLUSH_AFTER).await;
+    tokio::task::yield_now().await;
+    assert_eq!(h.writes(), 2, "in one transaction");
+    j.append(&[Entry::Stopped(t(200))]);
+    drop(j);
+    drop(h);
+    let read = history(&dir, Keep::UNBOUNDED)
+        .journal("src")
+        .load(bound(200, 10), &[]);
+    assert_eq!(read.len(), 102, "the stop written at the drop");
+}
