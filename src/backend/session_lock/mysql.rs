@@ -354,7 +354,9 @@ pub(super) fn end_sql(id: i64, name: &str) -> String {
 }
 
 /// Ends connection `id` if it still holds (or waits for) the lock `start` names (see
-/// [`end_sql`]).
+/// [`end_sql`]). Asked again a few times when it does neither: a waiter granted the lock in
+/// the instant the holder before it was ended (the same action's previous step) has left
+/// `GET_LOCK` but does not hold the lock yet.
 pub(super) async fn end_session(
     pool: &AnyPool,
     s: &SqlSettings,
@@ -362,20 +364,30 @@ pub(super) async fn end_session(
     start: &str,
 ) -> Result<bool, SqlError> {
     let mut conn = pool.acquire().await.map_err(|e| err(s, &e))?;
-    // Text protocol: a compound statement cannot be prepared.
-    sqlx::raw_sql(AssertSqlSafe(end_sql(id, start)))
-        .execute(&mut *conn)
-        .await
-        .map_err(|e| match mysql_number(&e) {
-            Some(KILL_DENIED) => SqlError::Permission(kill_denied(s, id)),
-            _ => err(s, &e),
-        })?;
-    let row = sqlx::query("SELECT CAST(@electop_ended AS SIGNED)")
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(|e| err(s, &e))?;
-    Ok(row.try_get::<i64, _>(0).unwrap_or(0) == 1)
+    for _ in 0..ASKS {
+        // Text protocol: a compound statement cannot be prepared.
+        sqlx::raw_sql(AssertSqlSafe(end_sql(id, start)))
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| match mysql_number(&e) {
+                Some(KILL_DENIED) => SqlError::Permission(kill_denied(s, id)),
+                _ => err(s, &e),
+            })?;
+        let row = sqlx::query("SELECT CAST(@electop_ended AS SIGNED)")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| err(s, &e))?;
+        if row.try_get::<i64, _>(0).unwrap_or(0) == 1 {
+            return Ok(true);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(false)
 }
+
+/// How often a connection that neither holds nor waits is asked about before it is called
+/// gone.
+const ASKS: usize = 5;
 
 /// MariaDB/MySQL `ER_KILL_DENIED_ERROR`: "You are not owner of thread N".
 const KILL_DENIED: u16 = 1095;
