@@ -338,9 +338,10 @@ fn tls_serves_https_with_the_given_certificate() {
     common::wait_until("listening", T, || {
         std::net::TcpStream::connect(&serve.addr).is_ok()
     });
-    let body = common::wait_for("an HTTPS answer", T, || {
+    // The election's series, not only the HELP lines a scrape before the first read has.
+    let body = common::wait_for("an HTTPS answer with the election", T, || {
         let out = https_get(&serve.addr, &ca.cert, "/metrics");
-        match out.contains("electop_election_has_leader") {
+        match out.contains("electop_election_has_leader{") {
             true => Ok(out),
             false => Err(out),
         }

@@ -233,16 +233,16 @@ fn demo_on_a_spawned_etcd_cleans_up_after_itself() {
             "demo --store etcd --spawn-etcd --ttl 2s --renew 500ms",
         ),
     );
-    let screen = tmux.wait_screen("an elected leader", T, |s| {
-        s.contains("LEADER") && s.contains("etcd-election on etcd")
+    let endpoint_of = |screen: &str| {
+        let mut words = screen.split_whitespace().skip_while(|w| *w != "etcd");
+        let endpoint = words.nth(1).filter(|w| w.starts_with("127.0.0.1:"));
+        endpoint.map(str::to_string)
+    };
+    // The endpoint is waited for too: a frame caught half drawn may not have it yet.
+    let screen = tmux.wait_screen("an elected leader and the spawned etcd", T, |s| {
+        s.contains("LEADER") && s.contains("etcd-election on etcd") && endpoint_of(s).is_some()
     });
-    let endpoint = screen
-        .split_whitespace()
-        .skip_while(|w| *w != "etcd")
-        .nth(1)
-        .filter(|w| w.starts_with("127.0.0.1:"))
-        .expect("the spawned etcd's endpoint on screen")
-        .to_string();
+    let endpoint = endpoint_of(&screen).expect("the spawned etcd's endpoint on screen");
     let count = |pattern: &str| {
         let out = std::process::Command::new("pgrep")
             .args(["-f", "--", pattern])

@@ -269,21 +269,28 @@ impl History {
     }
 }
 
-/// A run's id: unique among the runs of a journal (the time in ns, the process, a count).
+/// A run's id: this process's id in the high half (so whether it still runs can be asked,
+/// [`gone`]), a hash of the time and a count in the low half, unique among the runs of a
+/// journal. Never 0 (the run of imported records).
 fn new_run(n: u64) -> i64 {
     let ns = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let id = fnv1a(
-        &[
-            ns.to_le_bytes(),
-            u64::from(std::process::id()).to_le_bytes(),
-            n.to_le_bytes(),
-        ]
-        .concat(),
-    );
-    // Positive and never 0 (the run of imported records).
-    (id >> 1).max(1) as i64
+    let low = fnv1a(&[ns.to_le_bytes(), n.to_le_bytes()].concat()) & 0xffff_ffff;
+    (i64::from(std::process::id()) << 32) | low as i64
+}
+
+/// Whether the process that ran `run` is gone from this machine: killed, it left no
+/// `stopped` record, and its last `alive` one looks like a run still watching.
+fn gone(run: i64) -> bool {
+    let pid = (run >> 32) as libc::pid_t;
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    !alive
 }
 
 fn with_db<T>(
@@ -410,12 +417,13 @@ impl Journal {
         runs::as_one_run(rows.unwrap_or_default())
     }
 
-    /// Whether another electop watches the source now (its last record is that recent).
+    /// Whether another electop watches the source now: it said so lately, did not stop,
+    /// and its process still runs.
     pub(crate) fn others_watching(&self) -> bool {
         let since = SystemTime::now() - Duration::from_secs(5);
         let (key, run) = (&self.key, self.run);
         let others = self.history.with_db(|db| db.others_since(key, run, since));
-        others.unwrap_or(false)
+        others.unwrap_or_default().into_iter().any(|r| !gone(r))
     }
 
     /// Keeps the journal within `bound` (and the history's retention and size bound).

@@ -205,21 +205,22 @@ impl Db {
         Ok(out)
     }
 
-    /// Whether a run of `journal` but `run` said it watched (started, or was alive) since
-    /// `since`, and did not stop.
+    /// The runs of `journal` but `run` that said they watched (started, or were alive)
+    /// since `since`, and did not stop.
     pub(super) fn others_since(
         &self,
         journal: &str,
         run: i64,
         since: SystemTime,
-    ) -> rusqlite::Result<bool> {
+    ) -> rusqlite::Result<Vec<i64>> {
         let mut q = self.conn.prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM records r WHERE journal = ?1
+            "SELECT DISTINCT run FROM records r WHERE journal = ?1
                AND kind IN ('alive', 'watching') AND run NOT IN (0, ?2) AND at >= ?3
                AND NOT EXISTS (SELECT 1 FROM records s WHERE s.journal = ?1
-                 AND s.kind = 'stopped' AND s.run = r.run))",
+                 AND s.kind = 'stopped' AND s.run = r.run)",
         )?;
-        q.query_row(params![journal, run, ms(since)], |r| r.get(0))
+        let rows = q.query_map(params![journal, run, ms(since)], |r| r.get(0))?;
+        rows.collect()
     }
 
     /// Keeps `journal` within `bound`: nothing older than the retention (a change with no
