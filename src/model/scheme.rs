@@ -79,8 +79,11 @@ pub enum Line {
 /// What keeps a leader in office, and so what its remaining time means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Held {
-    /// A lease or TTL the holder renews (etcd lease, SQL deadline column, Redis `PTTL`).
+    /// A lease or deadline the holder renews (etcd lease, SQL deadline column).
     Term,
+    /// A countdown on the key itself that the holder renews (Redis `PTTL`): no lease, and a
+    /// key without a countdown is held until it is deleted.
+    Expiry,
     /// As long as its session or connection lives (a znode's session, a session lock).
     Session,
 }
@@ -133,7 +136,7 @@ pub struct Facts {
     pub kept: Kept,
 }
 
-use Held::{Session, Term};
+use Held::{Expiry, Session, Term};
 use Kept::{Lease, TimeLeft};
 use Line::{Always, Never, WhenSeveral};
 use Renewal::{Millis, Seconds, Thirds};
@@ -231,7 +234,7 @@ const FACTS: [Facts; 11] = [
         short: "redis",
         store: Redis,
         line: Never,
-        held: Term,
+        held: Expiry,
         timing_ms: (10_000, 3_333, 200),
         renewal: Thirds,
         kept: TimeLeft,
@@ -373,11 +376,11 @@ mod tests {
         }
     }
 
-    /// A participant's renewal, once matched by scheme name: a third of the term for a
-    /// ZooKeeper recipe and a Redis lock, milliseconds for SQL tables, whole seconds
-    /// elsewhere.
+    /// The facts that stand where a scheme was once matched by name: a participant's
+    /// renewal (a third of the term for a ZooKeeper recipe and a Redis lock, milliseconds
+    /// for SQL tables, whole seconds elsewhere) and a Redis key's own countdown.
     #[test]
-    fn each_scheme_renews_as_its_participants_do() {
+    fn renewal_and_countdown_are_each_schemes_own() {
         for s in Scheme::ALL {
             let renewal = match s {
                 Scheme::ZkRecipe | Scheme::RedisLock => Renewal::Thirds,
@@ -385,6 +388,11 @@ mod tests {
                 _ => Renewal::Seconds,
             };
             assert_eq!(s.facts().renewal, renewal, "{s}");
+            assert_eq!(
+                s.facts().held == Held::Expiry,
+                s == Scheme::RedisLock,
+                "{s}"
+            );
         }
     }
 
