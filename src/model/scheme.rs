@@ -1,7 +1,8 @@
 //! What electop knows of each scheme, in one table every layer reads: its name, the store
-//! it lives in, whether it keeps a line of candidates, what holds the leadership, and a
-//! participant's timing and how it renews. A new scheme is one variant and one row here;
-//! nothing else in model, ui, app, serve or node matches on it for these facts.
+//! it lives in, whether it keeps a line of candidates, what holds the leadership, a
+//! participant's timing and how it renews, and the server a session lock needs. A new
+//! scheme is one variant and one row here; nothing else in model, ui, app, serve or node
+//! matches on it for these facts.
 
 use std::time::Duration;
 
@@ -119,6 +120,15 @@ pub enum Renewal {
     Thirds,
 }
 
+/// The SQL server whose own locks a scheme reads (a session lock needs its server).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Server {
+    /// PostgreSQL, which keeps each session's start (a session lock's stamp).
+    Postgres,
+    /// MySQL or MariaDB, which keep none (a session lock's stamp is the lock's name).
+    MySql,
+}
+
 /// One row of the table.
 #[derive(Debug)]
 pub struct Facts {
@@ -134,12 +144,15 @@ pub struct Facts {
     pub renewal: Renewal,
     /// What an audit line keeps of a deposed leader.
     pub kept: Kept,
+    /// The server a session lock is the own lock of; `None`: any of its store's.
+    pub server: Option<Server>,
 }
 
 use Held::{Expiry, Session, Term};
 use Kept::{Lease, TimeLeft};
 use Line::{Always, Never, WhenSeveral};
 use Renewal::{Millis, Seconds, Thirds};
+use Server::{MySql, Postgres};
 use StoreKind::{Etcd, Redis, Sql, Zookeeper};
 
 /// The timings' sources: the Rust etcd election article (keep-alive every 7 s on a 10 s
@@ -158,6 +171,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (10_000, 7_000, 1_000),
         renewal: Seconds,
         kept: Lease,
+        server: None,
     },
     Facts {
         name: "etcd-lease-key",
@@ -168,6 +182,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (10_000, 3_300, 2_000),
         renewal: Seconds,
         kept: Lease,
+        server: None,
     },
     Facts {
         name: "sql-lease",
@@ -178,6 +193,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (8_000, 4_000, 2_000),
         renewal: Millis,
         kept: Lease,
+        server: None,
     },
     Facts {
         name: "sql-heartbeat",
@@ -188,6 +204,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (20_000, 1_000, 1_000),
         renewal: Millis,
         kept: Lease,
+        server: None,
     },
     Facts {
         name: "patroni",
@@ -198,6 +215,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (10_000, 3_300, 2_000),
         renewal: Seconds,
         kept: Lease,
+        server: None,
     },
     Facts {
         name: "zookeeper",
@@ -208,6 +226,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (10_000, 3_300, 1_000),
         renewal: Thirds,
         kept: Kept::Session,
+        server: None,
     },
     Facts {
         name: "kafka-zk",
@@ -218,6 +237,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (10_000, 3_300, 1_000),
         renewal: Seconds,
         kept: Lease,
+        server: None,
     },
     Facts {
         name: "hadoop-ha",
@@ -228,6 +248,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (10_000, 3_300, 1_000),
         renewal: Seconds,
         kept: Lease,
+        server: None,
     },
     Facts {
         name: "redis-lock",
@@ -238,6 +259,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (10_000, 3_333, 200),
         renewal: Thirds,
         kept: TimeLeft,
+        server: None,
     },
     Facts {
         name: "pg-advisory",
@@ -248,6 +270,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (10_000, 3_300, 1_000),
         renewal: Seconds,
         kept: Lease,
+        server: Some(Postgres),
     },
     Facts {
         name: "mysql-lock",
@@ -258,6 +281,7 @@ const FACTS: [Facts; 11] = [
         timing_ms: (10_000, 3_300, 1_000),
         renewal: Seconds,
         kept: Lease,
+        server: Some(MySql),
     },
 ];
 
@@ -378,9 +402,10 @@ mod tests {
 
     /// The facts that stand where a scheme was once matched by name: a participant's
     /// renewal (a third of the term for a ZooKeeper recipe and a Redis lock, milliseconds
-    /// for SQL tables, whole seconds elsewhere) and a Redis key's own countdown.
+    /// for SQL tables, whole seconds elsewhere), a Redis key's own countdown, and the server
+    /// each session lock needs.
     #[test]
-    fn renewal_and_countdown_are_each_schemes_own() {
+    fn renewal_countdown_and_server_are_each_schemes_own() {
         for s in Scheme::ALL {
             let renewal = match s {
                 Scheme::ZkRecipe | Scheme::RedisLock => Renewal::Thirds,
@@ -393,6 +418,13 @@ mod tests {
                 s == Scheme::RedisLock,
                 "{s}"
             );
+            let server = match s {
+                Scheme::PgAdvisory => Some(Server::Postgres),
+                Scheme::MysqlLock => Some(Server::MySql),
+                _ => None,
+            };
+            assert_eq!(s.facts().server, server, "{s}");
+            assert_eq!(server.is_some(), s.is_session_lock(), "{s}");
         }
     }
 
