@@ -346,6 +346,20 @@ pub enum DemoStore {
     Redis,
 }
 
+impl DemoStore {
+    /// The source flag that points at this store, as a message asks for it.
+    pub fn source_flag(self) -> &'static str {
+        match self {
+            DemoStore::Etcd => "--etcd HOST:PORT",
+            DemoStore::Zookeeper => "--zk HOST:PORT",
+            DemoStore::Redis => "--redis redis://HOST:PORT",
+            DemoStore::Sqlite => "--sql sqlite:///PATH",
+            DemoStore::Postgres => "--sql postgres://...",
+            DemoStore::Mysql => "--sql mysql://...",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Where the election lives (default: SQLite).

@@ -211,6 +211,14 @@ fn key_file_for(flag: &'static str) -> impl Fn(&str) -> Result<PathBuf, String> 
 }
 
 impl SourceArgs {
+    /// Whether any flag naming a source is given (`--etcd`, `--zk`, `--redis`, `--sql`).
+    pub fn names_a_source(&self) -> bool {
+        !(self.etcd.is_empty()
+            && self.zk.is_empty()
+            && self.sql.is_empty()
+            && self.redis.is_empty())
+    }
+
     /// The flags as given, for the config to merge.
     pub fn flags(&self) -> Flags {
         Flags {

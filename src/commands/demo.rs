@@ -261,15 +261,17 @@ fn check_dialect(store: DemoStore, src: &SourceArgs) -> Result<(), Usage> {
 /// `--scheme` runs on the store: etcd's on etcd, a SQL table's on a SQL store, a session
 /// lock on its own server; ZooKeeper's and Redis's nodes have one way of their own.
 fn check_scheme(store: DemoStore, src: &SourceArgs) -> Result<(), Usage> {
+    use crate::model::Server;
     use DemoStore as S;
     let Some(scheme) = src.scheme.map(crate::model::Scheme::from) else {
         return Ok(());
     };
+    let server = scheme.facts().server;
     let runs = match store {
         S::Etcd => !scheme.is_sql() && !scheme.is_session_lock(),
         S::Sqlite => scheme.is_sql(),
-        S::Postgres => scheme.is_sql() || scheme == crate::model::Scheme::PgAdvisory,
-        S::Mysql => scheme.is_sql() || scheme == crate::model::Scheme::MysqlLock,
+        S::Postgres => scheme.is_sql() || server == Some(Server::Postgres),
+        S::Mysql => scheme.is_sql() || server == Some(Server::MySql),
         S::Zookeeper | S::Redis => false,
     };
     match runs {

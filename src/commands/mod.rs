@@ -162,9 +162,7 @@ fn one_shot(mut opts: BackendOptions, timeout: Duration, replay: bool) -> Backen
 
 /// Whether any source flag (or a config file) was given: none reads the local etcd.
 fn sources_given(cli: &Cli) -> bool {
-    let s = &cli.sources;
-    !(s.etcd.is_empty() && s.zk.is_empty() && s.sql.is_empty() && s.redis.is_empty())
-        || cli.config.is_some()
+    cli.sources.names_a_source() || cli.config.is_some()
 }
 
 /// The commands that read the selected sources: the dashboard, status, watch, the admin

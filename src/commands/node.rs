@@ -68,14 +68,7 @@ fn check_store(store: DemoStore, source: &SourceConfig, source_given: bool) -> R
     if is == name(store) {
         return Ok(());
     }
-    let wanted = match store {
-        DemoStore::Etcd => "--etcd HOST:PORT",
-        DemoStore::Zookeeper => "--zk HOST:PORT",
-        DemoStore::Redis => "--redis redis://HOST:PORT",
-        DemoStore::Sqlite => "--sql sqlite:///PATH",
-        DemoStore::Postgres => "--sql postgres://...",
-        DemoStore::Mysql => "--sql mysql://...",
-    };
+    let wanted = store.source_flag();
     // No source flag at all reads the local etcd (127.0.0.1:2379): say so, not "--etcd".
     let given = match is {
         "etcd" if !source_given => "no source flag reads the local etcd".to_string(),

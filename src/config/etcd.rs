@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::endpoint::check_endpoint;
-use super::sql::read_password;
 use crate::model::Scheme;
 use crate::presets::Preset;
 
@@ -114,26 +113,6 @@ impl EtcdSource {
             ));
         }
         Ok(())
-    }
-
-    /// Connection options: timeouts, keep-alives and, with a user, its password.
-    pub fn connect_options(
-        &self,
-        timeout: std::time::Duration,
-    ) -> Result<etcd_client::ConnectOptions, String> {
-        let mut o = etcd_client::ConnectOptions::new()
-            .with_connect_timeout(timeout)
-            .with_timeout(timeout)
-            .with_keep_alive(
-                std::time::Duration::from_secs(2),
-                std::time::Duration::from_secs(2),
-            );
-        if let Some(user) = &self.user {
-            let password = read_password(self.password_env.as_deref(), self.password_file.as_deref())?
-                .ok_or_else(|| format!("etcd user `{user}` needs a password: set password_env or password_file (--password-env / --password-file)"))?;
-            o = o.with_user(user.clone(), password);
-        }
-        Ok(o)
     }
 }
 

@@ -160,23 +160,6 @@ impl RedisSource {
             tls,
         })
     }
-
-    /// The password, from the variable or file named, else from the URL; `None` without.
-    /// Errors name where it looked, never the password.
-    pub fn password(&self) -> Result<Option<String>, String> {
-        let given =
-            super::read_password(self.password_env.as_deref(), self.password_file.as_deref())?;
-        Ok(given.or(self.target()?.url_password))
-    }
-
-    /// `127.0.0.1:6379/0`: where it is, without user or password.
-    pub fn address(&self) -> String {
-        match self.target() {
-            Ok(t) if t.host.contains(':') => format!("[{}]:{}/{}", t.host, t.port, t.db),
-            Ok(t) => format!("{}:{}/{}", t.host, t.port, t.db),
-            Err(_) => self.url.redacted(),
-        }
-    }
 }
 
 /// `redis://h1:1,h2:2`: several servers in one URL (as Sentinel and cluster clients write
@@ -239,20 +222,13 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(s.prefix, "leader:*");
-        assert_eq!(s.address(), "127.0.0.1:6400/2");
         let t = s.target().expect("valid");
         assert_eq!((t.user.as_deref(), t.db), (Some("app"), 2));
-        assert_eq!(
-            s.password().expect("from the URL").as_deref(),
-            Some("s3cret")
-        );
+        assert_eq!(t.url_password.as_deref(), Some("s3cret"));
         assert!(!format!("{s:?}").contains("s3cret"), "Debug hides it");
         let s =
             RedisSource::from_url("redis://localhost", Some("lock:*:owner".into())).expect("ok");
-        assert_eq!(
-            (s.prefix.as_str(), s.address().as_str()),
-            ("lock:*:owner", "localhost:6379/0")
-        );
+        assert_eq!(s.prefix, "lock:*:owner");
         let t = RedisSource::from_url("rediss://h:1", None).expect("TLS");
         assert!(t.target().expect("valid").tls);
         assert_eq!(

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::duration::duration_opt;
 use super::sql_names::{BadIdent, Dialect, Ident};
 use super::sql_tls::TlsConfigError;
-use crate::model::Scheme;
+use crate::model::{Scheme, Server};
 use crate::presets::Preset;
 
 /// Reads a password from an environment variable or the first line of a file; `None` when
@@ -326,12 +326,12 @@ fn check(cfg: &SqlSpec) -> Result<SqlChecked, SqlConfigError> {
             "last_seen_active",
         ),
         // No table: the server's own locks. The names stay unused, valid defaults.
-        Scheme::PgAdvisory | Scheme::MysqlLock => {
-            let wants = match cfg.scheme {
-                Scheme::PgAdvisory => Dialect::Postgres,
-                _ => Dialect::MySql,
-            };
-            if dialect != wants {
+        lock if lock.is_session_lock() => {
+            let wants = lock.facts().server.map(|server| match server {
+                Server::Postgres => Dialect::Postgres,
+                Server::MySql => Dialect::MySql,
+            });
+            if wants.is_some_and(|w| w != dialect) {
                 return Err(SqlConfigError::LockDialect(cfg.scheme));
             }
             ("leaderlock", "key", "leader_id", "valid_until")

@@ -138,7 +138,8 @@ pub(super) fn setup(src: &Options, spawned: Option<&str>) -> Result<Setup> {
             node_source_args.extend(["--password-file".into(), f.display().to_string()]);
         }
     }
-    let label = format!("{} on redis {}", Scheme::RedisLock, cfg.address());
+    let address = crate::backend::redis::address(&cfg);
+    let label = format!("{} on redis {address}", Scheme::RedisLock);
     Ok(Setup {
         source: SourceConfig::Redis(cfg),
         node_source_args,

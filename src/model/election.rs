@@ -322,8 +322,9 @@ impl Election {
         if let Some(text) = self.deposed_session_text(false) {
             return Some(text);
         }
-        if d.lease.is_none() && self.scheme == Scheme::RedisLock {
-            // A Redis token: no lease, the key's countdown when it was deleted.
+        if d.lease.is_none() && self.scheme.facts().held == super::Held::Expiry {
+            // Held by the key's own countdown (a Redis token): no lease, the countdown when
+            // the key was deleted.
             let left = d.ttl.map_or_else(
                 || "no expiry".into(),
                 |t| super::time::duration_ms(t.remaining_ms_at(at)),

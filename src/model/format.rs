@@ -62,15 +62,14 @@ pub(crate) fn hold_cell(
 }
 
 /// What the TTL column says of a candidate with nothing to count down: `—` where the scheme
-/// holds for a session (the scheme facts say which), `no expiry` for a term that never ends
-/// (a Redis key without expiry: not "not read yet", never). `None`: a time to live to show.
+/// holds for a session (the scheme facts say which), `no expiry` for a key whose own
+/// countdown is not set (held until deleted: not "not read yet", never). `None`: a time to
+/// live to show.
 pub(crate) fn held_without_ttl(scheme: super::Scheme, c: &Candidate) -> Option<&'static str> {
     match scheme.facts().held {
         super::scheme::Held::Session => Some(NO_TTL),
-        super::scheme::Held::Term if scheme == super::Scheme::RedisLock && c.ttl.is_none() => {
-            Some("no expiry")
-        }
-        super::scheme::Held::Term => None,
+        super::scheme::Held::Expiry if c.ttl.is_none() => Some("no expiry"),
+        super::scheme::Held::Term | super::scheme::Held::Expiry => None,
     }
 }
 

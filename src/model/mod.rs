@@ -24,5 +24,5 @@ pub use escape::{
 pub use event::{
     ConnState, Event, EventKind, HistoryGap, MemberStatus, SourceEvent, SourceInfo, SourceNotice,
 };
-pub use scheme::{Facts, Held, Kept, Line, StoreKind};
+pub use scheme::{Facts, Held, Kept, Line, Renewal, Server, StoreKind};
 pub use wrap::{display_width, wrap_display};

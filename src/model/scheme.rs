@@ -1,7 +1,8 @@
 //! What electop knows of each scheme, in one table every layer reads: its name, the store
-//! it lives in, whether it keeps a line of candidates, what holds the leadership, and a
-//! participant's timing. A new scheme is one variant and one row here; nothing else in
-//! model, ui, app, serve or node matches on it for these facts.
+//! it lives in, whether it keeps a line of candidates, what holds the leadership, a
+//! participant's timing and how it renews, and the server a session lock needs. A new
+//! scheme is one variant and one row here; nothing else in model, ui, app, serve or node
+//! matches on it for these facts.
 
 use std::time::Duration;
 
@@ -79,8 +80,11 @@ pub enum Line {
 /// What keeps a leader in office, and so what its remaining time means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Held {
-    /// A lease or TTL the holder renews (etcd lease, SQL deadline column, Redis `PTTL`).
+    /// A lease or deadline the holder renews (etcd lease, SQL deadline column).
     Term,
+    /// A countdown on the key itself that the holder renews (Redis `PTTL`): no lease, and a
+    /// key without a countdown is held until it is deleted.
+    Expiry,
     /// As long as its session or connection lives (a znode's session, a session lock).
     Session,
 }
@@ -100,6 +104,31 @@ pub enum Kept {
     TimeLeft,
 }
 
+/// How an `electop node` participant renews its term, and in what the term is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renewal {
+    /// Every renewal of the defaults (or `--renew`); the term rounded up to whole seconds,
+    /// as etcd's lease TTLs are.
+    Seconds,
+    /// Every renewal of the defaults (or `--renew`); the term in milliseconds (a SQL
+    /// deadline).
+    Millis,
+    /// A third of whatever term was asked for (unless `--renew`), in milliseconds: a
+    /// ZooKeeper leader confirms its session as often as the client pings, a third of the
+    /// session timeout; a Redis leader renews its `PX` every third, as redis-py users and
+    /// redlock's examples do.
+    Thirds,
+}
+
+/// The SQL server whose own locks a scheme reads (a session lock needs its server).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Server {
+    /// PostgreSQL, which keeps each session's start (a session lock's stamp).
+    Postgres,
+    /// MySQL or MariaDB, which keep none (a session lock's stamp is the lock's name).
+    MySql,
+}
+
 /// One row of the table.
 #[derive(Debug)]
 pub struct Facts {
@@ -112,33 +141,18 @@ pub struct Facts {
     pub held: Held,
     /// An `electop node` participant's defaults: term, renewal, retry (milliseconds).
     pub timing_ms: (u64, u64, u64),
+    pub renewal: Renewal,
     /// What an audit line keeps of a deposed leader.
     pub kept: Kept,
+    /// The server a session lock is the own lock of; `None`: any of its store's.
+    pub server: Option<Server>,
 }
 
-const fn row(
-    name: &'static str,
-    short: &'static str,
-    store: StoreKind,
-    line: Line,
-    held: Held,
-    timing_ms: (u64, u64, u64),
-    kept: Kept,
-) -> Facts {
-    Facts {
-        name,
-        short,
-        store,
-        line,
-        held,
-        timing_ms,
-        kept,
-    }
-}
-
-use Held::{Session, Term};
+use Held::{Expiry, Session, Term};
 use Kept::{Lease, TimeLeft};
 use Line::{Always, Never, WhenSeveral};
+use Renewal::{Millis, Seconds, Thirds};
+use Server::{MySql, Postgres};
 use StoreKind::{Etcd, Redis, Sql, Zookeeper};
 
 /// The timings' sources: the Rust etcd election article (keep-alive every 7 s on a 10 s
@@ -148,105 +162,127 @@ use StoreKind::{Etcd, Redis, Sql, Zookeeper};
 /// redlock's 200 ms `retryDelay`; gabihodoroaga/leaderelection (term 8 s, renew 4 s, retry
 /// 2 s); "Leader election using MySQL" (orchestrator: every second, deposed after 20 s).
 const FACTS: [Facts; 11] = [
-    row(
-        "etcd-election",
-        "election",
-        Etcd,
-        Always,
-        Term,
-        (10_000, 7_000, 1_000),
-        Lease,
-    ),
-    row(
-        "etcd-lease-key",
-        "lease-key",
-        Etcd,
-        WhenSeveral,
-        Term,
-        (10_000, 3_300, 2_000),
-        Lease,
-    ),
-    row(
-        "sql-lease",
-        "sql-lease",
-        Sql,
-        Never,
-        Term,
-        (8_000, 4_000, 2_000),
-        Lease,
-    ),
-    row(
-        "sql-heartbeat",
-        "heartbeat",
-        Sql,
-        Never,
-        Term,
-        (20_000, 1_000, 1_000),
-        Lease,
-    ),
-    row(
-        "patroni",
-        "patroni",
-        Etcd,
-        Always,
-        Term,
-        (10_000, 3_300, 2_000),
-        Lease,
-    ),
-    row(
-        "zookeeper",
-        "zookeeper",
-        Zookeeper,
-        Always,
-        Session,
-        (10_000, 3_300, 1_000),
-        Kept::Session,
-    ),
-    row(
-        "kafka-zk",
-        "kafka-zk",
-        Zookeeper,
-        Never,
-        Session,
-        (10_000, 3_300, 1_000),
-        Lease,
-    ),
-    row(
-        "hadoop-ha",
-        "hadoop-ha",
-        Zookeeper,
-        Never,
-        Session,
-        (10_000, 3_300, 1_000),
-        Lease,
-    ),
-    row(
-        "redis-lock",
-        "redis",
-        Redis,
-        Never,
-        Term,
-        (10_000, 3_333, 200),
-        TimeLeft,
-    ),
-    row(
-        "pg-advisory",
-        "pg-advisory",
-        Sql,
-        Always,
-        Session,
-        (10_000, 3_300, 1_000),
-        Lease,
-    ),
-    row(
-        "mysql-lock",
-        "mysql-lock",
-        Sql,
-        Always,
-        Session,
-        (10_000, 3_300, 1_000),
-        Lease,
-    ),
+    Facts {
+        name: "etcd-election",
+        short: "election",
+        store: Etcd,
+        line: Always,
+        held: Term,
+        timing_ms: (10_000, 7_000, 1_000),
+        renewal: Seconds,
+        kept: Lease,
+        server: None,
+    },
+    Facts {
+        name: "etcd-lease-key",
+        short: "lease-key",
+        store: Etcd,
+        line: WhenSeveral,
+        held: Term,
+        timing_ms: (10_000, 3_300, 2_000),
+        renewal: Seconds,
+        kept: Lease,
+        server: None,
+    },
+    Facts {
+        name: "sql-lease",
+        short: "sql-lease",
+        store: Sql,
+        line: Never,
+        held: Term,
+        timing_ms: (8_000, 4_000, 2_000),
+        renewal: Millis,
+        kept: Lease,
+        server: None,
+    },
+    Facts {
+        name: "sql-heartbeat",
+        short: "heartbeat",
+        store: Sql,
+        line: Never,
+        held: Term,
+        timing_ms: (20_000, 1_000, 1_000),
+        renewal: Millis,
+        kept: Lease,
+        server: None,
+    },
+    Facts {
+        name: "patroni",
+        short: "patroni",
+        store: Etcd,
+        line: Always,
+        held: Term,
+        timing_ms: (10_000, 3_300, 2_000),
+        renewal: Seconds,
+        kept: Lease,
+        server: None,
+    },
+    Facts {
+        name: "zookeeper",
+        short: "zookeeper",
+        store: Zookeeper,
+        line: Always,
+        held: Session,
+        timing_ms: (10_000, 3_300, 1_000),
+        renewal: Thirds,
+        kept: Kept::Session,
+        server: None,
+    },
+    Facts {
+        name: "kafka-zk",
+        short: "kafka-zk",
+        store: Zookeeper,
+        line: Never,
+        held: Session,
+        timing_ms: (10_000, 3_300, 1_000),
+        renewal: Seconds,
+        kept: Lease,
+        server: None,
+    },
+    Facts {
+        name: "hadoop-ha",
+        short: "hadoop-ha",
+        store: Zookeeper,
+        line: Never,
+        held: Session,
+        timing_ms: (10_000, 3_300, 1_000),
+        renewal: Seconds,
+        kept: Lease,
+        server: None,
+    },
+    Facts {
+        name: "redis-lock",
+        short: "redis",
+        store: Redis,
+        line: Never,
+        held: Expiry,
+        timing_ms: (10_000, 3_333, 200),
+        renewal: Thirds,
+        kept: TimeLeft,
+        server: None,
+    },
+    Facts {
+        name: "pg-advisory",
+        short: "pg-advisory",
+        store: Sql,
+        line: Always,
+        held: Session,
+        timing_ms: (10_000, 3_300, 1_000),
+        renewal: Seconds,
+        kept: Lease,
+        server: Some(Postgres),
+    },
+    Facts {
+        name: "mysql-lock",
+        short: "mysql-lock",
+        store: Sql,
+        line: Always,
+        held: Session,
+        timing_ms: (10_000, 3_300, 1_000),
+        renewal: Seconds,
+        kept: Lease,
+        server: Some(MySql),
+    },
 ];
 
 impl Scheme {
@@ -361,6 +397,34 @@ mod tests {
                 _ => Kept::Lease,
             };
             assert_eq!(s.facts().kept, kept, "{s}");
+        }
+    }
+
+    /// The facts that stand where a scheme was once matched by name: a participant's
+    /// renewal (a third of the term for a ZooKeeper recipe and a Redis lock, milliseconds
+    /// for SQL tables, whole seconds elsewhere), a Redis key's own countdown, and the server
+    /// each session lock needs.
+    #[test]
+    fn renewal_countdown_and_server_are_each_schemes_own() {
+        for s in Scheme::ALL {
+            let renewal = match s {
+                Scheme::ZkRecipe | Scheme::RedisLock => Renewal::Thirds,
+                Scheme::SqlLease | Scheme::SqlHeartbeat => Renewal::Millis,
+                _ => Renewal::Seconds,
+            };
+            assert_eq!(s.facts().renewal, renewal, "{s}");
+            assert_eq!(
+                s.facts().held == Held::Expiry,
+                s == Scheme::RedisLock,
+                "{s}"
+            );
+            let server = match s {
+                Scheme::PgAdvisory => Some(Server::Postgres),
+                Scheme::MysqlLock => Some(Server::MySql),
+                _ => None,
+            };
+            assert_eq!(s.facts().server, server, "{s}");
+            assert_eq!(server.is_some(), s.is_session_lock(), "{s}");
         }
     }
 

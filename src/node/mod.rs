@@ -13,7 +13,7 @@ use serde::Serialize;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{Scheme, time};
+use crate::model::{Renewal, Scheme, time};
 
 /// Which election a participant joins, as whom, and how fast it renews.
 #[derive(Clone, Debug)]
@@ -325,21 +325,18 @@ pub struct Run {
 /// The store's participant then runs under [`drive`].
 pub(crate) fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
     let d = Timing::defaults(scheme);
-    let zk = scheme == Scheme::ZkRecipe;
-    // A Redis leader renews every third of its TTL, as redis-py users and redlock's
-    // examples do, whatever TTL was asked for.
-    let thirds = zk || scheme == Scheme::RedisLock;
+    // How the store's holders renew, and in what its terms are counted: the scheme facts.
+    let renewal = scheme.facts().renewal;
     let ttl = args.ttl.unwrap_or(d.ttl);
     let mut timing = Timing {
         ttl,
-        // A ZooKeeper leader confirms its session as often as the client pings: a third of
-        // the session timeout, whatever timeout was asked for.
-        renew: args.renew.unwrap_or(if thirds { ttl / 3 } else { d.renew }),
+        renew: args.renew.unwrap_or(match renewal {
+            Renewal::Thirds => ttl / 3,
+            Renewal::Seconds | Renewal::Millis => d.renew,
+        }),
         retry: args.retry.unwrap_or(d.retry),
     };
-    // ZooKeeper's session timeouts and Redis's PX are milliseconds, etcd's TTLs whole
-    // seconds.
-    if !scheme.is_sql() && !thirds {
+    if renewal == Renewal::Seconds {
         timing = timing.whole_seconds();
     }
     if timing.renew >= timing.ttl {

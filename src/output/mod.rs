@@ -316,11 +316,12 @@ fn holder(c: &Candidate, now: Instant, scheme: crate::model::Scheme) -> HolderJs
         },
         create_revision: c.lease.map(|_| c.create_revision),
         mod_revision: c.lease.map(|_| c.mod_revision),
-        // mysql-lock's stamp is the lock's name (what its KILL compares), not a start.
+        // A session lock's stamp is its session's start where the server keeps one
+        // (PostgreSQL); on MySQL it is the lock's name (what its KILL compares).
         session_start: c
             .stamp
             .as_deref()
-            .filter(|_| scheme == crate::model::Scheme::PgAdvisory),
+            .filter(|_| scheme.facts().server == Some(crate::model::Server::Postgres)),
         deadline: c.stamp.as_deref().filter(|_| !session),
         zombie: c.zombie(),
     }

@@ -137,8 +137,9 @@ fn key_line(e: &Election, room: usize) -> Line<'static> {
             theme::dim(),
         ));
     }
-    if e.scheme == crate::model::Scheme::RedisLock {
-        // A token in a key: its time left is the TTL column; without one it never expires.
+    if e.scheme.facts().held == crate::model::Held::Expiry {
+        // A token in a key (Redis): its time left, the key's own countdown, is the TTL
+        // column; without one it never expires.
         let (hold, style) = match l.ttl {
             Some(_) => ("held until its PTTL ends", theme::dim()),
             None => ("NO EXPIRY: held until deleted", theme::warn()),

@@ -17,7 +17,7 @@ use tonic::transport::{Endpoint, Uri};
 pub(crate) use self::deadline::NoAnswer;
 use self::transport::{Dial, TlsFailure};
 use super::error::{ErrorKind, EtcdError};
-use crate::config::EtcdSource;
+use crate::config::{EtcdSource, read_password};
 
 /// HTTP/2 pings, sent after this long without a frame from the member: one that stops
 /// answering (hung, partitioned) is given up even when no request is in flight, so a reader
@@ -47,6 +47,24 @@ pub(crate) fn security_note(cfg: &EtcdSource) -> Option<&'static str> {
     cfg.insecure_skip_tls_verify.then_some("TLS unverified")
 }
 
+/// The client's options: timeouts, keep-alives and, with a user, its password (read now,
+/// from where the source says it is kept).
+fn connect_options(
+    cfg: &EtcdSource,
+    timeout: Duration,
+) -> Result<etcd_client::ConnectOptions, String> {
+    let mut o = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(timeout)
+        .with_timeout(timeout)
+        .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2));
+    if let Some(user) = &cfg.user {
+        let password = read_password(cfg.password_env.as_deref(), cfg.password_file.as_deref())?
+            .ok_or_else(|| format!("etcd user `{user}` needs a password: set password_env or password_file (--password-env / --password-file)"))?;
+        o = o.with_user(user.clone(), password);
+    }
+    Ok(o)
+}
+
 /// A client bound to one member; `status` has already answered, so the member is up.
 pub(crate) async fn connect_member(
     cfg: &EtcdSource,
@@ -54,9 +72,7 @@ pub(crate) async fn connect_member(
     timeout: Duration,
     pings: Pings,
 ) -> Result<Client, EtcdError> {
-    let options = cfg
-        .connect_options(timeout)
-        .map_err(|m| EtcdError::lasting(endpoint, m))?;
+    let options = connect_options(cfg, timeout).map_err(|m| EtcdError::lasting(endpoint, m))?;
     let dial = Arc::new(dial_for(cfg, endpoint)?);
     let deadline = Instant::now() + timeout;
     match tokio::time::timeout(timeout, open(&dial, options, timeout, pings)).await {

@@ -15,6 +15,7 @@ mod tls;
 mod token;
 pub(crate) mod tracker;
 
+pub(crate) use read::address;
 pub use store::{Redis, RedisKeys};
 
 use crate::backend::{Backend, BackendFuture, BackendIo, BackendOptions};
@@ -30,7 +31,7 @@ pub struct RedisBackend {
 
 impl RedisBackend {
     pub fn new(id: SourceId, short: String, cfg: RedisSource, opts: BackendOptions) -> Self {
-        let address = cfg.address();
+        let address = read::address(&cfg);
         let info = SourceInfo {
             store: crate::model::StoreKind::Redis,
             id,

@@ -11,7 +11,7 @@ use super::error::RedisError;
 use super::tls::Tls;
 use super::tracker::Read;
 use crate::backend::probe::Answerer;
-use crate::config::RedisSource;
+use crate::config::{RedisSource, read_password};
 
 /// Keys asked per `SCAN` call, and per pipeline of reads.
 const BATCH: usize = 1_000;
@@ -37,6 +37,22 @@ impl Mode {
     }
 }
 
+/// The password, from the variable or file the source names, else from the URL; `None`
+/// without. Errors name where it looked, never the password.
+fn password(cfg: &RedisSource) -> Result<Option<String>, String> {
+    let given = read_password(cfg.password_env.as_deref(), cfg.password_file.as_deref())?;
+    Ok(given.or(cfg.target()?.url_password))
+}
+
+/// `127.0.0.1:6379/0`: where the source's server is, without user or password.
+pub(crate) fn address(cfg: &RedisSource) -> String {
+    match cfg.target() {
+        Ok(t) if t.host.contains(':') => format!("[{}]:{}/{}", t.host, t.port, t.db),
+        Ok(t) => format!("{}:{}/{}", t.host, t.port, t.db),
+        Err(_) => cfg.url.redacted(),
+    }
+}
+
 /// One server, as the config gives it.
 pub(crate) struct Server {
     pub client: Client,
@@ -56,8 +72,8 @@ pub(crate) struct Server {
 impl Server {
     pub(crate) fn new(cfg: &RedisSource, timeout: Duration) -> Result<Server, RedisError> {
         let t = cfg.target().map_err(RedisError::Config)?;
-        let password = cfg.password().map_err(RedisError::Config)?;
-        let addr = cfg.address();
+        let password = password(cfg).map_err(RedisError::Config)?;
+        let addr = address(cfg);
         let info = format!("redis://{}:{}/{}", host_in_url(&t.host), t.port, t.db)
             .into_connection_info()
             .map_err(|e| RedisError::from_client(&e, &addr))?;
@@ -391,6 +407,26 @@ fn events_mode(flags: &str) -> Mode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_address_leaves_user_and_password_out_and_the_password_is_the_urls() {
+        let s = RedisSource::from_url(
+            "redis://app:s3cret@127.0.0.1:6400/2",
+            Some("leader:".into()),
+        )
+        .expect("valid");
+        assert_eq!(address(&s), "127.0.0.1:6400/2");
+        assert_eq!(
+            password(&s).expect("from the URL").as_deref(),
+            Some("s3cret")
+        );
+        let s =
+            RedisSource::from_url("redis://localhost", Some("lock:*:owner".into())).expect("ok");
+        assert_eq!(
+            (s.prefix.as_str(), address(&s).as_str()),
+            ("lock:*:owner", "localhost:6379/0")
+        );
+    }
 
     #[test]
     fn keyspace_events_are_used_only_with_every_class_a_lock_needs() {
