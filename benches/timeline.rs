@@ -330,8 +330,13 @@ mod journal {
     /// database's size in use after.
     fn fill(home: &Path, key: &str, n: usize, kept: usize, now: SystemTime) -> u64 {
         let mut db = database(home);
+        let id: i64 = db
+            .query_row("SELECT id FROM journals WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .expect("the journal's id");
         let tx = db.transaction().expect("a transaction");
-        tx.execute("DELETE FROM records WHERE journal = ?1", [key])
+        tx.execute("DELETE FROM records WHERE journal = ?1", [id])
             .expect("emptied");
         {
             let mut insert = tx
@@ -361,7 +366,7 @@ mod journal {
                         .duration_since(SystemTime::UNIX_EPOCH)
                         .expect("after")
                         .as_millis() as i64;
-                    let row = rusqlite::params![key, election, ms, line.to_string()];
+                    let row = rusqlite::params![id, election, ms, line.to_string()];
                     insert.execute(row).expect("inserted");
                 }
             }
@@ -415,7 +420,7 @@ mod journal {
             String::from_utf8_lossy(&out.stderr)
         );
         let key: String = database(home.path())
-            .query_row("SELECT journal FROM records LIMIT 1", [], |r| r.get(0))
+            .query_row("SELECT key FROM journals LIMIT 1", [], |r| r.get(0))
             .expect("the journal");
         let history = [
             "history",

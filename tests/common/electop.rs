@@ -271,8 +271,8 @@ pub fn history_records(home: &Path, prefix: &str) -> Vec<(String, String, String
         return Vec::new();
     };
     let Ok(mut q) = c.prepare(
-        "SELECT journal, kind, line FROM records WHERE substr(journal, 1, length(?1)) = ?1 \
-         ORDER BY id",
+        "SELECT j.key, r.kind, r.line FROM records r JOIN journals j ON j.id = r.journal \
+         WHERE substr(j.key, 1, length(?1)) = ?1 ORDER BY r.id",
     ) else {
         return Vec::new();
     };

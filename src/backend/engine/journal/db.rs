@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Bound, Entry, Keep, MARKS_KEPT, encode};
 
@@ -14,9 +14,10 @@ use super::{Bound, Entry, Keep, MARKS_KEPT, encode};
 const SCHEMA: i64 = 1;
 
 const TABLES: &str = "
+CREATE TABLE IF NOT EXISTS journals (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS records (
     id INTEGER PRIMARY KEY,
-    journal TEXT NOT NULL,
+    journal INTEGER NOT NULL REFERENCES journals (id),
     run INTEGER NOT NULL,
     kind TEXT NOT NULL,
     election TEXT,
@@ -79,6 +80,8 @@ pub(super) struct Db {
     later: bool,
     /// Per journal: records written since its last trim, and the bound it was trimmed to.
     since_trim: HashMap<String, (usize, Option<Bound>)>,
+    /// Each journal's key's id (`journals`): a record holds the id, not the key.
+    ids: HashMap<String, i64>,
 }
 
 impl Db {
@@ -99,12 +102,32 @@ impl Db {
             conn.execute_batch(TABLES)?;
             conn.pragma_update(None, "user_version", SCHEMA)?;
         }
-        let since_trim = HashMap::new();
         Ok(Db {
             conn,
             later,
-            since_trim,
+            since_trim: HashMap::new(),
+            ids: HashMap::new(),
         })
+    }
+
+    /// The id of the journal `key`, made at its first use.
+    fn id(&mut self, key: &str) -> rusqlite::Result<i64> {
+        if let Some(id) = self.ids.get(key) {
+            return Ok(*id);
+        }
+        let find = "SELECT id FROM journals WHERE key = ?1";
+        let found = self.conn.query_row(find, [key], |r| r.get(0)).optional()?;
+        let id = match found {
+            Some(id) => id,
+            None if self.later => return Ok(-1),
+            None => {
+                self.conn
+                    .execute("INSERT OR IGNORE INTO journals (key) VALUES (?1)", [key])?;
+                self.conn.query_row(find, [key], |r| r.get(0))?
+            }
+        };
+        self.ids.insert(key.to_string(), id);
+        Ok(id)
     }
 
     /// Writes `rows` in one transaction. A run's `alive` record replaces its last: only
@@ -113,6 +136,10 @@ impl Db {
         if self.later {
             return Err(later());
         }
+        let ids = rows
+            .iter()
+            .map(|r| self.id(&r.journal))
+            .collect::<rusqlite::Result<Vec<i64>>>()?;
         let tx = self.conn.transaction()?;
         {
             let mut alive = tx.prepare_cached(
@@ -122,12 +149,11 @@ impl Db {
                 "INSERT INTO records (journal, run, kind, election, at, line)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
-            for r in rows {
+            for (r, j) in rows.iter().zip(ids) {
                 if r.kind == "alive" {
-                    alive.execute(params![r.journal, r.run])?;
+                    alive.execute(params![j, r.run])?;
                 }
-                let (j, e) = (&r.journal, &r.election);
-                insert.execute(params![j, r.run, r.kind, e, r.at, r.line])?;
+                insert.execute(params![j, r.run, r.kind, r.election, r.at, r.line])?;
             }
         }
         tx.commit()?;
@@ -148,10 +174,11 @@ impl Db {
     /// The records of `journal` in the order written, with their runs: of the elections
     /// in `only` and the source as a whole, or all of them.
     pub(super) fn read(
-        &self,
+        &mut self,
         journal: &str,
         only: &[String],
     ) -> rusqlite::Result<Vec<(i64, Entry)>> {
+        let journal = self.id(journal)?;
         let mut out = Vec::new();
         let mut push = |run: i64, line: String| {
             if let Some(e) = super::decode(&line) {
@@ -188,7 +215,8 @@ impl Db {
 
     /// The records of `journal` but its changes and revision times (what says the runs,
     /// outages and deposed stretches), in the order written, with their runs.
-    pub(super) fn read_marks(&self, journal: &str) -> rusqlite::Result<Vec<(i64, Entry)>> {
+    pub(super) fn read_marks(&mut self, journal: &str) -> rusqlite::Result<Vec<(i64, Entry)>> {
+        let journal = self.id(journal)?;
         let mut q = self.conn.prepare_cached(
             "SELECT id, run, line FROM records WHERE journal = ?1
                AND kind IN ('watching', 'alive', 'stopped', 'outage', 'deposed')
@@ -208,11 +236,12 @@ impl Db {
     /// The runs of `journal` but `run` that said they watched (started, or were alive)
     /// since `since`, and did not stop.
     pub(super) fn others_since(
-        &self,
+        &mut self,
         journal: &str,
         run: i64,
         since: SystemTime,
     ) -> rusqlite::Result<Vec<i64>> {
+        let journal = self.id(journal)?;
         let mut q = self.conn.prepare_cached(
             "SELECT DISTINCT run FROM records r WHERE journal = ?1
                AND kind IN ('alive', 'watching') AND run NOT IN (0, ?2) AND at >= ?3
@@ -233,6 +262,7 @@ impl Db {
         }
         self.since_trim
             .insert(journal.to_string(), (0, Some(bound)));
+        let journal = self.id(journal)?;
         let tx = self.conn.transaction()?;
         if let Some(cutoff) = bound.keep.cutoff(SystemTime::now()) {
             tx.execute(
@@ -303,6 +333,13 @@ pub(super) fn import(
     if done == 0 {
         return Ok(false);
     }
+    tx.execute(
+        "INSERT OR IGNORE INTO journals (key) VALUES (?1)",
+        [journal],
+    )?;
+    let id: i64 = tx.query_row("SELECT id FROM journals WHERE key = ?1", [journal], |r| {
+        r.get(0)
+    })?;
     {
         let mut insert = tx.prepare_cached(
             "INSERT INTO records (journal, run, kind, election, at, line)
@@ -310,7 +347,7 @@ pub(super) fn import(
         )?;
         for e in entries {
             let r = Row::of(journal, 0, e);
-            insert.execute(params![r.journal, r.kind, r.election, r.at, r.line])?;
+            insert.execute(params![id, r.kind, r.election, r.at, r.line])?;
         }
     }
     tx.commit()?;
