@@ -251,16 +251,16 @@ pub enum SourceEvent {
         source: SourceId,
         marks: super::marks::PastMarks,
     },
-    /// The source's history is kept under `key` (its store's name for it): the engine reads
-    /// back from there what an earlier electop saw beside the changes, and records there the
-    /// marks this one sees (unless `record` is false: a command asking for some elections
-    /// alone). `gaps`: the journal's runs say the stretches no electop watched (a store that
-    /// says them its own way, or replays its past, has false). Not for the read model.
+    /// The source's history is kept under `key` (its store's name for it): the engine
+    /// records there the marks this one sees (unless `record` is false: a command asking for
+    /// some elections alone), and sends on what an earlier electop saw beside the changes:
+    /// `past`, as the store read it with its changes, or (none) read by the engine (etcd,
+    /// whose journal holds no changes). Not for the read model.
     Journal {
         source: SourceId,
         key: String,
-        gaps: bool,
         record: bool,
+        past: Option<super::marks::PastMarks>,
     },
     /// How each member of a clustered store answers, like `etcdctl endpoint status`.
     Members {

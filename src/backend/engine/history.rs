@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use super::journal::{Bound, Entry, History, Journal, KEPT_AT_LEAST, safe_name};
 use crate::backend::BackendIo;
+use crate::model::marks::PastMarks;
 use crate::model::{HistoryEntry, SourceEvent, SourceInfo};
 
 /// A leader change to persist: the election's name and the entry.
@@ -27,7 +28,8 @@ fn bound(history: &History, history_limit: usize) -> Bound {
 
 /// The changes recorded so far (bounded), oldest first: of the elections named in `only`
 /// (a command asking for those alone), of all when it is empty.
-pub(crate) fn load(j: &Journal, history_limit: usize, only: &[String]) -> Vec<Recorded> {
+#[cfg(test)]
+fn load(j: &Journal, history_limit: usize, only: &[String]) -> Vec<Recorded> {
     changes(j.load(bound(j.history(), history_limit), only))
 }
 
@@ -43,12 +45,18 @@ fn changes(entries: Vec<Entry>) -> Vec<Recorded> {
 
 /// Tells the engine where the source's history is kept (see [`SourceEvent::Journal`]). Sent
 /// as the task starts, before any other event of its, so the queue has room.
-pub(crate) fn announce(io: &BackendIo, info: &SourceInfo, j: &Journal, gaps: bool, record: bool) {
+pub(crate) fn announce(
+    io: &BackendIo,
+    info: &SourceInfo,
+    j: &Journal,
+    record: bool,
+    past: Option<PastMarks>,
+) {
     let ev = SourceEvent::Journal {
         source: info.id,
         key: j.key().to_string(),
-        gaps,
         record,
+        past,
     };
     if io.events.try_send(ev).is_err() {
         tracing::warn!(source = %info.name, "the history's marks are not recorded: the queue is full");
@@ -67,10 +75,13 @@ pub(crate) fn open(
     only: &[String],
 ) -> (Vec<Recorded>, Option<Writer>) {
     let j = history.journal(&key(&info.name));
-    announce(io, info, &j, true, only.is_empty());
-    let recorded = load(&j, history_limit, only);
+    let entries = j.load(bound(history, history_limit), only);
+    // Another electop watching now: the stretch up to now was watched.
+    let now = (!j.others_watching()).then(SystemTime::now);
+    let past = super::marks::past_marks(&entries, now);
+    announce(io, info, &j, only.is_empty(), Some(past));
     let w = only.is_empty().then(|| Writer::start(j, history_limit));
-    (recorded, w)
+    (changes(entries), w)
 }
 
 /// `recorded` by election, each one's oldest first.

@@ -136,18 +136,23 @@ impl Recorder {
         }
     }
 
-    /// What the journal named says of earlier runs' marks; from now on this run's are
+    /// What earlier runs marked in the journal named (`past`, or read from it here: etcd's,
+    /// whose own replay says what no electop watched); from now on this run's marks are
     /// recorded there (if `record`).
-    pub(crate) fn journal(&mut self, key: &str, gaps: bool, record: bool) -> PastMarks {
+    pub(crate) fn journal(
+        &mut self,
+        key: &str,
+        record: bool,
+        past: Option<PastMarks>,
+    ) -> PastMarks {
         let j = self.history.journal(key);
-        let entries = j.load_marks();
-        // Another electop watching now: the stretch up to now was watched.
-        let now = (!j.others_watching()).then(SystemTime::now);
+        let past = past.unwrap_or_else(|| {
+            // Another electop watching now: the stretch up to now was watched.
+            let now = (!j.others_watching()).then(SystemTime::now);
+            past_outages(&j.load_marks(), now)
+        });
         self.journal = record.then_some(j);
-        match gaps {
-            true => past_marks(&entries, now),
-            false => past_outages(&entries, now),
-        }
+        past
     }
 
     /// Applies `ev` as the read model will; the marks it made, as journal records.
@@ -236,10 +241,10 @@ pub(crate) fn tap(
     tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
             if let SourceEvent::Journal {
-                key, gaps, record, ..
-            } = &ev
+                key, record, past, ..
+            } = ev
             {
-                let marks = r.journal(key, *gaps, *record);
+                let marks = r.journal(&key, record, past);
                 if !marks.is_empty()
                     && events
                         .send(SourceEvent::PastMarks { source, marks })

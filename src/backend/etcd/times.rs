@@ -69,7 +69,7 @@ impl TimesFile {
     ) -> TimesFile {
         let journal = history.journal(key);
         journal.trim(bound(history));
-        announce(io, info, &journal, false, true);
+        announce(io, info, &journal, true, None);
         journal.append(&[Entry::Watching(SystemTime::now())]);
         TimesFile { journal }
     }

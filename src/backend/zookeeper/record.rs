@@ -96,10 +96,12 @@ impl Record {
     pub(crate) fn start(&mut self, io: &BackendIo, info: &SourceInfo, now: SystemTime) -> Past {
         let bound = Bound::changes(self.limit, self.journal.history().keep());
         self.journal.trim(bound);
-        announce(io, info, &self.journal, false, true);
         let mut entries = self.journal.load(bound, &[]);
         // Another run records the source now: it watches, so no gap ends here.
-        if !self.journal.others_watching() {
+        let others = self.journal.others_watching();
+        let marks = crate::backend::engine::marks::past_outages(&entries, (!others).then_some(now));
+        announce(io, info, &self.journal, true, Some(marks));
+        if !others {
             entries.push(Entry::Watching(now));
         }
         self.started = true;

@@ -51,7 +51,7 @@ impl Row {
             run,
             kind: kind(e),
             election: e.election().map(str::to_string),
-            at: e.at().map(ms),
+            at: e.at().map(ns),
             line: encode(e),
         }
     }
@@ -69,9 +69,11 @@ fn kind(e: &Entry) -> &'static str {
     }
 }
 
-fn ms(t: SystemTime) -> i64 {
+/// A time as stored: ns since the epoch, so a record's time read from the column is the
+/// record's own (a run's last change ends a stretch at that change, not a moment before).
+fn ns(t: SystemTime) -> i64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+        .map_or(0, |d| d.as_nanos() as i64)
 }
 
 pub(super) struct Db {
@@ -214,21 +216,36 @@ impl Db {
     }
 
     /// The records of `journal` but its changes and revision times (what says the runs,
-    /// outages and deposed stretches), in the order written, with their runs.
+    /// outages and deposed stretches), in the order written, with their runs; and in place
+    /// of each run's changes its last one's time (the run watched then), as `alive`.
     pub(super) fn read_marks(&mut self, journal: &str) -> rusqlite::Result<Vec<(i64, Entry)>> {
         let journal = self.id(journal)?;
         let mut q = self.conn.prepare_cached(
-            "SELECT id, run, line FROM records WHERE journal = ?1
+            "SELECT id, run, line, NULL FROM records WHERE journal = ?1
                AND kind IN ('watching', 'alive', 'stopped', 'outage', 'deposed')
+             UNION ALL
+             SELECT max(id), run, NULL, max(at) FROM records
+               WHERE journal = ?1 AND kind = 'change' AND at IS NOT NULL GROUP BY run
              ORDER BY 1",
         )?;
         let rows = q.query_map(params![journal], |r| {
-            Ok((r.get(1)?, r.get::<_, String>(2)?))
+            Ok((
+                r.get::<_, i64>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+            ))
         })?;
         let mut out = Vec::new();
         for r in rows {
-            let (run, line) = r?;
-            out.extend(super::decode(&line).map(|e| (run, e)));
+            let entry = match r? {
+                (run, Some(line), _) => super::decode(&line).map(|e| (run, e)),
+                (run, None, Some(at)) => {
+                    let at = SystemTime::UNIX_EPOCH + Duration::from_nanos(at.max(0) as u64);
+                    Some((run, Entry::Alive(at)))
+                }
+                _ => None,
+            };
+            out.extend(entry);
         }
         Ok(out)
     }
@@ -248,7 +265,7 @@ impl Db {
                AND NOT EXISTS (SELECT 1 FROM records s WHERE s.journal = ?1
                  AND s.kind = 'stopped' AND s.run = r.run)",
         )?;
-        let rows = q.query_map(params![journal, run, ms(since)], |r| r.get(0))?;
+        let rows = q.query_map(params![journal, run, ns(since)], |r| r.get(0))?;
         rows.collect()
     }
 
@@ -267,7 +284,7 @@ impl Db {
         if let Some(cutoff) = bound.keep.cutoff(SystemTime::now()) {
             tx.execute(
                 "DELETE FROM records WHERE journal = ?1 AND at < ?2",
-                params![journal, ms(cutoff)],
+                params![journal, ns(cutoff)],
             )?;
         }
         let newest = |kind: &str, by: &str, n: usize| {

@@ -182,14 +182,14 @@ fn the_recorder_reads_and_writes_the_journal_its_source_named() {
     ]);
     let history = History::at(path, keep);
     let mut r = Recorder::new(history.clone());
-    let past = r.journal("etcd-c", false, true);
+    let past = r.journal("etcd-c", true, None);
     assert_eq!(past, past_outages(&[outage(1, Some(5), true)], None));
     r.record(&[outage(7, Some(9), true)]);
     let j = history.journal("etcd-c");
     let read = j.load(Bound::changes(1, keep), &[]);
     assert!(read.contains(&outage(7, Some(9), true)), "{read:?}");
     let mut read_only = Recorder::new(history.clone());
-    read_only.journal("etcd-c", false, false);
+    read_only.journal("etcd-c", false, None);
     read_only.record(&[outage(20, Some(21), true)]);
     let read = j.load(Bound::changes(1, keep), &[]);
     assert!(!read.contains(&outage(20, Some(21), true)), "{read:?}");

@@ -99,7 +99,7 @@ fn a_run_appends_and_the_next_reads_it_back_bounded() {
     assert!(
         matches!(
             rx.try_recv(),
-            Ok(crate::model::SourceEvent::Journal { gaps: false, .. })
+            Ok(crate::model::SourceEvent::Journal { past: Some(_), .. })
         ),
         "named to the engine"
     );
