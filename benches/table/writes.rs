@@ -12,7 +12,8 @@ use std::process::{Child, Command, Stdio};
 /// Writes a second, by where they went.
 #[derive(Default, Clone, Copy)]
 pub struct Writes {
-    /// To the history journals (`.../electop/history/`, `.../electop/zookeeper-history/`).
+    /// To the history (`.../electop/history.sqlite3` and its `-wal`; the journal files of a
+    /// build before it).
     pub journal: f64,
     /// To other files: the log, the audit log.
     pub disk: f64,
@@ -92,8 +93,10 @@ fn classify(line: &str) -> Option<Kind> {
             Kind::Wakeup
         } else if file.starts_with("/dev/pts/") || file.starts_with("/dev/tty") {
             Kind::Terminal
-        } else if file.contains("/electop/") && file.contains("history") && file.ends_with(".jsonl")
+        } else if file.contains("/electop/history.sqlite3")
+            || (file.contains("/electop/") && file.contains("history") && file.ends_with(".jsonl"))
         {
+            // The database and its write-ahead log (a build before it: its journal files).
             Kind::Journal
         } else if file.starts_with('/') && !file.starts_with("/dev/") {
             Kind::Disk
