@@ -76,11 +76,15 @@ pub(crate) fn open(
 ) -> (Vec<Recorded>, Option<Writer>) {
     let j = history.journal(&key(&info.name));
     let entries = j.load(bound(history, history_limit), only);
+    // This run's start, said once: what the next run reads back is what this one shows.
+    let start = SystemTime::now();
     // Another electop watching now: the stretch up to now was watched.
-    let now = (!j.others_watching()).then(SystemTime::now);
-    let past = super::marks::past_marks(&entries, now);
+    let watching = (!j.others_watching()).then_some(start);
+    let past = super::marks::past_marks(&entries, watching);
     announce(io, info, &j, only.is_empty(), Some(past));
-    let w = only.is_empty().then(|| Writer::start(j, history_limit));
+    let w = only
+        .is_empty()
+        .then(|| Writer::start(j, history_limit, start));
     (changes(entries), w)
 }
 
@@ -105,10 +109,11 @@ impl Drop for Writer {
 }
 
 impl Writer {
-    /// Starts this run's record of `j`: its start said, the journal kept within its bound.
-    pub(crate) fn start(j: Journal, history_limit: usize) -> Writer {
+    /// Starts this run's record of `j`: its start (`at`) said, the journal kept within its
+    /// bound.
+    pub(crate) fn start(j: Journal, history_limit: usize, at: SystemTime) -> Writer {
         j.trim(bound(j.history(), history_limit));
-        j.append(&[Entry::Watching(SystemTime::now())]);
+        j.append(&[Entry::Watching(at)]);
         Writer(j)
     }
 
@@ -163,8 +168,8 @@ mod tests {
             History::at(path.clone(), Keep::UNBOUNDED),
             History::at(path, Keep::UNBOUNDED),
         );
-        let mut w = Writer::start(one.journal("src"), 8);
-        let mut other = Writer::start(two.journal("src"), 8);
+        let mut w = Writer::start(one.journal("src"), 8, SystemTime::now());
+        let mut other = Writer::start(two.journal("src"), 8, SystemTime::now());
         w.record(&[("jobs".into(), entry("b", 10))]);
         other.record(&[("jobs".into(), entry("b", 12))]);
         let read = |h: &History| -> Vec<_> {
