@@ -341,6 +341,15 @@ fn later() -> rusqlite::Error {
     )
 }
 
+/// Whether `file` was imported before (or this electop never writes the database).
+pub(super) fn imported(db: &Db, file: &str) -> rusqlite::Result<bool> {
+    if db.later {
+        return Ok(true);
+    }
+    let q = "SELECT EXISTS (SELECT 1 FROM imported WHERE file = ?1)";
+    db.conn.query_row(q, [file], |r| r.get(0))
+}
+
 /// Inserts an earlier release's records of `journal` as run 0, and notes `file` imported,
 /// in one transaction: false when it was imported before.
 pub(super) fn import(

@@ -43,11 +43,15 @@ fn one(
     path: &Path,
     journal: &str,
 ) -> Result<Option<String>, Box<dyn std::error::Error>> {
+    let file = path.display().to_string();
+    // Looked up first: a file imported before is not read again at every start.
+    if db::imported(db, &file)? {
+        return Ok(None);
+    }
     let text = std::fs::read(path)?;
     let text = String::from_utf8_lossy(&text);
     let entries: Vec<_> = text.lines().filter_map(super::decode).collect();
     let skipped = text.lines().count() - entries.len();
-    let file = path.display().to_string();
     if !db::import(db, &file, journal, &entries)? {
         return Ok(None);
     }
