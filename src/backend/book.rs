@@ -29,8 +29,6 @@ pub(crate) struct Book {
     /// ([`Book::forced`]); `None` where the store tells that itself (etcd: the resigned
     /// holder whose lease lives on), so 10,000 busy elections keep no copy each.
     removed: Option<HashMap<String, Candidate>>,
-    /// The store journals the entries in [`Changes::recorded`] (etcd keeps its own history).
-    journaled: bool,
     /// `None`: the store has no deposed holders (a SQL row's holder finds out at its next
     /// renewal; a session lock's session is ended by the action).
     same: Option<Same>,
@@ -104,7 +102,6 @@ impl Book {
             limit: limit.max(1),
             forced: ForcedMarks::default(),
             removed: Some(HashMap::new()),
-            journaled: true,
             same,
             past: HashMap::new(),
             actions: Vec::new(),
@@ -112,10 +109,9 @@ impl Book {
     }
 
     /// For a store that keeps its own history and tells who a relabelled action deposed
-    /// (etcd): nothing kept for that, no entries for a journal.
+    /// (etcd): nothing kept for that.
     pub(crate) fn store_keeps_history(mut self) -> Book {
         self.removed = None;
-        self.journaled = false;
         self
     }
 
@@ -185,9 +181,6 @@ impl Book {
         let recorded = change.record(e, forced, (w.at, w.revision), self.limit);
         out.events
             .push(recorded.event(&self.source_name, &e.name, w.replayed));
-        if self.journaled {
-            out.recorded.push((e.name.clone(), recorded.entry));
-        }
         outcome
     }
 

@@ -15,8 +15,6 @@ use crate::model::{Cause, Election, Event, EventKind, HistoryEntry};
 pub(crate) struct Changes {
     pub changed: Vec<Election>,
     pub events: Vec<Event>,
-    /// The history entries the changes made, by election name, for the store's journal.
-    pub recorded: Vec<(String, HistoryEntry)>,
 }
 
 /// A leader change as the store shows it, before any admin action is taken into account.
@@ -108,9 +106,35 @@ impl Recorded {
             was: None,
             revision: h.revision,
             replayed,
-            detail: h.by.as_ref().map(|b| format!("forced by {b}")),
+            detail: h.by.as_deref().map(forced_by),
         }
     }
+}
+
+/// An event's detail for a change an admin action made: who made it.
+pub(crate) fn forced_by(by: &str) -> String {
+    format!("{FORCED_BY}{by}")
+}
+
+const FORCED_BY: &str = "forced by ";
+
+/// The history entry a live leader-change event tells (see [`Recorded::event`]), with its
+/// election: what the engine journals of every store's changes as they go by. A change
+/// replayed from the store's own past is the store's to keep.
+pub(crate) fn entry_of(ev: &Event) -> Option<(&str, HistoryEntry)> {
+    use EventKind::{LeaderChanged, LeaderElected, LeaderLost};
+    let change = matches!(ev.kind, LeaderElected | LeaderChanged | LeaderLost) && !ev.replayed;
+    let election = ev.election.as_deref().filter(|_| change)?;
+    let by = ev.detail.as_deref().and_then(|d| d.strip_prefix(FORCED_BY));
+    let entry = HistoryEntry {
+        at: ev.at,
+        revision: ev.revision,
+        from: ev.from.clone(),
+        to: ev.to.clone(),
+        cause: ev.cause.unwrap_or(Cause::Unknown),
+        by: by.map(str::to_string),
+    };
+    Some((election, entry))
 }
 
 #[cfg(test)]
@@ -181,6 +205,14 @@ mod tests {
         assert_eq!(
             (ev.revision, ev.cause),
             (Some(7), Some(Cause::ForcedLeader))
+        );
+        // What the engine journals of the event is the entry, its author included.
+        assert_eq!(entry_of(&ev), Some(("jobs", r.entry.clone())));
+        let replayed = r.event("etcd x /e/", "jobs", true);
+        assert_eq!(
+            entry_of(&replayed),
+            None,
+            "a replayed change is the store's"
         );
     }
 }

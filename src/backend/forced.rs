@@ -172,7 +172,7 @@ pub(crate) fn attributed(source: &str, e: &crate::model::Election) -> Option<cra
         source.to_string(),
         crate::model::EventKind::Attributed,
         h.revision,
-        h.by.as_ref().map(|b| format!("forced by {b}")),
+        h.by.as_deref().map(super::change::forced_by),
     );
     ev.election = Some(e.name.clone());
     ev.from = h.from.clone();

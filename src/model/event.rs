@@ -252,14 +252,14 @@ pub enum SourceEvent {
         marks: super::marks::PastMarks,
     },
     /// The source's history is kept under `key` (its store's name for it): the engine
-    /// records there the marks this one sees (unless `record` is false: a command asking for
-    /// some elections alone), and sends on what an earlier electop saw beside the changes:
+    /// records there this run from `record` on (its start; none: not recorded, a command
+    /// asking for some elections alone), and sends on what an earlier electop saw beside the changes:
     /// `past`, as the store read it with its changes, or (none) read by the engine (etcd,
     /// whose journal holds no changes). Not for the read model.
     Journal {
         source: SourceId,
         key: String,
-        record: bool,
+        record: Option<SystemTime>,
         past: Option<super::marks::PastMarks>,
     },
     /// How each member of a clustered store answers, like `etcdctl endpoint status`.

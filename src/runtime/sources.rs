@@ -45,7 +45,7 @@ impl Sources {
             commands.push(ctx);
             let io = BackendIo {
                 // Through the recorder of the timeline's marks, which journals them.
-                events: backend::engine::marks::tap(&info, tx.clone(), opts.history.clone()),
+                events: backend::engine::marks::tap(&info, tx.clone(), opts),
                 commands: crx,
                 cancel: cancel.child_token(),
             };

@@ -56,3 +56,4 @@ cells!(reelect_early_serve: etcd_election, etcd_lease_key,
 cells!(force_leader);
 cells!(member_frozen: etcd_election, etcd_lease_key, zookeeper, zookeeper_kazoo);
 cells!(two_changes);
+cells!(remembered);

@@ -512,3 +512,62 @@ pub fn release_acquire(kind: Kind) {
     let after = &changes(&views)[1..];
     println!("{kind:?}: release then acquire: {after:?}");
 }
+
+/// (13) The leader's tenure ends (SIGKILL; its lease, session or term runs out) while a
+/// `watch` and `serve` watch, and nobody takes over; then they stop. A fresh `status
+/// --json` and `history ELECTION --json` still list the election: no leader, its last
+/// change that tenure's end, with its cause. What one electop saw, the next one tells,
+/// whichever store the election lives in.
+pub fn remembered(kind: Kind) {
+    let cell = Cell::new(kind, "remembered", 13);
+    let mut obs = Observers::start(&cell, &cell.source, true);
+    let mut a = cell.participant("node-a");
+    a.wait_leader(T);
+    let ia = cell.shown(&mut a);
+    settle(&mut obs, &cell, Some(&ia));
+    a.crash();
+    settle_as(&mut obs, &cell, None, departure_agreement(kind));
+    drop(obs);
+    let ended = crash_cause(kind);
+    let ends = |h: &Value| {
+        let last = h.as_array().and_then(|h| h.last());
+        last.is_some_and(|c| {
+            c["to"].is_null()
+                && c["from"].as_str().is_some_and(|f| names(f, &ia))
+                && c["cause"] == ended
+        })
+    };
+    let doc = json_of(&cell, &["status", "--json"]);
+    let e = find_election(&doc, &cell.election)
+        .unwrap_or_else(|| panic!("{kind:?}: a fresh status lists the election: {doc:#}"));
+    assert!(e["leader"].is_null(), "{kind:?}: no leader: {e:#}");
+    assert!(ends(&e["history"]), "{kind:?}: ends {ia} ({ended}): {e:#}");
+    let doc = json_of(&cell, &["history", &cell.election, "--json"]);
+    let e = find_election(&doc, &cell.election)
+        .unwrap_or_else(|| panic!("{kind:?}: history tells the election: {doc:#}"));
+    let tenures = e["segments"].as_array().into_iter().flatten();
+    let last = tenures.rev().find(|s| s["kind"] == "tenure");
+    assert!(
+        e["leader"].is_null()
+            && last.is_some_and(|t| {
+                t["holder"].as_str().is_some_and(|h| names(h, &ia)) && t["cause_out"] == ended
+            }),
+        "{kind:?}: history: no leader, the last tenure {ia}'s, ended {ended}: {e:#}"
+    );
+}
+
+/// What electop prints over the cell's source when run with `args`, as JSON.
+fn json_of(cell: &Cell, args: &[&str]) -> Value {
+    let out = command(cell.home())
+        .args(&cell.source)
+        .args(args)
+        .output()
+        .expect("run electop");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{:?}: {args:?} printed no JSON ({e}): {}",
+            cell.kind,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}

@@ -170,7 +170,8 @@ pub fn status_json_view(home: &Path, src: &[&str], election: &str, timeout: &str
     }
 }
 
-/// The status table's LEADER column on the election's row ("-": none; no table: none).
+/// The status table's LEADER column on the election's row ("-" or "none since …": none;
+/// no table: none).
 pub fn status_table_view(home: &Path, src: &[&str], election: &str, timeout: &str) -> View {
     let out = command(home)
         .args(src)
@@ -186,7 +187,8 @@ pub fn status_table_view(home: &Path, src: &[&str], election: &str, timeout: &st
         .map(|r| r.split_whitespace().collect::<Vec<_>>())
         .find(|r| r.get(e_col).is_some_and(|e| *e == election))
         .and_then(|r| r.get(l_col).map(|l| l.to_string()))
-        .filter(|l| l != "-");
+        // "none since 14:05:09": no leader, and since when.
+        .filter(|l| l != "-" && l != "none");
     View {
         name: "status (table)",
         leader,

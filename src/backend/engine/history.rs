@@ -22,7 +22,7 @@ pub(crate) fn key(source_name: &str) -> String {
 
 /// The journal's bound: a `serve` or `watch`, which keep few changes in memory, must not
 /// cut what the next dashboard reads back.
-fn bound(history: &History, history_limit: usize) -> Bound {
+pub(crate) fn bound(history: &History, history_limit: usize) -> Bound {
     Bound::changes(history_limit.max(KEPT_AT_LEAST), history.keep())
 }
 
@@ -43,13 +43,14 @@ fn changes(entries: Vec<Entry>) -> Vec<Recorded> {
         .collect()
 }
 
-/// Tells the engine where the source's history is kept (see [`SourceEvent::Journal`]). Sent
-/// as the task starts, before any other event of its, so the queue has room.
+/// Tells the engine where the source's history is kept, and from when this run is recorded
+/// there (none: it is not; see [`SourceEvent::Journal`]). Sent as the task starts, before
+/// any other event of its, so the queue has room.
 pub(crate) fn announce(
     io: &BackendIo,
     info: &SourceInfo,
     j: &Journal,
-    record: bool,
+    record: Option<SystemTime>,
     past: Option<PastMarks>,
 ) {
     let ev = SourceEvent::Journal {
@@ -63,29 +64,26 @@ pub(crate) fn announce(
     }
 }
 
-/// The source's journal: the changes recorded so far (oldest first), and the
-/// writer for this run. With `only` (a command reading those elections alone, `history
-/// ELECTION`) only theirs are read, and there is no writer: the elections not read back
-/// have no past, so what this run sees of them is no change to record.
+/// The source's journal: the changes recorded so far (oldest first), named to the engine,
+/// which records there what this run sees ([`super::marks`]). With `only` (a command
+/// reading those elections alone, `history ELECTION`) only theirs are read, and nothing is
+/// recorded: the elections not read back have no past, so what this run sees of them is no
+/// change to record.
 pub(crate) fn open(
     io: &BackendIo,
     info: &SourceInfo,
     history: &History,
     history_limit: usize,
     only: &[String],
-) -> (Vec<Recorded>, Option<Writer>) {
+) -> Vec<Recorded> {
     let j = history.journal(&key(&info.name));
     let entries = j.load(bound(history, history_limit), only);
-    // This run's start, said once: what the next run reads back is what this one shows.
     let start = SystemTime::now();
     // Another electop watching now: the stretch up to now was watched.
     let watching = (!j.others_watching()).then_some(start);
     let past = super::marks::past_marks(&entries, watching);
-    announce(io, info, &j, only.is_empty(), Some(past));
-    let w = only
-        .is_empty()
-        .then(|| Writer::start(j, history_limit, start));
-    (changes(entries), w)
+    announce(io, info, &j, only.is_empty().then_some(start), Some(past));
+    changes(entries)
 }
 
 /// `recorded` by election, each one's oldest first.
@@ -95,50 +93,6 @@ pub(crate) fn by_election(recorded: Vec<Recorded>) -> BTreeMap<String, Vec<Histo
         past.entry(name).or_default().push(entry);
     }
     past
-}
-
-/// The source's journal as this run records it.
-pub(crate) struct Writer(Journal);
-
-/// A clean stop says when this run stopped watching: the next run tells the stretch from it
-/// as not watched.
-impl Drop for Writer {
-    fn drop(&mut self) {
-        self.0.append(&[Entry::Stopped(SystemTime::now())]);
-    }
-}
-
-impl Writer {
-    /// Starts this run's record of `j`: its start (`at`) said, the journal kept within its
-    /// bound.
-    pub(crate) fn start(j: Journal, history_limit: usize, at: SystemTime) -> Writer {
-        j.trim(bound(j.history(), history_limit));
-        j.append(&[Entry::Watching(at)]);
-        Writer(j)
-    }
-
-    /// The change an admin action relabelled in `e` (another electop's, learnt from the audit
-    /// log after the change was recorded), appended again: the later record wins when it is
-    /// read back, so a later `status` or dashboard tells it forced too.
-    pub(crate) fn relabelled(&mut self, e: Option<&crate::model::Election>) {
-        if let Some(h) = e.and_then(|e| e.relabelled_entry().map(|h| (e.name.clone(), h.clone()))) {
-            self.record(&[h]);
-        }
-    }
-
-    /// Appends `recorded`; the changes are shown whether or not they could be written.
-    pub(crate) fn record(&mut self, recorded: &[Recorded]) {
-        let entries: Vec<Entry> = recorded
-            .iter()
-            .map(|(election, entry)| Entry::Change {
-                election: election.clone(),
-                entry: entry.clone(),
-            })
-            .collect();
-        if !entries.is_empty() {
-            self.0.append(&entries);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -168,10 +122,16 @@ mod tests {
             History::at(path.clone(), Keep::UNBOUNDED),
             History::at(path, Keep::UNBOUNDED),
         );
-        let mut w = Writer::start(one.journal("src"), 8, SystemTime::now());
-        let mut other = Writer::start(two.journal("src"), 8, SystemTime::now());
-        w.record(&[("jobs".into(), entry("b", 10))]);
-        other.record(&[("jobs".into(), entry("b", 12))]);
+        // What each one's recorder writes: its start, the change, and at a clean stop its end.
+        let (w, other) = (one.journal("src"), two.journal("src"));
+        let change = |to, ms| Entry::Change {
+            election: "jobs".into(),
+            entry: entry(to, ms),
+        };
+        w.append(&[Entry::Watching(now)]);
+        other.append(&[Entry::Watching(now)]);
+        w.append(&[change("b", 10)]);
+        other.append(&[change("b", 12)]);
         let read = |h: &History| -> Vec<_> {
             load(&h.journal("src"), 8, &[])
                 .into_iter()
@@ -179,8 +139,8 @@ mod tests {
                 .collect()
         };
         assert_eq!(read(&two), [Some("b".to_string())], "once");
-        drop(w);
-        other.record(&[("jobs".into(), entry("c", 60_000))]);
+        w.append(&[Entry::Stopped(now + Duration::from_millis(20))]);
+        other.append(&[change("c", 60_000)]);
         assert_eq!(read(&one), [Some("b".into()), Some("c".into())]);
     }
 

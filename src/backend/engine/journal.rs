@@ -417,6 +417,15 @@ impl Journal {
         runs::as_one_run(rows.unwrap_or_default())
     }
 
+    /// The elections with a change recorded since `since`, by name.
+    pub(crate) fn elections_since(&self, since: SystemTime) -> Vec<String> {
+        self.history.flush();
+        let names = self
+            .history
+            .with_db(|db| db.elections_since(&self.key, since));
+        names.unwrap_or_default()
+    }
+
     /// Whether another electop watches the source now: it said so lately, did not stop,
     /// and its process still runs.
     pub(crate) fn others_watching(&self) -> bool {

@@ -1,11 +1,12 @@
-//! The timeline's marks in the history journal, so a dashboard or `history` started later
-//! shows what an earlier electop saw: each outage of the source (a record when it went down,
-//! another with its end) and each deposed holder (when it began, when it ended), and the
-//! stretches no electop watched, from the runs' `watching` and `stopped` records.
+//! What a source's events tell, in the history journal, so a dashboard or `history` started
+//! later shows what an earlier electop saw: each live leader change (of every store, from
+//! its event), each outage of the source (a record when it went down, another with its end)
+//! and each deposed holder (when it began, when it ended), and the stretches no electop
+//! watched, from the runs' `watching` and `stopped` records.
 //!
 //! What is marked is decided once, by the read model's own rules ([`Marks`]): a
 //! [`Recorder`] applies each event a source's task sends, as the read model will, on its
-//! way to the runtime ([`tap`]), and appends what became a mark to the journal the task
+//! way to the runtime ([`tap`]), and appends what became a record to the journal the task
 //! named ([`SourceEvent::Journal`]; none: nothing recorded). From that journal it reads back
 //! what earlier runs marked, and sends it on ahead of the source's events as
 //! [`SourceEvent::PastMarks`].
@@ -15,9 +16,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
 
-use super::journal::{Entry, History, Journal};
+use super::journal::{Bound, Entry, History, Journal};
+use crate::backend::change::entry_of;
 use crate::model::marks::{Deposed, Outage, PastMarks};
-use crate::model::{ConnState, HistoryGap, SourceEvent, SourceInfo};
+use crate::model::{
+    ConnState, Event, EventKind, HistoryEntry, HistoryGap, SourceEvent, SourceInfo,
+};
 use crate::state::marks::Marks;
 
 /// How often a run that hears from its source says so in the journal (`alive`, which
@@ -109,11 +113,19 @@ fn close_open(
     }
 }
 
-/// One source's marks as its events go by, and the journal they are appended to.
+/// One source's marks and leader changes as its events go by, and the journal they are
+/// appended to: this run's, from its `watching` record to its `stopped` one (written when
+/// the recorder is dropped: a clean stop; a killed electop says nothing).
 pub(crate) struct Recorder {
     history: History,
-    /// The journal the source's task named, if this run records its marks there.
+    /// What the journal is kept within as this run starts recording it; `None`: left as it
+    /// is (a command that answers once and ends, which writes little, leaves that to the
+    /// runs that watch).
+    trim: Option<Bound>,
+    /// The journal the source's task named, if this run records there.
     journal: Option<Journal>,
+    /// The journal the source's task named, recorded there or not.
+    named: Option<Journal>,
     marks: Marks,
     last_contact: Option<(Instant, SystemTime)>,
     every: Duration,
@@ -121,44 +133,61 @@ pub(crate) struct Recorder {
     down_said: bool,
     /// When an `alive` record was last written.
     alive: Option<Instant>,
+    /// The change an admin action relabelled, by election, until the event that tells it.
+    relabelled: HashMap<String, HistoryEntry>,
 }
 
 impl Recorder {
-    pub(crate) fn new(history: History) -> Recorder {
+    pub(crate) fn new(history: History, trim: Option<Bound>) -> Recorder {
         Recorder {
             history,
+            trim,
             journal: None,
+            named: None,
             marks: Marks::default(),
             last_contact: None,
             every: Duration::from_millis(500),
             down_said: false,
             alive: None,
+            relabelled: HashMap::new(),
         }
     }
 
     /// What earlier runs marked in the journal named (`past`, or read from it here: etcd's,
-    /// whose own replay says what no electop watched); from now on this run's marks are
-    /// recorded there (if `record`).
+    /// whose own replay says what no electop watched); from `record` on (this run's start,
+    /// as the source's task dated it) this run is recorded there.
     pub(crate) fn journal(
         &mut self,
         key: &str,
-        record: bool,
+        record: Option<SystemTime>,
         past: Option<PastMarks>,
     ) -> PastMarks {
         let j = self.history.journal(key);
         let past = past.unwrap_or_else(|| {
             // Another electop watching now: the stretch up to now was watched.
-            let now = (!j.others_watching()).then(SystemTime::now);
-            past_outages(&j.load_marks(), now)
+            let now = record.unwrap_or_else(SystemTime::now);
+            past_outages(&j.load_marks(), (!j.others_watching()).then_some(now))
         });
-        self.journal = record.then_some(j);
+        if let Some(was) = self.journal.take() {
+            was.append(&[Entry::Stopped(SystemTime::now())]);
+        }
+        if let Some(start) = record {
+            if let Some(bound) = self.trim {
+                j.trim(bound);
+            }
+            j.append(&[Entry::Watching(start)]);
+            self.journal = Some(j.clone());
+        }
+        self.named = Some(j);
         past
     }
 
-    /// Applies `ev` as the read model will; the marks it made, as journal records.
+    /// Applies `ev` as the read model will; the marks and leader changes it made, as journal
+    /// records.
     pub(crate) fn see(&mut self, ev: &SourceEvent) -> Vec<Entry> {
         let mut out = Vec::new();
         match ev {
+            SourceEvent::Happened(ev) => out.extend(self.change(ev)),
             SourceEvent::Conn { state, .. } => {
                 self.marks.on_conn(state);
                 if let (ConnState::Down { .. }, false, Some((_, from))) =
@@ -199,6 +228,11 @@ impl Recorder {
                 }
             }
             SourceEvent::Elections { elections, .. } => {
+                for e in elections {
+                    if let Some(h) = e.relabelled_entry() {
+                        self.relabelled.insert(e.name.clone(), h.clone());
+                    }
+                }
                 let open = self.marks.deposed.iter().any(|d| d.to.is_none());
                 if !open && elections.iter().all(|e| e.deposed.is_none()) {
                     return out;
@@ -219,6 +253,19 @@ impl Recorder {
         out
     }
 
+    /// The leader change `ev` tells, as a record: a live one, or one an admin action
+    /// relabelled (the later record wins when it is read back).
+    fn change(&mut self, ev: &Event) -> Option<Entry> {
+        let (election, entry) = match ev.kind {
+            EventKind::Attributed => {
+                let name = ev.election.as_deref()?;
+                (name.to_string(), self.relabelled.remove(name)?)
+            }
+            _ => entry_of(ev).map(|(name, entry)| (name.to_string(), entry))?,
+        };
+        Some(Entry::Change { election, entry })
+    }
+
     /// Appends `entries` to the source's journal, if this run records it.
     fn record(&self, entries: &[Entry]) {
         if let Some(j) = self.journal.as_ref().filter(|_| !entries.is_empty()) {
@@ -227,19 +274,40 @@ impl Recorder {
     }
 }
 
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let Some(j) = &self.journal {
+            j.append(&[Entry::Stopped(SystemTime::now())]);
+        }
+    }
+}
+
 /// The sender a source's task is given: each event goes through a [`Recorder`] (its marks
-/// journaled, the past ones sent first) on to `events`, in order. The task ends when the
-/// source's task drops its sender, or nobody listens on `events`.
+/// and changes journaled, the past marks sent first) on to `events`, in order. The task
+/// ends when the source's task drops its sender, or nobody listens on `events`.
 pub(crate) fn tap(
     info: &SourceInfo,
     events: mpsc::Sender<SourceEvent>,
-    history: History,
+    opts: &crate::backend::BackendOptions,
 ) -> mpsc::Sender<SourceEvent> {
     let (tx, mut rx) = mpsc::channel::<SourceEvent>(1024);
-    let mut r = Recorder::new(history);
+    let history = opts.history.clone();
+    let trim = (!opts.one_shot).then(|| super::history::bound(&history, opts.history_limit));
+    let mut r = Recorder::new(history, trim);
+    let mut remembered = super::remembered::Remembered::new(info, opts);
     let source = info.id;
     tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
+            remembered.see(&ev);
+            if let SourceEvent::Synced { .. } = ev {
+                for held in remembered.at_first_sync(r.named.as_ref()) {
+                    let made = r.see(&held);
+                    r.record(&made);
+                    if events.send(held).await.is_err() {
+                        return;
+                    }
+                }
+            }
             if let SourceEvent::Journal {
                 key, record, past, ..
             } = ev

@@ -10,6 +10,7 @@ pub(crate) mod history;
 pub(crate) mod journal;
 pub(crate) mod lifecycle;
 pub(crate) mod marks;
+pub(crate) mod remembered;
 
 use std::time::Duration;
 

@@ -172,17 +172,20 @@ impl Session<'_> {
     /// response header): the one open already when it is the same cluster's. None for
     /// `status` without history: it neither replays revisions the journal would date nor
     /// watches changes to record, and reading the journal back (its marks) was much of its
-    /// CPU once a day's changes were in it (docs/PERFORMANCE.md).
+    /// CPU once a day's changes were in it (docs/PERFORMANCE.md). It still names the journal
+    /// to the engine, with no marks to read, for the elections it holds that etcd does not.
     async fn cluster_times(&mut self, link: &mut Link) -> Option<Arc<TimesFile>> {
         let opts = &self.backend.opts;
-        if opts.one_shot && !opts.replay_history {
-            return None;
-        }
         let resp = tokio::time::timeout(Duration::from_secs(2), link.client.status())
             .await
             .ok()?
             .ok()?;
         let key = super::times::key(resp.header()?.cluster_id(), &self.backend.cfg.prefix);
+        if opts.one_shot && !opts.replay_history {
+            let (j, none) = (opts.history.journal(&key), Some(Default::default()));
+            crate::backend::engine::history::announce(&self.io, &self.backend.info, &j, None, none);
+            return None;
+        }
         if let Some(t) = self.times.as_ref().filter(|t| t.journal().key() == key) {
             return Some(Arc::clone(t));
         }

@@ -12,8 +12,8 @@ use crate::backend::engine::history::announce;
 use crate::backend::engine::journal::{Bound, Entry, History, Journal, key_of};
 use crate::model::{Cause, SourceInfo};
 
-/// The revision times kept (no changes are written to this journal), and the history's
-/// retention and size bound.
+/// What is read back of the journal: the revision times (one change per election, which
+/// are not read here), within the history's retention and size bound.
 fn bound(history: &History) -> Bound {
     Bound::changes(1, history.keep())
 }
@@ -44,23 +44,14 @@ pub(super) fn load(j: &Journal) -> HashMap<i64, Seen> {
     seen
 }
 
-/// One source's times journal (shared by the watch's tasks): this run's start said when it
-/// is opened, its clean stop when it is dropped.
+/// One source's times journal (shared by the watch's tasks).
 pub(super) struct TimesFile {
     journal: Journal,
 }
 
-/// A clean stop says when: an outage under way ends there for the next run, not at this
-/// run's last record.
-impl Drop for TimesFile {
-    fn drop(&mut self) {
-        self.journal.append(&[Entry::Stopped(SystemTime::now())]);
-    }
-}
-
 impl TimesFile {
-    /// The journal `key` of `history`, named to the engine as the source's (the timeline's
-    /// marks go there), kept within its bound, this run's start written.
+    /// The journal `key` of `history`, named to the engine as the source's: the engine
+    /// records there this run, its leader changes and the timeline's marks.
     pub(super) fn new(
         history: &History,
         key: &str,
@@ -68,9 +59,7 @@ impl TimesFile {
         info: &SourceInfo,
     ) -> TimesFile {
         let journal = history.journal(key);
-        journal.trim(bound(history));
-        announce(io, info, &journal, true, None);
-        journal.append(&[Entry::Watching(SystemTime::now())]);
+        announce(io, info, &journal, Some(SystemTime::now()), None);
         TimesFile { journal }
     }
 

@@ -33,7 +33,7 @@ const CONTACT_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) async fn run(b: RedisBackend, io: BackendIo) {
     let cancel = io.cancel.clone();
-    let (recorded, journal) = history::open(
+    let recorded = history::open(
         &io,
         &b.info,
         &b.opts.history,
@@ -44,7 +44,6 @@ pub(super) async fn run(b: RedisBackend, io: BackendIo) {
     let mut f = Follow {
         tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit, past)
             .audited_at_start(crate::backend::forced::audited_actions(&b.info.name)),
-        journal,
         b,
         io,
         life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
@@ -62,8 +61,6 @@ struct Follow {
     b: RedisBackend,
     io: BackendIo,
     tracker: RedisTracker,
-    /// Where the changes are recorded for a restarted electop.
-    journal: Option<history::Writer>,
     life: Lifecycle,
     /// The connection in use, from its dial until it fails.
     link: Option<Link>,
@@ -211,9 +208,6 @@ impl Follow {
                 Some(Request::Forced { election, mark }) => {
                     let (now, wall) = (Instant::now(), SystemTime::now());
                     let e = self.tracker.forced(&election, mark, now, wall);
-                    if let Some(j) = self.journal.as_mut() {
-                        j.relabelled(e.as_ref());
-                    }
                     crate::backend::forced::show(&self.io, &self.b.info, e).await
                 }
                 Some(Request::Visible { .. }) => Ok(()),
@@ -473,9 +467,6 @@ impl Follow {
     }
 
     async fn tell(&mut self, changes: Changes) -> Result<(), Stop> {
-        if let Some(j) = self.journal.as_mut() {
-            j.record(&changes.recorded);
-        }
         crate::backend::engine::show(&self.io, &self.b.info, changes).await
     }
 }

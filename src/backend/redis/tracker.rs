@@ -97,7 +97,6 @@ impl RedisTracker {
         let (end, _) = self.load_end(at, keep);
         out.changed.extend(end.changed);
         out.events.extend(end.events);
-        out.recorded.extend(end.recorded);
         out
     }
 

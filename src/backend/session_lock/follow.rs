@@ -26,7 +26,7 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "this user".into());
-    let (recorded, journal) = history::open(
+    let recorded = history::open(
         &io,
         &b.info,
         &b.opts.history,
@@ -47,7 +47,6 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         b: &b,
         io,
         tracker,
-        journal,
         loaded: false,
         conn: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
         pool: None,
@@ -65,8 +64,6 @@ struct Follow<'a> {
     b: &'a SessionLockBackend,
     io: BackendIo,
     tracker: SessionLockTracker,
-    /// Where the changes are recorded for a restarted electop.
-    journal: Option<history::Writer>,
     /// The first read is loaded (no events); every later one is applied.
     loaded: bool,
     conn: Lifecycle,
@@ -121,9 +118,6 @@ impl Steps for Follow<'_> {
                     Some(Request::Forced { election, mark }) => {
                         let now = (Instant::now(), SystemTime::now());
                         let e = self.tracker.forced(&election, mark, now.0, now.1);
-                        if let Some(j) = self.journal.as_mut() {
-                            j.relabelled(e.as_ref());
-                        }
                         crate::backend::forced::show(&self.io, &self.b.info, e).await?;
                     }
                     Some(Request::Visible { .. }) => {}
@@ -158,9 +152,6 @@ impl Follow<'_> {
             let elections = self.tracker.elections();
             self.send(SourceEvent::Elections { source, elections })
                 .await?;
-            if let Some(j) = self.journal.as_mut() {
-                j.record(&restored.recorded);
-            }
             crate::backend::engine::show(&self.io, &self.b.info, restored).await?;
         } else {
             let gone = self.tracker.gone(&reads);
@@ -168,9 +159,6 @@ impl Follow<'_> {
                 .await
                 .map_err(|_| self.timed_out())??;
             let changes = self.tracker.apply(&reads, &living, sent.1);
-            if let Some(j) = self.journal.as_mut() {
-                j.record(&changes.recorded);
-            }
             crate::backend::engine::show(&self.io, &self.b.info, changes).await?;
         }
         // True as of when the poll was sent.

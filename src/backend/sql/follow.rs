@@ -19,9 +19,8 @@ use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
 use crate::model::SourceEvent;
 
-/// The tracker of `b`'s rows, with the history its journal read back, and the journal's
-/// writer for this run.
-fn book(b: &SqlBackend, io: &BackendIo) -> (SqlTracker, Option<history::Writer>) {
+/// The tracker of `b`'s rows, with the history its journal read back.
+fn book(b: &SqlBackend, io: &BackendIo) -> SqlTracker {
     let mut tracker = SqlTracker::new(
         b.info.id,
         b.info.name.clone(),
@@ -34,14 +33,14 @@ fn book(b: &SqlBackend, io: &BackendIo) -> (SqlTracker, Option<history::Writer>)
     }
     // A source whose table is not found yet has no history of its own.
     if b.unresolved.is_some() {
-        return (tracker, None);
+        return tracker;
     }
     tracker.audited(crate::backend::forced::audited_actions(&b.info.name));
     let only = b.opts.only_elections(&b.info.short);
     let (opts, info) = (&b.opts, &b.info);
-    let (recorded, writer) = history::open(io, info, &opts.history, opts.history_limit, &only);
+    let recorded = history::open(io, info, &opts.history, opts.history_limit, &only);
     tracker.preload(recorded);
-    (tracker, writer)
+    tracker
 }
 
 /// Why a phase did not give its input.
@@ -62,7 +61,6 @@ struct Follow {
     b: SqlBackend,
     io: BackendIo,
     tracker: SqlTracker,
-    writer: Option<history::Writer>,
     conn: Lifecycle,
     pool: Option<AnyPool>,
     /// The poll, known once the deadline column's type is.
@@ -154,9 +152,6 @@ impl Steps for Follow {
                     Some(Request::Forced { election, mark }) => {
                         let now = (Instant::now(), SystemTime::now());
                         let e = self.tracker.forced(&election, mark, now.0, now.1);
-                        if let Some(w) = self.writer.as_mut() {
-                            w.relabelled(e.as_ref());
-                        }
                         crate::backend::forced::show(&self.io, &self.b.info, e).await?;
                     }
                     // Every row is read each poll anyway; visibility changes nothing here.
@@ -204,14 +199,13 @@ impl Follow {
     }
 
     fn new(b: SqlBackend, io: BackendIo) -> Follow {
-        let (tracker, writer) = book(&b, &io);
+        let tracker = book(&b, &io);
         let keys = b.opts.store_keys(&b.info.short);
         Follow {
             keys,
             b,
             io,
             tracker,
-            writer,
             conn: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
             pool: None,
             poll: None,
@@ -230,7 +224,7 @@ impl Follow {
             .and_then(|tables| super::unfound::resolved(&self.b, cfg, &tables))
             .map_err(SqlError::Schema)?;
         self.send(SourceEvent::Info(next.info.clone())).await?;
-        (self.tracker, self.writer) = book(&next, &self.io);
+        self.tracker = book(&next, &self.io);
         self.b = next;
         Ok(())
     }
@@ -248,17 +242,8 @@ impl Follow {
     ) -> Result<(), Stop> {
         let source = self.b.info.id;
         if let Some(poll) = poll {
-            let (elections, events, recorded) = self.tracker.apply(poll);
-            if let Some(w) = self.writer.as_mut() {
-                w.record(&recorded);
-            }
-            if !elections.is_empty() {
-                self.send(SourceEvent::Elections { source, elections })
-                    .await?;
-            }
-            for e in events {
-                self.send(SourceEvent::Happened(e)).await?;
-            }
+            let changes = self.tracker.apply(poll);
+            crate::backend::engine::show(&self.io, &self.b.info, changes).await?;
         }
         // The rows are true as of when the poll was sent, not when it returned.
         self.send(SourceEvent::Contact {

@@ -10,7 +10,7 @@ use compact_str::CompactString;
 use crate::backend::book::{Book, Step, When};
 use crate::backend::change::Changes;
 
-use crate::model::{Candidate, Cause, Deadline, Election, Event, HistoryEntry, Scheme, SourceId};
+use crate::model::{Candidate, Cause, Deadline, Election, HistoryEntry, Scheme, SourceId};
 
 /// One row as polled, its text as stored: it is escaped for display only when it changed,
 /// so an unchanged row (most rows of most polls) costs a comparison of what was read.
@@ -211,15 +211,14 @@ impl SqlTracker {
         self.elections.values()
     }
 
-    /// Applies a poll. Returns the elections that changed, what happened, and the leader
-    /// changes to persist. The first poll establishes the state: its only changes are those
-    /// since the history read back.
-    pub(crate) fn apply(&mut self, mut poll: Poll) -> (Vec<Election>, Vec<Event>, Vec<Recorded>) {
+    /// Applies a poll: the elections that changed and what happened. The first poll
+    /// establishes the state: its only changes are those since the history read back.
+    pub(crate) fn apply(&mut self, mut poll: Poll) -> Changes {
         let mut out = Changes::default();
         self.start_poll();
         self.started = false;
         if self.hand_over && self.polled {
-            return (out.changed, out.events, out.recorded);
+            return out;
         }
         let first = !self.polled;
         if first {
@@ -250,7 +249,7 @@ impl SqlTracker {
             .filter(|s| s.row.leader().is_some())
             .filter_map(|s| s.deadline_ms)
             .min();
-        (out.changed, out.events, out.recorded)
+        out
     }
 
     /// When, on the database's clock, the first leader of the last poll applied runs out
@@ -400,6 +399,14 @@ fn step<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Event;
+
+    /// What a poll changed, its events, and the history entries the engine journals of them.
+    fn parts(c: Changes) -> (Vec<Election>, Vec<Event>, Vec<(String, HistoryEntry)>) {
+        let rec = c.events.iter().filter_map(crate::backend::change::entry_of);
+        let rec = rec.map(|(name, h)| (name.to_string(), h)).collect();
+        (c.changed, c.events, rec)
+    }
     use crate::model::EventKind;
 
     fn row(key: &str, holder: &str, remaining: i64) -> Row {
@@ -427,7 +434,7 @@ mod tests {
     #[test]
     fn first_poll_sets_the_scene_without_history() {
         let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
-        let (changed, events, rec) = t.apply(poll(1_000, vec![row("jobs", "a", 5_000)]));
+        let (changed, events, rec) = parts(t.apply(poll(1_000, vec![row("jobs", "a", 5_000)])));
         assert_eq!(changed.len(), 1);
         assert!(events.is_empty() && rec.is_empty());
         assert_eq!(changed[0].leader.as_ref().map(|l| l.id.as_str()), Some("a"));
@@ -438,12 +445,12 @@ mod tests {
         let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
         t.hand_over();
         let rows = vec![row("jobs", "a", 5_000), row("mail", "b", 5_000)];
-        let (changed, _, _) = t.apply(poll(1_000, rows));
+        let (changed, _, _) = parts(t.apply(poll(1_000, rows)));
         let names: Vec<&str> = changed.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["jobs", "mail"]);
         assert_eq!(changed[1].leader.as_ref().map(|l| l.id.as_str()), Some("b"));
         // A later poll (a reconnect's) shows no copy without the history handed over.
-        let (changed, events, rec) = t.apply(poll(2_000, vec![row("jobs", "c", 5_000)]));
+        let (changed, events, rec) = parts(t.apply(poll(2_000, vec![row("jobs", "c", 5_000)])));
         assert!(changed.is_empty() && events.is_empty() && rec.is_empty());
     }
 
@@ -452,13 +459,13 @@ mod tests {
         let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
         t.apply(poll(1_000, vec![row("jobs", "a", 5_000)]));
         // Deadline 6 000; at 2 000 someone else holds it: taken over.
-        let (_, events, _) = t.apply(poll(2_000, vec![row("jobs", "b", 5_000)]));
+        let (_, events, _) = parts(t.apply(poll(2_000, vec![row("jobs", "b", 5_000)])));
         assert_eq!(
             causes(&events),
             [(EventKind::LeaderChanged, Some(Cause::TakenOver))]
         );
         // b's deadline is 7 000; at 7 500 c holds it: b had expired.
-        let (_, events, rec) = t.apply(poll(7_500, vec![row("jobs", "c", 5_000)]));
+        let (_, events, rec) = parts(t.apply(poll(7_500, vec![row("jobs", "c", 5_000)])));
         assert_eq!(
             causes(&events),
             [(EventKind::LeaderChanged, Some(Cause::Expired))]
@@ -471,7 +478,7 @@ mod tests {
         let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlHeartbeat, Some(20_000), 10);
         t.apply(poll(0, vec![row("a", "x", 1_000), row("b", "y", 9_000)]));
         let (changed, events, _) =
-            t.apply(poll(1_500, vec![row("a", "x", -500), row("b", "y", 7_500)]));
+            parts(t.apply(poll(1_500, vec![row("a", "x", -500), row("b", "y", 7_500)])));
         assert_eq!(
             causes(&events),
             [(EventKind::LeaderLost, Some(Cause::Expired))]
@@ -483,12 +490,12 @@ mod tests {
             Some(20_000),
             "heartbeat term is the timeout"
         );
-        let (_, events, _) = t.apply(poll(2_000, vec![row("a", "x", -1_000)]));
+        let (_, events, _) = parts(t.apply(poll(2_000, vec![row("a", "x", -1_000)])));
         assert_eq!(
             causes(&events),
             [(EventKind::LeaderLost, Some(Cause::Deleted))]
         );
-        let (_, events, _) = t.apply(poll(2_500, vec![row("a", "z", 19_000)]));
+        let (_, events, _) = parts(t.apply(poll(2_500, vec![row("a", "z", 19_000)])));
         assert_eq!(
             causes(&events),
             [(EventKind::LeaderElected, Some(Cause::Elected))]
@@ -502,9 +509,9 @@ mod tests {
         t.apply(poll(0, vec![row("jobs", "a", 5_000)]));
         let mut same = row("jobs", "a", 4_500);
         same.stamp = Some("t5000".into());
-        let (changed, events, _) = t.apply(poll(500, vec![same]));
+        let (changed, events, _) = parts(t.apply(poll(500, vec![same])));
         assert!(changed.is_empty() && events.is_empty(), "{changed:?}");
-        let (changed, _, _) = t.apply(poll(1_000, vec![row("jobs", "a", 8_000)]));
+        let (changed, _, _) = parts(t.apply(poll(1_000, vec![row("jobs", "a", 8_000)])));
         assert_eq!(changed.len(), 1, "a renewal moves the deadline");
     }
 
@@ -519,11 +526,11 @@ mod tests {
         t.apply(poll(0, vec![at(5_000), row("other", "b", 5_000)]));
         for ms in [1_000, 2_000, 3_000] {
             let (changed, events, _) =
-                t.apply(poll(ms, vec![at(5_000 - ms), row("other", "b", 5_000)]));
+                parts(t.apply(poll(ms, vec![at(5_000 - ms), row("other", "b", 5_000)])));
             assert!(changed.is_empty() && events.is_empty(), "{changed:?}");
         }
         // Same holder, same deadline, but the deadline passed: the leader is lost.
-        let (changed, events, _) = t.apply(poll(6_000, vec![at(-1_000)]));
+        let (changed, events, _) = parts(t.apply(poll(6_000, vec![at(-1_000)])));
         assert_eq!(
             causes(&events),
             [
@@ -549,7 +556,8 @@ mod tests {
             Some(3_000),
             "b's deadline; not the row run out"
         );
-        let (_, events, _) = t.apply(poll(3_000, vec![row("a", "x", 3_000), row("b", "y", 0)]));
+        let (_, events, _) =
+            parts(t.apply(poll(3_000, vec![row("a", "x", 3_000), row("b", "y", 0)])));
         assert_eq!(
             causes(&events),
             [(EventKind::LeaderLost, Some(Cause::Expired))],
@@ -586,7 +594,7 @@ mod tests {
     fn rows_are_matched_as_read_and_escaped_only_for_the_screen() {
         let mut t = SqlTracker::new(0, "s".into(), Scheme::SqlLease, None, 10);
         let raw = row("job\x1b[31m", "a\u{202e}b", 5_000);
-        let (changed, _, _) = t.apply(poll(0, vec![raw.clone()]));
+        let (changed, _, _) = parts(t.apply(poll(0, vec![raw.clone()])));
         assert_eq!(changed[0].name, "job\\u{1b}[31m");
         let leader = changed[0].leader.as_ref().expect("leader");
         assert_eq!(leader.id, "a\\u{202e}b");
@@ -597,12 +605,12 @@ mod tests {
         let (h, st) = (raw.holder.as_deref(), raw.stamp.as_deref());
         assert!(t.keep(&raw.key, h, st, Some(4_500), 500));
         assert!(!t.keep(&raw.key, Some("other"), st, Some(4_500), 500));
-        let (changed, events, _) = t.apply(poll(500, vec![]));
+        let (changed, events, _) = parts(t.apply(poll(500, vec![])));
         assert!(
             changed.is_empty() && events.is_empty(),
             "a kept row is not gone"
         );
-        let (_, events, rec) = t.apply(poll(1_000, vec![row("job\x1b[31m", "c\n", 5_000)]));
+        let (_, events, rec) = parts(t.apply(poll(1_000, vec![row("job\x1b[31m", "c\n", 5_000)])));
         assert_eq!(events[0].from.as_deref(), Some("a\\u{202e}b"));
         assert_eq!(events[0].to.as_deref(), Some("c\\n"));
         assert_eq!(rec[0].0, "job\\u{1b}[31m", "history is by the name shown");

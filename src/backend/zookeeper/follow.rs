@@ -12,7 +12,6 @@ use zookeeper_client::{AddWatchMode, Client, EventType, SessionState, WatchedEve
 use super::error::ZkError;
 use super::read::Reader;
 use super::record::{Past, Record};
-use crate::backend::engine::journal::Entry;
 
 use super::single::Layout;
 use super::tracker::ZkTracker;
@@ -21,7 +20,7 @@ use crate::backend::change::Changes;
 use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
 use crate::backend::{BackendIo, Request};
-use crate::model::{ConnState, EventKind, SourceEvent};
+use crate::model::{ConnState, SourceEvent};
 
 type Stop = crate::backend::Stop<ZkError>;
 
@@ -370,7 +369,7 @@ impl Follow {
     }
 
     async fn tell(&mut self, applied: Changes) -> Result<(), Stop> {
-        self.keep(&applied).await?;
+        self.keep().await?;
         crate::backend::engine::show(&self.io, &self.b.info, applied).await
     }
 
@@ -398,30 +397,11 @@ impl Follow {
         since
     }
 
-    /// Each leader change `applied` records goes into electop's own record.
-    async fn keep(&mut self, applied: &Changes) -> Result<(), Stop> {
-        let Some(r) = self.record.as_mut() else {
-            return Ok(());
-        };
-        for ev in &applied.events {
-            let change = matches!(
-                ev.kind,
-                EventKind::LeaderElected | EventKind::LeaderChanged | EventKind::LeaderLost
-            );
-            let Some(name) = ev.election.as_ref().filter(|_| change) else {
-                continue;
-            };
-            let entry = applied
-                .changed
-                .iter()
-                .find(|e| &e.name == name)
-                .and_then(|e| e.history.back());
-            if let Some(entry) = entry {
-                let (election, entry) = (name.clone(), entry.clone());
-                r.append(&Entry::Change { election, entry });
-            }
-        }
-        if r.failed().is_some() && !self.record_told {
+    /// A record that cannot be written is said in the source's notice, once (the engine
+    /// records the changes).
+    async fn keep(&mut self) -> Result<(), Stop> {
+        let failed = self.record.as_ref().is_some_and(|r| r.failed().is_some());
+        if failed && !self.record_told {
             self.send_notice().await?;
         }
         Ok(())

@@ -72,12 +72,11 @@ pub(crate) fn key(source: &str) -> String {
     key_of("zookeeper-history", source)
 }
 
-/// The record of one source, appended to as the run goes.
+/// The record of one source: read at a run's start; the engine appends to it as the run
+/// goes.
 pub(crate) struct Record {
     journal: Journal,
     limit: usize,
-    /// This run has started: its stop is said when the record is dropped.
-    started: bool,
 }
 
 impl Record {
@@ -87,45 +86,27 @@ impl Record {
         Record {
             journal: history.journal(&key(source)),
             limit: limit.max(1),
-            started: false,
         }
     }
 
-    /// Reads the record (bounded), names it to the engine, and marks this run as watching
-    /// from `now`.
+    /// Reads the record (bounded) and names it to the engine, which records this run in it
+    /// from `now` on.
     pub(crate) fn start(&mut self, io: &BackendIo, info: &SourceInfo, now: SystemTime) -> Past {
         let bound = Bound::changes(self.limit, self.journal.history().keep());
-        self.journal.trim(bound);
         let mut entries = self.journal.load(bound, &[]);
         // Another run records the source now: it watches, so no gap ends here.
         let others = self.journal.others_watching();
         let marks = crate::backend::engine::marks::past_outages(&entries, (!others).then_some(now));
-        announce(io, info, &self.journal, true, Some(marks));
+        announce(io, info, &self.journal, Some(now), Some(marks));
         if !others {
             entries.push(Entry::Watching(now));
         }
-        self.started = true;
-        self.journal.append(&[Entry::Watching(now)]);
         past(&entries)
-    }
-
-    pub(crate) fn append(&mut self, r: &Entry) {
-        self.journal.append(std::slice::from_ref(r));
     }
 
     /// Why the record cannot be kept, if it cannot.
     pub(crate) fn failed(&self) -> Option<String> {
         self.journal.history().failed()
-    }
-}
-
-/// A clean stop (the follow task dropped as electop exits) says when: the next run's gap
-/// then starts here, not at this run's last change. A killed electop says nothing.
-impl Drop for Record {
-    fn drop(&mut self) {
-        if self.started {
-            self.append(&Entry::Stopped(SystemTime::now()));
-        }
     }
 }
 

@@ -260,6 +260,21 @@ impl Db {
         Ok(out)
     }
 
+    /// The elections of `journal` with a change recorded since `since`.
+    pub(super) fn elections_since(
+        &mut self,
+        journal: &str,
+        since: SystemTime,
+    ) -> rusqlite::Result<Vec<String>> {
+        let journal = self.id(journal)?;
+        let mut q = self.conn.prepare_cached(
+            "SELECT DISTINCT election FROM records INDEXED BY records_by_election
+               WHERE journal = ?1 AND election IS NOT NULL AND at >= ?2 AND kind = 'change'",
+        )?;
+        let rows = q.query_map(params![journal, ns(since)], |r| r.get(0))?;
+        rows.collect()
+    }
+
     /// The runs of `journal` but `run` that said they watched (started, or were alive)
     /// since `since`, and did not stop.
     pub(super) fn others_since(

@@ -89,7 +89,7 @@ fn contact(r: &mut Recorder, i0: Instant, s: u64) -> Vec<Entry> {
 /// record is known to have watched up to it.
 #[test]
 fn a_run_says_it_is_alive_once_a_second_and_a_killed_one_watched_until_then() {
-    let mut r = Recorder::new(History::none());
+    let mut r = Recorder::new(History::none(), None);
     let i0 = Instant::now();
     let mut alive = Vec::new();
     for ms in (0..=2_500).step_by(250) {
@@ -124,7 +124,7 @@ fn a_run_says_it_is_alive_once_a_second_and_a_killed_one_watched_until_then() {
 /// when it answers again; a long silence is written at its end; steady contact nothing.
 #[test]
 fn the_recorder_writes_an_outage_at_its_start_and_its_end() {
-    let mut r = Recorder::new(History::none());
+    let mut r = Recorder::new(History::none(), None);
     let i0 = Instant::now();
     assert!(contact(&mut r, i0, 0).is_empty());
     assert!(contact(&mut r, i0, 1).is_empty());
@@ -145,7 +145,7 @@ fn the_recorder_writes_an_outage_at_its_start_and_its_end() {
 /// A holder deposed is written when it is first seen so and when it is no longer.
 #[test]
 fn the_recorder_writes_a_deposed_holder_when_it_begins_and_ends() {
-    let mut r = Recorder::new(History::none());
+    let mut r = Recorder::new(History::none(), None);
     let mut e = Election::new(0, "jobs".into(), Scheme::RedisLock);
     let elections = |e: &Election| SourceEvent::Elections {
         source: 0,
@@ -181,15 +181,15 @@ fn the_recorder_reads_and_writes_the_journal_its_source_named() {
         Entry::Stopped(t(6)),
     ]);
     let history = History::at(path, keep);
-    let mut r = Recorder::new(history.clone());
-    let past = r.journal("etcd-c", true, None);
+    let mut r = Recorder::new(history.clone(), None);
+    let past = r.journal("etcd-c", Some(SystemTime::now()), None);
     assert_eq!(past, past_outages(&[outage(1, Some(5), true)], None));
     r.record(&[outage(7, Some(9), true)]);
     let j = history.journal("etcd-c");
     let read = j.load(Bound::changes(1, keep), &[]);
     assert!(read.contains(&outage(7, Some(9), true)), "{read:?}");
-    let mut read_only = Recorder::new(history.clone());
-    read_only.journal("etcd-c", false, None);
+    let mut read_only = Recorder::new(history.clone(), None);
+    read_only.journal("etcd-c", None, None);
     read_only.record(&[outage(20, Some(21), true)]);
     let read = j.load(Bound::changes(1, keep), &[]);
     assert!(!read.contains(&outage(20, Some(21), true)), "{read:?}");

@@ -8,7 +8,6 @@ use zookeeper_client::Client;
 
 use super::{Follow, Stop};
 use crate::backend::ForcedMark;
-use crate::backend::engine::journal::Entry;
 use crate::backend::zookeeper::sessions;
 use crate::model::SourceEvent;
 
@@ -60,12 +59,6 @@ impl Follow {
             return Ok(());
         };
         let told = crate::backend::forced::attributed(&self.b.info.name, &e);
-        // The change relabelled as forced: the record's later line wins.
-        if let (Some(r), Some(h)) = (self.record.as_mut(), e.relabelled_entry()) {
-            let election = e.name.clone();
-            let entry = h.clone();
-            r.append(&Entry::Change { election, entry });
-        }
         let source = self.b.info.id;
         self.send(SourceEvent::Elections {
             source,

@@ -89,30 +89,46 @@ fn history(dir: &tempfile::TempDir) -> History {
     History::at(dir.path().join("data/history.sqlite3"), keep)
 }
 
+/// What the engine does with the journal a run names (`rx`): keeps it within `limit`
+/// changes an election, and records the run in it until the recorder is dropped.
+fn engine(
+    rx: &mut tokio::sync::mpsc::Receiver<crate::model::SourceEvent>,
+    h: &History,
+    limit: usize,
+) -> crate::backend::engine::marks::Recorder {
+    let Ok(crate::model::SourceEvent::Journal {
+        key, record, past, ..
+    }) = rx.try_recv()
+    else {
+        panic!("the record is named to the engine");
+    };
+    assert!(past.is_some(), "with what the record says of the marks");
+    let bound = Bound::changes(limit, h.keep());
+    let mut r = crate::backend::engine::marks::Recorder::new(h.clone(), Some(bound));
+    r.journal(&key, record, past);
+    r
+}
+
 #[test]
 fn a_run_appends_and_the_next_reads_it_back_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let (io, mut rx) = io();
     let info = SourceInfo::test_etcd();
-    let mut r = Record::new(&history(&dir), "zk", 2);
+    let h = history(&dir);
+    let mut r = Record::new(&h, "zk", 2);
     assert_eq!(r.start(&io, &info, t(0)).since, Some(t(0)));
-    assert!(
-        matches!(
-            rx.try_recv(),
-            Ok(crate::model::SourceEvent::Journal { past: Some(_), .. })
-        ),
-        "named to the engine"
-    );
+    let recorder = engine(&mut rx, &h, 2);
     for i in 0..100u64 {
-        r.append(&change("jobs", 1 + i, i as i64, None, Some("a")));
+        r.journal
+            .append(&[change("jobs", 1 + i, i as i64, None, Some("a"))]);
     }
-    r.append(&Entry::Stopped(t(150)));
     assert!(r.failed().is_none());
-    drop(r);
-    let mut next = Record::new(&history(&dir), "zk", 2);
-    // The drop said when the run stopped (now).
+    // The engine's recorder dropped: a clean stop, said (now).
+    drop(recorder);
+    let mut next = Record::new(&h, "zk", 2);
     let later = SystemTime::now() + Duration::from_secs(60);
     let p = next.start(&io, &info, later);
+    drop(engine(&mut rx, &h, 2));
     let revs: Vec<_> = p.changes["jobs"].iter().map(|h| h.revision).collect();
     assert_eq!(revs, [Some(98), Some(99)]);
     let gap = p.gaps.last().expect("a gap");
@@ -142,7 +158,7 @@ fn a_record_that_cannot_be_written_says_why_and_goes_on() {
         why.contains("cannot ") && why.contains("history.sqlite3"),
         "{why}"
     );
-    r.append(&change("jobs", 1, 1, None, Some("a")));
+    r.journal.append(&[change("jobs", 1, 1, None, Some("a"))]);
     assert_eq!(r.failed(), Some(why));
 }
 
@@ -152,8 +168,9 @@ fn a_record_that_cannot_be_written_says_why_and_goes_on() {
 #[test]
 fn a_second_run_carries_on_without_a_false_gap() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (io, _rx) = io();
+    let (io, mut rx) = io();
     let info = SourceInfo::test_etcd();
+    let h = history(&dir);
     let base = SystemTime::now() - Duration::from_secs(2);
     let ms = |n: u64| base + Duration::from_millis(n);
     let at = |n: u64, zxid: i64, from: Option<&str>, to: &str| Entry::Change {
@@ -167,23 +184,24 @@ fn a_second_run_carries_on_without_a_false_gap() {
             by: None,
         },
     };
-    let mut one = Record::new(&history(&dir), "zk", 10);
+    let mut one = Record::new(&h, "zk", 10);
     one.start(&io, &info, ms(0));
-    one.append(&at(500, 1, None, "a"));
-    let mut two = Record::new(&history(&dir), "zk", 10);
+    let one_run = engine(&mut rx, &h, 10);
+    one.journal.append(&[at(500, 1, None, "a")]);
+    // Another electop: its own history handle, so its own run.
+    let h2 = history(&dir);
+    let mut two = Record::new(&h2, "zk", 10);
     let p = two.start(&io, &info, ms(1_000));
+    let two_run = engine(&mut rx, &h2, 10);
     assert_eq!(p.gaps, [], "the first run watches");
     assert_eq!(p.changes["jobs"].len(), 1);
-    one.append(&at(1_500, 2, Some("a"), "b"));
-    two.append(&at(1_500, 2, Some("a"), "b"));
-    drop(one);
-    two.append(&at(60_000, 3, Some("b"), "c"));
-    drop(two);
-    let p = Record::new(&history(&dir), "zk", 10).start(
-        &io,
-        &info,
-        SystemTime::now() + Duration::from_secs(120),
-    );
+    one.journal.append(&[at(1_500, 2, Some("a"), "b")]);
+    two.journal.append(&[at(1_500, 2, Some("a"), "b")]);
+    drop(one_run);
+    two.journal.append(&[at(60_000, 3, Some("b"), "c")]);
+    drop(two_run);
+    let p =
+        Record::new(&h, "zk", 10).start(&io, &info, SystemTime::now() + Duration::from_secs(120));
     let revs: Vec<_> = p.changes["jobs"].iter().map(|h| h.revision).collect();
     assert_eq!(revs, [Some(1), Some(2), Some(3)], "each change once");
     assert_eq!(p.since, Some(ms(0)));

@@ -91,7 +91,7 @@ impl ZkTracker {
         h.cause = done.cause;
         h.by = Some(done.by.clone());
         ev.cause = Some(done.cause);
-        ev.detail = Some(format!("forced by {}", done.by));
+        ev.detail = Some(crate::backend::change::forced_by(&done.by));
         if let Some(c) = seen.changed.iter_mut().find(|c| c.name == name) {
             *c = e.clone();
         }
