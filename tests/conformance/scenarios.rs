@@ -269,6 +269,26 @@ pub fn resign(kind: Kind) {
     });
     let after = &changes(&views)[1..];
     println!("{kind:?}: resign took over in {took:?}, changes {after:?}");
+    // A later process's history names the change as one of the running views did (etcd's
+    // replay takes the cause a watching electop recorded, not `lease_ended`).
+    let told: Vec<Option<String>> = lists(&views)
+        .into_iter()
+        .map(|(_, list)| list.get(1).and_then(|c| c.cause.clone()))
+        .collect();
+    // Read again while the watching electops may still hold the change in memory (they
+    // write within 100 ms).
+    let deadline = Instant::now() + T;
+    loop {
+        let (later, doc) = history_cause_out(&cell, &ia);
+        if later.is_some() && told.contains(&later) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{kind:?}: history says node-a's tenure ended {later:?}, the views {told:?}: {doc:#}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     assert!(
         a.said_resigned(),
         "{kind:?}: the leader says it resigned, as in every other scheme: {}",
@@ -554,6 +574,19 @@ pub fn remembered(kind: Kind) {
             }),
         "{kind:?}: history: no leader, the last tenure {ia}'s, ended {ended}: {e:#}"
     );
+}
+
+/// How `history ELECTION --json`, run now, says the last tenure of `holder` ended; with
+/// what it printed.
+fn history_cause_out(cell: &Cell, holder: &str) -> (Option<String>, Value) {
+    let doc = json_of(cell, &["history", &cell.election, "--json"]);
+    let segments = find_election(&doc, &cell.election).and_then(|e| e["segments"].as_array());
+    let tenure =
+        segments.into_iter().flatten().rev().find(|s| {
+            s["kind"] == "tenure" && s["holder"].as_str().is_some_and(|h| names(h, holder))
+        });
+    let cause = tenure.and_then(|t| t["cause_out"].as_str().map(str::to_string));
+    (cause, doc)
 }
 
 /// What electop prints over the cell's source when run with `args`, as JSON.

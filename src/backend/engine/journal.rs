@@ -54,8 +54,8 @@ pub(crate) enum Entry {
         entry: HistoryEntry,
     },
     /// When a revision was seen live (etcd keeps no time for a revision), and the cause of
-    /// its leader change where only a live watch can tell it (a lease's expiry from its
-    /// revocation: a replay of the past cannot).
+    /// its leader change where only a live watch can tell it (a resign, a lease's expiry or
+    /// its revocation: a replay of the past cannot).
     Seen {
         revision: i64,
         at: SystemTime,

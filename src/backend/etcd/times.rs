@@ -67,8 +67,9 @@ impl TimesFile {
         &self.journal
     }
 
-    /// Keeps when each leader change of `events` was seen live, and a lease's cause (what a
-    /// replay cannot tell: whether it expired or was revoked), for dashboards started later.
+    /// Keeps when each leader change of `events` was seen live, and how a key with a lease
+    /// went (what a replay cannot tell: whether its holder resigned, or its lease expired or
+    /// was revoked), for dashboards started later.
     pub(super) fn record(&self, events: &[crate::model::Event]) {
         use crate::model::EventKind::{LeaderChanged, LeaderElected, LeaderLost};
         let mut seen: Vec<(i64, Seen)> = Vec::new();
@@ -79,9 +80,12 @@ impl TimesFile {
             let (Some(revision), Some(at)) = (e.revision, e.at) else {
                 continue;
             };
-            let cause = e
-                .cause
-                .filter(|c| matches!(c, Cause::LeaseExpired | Cause::LeaseRevoked));
+            let cause = e.cause.filter(|c| {
+                matches!(
+                    c,
+                    Cause::LeaseExpired | Cause::LeaseRevoked | Cause::Resigned
+                )
+            });
             match seen.iter_mut().find(|(r, _)| *r == revision) {
                 Some((_, (_, known))) => *known = known.or(cause),
                 None => seen.push((revision, (at, cause))),

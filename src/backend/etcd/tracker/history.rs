@@ -114,8 +114,8 @@ impl Tracker {
     }
 
     /// Gives replayed changes the time some electop saw them live, where it was recorded,
-    /// and the cause it told (a lease's expiry or revocation, which a replay cannot tell
-    /// apart): every dashboard names a change as the one that watched it did.
+    /// and the cause it told (a resign, a lease's expiry or revocation, which a replay cannot
+    /// tell apart): every dashboard names a change as the one that watched it did.
     pub fn fill_seen(&mut self, seen: &HashMap<i64, crate::backend::etcd::times::Seen>) {
         for e in self.elections.values_mut() {
             for h in e.history.iter_mut().filter(|h| h.at.is_none()) {
