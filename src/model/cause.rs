@@ -19,7 +19,7 @@ impl Cause {
             Cause::ForcedLeader => "an admin action made this leader",
             Cause::ForcedReelection => "an admin action forced a re-election",
             Cause::ForcedResign => "an admin action made the leader resign",
-            Cause::Unknown => "changes missed (history compacted): result only",
+            Cause::Unknown => "changes missed (between polls, compacted): result",
             Cause::NodeGone => "its node went: session ended or node deleted",
             Cause::Promoted => "a new primary was promoted (Patroni's history)",
             Cause::SessionEnded => "the holder's database session ended",

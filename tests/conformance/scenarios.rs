@@ -228,9 +228,10 @@ pub fn resign_expect(kind: Kind) -> (Expect, &'static [&'static str]) {
         Kind::redis_poll => (
             Expect::Limit(
                 "polling cannot see the delete between two polls: the release and the next \
-                 acquire read as one change",
+                 acquire read as one change, told unknown (not taken_over: a poll cannot \
+                 tell it from a write over the key)",
             ),
-            &["taken_over", "resigned", "deleted"],
+            &["unknown", "resigned", "deleted"],
         ),
         Kind::pg_advisory | Kind::mysql_lock => (
             Expect::Limit(

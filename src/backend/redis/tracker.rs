@@ -35,8 +35,11 @@ pub(crate) enum Gone {
     Deleted,
     /// Keyspace event `evicted`: Redis dropped it for memory.
     Evicted,
-    /// Not told (a poll, a write's event): the countdown decides.
+    /// Not told (a write's event): the countdown decides.
     Unseen,
+    /// Not told, read by a poll: the countdown decides; another token in the key may be a
+    /// release and an acquire as well as a write over it, which a poll cannot tell apart.
+    Polled,
     /// Not watched: a re-read after a reconnect (a countdown that ran out while electop was
     /// disconnected is no observation), or a key gone without an event (`FLUSHDB`). Why a
     /// holder went is not known.
@@ -148,7 +151,7 @@ impl RedisTracker {
         gap: bool,
     ) -> Changes {
         let mut out = Changes::default();
-        let gone = if gap { Gone::Gap } else { Gone::Unseen };
+        let gone = if gap { Gone::Gap } else { Gone::Polled };
         let read: std::collections::HashSet<&[u8]> =
             reads.iter().map(|r| r.key.as_slice()).collect();
         let missing: Vec<Vec<u8>> = self
@@ -186,7 +189,13 @@ impl RedisTracker {
             let name = escape_bytes(&r.key);
             let mut e = self.book.election(self.source, name, Scheme::RedisLock);
             set_holder(&mut e, &r.key, held, r.at, None);
-            self.record(&mut e, None, (false, Cause::Unknown), at, out);
+            self.record(
+                &mut e,
+                None,
+                (false, Cause::Unknown, Cause::TakenOver),
+                at,
+                out,
+            );
             self.elections.insert(r.key.clone(), e.clone());
             out.changed.push(e);
             return;
@@ -214,10 +223,12 @@ impl RedisTracker {
             Gone::Deleted if before.as_ref().is_some_and(|b| b.ttl.is_none()) => Cause::Deleted,
             Gone::Deleted => Cause::Resigned,
             Gone::Evicted => Cause::Deleted,
-            Gone::Unseen if ran_out => Cause::LeaseExpired,
+            Gone::Unseen | Gone::Polled if ran_out => Cause::LeaseExpired,
             // A key without expiry that went was deleted; one with time left, released.
-            Gone::Unseen if before.as_ref().is_some_and(|b| b.ttl.is_none()) => Cause::Deleted,
-            Gone::Unseen => Cause::Resigned,
+            Gone::Unseen | Gone::Polled if before.as_ref().is_some_and(|b| b.ttl.is_none()) => {
+                Cause::Deleted
+            }
+            Gone::Unseen | Gone::Polled => Cause::Resigned,
             Gone::Gap if before.as_ref().is_some_and(|b| b.ttl.is_none()) => Cause::Deleted,
             Gone::Gap => Cause::Unknown,
         };
@@ -234,8 +245,20 @@ impl RedisTracker {
             .as_ref()
             .zip(e.leader.as_ref())
             .is_some_and(|(b, a)| b.raw_id == a.raw_id);
-        let same_tenure = same_token || (matches!(gone, Gone::Unseen) && !ran_out && !rerun);
-        self.record(&mut e, before.as_ref(), (same_tenure, cause), at, out);
+        let unseen = matches!(gone, Gone::Unseen | Gone::Polled);
+        let same_tenure = same_token || (unseen && !ran_out && !rerun);
+        // Polled, a new token is the result of what happened between two reads.
+        let in_place = match gone {
+            Gone::Polled => Cause::Unknown,
+            _ => Cause::TakenOver,
+        };
+        self.record(
+            &mut e,
+            before.as_ref(),
+            (same_tenure, cause, in_place),
+            at,
+            out,
+        );
         self.elections.insert(r.key.clone(), e.clone());
         out.changed.push(e);
     }
@@ -331,7 +354,7 @@ impl RedisTracker {
         &mut self,
         e: &mut Election,
         before: Option<&Candidate>,
-        (same_tenure, gone): (bool, Cause),
+        (same_tenure, gone, in_place): (bool, Cause, Cause),
         at: SystemTime,
         out: &mut Changes,
     ) {
@@ -340,7 +363,7 @@ impl RedisTracker {
             before,
             same_tenure,
             gone,
-            in_place: Cause::TakenOver,
+            in_place,
             // A holder an admin action removed believes it leads until its next renewal
             // fails: deposed while its key's time would have run.
             may_lead: before.is_some_and(|b| alive(b, when.now)),

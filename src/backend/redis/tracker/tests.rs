@@ -80,7 +80,14 @@ fn released_with_time_left_overwritten_and_told_causes() {
         SystemTime::UNIX_EPOCH,
         KEEP,
     );
+    // A poll cannot tell a release and an acquire from a write over the key: it says so.
     let a = t.resync(&[read("k", Some(("b", 10_000)), t0)], t0, wall, false);
+    assert_eq!(
+        kinds(&a),
+        [(EventKind::LeaderChanged, Some(Cause::Unknown))]
+    );
+    // A write's event with no removal told before it: written over.
+    let a = t.apply(&read("k", Some(("b2", 10_000)), t0), Gone::Unseen, wall);
     assert_eq!(
         kinds(&a),
         [(EventKind::LeaderChanged, Some(Cause::TakenOver))]
