@@ -46,6 +46,17 @@ pub(crate) enum Gone {
     Gap,
 }
 
+impl Gone {
+    /// Why another token in the same tenure's key is there: written over, or, polled, the
+    /// result of what happened between two reads (a release and an acquire look the same).
+    fn in_place(self) -> Cause {
+        match self {
+            Gone::Polled => Cause::Unknown,
+            _ => Cause::TakenOver,
+        }
+    }
+}
+
 pub(crate) struct RedisTracker {
     source: SourceId,
     /// By raw key; a key that went stays, without a leader (the read model drops it after
@@ -247,15 +258,10 @@ impl RedisTracker {
             .is_some_and(|(b, a)| b.raw_id == a.raw_id);
         let unseen = matches!(gone, Gone::Unseen | Gone::Polled);
         let same_tenure = same_token || (unseen && !ran_out && !rerun);
-        // Polled, a new token is the result of what happened between two reads.
-        let in_place = match gone {
-            Gone::Polled => Cause::Unknown,
-            _ => Cause::TakenOver,
-        };
         self.record(
             &mut e,
             before.as_ref(),
-            (same_tenure, cause, in_place),
+            (same_tenure, cause, gone.in_place()),
             at,
             out,
         );
