@@ -45,7 +45,7 @@ impl Sources {
             commands.push(ctx);
             let io = BackendIo {
                 // Through the recorder of the timeline's marks, which journals them.
-                events: backend::engine::marks::tap(&info, tx.clone(), opts),
+                events: backend::engine::marks::tap(&info, tx.clone(), opts, &mut tasks),
                 commands: crx,
                 cancel: cancel.child_token(),
             };

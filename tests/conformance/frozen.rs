@@ -266,7 +266,9 @@ pub fn member_frozen(kind: Kind) {
         shown.join(", ")
     );
     obs.status_timeout = "5s";
-    let views = crate::scenarios::settle(&mut obs, &cell, Some(&ib));
+    // A resign is etcd's delete then revoke: each process names it by its own asking (L7).
+    let how = crate::scenarios::departure_agreement(kind);
+    let views = crate::scenarios::settle_as(&mut obs, &cell, Some(&ib), how);
     let ended = allowed_causes(kind);
     let what = format!("node-a ends (one of {ended:?}), node-b leads");
     each_list(kind, &views, &what, |after| {

@@ -283,12 +283,14 @@ impl Drop for Recorder {
 }
 
 /// The sender a source's task is given: each event goes through a [`Recorder`] (its marks
-/// and changes journaled, the past marks sent first) on to `events`, in order. The task
-/// ends when the source's task drops its sender, or nobody listens on `events`.
+/// and changes journaled, the past marks sent first) on to `events`, in order. The task,
+/// spawned on `tasks` so a clean stop waits for its `stopped` record, ends when the
+/// source's task drops its sender, or nobody listens on `events`.
 pub(crate) fn tap(
     info: &SourceInfo,
     events: mpsc::Sender<SourceEvent>,
     opts: &crate::backend::BackendOptions,
+    tasks: &mut tokio::task::JoinSet<()>,
 ) -> mpsc::Sender<SourceEvent> {
     let (tx, mut rx) = mpsc::channel::<SourceEvent>(1024);
     let history = opts.history.clone();
@@ -296,7 +298,7 @@ pub(crate) fn tap(
     let mut r = Recorder::new(history, trim);
     let mut remembered = super::remembered::Remembered::new(info, opts);
     let source = info.id;
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         while let Some(ev) = rx.recv().await {
             remembered.see(&ev);
             if let SourceEvent::Synced { .. } = ev {
