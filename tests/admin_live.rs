@@ -199,14 +199,25 @@ fn status_during_a_reelect_hold_shows_the_holder_deposed() {
         "held until the hold ends: {e:#}"
     );
     assert!(e["alarms"].to_string().contains("deposed"), "{e:#}");
+    // Nobody leads while the key is held: the held key, who is next and what holds it.
+    assert!(e["leader"].is_null(), "{e:#}");
+    let held = &e["held"];
+    assert_eq!(
+        (&held["id"], &held["next"], &held["action"]),
+        (&"node-a".into(), &"node-b".into(), &"re-election".into()),
+        "{e:#}"
+    );
+    assert!(held["lease_hex"].is_string() && held["ttl_ms"].as_i64().is_some_and(|t| t > 0));
+    let table = common::electop::status_table(h.path(), &src);
+    assert!(table.contains("node-b next"), "{table}");
 }
 
-/// `watch`es beside the electop that forces a leader (the same audit log) label the change
-/// as the action's, not as the hold lease's expiry: one watching before the action (it
-/// learns it from the log as it is written), one started during the hold (it learns it
-/// from the log's newest actions at its first read, seeing the key still held).
+/// `watch`es beside the electop that forces a leader (the same audit log): one watching
+/// before the action says node-a's tenure ended by it (learnt from the log as it is
+/// written); one started during the hold says at once that nobody leads, the key held and
+/// node-b next; both then see node-b elected when the hold ends, and nothing else.
 #[test]
-fn watches_label_a_force_leader_as_forced_whenever_they_started() {
+fn watches_tell_a_force_leader_whenever_they_started() {
     let etcd = EtcdServer::start();
     let [_a, mut b] = campaign_in_order(&etcd, "/fw/jobs", ["node-a", "node-b"]);
     let h = common::scratch::tempdir();
@@ -217,22 +228,79 @@ fn watches_label_a_force_leader_as_forced_whenever_they_started() {
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let mut during = common::electop::Watch::start(h.path(), &src);
     during.wait_synced(1);
+    let current = during.wait_for("its start line", T, |v| v["kind"] == "current");
+    assert!(
+        current["to"].is_null(),
+        "nobody leads in the hold: {current}"
+    );
+    let held = current["detail"].as_str().unwrap_or_default();
+    assert!(
+        held.contains("held") && held.contains("node-b next"),
+        "{current}"
+    );
+    let ended = before.wait_for("the tenure's end", T, |v| {
+        v["election"] == "jobs" && v["kind"] == "leader_lost"
+    });
+    assert_eq!(ended["from"], "node-a", "{ended}");
+    // The change is this process's at first, then relabelled from the audit log.
+    let relabelled = before.wait_for("the action named", T, |v| {
+        v["election"] == "jobs" && v["cause"] == "forced_leader"
+    });
+    assert!(
+        relabelled["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("another electop")),
+        "{relabelled}"
+    );
     assert!(b.wait_elected(HELD), "node-b leads once the hold ends");
-    let changed = |v: &Value| v["election"] == "jobs" && v["kind"] == "leader_changed";
     for (which, w) in [("before", &mut before), ("during", &mut during)] {
-        let ev = w.wait_for("the change", T, changed);
+        let ev = w.wait_for("the election", T, |v| {
+            v["election"] == "jobs" && v["kind"] == "leader_elected"
+        });
         assert_eq!(
-            (&ev["from"], &ev["to"]),
-            (&"node-a".into(), &"node-b".into())
+            (&ev["to"], &ev["cause"]),
+            (&"node-b".into(), &"elected".into()),
+            "{which}: {ev}"
         );
-        assert_eq!(ev["cause"], "forced_leader", "watch started {which}: {ev}");
+        let to_a = w
+            .seen
+            .iter()
+            .any(|v| v["to"] == "node-a" && v["kind"] != "current");
         assert!(
-            ev["detail"]
-                .as_str()
-                .is_some_and(|d| d.contains("another electop")),
-            "watch started {which}: {ev}"
+            !to_a,
+            "watch started {which}: no change back: {:#?}",
+            w.seen
         );
     }
+    // The hold is time without a leader in the history the watches recorded.
+    assert!(before.terminate().success() && during.terminate().success());
+    let out = command(h.path())
+        .args(src)
+        .args(["history", "--json", "--since", "10m"])
+        .output()
+        .expect("run history");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("history JSON");
+    let segs = doc["elections"][0]["segments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let gap = segs
+        .iter()
+        .position(|s| s["kind"] == "gap" && s["after"] == "node-a")
+        .unwrap_or_else(|| panic!("no gap after node-a: {doc:#}"));
+    // A third of etcdctl's 60 s lease plus 2 s, less the time the watch took to start.
+    let ms = segs[gap]["duration_ms"].as_i64().unwrap_or_default();
+    assert!(ms >= 15_000, "the hold's length: {doc:#}");
+    assert_eq!(
+        segs.get(gap + 1).map(|s| &s["holder"]),
+        Some(&"node-b".into()),
+        "{doc:#}"
+    );
 }
 
 #[test]

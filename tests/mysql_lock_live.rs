@@ -628,7 +628,7 @@ fn nodes_stand_in_line_and_notice_a_reelection() {
         text.contains(&format!("KILL CONNECTION {}", &conns[0][5..])),
         "{text}"
     );
-    nodes[0].wait_belief("deposed", None, T);
+    nodes[0].wait_said("deposed", T);
     nodes[1].wait_belief("leader", None, T);
     let deposed = nodes[0]
         .beliefs()

@@ -338,12 +338,19 @@ fn reelect_from_the_dashboard_is_confirmed_done_and_labelled_forced() {
         s.contains("done: revoked lease")
     });
     // node-a's key is held until it must have noticed: a third of etcdctl's 60 s TTL + 2 s.
+    // Meanwhile nobody leads, and the row counts the hold down.
+    tmux.wait_screen("the hold on the row", T, |s| {
+        s.contains("⏳ node-b next in") && s.contains("deposed node-a")
+    });
     assert!(
         b.wait_elected(std::time::Duration::from_secs(35)),
         "node-b takes over"
     );
-    tmux.wait_screen("the forced change in the history", T, |s| {
-        s.contains("node-a → node-b forced")
+    tmux.wait_screen("the forced change, then node-b's election", T, |s| {
+        s.lines()
+            .any(|l| l.contains("node-a → ∅") && l.contains("forced"))
+            && s.contains("∅ → node-b")
+            && !s.contains("⏳")
     });
     common::wait_until(
         "etcdctl notices",

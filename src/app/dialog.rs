@@ -225,7 +225,6 @@ pub(crate) fn on_action(app: &mut App, action: Action) {
             app.dialog.take()
         }
         (Dialog::Confirm { request, plan }, Action::Accept) => {
-            note_under_way(app, &request, &plan);
             let running = Dialog::Running {
                 summary: plan.summary.clone(),
                 source: app
@@ -274,40 +273,6 @@ fn on_details(app: &mut App, under: Box<Dialog>, scroll: usize, action: Action) 
             Some(Dialog::Details { under, scroll })
         }
     }
-}
-
-/// An action whose plan holds the deposed keys (etcd-election) changes the leader only when
-/// the hold ends: the row counts that down, from the leases as seen.
-fn note_under_way(app: &mut App, request: &AdminRequest, plan: &Plan) {
-    let Some(secs) = plan.hold_secs() else {
-        return;
-    };
-    let e = &request.seen;
-    let (what, next) = match &request.kind {
-        ActionKind::Reelect => ("re-election", e.candidates.get(1).map(|c| c.id.clone())),
-        ActionKind::ForceLeader { target } => ("forced leader", Some(target.clone())),
-        ActionKind::Resign => ("resign", None),
-    };
-    let under_way = super::UnderWay {
-        what,
-        next,
-        ends: app.model.now + std::time::Duration::from_secs(secs.max(0) as u64),
-        leader_was: e.leader.as_ref().map(|l| l.id.clone()),
-    };
-    app.under_way.insert((e.source, e.name.clone()), under_way);
-}
-
-/// Actions under way end when the leader moved away from the one they depose, or a few
-/// seconds after their hold (the store did not follow: the row shows what it has).
-pub(crate) fn settle_under_way(app: &mut App) {
-    let (now, elections) = (app.model.now, &app.model.elections);
-    app.under_way.retain(|key, u| {
-        let leader = elections
-            .get(key)
-            .and_then(|e| e.leader.as_ref())
-            .map(|l| l.id.as_str());
-        leader == u.leader_was.as_deref() && now < u.ends + std::time::Duration::from_secs(5)
-    });
 }
 
 /// The confirmation of forcing `target` (or why it cannot be done), as the next dialog.
@@ -359,10 +324,6 @@ pub(crate) fn on_outcome(app: &mut App, outcome: Outcome) {
     };
     let text = format!("{}: {}", outcome.label(), outcome.message());
     let done = matches!(outcome, Outcome::Done { .. });
-    // An action that did not go through leaves nothing under way.
-    if !done && let Some(name) = &election {
-        app.under_way.retain(|(_, n), _| n != name);
-    }
     app.model.events.push(LogEntry {
         at: Some(app.model.wall),
         revision: None,

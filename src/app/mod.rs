@@ -89,20 +89,6 @@ pub struct Prefs {
     pub flap_per_min: Option<u32>,
 }
 
-/// An admin action the store carries out by itself after it was confirmed: the deposed keys
-/// are held, and the next leader is elected when the hold ends.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnderWay {
-    /// `re-election`, `forced leader`.
-    pub what: &'static str,
-    /// Who leads next, when known.
-    pub next: Option<String>,
-    /// When the hold ends.
-    pub ends: Instant,
-    /// The leader it deposes: a change away from it means the action took effect.
-    pub leader_was: Option<String>,
-}
-
 /// What an extension around the dashboard (the demo, `runtime::Extension`) tells it; the
 /// plain dashboard leaves it empty.
 #[derive(Clone, Debug, Default)]
@@ -192,9 +178,6 @@ pub struct App {
     pub contexts: contexts::Contexts,
     /// The detail view (`Enter`), when open.
     pub describe: Option<describe::Describe>,
-    /// Admin actions of this dashboard still taking effect (an etcd-election hold): the row
-    /// says so, with its countdown, until the leader changes or the hold is over.
-    pub under_way: std::collections::BTreeMap<crate::state::Key, UnderWay>,
     /// What the last frame showed of the elections (`frames`).
     pub drawn: frames::Drawn,
     /// The timeline's window and cursor (the timeline view's and the detail's strip).
@@ -238,7 +221,6 @@ impl App {
             around: Around::default(),
             contexts: contexts::Contexts::default(),
             describe: None,
-            under_way: Default::default(),
             drawn: Default::default(),
             timeline: Default::default(),
         }
@@ -294,7 +276,7 @@ impl App {
     /// runtime knows to keep ticking; with nothing moving it sleeps.
     pub fn needs_tick(&self, rows: usize) -> bool {
         self.model.any_down()
-            || !self.under_way.is_empty()
+            || self.hold_in_view(rows)
             || self.countdown_on_screen(rows, FAST_COUNTDOWN_MS)
     }
 
@@ -317,6 +299,13 @@ impl App {
                 .flatten()
                 .filter_map(|k| self.model.elections.get(&k))
                 .any(|e| e.leader.iter().chain(&e.candidates).any(running))
+    }
+
+    /// An admin action's hold counts down in a row in view (etcd-election).
+    fn hold_in_view(&self, rows: usize) -> bool {
+        self.rows_in_view(rows)
+            .filter_map(|r| self.model.elections.get(&r.key))
+            .any(|e| e.held.is_some())
     }
 
     /// What each source should keep fresh: the leaders of the elections in view and the
@@ -397,7 +386,6 @@ fn apply(app: &mut App, msg: Msg) -> bool {
             if app.model.prune() {
                 rows::settle(app);
             }
-            dialog::settle_under_way(app);
             true
         }
         Msg::Resize { width, height } => {

@@ -230,6 +230,17 @@ impl FromIterator<HistoryEntry> for History {
     }
 }
 
+/// An admin action's hold at the head of an etcd-election line, as the views tell it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hold<'a> {
+    /// Who leads when the hold ends (the first in line).
+    pub next: Option<&'a str>,
+    /// The hold lease's time left.
+    pub left_ms: Option<i64>,
+    /// `re-election`, `forced leader` (or `admin hold` when the history does not say).
+    pub action: &'static str,
+}
+
 /// One election in one source.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Election {
@@ -253,6 +264,10 @@ pub struct Election {
     /// while its lease lives on: it knows it left, so it is no alarm; shown in the detail
     /// until the lease ends or it is back in line.
     pub resigned: Option<Box<Candidate>>,
+    /// The key an admin action holds at the head of the line (etcd-election's hold: the
+    /// deposed keys moved onto electop's own lease, counted down here), so nobody leads
+    /// until that lease ends, when the first of `candidates` is elected.
+    pub held: Option<Box<Candidate>>,
     /// What the store says of each candidate beyond its key (Patroni's member role, state,
     /// timeline, lag); empty for schemes that keep nothing more.
     pub members: Vec<MemberInfo>,
@@ -394,6 +409,7 @@ impl Election {
             deposed: None,
             deposed_session: None,
             resigned: None,
+            held: None,
             members: Vec::new(),
             notes: Vec::new(),
             relabelled: None,
@@ -437,9 +453,29 @@ impl Election {
             .and_then(|h| h.at)
     }
 
-    /// Nothing left in the store: no leader, nobody in line, nobody deposed.
+    /// Nothing left in the store: no leader, nobody in line, nobody deposed, nothing held.
     pub fn is_empty(&self) -> bool {
-        self.leader.is_none() && self.candidates.is_empty() && self.deposed.is_none()
+        self.leader.is_none()
+            && self.candidates.is_empty()
+            && self.deposed.is_none()
+            && self.held.is_none()
+    }
+
+    /// While a key is held at the head of the line: who leads when the hold ends, how long
+    /// it has left at `now`, and which action it is (from the change that began it, which
+    /// the history holds across processes).
+    pub fn hold_at(&self, now: Instant) -> Option<Hold<'_>> {
+        let held = self.held.as_deref()?;
+        let action = match self.history.back().map(|h| h.cause) {
+            Some(Cause::ForcedLeader) => "forced leader",
+            Some(Cause::ForcedReelection) => "re-election",
+            _ => "admin hold",
+        };
+        Some(Hold {
+            next: self.candidates.first().map(|c| c.id.as_str()),
+            left_ms: held.ttl.map(|d| d.remaining_ms_at(now)),
+            action,
+        })
     }
 
     /// The leader's remaining lease or term, counted down to `now`.

@@ -15,7 +15,7 @@ pub mod timeline;
 mod wrap;
 
 pub use election::{
-    Candidate, Cause, Deadline, Election, History, HistoryEntry, MemberInfo, Note, Scheme,
+    Candidate, Cause, Deadline, Election, History, HistoryEntry, Hold, MemberInfo, Note, Scheme,
     SessionCheck, SourceId,
 };
 pub use escape::{

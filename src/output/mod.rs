@@ -211,6 +211,10 @@ pub(crate) struct ElectionJson<'a> {
     /// A leader that removed its own key while its lease lives on: no alarm.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resigned: Option<HolderJson<'a>>,
+    /// etcd-election: the key an admin action holds at the head of the line, on the hold's
+    /// lease (its `ttl_ms` the hold's time left); nobody leads until it ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldJson<'a>>,
     /// With no leader: since when (RFC 3339), when electop saw it happen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_leader_since: Option<String>,
@@ -262,6 +266,16 @@ pub(crate) struct HolderJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<&'a str>,
     pub zombie: bool,
+}
+
+#[derive(Serialize)]
+pub(crate) struct HeldJson<'a> {
+    #[serde(flatten)]
+    pub key: HolderJson<'a>,
+    /// Who leads when the hold ends.
+    pub next: Option<&'a str>,
+    /// `re-election`, `forced leader`, or `admin hold` when the history does not say.
+    pub action: &'static str,
 }
 
 /// A deposed holder's ZooKeeper session, as electop last checked it.
@@ -369,6 +383,11 @@ pub(crate) fn election<'a>(e: &'a Election, source: &'a str, now: Instant) -> El
             })
         }),
         resigned: e.resigned.as_ref().map(|d| holder(d, now, e.scheme)),
+        held: e.held.as_ref().zip(e.hold_at(now)).map(|(k, h)| HeldJson {
+            key: holder(k, now, e.scheme),
+            next: h.next,
+            action: h.action,
+        }),
         no_leader_since: e.no_leader_since().map(time::rfc3339),
         members: &e.members,
         notes: &e.notes,
@@ -420,6 +439,16 @@ pub(crate) fn status(model: &ReadModel, now: Instant) -> Status<'_> {
         sources: model.sources.iter().map(|s| source(s, now)).collect(),
         elections: Elections::new(model, now),
     }
+}
+
+/// `re-election: held 21 s, node-b next`, while an admin action holds the line.
+pub(crate) fn hold_text(e: &crate::model::Election, now: std::time::Instant) -> Option<String> {
+    let h = e.hold_at(now)?;
+    let left = h
+        .left_ms
+        .map_or("?".into(), |ms| format!("{} s", ms.max(0) / 1000));
+    let next = h.next.map(|n| format!(", {n} next")).unwrap_or_default();
+    Some(format!("{}: held {left}{next}", h.action))
 }
 
 #[cfg(test)]

@@ -52,6 +52,9 @@ fn cells(model: &ReadModel, row: &Listed<'_>, wide: bool) -> Cells {
         (None, Some(t)) => format!("none since {}", crate::model::time::clock(t)),
         (None, None) => "-".to_string(),
     };
+    if let Some(h) = super::hold_text(e, model.as_of(e.source)) {
+        leader = format!("none ({h})");
+    }
     // ZooKeeper's deposed holder has no lease in the TTL column: its session is said here.
     if let (Some(d), Some(session)) = (&e.deposed, e.deposed_session_text(true)) {
         leader.push_str(&format!(" (⚠ deposed {}, {session})", d.id));

@@ -78,8 +78,10 @@ pub(crate) fn current(
             was: None,
             revision: s.revision,
             replayed: false,
-            // ZooKeeper: a deposed holder still acting, with its session.
-            detail: e.deposed.as_ref().and_then(|d| {
+            // etcd-election: an admin action's hold, before anyone leads again.
+            detail: super::hold_text(e, model.as_of(source)).or_else(|| {
+                // ZooKeeper: a deposed holder still acting, with its session.
+                let d = e.deposed.as_ref()?;
                 let session = e.deposed_session_text(false)?;
                 Some(format!(
                     "⚠ deposed {} may still believe it leads, {session}",

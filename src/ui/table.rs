@@ -32,13 +32,13 @@ fn leader_cell(
     e: &Election,
     stale: bool,
     idle_is_normal: bool,
-    under_way: Option<(&crate::app::UnderWay, std::time::Instant)>,
+    hold: Option<crate::model::Hold>,
 ) -> Line<'static> {
     let lead_style = if stale { theme::dim() } else { theme::leader() };
     let id = |s: &str| cut_display(s, CELL_MAX);
     let mut spans = match &e.leader {
-        // The action under way first: who leads next and when, then what it is (cut first).
-        Some(_) if under_way.is_some() => Vec::new(),
+        // An action's hold first: who leads next and when, then what it is (cut first).
+        _ if hold.is_some() => Vec::new(),
         Some(l) if stale => vec![
             Span::styled("last seen ", theme::stale()),
             Span::styled(id(&l.id), lead_style),
@@ -68,11 +68,14 @@ fn leader_cell(
             theme::warn(),
         ));
     }
-    if let Some((u, now)) = under_way {
-        let left = u.ends.saturating_duration_since(now).as_secs();
-        let text = match u.next.as_deref() {
-            Some(n) => format!("⏳ {} next in {left} s · {}", cut_display(n, 16), u.what),
-            None => format!("⏳ {} in {left} s", u.what),
+    if let Some(h) = hold {
+        let left = match h.left_ms {
+            Some(ms) => format!("in {} s", ms.max(0) / 1000),
+            None => "when its lease ends".to_string(),
+        };
+        let text = match h.next {
+            Some(n) => format!("⏳ {} next {left} · {}", cut_display(n, 16), h.action),
+            None => format!("⏳ {} ends {left}", h.action),
         };
         spans.insert(0, Span::styled(text, theme::warn()));
     }
@@ -198,11 +201,7 @@ fn cells(
             e,
             stale,
             app.model.idle_is_normal(e.source),
-            // Looked up only while an action is under way: this runs for every row drawn.
-            (!app.under_way.is_empty())
-                .then(|| app.under_way.get(&(e.source, e.name.clone())))
-                .flatten()
-                .map(|u| (u, app.model.now)),
+            e.hold_at(app.model.now),
         ),
         ttl,
         Line::from(e.transitions.to_string()),

@@ -136,17 +136,38 @@ impl Node {
         leader: Option<&str>,
         timeout: Duration,
     ) -> Instant {
+        let what = format!("not {belief} (leader {leader:?})");
+        self.wait_for(&what, timeout, |n| n.believes(belief, leader))
+    }
+
+    /// Waits until the node has said `belief` at some point, a belief it may already have
+    /// left (a deposed node connects again within a second); returns when it was read.
+    pub fn wait_said(&mut self, belief: &str, timeout: Duration) -> Instant {
+        self.wait_for(&format!("never {belief}"), timeout, |n| {
+            n.seen
+                .iter()
+                .find(|(_, v)| v["belief"] == belief)
+                .map(|(at, _)| *at)
+        })
+    }
+
+    fn wait_for(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&Self) -> Option<Instant>,
+    ) -> Instant {
         let deadline = Instant::now() + timeout;
         self.pump();
         loop {
-            if let Some(at) = self.believes(belief, leader) {
+            if let Some(at) = done(self) {
                 return at;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(line) => self.record(line),
                 Err(e) => panic!(
-                    "{}: not {belief} (leader {leader:?}) within {timeout:?} ({}); {}",
+                    "{}: {what} within {timeout:?} ({}); {}",
                     self.id,
                     if e == RecvTimeoutError::Timeout {
                         "timed out".to_string()

@@ -21,12 +21,6 @@ impl Plan {
         out.extend(self.then.as_ref().map(|t| vec![format!("then {t}")]));
         out
     }
-
-    /// How long, in seconds as seen, the new leader waits for the store after the plan's
-    /// writes (a hold that ends by itself), if it does.
-    pub fn hold_secs(&self) -> Option<i64> {
-        self.steps.iter().find_map(|s| s.hold_secs())
-    }
 }
 
 /// A compare in revision words (`create_revision(k) == 5`); a store that counts otherwise

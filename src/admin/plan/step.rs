@@ -50,12 +50,6 @@ pub trait StoreStep: StoreValue {
     fn lines(&self) -> Vec<String> {
         vec![self.line()]
     }
-
-    /// How long, in seconds as seen, the store keeps the line as it is after this step,
-    /// before the new leader leads by itself (a hold that ends later); `None`: at once.
-    fn hold_secs(&self) -> Option<i64> {
-        None
-    }
 }
 
 impl dyn StoreStep {

@@ -164,6 +164,17 @@ fn head(app: &App, e: &Election, width: usize) -> Vec<DLine> {
         out.push(field("Deposed", Tone::Warn, text));
         out.extend(wrapped("", Tone::Dim, &d.key, width));
     }
+    if let Some(h) = e.hold_at(app.model.as_of(e.source)) {
+        let left = h.left_ms.map_or_else(|| "?".into(), duration_ms);
+        let next = h
+            .next
+            .map_or_else(String::new, |n| format!("; {n} leads then"));
+        let text = format!(
+            "{}: nobody leads until the hold ends, in {left}{next}",
+            h.action
+        );
+        out.push(field("Held", Tone::Warn, text));
+    }
     if let Some(r) = &e.resigned {
         let text = format!(
             "{} removed its own key; its lease lives on ({})",

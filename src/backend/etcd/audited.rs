@@ -9,8 +9,7 @@ use std::time::Instant;
 use super::follow::Link;
 use super::{EtcdBackend, timed};
 use crate::admin::audit_tail::Done;
-use crate::backend::ForcedMark;
-use crate::model::{Candidate, Deadline, Election};
+use crate::model::{Candidate, Deadline, Election, HistoryEntry};
 
 /// The finished actions on this source, newest last, from the end of the shared audit log.
 pub(super) fn actions(backend: &EtcdBackend) -> Vec<Done> {
@@ -22,9 +21,10 @@ pub(super) struct Deposed {
     pub election: String,
     /// With its lease's countdown.
     pub holder: Candidate,
-    /// Its key is still held: the leader change the action makes is still to come, when
-    /// the hold ends, and is the action's (this mark), not the hold lease's expiry.
-    pub mark: Option<ForcedMark>,
+    /// The change the action made, as the audit log tells it, when its key is still held
+    /// and the history read back does not have it: the hold is then told for what it is
+    /// (its cause and author), and counted as time without a leader.
+    pub told: Option<HistoryEntry>,
 }
 
 /// Of the newest action on each election in `elections`, the leader it removed that may
@@ -32,7 +32,8 @@ pub(super) struct Deposed {
 /// Either its own lease is alive and it is not back in line (a resign), or its key is
 /// still held on the action's hold lease (an etcd-election re-election or force-leader
 /// moves the deposed keys onto electop's lease until the deposed must have noticed): the
-/// hold's lease is then the one counted down. One lease read per such action.
+/// hold's lease is then the one counted down. One lease read per such action. The change
+/// the action made (its leader to nobody) happened before this start; the history has it.
 pub(super) async fn deposed(
     backend: &EtcdBackend,
     link: &mut Link,
@@ -51,12 +52,18 @@ pub(super) async fn deposed(
         if e.deposed.is_some() {
             continue;
         }
-        let line = || e.leader.iter().chain(&e.candidates);
-        if line().any(|c| c.lease == Some(lease)) {
+        if e.leader
+            .iter()
+            .chain(&e.candidates)
+            .any(|c| c.lease == Some(lease))
+        {
             continue;
         }
         // Its key, named by its lease as etcd-election names keys, on another lease.
-        let held = line().find(|c| c.id == *id && held_key(c, lease));
+        let held = e
+            .held
+            .as_deref()
+            .filter(|c| c.id == *id && held_key(c, lease));
         let counted = held.and_then(|c| c.lease).unwrap_or(lease);
         let mut leases = link.client.lease_client();
         let read = timed(backend, &link.endpoint, leases.time_to_live(counted, None)).await;
@@ -77,27 +84,25 @@ pub(super) async fn deposed(
             Instant::now(),
             None,
         ));
+        let known = e
+            .history
+            .back()
+            .is_some_and(|h| h.from == done.before && h.to.is_none());
+        let told = (held.is_some() && !known).then(|| HistoryEntry {
+            at: done.at,
+            revision: None,
+            from: done.before.clone(),
+            to: None,
+            cause: done.cause,
+            by: Some(done.by.clone()),
+        });
         found.push(Deposed {
             election: name.to_string(),
             holder,
-            mark: held.map(|_| mark_of(done)),
+            told,
         });
     }
     found
-}
-
-/// The mark of an action another electop (or this one, before a restart of its source)
-/// carried out, as the audit-log follower makes it.
-fn mark_of(done: &Done) -> ForcedMark {
-    let by = match done.pid == Some(std::process::id()) {
-        true => crate::backend::BY_US.to_string(),
-        false => format!("{} (another electop)", done.by),
-    };
-    ForcedMark {
-        cause: done.cause,
-        by,
-        before: done.before.clone(),
-    }
 }
 
 /// `c`'s key is the one etcd-election made for lease `lease` (its last segment the lease in

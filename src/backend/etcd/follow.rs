@@ -2,7 +2,7 @@
 //! to the next one without showing the source as down; down only when none can serve.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use etcd_client::Client;
 use tracing::{info, warn};
@@ -408,11 +408,16 @@ impl Session<'_> {
         let actions = super::audited::actions(backend);
         for d in super::audited::deposed(backend, link, &actions, &elections).await {
             tracker.depose(&d.election, &d.holder);
-            if d.mark.is_some() {
-                tracker.mark(&d.election, d.mark, Instant::now());
+            // A replay to come tells the change with its revision.
+            let told = d.told.filter(|_| past.is_none());
+            if let Some(h) = &told {
+                tracker.told(&d.election, h);
             }
             if let Some(e) = elections.iter_mut().find(|e| e.name == d.election) {
                 e.deposed = Some(Box::new(d.holder));
+                if let Some(h) = told {
+                    e.record(h, tracker.history_limit());
+                }
             }
         }
         send(&self.io, SourceEvent::Elections { source, elections }).await?;

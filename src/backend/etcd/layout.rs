@@ -79,6 +79,9 @@ pub struct Holders {
     pub leader: Option<Candidate>,
     /// Leader first.
     pub candidates: Vec<Candidate>,
+    /// The key an admin action holds at the head of the line, so nobody leads until its
+    /// lease ends (not in `candidates`).
+    pub held: Option<Candidate>,
     /// What the store says of the candidates beyond their keys (Patroni's members).
     pub members: Vec<MemberInfo>,
     pub notes: Vec<Note>,

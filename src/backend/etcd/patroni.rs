@@ -85,6 +85,7 @@ impl Layout for Patroni {
                 .get(&key("history"))
                 .map(|kv| past_promotions(&kv.value))
                 .unwrap_or_default(),
+            held: None,
         }
     }
 }

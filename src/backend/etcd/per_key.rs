@@ -113,7 +113,8 @@ impl Layout for PerKey {
             Some((_, dir)) if election[0] == ELECTION => {
                 let mut h = self.election.derive(dir, mirror);
                 h.candidates.retain(|c| named_like_a_lease(&c.raw_key));
-                h.leader = h.candidates.first().cloned();
+                // A held head of the line leads nobody (see `EtcdElection::derive`).
+                h.leader = h.candidates.first().filter(|_| h.held.is_none()).cloned();
                 h
             }
             Some((layout, id)) => layout.derive(id, mirror),

@@ -89,17 +89,6 @@ impl StoreStep for EtcdStep {
         lines.extend(then.iter().map(|o| format!("  {}", op(o))));
         lines
     }
-
-    /// The hold lease's length, from the TTLs as seen: the new leader leads when it ends.
-    fn hold_secs(&self) -> Option<i64> {
-        match self {
-            EtcdStep::GrantHold {
-                seen_ttls: Some(ttls),
-                ..
-            } => Some(hold_secs(ttls)),
-            _ => None,
-        }
-    }
 }
 
 pub(crate) fn hex_list(leases: &[i64]) -> String {

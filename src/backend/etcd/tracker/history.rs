@@ -97,6 +97,18 @@ impl Tracker {
         }
     }
 
+    pub fn history_limit(&self) -> usize {
+        self.history_limit
+    }
+
+    /// A change the audit log tells that no history read back has (see `audited::Deposed`).
+    pub fn told(&mut self, name: &str, entry: &crate::model::HistoryEntry) {
+        let limit = self.history_limit;
+        for e in self.elections.values_mut().filter(|e| e.name == name) {
+            e.record(entry.clone(), limit);
+        }
+    }
+
     /// Replayed changes that admin actions made, as the audit log records them (`done`,
     /// oldest first): labelled with the action's cause and author, as a watching electop
     /// labelled them live. A holder that looked resigned was deposed.

@@ -24,6 +24,7 @@ impl Tracker {
                     .iter()
                     .chain(e.deposed.as_deref())
                     .chain(e.resigned.as_deref())
+                    .chain(e.held.as_deref())
                     .filter_map(|l| l.lease),
             );
         }

@@ -155,10 +155,7 @@ impl Tracker {
                 let holders = self.layout.derive(id, kvs);
                 let name = self.layout.display_name(id);
                 let mut e = Election::new(self.source, name, self.layout.scheme_of(id));
-                e.leader = holders.leader;
-                e.candidates = shrunk(holders.candidates);
-                let limit = self.history_limit;
-                super::past::adopt(&mut e, holders.members, holders.notes, &holders.past, limit);
+                adopt(&mut e, holders, self.history_limit);
                 e
             })
             .collect()
@@ -314,6 +311,7 @@ impl Tracker {
             .chain(&e.candidates)
             .chain(e.deposed.as_deref())
             .chain(e.resigned.as_deref())
+            .chain(e.held.as_deref())
             .filter_map(|c| c.lease)
             .filter(|l| *l != 0)
             .collect();
@@ -355,6 +353,7 @@ impl Tracker {
 fn adopt(e: &mut Election, holders: super::layout::Holders, limit: usize) {
     e.leader = holders.leader;
     e.candidates = shrunk(holders.candidates);
+    e.held = holders.held.map(Box::new);
     super::past::adopt(e, holders.members, holders.notes, &holders.past, limit);
 }
 
@@ -370,7 +369,7 @@ fn attach_ttls(e: &mut Election, ttls: &Fast<i64, Deadline>) {
     if let Some(l) = e.leader.as_mut() {
         l.ttl = lookup(l.lease);
     }
-    for d in [e.deposed.as_mut(), e.resigned.as_mut()]
+    for d in [e.deposed.as_mut(), e.resigned.as_mut(), e.held.as_mut()]
         .into_iter()
         .flatten()
     {

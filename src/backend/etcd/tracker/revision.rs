@@ -78,16 +78,14 @@ impl Tracker {
                 .or_insert_with(|| Election::new(source, name.clone(), scheme));
             let old_leader = election.leader.take();
             let old_line = std::mem::take(&mut election.candidates);
-            election.leader = holders.leader;
-            election.candidates = shrunk(holders.candidates);
-            let limit = self.history_limit;
-            super::super::past::adopt(
-                election,
-                holders.members,
-                holders.notes,
-                &holders.past,
-                limit,
-            );
+            adopt(election, holders, self.history_limit);
+            // The leader's key moved onto an admin action's hold: its tenure ended by that
+            // action (relabelled by the audit log if another electop's), and it is deposed
+            // until the hold's lease ends, since its session learns only at a keep-alive.
+            let hold = old_leader
+                .as_ref()
+                .zip(election.held.as_deref())
+                .is_some_and(|(o, h)| o.raw_key == h.raw_key);
 
             let mk = |kind, from: Option<String>, to: Option<String>, cause| Event {
                 at: seen.at,
@@ -105,16 +103,23 @@ impl Tracker {
             let step = step(old_leader.as_ref(), election, scheme, fates, seen, rev);
             let step = Step {
                 gone: match (&old_leader, step.same_tenure) {
+                    _ if hold => Cause::ForcedReelection,
                     (Some(old), false) => {
                         departure(before.get(&old.raw_key), fates, &self.ttls, seen)
                     }
                     _ => Cause::Unknown,
                 },
+                may_lead: step.may_lead && !hold,
                 ..step
             };
             let mut out = Changes::default();
             let o = self.book.apply(election, step, &mut out);
             events.append(&mut out.events);
+            if hold && !seen.replayed {
+                election.deposed = election.held.clone();
+                self.deposed
+                    .extend(election.held.as_ref().and_then(|h| h.lease));
+            }
             match o.deposed {
                 Some(d) => self.deposed.extend(d.lease),
                 // It removed its own key (or so it looks: the store does not say who deleted

@@ -449,3 +449,56 @@ fn a_preview_derives_without_storing_and_missing_elections_come_back_empty() {
     assert_eq!(missing[0].name, "gone");
     assert!(missing[0].leader.is_none() && missing[0].candidates.is_empty());
 }
+
+/// electop's hold re-puts the leader's key (its name and create revision kept) onto a hold
+/// lease: nobody leads, the tenure ended by the action, and the held key is deposed until
+/// the hold lease ends; then etcd deletes it and the next in line is elected.
+#[test]
+fn a_held_leader_key_ends_its_tenure_and_nobody_leads_until_the_hold_ends() {
+    let now = Instant::now();
+    let mut t = election_tracker();
+    let (la, lb, hold) = (0x390da22024880308, 0x390da2202488030d, 0x390da22024880319);
+    let (a, b) = ("/e/jobs/390da22024880308", "/e/jobs/390da2202488030d");
+    t.apply(
+        vec![
+            Change::Put(kv(a, "node-a", 2, 2, la)),
+            Change::Put(kv(b, "node-b", 3, 3, lb)),
+        ],
+        &HashMap::new(),
+        live(now),
+    );
+    let alive = HashMap::from([(la, LeaseFate::Alive)]);
+    let (changed, events) = t.apply(
+        vec![Change::Put(kv(a, "node-a", 2, 4, hold))],
+        &alive,
+        live(now),
+    );
+    let change = events
+        .iter()
+        .find(|e| e.kind == EventKind::LeaderLost)
+        .expect("the tenure ended");
+    assert_eq!(
+        (change.from.as_deref(), change.to.as_deref(), change.cause),
+        (Some("node-a"), None, Some(Cause::ForcedReelection))
+    );
+    let e = &changed[0];
+    assert!(e.leader.is_none());
+    assert_eq!(e.held.as_ref().map(|h| h.lease), Some(Some(hold)));
+    assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("node-a"));
+    assert!(t.is_deposed_lease(hold));
+    let (changed, events) = t.apply(
+        vec![del(a, 5)],
+        &HashMap::from([(hold, LeaseFate::Gone)]),
+        live(now),
+    );
+    let change = events
+        .iter()
+        .find(|e| e.kind == EventKind::LeaderElected)
+        .expect("the election");
+    assert_eq!(
+        (change.from.as_deref(), change.to.as_deref()),
+        (None, Some("node-b"))
+    );
+    assert_eq!(change.cause, Some(Cause::Elected));
+    assert!(changed[0].held.is_none());
+}
