@@ -106,7 +106,7 @@ fn a_change_told_before_a_kill_is_read_back_by_the_next_electop() {
     let (doc, _) = history(home.path(), &args);
     let told = (
         "node-a".into(),
-        vec![("node-b".into(), "taken_over".into())],
+        vec![("node-b".into(), "unknown".into())],
     );
     assert_eq!(tenures(&doc, "jobs"), told, "{doc:#}");
 }
@@ -278,7 +278,7 @@ fn junk_in_an_earlier_journal_is_said_and_the_records_around_it_kept() {
         vec![
             ("node-a".into(), "elected".into()),
             ("node-a".into(), "unknown".into()),
-            ("node-b".into(), "taken_over".into()),
+            ("node-b".into(), "unknown".into()),
         ],
     );
     assert_eq!(tenures(&doc, "jobs"), both, "{doc:#}");
@@ -316,7 +316,7 @@ fn a_later_formats_lines_are_skipped_and_the_file_left_alone() {
     let (doc, stderr) = history(home.path(), &args);
     let told = (
         "node-a".into(),
-        vec![("node-b".into(), "taken_over".into())],
+        vec![("node-b".into(), "unknown".into())],
     );
     assert_eq!(tenures(&doc, "jobs"), told, "{doc:#}");
     assert!(

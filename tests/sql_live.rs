@@ -78,7 +78,7 @@ fn lease_scenario(store: Store) {
     let ev = leader_event(&mut w, "leader_changed", "jobs");
     assert_eq!(
         (ev["from"].as_str(), ev["to"].as_str(), ev["cause"].as_str()),
-        (Some("node-a"), Some("node-x"), Some("taken_over"))
+        (Some("node-a"), Some("node-x"), Some("unknown"))
     );
     let ev = leader_event(&mut w, "leader_lost", "jobs");
     assert_eq!(ev["cause"], "expired", "{ev}");
@@ -104,7 +104,7 @@ fn lease_scenario(store: Store) {
     assert_eq!(
         hist,
         [
-            ("node-a".into(), "node-x".into(), "taken_over".into()),
+            ("node-a".into(), "node-x".into(), "unknown".into()),
             ("node-x".into(), Value::Null, "expired".into()),
             (Value::Null, "node-b".into(), "elected".into()),
             ("node-b".into(), Value::Null, "deleted".into()),

@@ -192,7 +192,7 @@ fn watch_prints_one_readable_line_per_change() {
     let line = next("the takeover");
     let _ = child.kill();
     let _ = child.wait();
-    // `12:34:56.789 sql1 jobs leader node-a → node-b (taken_over) ttl 59.9s`
+    // `12:34:56.789 sql1 jobs leader node-a → node-b (unknown) ttl 59.9s`
     let (time, rest) = line.split_once(' ').expect("a time first");
     assert!(
         time.len() == 12
@@ -201,7 +201,7 @@ fn watch_prints_one_readable_line_per_change() {
         "local time to the millisecond: {line}"
     );
     assert!(
-        rest.starts_with("sql1 jobs leader node-a → node-b (taken_over)"),
+        rest.starts_with("sql1 jobs leader node-a → node-b (unknown)"),
         "{line}"
     );
     assert!(rest.contains(" ttl "), "the new leader's TTL: {line}");

@@ -213,10 +213,11 @@ pub fn resign_expect(kind: Kind) -> (Expect, &'static [&'static str]) {
         Kind::sql_lease_sqlite | Kind::sql_lease_postgres | Kind::sql_heartbeat_sqlite => (
             Expect::Limit(
                 "a resign ends the term in the row (moved to the database's now): a poll sees \
-                 the term over (expired), or, when the next acquire came first, the row \
-                 taken over; the takeover is still quick",
+                 the term over (expired), or, when the next acquire came first, another \
+                 holder before the term it saw ran out, told unknown (a poll cannot tell it \
+                 from a write over the term); the change is still quick",
             ),
-            &["expired", "taken_over"],
+            &["expired", "unknown"],
         ),
         Kind::zookeeper | Kind::zookeeper_kazoo => (
             Expect::Limit(
