@@ -26,7 +26,10 @@ set -euo pipefail
 # kubernetes, zookeeper"), so it is named here.
 # python3-psycopg2: tests/campaigners/pg/advisory.py, a Python service holding a PostgreSQL
 # advisory lock (pg_advisory_lock / pg_try_advisory_lock) as applications do.
-PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni python3-etcd prometheus prometheus-alertmanager zookeeper libcurator-recipes-java openjdk-17-jdk-headless python3-kazoo redis-server python3-redis python3-psycopg2)
+# dpkg-dev (dpkg-source), rsync, jq and golang-github-modern-go-reflect2-dev: what
+# scripts/build-kube.sh needs to build kube-apiserver and client-go's candidate from Debian's
+# kubernetes source package.
+PACKAGES=(etcd-server etcd-client tmux postgresql mariadb-server sqlite3 golang-go golang-etcd-server-dev openssl patroni python3-etcd prometheus prometheus-alertmanager zookeeper libcurator-recipes-java openjdk-17-jdk-headless python3-kazoo redis-server python3-redis python3-psycopg2 dpkg-dev rsync jq golang-github-modern-go-reflect2-dev)
 if (($# > 0)); then
   PACKAGES=("$@")
 fi

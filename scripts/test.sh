@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it: system packages, formatting, lints, then every test target.
 # The integration tests start their own throwaway servers (etcd, PostgreSQL, MariaDB,
-# ZooKeeper, Redis, Prometheus) on free loopback ports.
+# ZooKeeper, Redis, Prometheus, kube-apiserver) on free loopback ports.
 #
 # Each run gets a new HOME, XDG dirs and TMPDIR under one run directory, so no test reads
 # what an earlier run or the user left behind. Every process the tests start inherits
@@ -21,6 +21,9 @@ scripts/install-deps.sh
 
 step "scripts/install-node-deps.sh"
 scripts/install-node-deps.sh
+
+step "scripts/build-kube.sh"
+scripts/build-kube.sh
 
 # The toolchain stays where it is; everything else a test could write to is the run's own.
 export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"

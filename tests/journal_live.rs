@@ -104,10 +104,7 @@ fn a_change_told_before_a_kill_is_read_back_by_the_next_electop() {
     std::thread::sleep(JOURNAL_GRACE);
     w.kill();
     let (doc, _) = history(home.path(), &args);
-    let told = (
-        "node-a".into(),
-        vec![("node-b".into(), "unknown".into())],
-    );
+    let told = ("node-a".into(), vec![("node-b".into(), "unknown".into())]);
     assert_eq!(tenures(&doc, "jobs"), told, "{doc:#}");
 }
 
@@ -314,10 +311,7 @@ fn a_later_formats_lines_are_skipped_and_the_file_left_alone() {
     let (home, path) = earlier_release(&key, file.as_bytes());
 
     let (doc, stderr) = history(home.path(), &args);
-    let told = (
-        "node-a".into(),
-        vec![("node-b".into(), "unknown".into())],
-    );
+    let told = ("node-a".into(), vec![("node-b".into(), "unknown".into())]);
     assert_eq!(tenures(&doc, "jobs"), told, "{doc:#}");
     assert!(
         stderr.contains("a later format") && stderr.contains("1 line(s)"),

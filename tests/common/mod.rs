@@ -10,6 +10,7 @@ pub mod electop;
 pub mod etcd;
 pub mod etcd_cluster;
 pub mod http;
+pub mod kube;
 pub mod lines;
 pub mod mariadb;
 pub mod metric_names;
