@@ -141,6 +141,49 @@ pub(crate) fn attribute_past(
     true
 }
 
+/// A tracker that takes admin actions' marks (every store's but etcd's, which also reads
+/// what is on screen eagerly).
+pub(crate) trait Marks {
+    /// Its book, which keeps the marks and the actions read at start.
+    fn book(&mut self) -> &mut super::book::Book;
+
+    /// The admin actions of the audit log read at start, for the history read back.
+    fn audited_at_start(&mut self, actions: Vec<crate::admin::audit_tail::Done>) {
+        self.book().set_actions(actions);
+    }
+
+    /// An admin action changes `name` (`None`: ours did not after all). One learnt after its
+    /// change was recorded (another electop's, from the audit log) relabels that change, and
+    /// where the store keeps sessions, deposes the leader it removed: the election to send,
+    /// when it did.
+    fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<super::ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<crate::model::Election>;
+}
+
+/// Serves one of the runtime's requests for a store that reads every election each time,
+/// so what is on screen changes nothing: an admin action's mark goes to the tracker, and
+/// its verdict is shown at once. `None`: the runtime has gone.
+pub(crate) async fn serve<E>(
+    io: &super::BackendIo,
+    info: &crate::model::SourceInfo,
+    request: Option<super::Request>,
+    tracker: &mut impl Marks,
+) -> Result<(), super::Stop<E>> {
+    match request {
+        None => Err(super::Stop::Closed),
+        Some(super::Request::Forced { election, mark }) => {
+            let e = tracker.forced(&election, mark, Instant::now(), SystemTime::now());
+            show(io, info, e).await
+        }
+        Some(super::Request::Visible { .. }) => Ok(()),
+    }
+}
+
 /// Shows at once an election an admin action just changed (`None`: nothing changed), with
 /// the event that tells a change it relabelled: every store's follow task answers a
 /// [`Request::Forced`](super::Request::Forced) with its tracker's verdict and this.

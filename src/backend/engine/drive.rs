@@ -24,36 +24,49 @@ pub(crate) struct Source<'a> {
     pub one_shot: bool,
 }
 
-/// A follow task's steps, one per phase of the life cycle; [`drive`] runs them.
+/// A follow task's steps, one per phase of the life cycle; [`drive`] runs them, handing
+/// the link a connect made to each step after it until one fails.
 pub(crate) trait Steps {
     type Error: StoreError;
+    /// What a connect opens and the later steps use (a pool, a session, a connection).
+    type Link;
     fn lifecycle(&mut self) -> &mut Lifecycle;
     fn source(&self) -> Source<'_>;
-    /// Connects to a member, trying them in turn from `from`.
-    async fn connect(&mut self, from: usize) -> Result<Input, Stop<Self::Error>>;
+    /// Connects to a member, trying them in turn from `from`: the member and its link.
+    async fn connect(&mut self, from: usize) -> Result<(usize, Self::Link), Stop<Self::Error>>;
     /// Reads the current state (after checking what must be there first), and shows it:
     /// the first read, or what changed while the source was away.
-    async fn snapshot(&mut self) -> Result<Input, Stop<Self::Error>>;
+    async fn snapshot(&mut self, link: &mut Self::Link) -> Result<Input, Stop<Self::Error>>;
     /// Replays the store's past up to the snapshot, where it keeps one.
-    async fn replay(&mut self) -> Result<Input, Stop<Self::Error>> {
+    async fn replay(&mut self, _link: &mut Self::Link) -> Result<Input, Stop<Self::Error>> {
         Ok(Input::CaughtUp)
     }
     /// Waits for the next changes (or the next poll), meanwhile serving the runtime's
     /// requests, and applies them in the store's order.
-    async fn follow(&mut self) -> Result<Input, Stop<Self::Error>>;
-    /// Lets go of what the failed member held (a pool, a session).
-    async fn release(&mut self);
+    async fn follow(&mut self, link: &mut Self::Link) -> Result<Input, Stop<Self::Error>>;
+    /// Lets go of what the failed member held (closes a pool); dropping the link is the
+    /// rest.
+    async fn release(&mut self, _link: Self::Link) {}
 }
 
 /// How long letting go of a failed member may take before it is dropped.
 const RELEASE_WITHIN: Duration = Duration::from_secs(1);
 
-/// Runs a follow task's steps until its source is closed.
+/// Runs a follow task's steps until its source is closed or cancelled.
 pub(crate) async fn drive(f: &mut impl Steps) {
+    let cancel = f.source().io.cancel.clone();
+    tokio::select! {
+        _ = run(f) => {}
+        _ = cancel.cancelled() => {}
+    }
+}
+
+async fn run<S: Steps>(f: &mut S) {
     let mut down: Option<(String, bool)> = None;
+    let mut link: Option<S::Link> = None;
     loop {
-        let step = match f.lifecycle().phase {
-            Phase::Connecting { from } => {
+        let step = match (f.lifecycle().phase, link.as_mut()) {
+            (Phase::Connecting { from }, _) => {
                 let (src, state) = (f.source(), ConnState::Connecting);
                 let source = src.info.id;
                 if send(src.io, SourceEvent::Conn { source, state })
@@ -62,12 +75,17 @@ pub(crate) async fn drive(f: &mut impl Steps) {
                 {
                     return;
                 }
-                f.connect(from).await
+                f.connect(from).await.map(|(member, made)| {
+                    link = Some(made);
+                    Input::Connected { member }
+                })
             }
-            Phase::Snapshot { .. } => f.snapshot().await,
-            Phase::Replaying { .. } => f.replay().await,
-            Phase::Live { .. } => f.follow().await,
-            Phase::Down { lasting } => wait_down(f, down.take(), lasting).await,
+            (Phase::Snapshot { .. }, Some(l)) => f.snapshot(l).await,
+            (Phase::Replaying { .. }, Some(l)) => f.replay(l).await,
+            (Phase::Live { .. }, Some(l)) => f.follow(l).await,
+            (Phase::Down { lasting }, _) => wait_down(f, down.take(), lasting).await,
+            // Only a connect leads to these phases, and it hands its link on: never reached.
+            (_, None) => Ok(Input::Failed(Failure::Transient)),
         };
         let input = match step {
             Ok(input) => input,
@@ -76,8 +94,11 @@ pub(crate) async fn drive(f: &mut impl Steps) {
                 // A graceful close (a pool's, a session's) through a server that froze would
                 // wait on it, and the source would not be said down meanwhile: what was not
                 // let go of by then is dropped instead.
-                let _ = tokio::time::timeout(RELEASE_WITHIN, f.release()).await;
                 let failure = e.failure();
+                // A re-read on the same member keeps its link.
+                if let Some(l) = link.take_if(|_| failure != Failure::Resnapshot) {
+                    let _ = tokio::time::timeout(RELEASE_WITHIN, f.release(l)).await;
+                }
                 down = Some((e.to_string(), e.ends_one_shot()));
                 Input::Failed(failure)
             }
@@ -188,6 +209,7 @@ mod tests {
 
     impl Steps for Scripted {
         type Error = Refused;
+        type Link = ();
         fn lifecycle(&mut self) -> &mut Lifecycle {
             &mut self.life
         }
@@ -199,16 +221,19 @@ mod tests {
                 one_shot: false,
             }
         }
-        async fn connect(&mut self, from: usize) -> Result<Input, Stop<Refused>> {
-            self.next(&format!("connect from {from}"))
+        async fn connect(&mut self, from: usize) -> Result<(usize, ()), Stop<Refused>> {
+            match self.next(&format!("connect from {from}"))? {
+                Input::Connected { member } => Ok((member, ())),
+                other => panic!("a connect answers Connected, not {other:?}"),
+            }
         }
-        async fn snapshot(&mut self) -> Result<Input, Stop<Refused>> {
+        async fn snapshot(&mut self, _: &mut ()) -> Result<Input, Stop<Refused>> {
             self.next("snapshot")
         }
-        async fn follow(&mut self) -> Result<Input, Stop<Refused>> {
+        async fn follow(&mut self, _: &mut ()) -> Result<Input, Stop<Refused>> {
             self.next("follow")
         }
-        async fn release(&mut self) {
+        async fn release(&mut self, _: ()) {
             self.calls.push("release".into());
             if self.hang_release {
                 std::future::pending::<()>().await;
@@ -240,9 +265,10 @@ mod tests {
         (s, rx)
     }
 
-    /// The driver runs the step of each phase, releases and waits after a failure (at once
-    /// after a move), tells connected and synced, and ends when a step finds nobody
-    /// listening; what it sends is each state once.
+    /// The driver runs the step of each phase, hands the connect's link on, releases it and
+    /// waits after a failure (at once after a move; a failed connect has nothing to
+    /// release), tells connected and synced, and ends when a step finds nobody listening;
+    /// what it sends is each state once.
     #[tokio::test(start_paused = true)]
     async fn drive_runs_each_phase_step_until_the_source_is_closed() {
         let fail = |f| Err(Stop::Failed(Refused("refused", f)));
@@ -262,7 +288,6 @@ mod tests {
             s.calls,
             [
                 "connect from 0",
-                "release",
                 "connect from 0",
                 "snapshot",
                 "follow",
@@ -310,10 +335,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_release_that_hangs_does_not_keep_the_source_from_going_down() {
         let frozen = Err(Stop::Failed(Refused("frozen", Failure::Transient)));
-        let (mut s, mut rx) = scripted(vec![frozen], true);
+        let answers = vec![Ok(Input::Connected { member: 0 }), frozen];
+        let (mut s, mut rx) = scripted(answers, true);
         let start = tokio::time::Instant::now();
         drive(&mut s).await;
-        assert_eq!(s.calls, ["connect from 0", "release", "connect from 0"]);
+        assert_eq!(
+            s.calls,
+            ["connect from 0", "snapshot", "release", "connect from 0"]
+        );
         assert_eq!(start.elapsed(), RELEASE_WITHIN + Duration::from_millis(500));
         let down = std::iter::from_fn(|| rx.try_recv().ok()).any(|ev| {
             matches!(

@@ -17,6 +17,21 @@ use std::time::Duration;
 use crate::backend::BackendIo;
 use crate::model::{SourceEvent, SourceInfo};
 
+/// The store answered as of `sent` (when the read was sent: what it says was true then);
+/// the next answer is due within `next_within`.
+pub(crate) fn contact(
+    source: crate::model::SourceId,
+    sent: (std::time::Instant, std::time::SystemTime),
+    next_within: std::time::Duration,
+) -> SourceEvent {
+    SourceEvent::Contact {
+        source,
+        at: sent.0,
+        wall: sent.1,
+        next_within,
+    }
+}
+
 /// Sends what a store's changes did, in their order: the changed elections, then the events
 /// they make. Every store's follow task shows its tracker's [`Changes`] this way.
 pub(crate) async fn show<E>(

@@ -18,11 +18,12 @@ use super::error::RedisError;
 use super::events::{Events, KeyEvent, removal};
 use super::read::{MAX_KEYS, Mode, Server};
 use super::tracker::{Gone, Read, RedisTracker};
+use crate::backend::BackendIo;
 use crate::backend::change::Changes;
 use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::history;
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
-use crate::backend::{BackendIo, Request};
+use crate::backend::forced::{Marks as _, serve};
 use crate::model::{SourceEvent, SourceNotice};
 
 type Stop = crate::backend::Stop<RedisError>;
@@ -32,7 +33,6 @@ type Stop = crate::backend::Stop<RedisError>;
 const CONTACT_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) async fn run(b: RedisBackend, io: BackendIo) {
-    let cancel = io.cancel.clone();
     let recorded = history::open(
         &io,
         &b.info,
@@ -41,20 +41,17 @@ pub(super) async fn run(b: RedisBackend, io: BackendIo) {
         &b.opts.only_elections(&b.info.short),
     );
     let past = history::by_election(recorded);
+    let mut tracker = RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit, past);
+    tracker.audited_at_start(crate::backend::forced::audited_actions(&b.info.name));
     let mut f = Follow {
-        tracker: RedisTracker::new(b.info.id, b.info.name.clone(), b.opts.history_limit, past)
-            .audited_at_start(crate::backend::forced::audited_actions(&b.info.name)),
+        tracker,
         b,
         io,
         life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
-        link: None,
         loaded: false,
         notice: String::new(),
     };
-    tokio::select! {
-        _ = drive(&mut f) => {}
-        _ = cancel.cancelled() => {}
-    }
+    drive(&mut f).await;
 }
 
 struct Follow {
@@ -62,8 +59,6 @@ struct Follow {
     io: BackendIo,
     tracker: RedisTracker,
     life: Lifecycle,
-    /// The connection in use, from its dial until it fails.
-    link: Option<Link>,
     /// The first read is done: later reads report what changed.
     loaded: bool,
     /// The warning last sent (keys left unread); empty: none.
@@ -82,6 +77,7 @@ struct Link {
 
 impl Steps for Follow {
     type Error = RedisError;
+    type Link = Link;
 
     fn lifecycle(&mut self) -> &mut Lifecycle {
         &mut self.life
@@ -94,7 +90,7 @@ impl Steps for Follow {
 
     /// Dials, learns whether keyspace events are on, and subscribes to them before the
     /// first read, so a change between the two is seen twice, never missed.
-    async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {
+    async fn connect(&mut self, _from: usize) -> Result<(usize, Link), Stop> {
         let server = Server::new(&self.b.cfg, self.b.opts.request_timeout)?;
         let mut conn = server.connect().await?;
         info!(source = %self.b.info.name, "redis connected");
@@ -113,47 +109,32 @@ impl Steps for Follow {
         };
         let mut tick = tokio::time::interval(CONTACT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        self.link = Some(Link {
+        let link = Link {
             server,
             conn,
             mode,
             events,
             tick,
-        });
-        Ok(Input::Connected { member: 0 })
+        };
+        Ok((0, link))
     }
 
     /// Every lock key read; then the events received meanwhile, which may predate the
     /// read, re-read and compared with it.
-    async fn snapshot(&mut self) -> Result<Input, Stop> {
-        let mut l = self.link.take().ok_or_else(|| self.lost())?;
-        let read = self.first_read(&mut l).await;
-        self.link = Some(l);
-        read?;
+    async fn snapshot(&mut self, l: &mut Link) -> Result<Input, Stop> {
+        self.first_read(l).await?;
         Ok(Input::SnapshotRead { replay: false })
     }
 
     /// The next keyspace event, in the order Redis sent it; or, each [`CONTACT_EVERY`], a
     /// `PING` (events) or a poll; meanwhile the runtime's requests.
-    async fn follow(&mut self) -> Result<Input, Stop> {
-        let mut l = self.link.take().ok_or_else(|| self.lost())?;
-        let next = self.next(&mut l).await;
-        self.link = Some(l);
-        next?;
+    async fn follow(&mut self, l: &mut Link) -> Result<Input, Stop> {
+        self.next(l).await?;
         Ok(Input::Followed)
-    }
-
-    async fn release(&mut self) {
-        self.link = None;
     }
 }
 
 impl Follow {
-    /// The connection went between two steps (which the life cycle does not allow).
-    fn lost(&self) -> Stop {
-        Stop::Failed(RedisError::Lost(self.b.info.endpoints.clone()))
-    }
-
     async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
         self.io.events.send(event).await.map_err(|_| Stop::Closed)
     }
@@ -203,15 +184,7 @@ impl Follow {
                     Mode::Poll(_) => self.read_all(&l.server, &mut l.conn, &l.mode, false).await,
                 }
             }
-            cmd = self.io.commands.recv() => match cmd {
-                None => Err(Stop::Closed),
-                Some(Request::Forced { election, mark }) => {
-                    let (now, wall) = (Instant::now(), SystemTime::now());
-                    let e = self.tracker.forced(&election, mark, now, wall);
-                    crate::backend::forced::show(&self.io, &self.b.info, e).await
-                }
-                Some(Request::Visible { .. }) => Ok(()),
-            },
+            cmd = self.io.commands.recv() => serve(&self.io, &self.b.info, cmd, &mut self.tracker).await,
         }
     }
 
@@ -473,12 +446,7 @@ impl Follow {
 
 /// The server answered as of `sent`; the next answer is due within [`CONTACT_EVERY`].
 fn contact(source: crate::model::SourceId, sent: (Instant, SystemTime)) -> SourceEvent {
-    SourceEvent::Contact {
-        source,
-        at: sent.0,
-        wall: sent.1,
-        next_within: CONTACT_EVERY,
-    }
+    crate::backend::engine::contact(source, sent, CONTACT_EVERY)
 }
 
 /// The next keyspace event; `None` when the subscription's connection ended. Without a

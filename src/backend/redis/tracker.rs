@@ -82,12 +82,6 @@ impl RedisTracker {
         }
     }
 
-    /// The admin actions of the audit log read at start, for the history read back.
-    pub(crate) fn audited_at_start(mut self, actions: Vec<Done>) -> Self {
-        self.book.set_actions(actions);
-        self
-    }
-
     #[cfg(test)]
     pub(crate) fn elections(&self) -> Vec<Election> {
         self.elections.values().cloned().collect()
@@ -269,28 +263,6 @@ impl RedisTracker {
         out.changed.push(e);
     }
 
-    /// An admin action changes `name` (`None`: ours did not after all). One learnt after its
-    /// change was recorded relabels that change: the election to send, when it did.
-    pub(crate) fn forced(
-        &mut self,
-        name: &str,
-        mark: Option<ForcedMark>,
-        now: Instant,
-        wall: SystemTime,
-    ) -> Option<Election> {
-        let key = self
-            .elections
-            .iter()
-            .find(|(_, e)| e.name == name)
-            .map(|(k, _)| k.clone());
-        let e = key.and_then(|k| self.elections.get_mut(&k));
-        // Relabelled as forced: the holder it removed is deposed while its key's time runs.
-        let (e, _) = self
-            .book
-            .forced(name, e, mark, (now, wall), |r| alive(r, now))?;
-        Some(e)
-    }
-
     /// At start, from the audit log: the holder the newest action on each election removed,
     /// deposed while its key's countdown as of that action would still run (it is not
     /// told, and believes it leads until its next renewal fails). An election whose key is
@@ -428,6 +400,32 @@ fn set_holder(
     };
     e.candidates = vec![c.clone()];
     e.leader = Some(c);
+}
+
+impl crate::backend::forced::Marks for RedisTracker {
+    fn book(&mut self) -> &mut crate::backend::book::Book {
+        &mut self.book
+    }
+
+    fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        let key = self
+            .elections
+            .iter()
+            .find(|(_, e)| e.name == name)
+            .map(|(k, _)| k.clone());
+        let e = key.and_then(|k| self.elections.get_mut(&k));
+        // Relabelled as forced: the holder it removed is deposed while its key's time runs.
+        let (e, _) = self
+            .book
+            .forced(name, e, mark, (now, wall), |r| alive(r, now))?;
+        Some(e)
+    }
 }
 
 #[cfg(test)]

@@ -11,16 +11,17 @@ use tokio::time::{Interval, MissedTickBehavior};
 use super::naming::Resolved;
 use super::tracker::SessionLockTracker;
 use super::{SessionLockBackend, alive, check, read, resolve};
+use crate::backend::BackendIo;
+use crate::backend::engine::contact;
 use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
+use crate::backend::forced::{Marks as _, serve};
 use crate::backend::sql::{SqlError, open};
-use crate::backend::{BackendIo, Request};
 use crate::model::SourceEvent;
 
 type Stop = crate::backend::Stop<SqlError>;
 
 pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
-    let cancel = io.cancel.clone();
     let user = url::Url::parse(&b.settings.url.0)
         .map(|u| u.username().to_string())
         .ok()
@@ -42,22 +43,18 @@ pub(super) async fn run(b: SessionLockBackend, io: BackendIo) {
         b.flavor.privilege_hint(&user),
         past,
     );
-    tracker.audited(crate::backend::forced::audited_actions(&b.info.name));
+    tracker.audited_at_start(crate::backend::forced::audited_actions(&b.info.name));
     let mut f = Follow {
         b: &b,
         io,
         tracker,
         loaded: false,
         conn: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
-        pool: None,
         naming: Resolved::default(),
         tick: tokio::time::interval(b.settings.poll),
     };
     f.tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    tokio::select! {
-        _ = drive(&mut f) => {}
-        _ = cancel.cancelled() => {}
-    }
+    drive(&mut f).await;
 }
 
 struct Follow<'a> {
@@ -67,7 +64,6 @@ struct Follow<'a> {
     /// The first read is loaded (no events); every later one is applied.
     loaded: bool,
     conn: Lifecycle,
-    pool: Option<AnyPool>,
     naming: Resolved,
     /// When the locks are next read.
     tick: Interval,
@@ -75,6 +71,7 @@ struct Follow<'a> {
 
 impl Steps for Follow<'_> {
     type Error = SqlError;
+    type Link = AnyPool;
 
     fn lifecycle(&mut self) -> &mut Lifecycle {
         &mut self.conn
@@ -85,15 +82,16 @@ impl Steps for Follow<'_> {
         Source { io, info, one_shot }
     }
 
-    async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {
-        self.pool = Some(open(&self.b.settings, self.b.opts.request_timeout).await?);
-        Ok(Input::Connected { member: 0 })
+    async fn connect(&mut self, _from: usize) -> Result<(usize, AnyPool), Stop> {
+        Ok((
+            0,
+            open(&self.b.settings, self.b.opts.request_timeout).await?,
+        ))
     }
 
     /// The server's lock views checked and the lock names resolved; the locks themselves
     /// are the first poll's.
-    async fn snapshot(&mut self) -> Result<Input, Stop> {
-        let pool = self.pool.as_ref().ok_or_else(|| self.lost())?;
+    async fn snapshot(&mut self, pool: &mut AnyPool) -> Result<Input, Stop> {
         let s = &self.b.settings;
         let timeout = self.b.opts.request_timeout;
         let done = async {
@@ -103,43 +101,32 @@ impl Steps for Follow<'_> {
         self.naming = tokio::time::timeout(timeout, done)
             .await
             .map_err(|_| self.timed_out())??;
-        self.read_now().await?;
+        self.read_now(pool).await?;
         // The next read is a whole interval after this one.
         self.tick.reset();
         Ok(Input::SnapshotRead { replay: false })
     }
 
-    async fn follow(&mut self) -> Result<Input, Stop> {
+    async fn follow(&mut self, pool: &mut AnyPool) -> Result<Input, Stop> {
         loop {
             tokio::select! {
                 _ = self.tick.tick() => break,
-                cmd = self.io.commands.recv() => match cmd {
-                    None => return Err(Stop::Closed),
-                    Some(Request::Forced { election, mark }) => {
-                        let now = (Instant::now(), SystemTime::now());
-                        let e = self.tracker.forced(&election, mark, now.0, now.1);
-                        crate::backend::forced::show(&self.io, &self.b.info, e).await?;
-                    }
-                    Some(Request::Visible { .. }) => {}
-                },
+                cmd = self.io.commands.recv() => serve(&self.io, &self.b.info, cmd, &mut self.tracker).await?,
             }
         }
-        self.read_now().await?;
+        self.read_now(pool).await?;
         Ok(Input::Followed)
     }
 
-    async fn release(&mut self) {
-        if let Some(pool) = self.pool.take() {
-            pool.close().await;
-        }
+    async fn release(&mut self, pool: AnyPool) {
+        pool.close().await;
     }
 }
 
 impl Follow<'_> {
     /// Reads every lock once: the first read is loaded (no events), each later one applied.
-    async fn read_now(&mut self) -> Result<(), Stop> {
+    async fn read_now(&mut self, pool: &AnyPool) -> Result<(), Stop> {
         let sent = (Instant::now(), SystemTime::now());
-        let pool = self.pool.as_ref().ok_or_else(|| self.lost())?;
         let (s, flavor) = (&self.b.settings, self.b.flavor);
         let timeout = self.b.opts.request_timeout;
         let reads = tokio::time::timeout(timeout, read(flavor, pool, s, &self.naming))
@@ -162,14 +149,7 @@ impl Follow<'_> {
             crate::backend::engine::show(&self.io, &self.b.info, changes).await?;
         }
         // True as of when the poll was sent.
-        self.send(SourceEvent::Contact {
-            source,
-            at: sent.0,
-            wall: sent.1,
-            next_within: s.poll,
-        })
-        .await?;
-        Ok(())
+        self.send(contact(source, sent, s.poll)).await
     }
 
     async fn send(&self, event: SourceEvent) -> Result<(), Stop> {
@@ -181,12 +161,5 @@ impl Follow<'_> {
             place: self.b.settings.url.redacted(),
             timeout: self.b.opts.request_timeout,
         })
-    }
-
-    fn lost(&self) -> Stop {
-        Stop::Failed(SqlError::Unavailable(format!(
-            "{}: the connection was lost between steps",
-            self.b.settings.url.redacted()
-        )))
     }
 }

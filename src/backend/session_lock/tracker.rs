@@ -56,11 +56,6 @@ impl SessionLockTracker {
         }
     }
 
-    /// The admin actions of the audit log read at start, for the history read back.
-    pub(crate) fn audited(&mut self, actions: Vec<crate::admin::audit_tail::Done>) {
-        self.book.set_actions(actions);
-    }
-
     pub(crate) fn elections(&self) -> Vec<Election> {
         self.locks.values().map(|t| t.election.clone()).collect()
     }
@@ -195,21 +190,6 @@ impl SessionLockTracker {
             out.changed.push(e);
         }
     }
-
-    /// An admin action changes `name` (`None`: ours did not after all). One learnt after its
-    /// change was recorded relabels that change: the election to send, when it did.
-    pub(crate) fn forced(
-        &mut self,
-        name: &str,
-        mark: Option<ForcedMark>,
-        now: Instant,
-        wall: SystemTime,
-    ) -> Option<Election> {
-        let t = self.locks.values_mut().find(|t| t.election.name == name);
-        let e = t.map(|t| &mut t.election);
-        let relabelled = self.book.forced(name, e, mark, (now, wall), |_| false);
-        relabelled.map(|(e, _)| e)
-    }
 }
 
 /// A change was recorded (the history grew) even where the line looks the same.
@@ -297,9 +277,29 @@ pub(crate) fn wall(t: SystemTime) -> String {
     )
 }
 
+impl crate::backend::forced::Marks for SessionLockTracker {
+    fn book(&mut self) -> &mut crate::backend::book::Book {
+        &mut self.book
+    }
+
+    fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        let t = self.locks.values_mut().find(|t| t.election.name == name);
+        let e = t.map(|t| &mut t.election);
+        let relabelled = self.book.forced(name, e, mark, (now, wall), |_| false);
+        relabelled.map(|(e, _)| e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::forced::Marks as _;
     use crate::model::EventKind;
 
     fn session(id: i64, start: &str, app: &str) -> Session {

@@ -13,10 +13,12 @@ use super::errors::SqlError;
 use super::poll::{Polled, poll_once};
 use super::tracker::{Poll, SqlTracker};
 use super::{SqlBackend, dial::open, schema::read_schema};
+use crate::backend::BackendIo;
+use crate::backend::engine::contact;
 use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::history;
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
-use crate::backend::{BackendIo, Request};
+use crate::backend::forced::{Marks as _, serve};
 use crate::model::SourceEvent;
 
 /// The tracker of `b`'s rows, with the history its journal read back.
@@ -35,7 +37,7 @@ fn book(b: &SqlBackend, io: &BackendIo) -> SqlTracker {
     if b.unresolved.is_some() {
         return tracker;
     }
-    tracker.audited(crate::backend::forced::audited_actions(&b.info.name));
+    tracker.audited_at_start(crate::backend::forced::audited_actions(&b.info.name));
     let only = b.opts.only_elections(&b.info.short);
     let (opts, info) = (&b.opts, &b.info);
     let recorded = history::open(io, info, &opts.history, opts.history_limit, &only);
@@ -47,12 +49,7 @@ fn book(b: &SqlBackend, io: &BackendIo) -> SqlTracker {
 type Stop = crate::backend::Stop<SqlError>;
 
 pub(super) async fn run(b: SqlBackend, io: BackendIo) {
-    let cancel = io.cancel.clone();
-    let mut f = Follow::new(b, io);
-    tokio::select! {
-        _ = drive(&mut f) => {}
-        _ = cancel.cancelled() => {}
-    }
+    drive(&mut Follow::new(b, io)).await;
 }
 
 struct Follow {
@@ -62,12 +59,16 @@ struct Follow {
     io: BackendIo,
     tracker: SqlTracker,
     conn: Lifecycle,
-    pool: Option<AnyPool>,
-    /// The poll, known once the deadline column's type is.
-    poll: Option<Polling>,
     /// The keys of the rows read (`history ELECTION`: [`crate::backend::BackendOptions::store_keys`]);
     /// empty: every row.
     keys: Vec<String>,
+}
+
+/// The pool a connect opens, and the poll, known once the snapshot has read the deadline
+/// column's type.
+struct Link {
+    pool: AnyPool,
+    poll: Option<Polling>,
 }
 
 /// The poll's statement and clock, the connection it runs on, and the table's change mark
@@ -84,6 +85,7 @@ struct Polling {
 
 impl Steps for Follow {
     type Error = SqlError;
+    type Link = Link;
 
     fn lifecycle(&mut self) -> &mut Lifecycle {
         &mut self.conn
@@ -94,22 +96,20 @@ impl Steps for Follow {
         Source { io, info, one_shot }
     }
 
-    async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {
-        self.pool = Some(open(&self.b.settings, self.b.opts.request_timeout).await?);
-        Ok(Input::Connected { member: 0 })
+    async fn connect(&mut self, _from: usize) -> Result<(usize, Link), Stop> {
+        let pool = open(&self.b.settings, self.b.opts.request_timeout).await?;
+        Ok((0, Link { pool, poll: None }))
     }
 
     /// The table checked, the poll made for its deadline column's type, and the rows read
     /// once: the first state, or what changed while the source was away.
-    async fn snapshot(&mut self) -> Result<Input, Stop> {
+    async fn snapshot(&mut self, link: &mut Link) -> Result<Input, Stop> {
         // A poll's connection from before goes back to the pool: the new one starts afresh.
-        self.poll = None;
+        link.poll = None;
+        let pool = &link.pool;
         if self.b.unresolved.is_some() {
-            self.resolve().await?;
+            self.resolve(pool).await?;
         }
-        let Some(pool) = &self.pool else {
-            return Err(self.lost());
-        };
         let schema = read_schema(&self.b.settings, pool).await?;
         // `status` and `history` poll once: no change to check for (nor does a keyed poll).
         let keys = self.keys.len();
@@ -128,56 +128,45 @@ impl Steps for Follow {
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         // The next poll is a whole interval after this one.
         tick.reset();
-        self.poll = Some(Polling {
+        let poll = link.poll.insert(Polling {
             query,
             tick,
             conn: std::sync::Mutex::new(conn),
             mark: checking.then_some(None),
         });
-        self.poll_now().await?;
+        self.poll_now(poll).await?;
         info!(source = %self.b.info.name, "sql connected");
         Ok(Input::SnapshotRead { replay: false })
     }
 
     /// Waits for the next tick, meanwhile serving commands, then polls once.
-    async fn follow(&mut self) -> Result<Input, Stop> {
-        let Some(Polling { tick, .. }) = &mut self.poll else {
-            return Err(self.lost());
+    async fn follow(&mut self, link: &mut Link) -> Result<Input, Stop> {
+        // Made by every snapshot, which comes first.
+        let Some(poll) = link.poll.as_mut() else {
+            return Ok(Input::Failed(
+                crate::backend::engine::lifecycle::Failure::Transient,
+            ));
         };
         loop {
             tokio::select! {
-                _ = tick.tick() => break,
-                cmd = self.io.commands.recv() => match cmd {
-                    None => return Err(Stop::Closed),
-                    Some(Request::Forced { election, mark }) => {
-                        let now = (Instant::now(), SystemTime::now());
-                        let e = self.tracker.forced(&election, mark, now.0, now.1);
-                        crate::backend::forced::show(&self.io, &self.b.info, e).await?;
-                    }
-                    // Every row is read each poll anyway; visibility changes nothing here.
-                    Some(Request::Visible { .. }) => {}
-                },
+                _ = poll.tick.tick() => break,
+                cmd = self.io.commands.recv() => serve(&self.io, &self.b.info, cmd, &mut self.tracker).await?,
             }
         }
-        self.poll_now().await?;
+        self.poll_now(poll).await?;
         Ok(Input::Followed)
     }
 
-    async fn release(&mut self) {
+    async fn release(&mut self, link: Link) {
         // First: closing the pool waits for the poll's connection to come back.
-        self.poll = None;
-        if let Some(pool) = self.pool.take() {
-            pool.close().await;
-        }
+        drop(link.poll);
+        link.pool.close().await;
     }
 }
 
 impl Follow {
     /// Reads every row once, unless the table is unchanged, and shows what changed.
-    async fn poll_now(&mut self) -> Result<(), Stop> {
-        let Some(p) = &mut self.poll else {
-            return Err(self.lost());
-        };
+    async fn poll_now(&mut self, p: &mut Polling) -> Result<(), Stop> {
         let sent = (Instant::now(), SystemTime::now());
         let s = &self.b.settings;
         let timeout = self.b.opts.request_timeout;
@@ -207,17 +196,15 @@ impl Follow {
             io,
             tracker,
             conn: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
-            pool: None,
-            poll: None,
         }
     }
 
     /// The database answered for the first time: the first known table in its catalog is the
     /// one read from now on (said in the source's notice); none is a lasting failure, since
     /// waiting will not make one.
-    async fn resolve(&mut self) -> Result<(), Stop> {
-        let (Some(pool), Some(cfg)) = (&self.pool, &self.b.unresolved) else {
-            return Err(self.lost());
+    async fn resolve(&mut self, pool: &AnyPool) -> Result<(), Stop> {
+        let Some(cfg) = &self.b.unresolved else {
+            return Ok(());
         };
         let found = super::discover::tables_in(&self.b.settings, pool, cfg.table.as_deref()).await;
         let next = found
@@ -246,21 +233,6 @@ impl Follow {
             crate::backend::engine::show(&self.io, &self.b.info, changes).await?;
         }
         // The rows are true as of when the poll was sent, not when it returned.
-        self.send(SourceEvent::Contact {
-            source,
-            at: sent.0,
-            wall: sent.1,
-            next_within: self.b.settings.poll,
-        })
-        .await
-    }
-
-    /// The machine reaches the schema check only with a pool and polling only with a query;
-    /// should that ever not hold, the source goes down and starts over rather than spin.
-    fn lost(&self) -> Stop {
-        let place = self.b.settings.url.redacted();
-        Stop::Failed(SqlError::Unavailable(format!(
-            "{place}: the connection was lost between steps"
-        )))
+        self.send(contact(source, sent, self.b.settings.poll)).await
     }
 }

@@ -118,11 +118,6 @@ impl SqlTracker {
         self.hand_over = true;
     }
 
-    /// The admin actions of the audit log read at start, for the history read back.
-    pub(crate) fn audited(&mut self, actions: Vec<crate::admin::audit_tail::Done>) {
-        self.book.set_actions(actions);
-    }
-
     /// History read back from disk, oldest first.
     pub(crate) fn preload(&mut self, entries: Vec<Recorded>) {
         // Hashed (foldhash): a start groups every change of the journal, millions of them.
@@ -136,20 +131,6 @@ impl SqlTracker {
             let e = self.elections.get_mut(&name).expect("inserted above");
             self.book.preload(e, entries);
         }
-    }
-
-    /// An admin action changes `name` (or one of ours did not after all). Another electop's,
-    /// learnt after its change was recorded, relabels that entry: returns the election then.
-    pub(crate) fn forced(
-        &mut self,
-        name: &str,
-        mark: Option<crate::backend::ForcedMark>,
-        now: Instant,
-        wall: SystemTime,
-    ) -> Option<Election> {
-        let e = self.elections.get_mut(name);
-        let relabelled = self.book.forced(name, e, mark, (now, wall), |_| false);
-        relabelled.map(|(e, _)| e)
     }
 
     fn election(&mut self, name: &str) -> &mut Election {
@@ -395,6 +376,24 @@ fn step<'a>(
             revision: None,
             replayed: false,
         },
+    }
+}
+
+impl crate::backend::forced::Marks for SqlTracker {
+    fn book(&mut self) -> &mut crate::backend::book::Book {
+        &mut self.book
+    }
+
+    fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<crate::backend::ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        let e = self.elections.get_mut(name);
+        let relabelled = self.book.forced(name, e, mark, (now, wall), |_| false);
+        relabelled.map(|(e, _)| e)
     }
 }
 

@@ -16,10 +16,11 @@ use super::record::{Past, Record};
 use super::single::Layout;
 use super::tracker::ZkTracker;
 use super::{ZkBackend, inputs};
+use crate::backend::BackendIo;
 use crate::backend::change::Changes;
 use crate::backend::engine::drive::{Source, Steps, drive};
 use crate::backend::engine::lifecycle::{Input, Lifecycle};
-use crate::backend::{BackendIo, Request};
+use crate::backend::forced::{Marks as _, serve};
 use crate::model::{ConnState, SourceEvent};
 
 type Stop = crate::backend::Stop<ZkError>;
@@ -64,7 +65,6 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
         b,
         io,
         life: Lifecycle::new(1, Duration::from_millis(500), Duration::from_secs(10)),
-        link: None,
         loaded: false,
         missing: None,
         first_connected: None,
@@ -75,10 +75,7 @@ pub(super) async fn run(b: ZkBackend, io: BackendIo) {
         reading,
         member: None,
     };
-    tokio::select! {
-        _ = drive(&mut f) => {}
-        _ = cancel.cancelled() => {}
-    }
+    drive(&mut f).await;
 }
 
 /// Whether a watch event was the session coming back (to the same member or another).
@@ -94,8 +91,6 @@ struct Follow {
     connect: String,
     tracker: ZkTracker,
     life: Lifecycle,
-    /// The session in use, from its dial until it fails.
-    link: Option<Link>,
     /// The first read is done: later reads report what changed.
     loaded: bool,
     /// The prefix was not there at the last look: the source's notice says so.
@@ -127,6 +122,7 @@ struct Link {
 
 impl Steps for Follow {
     type Error = ZkError;
+    type Link = Link;
 
     fn lifecycle(&mut self) -> &mut Lifecycle {
         &mut self.life
@@ -139,7 +135,7 @@ impl Steps for Follow {
 
     /// A session, and where history starts; the watch before the read, so a change
     /// between the two is seen twice, never missed.
-    async fn connect(&mut self, _from: usize) -> Result<Input, Stop> {
+    async fn connect(&mut self, _from: usize) -> Result<(usize, Link), Stop> {
         let source = self.b.info.id;
         let client = self.dial().await?;
         let history_since = match self.first_connected {
@@ -159,46 +155,30 @@ impl Steps for Follow {
         let mut tick = tokio::time::interval(CONTACT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let probed = self.reading.subscribe();
-        self.link = Some(Link {
+        let link = Link {
             client,
             watcher,
             tick,
             probed,
-        });
-        Ok(Input::Connected {
-            member: self.member.unwrap_or(0),
-        })
+        };
+        Ok((self.member.unwrap_or(0), link))
     }
 
-    async fn snapshot(&mut self) -> Result<Input, Stop> {
-        let mut l = self.link.take().ok_or_else(|| self.lost())?;
+    async fn snapshot(&mut self, l: &mut Link) -> Result<Input, Stop> {
         let read = self.read_all(&l.client).await;
         // The next contact read is a whole interval after this one.
         l.tick.reset();
-        self.link = Some(l);
         read?;
         Ok(Input::SnapshotRead { replay: false })
     }
 
-    async fn follow(&mut self) -> Result<Input, Stop> {
-        let mut l = self.link.take().ok_or_else(|| self.lost())?;
-        let next = self.next(&mut l).await;
-        self.link = Some(l);
-        next?;
+    async fn follow(&mut self, l: &mut Link) -> Result<Input, Stop> {
+        self.next(l).await?;
         Ok(Input::Followed)
-    }
-
-    async fn release(&mut self) {
-        self.link = None;
     }
 }
 
 impl Follow {
-    /// The session went between two steps (which the life cycle does not allow).
-    fn lost(&self) -> Stop {
-        Stop::Failed(ZkError::ConnectionLoss)
-    }
-
     /// The next thing to do on the session: the probe's news, a watch event in the order
     /// the server sent it, a contact read, or the runtime's request.
     async fn next(&mut self, l: &mut Link) -> Result<(), Stop> {
@@ -227,11 +207,7 @@ impl Follow {
                 self.contact(&l.client).await?;
                 self.check_deposed().await
             }
-            cmd = self.io.commands.recv() => match cmd {
-                None => Err(Stop::Closed),
-                Some(Request::Forced { election, mark }) => self.forced(&election, mark).await,
-                Some(Request::Visible { .. }) => Ok(()),
-            },
+            cmd = self.io.commands.recv() => serve(&self.io, &self.b.info, cmd, &mut self.tracker).await,
         }
     }
 
@@ -514,12 +490,7 @@ impl Follow {
 
 /// The store answered as of `sent`; the next answer is due within [`CONTACT_EVERY`].
 fn contact(source: crate::model::SourceId, sent: (Instant, SystemTime)) -> SourceEvent {
-    SourceEvent::Contact {
-        source,
-        at: sent.0,
-        wall: sent.1,
-        next_within: CONTACT_EVERY,
-    }
+    crate::backend::engine::contact(source, sent, CONTACT_EVERY)
 }
 
 /// The parent of a node path; `None` for the root.

@@ -56,11 +56,6 @@ impl ZkTracker {
         self
     }
 
-    /// The admin actions of the audit log read at start, for the history read back.
-    pub(crate) fn audited_at_start(&mut self, actions: Vec<crate::admin::audit_tail::Done>) {
-        self.book.set_actions(actions);
-    }
-
     /// Every election as it stands.
     pub(crate) fn elections(&self) -> Vec<Election> {
         self.elections.values().cloned().collect()
@@ -302,28 +297,6 @@ impl ZkTracker {
 
 /// Deposed holders: who an admin action removed while its session lives on.
 impl ZkTracker {
-    /// An admin action changes `name` (`None`: ours did not after all). One learnt after its
-    /// change was recorded (another electop's, from the audit log) relabels that change and
-    /// deposes the leader it removed: the election to send, when it did.
-    pub(crate) fn forced(
-        &mut self,
-        name: &str,
-        mark: Option<ForcedMark>,
-        now: Instant,
-        wall: SystemTime,
-    ) -> Option<Election> {
-        let e = self.elections.get_mut(name);
-        let (mut e, deposed) = self
-            .book
-            .forced(name, e, mark, (now, wall), |r| session_of(r).is_some())?;
-        if let Some(session) = deposed.as_ref().and_then(session_of) {
-            e.deposed_session = Some(SessionCheck::Checking);
-            self.deposed.follow(name, session, None);
-        }
-        self.elections.insert(name.to_string(), e.clone());
-        Some(e)
-    }
-
     /// What the members said of the deposed sessions: the elections whose deposed holder
     /// changed, and an event for each whose session is gone.
     pub(crate) fn sessions_listed(&mut self, listing: &Listing, now: Instant) -> Changes {
@@ -418,6 +391,31 @@ fn line_events(source: &str, e: &Election, old: &[Candidate], at: SystemTime) ->
 mod audited;
 mod restore;
 mod steps;
+
+impl crate::backend::forced::Marks for ZkTracker {
+    fn book(&mut self) -> &mut crate::backend::book::Book {
+        &mut self.book
+    }
+
+    fn forced(
+        &mut self,
+        name: &str,
+        mark: Option<ForcedMark>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Election> {
+        let e = self.elections.get_mut(name);
+        let (mut e, deposed) = self
+            .book
+            .forced(name, e, mark, (now, wall), |r| session_of(r).is_some())?;
+        if let Some(session) = deposed.as_ref().and_then(session_of) {
+            e.deposed_session = Some(SessionCheck::Checking);
+            self.deposed.follow(name, session, None);
+        }
+        self.elections.insert(name.to_string(), e.clone());
+        Some(e)
+    }
+}
 
 #[cfg(test)]
 mod tests;

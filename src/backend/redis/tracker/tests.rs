@@ -228,6 +228,7 @@ fn a_key_without_expiry_is_noted_and_odd_tokens_are_escaped_and_cut() {
 
 mod deposed_tests {
     use super::super::*;
+    use crate::backend::forced::Marks as _;
     use crate::model::EventKind;
     use std::time::Duration;
 

@@ -2,14 +2,12 @@
 //! first read, the deposed holders' sessions checked, an action's mark applied; and whether
 //! a leader whose node went still has its session.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use zookeeper_client::Client;
 
 use super::{Follow, Stop};
-use crate::backend::ForcedMark;
 use crate::backend::zookeeper::sessions;
-use crate::model::SourceEvent;
 
 impl Follow {
     /// The admin actions taken on this source before electop started (from the audit log):
@@ -46,29 +44,6 @@ impl Follow {
         let listing = sessions::list(&self.b.cfg.endpoints, self.probe_timeout()).await;
         let applied = self.tracker.sessions_listed(&listing, Instant::now());
         self.tell(applied).await
-    }
-
-    /// An admin action on `election` (ours, or another electop's from the audit log).
-    pub(super) async fn forced(
-        &mut self,
-        election: &str,
-        mark: Option<ForcedMark>,
-    ) -> Result<(), Stop> {
-        let (now, wall) = (Instant::now(), SystemTime::now());
-        let Some(e) = self.tracker.forced(election, mark, now, wall) else {
-            return Ok(());
-        };
-        let told = crate::backend::forced::attributed(&self.b.info.name, &e);
-        let source = self.b.info.id;
-        self.send(SourceEvent::Elections {
-            source,
-            elections: vec![e],
-        })
-        .await?;
-        match told {
-            Some(ev) => self.send(SourceEvent::Happened(ev)).await,
-            None => Ok(()),
-        }
     }
 
     /// When the leader's node went (`leaving`: its session and other nodes it held): its

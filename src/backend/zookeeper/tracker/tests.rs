@@ -1,6 +1,7 @@
 //! The tracker's decisions, on znodes as a read gives them.
 
 use super::*;
+use crate::backend::forced::Marks as _;
 
 fn node(path: &str, data: &str, czxid: i64) -> Znode {
     Znode {
