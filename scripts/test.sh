@@ -25,6 +25,10 @@ scripts/install-node-deps.sh
 step "scripts/build-kube.sh"
 scripts/build-kube.sh
 
+step "scripts/install-etcd35.sh"
+scripts/install-etcd35.sh
+etcd35="${ELECTOP_ETCD35_DIR:-/var/lib/electop-etcd35}/bin"
+
 # The toolchain stays where it is; everything else a test could write to is the run's own.
 export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
 export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
@@ -63,9 +67,19 @@ cargo test --all-targets --no-run 2>&1 | tee "$tests_log" || status=$?
 # The conformance suite (tests/conformance, about 7 minutes, most of it waiting on servers
 # and timeouts) runs beside the other targets, which cargo runs one after another: the
 # run's wall time is then the longer of the two, not their sum. Its output follows theirs.
+# After it, in the same stream (which ends well before the other): the etcd cells and the
+# etcd tests again on etcd 3.5, the version most clusters run (Debian's is 3.4).
 conformance_log="$run/cargo-test-conformance.log"
-step "cargo test --test conformance, beside the rest (output at the end: $conformance_log)"
-cargo test --test conformance --no-fail-fast >"$conformance_log" 2>&1 &
+step "cargo test --test conformance, then etcd's on etcd 3.5, beside the rest (output at the end: $conformance_log)"
+(
+  ok=0
+  cargo test --test conformance --no-fail-fast || ok=$?
+  echo "==> etcd 3.5 ($etcd35): the etcd conformance cells, etcd_live, etcd_detect and admin_live again"
+  PATH="$etcd35:$PATH" etcd --version | head -1
+  PATH="$etcd35:$PATH" cargo test --test conformance --no-fail-fast etcd || ok=$?
+  PATH="$etcd35:$PATH" cargo test --test etcd_live --test etcd_detect --test admin_live --no-fail-fast || ok=$?
+  exit "$ok"
+) >"$conformance_log" 2>&1 &
 conformance=$!
 
 targets=(--lib --bins --benches)
