@@ -21,7 +21,7 @@ pub mod etcd;
 pub(crate) mod forced;
 #[cfg(test)]
 mod plan_tests;
-pub(crate) mod probe;
+pub mod probe;
 pub mod redis;
 pub mod session_lock;
 pub mod sql;
@@ -213,6 +213,14 @@ pub trait Store: Sync {
         args: &'a crate::node::Options,
         run: &'a crate::node::Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>>;
+
+    /// What answered a probe ([`probe`]) that is not its protocol, when `first`, the first
+    /// thing it said, is what this store's servers say: in words, with the flag that reads
+    /// it. `None`: not one of this store's.
+    fn recognise(&self, first: &[u8]) -> Option<probe::Answerer> {
+        let _ = first;
+        None
+    }
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -277,6 +285,14 @@ macro_rules! stores {
             match source {
                 $(SourceConfig::$cv($c) $(if $guard)? => $store.execute($c, req, timeout),)+
             }
+        }
+
+        /// What answered a probe, as the first store that tells its servers by `first` says.
+        pub(crate) fn recognise(first: &[u8]) -> Option<probe::Answerer> {
+            $(if let Some(known) = $store.recognise(first) {
+                return Some(known);
+            })+
+            None
         }
 
         /// The participant of `scheme` by the source's store.
