@@ -16,6 +16,7 @@
 
 pub(crate) mod book;
 pub(crate) mod change;
+pub mod demo;
 pub(crate) mod engine;
 pub mod etcd;
 pub(crate) mod forced;
@@ -319,6 +320,10 @@ stores! {
     Zookeeper(c) => zookeeper::Zookeeper;
     Redis(c) => redis::Redis;
 }
+
+/// The stores that give `electop demo` (and `node --store`) from their own folder, one line
+/// each, in `--store`'s order after the stores the demo runs itself.
+pub const DEMOS: &[demo::Offer] = &[demo::Offer(&redis::RedisDemo)];
 
 /// The handle of the `id`-th source: its configured name, else `etcd1`, `sql1`...
 pub fn short_name(configs: &[SourceConfig], id: SourceId) -> String {
