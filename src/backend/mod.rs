@@ -12,7 +12,8 @@
 //! 1. a `SourceConfig` variant and its flags (`config`, `cli`);
 //! 2. a folder here with a type implementing [`Store`] on its own config and target, and
 //!    its plans' steps (each an `admin::StoreStep`) and read-back;
-//! 3. its one line in `stores!` below.
+//! 3. its one line in `stores!` below;
+//! 4. to offer `electop demo`, a [`demo::Demo`] in its folder and its line in [`DEMOS`].
 
 pub(crate) mod book;
 pub(crate) mod change;
