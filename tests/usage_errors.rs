@@ -389,6 +389,77 @@ fn an_unknown_config_key_is_shown_on_its_own_line() {
     );
 }
 
+/// The demo on Redis, offered from Redis's folder, is checked as the demo's own stores are:
+/// what it needs, its spawn flag, the flags that are not its own and theirs that are not the
+/// others', its address and `--scheme`, each in the order they always were.
+#[test]
+fn the_demo_on_a_store_s_own_offer_checks_its_flags() {
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["demo", "--store", "redis"],
+            "--store redis needs --redis redis://HOST:PORT, or --spawn-redis to start a local one",
+        ),
+        (
+            &["demo", "--store", "etcd", "--spawn-redis"],
+            "--spawn-redis starts a redis-server for --store redis, and the demo runs on \
+             --store etcd; add --store redis",
+        ),
+        (
+            &["demo", "--spawn-redis", "--spawn-etcd"],
+            "--spawn-etcd starts an etcd for --store etcd",
+        ),
+        (
+            &["demo", "--redis", "redis://h:1", "--sql", "sqlite:///x.db"],
+            "--redis does not apply to the demo's --store sqlite",
+        ),
+        (
+            &[
+                "demo",
+                "--store",
+                "redis",
+                "--redis",
+                "redis://h:1",
+                "--zk",
+                "h:1",
+            ],
+            "--zk does not apply to the demo's --store redis",
+        ),
+        (
+            &["demo", "--store", "redis", "--redis", "http://h:1"],
+            "`http://` is not a Redis URL",
+        ),
+        (
+            &[
+                "demo",
+                "--store",
+                "redis",
+                "--redis",
+                "redis://h:1",
+                "--scheme",
+                "sql-lease",
+            ],
+            "--scheme sql-lease does not run on the demo's --store redis: leave --scheme out",
+        ),
+        (
+            &[
+                "--redis",
+                "redis://h:1",
+                "node",
+                "--store",
+                "zookeeper",
+                "--election",
+                "e",
+                "--id",
+                "a",
+            ],
+            "--store zookeeper needs --zk HOST:PORT, and --redis gives redis",
+        ),
+    ];
+    for (args, wants) in cases {
+        assert_usage_error(args, &[wants]);
+    }
+}
+
 /// Mistakes found further on (the demo's store, a webhook, a node's election) are usage
 /// errors too: exit 2, before anything starts.
 #[test]
