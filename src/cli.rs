@@ -4,6 +4,7 @@
 
 pub mod habits;
 mod help;
+mod serve;
 mod sources;
 
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use crate::config::parse_duration;
 use crate::model::Scheme;
+pub use serve::{LogFormat, ServeArgs};
 pub use sources::SourceArgs;
 
 /// The heading of the flags about electop itself: its config file, its log, its memory.
@@ -98,71 +100,6 @@ impl From<SchemeArg> for Scheme {
             SchemeArg::MysqlLock => Scheme::MysqlLock,
         }
     }
-}
-
-/// `electop serve`'s own flags.
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Where to listen.
-    ///
-    /// Anything but loopback needs --bearer-token-file or --basic-auth-file.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9477")]
-    pub listen: std::net::SocketAddr,
-    /// Require the bearer token in FILE.
-    ///
-    /// Requests must carry `Authorization: Bearer <the file's first line>`.
-    #[arg(long, value_name = "FILE")]
-    pub bearer_token_file: Option<PathBuf>,
-    /// Require basic auth (user:password in FILE).
-    ///
-    /// HTTP basic auth with the file's first line, `user:password`.
-    #[arg(long, value_name = "FILE")]
-    pub basic_auth_file: Option<PathBuf>,
-    /// Serve HTTPS with this certificate chain (PEM).
-    ///
-    /// With --tls-key.
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// Run CMD for each leader change or alarm.
-    ///
-    /// Run with `sh -c`: the event as JSON on stdin and in ELECTOP_KIND, ELECTOP_SOURCE,
-    /// ELECTOP_ELECTION, ELECTOP_FROM, ELECTOP_TO, ELECTOP_CAUSE, ELECTOP_AT. One at a
-    /// time, in order.
-    #[arg(long, value_name = "CMD")]
-    pub on_change: Option<String>,
-    /// POST each event as JSON to URL; repeatable.
-    ///
-    /// http://, with retries. Without --on-change/--webhook, the config's `[serve]` section
-    /// says.
-    #[arg(long, value_name = "URL")]
-    pub webhook: Vec<String>,
-    /// How long a hook or webhook may take.
-    ///
-    /// A hook run or a webhook attempt is cut off after it (default 10s, or `[serve]
-    /// hook_timeout`).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub hook_timeout: Option<Duration>,
-    /// Log as text or json.
-    ///
-    /// Log lines on stderr as text, or as JSON objects.
-    #[arg(
-        long,
-        value_name = "FORMAT",
-        value_enum,
-        default_value_t,
-        hide_possible_values = true
-    )]
-    pub log_format: LogFormat,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    #[default]
-    Text,
-    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -329,21 +266,18 @@ pub enum ConfigAction {
     Example,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+/// The store `demo --store` and `node --store` name: those the demo runs itself, then each
+/// store that offers its own from its folder (`backend::DEMOS`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DemoStore {
-    /// An embedded SQLite file in a temporary directory: no server needed.
     #[default]
     Sqlite,
-    /// etcd at --etcd HOST:PORT, or one started with --spawn-etcd.
     Etcd,
-    /// PostgreSQL at --sql URL.
     Postgres,
-    /// MySQL/MariaDB at --sql URL.
     Mysql,
-    /// ZooKeeper at --zk HOST:PORT, or one started with --spawn-zookeeper.
     Zookeeper,
-    /// Redis at --redis URL, or one started with --spawn-redis.
-    Redis,
+    /// A store's own demo, with its name and flags.
+    Own(crate::backend::demo::Offer),
 }
 
 impl DemoStore {
@@ -352,14 +286,53 @@ impl DemoStore {
         match self {
             DemoStore::Etcd => "--etcd HOST:PORT",
             DemoStore::Zookeeper => "--zk HOST:PORT",
-            DemoStore::Redis => "--redis redis://HOST:PORT",
             DemoStore::Sqlite => "--sql sqlite:///PATH",
             DemoStore::Postgres => "--sql postgres://...",
             DemoStore::Mysql => "--sql mysql://...",
+            DemoStore::Own(o) => o.facts().source_flag,
         }
     }
 }
 
+impl ValueEnum for DemoStore {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: std::sync::LazyLock<Vec<DemoStore>> = std::sync::LazyLock::new(|| {
+            let own = crate::backend::DEMOS.iter().copied().map(DemoStore::Own);
+            [
+                DemoStore::Sqlite,
+                DemoStore::Etcd,
+                DemoStore::Postgres,
+                DemoStore::Mysql,
+                DemoStore::Zookeeper,
+            ]
+            .into_iter()
+            .chain(own)
+            .collect()
+        });
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let (name, help) = match self {
+            DemoStore::Sqlite => (
+                "sqlite",
+                "An embedded SQLite file in a temporary directory: no server needed",
+            ),
+            DemoStore::Etcd => (
+                "etcd",
+                "etcd at --etcd HOST:PORT, or one started with --spawn-etcd",
+            ),
+            DemoStore::Postgres => ("postgres", "PostgreSQL at --sql URL"),
+            DemoStore::Mysql => ("mysql", "MySQL/MariaDB at --sql URL"),
+            DemoStore::Zookeeper => (
+                "zookeeper",
+                "ZooKeeper at --zk HOST:PORT, or one started with --spawn-zookeeper",
+            ),
+            DemoStore::Own(o) => (o.facts().name, o.facts().help),
+        };
+        Some(clap::builder::PossibleValue::new(name).help(help))
+    }
+}
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Where the election lives (default: SQLite).
@@ -406,6 +379,17 @@ pub struct DemoArgs {
     /// The nodes' retry interval.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub retry: Option<Duration>,
+}
+
+impl DemoArgs {
+    /// The `--spawn-` flags, each with whether it is given.
+    pub fn spawns(&self) -> [(&'static str, bool); 3] {
+        [
+            ("--spawn-etcd", self.spawn_etcd),
+            ("--spawn-zookeeper", self.spawn_zookeeper),
+            ("--spawn-redis", self.spawn_redis),
+        ]
+    }
 }
 
 #[derive(Debug, Args)]

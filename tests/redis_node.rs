@@ -459,3 +459,79 @@ fn bad_redis_node_and_demo_input_says_what_to_do() {
         "{bad_key}"
     );
 }
+
+/// The demo on Redis, offered from Redis's folder, is checked as the demo's own stores are:
+/// what it needs, its spawn flag, the flags that are not its own and theirs that are not the
+/// others', its address and `--scheme`, each in the order they always were.
+#[test]
+fn the_demo_on_a_store_s_own_offer_checks_its_flags() {
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["demo", "--store", "redis"],
+            "--store redis needs --redis redis://HOST:PORT, or --spawn-redis to start a local one",
+        ),
+        (
+            &["demo", "--store", "etcd", "--spawn-redis"],
+            "--spawn-redis starts a redis-server for --store redis, and the demo runs on \
+             --store etcd; add --store redis",
+        ),
+        (
+            &["demo", "--spawn-redis", "--spawn-etcd"],
+            "--spawn-etcd starts an etcd for --store etcd",
+        ),
+        (
+            &["demo", "--redis", "redis://h:1", "--sql", "sqlite:///x.db"],
+            "--redis does not apply to the demo's --store sqlite",
+        ),
+        (
+            &[
+                "demo",
+                "--store",
+                "redis",
+                "--redis",
+                "redis://h:1",
+                "--zk",
+                "h:1",
+            ],
+            "--zk does not apply to the demo's --store redis",
+        ),
+        (
+            &["demo", "--store", "redis", "--redis", "http://h:1"],
+            "`http://` is not a Redis URL",
+        ),
+        (
+            &[
+                "demo",
+                "--store",
+                "redis",
+                "--redis",
+                "redis://h:1",
+                "--scheme",
+                "sql-lease",
+            ],
+            "--scheme sql-lease does not run on the demo's --store redis: leave --scheme out",
+        ),
+        (
+            &[
+                "--redis",
+                "redis://h:1",
+                "node",
+                "--store",
+                "zookeeper",
+                "--election",
+                "e",
+                "--id",
+                "a",
+            ],
+            "--store zookeeper needs --zk HOST:PORT, and --redis gives redis",
+        ),
+    ];
+    let home = common::scratch::tempdir();
+    for (args, wants) in cases {
+        let said = fails(home.path(), args);
+        assert!(
+            said.contains(wants),
+            "{args:?}: `{wants}` missing from: {said}"
+        );
+    }
+}

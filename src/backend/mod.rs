@@ -12,16 +12,18 @@
 //! 1. a `SourceConfig` variant and its flags (`config`, `cli`);
 //! 2. a folder here with a type implementing [`Store`] on its own config and target, and
 //!    its plans' steps (each an `admin::StoreStep`) and read-back;
-//! 3. its one line in `stores!` below.
+//! 3. its one line in `stores!` below;
+//! 4. to offer `electop demo`, a [`demo::Demo`] in its folder and its line in [`DEMOS`].
 
 pub(crate) mod book;
 pub(crate) mod change;
+pub mod demo;
 pub(crate) mod engine;
 pub mod etcd;
 pub(crate) mod forced;
 #[cfg(test)]
 mod plan_tests;
-pub(crate) mod probe;
+pub mod probe;
 pub mod redis;
 pub mod session_lock;
 pub mod sql;
@@ -213,6 +215,14 @@ pub trait Store: Sync {
         args: &'a crate::node::Options,
         run: &'a crate::node::Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>>;
+
+    /// What answered a probe ([`probe`]) that is not its protocol, when `first`, the first
+    /// thing it said, is what this store's servers say: in words, with the flag that reads
+    /// it. `None`: not one of this store's.
+    fn recognise(&self, first: &[u8]) -> Option<probe::Answerer> {
+        let _ = first;
+        None
+    }
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -279,6 +289,14 @@ macro_rules! stores {
             }
         }
 
+        /// What answered a probe, as the first store that tells its servers by `first` says.
+        pub(crate) fn recognise(first: &[u8]) -> Option<probe::Answerer> {
+            $(if let Some(known) = $store.recognise(first) {
+                return Some(known);
+            })+
+            None
+        }
+
         /// The participant of `scheme` by the source's store.
         fn participate_by_store<'a>(
             source: &'a SourceConfig,
@@ -303,6 +321,10 @@ stores! {
     Zookeeper(c) => zookeeper::Zookeeper;
     Redis(c) => redis::Redis;
 }
+
+/// The stores that give `electop demo` (and `node --store`) from their own folder, one line
+/// each, in `--store`'s order after the stores the demo runs itself.
+pub const DEMOS: &[demo::Offer] = &[demo::Offer(&redis::RedisDemo)];
 
 /// The handle of the `id`-th source: its configured name, else `etcd1`, `sql1`...
 pub fn short_name(configs: &[SourceConfig], id: SourceId) -> String {

@@ -1,7 +1,9 @@
 //! What answers at a port, told apart by a few bytes: asked when a store's client failed in
 //! a way that says nothing (a dropped connection, a wait for an answer that never comes), so
 //! its error can name the server that is there instead (etcd at `--redis`, Redis at a
-//! `postgres://` URL) and the flag that reads it. One probe for every store.
+//! `postgres://` URL) and the flag that reads it. One probe for every store; a store that
+//! tells its own servers by their first line says how in its folder
+//! ([`crate::backend::Store::recognise`]).
 //!
 //! Three connections at once, each sending what one kind of server answers at once and the
 //! others do not: PostgreSQL's SSLRequest (answered `S` or `N`), the HTTP/2 client preface
@@ -14,6 +16,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, ToSocketAddrs};
 
+use crate::model::StoreKind;
+
 /// PostgreSQL's SSLRequest: length 8, code 80877103.
 const SSL_REQUEST: &[u8] = b"\0\0\0\x08\x04\xd2\x16\x2f";
 /// The HTTP/2 client preface and an empty SETTINGS frame.
@@ -25,13 +29,17 @@ const SETTINGS: u8 = 0x4;
 
 /// The kind of server that answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Answerer {
+pub enum Answerer {
     /// An HTTP/2 server: etcd's client port (gRPC).
     Http2,
     /// An HTTP/1 server, with its status line.
     Http1(String),
-    /// Redis (or a server speaking RESP), with the line it answered.
-    Redis(String),
+    /// A server a store told by its first line ([`crate::backend::Store::recognise`]: Redis,
+    /// or a server speaking its protocol), with what it said of it in words.
+    Recognised {
+        store: StoreKind,
+        said: String,
+    },
     Postgres,
     /// MySQL or MariaDB, with the version its greeting names.
     MySql(String),
@@ -50,11 +58,7 @@ impl Answerer {
                                 --etcd HOST:PORT)"
                 .to_string(),
             Answerer::Http1(line) => format!("it answered `{line}`: an HTTP server"),
-            Answerer::Redis(line) => {
-                format!(
-                    "it answered `{line}`, as Redis does (for Redis: --redis redis://HOST:PORT)"
-                )
-            }
+            Answerer::Recognised { said, .. } => said.clone(),
             Answerer::Postgres => "it answered as PostgreSQL does (for PostgreSQL: --sql \
                                    postgres://USER@HOST:PORT/DB)"
                 .to_string(),
@@ -121,7 +125,8 @@ fn enough(got: &[u8]) -> bool {
 }
 
 /// The three answers, told apart: a MySQL greeting on any, PostgreSQL's one byte to the
-/// SSLRequest, what the preface drew, ZooKeeper's answer to `srvr`.
+/// SSLRequest, what the preface drew, ZooKeeper's answer to `srvr`; then the first thing
+/// said, as TLS, as a store tells its own servers, or as HTTP/1.
 fn classify(ssl: &[u8], preface: &[u8], srvr: &[u8]) -> Option<Answerer> {
     if let Some(version) = [ssl, preface, srvr].into_iter().find_map(mysql_packet) {
         return Some(Answerer::MySql(version));
@@ -136,11 +141,15 @@ fn classify(ssl: &[u8], preface: &[u8], srvr: &[u8]) -> Option<Answerer> {
         return Some(Answerer::Http2);
     }
     let first = [preface, ssl, srvr].into_iter().find(|a| !a.is_empty())?;
-    Some(match first[0] {
-        0x15 | 0x16 => Answerer::Tls,
-        b'-' | b'+' => Answerer::Redis(first_line(first)),
-        _ if first.starts_with(b"HTTP/") => Answerer::Http1(first_line(first)),
-        _ => Answerer::Other(first_line(first)),
+    if matches!(first[0], 0x15 | 0x16) {
+        return Some(Answerer::Tls);
+    }
+    if let Some(known) = crate::backend::recognise(first) {
+        return Some(known);
+    }
+    Some(match first.starts_with(b"HTTP/") {
+        true => Answerer::Http1(first_line(first)),
+        false => Answerer::Other(first_line(first)),
     })
 }
 
@@ -180,7 +189,7 @@ fn mysql_packet(got: &[u8]) -> Option<String> {
 }
 
 /// The first line of `got`, escaped and cut to 40 characters.
-fn first_line(got: &[u8]) -> String {
+pub(crate) fn first_line(got: &[u8]) -> String {
     let line = got.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = crate::model::escape_bytes(line);
     let line = line.trim_end_matches("\\r").trim_end();
@@ -206,11 +215,14 @@ mod tests {
         let settings = b"\0\0\x06\x04\0\0\0\0\0\0\x03\0\0\0\x64";
         assert_eq!(classify(b"", settings, b""), Some(Answerer::Http2));
         let err = b"-ERR unknown command 'PRI', with args beginning with: '*' 'HTTP/2.0'\r\n";
+        let said = "it answered `-ERR unknown command 'PRI', with args be…`, as Redis does \
+                    (for Redis: --redis redis://HOST:PORT)";
         assert_eq!(
             classify(b"", err, b""),
-            Some(Answerer::Redis(
-                "-ERR unknown command 'PRI', with args be…".into()
-            ))
+            Some(Answerer::Recognised {
+                store: StoreKind::Redis,
+                said: said.into()
+            })
         );
         assert_eq!(
             classify(b"", b"", b"Zookeeper version: 3.8.4\n"),

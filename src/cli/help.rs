@@ -9,16 +9,20 @@ macro_rules! more {
 }
 
 /// The stores, for the top line and the long description.
-pub(super) const ABOUT: &str = "Leader elections at a glance: etcd, SQL tables \
-     (PostgreSQL, MariaDB/MySQL, SQLite), ZooKeeper, SQL session locks and Redis";
+pub(super) const ABOUT: &str = concat!(
+    "Leader elections at a glance: etcd, SQL tables (PostgreSQL, MariaDB/MySQL, SQLite), ",
+    "ZooKeeper, SQL session locks and Redis"
+);
 
-pub(super) const LONG_ABOUT: &str = "A terminal dashboard, and the commands around it, for \
+pub(super) const LONG_ABOUT: &str = concat!(
+    "A terminal dashboard, and the commands around it, for \
      leader elections in etcd (etcd-election, lease keys, Patroni), SQL tables on PostgreSQL, \
      MariaDB/MySQL and SQLite (sql-lease, sql-heartbeat, ShedLock, Oban...), ZooKeeper \
-     (Curator, kazoo, Kafka, Hadoop HA), SQL session locks (PostgreSQL advisory locks, MySQL \
-     GET_LOCK) and Redis (SET NX PX locks).
-
-Without a command, the dashboard.";
+     (Curator, kazoo, Kafka, Hadoop HA), SQL session locks (PostgreSQL advisory locks, MySQL ",
+    "GET_LOCK) and Redis (SET NX PX locks).\n",
+    "
+Without a command, the dashboard."
+);
 
 pub(super) const MAIN: &str = concat!(
     "Examples:
@@ -28,12 +32,14 @@ pub(super) const MAIN: &str = concat!(
     more!()
 );
 
-pub(super) const MAIN_LONG: &str = "Examples:
+pub(super) const MAIN_LONG: &str = concat!(
+    "Examples:
   electop                                 the dashboard on a local etcd (127.0.0.1:2379)
   electop --etcd 10.0.0.5:2379 --prefix /elections/
   electop --zk zk1:2181,zk2:2181 --prefix /election
-  electop --redis redis://10.0.0.7:6379 --prefix 'leader:*'
-  electop --sql postgres://app@db/app --scheme sql-lease --password-env PGPASSWORD
+",
+    "  electop --redis redis://10.0.0.7:6379 --prefix 'leader:*'\n",
+    "  electop --sql postgres://app@db/app --scheme sql-lease --password-env PGPASSWORD
   electop --sql sqlite:///var/lib/app/e.db  a SQLite file (its path after sqlite://)
   electop status                          every election once, as a table
   electop watch                           one line per leader change
@@ -43,7 +49,8 @@ In the dashboard: / filters, : runs a command (:sort, :events), ? lists every ke
 
 Exit codes: 0 done; 1 a store could not be read or an action failed; 2 a usage or config
 mistake (a bad flag, URL or config field, a flag that does not apply to the source given);
-status 3: some sources read, others not.";
+status 3: some sources read, others not."
+);
 
 pub(super) const SERVE: &str = concat!(
     "Examples:
@@ -95,7 +102,8 @@ Exit codes: 0 all sources read; 3 some; 1 none; 2 a usage or config mistake.
     more!()
 );
 
-pub(super) const HISTORY_LONG: &str = "Examples:
+pub(super) const HISTORY_LONG: &str = concat!(
+    "Examples:
   electop history                         every election's last hour
   electop history sql1/jobs --since 24h   one election's last day
   electop history jobs --since 90m --json | jq '.elections[].summary'
@@ -105,13 +113,15 @@ Each tenure (holder, start, end, duration, the cause that began and ended it) an
 without a leader, then per election: failovers, time without a leader (total, longest,
 p50, p95) and forced actions. Only what the history holds is shown: before its oldest
 change, who led is named without a start; changes with no time (etcd revisions from before
-any electop saw them) are left out and counted. SQL, ZooKeeper and Redis history is what
-an electop (dashboard, serve, watch) recorded in its journal. docs/history.md, in electop's
+any electop saw them) are left out and counted. ",
+    "SQL, ZooKeeper and Redis history is what\n",
+    "an electop (dashboard, serve, watch) recorded in its journal. docs/history.md, in electop's
 source, says more.
 
 Exit codes: 0 every source was read; 3 some were (each one that was not is named on
 stderr); 1 no source could be read, or ELECTION is in none of those read while some were
-not; 2 a usage or config mistake, or ELECTION is in no source (every one read).";
+not; 2 a usage or config mistake, or ELECTION is in no source (every one read)."
+);
 
 pub(super) const WATCH: &str = concat!(
     "Examples:
@@ -172,11 +182,14 @@ pub(super) const NODE: &str = concat!(
     more!()
 );
 
-pub(super) const NODE_LONG: &str = "Examples:
+pub(super) const NODE_LONG: &str = concat!(
+    "Examples:
   electop --etcd 127.0.0.1:2379 --scheme etcd-election node --election /e/jobs --id node-1
   electop --sql sqlite://e.db --scheme sql-lease node --election jobs --id node-1 --create-table
   electop --zk 127.0.0.1:2181 --prefix /election node --election jobs --id node-1 --ttl 6s
-  electop --redis redis://127.0.0.1:6379 --prefix 'locks:*' node --election locks:jobs --id node-1";
+",
+    "  electop --redis redis://127.0.0.1:6379 --prefix 'locks:*' node --election locks:jobs --id node-1"
+);
 
 pub(super) const DEMO: &str = concat!(
     "Examples:
@@ -188,12 +201,15 @@ pub(super) const DEMO: &str = concat!(
     more!()
 );
 
-pub(super) const DEMO_LONG: &str = "Examples:
+pub(super) const DEMO_LONG: &str = concat!(
+    "Examples:
   electop demo                            on an embedded SQLite file
   electop demo --store etcd --spawn-etcd  on a throwaway local etcd
   electop demo --store zookeeper --spawn-zookeeper   on a throwaway local ZooKeeper
-  electop demo --store redis --spawn-redis  on a throwaway local redis-server
-  electop demo --ttl 2s --renew 500ms     faster failovers";
+",
+    "  electop demo --store redis --spawn-redis  on a throwaway local redis-server\n",
+    "  electop demo --ttl 2s --renew 500ms     faster failovers"
+);
 
 pub(super) const PRESETS: &str = "Examples:
   electop presets                         the presets and the table each reads

@@ -7,8 +7,9 @@ use anyhow::Result;
 
 use super::Usage;
 use crate::app::Prefs;
+use crate::backend::demo::{Given, Offer};
 use crate::cli::{Cli, DemoArgs, DemoStore, SourceArgs};
-use crate::config::Config;
+use crate::config::{Config, Flags, OwnFlags};
 
 pub(super) fn run(
     cli: &Cli,
@@ -32,9 +33,47 @@ pub(super) fn run(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The flags of the store `offer` runs on (`--redis URL`, `--redis-cacert`...).
+fn own_flags(flags: &Flags, offer: Offer) -> Option<OwnFlags<'_>> {
+    flags
+        .own()
+        .into_iter()
+        .find(|o| o.store == offer.facts().kind)
+}
+
+/// Whether the `--spawn-` flag `flag` is given.
+fn spawns(args: &DemoArgs, flag: &str) -> bool {
+    args.spawns().iter().any(|(f, given)| *f == flag && *given)
+}
+
+/// What the flags give the demo of the store `offer` runs on: its own source flag and TLS
+/// files, the password and the rest every store may take.
+fn given(offer: Offer, src: &SourceArgs) -> Given {
+    let flags = src.flags();
+    let own = own_flags(&flags, offer);
+    let path = |p: Option<&std::path::Path>| p.map(std::path::Path::to_path_buf);
+    Given {
+        source: own.as_ref().and_then(|o| o.sources.first().cloned()),
+        tls: crate::demo::Tls {
+            cacert: own.as_ref().and_then(|o| path(o.cacert)),
+            cert: own.as_ref().and_then(|o| path(o.cert)),
+            key: own.as_ref().and_then(|o| path(o.key)),
+            insecure_skip_tls_verify: false,
+        },
+        password_env: src.password_env.clone(),
+        password_file: src.password_file.clone(),
+        scheme: src.scheme.map(crate::model::Scheme::from),
+        read_only: src.read_only,
+    }
+}
+
 /// The demo's options from its flags.
 fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
     use crate::demo::{Options, Store, Tls};
+    let own = match args.store {
+        DemoStore::Own(o) => Some(o),
+        _ => None,
+    };
     Options {
         store: match args.store {
             DemoStore::Sqlite => Store::Sqlite,
@@ -42,11 +81,12 @@ fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
             DemoStore::Postgres => Store::Postgres,
             DemoStore::Mysql => Store::Mysql,
             DemoStore::Zookeeper => Store::Zookeeper,
-            DemoStore::Redis => Store::Redis,
+            DemoStore::Own(o) => Store::Own(o),
         },
         spawn_etcd: args.spawn_etcd,
         spawn_zookeeper: args.spawn_zookeeper,
-        spawn_redis: args.spawn_redis,
+        spawn_own: own.is_some_and(|o| spawns(args, o.facts().spawn_flag)),
+        own: own.map(|o| given(o, src)).unwrap_or_default(),
         nodes: args.nodes,
         ttl: args.ttl,
         renew: args.renew,
@@ -55,7 +95,6 @@ fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
         etcd: src.etcd.first().cloned(),
         sql: src.sql.first().cloned(),
         zk: src.zk.first().cloned(),
-        redis: src.redis.first().cloned(),
         table: src.table.clone(),
         password_env: src.password_env.clone(),
         password_file: src.password_file.clone(),
@@ -70,12 +109,6 @@ fn demo_options(args: &DemoArgs, src: &SourceArgs) -> crate::demo::Options {
             cacert: src.zk_cacert.clone(),
             cert: src.zk_cert.clone(),
             key: src.zk_key.clone(),
-            insecure_skip_tls_verify: false,
-        },
-        redis_tls: Tls {
-            cacert: src.redis_cacert.clone(),
-            cert: src.redis_cert.clone(),
-            key: src.redis_key.clone(),
             insecure_skip_tls_verify: false,
         },
         read_only: src.read_only,
@@ -116,7 +149,7 @@ fn check(args: &DemoArgs, src: &SourceArgs) -> Result<(), Usage> {
 
 /// `--spawn-X` goes with `--store X`.
 fn check_spawn(args: &DemoArgs) -> Result<(), Usage> {
-    let spawns = [
+    let mut flags = vec![
         (args.spawn_etcd, DemoStore::Etcd, "--spawn-etcd", "an etcd"),
         (
             args.spawn_zookeeper,
@@ -124,14 +157,13 @@ fn check_spawn(args: &DemoArgs) -> Result<(), Usage> {
             "--spawn-zookeeper",
             "a ZooKeeper",
         ),
-        (
-            args.spawn_redis,
-            DemoStore::Redis,
-            "--spawn-redis",
-            "a redis-server",
-        ),
     ];
-    for (given, store, flag, what) in spawns {
+    flags.extend(crate::backend::DEMOS.iter().map(|o| {
+        let f = o.facts();
+        let given = spawns(args, f.spawn_flag);
+        (given, DemoStore::Own(*o), f.spawn_flag, f.spawns)
+    }));
+    for (given, store, flag, what) in flags {
         if given && args.store != store {
             let n = store_name(store);
             return Err(Usage(format!(
@@ -148,17 +180,21 @@ fn check_spawn(args: &DemoArgs) -> Result<(), Usage> {
 fn check_sources(args: &DemoArgs, src: &SourceArgs) -> Result<(), Usage> {
     use DemoStore as S;
     let store = args.store;
+    let flags = src.flags();
     let needs = match store {
         S::Etcd if src.etcd.is_empty() && !args.spawn_etcd => {
-            Some("--etcd HOST:PORT, or --spawn-etcd to start a local one")
+            Some("--etcd HOST:PORT, or --spawn-etcd to start a local one".to_string())
         }
         S::Zookeeper if src.zk.is_empty() && !args.spawn_zookeeper => {
-            Some("--zk HOST:PORT, or --spawn-zookeeper to start a local one")
+            Some("--zk HOST:PORT, or --spawn-zookeeper to start a local one".to_string())
         }
-        S::Redis if src.redis.is_empty() && !args.spawn_redis => {
-            Some("--redis redis://HOST:PORT, or --spawn-redis to start a local one")
+        S::Own(o)
+            if own_flags(&flags, o).is_none_or(|f| f.sources.is_empty())
+                && !spawns(args, o.facts().spawn_flag) =>
+        {
+            Some(o.needs())
         }
-        S::Postgres | S::Mysql if src.sql.is_empty() => Some("--sql URL"),
+        S::Postgres | S::Mysql if src.sql.is_empty() => Some("--sql URL".to_string()),
         _ => None,
     };
     if let Some(needs) = needs {
@@ -167,11 +203,40 @@ fn check_sources(args: &DemoArgs, src: &SourceArgs) -> Result<(), Usage> {
             store_name(store)
         )));
     }
+    match applying(store, src, &flags)
+        .iter()
+        .find(|(_, given, applies)| *given && !applies)
+    {
+        Some((flag, _, _)) => Err(Usage(format!(
+            "{flag} does not apply to the demo's --store {}: leave it out, or choose the \
+             store it is for with --store",
+            store_name(store)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Each flag that points at a store, whether it is given, and whether it applies to the
+/// demo's `store`: the source flags, then the credentials and TLS, each store's own after
+/// the demo's own stores'.
+fn applying(store: DemoStore, src: &SourceArgs, flags: &Flags) -> Vec<(String, bool, bool)> {
+    use DemoStore as S;
     let is_sql = matches!(store, S::Postgres | S::Mysql | S::Sqlite);
-    let flags = [
-        ("--etcd", !src.etcd.is_empty(), store == S::Etcd),
-        ("--zk", !src.zk.is_empty(), store == S::Zookeeper),
-        ("--redis", !src.redis.is_empty(), store == S::Redis),
+    let own = flags.own();
+    let is_own = |o: &OwnFlags| matches!(store, S::Own(d) if d.facts().kind == o.store);
+    let mut table = vec![
+        ("--etcd".to_string(), !src.etcd.is_empty(), store == S::Etcd),
+        (
+            "--zk".to_string(),
+            !src.zk.is_empty(),
+            store == S::Zookeeper,
+        ),
+    ];
+    table.extend(
+        own.iter()
+            .map(|o| (o.flag.to_string(), !o.sources.is_empty(), is_own(o))),
+    );
+    let plain = [
         (
             "--sql",
             !src.sql.is_empty(),
@@ -195,35 +260,33 @@ fn check_sources(args: &DemoArgs, src: &SourceArgs) -> Result<(), Usage> {
             src.zk_cacert.is_some() || src.zk_cert.is_some(),
             store == S::Zookeeper,
         ),
-        (
-            "--redis-cacert",
-            src.redis_cacert.is_some() || src.redis_cert.is_some(),
-            store == S::Redis,
-        ),
-        (
-            "--password-env/--password-file",
-            src.password_env.is_some() || src.password_file.is_some(),
-            matches!(store, S::Etcd | S::Redis | S::Postgres | S::Mysql),
-        ),
     ];
-    match flags.iter().find(|(_, given, applies)| *given && !applies) {
-        Some((flag, _, _)) => Err(Usage(format!(
-            "{flag} does not apply to the demo's --store {}: leave it out, or choose the \
-             store it is for with --store",
-            store_name(store)
-        ))),
-        None => Ok(()),
-    }
+    table.extend(plain.map(|(flag, given, applies)| (flag.to_string(), given, applies)));
+    table.extend(own.iter().map(|o| {
+        let flag = format!("{}cacert", o.tls_prefix);
+        (flag, o.tls_given(), is_own(o))
+    }));
+    let password = matches!(store, S::Etcd | S::Postgres | S::Mysql)
+        || matches!(store, S::Own(o) if o.facts().takes_password);
+    table.push((
+        "--password-env/--password-file".to_string(),
+        src.password_env.is_some() || src.password_file.is_some(),
+        password,
+    ));
+    table
 }
 
 /// The store's address reads as one, as it would for any other command.
 fn check_urls(src: &SourceArgs) -> Result<(), Usage> {
-    use crate::config::{DbUrl, Dialect, RedisSource, SqlConfigError, ZkSource};
+    use crate::config::{DbUrl, Dialect, SqlConfigError, ZkSource};
     if let Some(zk) = src.zk.first() {
         ZkSource::from_connect(zk, None, None).map_err(|e| Usage(format!("--zk: {e}")))?;
     }
-    if let Some(url) = src.redis.first() {
-        RedisSource::from_url(url, None).map_err(Usage)?;
+    let flags = src.flags();
+    for demo in crate::backend::DEMOS {
+        if let Some(address) = own_flags(&flags, *demo).and_then(|o| o.sources.first()) {
+            demo.0.check_address(address).map_err(Usage)?;
+        }
     }
     if let Some(url) = src.sql.first()
         && Dialect::from_url(url).is_none()
@@ -259,7 +322,8 @@ fn check_dialect(store: DemoStore, src: &SourceArgs) -> Result<(), Usage> {
 }
 
 /// `--scheme` runs on the store: etcd's on etcd, a SQL table's on a SQL store, a session
-/// lock on its own server; ZooKeeper's and Redis's nodes have one way of their own.
+/// lock on its own server; ZooKeeper's nodes, and those of a store's own demo, have one way
+/// of their own.
 fn check_scheme(store: DemoStore, src: &SourceArgs) -> Result<(), Usage> {
     use crate::model::Server;
     use DemoStore as S;
@@ -272,7 +336,7 @@ fn check_scheme(store: DemoStore, src: &SourceArgs) -> Result<(), Usage> {
         S::Sqlite => scheme.is_sql(),
         S::Postgres => scheme.is_sql() || server == Some(Server::Postgres),
         S::Mysql => scheme.is_sql() || server == Some(Server::MySql),
-        S::Zookeeper | S::Redis => false,
+        S::Zookeeper | S::Own(_) => false,
     };
     match runs {
         true => Ok(()),
@@ -281,7 +345,7 @@ fn check_scheme(store: DemoStore, src: &SourceArgs) -> Result<(), Usage> {
             store_name(store),
             match store {
                 S::Etcd => "use etcd-election or etcd-lease-key",
-                S::Zookeeper | S::Redis =>
+                S::Zookeeper | S::Own(_) =>
                     "leave --scheme out: its nodes have one way of their own",
                 _ =>
                     "use sql-lease or sql-heartbeat (pg-advisory with --store postgres, \

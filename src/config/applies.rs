@@ -1,11 +1,12 @@
 //! Each source flag names the kind of store it is for; given where no source of that kind
 //! is read, it would be silently ignored, so it is refused, naming the flag and the
 //! sources given. Checked on the flags and the config alone, before anything is dialled
-//! (a `--sql` catalog is read only after).
+//! (a `--sql` catalog is read only after). Which flags give which store's sources, and a
+//! store's own TLS flags, are `Flags`' to say (`flags.rs`, and the store's section).
 
 use super::{Config, DbUrl, Flags, SourceConfig, SqlConfigError};
 use crate::config::Dialect;
-use crate::model::StoreKind;
+use crate::model::StoreKind::{self, Etcd, Sql, Zookeeper};
 
 /// The ZooKeeper TLS flags are asked for when etcd's are given where only ZooKeeper is read
 /// (README, ZooKeeper: TLS).
@@ -13,16 +14,9 @@ pub(super) const ZK_NOT_ETCD_TLS: &str = "--cacert/--cert/--key/--insecure-skip-
      are etcd's; for TLS to ZooKeeper's secureClientPort give --zk-cacert (and \
      --zk-cert/--zk-key for a client certificate)";
 
-pub(super) const REDIS_NOT_ETCD_TLS: &str = "--cacert/--cert/--key/--insecure-skip-tls-verify \
-     are etcd's; for a Redis tls-port write rediss://host:port and give --redis-cacert (and \
-     --redis-cert/--redis-key for a client certificate)";
-
 /// The kinds of store the command will read, and how to name them in a message.
 struct Kinds {
-    etcd: bool,
-    sql: bool,
-    zk: bool,
-    redis: bool,
+    read: Vec<StoreKind>,
     /// The sources are made from the source flags (or are the default local etcd), not
     /// the config file's: the flags that only build sources (`--table`, `--user`...) apply.
     from_flags: bool,
@@ -33,12 +27,7 @@ struct Kinds {
 
 impl Kinds {
     fn has(&self, kind: StoreKind) -> bool {
-        match kind {
-            StoreKind::Etcd => self.etcd,
-            StoreKind::Sql => self.sql,
-            StoreKind::Zookeeper => self.zk,
-            StoreKind::Redis => self.redis,
-        }
+        self.read.contains(&kind)
     }
 }
 
@@ -75,16 +64,17 @@ impl Flags {
             ))
         };
         let config_sets = "a config file's source sets its own; give the source flags instead";
-        if self.registry.is_some() && !(kinds.etcd && kinds.from_flags) {
-            let fix = if kinds.etcd {
+        let (etcd, sql, zk) = (kinds.has(Etcd), kinds.has(Sql), kinds.has(Zookeeper));
+        if self.registry.is_some() && !(etcd && kinds.from_flags) {
+            let fix = if etcd {
                 config_sets
             } else {
                 "leave it out, or give --etcd"
             };
             return not_for("--registry", "etcd-lease-key on --etcd", fix);
         }
-        if self.user.is_some() && !(kinds.etcd && kinds.from_flags) {
-            let fix = if kinds.etcd {
+        if self.user.is_some() && !(etcd && kinds.from_flags) {
+            let fix = if etcd {
                 config_sets
             } else {
                 "leave it out, or give --etcd"
@@ -99,7 +89,7 @@ impl Flags {
         if let Some((flag, _)) = sql_only.iter().find(|(_, given)| *given)
             && self.sql.is_empty()
         {
-            let fix = if kinds.sql {
+            let fix = if sql {
                 config_sets
             } else {
                 "leave it out, or give --sql URL"
@@ -112,11 +102,11 @@ impl Flags {
                 false => "--password-file",
             }
         });
-        let etcd_user = kinds.etcd && self.user.is_some();
+        let etcd_user = etcd && self.user.is_some();
         if let Some(flag) = password
-            && !(kinds.from_flags && (etcd_user || kinds.sql || kinds.redis))
+            && !(kinds.from_flags && (etcd_user || self.password_sources()))
         {
-            let fix = match (kinds.from_flags, kinds.zk, kinds.etcd) {
+            let fix = match (kinds.from_flags, zk, etcd) {
                 (false, _, _) => config_sets,
                 (true, true, _) => "ZooKeeper's credentials come from --zk-auth",
                 (true, false, true) => "etcd takes a password for --user NAME only",
@@ -124,7 +114,7 @@ impl Flags {
             };
             return not_for(flag, "--sql, --redis and etcd's --user", fix);
         }
-        if self.zk_auth.is_some() && !kinds.zk {
+        if self.zk_auth.is_some() && !zk {
             return not_for(
                 "--zk-auth",
                 "ZooKeeper",
@@ -145,29 +135,34 @@ impl Flags {
         }
         let fix = match store {
             StoreKind::Sql => "give --sql URL".to_string(),
-            _ if kinds.sql => "give a SQL scheme (sql-lease, sql-heartbeat, pg-advisory, \
+            _ if kinds.has(Sql) => "give a SQL scheme (sql-lease, sql-heartbeat, pg-advisory, \
                  mysql-lock), or leave --scheme out to find the tables; for etcd give --etcd \
                  HOST:PORT"
                 .to_string(),
-            _ => "leave --scheme out (ZooKeeper's and Redis's layouts are found by \
-                 themselves), or for etcd give --etcd HOST:PORT"
-                .to_string(),
+            _ => concat!(
+                "leave --scheme out (ZooKeeper's and Redis's layouts are found by themselves), ",
+                "or for etcd give --etcd HOST:PORT"
+            )
+            .to_string(),
         };
         Err(format!(
             "--scheme {scheme} is {} scheme, and does not apply to {}: {fix}",
-            store_name(store),
+            store.with_article(),
             kinds.given
         ))
     }
 
-    /// The TLS flags of each store have a source of that store to go to.
+    /// The TLS flags of each store have a source of that store to go to: etcd's plain ones,
+    /// then each store's own (`Flags::own`), then ZooKeeper's.
     fn check_tls_applies(&self, kinds: &Kinds) -> Result<(), String> {
         let etcd_tls =
             self.cacert.is_some() || self.cert.is_some() || self.insecure_skip_tls_verify;
-        if etcd_tls && !kinds.etcd {
-            return Err(match (kinds.zk, kinds.redis) {
+        let own = self.own();
+        if etcd_tls && !kinds.has(Etcd) {
+            let read = own.iter().find(|o| kinds.has(o.store));
+            return Err(match (kinds.has(Zookeeper), read) {
                 (true, _) => ZK_NOT_ETCD_TLS.to_string(),
-                (false, true) => REDIS_NOT_ETCD_TLS.to_string(),
+                (false, Some(o)) => o.not_etcd_tls.to_string(),
                 _ => format!(
                     "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's, and do not \
                      apply to {}: TLS to a database is set in its URL (sslmode=, ssl-mode=)",
@@ -175,14 +170,10 @@ impl Flags {
                 ),
             });
         }
-        if (self.redis_cacert.is_some() || self.redis_cert.is_some()) && !kinds.redis {
-            return Err(format!(
-                "--redis-cacert/--redis-cert/--redis-key are for Redis sources, and do not \
-                 apply to {}: give --redis rediss://host:port",
-                kinds.given
-            ));
+        if let Some(o) = own.iter().find(|o| o.tls_given() && !kinds.has(o.store)) {
+            return Err((o.tls_not_for)(&kinds.given));
         }
-        if (self.zk_cacert.is_some() || self.zk_cert.is_some()) && !kinds.zk {
+        if (self.zk_cacert.is_some() || self.zk_cert.is_some()) && !kinds.has(Zookeeper) {
             return Err(format!(
                 "--zk-cacert/--zk-cert/--zk-key are for ZooKeeper sources, and do not apply \
                  to {}: give --zk HOST:PORT, or use --cacert/--cert/--key for etcd",
@@ -197,81 +188,46 @@ impl Flags {
         if self.prefix.is_empty() || self.sql.is_empty() {
             return Ok(());
         }
-        let others = !self.etcd.is_empty() || !self.zk.is_empty() || !self.redis.is_empty();
         let etcd_preset = self.preset.is_some_and(|p| p.etcd_namespace().is_some());
-        if others || etcd_preset {
+        if self.prefix_sources() || etcd_preset {
             return Ok(());
         }
-        Err(
-            "--prefix is for --etcd, --zk and --redis, and does not apply to --sql: a \
-             database's elections are its table's rows (--table) or its session locks; to read \
+        Err(concat!(
+            "--prefix is for --etcd, --zk and --redis, and does not apply to --sql: ",
+            "a database's elections are its table's rows (--table) or its session locks; to read \
              etcd too, give --etcd HOST:PORT"
-                .to_string(),
         )
+        .to_string())
     }
 
     /// The kinds of store read: the flags' own sources (as `resolve_sources` makes them),
     /// else the config's, else the local etcd.
     fn kinds(&self, configured: &[SourceConfig]) -> Kinds {
-        let etcd_preset = self.preset.is_some_and(|p| p.etcd_namespace().is_some());
-        let prefix_is_etcd = !self.prefix.is_empty()
-            && ((self.zk.is_empty() && self.redis.is_empty()) || !self.etcd.is_empty());
-        let etcd = !self.etcd.is_empty() || prefix_is_etcd || etcd_preset;
-        let (sql, zk, redis) = (
-            !self.sql.is_empty(),
-            !self.zk.is_empty(),
-            !self.redis.is_empty(),
-        );
-        if etcd || sql || zk || redis {
-            let named = [
-                (!self.etcd.is_empty(), "--etcd"),
-                (etcd && self.etcd.is_empty(), "etcd (127.0.0.1:2379)"),
-                (sql, "--sql"),
-                (zk, "--zk"),
-                (redis, "--redis"),
-            ];
-            let given: Vec<&str> = named.iter().filter(|(g, _)| *g).map(|(_, n)| *n).collect();
+        let named = self.flag_sources();
+        if !named.is_empty() {
+            let given: Vec<&str> = named.iter().map(|(_, n)| *n).collect();
             return Kinds {
-                etcd,
-                sql,
-                zk,
-                redis,
+                read: named.iter().map(|(kind, _)| *kind).collect(),
                 from_flags: true,
                 given: given.join(" and "),
             };
         }
         if configured.is_empty() {
             return Kinds {
-                etcd: true,
-                sql: false,
-                zk: false,
-                redis: false,
+                read: vec![Etcd],
                 from_flags: true,
                 given: "the default source (etcd at 127.0.0.1:2379, no source flag given)"
                     .to_string(),
             };
         }
-        let any = |f: fn(&SourceConfig) -> bool| configured.iter().any(f);
         Kinds {
-            etcd: any(|s| matches!(s, SourceConfig::Etcd(_))),
-            sql: any(|s| matches!(s, SourceConfig::Sql(_))),
-            zk: any(|s| matches!(s, SourceConfig::Zookeeper(_))),
-            redis: any(|s| matches!(s, SourceConfig::Redis(_))),
+            read: configured.iter().map(SourceConfig::store).collect(),
             from_flags: false,
             given: match &self.context {
                 Some(name) => format!("the sources of context {name}"),
                 None => "the config file's sources".to_string(),
             },
         }
-    }
-}
-
-fn store_name(store: StoreKind) -> &'static str {
-    match store {
-        StoreKind::Etcd => "an etcd",
-        StoreKind::Sql => "a SQL",
-        StoreKind::Zookeeper => "a ZooKeeper",
-        StoreKind::Redis => "a Redis",
     }
 }
 

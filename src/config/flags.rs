@@ -3,14 +3,14 @@
 //! a local etcd; the flags that apply to every source (`--read-only`, TLS) applied to the
 //! config's too. `cli` parses the flags (clap only) and hands them over as [`Flags`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{
     Config, DbUrl, EtcdSource, RedisSource, Selected, SourceConfig, SqlColumns, SqlSource, SqlSpec,
     ZkSource,
 };
-use crate::model::Scheme;
+use crate::model::{Scheme, StoreKind};
 use crate::presets::{KnownTable, Preset};
 
 /// A table electop knows, found in the catalog of a `--sql` database given without
@@ -33,6 +33,33 @@ pub struct Unreached {
     pub url: String,
     /// Why it could not be looked at.
     pub error: String,
+}
+
+/// A store's own source flag and TLS files (`--redis URL`, `--redis-cacert`...), as given,
+/// with what a message says of them: what the checks and the demo read of a store without
+/// naming it (Redis's; ZooKeeper's are still read by name). Made by the store's section.
+pub struct OwnFlags<'a> {
+    pub store: StoreKind,
+    /// The flag that gives its sources (`--redis`), and their addresses as given.
+    pub flag: &'static str,
+    pub sources: &'a [String],
+    /// What its TLS flags start with (`--redis-`), and the files given with them.
+    pub tls_prefix: &'static str,
+    pub cacert: Option<&'a Path>,
+    pub cert: Option<&'a Path>,
+    pub key: Option<&'a Path>,
+    /// What is said when etcd's TLS flags are given where only this store is read.
+    pub not_etcd_tls: &'static str,
+    /// What is said when its TLS flags are given where none of its sources is read (`what`
+    /// was given instead).
+    pub tls_not_for: fn(what: &str) -> String,
+}
+
+impl OwnFlags<'_> {
+    /// A CA or a client certificate is given (the key comes with the certificate).
+    pub fn tls_given(&self) -> bool {
+        self.cacert.is_some() || self.cert.is_some()
+    }
 }
 
 /// The source flags as given (see `electop --help` for each).
@@ -133,10 +160,7 @@ impl Flags {
         let sql_scheme = self.sql_scheme(scheme)?;
         let etcd_scheme = scheme.filter(|s| !s.is_sql() && !s.is_session_lock());
         let etcd_preset = self.preset.filter(|p| p.etcd_namespace().is_some());
-        // --prefix goes with --zk (or --redis) when that is given without --etcd.
-        let prefix_is_etcd = !self.prefix.is_empty()
-            && ((self.zk.is_empty() && self.redis.is_empty()) || !self.etcd.is_empty());
-        let etcd_given = !self.etcd.is_empty() || prefix_is_etcd || etcd_preset.is_some();
+        let etcd_given = !self.etcd.is_empty() || self.prefix_is_etcd() || etcd_preset.is_some();
         let flags_given =
             etcd_given || !self.sql.is_empty() || !self.zk.is_empty() || !self.redis.is_empty();
         let mut sources = Vec::new();
@@ -165,6 +189,50 @@ impl Flags {
             self.apply_to(s)?;
         }
         Ok(sources)
+    }
+
+    /// `--prefix` is etcd's: given, and not with `--zk` (or `--redis`) alone.
+    pub(super) fn prefix_is_etcd(&self) -> bool {
+        !self.prefix.is_empty()
+            && ((self.zk.is_empty() && self.redis.is_empty()) || !self.etcd.is_empty())
+    }
+
+    /// The stores the source flags read, each as a message names what was given, in the
+    /// order it lists them: `--etcd` (or the local etcd a `--prefix` or an etcd preset
+    /// reads), `--sql`, `--zk`, `--redis`. Empty: no flag gives a source.
+    pub(super) fn flag_sources(&self) -> Vec<(StoreKind, &'static str)> {
+        let etcd_preset = self.preset.is_some_and(|p| p.etcd_namespace().is_some());
+        let etcd = !self.etcd.is_empty() || self.prefix_is_etcd() || etcd_preset;
+        [
+            (!self.etcd.is_empty(), StoreKind::Etcd, "--etcd"),
+            (
+                etcd && self.etcd.is_empty(),
+                StoreKind::Etcd,
+                "etcd (127.0.0.1:2379)",
+            ),
+            (!self.sql.is_empty(), StoreKind::Sql, "--sql"),
+            (!self.zk.is_empty(), StoreKind::Zookeeper, "--zk"),
+            (!self.redis.is_empty(), StoreKind::Redis, "--redis"),
+        ]
+        .into_iter()
+        .filter(|(given, _, _)| *given)
+        .map(|(_, kind, named)| (kind, named))
+        .collect()
+    }
+
+    /// A source the flags give reads `--password-env`/`--password-file` (`--sql`, `--redis`).
+    pub(super) fn password_sources(&self) -> bool {
+        !self.sql.is_empty() || !self.redis.is_empty()
+    }
+
+    /// A source the flags give takes `--prefix` (`--etcd`, `--zk`, `--redis`).
+    pub(super) fn prefix_sources(&self) -> bool {
+        !self.etcd.is_empty() || !self.zk.is_empty() || !self.redis.is_empty()
+    }
+
+    /// Each store's own source flag and TLS files, as given.
+    pub fn own(&self) -> Vec<OwnFlags<'_>> {
+        vec![super::redis::own_flags(self)]
     }
 
     /// One etcd source per `--prefix` (the whole keyspace without one), on `--etcd` or the

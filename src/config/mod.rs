@@ -29,7 +29,7 @@ pub use context::Context;
 pub use duration::{parse_duration, parse_size};
 pub use endpoint::{EndpointError, check_endpoint};
 pub use etcd::EtcdSource;
-pub use flags::{Flags, FoundTable, Unreached};
+pub use flags::{Flags, FoundTable, OwnFlags, Unreached};
 pub use keys::{KeyOverrides, parse_key};
 pub use lock_names::{LockHash, LockNaming};
 pub use redis::{RedisSource, RedisTarget};
@@ -163,6 +163,17 @@ impl SourceConfig {
             SourceConfig::Sql(s) => Some(s.scheme),
             SourceConfig::Zookeeper(z) => Some(z.scheme()),
             SourceConfig::Redis(_) => Some(crate::model::Scheme::RedisLock),
+        }
+    }
+
+    /// The kind of store the source is read from.
+    pub fn store(&self) -> crate::model::StoreKind {
+        use crate::model::StoreKind;
+        match self {
+            SourceConfig::Etcd(_) => StoreKind::Etcd,
+            SourceConfig::Sql(_) => StoreKind::Sql,
+            SourceConfig::Zookeeper(_) => StoreKind::Zookeeper,
+            SourceConfig::Redis(_) => StoreKind::Redis,
         }
     }
 

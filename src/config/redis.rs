@@ -7,6 +7,36 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::{Flags, OwnFlags};
+use crate::model::StoreKind;
+
+/// Said when etcd's TLS flags are given where only Redis is read.
+const NOT_ETCD_TLS: &str = concat!(
+    "--cacert/--cert/--key/--insecure-skip-tls-verify are etcd's; ",
+    "for a Redis tls-port write rediss://host:port and give --redis-cacert (and \
+     --redis-cert/--redis-key for a client certificate)"
+);
+
+/// `--redis` and the `--redis-` TLS files, as given.
+pub(super) fn own_flags(f: &Flags) -> OwnFlags<'_> {
+    OwnFlags {
+        store: StoreKind::Redis,
+        flag: "--redis",
+        sources: &f.redis,
+        tls_prefix: "--redis-",
+        cacert: f.redis_cacert.as_deref(),
+        cert: f.redis_cert.as_deref(),
+        key: f.redis_key.as_deref(),
+        not_etcd_tls: NOT_ETCD_TLS,
+        tls_not_for: |what| {
+            format!(
+                "--redis-cacert/--redis-cert/--redis-key are for Redis sources, and do not \
+                 apply to {what}: give --redis rediss://host:port"
+            )
+        },
+    }
+}
+
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RedisSource {

@@ -3,7 +3,6 @@
 //! embedded SQLite file in a temporary directory and needs no server.
 
 mod ext;
-mod redis;
 #[cfg(test)]
 mod screen_tests;
 mod state;
@@ -24,6 +23,8 @@ use supervisor::Supervisor;
 pub(crate) use view::view;
 
 use crate::backend::BackendOptions;
+pub(crate) use crate::backend::demo::Tls;
+use crate::backend::demo::{Given, Offer, Setup, Spawned as SpawnedServer};
 use crate::config::{DbUrl, EtcdSource, SourceConfig, SqlColumns, SqlSource, SqlSpec};
 use crate::model::Scheme;
 use crate::runtime::Sources;
@@ -36,8 +37,6 @@ fn election_for(source: &SourceConfig) -> &'static str {
         // A PostgreSQL advisory lock is keyed by a number, which the dashboard shows.
         SourceConfig::Sql(q) if q.scheme == Scheme::PgAdvisory => "42",
         SourceConfig::Sql(q) if q.scheme == Scheme::MysqlLock => "electop-demo",
-        // The lock key, which the dashboard's pattern matches.
-        SourceConfig::Redis(_) => redis::KEY,
         _ => "demo",
     }
 }
@@ -63,16 +62,8 @@ pub(crate) enum Store {
     Mysql,
     Etcd,
     Zookeeper,
-    Redis,
-}
-
-/// TLS files for an etcd the demo is given (not one it starts).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Tls {
-    pub cacert: Option<std::path::PathBuf>,
-    pub cert: Option<std::path::PathBuf>,
-    pub key: Option<std::path::PathBuf>,
-    pub insecure_skip_tls_verify: bool,
+    /// A store's own demo, from its folder (`backend::demo`).
+    Own(Offer),
 }
 
 /// What the demo runs: the store, the nodes, and how fast they renew.
@@ -83,8 +74,10 @@ pub(crate) struct Options {
     pub spawn_etcd: bool,
     /// Start a throwaway local ZooKeeper (with [`Store::Zookeeper`]).
     pub spawn_zookeeper: bool,
-    /// Start a throwaway local redis-server (with [`Store::Redis`]).
-    pub spawn_redis: bool,
+    /// Start a throwaway server of a store's own demo (with [`Store::Own`]).
+    pub spawn_own: bool,
+    /// What the flags give a store's own demo (with [`Store::Own`]).
+    pub own: Given,
     pub nodes: usize,
     /// The nodes' lease / term / timeout, renew and retry intervals (default: the scheme's).
     pub ttl: Option<Duration>,
@@ -96,8 +89,6 @@ pub(crate) struct Options {
     pub sql: Option<String>,
     /// The ZooKeeper connect string of one the demo does not start.
     pub zk: Option<String>,
-    /// The Redis URL of one the demo does not start.
-    pub redis: Option<String>,
     pub table: Option<String>,
     pub password_env: Option<String>,
     pub password_file: Option<std::path::PathBuf>,
@@ -105,8 +96,6 @@ pub(crate) struct Options {
     /// `--zk-auth` and the `--zk-` TLS files, for a ZooKeeper the demo does not start.
     pub zk_auth: Option<String>,
     pub zk_tls: Tls,
-    /// The `--redis-` TLS files, for a Redis the demo does not start.
-    pub redis_tls: Tls,
     pub read_only: bool,
 }
 
@@ -175,20 +164,20 @@ async fn spawn_etcd(dir: &std::path::Path) -> Result<SpawnedEtcd> {
     Ok(SpawnedEtcd { child, endpoint })
 }
 
-/// The servers the demo started: etcd, ZooKeeper, Redis.
+/// The servers the demo started: etcd, ZooKeeper, a store's own.
 #[derive(Default)]
 struct Spawned<'a> {
     etcd: Option<&'a str>,
     zk: Option<&'a str>,
-    redis: Option<&'a str>,
+    own: Option<&'a str>,
 }
 
-/// The stores `--spawn-etcd`, `--spawn-zookeeper` and `--spawn-redis` started, stopped
-/// when the demo ends.
+/// The stores `--spawn-etcd`, `--spawn-zookeeper` and a store's own `--spawn-` flag
+/// started, stopped when the demo ends.
 struct Throwaway {
     etcd: Option<SpawnedEtcd>,
     zk: Option<zookeeper::SpawnedZk>,
-    redis: Option<redis::SpawnedRedis>,
+    own: Option<SpawnedServer>,
 }
 
 impl Throwaway {
@@ -199,9 +188,6 @@ impl Throwaway {
                 "--spawn-zookeeper starts a ZooKeeper for --store zookeeper; add --store zookeeper"
             );
         }
-        if args.spawn_redis && args.store != Store::Redis {
-            bail!("--spawn-redis starts a redis-server for --store redis; add --store redis");
-        }
         Ok(Throwaway {
             etcd: match args.spawn_etcd {
                 true => Some(spawn_etcd(dir).await?),
@@ -211,9 +197,9 @@ impl Throwaway {
                 true => Some(zookeeper::spawn(dir).await?),
                 false => None,
             },
-            redis: match args.spawn_redis {
-                true => Some(redis::spawn(dir).await?),
-                false => None,
+            own: match (args.store, args.spawn_own) {
+                (Store::Own(o), true) => Some(o.0.spawn(dir).await?),
+                _ => None,
             },
         })
     }
@@ -222,7 +208,7 @@ impl Throwaway {
         Spawned {
             etcd: self.etcd.as_ref().map(|e| e.endpoint.as_str()),
             zk: self.zk.as_ref().map(|z| z.endpoint.as_str()),
-            redis: self.redis.as_ref().map(|r| r.url.as_str()),
+            own: self.own.as_ref().map(|s| s.address.as_str()),
         }
     }
 
@@ -230,7 +216,7 @@ impl Throwaway {
         let children = [
             self.etcd.map(|e| e.child),
             self.zk.map(|z| z.child),
-            self.redis.map(|r| r.child),
+            self.own.map(|s| s.child),
         ];
         for mut child in children.into_iter().flatten() {
             let _ = child.kill().await;
@@ -238,19 +224,12 @@ impl Throwaway {
     }
 }
 
-/// The store the demo runs on: the dashboard's source and the nodes' flags.
-struct Setup {
-    source: SourceConfig,
-    node_source_args: Vec<String>,
-    label: String,
-}
-
 fn setup(args: &Options, dir: &std::path::Path, spawned: Spawned) -> Result<Setup> {
-    let Spawned { etcd, zk, redis } = spawned;
+    let Spawned { etcd, zk, own } = spawned;
     let scheme = args.scheme;
     match args.store {
         Store::Zookeeper => zookeeper::setup(args, zk),
-        Store::Redis => redis::setup(args, redis),
+        Store::Own(o) => o.0.setup(&args.own, own),
         Store::Sqlite => {
             let url = format!("sqlite://{}", dir.join("elections.db").display());
             sql_setup(args, url, sql_scheme(args.store, scheme)?)
@@ -379,7 +358,7 @@ fn etcd_setup(src: &Options, scheme: Scheme, spawned: Option<&str>) -> Result<Se
     } else {
         Some(&src.tls)
     };
-    node_source_args.extend(tls.map(|t| tls_args("--", t)).unwrap_or_default());
+    node_source_args.extend(tls.map(|t| t.args("--")).unwrap_or_default());
     Ok(Setup {
         source: SourceConfig::Etcd(EtcdSource {
             name: None,
@@ -400,25 +379,6 @@ fn etcd_setup(src: &Options, scheme: Scheme, spawned: Option<&str>) -> Result<Se
         node_source_args,
         label: format!("{scheme} on etcd {endpoint}"),
     })
-}
-
-/// The TLS flags again (`--cacert`, or `--zk-cacert` with `prefix` `--zk-`...), for the
-/// participants the demo starts.
-fn tls_args(prefix: &str, src: &Tls) -> Vec<String> {
-    let mut a = Vec::new();
-    for (flag, path) in [
-        ("cacert", &src.cacert),
-        ("cert", &src.cert),
-        ("key", &src.key),
-    ] {
-        if let Some(p) = path {
-            a.extend([format!("{prefix}{flag}"), p.display().to_string()]);
-        }
-    }
-    if src.insecure_skip_tls_verify {
-        a.push("--insecure-skip-tls-verify".to_string());
-    }
-    a
 }
 
 /// Each node's flags: where its store is (with the log file in `dir`), then which election
@@ -471,7 +431,10 @@ pub(crate) async fn run(
             .await
             .map_err(anyhow::Error::msg)?;
     }
-    let election = election_for(&setup.source);
+    let election = match args.store {
+        Store::Own(o) => o.0.election(),
+        _ => election_for(&setup.source),
+    };
     let (source_args, node_args) = node_flags(args, &setup, election, dir.path());
     let (out_tx, out_rx) = mpsc::channel(256);
     let sup = Supervisor::new(source_args, node_args, args.nodes, out_tx)?;

@@ -164,7 +164,7 @@ pub(super) fn setup(src: &Options, spawned: Option<&str>) -> Result<Setup> {
             src.zk_tls.key.clone(),
         );
         cfg.check_tls("--zk-").map_err(anyhow::Error::msg)?;
-        node_source_args.extend(super::tls_args("--zk-", &src.zk_tls));
+        node_source_args.extend(src.zk_tls.args("--zk-"));
     }
     Ok(Setup {
         source: SourceConfig::Zookeeper(cfg),

@@ -64,6 +64,16 @@ impl StoreKind {
             StoreKind::Redis => "redis",
         }
     }
+
+    /// One such store, as a message names it: "an etcd", "a Redis".
+    pub fn with_article(self) -> &'static str {
+        match self {
+            StoreKind::Etcd => "an etcd",
+            StoreKind::Sql => "a SQL",
+            StoreKind::Zookeeper => "a ZooKeeper",
+            StoreKind::Redis => "a Redis",
+        }
+    }
 }
 
 /// Whether the store keeps the candidates waiting behind the leader.

@@ -4,6 +4,7 @@
 //! server per source, plain or TLS (`rediss://`); a cluster node or a sentinel is refused.
 
 mod admin;
+mod demo;
 mod error;
 mod events;
 mod follow;
@@ -15,6 +16,7 @@ mod tls;
 mod token;
 pub(crate) mod tracker;
 
+pub use demo::RedisDemo;
 pub(crate) use read::address;
 pub use store::{Redis, RedisKeys};
 

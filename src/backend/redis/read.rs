@@ -12,6 +12,7 @@ use super::tls::Tls;
 use super::tracker::Read;
 use crate::backend::probe::Answerer;
 use crate::config::{RedisSource, read_password};
+use crate::model::StoreKind;
 
 /// Keys asked per `SCAN` call, and per pipeline of reads.
 const BATCH: usize = 1_000;
@@ -183,7 +184,11 @@ impl Server {
             let probe =
                 crate::backend::probe::what_answers(&self.host, port.unwrap_or(6379), within);
             match probe.await {
-                None | Some(Answerer::Redis(_)) => {}
+                None
+                | Some(Answerer::Recognised {
+                    store: StoreKind::Redis,
+                    ..
+                }) => {}
                 Some(other) => return RedisError::NotRedis(self.addr.clone(), other.said()),
             }
         }

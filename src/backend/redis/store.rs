@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use super::RedisBackend;
 use crate::admin::{AdminRequest, Outcome, Plan};
+use crate::backend::probe::Answerer;
 use crate::backend::{Backend, BackendOptions, BoxFuture, LocalBoxFuture, Store};
 use crate::config::RedisSource;
-use crate::model::{Scheme, SourceId};
+use crate::model::{Scheme, SourceId, StoreKind};
 use crate::node::{Options, Run};
 
 /// Redis servers, registered in `backend`'s `stores!` for its Redis sources.
@@ -40,7 +41,7 @@ impl Store for Redis {
     }
 
     fn default_target(&self, scheme: Scheme) -> Option<RedisKeys> {
-        (scheme.store() == crate::model::StoreKind::Redis).then(|| RedisKeys {
+        (scheme.store() == StoreKind::Redis).then(|| RedisKeys {
             pattern: "*".to_string(),
         })
     }
@@ -75,6 +76,19 @@ impl Store for Redis {
             }
             let stop = run.stop.clone();
             super::participant::run(cfg, args, run.timing, &run.report, stop).await
+        })
+    }
+
+    /// An error or status line (`-ERR unknown command 'PRI'`, `+OK`): RESP.
+    fn recognise(&self, first: &[u8]) -> Option<Answerer> {
+        matches!(first.first(), Some(b'-' | b'+')).then(|| {
+            let line = crate::backend::probe::first_line(first);
+            Answerer::Recognised {
+                store: StoreKind::Redis,
+                said: format!(
+                    "it answered `{line}`, as Redis does (for Redis: --redis redis://HOST:PORT)"
+                ),
+            }
         })
     }
 }

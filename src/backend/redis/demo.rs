@@ -1,6 +1,7 @@
-//! The demo on Redis: the nodes take one lock key (`SET NX PX`, see
-//! `backend::redis::participant`) on the server `--redis` names, or on a throwaway one
-//! `--spawn-redis` starts with keyspace events on, so the dashboard follows it live.
+//! The demo on Redis (`electop demo --store redis`, a [`crate::backend::demo::Demo`]): the
+//! nodes take one lock key (`SET NX PX`, see `participant`) on the server `--redis` names, or
+//! on a throwaway one `--spawn-redis` starts with keyspace events on, so the dashboard
+//! follows it live.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -8,24 +9,55 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::{Options, Setup};
+use crate::backend::BoxFuture;
+use crate::backend::demo::{Demo, Facts, Given, Setup, Spawned};
 use crate::config::{RedisSource, SourceConfig};
-use crate::model::Scheme;
+use crate::model::{Scheme, StoreKind};
+
+/// Redis's demo, registered in `backend`'s `DEMOS`.
+pub struct RedisDemo;
+
+const FACTS: Facts = Facts {
+    name: "redis",
+    help: "Redis at --redis URL, or one started with --spawn-redis",
+    kind: StoreKind::Redis,
+    source_flag: "--redis redis://HOST:PORT",
+    spawn_flag: "--spawn-redis",
+    spawns: "a redis-server",
+    takes_password: true,
+};
+
+impl Demo for RedisDemo {
+    fn facts(&self) -> &'static Facts {
+        &FACTS
+    }
+
+    /// The lock key, which the dashboard's pattern matches.
+    fn election(&self) -> &'static str {
+        KEY
+    }
+
+    fn check_address(&self, address: &str) -> Result<(), String> {
+        RedisSource::from_url(address, None).map(|_| ())
+    }
+
+    fn spawn<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<Spawned>> {
+        Box::pin(spawn(dir))
+    }
+
+    fn setup(&self, given: &Given, spawned: Option<&str>) -> Result<Setup> {
+        setup(given, spawned)
+    }
+}
 
 /// The key pattern the dashboard follows, and the lock key the nodes take.
 const PATTERN: &str = "electop-demo:*";
-pub(super) const KEY: &str = "electop-demo:leader";
+const KEY: &str = "electop-demo:leader";
 const READY_WITHIN: Duration = Duration::from_secs(10);
 
-/// A local redis-server the demo started, stopped with it.
-pub(super) struct SpawnedRedis {
-    pub child: tokio::process::Child,
-    pub url: String,
-}
-
 /// Starts redis-server on a free loopback port with its files in `dir` (nothing saved to
-/// disk) and keyspace events on, and waits until it answers `PING`.
-pub(super) async fn spawn(dir: &Path) -> Result<SpawnedRedis> {
+/// disk) and keyspace events on, and waits until it answers `PING`; its URL is the address.
+async fn spawn(dir: &Path) -> Result<Spawned> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -76,8 +108,8 @@ pub(super) async fn spawn(dir: &Path) -> Result<SpawnedRedis> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let url = format!("redis://127.0.0.1:{port}/0");
-    Ok(SpawnedRedis { child, url })
+    let address = format!("redis://127.0.0.1:{port}/0");
+    Ok(Spawned { child, address })
 }
 
 /// Whether the server on `port` answers `PING`.
@@ -99,8 +131,8 @@ async fn answers(port: u16) -> bool {
 }
 
 /// The demo on the redis-server `--spawn-redis` started (`spawned`), else the one `--redis`
-/// names (with its password flags).
-pub(super) fn setup(src: &Options, spawned: Option<&str>) -> Result<Setup> {
+/// names (with its password and TLS flags).
+fn setup(src: &Given, spawned: Option<&str>) -> Result<Setup> {
     if let Some(s) = src.scheme {
         bail!(
             "--scheme {s} does not run on Redis: the nodes take a lock key with SET NX PX; leave --scheme out"
@@ -108,7 +140,7 @@ pub(super) fn setup(src: &Options, spawned: Option<&str>) -> Result<Setup> {
     }
     let url = spawned
         .map(str::to_string)
-        .or_else(|| src.redis.clone())
+        .or_else(|| src.source.clone())
         .context(
             "--store redis needs --redis redis://HOST:PORT, or --spawn-redis to start a local one",
         )?;
@@ -124,13 +156,13 @@ pub(super) fn setup(src: &Options, spawned: Option<&str>) -> Result<Setup> {
         cfg.password_env = src.password_env.clone();
         cfg.password_file = src.password_file.clone();
         (cfg.cacert, cfg.cert, cfg.key) = (
-            src.redis_tls.cacert.clone(),
-            src.redis_tls.cert.clone(),
-            src.redis_tls.key.clone(),
+            src.tls.cacert.clone(),
+            src.tls.cert.clone(),
+            src.tls.key.clone(),
         );
         cfg.check().map_err(anyhow::Error::msg)?;
         cfg.check_tls("--redis-").map_err(anyhow::Error::msg)?;
-        node_source_args.extend(super::tls_args("--redis-", &src.redis_tls));
+        node_source_args.extend(src.tls.args("--redis-"));
         if let Some(v) = &src.password_env {
             node_source_args.extend(["--password-env".into(), v.clone()]);
         }
@@ -138,7 +170,7 @@ pub(super) fn setup(src: &Options, spawned: Option<&str>) -> Result<Setup> {
             node_source_args.extend(["--password-file".into(), f.display().to_string()]);
         }
     }
-    let address = crate::backend::redis::address(&cfg);
+    let address = super::address(&cfg);
     let label = format!("{} on redis {address}", Scheme::RedisLock);
     Ok(Setup {
         source: SourceConfig::Redis(cfg),
