@@ -86,20 +86,6 @@ impl Tracker {
                 .as_ref()
                 .zip(election.held.as_deref())
                 .is_some_and(|(o, h)| o.raw_key == h.raw_key);
-
-            let mk = |kind, from: Option<String>, to: Option<String>, cause| Event {
-                at: seen.at,
-                source: self.source_name.clone(),
-                election: Some(name.clone()),
-                kind,
-                from,
-                to,
-                cause,
-                was: None,
-                revision: Some(rev),
-                replayed: seen.replayed,
-                detail: None,
-            };
             let step = step(old_leader.as_ref(), election, scheme, fates, seen, rev);
             let step = Step {
                 gone: match (&old_leader, step.same_tenure) {
@@ -134,8 +120,9 @@ impl Tracker {
             if election.resigned.as_deref().is_some_and(back) {
                 election.resigned = None;
             }
+            let at = (seen, rev);
             for (kind, from, to) in line_events(&old_line, &election.candidates) {
-                events.push(mk(kind, from, to, None));
+                events.push(line_event(&self.source_name, &name, at, (kind, from, to)));
             }
             self.index(&id);
             touched.insert(id);
@@ -253,6 +240,29 @@ fn step<'a>(
             revision: Some(rev),
             replayed: seen.replayed,
         },
+    }
+}
+
+/// An event of the line (a candidate joined or left) of election `name`, as `seen` at
+/// revision `rev`.
+fn line_event(
+    source: &str,
+    name: &str,
+    (seen, rev): (Observation, i64),
+    (kind, from, to): (EventKind, Option<String>, Option<String>),
+) -> Event {
+    Event {
+        at: seen.at,
+        source: source.to_string(),
+        election: Some(name.to_string()),
+        kind,
+        from,
+        to,
+        cause: None,
+        was: None,
+        revision: Some(rev),
+        replayed: seen.replayed,
+        detail: None,
     }
 }
 
