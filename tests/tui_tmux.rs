@@ -640,7 +640,7 @@ fn filter_sort_events_and_a_click_on_the_dashboard() {
     let screen = tmux.wait_screen("the takeover in the events", T, |s| {
         s.contains("Events ·") && s.contains("leader node-a → node-z")
     });
-    assert!(screen.contains("(taken_over)"), "{screen}");
+    assert!(screen.contains("(unknown)"), "{screen}");
     tmux.send(&["Escape"]);
     tmux.wait_screen("back on the elections", T, |s| s.contains("ELECTION▲"));
     // Esc on the main screen does nothing: the dashboard goes on (a key right after Esc
