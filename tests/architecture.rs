@@ -160,7 +160,7 @@ fn the_use_scanner_reads_groups_and_paths() {
 
 /// Each store, the names that name it in code, and the most production files outside its
 /// folder (`src/backend/<store>/`, `src/backend/<store>.rs`) that may name it. Redis's is the
-/// aim of issue 44; the others are their counts when it was set, a ceiling that must not
+/// aim of issue 44, Kubernetes's of issue 45; the others are their counts when it was set, a ceiling that must not
 /// grow, to be tightened as their knowledge moves into their folders.
 const STORE_NAMES: &[(&str, &str, usize)] = &[
     ("redis", r"\b[Rr]edis\w*", 5),
@@ -170,6 +170,14 @@ const STORE_NAMES: &[(&str, &str, usize)] = &[
         14,
     ),
     ("etcd", r"\b(etcd|Etcd)\w*", 12),
+    // Issue 45's aim is 5: the sixth is backend/mod.rs's `pub mod kubernetes;`, which the
+    // count sees because it comes before that file's first `#[cfg(test)]` (Redis's comes
+    // after, and is not counted).
+    (
+        "kubernetes",
+        r"\b(kubernetes|Kubernetes|kube|Kube|k8s|K8s)\w*",
+        6,
+    ),
     (
         "session_lock",
         r"\b(session_lock|SessionLock|pg_advisory|PgAdvisory|mysql_lock|MysqlLock)\w*",

@@ -62,6 +62,16 @@ impl When {
         }
     }
 
+    /// A change seen live at `now` (`wall` on the clock), at the store's `revision`.
+    pub(crate) fn at(now: Instant, wall: SystemTime, revision: Option<i64>) -> When {
+        When {
+            now,
+            at: Some(wall),
+            revision,
+            replayed: false,
+        }
+    }
+
     pub(crate) fn at_revision(self, revision: Option<i64>) -> When {
         When { revision, ..self }
     }

@@ -21,6 +21,7 @@ pub mod demo;
 pub(crate) mod engine;
 pub mod etcd;
 pub(crate) mod forced;
+pub mod kubernetes;
 #[cfg(test)]
 mod plan_tests;
 pub mod probe;
@@ -320,6 +321,7 @@ stores! {
     Sql(c) => sql::Sql;
     Zookeeper(c) => zookeeper::Zookeeper;
     Redis(c) => redis::Redis;
+    Kubernetes(c) => kubernetes::Kubernetes;
 }
 
 /// The stores that give `electop demo` (and `node --store`) from their own folder, one line

@@ -257,6 +257,8 @@ fn every_scheme_has_its_stores_default_target() {
                 "zookeeper"
             } else if t.is::<redis::RedisKeys>() {
                 "redis"
+            } else if t.is::<kubernetes::LeaseSource>() {
+                "kubernetes"
             } else {
                 "no store's"
             }

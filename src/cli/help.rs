@@ -11,7 +11,7 @@ macro_rules! more {
 /// The stores, for the top line and the long description.
 pub(super) const ABOUT: &str = concat!(
     "Leader elections at a glance: etcd, SQL tables (PostgreSQL, MariaDB/MySQL, SQLite), ",
-    "ZooKeeper, SQL session locks and Redis"
+    "ZooKeeper, SQL session locks, Redis and Kubernetes Leases"
 );
 
 pub(super) const LONG_ABOUT: &str = concat!(
@@ -19,7 +19,7 @@ pub(super) const LONG_ABOUT: &str = concat!(
      leader elections in etcd (etcd-election, lease keys, Patroni), SQL tables on PostgreSQL, \
      MariaDB/MySQL and SQLite (sql-lease, sql-heartbeat, ShedLock, Oban...), ZooKeeper \
      (Curator, kazoo, Kafka, Hadoop HA), SQL session locks (PostgreSQL advisory locks, MySQL ",
-    "GET_LOCK) and Redis (SET NX PX locks).\n",
+    "GET_LOCK), Redis (SET NX PX locks) and Kubernetes Leases (client-go's leaderelection).\n",
     "
 Without a command, the dashboard."
 );

@@ -42,6 +42,26 @@ pub struct SourceArgs {
     /// keys' pattern (leader:*). Repeatable. Replaces the config file's sources.
     #[arg(long, global = true, value_name = "URL", help_heading = SOURCES)]
     pub redis: Vec<String>,
+    /// Kubernetes Leases, kubeconfig's current context.
+    ///
+    /// --kube=CONTEXT reads another of its contexts. The kubeconfig is $KUBECONFIG, else
+    /// ~/.kube/config, else, in a pod, its service account; --namespace and --selector narrow what is read (every namespace but
+    /// kube-node-lease's node heartbeats by default). Repeatable. Replaces the config
+    /// file's sources.
+    #[arg(long, global = true, value_name = "CONTEXT", num_args = 0..=1, require_equals = true,
+          default_missing_value = "", help_heading = SOURCES)]
+    pub kube: Vec<String>,
+    /// Kubernetes: the kubeconfig file (default $KUBECONFIG, ~/.kube/config).
+    #[arg(long, global = true, value_name = "FILE", help_heading = SOURCES, hide_short_help = true)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubernetes: a namespace to read (default: all). Repeatable.
+    #[arg(long, short = 'n', global = true, value_name = "NS", help_heading = SOURCES,
+          hide_short_help = true)]
+    pub namespace: Vec<String>,
+    /// Kubernetes: a label selector (app=web,tier!=cache), as kubectl's -l.
+    #[arg(long, global = true, value_name = "LABELS", help_heading = SOURCES,
+          hide_short_help = true)]
+    pub selector: Option<String>,
     /// SQL database: postgres://, mysql://, sqlite://.
     ///
     /// A database with election tables or session locks: postgres://, mysql:// or
@@ -69,7 +89,7 @@ pub struct SourceArgs {
     /// namespace, default /service/); Kafka's controller or Hadoop HA's active node in
     /// ZooKeeper (kafka-zk, hadoop-ha, with --zk).
     #[arg(long, global = true, value_enum, value_name = "NAME", hide_possible_values = true,
-          help_heading = SOURCES)]
+          help_heading = SOURCES, hide_short_help = true)]
     pub preset: Option<crate::presets::Preset>,
     /// Refuse every admin action.
     #[arg(long, global = true, help_heading = SOURCES)]
@@ -216,7 +236,8 @@ impl SourceArgs {
         !(self.etcd.is_empty()
             && self.zk.is_empty()
             && self.sql.is_empty()
-            && self.redis.is_empty())
+            && self.redis.is_empty()
+            && self.kube.is_empty())
     }
 
     /// The flags as given, for the config to merge.
@@ -230,6 +251,10 @@ impl SourceArgs {
             redis_cacert: self.redis_cacert.clone(),
             redis_cert: self.redis_cert.clone(),
             redis_key: self.redis_key.clone(),
+            kube: self.kube.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+            namespace: self.namespace.clone(),
+            selector: self.selector.clone(),
             zk_cacert: self.zk_cacert.clone(),
             zk_cert: self.zk_cert.clone(),
             zk_key: self.zk_key.clone(),

@@ -173,6 +173,16 @@ impl Flags {
         if let Some(o) = own.iter().find(|o| o.tls_given() && !kinds.has(o.store)) {
             return Err((o.tls_not_for)(&kinds.given));
         }
+        if let Some((o, other)) = (own.iter())
+            .filter(|o| !kinds.has(o.store))
+            .find_map(|o| Some(o).zip(o.other))
+        {
+            return Err(format!(
+                "{other} is for {} sources, and does not apply to {}: give {} too, or leave \
+                 it out",
+                o.flag, kinds.given, o.flag
+            ));
+        }
         if (self.zk_cacert.is_some() || self.zk_cert.is_some()) && !kinds.has(Zookeeper) {
             return Err(format!(
                 "--zk-cacert/--zk-cert/--zk-key are for ZooKeeper sources, and do not apply \

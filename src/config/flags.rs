@@ -53,6 +53,8 @@ pub struct OwnFlags<'a> {
     /// What is said when its TLS flags are given where none of its sources is read (`what`
     /// was given instead).
     pub tls_not_for: fn(what: &str) -> String,
+    /// Another of its flags given (`--kubeconfig`), which needs one of its sources read.
+    pub other: Option<&'static str>,
 }
 
 impl OwnFlags<'_> {
@@ -78,6 +80,12 @@ pub struct Flags {
     pub redis_cacert: Option<PathBuf>,
     pub redis_cert: Option<PathBuf>,
     pub redis_key: Option<PathBuf>,
+    /// Kubernetes clusters by kubeconfig context (`""`: the current one), with the
+    /// kubeconfig file, the namespaces (none: every one) and a label selector.
+    pub kube: Vec<String>,
+    pub kubeconfig: Option<PathBuf>,
+    pub namespace: Vec<String>,
+    pub selector: Option<String>,
     /// TLS to ZooKeeper (`--zk-cacert`, `--zk-cert`, `--zk-key`), for every ZooKeeper source.
     pub zk_cacert: Option<PathBuf>,
     pub zk_cert: Option<PathBuf>,
@@ -127,6 +135,7 @@ impl Flags {
         let flags_given = !self.etcd.is_empty()
             || !self.zk.is_empty()
             || !self.redis.is_empty()
+            || !self.kube.is_empty()
             || !self.prefix.is_empty()
             || !self.sql.is_empty()
             || self.preset.is_some_and(|p| p.etcd_namespace().is_some());
@@ -161,14 +170,18 @@ impl Flags {
         let etcd_scheme = scheme.filter(|s| !s.is_sql() && !s.is_session_lock());
         let etcd_preset = self.preset.filter(|p| p.etcd_namespace().is_some());
         let etcd_given = !self.etcd.is_empty() || self.prefix_is_etcd() || etcd_preset.is_some();
-        let flags_given =
-            etcd_given || !self.sql.is_empty() || !self.zk.is_empty() || !self.redis.is_empty();
+        let flags_given = etcd_given
+            || !self.sql.is_empty()
+            || !self.zk.is_empty()
+            || !self.redis.is_empty()
+            || !self.kube.is_empty();
         let mut sources = Vec::new();
         if etcd_given || (!flags_given && configured.is_empty()) {
             sources.extend(self.etcd_sources(etcd_scheme, etcd_preset));
         }
         sources.extend(self.zk_sources()?);
         sources.extend(self.redis_sources()?);
+        sources.extend(super::kubernetes::sources(self)?);
         if let Some(scheme) = sql_scheme {
             for url in &self.sql {
                 sources.push(SourceConfig::Sql(self.sql_source(url, scheme)?));
@@ -213,6 +226,7 @@ impl Flags {
             (!self.sql.is_empty(), StoreKind::Sql, "--sql"),
             (!self.zk.is_empty(), StoreKind::Zookeeper, "--zk"),
             (!self.redis.is_empty(), StoreKind::Redis, "--redis"),
+            (!self.kube.is_empty(), StoreKind::Kubernetes, "--kube"),
         ]
         .into_iter()
         .filter(|(given, _, _)| *given)
@@ -232,7 +246,10 @@ impl Flags {
 
     /// Each store's own source flag and TLS files, as given.
     pub fn own(&self) -> Vec<OwnFlags<'_>> {
-        vec![super::redis::own_flags(self)]
+        vec![
+            super::redis::own_flags(self),
+            super::kubernetes::own_flags(self),
+        ]
     }
 
     /// One etcd source per `--prefix` (the whole keyspace without one), on `--etcd` or the

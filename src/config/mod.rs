@@ -11,6 +11,7 @@ mod endpoint;
 mod etcd;
 mod flags;
 pub(crate) mod keys;
+mod kubernetes;
 mod lock_names;
 mod redis;
 pub(crate) mod sql;
@@ -31,6 +32,7 @@ pub use endpoint::{EndpointError, check_endpoint};
 pub use etcd::EtcdSource;
 pub use flags::{Flags, FoundTable, OwnFlags, Unreached};
 pub use keys::{KeyOverrides, parse_key};
+pub use kubernetes::{KubeSource, NODE_LEASES};
 pub use lock_names::{LockHash, LockNaming};
 pub use redis::{RedisSource, RedisTarget};
 pub use sql::{DbUrl, SqlChecked, SqlColumns, SqlConfigError, SqlSource, SqlSpec, read_password};
@@ -87,6 +89,7 @@ enum SourceFile {
     Sql(sql::SqlSourceFile),
     Zookeeper(ZkSource),
     Redis(RedisSource),
+    Kubernetes(KubeSource),
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -96,6 +99,7 @@ pub enum SourceConfig {
     Sql(SqlSource),
     Zookeeper(ZkSource),
     Redis(RedisSource),
+    Kubernetes(KubeSource),
 }
 
 impl SourceConfig {
@@ -108,6 +112,7 @@ impl SourceConfig {
             SourceConfig::Sql(_) => "SQL",
             SourceConfig::Zookeeper(_) => "ZooKeeper",
             SourceConfig::Redis(_) => "Redis",
+            SourceConfig::Kubernetes(_) => "Kubernetes",
         };
         let label = match self.name() {
             Some(name) => format!("{kind} source {name}"),
@@ -134,6 +139,8 @@ impl SourceConfig {
                 Ok(())
             }
             SourceConfig::Zookeeper(z) => z.digest().map(|_| ()).map_err(at),
+            // The kubeconfig's credentials are the client library's to read, at connect.
+            SourceConfig::Kubernetes(_) => Ok(()),
         }
     }
 
@@ -143,6 +150,7 @@ impl SourceConfig {
             SourceConfig::Sql(s) => s.read_only,
             SourceConfig::Zookeeper(z) => z.read_only,
             SourceConfig::Redis(r) => r.read_only,
+            SourceConfig::Kubernetes(k) => k.read_only,
         }
     }
 
@@ -152,6 +160,7 @@ impl SourceConfig {
             SourceConfig::Sql(s) => s.set_read_only(),
             SourceConfig::Zookeeper(z) => z.read_only = true,
             SourceConfig::Redis(r) => r.read_only = true,
+            SourceConfig::Kubernetes(k) => k.read_only = true,
         }
     }
 
@@ -163,6 +172,7 @@ impl SourceConfig {
             SourceConfig::Sql(s) => Some(s.scheme),
             SourceConfig::Zookeeper(z) => Some(z.scheme()),
             SourceConfig::Redis(_) => Some(crate::model::Scheme::RedisLock),
+            SourceConfig::Kubernetes(_) => Some(crate::model::Scheme::KubeLease),
         }
     }
 
@@ -174,6 +184,7 @@ impl SourceConfig {
             SourceConfig::Sql(_) => StoreKind::Sql,
             SourceConfig::Zookeeper(_) => StoreKind::Zookeeper,
             SourceConfig::Redis(_) => StoreKind::Redis,
+            SourceConfig::Kubernetes(_) => StoreKind::Kubernetes,
         }
     }
 
@@ -184,6 +195,7 @@ impl SourceConfig {
             SourceConfig::Sql(_) => "sql",
             SourceConfig::Zookeeper(_) => "zk",
             SourceConfig::Redis(_) => "redis",
+            SourceConfig::Kubernetes(_) => "kube",
         }
     }
 
@@ -194,6 +206,7 @@ impl SourceConfig {
             SourceConfig::Etcd(_) => ("etcd", "--etcd"),
             SourceConfig::Zookeeper(_) => ("zookeeper", "--zk"),
             SourceConfig::Redis(_) => ("redis", "--redis"),
+            SourceConfig::Kubernetes(_) => ("kubernetes", "--kube"),
             SourceConfig::Sql(s) => match s.checked().dialect {
                 Dialect::Sqlite => ("sqlite", "--sql"),
                 Dialect::Postgres => ("postgres", "--sql"),
@@ -208,6 +221,7 @@ impl SourceConfig {
             SourceConfig::Etcd(_) => "etcd (--etcd)",
             SourceConfig::Zookeeper(_) => "ZooKeeper (--zk)",
             SourceConfig::Redis(_) => "Redis (--redis)",
+            SourceConfig::Kubernetes(_) => "Kubernetes (--kube)",
             SourceConfig::Sql(_) => "SQL (--sql)",
         }
     }
@@ -219,6 +233,7 @@ impl SourceConfig {
             SourceConfig::Sql(s) => s.name.as_deref(),
             SourceConfig::Zookeeper(z) => z.name.as_deref(),
             SourceConfig::Redis(r) => r.name.as_deref(),
+            SourceConfig::Kubernetes(k) => k.name.as_deref(),
         }
     }
 
@@ -228,6 +243,7 @@ impl SourceConfig {
             SourceConfig::Sql(s) => s.set_name(name),
             SourceConfig::Zookeeper(z) => z.name = Some(name),
             SourceConfig::Redis(r) => r.name = Some(name),
+            SourceConfig::Kubernetes(k) => k.name = Some(name),
         }
     }
 }
@@ -328,6 +344,10 @@ impl Config {
                 SourceFile::Redis(mut r) => {
                     r.check().map_err(at)?;
                     SourceConfig::Redis(r)
+                }
+                SourceFile::Kubernetes(k) => {
+                    k.check().map_err(at)?;
+                    SourceConfig::Kubernetes(k)
                 }
             });
             if let Some(name) = sources[i].name() {

@@ -34,6 +34,7 @@ pub(super) fn own_flags(f: &Flags) -> OwnFlags<'_> {
                  apply to {what}: give --redis rediss://host:port"
             )
         },
+        other: None,
     }
 }
 

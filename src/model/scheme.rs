@@ -42,6 +42,12 @@ pub enum Scheme {
     /// MySQL/MariaDB `GET_LOCK(name)`: every lock name is an election, the connection
     /// holding it leads.
     MysqlLock,
+    /// A Kubernetes `coordination.k8s.io/v1` Lease written by client-go's `leaderelection`
+    /// (kube-controller-manager, kube-scheduler, controller-runtime): `holderIdentity`
+    /// leads, for `leaseDurationSeconds` after a change of the record was last seen;
+    /// nobody waits in line.
+    #[serde(rename = "k8s-lease")]
+    KubeLease,
 }
 
 /// The store a scheme's elections live in, as `/metrics` and `status --json` label it.
@@ -53,6 +59,7 @@ pub enum StoreKind {
     Sql,
     Zookeeper,
     Redis,
+    Kubernetes,
 }
 
 impl StoreKind {
@@ -62,6 +69,7 @@ impl StoreKind {
             StoreKind::Sql => "sql",
             StoreKind::Zookeeper => "zookeeper",
             StoreKind::Redis => "redis",
+            StoreKind::Kubernetes => "kubernetes",
         }
     }
 
@@ -72,6 +80,7 @@ impl StoreKind {
             StoreKind::Sql => "a SQL",
             StoreKind::Zookeeper => "a ZooKeeper",
             StoreKind::Redis => "a Redis",
+            StoreKind::Kubernetes => "a Kubernetes",
         }
     }
 }
@@ -163,15 +172,17 @@ use Kept::{Lease, TimeLeft};
 use Line::{Always, Never, WhenSeveral};
 use Renewal::{Millis, Seconds, Thirds};
 use Server::{MySql, Postgres};
-use StoreKind::{Etcd, Redis, Sql, Zookeeper};
+use StoreKind::{Etcd, Kubernetes, Redis, Sql, Zookeeper};
 
 /// The timings' sources: the Rust etcd election article (keep-alive every 7 s on a 10 s
 /// lease); "Adding leader election to your application using etcd" (a 10 s lease kept alive,
 /// re-election on the key's delete); kazoo's default 10 s session with heartbeats at a third,
 /// the same pace for session locks; redis-py's `Lock` renewed every third of 10 s and
 /// redlock's 200 ms `retryDelay`; gabihodoroaga/leaderelection (term 8 s, renew 4 s, retry
-/// 2 s); "Leader election using MySQL" (orchestrator: every second, deposed after 20 s).
-const FACTS: [Facts; 11] = [
+/// 2 s); "Leader election using MySQL" (orchestrator: every second, deposed after 20 s);
+/// client-go's `leaderelection` defaults as kube-controller-manager runs them (a 15 s lease,
+/// tried and renewed every 2 s).
+const FACTS: [Facts; 12] = [
     Facts {
         name: "etcd-election",
         short: "election",
@@ -293,11 +304,22 @@ const FACTS: [Facts; 11] = [
         kept: Lease,
         server: Some(MySql),
     },
+    Facts {
+        name: "k8s-lease",
+        short: "k8s-lease",
+        store: Kubernetes,
+        line: Never,
+        held: Term,
+        timing_ms: (15_000, 2_000, 2_000),
+        renewal: Seconds,
+        kept: TimeLeft,
+        server: None,
+    },
 ];
 
 impl Scheme {
     /// Every scheme, in the table's order.
-    pub const ALL: [Scheme; 11] = [
+    pub const ALL: [Scheme; 12] = [
         Scheme::EtcdElection,
         Scheme::EtcdLeaseKey,
         Scheme::SqlLease,
@@ -309,6 +331,7 @@ impl Scheme {
         Scheme::RedisLock,
         Scheme::PgAdvisory,
         Scheme::MysqlLock,
+        Scheme::KubeLease,
     ];
 
     /// This scheme's row of the table.
@@ -403,7 +426,7 @@ mod tests {
         for s in Scheme::ALL {
             let kept = match s {
                 Scheme::ZkRecipe => Kept::Session,
-                Scheme::RedisLock => Kept::TimeLeft,
+                Scheme::RedisLock | Scheme::KubeLease => Kept::TimeLeft,
                 _ => Kept::Lease,
             };
             assert_eq!(s.facts().kept, kept, "{s}");

@@ -1,0 +1,198 @@
+//! Kubernetes Leases as electop reads them, on a real kube-apiserver (built from Debian's
+//! source package by scripts/build-kube.sh) with client-go's own leader-election candidates:
+//! the holder leads, counted down as client-go counts it; a release (SIGTERM) and the next
+//! candidate's take-over are told in the order the server wrote them; a holder that stops
+//! renewing expires on electop's countdown; node heartbeats are left out; the mistakes a
+//! user makes with a kubeconfig are said.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::T;
+use common::electop::{Watch, command, election, status_json};
+use common::kube::{ClientGoCandidate, KubeServer, micro_time_now};
+use serde_json::{Value, json};
+
+fn args(kubeconfig: &Path) -> Vec<String> {
+    vec![
+        "--kube".into(),
+        "--kubeconfig".into(),
+        kubeconfig.display().to_string(),
+    ]
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// The note named `name` of an election in `status --json`.
+fn note<'a>(e: &'a Value, name: &str) -> Option<&'a str> {
+    e["notes"]
+        .as_array()?
+        .iter()
+        .find(|n| n["name"] == name)
+        .and_then(|n| n["text"].as_str())
+}
+
+/// A Lease written by hand, as a client-go holder of `duration_s` writes one.
+fn hand_lease(server: &KubeServer, ns: &str, name: &str, holder: &str, duration_s: i64) {
+    let now = micro_time_now();
+    let lease = json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": duration_s,
+            "acquireTime": now,
+            "renewTime": now,
+            "leaseTransitions": 0
+        }
+    });
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases");
+    let (code, body) = server
+        .request("POST", &path, Some(&lease.to_string()))
+        .expect("POST a Lease");
+    assert_eq!(code, 201, "create {ns}/{name}: {body}");
+}
+
+/// Two client-go candidates: the first leads, shown with client-go's countdown (the
+/// example's 60 s lease) and the Lease's transitions; SIGTERM makes it release (an empty
+/// holder, as client-go writes), told `resigned`, and the second takes over at its next
+/// retry, elected, with one more transition.
+#[test]
+fn a_client_go_election_is_counted_down_and_followed_through_a_release() {
+    let server = KubeServer::start();
+    let dir = common::scratch::tempdir();
+    let cfg = server.kubeconfig(dir.path());
+    let a = ClientGoCandidate::start(&cfg, "default", "jobs", "cand-a");
+    a.wait_leading(T);
+    let b = ClientGoCandidate::start(&cfg, "default", "jobs", "cand-b");
+    b.wait_log("new leader elected: cand-a", T);
+    let home = common::scratch::tempdir();
+    let a_args = args(&cfg);
+    let mut w = Watch::start(home.path(), &strs(&a_args));
+    w.wait_synced(1);
+    let s = status_json(home.path(), &strs(&a_args));
+    assert_eq!(s["sources"][0]["scheme"], "k8s-lease", "{s:#}");
+    let e = election(&s, "default/jobs");
+    assert_eq!(e["leader"]["id"], "cand-a", "{e:#}");
+    let ttl = e["ttl_ms"].as_i64().expect("a countdown");
+    assert!((1..=60_000).contains(&ttl), "within the 60 s lease: {e:#}");
+    assert_eq!(note(e, "transitions"), Some("0"), "{e:#}");
+    assert!(note(e, "acquired").is_some(), "{e:#}");
+    let term = Command::new("kill")
+        .args(["-TERM", &a.pid().to_string()])
+        .status();
+    assert!(term.is_ok_and(|s| s.success()));
+    let lost = w.wait_for("cand-a's release", T, |v| {
+        v["election"] == "default/jobs" && v["from"] == "cand-a"
+    });
+    assert_eq!(lost["cause"], "resigned", "an empty holder: {lost:#}");
+    assert!(lost["to"].is_null(), "released to nobody first: {lost:#}");
+    let took = w.wait_for("cand-b elected", Duration::from_secs(30), |v| {
+        v["election"] == "default/jobs" && v["to"] == "cand-b"
+    });
+    assert_eq!(took["cause"], "elected", "{took:#}");
+    b.wait_leading(T);
+    let s = status_json(home.path(), &strs(&a_args));
+    let e = election(&s, "default/jobs");
+    assert_eq!(e["leader"]["id"], "cand-b", "{e:#}");
+    assert_eq!(note(e, "transitions"), Some("1"), "{e:#}");
+    assert!(note(e, "renewed").is_some(), "{e:#}");
+    // A fresh status saw no write: it does not guess how far the writer's clock is.
+    assert!(note(e, "renew skew").is_none(), "{e:#}");
+}
+
+/// A holder that stops renewing (a Lease written by hand with a 3 s duration, then left)
+/// leads until electop's countdown runs out, then is lost `lease_expired`, still named in
+/// the note; node heartbeats in kube-node-lease are not elections and are left out.
+#[test]
+fn a_holder_that_stops_renewing_expires_and_node_heartbeats_are_left_out() {
+    let server = KubeServer::start();
+    let dir = common::scratch::tempdir();
+    let cfg = server.kubeconfig(dir.path());
+    hand_lease(&server, "kube-node-lease", "node-1", "node-1", 40);
+    let home = common::scratch::tempdir();
+    let a = args(&cfg);
+    let mut w = Watch::start(home.path(), &strs(&a));
+    w.wait_synced(1);
+    let written = Instant::now();
+    hand_lease(&server, "default", "paused", "worker-7", 3);
+    w.wait_for("worker-7 elected", T, |v| {
+        v["election"] == "default/paused" && v["to"] == "worker-7"
+    });
+    let lost = w.wait_for("worker-7's lease expired", T, |v| {
+        v["election"] == "default/paused" && v["from"] == "worker-7"
+    });
+    assert_eq!(lost["cause"], "lease_expired", "{lost:#}");
+    assert!(
+        written.elapsed() >= Duration::from_millis(2500),
+        "not before its 3 s ran out: {:?}",
+        written.elapsed()
+    );
+    let s = status_json(home.path(), &strs(&a));
+    let e = election(&s, "default/paused");
+    assert!(e["leader"].is_null(), "{e:#}");
+    assert!(
+        note(e, "expired").is_some_and(|n| n.contains("worker-7")),
+        "{e:#}"
+    );
+    let names: Vec<&str> = (s["elections"].as_array().expect("elections").iter())
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"kube-node-lease/node-1"), "{names:?}");
+    let mut asked = a.clone();
+    asked.extend(["--namespace".into(), "kube-node-lease".into()]);
+    let s = status_json(home.path(), &strs(&asked));
+    let e = election(&s, "kube-node-lease/node-1");
+    assert_eq!(e["leader"]["id"], "node-1", "asked for, read: {e:#}");
+}
+
+/// The kubeconfig mistakes a user makes, each said with what to do, the token never: a
+/// file that does not parse, an unknown context, a token the server refuses (401).
+#[test]
+fn kubeconfig_mistakes_are_said_without_the_token() {
+    let server = KubeServer::start();
+    let dir = common::scratch::tempdir();
+    let home = common::scratch::tempdir();
+    let good = server.kubeconfig(dir.path());
+    let text = std::fs::read_to_string(&good).expect("kubeconfig");
+    let bad = dir.path().join("bad");
+    std::fs::write(&bad, "clusters: [ {").expect("write");
+    let wrong = dir.path().join("wrong-token");
+    let secret = "not-the-admin-token-0123456789";
+    std::fs::write(&wrong, text.replace(common::kube::ADMIN_TOKEN, secret)).expect("write");
+    let run = |extra: &[&str]| {
+        let out = command(home.path())
+            .args(extra)
+            .args(["status", "--json"])
+            .output()
+            .expect("run electop status");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains(secret), "the token was shown: {text}");
+        text
+    };
+    let bad_s = bad.display().to_string();
+    let said = run(&["--kube", "--kubeconfig", &bad_s]);
+    assert!(
+        said.contains("cannot be read") && said.contains(&bad_s),
+        "{said}"
+    );
+    let good_s = good.display().to_string();
+    let said = run(&["--kube=prod", "--kubeconfig", &good_s]);
+    assert!(
+        said.contains("no context `prod`") && said.contains("local"),
+        "{said}"
+    );
+    let wrong_s = wrong.display().to_string();
+    let said = run(&["--kube", "--kubeconfig", &wrong_s]);
+    assert!(said.contains("401"), "{said}");
+}
