@@ -196,3 +196,82 @@ fn kubeconfig_mistakes_are_said_without_the_token() {
     let said = run(&["--kube", "--kubeconfig", &wrong_s]);
     assert!(said.contains("401"), "{said}");
 }
+
+fn run(home: &Path, args: &[&str]) -> (bool, String) {
+    let out = command(home).args(args).output().expect("run electop");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// The admin verbs on a Lease: `--read-only` refuses and writes nothing; there is no resign
+/// (said why); force-leader of an id the store never showed needs `--allow-unseen`, then
+/// writes the chosen holder with one more transition on the
+/// resourceVersion read, is attributed by another electop from the audit log, and the
+/// chosen client-go candidate leads at its next retry; reelect writes client-go's release,
+/// and a candidate takes the Lease again.
+#[test]
+fn force_leader_and_reelect_write_the_lease_compared_on_its_version() {
+    let server = KubeServer::start();
+    let dir = common::scratch::tempdir();
+    let cfg = server.kubeconfig(dir.path());
+    let a = ClientGoCandidate::start(&cfg, "default", "adm", "cand-a");
+    a.wait_leading(T);
+    let b = ClientGoCandidate::start(&cfg, "default", "adm", "cand-b");
+    b.wait_log("new leader elected: cand-a", T);
+    let home = common::scratch::tempdir();
+    let a_args = args(&cfg);
+    let mut w = Watch::start(home.path(), &strs(&a_args));
+    w.wait_synced(1);
+    let holder = || server.lease("default", "adm").expect("the Lease")["spec"].clone();
+
+    let mut cmd = strs(&a_args);
+    cmd.extend(["--read-only", "force-leader", "default/adm", "cand-b", "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(!ok && text.contains("read-only"), "{text}");
+    assert_eq!(holder()["holderIdentity"], "cand-a", "nothing written");
+
+    let mut cmd = strs(&a_args);
+    cmd.extend(["resign", "default/adm", "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(!ok && text.contains("no resign on a Lease"), "{text}");
+
+    // client-go keeps no line: a waiting candidate is nowhere in the store, and an id
+    // never seen there is written only when the operator says so.
+    let mut cmd = strs(&a_args);
+    cmd.extend(["force-leader", "default/adm", "cand-b", "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(!ok && text.contains("never seen"), "{text}");
+    cmd.push("--allow-unseen");
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(ok && text.contains("PUT holderIdentity=cand-b"), "{text}");
+    let spec = holder();
+    assert_eq!(
+        (&spec["holderIdentity"], &spec["leaseTransitions"]),
+        (&"cand-b".into(), &1.into()),
+        "{spec:#}"
+    );
+    let forced = w.wait_for("the forced leader attributed", T, |v| {
+        v["to"] == "cand-b" && v["cause"] == "forced_leader"
+    });
+    assert_eq!(forced["from"], "cand-a", "{forced:#}");
+    let by = forced["detail"].as_str().unwrap_or_default();
+    assert!(by.contains("another electop"), "{forced:#}");
+    b.wait_leading(Duration::from_secs(20));
+
+    let mut cmd = strs(&a_args);
+    cmd.extend(["reelect", "default/adm", "-y"]);
+    let (ok, text) = run(home.path(), &cmd);
+    assert!(ok && text.contains("leaseDurationSeconds=1"), "{text}");
+    let released = w.wait_for("the re-election attributed", T, |v| {
+        v["from"] == "cand-b" && v["cause"] == "forced_reelection"
+    });
+    assert!(released["to"].is_null(), "{released:#}");
+    let again = w.wait_for("a candidate takes it again", Duration::from_secs(30), |v| {
+        v["election"] == "default/adm" && v["cause"] == "elected" && v["to"].is_string()
+    });
+    assert!(
+        again["to"] == "cand-b" || again["to"] == "cand-a",
+        "{again:#}"
+    );
+}
