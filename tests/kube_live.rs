@@ -82,7 +82,11 @@ fn a_client_go_election_is_counted_down_and_followed_through_a_release() {
     assert_eq!(e["leader"]["id"], "cand-a", "{e:#}");
     let ttl = e["ttl_ms"].as_i64().expect("a countdown");
     assert!((1..=60_000).contains(&ttl), "within the 60 s lease: {e:#}");
-    assert_eq!(note(e, "transitions"), Some("0"), "{e:#}");
+    assert_eq!(
+        note(e, "transitions"),
+        Some("0 transitions (leaseTransitions)"),
+        "{e:#}"
+    );
     assert!(note(e, "acquired").is_some(), "{e:#}");
     let term = Command::new("kill")
         .args(["-TERM", &a.pid().to_string()])
@@ -101,7 +105,11 @@ fn a_client_go_election_is_counted_down_and_followed_through_a_release() {
     let s = status_json(home.path(), &strs(&a_args));
     let e = election(&s, "default/jobs");
     assert_eq!(e["leader"]["id"], "cand-b", "{e:#}");
-    assert_eq!(note(e, "transitions"), Some("1"), "{e:#}");
+    assert_eq!(
+        note(e, "transitions"),
+        Some("1 transitions (leaseTransitions)"),
+        "{e:#}"
+    );
     assert!(note(e, "renewed").is_some(), "{e:#}");
     // A fresh status saw no write: it does not guess how far the writer's clock is.
     assert!(note(e, "renew skew").is_none(), "{e:#}");
@@ -274,4 +282,37 @@ fn force_leader_and_reelect_write_the_lease_compared_on_its_version() {
         again["to"] == "cand-b" || again["to"] == "cand-a",
         "{again:#}"
     );
+}
+
+/// The dashboard at 80x24 on a Lease: its row led by the holder with client-go's countdown,
+/// the detail's notes (transitions, acquired), and the source named by its context.
+#[test]
+fn the_dashboard_shows_a_lease_at_80x24() {
+    let server = KubeServer::start();
+    let dir = common::scratch::tempdir();
+    let cfg = server.kubeconfig(dir.path());
+    hand_lease(
+        &server,
+        "kube-system",
+        "kube-scheduler",
+        "master-1_0af3",
+        40,
+    );
+    let home = common::scratch::tempdir();
+    let shell = format!(
+        "env XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data {bin} --kube --kubeconfig {cfg}; \
+         echo ELECTOP-EXITED $?; sleep 60",
+        h = home.path().display(),
+        bin = common::electop::bin(),
+        cfg = cfg.display(),
+    );
+    let tmux = common::tmux::Tmux::start(80, 24, &shell);
+    let screen = tmux.wait_screen("the Lease's row", T, |s| {
+        s.contains("kube-scheduler") && s.contains("master-1_0af3")
+    });
+    assert!(
+        screen.contains("0 transitions") && screen.contains("key kube-system/kube-scheduler"),
+        "the detail's notes and key:\n{screen}"
+    );
+    assert!(!screen.contains("ELECTOP-EXITED"), "{screen}");
 }

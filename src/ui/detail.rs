@@ -147,6 +147,11 @@ fn key_line(e: &Election, room: usize) -> Line<'static> {
         let key = cut_display(&l.key, room);
         return Line::from(Span::styled(format!("{hold} · key {key}"), style));
     }
+    if l.lease.is_none() && l.stamp.is_none() {
+        // A term counted from when its renewal was seen (a Lease): the TTL column is it.
+        let key = cut_display(&l.key, room);
+        return Line::from(Span::styled(format!("key {key}"), theme::dim()));
+    }
     let hold = match l.lease {
         Some(0) => "NO LEASE: never expires ".to_string(),
         Some(lease) => format!("lease {lease:x} "),

@@ -62,10 +62,14 @@ impl Store for Kubernetes {
         let info = SourceInfo {
             store: StoreKind::Kubernetes,
             id,
-            name: format!("kubernetes {described}"),
-            label: described.clone(),
+            name: format!("kubernetes {}", cfg.describe()),
+            label: described,
             short,
-            endpoints: described,
+            // Where the cluster's address comes from (the server is the kubeconfig's).
+            endpoints: match &cfg.kubeconfig {
+                Some(path) => path.display().to_string(),
+                None => "kubeconfig".to_string(),
+            },
             scheme: Some(Scheme::KubeLease),
             read_only: cfg.read_only,
             clustered: false,

@@ -356,14 +356,14 @@ fn show(e: &mut Election, seen: &Seen, now: Instant) {
     if let Some(what) = r.known_as() {
         note("lease", what.to_string());
     }
+    if let Some(n) = r.transitions {
+        note("transitions", format!("{n} transitions (leaseTransitions)"));
+    }
     if let Some(t) = r.acquire {
-        note("acquired", utc(t));
+        note("acquired", format!("acquired {}", utc(t)));
     }
     if let Some(t) = r.renew {
-        note("renewed", utc(t));
-    }
-    if let Some(n) = r.transitions {
-        note("transitions", n.to_string());
+        note("renewed", format!("renewed {}", utc(t)));
     }
     if let Some(skew) = seen.skew_ms {
         let s = skew.unsigned_abs() as f64 / 1000.0;
@@ -376,7 +376,10 @@ fn show(e: &mut Election, seen: &Seen, now: Instant) {
         note("renew skew", text);
     }
     if let Some(p) = &r.preferred {
-        note("preferred", escape_bytes(p.as_bytes()));
+        note(
+            "preferred",
+            format!("preferred holder {}", escape_bytes(p.as_bytes())),
+        );
     }
     e.notes = notes;
 }
