@@ -316,3 +316,68 @@ fn the_dashboard_shows_a_lease_at_80x24() {
     );
     assert!(!screen.contains("ELECTOP-EXITED"), "{screen}");
 }
+
+/// `electop node --store kubernetes` in the same election as client-go's own candidates:
+/// it follows a client-go leader, takes the Lease at its next retry after that leader's
+/// release, is followed by a client-go candidate started then, and its own release on
+/// SIGTERM hands the Lease to that candidate.
+#[test]
+fn electop_node_and_client_go_candidates_share_one_election() {
+    let server = KubeServer::start();
+    let dir = common::scratch::tempdir();
+    let cfg = server.kubeconfig(dir.path());
+    let a = ClientGoCandidate::start(&cfg, "default", "mixed", "cand-a");
+    a.wait_leading(T);
+    let home = common::scratch::tempdir();
+    let mut cmd = command(home.path());
+    cmd.args(args(&cfg))
+        .args([
+            "node",
+            "--store",
+            "kubernetes",
+            "--election",
+            "default/mixed",
+        ])
+        .args(["--id", "node-x", "--json"]);
+    let stderr = home.path().join("node-x.stderr");
+    let mut x = common::node::Node::spawn(&mut cmd, "node-x", "default/mixed", stderr);
+    x.wait_belief("follower", Some("cand-a"), T);
+    let term = Command::new("kill")
+        .args(["-TERM", &a.pid().to_string()])
+        .status();
+    assert!(term.is_ok_and(|s| s.success()));
+    x.wait_belief("leader", None, T);
+    let spec = server.lease("default", "mixed").expect("the Lease")["spec"].clone();
+    assert_eq!(
+        (&spec["holderIdentity"], &spec["leaseTransitions"]),
+        (&"node-x".into(), &1.into()),
+        "{spec:#}"
+    );
+    let b = ClientGoCandidate::start(&cfg, "default", "mixed", "cand-b");
+    b.wait_log("new leader elected: node-x", T);
+    x.sigterm(Duration::from_secs(5));
+    assert!(
+        x.events().any(|e| e == "released the Lease"),
+        "{}",
+        x.dump()
+    );
+    b.wait_leading(Duration::from_secs(20));
+}
+
+/// `electop demo --store kubernetes` on the cluster the kubeconfig names: three nodes take
+/// one Lease, one leads and the other two follow it, at 80x24; `q`, `y` quits.
+#[test]
+fn the_demo_runs_on_the_cluster_the_kubeconfig_names() {
+    let server = KubeServer::start();
+    let dir = common::scratch::tempdir();
+    let cfg = server.kubeconfig(dir.path());
+    let home = common::scratch::tempdir();
+    let mut flags = vec!["--store".to_string(), "kubernetes".to_string()];
+    flags.extend(args(&cfg));
+    let leader = common::tmux::demo_elects_and_quits(home.path(), &flags);
+    let spec = server
+        .lease("default", "electop-demo")
+        .expect("the demo's Lease")["spec"]
+        .clone();
+    assert!(spec["holderIdentity"].is_string(), "{leader}: {spec:#}");
+}

@@ -23,7 +23,8 @@ pub struct Facts {
     pub kind: StoreKind,
     /// The source flag that points at it, as a message asks for it.
     pub source_flag: &'static str,
-    /// The flag that starts a throwaway one, and what it starts, as a message says it.
+    /// The flag that starts a throwaway one (empty: none can be), and what it starts, as a
+    /// message says it.
     pub spawn_flag: &'static str,
     pub spawns: &'static str,
     /// It reads `--password-env`/`--password-file`.
@@ -61,10 +62,13 @@ impl Offer {
     /// What `--store X` needs when neither its source flag nor its spawn flag is given.
     pub fn needs(self) -> String {
         let f = self.facts();
-        format!(
-            "{}, or {} to start a local one",
-            f.source_flag, f.spawn_flag
-        )
+        match f.spawn_flag {
+            "" => format!(
+                "{}: electop cannot start {} itself",
+                f.source_flag, f.spawns
+            ),
+            spawn => format!("{}, or {spawn} to start a local one", f.source_flag),
+        }
     }
 }
 
@@ -119,6 +123,8 @@ pub struct Given {
     pub source: Option<String>,
     /// The store's own TLS files, for that server.
     pub tls: Tls,
+    /// The file its sources are read from (`--kubeconfig`), when given.
+    pub file: Option<PathBuf>,
     pub password_env: Option<String>,
     pub password_file: Option<PathBuf>,
     pub scheme: Option<Scheme>,

@@ -326,7 +326,10 @@ stores! {
 
 /// The stores that give `electop demo` (and `node --store`) from their own folder, one line
 /// each, in `--store`'s order after the stores the demo runs itself.
-pub const DEMOS: &[demo::Offer] = &[demo::Offer(&redis::RedisDemo)];
+pub const DEMOS: &[demo::Offer] = &[
+    demo::Offer(&redis::RedisDemo),
+    demo::Offer(&kubernetes::KubeDemo),
+];
 
 /// The handle of the `id`-th source: its configured name, else `etcd1`, `sql1`...
 pub fn short_name(configs: &[SourceConfig], id: SourceId) -> String {

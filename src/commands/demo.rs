@@ -60,6 +60,7 @@ fn given(offer: Offer, src: &SourceArgs) -> Given {
             key: own.as_ref().and_then(|o| path(o.key)),
             insecure_skip_tls_verify: false,
         },
+        file: own.as_ref().and_then(|o| path(o.file)),
         password_env: src.password_env.clone(),
         password_file: src.password_file.clone(),
         scheme: src.scheme.map(crate::model::Scheme::from),

@@ -55,6 +55,8 @@ pub struct OwnFlags<'a> {
     pub tls_not_for: fn(what: &str) -> String,
     /// Another of its flags given (`--kubeconfig`), which needs one of its sources read.
     pub other: Option<&'static str>,
+    /// The file its sources are read from (`--kubeconfig`), when given.
+    pub file: Option<&'a Path>,
 }
 
 impl OwnFlags<'_> {

@@ -105,6 +105,7 @@ pub(super) fn own_flags(f: &Flags) -> OwnFlags<'_> {
             .into_iter()
             .find(|(_, given)| *given)
             .map(|(flag, _)| flag),
+        file: f.kubeconfig.as_deref(),
     }
 }
 

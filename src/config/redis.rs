@@ -35,6 +35,7 @@ pub(super) fn own_flags(f: &Flags) -> OwnFlags<'_> {
             )
         },
         other: None,
+        file: None,
     }
 }
 

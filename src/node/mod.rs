@@ -332,6 +332,11 @@ pub(crate) fn prepare(args: &Options, scheme: Scheme) -> Result<Run> {
         ttl,
         renew: args.renew.unwrap_or(match renewal {
             Renewal::Thirds => ttl / 3,
+            // A term shorter than the scheme's renewal (`--ttl 2s` on client-go's 2 s of
+            // 15 s): the scheme's renewal in proportion to it, rather than a refusal.
+            Renewal::Seconds | Renewal::Millis if d.renew >= ttl => {
+                d.renew.mul_f64(ttl.as_secs_f64() / d.ttl.as_secs_f64())
+            }
             Renewal::Seconds | Renewal::Millis => d.renew,
         }),
         retry: args.retry.unwrap_or(d.retry),

@@ -6,13 +6,17 @@
 
 mod admin;
 mod client;
+mod demo;
 mod error;
 mod follow;
 mod lease;
+mod participant;
 mod plan;
 mod tracker;
 
 use std::time::Duration;
+
+pub use demo::KubeDemo;
 
 use crate::admin::{AdminRequest, Outcome, Plan};
 use crate::backend::{
@@ -106,16 +110,20 @@ impl Store for Kubernetes {
 
     fn participate<'a>(
         &'a self,
-        _: &'a KubeSource,
-        _: Scheme,
-        _: &'a Options,
-        _: &'a Run,
+        cfg: &'a KubeSource,
+        scheme: Scheme,
+        args: &'a Options,
+        run: &'a Run,
     ) -> LocalBoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async {
-            anyhow::bail!(
-                "electop node does not take part in Kubernetes Lease elections yet: run \
-                 client-go's candidates (k8s.io/client-go/examples/leader-election) beside it"
-            )
+        Box::pin(async move {
+            if scheme != Scheme::KubeLease {
+                anyhow::bail!(
+                    "--scheme {scheme} does not run on Kubernetes: on --kube, electop node \
+                     takes a Lease as client-go does (leave --scheme out)"
+                );
+            }
+            let stop = run.stop.clone();
+            participant::run(cfg, args, run.timing, &run.report, stop).await
         })
     }
 }
