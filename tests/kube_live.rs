@@ -117,7 +117,8 @@ fn a_client_go_election_is_counted_down_and_followed_through_a_release() {
 
 /// A holder that stops renewing (a Lease written by hand with a 3 s duration, then left)
 /// leads until electop's countdown runs out, then is lost `lease_expired`, still named in
-/// the note; node heartbeats in kube-node-lease are not elections and are left out.
+/// the note and on serve's `/metrics` (its namespace a label); node heartbeats in
+/// kube-node-lease are not elections and are left out.
 #[test]
 fn a_holder_that_stops_renewing_expires_and_node_heartbeats_are_left_out() {
     let server = KubeServer::start();
@@ -128,6 +129,18 @@ fn a_holder_that_stops_renewing_expires_and_node_heartbeats_are_left_out() {
     let a = args(&cfg);
     let mut w = Watch::start(home.path(), &strs(&a));
     w.wait_synced(1);
+    let addr = format!("127.0.0.1:{}", common::free_port());
+    let mut serve = command(home.path())
+        .args(&a)
+        .args(["serve", "--listen", &addr])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn electop serve");
+    common::wait_until("serve ready", T, || {
+        std::net::TcpStream::connect(&addr).is_ok()
+            && common::http::request(&addr, "/readyz", &[]).0 == 200
+    });
     let written = Instant::now();
     hand_lease(&server, "default", "paused", "worker-7", 3);
     w.wait_for("worker-7 elected", T, |v| {
@@ -142,6 +155,16 @@ fn a_holder_that_stops_renewing_expires_and_node_heartbeats_are_left_out() {
         "not before its 3 s ran out: {:?}",
         written.elapsed()
     );
+    // serve says so, with the namespace as a label: the shipped ElectopLeaseNotRenewed.
+    let series = "electop_election_holder_expired{source=\"kube1\",election=\"default/paused\",\
+                  scheme=\"k8s-lease\",namespace=\"default\"} 1";
+    common::wait_until("the expired holder on /metrics", T, || {
+        common::http::request(&addr, "/metrics", &[])
+            .1
+            .contains(series)
+    });
+    let _ = serve.kill();
+    let _ = serve.wait();
     let s = status_json(home.path(), &strs(&a));
     let e = election(&s, "default/paused");
     assert!(e["leader"].is_null(), "{e:#}");

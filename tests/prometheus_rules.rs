@@ -54,10 +54,10 @@ fn promtool_checks_the_shipped_rules() {
         &["check", "rules", path.to_str().expect("UTF-8 path")],
     );
     let said = assert_success("promtool check rules", &out);
-    assert_eq!(alert_count(&text), 7, "the seven alerts:\n{text}");
+    assert_eq!(alert_count(&text), 8, "the eight alerts:\n{text}");
     assert!(
-        said.contains("SUCCESS: 7 rules found"),
-        "promtool found all seven: {said}"
+        said.contains("SUCCESS: 8 rules found"),
+        "promtool found all eight: {said}"
     );
 }
 

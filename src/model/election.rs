@@ -268,6 +268,9 @@ pub struct Election {
     /// deposed keys moved onto electop's own lease, counted down here), so nobody leads
     /// until that lease ends, when the first of `candidates` is elected.
     pub held: Option<Box<Candidate>>,
+    /// A holder the store still names whose term ran out without a renewal (a Lease not
+    /// renewed within its duration): nobody leads, and nobody has taken over yet.
+    pub expired: Option<Box<Candidate>>,
     /// What the store says of each candidate beyond its key (Patroni's member role, state,
     /// timeline, lag); empty for schemes that keep nothing more.
     pub members: Vec<MemberInfo>,
@@ -410,6 +413,7 @@ impl Election {
             deposed_session: None,
             resigned: None,
             held: None,
+            expired: None,
             members: Vec::new(),
             notes: Vec::new(),
             relabelled: None,

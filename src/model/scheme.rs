@@ -165,6 +165,9 @@ pub struct Facts {
     pub kept: Kept,
     /// The server a session lock is the own lock of; `None`: any of its store's.
     pub server: Option<Server>,
+    /// Where an election's name is `GROUP/NAME` within a group of the store's (a Lease's
+    /// namespace): what that group is called, as a metric label.
+    pub group: Option<&'static str>,
 }
 
 use Held::{Expiry, Session, Term};
@@ -193,6 +196,7 @@ const FACTS: [Facts; 12] = [
         renewal: Seconds,
         kept: Lease,
         server: None,
+        group: None,
     },
     Facts {
         name: "etcd-lease-key",
@@ -204,6 +208,7 @@ const FACTS: [Facts; 12] = [
         renewal: Seconds,
         kept: Lease,
         server: None,
+        group: None,
     },
     Facts {
         name: "sql-lease",
@@ -215,6 +220,7 @@ const FACTS: [Facts; 12] = [
         renewal: Millis,
         kept: Lease,
         server: None,
+        group: None,
     },
     Facts {
         name: "sql-heartbeat",
@@ -226,6 +232,7 @@ const FACTS: [Facts; 12] = [
         renewal: Millis,
         kept: Lease,
         server: None,
+        group: None,
     },
     Facts {
         name: "patroni",
@@ -237,6 +244,7 @@ const FACTS: [Facts; 12] = [
         renewal: Seconds,
         kept: Lease,
         server: None,
+        group: None,
     },
     Facts {
         name: "zookeeper",
@@ -248,6 +256,7 @@ const FACTS: [Facts; 12] = [
         renewal: Thirds,
         kept: Kept::Session,
         server: None,
+        group: None,
     },
     Facts {
         name: "kafka-zk",
@@ -259,6 +268,7 @@ const FACTS: [Facts; 12] = [
         renewal: Seconds,
         kept: Lease,
         server: None,
+        group: None,
     },
     Facts {
         name: "hadoop-ha",
@@ -270,6 +280,7 @@ const FACTS: [Facts; 12] = [
         renewal: Seconds,
         kept: Lease,
         server: None,
+        group: None,
     },
     Facts {
         name: "redis-lock",
@@ -281,6 +292,7 @@ const FACTS: [Facts; 12] = [
         renewal: Thirds,
         kept: TimeLeft,
         server: None,
+        group: None,
     },
     Facts {
         name: "pg-advisory",
@@ -292,6 +304,7 @@ const FACTS: [Facts; 12] = [
         renewal: Seconds,
         kept: Lease,
         server: Some(Postgres),
+        group: None,
     },
     Facts {
         name: "mysql-lock",
@@ -303,6 +316,7 @@ const FACTS: [Facts; 12] = [
         renewal: Seconds,
         kept: Lease,
         server: Some(MySql),
+        group: None,
     },
     Facts {
         name: "k8s-lease",
@@ -314,6 +328,7 @@ const FACTS: [Facts; 12] = [
         renewal: Seconds,
         kept: TimeLeft,
         server: None,
+        group: Some("namespace"),
     },
 ];
 

@@ -83,6 +83,11 @@ pub(crate) const ELECTION_GAUGES: &[PerElection] = &[
         |r| r.e.deposed.is_some().then_some(1.0),
     ),
     (
+        "electop_election_holder_expired",
+        "The store still names a holder whose lease or term ran out unrenewed: nobody leads, nobody took over (1; no sample when not).",
+        |r| r.e.expired.is_some().then_some(1.0),
+    ),
+    (
         "electop_election_zombie",
         "A key that never expires (no lease) blocks the election (1; no sample when none).",
         |r| r.e.has_zombie().then_some(1.0),
@@ -338,11 +343,16 @@ impl Series {
     fn base_labels(&mut self, o: &Observed, key: &Key, e: &Election) -> Box<str> {
         let source = o.model.sources.get(key.0).map(|s| s.info.short.as_str());
         self.made += 1;
-        let pairs = [
+        let mut pairs = vec![
             ("source", source.unwrap_or_default()),
             ("election", e.name.as_str()),
             ("scheme", e.scheme.as_str()),
         ];
+        // A name within a group of the store's (a Lease's namespace) carries it as a label.
+        let group = e.scheme.facts().group.zip(e.name.split_once('/'));
+        if let Some((label, (group, _))) = group {
+            pairs.push((label, group));
+        }
         labels(self.context.as_deref(), &pairs).into()
     }
 }

@@ -17,6 +17,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "electop_election_leaderless_seconds_total",
     "electop_election_candidates_waiting",
     "electop_election_deposed_holders",
+    "electop_election_holder_expired",
     "electop_election_zombie",
     "electop_election_flapping",
     // Per source.

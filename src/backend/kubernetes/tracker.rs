@@ -240,6 +240,7 @@ impl KubeTracker {
         let before = e.leader.take();
         e.candidates.clear();
         e.notes.clear();
+        e.expired = None;
         match before {
             Some(_) => {
                 let step = step(
@@ -331,6 +332,7 @@ fn show(e: &mut Election, seen: &Seen, now: Instant) {
         c
     });
     let expired = holder.as_ref().filter(|c| !alive(c, now));
+    e.expired = expired.cloned().map(Box::new);
     e.leader = holder.clone().filter(|c| alive(c, now));
     e.candidates = e.leader.iter().cloned().collect();
     let mut notes = Vec::new();
