@@ -404,3 +404,101 @@ fn the_demo_runs_on_the_cluster_the_kubeconfig_names() {
         .clone();
     assert!(spec["holderIdentity"].is_string(), "{leader}: {spec:#}");
 }
+
+/// Under RBAC, a user who may not list Leases at the cluster scope is told which verb on
+/// which resource is missing and that --namespace reads fewer; granted list and watch in one
+/// namespace, `--namespace` reads it; an admin action it may not write says `update`.
+/// Then the mistakes of the kubeconfig's server: not a Kubernetes API server, and a CA that
+/// does not sign the server's certificate.
+#[test]
+fn permissions_and_servers_that_are_not_right_are_said() {
+    let server = KubeServer::start_rbac();
+    let dir = common::scratch::tempdir();
+    let home = common::scratch::tempdir();
+    let viewer = server.kubeconfig_for(dir.path(), "viewer", common::kube::VIEWER_TOKEN);
+    let v = args(&viewer);
+    let (ok, said) = run(home.path(), &[strs(&v), vec!["status"]].concat());
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("may not list leases.coordination.k8s.io at the cluster scope")
+            && said.contains("403"),
+        "{said}"
+    );
+    let rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default";
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "lease-reader", "namespace": "default"},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                   "verbs": ["get", "list", "watch"]}]
+    });
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "viewer-reads-leases", "namespace": "default"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease-reader"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}]
+    });
+    for (path, body) in [("roles", role), ("rolebindings", binding)] {
+        let (code, text) = server
+            .request("POST", &format!("{rbac}/{path}"), Some(&body.to_string()))
+            .expect("POST");
+        assert_eq!(code, 201, "{path}: {text}");
+    }
+    hand_lease(&server, "default", "jobs", "worker-1", 60);
+    let mut one = v.clone();
+    one.extend(["--namespace".into(), "default".into()]);
+    common::wait_until("the Role applies", T, || {
+        run(
+            home.path(),
+            &[strs(&one), vec!["status", "--json"]].concat(),
+        )
+        .0
+    });
+    let s = status_json(home.path(), &strs(&one));
+    assert_eq!(
+        election(&s, "default/jobs")["leader"]["id"],
+        "worker-1",
+        "{s:#}"
+    );
+    let force = [
+        strs(&one),
+        vec![
+            "force-leader",
+            "default/jobs",
+            "worker-2",
+            "-y",
+            "--allow-unseen",
+        ],
+    ]
+    .concat();
+    let (ok, said) = run(home.path(), &force);
+    assert!(
+        !ok && said.contains("may not update leases.coordination.k8s.io in namespace default"),
+        "{said}"
+    );
+
+    let not_kube = common::http::serve_static("hello, I am a web server".into());
+    let text = std::fs::read_to_string(server.kubeconfig(dir.path())).expect("kubeconfig");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::write(
+        &elsewhere,
+        text.replace(&server.url(), &format!("http://{not_kube}")),
+    )
+    .expect("write");
+    let (ok, said) = run(
+        home.path(),
+        &[strs(&args(&elsewhere)), vec!["status"]].concat(),
+    );
+    assert!(!ok && said.contains("is this an API server"), "{said}");
+    let ca_line = format!("    certificate-authority: {}\n", server.ca().display());
+    assert!(text.contains(&ca_line), "{text}");
+    let untrusted = dir.path().join("untrusted");
+    std::fs::write(&untrusted, text.replace(&ca_line, "")).expect("write");
+    let (ok, said) = run(
+        home.path(),
+        &[strs(&args(&untrusted)), vec!["status"]].concat(),
+    );
+    assert!(
+        !ok && said.contains("not trusted") && said.contains("certificate-authority"),
+        "{said}"
+    );
+}

@@ -22,6 +22,8 @@ use super::{EtcdServer, POLL_INTERVAL, free_port};
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The admin's bearer token, in the server's token file only: a test secret.
 pub const ADMIN_TOKEN: &str = "electop-test-admin-token";
+/// A user in no group: under RBAC it may do only what a binding grants it.
+pub const VIEWER_TOKEN: &str = "electop-test-viewer-token";
 
 /// Where `scripts/build-kube.sh` keeps the binaries.
 pub fn bin(name: &str) -> PathBuf {
@@ -47,6 +49,16 @@ pub struct KubeServer {
 
 impl KubeServer {
     pub fn start() -> KubeServer {
+        KubeServer::start_with("AlwaysAllow")
+    }
+
+    /// With RBAC: the admin (system:masters) may do anything, the viewer only what a
+    /// binding grants.
+    pub fn start_rbac() -> KubeServer {
+        KubeServer::start_with("RBAC")
+    }
+
+    fn start_with(authorization: &str) -> KubeServer {
         let etcd = EtcdServer::start();
         let dir = super::scratch::with_prefix("electop-kube-");
         let key = dir.path().join("sa.key");
@@ -61,7 +73,7 @@ impl KubeServer {
         let tokens = dir.path().join("tokens.csv");
         std::fs::write(
             &tokens,
-            format!("{ADMIN_TOKEN},admin,admin,\"system:masters\"\n"),
+            format!("{ADMIN_TOKEN},admin,admin,\"system:masters\"\n{VIEWER_TOKEN},viewer,viewer\n"),
         )
         .expect("write the token file");
         let port = free_port();
@@ -73,7 +85,7 @@ impl KubeServer {
             .arg(dir.path().join("certs"))
             .arg("--token-auth-file")
             .arg(&tokens)
-            .args(["--authorization-mode", "AlwaysAllow"])
+            .args(["--authorization-mode", authorization])
             .args(["--service-account-issuer", "https://kubernetes.default.svc"])
             .arg("--service-account-key-file")
             .arg(&key)
@@ -133,12 +145,17 @@ impl KubeServer {
 
     /// A kubeconfig for the admin, in `dir`, its one context `local` (namespace `default`).
     pub fn kubeconfig(&self, dir: &Path) -> PathBuf {
-        let path = dir.join("kubeconfig");
+        self.kubeconfig_for(dir, "kubeconfig", ADMIN_TOKEN)
+    }
+
+    /// A kubeconfig named `name` in `dir` for the user of `token`.
+    pub fn kubeconfig_for(&self, dir: &Path, name: &str, token: &str) -> PathBuf {
+        let path = dir.join(name);
         let text = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {}\n    \
              certificate-authority: {}\ncontexts:\n- name: local\n  context: {{cluster: local, \
              user: admin, namespace: default}}\ncurrent-context: local\nusers:\n- name: admin\n  \
-             user: {{token: {ADMIN_TOKEN}}}\n",
+             user: {{token: {token}}}\n",
             self.url(),
             self.ca().display()
         );

@@ -88,7 +88,7 @@ impl KubeError {
                 if io.kind() == std::io::ErrorKind::ConnectionRefused {
                     return KubeError::Refused(server);
                 }
-                if let Some(t) = tls::inner(io) {
+                if let Some(t) = rustls_in(io) {
                     return KubeError::Tls(server, describe_tls(t));
                 }
             }
@@ -116,6 +116,15 @@ impl KubeError {
                 | KubeError::NotKube(..)
                 | KubeError::Tls(..)
         )
+    }
+}
+
+/// The rustls error inside `io`, which the client's connector wraps in another I/O error
+/// (whose `source` skips it).
+fn rustls_in(io: &std::io::Error) -> Option<&rustls::Error> {
+    match io.get_ref()?.downcast_ref::<std::io::Error>() {
+        Some(inner) => rustls_in(inner),
+        None => tls::inner(io),
     }
 }
 
