@@ -129,6 +129,10 @@ impl KubeServer {
         }
     }
 
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// `https://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("https://127.0.0.1:{}", self.port)
@@ -195,6 +199,17 @@ impl KubeServer {
         path: &str,
         body: Option<&str>,
     ) -> Result<(u16, String), String> {
+        self.request_as(method, path, body, "application/json")
+    }
+
+    /// [`KubeServer::request`] with the body's content type (a PATCH's kind of patch).
+    pub fn request_as(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        content_type: &str,
+    ) -> Result<(u16, String), String> {
         let mut roots = rustls::RootCertStore::empty();
         let pem = std::fs::read(self.ca()).map_err(|e| format!("read the CA: {e}"))?;
         for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&pem) {
@@ -218,7 +233,7 @@ impl KubeServer {
         let body = body.unwrap_or_default();
         let head = format!(
             "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+             Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
             body.len()
         );
         tls.write_all(head.as_bytes())

@@ -23,7 +23,7 @@ macro_rules! cells {
     ($scenario:ident) => {
         cells!($scenario: etcd_election, etcd_lease_key, sql_lease_sqlite, sql_heartbeat_sqlite,
             sql_lease_postgres, zookeeper, zookeeper_kazoo, redis_events, redis_poll,
-            pg_advisory, mysql_lock);
+            pg_advisory, mysql_lock, kubernetes);
     };
     ($scenario:ident: $($(#[$m:meta])* $store:ident),* $(,)?) => {
         mod $scenario {
@@ -52,7 +52,7 @@ cells!(reelect_early_serve: etcd_election, etcd_lease_key,
     sql_lease_postgres,
     zookeeper,
     zookeeper_kazoo,
-    redis_events, redis_poll, pg_advisory, mysql_lock);
+    redis_events, redis_poll, pg_advisory, mysql_lock, kubernetes);
 cells!(force_leader);
 cells!(member_frozen: etcd_election, etcd_lease_key, zookeeper, zookeeper_kazoo);
 cells!(two_changes);

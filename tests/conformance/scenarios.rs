@@ -189,7 +189,7 @@ pub fn failover(kind: Kind) {
 pub fn crash_cause(kind: Kind) -> &'static str {
     match kind {
         Kind::etcd_election | Kind::etcd_lease_key => "lease_expired",
-        Kind::redis_events | Kind::redis_poll => "lease_expired",
+        Kind::redis_events | Kind::redis_poll | Kind::kubernetes => "lease_expired",
         Kind::sql_lease_sqlite | Kind::sql_lease_postgres | Kind::sql_heartbeat_sqlite => "expired",
         Kind::zookeeper | Kind::zookeeper_kazoo => "node_gone",
         Kind::pg_advisory | Kind::mysql_lock => "session_ended",
@@ -210,6 +210,8 @@ pub fn resign_expect(kind: Kind) -> (Expect, &'static [&'static str]) {
             &["resigned", "lease_revoked", "lease_expired", "lease_ended"],
         ),
         Kind::redis_events => (Expect::Pass, &["resigned", "deleted"]),
+        // client-go's release (an empty holder) is a write of its own.
+        Kind::kubernetes => (Expect::Pass, &["resigned"]),
         Kind::sql_lease_sqlite | Kind::sql_lease_postgres | Kind::sql_heartbeat_sqlite => (
             Expect::Limit(
                 "a resign ends the term in the row (moved to the database's now): a poll sees \
@@ -483,7 +485,7 @@ fn lines(seen: &[Value]) -> String {
 /// What a release then another's quick acquire can show in each store.
 pub fn release_expect(kind: Kind) -> Expect {
     match kind {
-        Kind::redis_events | Kind::etcd_lease_key => Expect::Pass,
+        Kind::redis_events | Kind::etcd_lease_key | Kind::kubernetes => Expect::Pass,
         Kind::etcd_election
         | Kind::zookeeper
         | Kind::zookeeper_kazoo

@@ -6,6 +6,7 @@ use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use crate::common::etcd::EtcdServer;
 use crate::common::etcd_cluster::EtcdCluster;
+use crate::common::kube::KubeServer;
 use crate::common::mariadb::MariaDb;
 use crate::common::postgres::Postgres;
 use crate::common::redis::RedisServer;
@@ -105,6 +106,23 @@ pub static MARIADB: Shared<MariaDb> = Shared::new(|| {
     // The line of waiting sessions is read from this plugin's table.
     db.sql("INSTALL SONAME 'metadata_lock_info';");
     Mutex::new(Some(db))
+});
+/// A kube-apiserver, with the admin's kubeconfig every cell reads it by.
+pub struct Kube {
+    pub server: KubeServer,
+    pub kubeconfig: std::path::PathBuf,
+    _dir: crate::common::scratch::Scratch,
+}
+
+pub static KUBE: Shared<Kube> = Shared::new(|| {
+    let server = KubeServer::start();
+    let dir = crate::common::scratch::tempdir();
+    let kubeconfig = server.kubeconfig(dir.path());
+    Mutex::new(Some(Kube {
+        server,
+        kubeconfig,
+        _dir: dir,
+    }))
 });
 /// Three etcd members, for the cells of a member frozen (started healthy).
 pub static ETCD_CLUSTER: Shared<EtcdCluster> =

@@ -12,7 +12,7 @@ use crate::common::scratch::{self, Scratch};
 use crate::common::sqlstore::Store as SqlStore;
 use crate::common::zk_campaigners::{ZkClient, ZkParticipant};
 use crate::participants::Participant;
-use crate::servers::{ETCD, MARIADB, POSTGRES, REDIS_EVENTS, REDIS_POLL, ZK};
+use crate::servers::{ETCD, KUBE, MARIADB, POSTGRES, REDIS_EVENTS, REDIS_POLL, ZK};
 
 /// The stores and schemes, named as the tests are (`<scenario>::<kind>`).
 #[allow(non_camel_case_types)]
@@ -30,6 +30,8 @@ pub enum Kind {
     redis_poll,
     pg_advisory,
     mysql_lock,
+    /// Kubernetes Leases, `electop node` participants (client-go's algorithm).
+    kubernetes,
 }
 
 const ZK_PREFIX: &str = "/conformance";
@@ -74,6 +76,7 @@ impl Kind {
             Kind::redis_events => Some(REDIS_EVENTS.with(|r| r.port())),
             Kind::redis_poll => Some(REDIS_POLL.with(|r| r.port())),
             Kind::mysql_lock => Some(MARIADB.with(|m| m.port())),
+            Kind::kubernetes => Some(KUBE.with(|k| k.server.port())),
             Kind::sql_lease_sqlite | Kind::sql_heartbeat_sqlite => None,
         }
     }
@@ -202,6 +205,13 @@ impl Cell {
                 let t = strings(&["--renew", "300ms", "--retry", "200ms"]);
                 (format!("conf.{scenario}"), strings(&src), t, None)
             }
+            Kind::kubernetes => {
+                let cfg = KUBE.with(|k| k.kubeconfig.display().to_string());
+                let src = ["--kube", "--kubeconfig", &cfg, "--namespace", "default"];
+                // A Lease's name is a DNS subdomain: no `_`.
+                let name = format!("default/{}", scenario.replace('_', "-"));
+                (name, strings(&src), timing, None)
+            }
         };
         Cell {
             kind,
@@ -223,6 +233,17 @@ impl Cell {
     pub fn source_via(&self, port: u16) -> Vec<String> {
         let from = format!(":{}", self.kind.server_port().expect("a server"));
         let to = format!(":{port}");
+        if self.kind == Kind::kubernetes {
+            // The server is the kubeconfig's: a copy of it names the proxy.
+            let text = KUBE
+                .with(|k| std::fs::read_to_string(&k.kubeconfig))
+                .expect("read");
+            let via = self.home().join(format!("kubeconfig-via-{port}"));
+            std::fs::write(&via, text.replace(&from, &to)).expect("write the kubeconfig");
+            let mut src = self.source.clone();
+            src[2] = via.display().to_string();
+            return src;
+        }
         let via: Vec<String> = self.source.iter().map(|s| s.replace(&from, &to)).collect();
         assert_ne!(
             via, self.source,
@@ -279,6 +300,8 @@ impl Cell {
         cmd.args(self.participant_source());
         if matches!(self.kind, Kind::zookeeper | Kind::zookeeper_kazoo) {
             cmd.args(["node", "--store", "zookeeper"]);
+        } else if self.kind == Kind::kubernetes {
+            cmd.args(["node", "--store", "kubernetes"]);
         } else {
             cmd.arg("node");
         }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::common::T;
 use crate::participants::Participant;
 use crate::scenarios::{Expect, change, departure_agreement, lists, settle_as};
-use crate::servers::{ETCD, MARIADB, POSTGRES, ZK};
+use crate::servers::{ETCD, KUBE, MARIADB, POSTGRES, ZK};
 use crate::stores::{Cell, Kind, Writer, names};
 use crate::views::{Agreement, Change, Observers, agree, changes_by_cause, dump};
 
@@ -210,6 +210,52 @@ fn release_then_take(cell: &Cell, obs: &mut Observers) -> (Option<Duration>, boo
     })
 }
 
+/// A Lease held by node-a (written as a holder writes it), then client-go's release and
+/// node-b's take sent at once, each a merge patch (a Lease's update needs the
+/// resourceVersion; a patch writes over whatever is there; the server orders them, and
+/// their resourceVersions say how). How
+/// long both took, and whether the release came first.
+fn release_then_take_lease(cell: &Cell, obs: &mut Observers) -> (Option<Duration>, bool) {
+    let (ns, name) = cell.election.split_once('/').expect("namespace/name");
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases");
+    let lease = |holder: &str, duration: u32| {
+        let now = crate::common::kube::micro_time_now();
+        serde_json::json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
+                     "acquireTime": now, "renewTime": now, "leaseTransitions": 0}
+        })
+        .to_string()
+    };
+    let (code, body) = KUBE
+        .with(|k| k.server.request("POST", &path, Some(&lease("node-a", 60))))
+        .expect("create the Lease");
+    assert_eq!(code, 201, "{body}");
+    settle_as(obs, cell, Some("node-a"), Agreement::PerProcess);
+    let one = format!("{path}/{name}");
+    let (release, take) = (lease("", 1), lease("node-b", 60));
+    let put = |body: String| {
+        let one = one.clone();
+        std::thread::spawn(move || {
+            let merge = "application/merge-patch+json";
+            let (code, text) = KUBE
+                .with(|k| k.server.request_as("PATCH", &one, Some(&body), merge))
+                .expect("PATCH the Lease");
+            assert_eq!(code, 200, "{text}");
+            let v: serde_json::Value = serde_json::from_str(&text).expect("a Lease");
+            v["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|r| r.parse::<u64>().ok())
+                .expect("a resourceVersion")
+        })
+    };
+    let at = Instant::now();
+    let (r, t) = (put(release), put(take));
+    let (r, t) = (r.join().expect("release"), t.join().expect("take"));
+    (Some(at.elapsed()), r < t)
+}
+
 /// (11) Two changes the store orders within about a millisecond: every view lists both, in
 /// the store's order (a line: `node-a` to `node-b`, then to `node-c`; a lock released and
 /// taken: `node-a` lost, then `node-b` elected); polled, the documented limit.
@@ -219,8 +265,11 @@ pub fn two_changes(kind: Kind) {
     let _nodes;
     let polled = kind.polls();
     let (ok, took): (Box<Allowed>, Option<Duration>) = match kind {
-        Kind::etcd_lease_key | Kind::redis_events | Kind::redis_poll => {
-            let (took, in_order) = release_then_take(&cell, &mut obs);
+        Kind::etcd_lease_key | Kind::redis_events | Kind::redis_poll | Kind::kubernetes => {
+            let (took, in_order) = match kind {
+                Kind::kubernetes => release_then_take_lease(&cell, &mut obs),
+                _ => release_then_take(&cell, &mut obs),
+            };
             // Taken first, then deleted: node-b took it over, then it went.
             let steps = match in_order {
                 true => ["node-a", "-", "node-b"],
@@ -256,8 +305,15 @@ pub fn two_changes(kind: Kind) {
         }
     };
     println!("{kind:?}: both writes answered within {took:?}");
+    // The Lease's two writes each open their own TLS connection (the test's HTTP/1.0
+    // client), handshake included: up to 95 ms measured here, still far closer together
+    // than any renewal.
+    let apart = match kind {
+        Kind::kubernetes => APART * 5,
+        _ => APART,
+    };
     assert!(
-        took.is_none_or(|t| t < APART),
+        took.is_none_or(|t| t < apart),
         "{kind:?}: the writes took {took:?}"
     );
     let views = agreed(&mut obs, &cell, &*ok);

@@ -157,19 +157,17 @@ impl Steps for Follow {
             ((ev, w), _, _) = next => self.on_event(&l.cluster, ev, w).await?,
             _ = l.tick.tick() => {
                 let sent = (Instant::now(), SystemTime::now());
-                l.cluster
-                    .client
-                    .apiserver_version()
+                let within = self.b.opts.request_timeout;
+                let (cluster, server) = (&l.cluster.client, &l.cluster.server);
+                tokio::time::timeout(within, cluster.apiserver_version())
                     .await
-                    .map_err(|e| KubeError::from_client(&e, &l.cluster.server, "get", None))?;
-                let changes = self.tracker.tick(Instant::now(), SystemTime::now());
+                    .map_err(|_| KubeError::Timeout(server.clone(), within))?
+                    .map_err(|e| KubeError::from_client(&e, server, "get", None))?;
+                let changes = self.tracker.settle(Instant::now());
                 self.tell(changes).await?;
                 self.send(contact(self.b.info.id, sent)).await?;
             }
-            _ = sleep_until(expiry) => {
-                let changes = self.tracker.tick(Instant::now(), SystemTime::now());
-                self.tell(changes).await?;
-            }
+            _ = sleep_until(expiry) => self.expire(&l.cluster).await?,
             cmd = self.io.commands.recv() => serve(&self.io, &self.b.info, cmd, &mut self.tracker).await?,
         }
         Ok(Input::Followed)
@@ -183,6 +181,27 @@ impl Follow {
 
     async fn tell(&mut self, changes: Changes) -> Result<(), Stop> {
         crate::backend::engine::show(&self.io, &self.b.info, changes).await
+    }
+
+    /// The Leases whose countdown ran out, each read again first: a renewal may sit unread
+    /// in a watch that stalled, and a countdown that ran out while nothing was heard is no
+    /// observation. Deposed holders whose time ran out are settled too.
+    async fn expire(&mut self, cluster: &Cluster) -> Result<(), Stop> {
+        for key in self.tracker.ran_out(Instant::now()) {
+            let Some((ns, name)) = key.split_once('/') else {
+                continue;
+            };
+            let within = self.b.opts.request_timeout;
+            let got = tokio::time::timeout(within, cluster.leases(Some(ns)).get_opt(name))
+                .await
+                .map_err(|_| KubeError::Timeout(cluster.server.clone(), within))?
+                .map_err(|e| KubeError::from_client(&e, &cluster.server, "get", Some(ns)))?;
+            let read = got.as_ref().and_then(Read::of);
+            let changes = (self.tracker).confirm(&key, read, Instant::now(), SystemTime::now());
+            self.tell(changes).await?;
+        }
+        let changes = self.tracker.settle(Instant::now());
+        self.tell(changes).await
     }
 
     /// The Leases of one namespace (or all), a page at a time, and the resourceVersion the

@@ -245,7 +245,7 @@ impl Candidate {
                 .map(|_| ())
         };
         match tokio::time::timeout(RESIGN_LIMIT, release).await {
-            Ok(Ok(())) => report.say("released the Lease"),
+            Ok(Ok(())) => report.say("resigned"),
             Ok(Err(e)) => report.say(&format!("could not release the Lease: {e}")),
             Err(_) => report.say("could not release the Lease in time"),
         }

@@ -132,28 +132,55 @@ impl KubeTracker {
         out
     }
 
-    /// Holders whose countdown ran out since the last tick lose the lead (client-go's
-    /// candidates may take it now), and deposed holders whose time ran out stop being
-    /// shown as maybe believing they lead.
-    pub(crate) fn tick(&mut self, now: Instant, wall: SystemTime) -> Changes {
-        let mut out = Changes::default();
-        let ran_out: Vec<String> = (self.elections.iter())
+    /// The Leases whose holder's countdown ran out: each to be read again before it is
+    /// said expired ([`KubeTracker::confirm`]), as a renewal may sit unread in a watch that
+    /// stalled.
+    pub(crate) fn ran_out(&self, now: Instant) -> Vec<String> {
+        (self.elections.iter())
             .filter(|(_, e)| e.leader.as_ref().is_some_and(|l| !alive(l, now)))
             .map(|(k, _)| k.clone())
-            .collect();
-        for key in ran_out {
-            let Some(seen) = self.seen.get(&key).cloned() else {
-                continue;
-            };
-            let mut e = self.elections.remove(&key).expect("listed above");
-            let before = e.leader.clone();
-            show(&mut e, &seen, now);
-            let causes = (Cause::LeaseExpired, Cause::LeaseExpired);
-            let step = step(before.as_ref(), false, causes, When::at(now, wall, None));
-            self.book.apply(&mut e, step, &mut out);
-            out.changed.push(e.clone());
-            self.elections.insert(key, e);
+            .collect()
+    }
+
+    /// `key`'s Lease read again (`None`: gone) after its countdown ran out: unchanged, its
+    /// holder's lease expired (client-go's candidates may take it now); changed, what the
+    /// read shows, with the cause unknown where the holder changed (the write was not seen
+    /// when it happened).
+    pub(crate) fn confirm(
+        &mut self,
+        key: &str,
+        read: Option<Read>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Changes {
+        let mut out = Changes::default();
+        let Some(seen) = self.seen.get(key).cloned() else {
+            return out;
+        };
+        match read {
+            None => self.remove(key, Cause::Unknown, (now, wall), &mut out),
+            Some(r) if r.resource_version != seen.read.resource_version => {
+                self.put(r, How::Relisted, (now, wall), &mut out)
+            }
+            Some(_) => {
+                let Some(mut e) = self.elections.remove(key) else {
+                    return out;
+                };
+                let before = e.leader.clone();
+                show(&mut e, &seen, now);
+                let causes = (Cause::LeaseExpired, Cause::LeaseExpired);
+                let step = step(before.as_ref(), false, causes, When::at(now, wall, None));
+                self.book.apply(&mut e, step, &mut out);
+                out.changed.push(e.clone());
+                self.elections.insert(key.to_string(), e);
+            }
         }
+        out
+    }
+
+    /// Deposed holders whose time ran out stop being shown as maybe believing they lead.
+    pub(crate) fn settle(&mut self, now: Instant) -> Changes {
+        let mut out = Changes::default();
         for e in self.elections.values_mut() {
             if e.deposed.as_ref().is_some_and(|d| !alive(d, now)) {
                 e.deposed = None;
@@ -177,7 +204,9 @@ impl KubeTracker {
 
     fn put(&mut self, r: Read, how: How, (now, wall): (Instant, SystemTime), out: &mut Changes) {
         let prev = self.seen.get(&r.key);
-        if prev.is_some_and(|p| p.read.resource_version == r.resource_version) {
+        // Seen already, or older than what was read since (a stalled watch's backlog after
+        // a fresh read).
+        if prev.is_some_and(|p| !newer(&r.resource_version, &p.read.resource_version)) {
             return;
         }
         let record_changed = prev.is_none_or(|p| !p.read.same_record(&r));
@@ -276,6 +305,16 @@ fn step(
         // renew deadline passes, which client-go keeps below the duration.
         may_lead: before.is_some_and(|b| alive(b, when.now)),
         when,
+    }
+}
+
+/// Whether resourceVersion `a` is a later write than `b`. They are etcd revisions on every
+/// API server, though the API calls them opaque: one that is not a number is only told
+/// apart.
+fn newer(a: &str, b: &str) -> bool {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(a), Ok(b)) => a > b,
+        _ => a != b,
     }
 }
 

@@ -128,15 +128,17 @@ fn a_release_then_a_take_over_and_a_countdown_that_runs_out() {
         kinds(&out),
         [(EventKind::LeaderElected, Some(Cause::Elected))]
     );
-    // b stops renewing: lost when its 15 s run out, not before.
-    let out = t.tick(now + Duration::from_secs(14), wall);
-    assert!(out.events.is_empty());
+    // b stops renewing: lost when its 15 s run out, not before, and only once a read of
+    // the Lease finds it unchanged.
+    assert!(t.ran_out(now + Duration::from_secs(14)).is_empty());
     assert_eq!(
         t.next_expiry(now),
         Some(now + Duration::from_secs(15)),
         "the next tick is due when b's countdown ends"
     );
-    let out = t.tick(now + Duration::from_secs(15), wall);
+    let at = now + Duration::from_secs(15);
+    assert_eq!(t.ran_out(at), [KEY]);
+    let out = t.confirm(KEY, Some(read("b", 3, wall)), at, wall);
     assert_eq!(
         kinds(&out),
         [(EventKind::LeaderLost, Some(Cause::LeaseExpired))]
@@ -186,7 +188,7 @@ fn a_holder_written_over_is_taken_over_and_deposed_while_its_countdown_runs() {
     );
     let e = &t.elections[KEY];
     assert_eq!(e.deposed.as_ref().map(|d| d.id.as_str()), Some("a"));
-    let out = t.tick(now + Duration::from_secs(16), wall);
+    let out = t.settle(now + Duration::from_secs(16));
     assert!(t.elections[KEY].deposed.is_none(), "a's countdown ran out");
     assert!(!out.changed.is_empty());
 }
@@ -235,4 +237,30 @@ fn a_deleted_lease_loses_its_leader_and_stays_listed() {
     let out = t.deleted(KEY, now, wall);
     assert_eq!(kinds(&out), [(EventKind::LeaderLost, Some(Cause::Deleted))]);
     assert!(t.elections.contains_key(KEY));
+}
+
+/// A watch that stalled (a frozen connection): the countdown ran out, but the Lease read
+/// again was renewed meanwhile, so nothing changed; the stalled renewals that arrive after
+/// are older than that read and change nothing either.
+#[test]
+fn a_countdown_that_ran_out_behind_a_stalled_watch_is_read_again_first() {
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    let mut t = tracker();
+    t.load(
+        vec![read("a", 1, wall)],
+        (now, wall),
+        Duration::from_secs(60),
+    );
+    let at = now + Duration::from_secs(16);
+    assert_eq!(t.ran_out(at), [KEY]);
+    let renewed = read("a", 9, wall + Duration::from_secs(16));
+    let out = t.confirm(KEY, Some(renewed), at, wall + Duration::from_secs(16));
+    assert!(out.events.is_empty(), "{:?}", kinds(&out));
+    assert_eq!(leader(&t).as_deref(), Some("a"));
+    let late = t.written(read("a", 5, wall), at, wall);
+    assert!(late.events.is_empty() && late.changed.is_empty());
+    assert!(
+        t.ran_out(at).is_empty(),
+        "counted down afresh from the read"
+    );
 }
