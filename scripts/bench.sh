@@ -8,7 +8,7 @@
 #   scripts/bench.sh --n 1000                         # other sizes
 #   scripts/bench.sh --etcd-as-loaded                 # etcd not restarted after its load
 #
-# Stores: etcd, sqlite, pg, zk, redis. It builds this tree's release electop and the bench,
+# Stores: etcd, sqlite, pg, zk, redis, kube (a kube-apiserver, beside kubectl). It builds this tree's release electop and the bench,
 # and needs only what scripts/install-deps.sh installs (servers, their CLIs, tmux, javac).
 # TABLE_PERF=DIR also records a `perf record -g` of this build's processes in each window
 # (when perf is installed), and keeps the strace of its write calls under churn.

@@ -1,7 +1,7 @@
 //! One table of what electop costs on every store at 10,000 elections, beside the store's
 //! own tools in the same run, and optionally beside another build run in turns:
 //! `scripts/bench.sh` (which runs `cargo bench --bench table -- ...`). Options:
-//! `--stores etcd,sqlite,pg,zk,redis`, `--quick` (shorter windows, fewer runs),
+//! `--stores etcd,sqlite,pg,zk,redis,kube`, `--quick` (shorter windows, fewer runs),
 //! `--baseline PATH` (another electop, measured in turns with this one, a ratio column),
 //! `--bin PATH` (the electop measured: bench.sh passes its release build; `cargo bench`
 //! alone measures the one it built), `--n N` (elections), `--only dashboard,watch,status`
@@ -148,7 +148,7 @@ fn main() {
         b.push(arg("--bin").unwrap_or_else(|| env!("CARGO_BIN_EXE_electop").into()));
         b.extend(arg("--baseline"));
     }
-    let stores = arg("--stores").unwrap_or_else(|| "etcd,sqlite,pg,zk,redis".into());
+    let stores = arg("--stores").unwrap_or_else(|| "etcd,sqlite,pg,zk,redis,kube".into());
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     for store in stores.split(',') {
         eprintln!("{store}: loading {n} elections");
@@ -161,7 +161,8 @@ fn main() {
             "pg" => run_store(&rt, store, &rigs::Sql::start(&rt, true, n), plan),
             "zk" => run_store(&rt, store, &rigs::Zk::start(&rt, n), plan),
             "redis" => run_store(&rt, store, &rigs::Redis::start(&rt, n), plan),
-            other => eprintln!("unknown store {other}: etcd, sqlite, pg, zk, redis"),
+            "kube" => run_store(&rt, store, &rigs::Kube::start(&rt, n), plan),
+            other => eprintln!("unknown store {other}: etcd, sqlite, pg, zk, redis, kube"),
         }
     }
     report::print(&BUILDS.lock().expect("builds"), plan, &load());

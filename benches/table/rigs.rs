@@ -406,3 +406,111 @@ pub fn home() -> tempfile::TempDir {
     let _ = std::fs::create_dir_all(Path::new(h.path()).join("data"));
     h
 }
+
+/// A kube-apiserver with `n` Leases in `default`, each held for an hour; the churn writes
+/// another holder (a merge patch, as `kubectl patch` sends); kubectl beside it.
+pub struct Kube {
+    // Stopped when the rig is dropped.
+    _server: crate::common::kube::KubeServer,
+    api: kube::Api<k8s_openapi::api::coordination::v1::Lease>,
+    kubeconfig: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    n: usize,
+}
+
+fn lease_name(i: usize) -> String {
+    format!("e{i:06}")
+}
+
+impl Kube {
+    pub fn start(rt: &tokio::runtime::Runtime, n: usize) -> Kube {
+        use futures::StreamExt;
+        // The dev-dependencies bring a second rustls provider: the one electop uses is named.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let server = crate::common::kube::KubeServer::start();
+        let dir = tempfile::tempdir().expect("a dir");
+        let kubeconfig = server.kubeconfig(dir.path());
+        let api = rt.block_on(async {
+            let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig");
+            let opts = kube::config::KubeConfigOptions::default();
+            let cfg = kube::Config::from_custom_kubeconfig(kc, &opts)
+                .await
+                .expect("config");
+            let client = kube::Client::try_from(cfg).expect("client");
+            kube::Api::namespaced(client, "default")
+        });
+        rt.block_on(async {
+            let now = crate::common::kube::micro_time_now();
+            futures::stream::iter(0..n)
+                .for_each_concurrent(32, |i| {
+                    let (api, now) = (api.clone(), now.clone());
+                    async move {
+                        let l: k8s_openapi::api::coordination::v1::Lease =
+                            serde_json::from_value(serde_json::json!({
+                                "metadata": {"name": lease_name(i)},
+                                "spec": {"holderIdentity": format!("node-{i}"),
+                                         "leaseDurationSeconds": 3600, "acquireTime": now,
+                                         "renewTime": now, "leaseTransitions": 0}
+                            }))
+                            .expect("a Lease");
+                        api.create(&kube::api::PostParams::default(), &l)
+                            .await
+                            .expect("create a Lease");
+                    }
+                })
+                .await
+        });
+        Kube {
+            _server: server,
+            api,
+            kubeconfig,
+            _dir: dir,
+            n,
+        }
+    }
+
+    fn kubectl(&self) -> Command {
+        let mut c = Command::new(crate::common::kube::bin("kubectl"));
+        c.arg("--kubeconfig").arg(&self.kubeconfig);
+        c
+    }
+}
+
+impl Rig for Kube {
+    fn args(&self) -> Vec<String> {
+        vec![
+            "--kube".into(),
+            "--kubeconfig".into(),
+            self.kubeconfig.display().to_string(),
+        ]
+    }
+    fn rate(&self) -> usize {
+        100
+    }
+    async fn change(&self, seq: usize) -> String {
+        let name = lease_name(pick(seq, self.n));
+        let patch = serde_json::json!({"spec": {"holderIdentity": value(seq),
+            "renewTime": crate::common::kube::micro_time_now()}});
+        self.api
+            .patch(
+                &name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(patch),
+            )
+            .await
+            .expect("patch a Lease");
+        value(seq)
+    }
+    fn tool_status(&self) -> (&'static str, Duration) {
+        let mut c = self.kubectl();
+        c.args(["get", "leases", "-A", "-o", "json"])
+            .stdout(std::process::Stdio::null());
+        ("kubectl get leases -A -o json", procs::time(&mut c))
+    }
+    fn tool_watch(&self) -> Option<(&'static str, Lines)> {
+        let mut c = self.kubectl();
+        c.args(["get", "leases", "-A", "--watch-only", "--no-headers"])
+            .args(["-o", "custom-columns=H:.spec.holderIdentity"]);
+        Some(("kubectl get leases -A -w", Lines::start(&mut c)))
+    }
+}

@@ -42,59 +42,61 @@ pub(super) async fn execute(cfg: &KubeSource, req: &AdminRequest, timeout: Durat
     };
     let api = cluster.leases(Some(ns));
     let within = |e| KubeError::Timeout(cluster.server.clone(), e);
-    let lease = match tokio::time::timeout(timeout, api.get(name)).await {
-        Err(_) => return failed(within(timeout)),
-        Ok(Err(e)) => return failed(KubeError::from_client(&e, &cluster.server, "get", Some(ns))),
-        Ok(Ok(l)) => l,
-    };
-    let now_held = holder(&lease);
-    if now_held != step.seen {
-        return Outcome::Changed {
-            detail: changed_since(&format!(
-                "{} is held by {} now",
-                step.key.shown,
-                now_held.as_deref().unwrap_or("nobody")
-            )),
+    // A holder renewing between our read and our write (every retry period) is no change
+    // of who holds it: read again, a few times, before saying the Lease changed.
+    for attempt in 1..=ATTEMPTS {
+        let lease = match tokio::time::timeout(timeout, api.get(name)).await {
+            Err(_) => return failed(within(timeout)),
+            Ok(Err(e)) => {
+                return failed(KubeError::from_client(&e, &cluster.server, "get", Some(ns)));
+            }
+            Ok(Ok(l)) => l,
         };
-    }
-    let written = rewrite(lease, &step.write, SystemTime::now());
-    let params = PostParams::default();
-    let put = api.replace(name, &params, &written);
-    match tokio::time::timeout(timeout, put).await {
-        Err(_) => Outcome::Failed {
-            error: format!(
-                "{}; it may or may not have been written: look before trying again",
-                within(timeout)
-            ),
-        },
-        Ok(Err(kube::Error::Api(s))) if s.code == 409 => {
-            let now = match api.get(name).await {
-                Ok(l) => holder(&l).unwrap_or_else(|| "nobody".into()),
-                Err(_) => "someone (it could not be read back)".into(),
+        let now_held = holder(&lease);
+        if now_held != step.seen {
+            let now = now_held.as_deref().unwrap_or("nobody");
+            return Outcome::Changed {
+                detail: changed_since(&format!("{} is held by {now} now", step.key.shown)),
             };
-            Outcome::Changed {
+        }
+        let written = rewrite(lease, &step.write, SystemTime::now());
+        let params = PostParams::default();
+        let put = api.replace(name, &params, &written);
+        return match tokio::time::timeout(timeout, put).await {
+            Err(_) => Outcome::Failed {
+                error: format!(
+                    "{}; it may or may not have been written: look before trying again",
+                    within(timeout)
+                ),
+            },
+            Ok(Err(kube::Error::Api(s))) if s.code == 409 && attempt < ATTEMPTS => continue,
+            Ok(Err(kube::Error::Api(s))) if s.code == 409 => Outcome::Changed {
                 detail: changed_since(&format!(
-                    "{} was written in between (409 Conflict); {now} holds it now",
+                    "{} was written in between (409 Conflict) {ATTEMPTS} times",
                     step.key.shown
                 )),
-            }
-        }
-        Ok(Err(e)) => failed(KubeError::from_client(
-            &e,
-            &cluster.server,
-            "update",
-            Some(ns),
-        )),
-        Ok(Ok(l)) => Outcome::Done {
-            detail: format!(
-                "{}; {} is held by {} now",
-                plan.writes().join("; "),
-                step.key.shown,
-                holder(&l).unwrap_or_else(|| "nobody".into())
-            ),
-        },
+            },
+            Ok(Err(e)) => failed(KubeError::from_client(
+                &e,
+                &cluster.server,
+                "update",
+                Some(ns),
+            )),
+            Ok(Ok(l)) => Outcome::Done {
+                detail: format!(
+                    "{}; {} is held by {} now",
+                    plan.writes().join("; "),
+                    step.key.shown,
+                    holder(&l).unwrap_or_else(|| "nobody".into())
+                ),
+            },
+        };
     }
+    unreachable!("the last attempt returns")
 }
+
+/// How many times a write that lost a race to a renewal is tried again.
+const ATTEMPTS: u32 = 3;
 
 /// The Lease's holder, unless empty.
 fn holder(l: &Lease) -> Option<String> {

@@ -26,7 +26,7 @@ impl Cluster {
         let mut config = config_of(cfg).await?;
         let server = shown(&config.cluster_url);
         config.connect_timeout = Some(timeout);
-        // A watch waits as long as nothing changes: its end is its own timeout's.
+        // A watch waits as long as nothing changes: the follow task bounds each wait.
         config.read_timeout = None;
         let client = kube::Client::try_from(config)
             .map_err(|e| KubeError::Config(format!("kubernetes {server}: {e}")))?;

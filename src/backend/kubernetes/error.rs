@@ -71,7 +71,7 @@ impl KubeError {
                             .to_string(),
                     },
                 },
-                404 => KubeError::NotKube(
+                404 if matches!(verb, "list" | "watch") => KubeError::NotKube(
                     server,
                     format!(
                         "the server has no coordination.k8s.io/v1 Leases (404 {message}): is \
@@ -81,6 +81,14 @@ impl KubeError {
                 410 => KubeError::Gone(server),
                 code => KubeError::Other(server, format!("{code} {}: {message}", status.reason)),
             };
+        }
+        if let kube::Error::Auth(_) = e {
+            // Its text may hold an exec plugin's output and environment: not shown.
+            return KubeError::Config(format!(
+                "kubernetes {server}: the kubeconfig's credentials could not be obtained (its \
+                 token file, client certificate or auth plugin failed); `kubectl auth whoami` \
+                 with the same context shows why"
+            ));
         }
         let mut source: Option<&dyn std::error::Error> = Some(e);
         while let Some(s) = source {

@@ -2,8 +2,9 @@
 //! then watch from each list's resourceVersion and apply every event in the order the API
 //! server sent it. A watch the server ends (its timeout) is resumed from the last
 //! resourceVersion seen, which is no change; a `410 Gone` is listed again and compared, so
-//! only what really changed meanwhile is told. Each second the server is asked for its
-//! version, which proves what is shown is current, and countdowns that ran out are applied.
+//! only what really changed meanwhile is told; one silent past its own timeout is lost.
+//! Each second the server is asked for its version (its contact), and a countdown that ran
+//! out is confirmed by reading its Lease again.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -148,13 +149,23 @@ impl Steps for Follow {
         }
         let next = futures::future::select_all(l.watches.iter_mut().map(|w| {
             Box::pin(async move {
-                let ev = w.events.as_mut().expect("opened above").next().await;
+                // The server ends a watch after WATCH_SECS, and nothing else does: one on a
+                // dead connection that says nothing past that is lost.
+                let quiet = Duration::from_secs(u64::from(WATCH_SECS) + 30);
+                let events = w.events.as_mut().expect("opened above");
+                let ev = tokio::time::timeout(quiet, events.next()).await;
                 (ev, w)
             })
         }));
         let expiry = self.tracker.next_expiry(Instant::now());
         tokio::select! {
-            ((ev, w), _, _) = next => self.on_event(&l.cluster, ev, w).await?,
+            ((ev, w), _, _) = next => match ev {
+                Ok(ev) => self.on_event(&l.cluster, ev, w).await?,
+                Err(_) => {
+                    let said = format!("nothing for over {WATCH_SECS} s, its own timeout");
+                    return Err(KubeError::Lost(l.cluster.server.clone(), said).into());
+                }
+            },
             _ = l.tick.tick() => {
                 let sent = (Instant::now(), SystemTime::now());
                 let within = self.b.opts.request_timeout;
@@ -251,9 +262,10 @@ impl Follow {
         if let Some(sel) = &self.b.cfg.selector {
             params = params.labels(sel);
         }
-        let stream = api
-            .watch(&params, version)
+        let within = self.b.opts.request_timeout;
+        let stream = tokio::time::timeout(within, api.watch(&params, version))
             .await
+            .map_err(|_| KubeError::Timeout(cluster.server.clone(), within))?
             .map_err(|e| KubeError::from_client(&e, &cluster.server, "watch", ns))?;
         Ok(stream.boxed())
     }

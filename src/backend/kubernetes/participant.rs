@@ -8,7 +8,8 @@
 //!   when the holder changes), which the server refuses with 409 if anyone wrote meanwhile.
 //! - The leader renews every retry period, and believes it leads until its renew deadline
 //!   (two thirds of the duration, client-go's 10 s of 15 s) passes without a renewal
-//!   accepted; a renewal that finds another holder deposes it at once.
+//!   accepted; a renewal that reads another holder deposes it at once (a write that lost a
+//!   race, 409, is tried again at the next retry).
 //! - SIGINT/SIGTERM release as client-go's `ReleaseOnCancel` does: no holder, a 1 s duration.
 
 use std::time::{Duration, Instant, SystemTime};
@@ -27,8 +28,10 @@ use crate::node::{Belief, Options, RESIGN_LIMIT, Reporter, Timing, term};
 enum Tried {
     /// The Lease is ours, as of a write sent at `sent`.
     Ours { sent: Instant },
-    /// Another holder keeps it (`None`: nobody, but our write lost a race).
+    /// Another holder keeps it.
     Other(Option<String>),
+    /// Our write lost a race (409): someone wrote in between; read again at the next try.
+    Conflict,
 }
 
 struct Candidate {
@@ -72,11 +75,12 @@ pub(super) async fn run(
     };
     loop {
         let started = Instant::now();
+        // Every call must end while our lead could still be ours.
         let tried = tokio::select! {
-            r = c.try_acquire_or_renew() => r,
+            r = tokio::time::timeout(t.call_limit(), c.try_acquire_or_renew()) => r,
             _ = stop.cancelled() => return c.release(report).await,
         };
-        c.believe(tried, report, &cluster.server)?;
+        c.believe(tried, report, &cluster.server, &ns)?;
         let wait = if c.leading { t.renew } else { t.retry };
         tokio::select! {
             _ = tokio::time::sleep_until((started + wait).into()) => {}
@@ -148,7 +152,7 @@ impl Candidate {
             .await
         {
             Ok(_) => Ok(Tried::Ours { sent }),
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Tried::Other(holder)),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Tried::Conflict),
             Err(e) => Err(e),
         }
     }
@@ -188,11 +192,23 @@ impl Candidate {
     /// permission).
     fn believe(
         &mut self,
-        tried: Result<Tried, kube::Error>,
+        tried: Result<Result<Tried, kube::Error>, tokio::time::error::Elapsed>,
         report: &Reporter,
         server: &str,
+        ns: &str,
     ) -> Result<()> {
+        let Ok(tried) = tried else {
+            // A leader keeps its belief until its renew deadline (the reporter ends it).
+            if !self.leading {
+                let limit = self.t.call_limit();
+                let error = format!("the API server did not answer within {limit:?}");
+                report.believe(Belief::NoContact { error });
+            }
+            return Ok(());
+        };
         match tried {
+            // A leader keeps leading until its renew deadline; a follower waits.
+            Ok(Tried::Conflict) => {}
             Ok(Tried::Ours { sent }) => {
                 self.leading = true;
                 report.lead(term::lead_until(sent, renew_deadline(self.t)));
@@ -205,7 +221,7 @@ impl Candidate {
                 report.believe(Belief::Follower { leader: holder });
             }
             Err(e) => {
-                let said = super::error::KubeError::from_client(&e, server, "update", None);
+                let said = super::error::KubeError::from_client(&e, server, "update", Some(ns));
                 if matches!(&e, kube::Error::Api(s) if matches!(s.code, 401 | 403)) {
                     bail!("{said}");
                 }

@@ -62,8 +62,10 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
         raw: e.name.as_bytes().to_vec(),
         shown: e.name.clone(),
     };
-    let seen = e.leader.as_ref().map(|l| l.id.clone());
-    let old = seen.as_deref().unwrap_or("nobody");
+    // The holder as the Lease names it: the leader, or one whose lease ran out unrenewed.
+    let holder = e.leader.as_ref().or(e.expired.as_deref());
+    let seen = holder.map(|l| String::from_utf8_lossy(&l.raw_id).into_owned());
+    let old = holder.map_or("nobody", |l| l.id.as_str());
     let (write, gist, notes) = match &req.kind {
         ActionKind::Resign => {
             return Err(format!(
@@ -91,6 +93,9 @@ pub(super) fn plan(req: &AdminRequest) -> Result<Plan, String> {
                 "client-go candidates learn of it only at their next retry; {old} is not told."
             )],
         ),
+        ActionKind::Reelect if seen.is_none() => {
+            return Err(format!("{} has no holder to release", e.name));
+        }
         ActionKind::Reelect => (
             Write::Release,
             Gist {
@@ -164,5 +169,14 @@ mod tests {
         );
         let e = plan(&req(ActionKind::Resign, Some("a"))).expect_err("no resign");
         assert!(e.contains("no resign on a Lease"), "{e}");
+        // A holder whose lease ran out is still the one the Lease names: compared as it.
+        let mut expired = req(ActionKind::Reelect, None);
+        expired.seen.expired = Some(Box::new(Candidate::plain("a", "kube-system/sched")));
+        let p = plan(&expired).expect("a plan");
+        assert!(
+            p.writes()[0].contains("if holderIdentity is still a"),
+            "{:?}",
+            p.writes()
+        );
     }
 }

@@ -22,7 +22,7 @@ use crate::model::{Candidate, Cause, Deadline, Election, Note, Scheme, SourceId,
 #[derive(Clone, Debug)]
 struct Seen {
     read: Read,
-    /// The countdown of the holder, as client-go counts it (none without a duration).
+    /// The countdown of the holder, as client-go counts it.
     ttl: Option<Deadline>,
     /// How far the writer's `renewTime` was from when the write was seen (ms; positive:
     /// seen after the stamp), for a write seen live.
@@ -216,12 +216,16 @@ impl KubeTracker {
                 read: r,
                 ..p.clone()
             },
-            (_, _, How::Live) => Seen {
-                ttl: r.duration_s.map(|d| full(d, now)),
-                skew_ms: r.renew.map(|t| signed_ms(wall, t)),
+            // Seen to change (live, or between two reads): client-go's countdown restarts.
+            (Some(_), _, _) | (None, _, How::Live) => Seen {
+                ttl: Some(full(r.duration_s.unwrap_or(0), now)),
+                skew_ms: r
+                    .renew
+                    .filter(|_| how == How::Live)
+                    .map(|t| signed_ms(wall, t)),
                 read: r,
             },
-            (_, _, How::Relisted) => Seen {
+            (None, _, How::Relisted) => Seen {
                 ttl: listed_ttl(&r, now, wall),
                 skew_ms: None,
                 read: r,
@@ -334,9 +338,9 @@ fn full(duration_s: i32, now: Instant) -> Deadline {
 }
 
 /// The countdown of a Lease whose write was not seen: from `renewTime`, at most the full
-/// duration (the writer's clock may be ahead), none without a duration.
+/// duration (the writer's clock may be ahead). Without a duration client-go reads 0: over.
 fn listed_ttl(r: &Read, now: Instant, wall: SystemTime) -> Option<Deadline> {
-    let d = full(r.duration_s?, now);
+    let d = full(r.duration_s.unwrap_or(0), now);
     let Some(renew) = r.renew else {
         return Some(d);
     };

@@ -264,3 +264,15 @@ fn a_countdown_that_ran_out_behind_a_stalled_watch_is_read_again_first() {
         "counted down afresh from the read"
     );
 }
+
+/// client-go reads a missing duration as 0: such a Lease's holder leads nobody.
+#[test]
+fn a_lease_without_a_duration_is_over_at_once() {
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    let mut t = tracker();
+    let mut r = read("a", 1, wall);
+    r.duration_s = None;
+    t.load(vec![r], (now, wall), Duration::from_secs(60));
+    assert_eq!(leader(&t), None);
+    assert!(t.elections[KEY].expired.is_some());
+}
