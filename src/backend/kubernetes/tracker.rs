@@ -210,6 +210,12 @@ impl KubeTracker {
             return;
         }
         let record_changed = prev.is_none_or(|p| !p.read.same_record(&r));
+        // Another acquire time is another tenure, even of the same holder (it released or
+        // lost the Lease and took it again while nobody watched).
+        let same_tenure = prev.is_none_or(|p| match (p.read.acquire, r.acquire) {
+            (Some(was), Some(now)) => was == now || how == How::Live,
+            _ => true,
+        });
         let seen = match (prev, record_changed, how) {
             // The record is the same (a label, an annotation): the countdown runs on.
             (Some(p), false, _) => Seen {
@@ -249,7 +255,7 @@ impl KubeTracker {
         let revision = seen.read.resource_version.parse().ok();
         let step = step(
             before.as_ref(),
-            true,
+            same_tenure,
             (gone, in_place),
             When::at(now, wall, revision),
         );

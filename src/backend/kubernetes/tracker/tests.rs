@@ -253,7 +253,8 @@ fn a_countdown_that_ran_out_behind_a_stalled_watch_is_read_again_first() {
     );
     let at = now + Duration::from_secs(16);
     assert_eq!(t.ran_out(at), [KEY]);
-    let renewed = read("a", 9, wall + Duration::from_secs(16));
+    let mut renewed = read("a", 9, wall + Duration::from_secs(16));
+    renewed.acquire = Some(wall);
     let out = t.confirm(KEY, Some(renewed), at, wall + Duration::from_secs(16));
     assert!(out.events.is_empty(), "{:?}", kinds(&out));
     assert_eq!(leader(&t).as_deref(), Some("a"));
@@ -275,4 +276,28 @@ fn a_lease_without_a_duration_is_over_at_once() {
     t.load(vec![r], (now, wall), Duration::from_secs(60));
     assert_eq!(leader(&t), None);
     assert!(t.elections[KEY].expired.is_some());
+}
+
+/// While nobody watched, a released and took the Lease again: the same holder, another
+/// acquire time, read by a re-list, is another tenure.
+#[test]
+fn a_retake_by_the_same_holder_while_unwatched_is_told() {
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    let mut t = tracker();
+    t.load(
+        vec![read("a", 1, wall)],
+        (now, wall),
+        Duration::from_secs(60),
+    );
+    let mut again = read("a", 7, wall + Duration::from_secs(5));
+    again.transitions = Some(2);
+    let out = t.relist(vec![again], now, wall);
+    assert_eq!(
+        kinds(&out),
+        [(EventKind::LeaderChanged, Some(Cause::Unknown))]
+    );
+    // A renewal (the same acquire time) is none.
+    let mut renewed = read("a", 8, wall + Duration::from_secs(5));
+    renewed.renew = Some(wall + Duration::from_secs(9));
+    assert!(t.relist(vec![renewed], now, wall).events.is_empty());
 }
